@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // DuckDB and s3rver are real; two cores, so keep parallelism modest.
+    pool: 'forks',
+    maxWorkers: 2,
+  },
+});
