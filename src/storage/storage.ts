@@ -1,0 +1,84 @@
+/**
+ * The one storage interface. Discovery, the Delta log and data files all go through it,
+ * so a local folder and an S3 prefix behave the same. A Storage is rooted: keys are
+ * relative to its root, use `/` as separator and never start with `/`.
+ */
+import type { Readable } from 'node:stream';
+
+export interface ObjectInfo {
+  /** Key relative to the storage root. */
+  key: string;
+  size: number;
+  lastModified: Date;
+  /** Content identity: S3 ETag (quotes stripped), or a size+mtime digest on local disk. */
+  etag: string;
+}
+
+export interface ListOptions {
+  /** Only keys starting with this prefix (relative to the root). */
+  prefix?: string;
+  /** Group keys by the next occurrence of the delimiter after the prefix (usually `/`). */
+  delimiter?: string;
+  /** Only keys strictly greater than this key (lexicographic, like S3 StartAfter). */
+  startAfter?: string;
+  /** Page size hint (S3 MaxKeys). */
+  pageSize?: number;
+  signal?: AbortSignal;
+}
+
+export interface ListPage {
+  objects: ObjectInfo[];
+  /** With a delimiter: the "folders" (each ends with the delimiter), relative to the root. */
+  commonPrefixes: string[];
+  /** The store's clock when it answered (HTTP Date on S3, local clock on disk). */
+  serverTime: Date;
+}
+
+export interface ListResult extends ListPage {}
+
+export interface ByteRange {
+  /** First byte, inclusive. */
+  start: number;
+  /** Last byte, inclusive; omitted = to the end. */
+  end?: number;
+}
+
+export type Body = Uint8Array | string;
+
+export interface WriteOptions {
+  contentType?: string;
+  signal?: AbortSignal;
+}
+
+export interface Storage {
+  /** Root URI, for messages and for building child storages (`file:///x/`, `s3://b/p/`). */
+  readonly uri: string;
+  /** Pages in key order. */
+  list(opts?: ListOptions): AsyncIterable<ListPage>;
+  /** All pages gathered into one result; serverTime is that of the first page. */
+  listAll(opts?: ListOptions): Promise<ListResult>;
+  /** Metadata, or null when the key does not exist. */
+  head(key: string): Promise<ObjectInfo | null>;
+  /** Whole object (or a range) in memory, or null when the key does not exist. */
+  read(key: string, range?: ByteRange): Promise<Uint8Array | null>;
+  /** A stream of the object (or a range); throws StorageError with `notFound` when missing. */
+  readStream(key: string, range?: ByteRange): Promise<Readable>;
+  /** Copy the object to a local file (created with its folders); returns the object's info. */
+  download(key: string, localPath: string, opts?: { signal?: AbortSignal }): Promise<ObjectInfo>;
+  /** Path readable in place on local disk, or null when the object must be downloaded first. */
+  localPath(key: string): string | null;
+  /** Create or replace an object in one visible step (no reader sees a partial object). */
+  write(key: string, body: Body, opts?: WriteOptions): Promise<void>;
+  /** Upload a local file, multipart when large; visible in one step. */
+  upload(key: string, localPath: string, opts?: WriteOptions): Promise<void>;
+  /**
+   * Atomic put-if-absent: returns true if this call created the key, false if it already existed.
+   * Never overwrites. On a store that ignores conditional writes the result cannot be trusted:
+   * see `probeConditionalWrite` in ./probe.ts.
+   */
+  writeIfAbsent(key: string, body: Body, opts?: WriteOptions): Promise<boolean>;
+  /** Delete keys (batched); missing keys are not an error. */
+  delete(keys: string[]): Promise<void>;
+  /** A storage rooted at `prefix` below this one (prefix is relative and ends without `/`). */
+  child(prefix: string): Storage;
+}
