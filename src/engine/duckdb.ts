@@ -1,0 +1,63 @@
+/**
+ * The DuckDB session: the only module that imports @duckdb/node-api. Everything else talks
+ * to DuckDB through `DuckSession`, so the rest of tidemark sees rows as plain JS objects.
+ */
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+
+export type Row = Record<string, unknown>;
+
+export interface DuckSessionOptions {
+  /** DuckDB threads; default: DuckDB's own (number of cores). */
+  threads?: number;
+  /** DuckDB memory limit, e.g. '4GB'. */
+  memoryLimit?: string;
+  /** Folder for DuckDB's spill files. */
+  tempDirectory?: string;
+}
+
+export class DuckSession {
+  private constructor(
+    private readonly instance: DuckDBInstance,
+    private readonly conn: DuckDBConnection,
+  ) {}
+
+  /** An in-memory database with the session time zone pinned to UTC (timestamps are instants). */
+  static async open(opts: DuckSessionOptions = {}): Promise<DuckSession> {
+    const config: Record<string, string> = {};
+    if (opts.threads) config['threads'] = String(opts.threads);
+    if (opts.memoryLimit) config['memory_limit'] = opts.memoryLimit;
+    if (opts.tempDirectory) config['temp_directory'] = opts.tempDirectory;
+    const instance = await DuckDBInstance.create(':memory:', config);
+    const conn = await instance.connect();
+    const session = new DuckSession(instance, conn);
+    await session.run("SET TimeZone = 'UTC'");
+    return session;
+  }
+
+  /** Run statements, discarding results. */
+  async run(sql: string): Promise<void> {
+    await this.conn.run(sql);
+  }
+
+  /** Rows as JS objects: BIGINT as bigint, DECIMAL as string-free JS numbers where exact, etc. */
+  async all(sql: string): Promise<Row[]> {
+    const reader = await this.conn.runAndReadAll(sql);
+    return reader.getRowObjectsJS() as Row[];
+  }
+
+  /** Rows as JSON-safe objects (BIGINT/DECIMAL as strings, timestamps as ISO text). */
+  async allJson(sql: string): Promise<Row[]> {
+    const reader = await this.conn.runAndReadAll(sql);
+    return reader.getRowObjectsJson() as Row[];
+  }
+
+  /** First row, or undefined. */
+  async one(sql: string): Promise<Row | undefined> {
+    return (await this.all(sql))[0];
+  }
+
+  close(): void {
+    this.conn.closeSync();
+    this.instance.closeSync();
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * SQL text helpers. Everything that comes from outside (column names, file paths, config
+ * values) reaches SQL only through these, never spliced raw.
+ */
+
+/** Quote an identifier for DuckDB: "name" with embedded quotes doubled. */
+export function ident(name: string): string {
+  if (name.includes('\u0000')) throw new Error(`identifier contains a NUL character: ${JSON.stringify(name)}`);
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** Quote a string literal: 'text' with embedded quotes doubled. */
+export function str(value: string): string {
+  if (value.includes('\u0000')) throw new Error(`string literal contains a NUL character: ${JSON.stringify(value)}`);
+  return `'${value.replaceAll("'", "''")}'`;
+}
+
+/** A SQL literal for a JS value (string, number, bigint, boolean, null). */
+export function literal(value: string | number | bigint | boolean | null): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'string') return str(value);
+  if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
+  if (typeof value === 'bigint') return value.toString();
+  if (!Number.isFinite(value)) throw new Error(`non-finite number cannot be a SQL literal: ${value}`);
+  return String(value);
+}
+
+/** A list of quoted identifiers, comma separated. */
+export function identList(names: readonly string[]): string {
+  return names.map(ident).join(', ');
+}
+
+/**
+ * A file path for DuckDB's readers. read_parquet/read_csv treat `*`, `?` and `[` as glob
+ * characters, so such paths must be read through a safe alias instead (see `needsSafeAlias`).
+ */
+export function pathLiteral(path: string): string {
+  return str(path);
+}
+
+/** True when DuckDB would expand the path as a glob pattern. */
+export function needsSafeAlias(path: string): boolean {
+  return /[*?[\]{}]/.test(path);
+}
