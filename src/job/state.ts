@@ -1,0 +1,77 @@
+/**
+ * The job's state lives in the target table itself, committed with the data:
+ * - a `domainMetadata` action, domain `tidemark.job.<name>`, whose configuration is this JSON
+ *   state (watermark, the bounded set of recently loaded files, quarantined files, counters);
+ * - a `txn` action, appId `tidemark.job.<name>`, whose version is the batch sequence number,
+ *   so any Delta tool sees how far the job got and two runs of one job conflict on commit.
+ * Both survive checkpoints, so the state is always the one of the snapshot's version.
+ */
+import type { Action } from '../delta/actions.js';
+import type { Snapshot } from '../delta/snapshot.js';
+import { DeltaLogError } from '../errors.js';
+
+export const STATE_VERSION = 1;
+
+export interface QuarantinedFile {
+  key: string;
+  etag: string;
+  error: string;
+  at: string;
+}
+
+export interface JobState<D = unknown> {
+  stateVersion: number;
+  job: string;
+  /** Batch sequence number; also the `txn` version. */
+  batch: number;
+  /** Discovery's own state (watermark + recently loaded files); owned by src/discovery. */
+  discovery: D | null;
+  lastRunAt: string | null;
+  quarantined: QuarantinedFile[];
+  totals: { filesLoaded: number; rowsLoaded: number };
+}
+
+/** Domain and txn appId of a job. */
+export function jobAppId(job: string): string {
+  return `tidemark.job.${job}`;
+}
+
+/** The state of a job that has never run. */
+export function initialState(job: string): JobState {
+  return { stateVersion: STATE_VERSION, job, batch: 0, discovery: null, lastRunAt: null, quarantined: [], totals: { filesLoaded: 0, rowsLoaded: 0 } };
+}
+
+/** Upgrade older state layouts to the current one (there is only v1 so far). */
+export function upgradeState(raw: Record<string, unknown>, job: string, uri: string): JobState {
+  const version = Number(raw['stateVersion']);
+  if (version !== STATE_VERSION) {
+    throw new DeltaLogError(`[job] state of job ${job} in ${uri} has stateVersion ${raw['stateVersion']}, this tidemark reads ${STATE_VERSION}`, {
+      context: { uri, job },
+    });
+  }
+  return { ...initialState(job), ...(raw as Partial<JobState>) } as JobState;
+}
+
+/** The job's state in a snapshot (initial state when the table or the domain does not exist). */
+export function readJobState(snapshot: Snapshot | null, job: string): JobState {
+  const domain = snapshot?.domains.get(jobAppId(job));
+  if (!snapshot || !domain) return initialState(job);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(domain.configuration);
+  } catch (cause) {
+    throw new DeltaLogError(`[job] state of job ${job} in ${snapshot.tableUri} at version ${snapshot.version} is not valid JSON`, {
+      context: { uri: snapshot.tableUri, version: snapshot.version, job },
+      cause,
+    });
+  }
+  return upgradeState(raw as Record<string, unknown>, job, snapshot.tableUri);
+}
+
+/** The actions that commit `state` (with its batch number) in the same commit as the data. */
+export function stateActions(state: JobState, now = Date.now()): Action[] {
+  return [
+    { txn: { appId: jobAppId(state.job), version: state.batch, lastUpdated: now } },
+    { domainMetadata: { domain: jobAppId(state.job), configuration: JSON.stringify(state), removed: false } },
+  ];
+}
