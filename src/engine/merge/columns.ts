@@ -1,0 +1,101 @@
+/**
+ * Lining up the batch's columns with the table's: which batch column feeds which table column,
+ * with what conversion. Pure, so the rules (and later schema evolution) are tested without DuckDB.
+ */
+import type { DataType, StructType } from '../../delta/schema.js';
+import { SchemaError } from '../../errors.js';
+import { ident } from '../sql.js';
+import { castToDeltaSql, deltaTypeToDuckForWrite } from '../type-map-write.js';
+
+/** A column and its DuckDB type, as DESCRIBE prints it. */
+export interface ColumnType {
+  name: string;
+  type: string;
+}
+
+/** How one table column is filled from the batch. */
+export interface ColumnMapping {
+  /** Table column name (the table's spelling). */
+  target: string;
+  /** Table column Delta type. */
+  deltaType: DataType;
+  /** The DuckDB type written for it. */
+  duckType: string;
+  /** Batch column feeding it, or null when the batch lacks it (then NULL). */
+  source: string | null;
+  /** Batch column DuckDB type, when there is a source. */
+  sourceType: string | null;
+}
+
+/** The mapping of a whole batch onto a table. */
+export interface ColumnPlan {
+  mappings: ColumnMapping[];
+  /** Batch columns not written (internal columns the caller named). */
+  ignored: string[];
+}
+
+/**
+ * Map batch columns to the table schema's top-level fields by name (case-insensitive, like Delta).
+ * Table columns the batch lacks are filled with NULL. Batch columns the table lacks are a
+ * SchemaError naming them, unless listed in `internal`. (Schema evolution will turn these extra
+ * columns into new table columns instead: that is the one place to change.)
+ */
+export function planColumns(batch: readonly ColumnType[], schema: StructType, internal: readonly string[], tableUri: string): ColumnPlan {
+  const byName = new Map(batch.map((c) => [c.name.toLowerCase(), c]));
+  const internalSet = new Set(internal.map((n) => n.toLowerCase()));
+  const mappings = schema.fields.map((f): ColumnMapping => {
+    const src = byName.get(f.name.toLowerCase());
+    return {
+      target: f.name,
+      deltaType: f.type,
+      duckType: deltaTypeToDuckForWrite(f.type, f.name),
+      source: src?.name ?? null,
+      sourceType: src?.type ?? null,
+    };
+  });
+  const tableNames = new Set(schema.fields.map((f) => f.name.toLowerCase()));
+  const extra = batch.filter((c) => !tableNames.has(c.name.toLowerCase()) && !internalSet.has(c.name.toLowerCase()));
+  if (extra.length > 0) {
+    const names = extra.map((c) => c.name);
+    throw new SchemaError(
+      `[merge] batch columns not in table ${tableUri}: ${names.map((n) => JSON.stringify(n)).join(', ')} (schema evolution is not supported yet)`,
+      { context: { uri: tableUri, column: names[0], columns: names } },
+    );
+  }
+  const ignored = batch.filter((c) => internalSet.has(c.name.toLowerCase())).map((c) => c.name);
+  return { mappings, ignored };
+}
+
+/** Batch columns that become table columns when the write creates the table. */
+export function dataColumns(batch: readonly ColumnType[], internal: readonly string[]): ColumnType[] {
+  const internalSet = new Set(internal.map((n) => n.toLowerCase()));
+  return batch.filter((c) => !internalSet.has(c.name.toLowerCase()));
+}
+
+/** SQL producing a table column (in its written DuckDB type) from the batch relation aliased `alias`. */
+export function mappingExpr(m: ColumnMapping, alias: string): string {
+  if (m.source === null || m.sourceType === null) return `CAST(NULL AS ${m.duckType})`;
+  return castToDeltaSql(`${alias}.${ident(m.source)}`, m.sourceType, m.deltaType, m.target);
+}
+
+/** Names of table columns that must be fed by the batch; a missing one is a SchemaError naming it. */
+export function requireColumns(plan: ColumnPlan, names: readonly string[], role: string, tableUri: string): void {
+  for (const name of names) {
+    const m = plan.mappings.find((x) => x.target.toLowerCase() === name.toLowerCase());
+    if (!m) {
+      throw new SchemaError(`[merge] ${role} column ${JSON.stringify(name)} is not a column of table ${tableUri}`, {
+        context: { uri: tableUri, column: name },
+      });
+    }
+    if (m.source === null) {
+      throw new SchemaError(`[merge] ${role} column ${JSON.stringify(name)} is missing from the batch`, {
+        context: { uri: tableUri, column: name },
+      });
+    }
+  }
+}
+
+/** The table's spelling of a column name given in any case (names are unique ignoring case). */
+export function tableName(plan: ColumnPlan, name: string): string {
+  return plan.mappings.find((m) => m.target.toLowerCase() === name.toLowerCase())?.target ?? name;
+}

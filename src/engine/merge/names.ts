@@ -1,0 +1,60 @@
+/**
+ * Names of the temporary tables and internal columns one MERGE uses. Every name carries a
+ * per-call suffix so two writes on one DuckDB session never collide, and `dropAll` cleans up.
+ */
+import type { DuckSession } from '../duckdb.js';
+import { ident } from '../sql.js';
+
+/** Internal column: the evaluated `deleteWhen` flag (BOOLEAN, never NULL). */
+export const DELETE_FLAG = '__tm_delete';
+/** Internal column: the batch row's source file, copied from the lineage column when present. */
+export const SOURCE_FILE = '__tm_source_file';
+/** Internal column: the batch row's position in its source file, when present. */
+export const SOURCE_ROW = '__tm_source_row';
+/** Internal column: the id of the data file a target row was read from. */
+export const FILE_ID = '__tm_file';
+/** Internal column: the batch row a target row matched (the batch table's rowid). */
+export const BATCH_ROW = '__tm_brow';
+/** Internal column: the stored row (the target table's rowid). */
+export const TARGET_ROW = '__tm_trow';
+/** Internal column: what happens to a matched row ('stale' | 'delete' | 'update' | 'unchanged'). */
+export const ACTION = '__tm_action';
+
+let sequence = 0;
+
+/** The temp tables of one write. */
+export interface TempTables {
+  /** The batch, cast to the target schema, with DELETE_FLAG and lineage columns. */
+  batch: string;
+  /** Candidate data files: id, local path, size, typed partition values, key bounds. */
+  files: string;
+  /** Batch keys found in candidate files by the key-column scan. */
+  hits: string;
+  /** Full rows of the files holding non-stale hits. */
+  target: string;
+  /** Matched target rows with their action. */
+  actions: string;
+}
+
+/** Fresh temp table names for one write. */
+export function tempTables(): TempTables {
+  const n = ++sequence;
+  return {
+    batch: `__tm_batch_${n}`,
+    files: `__tm_files_${n}`,
+    hits: `__tm_hits_${n}`,
+    target: `__tm_target_${n}`,
+    actions: `__tm_actions_${n}`,
+  };
+}
+
+/** Drop every temp table of a write (missing ones are fine); never throws. */
+export async function dropAll(session: DuckSession, tables: TempTables): Promise<void> {
+  for (const name of Object.values(tables)) {
+    try {
+      await session.run(`DROP TABLE IF EXISTS ${ident(name)}`);
+    } catch {
+      // Cleanup must not hide the error that got us here.
+    }
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * Options and results of the MERGE engine and of append mode.
+ */
+import type { Action } from '../../delta/actions.js';
+import type { Storage } from '../../storage/storage.js';
+import type { DuckSession } from '../duckdb.js';
+
+/** Lineage columns the job may add to a batch; used to name the file (and row) of a bad input row. */
+export const DEFAULT_SOURCE_FILE_COLUMN = '_source_file';
+/** Parallel downloads of data files from non-local storage. */
+export const DEFAULT_DOWNLOAD_CONCURRENCY = 8;
+
+/** What both MERGE and append need: where the table is and where the batch is. */
+export interface WriteTarget {
+  session: DuckSession;
+  /** Storage rooted at the table folder. */
+  storage: Storage;
+  /** DuckDB table or view holding the batch (a name, quoted by the engine). */
+  batch: string;
+  /** Partition columns, used only when the table is created by this write. */
+  partitionBy?: string[];
+  /**
+   * Batch columns that are not table data (lineage, CDC op codes): usable in `deleteWhen` and in
+   * error messages, never written. A batch column neither in the table nor listed here is a SchemaError.
+   */
+  internalColumns?: string[];
+  /** Column naming each row's source file, for error messages; default `_source_file` (if present). */
+  sourceFileColumn?: string;
+  /** Column with each row's 1-based position in its file, for error messages (if present). */
+  sourceRowColumn?: string;
+  /** appIds whose txn the caller read (the job's watermark appId); recorded in the commit's read set. */
+  appIds?: string[];
+  /** Actions committed atomically with the data, e.g. the job's `txn` watermark. */
+  extraActions?: Action[];
+  /** Local folder for downloaded data files and files being written; default: a fresh temp folder. */
+  spoolDir?: string;
+  /** Bound on parallel downloads/uploads; default 8. */
+  concurrency?: number;
+  /** Rows per output Parquet file (passed to the data-file writer). */
+  targetFileRows?: number;
+  signal?: AbortSignal;
+}
+
+/** Options of `mergeIntoTable`. */
+export interface MergeOptions extends WriteTarget {
+  /** Columns identifying a row; must be non-null and unique in the batch. */
+  keyColumns: string[];
+  /**
+   * Column ordering versions of a row. An incoming row replaces (or deletes) the stored one only
+   * when it is not older: incoming >= stored. NULL counts as the oldest value: a NULL incoming
+   * value never replaces a non-NULL stored one; NULL vs NULL is "equal" and replaces.
+   */
+  orderBy: string;
+  /** SQL boolean expression over the batch's columns; true = delete the key. NULL counts as false. */
+  deleteWhen?: string;
+  /**
+   * By default a batch row matches a stored row when the key columns AND the partition columns are
+   * equal (a key never moves partition), which lets partition values prune files. Set true to match
+   * on the key alone across partitions (no partition pruning).
+   */
+  matchAcrossPartitions?: boolean;
+}
+
+/** Time spent per phase, in ms. */
+export interface MergeDurations {
+  /** Snapshot load, batch preparation and validation. */
+  prepare: number;
+  /** Partition and stats pruning plus the key-column scan. */
+  prune: number;
+  /** Full read of hit files and row classification. */
+  classify: number;
+  /** Writing new data files and uploading them. */
+  write: number;
+  commit: number;
+  total: number;
+}
+
+/** What a MERGE did. Row counts are per target row (like Delta's operation metrics). */
+export interface MergeResult {
+  /** Committed table version, or null when nothing changed (no commit). */
+  version: number | null;
+  /** Rows in the batch. */
+  sourceRows: number;
+  inserted: number;
+  updated: number;
+  deleted: number;
+  /** Matched rows whose incoming version was older than the stored one (stored row kept). */
+  skippedStale: number;
+  /** Matched rows whose incoming row equals the stored row in every column (not rewritten). */
+  unchanged: number;
+  /** Batch rows flagged for delete whose key is not in the table (no-op). */
+  deleteNotFound: number;
+  filesAdded: number;
+  filesRemoved: number;
+  /** Sum of the sizes of the removed (rewritten) files. */
+  bytesRewritten: number;
+  /** Sum of the sizes of the added files. */
+  bytesAdded: number;
+  /** Files whose key columns were scanned (candidates left after partition and stats pruning). */
+  filesScanned: number;
+  /** Files read in full (hold a batch key that is not stale). */
+  filesRead: number;
+  /** Unchanged rows copied from rewritten files into their replacements. */
+  rowsCopied: number;
+  /** True when this MERGE created the table. */
+  created: boolean;
+  durations: MergeDurations;
+}
+
+/** Options of `appendToTable`. */
+export interface AppendOptions extends WriteTarget {}
+
+/** What an append did. */
+export interface AppendResult {
+  /** Committed version, or null when the batch was empty and the table existed (no commit). */
+  version: number | null;
+  inserted: number;
+  filesAdded: number;
+  bytesAdded: number;
+  created: boolean;
+  durations: { prepare: number; write: number; commit: number; total: number };
+}

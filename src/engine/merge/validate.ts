@@ -1,0 +1,96 @@
+/**
+ * Checks on the prepared batch before anything is read from the table: the delete condition is
+ * one SQL expression, no key is NULL, no key appears twice. Each failure is a MergeInputError
+ * that names the column, key value and (when the batch carries lineage) the source file.
+ */
+import { MergeInputError } from '../../errors.js';
+import type { DuckSession, Row } from '../duckdb.js';
+import { ident, str } from '../sql.js';
+import { SOURCE_FILE, SOURCE_ROW } from './names.js';
+
+/** Which lineage columns the prepared batch carries. */
+export interface Lineage {
+  file: boolean;
+  row: boolean;
+}
+
+/**
+ * The delete condition must parse as exactly one SQL expression: it is spliced into a SELECT list,
+ * so `x; DROP TABLE t` or `x) FROM y --` must not get through. Checked with DuckDB's own parser.
+ */
+export async function checkDeleteExpression(session: DuckSession, expr: string): Promise<void> {
+  const row = await session.one(`SELECT json_serialize_sql(${str(`SELECT (${expr}) AS flag`)}) AS j`);
+  const parsed = JSON.parse(String(row?.['j'] ?? '{}')) as {
+    error?: boolean;
+    error_message?: string;
+    statements?: { node?: { select_list?: unknown[]; from_table?: { type?: string } } }[];
+  };
+  const node = parsed.statements?.[0]?.node;
+  const single = !parsed.error && parsed.statements?.length === 1 && node?.select_list?.length === 1 && node.from_table?.type === 'EMPTY';
+  if (!single) {
+    const why = parsed.error_message ?? 'not a single expression';
+    throw badDeleteWhen(expr, why);
+  }
+}
+
+/** MergeInputError for a deleteWhen that does not parse or evaluate. */
+export function badDeleteWhen(expr: string, why: string, cause?: unknown): MergeInputError {
+  return new MergeInputError(`[merge] invalid deleteWhen expression ${JSON.stringify(expr)}: ${why}`, {
+    context: { field: 'deleteWhen', expression: expr },
+    cause,
+  });
+}
+
+/** Fail when a key column is NULL in some batch row. */
+export async function checkNullKeys(session: DuckSession, batch: string, keys: readonly string[], lineage: Lineage): Promise<void> {
+  const anyNull = keys.map((k) => `${ident(k)} IS NULL`).join(' OR ');
+  const bad = await session.one(`SELECT ${lineageList(keys, lineage)} FROM ${ident(batch)} WHERE ${anyNull} LIMIT 1`);
+  if (!bad) return;
+  const column = keys.find((k) => bad[k] === null) ?? keys[0]!;
+  const where = describeLineage(bad, lineage);
+  throw new MergeInputError(`[merge] key column ${JSON.stringify(column)} is NULL in a batch row${where.text}`, {
+    context: { column, ...where.context },
+  });
+}
+
+/** Fail when two batch rows have the same key (the job dedupes before merging). */
+export async function checkDuplicateKeys(session: DuckSession, batch: string, keys: readonly string[], lineage: Lineage): Promise<void> {
+  const cols = keys.map(ident).join(', ');
+  const dup = await session.one(
+    `SELECT ${lineageList(keys, lineage)}, count(*) OVER (PARTITION BY ${cols}) AS __tm_n ` +
+      `FROM ${ident(batch)} QUALIFY __tm_n > 1 ORDER BY ${cols} LIMIT 1`,
+  );
+  if (!dup) return;
+  const keyText = keys.map((k) => `${k}=${formatValue(dup[k])}`).join(', ');
+  const where = describeLineage(dup, lineage);
+  throw new MergeInputError(`[merge] batch has ${String(dup['__tm_n'])} rows for key (${keyText})${where.text}; dedupe the batch first`, {
+    context: { column: keys.join(','), keyValue: keyText, ...where.context },
+  });
+}
+
+function lineageList(keys: readonly string[], lineage: Lineage): string {
+  const cols = keys.map(ident);
+  if (lineage.file) cols.push(ident(SOURCE_FILE));
+  if (lineage.row) cols.push(ident(SOURCE_ROW));
+  return cols.join(', ');
+}
+
+function describeLineage(row: Row, lineage: Lineage): { text: string; context: { key?: string; row?: number } } {
+  const file = lineage.file && row[SOURCE_FILE] != null ? String(row[SOURCE_FILE]) : undefined;
+  const rowNo = lineage.row && row[SOURCE_ROW] != null ? Number(row[SOURCE_ROW]) : undefined;
+  const parts: string[] = [];
+  if (file !== undefined) parts.push(`file ${file}`);
+  if (rowNo !== undefined) parts.push(`row ${rowNo}`);
+  return {
+    text: parts.length > 0 ? ` (${parts.join(', ')})` : '',
+    context: { ...(file === undefined ? {} : { key: file }), ...(rowNo === undefined ? {} : { row: rowNo }) },
+  };
+}
+
+function formatValue(v: unknown): string {
+  if (v === null || v === undefined) return 'NULL';
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (v instanceof Date) return v.toISOString();
+  if (typeof v === 'bigint') return v.toString();
+  return typeof v === 'object' ? JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x)) : String(v);
+}
