@@ -1,0 +1,156 @@
+/**
+ * Protocol gates (delta-notes §8): may tidemark read, or write, a table with this protocol
+ * and metadata? Legacy versions imply their features; reader 3 / writer 7 list them.
+ * Unknown feature names are refused. Refusals are UnsupportedFeatureError naming the feature.
+ */
+import { UnsupportedFeatureError } from '../errors.js';
+import type { Metadata, Protocol } from './actions.js';
+import { parseSchema, type DataType, type StructField } from './schema.js';
+
+/** Features that ask nothing of a reader (writer-only features, and vacuumProtocolCheck). */
+const READER_NEUTRAL = new Set([
+  'appendOnly',
+  'invariants',
+  'checkConstraints',
+  'changeDataFeed',
+  'generatedColumns',
+  'allowColumnDefaults',
+  'identityColumns',
+  'domainMetadata',
+  'rowTracking',
+  'clustering',
+  'liquid',
+  'inCommitTimestamp',
+  'icebergCompatV1',
+  'icebergCompatV2',
+  'icebergCompatV3',
+  'icebergWriterCompatV1',
+  'icebergWriterCompatV3',
+  'checkpointProtection',
+  'vacuumProtocolCheck',
+]);
+
+/** Features implied by legacy writer versions 2..6, cumulatively. */
+const LEGACY_WRITER_FEATURES: ReadonlyArray<[number, string[]]> = [
+  [2, ['appendOnly', 'invariants']],
+  [3, ['checkConstraints']],
+  [4, ['changeDataFeed', 'generatedColumns']],
+  [5, ['columnMapping']],
+  [6, ['identityColumns']],
+];
+
+type Access = 'read' | 'write';
+/** Why a feature cannot be honoured for this table, or null when it can. */
+type Check = (metadata: Metadata) => string | null;
+
+const WRITE_CHECKS: Readonly<Record<string, Check>> = {
+  appendOnly: () => null, // enforced by the commit path (no dataChange removes)
+  timestampNtz: () => null,
+  invariants: (m) => (anyField(m, (f) => 'delta.invariants' in f.metadata) ? 'a column has delta.invariants' : null),
+  checkConstraints: (m) =>
+    Object.keys(m.configuration ?? {}).some((k) => k.startsWith('delta.constraints.')) ? 'the table has CHECK constraints' : null,
+  changeDataFeed: (m) =>
+    (m.configuration?.['delta.enableChangeDataFeed'] ?? '').toLowerCase() === 'true' ? 'delta.enableChangeDataFeed is true' : null,
+  generatedColumns: (m) =>
+    anyField(m, (f) => 'delta.generationExpression' in f.metadata) ? 'a column is a generated column' : null,
+  identityColumns: (m) =>
+    anyField(m, (f) => Object.keys(f.metadata).some((k) => k.startsWith('delta.identity.'))) ? 'a column is an identity column' : null,
+  columnMapping: columnMappingCheck,
+};
+
+const READ_CHECKS: Readonly<Record<string, Check>> = {
+  timestampNtz: () => null,
+  columnMapping: columnMappingCheck,
+};
+
+/** Column mapping in mode `none` (or unset) changes nothing for readers and writers. */
+function columnMappingCheck(m: Metadata): string | null {
+  const mode = m.configuration?.['delta.columnMapping.mode'] ?? 'none';
+  return mode === 'none' ? null : `delta.columnMapping.mode is ${mode}`;
+}
+
+/**
+ * Throw UnsupportedFeatureError unless tidemark can read the table: reader version 1, 2 with
+ * column mapping mode `none`, or 3 with only supported reader features.
+ */
+export function assertReadable(protocol: Protocol, metadata: Metadata, uri: string): void {
+  failOn(readProblems(protocol, metadata), 'read', uri);
+}
+
+/**
+ * Throw UnsupportedFeatureError unless tidemark can write the table: it must be readable,
+ * and every writer feature (implied by a legacy version or listed at writer 7) supported
+ * for this table's schema and configuration.
+ */
+export function assertWritable(protocol: Protocol, metadata: Metadata, uri: string): void {
+  const problems = readProblems(protocol, metadata);
+  const version = protocol.minWriterVersion;
+  if (version > 7) problems.push({ feature: `minWriterVersion=${version}`, detail: 'unknown writer version' });
+  for (const feature of writerFeatures(protocol)) {
+    const check = WRITE_CHECKS[feature];
+    const detail = check ? check(metadata) : 'not supported for writing';
+    if (detail !== null) problems.push({ feature, detail });
+  }
+  failOn(problems, 'write', uri);
+}
+
+/** The writer features in force: implied by versions 2..6, listed at version 7. */
+export function writerFeatures(protocol: Protocol): string[] {
+  if (protocol.minWriterVersion >= 7) {
+    return unique([...(protocol.writerFeatures ?? []), ...(protocol.readerFeatures ?? [])]);
+  }
+  return LEGACY_WRITER_FEATURES.filter(([v]) => protocol.minWriterVersion >= v).flatMap(([, names]) => names);
+}
+
+interface Problem {
+  feature: string;
+  detail: string;
+}
+
+function readProblems(protocol: Protocol, metadata: Metadata): Problem[] {
+  const problems: Problem[] = [];
+  const version = protocol.minReaderVersion;
+  const features = version >= 3 ? (protocol.readerFeatures ?? []) : version === 2 ? ['columnMapping'] : [];
+  if (version > 3) problems.push({ feature: `minReaderVersion=${version}`, detail: 'unknown reader version' });
+  // Column mapping on an old protocol is still column mapping: check it whatever the version says.
+  for (const feature of unique([...features, 'columnMapping'])) {
+    if (READER_NEUTRAL.has(feature)) continue;
+    const check = READ_CHECKS[feature];
+    const detail = check ? check(metadata) : 'not supported for reading';
+    if (detail !== null) problems.push({ feature, detail });
+  }
+  if (usesType(parseSchema(metadata.schemaString), 'variant')) {
+    problems.push({ feature: 'variantType', detail: 'a column has type variant' });
+  }
+  return problems;
+}
+
+function failOn(problems: Problem[], access: Access, uri: string): void {
+  const first = problems[0];
+  if (!first) return;
+  const others = problems.slice(1).map((p) => p.feature);
+  const detail = first.detail + (others.length ? `; also unsupported: ${others.join(', ')}` : '');
+  throw new UnsupportedFeatureError(first.feature, access, uri, detail);
+}
+
+function unique(names: string[]): string[] {
+  return [...new Set(names)];
+}
+
+/** True when any field of the schema, at any depth, satisfies `test`. */
+function anyField(metadata: Metadata, test: (field: StructField) => boolean): boolean {
+  const visit = (type: DataType): boolean => {
+    if (typeof type === 'string') return false;
+    if (type.type === 'struct') return type.fields.some((f) => test({ ...f, metadata: f.metadata ?? {} }) || visit(f.type));
+    if (type.type === 'array') return visit(type.elementType);
+    return visit(type.keyType) || visit(type.valueType);
+  };
+  return visit(parseSchema(metadata.schemaString));
+}
+
+function usesType(type: DataType, name: string): boolean {
+  if (typeof type === 'string') return type === name;
+  if (type.type === 'struct') return type.fields.some((f) => usesType(f.type, name));
+  if (type.type === 'array') return usesType(type.elementType, name);
+  return usesType(type.keyType, name) || usesType(type.valueType, name);
+}

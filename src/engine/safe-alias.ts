@@ -1,0 +1,38 @@
+/**
+ * DuckDB's file readers expand `*`, `?`, `[` and `{` in paths as globs, so a data file named
+ * `x?.parquet` would also read `xa.parquet`. Such files are read through a symbolic link with
+ * a plain name in a private temp folder (removed when the process exits).
+ */
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { needsSafeAlias } from './sql.js';
+
+let aliasDir: string | null = null;
+
+function dir(): string {
+  if (aliasDir) return aliasDir;
+  const created = mkdtempSync(join(tmpdir(), 'tidemark-alias-'));
+  if (needsSafeAlias(created)) throw new Error(`the temp folder ${created} itself contains glob characters`);
+  process.once('exit', () => rmSync(created, { recursive: true, force: true }));
+  aliasDir = created;
+  return created;
+}
+
+/**
+ * A path DuckDB reads literally: `path` itself when it has no glob characters, else a
+ * symlink to it (stable per path, so repeated calls reuse one link).
+ */
+export function safeReadPath(path: string): string {
+  if (!needsSafeAlias(path)) return path;
+  const target = resolve(path);
+  const ext = /\.[A-Za-z0-9]{1,12}$/.exec(target)?.[0] ?? '';
+  const link = join(dir(), createHash('sha256').update(target).digest('hex').slice(0, 32) + ext);
+  try {
+    symlinkSync(target, link);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  return link;
+}

@@ -1,0 +1,213 @@
+/**
+ * Reading a snapshot's data files as one relation (delta-notes §12). Only the files the log
+ * lists are read, never a glob; partition values come from the log, never folder names;
+ * columns a file lacks read as NULL; every column is cast to the type the schema gives
+ * (INT96 timestamps, naive but UTC, become TIMESTAMPTZ in the UTC session).
+ *
+ * Files with the same Parquet schema and the same partition values are read by one
+ * `read_parquet([...])`, so an unpartitioned table is one scan whatever its file count.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pLimit from 'p-limit';
+import { BadFileError, UnsupportedFeatureError } from '../errors.js';
+import { decodeLogPath, partitionValueSql } from '../delta/partition-decode.js';
+import type { StructField } from '../delta/schema.js';
+import type { LiveFile, Snapshot } from '../delta/snapshot.js';
+import type { Storage } from '../storage/storage.js';
+import type { DuckSession, Row } from './duckdb.js';
+import { safeReadPath } from './safe-alias.js';
+import { ident, str } from './sql.js';
+import { deltaTypeToDuck } from './type-map-read.js';
+
+/** The top-level columns of a Parquet file, and a signature of its whole schema. */
+export interface FileShape {
+  columns: string[];
+  /** Equal signatures mean DuckDB can read the files together. */
+  signature: string;
+}
+
+/** Files per parquet_schema() query, to bound the SQL text. */
+const INSPECT_BATCH = 500;
+/** Concurrent downloads when the store is remote. */
+const DOWNLOAD_CONCURRENCY = 8;
+
+/** The shape of each Parquet file (keyed by the paths given). Throws BadFileError for unreadable files. */
+export async function inspectFiles(session: DuckSession, paths: readonly string[]): Promise<Map<string, FileShape>> {
+  const shapes = new Map<string, FileShape>();
+  const unique = [...new Set(paths)];
+  for (let i = 0; i < unique.length; i += INSPECT_BATCH) {
+    const batch = unique.slice(i, i + INSPECT_BATCH);
+    const byAlias = new Map(batch.map((p) => [safeReadPath(p), p]));
+    const rows = await schemaRows(session, [...byAlias.keys()]);
+    const perFile = new Map<string, Row[]>();
+    for (const row of rows) {
+      const name = String(row['file_name']);
+      perFile.set(name, [...(perFile.get(name) ?? []), row]);
+    }
+    for (const [alias, path] of byAlias) {
+      const fileRows = perFile.get(alias);
+      if (!fileRows) throw new BadFileError(`[scan] no Parquet schema read from ${path}`, { context: { key: path } });
+      shapes.set(path, shapeOf(fileRows));
+    }
+  }
+  return shapes;
+}
+
+async function schemaRows(session: DuckSession, paths: string[]): Promise<Row[]> {
+  const list = paths.map(str).join(', ');
+  const sql =
+    'SELECT file_name, column_id, name, type, type_length, repetition_type, num_children, converted_type, ' +
+    `scale, precision, field_id, logical_type, duckdb_type FROM parquet_schema([${list}]) ORDER BY file_name, column_id`;
+  try {
+    return await session.allJson(sql);
+  } catch (cause) {
+    const key = paths.length === 1 ? paths[0] : undefined;
+    throw new BadFileError(`[scan] cannot read the Parquet schema of ${key ?? `${paths.length} data files`}`, {
+      context: { key },
+      cause,
+    });
+  }
+}
+
+/** Top-level names from the depth-first schema rows (row 0 is the root). */
+function shapeOf(rows: Row[]): FileShape {
+  const columns: string[] = [];
+  const subtreeEnd = (index: number): number => {
+    let next = index + 1;
+    for (let c = 0; c < Number(rows[index]?.['num_children'] ?? 0); c++) next = subtreeEnd(next);
+    return next;
+  };
+  const rootEnd = subtreeEnd(0);
+  for (let i = 1; i < rootEnd; i = subtreeEnd(i)) columns.push(String(rows[i]!['name']));
+  const signature = JSON.stringify(rows.slice(1).map(({ file_name: _, ...rest }) => rest));
+  return { columns, signature };
+}
+
+/**
+ * SQL for the snapshot's rows in `files`, with the schema's columns in order.
+ * `shapeOf` gives each file's columns (missing ones read as NULL); without it every file is
+ * assumed to hold every data column. Paths with glob characters are read through safe aliases.
+ */
+export function scanSql(
+  snapshot: Snapshot,
+  files: readonly LiveFile[],
+  localPathOf: (file: LiveFile) => string,
+  shapeOf?: (localPath: string) => FileShape | undefined,
+): string {
+  if (files.length === 0) return emptyRelationSql(snapshot);
+  const groups = new Map<string, { file: LiveFile; shape: FileShape | undefined; paths: string[] }>();
+  for (const file of files) {
+    refuseDeletionVector(snapshot, file);
+    const path = localPathOf(file);
+    const shape = shapeOf?.(path);
+    const key = JSON.stringify([shape?.signature ?? null, partitionKey(snapshot, file)]);
+    const group = groups.get(key) ?? { file, shape, paths: [] };
+    group.paths.push(safeReadPath(path));
+    groups.set(key, group);
+  }
+  return [...groups.values()]
+    .map((g) => `SELECT ${projection(snapshot, g.file, g.shape)} FROM read_parquet([${g.paths.map(str).join(', ')}], hive_partitioning = false)`)
+    .join('\nUNION ALL BY NAME\n');
+}
+
+/**
+ * Inspect the files' schemas with DuckDB, then build the scan (see `scanSql`).
+ * `localPathOf` must give a path DuckDB can read for each file.
+ */
+export async function scanRelation(
+  session: DuckSession,
+  snapshot: Snapshot,
+  files: readonly LiveFile[],
+  localPathOf: (file: LiveFile) => string,
+): Promise<string> {
+  const shapes = await inspectFiles(session, files.map(localPathOf));
+  return scanSql(snapshot, files, localPathOf, (p) => shapes.get(p));
+}
+
+/** A correctly typed relation with no rows. */
+export function emptyRelationSql(snapshot: Snapshot): string {
+  const columns = snapshot.schema.fields.map((f) => `CAST(NULL AS ${deltaTypeToDuck(f.type)}) AS ${ident(f.name)}`);
+  return `SELECT ${columns.join(', ')} LIMIT 0`;
+}
+
+function projection(snapshot: Snapshot, file: LiveFile, shape: FileShape | undefined): string {
+  return snapshot.schema.fields.map((field) => `${columnSql(snapshot, file, shape, field)} AS ${ident(field.name)}`).join(', ');
+}
+
+function columnSql(snapshot: Snapshot, file: LiveFile, shape: FileShape | undefined, field: StructField): string {
+  const type = deltaTypeToDuck(field.type);
+  if (isPartitionColumn(snapshot, field.name)) {
+    return partitionValueSql(partitionValue(file, field.name), field.type, field.name);
+  }
+  if (field.type === 'void') return `CAST(NULL AS ${type})`;
+  const stored = shape ? findColumn(shape.columns, field.name) : field.name;
+  return stored === undefined ? `CAST(NULL AS ${type})` : `CAST(${ident(stored)} AS ${type})`;
+}
+
+/** Column names are case-insensitive in Delta; prefer the exact spelling. */
+function findColumn(columns: readonly string[], name: string): string | undefined {
+  return columns.find((c) => c === name) ?? columns.find((c) => c.toLowerCase() === name.toLowerCase());
+}
+
+function isPartitionColumn(snapshot: Snapshot, name: string): boolean {
+  return snapshot.partitionColumns.some((c) => c.toLowerCase() === name.toLowerCase());
+}
+
+function partitionValue(file: LiveFile, column: string): string | null {
+  const values = file.partitionValues ?? {};
+  if (column in values) return values[column] ?? null;
+  const key = Object.keys(values).find((k) => k.toLowerCase() === column.toLowerCase());
+  return key === undefined ? null : (values[key] ?? null);
+}
+
+function partitionKey(snapshot: Snapshot, file: LiveFile): Array<string | null> {
+  return snapshot.partitionColumns.map((c) => partitionValue(file, c));
+}
+
+function refuseDeletionVector(snapshot: Snapshot, file: LiveFile): void {
+  if (!file.deletionVector) return;
+  throw new UnsupportedFeatureError('deletionVectors', 'read', snapshot.tableUri, `data file ${file.path} has a deletion vector`);
+}
+
+/**
+ * Run `fn` on a relation over the snapshot's files. Files are read in place when the store
+ * is local, otherwise downloaded to a temp folder that is removed afterwards.
+ */
+export async function withTableScan<T>(
+  session: DuckSession,
+  storage: Storage,
+  snapshot: Snapshot,
+  fn: (relationSql: string) => Promise<T>,
+): Promise<T> {
+  let dir: Promise<string> | null = null;
+  const tempDir = (): Promise<string> => (dir ??= mkdtemp(join(tmpdir(), 'tidemark-scan-')));
+  try {
+    const paths = new Map<LiveFile, string>();
+    const limit = pLimit(DOWNLOAD_CONCURRENCY);
+    await Promise.all(
+      snapshot.files.map((file, i) =>
+        limit(async () => {
+          const key = decodeLogPath(file.path, storage.uri);
+          let path = storage.localPath(key);
+          if (path === null) {
+            path = join(await tempDir(), `file-${i}.parquet`);
+            await storage.download(key, path);
+          }
+          paths.set(file, path);
+        }),
+      ),
+    );
+    const relation = await scanRelation(session, snapshot, snapshot.files, (f) => paths.get(f)!);
+    return await fn(relation);
+  } finally {
+    const created = dir === null ? null : await (dir as Promise<string>).catch(() => null);
+    if (created !== null) await rm(created, { recursive: true, force: true });
+  }
+}
+
+/** All rows of the snapshot as JS objects (for tests and small tables). */
+export async function readTable(session: DuckSession, storage: Storage, snapshot: Snapshot): Promise<Row[]> {
+  return withTableScan(session, storage, snapshot, (relation) => session.all(`SELECT * FROM (${relation})`));
+}
