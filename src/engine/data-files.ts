@@ -1,0 +1,256 @@
+/**
+ * Writes the Parquet data files of a Delta commit from a DuckDB relation: one file per partition
+ * (several when a partition exceeds `targetFileRows`), partition columns left out of the files,
+ * every column cast to the physical type of its Delta type, plus per-file stats.
+ *
+ * Steps: (1) stage the relation once into a temp table, with the cast columns, the partition
+ * value strings, the source order (`ord`), a partition group number (`g`, in order of first
+ * appearance) and a chunk number within the group (`k`), sorted by (g, k, ord) so each file's
+ * rows are contiguous; (2) one aggregate query over the staged table gives the file list and all
+ * stats; (3) one `COPY (… WHERE g = ? AND k = ?) TO … (FORMAT parquet)` per file. Not COPY's
+ * PARTITION_BY: it encodes folder names differently from Spark and names every file data_0.
+ *
+ * Files are written to a flat local folder under safe names; `relativePath` is the key the caller
+ * uploads each one to, and `logPath` the encoded form for `add.path`.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { AddFile, PartitionValues } from '../delta/actions.js';
+import { encodeLogPath, hivePartitionFolder, partitionValueStringSql } from '../delta/partition-encode.js';
+import type { StructField, StructType } from '../delta/schema.js';
+import type { FileStats } from '../delta/snapshot.js';
+import { SchemaError, TidemarkError } from '../errors.js';
+import type { DuckSession, Row } from './duckdb.js';
+import { DEFAULT_NUM_INDEXED_COLS, statsAggregatesSql, statsFromRow, statsJson, statsLeaves, type StatsLeaf } from './file-stats.js';
+import { ident, str } from './sql.js';
+import { castToDeltaSql, deltaTypeToDuckForWrite } from './type-map-write.js';
+
+export { statsJson } from './file-stats.js';
+
+/** Options of writeDataFiles. */
+export interface WriteDataFilesOptions {
+  /**
+   * The rows to write: a query (`SELECT …`, `WITH …`, `FROM …`, `VALUES …`, `(…)`) or a table or
+   * view name usable after FROM (quote it with `ident` if needed). Columns are matched to the
+   * schema by name (exactly, else ignoring case); extra columns are ignored; a nullable schema
+   * column the relation lacks is written as nulls.
+   */
+  relationSql: string;
+  /** The table schema (Delta types). Data files hold its non-partition columns, in this order. */
+  schema: StructType;
+  /** Partition columns, in folder nesting order (metaData.partitionColumns). */
+  partitionColumns: readonly string[];
+  /** Local folder for the Parquet files (created if missing); files get flat unique names. */
+  localDir: string;
+  /** Split a partition into files of at most this many rows, keeping the relation's order. */
+  targetFileRows?: number;
+  /** Parquet codec; Delta's default (delta.parquet.compression.codec unset) is zstd. */
+  compression?: 'zstd' | 'snappy';
+  /** Parquet row group size in rows; DuckDB's default when unset. */
+  rowGroupSize?: number;
+  /** Stats for the first N leaf columns (delta.dataSkippingNumIndexedCols; -1 = all). */
+  numIndexedCols?: number;
+}
+
+/** One data file written locally, ready to upload and to describe in an `add` action. */
+export interface WrittenFile {
+  /** The file on local disk. */
+  localPath: string;
+  /** Object key relative to the table root: Hive folders (Spark-escaped) plus the file name. */
+  relativePath: string;
+  /** `relativePath` percent-encoded for `add.path` (see encodeLogPath). */
+  logPath: string;
+  /** Delta partition value strings (null for null); `{}` when unpartitioned. */
+  partitionValues: PartitionValues;
+  /** File size in bytes. */
+  size: number;
+  /** Per-file stats; serialize with statsJson (keeps decimals exact). */
+  stats: FileStats;
+}
+
+/**
+ * Write the relation's rows as Parquet data files for a Delta table. Returns one entry per file
+ * in partition order of first appearance; an empty relation writes nothing and returns [].
+ * Uses temp tables on the session, so do not run two writes on one session at the same time.
+ */
+export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesOptions): Promise<WrittenFile[]> {
+  const { dataFields, partitionFields } = splitSchema(opts.schema, opts.partitionColumns);
+  if (opts.targetFileRows !== undefined && !(Number.isInteger(opts.targetFileRows) && opts.targetFileRows > 0)) {
+    throw new TidemarkError(`[write] targetFileRows must be a positive integer, got ${opts.targetFileRows}`, { kind: 'usage' });
+  }
+  await assertUtcSession(session);
+  const from = fromClause(opts.relationSql);
+  const sourceTypes = await describe(session, from);
+  const staged = `__tidemark_write_${randomUUID().replaceAll('-', '')}`;
+  const dataCasts = dataFields.map((f) => castFor(f, sourceTypes));
+  const pvs = partitionFields.map((f) => partitionValueStringSql(castFor(f, sourceTypes), f.type, f.name));
+  await runStage(session, stagingSql({ staged, from, dataCasts, pvs, targetFileRows: opts.targetFileRows }));
+  try {
+    const columns = dataFields.map((f, i) => ({ name: f.name, type: f.type, sql: `c${i}` }));
+    const leaves = statsLeaves(columns, opts.numIndexedCols ?? DEFAULT_NUM_INDEXED_COLS);
+    const groups = await session.all(fileListSql(staged, pvs.length, leaves));
+    await mkdir(opts.localDir, { recursive: true });
+    const files: WrittenFile[] = [];
+    for (const [index, row] of groups.entries()) {
+      files.push(await writeOneFile(session, { opts, staged, dataFields, partitionFields, leaves, row, index }));
+    }
+    return files;
+  } finally {
+    await session.run(`DROP TABLE IF EXISTS ${ident(staged)}`);
+  }
+}
+
+/**
+ * The `add` action for a written file (uploaded at `modificationTime`, ms since the epoch).
+ * `dataChange` is true for appends and MERGE rewrites; false only for compaction-like rewrites.
+ */
+export function addActionFor(file: WrittenFile, modificationTime: number, dataChange = true): AddFile {
+  return {
+    path: file.logPath,
+    partitionValues: file.partitionValues,
+    size: file.size,
+    modificationTime,
+    dataChange,
+    stats: statsJson(file.stats),
+  };
+}
+
+function splitSchema(schema: StructType, partitionColumns: readonly string[]) {
+  const byName = new Map(schema.fields.map((f) => [f.name, f]));
+  const partitionFields = partitionColumns.map((name) => {
+    const field = byName.get(name);
+    if (!field) {
+      throw new SchemaError(`[write] partition column "${name}" is not in the table schema`, { context: { column: name } });
+    }
+    return field;
+  });
+  const dataFields = schema.fields.filter((f) => !partitionColumns.includes(f.name));
+  if (dataFields.length === 0) {
+    throw new SchemaError('[write] every column is a partition column; a Delta table needs at least one data column');
+  }
+  return { dataFields, partitionFields };
+}
+
+/** Nested naive timestamps are cast with the session zone (see castToDeltaSql), so insist on UTC. */
+async function assertUtcSession(session: DuckSession): Promise<void> {
+  const row = await session.one(`SELECT current_setting('TimeZone') AS tz`);
+  if (row?.['tz'] !== 'UTC') {
+    throw new TidemarkError(`[write] the DuckDB session time zone must be UTC, found ${String(row?.['tz'])}`);
+  }
+}
+
+/** A query becomes a subquery; anything else is taken as a table or view name. */
+function fromClause(relationSql: string): string {
+  return /^\s*(select|with|from|values|table|\()/i.test(relationSql) ? `(${relationSql})` : relationSql;
+}
+
+async function describe(session: DuckSession, from: string): Promise<Map<string, { name: string; type: string }>> {
+  const rows = await session.all(`DESCRIBE SELECT * FROM ${from}`);
+  return new Map(rows.map((r) => [String(r['column_name']), { name: String(r['column_name']), type: String(r['column_type']) }]));
+}
+
+/** SQL for one schema column from the source: matched by name, cast to its physical type. */
+function castFor(field: StructField, sourceTypes: Map<string, { name: string; type: string }>): string {
+  const source = sourceTypes.get(field.name) ?? caseInsensitive(sourceTypes, field.name);
+  if (source) return castToDeltaSql(ident(source.name), source.type, field.type, field.name);
+  if (!field.nullable) {
+    throw new SchemaError(`[write] non-nullable column "${field.name}" is missing from the rows to write`, {
+      context: { column: field.name },
+    });
+  }
+  return `CAST(NULL AS ${deltaTypeToDuckForWrite(field.type, field.name)})`;
+}
+
+function caseInsensitive<T>(map: Map<string, T>, name: string): T | undefined {
+  const lower = name.toLowerCase();
+  for (const [k, v] of map) if (k.toLowerCase() === lower) return v;
+  return undefined;
+}
+
+/** Source errors (unreadable rows, failed casts) surface here; keep DuckDB's message and cause. */
+async function runStage(session: DuckSession, sql: string): Promise<void> {
+  try {
+    await session.run(sql);
+  } catch (cause) {
+    throw new TidemarkError(`[write] reading and casting the rows to write failed: ${(cause as Error).message}`, { cause });
+  }
+}
+
+interface StagingPlan {
+  staged: string;
+  from: string;
+  dataCasts: string[];
+  pvs: string[];
+  targetFileRows: number | undefined;
+}
+
+/**
+ * The staging table: c0.. data columns, p0.. partition value strings, ord (source order),
+ * g (partition group by first appearance), k (chunk within the group).
+ */
+export function stagingSql(plan: StagingPlan): string {
+  const cols = [
+    ...plan.dataCasts.map((sql, i) => `${sql} AS c${i}`),
+    ...plan.pvs.map((sql, i) => `${sql} AS p${i}`),
+    'row_number() OVER () AS ord', // a streaming window: numbers rows in the relation's order
+  ];
+  const src = `src AS MATERIALIZED (SELECT ${cols.join(', ')} FROM ${plan.from})`;
+  const t = plan.targetFileRows;
+  if (plan.pvs.length === 0) {
+    const chunk = t === undefined ? '0' : `(ord - 1) // ${t}`;
+    return `CREATE TEMP TABLE ${ident(plan.staged)} AS WITH ${src} SELECT *, 0 AS g, ${chunk} AS k FROM src`;
+  }
+  const pcols = plan.pvs.map((_, i) => `p${i}`);
+  const groups = `grp AS (SELECT ${pcols.join(', ')}, row_number() OVER (ORDER BY min(ord)) - 1 AS g FROM src GROUP BY ALL)`;
+  const join = pcols.map((p) => `src.${p} IS NOT DISTINCT FROM grp.${p}`).join(' AND ');
+  const chunk = t === undefined ? '0' : `(row_number() OVER (PARTITION BY grp.g ORDER BY src.ord) - 1) // ${t}`;
+  return (
+    `CREATE TEMP TABLE ${ident(plan.staged)} AS WITH ${src}, ${groups} ` +
+    `SELECT src.*, grp.g, ${chunk} AS k FROM src JOIN grp ON ${join} ORDER BY g, k, ord`
+  );
+}
+
+/** One row per file: g, k, partition strings, count and stats aggregates. */
+function fileListSql(staged: string, partitionCount: number, leaves: readonly StatsLeaf[]): string {
+  const keys = ['g', 'k', ...Array.from({ length: partitionCount }, (_, i) => `p${i}`)];
+  return `SELECT ${keys.join(', ')}, ${statsAggregatesSql(leaves)} FROM ${ident(staged)} GROUP BY ${keys.join(', ')} ORDER BY g, k`;
+}
+
+interface OneFile {
+  opts: WriteDataFilesOptions;
+  staged: string;
+  dataFields: StructField[];
+  partitionFields: StructField[];
+  leaves: StatsLeaf[];
+  row: Row;
+  index: number;
+}
+
+async function writeOneFile(session: DuckSession, f: OneFile): Promise<WrittenFile> {
+  const codec = f.opts.compression ?? 'zstd';
+  const fileName = `part-${String(f.index).padStart(5, '0')}-${randomUUID()}-c000.${codec}.parquet`;
+  const localPath = join(f.opts.localDir, fileName);
+  const partitionValues: PartitionValues = {};
+  f.partitionFields.forEach((field, i) => {
+    const v = f.row[`p${i}`];
+    partitionValues[field.name] = typeof v === 'string' ? v : null;
+  });
+  const select = f.dataFields.map((field, i) => `c${i} AS ${ident(field.name)}`).join(', ');
+  const where = `g = ${Number(f.row['g'])} AND k = ${Number(f.row['k'])}`;
+  const options = [`FORMAT parquet`, `COMPRESSION ${codec}`];
+  if (f.opts.rowGroupSize !== undefined) options.push(`ROW_GROUP_SIZE ${Math.trunc(f.opts.rowGroupSize)}`);
+  await session.run(
+    `COPY (SELECT ${select} FROM ${ident(f.staged)} WHERE ${where} ORDER BY ord) TO ${str(localPath)} (${options.join(', ')})`,
+  );
+  const folder = hivePartitionFolder(f.opts.partitionColumns, partitionValues);
+  const relativePath = folder === '' ? fileName : `${folder}/${fileName}`;
+  return {
+    localPath,
+    relativePath,
+    logPath: encodeLogPath(relativePath),
+    partitionValues,
+    size: (await stat(localPath)).size,
+    stats: statsFromRow(f.row, f.leaves),
+  };
+}

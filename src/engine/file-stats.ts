@@ -1,0 +1,207 @@
+/**
+ * Per-file statistics for `add.stats` (delta-notes §6), computed in SQL as aggregates over the
+ * rows of each file and shaped like Spark's: `numRecords`, then `minValues`/`maxValues`/`nullCount`
+ * nested like the schema.
+ *
+ * Rules followed (Spark's StatisticsCollection):
+ * - Only the first `numIndexedCols` leaf columns (default 32, -1 = all) get stats; arrays and
+ *   maps count as one leaf. Partition columns are not in the files and get none.
+ * - min/max only for numeric, date, timestamp, timestamp_ntz and string columns; nullCount for
+ *   every leaf (for an array or map: rows where the column itself is null).
+ * - Strings: min is cut to 32 UTF-16 units; a cut max gets U+007F or U+10FFFF appended so it stays
+ *   ≥ every value, or is left out when no such bound exists within 64 units.
+ * - Timestamps: milliseconds, floored (`2020-02-01T08:09:10.000Z`). A floored max can be up to
+ *   999 µs below the real max; Spark and the kernel add that margin back when skipping.
+ * - Float/double min/max are left out when they are NaN or infinite (not representable in JSON).
+ * - Decimals and longs beyond 2^53 are kept as exact JSON number text (JsonNumber).
+ */
+import type { DataType } from '../delta/schema.js';
+import type { FileStats } from '../delta/snapshot.js';
+import type { Row } from './duckdb.js';
+import { str } from './sql.js';
+
+/** Spark's default `delta.dataSkippingNumIndexedCols`. */
+export const DEFAULT_NUM_INDEXED_COLS = 32;
+/** Spark's `spark.databricks.io.skipping.stringPrefixLength`. */
+export const STRING_PREFIX_LENGTH = 32;
+
+/** A JSON number kept as its exact text; `statsJson` writes the text, JSON.stringify a JS number. */
+export class JsonNumber {
+  constructor(readonly text: string) {}
+  toJSON(): number {
+    return Number(this.text);
+  }
+}
+
+/** A top-level data column: its name, Delta type and SQL over the rows being summarized. */
+export interface StatsColumn {
+  name: string;
+  type: DataType;
+  sql: string;
+}
+
+/** One leaf column that gets stats; `alias` names its aggregates in the stats query. */
+export interface StatsLeaf {
+  path: string[];
+  type: DataType;
+  sql: string;
+  minMax: boolean;
+  alias: string;
+}
+
+const MIN_MAX_TYPES = new Set(['byte', 'short', 'integer', 'long', 'float', 'double', 'date', 'timestamp', 'timestamp_ntz', 'string']);
+
+/** The leaves that get stats, in schema order, at most `numIndexedCols` of them (-1 = all). */
+export function statsLeaves(columns: readonly StatsColumn[], numIndexedCols = DEFAULT_NUM_INDEXED_COLS): StatsLeaf[] {
+  const leaves: StatsLeaf[] = [];
+  const limit = numIndexedCols < 0 ? Infinity : numIndexedCols;
+  const visit = (path: string[], type: DataType, sql: string): void => {
+    if (leaves.length >= limit) return;
+    if (typeof type !== 'string' && type.type === 'struct') {
+      for (const f of type.fields) visit([...path, f.name], f.type, `struct_extract(${sql}, ${str(f.name)})`);
+      return;
+    }
+    const minMax = typeof type === 'string' && (MIN_MAX_TYPES.has(type) || type.startsWith('decimal('));
+    leaves.push({ path, type, sql, minMax, alias: `s${leaves.length}` });
+  };
+  for (const c of columns) visit([c.name], c.type, c.sql);
+  return leaves;
+}
+
+/** The aggregate select list: `count(*) AS n` plus min/max/null-count per leaf, all as text or counts. */
+export function statsAggregatesSql(leaves: readonly StatsLeaf[]): string {
+  const parts = ['count(*) AS n'];
+  for (const leaf of leaves) {
+    if (leaf.minMax) {
+      parts.push(`${statText('min', leaf)} AS ${leaf.alias}_min`, `${statText('max', leaf)} AS ${leaf.alias}_max`);
+    }
+    parts.push(`count(*) - count(${leaf.sql}) AS ${leaf.alias}_nulls`);
+  }
+  return parts.join(', ');
+}
+
+/** min/max as text in the form the stats JSON wants (strings fetched long enough to truncate). */
+function statText(agg: 'min' | 'max', leaf: StatsLeaf): string {
+  const v = `${agg}(${leaf.sql})`;
+  switch (leaf.type) {
+    case 'date':
+      return `strftime(${v}, '%Y-%m-%d')`;
+    case 'timestamp':
+      return `strftime(timezone('UTC', ${v}), '%Y-%m-%dT%H:%M:%S.%gZ')`;
+    case 'timestamp_ntz':
+      return `strftime(${v}, '%Y-%m-%dT%H:%M:%S.%g')`;
+    case 'string':
+      // left() counts code points, each at least one UTF-16 unit: enough for truncateMaxString.
+      return `left(${v}, ${2 * STRING_PREFIX_LENGTH + 4})`;
+    default:
+      return `CAST(${v} AS VARCHAR)`;
+  }
+}
+
+/** FileStats from one row of the stats query. */
+export function statsFromRow(row: Row, leaves: readonly StatsLeaf[]): FileStats {
+  const minValues: Record<string, unknown> = {};
+  const maxValues: Record<string, unknown> = {};
+  const nullCount: Record<string, unknown> = {};
+  for (const leaf of leaves) {
+    setPath(nullCount, leaf.path, Number(row[`${leaf.alias}_nulls`]));
+    if (!leaf.minMax) continue;
+    const min = statValue(row[`${leaf.alias}_min`], leaf.type, 'min');
+    const max = statValue(row[`${leaf.alias}_max`], leaf.type, 'max');
+    if (min !== undefined) setPath(minValues, leaf.path, min);
+    if (max !== undefined) setPath(maxValues, leaf.path, max);
+  }
+  return { numRecords: Number(row['n']), minValues, maxValues, nullCount };
+}
+
+function statValue(text: unknown, type: DataType, which: 'min' | 'max'): unknown {
+  if (typeof text !== 'string') return undefined; // all rows null
+  switch (type) {
+    case 'string':
+      return which === 'min' ? truncateMinString(text) : truncateMaxString(text);
+    case 'date':
+    case 'timestamp':
+    case 'timestamp_ntz':
+      return text;
+    case 'byte':
+    case 'short':
+    case 'integer':
+      return Number(text);
+    case 'long':
+      return Number.isSafeInteger(Number(text)) ? Number(text) : new JsonNumber(text);
+    case 'float':
+    case 'double': {
+      const n = Number(text);
+      return Number.isFinite(n) ? n : undefined;
+    }
+    default:
+      return new JsonNumber(text); // decimal(p,s): full-scale text, e.g. 1.50
+  }
+}
+
+function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
+  let obj = target;
+  for (const key of path.slice(0, -1)) {
+    obj[key] ??= {};
+    obj = obj[key] as Record<string, unknown>;
+  }
+  obj[path[path.length - 1]!] = value;
+}
+
+/** A lower bound for a string: its first `prefix` UTF-16 units, not splitting a surrogate pair. */
+export function truncateMinString(s: string, prefix = STRING_PREFIX_LENGTH): string {
+  if (s.length <= prefix) return s;
+  return isSurrogatePairAt(s, prefix - 1) ? s.slice(0, prefix + 1) : s.slice(0, prefix);
+}
+
+const ASCII_MAX = '\u007F';
+const UNICODE_MAX = '\u{10FFFF}';
+
+/**
+ * An upper bound for a string in UTF-8 byte order (Spark's truncateMaxStringAgg): a prefix plus a
+ * tie-break character greater than the character it replaces, extending the prefix past U+10FFFF
+ * characters up to 2×prefix units; undefined when no bound that short exists.
+ */
+export function truncateMaxString(s: string, prefix = STRING_PREFIX_LENGTH): string | undefined {
+  if (s.length <= prefix) return s;
+  let len = truncateMinString(s, prefix).length;
+  while (len <= 2 * prefix) {
+    if (len >= s.length) return s;
+    if (s.startsWith(UNICODE_MAX, len)) {
+      len += 2;
+    } else if (s[len]! < ASCII_MAX) {
+      return s.slice(0, len) + ASCII_MAX;
+    } else {
+      return s.slice(0, len) + UNICODE_MAX;
+    }
+  }
+  return undefined;
+}
+
+function isSurrogatePairAt(s: string, i: number): boolean {
+  const hi = s.charCodeAt(i);
+  const lo = s.charCodeAt(i + 1);
+  return hi >= 0xd800 && hi <= 0xdbff && lo >= 0xdc00 && lo <= 0xdfff;
+}
+
+/**
+ * The `add.stats` JSON text. Keys in Spark's order; JsonNumber values written as their exact
+ * text, so decimals keep every digit.
+ */
+export function statsJson(stats: FileStats): string {
+  const ordered: Record<string, unknown> = {};
+  for (const key of ['numRecords', 'minValues', 'maxValues', 'nullCount', 'tightBounds'] as const) {
+    if (stats[key] !== undefined) ordered[key] = stats[key];
+  }
+  return toJsonText(ordered);
+}
+
+function toJsonText(v: unknown): string {
+  if (v instanceof JsonNumber) return v.text;
+  if (typeof v === 'bigint') return v.toString();
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+    const entries = Object.entries(v).filter(([, x]) => x !== undefined);
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${toJsonText(x)}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
