@@ -2,7 +2,7 @@
  * Small builders for commit tests: actions are built by hand (the commit loop does not look
  * inside data files), and the log is replayed directly from the JSON commits.
  */
-import type { Action, AddFile, CommitInfo } from '../../src/delta/actions.js';
+import type { Action, AddFile, CommitInfo, RemoveFile } from '../../src/delta/actions.js';
 import { parseCommit } from '../../src/delta/actions.js';
 import { commitKey } from '../../src/delta/log-files.js';
 import type { CommitRequest } from '../../src/delta/transaction.js';
@@ -38,7 +38,7 @@ export function addAction(path: string, p: string | null = 'a', dataChange = tru
   return { add };
 }
 
-export function removeAction(path: string, p: string | null = 'a'): Action {
+export function removeAction(path: string, p: string | null = 'a'): { remove: RemoveFile } {
   return { remove: { path, dataChange: true, deletionTimestamp: 1, extendedFileMetadata: true, partitionValues: { p }, size: 100 } };
 }
 
