@@ -1,0 +1,132 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  encodeLogPath,
+  escapePartitionName,
+  hivePartitionFolder,
+  partitionValueStringSql,
+} from '../../src/delta/partition-encode.js';
+import { SchemaError } from '../../src/errors.js';
+import { DuckSession } from '../../src/engine/duckdb.js';
+
+describe('delta-notes §5 examples, exactly', () => {
+  it('timestamp 2021-09-08 11:11:11: folder escapes ":", log path encodes the folder again', () => {
+    const folder = hivePartitionFolder(['as_timestamp'], { as_timestamp: '2021-09-08 11:11:11' });
+    expect(folder).toBe('as_timestamp=2021-09-08 11%3A11%3A11');
+    expect(encodeLogPath(`${folder}/part-00000.parquet`)).toBe('as_timestamp=2021-09-08%2011%253A11%253A11/part-00000.parquet');
+  });
+
+  it('bar+%21: "+" is kept, "%" escaped in the folder and again in the log', () => {
+    const folder = hivePartitionFolder(['_2'], { _2: 'bar+%21' });
+    expect(folder).toBe('_2=bar+%2521');
+    expect(encodeLogPath(folder)).toBe('_2=bar+%252521');
+  });
+});
+
+describe('hivePartitionFolder', () => {
+  it('escapes Spark’s set with upper-case hex and keeps space, "+" and non-ASCII', () => {
+    const values = { p: 'a/b x=y 100% : é€ "q" #1 ?*\\{[]}^\'' };
+    expect(hivePartitionFolder(['p'], values)).toBe('p=a%2Fb x%3Dy 100%25 %3A é€ %22q%22 %231 %3F%2A%5C%7B%5B%5D}%5E%27');
+  });
+
+  it('escapes control characters and DEL', () => {
+    expect(escapePartitionName('a\u0001b\u001fc\u007fd\te')).toBe('a%01b%1Fc%7Fd%09e');
+  });
+
+  it('nests columns in partitionColumns order and escapes the column names too', () => {
+    expect(hivePartitionFolder(['year', 'a=b'], { 'a=b': 'x', year: '2024' })).toBe('year=2024/a%3Db=x');
+  });
+
+  it('writes null and the empty string (which Delta reads as null) as __HIVE_DEFAULT_PARTITION__', () => {
+    expect(hivePartitionFolder(['a', 'b'], { a: null, b: '' })).toBe('a=__HIVE_DEFAULT_PARTITION__/b=__HIVE_DEFAULT_PARTITION__');
+  });
+
+  it('keeps the literal string "null" as a value', () => {
+    expect(hivePartitionFolder(['a'], { a: 'null' })).toBe('a=null');
+  });
+
+  it('is empty for an unpartitioned table', () => {
+    expect(hivePartitionFolder([], {})).toBe('');
+  });
+});
+
+describe('encodeLogPath', () => {
+  const tricky = [
+    'p=a%2Fb/part-0.parquet',
+    'p=100%25 off/x.parquet',
+    'p=#hash?q/x.parquet',
+    'p=é€😀/x.parquet',
+    'p=plus+sign/x.parquet',
+    'p=%2525/x.parquet',
+    'a=1/b=2/c=__HIVE_DEFAULT_PARTITION__/x.parquet',
+    'p=tab\there/x.parquet',
+    'p=x%3Ay/x.parquet',
+    "p=quote's \"dq\"/x.parquet",
+    'p=[br]{ce}^`|<>/x.parquet',
+  ];
+  for (const p of tricky) {
+    it(`one decodeURIComponent gives back ${JSON.stringify(p)}`, () => {
+      expect(decodeURIComponent(encodeLogPath(p))).toBe(p);
+    });
+  }
+
+  it('encodes %, space, #, ?, : and non-ASCII as UTF-8; keeps / = +', () => {
+    expect(encodeLogPath('k=a b#c?d%e:f/é+g')).toBe('k=a%20b%23c%3Fd%25e%3Af/%C3%A9+g');
+  });
+
+  it('refuses a lone surrogate, which has no UTF-8 form', () => {
+    expect(() => encodeLogPath('p=\ud800/x')).toThrow(SchemaError);
+  });
+});
+
+describe('partitionValueStringSql, evaluated by DuckDB', () => {
+  let session: DuckSession;
+  beforeAll(async () => {
+    session = await DuckSession.open({ threads: 1 });
+  });
+  afterAll(() => session.close());
+
+  const value = async (expr: string, type: string): Promise<unknown> =>
+    (await session.one(`SELECT ${partitionValueStringSql('x', type)} AS v FROM (SELECT ${expr} AS x)`))!['v'];
+
+  const cases: [string, string, string | null][] = [
+    ["'a/b'", 'string', 'a/b'],
+    ["''", 'string', null],
+    ["'null'", 'string', 'null'],
+    ['NULL::VARCHAR', 'string', null],
+    ['-5::TINYINT', 'byte', '-5'],
+    ['9223372036854775807::BIGINT', 'long', '9223372036854775807'],
+    ['234::DECIMAL(12,5)', 'decimal(12,5)', '234.00000'],
+    ['-0.5::DECIMAL(3,2)', 'decimal(3,2)', '-0.50'],
+    ['1.0::DOUBLE', 'double', '1.0'],
+    ['0.1::FLOAT', 'float', '0.1'],
+    ["'nan'::DOUBLE", 'double', 'NaN'],
+    ["'inf'::DOUBLE", 'double', 'Infinity'],
+    ["'-inf'::FLOAT", 'float', '-Infinity'],
+    ['true', 'boolean', 'true'],
+    ['false', 'boolean', 'false'],
+    ["DATE '2020-02-29'", 'date', '2020-02-29'],
+    ["TIMESTAMPTZ '2021-09-08 11:11:11+00'", 'timestamp', '2021-09-08T11:11:11.000000Z'],
+    ["TIMESTAMPTZ '2021-09-08 13:11:11.123456+02'", 'timestamp', '2021-09-08T11:11:11.123456Z'],
+    ["TIMESTAMP '2021-09-08 11:11:11.5'", 'timestamp_ntz', '2021-09-08 11:11:11.500000'],
+    ['NULL::DATE', 'date', null],
+  ];
+  for (const [expr, type, expected] of cases) {
+    it(`${type} ${expr} -> ${JSON.stringify(expected)}`, async () => {
+      expect(await value(expr, type)).toBe(expected);
+    });
+  }
+
+  it('timestamps are written in UTC whatever the session time zone', async () => {
+    await session.run(`SET TimeZone = 'Asia/Tokyo'`);
+    try {
+      expect(await value("TIMESTAMPTZ '2021-09-08 11:11:11+00'", 'timestamp')).toBe('2021-09-08T11:11:11.000000Z');
+    } finally {
+      await session.run(`SET TimeZone = 'UTC'`);
+    }
+  });
+
+  it('refuses binary and nested partition columns, naming the column', () => {
+    expect(() => partitionValueStringSql('x', 'binary', 'blob_col')).toThrow(/blob_col/);
+    expect(() => partitionValueStringSql('x', { type: 'array', elementType: 'long', containsNull: true }, 'arr')).toThrow(SchemaError);
+  });
+});
