@@ -1,0 +1,136 @@
+/**
+ * Reader and writer gates: legacy protocol versions imply features, reader 3 / writer 7 list
+ * them, and every refusal names the feature.
+ */
+import { describe, expect, it } from 'vitest';
+import { UnsupportedFeatureError } from '../../src/errors.js';
+import type { Metadata, Protocol } from '../../src/delta/actions.js';
+import { assertReadable, assertWritable, writerFeatures } from '../../src/delta/features.js';
+
+function metadata(opts: { configuration?: Record<string, string>; fieldMetadata?: Record<string, unknown>; type?: unknown } = {}): Metadata {
+  const fields = [
+    { name: 'id', type: 'long', nullable: true, metadata: {} },
+    { name: 'v', type: opts.type ?? 'string', nullable: true, metadata: opts.fieldMetadata ?? {} },
+  ];
+  return {
+    id: 'test',
+    format: { provider: 'parquet', options: {} },
+    schemaString: JSON.stringify({ type: 'struct', fields }),
+    partitionColumns: [],
+    configuration: opts.configuration ?? {},
+  };
+}
+
+const p = (r: number, w: number, readerFeatures?: string[] | null, writerFeatures?: string[] | null): Protocol => ({
+  minReaderVersion: r,
+  minWriterVersion: w,
+  readerFeatures,
+  writerFeatures,
+});
+
+/** The feature named by the refusal, or null when accepted. */
+function refusal(fn: () => void): string | null {
+  try {
+    fn();
+    return null;
+  } catch (err) {
+    expect(err).toBeInstanceOf(UnsupportedFeatureError);
+    return (err as UnsupportedFeatureError).feature;
+  }
+}
+const readRefusal = (protocol: Protocol, m = metadata()) => refusal(() => assertReadable(protocol, m, 'file:///t/'));
+const writeRefusal = (protocol: Protocol, m = metadata()) => refusal(() => assertWritable(protocol, m, 'file:///t/'));
+
+describe('reader gate', () => {
+  it('accepts reader 1, and reader 3 with null, empty or supported feature lists', () => {
+    expect(readRefusal(p(1, 2))).toBeNull();
+    expect(readRefusal(p(3, 7, null, null))).toBeNull();
+    expect(readRefusal(p(3, 7, [], ['appendOnly']))).toBeNull();
+    expect(readRefusal(p(3, 7, ['timestampNtz'], ['timestampNtz']))).toBeNull();
+    // Writer-only features listed as reader features ask nothing of a reader.
+    expect(readRefusal(p(3, 7, ['appendOnly', 'vacuumProtocolCheck'], []))).toBeNull();
+  });
+
+  it('reader 2 means column mapping: refused unless its mode is none', () => {
+    expect(readRefusal(p(2, 5))).toBeNull();
+    expect(readRefusal(p(2, 5), metadata({ configuration: { 'delta.columnMapping.mode': 'none' } }))).toBeNull();
+    expect(readRefusal(p(2, 5), metadata({ configuration: { 'delta.columnMapping.mode': 'name' } }))).toBe('columnMapping');
+    expect(readRefusal(p(3, 7, ['columnMapping']), metadata({ configuration: { 'delta.columnMapping.mode': 'id' } }))).toBe(
+      'columnMapping',
+    );
+    // Even on a protocol that does not announce it.
+    expect(readRefusal(p(1, 2), metadata({ configuration: { 'delta.columnMapping.mode': 'name' } }))).toBe('columnMapping');
+  });
+
+  it('refuses unsupported and unknown reader features, and versions above 3', () => {
+    expect(readRefusal(p(3, 7, ['deletionVectors']))).toBe('deletionVectors');
+    expect(readRefusal(p(3, 7, ['v2Checkpoint']))).toBe('v2Checkpoint');
+    expect(readRefusal(p(3, 7, ['timestampNtz', 'someFutureFeature']))).toBe('someFutureFeature');
+    expect(readRefusal(p(4, 7))).toBe('minReaderVersion=4');
+    expect(readRefusal(p(1, 2), metadata({ type: 'variant' }))).toBe('variantType');
+  });
+
+  it('the message names the feature, the table and the access', () => {
+    expect(() => assertReadable(p(3, 7, ['deletionVectors', 'v2Checkpoint']), metadata(), 'file:///t/')).toThrow(
+      "cannot read table file:///t/: it uses the table feature 'deletionVectors', which tidemark does not support (not supported for reading; also unsupported: v2Checkpoint)",
+    );
+  });
+});
+
+describe('writer gate', () => {
+  it('legacy writer versions imply their features', () => {
+    expect(writerFeatures(p(1, 1))).toEqual([]);
+    expect(writerFeatures(p(1, 2))).toEqual(['appendOnly', 'invariants']);
+    expect(writerFeatures(p(1, 4))).toEqual(['appendOnly', 'invariants', 'checkConstraints', 'changeDataFeed', 'generatedColumns']);
+    expect(writerFeatures(p(2, 6))).toContain('identityColumns');
+    expect(writerFeatures(p(3, 7, ['timestampNtz'], ['appendOnly']))).toEqual(['appendOnly', 'timestampNtz']);
+  });
+
+  it('accepts supported features while their conditions hold', () => {
+    for (const w of [1, 2, 3, 4, 6]) expect(writeRefusal(p(1, w)), `writer ${w}`).toBeNull();
+    expect(writeRefusal(p(3, 7, ['timestampNtz'], ['timestampNtz', 'appendOnly', 'invariants', 'checkConstraints']))).toBeNull();
+    expect(writeRefusal(p(1, 7, null, ['changeDataFeed', 'generatedColumns', 'identityColumns']))).toBeNull();
+    expect(writeRefusal(p(1, 5))).toBeNull(); // column mapping in mode none
+  });
+
+  it('refuses supported features whose conditions do not hold', () => {
+    expect(writeRefusal(p(1, 2), metadata({ fieldMetadata: { 'delta.invariants': '{"expression":{"expression":"v > 0"}}' } }))).toBe(
+      'invariants',
+    );
+    expect(writeRefusal(p(1, 3), metadata({ configuration: { 'delta.constraints.positive': 'id > 0' } }))).toBe('checkConstraints');
+    expect(writeRefusal(p(1, 4), metadata({ configuration: { 'delta.enableChangeDataFeed': 'true' } }))).toBe('changeDataFeed');
+    expect(writeRefusal(p(1, 4), metadata({ fieldMetadata: { 'delta.generationExpression': 'id + 1' } }))).toBe('generatedColumns');
+    expect(writeRefusal(p(1, 6), metadata({ fieldMetadata: { 'delta.identity.start': 1, 'delta.identity.step': 1 } }))).toBe(
+      'identityColumns',
+    );
+    expect(writeRefusal(p(2, 5), metadata({ configuration: { 'delta.columnMapping.mode': 'name' } }))).toBe('columnMapping');
+  });
+
+  it('refuses features a minimal writer cannot honour, and unknown names', () => {
+    for (const feature of [
+      'deletionVectors',
+      'v2Checkpoint',
+      'rowTracking',
+      'domainMetadata',
+      'liquid',
+      'clustering',
+      'inCommitTimestamp',
+      'icebergCompatV2',
+      'typeWidening',
+      'variantType',
+      'allowColumnDefaults',
+      'vacuumProtocolCheck',
+      'brandNewFeature',
+    ]) {
+      expect(writeRefusal(p(1, 7, null, [feature])), feature).toBe(feature);
+    }
+    expect(writeRefusal(p(1, 8))).toBe('minWriterVersion=8');
+  });
+
+  it('a writer must also pass the reader gate', () => {
+    expect(writeRefusal(p(3, 7, ['deletionVectors'], ['deletionVectors']))).toBe('deletionVectors');
+    expect(() => assertWritable(p(3, 7, ['deletionVectors'], ['rowTracking']), metadata(), 'file:///t/')).toThrow(
+      /cannot write table .*'deletionVectors'.*also unsupported: rowTracking/,
+    );
+  });
+});
