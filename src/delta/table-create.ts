@@ -1,0 +1,124 @@
+/**
+ * The first commit of a new table, planned purely: the lowest protocol that covers the schema
+ * and the actions, and a metaData action with a Spark-compatible schemaString
+ * (delta-notes §4 and §8 "Rules for creating tables").
+ */
+import { randomUUID } from 'node:crypto';
+import { SchemaError } from '../errors.js';
+import type { Action, Metadata, Protocol } from './actions.js';
+import type { DataType, StructField, StructType } from './schema.js';
+
+/** What a new table looks like. */
+export interface NewTableSpec {
+  schema: StructType;
+  /** Partition columns, in folder nesting order; default none. */
+  partitionColumns?: string[];
+  /** Table properties (`delta.*` and others), string to string. */
+  configuration?: Record<string, string>;
+  name?: string;
+  description?: string;
+}
+
+/**
+ * The lowest protocol for the table: {1,2} by default; table features at reader 3 / writer 7
+ * when the schema uses timestamp_ntz, writer 7 with `domainMetadata` when the commits carry
+ * domain metadata. `appendOnly` is listed at writer 7 when `delta.appendOnly` is set.
+ */
+export function protocolFor(schema: StructType, opts: { domainMetadata?: boolean; configuration?: Record<string, string> } = {}): Protocol {
+  const ntz = usesType(schema, 'timestamp_ntz');
+  if (!ntz && !opts.domainMetadata) return { minReaderVersion: 1, minWriterVersion: 2 };
+  const writerFeatures: string[] = [];
+  if (ntz) writerFeatures.push('timestampNtz');
+  if (opts.domainMetadata) writerFeatures.push('domainMetadata');
+  if ((opts.configuration?.['delta.appendOnly'] ?? '').toLowerCase() === 'true') writerFeatures.push('appendOnly');
+  return ntz
+    ? { minReaderVersion: 3, minWriterVersion: 7, readerFeatures: ['timestampNtz'], writerFeatures }
+    : { minReaderVersion: 1, minWriterVersion: 7, writerFeatures };
+}
+
+/** The metaData action of a new table; validates names and partition columns first. */
+export function metadataFor(spec: NewTableSpec, createdTime: number): Metadata {
+  const partitionColumns = spec.partitionColumns ?? [];
+  checkSchema(spec.schema, partitionColumns);
+  return {
+    id: randomUUID(),
+    ...(spec.name === undefined ? {} : { name: spec.name }),
+    ...(spec.description === undefined ? {} : { description: spec.description }),
+    format: { provider: 'parquet', options: {} },
+    schemaString: schemaString(spec.schema),
+    partitionColumns,
+    configuration: { ...(spec.configuration ?? {}) },
+    createdTime,
+  };
+}
+
+/** protocol + metaData for version 0. */
+export function createActions(spec: NewTableSpec, opts: { createdTime: number; domainMetadata?: boolean }): Action[] {
+  const metaData = metadataFor(spec, opts.createdTime);
+  const protocol = protocolFor(spec.schema, { domainMetadata: opts.domainMetadata, configuration: metaData.configuration });
+  return [{ protocol }, { metaData }];
+}
+
+/** Spark StructType JSON with all four keys on every field, in Spark's key order. */
+export function schemaString(schema: StructType): string {
+  return JSON.stringify(normalizeType(schema));
+}
+
+function normalizeType(type: DataType): DataType {
+  if (typeof type === 'string') return type;
+  if (type.type === 'struct') return { type: 'struct', fields: type.fields.map(normalizeField) };
+  if (type.type === 'array') return { type: 'array', elementType: normalizeType(type.elementType), containsNull: type.containsNull ?? true };
+  return {
+    type: 'map',
+    keyType: normalizeType(type.keyType),
+    valueType: normalizeType(type.valueType),
+    valueContainsNull: type.valueContainsNull ?? true,
+  };
+}
+
+function normalizeField(field: StructField): StructField {
+  return { name: field.name, type: normalizeType(field.type), nullable: field.nullable ?? true, metadata: field.metadata ?? {} };
+}
+
+/** Column names unique ignoring case (at every level); partition columns top-level primitives, not all columns. */
+function checkSchema(schema: StructType, partitionColumns: string[]): void {
+  checkUniqueNames(schema, '');
+  const byName = new Map(schema.fields.map((f) => [f.name, f]));
+  for (const column of partitionColumns) {
+    const field = byName.get(column);
+    if (!field) throw schemaError(`partition column '${column}' is not in the schema`, column);
+    if (typeof field.type !== 'string') throw schemaError(`partition column '${column}' must have a primitive type`, column);
+  }
+  if (new Set(partitionColumns).size !== partitionColumns.length) throw schemaError('a partition column is listed twice');
+  if (partitionColumns.length > 0 && partitionColumns.length >= schema.fields.length) {
+    throw schemaError('every column is a partition column; a Delta table needs at least one data column');
+  }
+}
+
+function checkUniqueNames(type: DataType, prefix: string): void {
+  if (typeof type === 'string') return;
+  if (type.type === 'array') return checkUniqueNames(type.elementType, `${prefix}element.`);
+  if (type.type === 'map') {
+    checkUniqueNames(type.keyType, `${prefix}key.`);
+    return checkUniqueNames(type.valueType, `${prefix}value.`);
+  }
+  const seen = new Set<string>();
+  for (const field of type.fields) {
+    const lower = field.name.toLowerCase();
+    if (seen.has(lower)) throw schemaError(`column names must be unique ignoring case: '${prefix}${field.name}'`, prefix + field.name);
+    seen.add(lower);
+    checkUniqueNames(field.type, `${prefix}${field.name}.`);
+  }
+}
+
+function schemaError(message: string, column?: string): SchemaError {
+  return new SchemaError(`[delta] cannot create table: ${message}`, { context: column === undefined ? {} : { column } });
+}
+
+/** True when a primitive type name appears anywhere in the type. */
+export function usesType(type: DataType, name: string): boolean {
+  if (typeof type === 'string') return type === name;
+  if (type.type === 'struct') return type.fields.some((f) => usesType(f.type, name));
+  if (type.type === 'array') return usesType(type.elementType, name);
+  return usesType(type.keyType, name) || usesType(type.valueType, name);
+}

@@ -1,0 +1,269 @@
+/**
+ * The Delta table façade used by the MERGE engine and the ingestion job: open a table, read
+ * snapshots, create it, commit to it (feature gate → commit loop → checkpoint).
+ *
+ * Writing data is two steps, the first outside the commit loop: write and upload the data files
+ * (`uploadDataFiles`; their names are unique, so a lost race leaves harmless orphans), then
+ * `commit` the add/remove actions describing them. Retrying a commit never rewrites data.
+ */
+import pLimit from 'p-limit';
+import { CommitConflictError, DeltaLogError, UnsupportedFeatureError } from '../errors.js';
+import { duckCheckpointIO } from '../engine/checkpoint-io.js';
+import { addActionFor, type WrittenFile } from '../engine/data-files.js';
+import type { DuckSession } from '../engine/duckdb.js';
+import { assertSafeCommits } from '../storage/probe.js';
+import type { Storage } from '../storage/storage.js';
+import type { Action, AddFile, Metadata, Protocol, RemoveFile } from './actions.js';
+import { checkpointInterval, maybeWriteCheckpoint, type CheckpointOutcome } from './checkpoint.js';
+import { commitWithRetry, type RetryInfo } from './commit.js';
+import { assertWritable, writerFeatures } from './features.js';
+import { loadSnapshot } from './replay.js';
+import type { LiveFile, Snapshot } from './snapshot.js';
+import { createActions, type NewTableSpec } from './table-create.js';
+import type { CheckpointIO, CommitRequest, CommitResult } from './transaction.js';
+
+/** Uploads of data files run this many at a time. */
+export const DEFAULT_UPLOAD_CONCURRENCY = 8;
+
+export interface DeltaTableOptions {
+  /** Commit attempts before giving up (default 15). */
+  maxAttempts?: number;
+  /** Override `delta.checkpointInterval` (default: the table's, else 10). */
+  checkpointInterval?: number;
+  /** This process is the table's only writer: skip the conditional-write probe. */
+  singleWriter?: boolean;
+  /** Clock (ms) for commitInfo, createdTime and tombstone expiry. */
+  now?: () => number;
+  /** Checkpoint reader/writer; default DuckDB through the session. */
+  checkpointIO?: CheckpointIO;
+}
+
+/** Per-commit options. */
+export interface TableCommitOptions {
+  signal?: AbortSignal;
+  onRetry?: (info: RetryInfo) => void;
+}
+
+/** A commit's result plus what happened to the checkpoint (null when none was due). */
+export interface TableCommitResult extends CommitResult {
+  checkpoint: CheckpointOutcome | null;
+}
+
+/** A new table: schema and layout, plus optional first data, txn and domain metadata in version 0. */
+export interface CreateTableRequest extends NewTableSpec {
+  /** add/txn/domainMetadata actions committed with the table (an initial full load). */
+  actions?: Action[];
+  operationParameters?: Record<string, unknown>;
+  operationMetrics?: Record<string, string>;
+}
+
+/** A Delta table at a storage root. */
+export class DeltaTable {
+  readonly uri: string;
+  private readonly io: CheckpointIO;
+  private cached: Snapshot | null = null;
+  private commitsChecked = false;
+
+  private constructor(
+    readonly storage: Storage,
+    private readonly opts: DeltaTableOptions,
+    io: CheckpointIO,
+  ) {
+    this.uri = storage.uri;
+    this.io = io;
+  }
+
+  /** The table at `storage`'s root (it need not exist yet). No I/O. */
+  static open(storage: Storage, session: DuckSession, opts: DeltaTableOptions = {}): DeltaTable {
+    return new DeltaTable(storage, opts, opts.checkpointIO ?? duckCheckpointIO(session));
+  }
+
+  /** The snapshot at the latest (or the given) version, or null when the table does not exist. */
+  async snapshot(opts: { version?: number } = {}): Promise<Snapshot | null> {
+    const snapshot = await loadSnapshot(this.storage, this.io, opts.version === undefined ? {} : { version: opts.version });
+    if (snapshot) this.cached = snapshot;
+    return snapshot;
+  }
+
+  /**
+   * Create the table as version 0. Losing a creation race fails with CommitConflictError
+   * 'TableAlreadyExists'; re-open the table and write to it normally.
+   */
+  async create(request: CreateTableRequest, opts: TableCommitOptions = {}): Promise<TableCommitResult> {
+    const extra = request.actions ?? [];
+    const domainMetadata = extra.some((a) => 'domainMetadata' in a);
+    const actions = [...createActions(request, { createdTime: this.now(), domainMetadata }), ...extra];
+    const hasData = extra.some((a) => 'add' in a);
+    return this.commit(
+      {
+        actions,
+        operation: hasData ? 'CREATE TABLE AS SELECT' : 'CREATE TABLE',
+        operationParameters: {
+          isManaged: false,
+          description: request.description ?? null,
+          partitionBy: request.partitionColumns ?? [],
+          properties: request.configuration ?? {},
+          ...request.operationParameters,
+        },
+        operationMetrics: request.operationMetrics ?? {},
+        read: { readVersion: -1, partitions: [], files: [], appIds: [] },
+        isBlindAppend: true,
+      },
+      opts,
+    );
+  }
+
+  /**
+   * Commit a transaction planned on `request.read.readVersion`: check that tidemark may write
+   * the table, commit with retries (./commit.ts), then write a checkpoint when one is due.
+   */
+  async commit(request: CommitRequest, opts: TableCommitOptions = {}): Promise<TableCommitResult> {
+    const base = await this.baseSnapshot(request.read.readVersion);
+    const prepared = prepareRequest(request, base, this.uri);
+    const { protocol, metadata } = effectiveState(prepared, base, this.uri);
+    assertWritable(protocol, metadata, this.uri);
+    assertAppendOnlyRespected(prepared, metadata, this.uri);
+    await this.checkCommitsSafe();
+    const result = await commitWithRetry(this.storage, prepared, {
+      maxAttempts: this.opts.maxAttempts,
+      now: this.opts.now,
+      signal: opts.signal,
+      onRetry: opts.onRetry,
+    });
+    return { ...result, checkpoint: await this.checkpointAfter(result.version, metadata) };
+  }
+
+  private async baseSnapshot(readVersion: number): Promise<Snapshot | null> {
+    if (readVersion < 0) return null;
+    if (this.cached?.version === readVersion) return this.cached;
+    const snapshot = await this.snapshot({ version: readVersion });
+    if (!snapshot) {
+      throw new DeltaLogError(`[delta] cannot commit to ${this.uri}: the table has no version ${readVersion}`, {
+        context: { uri: this.uri, version: readVersion },
+      });
+    }
+    return snapshot;
+  }
+
+  /** Probe once per table object that the store honours put-if-absent (local disk always does). */
+  private async checkCommitsSafe(): Promise<void> {
+    if (this.commitsChecked || this.uri.startsWith('file:')) return;
+    await assertSafeCommits(this.storage, { singleWriter: this.opts.singleWriter ?? false });
+    this.commitsChecked = true;
+  }
+
+  private async checkpointAfter(version: number, metadata: Metadata): Promise<CheckpointOutcome | null> {
+    const interval = this.opts.checkpointInterval ?? checkpointInterval(metadata.configuration);
+    if (version === 0 || version % interval !== 0) return null;
+    try {
+      const snapshot = await this.snapshot({ version });
+      if (!snapshot) return null;
+      return await maybeWriteCheckpoint(this.storage, this.io, snapshot, { interval, now: this.opts.now });
+    } catch (error) {
+      // The commit stands; a missing checkpoint only slows readers down.
+      return { written: false, reason: 'failed', error };
+    }
+  }
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
+  }
+}
+
+/**
+ * Add what the protocol needs for this commit: writing domain metadata to a table without the
+ * `domainMetadata` feature upgrades it to writer 7 in the same commit (legacy features listed).
+ * System domains (`delta.*`) are never written by tidemark.
+ */
+export function prepareRequest(request: CommitRequest, base: Snapshot | null, uri: string): CommitRequest {
+  const domains = request.actions.flatMap((a) => ('domainMetadata' in a ? [a.domainMetadata.domain] : []));
+  const system = domains.find((d) => d.startsWith('delta.'));
+  if (system !== undefined) {
+    throw new UnsupportedFeatureError('domainMetadata', 'write', uri, `tidemark does not write the system domain '${system}'`);
+  }
+  if (domains.length === 0 || !base || request.actions.some((a) => 'protocol' in a)) return request;
+  if (writerFeatures(base.protocol).includes('domainMetadata')) return request;
+  return { ...request, actions: [{ protocol: withWriterFeature(base.protocol, 'domainMetadata') }, ...request.actions] };
+}
+
+/** The protocol with one more writer feature, moved to writer 7 with its legacy features listed. */
+export function withWriterFeature(protocol: Protocol, feature: string): Protocol {
+  const features = [...writerFeatures(protocol)];
+  if (!features.includes(feature)) features.push(feature);
+  const upgraded: Protocol = { minReaderVersion: protocol.minReaderVersion, minWriterVersion: 7, writerFeatures: features };
+  if (protocol.minReaderVersion >= 3) upgraded.readerFeatures = protocol.readerFeatures ?? [];
+  return upgraded;
+}
+
+/** The protocol and metadata the table will have after this commit. */
+function effectiveState(request: CommitRequest, base: Snapshot | null, uri: string): { protocol: Protocol; metadata: Metadata } {
+  let protocol = base?.protocol;
+  let metadata = base?.metadata;
+  for (const a of request.actions) {
+    if ('protocol' in a) protocol = a.protocol;
+    if ('metaData' in a) metadata = a.metaData;
+  }
+  if (!protocol || !metadata) {
+    throw new DeltaLogError(`[delta] commit to ${uri} has no protocol or metaData to commit against`, { context: { uri } });
+  }
+  return { protocol, metadata };
+}
+
+/** `delta.appendOnly=true` tables accept no dataChange removes. */
+function assertAppendOnlyRespected(request: CommitRequest, metadata: Metadata, uri: string): void {
+  if ((metadata.configuration['delta.appendOnly'] ?? '').toLowerCase() !== 'true') return;
+  const removal = request.actions.find((a) => 'remove' in a && a.remove.dataChange);
+  if (removal && 'remove' in removal) {
+    throw new UnsupportedFeatureError('appendOnly', 'write', uri, `delta.appendOnly is true, and this ${request.operation} removes ${removal.remove.path}`);
+  }
+}
+
+/** Upload written data files to their keys below the table root, a few at a time. */
+export async function uploadDataFiles(
+  storage: Storage,
+  files: readonly WrittenFile[],
+  opts: { concurrency?: number; signal?: AbortSignal } = {},
+): Promise<void> {
+  const limit = pLimit(opts.concurrency ?? DEFAULT_UPLOAD_CONCURRENCY);
+  await Promise.all(
+    files.map((file) =>
+      limit(() => {
+        opts.signal?.throwIfAborted();
+        return storage.upload(file.relativePath, file.localPath, { contentType: 'application/octet-stream', signal: opts.signal });
+      }),
+    ),
+  );
+}
+
+/** The `add` action for an uploaded file (see addActionFor); dataChange=false only for compaction. */
+export function addFileFor(file: WrittenFile, opts: { modificationTime: number; dataChange?: boolean }): AddFile {
+  return addActionFor(file, opts.modificationTime, opts.dataChange ?? true);
+}
+
+/**
+ * The `remove` action for a live file, as Spark writes it: extended metadata (partition values,
+ * size), the file's tags, and its exact deletion vector so the (path, DV) key matches.
+ */
+export function removeFileFor(file: LiveFile, opts: { deletionTimestamp: number; dataChange?: boolean }): RemoveFile {
+  const remove: RemoveFile = {
+    path: file.path,
+    deletionTimestamp: opts.deletionTimestamp,
+    dataChange: opts.dataChange ?? true,
+    extendedFileMetadata: true,
+    partitionValues: file.partitionValues,
+    size: file.size,
+  };
+  if (file.stats) remove.stats = file.stats;
+  if (file.tags) remove.tags = file.tags;
+  if (file.deletionVector) remove.deletionVector = file.deletionVector;
+  if (file.baseRowId !== undefined && file.baseRowId !== null) remove.baseRowId = file.baseRowId;
+  if (file.defaultRowCommitVersion !== undefined && file.defaultRowCommitVersion !== null) {
+    remove.defaultRowCommitVersion = file.defaultRowCommitVersion;
+  }
+  return remove;
+}
+
+/** True for a CommitConflictError: the caller should re-read the table and plan again. */
+export function isCommitConflict(err: unknown): err is CommitConflictError {
+  return err instanceof CommitConflictError;
+}
