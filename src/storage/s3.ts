@@ -10,7 +10,7 @@
 import { createWriteStream, createReadStream, promises as fsp } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { Readable, Transform, pipeline as pipeStreams } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   DeleteObjectsCommand,
@@ -193,7 +193,9 @@ export class S3Storage implements Storage {
     if (got === 'missing') throw notFoundError(key, this.uri);
     if (got === 'empty') return Readable.from([]);
     const body = got.out.Body as Readable;
-    return got.skip === 0 && got.limit === undefined ? body : body.pipe(sliceStream(got.skip, got.limit));
+    if (got.skip === 0 && got.limit === undefined) return body;
+    // pipeline (not .pipe) so that a failing body destroys the slice with the same error.
+    return pipeStreams(body, sliceStream(got.skip, got.limit), () => undefined);
   }
 
   async download(key: string, localPath: string, opts: { signal?: AbortSignal } = {}): Promise<ObjectInfo> {

@@ -21,7 +21,7 @@ export interface ListOptions {
   delimiter?: string;
   /** Only keys strictly greater than this key (lexicographic, like S3 StartAfter). */
   startAfter?: string;
-  /** Page size hint (S3 MaxKeys). */
+  /** Page size hint (S3 MaxKeys, at most 1000); objects and common prefixes both count. */
   pageSize?: number;
   signal?: AbortSignal;
 }
@@ -53,7 +53,10 @@ export interface WriteOptions {
 export interface Storage {
   /** Root URI, for messages and for building child storages (`file:///x/`, `s3://b/p/`). */
   readonly uri: string;
-  /** Pages in key order. */
+  /**
+   * Pages in key order: UTF-8 byte order, as S3 lists (see `compareKeys` in ./common.ts).
+   * Always at least one page, possibly empty.
+   */
   list(opts?: ListOptions): AsyncIterable<ListPage>;
   /** All pages gathered into one result; serverTime is that of the first page. */
   listAll(opts?: ListOptions): Promise<ListResult>;

@@ -32,7 +32,11 @@ const BUCKET = /^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$/;
  */
 export function describeUri(uri: string): StorageLocation {
   const scheme = SCHEME.exec(uri)?.[1]?.toLowerCase();
-  if (scheme === undefined) return fileLocation(path.resolve(uri));
+  if (scheme === undefined) {
+    // `file:x` or `s3:b/x` are typos for a URI, not folder names; WHATWG would read `file:x` as `/x`.
+    if (/^(file|s3a?):/i.test(uri)) throw new ConfigError(`malformed storage URI ${uri}: expected s3://bucket/prefix/ or file:///path`, { uri });
+    return fileLocation(path.resolve(uri));
+  }
   if (scheme === 's3' || scheme === 's3a') return s3Location(uri, uri.slice(scheme.length + 3));
   if (scheme === 'file') return fileLocation(filePath(uri));
   throw new ConfigError(`unsupported storage URI scheme '${scheme}://' in ${uri}: use s3://bucket/prefix/, file:///path or a path`, {

@@ -1,0 +1,248 @@
+/**
+ * S3Storage specifics. Real behaviour runs against s3rver; the few faults s3rver cannot
+ * produce (412/409 on a conditional put, 503, 403, a looping continuation token,
+ * per-key delete errors) use a mocked S3 client and say so in the test name.
+ */
+import { randomUUID } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  DeleteObjectsCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StorageError, isTransient } from '../../src/errors.js';
+import { S3Storage, s3ClientConfig } from '../../src/storage/s3.js';
+import { startS3rver } from '../helpers/s3rver.js';
+import type { S3rverHandle } from '../helpers/s3rver.js';
+
+let s3: S3rverHandle;
+let tmp: string;
+beforeAll(async () => {
+  s3 = await startS3rver();
+  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'tidemark-s3-'));
+});
+afterAll(async () => {
+  await s3?.stop();
+  await fsp.rm(tmp, { recursive: true, force: true });
+});
+
+/** A client on s3rver that records the name of every command it sends. */
+function recordingClient(): { client: S3Client; commands: string[] } {
+  const client = new S3Client(s3ClientConfig(s3.clientOptions));
+  const commands: string[] = [];
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      commands.push(context.commandName ?? '?');
+      return next(args);
+    },
+    { step: 'initialize', name: 'recordCommands' },
+  );
+  return { client, commands };
+}
+
+describe('S3Storage on s3rver', () => {
+  it('keeps keys relative to its prefix and strips ETag quotes', async () => {
+    const prefix = `rel-${randomUUID()}/deep/`;
+    const storage = s3.makeStorage(prefix);
+    await storage.write('x.csv', 'a,b\n');
+    const raw = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix }));
+    expect(raw.Contents?.map((o) => o.Key)).toEqual([`${prefix}x.csv`]);
+    expect(raw.Contents?.[0]?.ETag).toMatch(/^".+"$/);
+    const listed = (await storage.listAll()).objects;
+    expect(listed.map((o) => o.key)).toEqual(['x.csv']);
+    expect(listed[0]!.etag).toBe(raw.Contents![0]!.ETag!.slice(1, -1));
+    expect((await storage.head('x.csv'))!.etag).toBe(listed[0]!.etag);
+    expect(storage.uri).toBe(`s3://${s3.bucket}/${prefix}`);
+    expect(storage.localPath('x.csv')).toBeNull();
+  });
+
+  it('uploads above the part size as multipart, below it as one PutObject', async () => {
+    const { client, commands } = recordingClient();
+    const storage = new S3Storage({ bucket: s3.bucket, prefix: `mp-${randomUUID()}`, client, partSize: 5 * 1024 * 1024 });
+    const big = path.join(tmp, 'big.bin');
+    await fsp.writeFile(big, Buffer.alloc(11 * 1024 * 1024, 7));
+    await storage.upload('big.bin', big);
+    expect(commands).toEqual(['CreateMultipartUploadCommand', 'UploadPartCommand', 'UploadPartCommand', 'UploadPartCommand', 'CompleteMultipartUploadCommand']);
+    commands.length = 0;
+    const small = path.join(tmp, 'small.bin');
+    await fsp.writeFile(small, 'tiny');
+    await storage.upload('small.bin', small);
+    expect(commands).toEqual(['PutObjectCommand']);
+    client.destroy();
+  });
+
+  it('deletes more than 1000 keys in batches of 1000', async () => {
+    const { client, commands } = recordingClient();
+    const storage = new S3Storage({ bucket: s3.bucket, prefix: `del-${randomUUID()}`, client });
+    const keys = Array.from({ length: 1003 }, (_, i) => `k/${String(i).padStart(4, '0')}`);
+    for (let i = 0; i < keys.length; i += 100) await Promise.all(keys.slice(i, i + 100).map((k) => storage.write(k, '')));
+    commands.length = 0;
+    await storage.delete(keys);
+    expect(commands).toEqual(['DeleteObjectsCommand', 'DeleteObjectsCommand']);
+    expect((await storage.listAll()).objects).toEqual([]);
+    client.destroy();
+  });
+
+  it("serverTime is the listing's HTTP Date header (fault injection: Date header rewritten)", async () => {
+    // A real s3rver exchange whose Date header is rewritten on the way back, to prove the
+    // value comes from the response and not from the local clock.
+    const probe = new S3Client(s3ClientConfig(s3.clientOptions));
+    const inner = probe.config.requestHandler as { handle: (req: unknown, opts?: unknown) => Promise<{ response: { headers: Record<string, string> } }> };
+    const client = new S3Client({
+      ...s3ClientConfig(s3.clientOptions),
+      requestHandler: {
+        async handle(req: unknown, opts?: unknown) {
+          const out = await inner.handle(req, opts);
+          out.response.headers['date'] = 'Sat, 01 Jan 2000 00:00:00 GMT';
+          return out;
+        },
+      } as never,
+    });
+    const storage = new S3Storage({ bucket: s3.bucket, prefix: `date-${randomUUID()}`, client });
+    const page = await storage.listAll();
+    expect(page.serverTime.toISOString()).toBe('2000-01-01T00:00:00.000Z');
+    client.destroy();
+    probe.destroy();
+  });
+
+  it('maps a refused connection to a transient StorageError', async () => {
+    const port = await unusedPort();
+    const storage = new S3Storage({
+      bucket: 'b',
+      ...s3.clientOptions,
+      endpoint: `http://127.0.0.1:${port}`,
+      maxAttempts: 1,
+    });
+    const err = await storage.head('k').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StorageError);
+    expect(isTransient(err)).toBe(true);
+    expect((err as StorageError).context).toMatchObject({ key: 'k', uri: 's3://b/', code: 'ECONNREFUSED' });
+    storage.client.destroy();
+  });
+});
+
+// --- faults s3rver cannot produce --------------------------------------------------
+
+type Send = (command: unknown) => Promise<unknown>;
+
+/** An S3Storage over a mocked client whose `send` is `send`. */
+function mockedStorage(send: Send): { storage: S3Storage; sent: unknown[] } {
+  const sent: unknown[] = [];
+  const client = {
+    send: async (command: unknown) => {
+      sent.push(command);
+      return send(command);
+    },
+  } as unknown as S3Client;
+  return { storage: new S3Storage({ bucket: 'bkt', prefix: 'p', client }), sent };
+}
+
+/** An SDK-shaped service error. Name and message are deliberately unhelpful: only the status decides. */
+function serviceError(status: number, name = 'SomeUnrelatedName', message = 'unrelated text'): S3ServiceException {
+  return new S3ServiceException({ name, $fault: status >= 500 ? 'server' : 'client', $metadata: { httpStatusCode: status }, message });
+}
+
+describe('S3Storage faults (fault injection: mocked S3 client)', () => {
+  it('writeIfAbsent returns false on HTTP 412, decided by status code (fault injection: mocked S3 client)', async () => {
+    const { storage, sent } = mockedStorage(async () => {
+      throw serviceError(412);
+    });
+    expect(await storage.writeIfAbsent('_delta_log/00000000000000000001.json', '{}')).toBe(false);
+    expect(sent).toHaveLength(1);
+    const put = sent[0] as PutObjectCommand;
+    expect(put).toBeInstanceOf(PutObjectCommand);
+    expect(put.input).toMatchObject({ Bucket: 'bkt', Key: 'p/_delta_log/00000000000000000001.json', IfNoneMatch: '*' });
+  });
+
+  it('writeIfAbsent retries a 409 ConditionalRequestConflict, then reports the outcome (fault injection: mocked S3 client)', async () => {
+    let calls = 0;
+    const { storage } = mockedStorage(async () => {
+      calls++;
+      if (calls === 1) throw serviceError(409, 'ConditionalRequestConflict');
+      return {};
+    });
+    expect(await storage.writeIfAbsent('k', 'v')).toBe(true);
+    expect(calls).toBe(2);
+    const always409 = mockedStorage(async () => {
+      throw serviceError(409);
+    });
+    expect(await always409.storage.writeIfAbsent('k', 'v')).toBe(false);
+    expect(always409.sent).toHaveLength(3);
+  });
+
+  it('maps HTTP 503 to a transient StorageError (fault injection: mocked S3 client)', async () => {
+    const { storage } = mockedStorage(async () => {
+      throw serviceError(503);
+    });
+    for (const op of [() => storage.head('k'), () => storage.write('k', 'v'), () => storage.writeIfAbsent('k', 'v'), () => storage.listAll()]) {
+      const err = await op().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StorageError);
+      expect((err as StorageError).kind).toBe('transient');
+      expect((err as StorageError).context).toMatchObject({ uri: 's3://bkt/p/', status: 503 });
+      expect((err as StorageError).cause).toBeInstanceOf(S3ServiceException);
+    }
+  });
+
+  it('maps HTTP 403 to a terminal error that leaks nothing from the SDK message (fault injection: mocked S3 client)', async () => {
+    const secretish = 'AccessDenied for key AKIAFAKEFAKEFAKE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
+    const { storage } = mockedStorage(async () => {
+      throw serviceError(403, 'AccessDenied', secretish);
+    });
+    const err = (await storage.read('data/x.csv').catch((e: unknown) => e)) as StorageError;
+    expect(err).toBeInstanceOf(StorageError);
+    expect(err.kind).toBe('terminal');
+    expect(err.message).toContain('access denied');
+    expect(err.message).toContain('data/x.csv');
+    expect(err.message).not.toContain('AKIA');
+    expect(err.message).not.toContain('wJalr');
+    expect(JSON.stringify(err.context)).not.toContain('AKIA');
+  });
+
+  it('stops a listing whose continuation token repeats (fault injection: mocked S3 client)', async () => {
+    const { storage, sent } = mockedStorage(async () => ({
+      Contents: [{ Key: 'p/a', Size: 1, ETag: '"e"', LastModified: new Date() }],
+      IsTruncated: true,
+      NextContinuationToken: 'same-token',
+    }));
+    const err = await storage.listAll().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StorageError);
+    expect((err as StorageError).message).toContain('repeated a continuation token');
+    expect(sent).toHaveLength(2);
+    expect((sent[1] as ListObjectsV2Command).input.ContinuationToken).toBe('same-token');
+  });
+
+  it('reports per-key DeleteObjects errors (fault injection: mocked S3 client)', async () => {
+    const { storage, sent } = mockedStorage(async () => ({
+      Errors: [{ Key: 'p/locked', Code: 'AccessDenied', Message: 'no' }],
+    }));
+    const err = (await storage.delete(['ok', 'locked']).catch((e: unknown) => e)) as StorageError;
+    expect(err).toBeInstanceOf(StorageError);
+    expect(err.kind).toBe('terminal');
+    expect(err.context.failures).toEqual([{ key: 'locked', code: 'AccessDenied' }]);
+    expect((sent[0] as DeleteObjectsCommand).input.Delete?.Objects).toEqual([{ Key: 'p/ok' }, { Key: 'p/locked' }]);
+  });
+
+  it('head returns null on 404 (fault injection: mocked S3 client)', async () => {
+    const { storage, sent } = mockedStorage(async () => {
+      throw serviceError(404, 'NotFound');
+    });
+    expect(await storage.head('missing')).toBeNull();
+    expect(sent[0]).toBeInstanceOf(HeadObjectCommand);
+  });
+});
+
+/** A TCP port nothing listens on (bound, then released). */
+async function unusedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
