@@ -32,8 +32,7 @@ export function readBackSql(files: readonly WrittenFile[], schema: StructType, p
 
 /** Rows in `a` missing from `b` plus rows in `b` missing from `a` (EXCEPT ALL both ways). */
 export async function symmetricDifference(session: DuckSession, a: string, b: string): Promise<number> {
-  const row = await session.one(
-    `SELECT (SELECT count(*) FROM (${a} EXCEPT ALL ${b})) + (SELECT count(*) FROM (${b} EXCEPT ALL ${a})) AS n`,
-  );
+  const minus = (x: string, y: string) => `SELECT count(*) FROM (SELECT * FROM (${x}) EXCEPT ALL SELECT * FROM (${y}))`;
+  const row = await session.one(`SELECT (${minus(a, b)}) + (${minus(b, a)}) AS n`);
   return Number(row!['n']);
 }
