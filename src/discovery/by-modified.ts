@@ -1,0 +1,184 @@
+/**
+ * Modification-time discovery: files anywhere below the source prefix, selected by
+ * LastModified against a watermark with a settle window.
+ *
+ * LastModified ties at second precision, and a multipart upload carries its *start* time,
+ * so `LastModified > watermark` alone misses files. Each run therefore re-lists an overlap
+ * of `settle` below the watermark: candidates are files with LastModified > watermark -
+ * settle, and the state remembers key+ETag of every loaded file in that overlap, so a
+ * candidate already loaded is skipped. A file is loaded exactly once as long as it becomes
+ * visible within `settle` of its LastModified (uploads shorter than the settle window).
+ *
+ * Watermark: the newest LastModified loaded, capped at the store clock (the `Date` of the
+ * first listing response), so a file stamped in the future by a skewed clock cannot push
+ * the window past files still arriving.
+ */
+import pLimit from 'p-limit';
+import type { ObjectInfo, Storage } from '../storage/storage.js';
+import type { ModifiedSettings } from './config.js';
+import { folderOf, isNotData, judgeFile, SUCCESS_MARKER } from './identity.js';
+import type { SkippedFolder } from './partitions.js';
+import { compareFiles, type Decision, type DiscoveredFile, type DiscoveryPlan, type StateBasis } from './plan.js';
+import type { ModifiedEntry, ModifiedState } from './state.js';
+
+/** A listing of the source prefix. */
+export interface ModifiedListing {
+  /** Objects that may matter: everything newer than the window floor, and success markers. */
+  objects: ObjectInfo[];
+  /** Objects dropped while listing because they are older than the window. */
+  olderThanWindow: number;
+  /** Prefixes listed in full. */
+  prefixesListed: string[];
+  skippedFolders: SkippedFolder[];
+  serverTime: Date;
+  listRequests: number;
+}
+
+/** Options of `listModified`. */
+export interface ListModifiedOptions {
+  /** Objects with LastModified <= floor are only counted (unless they may be needed as markers). Null keeps all. */
+  floor: number | null;
+  /** Keep every object (the success-marker rule can lift an old file into the window). */
+  keepAll: boolean;
+  concurrency: number;
+  signal?: AbortSignal;
+}
+
+/** Lower bound of the candidates: LastModified must be greater than this (epoch ms), or null for all. */
+export function windowFloor(settings: ModifiedSettings, state: ModifiedState | null): number | null {
+  if (state !== null) return state.watermark - settings.settleMs;
+  return settings.start === null ? null : settings.start - 1; // `start` itself is included
+}
+
+/**
+ * List the whole source prefix: the first level with delimiter `/` once, then every
+ * first-level prefix recursively, in parallel. Folders starting with `_` or `.` are skipped.
+ */
+export async function listModified(storage: Storage, opts: ListModifiedOptions): Promise<ModifiedListing> {
+  const limit = pLimit(opts.concurrency);
+  const listing: ModifiedListing = {
+    objects: [], olderThanWindow: 0, prefixesListed: [], skippedFolders: [], serverTime: new Date(NaN), listRequests: 0,
+  };
+  const keep = (o: ObjectInfo) => {
+    const wanted = opts.keepAll || opts.floor === null || o.lastModified.getTime() > opts.floor;
+    if (wanted) listing.objects.push(o);
+    else listing.olderThanWindow++;
+  };
+  let prefixes: string[] = [];
+  for await (const page of storage.list({ delimiter: '/', signal: opts.signal })) {
+    listing.listRequests++;
+    if (Number.isNaN(listing.serverTime.getTime())) listing.serverTime = page.serverTime;
+    page.objects.forEach(keep);
+    prefixes.push(...page.commonPrefixes);
+  }
+  prefixes = prefixes.filter((p) => {
+    const hidden = p.startsWith('_') || p.startsWith('.');
+    if (hidden) listing.skippedFolders.push({ prefix: p, reason: 'not data (name starts with _ or .)' });
+    return !hidden;
+  });
+  await Promise.all(
+    prefixes.map((prefix) =>
+      limit(async () => {
+        for await (const page of storage.list({ prefix, signal: opts.signal })) {
+          listing.listRequests++;
+          page.objects.forEach(keep);
+        }
+      }),
+    ),
+  );
+  listing.prefixesListed = prefixes;
+  return listing;
+}
+
+/** Plan a run from a listing of the source prefix (pure). */
+export function planModified(listing: ModifiedListing, settings: ModifiedSettings, state: ModifiedState | null): DiscoveryPlan {
+  const floor = windowFloor(settings, state);
+  const remembered = new Map((state?.loaded ?? []).map((e) => [e.key, e]));
+  const markers = markerTimes(listing.objects);
+  const inWindow = (ms: number) => floor === null || ms > floor;
+  const decisions: Decision[] = [];
+  const files: DiscoveredFile[] = [];
+  const ignored: DiscoveredFile[] = [];
+  let olderThanWindow = listing.olderThanWindow;
+  for (const o of listing.objects) {
+    const own = o.lastModified.getTime();
+    const marker = markers.get(folderOf(o.key));
+    const arrival = settings.requireSuccessMarker && marker !== undefined ? Math.max(own, marker) : own;
+    if (!inWindow(arrival)) {
+      olderThanWindow++;
+      continue;
+    }
+    const decision = decide(o, remembered.get(o.key), marker !== undefined, settings);
+    decisions.push({ key: o.key, ...decision });
+    const file = { ...o, arrival: new Date(arrival) };
+    if (decision.action === 'load') files.push(file);
+    else if (decision.reason === 'overwritten, ignored') ignored.push(file);
+  }
+  files.sort(compareFiles);
+  const basis: StateBasis = { mode: 'modified', settleMs: settings.settleMs, serverTime: listing.serverTime.getTime() };
+  return {
+    mode: 'modified',
+    files,
+    decisions,
+    olderThanWindow,
+    partitionsListed: listing.prefixesListed,
+    skippedFolders: listing.skippedFolders,
+    window: { mode: 'modified', after: floor === null ? null : new Date(floor) },
+    serverTime: listing.serverTime,
+    listRequests: listing.listRequests,
+    onOverwrite: settings.onOverwrite,
+    prevState: state,
+    nextState: modifiedStateAfter(state, basis, files, ignored),
+    basis,
+    overwrittenIgnored: ignored,
+  };
+}
+
+function decide(
+  o: ObjectInfo,
+  known: ModifiedEntry | undefined,
+  hasMarker: boolean,
+  settings: ModifiedSettings,
+): Pick<Decision, 'action' | 'reason'> {
+  if (isNotData(o.key)) return { action: 'skip', reason: 'not data' };
+  if (known?.etag === o.etag) return { action: 'skip', reason: known.ignored ? 'overwritten, ignored' : 'already loaded' };
+  if (settings.requireSuccessMarker && !hasMarker) return { action: 'skip', reason: 'no success marker' };
+  return judgeFile(known?.etag, o.etag, settings.onOverwrite);
+}
+
+/** Newest `_SUCCESS` LastModified per folder (folder keys end with `/`, or are `` at the root). */
+function markerTimes(objects: readonly ObjectInfo[]): Map<string, number> {
+  const times = new Map<string, number>();
+  for (const o of objects) {
+    const folder = folderOf(o.key);
+    if (o.key.slice(folder.length) !== SUCCESS_MARKER) continue;
+    times.set(folder, Math.max(times.get(folder) ?? -Infinity, o.lastModified.getTime()));
+  }
+  return times;
+}
+
+/**
+ * The state after loading `loaded` (any prefix of a plan's files) on top of `prev`.
+ * Folding batches one after another gives the same state as folding them at once.
+ */
+export function modifiedStateAfter(
+  prev: ModifiedState | null,
+  basis: Extract<StateBasis, { mode: 'modified' }>,
+  loaded: readonly DiscoveredFile[],
+  ignored: readonly DiscoveredFile[] = [],
+): ModifiedState | null {
+  if (loaded.length === 0) return prev;
+  const newest = loaded.reduce((max, f) => Math.max(max, f.arrival.getTime()), -Infinity);
+  const watermark = Math.max(prev?.watermark ?? -Infinity, Math.min(newest, basis.serverTime));
+  const floor = watermark - basis.settleMs;
+  const byKey = new Map<string, ModifiedEntry>();
+  for (const e of prev?.loaded ?? []) byKey.set(e.key, e);
+  // An ignored overwrite is remembered by its new ETag and time: the entry of the version
+  // loaded earlier may leave the window before the new version does.
+  for (const f of ignored) byKey.set(f.key, { key: f.key, etag: f.etag, lastModified: f.arrival.getTime(), ignored: true });
+  for (const f of loaded) byKey.set(f.key, { key: f.key, etag: f.etag, lastModified: f.arrival.getTime() });
+  // Entries at or below the floor can never be candidates again: the floor only rises.
+  const kept = [...byKey.values()].filter((e) => e.lastModified > floor);
+  kept.sort((a, b) => a.lastModified - b.lastModified || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return { stateVersion: 1, mode: 'modified', watermark, loaded: kept };
+}

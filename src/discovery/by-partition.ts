@@ -1,0 +1,114 @@
+/**
+ * Partition discovery, the pure part: from a walk of the partition folders and the
+ * previous state to a plan and the next state.
+ *
+ * Watermark: the newest partition loaded from. A run scans from `lookback` partitions
+ * before the watermark up to the store clock's current partition, so the open partition
+ * (today, this hour) stays in reach while files keep arriving: it is the watermark
+ * partition itself until a newer partition gets files. The state remembers key+ETag of
+ * the files loaded in the scanned partitions, so a rescan loads only what is new there.
+ */
+import type { PartitionSettings } from './config.js';
+import { folderOf, isNotData, judgeFile, SUCCESS_MARKER } from './identity.js';
+import type { PartitionWalk } from './partitions.js';
+import { compareFiles, type Decision, type DiscoveredFile, type DiscoveryPlan, type StateBasis } from './plan.js';
+import type { PartitionEntry, PartitionState } from './state.js';
+import { PartitionClock } from './zone.js';
+
+/** First partition a run scans: `lookback` before the watermark, or `start`, or null (the oldest). */
+export function scanFrom(settings: PartitionSettings, state: PartitionState | null): string | null {
+  if (state === null) return settings.start;
+  const back = settings.clock.step(state.watermark, -settings.lookback);
+  // Never below what the state remembers in full: those files would load twice.
+  return back > state.rememberedFrom ? back : state.rememberedFrom;
+}
+
+/** Plan a run from a walk of the partition folders (pure). */
+export function planPartitions(walk: PartitionWalk, settings: PartitionSettings, state: PartitionState | null): DiscoveryPlan {
+  const from = scanFrom(settings, state);
+  const until = settings.clock.partitionOf(walk.serverTime, settings.layout.granularity);
+  const remembered = new Map((state?.loaded ?? []).map((e) => [e.key, e.etag]));
+  const decisions: Decision[] = walk.strayObjects.map((o) => ({
+    key: o.key,
+    action: 'skip',
+    reason: isNotData(o.key.slice(folderOf(o.key).length)) ? 'not data' : 'not in a partition folder',
+  }));
+  const files: DiscoveredFile[] = [];
+  const ignored: DiscoveredFile[] = [];
+  const partitionsListed: string[] = [];
+  let olderThanWindow = 0;
+  for (const part of walk.partitions) {
+    // A walk only returns partitions in range; a hand-made listing may hold more.
+    if ((from !== null && part.id < from) || part.id > until) {
+      olderThanWindow += part.id < (from ?? '') ? part.objects.length : 0;
+      continue;
+    }
+    partitionsListed.push(part.prefix);
+    const hasMarker = part.objects.some((o) => o.key === part.prefix + SUCCESS_MARKER);
+    for (const o of part.objects) {
+      const decision = decide(o.key.slice(part.prefix.length), remembered.get(o.key), o.etag, hasMarker, settings);
+      decisions.push({ key: o.key, ...decision, partition: part.id });
+      const file = { ...o, partition: part.id, arrival: o.lastModified };
+      if (decision.action === 'load') files.push(file);
+      else if (decision.reason === 'overwritten, ignored') ignored.push(file);
+    }
+  }
+  files.sort(compareFiles);
+  const basis: StateBasis = { mode: 'partition', lookback: settings.lookback, timezone: settings.clock.zone };
+  return {
+    mode: 'partition',
+    files,
+    decisions,
+    olderThanWindow,
+    partitionsListed,
+    skippedFolders: walk.skippedFolders,
+    window: { mode: 'partition', from, until },
+    serverTime: walk.serverTime,
+    listRequests: walk.listRequests,
+    onOverwrite: settings.onOverwrite,
+    prevState: state,
+    nextState: partitionStateAfter(state, basis, files),
+    basis,
+    // The remembered entry of the version loaded earlier stays as long as the partition is
+    // in range, so an ignored overwrite needs no entry of its own.
+    overwrittenIgnored: ignored,
+  };
+}
+
+function decide(
+  rel: string,
+  rememberedEtag: string | undefined,
+  etag: string,
+  hasMarker: boolean,
+  settings: PartitionSettings,
+): Pick<Decision, 'action' | 'reason'> {
+  if (isNotData(rel)) return { action: 'skip', reason: 'not data' };
+  if (rememberedEtag === etag) return { action: 'skip', reason: 'already loaded' };
+  if (settings.requireSuccessMarker && !hasMarker) return { action: 'skip', reason: 'no success marker' };
+  return judgeFile(rememberedEtag, etag, settings.onOverwrite);
+}
+
+/**
+ * The state after loading `loaded` (files of a plan, any prefix of `plan.files`) on top of
+ * `prev`. Folding batches one after another gives the same state as folding them at once.
+ */
+export function partitionStateAfter(
+  prev: PartitionState | null,
+  basis: Extract<StateBasis, { mode: 'partition' }>,
+  loaded: readonly DiscoveredFile[],
+): PartitionState | null {
+  if (loaded.length === 0) return prev;
+  let watermark = prev?.watermark ?? '';
+  for (const f of loaded) {
+    if (f.partition === undefined) throw new Error(`[discovery] file ${f.key} has no partition`);
+    if (f.partition > watermark) watermark = f.partition;
+  }
+  const floor = new PartitionClock(basis.timezone).step(watermark, -basis.lookback);
+  const rememberedFrom = prev && prev.rememberedFrom > floor ? prev.rememberedFrom : floor;
+  const byKey = new Map<string, PartitionEntry>();
+  for (const e of prev?.loaded ?? []) byKey.set(e.key, e);
+  for (const f of loaded) byKey.set(f.key, { key: f.key, etag: f.etag, partition: f.partition! });
+  const kept = [...byKey.values()].filter((e) => e.partition >= rememberedFrom);
+  kept.sort((a, b) => (a.partition !== b.partition ? (a.partition < b.partition ? -1 : 1) : a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return { stateVersion: 1, mode: 'partition', watermark, rememberedFrom, loaded: kept };
+}

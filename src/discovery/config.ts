@@ -1,0 +1,133 @@
+/**
+ * Discovery settings of a job (`source.discover` in the YAML), and their resolution into
+ * validated settings with defaults applied. The config module validates the YAML shape;
+ * this module checks what only discovery understands (layouts, zones, start values).
+ */
+import { ConfigError } from '../errors.js';
+import { parseId, type Granularity } from './calendar.js';
+import { Layout } from './layout.js';
+import { PartitionClock } from './zone.js';
+
+/** What to do with a file whose key was loaded before but whose ETag changed. */
+export type OnOverwrite = 'reload' | 'ignore';
+
+/** Settings shared by both modes. */
+interface CommonDiscoveryConfig {
+  /** A partition (or, with `by: modified`, a file) is loadable only once `_SUCCESS` is in its folder. */
+  requireSuccessMarker?: boolean;
+  /** Default `reload`. */
+  onOverwrite?: OnOverwrite;
+}
+
+/** Files in time-partitioned folders. */
+export interface PartitionDiscoveryConfig extends CommonDiscoveryConfig {
+  by: 'partition';
+  /** Folder layout, e.g. `{yyyy}/{mm}/{dd}`. */
+  layout: string;
+  /** Partitions before the watermark rescanned for late files; default 2. */
+  lookback?: number;
+  /** First partition of an initial load: `2026-03-01` or `2026-03-01T05`. */
+  start?: string;
+  /** IANA zone the folder dates are written in; default UTC. */
+  timezone?: string;
+}
+
+/** Files anywhere below the prefix, by LastModified. */
+export interface ModifiedDiscoveryConfig extends CommonDiscoveryConfig {
+  by: 'modified';
+  /** Settle window in ms; default 15 minutes. */
+  settle?: number;
+  /** Oldest LastModified of an initial load: an ISO timestamp with offset, or a date (UTC midnight). */
+  start?: string;
+}
+
+/** `source.discover` of a job. */
+export type DiscoveryConfig = PartitionDiscoveryConfig | ModifiedDiscoveryConfig;
+
+/** Default number of lookback partitions. */
+export const DEFAULT_LOOKBACK = 2;
+/** Default settle window: 15 minutes. */
+export const DEFAULT_SETTLE_MS = 15 * 60_000;
+/** Default reaction to a file overwritten in place. */
+export const DEFAULT_ON_OVERWRITE: OnOverwrite = 'reload';
+
+/** Validated partition-discovery settings. */
+export interface PartitionSettings {
+  mode: 'partition';
+  layout: Layout;
+  clock: PartitionClock;
+  lookback: number;
+  /** First partition id of an initial load, or null for the oldest. */
+  start: string | null;
+  requireSuccessMarker: boolean;
+  onOverwrite: OnOverwrite;
+}
+
+/** Validated modification-time settings. */
+export interface ModifiedSettings {
+  mode: 'modified';
+  settleMs: number;
+  /** Epoch ms of the oldest LastModified an initial load takes, or null for all. */
+  start: number | null;
+  requireSuccessMarker: boolean;
+  onOverwrite: OnOverwrite;
+}
+
+/** Validated settings of either mode. */
+export type DiscoverySettings = PartitionSettings | ModifiedSettings;
+
+/** Apply defaults and validate; throws ConfigError naming the `discover.*` field. */
+export function resolveDiscovery(config: DiscoveryConfig): DiscoverySettings {
+  const requireSuccessMarker = config.requireSuccessMarker ?? false;
+  const onOverwrite = config.onOverwrite ?? DEFAULT_ON_OVERWRITE;
+  if (onOverwrite !== 'reload' && onOverwrite !== 'ignore') {
+    throw new ConfigError(`[discovery] onOverwrite must be 'reload' or 'ignore', got ${JSON.stringify(onOverwrite)}`, { field: 'discover.onOverwrite' });
+  }
+  if (config.by === 'partition') {
+    const layout = Layout.parse(config.layout);
+    const lookback = config.lookback ?? DEFAULT_LOOKBACK;
+    if (!Number.isInteger(lookback) || lookback < 0) {
+      throw new ConfigError(`[discovery] lookback must be a whole number of partitions >= 0, got ${lookback}`, { field: 'discover.lookback' });
+    }
+    const start = config.start === undefined ? null : parsePartitionStart(config.start, layout.granularity);
+    return { mode: 'partition', layout, clock: new PartitionClock(config.timezone), lookback, start, requireSuccessMarker, onOverwrite };
+  }
+  if (config.by === 'modified') {
+    const settleMs = config.settle ?? DEFAULT_SETTLE_MS;
+    if (!Number.isFinite(settleMs) || settleMs < 0) {
+      throw new ConfigError(`[discovery] settle must be a duration >= 0, got ${settleMs}`, { field: 'discover.settle' });
+    }
+    const start = config.start === undefined ? null : parseTimestampStart(config.start);
+    return { mode: 'modified', settleMs, start, requireSuccessMarker, onOverwrite };
+  }
+  throw new ConfigError(`[discovery] discover.by must be 'partition' or 'modified', got ${JSON.stringify((config as { by?: unknown }).by)}`, { field: 'discover.by' });
+}
+
+const PARTITION_START = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2})(?::00(?::00)?)?)?$/;
+
+/** `2026-03-01` or `2026-03-01T05` (`T05:00`, `T05:00:00`) as a partition id of `granularity`. */
+export function parsePartitionStart(text: string, granularity: Granularity): string {
+  const fail = (why: string) =>
+    new ConfigError(`[discovery] start ${JSON.stringify(text)} ${why}`, { field: 'discover.start' });
+  const m = PARTITION_START.exec(text);
+  if (!m) throw fail('is not a partition date (expected YYYY-MM-DD, or YYYY-MM-DDTHH for hourly layouts)');
+  if (m[2] !== undefined && granularity === 'day') throw fail('names an hour but the layout has day partitions');
+  const id = granularity === 'hour' ? `${m[1]}T${m[2] ?? '00'}` : m[1]!;
+  if (!parseId(id)) throw fail('is not a real date');
+  return id;
+}
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/** An ISO timestamp with an offset, or a date (UTC midnight), as epoch ms. */
+export function parseTimestampStart(text: string): number {
+  const ms = DATE_ONLY.test(text) || WITH_OFFSET.test(text) ? Date.parse(text) : NaN;
+  if (Number.isNaN(ms) || (DATE_ONLY.test(text) && !parseId(text))) {
+    throw new ConfigError(
+      `[discovery] start ${JSON.stringify(text)} is not a timestamp (expected e.g. 2026-03-01T00:00:00Z or 2026-03-01)`,
+      { field: 'discover.start' },
+    );
+  }
+  return ms;
+}

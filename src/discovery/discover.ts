@@ -1,0 +1,108 @@
+/**
+ * The entry point of discovery: list the source (never download), plan the run, and fold
+ * loaded batches into the state to commit.
+ *
+ *   discover(source, config, state)  ->  plan { files, decisions, nextState, ... }
+ *   for each batch (a prefix of the remaining plan.files):
+ *     load it; state = nextStateFor(state, plan, batch); commit data + state together
+ *
+ * A crash after any batch leaves a committed state from which the next run finds every
+ * file of the later batches again.
+ */
+import { ConfigError } from '../errors.js';
+import type { Storage } from '../storage/storage.js';
+import { listModified, modifiedStateAfter, planModified, windowFloor } from './by-modified.js';
+import { partitionStateAfter, planPartitions, scanFrom } from './by-partition.js';
+import { granularityOfId } from './calendar.js';
+import { resolveDiscovery, type DiscoveryConfig, type PartitionSettings } from './config.js';
+import { walkPartitions } from './partitions.js';
+import type { DiscoveredFile, DiscoveryPlan } from './plan.js';
+import { upgradeState, type DiscoveryState, type ModifiedState, type PartitionState } from './state.js';
+
+/** Default number of concurrent LIST requests. */
+export const DEFAULT_LIST_CONCURRENCY = 8;
+
+/** Options of `discover`. */
+export interface DiscoverOptions {
+  /** Concurrent LIST requests; default 8. */
+  concurrency?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Plan a run: list the source through `storage` (rooted at the source prefix) and decide
+ * which files to load, given the state committed by the previous run (null on the first).
+ * Throws ConfigError for invalid settings or a state written by the other mode.
+ */
+export async function discover(
+  storage: Storage,
+  config: DiscoveryConfig,
+  state: DiscoveryState | null,
+  opts: DiscoverOptions = {},
+): Promise<DiscoveryPlan> {
+  const settings = resolveDiscovery(config);
+  const prev = state === null ? null : upgradeState(state);
+  const concurrency = opts.concurrency ?? DEFAULT_LIST_CONCURRENCY;
+  if (settings.mode === 'partition') {
+    const partitionState = checkPartitionState(prev, settings);
+    const walk = await walkPartitions(storage, settings.layout, {
+      from: scanFrom(settings, partitionState),
+      until: (serverTime) => settings.clock.partitionOf(serverTime, settings.layout.granularity),
+      concurrency,
+      signal: opts.signal,
+    });
+    return planPartitions(walk, settings, partitionState);
+  }
+  const modifiedState = checkModifiedState(prev);
+  const listing = await listModified(storage, {
+    floor: windowFloor(settings, modifiedState),
+    keepAll: settings.requireSuccessMarker,
+    concurrency,
+    signal: opts.signal,
+  });
+  return planModified(listing, settings, modifiedState);
+}
+
+/**
+ * The state to commit after loading `loaded` (the next batch of `plan.files`) on top of
+ * `prevState` (the state committed before this batch; `plan.prevState` for the first).
+ * Batches folded one by one give the same state as `plan.nextState`.
+ */
+export function nextStateFor(
+  prevState: DiscoveryState | null,
+  plan: DiscoveryPlan,
+  loaded: readonly DiscoveredFile[],
+): DiscoveryState | null {
+  if (prevState !== null && prevState.mode !== plan.mode) {
+    throw new Error(`[discovery] cannot fold a ${plan.mode} plan into a ${prevState.mode} state`);
+  }
+  if (plan.basis.mode === 'partition') return partitionStateAfter(prevState as PartitionState | null, plan.basis, loaded);
+  return modifiedStateAfter(prevState as ModifiedState | null, plan.basis, loaded, plan.overwrittenIgnored);
+}
+
+function modeMismatch(state: DiscoveryState, mode: string): ConfigError {
+  return new ConfigError(
+    `[discovery] the committed state was written by discover.by '${state.mode}' but the job now uses '${mode}'; ` +
+      'reset the job to a watermark of the new mode (tidemark reset)',
+    { field: 'discover.by' },
+  );
+}
+
+function checkPartitionState(state: DiscoveryState | null, settings: PartitionSettings): PartitionState | null {
+  if (state === null) return null;
+  if (state.mode !== 'partition') throw modeMismatch(state, 'partition');
+  const granularity = settings.layout.granularity;
+  if (granularityOfId(state.watermark) !== granularity) {
+    throw new ConfigError(
+      `[discovery] the committed watermark ${state.watermark} does not fit layout '${settings.layout.text}' (${granularity} partitions); reset the job`,
+      { field: 'discover.layout' },
+    );
+  }
+  return state;
+}
+
+function checkModifiedState(state: DiscoveryState | null): ModifiedState | null {
+  if (state === null) return null;
+  if (state.mode !== 'modified') throw modeMismatch(state, 'modified');
+  return state;
+}

@@ -1,0 +1,94 @@
+/**
+ * The discovery plan: which files a run loads, every decision with its reason (for
+ * `--dry-run`), what was listed, and the state to commit with the loaded data.
+ */
+import type { OnOverwrite } from './config.js';
+import type { SkippedFolder } from './partitions.js';
+import type { DiscoveryState } from './state.js';
+
+export type { SkippedFolder } from './partitions.js';
+
+/** A file the run will load. */
+export interface DiscoveredFile {
+  /** Key relative to the source root. */
+  key: string;
+  size: number;
+  lastModified: Date;
+  etag: string;
+  /** Partition id (partition discovery only). */
+  partition?: string;
+  /**
+   * The time the file is ordered and windowed by: its LastModified, or (modification-time
+   * discovery with `requireSuccessMarker`) its folder's `_SUCCESS` time when that is later.
+   */
+  arrival: Date;
+}
+
+/** Why a file is loaded or skipped. */
+export type DecisionReason =
+  | 'new'
+  | 'already loaded'
+  | 'overwritten, reloading'
+  | 'overwritten, ignored'
+  | 'no success marker'
+  | 'not data'
+  | 'not in a partition folder';
+
+/** The decision about one listed file. */
+export interface Decision {
+  key: string;
+  action: 'load' | 'skip';
+  reason: DecisionReason;
+  partition?: string;
+}
+
+/** The range a run looked at, for messages and `--dry-run`. */
+export type DiscoveryWindow =
+  | { mode: 'partition'; from: string | null; until: string }
+  | { mode: 'modified'; after: Date | null };
+
+/** What `nextStateFor` needs to fold loaded files into a state. */
+export type StateBasis =
+  | { mode: 'partition'; lookback: number; timezone: string }
+  | { mode: 'modified'; settleMs: number; serverTime: number };
+
+/** The result of discovery: nothing is downloaded yet. */
+export interface DiscoveryPlan {
+  mode: 'partition' | 'modified';
+  /** Files to load, oldest first (partition, then arrival, then key), so any prefix is a safe batch. */
+  files: DiscoveredFile[];
+  /**
+   * A decision for every file listed in range. Files below the range (older than the
+   * settle window) are only counted, in `olderThanWindow`.
+   */
+  decisions: Decision[];
+  /** Files listed but older than the window: loaded by earlier runs or before `start`. */
+  olderThanWindow: number;
+  /** Prefixes listed in full (partition folders, or first-level prefixes). */
+  partitionsListed: string[];
+  /** Folders reported and not walked. */
+  skippedFolders: SkippedFolder[];
+  window: DiscoveryWindow;
+  /** The store's clock at the first listing. */
+  serverTime: Date;
+  /** LIST requests issued (pages). */
+  listRequests: number;
+  onOverwrite: OnOverwrite;
+  /** The state the plan started from. */
+  prevState: DiscoveryState | null;
+  /** The state after loading every file of the plan (= prevState when nothing loads). */
+  nextState: DiscoveryState | null;
+  basis: StateBasis;
+  /** Overwritten files skipped by `onOverwrite: ignore`; `nextStateFor` remembers them too. */
+  overwrittenIgnored: DiscoveredFile[];
+}
+
+/** Sort files oldest first: partition, then arrival, then key (byte order is not needed: keys are only a tie-break). */
+export function compareFiles(a: DiscoveredFile, b: DiscoveredFile): number {
+  const pa = a.partition ?? '';
+  const pb = b.partition ?? '';
+  if (pa !== pb) return pa < pb ? -1 : 1;
+  const t = a.arrival.getTime() - b.arrival.getTime();
+  if (t !== 0) return t;
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+}
