@@ -139,3 +139,8 @@ export function countsSql(tables: TempTables, haveTarget: boolean): string {
     `${copied} AS rows_in_rewritten`
   );
 }
+
+/** An empty hits table, for a write that matches nothing (the table is being created). */
+export function emptyHitsSql(tables: TempTables): string {
+  return `CREATE OR REPLACE TEMP TABLE ${ident(tables.hits)} (${ident(FILE_ID)} INTEGER, ${ident(BATCH_ROW)} BIGINT, ${ident(ACTION)} VARCHAR)`;
+}

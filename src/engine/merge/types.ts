@@ -2,7 +2,8 @@
  * Options and results of the MERGE engine and of append mode.
  */
 import type { Action } from '../../delta/actions.js';
-import type { Storage } from '../../storage/storage.js';
+import type { Snapshot } from '../../delta/snapshot.js';
+import type { DeltaTable } from '../../delta/table.js';
 import type { DuckSession } from '../duckdb.js';
 
 /** Lineage columns the job may add to a batch; used to name the file (and row) of a bad input row. */
@@ -13,8 +14,13 @@ export const DEFAULT_DOWNLOAD_CONCURRENCY = 8;
 /** What both MERGE and append need: where the table is and where the batch is. */
 export interface WriteTarget {
   session: DuckSession;
-  /** Storage rooted at the table folder. */
-  storage: Storage;
+  /** The table (it need not exist yet); commits go through it (retries, checkpoints, feature gates). */
+  table: DeltaTable;
+  /**
+   * The snapshot to plan on, when the caller already loaded it (e.g. to read its txn watermark);
+   * null = the table does not exist. Default: the table's latest snapshot.
+   */
+  snapshot?: Snapshot | null;
   /** DuckDB table or view holding the batch (a name, quoted by the engine). */
   batch: string;
   /** Partition columns, used only when the table is created by this write. */

@@ -1,0 +1,267 @@
+/**
+ * MERGE of a batch into a Delta table (see ./plan.ts for the SQL and its rules):
+ *
+ *   prepare   snapshot; batch cast to the table schema; deleteWhen evaluated once; key checks
+ *   prune     partition values, key min/max stats, key-column scan of the candidates → hits
+ *   classify  full read of the files with a non-stale hit; stale/delete/unchanged/update per row
+ *   write     rewritten files (kept + updated rows, key order) and inserted rows, per partition
+ *   commit    removes + adds + the caller's extra actions (its txn) in one version
+ *
+ * Only files that hold an updated or deleted row are rewritten; all others keep their paths.
+ * A MERGE that changes nothing commits nothing (version null) unless the caller passed extra
+ * actions, which must be committed anyway (the job's watermark moves even when all rows were stale).
+ * A CommitConflictError is not retried here: the caller re-plans on the new snapshot.
+ */
+import { partitionValueStringSql } from '../../delta/partition-encode.js';
+import { addFileFor } from '../../delta/table.js';
+import type { Snapshot } from '../../delta/snapshot.js';
+import type { ReadSet } from '../../delta/transaction.js';
+import { MergeInputError } from '../../errors.js';
+import type { DuckSession } from '../duckdb.js';
+import { ident } from '../sql.js';
+import { dropAll, tempTables, type TempTables } from './names.js';
+import { classifyTargets, findHits, type MatchContext } from './matches.js';
+import { bytesOf, writeAndUpload, type OutputOptions } from './output.js';
+import { countsSql, emptyHitsSql, insertRelationSql, rewriteRelationSql, type MatchSpec } from './plan.js';
+import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples, type MergeCounts } from './request.js';
+import { openSpool } from './spool.js';
+import { prepareTarget, tableNames, type TargetTable } from './target.js';
+import { DEFAULT_DOWNLOAD_CONCURRENCY, type MergeDurations, type MergeOptions, type MergeResult } from './types.js';
+import { checkDuplicateKeys, checkNullKeys } from './validate.js';
+
+/** MERGE the batch into the table; see the module comment. */
+export async function mergeIntoTable(opts: MergeOptions): Promise<MergeResult> {
+  checkOptions(opts);
+  const clock = new PhaseClock();
+  const tables = tempTables();
+  const spool = await openSpool(opts.spoolDir);
+  try {
+    const snapshot = opts.snapshot !== undefined ? opts.snapshot : await opts.table.snapshot();
+    const target = await prepareTarget(opts.session, opts, {
+      snapshot,
+      batchTable: tables.batch,
+      required: [
+        { role: 'key', columns: opts.keyColumns },
+        { role: 'orderBy', columns: [opts.orderBy] },
+      ],
+      ...(opts.deleteWhen === undefined ? {} : { deleteWhen: opts.deleteWhen }),
+    });
+    const spec = matchSpec(target, opts);
+    await checkNullKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
+    await checkDuplicateKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
+    clock.lap('prepare');
+    const out: OutputOptions = {
+      session: opts.session,
+      storage: opts.table.storage,
+      schema: target.schema,
+      partitionColumns: target.partitionColumns,
+      spoolDir: spool.dir,
+      concurrency: opts.concurrency ?? DEFAULT_DOWNLOAD_CONCURRENCY,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    };
+    const run = { opts, tables, target, spec, out, clock };
+    return snapshot === null ? await createWithBatch(run) : await mergeExisting(run, snapshot, spool.dir);
+  } finally {
+    await dropAll(opts.session, tables);
+    await spool.close();
+  }
+}
+
+/** State shared by the two paths. */
+interface MergeRun {
+  opts: MergeOptions;
+  tables: TempTables;
+  target: TargetTable;
+  spec: MatchSpec;
+  out: OutputOptions;
+  clock: PhaseClock;
+}
+
+/** The table does not exist: create it with the batch's non-deleted rows in version 0. */
+async function createWithBatch(run: MergeRun): Promise<MergeResult> {
+  const { opts, tables, target, spec, out, clock } = run;
+  await opts.session.run(emptyHitsSql(tables));
+  const counts = await readCounts(opts.session, tables, false, target.batch.rows);
+  clock.lap('prune');
+  clock.lap('classify');
+  const columns = target.plan.mappings.map((m) => m.target);
+  const added = counts.inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', opts.targetFileRows) : [];
+  clock.lap('write');
+  const now = Date.now();
+  const result = await opts.table.create(
+    {
+      schema: target.schema,
+      partitionColumns: target.partitionColumns,
+      actions: [...added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })), ...(opts.extraActions ?? [])],
+      operationParameters: mergeParameters(spec, opts.deleteWhen),
+      operationMetrics: mergeMetrics({ added, removed: [], counts, timings: clock.timings() }),
+    },
+    opts.signal ? { signal: opts.signal } : {},
+  );
+  clock.lap('commit');
+  return resultOf({ version: result.version, counts, added, removed: [], filesScanned: 0, filesRead: 0, created: true }, clock);
+}
+
+/** The table exists: find, classify, rewrite, insert, commit. */
+async function mergeExisting(run: MergeRun, snapshot: Snapshot, spoolDir: string): Promise<MergeResult> {
+  const { opts, tables, target, spec, out, clock } = run;
+  const ctx: MatchContext = {
+    session: opts.session,
+    storage: opts.table.storage,
+    snapshot,
+    tables,
+    spec,
+    spoolDir,
+    concurrency: out.concurrency,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  };
+  const hits = await findHits(ctx);
+  clock.lap('prune');
+  const columns = target.plan.mappings.map((m) => m.target);
+  const classified = await classifyTargets(ctx, hits, columns);
+  const counts = await readCounts(opts.session, tables, classified.read.length > 0, target.batch.rows);
+  clock.lap('classify');
+  const removed = classified.rewrite.map((id) => hits.scanned.get(id)!);
+  const rewriteRows = opts.targetFileRows ?? maxRecords(removed);
+  const rewritten = removed.length > 0 ? await writeAndUpload(out, rewriteRelationSql(tables, columns, spec.keys), 'rewrite', rewriteRows) : [];
+  const inserted = counts.inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', opts.targetFileRows) : [];
+  const added = [...rewritten, ...inserted];
+  clock.lap('write');
+  const extraActions = opts.extraActions ?? [];
+  const base = { counts, added, removed, filesScanned: hits.scanned.size, filesRead: classified.read.length, created: false };
+  if (added.length === 0 && removed.length === 0 && extraActions.length === 0) {
+    clock.lap('commit');
+    return resultOf({ ...base, version: null }, clock);
+  }
+  const request = mergeRequest({
+    readVersion: snapshot.version,
+    spec,
+    ...(opts.deleteWhen === undefined ? {} : { deleteWhen: opts.deleteWhen }),
+    added,
+    removed,
+    scanned: [...hits.scanned.values()],
+    partitions: await readPartitions(opts.session, tables, target, spec),
+    appIds: opts.appIds ?? [],
+    extraActions,
+    counts,
+    now: Date.now(),
+    timings: clock.timings(),
+  });
+  const committed = await opts.table.commit(request, opts.signal ? { signal: opts.signal } : {});
+  clock.lap('commit');
+  return resultOf({ ...base, version: committed.version }, clock);
+}
+
+/** Key, orderBy and matched partition columns in the table's spelling. */
+function matchSpec(target: TargetTable, opts: MergeOptions): MatchSpec {
+  return {
+    keys: tableNames(target, opts.keyColumns),
+    partitions: opts.matchAcrossPartitions ? [] : target.partitionColumns,
+    orderBy: tableNames(target, [opts.orderBy])[0]!,
+  };
+}
+
+function checkOptions(opts: MergeOptions): void {
+  if (opts.keyColumns.length === 0) {
+    throw new MergeInputError('[merge] keyColumns is empty: a MERGE needs at least one key column (use append mode for no key)', {
+      context: { field: 'keyColumns' },
+    });
+  }
+  if (opts.orderBy.trim() === '') throw new MergeInputError('[merge] orderBy is empty', { context: { field: 'orderBy' } });
+}
+
+/** The read set's partitions: the batch's partition tuples, or the whole table. */
+async function readPartitions(session: DuckSession, tables: TempTables, target: TargetTable, spec: MatchSpec): Promise<ReadSet['partitions']> {
+  if (spec.partitions.length === 0) return 'all';
+  const fields = spec.partitions.map((p) => target.schema.fields.find((f) => f.name === p)!);
+  const cols = fields.map((f, i) => `${partitionValueStringSql(`b.${ident(f.name)}`, f.type, f.name)} AS p${i}`);
+  const rows = await session.all(`SELECT DISTINCT ${cols.join(', ')} FROM ${ident(tables.batch)} AS b`);
+  return partitionTuples(spec.partitions, rows);
+}
+
+async function readCounts(session: DuckSession, tables: TempTables, haveTarget: boolean, sourceRows: number): Promise<MergeCounts> {
+  const row = (await session.one(countsSql(tables, haveTarget))) ?? {};
+  const n = (k: string) => Number(row[k] ?? 0);
+  return {
+    sourceRows,
+    inserted: n('inserted'),
+    updated: n('updated'),
+    deleted: n('deleted'),
+    skippedStale: n('stale'),
+    unchanged: n('unchanged'),
+    deleteNotFound: n('delete_not_found'),
+    rowsCopied: n('rows_in_rewritten') - n('updated') - n('deleted'),
+  };
+}
+
+/** The largest file's row count, so rewrites keep roughly the table's file size. */
+function maxRecords(files: readonly { parsedStats: { numRecords?: number } | null }[]): number | undefined {
+  const counts = files.map((f) => f.parsedStats?.numRecords ?? 0).filter((n) => n > 0);
+  return counts.length > 0 ? Math.max(...counts) : undefined;
+}
+
+interface Outcome {
+  version: number | null;
+  counts: MergeCounts;
+  added: readonly { size: number }[];
+  removed: readonly { size: number }[];
+  filesScanned: number;
+  filesRead: number;
+  created: boolean;
+}
+
+function resultOf(o: Outcome, clock: PhaseClock): MergeResult {
+  const { sourceRows, inserted, updated, deleted, skippedStale, unchanged, deleteNotFound, rowsCopied } = o.counts;
+  return {
+    version: o.version,
+    sourceRows,
+    inserted,
+    updated,
+    deleted,
+    skippedStale,
+    unchanged,
+    deleteNotFound,
+    filesAdded: o.added.length,
+    filesRemoved: o.removed.length,
+    bytesRewritten: bytesOf(o.removed),
+    bytesAdded: bytesOf(o.added),
+    filesScanned: o.filesScanned,
+    filesRead: o.filesRead,
+    rowsCopied,
+    created: o.created,
+    durations: clock.durations(),
+  };
+}
+
+/** Milliseconds per phase. */
+class PhaseClock {
+  private readonly start = performance.now();
+  private last = this.start;
+  private readonly spent: Partial<Record<keyof MergeDurations, number>> = {};
+
+  /** Close the current phase under `name`. */
+  lap(name: Exclude<keyof MergeDurations, 'total'>): void {
+    const now = performance.now();
+    this.spent[name] = (this.spent[name] ?? 0) + (now - this.last);
+    this.last = now;
+  }
+
+  /** For operationMetrics: total so far, scan (prune + classify) and rewrite (write). */
+  timings(): { total: number; scan: number; rewrite: number } {
+    const s = this.spent;
+    return { total: performance.now() - this.start, scan: (s.prune ?? 0) + (s.classify ?? 0), rewrite: s.write ?? 0 };
+  }
+
+  durations(): MergeDurations {
+    const s = this.spent;
+    const round = (x: number | undefined) => Math.round(x ?? 0);
+    return {
+      prepare: round(s.prepare),
+      prune: round(s.prune),
+      classify: round(s.classify),
+      write: round(s.write),
+      commit: round(s.commit),
+      total: round(performance.now() - this.start),
+    };
+  }
+}

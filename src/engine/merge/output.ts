@@ -1,0 +1,41 @@
+/**
+ * Writing the new data files of a write: one Parquet per partition (split at `targetFileRows`),
+ * staged in the spool folder and then uploaded below the table root. Data files get unique
+ * names and are written before the commit, so a failed or lost commit leaves only orphans.
+ */
+import path from 'node:path';
+import type { StructType } from '../../delta/schema.js';
+import { uploadDataFiles } from '../../delta/table.js';
+import type { Storage } from '../../storage/storage.js';
+import { writeDataFiles, type WrittenFile } from '../data-files.js';
+import type { DuckSession } from '../duckdb.js';
+
+/** Where and how to write. */
+export interface OutputOptions {
+  session: DuckSession;
+  storage: Storage;
+  schema: StructType;
+  partitionColumns: readonly string[];
+  spoolDir: string;
+  concurrency: number;
+  signal?: AbortSignal;
+}
+
+/** Write `relationSql`'s rows (in its order) as data files and upload them; [] when it has no rows. */
+export async function writeAndUpload(opts: OutputOptions, relationSql: string, folder: string, targetFileRows?: number): Promise<WrittenFile[]> {
+  opts.signal?.throwIfAborted();
+  const files = await writeDataFiles(opts.session, {
+    relationSql,
+    schema: opts.schema,
+    partitionColumns: opts.partitionColumns,
+    localDir: path.join(opts.spoolDir, folder),
+    ...(targetFileRows === undefined ? {} : { targetFileRows }),
+  });
+  await uploadDataFiles(opts.storage, files, { concurrency: opts.concurrency, ...(opts.signal ? { signal: opts.signal } : {}) });
+  return files;
+}
+
+/** Total size of written files. */
+export function bytesOf(files: readonly { size: number }[]): number {
+  return files.reduce((sum, f) => sum + f.size, 0);
+}

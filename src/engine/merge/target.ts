@@ -1,0 +1,85 @@
+/**
+ * The table side of a write: its schema and partitioning (from the snapshot, or from the batch
+ * when the write creates the table), how the batch's columns feed it, and the prepared batch.
+ */
+import type { StructType } from '../../delta/schema.js';
+import type { Snapshot } from '../../delta/snapshot.js';
+import { MergeInputError, SchemaError } from '../../errors.js';
+import type { DuckSession } from '../duckdb.js';
+import { duckSchemaToDelta } from '../type-map-write.js';
+import { describeRelation, prepareBatch, type PreparedBatch } from './batch.js';
+import { dataColumns, planColumns, requireColumns, tableName, type ColumnPlan } from './columns.js';
+import { DELETE_FLAG, SOURCE_FILE, SOURCE_ROW } from './names.js';
+import { DEFAULT_SOURCE_FILE_COLUMN, type WriteTarget } from './types.js';
+
+/** The table being written, as this write sees it. */
+export interface TargetTable {
+  schema: StructType;
+  partitionColumns: string[];
+  /** True when the table does not exist yet and this write creates it. */
+  creating: boolean;
+  plan: ColumnPlan;
+  batch: PreparedBatch;
+}
+
+/** What preparing needs beyond the write target. */
+export interface PrepareTargetOptions {
+  snapshot: Snapshot | null;
+  /** Name of the temp table for the prepared batch. */
+  batchTable: string;
+  /** Columns that must come from the batch (key and orderBy), with their role for messages. */
+  required?: { role: string; columns: string[] }[];
+  deleteWhen?: string;
+}
+
+/** Work out the table schema and column plan, then materialize the batch in that schema. */
+export async function prepareTarget(session: DuckSession, target: WriteTarget, opts: PrepareTargetOptions): Promise<TargetTable> {
+  const uri = target.table.uri;
+  const sourceColumns = await describeRelation(session, target.batch);
+  refuseReservedNames(sourceColumns.map((c) => c.name), target.batch);
+  const internal = target.internalColumns ?? [];
+  const creating = opts.snapshot === null;
+  const schema = opts.snapshot?.schema ?? duckSchemaToDelta(dataColumns(sourceColumns, internal));
+  const partitionColumns = opts.snapshot?.partitionColumns ?? resolvePartitionBy(schema, target.partitionBy ?? [], uri);
+  const plan = planColumns(sourceColumns, schema, internal, uri);
+  for (const r of opts.required ?? []) requireColumns(plan, r.columns, r.role, uri);
+  const batch = await prepareBatch(session, {
+    source: target.batch,
+    table: opts.batchTable,
+    plan,
+    sourceColumns,
+    ...(opts.deleteWhen === undefined ? {} : { deleteWhen: opts.deleteWhen }),
+    sourceFileColumn: target.sourceFileColumn ?? DEFAULT_SOURCE_FILE_COLUMN,
+    ...(target.sourceRowColumn === undefined ? {} : { sourceRowColumn: target.sourceRowColumn }),
+  });
+  return { schema, partitionColumns, creating, plan, batch };
+}
+
+/** partitionBy names in the schema's spelling; an unknown one is a SchemaError. */
+function resolvePartitionBy(schema: StructType, partitionBy: readonly string[], uri: string): string[] {
+  return partitionBy.map((name) => {
+    const field = schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase());
+    if (!field) {
+      throw new SchemaError(`[merge] partitionBy column ${JSON.stringify(name)} is not a column of the batch for new table ${uri}`, {
+        context: { uri, column: name },
+      });
+    }
+    return field.name;
+  });
+}
+
+/** Internal column names could be shadowed by a batch column of the same name. */
+function refuseReservedNames(names: readonly string[], batch: string): void {
+  const reserved = new Set([DELETE_FLAG, SOURCE_FILE, SOURCE_ROW].map((n) => n.toLowerCase()));
+  const clash = names.find((n) => reserved.has(n.toLowerCase()) || n.toLowerCase().startsWith('__tm_'));
+  if (clash !== undefined) {
+    throw new MergeInputError(`[merge] batch ${batch} has a column named ${JSON.stringify(clash)}; names starting with __tm_ are reserved`, {
+      context: { column: clash },
+    });
+  }
+}
+
+/** The table's spelling of each name (names are unique ignoring case). */
+export function tableNames(target: TargetTable, names: readonly string[]): string[] {
+  return names.map((n) => tableName(target.plan, n));
+}
