@@ -48,13 +48,17 @@ const WRITE_CHECKS: Readonly<Record<string, Check>> = {
   timestampNtz: () => null,
   invariants: (m) => (anyField(m, (f) => 'delta.invariants' in f.metadata) ? 'a column has delta.invariants' : null),
   checkConstraints: (m) =>
-    Object.keys(m.configuration ?? {}).some((k) => k.startsWith('delta.constraints.')) ? 'the table has CHECK constraints' : null,
+    configKeys(m).some((k) => k.startsWith('delta.constraints.')) ? 'the table has CHECK constraints' : null,
   changeDataFeed: (m) =>
-    (m.configuration?.['delta.enableChangeDataFeed'] ?? '').toLowerCase() === 'true' ? 'delta.enableChangeDataFeed is true' : null,
+    (m.configuration?.['delta.enableChangeDataFeed'] ?? '').toLowerCase() === 'true'
+      ? 'delta.enableChangeDataFeed is true'
+      : null,
   generatedColumns: (m) =>
     anyField(m, (f) => 'delta.generationExpression' in f.metadata) ? 'a column is a generated column' : null,
   identityColumns: (m) =>
-    anyField(m, (f) => Object.keys(f.metadata).some((k) => k.startsWith('delta.identity.'))) ? 'a column is an identity column' : null,
+    anyField(m, (f) => Object.keys(f.metadata).some((k) => k.startsWith('delta.identity.')))
+      ? 'a column is an identity column'
+      : null,
   columnMapping: columnMappingCheck,
 };
 
@@ -131,6 +135,10 @@ function failOn(problems: Problem[], access: Access, uri: string): void {
   const others = problems.slice(1).map((p) => p.feature);
   const detail = first.detail + (others.length ? `; also unsupported: ${others.join(', ')}` : '');
   throw new UnsupportedFeatureError(first.feature, access, uri, detail);
+}
+
+function configKeys(metadata: Metadata): string[] {
+  return Object.keys(metadata.configuration ?? {});
 }
 
 function unique(names: string[]): string[] {

@@ -23,8 +23,8 @@ export function decodeLogPath(path: string, tableUri?: string): string {
   const root = roots.find((r) => file.startsWith(r));
   if (root === undefined) {
     throw new DeltaLogError(
-      `[delta] data file ${JSON.stringify(path)} is an absolute URI outside the table root${tableUri ? ` ${tableUri}` : ''}; ` +
-        'tidemark reads only files below the table root',
+      `[delta] data file ${JSON.stringify(path)} is an absolute URI outside the table root` +
+        `${tableUri ? ` ${tableUri}` : ''}; tidemark reads only files below the table root`,
       { context: { key: path, uri: tableUri } },
     );
   }
@@ -97,7 +97,8 @@ export function partitionValueSql(value: string | null, deltaType: DataType, col
 /** The value validated (and for timestamps given an explicit zone) before DuckDB casts it. */
 function normalizedValue(value: string, type: string, column?: string): string {
   const bad = (): never => {
-    throw new DeltaLogError(`[delta] partition value ${JSON.stringify(value)} of column ${column ?? '?'} is not a valid ${type}`, {
+    const shown = JSON.stringify(value);
+    throw new DeltaLogError(`[delta] partition value ${shown} of column ${column ?? '?'} is not a valid ${type}`, {
       context: { column, value },
     });
   };

@@ -9,7 +9,17 @@ import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { DeltaLogError } from '../errors.js';
 import type { Storage } from '../storage/storage.js';
-import { fileActionKey, parseCommit, type Action, type AddFile, type DomainMetadata, type Metadata, type Protocol, type RemoveFile, type Txn } from './actions.js';
+import {
+  fileActionKey,
+  parseCommit,
+  type Action,
+  type AddFile,
+  type DomainMetadata,
+  type Metadata,
+  type Protocol,
+  type RemoveFile,
+  type Txn,
+} from './actions.js';
 import { assertReadable } from './features.js';
 import { locateSnapshot, type CheckpointRef, type CommitRef } from './log-listing.js';
 import { parseSchema } from './schema.js';
@@ -36,7 +46,11 @@ export interface LoadSnapshotOptions {
  * no Delta log. Throws DeltaLogError for a corrupt log (gaps, missing protocol/metaData)
  * and UnsupportedFeatureError for tables tidemark cannot read.
  */
-export async function loadSnapshot(storage: Storage, io: CheckpointIO, opts: LoadSnapshotOptions = {}): Promise<Snapshot | null> {
+export async function loadSnapshot(
+  storage: Storage,
+  io: CheckpointIO,
+  opts: LoadSnapshotOptions = {},
+): Promise<Snapshot | null> {
   const plan = await locateSnapshot(storage, opts.version);
   if (!plan) return null;
   const builder = new SnapshotBuilder(storage.uri);
@@ -108,7 +122,9 @@ export class SnapshotBuilder {
       const { parsedStats: _, ...add } = file;
       builder.files.set(fileActionKey(add.path, add.deletionVector), add);
     }
-    for (const remove of snapshot.tombstones) builder.tombstones.set(fileActionKey(remove.path, remove.deletionVector), remove);
+    for (const remove of snapshot.tombstones) {
+      builder.tombstones.set(fileActionKey(remove.path, remove.deletionVector), remove);
+    }
     snapshot.txns.forEach((txn, appId) => builder.txns.set(appId, txn));
     snapshot.domains.forEach((domain, name) => builder.domains.set(name, domain));
     return builder;

@@ -49,7 +49,7 @@ export async function inspectFiles(session: DuckSession, paths: readonly string[
     for (const [alias, path] of byAlias) {
       const fileRows = perFile.get(alias);
       if (!fileRows) throw new BadFileError(`[scan] no Parquet schema read from ${path}`, { context: { key: path } });
-      shapes.set(path, shapeOf(fileRows));
+      shapes.set(path, shapeFromSchemaRows(fileRows));
     }
   }
   return shapes;
@@ -72,7 +72,7 @@ async function schemaRows(session: DuckSession, paths: string[]): Promise<Row[]>
 }
 
 /** Top-level names from the depth-first schema rows (row 0 is the root). */
-function shapeOf(rows: Row[]): FileShape {
+function shapeFromSchemaRows(rows: Row[]): FileShape {
   const columns: string[] = [];
   const subtreeEnd = (index: number): number => {
     let next = index + 1;
@@ -108,7 +108,10 @@ export function scanSql(
     groups.set(key, group);
   }
   return [...groups.values()]
-    .map((g) => `SELECT ${projection(snapshot, g.file, g.shape)} FROM read_parquet([${g.paths.map(str).join(', ')}], hive_partitioning = false)`)
+    .map((g) => {
+      const source = `read_parquet([${g.paths.map(str).join(', ')}], hive_partitioning = false)`;
+      return `SELECT ${projection(snapshot, g.file, g.shape)} FROM ${source}`;
+    })
     .join('\nUNION ALL BY NAME\n');
 }
 
@@ -133,7 +136,7 @@ export function emptyRelationSql(snapshot: Snapshot): string {
 }
 
 function projection(snapshot: Snapshot, file: LiveFile, shape: FileShape | undefined): string {
-  return snapshot.schema.fields.map((field) => `${columnSql(snapshot, file, shape, field)} AS ${ident(field.name)}`).join(', ');
+  return snapshot.schema.fields.map((f) => `${columnSql(snapshot, file, shape, f)} AS ${ident(f.name)}`).join(', ');
 }
 
 function columnSql(snapshot: Snapshot, file: LiveFile, shape: FileShape | undefined, field: StructField): string {
@@ -168,7 +171,8 @@ function partitionKey(snapshot: Snapshot, file: LiveFile): Array<string | null> 
 
 function refuseDeletionVector(snapshot: Snapshot, file: LiveFile): void {
   if (!file.deletionVector) return;
-  throw new UnsupportedFeatureError('deletionVectors', 'read', snapshot.tableUri, `data file ${file.path} has a deletion vector`);
+  const detail = `data file ${file.path} has a deletion vector`;
+  throw new UnsupportedFeatureError('deletionVectors', 'read', snapshot.tableUri, detail);
 }
 
 /**
