@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest';
+import { planPartitions } from '../../src/discovery/by-partition.js';
+import { nextStateFor } from '../../src/discovery/discover.js';
+import type { PartitionState } from '../../src/discovery/state.js';
+import { loadedKeys, partitionSettings, reasons, walkOf, type FakeFile } from './fixtures.js';
+
+const daily = partitionSettings({ layout: '{yyyy}/{mm}/{dd}' });
+const file = (key: string, modified = '2026-03-01T00:00:00Z', etag?: string): FakeFile => ({ key, modified, etag });
+
+/** Run the planner and return the plan with the state committed after loading all of it. */
+function run(settings = daily, now: string, files: FakeFile[], state: PartitionState | null) {
+  const plan = planPartitions(walkOf(settings.layout, now, files), settings, state);
+  return { plan, state: plan.nextState as PartitionState | null };
+}
+
+describe('partition discovery: first run', () => {
+  const zone = [
+    file('2026/03/01/b.csv', '2026-03-01T10:00:00Z'),
+    file('2026/03/01/a.csv', '2026-03-01T10:00:00Z'),
+    file('2026/02/27/x.csv', '2026-02-27T09:00:00Z'),
+    file('2026/02/28/y.csv', '2026-02-28T23:00:00Z'),
+    file('2026/02/28/early.csv', '2026-02-28T01:00:00Z'),
+  ];
+
+  it('without start loads every partition, oldest partition first, then by time and key', () => {
+    const { plan, state } = run(daily, '2026-03-01T12:00:00Z', zone, null);
+    expect(loadedKeys(plan)).toEqual(['2026/02/27/x.csv', '2026/02/28/early.csv', '2026/02/28/y.csv', '2026/03/01/a.csv', '2026/03/01/b.csv']);
+    expect(plan.files.map((f) => f.partition)).toEqual(['2026-02-27', '2026-02-28', '2026-02-28', '2026-03-01', '2026-03-01']);
+    expect(plan.window).toEqual({ mode: 'partition', from: null, until: '2026-03-01' });
+    expect(state).toMatchObject({ stateVersion: 1, mode: 'partition', watermark: '2026-03-01', rememberedFrom: '2026-02-27' });
+    expect(state!.loaded.map((e) => e.key)).toHaveLength(5);
+  });
+
+  it('with start skips the partitions before it', () => {
+    const settings = partitionSettings({ layout: '{yyyy}/{mm}/{dd}', start: '2026-02-28' });
+    const { plan } = run(settings, '2026-03-01T12:00:00Z', zone, null);
+    expect(loadedKeys(plan)).toEqual(['2026/02/28/early.csv', '2026/02/28/y.csv', '2026/03/01/a.csv', '2026/03/01/b.csv']);
+    expect(plan.window).toMatchObject({ from: '2026-02-28' });
+  });
+
+  it('nothing to load keeps the state as it was (null: nothing to commit)', () => {
+    const { plan, state } = run(daily, '2026-03-01T12:00:00Z', [], null);
+    expect(plan.files).toEqual([]);
+    expect(state).toBeNull();
+  });
+
+  it('does not load partitions after the store clock', () => {
+    const { plan } = run(daily, '2026-02-28T12:00:00Z', zone, null);
+    expect(loadedKeys(plan)).not.toContain('2026/03/01/a.csv');
+    expect(plan.nextState).toMatchObject({ watermark: '2026-02-28' });
+  });
+});
+
+describe('partition discovery: incremental runs', () => {
+  it('the open partition picks up new files without reloading the old ones', () => {
+    const morning = [file('2026/03/05/a.csv', '2026-03-05T08:00:00Z'), file('2026/03/05/b.csv', '2026-03-05T09:00:00Z')];
+    const first = run(daily, '2026-03-05T09:30:00Z', morning, null);
+    expect(loadedKeys(first.plan)).toEqual(['2026/03/05/a.csv', '2026/03/05/b.csv']);
+
+    const afternoon = [...morning, file('2026/03/05/c.csv', '2026-03-05T15:00:00Z')];
+    const second = run(daily, '2026-03-05T15:30:00Z', afternoon, first.state);
+    expect(loadedKeys(second.plan)).toEqual(['2026/03/05/c.csv']);
+    expect(reasons(second.plan)).toEqual({
+      '2026/03/05/a.csv': 'already loaded',
+      '2026/03/05/b.csv': 'already loaded',
+      '2026/03/05/c.csv': 'new',
+    });
+
+    // Next day: the open partition moves on; yesterday is still in reach (lookback).
+    const nextDay = [...afternoon, file('2026/03/06/d.csv', '2026-03-06T01:00:00Z')];
+    const third = run(daily, '2026-03-06T02:00:00Z', nextDay, second.state);
+    expect(loadedKeys(third.plan)).toEqual(['2026/03/06/d.csv']);
+    expect(third.state!.watermark).toBe('2026-03-06');
+  });
+
+  it('loads a late file in a lookback partition, but not one older than the lookback', () => {
+    const zone = [file('2026/03/03/a.csv'), file('2026/03/04/b.csv'), file('2026/03/05/c.csv')];
+    const first = run(daily, '2026-03-05T12:00:00Z', zone, null);
+    expect(first.state!.rememberedFrom).toBe('2026-03-03');
+
+    const late = [...zone, file('2026/03/03/late.csv'), file('2026/03/02/too-late.csv')];
+    const second = run(daily, '2026-03-05T18:00:00Z', late, first.state);
+    expect(loadedKeys(second.plan)).toEqual(['2026/03/03/late.csv']);
+    expect(second.plan.window).toMatchObject({ from: '2026-03-03', until: '2026-03-05' });
+    expect(second.plan.partitionsListed).toEqual(['2026/03/03/', '2026/03/04/', '2026/03/05/']);
+    expect(reasons(second.plan)['2026/03/03/late.csv']).toBe('new');
+    expect(reasons(second.plan)).not.toHaveProperty('2026/03/02/too-late.csv');
+    // A late file does not move the watermark back.
+    expect(second.state!.watermark).toBe('2026-03-05');
+  });
+
+  it('prunes the remembered files to the lookback partitions', () => {
+    const zone = ['01', '02', '03', '04', '05', '06'].map((d) => file(`2026/03/${d}/f.csv`));
+    const { state } = run(daily, '2026-03-06T12:00:00Z', zone, null);
+    expect(state!.loaded.map((e) => e.partition)).toEqual(['2026-03-04', '2026-03-05', '2026-03-06']);
+  });
+
+  it('a larger lookback does not reload partitions the state no longer remembers', () => {
+    const zone = ['01', '02', '03', '04', '05', '06'].map((d) => file(`2026/03/${d}/f.csv`));
+    const { state } = run(daily, '2026-03-06T12:00:00Z', zone, null);
+    const wider = partitionSettings({ layout: '{yyyy}/{mm}/{dd}', lookback: 5 });
+    const { plan } = run(wider, '2026-03-06T13:00:00Z', zone, state);
+    expect(plan.files).toEqual([]);
+    expect(plan.window).toMatchObject({ from: '2026-03-04' });
+  });
+
+  it('hour partitions in a zone step back over a DST gap', () => {
+    const hourly = partitionSettings({ layout: 'dt={yyyy}-{mm}-{dd}/hour={HH}', lookback: 1, timezone: 'America/New_York' });
+    const zone = [file('dt=2026-03-08/hour=01/a.json'), file('dt=2026-03-08/hour=03/b.json')];
+    // 07:30Z is 03:30 EDT: the open partition is hour 03; one hour back is 01 (02 does not exist).
+    const first = run(hourly, '2026-03-08T07:30:00Z', zone, null);
+    expect(first.state).toMatchObject({ watermark: '2026-03-08T03', rememberedFrom: '2026-03-08T01' });
+    const second = run(hourly, '2026-03-08T07:40:00Z', [...zone, file('dt=2026-03-08/hour=01/late.json')], first.state);
+    expect(loadedKeys(second.plan)).toEqual(['dt=2026-03-08/hour=01/late.json']);
+  });
+});
+
+describe('partition discovery: file rules', () => {
+  it('files starting with _ or . anywhere below the partition are not data', () => {
+    const zone = [
+      file('2026/03/05/data.csv'),
+      file('2026/03/05/sub/part-0.parquet'),
+      file('2026/03/05/_SUCCESS'),
+      file('2026/03/05/.data.csv.crc'),
+      file('2026/03/05/_temporary/0/part-1.parquet'),
+      file('2026/03/05/sub/.hidden/x.csv'),
+      file('2026/03/05/folder/'),
+      file('2026/README.md'),
+      file('2026/_SUCCESS'),
+    ];
+    const { plan } = run(daily, '2026-03-05T12:00:00Z', zone, null);
+    expect(loadedKeys(plan)).toEqual(['2026/03/05/data.csv', '2026/03/05/sub/part-0.parquet']);
+    expect(reasons(plan)).toEqual({
+      '2026/03/05/data.csv': 'new',
+      '2026/03/05/sub/part-0.parquet': 'new',
+      '2026/03/05/_SUCCESS': 'not data',
+      '2026/03/05/.data.csv.crc': 'not data',
+      '2026/03/05/_temporary/0/part-1.parquet': 'not data',
+      '2026/03/05/sub/.hidden/x.csv': 'not data',
+      '2026/03/05/folder/': 'not data',
+      '2026/README.md': 'not in a partition folder',
+      '2026/_SUCCESS': 'not data',
+    });
+  });
+
+  it('with requireSuccessMarker a partition loads only once _SUCCESS exists', () => {
+    const settings = partitionSettings({ layout: '{yyyy}/{mm}/{dd}', requireSuccessMarker: true });
+    const zone = [file('2026/03/04/a.csv'), file('2026/03/04/_SUCCESS'), file('2026/03/05/b.csv')];
+    const first = run(settings, '2026-03-05T12:00:00Z', zone, null);
+    expect(loadedKeys(first.plan)).toEqual(['2026/03/04/a.csv']);
+    expect(reasons(first.plan)['2026/03/05/b.csv']).toBe('no success marker');
+
+    const second = run(settings, '2026-03-05T13:00:00Z', [...zone, file('2026/03/05/_SUCCESS')], first.state);
+    expect(loadedKeys(second.plan)).toEqual(['2026/03/05/b.csv']);
+    expect(reasons(second.plan)['2026/03/04/a.csv']).toBe('already loaded');
+  });
+
+  it('a marker in a sub-folder does not count for the partition', () => {
+    const settings = partitionSettings({ layout: '{yyyy}/{mm}/{dd}', requireSuccessMarker: true });
+    const { plan } = run(settings, '2026-03-05T12:00:00Z', [file('2026/03/05/sub/a.csv'), file('2026/03/05/sub/_SUCCESS')], null);
+    expect(reasons(plan)['2026/03/05/sub/a.csv']).toBe('no success marker');
+  });
+
+  it.each([
+    ['reload', 'load', 'overwritten, reloading'],
+    ['ignore', 'skip', 'overwritten, ignored'],
+  ] as const)('a file overwritten in place (new ETag) with onOverwrite %s', (onOverwrite, action, reason) => {
+    const settings = partitionSettings({ layout: '{yyyy}/{mm}/{dd}', onOverwrite });
+    const first = run(settings, '2026-03-05T12:00:00Z', [file('2026/03/05/a.csv', '2026-03-05T08:00:00Z', 'v1')], null);
+    const overwritten = [file('2026/03/05/a.csv', '2026-03-05T13:00:00Z', 'v2')];
+    const second = run(settings, '2026-03-05T14:00:00Z', overwritten, first.state);
+    expect(second.plan.decisions).toEqual([{ key: '2026/03/05/a.csv', action, reason, partition: '2026-03-05' }]);
+    const third = run(settings, '2026-03-05T15:00:00Z', overwritten, second.state);
+    expect(reasons(third.plan)['2026/03/05/a.csv']).toBe(onOverwrite === 'reload' ? 'already loaded' : 'overwritten, ignored');
+    expect(third.plan.files).toEqual([]);
+  });
+});
+
+describe('partition discovery: batches', () => {
+  const zone = [
+    file('2026/03/03/a.csv', '2026-03-03T01:00:00Z'),
+    file('2026/03/04/b.csv', '2026-03-04T01:00:00Z'),
+    file('2026/03/04/c.csv', '2026-03-04T02:00:00Z'),
+    file('2026/03/05/d.csv', '2026-03-05T01:00:00Z'),
+    file('2026/03/05/e.csv', '2026-03-05T02:00:00Z'),
+  ];
+  const now = '2026-03-05T12:00:00Z';
+
+  it('folding batches one by one gives the state of the whole plan', () => {
+    const { plan } = run(daily, now, zone, null);
+    let state = plan.prevState;
+    for (const batch of [plan.files.slice(0, 2), plan.files.slice(2, 4), plan.files.slice(4)]) {
+      state = nextStateFor(state, plan, batch);
+    }
+    expect(state).toEqual(plan.nextState);
+  });
+
+  it.each([1, 2, 3, 4])('a crash after committing the first %i files loses nothing and loads nothing twice', (done) => {
+    const { plan } = run(daily, now, zone, null);
+    const committed = nextStateFor(null, plan, plan.files.slice(0, done)) as PartitionState;
+    const rerun = run(daily, now, zone, committed);
+    expect(loadedKeys(rerun.plan)).toEqual(loadedKeys(plan).slice(done));
+    expect(rerun.state).toEqual(plan.nextState);
+  });
+});
