@@ -44,7 +44,9 @@ export async function inspectFiles(session: DuckSession, paths: readonly string[
     const perFile = new Map<string, Row[]>();
     for (const row of rows) {
       const name = String(row['file_name']);
-      perFile.set(name, [...(perFile.get(name) ?? []), row]);
+      const list = perFile.get(name);
+      if (list) list.push(row);
+      else perFile.set(name, [row]);
     }
     for (const [alias, path] of byAlias) {
       const fileRows = perFile.get(alias);
