@@ -1,0 +1,6 @@
+/**
+ * The MERGE engine and append mode: write a DuckDB batch into a Delta table.
+ */
+export { mergeIntoTable } from './merge.js';
+export { appendToTable } from './append.js';
+export type { AppendOptions, AppendResult, MergeDurations, MergeOptions, MergeResult, WriteTarget } from './types.js';
