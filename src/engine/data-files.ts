@@ -79,7 +79,7 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
   if (opts.targetFileRows !== undefined && !(Number.isInteger(opts.targetFileRows) && opts.targetFileRows > 0)) {
     throw new TidemarkError(`[write] targetFileRows must be a positive integer, got ${opts.targetFileRows}`, { kind: 'usage' });
   }
-  await assertUtcSession(session);
+  const { keepsOrder } = await checkSession(session);
   const from = fromClause(opts.relationSql);
   const sourceTypes = await describe(session, from);
   const staged = `__tidemark_write_${randomUUID().replaceAll('-', '')}`;
@@ -93,7 +93,7 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
     await mkdir(opts.localDir, { recursive: true });
     const files: WrittenFile[] = [];
     for (const [index, row] of groups.entries()) {
-      files.push(await writeOneFile(session, { opts, staged, dataFields, partitionFields, leaves, row, index }));
+      files.push(await writeOneFile(session, { opts, staged, dataFields, partitionFields, leaves, row, index, keepsOrder }));
     }
     return files;
   } finally {
@@ -132,17 +132,23 @@ function splitSchema(schema: StructType, partitionColumns: readonly string[]) {
   return { dataFields, partitionFields };
 }
 
-/** Nested naive timestamps are cast with the session zone (see castToDeltaSql), so insist on UTC. */
-async function assertUtcSession(session: DuckSession): Promise<void> {
-  const row = await session.one(`SELECT current_setting('TimeZone') AS tz`);
+/**
+ * Nested naive timestamps are cast with the session zone (see castToDeltaSql), so insist on UTC.
+ * Returns whether DuckDB keeps insertion order (its default); if not, each COPY sorts by `ord`.
+ */
+async function checkSession(session: DuckSession): Promise<{ keepsOrder: boolean }> {
+  const row = await session.one(
+    `SELECT current_setting('TimeZone') AS tz, current_setting('preserve_insertion_order') AS keeps_order`,
+  );
   if (row?.['tz'] !== 'UTC') {
     throw new TidemarkError(`[write] the DuckDB session time zone must be UTC, found ${String(row?.['tz'])}`);
   }
+  return { keepsOrder: row['keeps_order'] === true };
 }
 
 /** A query becomes a subquery; anything else is taken as a table or view name. */
 function fromClause(relationSql: string): string {
-  return /^\s*(select|with|from|values|table|\()/i.test(relationSql) ? `(${relationSql})` : relationSql;
+  return /^\s*((select|with|from|values|table)\b|\()/i.test(relationSql) ? `(${relationSql})` : relationSql;
 }
 
 async function describe(session: DuckSession, from: string): Promise<Map<string, { name: string; type: string }>> {
@@ -189,18 +195,20 @@ interface StagingPlan {
  * The staging table: c0.. data columns, p0.. partition value strings, ord (source order),
  * g (partition group by first appearance), k (chunk within the group).
  */
-export function stagingSql(plan: StagingPlan): string {
+function stagingSql(plan: StagingPlan): string {
   const cols = [
     ...plan.dataCasts.map((sql, i) => `${sql} AS c${i}`),
     ...plan.pvs.map((sql, i) => `${sql} AS p${i}`),
     'row_number() OVER () AS ord', // a streaming window: numbers rows in the relation's order
   ];
-  const src = `src AS MATERIALIZED (SELECT ${cols.join(', ')} FROM ${plan.from})`;
+  const select = `SELECT ${cols.join(', ')} FROM ${plan.from}`;
   const t = plan.targetFileRows;
   if (plan.pvs.length === 0) {
     const chunk = t === undefined ? '0' : `(ord - 1) // ${t}`;
-    return `CREATE TEMP TABLE ${ident(plan.staged)} AS WITH ${src} SELECT *, 0 AS g, ${chunk} AS k FROM src`;
+    return `CREATE TEMP TABLE ${ident(plan.staged)} AS SELECT *, 0 AS g, ${chunk} AS k FROM (${select})`;
   }
+  // src is read twice (groups, rows): materialize it so the relation is evaluated once.
+  const src = `src AS MATERIALIZED (${select})`;
   const pcols = plan.pvs.map((_, i) => `p${i}`);
   const groups = `grp AS (SELECT ${pcols.join(', ')}, row_number() OVER (ORDER BY min(ord)) - 1 AS g FROM src GROUP BY ALL)`;
   const join = pcols.map((p) => `src.${p} IS NOT DISTINCT FROM grp.${p}`).join(' AND ');
@@ -225,6 +233,8 @@ interface OneFile {
   leaves: StatsLeaf[];
   row: Row;
   index: number;
+  /** The staged table is sorted by (g, k, ord); a filtered scan keeps that order unless DuckDB may reorder. */
+  keepsOrder: boolean;
 }
 
 async function writeOneFile(session: DuckSession, f: OneFile): Promise<WrittenFile> {
@@ -241,7 +251,7 @@ async function writeOneFile(session: DuckSession, f: OneFile): Promise<WrittenFi
   const options = [`FORMAT parquet`, `COMPRESSION ${codec}`];
   if (f.opts.rowGroupSize !== undefined) options.push(`ROW_GROUP_SIZE ${Math.trunc(f.opts.rowGroupSize)}`);
   await session.run(
-    `COPY (SELECT ${select} FROM ${ident(f.staged)} WHERE ${where} ORDER BY ord) TO ${str(localPath)} (${options.join(', ')})`,
+    `COPY (SELECT ${select} FROM ${ident(f.staged)} WHERE ${where}${f.keepsOrder ? '' : ' ORDER BY ord'}) TO ${str(localPath)} (${options.join(', ')})`,
   );
   const folder = hivePartitionFolder(f.opts.partitionColumns, partitionValues);
   const relativePath = folder === '' ? fileName : `${folder}/${fileName}`;

@@ -143,16 +143,40 @@ describe('writeDataFiles options and inputs', () => {
     expect(await session.all(`SELECT * FROM read_parquet(${str(file!.localPath)})`)).toEqual([{ Id: 7n, label: null }]);
   });
 
-  it('splits into files of at most targetFileRows rows, keeping the relation order', async () => {
-    await session.run(`CREATE OR REPLACE TABLE seq AS SELECT (100 - i)::BIGINT AS n FROM range(10) t(i) ORDER BY random()`);
+  for (const preserve of [true, false]) {
+    it(`splits into files of at most targetFileRows rows, keeping the relation order (preserve_insertion_order=${preserve})`, async () => {
+      await session.run(`CREATE OR REPLACE TABLE seq AS SELECT (100 - i)::BIGINT AS n FROM range(10) t(i) ORDER BY random()`);
+      await session.run(`SET preserve_insertion_order = ${preserve}`);
+      try {
+        const schema = duckSchemaToDelta([{ name: 'n', type: 'BIGINT' }]);
+        const sourceOrder = (await session.all('SELECT n FROM seq')).map((r) => r['n']);
+        const files = await writeDataFiles(session, { relationSql: 'seq', schema, partitionColumns: [], localDir: dir, targetFileRows: 4 });
+        expect(files.map((f) => f.stats.numRecords)).toEqual([4, 4, 2]);
+        const written: unknown[] = [];
+        for (const f of files) written.push(...(await session.all(`SELECT n FROM read_parquet(${str(f.localPath)})`)).map((r) => r['n']));
+        expect(written).toEqual(sourceOrder);
+        expect(new Set(files.map((f) => f.relativePath)).size).toBe(3);
+      } finally {
+        await session.run('SET preserve_insertion_order = true');
+      }
+    });
+  }
+
+  it('a sorted relation gives clustered files: min/max ranges that do not overlap', async () => {
     const schema = duckSchemaToDelta([{ name: 'n', type: 'BIGINT' }]);
-    const sourceOrder = (await session.all('SELECT n FROM seq')).map((r) => r['n']);
-    const files = await writeDataFiles(session, { relationSql: 'seq', schema, partitionColumns: [], localDir: dir, targetFileRows: 4 });
-    expect(files.map((f) => f.stats.numRecords)).toEqual([4, 4, 2]);
-    const written: unknown[] = [];
-    for (const f of files) written.push(...(await session.all(`SELECT n FROM read_parquet(${str(f.localPath)})`)).map((r) => r['n']));
-    expect(written).toEqual(sourceOrder);
-    expect(new Set(files.map((f) => f.relativePath)).size).toBe(3);
+    const files = await writeDataFiles(session, {
+      relationSql: 'SELECT (i * 7919) % 1000 AS n FROM range(1000) t(i) ORDER BY n',
+      schema,
+      partitionColumns: [],
+      localDir: dir,
+      targetFileRows: 250,
+    });
+    expect(files.map((f) => [f.stats.minValues!['n'], f.stats.maxValues!['n']])).toEqual([
+      [0, 249],
+      [250, 499],
+      [500, 749],
+      [750, 999],
+    ]);
   });
 
   it('honours compression and row group size', async () => {
@@ -171,6 +195,16 @@ describe('writeDataFiles options and inputs', () => {
     );
     expect(meta).toHaveLength(5); // 10000 rows in groups of 2048
     expect(meta.every((m) => m['compression'] === 'SNAPPY')).toBe(true);
+  });
+
+  it('takes a table name (even one starting like a keyword) or a query as the relation', async () => {
+    await session.run(`CREATE OR REPLACE TABLE selection AS SELECT 1 AS n`);
+    await session.run(`CREATE OR REPLACE TABLE "with space" AS SELECT 2 AS n`);
+    const schema = duckSchemaToDelta([{ name: 'n', type: 'INTEGER' }]);
+    for (const [relationSql, n] of [['selection', 1], ['"with space"', 2], ['FROM selection', 1], ['VALUES (3)', null]] as const) {
+      const [file] = await writeDataFiles(session, { relationSql, schema, partitionColumns: [], localDir: dir });
+      expect((await session.one(`SELECT n FROM read_parquet(${str(file!.localPath)})`))!['n']).toBe(n);
+    }
   });
 
   it('reports the real file size', async () => {
