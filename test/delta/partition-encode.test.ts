@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   encodeLogPath,
@@ -129,4 +131,32 @@ describe('partitionValueStringSql, evaluated by DuckDB', () => {
     expect(() => partitionValueStringSql('x', 'binary', 'blob_col')).toThrow(/blob_col/);
     expect(() => partitionValueStringSql('x', { type: 'array', elementType: 'long', containsNull: true }, 'arr')).toThrow(SchemaError);
   });
+});
+
+/** Spark-written test tables whose folders follow from their partitionValues (delta-tables README). */
+const SPARK_TABLES = ['partition-all-types-nulls', 'partition-escaped-chars', 'decimal-partitioned', 'timestamp-ntz', 'partition-timestamp-int96'];
+const TABLES_DIR = '/work/shared/delta-tables';
+
+interface LogLine {
+  add?: { path: string; partitionValues: Record<string, string | null> };
+  metaData?: { partitionColumns: string[] };
+}
+
+describe('folders and log paths match what Spark wrote for the same partition values', () => {
+  for (const table of SPARK_TABLES) {
+    it(table, () => {
+      const logDir = path.join(TABLES_DIR, table, '_delta_log');
+      const actions = readdirSync(logDir)
+        .filter((f) => /^\d{20}\.json$/.test(f))
+        .flatMap((f) => readFileSync(path.join(logDir, f), 'utf8').split('\n').filter((l) => l.trim() !== ''))
+        .map((l) => JSON.parse(l) as LogLine);
+      const columns = actions.find((a) => a.metaData)!.metaData!.partitionColumns;
+      const adds = actions.flatMap((a) => (a.add ? [a.add] : []));
+      expect(adds.length).toBeGreaterThan(0);
+      for (const add of adds) {
+        const logFolder = add.path.split('/').slice(0, -1).join('/');
+        expect(encodeLogPath(hivePartitionFolder(columns, add.partitionValues))).toBe(logFolder);
+      }
+    });
+  }
 });
