@@ -46,6 +46,8 @@ type Check = (metadata: Metadata) => string | null;
 const WRITE_CHECKS: Readonly<Record<string, Check>> = {
   appendOnly: () => null, // enforced by the commit path (no dataChange removes)
   timestampNtz: () => null,
+  // Domains are carried forward by replay and checkpoints; the commit path refuses `delta.*` domains.
+  domainMetadata: () => null,
   invariants: (m) => (anyField(m, (f) => 'delta.invariants' in f.metadata) ? 'a column has delta.invariants' : null),
   checkConstraints: (m) =>
     configKeys(m).some((k) => k.startsWith('delta.constraints.')) ? 'the table has CHECK constraints' : null,

@@ -111,7 +111,6 @@ describe('writer gate', () => {
       'deletionVectors',
       'v2Checkpoint',
       'rowTracking',
-      'domainMetadata',
       'liquid',
       'clustering',
       'inCommitTimestamp',
@@ -125,6 +124,10 @@ describe('writer gate', () => {
       expect(writeRefusal(p(1, 7, null, [feature])), feature).toBe(feature);
     }
     expect(writeRefusal(p(1, 8))).toBe('minWriterVersion=8');
+  });
+
+  it('accepts domainMetadata (tidemark keeps every domain and stores job state in its own)', () => {
+    expect(writeRefusal(p(1, 7, null, ['domainMetadata']))).toBeNull();
   });
 
   it('a writer must also pass the reader gate', () => {

@@ -214,7 +214,7 @@ const WRITE_REFUSED: Record<string, { feature: string; mentions: string[] }> = {
   'column-mapping-name': { feature: 'columnMapping', mentions: [] },
   'deletion-vectors': { feature: 'deletionVectors', mentions: [] },
   'v2-checkpoint-sidecars': { feature: 'v2Checkpoint', mentions: [] },
-  'liquid-clustering-rowtracking': { feature: 'deletionVectors', mentions: ['domainMetadata', 'rowTracking', 'liquid'] },
+  'liquid-clustering-rowtracking': { feature: 'deletionVectors', mentions: ['rowTracking', 'liquid'] },
 };
 
 let session: DuckSession;

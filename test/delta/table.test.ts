@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Action } from '../../src/delta/actions.js';
-import { assertWritable } from '../../src/delta/features.js';
 import type { StructType } from '../../src/delta/schema.js';
 import { addFileFor, DeltaTable, removeFileFor, uploadDataFiles } from '../../src/delta/table.js';
 import { writeDataFiles } from '../../src/engine/data-files.js';
@@ -13,24 +12,6 @@ import { CommitConflictError, SchemaError, UnsupportedFeatureError } from '../..
 import { LocalStorage } from '../../src/storage/local.js';
 import { countingStorage } from '../helpers/counting-storage.js';
 import { readCommit } from './commit-helpers.js';
-
-/**
- * Writing domain metadata needs features.ts to accept the `domainMetadata` writer feature
- * (tidemark honours it: checkpoints keep every domain, table.ts never writes `delta.*` domains).
- * Until the feature gate allows it, the two tests that write domains are skipped.
- */
-const domainMetadataWritable = (() => {
-  try {
-    assertWritable(
-      { minReaderVersion: 1, minWriterVersion: 7, writerFeatures: ['domainMetadata'] },
-      { id: 'x', format: { provider: 'parquet' }, schemaString: '{"type":"struct","fields":[]}', partitionColumns: [], configuration: {} },
-      'probe',
-    );
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 const SCHEMA: StructType = {
   type: 'struct',
@@ -159,7 +140,7 @@ describe('DeltaTable.create', () => {
     expect(first).toMatchObject({ commitInfo: { operation: 'CREATE TABLE AS SELECT', operationMetrics: { numFiles: '2' } } });
   });
 
-  it.skipIf(!domainMetadataWritable)('lists the domainMetadata writer feature when version 0 carries domain metadata', async () => {
+  it('lists the domainMetadata writer feature when version 0 carries domain metadata', async () => {
     const state: Action = { domainMetadata: { domain: 'tidemark.job.orders', configuration: '{"batch":1}', removed: false } };
     await table.create({ schema: SCHEMA, actions: [state] });
     const snapshot = (await table.snapshot())!;
@@ -214,7 +195,7 @@ describe('DeltaTable.commit', () => {
     expect(err).toMatchObject({ feature: 'appendOnly' });
   });
 
-  it.skipIf(!domainMetadataWritable)('upgrades a {1,2} table to writer 7 with domainMetadata when a commit writes domain metadata', async () => {
+  it('upgrades a {1,2} table to writer 7 with domainMetadata when a commit writes domain metadata', async () => {
     await table.create({ schema: SCHEMA });
     const state: Action = { domainMetadata: { domain: 'tidemark.job.orders', configuration: '{"batch":1}', removed: false } };
     await table.commit(append(0, [state, ...(await writeRows(`(1, 'a', NULL)`))]));
