@@ -207,6 +207,13 @@ describe('writeDataFiles options and inputs', () => {
     }
   });
 
+  it('does not store void columns (always null) in the files', async () => {
+    const schema = duckSchemaToDelta([{ name: 'n', type: 'INTEGER' }]);
+    schema.fields.push({ name: 'nothing', type: 'void', nullable: true, metadata: {} });
+    const [file] = await writeDataFiles(session, { relationSql: 'SELECT 1 AS n', schema, partitionColumns: [], localDir: dir });
+    expect((await describeColumns(session, `read_parquet(${str(file!.localPath)})`)).map((c) => c.name)).toEqual(['n']);
+  });
+
   it('reports the real file size', async () => {
     const schema = duckSchemaToDelta([{ name: 'n', type: 'BIGINT' }]);
     const [file] = await writeDataFiles(session, { relationSql: 'SELECT 1 AS n', schema, partitionColumns: [], localDir: dir });
