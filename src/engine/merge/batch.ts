@@ -76,7 +76,8 @@ async function diagnose(session: DuckSession, opts: PrepareBatchOptions, lineage
   const src = ident(opts.source);
   if (opts.deleteWhen !== undefined) {
     try {
-      await session.run(`SELECT count(*) FROM (SELECT ${flagExpr(opts.deleteWhen)} AS f FROM ${src} AS b)`);
+      // Aggregate the flag so the optimizer cannot drop its evaluation.
+      await session.run(`SELECT bool_or(f) FROM (SELECT ${flagExpr(opts.deleteWhen)} AS f FROM ${src} AS b)`);
     } catch (flagErr) {
       return badDeleteWhen(opts.deleteWhen, firstLine(flagErr), flagErr);
     }
