@@ -123,7 +123,8 @@ const WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}
 /** An ISO timestamp with an offset, or a date (UTC midnight), as epoch ms. */
 export function parseTimestampStart(text: string): number {
   const ms = DATE_ONLY.test(text) || WITH_OFFSET.test(text) ? Date.parse(text) : NaN;
-  if (Number.isNaN(ms) || (DATE_ONLY.test(text) && !parseId(text))) {
+  // Date.parse rolls 2026-02-30 over to March; refuse impossible dates instead.
+  if (Number.isNaN(ms) || !parseId(text.slice(0, 10))) {
     throw new ConfigError(
       `[discovery] start ${JSON.stringify(text)} is not a timestamp (expected e.g. 2026-03-01T00:00:00Z or 2026-03-01)`,
       { field: 'discover.start' },
