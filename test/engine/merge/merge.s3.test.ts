@@ -1,0 +1,47 @@
+/**
+ * A MERGE end to end on S3Storage (s3rver): data files are downloaded to the spool folder for the
+ * key scan and rewrite, new files uploaded, and the table reads back. s3rver ignores
+ * If-None-Match, so the table is opened as the only writer.
+ */
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DuckSession } from '../../../src/engine/duckdb.js';
+import { startS3rver, type S3rverHandle } from '../../helpers/s3rver.js';
+import { fixtureOn, makeBatch, merge, readRows, snapshotOf } from './helpers.js';
+
+let s3: S3rverHandle;
+let session: DuckSession;
+let spool: string;
+beforeAll(async () => {
+  s3 = await startS3rver();
+  session = await DuckSession.open({ threads: 2 });
+  spool = await mkdtemp(join(tmpdir(), 'tidemark-merge-spool-'));
+});
+afterAll(async () => {
+  session?.close();
+  await s3?.stop();
+  await rm(spool, { recursive: true, force: true });
+});
+
+it('merges into a partitioned table on S3 and reads it back', async () => {
+  const f = fixtureOn(session, s3.makeStorage(), async () => {}, '', true);
+  const KEY = { keyColumns: ['id'], orderBy: 'v', spoolDir: spool };
+  await makeBatch(session, 'seed', `SELECT range AS id, 'p' || (range % 2) AS part, 'x' AS name, 1 AS v FROM range(20)`);
+  expect(await merge(f, { batch: 'seed', ...KEY, partitionBy: ['part'] })).toMatchObject({ version: 0, inserted: 20, filesAdded: 2 });
+  const before = await snapshotOf(f);
+  await makeBatch(session, 'b', `SELECT * FROM (VALUES (3, 'p1', 'y', 2), (5, 'p1', 'stale', 0), (21, 'p1', 'new', 1)) t(id, part, name, v)`);
+  const r = await merge(f, { batch: 'b', ...KEY });
+  expect(r).toMatchObject({ version: 1, updated: 1, skippedStale: 1, inserted: 1, filesScanned: 1, filesRemoved: 1, filesAdded: 2 });
+  const after = await snapshotOf(f);
+  const p0 = before.files.find((x) => x.partitionValues['part'] === 'p0')!;
+  expect(after.files.map((x) => x.path)).toContain(p0.path);
+  const rows = await readRows(f, 'id');
+  expect(rows).toHaveLength(21);
+  expect(rows.filter((x) => x['name'] !== 'x')).toEqual([
+    { id: '3', part: 'p1', name: 'y', v: 2 },
+    { id: '21', part: 'p1', name: 'new', v: 1 },
+  ]);
+  expect(await readdir(spool)).toEqual([]); // the MERGE's own spool folder is removed
+});
