@@ -57,27 +57,41 @@ interface Node {
   fields: Partial<WallTime>;
 }
 
-/** Find the partition folders in [from, until] and list their objects. */
-export async function walkPartitions(storage: Storage, layout: Layout, opts: WalkOptions): Promise<PartitionWalk> {
-  const limit = pLimit(opts.concurrency);
-  const from = opts.from ? mustParse(opts.from) : null;
-  const walk: PartitionWalk = { partitions: [], skippedFolders: [], strayObjects: [], serverTime: new Date(NaN), listRequests: 0 };
-  let until: string | null = null;
+/** Counted, concurrency-limited listings that remember the store clock of the first page. */
+class Lister {
+  requests = 0;
+  serverTime = new Date(NaN);
+  private readonly limit: ReturnType<typeof pLimit>;
 
-  const list = (listOpts: ListOptions) =>
-    limit(async () => {
+  constructor(
+    private readonly storage: Storage,
+    concurrency: number,
+    private readonly signal?: AbortSignal,
+  ) {
+    this.limit = pLimit(concurrency);
+  }
+
+  list(opts: ListOptions): Promise<{ objects: ObjectInfo[]; prefixes: string[] }> {
+    return this.limit(async () => {
       const objects: ObjectInfo[] = [];
       const prefixes: string[] = [];
-      for await (const page of storage.list({ ...listOpts, signal: opts.signal })) {
-        walk.listRequests++;
-        if (Number.isNaN(walk.serverTime.getTime())) walk.serverTime = page.serverTime;
+      for await (const page of this.storage.list({ ...opts, signal: this.signal })) {
+        this.requests++;
+        if (Number.isNaN(this.serverTime.getTime())) this.serverTime = page.serverTime;
         objects.push(...page.objects);
         prefixes.push(...page.commonPrefixes);
       }
-      until ??= opts.until(walk.serverTime);
       return { objects, prefixes };
     });
+  }
+}
 
+/** Find the partition folders in [from, until] and list their objects. */
+export async function walkPartitions(storage: Storage, layout: Layout, opts: WalkOptions): Promise<PartitionWalk> {
+  const lister = new Lister(storage, opts.concurrency, opts.signal);
+  const from = opts.from ? mustParse(opts.from) : null;
+  const found: Omit<PartitionWalk, 'partitions' | 'serverTime' | 'listRequests'> = { skippedFolders: [], strayObjects: [] };
+  let until: string | null = null;
   let nodes: Node[] = [{ prefix: '', fields: {} }];
   for (let index = 0; index < layout.levels.length; index++) {
     const level = layout.levels[index]!;
@@ -85,36 +99,40 @@ export async function walkPartitions(storage: Storage, layout: Layout, opts: Wal
       nodes = nodes.map((n) => ({ prefix: `${n.prefix}${level.template}/`, fields: n.fields }));
       continue;
     }
-    const unitsAbove = index === 0 ? 0 : layout.levels[index - 1]!.unitsThrough;
-    const listings = await Promise.all(
-      nodes.map((node) => {
-        const onEdge = from !== null && partialId(node.fields, unitsAbove) === partialId(from, unitsAbove);
-        const startAfter = onEdge ? node.prefix + layout.formatLevel(index, from) : undefined;
-        return list({ prefix: node.prefix, delimiter: '/', startAfter }).then((l) => ({ node, ...l }));
-      }),
-    );
-    const next: Node[] = [];
+    const listings = await Promise.all(nodes.map((node) => listChildren(lister, layout, index, node, from)));
+    // The first listing is the first level's (a single folder): it sets the store clock.
+    until ??= opts.until(lister.serverTime);
+    nodes = [];
     for (const { node, objects, prefixes } of listings) {
-      walk.strayObjects.push(...objects);
+      found.strayObjects.push(...objects);
       for (const prefix of prefixes) {
-        const child = classifyChild(layout, index, node, prefix, { from, until: until! });
-        if ('reason' in child) {
-          if (child.reason !== null) walk.skippedFolders.push({ prefix, reason: child.reason });
-        } else next.push(child);
+        const child = classifyChild(layout, index, node, prefix, { from, until });
+        if (!('reason' in child)) nodes.push(child);
+        else if (child.reason !== null) found.skippedFolders.push({ prefix, reason: child.reason });
       }
     }
-    nodes = next;
   }
-
-  walk.partitions = await Promise.all(
+  const partitions = await Promise.all(
     nodes.map(async (node) => ({
       id: partialId(node.fields, layout.granularity === 'hour' ? 4 : 3),
       prefix: node.prefix,
-      objects: (await list({ prefix: node.prefix })).objects,
+      objects: (await lister.list({ prefix: node.prefix })).objects,
     })),
   );
-  walk.partitions.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return walk;
+  partitions.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return { partitions, ...found, serverTime: lister.serverTime, listRequests: lister.requests };
+}
+
+/**
+ * List the sub-folders of `node` at level `index`. A folder on the lower edge of the range
+ * starts after the folder name `from` takes at this level, so earlier ones are not listed.
+ */
+async function listChildren(lister: Lister, layout: Layout, index: number, node: Node, from: WallTime | null) {
+  const unitsAbove = index === 0 ? 0 : layout.levels[index - 1]!.unitsThrough;
+  const onEdge = from !== null && partialId(node.fields, unitsAbove) === partialId(from, unitsAbove);
+  // `2026/03` (no slash) sorts before every key below `2026/03/` and after every key of `2026/02/`.
+  const startAfter = onEdge ? node.prefix + layout.formatLevel(index, from) : undefined;
+  return { node, ...(await lister.list({ prefix: node.prefix, delimiter: '/', startAfter })) };
 }
 
 /**

@@ -115,6 +115,30 @@ describe('partition discovery: incremental runs', () => {
   });
 });
 
+describe('partition discovery: hour folders around DST (America/New_York)', () => {
+  const hourly = partitionSettings({ layout: '{yyyy}/{mm}/{dd}/{HH}', lookback: 1, timezone: 'America/New_York' });
+
+  it('a folder naming an hour that DST skipped is still loaded: data is never dropped for a clock quirk', () => {
+    const zone = [file('2026/03/08/01/a.csv'), file('2026/03/08/02/written-in-utc.csv'), file('2026/03/08/03/b.csv')];
+    const { plan } = run(hourly, '2026-03-08T07:30:00Z', zone, null);
+    expect(loadedKeys(plan)).toEqual(['2026/03/08/01/a.csv', '2026/03/08/02/written-in-utc.csv', '2026/03/08/03/b.csv']);
+  });
+
+  it('the repeated hour 01 stays the open partition for both of its hours', () => {
+    const a = file('2026/11/01/01/a.csv', '2026-11-01T05:10:00Z');
+    const first = run(hourly, '2026-11-01T05:30:00Z', [a], null); // 01:30 EDT
+    expect(first.plan.window).toMatchObject({ until: '2026-11-01T01' });
+    const b = file('2026/11/01/01/b.csv', '2026-11-01T06:10:00Z');
+    const second = run(hourly, '2026-11-01T06:30:00Z', [a, b], first.state); // 01:30 EST
+    expect(second.plan.window).toMatchObject({ until: '2026-11-01T01' });
+    expect(loadedKeys(second.plan)).toEqual(['2026/11/01/01/b.csv']);
+    const c = file('2026/11/01/02/c.csv', '2026-11-01T07:10:00Z');
+    const third = run(hourly, '2026-11-01T07:30:00Z', [a, b, c], second.state); // 02:30 EST
+    expect(loadedKeys(third.plan)).toEqual(['2026/11/01/02/c.csv']);
+    expect(third.plan.window).toEqual({ mode: 'partition', from: '2026-11-01T00', until: '2026-11-01T02' });
+  });
+});
+
 describe('partition discovery: file rules', () => {
   it('files starting with _ or . anywhere below the partition are not data', () => {
     const zone = [

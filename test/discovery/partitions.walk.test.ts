@@ -110,6 +110,19 @@ describe('walking partition folders', () => {
     expect(walk.partitions.map((p) => p.id)).toEqual(['2026-03-08T01', '2026-03-08T03']);
     expect(storage.calls.map((c) => c.key).sort()).toEqual(['', 'dt=2026-03-08/', 'dt=2026-03-08/hour=01/', 'dt=2026-03-08/hour=03/']);
   });
+
+  it('does not list literal folder levels, it goes straight into them', async () => {
+    const root = await tempDir();
+    await createFiles(root, ['region=eu/2026/03/05/a.csv', 'region=us/2026/03/05/b.csv']);
+    const storage = countingStorage(new LocalStorage(root));
+    const walk = await walkPartitions(storage, Layout.parse('region=eu/{yyyy}/{mm}/{dd}'), {
+      from: '2026-03-05',
+      until: () => '2026-03-05',
+      concurrency: 1,
+    });
+    expect(walk.partitions.map((p) => p.prefix)).toEqual(['region=eu/2026/03/05/']);
+    expect(storage.calls.map((c) => c.key)).toEqual(['region=eu/', 'region=eu/2026/', 'region=eu/2026/03/', 'region=eu/2026/03/05/']);
+  });
 });
 
 describe('LIST requests of an incremental run', () => {
