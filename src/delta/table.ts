@@ -36,6 +36,8 @@ export interface DeltaTableOptions {
   now?: () => number;
   /** Checkpoint reader/writer; default DuckDB through the session. */
   checkpointIO?: CheckpointIO;
+  /** Called after the data files are written and just before each commit (fault-injection tests). */
+  beforeCommit?: (request: CommitRequest) => Promise<void> | void;
 }
 
 /** Per-commit options. */
@@ -124,6 +126,7 @@ export class DeltaTable {
     assertWritable(protocol, metadata, this.uri);
     assertAppendOnlyRespected(prepared, metadata, this.uri);
     await this.checkCommitsSafe();
+    await this.opts.beforeCommit?.(prepared);
     const result = await commitWithRetry(this.storage, prepared, {
       maxAttempts: this.opts.maxAttempts,
       now: this.opts.now,

@@ -29,6 +29,8 @@ export interface RunReport {
   commits: number;
   batches: number;
   partitionsListed?: string[];
+  /** With --dry-run: the watermark the run would commit. */
+  watermarkAfter?: string | null;
   /** With --dry-run: the files that would load. */
   plannedFiles?: string[];
   /** Files skipped, with the reason (dry-run shows all; a normal run shows counts by reason). */

@@ -1,0 +1,32 @@
+/**
+ * Everything a run needs besides the job's own config.
+ */
+import type { StorageConfig } from '../config/schema.js';
+import type { Logger } from '../log/logger.js';
+
+/**
+ * Points where tests inject faults (a crash is an exception thrown from a hook). Production
+ * runs pass none; a real `kill -9` test covers the moments between them.
+ */
+export interface RunHooks {
+  /** After a batch's files are fetched, before DuckDB reads them. */
+  afterFetch?(batch: number): Promise<void> | void;
+  /** After the batch's data files are uploaded, just before the commit. */
+  beforeCommit?(batch: number): Promise<void> | void;
+  /** Just after the batch's commit. */
+  afterCommit?(batch: number, version: number | null): Promise<void> | void;
+}
+
+export interface RunContext {
+  storage: StorageConfig;
+  logger: Logger;
+  dryRun?: boolean;
+  signal?: AbortSignal;
+  /** Parent folder of the per-run spool folder; default the OS temp folder. */
+  spoolRoot?: string;
+  /** Progress bars on stderr; default: when stderr is a terminal. */
+  tty?: boolean;
+  /** Commit attempts after losing a race to another run of the same job, before giving up (exit 3). */
+  maxReplans?: number;
+  hooks?: RunHooks;
+}

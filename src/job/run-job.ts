@@ -1,0 +1,201 @@
+/**
+ * One run of one job:
+ *
+ *   snapshot + job state ──► discover ──► batches (maxFilesPerBatch / maxBytesPerBatch)
+ *   for each batch: fetch ──► load into DuckDB ──► dedupe (merge mode) ──► MERGE / append
+ *                   └─ data + txn + job state in ONE Delta commit (the commit point)
+ *
+ * A crash anywhere leaves the table at the last committed batch, whose state says exactly
+ * which files are in it, so a rerun loads the rest once. Losing a commit race to another run
+ * of the same job means re-reading the winner's state and planning again.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { JobConfig } from '../config/schema.js';
+import { DeltaTable, isCommitConflict } from '../delta/table.js';
+import type { Snapshot } from '../delta/snapshot.js';
+import { discover, nextStateFor, type DiscoveredFile, type DiscoveryPlan, type DiscoveryState } from '../discovery/index.js';
+import { DuckSession } from '../engine/duckdb.js';
+import { CommitRetriesExhaustedError } from '../errors.js';
+import { startProgress } from '../log/progress.js';
+import { writeBatch } from './write-batch.js';
+import { fetchFiles } from './fetch.js';
+import { splitBatches } from './batches.js';
+import type { RunContext } from './context.js';
+import { discoveryConfigOf, openSource, openTarget } from './open.js';
+import { emptyReport, type RunReport } from './report.js';
+import { readJobState, type JobState } from './state.js';
+import { describeWatermark } from './watermark.js';
+import { loadBatch } from './load-batch.js';
+import { registerSpool, unregisterSpool } from './spool.js';
+
+/** Re-plans after losing a commit race before giving up with exit code 3. */
+export const DEFAULT_MAX_REPLANS = 5;
+
+/** Run `job` once. Throws on failure (the CLI turns errors into reports and exit codes). */
+export async function runJob(job: JobConfig, ctx: RunContext): Promise<RunReport> {
+  const started = Date.now();
+  const session = await DuckSession.open();
+  const spoolDir = await mkdtemp(join(ctx.spoolRoot ?? tmpdir(), `tidemark-${job.name}-`));
+  registerSpool(spoolDir);
+  try {
+    const run = new JobRun(job, ctx, session, spoolDir);
+    const report = await run.execute();
+    return { ...report, durationMs: Date.now() - started };
+  } finally {
+    session.close();
+    await rm(spoolDir, { recursive: true, force: true });
+    unregisterSpool(spoolDir);
+  }
+}
+
+class JobRun {
+  private readonly report: RunReport;
+  private readonly table: DeltaTable;
+
+  constructor(
+    private readonly job: JobConfig,
+    private readonly ctx: RunContext,
+    private readonly session: DuckSession,
+    private readonly spoolDir: string,
+  ) {
+    this.report = emptyReport(job.name);
+    this.table = DeltaTable.open(openTarget(job, ctx.storage), session, {
+      singleWriter: ctx.storage.singleWriter,
+      ...(ctx.hooks?.beforeCommit ? { beforeCommit: () => ctx.hooks!.beforeCommit!(this.report.batches) } : {}),
+    });
+  }
+
+  /** Plan and load, planning again whenever another run of the job won a commit race. */
+  async execute(): Promise<RunReport> {
+    const maxReplans = this.ctx.maxReplans ?? DEFAULT_MAX_REPLANS;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.planAndLoad();
+      } catch (err) {
+        if (!isCommitConflict(err)) throw err;
+        if (attempt > maxReplans) {
+          throw new CommitRetriesExhaustedError(
+            `[job] ${this.job.name}: lost ${attempt} commit races to concurrent writers of ${this.table.uri}; giving up`,
+            { kind: 'conflict', context: { uri: this.table.uri, job: this.job.name }, cause: err },
+          );
+        }
+        this.ctx.logger.warn({ job: this.job.name, conflict: err.conflict, attempt }, 'another writer committed first; re-reading its commit and planning again');
+      }
+    }
+  }
+
+  private async planAndLoad(): Promise<RunReport> {
+    let snapshot = await this.table.snapshot();
+    let state = readJobState(snapshot, this.job.name);
+    const plan = await this.discover(state);
+    this.describePlan(plan, snapshot, state);
+    if (this.ctx.dryRun) return { ...this.report, status: 'dry-run' };
+    if (plan.files.length === 0) return this.finish(snapshot, state);
+
+    const batches = splitBatches(plan.files, this.job.maxFilesPerBatch, this.job.maxBytesPerBatch);
+    this.ctx.logger.info({ job: this.job.name, files: plan.files.length, batches: batches.length }, 'loading');
+    for (const files of batches) {
+      const committed = await this.loadAndCommit(files, snapshot, state, plan);
+      snapshot = committed.snapshot;
+      state = committed.state;
+    }
+    return this.finish(snapshot, state);
+  }
+
+  private async discover(state: JobState): Promise<DiscoveryPlan> {
+    const source = openSource(this.job, this.ctx.storage);
+    this.ctx.logger.debug({ job: this.job.name, source: source.uri }, 'discovering');
+    return discover(source, discoveryConfigOf(this.job), state.discovery as DiscoveryState | null, {
+      concurrency: Math.min(this.job.concurrency, 16),
+      ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
+    });
+  }
+
+  /** One batch: fetch, load, dedupe, write + commit with the state after it. */
+  private async loadAndCommit(
+    files: DiscoveredFile[],
+    snapshot: Snapshot | null,
+    state: JobState,
+    plan: DiscoveryPlan,
+  ): Promise<{ snapshot: Snapshot | null; state: JobState }> {
+    const batchNo = this.report.batches;
+    const source = openSource(this.job, this.ctx.storage);
+    const bytes = files.reduce((n, f) => n + f.size, 0);
+    const progress = startProgress({ label: `${this.job.name}: fetch`, total: files.length, logger: this.ctx.logger, ...(this.ctx.tty !== undefined ? { tty: this.ctx.tty } : {}) });
+    const fetched = await fetchFiles(source, files, {
+      spoolDir: this.spoolDir,
+      concurrency: this.job.concurrency,
+      progress,
+      ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
+    });
+    progress.done();
+    await this.ctx.hooks?.afterFetch?.(batchNo);
+
+    const loaded = await loadBatch(this.session, this.job, fetched);
+    // Record the ETag of the content actually loaded: a file overwritten between listing and
+    // download is then known by its new ETag, and is not loaded again next run.
+    const loadedFiles = fetched.map((f) => ({ ...f.file, etag: f.etag }));
+    const next: JobState = {
+      ...state,
+      batch: state.batch + 1,
+      discovery: nextStateFor(state.discovery as DiscoveryState | null, plan, loadedFiles),
+      lastRunAt: new Date().toISOString(),
+      totals: { filesLoaded: state.totals.filesLoaded + files.length, rowsLoaded: state.totals.rowsLoaded + loaded.rowsRead },
+    };
+    const written = await writeBatch({ session: this.session, table: this.table, job: this.job, snapshot, batch: loaded, state: next, spoolDir: this.spoolDir, ...(this.ctx.signal ? { signal: this.ctx.signal } : {}) });
+    await loaded.dispose();
+    await this.ctx.hooks?.afterCommit?.(batchNo, written.version);
+
+    this.count(files.length, loaded.rowsRead, loaded.rowsAfterDedupe, written);
+    this.ctx.logger.info(
+      { job: this.job.name, batch: batchNo + 1, files: files.length, bytes, rows: loaded.rowsRead, version: written.version, ...written.counts },
+      'batch committed',
+    );
+    await Promise.all(fetched.filter((f) => f.downloaded).map((f) => rm(f.localPath, { force: true })));
+    return { snapshot: await this.table.snapshot(), state: next };
+  }
+
+  private count(files: number, rowsRead: number, rowsAfterDedupe: number, written: Awaited<ReturnType<typeof writeBatch>>): void {
+    const r = this.report;
+    r.filesLoaded += files;
+    r.rowsRead += rowsRead;
+    r.rowsAfterDedupe += rowsAfterDedupe;
+    r.inserted += written.counts.inserted;
+    r.updated += written.counts.updated;
+    r.deleted += written.counts.deleted;
+    r.skippedStale += written.counts.skippedStale;
+    r.batches += 1;
+    r.commits += 1;
+  }
+
+  private describePlan(plan: DiscoveryPlan, snapshot: Snapshot | null, state: JobState): void {
+    const skipped = plan.decisions.filter((d) => d.action === 'skip');
+    const byReason: Record<string, number> = {};
+    for (const d of skipped) byReason[d.reason] = (byReason[d.reason] ?? 0) + 1;
+    this.report.filesDiscovered = plan.files.length;
+    this.report.partitionsListed = plan.partitionsListed;
+    this.report.skippedByReason = byReason;
+    this.report.tableVersion = snapshot?.version ?? null;
+    this.report.watermark = describeWatermark(state.discovery as DiscoveryState | null);
+    if (plan.skippedFolders.length > 0) {
+      this.ctx.logger.warn({ job: this.job.name, folders: plan.skippedFolders }, 'folders that do not match the layout were skipped');
+    }
+    if (this.ctx.dryRun) {
+      this.report.plannedFiles = plan.files.map((f) => f.key);
+      this.report.skipped = [
+        ...skipped.map((d) => ({ key: d.key, reason: d.reason })),
+        ...plan.skippedFolders.map((f) => ({ key: f.prefix, reason: f.reason })),
+      ];
+      this.report.watermarkAfter = describeWatermark(plan.nextState);
+    }
+  }
+
+  private finish(snapshot: Snapshot | null, state: JobState): RunReport {
+    this.report.tableVersion = snapshot?.version ?? null;
+    this.report.watermark = describeWatermark(state.discovery as DiscoveryState | null);
+    this.report.status = this.report.commits > 0 ? 'succeeded' : 'nothing-new';
+    return this.report;
+  }
+}
