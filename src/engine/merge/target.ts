@@ -2,6 +2,7 @@
  * The table side of a write: its schema and partitioning (from the snapshot, or from the batch
  * when the write creates the table), how the batch's columns feed it, and the prepared batch.
  */
+import { assertWritable } from '../../delta/features.js';
 import type { StructType } from '../../delta/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { MergeInputError, SchemaError } from '../../errors.js';
@@ -35,6 +36,8 @@ export interface PrepareTargetOptions {
 /** Work out the table schema and column plan, then materialize the batch in that schema. */
 export async function prepareTarget(session: DuckSession, target: WriteTarget, opts: PrepareTargetOptions): Promise<TargetTable> {
   const uri = target.table.uri;
+  // Refuse a table tidemark cannot write before any work (the commit checks again).
+  if (opts.snapshot) assertWritable(opts.snapshot.protocol, opts.snapshot.metadata, uri);
   const sourceColumns = await describeRelation(session, target.batch);
   refuseReservedNames(sourceColumns.map((c) => c.name), target.batch);
   const internal = target.internalColumns ?? [];
