@@ -42,7 +42,7 @@ afterAll(async () => {
 storageContract('S3Storage on s3rver', async () => s3.makeStorage(`c-${randomUUID()}/`, { partSize: 5 * 1024 * 1024 }), {
   // 11 MiB with 5 MiB parts: a three-part multipart upload (s3.test.ts checks it is multipart).
   largeUploadBytes: 11 * 1024 * 1024 + 123,
-  quirks: { ignoresConditionalWrites: true, missesNestedCommonPrefixes: true, utf16StartAfter: true },
+  quirks: { ignoresConditionalWrites: true, utf16StartAfter: true },
 });
 
 describe('LocalStorage specifics', () => {

@@ -20,8 +20,6 @@ export interface ContractOptions {
   quirks?: {
     /** The store ignores If-None-Match: * and overwrites (probe.test.ts proves it). */
     ignoresConditionalWrites?: boolean;
-    /** A delimiter listing misses folders that hold only deeper folders. */
-    missesNestedCommonPrefixes?: boolean;
     /** StartAfter compares UTF-16 strings instead of UTF-8 bytes (drops keys above U+FFFF). */
     utf16StartAfter?: boolean;
   };
@@ -183,7 +181,7 @@ export function storageContract(name: string, makeStorage: () => Promise<Storage
       expect(partial.commonPrefixes).toEqual(['dt=2026-11-01/', 'dt=2026-11-02/']);
     });
 
-    it.skipIf(quirks.missesNestedCommonPrefixes)('lists a folder that holds only deeper folders as a common prefix', async () => {
+    it('lists a folder that holds only deeper folders as a common prefix', async () => {
       const s = await makeStorage();
       await writeAll(s, ['y/2026/11/01/a.csv', 'y/2026/11/02/b.csv', 'y/2026/12/01/c.csv']);
       expect((await s.listAll({ delimiter: '/' })).commonPrefixes).toEqual(['y/']);

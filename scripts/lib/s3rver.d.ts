@@ -1,4 +1,4 @@
-/** Minimal types for the untyped `s3rver` package (v3.7), as used by test/helpers/s3rver.ts. */
+/** Minimal types for the untyped `s3rver` package (v3.7), as used by scripts/lib/embedded-s3.ts. */
 declare module 's3rver' {
   import type { AddressInfo } from 'node:net';
 

@@ -1,0 +1,119 @@
+/**
+ * An embedded S3-compatible server (s3rver) on 127.0.0.1 with a random port, for the demo and
+ * the tests. s3rver is a development dependency: production tidemark talks to AWS S3 or MinIO.
+ *
+ * Two s3rver 3.7.1 bugs are patched here, in this process only:
+ * - its continuation tokens use single DES, which OpenSSL 3 (Node 17+) no longer offers, so every
+ *   truncated listing failed with HTTP 500: DES is mapped to triple DES with three equal keys,
+ *   which computes exactly the same thing;
+ * - a delimiter listing missed a folder that holds only deeper folders (`2026/11/01/a.csv` gave
+ *   no `2026/` at the root), which hides `{yyyy}/{mm}/{dd}` partitions: common prefixes are
+ *   computed from the full listing instead.
+ * Still unlike S3/MinIO: it ignores `If-None-Match: *` on PUT (so it cannot host a table that
+ * several writers share; tidemark's probe detects this), and `Range: bytes=0-0` returns everything.
+ */
+import crypto from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import S3rver from 's3rver';
+
+const require = createRequire(import.meta.url);
+
+export interface EmbeddedS3 {
+  /** `http://127.0.0.1:<port>` */
+  endpoint: string;
+  region: string;
+  /** s3rver's fixed, public credentials (they protect nothing; never use them elsewhere). */
+  credentials: { accessKeyId: string; secretAccessKey: string };
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedS3Options {
+  buckets: string[];
+  /** Folder for the objects; default a fresh temp folder, removed on stop. */
+  directory?: string;
+}
+
+/** s3rver's built-in credentials. */
+export const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+
+function allowDesContinuationTokens(): void {
+  const mutable = crypto as unknown as Record<string, unknown> & { __tidemarkDesShim?: boolean };
+  if (mutable.__tidemarkDesShim) return;
+  const wrap = (original: (...args: any[]) => unknown) =>
+    function (this: unknown, algorithm: string, key: Buffer, iv: Buffer, ...rest: unknown[]) {
+      if (algorithm === 'des' && key.length === 8) return original.call(this, 'des-ede3-cbc', Buffer.concat([key, key, key]), iv, ...rest);
+      return original.call(this, algorithm, key, iv, ...rest);
+    };
+  mutable['createCipheriv'] = wrap(crypto.createCipheriv);
+  mutable['createDecipheriv'] = wrap(crypto.createDecipheriv);
+  mutable.__tidemarkDesShim = true;
+}
+
+interface ListOptions {
+  delimiter?: string;
+  startAfter?: string;
+  prefix?: string;
+  maxKeys?: number;
+}
+interface ListResult {
+  objects: Array<{ key: string }>;
+  commonPrefixes: string[];
+  isTruncated: boolean;
+}
+
+function fixNestedCommonPrefixes(): void {
+  const FilesystemStore = require('s3rver/lib/stores/filesystem.js') as {
+    prototype: { listObjects(bucket: string, o: ListOptions): Promise<ListResult>; __tidemarkFixed?: boolean };
+  };
+  const proto = FilesystemStore.prototype;
+  if (proto.__tidemarkFixed) return;
+  const original = proto.listObjects;
+  proto.listObjects = async function (bucket: string, options: ListOptions): Promise<ListResult> {
+    const { delimiter = '', prefix = '', maxKeys = Infinity } = options;
+    if (!delimiter) return original.call(this, bucket, options);
+    // List everything below the prefix (no pruning), then group by the delimiter as S3 does.
+    const all = await original.call(this, bucket, { ...options, delimiter: '', maxKeys: Infinity });
+    const commonPrefixes = new Set<string>();
+    const objects: ListResult['objects'] = [];
+    let isTruncated = false;
+    for (const object of all.objects) {
+      const idx = object.key.slice(prefix.length).indexOf(delimiter);
+      if (idx !== -1) {
+        if (!isTruncated) commonPrefixes.add(object.key.slice(0, prefix.length + idx + delimiter.length));
+        continue;
+      }
+      if (objects.length < maxKeys) objects.push(object);
+      else isTruncated = true;
+    }
+    return { objects, commonPrefixes: [...commonPrefixes].sort(), isTruncated };
+  };
+  proto.__tidemarkFixed = true;
+}
+
+/** Start the server with the given buckets. */
+export async function startEmbeddedS3(opts: EmbeddedS3Options): Promise<EmbeddedS3> {
+  allowDesContinuationTokens();
+  fixNestedCommonPrefixes();
+  const ownDirectory = opts.directory === undefined;
+  const directory = opts.directory ?? (await fsp.mkdtemp(path.join(os.tmpdir(), 'tidemark-s3rver-')));
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory,
+    configureBuckets: opts.buckets.map((name) => ({ name })),
+  });
+  const { port } = await server.run();
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    region: 'us-east-1', // s3rver's continuation tokens only accept us-east-1
+    credentials: S3RVER_CREDENTIALS,
+    async stop() {
+      await server.close();
+      if (ownDirectory) await fsp.rm(directory, { recursive: true, force: true });
+    },
+  };
+}

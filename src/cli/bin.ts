@@ -1,0 +1,24 @@
+/**
+ * Process entry: wire signals to an AbortSignal, run the CLI, exit with its code.
+ * SIGINT/SIGTERM abort the run (nothing half-committed: the commit is atomic); the 'exit'
+ * handler removes spool folders. A second signal exits at once.
+ */
+import { main } from './main.js';
+
+// tidemark supports Node 20; the AWS SDK's notice about newer Node versions would only clutter logs.
+process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
+
+const controller = new AbortController();
+let signals = 0;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    signals += 1;
+    if (signals > 1) process.exit(130);
+    process.stderr.write(`tidemark: ${signal} received, stopping (nothing partial is committed)\n`);
+    controller.abort(new Error(`interrupted by ${signal}`));
+    setTimeout(() => process.exit(130), 10_000).unref();
+  });
+}
+
+const code = await main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, signal: controller.signal });
+process.exitCode = code;

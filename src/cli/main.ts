@@ -1,0 +1,167 @@
+/**
+ * The command line: arguments to a validated config, jobs run one after another, reports on
+ * stdout, logs on stderr, and the exit code of the worst outcome.
+ */
+import { Command, CommanderError, Option } from 'commander';
+import type { JobConfig, TidemarkConfig } from '../config/schema.js';
+import { loadConfig } from '../config/load.js';
+import { DuckSession } from '../engine/duckdb.js';
+import { ConfigError } from '../errors.js';
+import { createLogger, type Logger } from '../log/logger.js';
+import type { RunContext } from '../job/context.js';
+import { runJob } from '../job/run-job.js';
+import { jobStatus } from '../job/status.js';
+import type { RunReport } from '../job/report.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, exitCodeFor } from './exit-codes.js';
+import { errorInfo, formatRun, formatStatus, printJson, type Output } from './output.js';
+
+export interface CliIO {
+  stdout: Output;
+  stderr: NodeJS.WritableStream;
+  /** Aborted on SIGINT/SIGTERM. */
+  signal?: AbortSignal;
+  /** Overrides for tests. */
+  context?: Partial<RunContext>;
+}
+
+interface CommonFlags {
+  config: string;
+  job?: string[];
+  json?: boolean;
+  logLevel?: string;
+}
+
+/** Jobs selected by --job (all when absent); an unknown name is a usage error. */
+export function selectJobs(config: TidemarkConfig, names: string[] | undefined): JobConfig[] {
+  if (!names || names.length === 0) return config.jobs;
+  return names.map((name) => {
+    const job = config.jobs.find((j) => j.name === name);
+    if (!job) {
+      throw new ConfigError(`no job named ${JSON.stringify(name)} in the config (jobs: ${config.jobs.map((j) => j.name).join(', ')})`, { field: 'job' });
+    }
+    return job;
+  });
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+const configOption = () => new Option('-c, --config <file>', 'config file').default('tidemark.yaml');
+const jobOption = () => new Option('-j, --job <name>', 'run only this job (repeatable)').argParser(collect);
+const jsonOption = () => new Option('--json', 'print one JSON object per job on stdout');
+const logLevelOption = () => new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']);
+
+/** Run the CLI; resolves to the exit code. */
+export async function main(argv: string[], io: CliIO): Promise<number> {
+  let exitCode = EXIT_OK;
+  const program = new Command('tidemark')
+    .description('Load new files from S3 landing zones into Delta Lake tables, exactly once.')
+    .version(process.env['npm_package_version'] ?? '0.1.0')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    .showHelpAfterError();
+
+  program
+    .command('run')
+    .description('load what is new since the last successful run, one commit per batch')
+    .addOption(configOption())
+    .addOption(jobOption())
+    .option('--dry-run', 'show the plan and the reason for each decision; change nothing')
+    .addOption(jsonOption())
+    .addOption(logLevelOption())
+    .action(async (flags: CommonFlags & { dryRun?: boolean }) => {
+      exitCode = await runCommand(flags, io);
+    });
+
+  program
+    .command('status')
+    .description('show watermark, last run, table version, rows, files and quarantined files per job')
+    .addOption(configOption())
+    .addOption(jobOption())
+    .addOption(jsonOption())
+    .addOption(logLevelOption())
+    .action(async (flags: CommonFlags) => {
+      exitCode = await statusCommand(flags, io);
+    });
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+    }
+    io.stderr.write(`tidemark: ${errorInfo(err).message}\n`);
+    return exitCodeFor(err);
+  }
+  return exitCode;
+}
+
+function loggerFor(flags: CommonFlags, io: CliIO): Logger {
+  return io.context?.logger ?? createLogger({ stream: io.stderr, ...(flags.logLevel ? { level: flags.logLevel as 'info' } : {}) });
+}
+
+async function runCommand(flags: CommonFlags & { dryRun?: boolean }, io: CliIO): Promise<number> {
+  const logger = loggerFor(flags, io);
+  const config = await loadConfig(flags.config);
+  const jobs = selectJobs(config, flags.job);
+  let worst = EXIT_OK;
+  for (const job of jobs) {
+    const ctx: RunContext = {
+      storage: config.storage,
+      logger,
+      dryRun: flags.dryRun ?? false,
+      ...(io.signal ? { signal: io.signal } : {}),
+      ...io.context,
+    };
+    let report: RunReport;
+    try {
+      report = await runJob(job, ctx);
+    } catch (err) {
+      const code = exitCodeFor(err);
+      worst = Math.max(worst, code === EXIT_USAGE ? EXIT_USAGE : code);
+      logger.error({ job: job.name, err: errorInfo(err) }, 'run failed');
+      report = { ...failedReport(job.name), error: errorInfo(err) };
+    }
+    if (flags.json) printJson(io.stdout, report);
+    else io.stdout.write(formatRun(report));
+    if (io.signal?.aborted) return Math.max(worst, EXIT_FAILED);
+  }
+  return worst;
+}
+
+async function statusCommand(flags: CommonFlags, io: CliIO): Promise<number> {
+  const config = await loadConfig(flags.config);
+  const jobs = selectJobs(config, flags.job);
+  const session = await DuckSession.open();
+  try {
+    for (const job of jobs) {
+      const status = await jobStatus(job, { storage: config.storage }, session);
+      if (flags.json) printJson(io.stdout, status);
+      else io.stdout.write(formatStatus(status));
+    }
+  } finally {
+    session.close();
+  }
+  return EXIT_OK;
+}
+
+function failedReport(job: string): RunReport {
+  return {
+    job,
+    status: 'failed',
+    filesDiscovered: 0,
+    filesLoaded: 0,
+    rowsRead: 0,
+    rowsAfterDedupe: 0,
+    inserted: 0,
+    updated: 0,
+    deleted: 0,
+    skippedStale: 0,
+    tableVersion: null,
+    watermark: null,
+    durationMs: 0,
+    commits: 0,
+    batches: 0,
+  };
+}

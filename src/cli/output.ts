@@ -1,0 +1,61 @@
+/**
+ * What the CLI prints on stdout: one JSON object per job per line with --json, else a short
+ * human summary. Logs never go to stdout.
+ */
+import { redactText, redactValue } from '../log/redact.js';
+import { TidemarkError } from '../errors.js';
+import type { RunReport, StatusReport } from '../job/report.js';
+
+export interface Output {
+  write(text: string): void;
+}
+
+/** One JSON line. */
+export function printJson(out: Output, value: unknown): void {
+  out.write(JSON.stringify(redactValue(value)) + '\n');
+}
+
+/** The error as it appears in a report: class, message, context (all redacted). */
+export function errorInfo(err: unknown): NonNullable<RunReport['error']> {
+  if (err instanceof TidemarkError) {
+    return redactValue({ type: err.name, message: err.message, context: { ...err.context } });
+  }
+  const e = err instanceof Error ? err : new Error(String(err));
+  return { type: e.name, message: redactText(e.message) };
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : word.endsWith('h') ? 'es' : 's'}`;
+}
+
+/** A few human lines for one run. */
+export function formatRun(r: RunReport): string {
+  const head = `${r.job}: ${r.status}`;
+  if (r.status === 'failed') return `${head}: ${r.error?.message ?? 'unknown error'}\n`;
+  const lines = [
+    `${head} in ${(r.durationMs / 1000).toFixed(1)}s; table version ${r.tableVersion ?? '-'}, watermark ${r.watermark ?? '-'}`,
+    `  files: ${r.filesDiscovered} discovered, ${r.filesLoaded} loaded in ${plural(r.batches, 'batch')}`,
+    `  rows: ${r.rowsRead} read, ${r.rowsAfterDedupe} after dedupe; ${r.inserted} inserted, ${r.updated} updated, ${r.deleted} deleted, ${r.skippedStale} stale skipped`,
+  ];
+  const reasons = Object.entries(r.skippedByReason ?? {});
+  if (reasons.length > 0) lines.push(`  skipped: ${reasons.map(([why, n]) => `${n} ${why}`).join(', ')}`);
+  if (r.status === 'dry-run') {
+    lines.push(`  would load (${r.plannedFiles?.length ?? 0}):`, ...(r.plannedFiles ?? []).map((k) => `    + ${k}`));
+    for (const s of r.skipped ?? []) lines.push(`    - ${s.key}: ${s.reason}`);
+    lines.push(`  watermark after: ${r.watermarkAfter ?? '-'}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+/** A few human lines for one job's status. */
+export function formatStatus(s: StatusReport): string {
+  const lines = [
+    `${s.job} (${s.discovery} discovery)`,
+    `  watermark: ${s.watermark ?? '-'}   last run: ${s.lastRunAt ?? 'never'}`,
+    `  table: version ${s.tableVersion ?? '-'}, ${s.files} files, ${(s.bytes / 1024 / 1024).toFixed(1)} MiB, ${s.rows ?? '?'} rows`,
+  ];
+  if (s.quarantined.length > 0) {
+    lines.push(`  quarantined (${s.quarantined.length}):`, ...s.quarantined.map((q) => `    ${q.key}: ${q.error}`));
+  }
+  return lines.join('\n') + '\n';
+}
