@@ -10,7 +10,7 @@ import type { DuckSession } from '../duckdb.js';
 import { emptyRelationSql, inspectFiles, scanSql, type FileShape } from '../scan.js';
 import { ident } from '../sql.js';
 import { FILE_ID, type TempTables } from './names.js';
-import { actionsSql, filesToReadSql, filesToRewriteSql, hitsSql, targetSql, type MatchSpec } from './plan.js';
+import { actionsSql, filesToReadSql, filesToRewriteSql, hitsSql, pruningPartitions, targetSql, type MatchSpec } from './plan.js';
 import { pruneFiles, type TypedColumn } from './prune.js';
 import { localizeFiles } from './spool.js';
 
@@ -22,6 +22,8 @@ export interface MatchContext {
   snapshot: Snapshot;
   tables: TempTables;
   spec: MatchSpec;
+  /** Rows in the batch; an empty batch matches nothing and reads no file. */
+  batchRows: number;
   spoolDir: string;
   concurrency: number;
   signal?: AbortSignal;
@@ -43,10 +45,10 @@ export async function findHits(ctx: MatchContext): Promise<HitsResult> {
   const typed = (names: readonly string[]): TypedColumn[] =>
     names.map((name) => ({ name, type: snapshot.schema.fields.find((f) => f.name === name)!.type }));
   const pruned = await pruneFiles(ctx.session, {
-    files: snapshot.files,
+    files: ctx.batchRows === 0 ? [] : snapshot.files,
     fileTable: ctx.tables.files,
     batchTable: ctx.tables.batch,
-    partitions: typed(spec.partitions),
+    partitions: typed(pruningPartitions(spec, snapshot.partitionColumns)),
     keys: typed(spec.keys.filter((k) => !snapshot.partitionColumns.includes(k))),
   });
   const scanned = new Map(pruned.candidates.map((id) => [id, snapshot.files[id]!]));

@@ -22,7 +22,7 @@ import { ident } from '../sql.js';
 import { dropAll, tempTables, type TempTables } from './names.js';
 import { classifyTargets, findHits, type MatchContext } from './matches.js';
 import { bytesOf, writeAndUpload, type OutputOptions } from './output.js';
-import { countsSql, emptyHitsSql, insertRelationSql, rewriteRelationSql, type MatchSpec } from './plan.js';
+import { countsSql, emptyHitsSql, insertRelationSql, pruningPartitions, rewriteRelationSql, type MatchSpec } from './plan.js';
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples, type MergeCounts } from './request.js';
 import { openSpool } from './spool.js';
 import { prepareTarget, tableNames, type TargetTable } from './target.js';
@@ -32,7 +32,7 @@ import { checkDuplicateKeys, checkNullKeys } from './validate.js';
 /** MERGE the batch into the table; see the module comment. */
 export async function mergeIntoTable(opts: MergeOptions): Promise<MergeResult> {
   checkOptions(opts);
-  const clock = new PhaseClock();
+  const clock = new PhaseClock(opts.signal);
   const tables = tempTables();
   const spool = await openSpool(opts.spoolDir);
   try {
@@ -111,6 +111,7 @@ async function mergeExisting(run: MergeRun, snapshot: Snapshot, spoolDir: string
     snapshot,
     tables,
     spec,
+    batchRows: target.batch.rows,
     spoolDir,
     concurrency: out.concurrency,
     ...(opts.signal ? { signal: opts.signal } : {}),
@@ -172,11 +173,12 @@ function checkOptions(opts: MergeOptions): void {
 
 /** The read set's partitions: the batch's partition tuples, or the whole table. */
 async function readPartitions(session: DuckSession, tables: TempTables, target: TargetTable, spec: MatchSpec): Promise<ReadSet['partitions']> {
-  if (spec.partitions.length === 0) return 'all';
-  const fields = spec.partitions.map((p) => target.schema.fields.find((f) => f.name === p)!);
+  const columns = pruningPartitions(spec, target.partitionColumns);
+  if (columns.length === 0) return 'all';
+  const fields = columns.map((p) => target.schema.fields.find((f) => f.name === p)!);
   const cols = fields.map((f, i) => `${partitionValueStringSql(`b.${ident(f.name)}`, f.type, f.name)} AS p${i}`);
   const rows = await session.all(`SELECT DISTINCT ${cols.join(', ')} FROM ${ident(tables.batch)} AS b`);
-  return partitionTuples(spec.partitions, rows);
+  return partitionTuples(columns, rows);
 }
 
 async function readCounts(session: DuckSession, tables: TempTables, haveTarget: boolean, sourceRows: number): Promise<MergeCounts> {
@@ -239,11 +241,15 @@ class PhaseClock {
   private last = this.start;
   private readonly spent: Partial<Record<keyof MergeDurations, number>> = {};
 
-  /** Close the current phase under `name`. */
+  constructor(private readonly signal?: AbortSignal) {}
+
+  /** Close the current phase under `name`; before the commit, stop here when the caller aborted. */
   lap(name: Exclude<keyof MergeDurations, 'total'>): void {
     const now = performance.now();
     this.spent[name] = (this.spent[name] ?? 0) + (now - this.last);
     this.last = now;
+    // After the commit, aborting would report a failure for a change that is in the table.
+    if (name !== 'commit') this.signal?.throwIfAborted();
   }
 
   /** For operationMetrics: total so far, scan (prune + classify) and rewrite (write). */

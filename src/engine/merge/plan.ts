@@ -25,6 +25,14 @@ export interface MatchSpec {
   orderBy: string;
 }
 
+/**
+ * Partition columns whose values decide which files can match: those in the match, plus
+ * partition columns that are key columns (a key is never NULL, so its value pins the partition).
+ */
+export function pruningPartitions(spec: MatchSpec, partitionColumns: readonly string[]): string[] {
+  return partitionColumns.filter((p) => spec.partitions.includes(p) || spec.keys.includes(p));
+}
+
 /** Actions of a matched stored row. */
 export type RowAction = 'stale' | 'delete' | 'update' | 'unchanged';
 

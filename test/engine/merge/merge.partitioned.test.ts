@@ -109,6 +109,14 @@ describe('partitioned MERGE', () => {
     ]);
   });
 
+  it('prunes by a partition column that is part of the key even when matching across partitions', async () => {
+    await makeBatch(session, 'seed', `SELECT * FROM (VALUES ('eu', 1, 'a', 1), ('us', 1, 'b', 1), ('ap', 1, 'c', 1)) t(region, id, name, v)`);
+    await merge(f, { batch: 'seed', keyColumns: ['region', 'id'], orderBy: 'v', partitionBy: ['region'] });
+    await makeBatch(session, 'b', `SELECT 'us' AS region, 1 AS id, 'B' AS name, 2 AS v`);
+    const r = await merge(f, { batch: 'b', keyColumns: ['region', 'id'], orderBy: 'v', matchAcrossPartitions: true });
+    expect(r).toMatchObject({ updated: 1, filesScanned: 1, filesRemoved: 1 });
+  });
+
   it('supports composite keys of data columns on an unpartitioned table', async () => {
     await makeBatch(session, 'seed', `SELECT range // 10 AS a, range % 10 AS b, 'x' AS name, 1 AS v FROM range(100)`);
     await merge(f, { batch: 'seed', keyColumns: ['a', 'b'], orderBy: 'v', targetFileRows: 20 });

@@ -166,6 +166,12 @@ describe('MERGE into an existing table', () => {
     expect((await snapshotOf(f)).schema.fields.map((x) => x.type)).toEqual(['integer', 'string', 'integer']);
   });
 
+  it('reads nothing and commits nothing for an empty batch', async () => {
+    await seed();
+    await makeBatch(session, 'b', `SELECT 1 AS id, 'x' AS name, 1 AS v WHERE false`);
+    expect(await merge(f, { batch: 'b', ...KEY })).toMatchObject({ version: null, sourceRows: 0, filesScanned: 0, filesRead: 0 });
+  });
+
   it('matches several stored rows of many keys in one pass (1000-row batch)', async () => {
     await makeBatch(session, 'seed', `SELECT range AS id, 'x' AS name, 1 AS v FROM range(2000)`);
     await merge(f, { batch: 'seed', ...KEY });
