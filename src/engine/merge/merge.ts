@@ -14,19 +14,22 @@
  */
 import { partitionValueStringSql } from '../../delta/partition-encode.js';
 import { addFileFor } from '../../delta/table.js';
-import type { Snapshot } from '../../delta/snapshot.js';
+import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import type { ReadSet } from '../../delta/transaction.js';
 import { MergeInputError } from '../../errors.js';
+import type { WrittenFile } from '../data-files.js';
 import type { DuckSession } from '../duckdb.js';
 import { ident } from '../sql.js';
 import { dropAll, tempTables, type TempTables } from './names.js';
 import { classifyTargets, findHits, type MatchContext } from './matches.js';
-import { bytesOf, writeAndUpload, type OutputOptions } from './output.js';
-import { countsSql, emptyHitsSql, insertRelationSql, pruningPartitions, rewriteRelationSql, type MatchSpec } from './plan.js';
-import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples, type MergeCounts } from './request.js';
+import { PhaseClock } from './clock.js';
+import { readCounts, resultOf } from './outcome.js';
+import { writeAndUpload, type OutputOptions } from './output.js';
+import { emptyHitsSql, insertRelationSql, pruningPartitions, rewriteRelationSql, type MatchSpec } from './plan.js';
+import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
 import { openSpool } from './spool.js';
 import { prepareTarget, tableNames, type TargetTable } from './target.js';
-import { DEFAULT_DOWNLOAD_CONCURRENCY, type MergeDurations, type MergeOptions, type MergeResult } from './types.js';
+import { DEFAULT_DOWNLOAD_CONCURRENCY, type MergeOptions, type MergeResult } from './types.js';
 import { checkDuplicateKeys, checkNullKeys } from './validate.js';
 
 /** MERGE the batch into the table; see the module comment. */
@@ -60,7 +63,7 @@ export async function mergeIntoTable(opts: MergeOptions): Promise<MergeResult> {
       ...(opts.signal ? { signal: opts.signal } : {}),
     };
     const run = { opts, tables, target, spec, out, clock };
-    return snapshot === null ? await createWithBatch(run) : await mergeExisting(run, snapshot, spool.dir);
+    return snapshot === null ? await createWithBatch(run) : await mergeExisting(run, snapshot);
   } finally {
     await dropAll(opts.session, tables);
     await spool.close();
@@ -103,7 +106,7 @@ async function createWithBatch(run: MergeRun): Promise<MergeResult> {
 }
 
 /** The table exists: find, classify, rewrite, insert, commit. */
-async function mergeExisting(run: MergeRun, snapshot: Snapshot, spoolDir: string): Promise<MergeResult> {
+async function mergeExisting(run: MergeRun, snapshot: Snapshot): Promise<MergeResult> {
   const { opts, tables, target, spec, out, clock } = run;
   const ctx: MatchContext = {
     session: opts.session,
@@ -112,7 +115,7 @@ async function mergeExisting(run: MergeRun, snapshot: Snapshot, spoolDir: string
     tables,
     spec,
     batchRows: target.batch.rows,
-    spoolDir,
+    spoolDir: out.spoolDir,
     concurrency: out.concurrency,
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
@@ -123,10 +126,7 @@ async function mergeExisting(run: MergeRun, snapshot: Snapshot, spoolDir: string
   const counts = await readCounts(opts.session, tables, classified.read.length > 0, target.batch.rows);
   clock.lap('classify');
   const removed = classified.rewrite.map((id) => hits.scanned.get(id)!);
-  const rewriteRows = opts.targetFileRows ?? maxRecords(removed);
-  const rewritten = removed.length > 0 ? await writeAndUpload(out, rewriteRelationSql(tables, columns, spec.keys), 'rewrite', rewriteRows) : [];
-  const inserted = counts.inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', opts.targetFileRows) : [];
-  const added = [...rewritten, ...inserted];
+  const added = await writeChanges(run, removed, counts.inserted);
   clock.lap('write');
   const extraActions = opts.extraActions ?? [];
   const base = { counts, added, removed, filesScanned: hits.scanned.size, filesRead: classified.read.length, created: false };
@@ -151,6 +151,19 @@ async function mergeExisting(run: MergeRun, snapshot: Snapshot, spoolDir: string
   const committed = await opts.table.commit(request, opts.signal ? { signal: opts.signal } : {});
   clock.lap('commit');
   return resultOf({ ...base, version: committed.version }, clock);
+}
+
+/**
+ * Write the replacements of the removed files (their kept rows plus updated rows; about as many
+ * rows per file as the largest of them) and the inserted rows, each per partition in key order.
+ */
+async function writeChanges(run: MergeRun, removed: readonly LiveFile[], inserted: number): Promise<WrittenFile[]> {
+  const { opts, tables, target, spec, out } = run;
+  const columns = target.plan.mappings.map((m) => m.target);
+  const rewriteRows = opts.targetFileRows ?? maxRecords(removed);
+  const rewritten = removed.length > 0 ? await writeAndUpload(out, rewriteRelationSql(tables, columns, spec.keys), 'rewrite', rewriteRows) : [];
+  const added = inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', opts.targetFileRows) : [];
+  return [...rewritten, ...added];
 }
 
 /** Key, orderBy and matched partition columns in the table's spelling. */
@@ -181,93 +194,9 @@ async function readPartitions(session: DuckSession, tables: TempTables, target: 
   return partitionTuples(columns, rows);
 }
 
-async function readCounts(session: DuckSession, tables: TempTables, haveTarget: boolean, sourceRows: number): Promise<MergeCounts> {
-  const row = (await session.one(countsSql(tables, haveTarget))) ?? {};
-  const n = (k: string) => Number(row[k] ?? 0);
-  return {
-    sourceRows,
-    inserted: n('inserted'),
-    updated: n('updated'),
-    deleted: n('deleted'),
-    skippedStale: n('stale'),
-    unchanged: n('unchanged'),
-    deleteNotFound: n('delete_not_found'),
-    rowsCopied: n('rows_in_rewritten') - n('updated') - n('deleted'),
-  };
-}
-
 /** The largest file's row count, so rewrites keep roughly the table's file size. */
 function maxRecords(files: readonly { parsedStats: { numRecords?: number } | null }[]): number | undefined {
   const counts = files.map((f) => f.parsedStats?.numRecords ?? 0).filter((n) => n > 0);
   return counts.length > 0 ? Math.max(...counts) : undefined;
 }
 
-interface Outcome {
-  version: number | null;
-  counts: MergeCounts;
-  added: readonly { size: number }[];
-  removed: readonly { size: number }[];
-  filesScanned: number;
-  filesRead: number;
-  created: boolean;
-}
-
-function resultOf(o: Outcome, clock: PhaseClock): MergeResult {
-  const { sourceRows, inserted, updated, deleted, skippedStale, unchanged, deleteNotFound, rowsCopied } = o.counts;
-  return {
-    version: o.version,
-    sourceRows,
-    inserted,
-    updated,
-    deleted,
-    skippedStale,
-    unchanged,
-    deleteNotFound,
-    filesAdded: o.added.length,
-    filesRemoved: o.removed.length,
-    bytesRewritten: bytesOf(o.removed),
-    bytesAdded: bytesOf(o.added),
-    filesScanned: o.filesScanned,
-    filesRead: o.filesRead,
-    rowsCopied,
-    created: o.created,
-    durations: clock.durations(),
-  };
-}
-
-/** Milliseconds per phase. */
-class PhaseClock {
-  private readonly start = performance.now();
-  private last = this.start;
-  private readonly spent: Partial<Record<keyof MergeDurations, number>> = {};
-
-  constructor(private readonly signal?: AbortSignal) {}
-
-  /** Close the current phase under `name`; before the commit, stop here when the caller aborted. */
-  lap(name: Exclude<keyof MergeDurations, 'total'>): void {
-    const now = performance.now();
-    this.spent[name] = (this.spent[name] ?? 0) + (now - this.last);
-    this.last = now;
-    // After the commit, aborting would report a failure for a change that is in the table.
-    if (name !== 'commit') this.signal?.throwIfAborted();
-  }
-
-  /** For operationMetrics: total so far, scan (prune + classify) and rewrite (write). */
-  timings(): { total: number; scan: number; rewrite: number } {
-    const s = this.spent;
-    return { total: performance.now() - this.start, scan: (s.prune ?? 0) + (s.classify ?? 0), rewrite: s.write ?? 0 };
-  }
-
-  durations(): MergeDurations {
-    const s = this.spent;
-    const round = (x: number | undefined) => Math.round(x ?? 0);
-    return {
-      prepare: round(s.prepare),
-      prune: round(s.prune),
-      classify: round(s.classify),
-      write: round(s.write),
-      commit: round(s.commit),
-      total: round(performance.now() - this.start),
-    };
-  }
-}

@@ -1,0 +1,61 @@
+/**
+ * What a MERGE did: row counts read from the classification tables, and the result object.
+ */
+import type { DuckSession } from '../duckdb.js';
+import type { PhaseClock } from './clock.js';
+import type { TempTables } from './names.js';
+import { bytesOf } from './output.js';
+import { countsSql } from './plan.js';
+import type { MergeCounts } from './request.js';
+import type { MergeResult } from './types.js';
+
+/** Row counts per action (see countsSql); `haveTarget` is false when no file was read in full. */
+export async function readCounts(session: DuckSession, tables: TempTables, haveTarget: boolean, sourceRows: number): Promise<MergeCounts> {
+  const row = (await session.one(countsSql(tables, haveTarget))) ?? {};
+  const n = (k: string) => Number(row[k] ?? 0);
+  return {
+    sourceRows,
+    inserted: n('inserted'),
+    updated: n('updated'),
+    deleted: n('deleted'),
+    skippedStale: n('stale'),
+    unchanged: n('unchanged'),
+    deleteNotFound: n('delete_not_found'),
+    rowsCopied: n('rows_in_rewritten') - n('updated') - n('deleted'),
+  };
+}
+
+/** The outcome of the write and commit phases. */
+export interface Outcome {
+  version: number | null;
+  counts: MergeCounts;
+  added: readonly { size: number }[];
+  removed: readonly { size: number }[];
+  filesScanned: number;
+  filesRead: number;
+  created: boolean;
+}
+
+/** The MergeResult of an outcome, with the phase durations so far. */
+export function resultOf(o: Outcome, clock: PhaseClock): MergeResult {
+  const { sourceRows, inserted, updated, deleted, skippedStale, unchanged, deleteNotFound, rowsCopied } = o.counts;
+  return {
+    version: o.version,
+    sourceRows,
+    inserted,
+    updated,
+    deleted,
+    skippedStale,
+    unchanged,
+    deleteNotFound,
+    filesAdded: o.added.length,
+    filesRemoved: o.removed.length,
+    bytesRewritten: bytesOf(o.removed),
+    bytesAdded: bytesOf(o.added),
+    filesScanned: o.filesScanned,
+    filesRead: o.filesRead,
+    rowsCopied,
+    created: o.created,
+    durations: clock.durations(),
+  };
+}
