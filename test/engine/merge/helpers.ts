@@ -30,13 +30,17 @@ export interface Fixture {
 export async function localFixture(session: DuckSession): Promise<Fixture> {
   const dir = await mkdtemp(join(tmpdir(), 'tidemark-merge-test-'));
   const storage = new LocalStorage(dir);
-  return fixtureOn(session, storage, () => rm(dir, { recursive: true, force: true }), dir);
+  return fixtureOn(session, storage, { dir, cleanup: () => rm(dir, { recursive: true, force: true }) });
 }
 
-/** A fixture on any storage (e.g. S3Storage on s3rver). */
-export function fixtureOn(session: DuckSession, storage: Storage, cleanup: () => Promise<void>, dir = '', singleWriter = false): Fixture {
-  const table = DeltaTable.open(storage, session, { singleWriter });
-  return { session, dir, storage, table, close: cleanup };
+/** A fixture on any storage (e.g. S3Storage on s3rver, which needs `singleWriter`). */
+export function fixtureOn(
+  session: DuckSession,
+  storage: Storage,
+  opts: { dir?: string; cleanup?: () => Promise<void>; singleWriter?: boolean } = {},
+): Fixture {
+  const table = DeltaTable.open(storage, session, { singleWriter: opts.singleWriter ?? false });
+  return { session, dir: opts.dir ?? '', storage, table, close: opts.cleanup ?? (async () => {}) };
 }
 
 /** Replace the DuckDB table `name` with the rows of `sql`. */

@@ -26,7 +26,7 @@ afterAll(async () => {
 });
 
 it('merges into a partitioned table on S3 and reads it back', async () => {
-  const f = fixtureOn(session, s3.makeStorage(), async () => {}, '', true);
+  const f = fixtureOn(session, s3.makeStorage(), { singleWriter: true });
   const KEY = { keyColumns: ['id'], orderBy: 'v', spoolDir: spool };
   await makeBatch(session, 'seed', `SELECT range AS id, 'p' || (range % 2) AS part, 'x' AS name, 1 AS v FROM range(20)`);
   expect(await merge(f, { batch: 'seed', ...KEY, partitionBy: ['part'] })).toMatchObject({ version: 0, inserted: 20, filesAdded: 2 });

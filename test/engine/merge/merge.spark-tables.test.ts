@@ -19,7 +19,7 @@ afterAll(() => session.close());
 
 async function copyOf(name: string): Promise<Fixture> {
   const dir = await copySharedTable(name);
-  return fixtureOn(session, new LocalStorage(dir), () => rm(dir, { recursive: true, force: true }), dir);
+  return fixtureOn(session, new LocalStorage(dir), { dir, cleanup: () => rm(dir, { recursive: true, force: true }) });
 }
 
 describe('MERGE into Spark-written tables', () => {
