@@ -21,13 +21,23 @@ export interface LoadedBatch {
   dispose(): Promise<void>;
 }
 
-function toLoadFile(job: JobConfig, f: FetchedFile): LoadFile {
-  return { localPath: f.localPath, key: f.file.key, lastModified: f.file.lastModified, format: resolveFormat(f.file.key, job.source.format) };
+/** The file's full URI (`s3://landing/orders/2026/11/01/a.csv`): lineage and error messages name it. */
+function sourceName(sourceUri: string, key: string): string {
+  return sourceUri.endsWith('/') ? sourceUri + key : `${sourceUri}/${key}`;
+}
+
+function toLoadFile(job: JobConfig, sourceUri: string, f: FetchedFile): LoadFile {
+  return {
+    localPath: f.localPath,
+    key: sourceName(sourceUri, f.file.key),
+    lastModified: f.file.lastModified,
+    format: resolveFormat(f.file.key, job.source.format),
+  };
 }
 
 /** Read, and dedupe when the job merges by key. */
-export async function loadBatch(session: DuckSession, job: JobConfig, fetched: readonly FetchedFile[]): Promise<LoadedBatch> {
-  const files = fetched.map((f) => toLoadFile(job, f));
+export async function loadBatch(session: DuckSession, job: JobConfig, sourceUri: string, fetched: readonly FetchedFile[]): Promise<LoadedBatch> {
+  const files = fetched.map((f) => toLoadFile(job, sourceUri, f));
   const rowsRead = await loadFiles(session, files, { table: RAW_TABLE, ...(job.source.csv ? { csv: job.source.csv } : {}) });
   const dispose = async () => {
     await session.run(`DROP TABLE IF EXISTS ${ident(RAW_TABLE)}; DROP TABLE IF EXISTS ${ident(BATCH_TABLE)}`);

@@ -133,7 +133,7 @@ class JobRun {
     progress.done();
     await this.ctx.hooks?.afterFetch?.(batchNo);
 
-    const loaded = await loadBatch(this.session, this.job, fetched);
+    const loaded = await loadBatch(this.session, this.job, source.uri, fetched);
     // Record the ETag of the content actually loaded: a file overwritten between listing and
     // download is then known by its new ETag, and is not loaded again next run.
     const loadedFiles = fetched.map((f) => ({ ...f.file, etag: f.etag }));
