@@ -1,0 +1,35 @@
+/**
+ * `tidemark status`: what the table says about a job, read from its latest snapshot.
+ */
+import type { JobConfig } from '../config/schema.js';
+import { DeltaTable } from '../delta/table.js';
+import type { DiscoveryState } from '../discovery/index.js';
+import type { DuckSession } from '../engine/duckdb.js';
+import type { RunContext } from './context.js';
+import { openTarget } from './open.js';
+import type { StatusReport } from './report.js';
+import { readJobState } from './state.js';
+import { describeWatermark } from './watermark.js';
+
+/** Status of one job. */
+export async function jobStatus(job: JobConfig, ctx: Pick<RunContext, 'storage'>, session: DuckSession): Promise<StatusReport> {
+  const table = DeltaTable.open(openTarget(job, ctx.storage), session, { singleWriter: ctx.storage.singleWriter });
+  const snapshot = await table.snapshot();
+  const state = readJobState(snapshot, job.name);
+  const files = snapshot?.files ?? [];
+  // Row counts come from file stats; one file without stats makes the total unknown.
+  const rows = files.every((f) => f.parsedStats?.numRecords !== undefined)
+    ? files.reduce((n, f) => n + (f.parsedStats?.numRecords ?? 0), 0)
+    : null;
+  return {
+    job: job.name,
+    discovery: job.source.discover.by,
+    watermark: describeWatermark(state.discovery as DiscoveryState | null),
+    tableVersion: snapshot?.version ?? null,
+    lastRunAt: state.lastRunAt,
+    rows,
+    files: files.length,
+    bytes: files.reduce((n, f) => n + f.size, 0),
+    quarantined: state.quarantined.map(({ key, error, at }) => ({ key, error, at })),
+  };
+}
