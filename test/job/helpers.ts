@@ -1,0 +1,152 @@
+/**
+ * Helpers for the ingestion job tests: a landing zone of order events written in CSV, Parquet
+ * or NDJSON through any Storage, job configs validated by the real schema, runs with a silent
+ * logger, and the target table read back the way any Delta reader reads it.
+ *
+ * Every landed row has a unique `rid`, so append-mode tests can check "each source row once",
+ * and merge-mode tests compare with `expectedLatest` (the highest `seq` per `order_id`).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { validateConfig } from '../../src/config/load.js';
+import type { JobConfig, StorageConfig } from '../../src/config/schema.js';
+import { DeltaTable } from '../../src/delta/table.js';
+import type { Snapshot } from '../../src/delta/snapshot.js';
+import { DuckSession } from '../../src/engine/duckdb.js';
+import { readTable } from '../../src/engine/scan.js';
+import { literal, str } from '../../src/engine/sql.js';
+import type { RunContext } from '../../src/job/context.js';
+import { openTarget } from '../../src/job/open.js';
+import type { RunReport } from '../../src/job/report.js';
+import { runJob } from '../../src/job/run-job.js';
+import { readJobState, type JobState } from '../../src/job/state.js';
+import { silentLogger } from '../../src/log/logger.js';
+import type { Storage } from '../../src/storage/storage.js';
+
+/** One order event as landed. */
+export interface OrderRow {
+  order_id: number;
+  status: string;
+  seq: number;
+  /** Unique per landed row. */
+  rid: string;
+}
+
+let ridCounter = 0;
+
+/** Order events with fresh row ids: `[order_id, status, seq]` triples. */
+export function orders(...rows: Array<[number, string, number]>): OrderRow[] {
+  return rows.map(([order_id, status, seq]) => ({ order_id, status, seq, rid: `r${++ridCounter}` }));
+}
+
+function csvText(rows: readonly OrderRow[]): string {
+  return ['order_id,status,seq,rid', ...rows.map((r) => `${r.order_id},${r.status},${r.seq},${r.rid}`)].join('\n') + '\n';
+}
+
+function ndjsonText(rows: readonly OrderRow[]): string {
+  return rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+}
+
+/** Parquet bytes of `rows`, written by DuckDB (BIGINT ids and seq, VARCHAR status and rid). */
+async function parquetBytes(session: DuckSession, rows: readonly OrderRow[]): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'tidemark-land-'));
+  const file = join(dir, 'rows.parquet');
+  const values = rows.map((r) => `(${r.order_id}::BIGINT, ${literal(r.status)}, ${r.seq}::BIGINT, ${literal(r.rid)})`).join(', ');
+  await session.run(`COPY (SELECT * FROM (VALUES ${values}) AS t(order_id, status, seq, rid)) TO ${str(file)} (FORMAT parquet)`);
+  return file;
+}
+
+/** Write `rows` as `key` in the format its extension names (.csv, .ndjson, .parquet). */
+export async function land(storage: Storage, session: DuckSession, key: string, rows: readonly OrderRow[]): Promise<void> {
+  if (key.endsWith('.csv')) return storage.write(key, csvText(rows));
+  if (key.endsWith('.ndjson') || key.endsWith('.json')) return storage.write(key, ndjsonText(rows));
+  if (key.endsWith('.parquet')) {
+    const file = await parquetBytes(session, rows);
+    try {
+      await storage.upload(key, file);
+    } finally {
+      await rm(join(file, '..'), { recursive: true, force: true });
+    }
+    return;
+  }
+  throw new Error(`land: unknown format of ${key}`);
+}
+
+/** A job config through the real schema (defaults applied), plus the storage section. */
+export function makeConfig(job: Record<string, unknown>, storage: Record<string, unknown> = {}): { job: JobConfig; storage: StorageConfig } {
+  const config = validateConfig({ storage, jobs: [{ name: 'orders', ...job }] }, 'test config');
+  return { job: config.jobs[0]!, storage: config.storage };
+}
+
+/** Merge-mode target settings of the order feed. */
+export function mergeTarget(uri: string): Record<string, unknown> {
+  return { uri, mode: 'merge', key: ['order_id'], orderBy: 'seq' };
+}
+
+/** Run the job once with a silent logger and no progress bars. */
+export function run(setup: { job: JobConfig; storage: StorageConfig }, extra: Partial<RunContext> = {}): Promise<RunReport> {
+  return runJob(setup.job, { storage: setup.storage, logger: silentLogger(), tty: false, ...extra });
+}
+
+/** What a reader sees: the latest snapshot, its rows and the job state in it. */
+export interface TableView {
+  snapshot: Snapshot | null;
+  rows: OrderRow[];
+  /** `_source_file` of every row, by rid. */
+  sourceFiles: Map<string, string>;
+  state: JobState;
+  columns: string[];
+}
+
+/** Read the job's target table back (fresh DeltaTable, no caches). */
+export async function readTarget(session: DuckSession, setup: { job: JobConfig; storage: StorageConfig }): Promise<TableView> {
+  const storage = openTarget(setup.job, setup.storage);
+  const snapshot = await DeltaTable.open(storage, session, { singleWriter: setup.storage.singleWriter }).snapshot();
+  const state = readJobState(snapshot, setup.job.name);
+  if (!snapshot) return { snapshot, rows: [], sourceFiles: new Map(), state, columns: [] };
+  const raw = await readTable(session, storage, snapshot);
+  const rows = raw.map((r) => ({ order_id: Number(r['order_id']), status: String(r['status']), seq: Number(r['seq']), rid: String(r['rid']) }));
+  const sourceFiles = new Map(raw.map((r) => [String(r['rid']), String(r['_source_file'])]));
+  return { snapshot, rows: sortRows(rows), sourceFiles, state, columns: snapshot.schema.fields.map((f) => f.name) };
+}
+
+/** Rows ordered by rid (a total order: rids are unique). */
+export function sortRows(rows: readonly OrderRow[]): OrderRow[] {
+  return [...rows].sort((a, b) => (a.rid < b.rid ? -1 : a.rid > b.rid ? 1 : 0));
+}
+
+/** The merge result of `rows`: per order, the row with the highest seq (tests avoid seq ties per order). */
+export function expectedLatest(rows: readonly OrderRow[]): OrderRow[] {
+  const best = new Map<number, OrderRow>();
+  for (const r of rows) {
+    const cur = best.get(r.order_id);
+    if (!cur || r.seq > cur.seq) best.set(r.order_id, r);
+  }
+  return sortRows([...best.values()]);
+}
+
+/** rids that occur more than once. */
+export function duplicateRids(rows: readonly OrderRow[]): string[] {
+  const seen = new Set<string>();
+  const dups: string[] = [];
+  for (const r of rows) {
+    if (seen.has(r.rid)) dups.push(r.rid);
+    seen.add(r.rid);
+  }
+  return dups;
+}
+
+/** A temp folder; remember to remove it (see `cleanup`). */
+export async function tempDir(label: string, dirs: string[]): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), `tidemark-${label}-`));
+  dirs.push(dir);
+  return dir;
+}
+
+/** Remove every folder in `dirs`. */
+export async function cleanup(dirs: string[]): Promise<void> {
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+}
+
+export { DuckSession };
