@@ -8,6 +8,7 @@ import {
   partitionValueStringSql,
 } from '../../src/delta/partition-encode.js';
 import { SchemaError } from '../../src/errors.js';
+import { sharedTablesDir } from '../helpers/shared-tables.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 
 describe('delta-notes §5 examples, exactly', () => {
@@ -135,7 +136,7 @@ describe('partitionValueStringSql, evaluated by DuckDB', () => {
 
 /** Spark-written test tables whose folders follow from their partitionValues (delta-tables README). */
 const SPARK_TABLES = ['partition-all-types-nulls', 'partition-escaped-chars', 'decimal-partitioned', 'timestamp-ntz', 'partition-timestamp-int96'];
-const TABLES_DIR = '/work/shared/delta-tables';
+const TABLES_DIR = sharedTablesDir();
 
 interface LogLine {
   add?: { path: string; partitionValues: Record<string, string | null> };

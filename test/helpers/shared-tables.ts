@@ -1,6 +1,7 @@
 /**
- * Locating the shared, read-only Delta test tables (../shared/delta-tables next to the repo,
- * or $TIDEMARK_SHARED), and copying one to a temp folder when a test must change it.
+ * Locating the real Delta test tables written by Spark and delta-rs: the copy kept in
+ * fixtures/delta-tables (from ../shared/delta-tables, with its README of expected contents),
+ * or $TIDEMARK_SHARED; and copying one to a temp folder when a test must change it.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { cp, mkdtemp } from 'node:fs/promises';
@@ -15,6 +16,7 @@ export function sharedTablesDir(): string {
   const env = process.env['TIDEMARK_SHARED'];
   const candidates = [
     ...(env ? [join(env, 'delta-tables'), env] : []),
+    resolve(REPO_ROOT, 'fixtures/delta-tables'),
     resolve(REPO_ROOT, '../shared/delta-tables'),
   ];
   const found = candidates.find((dir) => existsSync(join(dir, 'README.md')) && existsSync(dir));

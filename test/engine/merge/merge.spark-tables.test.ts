@@ -1,5 +1,5 @@
 /**
- * MERGE into tables written by Spark (private copies of ../shared/delta-tables): partition value
+ * MERGE into tables written by Spark (private copies of fixtures/delta-tables): partition value
  * and path encodings, decimals, timestamp_ntz, tables without stats or with a checkpoint; and
  * tables using features tidemark cannot write are refused, naming the feature, before any write.
  */
