@@ -1,0 +1,148 @@
+/**
+ * Crash at each step of a batch, then rerun: the table and the job state equal those of one
+ * uninterrupted run, with no duplicate rows, in merge and in append mode, for both discovery
+ * modes. A crash is an exception thrown from a RunContext hook (fault injection: the hooks
+ * stand in for a process dying at that point; the real kill -9 loop is test/cli/kill9.test.ts).
+ *
+ * Hook points: afterFetch (files fetched, nothing written), beforeCommit (data files written
+ * and uploaded, commit not yet made), afterCommit (batch committed, run not yet finished).
+ * Sources and targets are local folders: the hooks, not the store, are under test here.
+ */
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunHooks } from '../../src/job/context.js';
+import type { JobState } from '../../src/job/state.js';
+import { LocalStorage } from '../../src/storage/local.js';
+import {
+  cleanup,
+  DuckSession,
+  duplicateRids,
+  expectedLatest,
+  land,
+  makeConfig,
+  mergeTarget,
+  orders,
+  readTarget,
+  run,
+  sortRows,
+  tempDir,
+  type OrderRow,
+  type TableView,
+} from './helpers.js';
+
+let session: DuckSession;
+const dirs: string[] = [];
+let sourceRoot: string;
+const landed: OrderRow[] = [];
+
+/** Six files over three days, keys overlapping across batches (2 files per batch: 3 batches). */
+async function landSource(): Promise<void> {
+  sourceRoot = await tempDir('fault-src', dirs);
+  const source = new LocalStorage(sourceRoot);
+  const files: Array<[string, OrderRow[]]> = [
+    ['2025/03/01/a.csv', orders([1, 'placed', 1], [2, 'placed', 1], [1, 'placed', 1])],
+    ['2025/03/01/b.parquet', orders([3, 'placed', 1], [2, 'paid', 2])],
+    ['2025/03/02/c.ndjson', orders([1, 'paid', 2], [4, 'placed', 1])],
+    ['2025/03/02/d.csv', orders([3, 'paid', 2], [5, 'placed', 1], [5, 'paid', 2])],
+    ['2025/03/03/e.parquet', orders([1, 'shipped', 3], [2, 'shipped', 3])],
+    ['2025/03/03/f.ndjson', orders([6, 'placed', 1], [4, 'cancelled', 2])],
+  ];
+  // Modification times in landing order (whole seconds, an hour ago), so both modes see one order.
+  const t0 = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
+  for (const [i, [key, rows]] of files.entries()) {
+    await land(source, session, key, rows);
+    const ms = (t0 + i * 1000) / 1000;
+    await fsp.utimes(path.join(sourceRoot, key), ms, ms);
+    landed.push(...rows);
+  }
+}
+
+beforeAll(async () => {
+  session = await DuckSession.open();
+  await landSource();
+});
+
+afterAll(async () => {
+  session?.close();
+  await cleanup(dirs);
+});
+
+type Mode = 'merge' | 'append';
+type Discovery = 'partition' | 'modified';
+type Point = keyof RunHooks;
+
+async function setupFor(mode: Mode, discovery: Discovery) {
+  const target = await tempDir('fault-t', dirs);
+  const discover = discovery === 'partition' ? { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 } : { by: 'modified', settle: '2h' };
+  return makeConfig({
+    source: { uri: sourceRoot, discover },
+    target: mode === 'merge' ? mergeTarget(target) : { uri: target, mode: 'append' },
+    maxFilesPerBatch: 2,
+  });
+}
+
+/** Hooks that throw at `point` of batch `batch` (0-based). */
+function crashAt(point: Point, batch: number): RunHooks {
+  const boom = (b: number) => {
+    if (b === batch) throw new Error(`injected crash at ${point} of batch ${b}`);
+  };
+  return { [point]: boom };
+}
+
+/** Parquet files below a local table root, whatever the log says. */
+async function parquetFiles(root: string): Promise<string[]> {
+  const entries = await fsp.readdir(root, { recursive: true });
+  return entries.filter((e) => e.endsWith('.parquet') && !e.startsWith('_delta_log'));
+}
+
+/** The state minus the wall-clock time of the last run. */
+function comparable(state: JobState): Omit<JobState, 'lastRunAt'> {
+  const { lastRunAt: _ignored, ...rest } = state;
+  return rest;
+}
+
+const cases: Array<[Mode, Discovery]> = [
+  ['merge', 'partition'],
+  ['merge', 'modified'],
+  ['append', 'partition'],
+  ['append', 'modified'],
+];
+
+describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mode, discovery) => {
+  let reference: TableView;
+
+  beforeAll(async () => {
+    const setup = await setupFor(mode, discovery);
+    const report = await run(setup);
+    expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 6, batches: 3, commits: 3 });
+    reference = await readTarget(session, setup);
+    expect(reference.rows).toEqual(mode === 'merge' ? expectedLatest(landed) : sortRows(landed));
+  });
+
+  const points: Point[] = ['afterFetch', 'beforeCommit', 'afterCommit'];
+  it.each(points.flatMap((p) => [0, 1].map((b) => [p, b] as const)))(
+    'a crash at %s of batch %i, then a rerun, gives the table and state of an uninterrupted run (fault injection: hook throws)',
+    async (point, batch) => {
+      const setup = await setupFor(mode, discovery);
+      await expect(run(setup, { hooks: crashAt(point, batch) })).rejects.toThrow(`injected crash at ${point} of batch ${batch}`);
+      const afterCrash = await readTarget(session, setup);
+      const committedBatches = point === 'afterCommit' ? batch + 1 : batch;
+      expect(afterCrash.state.batch).toBe(committedBatches);
+      if (point === 'beforeCommit') {
+        // The crashed batch's data files were uploaded: orphans no snapshot lists.
+        const onDisk = await parquetFiles(setup.job.target.uri);
+        expect(onDisk.length).toBeGreaterThan(afterCrash.snapshot?.files.length ?? 0);
+      }
+
+      const rerun = await run(setup);
+      expect(rerun).toMatchObject({ status: 'succeeded', filesLoaded: 6 - 2 * committedBatches });
+      const table = await readTarget(session, setup);
+      expect(duplicateRids(table.rows)).toEqual([]);
+      expect(table.rows).toEqual(reference.rows);
+      expect(table.snapshot!.version).toBe(reference.snapshot!.version);
+      expect(comparable(table.state)).toEqual(comparable(reference.state));
+      expect(await run(setup)).toMatchObject({ status: 'nothing-new', commits: 0 });
+    },
+  );
+});
