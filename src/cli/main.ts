@@ -120,7 +120,7 @@ async function runCommand(flags: CommonFlags & { dryRun?: boolean }, io: CliIO):
     } catch (err) {
       const code = exitCodeFor(err);
       worst = Math.max(worst, code === EXIT_USAGE ? EXIT_USAGE : code);
-      logger.error({ job: job.name, err: errorInfo(err) }, 'run failed');
+      logger.error({ job: job.name, error: errorInfo(err) }, 'run failed');
       report = { ...failedReport(job.name), error: errorInfo(err) };
     }
     if (flags.json) printJson(io.stdout, report);
