@@ -11,7 +11,7 @@ import { createLogger, type Logger } from '../log/logger.js';
 import type { RunContext } from '../job/context.js';
 import { runJob } from '../job/run-job.js';
 import { jobStatus } from '../job/status.js';
-import type { RunReport } from '../job/report.js';
+import { emptyReport, type RunReport } from '../job/report.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, exitCodeFor } from './exit-codes.js';
 import { errorInfo, formatRun, formatStatus, printJson, type Output } from './output.js';
 
@@ -121,7 +121,7 @@ async function runCommand(flags: CommonFlags & { dryRun?: boolean }, io: CliIO):
       const code = exitCodeFor(err);
       worst = Math.max(worst, code === EXIT_USAGE ? EXIT_USAGE : code);
       logger.error({ job: job.name, error: errorInfo(err) }, 'run failed');
-      report = { ...failedReport(job.name), error: errorInfo(err) };
+      report = { ...emptyReport(job.name), status: 'failed', error: errorInfo(err) };
     }
     if (flags.json) printJson(io.stdout, report);
     else io.stdout.write(formatRun(report));
@@ -144,24 +144,4 @@ async function statusCommand(flags: CommonFlags, io: CliIO): Promise<number> {
     session.close();
   }
   return EXIT_OK;
-}
-
-function failedReport(job: string): RunReport {
-  return {
-    job,
-    status: 'failed',
-    filesDiscovered: 0,
-    filesLoaded: 0,
-    rowsRead: 0,
-    rowsAfterDedupe: 0,
-    inserted: 0,
-    updated: 0,
-    deleted: 0,
-    skippedStale: 0,
-    tableVersion: null,
-    watermark: null,
-    durationMs: 0,
-    commits: 0,
-    batches: 0,
-  };
 }
