@@ -1,0 +1,92 @@
+/**
+ * Benchmarks: `npm run bench -- merge` (issue 2 §5) and `npm run bench -- ingest` (issue 3 §6).
+ * Each prints its figures as ratios against a baseline measured in the same run, and writes
+ * the full result as JSON under `.bench/results/`. Scratch files live in `.bench/` and are
+ * removed at the end. `--rows N` runs smaller for a quick check.
+ */
+import { parseArgs } from 'node:util';
+import { join } from 'node:path';
+import { benchMerge } from './bench/merge.js';
+import { benchIngest } from './bench/ingest.js';
+import { BENCH_ROOT } from './bench/workspace.js';
+
+const USAGE = `usage: npm run bench -- <merge|ingest> [options]
+
+  merge   MERGE of changed orders into a clustered table vs a full rewrite
+    --rows N       table rows (default 10000000)
+    --files N      data files in the table (default 100)
+    --changes N    changed rows per batch (default 10000, or rows/1000 with --rows)
+    --no-lean      skip the lean DuckDB COPY lower bound
+
+  ingest  tidemark job vs a hand-written DuckDB pipeline, incremental and no-op runs
+    --rows N       rows in the landing zone (default 5000000)
+    --files N      landing files (default 200)
+    --commits N    commits of the no-op run's table (default 200)
+
+  common
+    --keep         keep the scratch folder under .bench/
+    --json PATH    result file (default .bench/results/<bench>-<time>.json)
+`;
+
+function positiveInt(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value.replaceAll('_', ''));
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`[bench] --${name} must be a positive integer, got ${value}`);
+  return n;
+}
+
+function resultPath(bench: string, given: string | undefined): string {
+  const stamp = new Date().toISOString().replace(/[-:.]/g, '').slice(0, 15);
+  return given ?? join(BENCH_ROOT, 'results', `${bench}-${stamp}.json`);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      rows: { type: 'string' },
+      files: { type: 'string' },
+      changes: { type: 'string' },
+      commits: { type: 'string' },
+      'no-lean': { type: 'boolean', default: false },
+      keep: { type: 'boolean', default: false },
+      json: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const bench = positionals[0];
+  const command = `npm run bench -- ${argv.join(' ')}`;
+  if (values.help || (bench !== 'merge' && bench !== 'ingest')) {
+    process.stdout.write(USAGE);
+    if (!values.help) process.exitCode = 2;
+    return;
+  }
+  if (bench === 'merge') {
+    const rows = positiveInt('rows', values.rows, 10_000_000);
+    await benchMerge({
+      rows,
+      files: positiveInt('files', values.files, 100),
+      changes: positiveInt('changes', values.changes, values.rows === undefined ? 10_000 : Math.max(100, Math.round(rows / 1000))),
+      insertShare: 0.05,
+      lean: !values['no-lean'],
+      keep: values.keep,
+      jsonPath: resultPath('merge', values.json),
+      command,
+    });
+    return;
+  }
+  await benchIngest({
+    rows: positiveInt('rows', values.rows, 5_000_000),
+    files: positiveInt('files', values.files, 200),
+    commits: positiveInt('commits', values.commits, 200),
+    keep: values.keep,
+    jsonPath: resultPath('ingest', values.json),
+    command,
+  });
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
+});

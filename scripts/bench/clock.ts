@@ -1,0 +1,37 @@
+/**
+ * Wall-clock timing for the benchmarks: one measured step, and a stopwatch with laps for the
+ * phases of a step. Times are milliseconds from `performance.now()`.
+ */
+import { performance } from 'node:perf_hooks';
+
+/** A measured value and how long it took. */
+export interface Timed<T> {
+  ms: number;
+  value: T;
+}
+
+/** Run `fn` and time it. */
+export async function timed<T>(fn: () => Promise<T>): Promise<Timed<T>> {
+  const start = performance.now();
+  const value = await fn();
+  return { ms: performance.now() - start, value };
+}
+
+/** Named laps: each `lap(name)` records the time since the previous lap (or the start). */
+export class Laps {
+  private last = performance.now();
+  private readonly start = this.last;
+  readonly phases: Record<string, number> = {};
+
+  /** Close the current phase under `name` (times add up if a name repeats). */
+  lap(name: string): void {
+    const now = performance.now();
+    this.phases[name] = (this.phases[name] ?? 0) + (now - this.last);
+    this.last = now;
+  }
+
+  /** Time since the stopwatch started. */
+  total(): number {
+    return performance.now() - this.start;
+  }
+}

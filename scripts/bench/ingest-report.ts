@@ -1,0 +1,84 @@
+/**
+ * The ingest benchmark's printed tables: the three figures against their targets, where the
+ * job's time goes (from the replica profile), and what each run loaded.
+ */
+import type { IncrementalResult, IngestBenchOptions, InitialResult, NoopResult } from './ingest.js';
+import type { JobPhases } from './job.js';
+import type { LandingSpec } from './landing.js';
+import { count, mib, pct, secs, times, verdict, type TextTable } from './report.js';
+
+/** Targets of issue 3 §6. */
+export const INGEST_TARGETS = { initialRatio: 1.5, incrementalRatio: 0.05, noopMs: 1000 } as const;
+const TARGETS = INGEST_TARGETS;
+
+/** Everything the tables show. */
+export interface IngestFigures {
+  opts: IngestBenchOptions;
+  spec: LandingSpec;
+  initial: InitialResult;
+  incremental: IncrementalResult;
+  noop: NoopResult;
+}
+
+/** The summary, phase and detail tables. */
+export function ingestTables(f: IngestFigures): TextTable[] {
+  return [summaryTable(f), phaseTable(f), detailTable(f)];
+}
+
+function summaryTable(f: IngestFigures): TextTable {
+  const { initial: a, incremental: b, noop: c } = f;
+  const landing = `${count(f.spec.files)} files, ${count(a.landingRows)} rows`;
+  return {
+    title: `tidemark ingest — landing zone: ${landing}, ${pct(f.spec.dupShare)} repeated keys, ${f.spec.filesPerDay} files/day`,
+    header: ['run', 'tidemark', 'baseline', 'baseline time', 'ratio', 'target', '', 'verified'],
+    rows: [
+      ['(a) initial load', secs(a.tidemarkMs), 'hand-written DuckDB COPY', secs(a.handwrittenMs), times(a.ratio), `≤ ${times(TARGETS.initialRatio)}`, verdict(a.ratio <= TARGETS.initialRatio), ok(a.verified)],
+      [`(b) incremental, ${b.newFiles} new files`, secs(b.incrementalMs), `full reload (${f.spec.files + b.newFiles} files)`, secs(b.fullReloadMs), pct(b.ratio), `≤ ${pct(TARGETS.incrementalRatio)}`, verdict(b.ratio <= TARGETS.incrementalRatio), ok(b.verified)],
+      [`(c) nothing new, ${c.commits} commits`, secs(c.medianMs), `median of ${c.runsMs.length} runs`, '-', '-', `< ${secs(TARGETS.noopMs)}`, verdict(c.medianMs < TARGETS.noopMs), ok(c.verified)],
+    ],
+  };
+}
+
+const STEPS = ['open', 'snapshot', 'discover', 'fetch', 'load', 'dedupe', 'merge'] as const;
+const MERGE_STEPS = ['prepare', 'prune', 'classify', 'write', 'commit'] as const;
+
+function phaseTable(f: IngestFigures): TextTable {
+  const row = (name: string, p: { totalMs: number; phases: JobPhases }, realMs: number) => [
+    name,
+    ...STEPS.map((s) => secs(p.phases[s] ?? 0)),
+    ...MERGE_STEPS.map((s) => secs(p.phases[`merge.${s}`] ?? 0)),
+    secs(p.totalMs),
+    secs(realMs),
+  ];
+  return {
+    title: 'Where the job spends its time (step-by-step replica of runJob; MERGE split into its own phases)',
+    header: ['run', ...STEPS, ...MERGE_STEPS.map((s) => `merge.${s}`), 'replica total', 'real run'],
+    rows: [row('(a) initial load', f.initial.profile, f.initial.tidemarkMs), row('(b) incremental', f.incremental.profile, f.incremental.incrementalMs)],
+  };
+}
+
+function detailTable(f: IngestFigures): TextTable {
+  const { initial: a, incremental: b, noop: c } = f;
+  const r = (name: string, x: InitialResult['report'], t: InitialResult['table']) => [
+    name,
+    count(x.filesLoaded),
+    count(x.rowsRead),
+    count(x.rowsAfterDedupe),
+    count(x.inserted),
+    count(x.updated),
+    count(x.commits),
+    String(t.version),
+    count(t.files),
+    mib(t.bytes),
+    count(t.rows),
+  ];
+  return {
+    title: `Runs (c: table of ${c.commits} commits built in ${secs(c.buildMs)}, version ${c.tableVersion}; no-op runs: ${c.runsMs.map(secs).join(', ')})`,
+    header: ['run', 'files', 'rows read', 'after dedupe', 'inserted', 'updated', 'commits', 'version', 'table files', 'table size', 'table rows'],
+    rows: [r('(a) initial load', a.report, a.table), r('(b) incremental', b.report, b.table)],
+  };
+}
+
+function ok(verified: boolean): string {
+  return verified ? 'ok' : 'FAILED';
+}
