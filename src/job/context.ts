@@ -3,6 +3,7 @@
  */
 import type { StorageConfig } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
+import type { StorageOpener } from './open.js';
 
 /**
  * Points where tests inject faults (a crash is an exception thrown from a hook). Production
@@ -29,4 +30,6 @@ export interface RunContext {
   /** Commit attempts after losing a race to another run of the same job, before giving up (exit 3). */
   maxReplans?: number;
   hooks?: RunHooks;
+  /** Opens the source and target stores from their URIs; default `openStorage` (tests wrap it to count requests). */
+  openStorage?: StorageOpener;
 }

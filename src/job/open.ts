@@ -4,10 +4,13 @@
 import type { StorageConfig } from '../config/schema.js';
 import type { JobConfig } from '../config/schema.js';
 import type { DiscoveryConfig } from '../discovery/index.js';
-import { openStorage } from '../storage/uri.js';
+import { openStorage, type S3EndpointOptions } from '../storage/uri.js';
 import type { Storage } from '../storage/storage.js';
 
-function s3Options(cfg: StorageConfig) {
+/** Opens a Storage for a URI (the source or the target of a job). */
+export type StorageOpener = (uri: string, s3Options: S3EndpointOptions) => Storage;
+
+function s3Options(cfg: StorageConfig): S3EndpointOptions {
   return {
     ...(cfg.endpoint ? { endpoint: cfg.endpoint } : {}),
     ...(cfg.region ? { region: cfg.region } : {}),
@@ -16,13 +19,13 @@ function s3Options(cfg: StorageConfig) {
 }
 
 /** Source storage rooted at the source prefix. */
-export function openSource(job: JobConfig, cfg: StorageConfig): Storage {
-  return openStorage(job.source.uri, s3Options(cfg));
+export function openSource(job: JobConfig, cfg: StorageConfig, open: StorageOpener = openStorage): Storage {
+  return open(job.source.uri, s3Options(cfg));
 }
 
 /** Target storage rooted at the table root. */
-export function openTarget(job: JobConfig, cfg: StorageConfig): Storage {
-  return openStorage(job.target.uri, s3Options(cfg));
+export function openTarget(job: JobConfig, cfg: StorageConfig, open: StorageOpener = openStorage): Storage {
+  return open(job.target.uri, s3Options(cfg));
 }
 
 /** The discovery settings of a job, in discovery's own terms. */

@@ -29,6 +29,7 @@ import { readJobState, type JobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 import { loadBatch } from './load-batch.js';
 import { registerSpool, unregisterSpool } from './spool.js';
+import type { Storage } from '../storage/storage.js';
 
 /** Re-plans after losing a commit race before giving up with exit code 3. */
 export const DEFAULT_MAX_REPLANS = 5;
@@ -53,6 +54,8 @@ export async function runJob(job: JobConfig, ctx: RunContext): Promise<RunReport
 class JobRun {
   private readonly report: RunReport;
   private readonly table: DeltaTable;
+  /** One source store (and S3 client) for the whole run. */
+  private readonly source: Storage;
 
   constructor(
     private readonly job: JobConfig,
@@ -61,7 +64,8 @@ class JobRun {
     private readonly spoolDir: string,
   ) {
     this.report = emptyReport(job.name);
-    this.table = DeltaTable.open(openTarget(job, ctx.storage), session, {
+    this.source = openSource(job, ctx.storage, ctx.openStorage);
+    this.table = DeltaTable.open(openTarget(job, ctx.storage, ctx.openStorage), session, {
       singleWriter: ctx.storage.singleWriter,
       ...(ctx.hooks?.beforeCommit ? { beforeCommit: () => ctx.hooks!.beforeCommit!(this.report.batches) } : {}),
     });
@@ -105,9 +109,8 @@ class JobRun {
   }
 
   private async discover(state: JobState): Promise<DiscoveryPlan> {
-    const source = openSource(this.job, this.ctx.storage);
-    this.ctx.logger.debug({ job: this.job.name, source: source.uri }, 'discovering');
-    return discover(source, discoveryConfigOf(this.job), state.discovery as DiscoveryState | null, {
+    this.ctx.logger.debug({ job: this.job.name, source: this.source.uri }, 'discovering');
+    return discover(this.source, discoveryConfigOf(this.job), state.discovery as DiscoveryState | null, {
       concurrency: Math.min(this.job.concurrency, 16),
       ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
     });
@@ -121,7 +124,7 @@ class JobRun {
     plan: DiscoveryPlan,
   ): Promise<{ snapshot: Snapshot | null; state: JobState }> {
     const batchNo = this.report.batches;
-    const source = openSource(this.job, this.ctx.storage);
+    const source = this.source;
     const bytes = files.reduce((n, f) => n + f.size, 0);
     const progress = startProgress({ label: `${this.job.name}: fetch`, total: files.length, logger: this.ctx.logger, ...(this.ctx.tty !== undefined ? { tty: this.ctx.tty } : {}) });
     const fetched = await fetchFiles(source, files, {
