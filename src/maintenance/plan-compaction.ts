@@ -1,0 +1,108 @@
+/**
+ * Planning a compaction (pure: no I/O). Small live files are grouped by partition, then packed
+ * into bins of at most `targetFileBytes` each; every bin becomes one new file. A file is never
+ * moved across partitions, and a partition with fewer than `minFilesPerPartition` small files is
+ * left alone, as is any bin that would hold a single file (rewriting it gains nothing).
+ */
+import type { PartitionValues } from '../delta/actions.js';
+import type { LiveFile, Snapshot } from '../delta/snapshot.js';
+
+/** Delta's default OPTIMIZE target (spark.databricks.delta.optimize.maxFileSize). */
+export const DEFAULT_TARGET_FILE_BYTES = 128 * 1024 * 1024;
+/** Fewer small files than this in a partition: nothing to gain, leave it. */
+export const DEFAULT_MIN_FILES_PER_PARTITION = 2;
+/** Files below this fraction of the target count as small. */
+export const SMALL_FILE_FRACTION = 0.75;
+
+/** What to compact. */
+export interface CompactionOptions {
+  /** Size each bin (new file) aims for; default 128 MiB. */
+  targetFileBytes?: number;
+  /** A partition needs at least this many small files to be compacted; default 2. */
+  minFilesPerPartition?: number;
+  /** Files below this size are small; default 0.75 × targetFileBytes. */
+  smallFileBytes?: number;
+  /** Only partitions for which this returns true (see `partitionEquals`). */
+  partitionFilter?: (values: PartitionValues) => boolean;
+}
+
+/** Files of one partition to rewrite as one new file. */
+export interface CompactionBin {
+  partitionValues: PartitionValues;
+  /** In the order their rows are concatenated: modification time, then path. */
+  files: LiveFile[];
+  bytes: number;
+}
+
+/** The bins, plus what was looked at. */
+export interface CompactionPlan {
+  bins: CompactionBin[];
+  /** Live files in the partitions that passed `partitionFilter`. */
+  consideredFiles: number;
+  /** Considered files left as they are (large, with deletion vectors, or alone in their bin). */
+  skippedFiles: number;
+}
+
+/** The compaction plan for a snapshot; see the module comment. */
+export function planCompaction(snapshot: Snapshot, opts: CompactionOptions = {}): CompactionPlan {
+  const target = opts.targetFileBytes ?? DEFAULT_TARGET_FILE_BYTES;
+  const small = opts.smallFileBytes ?? Math.floor(target * SMALL_FILE_FRACTION);
+  const minFiles = opts.minFilesPerPartition ?? DEFAULT_MIN_FILES_PER_PARTITION;
+  const bins: CompactionBin[] = [];
+  let considered = 0;
+  for (const files of groupByPartition(snapshot).values()) {
+    const partitionValues = files[0]!.partitionValues;
+    if (opts.partitionFilter && !opts.partitionFilter(partitionValues)) continue;
+    considered += files.length;
+    // Files with deletion vectors cannot be read by the scan; leave them out.
+    const candidates = files.filter((f) => f.size < small && !f.deletionVector);
+    if (candidates.length < minFiles) continue;
+    bins.push(...packBins(candidates.sort(byArrival), target).filter((b) => b.files.length > 1));
+  }
+  const planned = bins.reduce((n, b) => n + b.files.length, 0);
+  return { bins, consideredFiles: considered, skippedFiles: considered - planned };
+}
+
+/**
+ * Next-fit packing in the given order: a bin is closed when the next file would take it past
+ * the target. Keeping the order keeps rows that arrived together in the same file.
+ */
+export function packBins(files: readonly LiveFile[], targetBytes: number): CompactionBin[] {
+  const bins: CompactionBin[] = [];
+  let current: CompactionBin | null = null;
+  for (const file of files) {
+    if (current === null || current.bytes + file.size > targetBytes) {
+      current = { partitionValues: file.partitionValues, files: [], bytes: 0 };
+      bins.push(current);
+    }
+    current.files.push(file);
+    current.bytes += file.size;
+  }
+  return bins;
+}
+
+/** A partition filter matching every partition whose values include these (a conjunction). */
+export function partitionEquals(values: PartitionValues): (candidate: PartitionValues) => boolean {
+  return (candidate) => Object.entries(values).every(([k, v]) => norm(candidate[k]) === norm(v));
+}
+
+/** Live files keyed by their partition values, in the snapshot's path order. */
+function groupByPartition(snapshot: Snapshot): Map<string, LiveFile[]> {
+  const groups = new Map<string, LiveFile[]>();
+  for (const file of snapshot.files) {
+    const key = JSON.stringify(snapshot.partitionColumns.map((c) => norm(file.partitionValues[c])));
+    const list = groups.get(key);
+    if (list) list.push(file);
+    else groups.set(key, [file]);
+  }
+  return groups;
+}
+
+/** Partition values: '' and missing both mean null (PROTOCOL.md#Partition-Value-Serialization). */
+function norm(v: string | null | undefined): string | null {
+  return v === undefined || v === '' ? null : v;
+}
+
+function byArrival(a: LiveFile, b: LiveFile): number {
+  return a.modificationTime - b.modificationTime || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+}

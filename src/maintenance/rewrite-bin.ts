@@ -1,0 +1,76 @@
+/**
+ * Rewriting one compaction bin: fetch its files (read in place on local disk), read them as one
+ * relation through the table scan (schema order, missing columns as NULL, partition values from
+ * the log), write the rows as new Parquet data files in the same partition and upload them.
+ * Nothing is committed here; an upload that is never committed is an orphan for VACUUM.
+ */
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Snapshot } from '../delta/snapshot.js';
+import { uploadDataFiles } from '../delta/table.js';
+import { writeDataFiles, type WrittenFile } from '../engine/data-files.js';
+import type { DuckSession } from '../engine/duckdb.js';
+import { localizeFiles } from '../engine/merge/spool.js';
+import { scanRelation } from '../engine/scan.js';
+import type { Storage } from '../storage/storage.js';
+import type { CompactionBin } from './plan-compaction.js';
+
+/** Where and how to rewrite. */
+export interface RewriteContext {
+  session: DuckSession;
+  storage: Storage;
+  snapshot: Snapshot;
+  /** A folder this rewrite may fill and empty (one sub-folder per bin). */
+  spoolDir: string;
+  targetFileBytes: number;
+  concurrency: number;
+  signal?: AbortSignal;
+}
+
+/** Write and upload the new file(s) holding the bin's rows; returns them (not yet committed). */
+export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index: number): Promise<WrittenFile[]> {
+  ctx.signal?.throwIfAborted();
+  const inputDir = path.join(ctx.spoolDir, `in-${index}`);
+  const signal = ctx.signal ? { signal: ctx.signal } : {};
+  try {
+    const local = await localizeFiles(bin.files, { storage: ctx.storage, spoolDir: inputDir, concurrency: ctx.concurrency, ...signal });
+    const relationSql = await scanRelation(ctx.session, ctx.snapshot, bin.files, (f) => local.get(f.path)!);
+    const rows = targetFileRows(bin, ctx.targetFileBytes);
+    const numIndexedCols = indexedColumns(ctx.snapshot);
+    const written = await writeDataFiles(ctx.session, {
+      relationSql,
+      schema: ctx.snapshot.schema,
+      partitionColumns: ctx.snapshot.partitionColumns,
+      localDir: path.join(ctx.spoolDir, `out-${index}`),
+      ...(rows === undefined ? {} : { targetFileRows: rows }),
+      ...(numIndexedCols === undefined ? {} : { numIndexedCols }),
+    });
+    await uploadDataFiles(ctx.storage, written, { concurrency: ctx.concurrency, ...signal });
+    return written;
+  } finally {
+    // Inputs are no longer needed; freeing them bounds the spool to about one bin.
+    await rm(inputDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Rows per output file so that a file lands near the target size, estimated from the bin's
+ * bytes per row. Undefined (one file) when a file has no row count in its stats.
+ */
+export function targetFileRows(bin: CompactionBin, targetFileBytes: number): number | undefined {
+  let rows = 0;
+  for (const file of bin.files) {
+    const n = file.parsedStats?.numRecords;
+    if (n === undefined) return undefined;
+    rows += n;
+  }
+  if (rows === 0 || bin.bytes === 0) return undefined;
+  return Math.max(1, Math.floor(targetFileBytes / (bin.bytes / rows)));
+}
+
+/** The table's `delta.dataSkippingNumIndexedCols`, when it is an integer. */
+function indexedColumns(snapshot: Snapshot): number | undefined {
+  const text = snapshot.metadata.configuration['delta.dataSkippingNumIndexedCols'];
+  const n = Number(text);
+  return text !== undefined && Number.isSafeInteger(n) && n >= -1 ? n : undefined;
+}
