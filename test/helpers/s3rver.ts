@@ -35,6 +35,8 @@ export interface S3rverHandle {
    * A PUT through s3rver costs ~10 ms, too slow for landing zones with years of partitions.
    */
   seedObjects(objects: ReadonlyArray<readonly [key: string, body: string]>): Promise<void>;
+  /** Back-date an object (s3rver reports its store file's mtime as LastModified). `key` includes any prefix. */
+  setLastModified(key: string, at: Date): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -57,6 +59,9 @@ export async function startS3rver(bucket = 'tidemark-test'): Promise<S3rverHandl
       const folders = new Set(objects.map(([key]) => path.dirname(path.join(directory, bucket, key))));
       await Promise.all([...folders].map((f) => fsp.mkdir(f, { recursive: true })));
       await Promise.all(objects.map(([key, body]) => fsp.writeFile(path.join(directory, bucket, `${key}._S3rver_object`), body)));
+    },
+    async setLastModified(key, at) {
+      await fsp.utimes(path.join(directory, bucket, `${key}._S3rver_object`), at, at);
     },
     async stop() {
       client.destroy();
