@@ -2,6 +2,8 @@
  * Preparing the batch: one temp table with the table's columns cast to the table's types, the
  * `deleteWhen` flag evaluated once, and the lineage columns kept for error messages. The fast
  * path is one CREATE TABLE AS; only when it fails do we look for the column and row to blame.
+ * `deleteWhen` sees table columns the batch lacks as NULL: a file without the CDC op column
+ * (an AWS DMS full-load file without `Op`) holds no deletes, rather than failing the batch.
  */
 import { BadFileError, MergeInputError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';
@@ -50,12 +52,20 @@ export async function prepareBatch(session: DuckSession, opts: PrepareBatchOptio
     ...(lineage.row ? [`TRY_CAST(b.${ident(lineage.row)} AS BIGINT) AS ${ident(SOURCE_ROW)}`] : []),
   ];
   try {
-    await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(opts.table)} AS SELECT ${select.join(', ')} FROM ${ident(opts.source)} AS b`);
+    await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(opts.table)} AS SELECT ${select.join(', ')} FROM ${sourceSql(opts)} AS b`);
   } catch (err) {
     throw await diagnose(session, opts, lineage, err);
   }
   const count = await session.one(`SELECT count(*) AS n FROM ${ident(opts.table)}`);
   return { table: opts.table, plan: opts.plan, lineage: { file: !!lineage.file, row: !!lineage.row }, rows: Number(count?.['n'] ?? 0) };
+}
+
+/** The batch relation, plus (when there is a delete condition) a typed NULL for each table column it lacks. */
+function sourceSql(opts: PrepareBatchOptions): string {
+  const missing = opts.deleteWhen === undefined ? [] : opts.plan.mappings.filter((m) => m.source === null);
+  if (missing.length === 0) return ident(opts.source);
+  const nulls = missing.map((m) => `CAST(NULL AS ${m.duckType}) AS ${ident(m.target)}`);
+  return `(SELECT *, ${nulls.join(', ')} FROM ${ident(opts.source)})`;
 }
 
 /** The flag column: the condition as BOOLEAN, NULL meaning "not deleted". */
@@ -77,7 +87,7 @@ async function diagnose(session: DuckSession, opts: PrepareBatchOptions, lineage
   if (opts.deleteWhen !== undefined) {
     try {
       // Aggregate the flag so the optimizer cannot drop its evaluation.
-      await session.run(`SELECT bool_or(f) FROM (SELECT ${flagExpr(opts.deleteWhen)} AS f FROM ${src} AS b)`);
+      await session.run(`SELECT bool_or(f) FROM (SELECT ${flagExpr(opts.deleteWhen)} AS f FROM ${sourceSql(opts)} AS b)`);
     } catch (flagErr) {
       return badDeleteWhen(opts.deleteWhen, firstLine(flagErr), flagErr);
     }

@@ -3,4 +3,5 @@
  */
 export { mergeIntoTable } from './merge.js';
 export { appendToTable } from './append.js';
-export type { AppendOptions, AppendResult, MergeDurations, MergeOptions, MergeResult, WriteTarget } from './types.js';
+export { TOMBSTONE_ORDER } from './names.js';
+export type { AppendOptions, AppendResult, DeletedKeys, MergeDurations, MergeOptions, MergeResult, WriteTarget } from './types.js';

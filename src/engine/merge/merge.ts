@@ -2,16 +2,19 @@
  * MERGE of a batch into a Delta table (see ./plan.ts for the SQL and its rules):
  *
  *   prepare   snapshot; batch cast to the table schema; deleteWhen evaluated once; key checks
- *   prune     partition values, key min/max stats, key-column scan of the candidates → hits
+ *   prune     partition values, key min/max stats, key-column scan of the candidates → hits;
+ *             rows of keys without a stored row but with a newer tombstone → stale hits
  *   classify  full read of the files with a non-stale hit; stale/delete/unchanged/update per row
  *   write     rewritten files (kept + updated rows, key order) and inserted rows, per partition
- *   commit    removes + adds + the caller's extra actions (its txn) in one version
+ *   commit    the caller records the batch's deletes (its tombstones) and returns actions;
+ *             removes + adds + the caller's extra actions (its txn) in one version
  *
  * Only files that hold an updated or deleted row are rewritten; all others keep their paths.
  * A MERGE that changes nothing commits nothing (version null) unless the caller passed extra
  * actions, which must be committed anyway (the job's watermark moves even when all rows were stale).
  * A CommitConflictError is not retried here: the caller re-plans on the new snapshot.
  */
+import type { Action } from '../../delta/actions.js';
 import { partitionValueStringSql } from '../../delta/partition-encode.js';
 import { addFileFor } from '../../delta/table.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
@@ -27,6 +30,7 @@ import { readCounts, resultOf } from './outcome.js';
 import { writeAndUpload, type OutputOptions } from './output.js';
 import { emptyHitsSql, insertRelationSql, pruningPartitions, rewriteRelationSql, type MatchSpec } from './plan.js';
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
+import { batchDeletes, buryTombstoned, checkTombstones } from './tombstones.js';
 import { openSpool } from './spool.js';
 import { prepareTarget, tableNames, type TargetTable } from './target.js';
 import { DEFAULT_DOWNLOAD_CONCURRENCY, type MergeOptions, type MergeResult } from './types.js';
@@ -52,6 +56,7 @@ export async function mergeIntoTable(opts: MergeOptions): Promise<MergeResult> {
     const spec = matchSpec(target, opts);
     await checkNullKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
     await checkDuplicateKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
+    if (opts.tombstones !== undefined) await checkTombstones(opts.session, opts.tombstones, spec.keys);
     clock.lap('prepare');
     const out: OutputOptions = {
       session: opts.session,
@@ -84,18 +89,20 @@ interface MergeRun {
 async function createWithBatch(run: MergeRun): Promise<MergeResult> {
   const { opts, tables, target, spec, out, clock } = run;
   await opts.session.run(emptyHitsSql(tables));
+  if (opts.tombstones !== undefined) await buryTombstoned(opts.session, tables, spec, opts.tombstones);
   const counts = await readCounts(opts.session, tables, false, target.batch.rows);
   clock.lap('prune');
   clock.lap('classify');
   const columns = target.plan.mappings.map((m) => m.target);
   const added = counts.inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', opts.targetFileRows) : [];
   clock.lap('write');
+  const extraActions = await commitExtras(run);
   const now = Date.now();
   const result = await opts.table.create(
     {
       schema: target.schema,
       partitionColumns: target.partitionColumns,
-      actions: [...added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })), ...(opts.extraActions ?? [])],
+      actions: [...added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })), ...extraActions],
       operationParameters: mergeParameters(spec, opts.deleteWhen),
       operationMetrics: mergeMetrics({ added, removed: [], counts, timings: clock.timings() }),
     },
@@ -120,6 +127,7 @@ async function mergeExisting(run: MergeRun, snapshot: Snapshot): Promise<MergeRe
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
   const hits = await findHits(ctx);
+  if (opts.tombstones !== undefined) await buryTombstoned(opts.session, tables, spec, opts.tombstones);
   clock.lap('prune');
   const columns = target.plan.mappings.map((m) => m.target);
   const classified = await classifyTargets(ctx, hits, columns);
@@ -128,7 +136,7 @@ async function mergeExisting(run: MergeRun, snapshot: Snapshot): Promise<MergeRe
   const removed = classified.rewrite.map((id) => hits.scanned.get(id)!);
   const added = await writeChanges(run, removed, counts.inserted);
   clock.lap('write');
-  const extraActions = opts.extraActions ?? [];
+  const extraActions = await commitExtras(run);
   const base = { counts, added, removed, filesScanned: hits.scanned.size, filesRead: classified.read.length, created: false };
   if (added.length === 0 && removed.length === 0 && extraActions.length === 0) {
     clock.lap('commit');
@@ -164,6 +172,13 @@ async function writeChanges(run: MergeRun, removed: readonly LiveFile[], inserte
   const rewritten = removed.length > 0 ? await writeAndUpload(out, rewriteRelationSql(tables, columns, spec.keys), 'rewrite', rewriteRows) : [];
   const added = inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', opts.targetFileRows) : [];
   return [...rewritten, ...added];
+}
+
+/** The caller's extra actions, then those it returns for the batch's deletes (its tombstones). */
+async function commitExtras(run: MergeRun): Promise<Action[]> {
+  const { opts, tables, spec } = run;
+  const recorded = opts.recordDeletes ? await opts.recordDeletes(await batchDeletes(opts.session, tables, spec)) : [];
+  return [...(opts.extraActions ?? []), ...recorded];
 }
 
 /** Key, orderBy and matched partition columns in the table's spelling. */

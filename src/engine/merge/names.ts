@@ -19,6 +19,11 @@ export const BATCH_ROW = '__tm_brow';
 export const TARGET_ROW = '__tm_trow';
 /** Internal column: what happens to a matched row ('stale' | 'delete' | 'update' | 'unchanged'). */
 export const ACTION = '__tm_action';
+/**
+ * Column of a tombstone relation: the orderBy value of the delete that removed the key. Its
+ * `__tm_` prefix is reserved, so it never collides with a key column.
+ */
+export const TOMBSTONE_ORDER = '__tm_tombstone_order';
 
 let sequence = 0;
 

@@ -19,6 +19,7 @@ export async function readCounts(session: DuckSession, tables: TempTables, haveT
     updated: n('updated'),
     deleted: n('deleted'),
     skippedStale: n('stale'),
+    skippedByTombstone: n('buried'),
     unchanged: n('unchanged'),
     deleteNotFound: n('delete_not_found'),
     rowsCopied: n('rows_in_rewritten') - n('updated') - n('deleted'),
@@ -38,7 +39,7 @@ export interface Outcome {
 
 /** The MergeResult of an outcome, with the phase durations so far. */
 export function resultOf(o: Outcome, clock: PhaseClock): MergeResult {
-  const { sourceRows, inserted, updated, deleted, skippedStale, unchanged, deleteNotFound, rowsCopied } = o.counts;
+  const { sourceRows, inserted, updated, deleted, skippedStale, skippedByTombstone, unchanged, deleteNotFound, rowsCopied } = o.counts;
   return {
     version: o.version,
     sourceRows,
@@ -46,6 +47,7 @@ export function resultOf(o: Outcome, clock: PhaseClock): MergeResult {
     updated,
     deleted,
     skippedStale,
+    skippedByTombstone,
     unchanged,
     deleteNotFound,
     filesAdded: o.added.length,

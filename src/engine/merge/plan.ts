@@ -13,9 +13,15 @@
  *
  * Matching: key columns equal, plus partition columns equal unless matching across partitions.
  * Ordering: an incoming row wins when it is not older (incoming >= stored); NULL is the oldest.
+ *
+ * Tombstones (keys deleted by earlier batches, with the delete's orderBy value) act as stored rows
+ * that are deleted: an incoming non-delete row whose key has no stored row is stale when a
+ * tombstone of its key is not older than it (the delete wins ties), and is added to the hits as
+ * 'stale' with no file, so it is neither inserted nor read. A stored row, when there is one,
+ * decides alone (a key may be deleted and later re-inserted).
  */
 import { ident } from '../sql.js';
-import { ACTION, BATCH_ROW, DELETE_FLAG, FILE_ID, TARGET_ROW, type TempTables } from './names.js';
+import { ACTION, BATCH_ROW, DELETE_FLAG, FILE_ID, TARGET_ROW, TOMBSTONE_ORDER, type TempTables } from './names.js';
 
 /** What a batch row is matched on and ordered by (table column names). */
 export interface MatchSpec {
@@ -50,6 +56,11 @@ export function matchCondition(spec: MatchSpec, t: string, b: string): string {
  */
 export function notOlder(incoming: string, stored: string): string {
   return `COALESCE(${incoming} >= ${stored}, ${incoming} IS NOT NULL OR ${stored} IS NULL)`;
+}
+
+/** True when the incoming value is strictly newer than the stored one (NULL is the oldest value). */
+export function newer(incoming: string, stored: string): string {
+  return `COALESCE(${incoming} > ${stored}, ${incoming} IS NOT NULL AND ${stored} IS NULL)`;
 }
 
 /** True when two rows agree in every listed column (NULLs equal). */
@@ -141,6 +152,7 @@ export function countsSql(tables: TempTables, haveTarget: boolean): string {
   const unmatched = `b.rowid NOT IN (SELECT ${ident(BATCH_ROW)} FROM ${h})`;
   return (
     `SELECT (SELECT count(*) FROM ${h} WHERE ${act} = 'stale') AS stale, ` +
+    `(SELECT count(*) FROM ${h} WHERE ${act} = 'stale' AND ${ident(FILE_ID)} IS NULL) AS buried, ` +
     `${fromActions('update')} AS updated, ${fromActions('delete')} AS deleted, ${fromActions('unchanged')} AS unchanged, ` +
     `(SELECT count(*) FROM ${b} AS b WHERE NOT b.${ident(DELETE_FLAG)} AND ${unmatched}) AS inserted, ` +
     `(SELECT count(*) FROM ${b} AS b WHERE b.${ident(DELETE_FLAG)} AND ${unmatched}) AS delete_not_found, ` +
@@ -151,4 +163,34 @@ export function countsSql(tables: TempTables, haveTarget: boolean): string {
 /** An empty hits table, for a write that matches nothing (the table is being created). */
 export function emptyHitsSql(tables: TempTables): string {
   return `CREATE OR REPLACE TEMP TABLE ${ident(tables.hits)} (${ident(FILE_ID)} INTEGER, ${ident(BATCH_ROW)} BIGINT, ${ident(ACTION)} VARCHAR)`;
+}
+
+/**
+ * Add to the hits, as 'stale' with no file, the batch rows buried by a tombstone (see the module
+ * comment): not flagged for delete, no stored row matched, and a tombstone of the same key whose
+ * order is not older than the row's. Tombstones match on the key columns alone.
+ */
+export function buriedSql(tables: TempTables, spec: MatchSpec, tombstones: string): string {
+  const order = ident(spec.orderBy);
+  const keys = spec.keys.map((k) => `z.${ident(k)} = b.${ident(k)}`).join(' AND ');
+  return (
+    `INSERT INTO ${ident(tables.hits)} (${ident(FILE_ID)}, ${ident(BATCH_ROW)}, ${ident(ACTION)}) ` +
+    `SELECT NULL, b.rowid, 'stale' FROM ${ident(tables.batch)} AS b ` +
+    `WHERE NOT b.${ident(DELETE_FLAG)} AND b.rowid NOT IN (SELECT ${ident(BATCH_ROW)} FROM ${ident(tables.hits)}) ` +
+    `AND EXISTS (SELECT 1 FROM ${ident(tombstones)} AS z WHERE ${keys} AND NOT ${newer(`b.${order}`, `z.${ident(TOMBSTONE_ORDER)}`)})`
+  );
+}
+
+/**
+ * The keys this batch deletes, as tombstones: key columns and TOMBSTONE_ORDER of every delete row
+ * that is not stale against a stored row. That includes deletes of keys not in the table: a CDC
+ * delete may arrive before the insert it follows.
+ */
+export function deletedKeysSql(tables: TempTables, spec: MatchSpec): string {
+  const cols = spec.keys.map((k) => `b.${ident(k)}`).join(', ');
+  return (
+    `SELECT ${cols}, b.${ident(spec.orderBy)} AS ${ident(TOMBSTONE_ORDER)} FROM ${ident(tables.batch)} AS b ` +
+    `WHERE b.${ident(DELETE_FLAG)} AND b.rowid NOT IN ` +
+    `(SELECT ${ident(BATCH_ROW)} FROM ${ident(tables.hits)} WHERE ${ident(ACTION)} = 'stale')`
+  );
 }

@@ -17,6 +17,7 @@ export interface MergeCounts {
   updated: number;
   deleted: number;
   skippedStale: number;
+  skippedByTombstone: number;
   unchanged: number;
   deleteNotFound: number;
   rowsCopied: number;

@@ -65,6 +65,32 @@ export interface MergeOptions extends WriteTarget {
    * on the key alone across partitions (no partition pruning).
    */
   matchAcrossPartitions?: boolean;
+  /**
+   * Tombstones of keys deleted by earlier batches: a DuckDB table or view with the key columns and
+   * `TOMBSTONE_ORDER` (the delete's orderBy value, typed like orderBy); several rows per key are
+   * fine. An incoming non-delete row whose key has no stored row is skipped as stale when a
+   * tombstone of its key is not older than it (the delete wins ties); a newer row is inserted
+   * (the key comes back). Matched on the key columns alone.
+   */
+  tombstones?: string;
+  /**
+   * Called once before the commit (the data files are written by then) with the tombstones of
+   * this batch; the actions it returns are committed in the same version, after `extraActions`.
+   * A caller that keeps tombstones writes them here, so they become visible with the deletes.
+   */
+  recordDeletes?: (deletes: DeletedKeys) => Promise<Action[]>;
+}
+
+/**
+ * A batch's deletes, valid only during `recordDeletes`: a SELECT yielding the key columns and
+ * `TOMBSTONE_ORDER` of every delete row that was not stale against a stored row (so also deletes
+ * of keys the table does not hold: out-of-order CDC sends the delete before the insert).
+ */
+export interface DeletedKeys {
+  sql: string;
+  rows: number;
+  /** Key column names as the relation spells them (the table's spelling). */
+  keyColumns: string[];
 }
 
 /** Time spent per phase, in ms. */
@@ -90,8 +116,13 @@ export interface MergeResult {
   inserted: number;
   updated: number;
   deleted: number;
-  /** Matched rows whose incoming version was older than the stored one (stored row kept). */
+  /**
+   * Incoming rows older than the stored one (stored row kept), including rows buried by a
+   * tombstone (see `skippedByTombstone`).
+   */
   skippedStale: number;
+  /** Of `skippedStale`: rows of keys without a stored row whose tombstone is not older. */
+  skippedByTombstone: number;
   /** Matched rows whose incoming row equals the stored row in every column (not rewritten). */
   unchanged: number;
   /** Batch rows flagged for delete whose key is not in the table (no-op). */
