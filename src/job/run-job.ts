@@ -9,9 +9,8 @@
  * which files are in it, so a rerun loads the rest once. Losing a commit race to another run
  * of the same job means re-reading the winner's state and planning again.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { JobConfig } from '../config/schema.js';
 import { DeltaTable, isCommitConflict } from '../delta/table.js';
 import type { Snapshot } from '../delta/snapshot.js';
@@ -28,7 +27,7 @@ import { emptyReport, type RunReport } from './report.js';
 import { readJobState, type JobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 import { loadBatch } from './load-batch.js';
-import { registerSpool, unregisterSpool } from './spool.js';
+import { createSpool, removeStaleSpools, unregisterSpool } from './spool.js';
 import type { Storage } from '../storage/storage.js';
 
 /** Re-plans after losing a commit race before giving up with exit code 3. */
@@ -37,15 +36,18 @@ export const DEFAULT_MAX_REPLANS = 5;
 /** Run `job` once. Throws on failure (the CLI turns errors into reports and exit codes). */
 export async function runJob(job: JobConfig, ctx: RunContext): Promise<RunReport> {
   const started = Date.now();
-  const session = await DuckSession.open();
-  const spoolDir = await mkdtemp(join(ctx.spoolRoot ?? tmpdir(), `tidemark-${job.name}-`));
-  registerSpool(spoolDir);
+  const spoolRoot = ctx.spoolRoot ?? tmpdir();
+  const stale = await removeStaleSpools(spoolRoot);
+  if (stale.length > 0) ctx.logger.info({ job: job.name, folders: stale }, 'removed spool folders of killed runs');
+  const spoolDir = await createSpool(spoolRoot, job.name);
+  let session: DuckSession | null = null;
   try {
+    session = await DuckSession.open();
     const run = new JobRun(job, ctx, session, spoolDir);
     const report = await run.execute();
     return { ...report, durationMs: Date.now() - started };
   } finally {
-    session.close();
+    session?.close();
     await rm(spoolDir, { recursive: true, force: true });
     unregisterSpool(spoolDir);
   }

@@ -1,0 +1,160 @@
+/**
+ * `kill -9` of the real CLI process at random moments, over and over, while files keep
+ * landing; then one run to completion. Two jobs share the landing zone: `latest` (partition
+ * discovery, MERGE by key) and `events` (modification-time discovery, append). After every
+ * kill the tables must be readable with no row loaded twice; at the end `latest` equals the
+ * latest row per key of everything landed and `events` holds every landed row exactly once.
+ *
+ * Kill moments are uniform over the work phase of a run (from its first log line, i.e. after
+ * the Node/tsx/DuckDB start-up, to the typical end of an uninterrupted run), so they land in
+ * discovery, fetch, load, data-file upload, commit and checkpoint. The seed is printed on
+ * failure; set TIDEMARK_KILL_SEED to replay a sequence.
+ *
+ * SIGKILL cannot run cleanup, so a killed run leaves its spool folder behind; the next run of
+ * the job removes spool folders of dead runs (src/job/spool.ts). Checked here too.
+ */
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalStorage } from '../../src/storage/local.js';
+import {
+  cleanup,
+  DuckSession,
+  duplicateRids,
+  expectedLatest,
+  land,
+  makeConfig,
+  orders,
+  readTarget,
+  sortRows,
+  tempDir,
+  type OrderRow,
+} from '../job/helpers.js';
+import { runCli, spawnCli } from './process.js';
+
+const KILLS = 20;
+let session: DuckSession;
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  session = await DuckSession.open();
+});
+
+afterAll(async () => {
+  session?.close();
+  await cleanup(dirs);
+});
+
+/** mulberry32: a small seeded PRNG, so a failing kill sequence can be replayed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Delta log versions present under a local table root (commit files only). */
+async function versionsOf(root: string): Promise<number[]> {
+  const names = await fsp.readdir(path.join(root, '_delta_log')).catch(() => [] as string[]);
+  return names.filter((n) => /^\d{20}\.json$/.test(n)).map((n) => Number(n.slice(0, 20))).sort((a, b) => a - b);
+}
+
+async function spoolFolders(tmp: string): Promise<string[]> {
+  return (await fsp.readdir(tmp)).filter((n) => n.startsWith('tidemark-latest-') || n.startsWith('tidemark-events-')).sort();
+}
+
+describe('kill -9 of the tidemark process', () => {
+  it(`${KILLS} SIGKILLs at random moments while files land, then a full run: every file loaded exactly once in merge and append mode`, async () => {
+    const seed = Number(process.env['TIDEMARK_KILL_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
+    const random = prng(seed);
+    const where = `(kill seed ${seed})`;
+    const sourceRoot = await tempDir('kill-src', dirs);
+    const source = new LocalStorage(sourceRoot);
+    const spoolTmp = await tempDir('kill-tmp', dirs);
+    const [mergeRoot, appendRoot] = [await tempDir('kill-merge', dirs), await tempDir('kill-append', dirs)];
+    const jobs = [
+      { name: 'latest', source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: mergeRoot, key: ['order_id'], orderBy: 'seq' }, maxFilesPerBatch: 2 },
+      { name: 'events', source: { uri: sourceRoot, discover: { by: 'modified', settle: '1h' } }, target: { uri: appendRoot, mode: 'append' }, maxFilesPerBatch: 2 },
+    ];
+    const configPath = path.join(spoolTmp, '..', `${path.basename(spoolTmp)}.yaml`);
+    dirs.push(configPath);
+    await fsp.writeFile(configPath, JSON.stringify({ jobs }));
+    const latest = makeConfig(jobs[0]!);
+    const events = makeConfig({ ...jobs[1]!, name: 'events' });
+    const args = ['run', '--config', configPath, '--json'];
+    const env = { TMPDIR: spoolTmp };
+
+    const landed: OrderRow[] = [];
+    let seq = 0;
+    let fileNo = 0;
+    /** Eight files in day `day` (and a late one in the day before), keys overlapping across files and days. */
+    const landDay = async (day: number) => {
+      const folder = (d: number) => `2025/01/${String(d).padStart(2, '0')}`;
+      const formats = ['csv', 'ndjson', 'parquet'];
+      const keys = [`${folder(day)}/`, ...(day > 1 ? [`${folder(day - 1)}/late-`] : [])];
+      for (const [i, base] of [...Array(8).fill(keys[0]), ...keys.slice(1)].entries()) {
+        const rows = orders([(fileNo * 7 + i) % 13, `s${seq}`, ++seq], [(fileNo * 3 + i) % 13, `s${seq}`, ++seq]);
+        const no = fileNo++;
+        await land(source, session, `${base}f${no}.${formats[no % 3]}`, rows);
+        landed.push(...rows);
+      }
+    };
+
+    // An uninterrupted run measures the work phase: from the first log line to the exit.
+    await landDay(1);
+    const firstRun = spawnCli(args, env);
+    let workStart = 0;
+    firstRun.child.stderr!.once('data', () => (workStart = Date.now()));
+    const first = await firstRun.done;
+    expect(first.code, first.stderr).toBe(0);
+    const workMs = Math.max(300, Date.now() - workStart);
+
+    let kills = 0;
+    let finishedBeforeKill = 0;
+    for (let day = 2; kills < KILLS && day < 31; day++) {
+      await landDay(day);
+      const proc = spawnCli(args, env);
+      await new Promise<void>((resolve) => proc.child.stderr!.once('data', () => resolve()).once('close', () => resolve()));
+      await sleep(random() * workMs * 1.5);
+      const killed = proc.child.exitCode === null && proc.child.kill('SIGKILL');
+      const exit = await proc.done;
+      if (killed && exit.signal === "SIGKILL") kills++;
+      else {
+        finishedBeforeKill++;
+        expect(exit.code, `${where} ${exit.stderr}`).toBe(0);
+      }
+      // Whatever the moment, the tables are consistent: readable, contiguous, nothing twice.
+      for (const [setup, root] of [[latest, mergeRoot], [events, appendRoot]] as const) {
+        const view = await readTarget(session, setup);
+        expect(duplicateRids(view.rows), `${where} after kill ${kills} (${setup.job.name})`).toEqual([]);
+        const versions = await versionsOf(root);
+        expect(versions, where).toEqual(versions.map((_, i) => i));
+      }
+    }
+    expect(kills, `${where}: ${finishedBeforeKill} runs finished before their kill`).toBe(KILLS);
+
+    const orphansBefore = await spoolFolders(spoolTmp);
+    const final = await runCli(args, env);
+    expect(final.code, `${where} ${final.stderr}`).toBe(0);
+    const reports = final.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { job: string; status: string });
+    expect(reports.map((r) => r.job)).toEqual(['latest', 'events']);
+
+    const mergeView = await readTarget(session, latest);
+    expect(mergeView.rows, where).toEqual(expectedLatest(landed));
+    const appendView = await readTarget(session, events);
+    expect(duplicateRids(appendView.rows), where).toEqual([]);
+    expect(appendView.rows, where).toEqual(sortRows(landed));
+    expect(appendView.state.totals.filesLoaded).toBe(fileNo);
+    expect(mergeView.state.totals.filesLoaded).toBe(fileNo);
+
+    // The final run leaves no spool folder of its own, and removes those of the killed runs.
+    expect(orphansBefore.length, where).toBeLessThanOrEqual(2 * kills);
+    expect(await spoolFolders(spoolTmp), where).toEqual([]);
+  }, 120_000);
+});
