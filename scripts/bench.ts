@@ -17,11 +17,13 @@ const USAGE = `usage: npm run bench -- <merge|ingest> [options]
     --files N      data files in the table (default 100)
     --changes N    changed rows per batch (default 10000, or rows/1000 with --rows)
     --no-lean      skip the lean DuckDB COPY lower bound
+    --repeat N     interleaved repetitions, medians reported (default 3)
 
   ingest  tidemark job vs a hand-written DuckDB pipeline, incremental and no-op runs
     --rows N       rows in the landing zone (default 5000000)
     --files N      landing files (default 200)
     --commits N    commits of the no-op run's table (default 200)
+    --repeat N     interleaved repetitions of (a) and (b), medians reported (default 3)
 
   common
     --keep         keep the scratch folder under .bench/
@@ -49,6 +51,7 @@ async function main(argv: string[]): Promise<void> {
       files: { type: 'string' },
       changes: { type: 'string' },
       commits: { type: 'string' },
+      repeat: { type: 'string' },
       'no-lean': { type: 'boolean', default: false },
       keep: { type: 'boolean', default: false },
       json: { type: 'string' },
@@ -70,6 +73,7 @@ async function main(argv: string[]): Promise<void> {
       changes: positiveInt('changes', values.changes, values.rows === undefined ? 10_000 : Math.max(100, Math.round(rows / 1000))),
       insertShare: 0.05,
       lean: !values['no-lean'],
+      repeat: positiveInt('repeat', values.repeat, 3),
       keep: values.keep,
       jsonPath: resultPath('merge', values.json),
       command,
@@ -80,6 +84,7 @@ async function main(argv: string[]): Promise<void> {
     rows: positiveInt('rows', values.rows, 5_000_000),
     files: positiveInt('files', values.files, 200),
     commits: positiveInt('commits', values.commits, 200),
+    repeat: positiveInt('repeat', values.repeat, 3),
     keep: values.keep,
     jsonPath: resultPath('ingest', values.json),
     command,

@@ -35,3 +35,19 @@ export class Laps {
     return performance.now() - this.start;
   }
 }
+
+/** Repeated measurements of one step. */
+export interface Samples {
+  ms: number[];
+  median: number;
+  min: number;
+  max: number;
+}
+
+/** Summarize measurements (at least one). */
+export function samplesOf(ms: readonly number[]): Samples {
+  const sorted = [...ms].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  const median = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return { ms: [...ms], median, min: sorted[0]!, max: sorted[sorted.length - 1]! };
+}

@@ -12,9 +12,10 @@
  * data columns); (b) the incremental table equals the full reload; (c) the no-op run commits
  * nothing. Phase breakdowns come from a step-by-step replica of the job (./job.ts).
  */
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { copyFolder, openWorkspace, type Workspace } from './workspace.js';
-import { timed } from './clock.js';
+import { samplesOf, timed, type Samples } from './clock.js';
 import { benchEnv, describeEnv } from './env.js';
 import { parquetFingerprint, runHandwritten } from './handwritten.js';
 import { ordersJob, profileOrdersJob, runOrdersJob, type JobPhases } from './job.js';
@@ -31,6 +32,8 @@ export interface IngestBenchOptions {
   rows: number;
   files: number;
   commits: number;
+  /** Interleaved repetitions of (a) and (b); medians are reported. */
+  repeat: number;
   keep: boolean;
   jsonPath: string;
   command: string;
@@ -38,15 +41,19 @@ export interface IngestBenchOptions {
 
 const FILES_PER_DAY = 4;
 const DUP_SHARE = 0.02;
+const NEW_FILES = 2;
 const NOOP_RUNS = 5;
+
+type Report = Awaited<ReturnType<typeof runOrdersJob>>['report'];
 
 /** (a) figures. */
 export interface InitialResult {
   landingRows: number;
-  handwrittenMs: number;
-  tidemarkMs: number;
+  handwritten: Samples;
+  tidemark: Samples;
+  /** median tidemark / median hand-written. */
   ratio: number;
-  report: Awaited<ReturnType<typeof runOrdersJob>>['report'];
+  report: Report;
   table: TableFingerprint;
   verified: boolean;
   profile: { totalMs: number; phases: JobPhases };
@@ -55,10 +62,11 @@ export interface InitialResult {
 /** (b) figures. */
 export interface IncrementalResult {
   newFiles: number;
-  incrementalMs: number;
-  fullReloadMs: number;
+  incremental: Samples;
+  fullReload: Samples;
+  /** median incremental / median full reload. */
   ratio: number;
-  report: InitialResult['report'];
+  report: Report;
   table: TableFingerprint;
   verified: boolean;
   profile: { totalMs: number; phases: JobPhases };
@@ -69,8 +77,7 @@ export interface NoopResult {
   commits: number;
   tableVersion: number | null;
   buildMs: number;
-  runsMs: number[];
-  medianMs: number;
+  runs: Samples;
   verified: boolean;
 }
 
@@ -89,8 +96,8 @@ export async function benchIngest(opts: IngestBenchOptions): Promise<void> {
       dupShare: DUP_SHARE,
     };
     const landing = await generate(spec);
-    const initial = await benchInitial(ws, spec, landing);
-    const incremental = await benchIncremental(ws, spec);
+    const initial = await benchInitial(ws, spec, landing, opts.repeat);
+    const incremental = await benchIncremental(ws, spec, opts.repeat);
     const noop = await benchNoop(ws, opts.commits);
     printTables(ingestTables({ opts, spec, initial, incremental, noop }));
     await writeJson(opts.jsonPath, { benchmark: 'ingest', env, options: opts, landing: spec, targets: INGEST_TARGETS, initial, incremental, noop });
@@ -104,53 +111,76 @@ export async function benchIngest(opts: IngestBenchOptions): Promise<void> {
 async function generate(spec: LandingSpec): Promise<LandingFile[]> {
   progress(`writing the landing zone: ${spec.files} files × ${spec.rowsPerFile.toLocaleString('en-US')} rows`);
   const { ms, value } = await timed(() => withSession((s) => writeLanding(s, spec)));
-  progress(`  ${(ms / 1000).toFixed(1)} s`);
+  progress(`  ${secs(ms)}`);
   return value;
 }
 
-async function benchInitial(ws: Workspace, spec: LandingSpec, landing: readonly LandingFile[]): Promise<InitialResult> {
+/** The job of this benchmark into `target`. */
+function job(ws: Workspace, spec: LandingSpec, target: string) {
+  return ordersJob({ name: 'orders', source: spec.root, target: ws.path(target), spoolRoot: ws.dir });
+}
+
+/** (a) Hand-written pipeline and tidemark's first load, alternated; the last table stays as `table`. */
+async function benchInitial(ws: Workspace, spec: LandingSpec, landing: readonly LandingFile[], repeat: number): Promise<InitialResult> {
   const out = ws.path('handwritten.parquet');
   const files = landing.map((f) => join(spec.root, ...f.key.split('/')));
-  progress('(a) hand-written DuckDB pipeline');
-  const hand = await withSession((s) => timed(() => runHandwritten(s, { files, out, key: 'order_id', orderBy: 'updated_at' })));
-  progress(`  ${secs(hand.ms)}; tidemark job`);
-  const run = await runOrdersJob(ordersJob({ name: 'orders', source: spec.root, target: ws.path('table'), spoolRoot: ws.dir }));
-  progress(`  ${secs(run.ms)}; verifying, then the phase profile`);
+  const hand: number[] = [];
+  const runs: Array<{ ms: number; report: Report }> = [];
+  for (let rep = 1; rep <= repeat; rep++) {
+    progress(`(a ${rep}/${repeat}) hand-written DuckDB pipeline, tidemark job`);
+    await rm(out, { force: true });
+    await rm(ws.path('table'), { recursive: true, force: true });
+    hand.push((await withSession((s) => timed(() => runHandwritten(s, { files, out, key: 'order_id', orderBy: 'updated_at' })))).ms);
+    runs.push(await runOrdersJob(job(ws, spec, 'table')));
+    progress(`  ${secs(hand[hand.length - 1]!)}, ${secs(runs[runs.length - 1]!.ms)}`);
+  }
   const table = await withSession((s) => fingerprint(s, ws.path('table'), ORDER_COLUMNS));
   const expected = await withSession((s) => parquetFingerprint(s, out, ORDER_COLUMNS));
-  const profile = await profileOrdersJob(ordersJob({ name: 'orders', source: spec.root, target: ws.path('table-profile'), spoolRoot: ws.dir }));
+  progress('  phase profile');
+  const profile = await profileOrdersJob(job(ws, spec, 'table-profile'));
+  await rm(ws.path('table-profile'), { recursive: true, force: true });
+  const report = runs[runs.length - 1]!.report;
+  const [h, t] = [samplesOf(hand), samplesOf(runs.map((r) => r.ms))];
   return {
     landingRows: spec.files * spec.rowsPerFile,
-    handwrittenMs: hand.ms,
-    tidemarkMs: run.ms,
-    ratio: run.ms / hand.ms,
-    report: run.report,
+    handwritten: h,
+    tidemark: t,
+    ratio: t.median / h.median,
+    report,
     table,
-    verified: run.report.status === 'succeeded' && table.rows === expected.rows && table.hash === expected.hash,
+    verified: report.status === 'succeeded' && table.rows === expected.rows && table.hash === expected.hash,
     profile,
   };
 }
 
-async function benchIncremental(ws: Workspace, spec: LandingSpec): Promise<IncrementalResult> {
-  const newFiles = 2;
-  await copyFolder(ws.path('table'), ws.path('table-inc-profile'));
-  await withSession((s) => writeLanding(s, { ...spec, files: newFiles, firstFile: spec.files }));
-  progress(`(b) incremental run with ${newFiles} new files`);
-  const run = await runOrdersJob(ordersJob({ name: 'orders', source: spec.root, target: ws.path('table'), spoolRoot: ws.dir }));
-  progress(`  ${secs(run.ms)}; full reload of ${spec.files + newFiles} files`);
-  const reload = await runOrdersJob(ordersJob({ name: 'orders', source: spec.root, target: ws.path('table-reload'), spoolRoot: ws.dir }));
-  progress(`  ${secs(reload.ms)}; verifying, then the phase profile`);
-  const table = await withSession((s) => fingerprint(s, ws.path('table'), ORDER_COLUMNS));
-  const expected = await withSession((s) => fingerprint(s, ws.path('table-reload'), ORDER_COLUMNS));
-  const profile = await profileOrdersJob(ordersJob({ name: 'orders', source: spec.root, target: ws.path('table-inc-profile'), spoolRoot: ws.dir }));
+/** (b) New files on copies of the (a) table, alternated with full reloads into fresh tables. */
+async function benchIncremental(ws: Workspace, spec: LandingSpec, repeat: number): Promise<IncrementalResult> {
+  await withSession((s) => writeLanding(s, { ...spec, files: NEW_FILES, firstFile: spec.files }));
+  const inc: Array<{ ms: number; report: Report }> = [];
+  const reload: number[] = [];
+  for (let rep = 1; rep <= repeat; rep++) {
+    progress(`(b ${rep}/${repeat}) incremental run with ${NEW_FILES} new files, full reload of ${spec.files + NEW_FILES} files`);
+    await Promise.all(['inc', 'reload'].map((d) => rm(ws.path(d), { recursive: true, force: true })));
+    await copyFolder(ws.path('table'), ws.path('inc'));
+    inc.push(await runOrdersJob(job(ws, spec, 'inc')));
+    reload.push((await runOrdersJob(job(ws, spec, 'reload'))).ms);
+    progress(`  ${secs(inc[inc.length - 1]!.ms)}, ${secs(reload[reload.length - 1]!)}`);
+  }
+  const table = await withSession((s) => fingerprint(s, ws.path('inc'), ORDER_COLUMNS));
+  const expected = await withSession((s) => fingerprint(s, ws.path('reload'), ORDER_COLUMNS));
+  progress('  phase profile');
+  await copyFolder(ws.path('table'), ws.path('inc-profile'));
+  const profile = await profileOrdersJob(job(ws, spec, 'inc-profile'));
+  const report = inc[inc.length - 1]!.report;
+  const [i, r] = [samplesOf(inc.map((x) => x.ms)), samplesOf(reload)];
   return {
-    newFiles,
-    incrementalMs: run.ms,
-    fullReloadMs: reload.ms,
-    ratio: run.ms / reload.ms,
-    report: run.report,
+    newFiles: NEW_FILES,
+    incremental: i,
+    fullReload: r,
+    ratio: i.median / r.median,
+    report,
     table,
-    verified: run.report.filesLoaded === newFiles && table.rows === expected.rows && table.hash === expected.hash,
+    verified: report.filesLoaded === NEW_FILES && table.rows === expected.rows && table.hash === expected.hash,
     profile,
   };
 }
@@ -158,20 +188,18 @@ async function benchIncremental(ws: Workspace, spec: LandingSpec): Promise<Incre
 async function benchNoop(ws: Workspace, commits: number): Promise<NoopResult> {
   const spec: LandingSpec = { root: ws.path('tiny'), startDay: '2025-01-01', files: commits, rowsPerFile: 50, filesPerDay: FILES_PER_DAY, dupShare: DUP_SHARE };
   await withSession((s) => writeLanding(s, spec));
-  const job = ordersJob({ name: 'tiny', source: spec.root, target: ws.path('table-commits'), maxFilesPerBatch: 1, spoolRoot: ws.dir });
+  const tiny = ordersJob({ name: 'tiny', source: spec.root, target: ws.path('table-commits'), maxFilesPerBatch: 1, spoolRoot: ws.dir });
   progress(`(c) building a table with ${commits} commits (one file per batch)`);
-  const built = await runOrdersJob(job);
+  const built = await runOrdersJob(tiny);
   progress(`  ${secs(built.ms)}; ${NOOP_RUNS} runs with nothing new`);
   const runs = [];
-  for (let i = 0; i < NOOP_RUNS; i++) runs.push(await runOrdersJob(job));
-  const runsMs = runs.map((r) => r.ms);
+  for (let i = 0; i < NOOP_RUNS; i++) runs.push(await runOrdersJob(tiny));
   const version = built.report.tableVersion;
   return {
     commits: built.report.commits,
     tableVersion: version,
     buildMs: built.ms,
-    runsMs,
-    medianMs: [...runsMs].sort((a, b) => a - b)[Math.floor(runsMs.length / 2)]!,
+    runs: samplesOf(runs.map((r) => r.ms)),
     verified: built.report.commits === commits && runs.every((r) => r.report.status === 'nothing-new' && r.report.commits === 0 && r.report.tableVersion === version),
   };
 }

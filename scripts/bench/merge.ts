@@ -15,11 +15,13 @@ import { DeltaTable } from '../../src/delta/table.js';
 import type { DuckSession } from '../../src/engine/duckdb.js';
 import { mergeIntoTable, type MergeResult } from '../../src/engine/merge/index.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { timed } from './clock.js';
+import { rm } from 'node:fs/promises';
+import { samplesOf, timed, type Samples } from './clock.js';
 import { benchEnv, describeEnv } from './env.js';
-import { fullRewrite, leanCopy, type LeanCopyResult, type RewriteResult, type UpsertSpec } from './full-rewrite.js';
+import { fullRewrite, leanCopy, type RewriteResult, type UpsertSpec } from './full-rewrite.js';
 import { ORDER_COLUMNS, ORDER_KEY, ORDER_VERSION, createChangeBatch, createOrdersTable, type ChangeSpec, type ChangeSpread } from './orders.js';
-import { count, mib, pct, printTables, secs, times, verdict, writeJson, type TextTable } from './report.js';
+import { mergeTables } from './merge-report.js';
+import { count, mib, printTables, secs, writeJson } from './report.js';
 import { fingerprint, sampledMismatches, type TableFingerprint } from './verify.js';
 import { progress, withSession } from './session.js';
 import { copyFolder, openWorkspace, type Workspace } from './workspace.js';
@@ -37,20 +39,27 @@ export interface MergeBenchOptions {
   insertShare: number;
   /** Also time the lean COPY lower bound. */
   lean: boolean;
+  /** Interleaved repetitions of each measurement (medians are reported). */
+  repeat: number;
   keep: boolean;
   jsonPath: string;
   command: string;
 }
 
-/** One change batch's figures. */
-interface VariantResult {
+/** One change batch's figures; times are medians over the repetitions. */
+export interface VariantResult {
   spread: ChangeSpread;
   batch: ChangeSpec;
-  mergeMs: number;
-  merge: MergeResult;
-  rewrite: RewriteResult;
-  lean: LeanCopyResult | null;
+  merge: Samples;
+  rewrite: Samples;
+  lean: Samples | null;
+  /** The last repetition's MERGE result and full rewrite phases. */
+  lastMerge: MergeResult;
+  lastRewrite: RewriteResult;
+  /** median MERGE / median full rewrite. */
   timeRatio: number;
+  /** MERGE / full rewrite of each repetition. */
+  pairedRatios: number[];
   bytesRatio: number;
   verified: { rowsExpected: number; mergeRows: number; rewriteRows: number; fingerprintsEqual: boolean; sampledMismatches: number };
 }
@@ -64,7 +73,7 @@ export async function benchMerge(opts: MergeBenchOptions): Promise<void> {
     const base = await buildBase(ws, opts);
     const variants: VariantResult[] = [];
     for (const spread of ['newest', 'scattered'] as const) variants.push(await runVariant(ws, opts, base, spread));
-    printTables(tablesOf(opts, base, variants));
+    printTables(mergeTables(opts, base, variants));
     await writeJson(opts.jsonPath, { benchmark: 'merge', env, options: opts, base, targets: MERGE_TARGETS, variants });
     process.stdout.write(`result: ${opts.jsonPath}\n`);
     const failed = variants.filter((v) => !isVerified(v));
@@ -75,7 +84,7 @@ export async function benchMerge(opts: MergeBenchOptions): Promise<void> {
 }
 
 /** The base table and what building it cost. */
-interface BaseTable {
+export interface BaseTable {
   dir: string;
   buildMs: number;
   fingerprint: TableFingerprint;
@@ -93,33 +102,63 @@ async function buildBase(ws: Workspace, opts: MergeBenchOptions): Promise<BaseTa
 async function runVariant(ws: Workspace, opts: MergeBenchOptions, base: BaseTable, spread: ChangeSpread): Promise<VariantResult> {
   const inserts = Math.round(opts.changes * opts.insertShare);
   const batch: ChangeSpec = { rows: opts.rows, updates: opts.changes - inserts, inserts, spread };
-  const dirs = { merge: ws.path(`${spread}-merge`), rewrite: ws.path(`${spread}-rewrite`), lean: ws.path(`${spread}-lean`) };
-  await copyFolder(base.dir, dirs.merge);
-  await copyFolder(base.dir, dirs.rewrite);
   const spec: UpsertSpec = { columns: ORDER_COLUMNS, key: ORDER_KEY, orderBy: ORDER_VERSION, batch: 'bench_changes' };
-  const rowsPerFile = Math.ceil(opts.rows / opts.files);
-
-  progress(`${spread}: MERGE of ${count(opts.changes)} rows`);
-  const merged = await withBatch(spec.batch, batch, (s) =>
-    timed(() => mergeIntoTable({ session: s, table: openTable(dirs.merge, s), batch: spec.batch, keyColumns: [ORDER_KEY], orderBy: ORDER_VERSION })),
-  );
-  progress(`  ${secs(merged.ms)}; full rewrite`);
-  const rewrite = await withBatch(spec.batch, batch, (s) => fullRewrite(s, dirs.rewrite, spec, rowsPerFile));
-  progress(`  ${secs(rewrite.totalMs)}${opts.lean ? '; lean COPY' : ''}`);
-  const lean = opts.lean ? await withBatch(spec.batch, batch, (s) => leanCopy(s, base.dir, dirs.lean, spec, rowsPerFile)) : null;
-  if (lean) progress(`  ${secs(lean.totalMs)}; verifying`);
-  const verified = await verifyVariant(spec, batch, dirs, base.fingerprint.rows + inserts);
+  const reps: Repetition[] = [];
+  for (let rep = 1; rep <= opts.repeat; rep++) {
+    progress(`${spread} (${rep}/${opts.repeat}): MERGE of ${count(opts.changes)} rows, full rewrite${opts.lean ? ', lean COPY' : ''}`);
+    if (rep > 1) await Promise.all([rm(ws.path(`${spread}-merge`), { recursive: true }), rm(ws.path(`${spread}-rewrite`), { recursive: true })]);
+    reps.push(await repetition(ws, opts, base, { spread, batch, spec }));
+    const r = reps[reps.length - 1]!;
+    progress(`  ${secs(r.mergeMs)}, ${secs(r.rewrite.totalMs)}${r.leanMs === null ? '' : `, ${secs(r.leanMs)}`}`);
+  }
+  const last = reps[reps.length - 1]!;
+  const merge = samplesOf(reps.map((r) => r.mergeMs));
+  const rewrite = samplesOf(reps.map((r) => r.rewrite.totalMs));
+  const verified = await verifyVariant(spec, batch, { merge: ws.path(`${spread}-merge`), rewrite: ws.path(`${spread}-rewrite`) }, base.fingerprint.rows + inserts);
   return {
     spread,
     batch,
-    mergeMs: merged.ms,
-    merge: merged.value,
+    merge,
     rewrite,
-    lean,
-    timeRatio: merged.ms / rewrite.totalMs,
-    bytesRatio: merged.value.bytesRewritten / base.fingerprint.bytes,
+    lean: opts.lean ? samplesOf(reps.map((r) => r.leanMs!)) : null,
+    lastMerge: last.merge,
+    lastRewrite: last.rewrite,
+    timeRatio: merge.median / rewrite.median,
+    pairedRatios: reps.map((r) => r.mergeMs / r.rewrite.totalMs),
+    bytesRatio: last.merge.bytesRewritten / base.fingerprint.bytes,
     verified,
   };
+}
+
+/** One MERGE, full rewrite and lean COPY, each on its own copy of the base table. */
+interface Repetition {
+  mergeMs: number;
+  merge: MergeResult;
+  rewrite: RewriteResult;
+  leanMs: number | null;
+}
+
+async function repetition(
+  ws: Workspace,
+  opts: MergeBenchOptions,
+  base: BaseTable,
+  run: { spread: ChangeSpread; batch: ChangeSpec; spec: UpsertSpec },
+): Promise<Repetition> {
+  const dirs = { merge: ws.path(`${run.spread}-merge`), rewrite: ws.path(`${run.spread}-rewrite`), lean: ws.path(`${run.spread}-lean`) };
+  const { spec, batch } = run;
+  const rowsPerFile = Math.ceil(opts.rows / opts.files);
+  await copyFolder(base.dir, dirs.merge);
+  await copyFolder(base.dir, dirs.rewrite);
+  const merged = await withBatch(spec.batch, batch, (s) =>
+    timed(() => mergeIntoTable({ session: s, table: openTable(dirs.merge, s), batch: spec.batch, keyColumns: [ORDER_KEY], orderBy: ORDER_VERSION })),
+  );
+  const rewrite = await withBatch(spec.batch, batch, (s) => fullRewrite(s, dirs.rewrite, spec, rowsPerFile));
+  let leanMs: number | null = null;
+  if (opts.lean) {
+    leanMs = (await withBatch(spec.batch, batch, (s) => leanCopy(s, base.dir, dirs.lean, spec, rowsPerFile))).totalMs;
+    await rm(dirs.lean, { recursive: true, force: true });
+  }
+  return { mergeMs: merged.ms, merge: merged.value, rewrite, leanMs };
 }
 
 async function verifyVariant(spec: UpsertSpec, batch: ChangeSpec, dirs: { merge: string; rewrite: string }, rowsExpected: number) {
@@ -128,7 +167,8 @@ async function verifyVariant(spec: UpsertSpec, batch: ChangeSpec, dirs: { merge:
   return { rowsExpected, mergeRows: m.rows, rewriteRows: r.rows, fingerprintsEqual: m.hash === r.hash, sampledMismatches: bad.length };
 }
 
-function isVerified(v: VariantResult): boolean {
+/** All correctness checks of a variant passed. */
+export function isVerified(v: VariantResult): boolean {
   const c = v.verified;
   return c.fingerprintsEqual && c.sampledMismatches === 0 && c.mergeRows === c.rowsExpected && c.rewriteRows === c.rowsExpected;
 }
@@ -144,67 +184,4 @@ function withBatch<T>(name: string, batch: ChangeSpec, fn: (session: DuckSession
     await createChangeBatch(s, name, batch);
     return fn(s);
   });
-}
-
-
-function tablesOf(opts: MergeBenchOptions, base: BaseTable, variants: readonly VariantResult[]): TextTable[] {
-  const fp = base.fingerprint;
-  const summary: TextTable = {
-    title: `MERGE of ${count(opts.changes)} changed rows vs full rewrite — table: ${count(fp.rows)} rows, ${fp.files} files, ${mib(fp.bytes)} (built in ${secs(base.buildMs)})`,
-    header: ['changes', 'MERGE', 'full rewrite', 'MERGE/rewrite', 'target', '', 'bytes rewritten', '% of table', 'target', '', 'lean COPY', 'MERGE/lean', 'verified'],
-    rows: variants.map((v) => {
-      const newest = v.spread === 'newest';
-      return [
-        `${v.spread} (${count(v.batch.updates)} upd + ${count(v.batch.inserts)} ins)`,
-        secs(v.mergeMs),
-        secs(v.rewrite.totalMs),
-        pct(v.timeRatio),
-        newest ? `≤ ${pct(MERGE_TARGETS.timeRatio)}` : '-',
-        newest ? verdict(v.timeRatio <= MERGE_TARGETS.timeRatio) : '',
-        mib(v.merge.bytesRewritten),
-        pct(v.bytesRatio),
-        newest ? `≤ ${pct(MERGE_TARGETS.bytesRatio)}` : '-',
-        newest ? verdict(v.bytesRatio <= MERGE_TARGETS.bytesRatio) : '',
-        v.lean ? secs(v.lean.totalMs) : '-',
-        v.lean ? pct(v.mergeMs / v.lean.totalMs) : '-',
-        isVerified(v) ? 'ok' : 'FAILED',
-      ];
-    }),
-  };
-  return [summary, phaseTable(variants), countsTable(variants)];
-}
-
-function phaseTable(variants: readonly VariantResult[]): TextTable {
-  const phases = ['prepare', 'prune', 'classify', 'write', 'commit'] as const;
-  const rw = ['snapshot', 'rewrite', 'upload', 'commit'] as const;
-  return {
-    title: 'Phases (MERGE: mergeIntoTable durations; full rewrite: snapshot, read+upsert+sort+write, upload, commit)',
-    header: ['changes', ...phases.map((p) => `MERGE ${p}`), 'MERGE total', ...rw.map((p) => `rewrite ${p}`)],
-    rows: variants.map((v) => [
-      v.spread,
-      ...phases.map((p) => secs(v.merge.durations[p])),
-      secs(v.merge.durations.total),
-      ...rw.map((p) => secs(v.rewrite.phases[p] ?? 0)),
-    ]),
-  };
-}
-
-function countsTable(variants: readonly VariantResult[]): TextTable {
-  return {
-    title: 'MERGE outcome',
-    header: ['changes', 'inserted', 'updated', 'stale', 'files scanned', 'files read', 'removed', 'added', 'rows copied', 'rewrite ×', 'rows after'],
-    rows: variants.map((v) => [
-      v.spread,
-      count(v.merge.inserted),
-      count(v.merge.updated),
-      count(v.merge.skippedStale),
-      count(v.merge.filesScanned),
-      count(v.merge.filesRead),
-      count(v.merge.filesRemoved),
-      count(v.merge.filesAdded),
-      count(v.merge.rowsCopied),
-      times(v.rewrite.totalMs / v.mergeMs),
-      count(v.verified.mergeRows),
-    ]),
-  };
 }

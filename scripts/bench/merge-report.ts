@@ -1,0 +1,84 @@
+/**
+ * The MERGE benchmark's printed tables: times and bytes against the targets, the phases of the
+ * MERGE and of the full rewrite, and what the MERGE did.
+ */
+import type { Samples } from './clock.js';
+import { MERGE_TARGETS, isVerified, type BaseTable, type MergeBenchOptions, type VariantResult } from './merge.js';
+import { count, mib, pct, secs, verdict, type TextTable } from './report.js';
+
+/** The summary, phase and outcome tables. */
+export function mergeTables(opts: MergeBenchOptions, base: BaseTable, variants: readonly VariantResult[]): TextTable[] {
+  return [summaryTable(opts, base, variants), phaseTable(variants), outcomeTable(variants)];
+}
+
+/** "median (min–max)" when repeated. */
+function spread(s: Samples): string {
+  return s.ms.length === 1 ? secs(s.median) : `${secs(s.median)} (${(s.min / 1000).toFixed(2)}–${(s.max / 1000).toFixed(2)})`;
+}
+
+function summaryTable(opts: MergeBenchOptions, base: BaseTable, variants: readonly VariantResult[]): TextTable {
+  const fp = base.fingerprint;
+  const reps = opts.repeat > 1 ? `; times: median (min–max) of ${opts.repeat} interleaved runs` : '';
+  return {
+    title: `MERGE of ${count(opts.changes)} changed rows vs full rewrite — table: ${count(fp.rows)} rows, ${fp.files} files, ${mib(fp.bytes)}${reps}`,
+    header: ['changes', 'MERGE', 'full rewrite', 'MERGE/rewrite', 'target', '', 'rewritten', '% of bytes', 'target', '', 'lean COPY', 'MERGE/lean', 'check'],
+    rows: variants.map((v) => {
+      const newest = v.spread === 'newest';
+      return [
+        `${v.spread} (${count(v.batch.updates)} upd + ${count(v.batch.inserts)} ins)`,
+        spread(v.merge),
+        spread(v.rewrite),
+        pct(v.timeRatio),
+        newest ? `≤ ${pct(MERGE_TARGETS.timeRatio)}` : '-',
+        newest ? verdict(v.timeRatio <= MERGE_TARGETS.timeRatio) : '',
+        mib(v.lastMerge.bytesRewritten),
+        pct(v.bytesRatio),
+        newest ? `≤ ${pct(MERGE_TARGETS.bytesRatio)}` : '-',
+        newest ? verdict(v.bytesRatio <= MERGE_TARGETS.bytesRatio) : '',
+        v.lean ? spread(v.lean) : '-',
+        v.lean ? pct(v.merge.median / v.lean.median) : '-',
+        isVerified(v) ? 'ok' : 'FAILED',
+      ];
+    }),
+  };
+}
+
+function phaseTable(variants: readonly VariantResult[]): TextTable {
+  const phases = ['prepare', 'prune', 'classify', 'write', 'commit'] as const;
+  const rw = ['snapshot', 'rewrite', 'upload', 'commit'] as const;
+  return {
+    title: 'Phases of the last run (MERGE: mergeIntoTable durations; full rewrite: snapshot, read+upsert+sort+write, upload, commit)',
+    header: ['changes', ...phases.map((p) => `MERGE ${p}`), 'MERGE total', ...rw.map((p) => `rewrite ${p}`)],
+    rows: variants.map((v) => [
+      v.spread,
+      ...phases.map((p) => secs(v.lastMerge.durations[p])),
+      secs(v.lastMerge.durations.total),
+      ...rw.map((p) => secs(v.lastRewrite.phases[p] ?? 0)),
+    ]),
+  };
+}
+
+function outcomeTable(variants: readonly VariantResult[]): TextTable {
+  return {
+    title: 'MERGE outcome (last run) and checks',
+    header: ['changes', 'inserted', 'updated', 'stale', 'scanned', 'read', 'removed', 'added', 'rows copied', 'rows after', 'expected', '= rewrite', 'samples'],
+    rows: variants.map((v) => {
+      const m = v.lastMerge;
+      return [
+        v.spread,
+        count(m.inserted),
+        count(m.updated),
+        count(m.skippedStale),
+        count(m.filesScanned),
+        count(m.filesRead),
+        count(m.filesRemoved),
+        count(m.filesAdded),
+        count(m.rowsCopied),
+        count(v.verified.mergeRows),
+        count(v.verified.rowsExpected),
+        v.verified.fingerprintsEqual ? 'yes' : 'NO',
+        v.verified.sampledMismatches === 0 ? '20 ok' : `${v.verified.sampledMismatches} differ`,
+      ];
+    }),
+  };
+}
