@@ -21,6 +21,8 @@ import type { S3rverHandle } from '../helpers/s3rver.js';
 /** A table location on one backend. */
 export interface Place {
   storage: Storage;
+  /** The table folder, on local disk only. */
+  dir?: string;
   /** Set a file's LastModified (key relative to the table root). */
   age(key: string, at: Date): Promise<void>;
   /** Open the table here (s3rver needs singleWriter: it ignores If-None-Match). */
@@ -41,6 +43,7 @@ export const localBackend: Backend = {
     const dir = await mkdtemp(join(tmpdir(), 'tidemark-maint-'));
     return {
       storage: new LocalStorage(dir),
+      dir,
       age: (key, at) => utimes(join(dir, key), at, at),
       open: (session, opts = {}) => DeltaTable.open(new LocalStorage(dir), session, opts),
       cleanup: () => rm(dir, { recursive: true, force: true }),
