@@ -10,6 +10,7 @@
  * of the same job means re-reading the winner's state and planning again.
  */
 import { rm } from 'node:fs/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import type { JobConfig } from '../config/schema.js';
 import { DeltaTable, isCommitConflict } from '../delta/table.js';
@@ -30,8 +31,23 @@ import { loadBatch } from './load-batch.js';
 import { createSpool, removeStaleSpools, unregisterSpool } from './spool.js';
 import type { Storage } from '../storage/storage.js';
 
-/** Re-plans after losing a commit race before giving up with exit code 3. */
+/** Commit races lost in a row (re-planning after each) before giving up with exit code 3. */
 export const DEFAULT_MAX_REPLANS = 5;
+
+/** Pause before re-plan number `n` (1-based): 50 ms doubling up to 1.6 s, times 0.5–1.5. */
+export function replanDelayMs(n: number, random: () => number = Math.random): number {
+  return Math.round(Math.min(1600, 50 * 2 ** (n - 1)) * (0.5 + random()));
+}
+
+const failedRuns = new WeakMap<object, RunReport>();
+
+/**
+ * What a run had done when it failed with `err`: the batches it committed before the failure,
+ * the table version and watermark after them. Undefined for errors runJob did not throw.
+ */
+export function reportOfFailedRun(err: unknown): RunReport | undefined {
+  return typeof err === 'object' && err !== null ? failedRuns.get(err) : undefined;
+}
 
 /** Run `job` once. Throws on failure (the CLI turns errors into reports and exit codes). */
 export async function runJob(job: JobConfig, ctx: RunContext): Promise<RunReport> {
@@ -41,11 +57,17 @@ export async function runJob(job: JobConfig, ctx: RunContext): Promise<RunReport
   if (stale.length > 0) ctx.logger.info({ job: job.name, folders: stale }, 'removed spool folders of killed runs');
   const spoolDir = await createSpool(spoolRoot, job.name);
   let session: DuckSession | null = null;
+  let run: JobRun | null = null;
   try {
     session = await DuckSession.open();
-    const run = new JobRun(job, ctx, session, spoolDir);
+    run = new JobRun(job, ctx, session, spoolDir);
     const report = await run.execute();
     return { ...report, durationMs: Date.now() - started };
+  } catch (err) {
+    if (run && typeof err === 'object' && err !== null) {
+      failedRuns.set(err, { ...run.progress(), status: 'failed', durationMs: Date.now() - started });
+    }
+    throw err;
   } finally {
     session?.close();
     await rm(spoolDir, { recursive: true, force: true });
@@ -73,21 +95,34 @@ class JobRun {
     });
   }
 
-  /** Plan and load, planning again whenever another run of the job won a commit race. */
+  /**
+   * Plan and load, planning again whenever another run of the job won a commit race. Only
+   * races lost in a row count against `maxReplans`: a run that commits batches between its
+   * losses is making progress. Each re-plan waits a little longer (with jitter), so that two
+   * runs started together settle into one loading and the other finding nothing left.
+   */
   async execute(): Promise<RunReport> {
     const maxReplans = this.ctx.maxReplans ?? DEFAULT_MAX_REPLANS;
-    for (let attempt = 1; ; attempt++) {
+    let lostInARow = 0;
+    for (;;) {
+      const commitsBefore = this.report.commits;
       try {
         return await this.planAndLoad();
       } catch (err) {
         if (!isCommitConflict(err)) throw err;
-        if (attempt > maxReplans) {
+        lostInARow = this.report.commits > commitsBefore ? 1 : lostInARow + 1;
+        if (lostInARow > maxReplans) {
           throw new CommitRetriesExhaustedError(
-            `[job] ${this.job.name}: lost ${attempt} commit races to concurrent writers of ${this.table.uri}; giving up`,
+            `[job] ${this.job.name}: lost ${lostInARow} commit races in a row to concurrent writers of ${this.table.uri}; giving up`,
             { kind: 'conflict', context: { uri: this.table.uri, job: this.job.name }, cause: err },
           );
         }
-        this.ctx.logger.warn({ job: this.job.name, conflict: err.conflict, attempt }, 'another writer committed first; re-reading its commit and planning again');
+        const delayMs = replanDelayMs(lostInARow);
+        this.ctx.logger.warn(
+          { job: this.job.name, conflict: err.conflict, lostInARow, delayMs },
+          'another writer committed first; re-reading its commit and planning again',
+        );
+        await delay(delayMs, undefined, this.ctx.signal ? { signal: this.ctx.signal } : {});
       }
     }
   }
@@ -151,9 +186,8 @@ class JobRun {
     };
     const written = await writeBatch({ session: this.session, table: this.table, job: this.job, snapshot, batch: loaded, state: next, spoolDir: this.spoolDir, ...(this.ctx.signal ? { signal: this.ctx.signal } : {}) });
     await loaded.dispose();
+    this.count(files.length, loaded.rowsRead, loaded.rowsAfterDedupe, written, next);
     await this.ctx.hooks?.afterCommit?.(batchNo, written.version);
-
-    this.count(files.length, loaded.rowsRead, loaded.rowsAfterDedupe, written);
     this.ctx.logger.info(
       { job: this.job.name, batch: batchNo + 1, files: files.length, bytes, rows: loaded.rowsRead, version: written.version, ...written.counts },
       'batch committed',
@@ -162,8 +196,15 @@ class JobRun {
     return { snapshot: await this.table.snapshot(), state: next };
   }
 
-  private count(files: number, rowsRead: number, rowsAfterDedupe: number, written: Awaited<ReturnType<typeof writeBatch>>): void {
+  /** The report so far (for a run that fails halfway). */
+  progress(): RunReport {
+    return { ...this.report };
+  }
+
+  private count(files: number, rowsRead: number, rowsAfterDedupe: number, written: Awaited<ReturnType<typeof writeBatch>>, state: JobState): void {
     const r = this.report;
+    if (written.version !== null) r.tableVersion = written.version;
+    r.watermark = describeWatermark(state.discovery as DiscoveryState | null);
     r.filesLoaded += files;
     r.rowsRead += rowsRead;
     r.rowsAfterDedupe += rowsAfterDedupe;
