@@ -9,7 +9,7 @@ import { DuckSession } from '../engine/duckdb.js';
 import { ConfigError } from '../errors.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import type { RunContext } from '../job/context.js';
-import { runJob } from '../job/run-job.js';
+import { reportOfFailedRun, runJob } from '../job/run-job.js';
 import { jobStatus } from '../job/status.js';
 import { emptyReport, type RunReport } from '../job/report.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, exitCodeFor } from './exit-codes.js';
@@ -121,7 +121,8 @@ async function runCommand(flags: CommonFlags & { dryRun?: boolean }, io: CliIO):
       const code = exitCodeFor(err);
       worst = Math.max(worst, code === EXIT_USAGE ? EXIT_USAGE : code);
       logger.error({ job: job.name, error: errorInfo(err) }, 'run failed');
-      report = { ...emptyReport(job.name), status: 'failed', error: errorInfo(err) };
+      // The batches committed before the failure stay committed; the report says so.
+      report = { ...(reportOfFailedRun(err) ?? emptyReport(job.name)), status: 'failed', error: errorInfo(err) };
     }
     if (flags.json) printJson(io.stdout, report);
     else io.stdout.write(formatRun(report));
