@@ -46,7 +46,9 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
       ...(numIndexedCols === undefined ? {} : { numIndexedCols }),
     });
     await uploadDataFiles(ctx.storage, written, { concurrency: ctx.concurrency, ...signal });
-    return written;
+    // The rows came from this one partition: keep its log strings exactly as they were (the
+    // writer re-encodes values, which may spell e.g. a timestamp differently).
+    return written.map((f) => ({ ...f, partitionValues: bin.partitionValues }));
   } finally {
     // Inputs are no longer needed; freeing them bounds the spool to about one bin.
     await rm(inputDir, { recursive: true, force: true });
