@@ -3,7 +3,7 @@
  * every action with dataChange=false, as Spark's OPTIMIZE writes it.
  *
  * Its read set names exactly the files it rewrote and their partitions. A dataChange=false
- * transaction skips the concurrent-append check (./src/delta/conflicts.ts), so appends that land
+ * transaction skips the concurrent-append check (../delta/conflicts.ts), so appends that land
  * while it runs never conflict; a concurrent commit that removes one of the rewritten files
  * (a MERGE rewrite, another OPTIMIZE) does, and the commit fails with CommitConflictError.
  */
