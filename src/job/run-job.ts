@@ -193,7 +193,8 @@ class JobRun {
       'batch committed',
     );
     await Promise.all(fetched.filter((f) => f.downloaded).map((f) => rm(f.localPath, { force: true })));
-    return { snapshot: await this.table.snapshot(), state: next };
+    // The committed state: it lists the tombstone files this batch wrote.
+    return { snapshot: await this.table.snapshot(), state: written.state };
   }
 
   /** The report so far (for a run that fails halfway). */

@@ -1,7 +1,8 @@
 /**
  * The job's state lives in the target table itself, committed with the data:
  * - a `domainMetadata` action, domain `tidemark.job.<name>`, whose configuration is this JSON
- *   state (watermark, the bounded set of recently loaded files, quarantined files, counters);
+ *   state (watermark, the bounded set of recently loaded files, quarantined files, counters,
+ *   the files holding recent deletes' tombstones: see ./tombstones.ts);
  * - a `txn` action, appId `tidemark.job.<name>`, whose version is the batch sequence number,
  *   so any Delta tool sees how far the job got and two runs of one job conflict on commit.
  * Both survive checkpoints, so the state is always the one of the snapshot's version.
@@ -9,6 +10,7 @@
 import type { Action } from '../delta/actions.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { DeltaLogError } from '../errors.js';
+import type { TombstoneState } from './tombstones.js';
 
 export const STATE_VERSION = 1;
 
@@ -29,6 +31,8 @@ export interface JobState<D = unknown> {
   lastRunAt: string | null;
   quarantined: QuarantinedFile[];
   totals: { filesLoaded: number; rowsLoaded: number };
+  /** Tombstone files of recent deletes (merge mode); absent in states written before them = none. */
+  tombstones?: TombstoneState;
 }
 
 /** Domain and txn appId of a job. */
