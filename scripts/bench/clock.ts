@@ -4,17 +4,21 @@
  */
 import { performance } from 'node:perf_hooks';
 
-/** A measured value and how long it took. */
+/** A measured value, how long it took, and the CPU time the process used meanwhile. */
 export interface Timed<T> {
   ms: number;
+  /** User + system CPU of the whole process (DuckDB's threads included), in ms. */
+  cpuMs: number;
   value: T;
 }
 
 /** Run `fn` and time it. */
 export async function timed<T>(fn: () => Promise<T>): Promise<Timed<T>> {
+  const cpu = process.cpuUsage();
   const start = performance.now();
   const value = await fn();
-  return { ms: performance.now() - start, value };
+  const used = process.cpuUsage(cpu);
+  return { ms: performance.now() - start, cpuMs: (used.user + used.system) / 1000, value };
 }
 
 /** Named laps: each `lap(name)` records the time since the previous lap (or the start). */

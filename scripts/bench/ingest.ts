@@ -53,6 +53,8 @@ export interface InitialResult {
   tidemark: Samples;
   /** median tidemark / median hand-written. */
   ratio: number;
+  /** The same for process CPU time. */
+  cpuRatio: number;
   report: Report;
   table: TableFingerprint;
   verified: boolean;
@@ -66,6 +68,8 @@ export interface IncrementalResult {
   fullReload: Samples;
   /** median incremental / median full reload. */
   ratio: number;
+  /** The same for process CPU time. */
+  cpuRatio: number;
   report: Report;
   table: TableFingerprint;
   verified: boolean;
@@ -124,15 +128,15 @@ function job(ws: Workspace, spec: LandingSpec, target: string) {
 async function benchInitial(ws: Workspace, spec: LandingSpec, landing: readonly LandingFile[], repeat: number): Promise<InitialResult> {
   const out = ws.path('handwritten.parquet');
   const files = landing.map((f) => join(spec.root, ...f.key.split('/')));
-  const hand: number[] = [];
-  const runs: Array<{ ms: number; report: Report }> = [];
+  const hand: Array<{ ms: number; cpuMs: number }> = [];
+  const runs: Array<{ ms: number; cpuMs: number; report: Report }> = [];
   for (let rep = 1; rep <= repeat; rep++) {
     progress(`(a ${rep}/${repeat}) hand-written DuckDB pipeline, tidemark job`);
     await rm(out, { force: true });
     await rm(ws.path('table'), { recursive: true, force: true });
-    hand.push((await withSession((s) => timed(() => runHandwritten(s, { files, out, key: 'order_id', orderBy: 'updated_at' })))).ms);
+    hand.push(await withSession((s) => timed(() => runHandwritten(s, { files, out, key: 'order_id', orderBy: 'updated_at' }))));
     runs.push(await runOrdersJob(job(ws, spec, 'table')));
-    progress(`  ${secs(hand[hand.length - 1]!)}, ${secs(runs[runs.length - 1]!.ms)}`);
+    progress(`  ${secs(hand[hand.length - 1]!.ms)}, ${secs(runs[runs.length - 1]!.ms)}`);
   }
   const table = await withSession((s) => fingerprint(s, ws.path('table'), ORDER_COLUMNS));
   const expected = await withSession((s) => parquetFingerprint(s, out, ORDER_COLUMNS));
@@ -140,12 +144,14 @@ async function benchInitial(ws: Workspace, spec: LandingSpec, landing: readonly 
   const profile = await profileOrdersJob(job(ws, spec, 'table-profile'));
   await rm(ws.path('table-profile'), { recursive: true, force: true });
   const report = runs[runs.length - 1]!.report;
-  const [h, t] = [samplesOf(hand), samplesOf(runs.map((r) => r.ms))];
+  const [h, t] = [samplesOf(hand.map((r) => r.ms)), samplesOf(runs.map((r) => r.ms))];
+  const cpu = [samplesOf(hand.map((r) => r.cpuMs)), samplesOf(runs.map((r) => r.cpuMs))] as const;
   return {
     landingRows: spec.files * spec.rowsPerFile,
     handwritten: h,
     tidemark: t,
     ratio: t.median / h.median,
+    cpuRatio: cpu[1].median / cpu[0].median,
     report,
     table,
     verified: report.status === 'succeeded' && table.rows === expected.rows && table.hash === expected.hash,
@@ -156,15 +162,15 @@ async function benchInitial(ws: Workspace, spec: LandingSpec, landing: readonly 
 /** (b) New files on copies of the (a) table, alternated with full reloads into fresh tables. */
 async function benchIncremental(ws: Workspace, spec: LandingSpec, repeat: number): Promise<IncrementalResult> {
   await withSession((s) => writeLanding(s, { ...spec, files: NEW_FILES, firstFile: spec.files }));
-  const inc: Array<{ ms: number; report: Report }> = [];
-  const reload: number[] = [];
+  const inc: Array<{ ms: number; cpuMs: number; report: Report }> = [];
+  const reload: Array<{ ms: number; cpuMs: number }> = [];
   for (let rep = 1; rep <= repeat; rep++) {
     progress(`(b ${rep}/${repeat}) incremental run with ${NEW_FILES} new files, full reload of ${spec.files + NEW_FILES} files`);
     await Promise.all(['inc', 'reload'].map((d) => rm(ws.path(d), { recursive: true, force: true })));
     await copyFolder(ws.path('table'), ws.path('inc'));
     inc.push(await runOrdersJob(job(ws, spec, 'inc')));
-    reload.push((await runOrdersJob(job(ws, spec, 'reload'))).ms);
-    progress(`  ${secs(inc[inc.length - 1]!.ms)}, ${secs(reload[reload.length - 1]!)}`);
+    reload.push(await runOrdersJob(job(ws, spec, 'reload')));
+    progress(`  ${secs(inc[inc.length - 1]!.ms)}, ${secs(reload[reload.length - 1]!.ms)}`);
   }
   const table = await withSession((s) => fingerprint(s, ws.path('inc'), ORDER_COLUMNS));
   const expected = await withSession((s) => fingerprint(s, ws.path('reload'), ORDER_COLUMNS));
@@ -172,12 +178,14 @@ async function benchIncremental(ws: Workspace, spec: LandingSpec, repeat: number
   await copyFolder(ws.path('table'), ws.path('inc-profile'));
   const profile = await profileOrdersJob(job(ws, spec, 'inc-profile'));
   const report = inc[inc.length - 1]!.report;
-  const [i, r] = [samplesOf(inc.map((x) => x.ms)), samplesOf(reload)];
+  const [i, r] = [samplesOf(inc.map((x) => x.ms)), samplesOf(reload.map((x) => x.ms))];
+  const cpu = [samplesOf(inc.map((x) => x.cpuMs)), samplesOf(reload.map((x) => x.cpuMs))] as const;
   return {
     newFiles: NEW_FILES,
     incremental: i,
     fullReload: r,
     ratio: i.median / r.median,
+    cpuRatio: cpu[0].median / cpu[1].median,
     report,
     table,
     verified: report.filesLoaded === NEW_FILES && table.rows === expected.rows && table.hash === expected.hash,

@@ -61,10 +61,10 @@ export function ordersJob(spec: OrdersJobSpec): OrdersJob {
   return { job: config.jobs[0]!, ctx };
 }
 
-/** One real run, timed. */
-export async function runOrdersJob(j: OrdersJob): Promise<{ ms: number; report: RunReport }> {
-  const { ms, value } = await timed(() => runJob(j.job, j.ctx));
-  return { ms, report: value };
+/** One real run, timed (wall and process CPU). */
+export async function runOrdersJob(j: OrdersJob): Promise<{ ms: number; cpuMs: number; report: RunReport }> {
+  const { ms, cpuMs, value } = await timed(() => runJob(j.job, j.ctx));
+  return { ms, cpuMs, report: value };
 }
 
 /** Phase timings of one replayed run (ms); MERGE phases are prefixed `merge.`. */

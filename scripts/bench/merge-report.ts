@@ -21,7 +21,7 @@ function summaryTable(opts: MergeBenchOptions, base: BaseTable, variants: readon
   const reps = opts.repeat > 1 ? `; times: median (min–max) of ${opts.repeat} interleaved runs` : '';
   return {
     title: `MERGE of ${count(opts.changes)} changed rows vs full rewrite — table: ${count(fp.rows)} rows, ${fp.files} files, ${mib(fp.bytes)}${reps}`,
-    header: ['changes', 'MERGE', 'full rewrite', 'MERGE/rewrite', 'target', '', 'rewritten', '% of bytes', 'target', '', 'lean COPY', 'MERGE/lean', 'check'],
+    header: ['changes', 'MERGE', 'full rewrite', 'MERGE/rewrite', 'target', '', 'CPU ratio', 'rewritten', '% of bytes', 'target', '', 'lean COPY', 'MERGE/lean', 'check'],
     rows: variants.map((v) => {
       const newest = v.spread === 'newest';
       return [
@@ -31,6 +31,7 @@ function summaryTable(opts: MergeBenchOptions, base: BaseTable, variants: readon
         pct(v.timeRatio),
         newest ? `≤ ${pct(MERGE_TARGETS.timeRatio)}` : '-',
         newest ? verdict(v.timeRatio <= MERGE_TARGETS.timeRatio) : '',
+        pct(v.cpuRatio),
         mib(v.lastMerge.bytesRewritten),
         pct(v.bytesRatio),
         newest ? `≤ ${pct(MERGE_TARGETS.bytesRatio)}` : '-',

@@ -58,6 +58,8 @@ export interface VariantResult {
   lastRewrite: RewriteResult;
   /** median MERGE / median full rewrite. */
   timeRatio: number;
+  /** The same for the process CPU time (less sensitive to a busy host than wall time). */
+  cpuRatio: number;
   /** MERGE / full rewrite of each repetition. */
   pairedRatios: number[];
   bytesRatio: number;
@@ -109,11 +111,12 @@ async function runVariant(ws: Workspace, opts: MergeBenchOptions, base: BaseTabl
     if (rep > 1) await Promise.all([rm(ws.path(`${spread}-merge`), { recursive: true }), rm(ws.path(`${spread}-rewrite`), { recursive: true })]);
     reps.push(await repetition(ws, opts, base, { spread, batch, spec }));
     const r = reps[reps.length - 1]!;
-    progress(`  ${secs(r.mergeMs)}, ${secs(r.rewrite.totalMs)}${r.leanMs === null ? '' : `, ${secs(r.leanMs)}`}`);
+    progress(`  ${secs(r.mergeMs)}, ${secs(r.rewriteMs)}${r.leanMs === null ? '' : `, ${secs(r.leanMs)}`}`);
   }
   const last = reps[reps.length - 1]!;
   const merge = samplesOf(reps.map((r) => r.mergeMs));
-  const rewrite = samplesOf(reps.map((r) => r.rewrite.totalMs));
+  const rewrite = samplesOf(reps.map((r) => r.rewriteMs));
+  const cpu = { merge: samplesOf(reps.map((r) => r.mergeCpuMs)), rewrite: samplesOf(reps.map((r) => r.rewriteCpuMs)) };
   const verified = await verifyVariant(spec, batch, { merge: ws.path(`${spread}-merge`), rewrite: ws.path(`${spread}-rewrite`) }, base.fingerprint.rows + inserts);
   return {
     spread,
@@ -124,7 +127,8 @@ async function runVariant(ws: Workspace, opts: MergeBenchOptions, base: BaseTabl
     lastMerge: last.merge,
     lastRewrite: last.rewrite,
     timeRatio: merge.median / rewrite.median,
-    pairedRatios: reps.map((r) => r.mergeMs / r.rewrite.totalMs),
+    cpuRatio: cpu.merge.median / cpu.rewrite.median,
+    pairedRatios: reps.map((r) => r.mergeMs / r.rewriteMs),
     bytesRatio: last.merge.bytesRewritten / base.fingerprint.bytes,
     verified,
   };
@@ -133,7 +137,10 @@ async function runVariant(ws: Workspace, opts: MergeBenchOptions, base: BaseTabl
 /** One MERGE, full rewrite and lean COPY, each on its own copy of the base table. */
 interface Repetition {
   mergeMs: number;
+  mergeCpuMs: number;
   merge: MergeResult;
+  rewriteMs: number;
+  rewriteCpuMs: number;
   rewrite: RewriteResult;
   leanMs: number | null;
 }
@@ -152,13 +159,21 @@ async function repetition(
   const merged = await withBatch(spec.batch, batch, (s) =>
     timed(() => mergeIntoTable({ session: s, table: openTable(dirs.merge, s), batch: spec.batch, keyColumns: [ORDER_KEY], orderBy: ORDER_VERSION })),
   );
-  const rewrite = await withBatch(spec.batch, batch, (s) => fullRewrite(s, dirs.rewrite, spec, rowsPerFile));
+  const rewrite = await withBatch(spec.batch, batch, (s) => timed(() => fullRewrite(s, dirs.rewrite, spec, rowsPerFile)));
   let leanMs: number | null = null;
   if (opts.lean) {
-    leanMs = (await withBatch(spec.batch, batch, (s) => leanCopy(s, base.dir, dirs.lean, spec, rowsPerFile))).totalMs;
+    leanMs = (await withBatch(spec.batch, batch, (s) => timed(() => leanCopy(s, base.dir, dirs.lean, spec, rowsPerFile)))).ms;
     await rm(dirs.lean, { recursive: true, force: true });
   }
-  return { mergeMs: merged.ms, merge: merged.value, rewrite, leanMs };
+  return {
+    mergeMs: merged.ms,
+    mergeCpuMs: merged.cpuMs,
+    merge: merged.value,
+    rewriteMs: rewrite.ms,
+    rewriteCpuMs: rewrite.cpuMs,
+    rewrite: rewrite.value,
+    leanMs,
+  };
 }
 
 async function verifyVariant(spec: UpsertSpec, batch: ChangeSpec, dirs: { merge: string; rewrite: string }, rowsExpected: number) {
