@@ -3,15 +3,15 @@
  * stdout, logs on stderr, and the exit code of the worst outcome.
  */
 import { Command, CommanderError, Option } from 'commander';
-import type { JobConfig, TidemarkConfig } from '../config/schema.js';
 import { loadConfig } from '../config/load.js';
 import { DuckSession } from '../engine/duckdb.js';
-import { ConfigError } from '../errors.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import type { RunContext } from '../job/context.js';
 import { reportOfFailedRun, runJob } from '../job/run-job.js';
 import { jobStatus } from '../job/status.js';
 import { emptyReport, type RunReport } from '../job/report.js';
+import { addMaintenanceCommands } from './commands/maintenance.js';
+import { selectJobs } from './select-jobs.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, exitCodeFor } from './exit-codes.js';
 import { errorInfo, formatRun, formatStatus, printJson, type Output } from './output.js';
 
@@ -29,18 +29,6 @@ interface CommonFlags {
   job?: string[];
   json?: boolean;
   logLevel?: string;
-}
-
-/** Jobs selected by --job (all when absent); an unknown name is a usage error. */
-export function selectJobs(config: TidemarkConfig, names: string[] | undefined): JobConfig[] {
-  if (!names || names.length === 0) return config.jobs;
-  return names.map((name) => {
-    const job = config.jobs.find((j) => j.name === name);
-    if (!job) {
-      throw new ConfigError(`no job named ${JSON.stringify(name)} in the config (jobs: ${config.jobs.map((j) => j.name).join(', ')})`, { field: 'job' });
-    }
-    return job;
-  });
 }
 
 function collect(value: string, previous: string[] = []): string[] {
@@ -84,6 +72,8 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     .action(async (flags: CommonFlags) => {
       exitCode = await statusCommand(flags, io);
     });
+
+  addMaintenanceCommands(program, { io, setExitCode: (code) => (exitCode = code) });
 
   try {
     await program.parseAsync(argv, { from: 'user' });

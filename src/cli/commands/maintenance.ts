@@ -7,7 +7,6 @@
  */
 import { Command, Option } from 'commander';
 import { loadConfig } from '../../config/load.js';
-import type { JobConfig, TidemarkConfig } from '../../config/schema.js';
 import { parseSize } from '../../config/units.js';
 import { DeltaTable } from '../../delta/table.js';
 import { DuckSession } from '../../engine/duckdb.js';
@@ -18,6 +17,7 @@ import { optimizeTable, type OptimizeResult } from '../../maintenance/optimize.j
 import { vacuumTable, type VacuumResult } from '../../maintenance/vacuum.js';
 import { EXIT_OK, exitCodeFor } from '../exit-codes.js';
 import type { CliIO } from '../main.js';
+import { selectJobs } from '../select-jobs.js';
 import { errorInfo, printJson } from '../output.js';
 
 /** What the commands need from main: its IO and a way to set the process's exit code. */
@@ -131,15 +131,6 @@ async function forEachJob(
     session.close();
   }
   return worst;
-}
-
-function selectJobs(config: TidemarkConfig, names: string[] | undefined): JobConfig[] {
-  if (!names || names.length === 0) return config.jobs;
-  return names.map((name) => {
-    const job = config.jobs.find((j) => j.name === name);
-    if (!job) throw new ConfigError(`no job named ${JSON.stringify(name)} in the config`, { field: 'job' });
-    return job;
-  });
 }
 
 function signalOf(io: CliIO): { signal?: AbortSignal } {
