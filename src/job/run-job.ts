@@ -193,8 +193,12 @@ class JobRun {
       'batch committed',
     );
     await Promise.all(fetched.filter((f) => f.downloaded).map((f) => rm(f.localPath, { force: true })));
+    // The next batch reads the version this batch committed, never a later one: a later
+    // version may hold another run's commit of the same files, and planning on it with this
+    // run's state would hide that race from the conflict check (and load those files twice).
+    const committed = written.version === null ? snapshot : await this.table.snapshot({ version: written.version });
     // The committed state: it lists the tombstone files this batch wrote.
-    return { snapshot: await this.table.snapshot(), state: written.state };
+    return { snapshot: committed, state: written.state };
   }
 
   /** The report so far (for a run that fails halfway). */
