@@ -1,0 +1,91 @@
+/**
+ * The real `tidemark` process (src/cli/bin.ts under tsx), stdout and stderr piped as under a
+ * scheduler: exit codes, and `--json` output that is exactly one JSON object per job on
+ * stdout while the logs go to stderr as JSON lines.
+ */
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalStorage } from '../../src/storage/local.js';
+import { cleanup, DuckSession, land, orders, tempDir } from '../job/helpers.js';
+import { runCli } from './process.js';
+
+let session: DuckSession;
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  session = await DuckSession.open();
+});
+
+afterAll(async () => {
+  session?.close();
+  await cleanup(dirs);
+});
+
+async function configWith(jobs: unknown[]): Promise<string> {
+  const file = path.join(await tempDir('bin-cfg', dirs), 'tidemark.yaml');
+  await fsp.writeFile(file, JSON.stringify({ jobs }));
+  return file;
+}
+
+describe('the tidemark binary', () => {
+  it('run --json: one JSON object per job on stdout and nothing else; JSON log lines on stderr; exit 0', async () => {
+    const root = await tempDir('bin-src', dirs);
+    const source = new LocalStorage(root);
+    await land(source, session, '2025/07/01/a.parquet', orders([1, 'placed', 1], [2, 'placed', 1]));
+    await land(source, session, '2025/07/02/b.csv', orders([1, 'paid', 2]));
+    const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}' };
+    const config = await configWith([
+      { name: 'latest', source: { uri: root, discover: byDay }, target: { uri: await tempDir('bin-t', dirs), key: ['order_id'], orderBy: 'seq' }, maxFilesPerBatch: 1 },
+      { name: 'events', source: { uri: root, discover: { by: 'modified' } }, target: { uri: await tempDir('bin-t', dirs), mode: 'append' } },
+    ]);
+    const [run, status, help, usage] = await Promise.all([
+      runCli(['run', '--config', config, '--json']),
+      // (status races the run: whatever version it sees, it prints one object per job)
+      runCli(['status', '--config', config, '--json']),
+      runCli(['run', '--help']),
+      runCli(['frobnicate']),
+    ]);
+
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout.split('\n');
+    expect(lines.at(-1)).toBe('');
+    const reports = lines.slice(0, -1).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(reports.map((r) => [r['job'], r['status'], r['filesLoaded']])).toEqual([
+      ['latest', 'succeeded', 2],
+      ['events', 'succeeded', 2],
+    ]);
+    const logs = run.stderr.split('\n').filter((l) => l !== '');
+    expect(logs.length).toBeGreaterThan(0);
+    for (const l of logs) expect(JSON.parse(l)).toHaveProperty('msg');
+    expect(logs.some((l) => (JSON.parse(l) as { msg: string }).msg === 'batch committed')).toBe(true);
+
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as { job: string }).job)).toEqual(['latest', 'events']);
+
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: tidemark run');
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("unknown command 'frobnicate'");
+    expect(usage.stdout).toBe('');
+  });
+
+  it('a run that fails exits 1, names the file on stdout (--json) and stderr; a bad config exits 2 naming the field', async () => {
+    const root = await tempDir('bin-src', dirs);
+    await fsp.mkdir(path.join(root, 'in'), { recursive: true });
+    await fsp.writeFile(path.join(root, 'in', 'bad.ndjson'), '{"order_id": 1, "status": "placed"\n');
+    const failing = await configWith([{ name: 'feed', source: { uri: root, discover: { by: 'modified' } }, target: { uri: await tempDir('bin-t', dirs), mode: 'append' } }]);
+    const badConfig = await configWith([{ name: 'feed', source: { uri: root, discover: { by: 'modified', settle: 'soon' } }, target: { uri: '/x', mode: 'append' } }]);
+    const [failed, invalid] = await Promise.all([runCli(['run', '--config', failing, '--json']), runCli(['run', '--config', badConfig])]);
+
+    expect(failed.code, failed.stderr).toBe(1);
+    const report = JSON.parse(failed.stdout) as { status: string; error: { message: string } };
+    expect(report.status).toBe('failed');
+    expect(report.error.message).toContain('in/bad.ndjson');
+    expect(failed.stderr).toContain('in/bad.ndjson');
+
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr).toContain('jobs[0].source.discover.settle: expected a duration');
+    expect(invalid.stdout).toBe('');
+  });
+});
