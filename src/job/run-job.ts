@@ -18,16 +18,14 @@ import type { Snapshot } from '../delta/snapshot.js';
 import { discover, nextStateFor, type DiscoveredFile, type DiscoveryPlan, type DiscoveryState } from '../discovery/index.js';
 import { DuckSession } from '../engine/duckdb.js';
 import { CommitRetriesExhaustedError } from '../errors.js';
-import { startProgress } from '../log/progress.js';
-import { writeBatch } from './write-batch.js';
-import { fetchFiles } from './fetch.js';
+import type { WrittenBatch } from './write-batch.js';
+import { loadAndCommitBatch, type BatchRunner } from './batch-pipeline.js';
 import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
 import { discoveryConfigOf, openSource, openTarget } from './open.js';
 import { emptyReport, type RunReport } from './report.js';
 import { readJobState, type JobState } from './state.js';
 import { describeWatermark } from './watermark.js';
-import { loadBatch } from './load-batch.js';
 import { createSpool, removeStaleSpools, unregisterSpool } from './spool.js';
 import type { Storage } from '../storage/storage.js';
 
@@ -153,7 +151,7 @@ class JobRun {
     });
   }
 
-  /** One batch: fetch, load, dedupe, write + commit with the state after it. */
+  /** One batch: fetch, load, dedupe, write + commit with the state after it (./batch-pipeline.ts). */
   private async loadAndCommit(
     files: DiscoveredFile[],
     snapshot: Snapshot | null,
@@ -161,44 +159,31 @@ class JobRun {
     plan: DiscoveryPlan,
   ): Promise<{ snapshot: Snapshot | null; state: JobState }> {
     const batchNo = this.report.batches;
-    const source = this.source;
-    const bytes = files.reduce((n, f) => n + f.size, 0);
-    const progress = startProgress({ label: `${this.job.name}: fetch`, total: files.length, logger: this.ctx.logger, ...(this.ctx.tty !== undefined ? { tty: this.ctx.tty } : {}) });
-    const fetched = await fetchFiles(source, files, {
-      spoolDir: this.spoolDir,
-      concurrency: this.job.concurrency,
-      progress,
-      ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
+    const committed = await loadAndCommitBatch(this.runner(), {
+      files,
+      snapshot,
+      batchNo,
+      progressLabel: `${this.job.name}: fetch`,
+      stateAfter: (loadedFiles, rowsRead): JobState => ({
+        ...state,
+        batch: state.batch + 1,
+        discovery: nextStateFor(state.discovery as DiscoveryState | null, plan, loadedFiles),
+        lastRunAt: new Date().toISOString(),
+        totals: { filesLoaded: state.totals.filesLoaded + files.length, rowsLoaded: state.totals.rowsLoaded + rowsRead },
+      }),
+      onCommitted: (b) => this.count(b.files, b.rowsRead, b.rowsAfterDedupe, b.written, b.written.state),
     });
-    progress.done();
-    await this.ctx.hooks?.afterFetch?.(batchNo);
-
-    const loaded = await loadBatch(this.session, this.job, source.uri, fetched);
-    // Record the ETag of the content actually loaded: a file overwritten between listing and
-    // download is then known by its new ETag, and is not loaded again next run.
-    const loadedFiles = fetched.map((f) => ({ ...f.file, etag: f.etag }));
-    const next: JobState = {
-      ...state,
-      batch: state.batch + 1,
-      discovery: nextStateFor(state.discovery as DiscoveryState | null, plan, loadedFiles),
-      lastRunAt: new Date().toISOString(),
-      totals: { filesLoaded: state.totals.filesLoaded + files.length, rowsLoaded: state.totals.rowsLoaded + loaded.rowsRead },
-    };
-    const written = await writeBatch({ session: this.session, table: this.table, job: this.job, snapshot, batch: loaded, state: next, spoolDir: this.spoolDir, ...(this.ctx.signal ? { signal: this.ctx.signal } : {}) });
-    await loaded.dispose();
-    this.count(files.length, loaded.rowsRead, loaded.rowsAfterDedupe, written, next);
-    await this.ctx.hooks?.afterCommit?.(batchNo, written.version);
+    const { written, bytes, rowsRead } = committed.batch;
     this.ctx.logger.info(
-      { job: this.job.name, batch: batchNo + 1, files: files.length, bytes, rows: loaded.rowsRead, version: written.version, ...written.counts },
+      { job: this.job.name, batch: batchNo + 1, files: files.length, bytes, rows: rowsRead, version: written.version, ...written.counts },
       'batch committed',
     );
-    await Promise.all(fetched.filter((f) => f.downloaded).map((f) => rm(f.localPath, { force: true })));
-    // The next batch reads the version this batch committed, never a later one: a later
-    // version may hold another run's commit of the same files, and planning on it with this
-    // run's state would hide that race from the conflict check (and load those files twice).
-    const committed = written.version === null ? snapshot : await this.table.snapshot({ version: written.version });
     // The committed state: it lists the tombstone files this batch wrote.
-    return { snapshot: committed, state: written.state };
+    return { snapshot: committed.snapshot, state: written.state };
+  }
+
+  private runner(): BatchRunner {
+    return { job: this.job, ctx: this.ctx, session: this.session, source: this.source, table: this.table, spoolDir: this.spoolDir };
   }
 
   /** The report so far (for a run that fails halfway). */
@@ -206,7 +191,7 @@ class JobRun {
     return { ...this.report };
   }
 
-  private count(files: number, rowsRead: number, rowsAfterDedupe: number, written: Awaited<ReturnType<typeof writeBatch>>, state: JobState): void {
+  private count(files: number, rowsRead: number, rowsAfterDedupe: number, written: WrittenBatch, state: JobState): void {
     const r = this.report;
     if (written.version !== null) r.tableVersion = written.version;
     r.watermark = describeWatermark(state.discovery as DiscoveryState | null);

@@ -46,6 +46,8 @@ export interface OpenTombstonesOptions {
   /** The run's spool folder (downloads and files being written). */
   spoolDir: string;
   signal?: AbortSignal;
+  /** Name of the temp table; default `tidemark_tombstones` (another name lets two owners' tombstones be open at once). */
+  relation?: string;
 }
 
 /** A batch's view of the job's tombstones; see the module comment. */
@@ -62,11 +64,12 @@ export class JobTombstones {
     const plan = planTombstones(opts.state, opts.spec, opts.now);
     if (plan.live.length === 0) return new JobTombstones(opts, plan, undefined);
     const paths = await Promise.all(plan.live.map((f) => localCopy(opts, f.path)));
+    const relation = opts.relation ?? RELATION;
     await opts.session.run(
-      `CREATE OR REPLACE TEMP TABLE ${ident(RELATION)} AS SELECT * FROM read_parquet([${paths.map(str).join(', ')}], union_by_name = true) ` +
+      `CREATE OR REPLACE TEMP TABLE ${ident(relation)} AS SELECT * FROM read_parquet([${paths.map(str).join(', ')}], union_by_name = true) ` +
         `WHERE ${ident(DELETED_AT)} >= ${instant(plan.cutoff)}`,
     );
-    return new JobTombstones(opts, plan, RELATION);
+    return new JobTombstones(opts, plan, relation);
   }
 
   /** Write the batch's deletes (or compact); the state's new `tombstones` field. */
@@ -94,7 +97,7 @@ export class JobTombstones {
 
   /** Drop the temp table. */
   async dispose(): Promise<void> {
-    await this.opts.session.run(`DROP TABLE IF EXISTS ${ident(RELATION)}`);
+    await this.opts.session.run(`DROP TABLE IF EXISTS ${ident(this.opts.relation ?? RELATION)}`);
   }
 
   /** The batch's deletes with DELETED_AT = the batch clock. */

@@ -1,0 +1,62 @@
+/**
+ * The tombstones one MERGE reads: its owner's (opened for writing: the batch's deletes are recorded
+ * there) plus those of the other owners of the table's state (the job and its backfill), opened
+ * read-only under their own temp-table names. A key deleted by either buries older rows; only the
+ * owner's files are ever written, compacted or purged.
+ */
+import type { DuckSession } from '../engine/duckdb.js';
+import { ident } from '../engine/sql.js';
+import type { Storage } from '../storage/storage.js';
+import { JobTombstones } from './tombstone-files.js';
+import type { TombstoneSpec, TombstoneState } from './tombstones.js';
+
+/** The view a MERGE reads when more than one owner has live tombstones. */
+const UNION_VIEW = 'tidemark_tombstones_all';
+
+/** What opening needs: the owner's spec and state, and the other owners' states. */
+export interface UnionTombstonesOptions {
+  session: DuckSession;
+  storage: Storage;
+  /** The owner's spec (`job` = its tombstone folder name). */
+  spec: TombstoneSpec;
+  state: TombstoneState | undefined;
+  /** Other owners: their folder names and states (read only). */
+  others: ReadonlyArray<{ folder: string; state: TombstoneState | undefined }>;
+  now: number;
+  spoolDir: string;
+  signal?: AbortSignal;
+}
+
+/** The owner's tombstones plus the relation the MERGE reads (undefined when none is live). */
+export interface UnionTombstones {
+  own: JobTombstones;
+  relation: string | undefined;
+  dispose(): Promise<void>;
+}
+
+/** Open the owner's tombstones and the others'; see the module comment. */
+export async function unionTombstones(opts: UnionTombstonesOptions): Promise<UnionTombstones> {
+  const { others, ...base } = opts;
+  const own = await JobTombstones.open(base);
+  const opened: JobTombstones[] = [own];
+  try {
+    for (const [i, other] of others.entries()) {
+      if (!other.state) continue;
+      opened.push(
+        await JobTombstones.open({ ...base, spec: { ...opts.spec, job: other.folder }, state: other.state, relation: `tidemark_tombstones_${i + 1}` }),
+      );
+    }
+  } catch (err) {
+    for (const t of opened) await t.dispose();
+    throw err;
+  }
+  const relations = opened.flatMap((t) => (t.relation ? [t.relation] : []));
+  const dispose = async () => {
+    await opts.session.run(`DROP VIEW IF EXISTS ${ident(UNION_VIEW)}`);
+    for (const t of opened) await t.dispose();
+  };
+  if (relations.length <= 1) return { own, relation: relations[0], dispose };
+  const union = relations.map((r) => `SELECT * FROM ${ident(r)}`).join(' UNION ALL BY NAME ');
+  await opts.session.run(`CREATE OR REPLACE TEMP VIEW ${ident(UNION_VIEW)} AS ${union}`);
+  return { own, relation: UNION_VIEW, dispose };
+}
