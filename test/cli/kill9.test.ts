@@ -65,11 +65,12 @@ async function versionsOf(root: string): Promise<number[]> {
   return names.filter((n) => /^\d{20}\.json$/.test(n)).map((n) => Number(n.slice(0, 20))).sort((a, b) => a - b);
 }
 
+/** Spool folders of the two jobs' runs (other temp folders, e.g. of checkpoint writes, are not the job's). */
 async function spoolFolders(tmp: string): Promise<string[]> {
   return (await fsp.readdir(tmp)).filter((n) => n.startsWith('tidemark-latest-') || n.startsWith('tidemark-events-')).sort();
 }
 
-describe('kill -9 of the tidemark process', () => {
+describe('killing the tidemark process', () => {
   it(`${KILLS} SIGKILLs at random moments while files land, then a full run: every file loaded exactly once in merge and append mode`, async () => {
     const seed = Number(process.env['TIDEMARK_KILL_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
     const random = prng(seed);
@@ -157,4 +158,44 @@ describe('kill -9 of the tidemark process', () => {
     expect(orphansBefore.length, where).toBeLessThanOrEqual(2 * kills);
     expect(await spoolFolders(spoolTmp), where).toEqual([]);
   }, 120_000);
+
+  it('SIGTERM stops a run: exit 1, its spool folder removed, nothing partial committed; the rerun loads the rest exactly once', async () => {
+    const sourceRoot = await tempDir('term-src', dirs);
+    const source = new LocalStorage(sourceRoot);
+    const landed: OrderRow[] = [];
+    for (let i = 0; i < 16; i++) {
+      const rows = orders([i, 'placed', 1], [i + 100, 'placed', 1]);
+      await land(source, session, `2025/03/0${1 + (i % 4)}/f${i}.csv`, rows);
+      landed.push(...rows);
+    }
+    const spoolTmp = await tempDir('term-tmp', dirs);
+    const job = { name: 'events', source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } }, target: { uri: await tempDir('term-t', dirs), mode: 'append' }, maxFilesPerBatch: 1 };
+    const configPath = path.join(await tempDir('term-cfg', dirs), 'tidemark.yaml');
+    await fsp.writeFile(configPath, JSON.stringify({ jobs: [job] }));
+    const setup = makeConfig(job);
+
+    const proc = spawnCli(['run', '--config', configPath, '--json'], { TMPDIR: spoolTmp });
+    // Stop it once a batch or two are committed.
+    await new Promise<void>((resolve) => {
+      proc.child.stderr!.on('data', (chunk: Buffer) => {
+        if (chunk.toString('utf8').includes('batch committed')) resolve();
+      });
+      proc.child.once('close', () => resolve());
+    });
+    proc.child.kill('SIGTERM');
+    const stopped = await proc.done;
+    expect(stopped.code, stopped.stderr).toBe(1);
+    expect(stopped.stderr).toContain('SIGTERM received');
+    expect(JSON.parse(stopped.stdout)).toMatchObject({ job: 'events', status: 'failed' });
+    expect(await spoolFolders(spoolTmp)).toEqual([]);
+    const partial = await readTarget(session, setup);
+    expect(partial.rows.length).toBeLessThan(landed.length);
+    expect(partial.rows.length).toBe(2 * partial.state.totals.filesLoaded);
+
+    const rerun = await runCli(['run', '--config', configPath, '--json'], { TMPDIR: spoolTmp });
+    expect(rerun.code, rerun.stderr).toBe(0);
+    const table = await readTarget(session, setup);
+    expect(duplicateRids(table.rows)).toEqual([]);
+    expect(table.rows).toEqual(sortRows(landed));
+  });
 });
