@@ -11,6 +11,7 @@ import { reportOfFailedRun, runJob } from '../job/run-job.js';
 import { jobStatus } from '../job/status.js';
 import { emptyReport, type RunReport } from '../job/report.js';
 import { addMaintenanceCommands } from './commands/maintenance.js';
+import { addBackfillCommands } from './commands/backfill.js';
 import { selectJobs } from './select-jobs.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, exitCodeFor } from './exit-codes.js';
 import { errorInfo, formatRun, formatStatus, printJson, type Output } from './output.js';
@@ -74,6 +75,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     });
 
   addMaintenanceCommands(program, { io, setExitCode: (code) => (exitCode = code) });
+  addBackfillCommands(program, { io, setExitCode: (code) => (exitCode = code) });
 
   try {
     await program.parseAsync(argv, { from: 'user' });

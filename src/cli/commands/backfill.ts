@@ -1,0 +1,187 @@
+/**
+ * `tidemark backfill` and `tidemark reset`: reload a range of a job's source without moving its
+ * watermark, and move the watermark itself. Jobs run one after another; a failed job is reported
+ * and the exit code is the worst one (2 bad flags or a refused range, 1 failed, 3 lost races).
+ *
+ * Mount with `addBackfillCommands(program, { io, setExitCode })` from main.ts.
+ */
+import { Command, Option } from 'commander';
+import { loadConfig } from '../../config/load.js';
+import type { JobConfig } from '../../config/schema.js';
+import { reportOfFailedBackfill, runBackfill, type BackfillReport } from '../../job/backfill.js';
+import type { RunContext } from '../../job/context.js';
+import { resetJob, type ResetReport } from '../../job/reset.js';
+import { createLogger, type Logger } from '../../log/logger.js';
+import { EXIT_FAILED, EXIT_OK, exitCodeFor } from '../exit-codes.js';
+import type { CliIO } from '../main.js';
+import { errorInfo, printJson } from '../output.js';
+import { selectJobs } from '../select-jobs.js';
+
+/** What the commands need from main: its IO and a way to set the process's exit code. */
+export interface BackfillCli {
+  io: CliIO;
+  setExitCode(code: number): void;
+}
+
+interface CommonFlags {
+  config: string;
+  json?: boolean;
+  logLevel?: string;
+  dryRun?: boolean;
+  force?: boolean;
+}
+
+interface BackfillFlags extends CommonFlags {
+  from: string;
+  to: string;
+  job?: string[];
+  restart?: boolean;
+}
+
+interface ResetFlags extends CommonFlags {
+  job: string;
+  to: string;
+}
+
+const BACKFILL_HELP = `
+Range (both ends included), in the job's discovery mode:
+  by partition  partition ids: 2026-11-01, or 2026-11-01T05 for hourly layouts (a bare date
+                on an hourly layout means the whole day: T00 to T23); only the partition
+                folders in the range are listed.
+  by modified   LastModified timestamps: 2026-11-01T00:00:00Z (with an offset), or a date
+                (--from: its UTC midnight; --to: the end of that day).
+
+Partitions load oldest first, one commit per partition (or per batch when a partition exceeds
+maxFilesPerBatch/maxBytesPerBatch), each with the backfill's progress (its own txn appId
+tidemark.backfill.<job>). The job's watermark is not moved, and rows the job loaded later are
+kept (MERGE never replaces a row with an older one). A backfill may run while the hourly run does.
+
+Interrupted? Run the same command again: it continues after the last committed partition.
+A completed range is a no-op (--restart loads it again). Another range is refused while one is
+unfinished (--restart abandons it). Append-mode jobs need --force (rows are appended again).
+
+Example:
+  tidemark backfill --job orders --from 2026-11-01 --to 2026-11-07
+`;
+
+const RESET_HELP = `
+--to W means "W is the last partition (or instant) considered loaded". The next run loads every
+file after W and, as every run does, rescans the lookback partitions (or the settle window) up to
+W for files the state does not remember. Files it remembers up to W stay loaded; everything after
+W is forgotten. Formats: a partition id of the layout's granularity (2026-11-03, or 2026-11-03T23
+for hourly layouts), or a timestamp (2026-11-03T00:00:00Z; a date is its UTC midnight).
+
+The commit holds no data (operation SET TRANSACTION with the job's txn and state). In merge mode
+reloading is idempotent: the table ends the same. In append mode moving the watermark back
+appends the reloaded rows again: refused unless --force.
+
+Example (reload everything after November 3rd):
+  tidemark reset --job orders --to 2026-11-03 && tidemark run --job orders
+`;
+
+/** Add `backfill` and `reset` to the program. */
+export function addBackfillCommands(program: Command, cli: BackfillCli): void {
+  common(program.command('backfill'))
+    .description('reload a range of partitions (or LastModified range), oldest first, resumably, without moving the watermark')
+    .requiredOption('--from <P>', 'first partition (or timestamp) of the range')
+    .requiredOption('--to <P>', 'last partition (or timestamp) of the range, included')
+    .addOption(new Option('-j, --job <name>', 'only this job (repeatable)').argParser((v: string, prev: string[] = []) => [...prev, v]))
+    .option('--restart', 'load the range from its start again, even when done; abandons an unfinished backfill of another range')
+    .option('--force', 'allow a backfill of an append-mode job (rows already loaded are appended again)')
+    .option('--dry-run', 'list the files the backfill would load; change nothing')
+    .addHelpText('after', BACKFILL_HELP)
+    .action(async (flags: BackfillFlags) => cli.setExitCode(await backfillCommand(flags, cli.io)));
+  common(program.command('reset'))
+    .description("move a job's watermark back (or forward) in a commit without data; the next run loads from there")
+    .requiredOption('-j, --job <name>', 'the job to reset')
+    .requiredOption('--to <watermark>', 'the last partition (or instant) to consider loaded')
+    .option('--force', 'allow moving the watermark of an append-mode job back (duplicates rows)')
+    .option('--dry-run', 'show the watermark change; commit nothing')
+    .addHelpText('after', RESET_HELP)
+    .action(async (flags: ResetFlags) => cli.setExitCode(await resetCommand(flags, cli.io)));
+}
+
+function common(command: Command): Command {
+  return command
+    .addOption(new Option('-c, --config <file>', 'config file').default('tidemark.yaml'))
+    .addOption(new Option('--json', 'print one JSON object per job on stdout'))
+    .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']));
+}
+
+/** Backfill each selected job over the range; resolves to the exit code. */
+export async function backfillCommand(flags: BackfillFlags, io: CliIO): Promise<number> {
+  const config = await loadConfig(flags.config);
+  const opts = { from: flags.from, to: flags.to, restart: flags.restart ?? false, force: flags.force ?? false, dryRun: flags.dryRun ?? false };
+  return forEachJob(flags, io, { command: 'backfill', jobs: selectJobs(config, flags.job), storage: config.storage }, {
+    run: (job, ctx) => runBackfill(job, ctx, opts),
+    // The partitions committed before a failure stay committed; the report says so.
+    partial: reportOfFailedBackfill,
+  });
+}
+
+/** Reset one job's watermark; resolves to the exit code. */
+export async function resetCommand(flags: ResetFlags, io: CliIO): Promise<number> {
+  const config = await loadConfig(flags.config);
+  const opts = { to: flags.to, force: flags.force ?? false, dryRun: flags.dryRun ?? false };
+  return forEachJob(flags, io, { command: 'reset', jobs: selectJobs(config, [flags.job]), storage: config.storage }, {
+    run: (job, ctx) => resetJob(job, ctx, opts),
+  });
+}
+
+type Report = BackfillReport | ResetReport;
+
+/** The command's jobs and storage settings. */
+interface Selection {
+  command: 'backfill' | 'reset';
+  jobs: JobConfig[];
+  storage: RunContext['storage'];
+}
+
+/** What to do per job, and the partial report of a job that failed halfway. */
+interface PerJob {
+  run(job: JobConfig, ctx: RunContext): Promise<Report>;
+  partial?(err: unknown): Report | undefined;
+}
+
+async function forEachJob(flags: CommonFlags, io: CliIO, selection: Selection, perJob: PerJob): Promise<number> {
+  const { command, jobs, storage } = selection;
+  const logger: Logger = io.context?.logger ?? createLogger({ stream: io.stderr, ...(flags.logLevel ? { level: flags.logLevel as 'info' } : {}) });
+  let worst = EXIT_OK;
+  for (const job of jobs) {
+    const ctx: RunContext = { storage, logger, ...(io.signal ? { signal: io.signal } : {}), ...io.context };
+    let report: Record<string, unknown>;
+    try {
+      report = { ...(await perJob.run(job, ctx)) };
+    } catch (err) {
+      worst = Math.max(worst, exitCodeFor(err));
+      logger.error({ job: job.name, error: errorInfo(err) }, `${command} failed`);
+      report = { job: job.name, command, ...perJob.partial?.(err), status: 'failed', error: errorInfo(err) };
+    }
+    if (flags.json) printJson(io.stdout, report);
+    else io.stdout.write(formatReport(report));
+    if (io.signal?.aborted) return Math.max(worst, EXIT_FAILED);
+  }
+  return worst;
+}
+
+/** A few human lines for one job's backfill or reset. */
+export function formatReport(r: Record<string, unknown>): string {
+  const s = (k: string) => String(r[k] ?? '-');
+  if (r['status'] === 'failed') return `${s('job')}: ${s('command')} failed: ${(r['error'] as { message?: string } | undefined)?.message ?? 'unknown error'}\n`;
+  if (r['command'] === 'reset') {
+    const verb = r['status'] === 'dry-run' ? 'would reset' : 'reset';
+    return (
+      `${s('job')}: watermark ${verb} ${s('watermarkBefore')} → ${s('watermark')}${r['rewound'] ? ' (rewound)' : ''}; table version ${s('tableVersion')}\n` +
+      `  the next run loads what follows ${s('watermark')} (${s('filesRemembered')} files up to it stay remembered as loaded)\n`
+    );
+  }
+  const head = `${s('job')}: backfill ${s('from')}..${s('to')}`;
+  if (r['status'] === 'already-done') return `${head} already done (table version ${s('tableVersion')}); --restart loads it again\n`;
+  const lines = [
+    `${head} ${s('status')} in ${(Number(r['durationMs'] ?? 0) / 1000).toFixed(1)}s; table version ${s('tableVersion')}; job watermark ${s('watermark')} (unchanged)`,
+    `  ${s('partitionsListed')} partitions listed${r['resumedFrom'] ? `, resumed after ${s('resumedFrom')}` : ''}; ${s('filesLoaded')} of ${s('filesPlanned')} files loaded in ${s('commits')} commits`,
+    `  rows: ${s('rowsRead')} read, ${s('rowsAfterDedupe')} after dedupe; ${s('inserted')} inserted, ${s('updated')} updated, ${s('deleted')} deleted, ${s('skippedStale')} stale skipped`,
+  ];
+  if (r['status'] === 'dry-run') lines.push(...((r['plannedFiles'] as string[] | undefined) ?? []).map((k) => `    + ${k}`));
+  return lines.join('\n') + '\n';
+}

@@ -1,0 +1,201 @@
+/**
+ * What a backfill loads, and the state it commits after each batch.
+ *
+ *   listBackfill  partition mode: walk only the partition folders in [cursor, to] (src/discovery's
+ *                 walk: folders are built level by level, never the whole landing zone);
+ *                 modification-time mode: list the prefix, keep LastModified in [from, to]
+ *   plan*         (pure) the files still to load, oldest first, in batches that never span two
+ *                 partitions, so each partition ends with its own commit
+ *   stateAfter    (pure) the backfill state to commit with a batch
+ *
+ * Files are taken whatever the job's own state says (a backfill reloads); only `_`/`.` files and,
+ * with `requireSuccessMarker`, folders without `_SUCCESS` are left out.
+ */
+import type { JobConfig } from '../config/schema.js';
+import { listModified, type ModifiedListing } from '../discovery/by-modified.js';
+import { Layout, PartitionClock, type DiscoveredFile } from '../discovery/index.js';
+import { folderOf, isNotData, SUCCESS_MARKER } from '../discovery/identity.js';
+import { walkPartitions, type PartitionWalk, type SkippedFolder } from '../discovery/partitions.js';
+import { compareFiles } from '../discovery/plan.js';
+import type { Storage } from '../storage/storage.js';
+import { splitBatches } from './batches.js';
+import { describeRange, type BackfillRange } from './backfill-range.js';
+import type { BackfillEntry, BackfillState } from './backfill-state.js';
+
+/** Files of one commit; never more than one partition's. */
+export interface PlannedBatch {
+  files: DiscoveredFile[];
+  /** Partition id (partition mode), or null. */
+  partition: string | null;
+  /** True for the last batch of its partition (partition mode; always true in modified mode). */
+  closesPartition: boolean;
+}
+
+/** Why a listed file is not loaded. */
+export type BackfillSkipReason = 'not data' | 'no success marker' | 'already loaded by this backfill';
+
+/** The rest of the range to load. */
+export interface BackfillPlan {
+  batches: PlannedBatch[];
+  files: number;
+  bytes: number;
+  /** Partition folders found in the range still to do (partition mode), or prefixes listed. */
+  partitionsListed: string[];
+  skipped: Array<{ key: string; reason: BackfillSkipReason }>;
+  /** Folders not matching the layout (or naming impossible dates) inside the range. */
+  skippedFolders: SkippedFolder[];
+  listRequests: number;
+}
+
+/** The cursor a plan starts from (see ./backfill-state.ts). */
+export interface BackfillCursor {
+  doneThrough: string | null;
+  loaded: readonly BackfillEntry[];
+}
+
+/** Listing limits. */
+export interface ListBackfillOptions {
+  concurrency: number;
+  signal?: AbortSignal;
+}
+
+/** List what the rest of the range needs and plan it. */
+export async function listBackfill(source: Storage, job: JobConfig, range: BackfillRange, cursor: BackfillCursor, opts: ListBackfillOptions): Promise<BackfillPlan> {
+  const d = job.source.discover;
+  const limits = { maxFiles: job.maxFilesPerBatch, maxBytes: job.maxBytesPerBatch, requireSuccessMarker: d.requireSuccessMarker };
+  if (range.mode === 'partition') {
+    if (d.by !== 'partition') throw new Error('[backfill] a partition range for a job discovering by modification time');
+    const layout = Layout.parse(d.layout);
+    const first = cursor.doneThrough === null ? range.from : new PartitionClock(d.timezone).step(cursor.doneThrough, 1);
+    if (first > range.to) return emptyPlan();
+    const walk = await walkPartitions(source, layout, { from: first, until: () => range.to, concurrency: opts.concurrency, signal: opts.signal });
+    return planPartitionBackfill(walk, cursor, limits);
+  }
+  const listing = await listModified(source, { floor: range.from - 1, keepAll: d.requireSuccessMarker, concurrency: opts.concurrency, signal: opts.signal });
+  return planModifiedBackfill(listing, range, cursor, limits);
+}
+
+/** Batch limits and the success-marker rule. */
+export interface PlanLimits {
+  maxFiles: number;
+  maxBytes: number;
+  requireSuccessMarker: boolean;
+}
+
+/** Plan the partitions of a walk (pure): every data file not yet loaded by this backfill. */
+export function planPartitionBackfill(walk: PartitionWalk, cursor: BackfillCursor, limits: PlanLimits): BackfillPlan {
+  const plan = emptyPlan();
+  plan.listRequests = walk.listRequests;
+  // Folders after `to` are outside the range, not worth a warning.
+  plan.skippedFolders = walk.skippedFolders.filter((f) => !f.reason.startsWith('after the current partition'));
+  const done = new Set(cursor.loaded.map((e) => `${e.etag}\u0000${e.key}`));
+  for (const part of walk.partitions) {
+    if (cursor.doneThrough !== null && part.id <= cursor.doneThrough) continue;
+    plan.partitionsListed.push(part.prefix);
+    const hasMarker = part.objects.some((o) => o.key === part.prefix + SUCCESS_MARKER);
+    const files: DiscoveredFile[] = [];
+    for (const o of part.objects) {
+      const reason = skipReason(o.key.slice(part.prefix.length), hasMarker, limits) ?? (done.has(`${o.etag}\u0000${o.key}`) ? 'already loaded by this backfill' : null);
+      if (reason) plan.skipped.push({ key: o.key, reason });
+      else files.push({ ...o, partition: part.id, arrival: o.lastModified });
+    }
+    files.sort(compareFiles);
+    const batches = splitBatches(files, limits.maxFiles, limits.maxBytes);
+    batches.forEach((b, i) => plan.batches.push({ files: b, partition: part.id, closesPartition: i === batches.length - 1 }));
+  }
+  return withTotals(plan);
+}
+
+/** Plan a listing by LastModified (pure): files in [from, to] after the cursor, oldest first. */
+export function planModifiedBackfill(
+  listing: ModifiedListing,
+  range: Extract<BackfillRange, { mode: 'modified' }>,
+  cursor: BackfillCursor,
+  limits: PlanLimits,
+): BackfillPlan {
+  const plan = emptyPlan();
+  plan.listRequests = listing.listRequests;
+  plan.partitionsListed = listing.prefixesListed;
+  plan.skippedFolders = listing.skippedFolders;
+  const markers = new Set(listing.objects.filter((o) => o.key.slice(folderOf(o.key).length) === SUCCESS_MARKER).map((o) => folderOf(o.key)));
+  const after = cursor.doneThrough === null ? null : Date.parse(cursor.doneThrough);
+  const done = new Set(cursor.loaded.map((e) => `${e.etag}\u0000${e.key}`));
+  const files: DiscoveredFile[] = [];
+  for (const o of listing.objects) {
+    const ms = o.lastModified.getTime();
+    if (ms < range.from || ms > range.to || (after !== null && ms < after)) continue;
+    const reason = skipReason(o.key, markers.has(folderOf(o.key)), limits) ?? (done.has(`${o.etag}\u0000${o.key}`) ? 'already loaded by this backfill' : null);
+    if (reason) plan.skipped.push({ key: o.key, reason });
+    else files.push({ ...o, arrival: o.lastModified });
+  }
+  files.sort(compareFiles);
+  plan.batches = splitBatches(files, limits.maxFiles, limits.maxBytes).map((b) => ({ files: b, partition: null, closesPartition: true }));
+  return withTotals(plan);
+}
+
+function skipReason(rel: string, hasMarker: boolean, limits: PlanLimits): BackfillSkipReason | null {
+  if (isNotData(rel)) return 'not data';
+  if (limits.requireSuccessMarker && !hasMarker) return 'no success marker';
+  return null;
+}
+
+function emptyPlan(): BackfillPlan {
+  return { batches: [], files: 0, bytes: 0, partitionsListed: [], skipped: [], skippedFolders: [], listRequests: 0 };
+}
+
+function withTotals(plan: BackfillPlan): BackfillPlan {
+  const all = plan.batches.flatMap((b) => b.files);
+  return { ...plan, files: all.length, bytes: all.reduce((n, f) => n + f.size, 0) };
+}
+
+/** A fresh state for `range`, keeping the txn version and tombstones of the previous backfill. */
+export function startState(job: string, range: BackfillRange, prev: BackfillState | null, now: Date): BackfillState {
+  return {
+    stateVersion: 1,
+    job,
+    mode: range.mode,
+    ...describeRange(range),
+    status: 'running',
+    batch: prev?.batch ?? 0,
+    doneThrough: null,
+    loaded: [],
+    startedAt: now.toISOString(),
+    updatedAt: now.toISOString(),
+    totals: { filesLoaded: 0, rowsLoaded: 0 },
+    ...(prev?.tombstones ? { tombstones: prev.tombstones } : {}),
+  };
+}
+
+/**
+ * The state to commit with `batch` (its files as loaded, `rowsRead` rows). The last batch of the
+ * plan marks the range done; a partition's last batch moves the cursor past the partition.
+ */
+export function stateAfter(
+  prev: BackfillState,
+  batch: PlannedBatch,
+  loaded: readonly DiscoveredFile[],
+  rowsRead: number,
+  opts: { last: boolean; now: Date },
+): BackfillState {
+  const base = {
+    ...prev,
+    batch: prev.batch + 1,
+    updatedAt: opts.now.toISOString(),
+    totals: { filesLoaded: prev.totals.filesLoaded + loaded.length, rowsLoaded: prev.totals.rowsLoaded + rowsRead },
+  };
+  if (opts.last) return { ...base, status: 'done', doneThrough: prev.to, loaded: [] };
+  const entries = loaded.map((f) => ({ key: f.key, etag: f.etag }));
+  if (batch.partition !== null) {
+    return batch.closesPartition ? { ...base, doneThrough: batch.partition, loaded: [] } : { ...base, loaded: [...prev.loaded, ...entries] };
+  }
+  // By LastModified: the cursor is the newest time loaded; remember the files at exactly that time.
+  const newest = loaded.reduce((max, f) => Math.max(max, f.lastModified.getTime()), -Infinity);
+  const cursor = new Date(newest).toISOString();
+  const atCursor = loaded.filter((f) => f.lastModified.getTime() === newest).map((f) => ({ key: f.key, etag: f.etag }));
+  return { ...base, doneThrough: cursor, loaded: [...(prev.doneThrough === cursor ? prev.loaded : []), ...atCursor] };
+}
+
+/** A state marking the range done without data (the rest of the range held nothing to load). */
+export function doneState(prev: BackfillState, now: Date): BackfillState {
+  return { ...prev, batch: prev.batch + 1, status: 'done', doneThrough: prev.to, loaded: [], updatedAt: now.toISOString() };
+}

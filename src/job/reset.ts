@@ -1,0 +1,196 @@
+/**
+ * `tidemark reset --job NAME --to WATERMARK`: move a job's watermark (back or forward) in a commit
+ * without data: only the job's txn and its state (domainMetadata), operation `SET TRANSACTION`.
+ *
+ * `--to W` means "W is the last partition (or instant) considered loaded", as if a run had just
+ * loaded it. The next run then, as every run does:
+ * - partition mode: loads every file of the partitions after W, and rescans the `lookback`
+ *   partitions up to W for files it does not remember. The state keeps the files it still
+ *   remembers in partitions up to W (they are not reloaded, unless overwritten since), and forgets
+ *   everything after W. So `--to 2026-11-03` reloads 2026-11-04 onwards, plus whatever of
+ *   2026-11-02..03 (lookback 2) it no longer remembers.
+ * - modification-time mode: loads the files modified after W, and rechecks the settle window
+ *   before W for files it does not remember; remembered files modified up to W are kept.
+ *
+ * In merge mode reloading is idempotent (unchanged rows are no-ops, older rows are skipped as stale),
+ * so a rewind leaves the table as it was and then brings in whatever changed. In append mode a
+ * rewind appends the reloaded files' rows a second time: refused unless `force`.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import type { JobConfig } from '../config/schema.js';
+import { DeltaTable, isCommitConflict } from '../delta/table.js';
+import type { Snapshot } from '../delta/snapshot.js';
+import { parsePartitionStart, parseTimestampStart } from '../discovery/config.js';
+import { granularityOfId } from '../discovery/calendar.js';
+import { Layout, PartitionClock, type DiscoveryState, type ModifiedState, type PartitionState } from '../discovery/index.js';
+import { DuckSession } from '../engine/duckdb.js';
+import { CommitRetriesExhaustedError, ConfigError, TidemarkError } from '../errors.js';
+import type { RunContext } from './context.js';
+import { openTarget } from './open.js';
+import { DEFAULT_MAX_REPLANS, replanDelayMs } from './run-job.js';
+import { jobAppId, readJobState, stateActions, type JobState } from './state.js';
+import { describeWatermark } from './watermark.js';
+
+/** What to reset to. */
+export interface ResetOptions {
+  /** The new watermark: a partition id of the layout's granularity, or a timestamp. */
+  to: string;
+  /** Allow rewinding an append-mode job (reloaded rows are appended again). */
+  force?: boolean;
+  /** Compute and report the new watermark; commit nothing. */
+  dryRun?: boolean;
+}
+
+/** What a reset reports. */
+export interface ResetReport {
+  job: string;
+  command: 'reset';
+  status: 'reset' | 'dry-run' | 'failed';
+  /** The watermark before (null: the job never loaded). */
+  watermarkBefore: string | null;
+  /** The watermark committed. */
+  watermark: string;
+  /** True when the new watermark is before the old one (the next run reloads). */
+  rewound: boolean;
+  /** Files the state still remembers as loaded (not reloaded unless changed). */
+  filesRemembered: number;
+  tableVersion: number | null;
+  durationMs: number;
+  error?: { type: string; message: string; context?: Record<string, unknown> };
+}
+
+/** The discovery state after `reset --to`, and whether it moves the watermark back. */
+export interface ResetPlan {
+  state: DiscoveryState;
+  rewound: boolean;
+}
+
+/**
+ * The discovery state that `--to text` sets for `job`, given the committed one (pure). Throws
+ * ConfigError (field `to`) when `text` is not a watermark of the job's discovery mode and layout.
+ */
+export function planReset(job: JobConfig, prev: DiscoveryState | null, text: string): ResetPlan {
+  const d = job.source.discover;
+  if (d.by === 'partition') {
+    const layout = Layout.parse(d.layout);
+    const clock = new PartitionClock(d.timezone);
+    const to = partitionWatermark(text, layout, clock);
+    const old = prev?.mode === 'partition' && granularityOfId(prev.watermark) === layout.granularity ? prev : null;
+    let rememberedFrom = clock.step(to, -d.lookback);
+    // The old state lists in full from its rememberedFrom: rescanning below that would reload files it forgot.
+    if (old && old.rememberedFrom <= to && old.rememberedFrom > rememberedFrom) rememberedFrom = old.rememberedFrom;
+    const loaded = (old?.loaded ?? []).filter((e) => e.partition >= rememberedFrom && e.partition <= to);
+    const state: PartitionState = { stateVersion: 1, mode: 'partition', watermark: to, rememberedFrom, loaded };
+    return { state, rewound: prev !== null && (old === null || to < old.watermark) };
+  }
+  const to = flag(() => parseTimestampStart(text));
+  const old = prev?.mode === 'modified' ? prev : null;
+  const floor = to - d.settle;
+  const loaded = (old?.loaded ?? []).filter((e) => e.lastModified > floor && e.lastModified <= to);
+  const state: ModifiedState = { stateVersion: 1, mode: 'modified', watermark: to, loaded };
+  return { state, rewound: prev !== null && (old === null || to < old.watermark) };
+}
+
+/** A partition id of exactly the layout's granularity that exists in the job's time zone. */
+function partitionWatermark(text: string, layout: Layout, clock: PartitionClock): string {
+  const id = flag(() => parsePartitionStart(text, layout.granularity));
+  if (layout.granularity === 'hour' && !/[T ]\d{2}/.test(text)) {
+    throw new ConfigError(
+      `--to ${JSON.stringify(text)} names a day but layout '${layout.text}' has hour partitions; give the hour (e.g. ${id.slice(0, 10)}T23 counts the whole day as loaded)`,
+      { field: 'to' },
+    );
+  }
+  if (!clock.exists(id)) throw new ConfigError(`--to ${JSON.stringify(text)}: partition ${id} does not exist in time zone ${clock.zone}`, { field: 'to' });
+  return id;
+}
+
+/** Run a discovery parser, re-labelling its error as one about `--to`. */
+function flag<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    if (!(err instanceof TidemarkError)) throw err;
+    throw new ConfigError(`--to: ${err.message.replace(/^\[discovery\] start /, '')}`, { field: 'to' }, err);
+  }
+}
+
+/** Reset `job`'s watermark (see the module comment); a lost commit race re-reads the state and tries again. */
+export async function resetJob(job: JobConfig, ctx: RunContext, opts: ResetOptions): Promise<ResetReport> {
+  const started = Date.now();
+  const session = await DuckSession.open();
+  try {
+    const table = DeltaTable.open(openTarget(job, ctx.storage, ctx.openStorage), session, { singleWriter: ctx.storage.singleWriter });
+    const maxReplans = ctx.maxReplans ?? DEFAULT_MAX_REPLANS;
+    for (let lost = 0; ; ) {
+      try {
+        return { ...(await resetOnce(job, table, opts, ctx.signal)), durationMs: Date.now() - started };
+      } catch (err) {
+        if (!isCommitConflict(err)) throw err;
+        if (++lost > maxReplans) {
+          throw new CommitRetriesExhaustedError(`[reset] ${job.name}: lost ${lost} commit races in a row on ${table.uri}; giving up`, {
+            kind: 'conflict',
+            context: { uri: table.uri, job: job.name },
+            cause: err,
+          });
+        }
+        ctx.logger.warn({ job: job.name, conflict: err.conflict, lost }, 'reset: a run committed first; reading its state and resetting again');
+        await delay(replanDelayMs(lost), undefined, ctx.signal ? { signal: ctx.signal } : {});
+      }
+    }
+  } finally {
+    session.close();
+  }
+}
+
+async function resetOnce(job: JobConfig, table: DeltaTable, opts: ResetOptions, signal?: AbortSignal): Promise<Omit<ResetReport, 'durationMs'>> {
+  const snapshot = await table.snapshot();
+  if (!snapshot) {
+    throw new ConfigError(`[reset] job ${job.name}: table ${table.uri} does not exist yet, so there is no watermark to reset (set source.discover.start for the first run)`, {
+      field: 'job',
+      uri: table.uri,
+    });
+  }
+  const prev = readJobState(snapshot, job.name);
+  const before = prev.discovery as DiscoveryState | null;
+  const plan = planReset(job, before, opts.to);
+  const report = {
+    job: job.name,
+    command: 'reset' as const,
+    watermarkBefore: describeWatermark(before),
+    watermark: describeWatermark(plan.state)!,
+    rewound: plan.rewound,
+    filesRemembered: plan.state.loaded.length,
+  };
+  if (job.target.mode === 'append' && plan.rewound && !opts.force && !opts.dryRun) {
+    throw new ConfigError(
+      `[reset] job ${job.name} appends (target.mode: append): moving its watermark back from ${report.watermarkBefore} to ${report.watermark} ` +
+        'makes the next run append the reloaded files again (duplicate rows); pass --force to do it anyway',
+      { field: 'force', job: job.name },
+    );
+  }
+  if (opts.dryRun) return { ...report, status: 'dry-run', tableVersion: snapshot.version };
+  const version = await commitReset(table, snapshot, { ...prev, batch: prev.batch + 1, discovery: plan.state }, report, signal);
+  return { ...report, status: 'reset', tableVersion: version };
+}
+
+/** The commit without data: the job's txn and state, read set = the job's appId (a concurrent run conflicts). */
+async function commitReset(
+  table: DeltaTable,
+  snapshot: Snapshot,
+  state: JobState,
+  report: { watermarkBefore: string | null; watermark: string },
+  signal?: AbortSignal,
+): Promise<number> {
+  const result = await table.commit(
+    {
+      actions: stateActions(state),
+      operation: 'SET TRANSACTION',
+      operationParameters: { job: state.job, reset: `${report.watermarkBefore ?? 'none'} → ${report.watermark}`, batch: state.batch },
+      operationMetrics: { numFiles: '0', numOutputRows: '0' },
+      read: { readVersion: snapshot.version, partitions: [], files: [], appIds: [jobAppId(state.job)] },
+      isBlindAppend: true,
+    },
+    signal ? { signal } : {},
+  );
+  return result.version;
+}
