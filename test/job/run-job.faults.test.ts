@@ -12,6 +12,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunHooks } from '../../src/job/context.js';
+import { reportOfFailedRun } from '../../src/job/run-job.js';
 import type { JobState } from '../../src/job/state.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import {
@@ -125,9 +126,16 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
     'a crash at %s of batch %i, then a rerun, gives the table and state of an uninterrupted run (fault injection: hook throws)',
     async (point, batch) => {
       const setup = await setupFor(mode, discovery);
-      await expect(run(setup, { hooks: crashAt(point, batch) })).rejects.toThrow(`injected crash at ${point} of batch ${batch}`);
+      const crash = await run(setup, { hooks: crashAt(point, batch) }).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      expect(crash).toBeInstanceOf(Error);
+      expect((crash as Error).message).toBe(`injected crash at ${point} of batch ${batch}`);
       const afterCrash = await readTarget(session, setup);
       const committedBatches = point === 'afterCommit' ? batch + 1 : batch;
+      // The failed run's report counts the batches it committed before the crash.
+      expect(reportOfFailedRun(crash)).toMatchObject({ status: 'failed', commits: committedBatches, filesLoaded: 2 * committedBatches });
       expect(afterCrash.state.batch).toBe(committedBatches);
       if (point === 'beforeCommit') {
         // The crashed batch's data files were uploaded: orphans no snapshot lists.
