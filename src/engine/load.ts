@@ -1,34 +1,20 @@
 /**
  * Load source files into one DuckDB table with lineage columns. Files are read in bulk; when
  * DuckDB rejects the bulk read, each file is tried alone so the error names the bad file.
+ *
+ * With the target table's schema, each file is read in the table's types (./load-conform.ts).
+ * A zero-byte CSV or JSON file holds no rows (some producers write empty files); a zero-byte
+ * Parquet file is not a Parquet file.
  */
+import { stat } from 'node:fs/promises';
+import type { StructType } from '../delta/schema.js';
 import { BadFileError } from '../errors.js';
 import type { DuckSession } from './duckdb.js';
-import type { SourceFormat } from './source-format.js';
-import { compressionOf } from './source-format.js';
-import { ident, literal, str } from './sql.js';
+import { fileSelectSql, type CsvOptions, type LoadFile } from './file-select.js';
+import { conformFile, diagnoseFile, unreadable, type ConformedFile } from './load-conform.js';
+import { ident } from './sql.js';
 
-/** Lineage columns every loaded row carries. */
-export const SOURCE_FILE = '_source_file';
-export const SOURCE_MODIFIED = '_source_modified';
-export const SOURCE_ROW = '_source_row';
-export const LINEAGE_COLUMNS = [SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW] as const;
-
-export interface CsvOptions {
-  header?: boolean;
-  delimiter?: string;
-  quote?: string;
-  nullstr?: string;
-}
-
-export interface LoadFile {
-  /** Path DuckDB reads (in place or in the spool); must be free of glob characters. */
-  localPath: string;
-  /** Source object key, recorded as `_source_file` and used in errors. */
-  key: string;
-  lastModified: Date;
-  format: SourceFormat;
-}
+export { fileSelectSql, LINEAGE_COLUMNS, SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
 
 export interface LoadOptions {
   /** Name of the table to create (replaced if it exists). */
@@ -36,77 +22,51 @@ export interface LoadOptions {
   csv?: CsvOptions;
   /** Files per UNION statement; bounds the SQL text size. */
   chunkSize?: number;
+  /**
+   * The target table's schema, when it exists: its columns are read in its types, and a value
+   * that does not fit is a BadFileError naming file, row and column. Without it each file's
+   * types are inferred and the bulk read combines them.
+   */
+  schema?: StructType;
 }
 
-function csvArgs(format: 'csv' | 'tsv', opts: CsvOptions | undefined, path: string): string {
-  // Pin the delimiter and forbid skipped rows: left alone, DuckDB's sniffer "repairs" a ragged
-  // file by skipping rows or reading one wide column, which would drop data silently.
-  const delimiter = opts?.delimiter ?? (format === 'tsv' ? '\t' : ',');
-  const args = [str(path), `delim = ${str(delimiter)}`, 'skip = 0', 'strict_mode = true', 'null_padding = false'];
-  if (opts?.header !== undefined) args.push(`header = ${opts.header}`);
-  if (opts?.quote !== undefined) args.push(`quote = ${str(opts.quote)}`);
-  if (opts?.nullstr !== undefined) args.push(`nullstr = ${str(opts.nullstr)}`);
-  const compression = compressionOf(path);
-  if (compression !== 'none') args.push(`compression = ${str(compression)}`);
-  return args.join(', ');
+/** A column the files bring that the target schema lacks. */
+export interface NewColumn {
+  name: string;
+  /** Keys of the files that have it. */
+  files: string[];
 }
 
-/** SELECT of one file's rows plus lineage columns. */
-export function fileSelectSql(file: LoadFile, csv?: CsvOptions): string {
-  const lineage =
-    `${literal(file.key)} AS ${ident(SOURCE_FILE)}, ` +
-    `${str(file.lastModified.toISOString())}::TIMESTAMPTZ AS ${ident(SOURCE_MODIFIED)}`;
-  const compression = compressionOf(file.localPath);
-  const jsonCompression = compression === 'none' ? '' : `, compression = ${str(compression)}`;
-  switch (file.format) {
-    case 'parquet':
-      return `SELECT * EXCLUDE (file_row_number), ${lineage}, file_row_number + 1 AS ${ident(SOURCE_ROW)} FROM read_parquet(${str(file.localPath)}, file_row_number = true, hive_partitioning = false)`;
-    case 'csv':
-    case 'tsv':
-      return `SELECT *, ${lineage}, row_number() OVER () AS ${ident(SOURCE_ROW)} FROM read_csv(${csvArgs(file.format, csv, file.localPath)})`;
-    case 'json':
-    case 'ndjson':
-      return `SELECT *, ${lineage}, row_number() OVER () AS ${ident(SOURCE_ROW)} FROM read_json(${str(file.localPath)}, format = ${file.format === 'ndjson' ? "'newline_delimited'" : "'auto'"}${jsonCompression})`;
-  }
+/** What a load read. */
+export interface LoadResult {
+  rows: number;
+  /** Columns not in `LoadOptions.schema`, with their files (empty without a schema). */
+  newColumns: NewColumn[];
+  /** Keys of zero-byte files, which hold no rows. */
+  emptyFiles: string[];
 }
 
-/** Replace the local path in DuckDB's message with the object key, so errors name the source. */
-function describeFailure(err: unknown, file: LoadFile): string {
-  const message = err instanceof Error ? err.message : String(err);
-  return message.split(file.localPath).join(file.key).split('\n')[0]!;
-}
-
-/** Find the first file DuckDB cannot read on its own; throws a BadFileError naming it. */
-async function diagnose(session: DuckSession, files: LoadFile[], csv: CsvOptions | undefined, bulkError: unknown): Promise<never> {
-  for (const file of files) {
-    try {
-      await session.run(`SELECT count(*) FROM (${fileSelectSql(file, csv)})`);
-    } catch (err) {
-      throw new BadFileError(`[load] cannot read ${file.key}: ${describeFailure(err, file)}`, { context: { key: file.key }, cause: err });
-    }
-  }
-  // Every file reads alone: the files disagree with each other (e.g. incompatible column types).
-  const message = bulkError instanceof Error ? bulkError.message.split('\n')[0] : String(bulkError);
-  throw new BadFileError(`[load] files ${files.map((f) => f.key).join(', ')} cannot be combined: ${message}`, {
-    context: { key: files[0]?.key },
-    cause: bulkError,
-  });
-}
-
-/** Load `files` into `opts.table`; returns the row count. An empty list creates no table and returns 0. */
+/** Load `files` into `opts.table`; returns the row count. Nothing to read creates no table and returns 0. */
 export async function loadFiles(session: DuckSession, files: LoadFile[], opts: LoadOptions): Promise<number> {
-  if (files.length === 0) return 0;
+  return (await loadSourceFiles(session, files, opts)).rows;
+}
+
+/** Load `files` into `opts.table` (see the module comment). Nothing to read creates no table. */
+export async function loadSourceFiles(session: DuckSession, files: readonly LoadFile[], opts: LoadOptions): Promise<LoadResult> {
+  const { readable, emptyFiles } = await skipEmpty(files);
+  if (readable.length === 0) return { rows: 0, newColumns: [], emptyFiles };
+  const plans = opts.schema ? await conformAll(session, readable, opts.schema, opts.csv) : null;
   const chunkSize = opts.chunkSize ?? 64;
   const parts: string[] = [];
   try {
-    for (let i = 0; i < files.length; i += chunkSize) {
-      const chunk = files.slice(i, i + chunkSize);
+    for (let i = 0; i < readable.length; i += chunkSize) {
+      const chunk = readable.slice(i, i + chunkSize);
       const part = `${opts.table}__part${parts.length}`;
-      const union = chunk.map((f) => fileSelectSql(f, opts.csv)).join('\nUNION ALL BY NAME\n');
+      const selects = plans ? plans.slice(i, i + chunkSize).map((p) => p.select) : chunk.map((f) => fileSelectSql(f, opts.csv));
       try {
-        await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(part)} AS ${union}`);
+        await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(part)} AS ${selects.join('\nUNION ALL BY NAME\n')}`);
       } catch (err) {
-        await diagnose(session, chunk, opts.csv, err);
+        await diagnose(session, chunk, opts, err);
       }
       parts.push(part);
     }
@@ -116,5 +76,61 @@ export async function loadFiles(session: DuckSession, files: LoadFile[], opts: L
     for (const p of parts) await session.run(`DROP TABLE IF EXISTS ${ident(p)}`);
   }
   const row = await session.one(`SELECT count(*)::BIGINT AS n FROM ${ident(opts.table)}`);
-  return Number(row?.['n'] ?? 0);
+  return { rows: Number(row?.['n'] ?? 0), newColumns: plans ? newColumnsOf(plans) : [], emptyFiles };
+}
+
+/** Zero-byte files hold no rows, except that a Parquet file cannot be empty. */
+async function skipEmpty(files: readonly LoadFile[]): Promise<{ readable: LoadFile[]; emptyFiles: string[] }> {
+  const readable: LoadFile[] = [];
+  const emptyFiles: string[] = [];
+  for (const file of files) {
+    const size = (await stat(file.localPath)).size;
+    if (size > 0) readable.push(file);
+    else if (file.format === 'parquet') {
+      throw new BadFileError(`[load] cannot read ${file.key}: the file is empty (0 bytes), not a Parquet file`, { context: { key: file.key } });
+    } else emptyFiles.push(file.key);
+  }
+  return { readable, emptyFiles };
+}
+
+async function conformAll(session: DuckSession, files: readonly LoadFile[], schema: StructType, csv?: CsvOptions): Promise<ConformedFile[]> {
+  const plans: ConformedFile[] = [];
+  for (const file of files) plans.push(await conformFile(session, file, schema, csv));
+  return plans;
+}
+
+function newColumnsOf(plans: readonly ConformedFile[]): NewColumn[] {
+  const byName = new Map<string, NewColumn>();
+  for (const p of plans) {
+    for (const name of p.newColumns) {
+      const entry = byName.get(name.toLowerCase()) ?? { name, files: [] };
+      entry.files.push(p.file.key);
+      byName.set(name.toLowerCase(), entry);
+    }
+  }
+  return [...byName.values()];
+}
+
+/** Find the first file DuckDB cannot read on its own; throws a BadFileError naming it. */
+async function diagnose(session: DuckSession, files: readonly LoadFile[], opts: LoadOptions, bulkError: unknown): Promise<never> {
+  for (const file of files) {
+    if (opts.schema) {
+      const bad = await diagnoseFile(session, file, opts.schema, opts.csv);
+      if (bad) throw bad;
+      continue;
+    }
+    try {
+      await session.run(`CREATE OR REPLACE TEMP TABLE __tm_probe AS ${fileSelectSql(file, opts.csv)}`);
+    } catch (err) {
+      throw unreadable(file, err);
+    } finally {
+      await session.run('DROP TABLE IF EXISTS __tm_probe');
+    }
+  }
+  // Every file reads alone: the files disagree with each other (e.g. incompatible column types).
+  const message = bulkError instanceof Error ? bulkError.message.split('\n')[0] : String(bulkError);
+  throw new BadFileError(`[load] files ${files.map((f) => f.key).join(', ')} cannot be combined: ${message}`, {
+    context: { key: files[0]?.key },
+    cause: bulkError,
+  });
 }

@@ -2,7 +2,8 @@
  * Append mode (no key): the batch's rows become new data files, committed as a blind append
  * (Spark's WRITE, mode Append). Nothing of the table is read, so concurrent writers rarely
  * conflict with it; exactly-once comes from the caller's txn action in `extraActions`.
- * Creates the table from the batch's schema when it does not exist.
+ * Creates the table from the batch's schema when it does not exist; new batch columns are added
+ * to it per `schemaEvolution` (a metaData action in the same commit).
  */
 import { addFileFor } from '../../delta/table.js';
 import type { CommitRequest } from '../../delta/transaction.js';
@@ -10,7 +11,7 @@ import { ident } from '../sql.js';
 import { dropAll, tempTables } from './names.js';
 import { bytesOf, writeAndUpload, type OutputOptions } from './output.js';
 import { openSpool } from './spool.js';
-import { prepareTarget } from './target.js';
+import { prepareTarget, schemaActions } from './target.js';
 import { DEFAULT_DOWNLOAD_CONCURRENCY, type AppendOptions, type AppendResult } from './types.js';
 
 /** Append the batch to the table; see the module comment. */
@@ -35,7 +36,7 @@ export async function appendToTable(opts: AppendOptions): Promise<AppendResult> 
     const added = target.batch.rows > 0 ? await writeAndUpload(out, `SELECT ${columns} FROM ${ident(tables.batch)}`, 'append', opts.targetFileRows) : [];
     const written = performance.now();
     const now = Date.now();
-    const actions = [...added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })), ...(opts.extraActions ?? [])];
+    const actions = [...schemaActions(target), ...added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })), ...(opts.extraActions ?? [])];
     const metrics = { numFiles: String(added.length), numOutputRows: String(target.batch.rows), numOutputBytes: String(bytesOf(added)) };
     const commitOpts = opts.signal ? { signal: opts.signal } : {};
     let version: number | null = null;

@@ -5,9 +5,11 @@
  * `deleteWhen` sees table columns the batch lacks as NULL: a file without the CDC op column
  * (an AWS DMS full-load file without `Op`) holds no deletes, rather than failing the batch.
  */
-import { BadFileError, MergeInputError } from '../../errors.js';
+import { MergeInputError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';
 import { ident } from '../sql.js';
+import { castError } from '../cast-error.js';
+import { misfitSql } from '../fit-cast.js';
 import { mappingExpr, type ColumnPlan, type ColumnType } from './columns.js';
 import { DELETE_FLAG, SOURCE_FILE, SOURCE_ROW } from './names.js';
 import { badDeleteWhen, checkDeleteExpression, type Lineage } from './validate.js';
@@ -93,27 +95,17 @@ async function diagnose(session: DuckSession, opts: PrepareBatchOptions, lineage
     }
   }
   for (const m of opts.plan.mappings) {
-    if (m.source === null) continue;
+    if (m.source === null || m.sourceType === null) continue;
     const col = `b.${ident(m.source)}`;
+    const misfit = misfitSql(col, m.sourceType, m.deltaType);
+    if (misfit === null) continue;
     const extra = [lineage.file ? `CAST(b.${ident(lineage.file)} AS VARCHAR) AS f` : 'NULL AS f', lineage.row ? `b.${ident(lineage.row)} AS r` : 'NULL AS r'];
-    const bad = await session
-      .one(`SELECT CAST(${col} AS VARCHAR) AS v, ${extra.join(', ')} FROM ${src} AS b WHERE ${col} IS NOT NULL AND TRY_CAST(${col} AS ${m.duckType}) IS NULL LIMIT 1`)
-      .catch(() => undefined);
-    if (bad) return castError(m.target, m.duckType, bad['v'], bad['f'], bad['r'], err);
+    const bad = await session.one(`SELECT CAST(${col} AS VARCHAR) AS v, ${extra.join(', ')} FROM ${src} AS b WHERE ${misfit} LIMIT 1`).catch(() => undefined);
+    if (bad) {
+      return castError({ column: m.target, type: m.duckType, sourceType: m.sourceType, value: bad['v'], file: bad['f'], row: bad['r'] }, '[merge]', err);
+    }
   }
   return new MergeInputError(`[merge] could not prepare the batch from ${opts.source}: ${firstLine(err)}`, { cause: err });
-}
-
-function castError(column: string, type: string, value: unknown, file: unknown, row: unknown, cause: unknown): BadFileError {
-  const where = [file != null ? `file ${String(file)}` : '', row != null ? `row ${String(row)}` : ''].filter(Boolean).join(', ');
-  return new BadFileError(
-    `[merge] value ${JSON.stringify(String(value))} of column ${JSON.stringify(column)} cannot be cast to the table's type ${type}` +
-      (where ? ` (${where})` : ''),
-    {
-      context: { column, ...(file != null ? { key: String(file) } : {}), ...(row != null ? { row: Number(row) } : {}) },
-      cause,
-    },
-  );
 }
 
 function firstLine(err: unknown): string {

@@ -1,11 +1,13 @@
 /**
  * Lining up the batch's columns with the table's: which batch column feeds which table column,
- * with what conversion. Pure, so the rules (and later schema evolution) are tested without DuckDB.
+ * with what conversion, and the schema after adding new columns. Pure, so the rules are tested
+ * without DuckDB.
  */
 import type { DataType, StructType } from '../../delta/schema.js';
 import { SchemaError } from '../../errors.js';
 import { ident } from '../sql.js';
-import { castToDeltaSql, deltaTypeToDuckForWrite } from '../type-map-write.js';
+import { fitCastSql } from '../fit-cast.js';
+import { deltaTypeToDuckForWrite, duckSchemaToDelta } from '../type-map-write.js';
 
 /** A column and its DuckDB type, as DESCRIBE prints it. */
 export interface ColumnType {
@@ -37,8 +39,8 @@ export interface ColumnPlan {
 /**
  * Map batch columns to the table schema's top-level fields by name (case-insensitive, like Delta).
  * Table columns the batch lacks are filled with NULL. Batch columns the table lacks are a
- * SchemaError naming them, unless listed in `internal`. (Schema evolution will turn these extra
- * columns into new table columns instead: that is the one place to change.)
+ * SchemaError naming them, unless listed in `internal`: schema evolution adds them to the
+ * schema first (see `newColumns` and `evolveSchema`).
  */
 export function planColumns(batch: readonly ColumnType[], schema: StructType, internal: readonly string[], tableUri: string): ColumnPlan {
   const byName = new Map(batch.map((c) => [c.name.toLowerCase(), c]));
@@ -53,17 +55,30 @@ export function planColumns(batch: readonly ColumnType[], schema: StructType, in
       sourceType: src?.type ?? null,
     };
   });
-  const tableNames = new Set(schema.fields.map((f) => f.name.toLowerCase()));
-  const extra = batch.filter((c) => !tableNames.has(c.name.toLowerCase()) && !internalSet.has(c.name.toLowerCase()));
+  const extra = newColumns(batch, schema, internal);
   if (extra.length > 0) {
     const names = extra.map((c) => c.name);
     throw new SchemaError(
-      `[merge] batch columns not in table ${tableUri}: ${names.map((n) => JSON.stringify(n)).join(', ')} (schema evolution is not supported yet)`,
+      `[merge] batch columns not in table ${tableUri}: ${names.map((n) => JSON.stringify(n)).join(', ')} (schemaEvolution is 'fail')`,
       { context: { uri: tableUri, column: names[0], columns: names } },
     );
   }
   const ignored = batch.filter((c) => internalSet.has(c.name.toLowerCase())).map((c) => c.name);
   return { mappings, ignored };
+}
+
+/** Batch columns the table lacks (names compared ignoring case), internal columns left out. */
+export function newColumns(batch: readonly ColumnType[], schema: StructType, internal: readonly string[]): ColumnType[] {
+  const known = new Set([...schema.fields.map((f) => f.name), ...internal].map((n) => n.toLowerCase()));
+  return batch.filter((c) => !known.has(c.name.toLowerCase()));
+}
+
+/**
+ * The schema with `added` appended as nullable top-level fields (types mapped from DuckDB, empty
+ * metadata). Existing fields, their order and their metadata are kept as they are.
+ */
+export function evolveSchema(schema: StructType, added: readonly ColumnType[]): StructType {
+  return { ...schema, fields: [...schema.fields, ...duckSchemaToDelta(added).fields] };
 }
 
 /** Batch columns that become table columns when the write creates the table. */
@@ -72,10 +87,13 @@ export function dataColumns(batch: readonly ColumnType[], internal: readonly str
   return batch.filter((c) => !internalSet.has(c.name.toLowerCase()));
 }
 
-/** SQL producing a table column (in its written DuckDB type) from the batch relation aliased `alias`. */
+/**
+ * SQL producing a table column (in its written DuckDB type) from the batch relation aliased
+ * `alias`; a value that does not fit the column's type raises an error (see ../fit-cast.ts).
+ */
 export function mappingExpr(m: ColumnMapping, alias: string): string {
   if (m.source === null || m.sourceType === null) return `CAST(NULL AS ${m.duckType})`;
-  return castToDeltaSql(`${alias}.${ident(m.source)}`, m.sourceType, m.deltaType, m.target);
+  return fitCastSql(`${alias}.${ident(m.source)}`, m.sourceType, m.deltaType, m.target);
 }
 
 /** Names of table columns that must be fed by the batch; a missing one is a SchemaError naming it. */

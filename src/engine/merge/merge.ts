@@ -11,7 +11,9 @@
  *
  * Only files that hold an updated or deleted row are rewritten; all others keep their paths.
  * A MERGE that changes nothing commits nothing (version null) unless the caller passed extra
- * actions, which must be committed anyway (the job's watermark moves even when all rows were stale).
+ * actions, which must be committed anyway (the job's watermark moves even when all rows were stale),
+ * or the batch brought new columns (schemaEvolution 'addColumns': a metaData action in the same
+ * commit; a concurrent metaData change then conflicts).
  * A CommitConflictError is not retried here: the caller re-plans on the new snapshot.
  */
 import type { Action } from '../../delta/actions.js';
@@ -32,7 +34,7 @@ import { emptyHitsSql, insertRelationSql, pruningPartitions, rewriteRelationSql,
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
 import { batchDeletes, buryTombstoned, checkTombstones } from './tombstones.js';
 import { openSpool } from './spool.js';
-import { prepareTarget, tableNames, type TargetTable } from './target.js';
+import { prepareTarget, schemaActions, tableNames, type TargetTable } from './target.js';
 import { DEFAULT_DOWNLOAD_CONCURRENCY, type MergeOptions, type MergeResult } from './types.js';
 import { checkDuplicateKeys, checkNullKeys } from './validate.js';
 
@@ -118,7 +120,8 @@ async function mergeExisting(run: MergeRun, snapshot: Snapshot): Promise<MergeRe
   const ctx: MatchContext = {
     session: opts.session,
     storage: opts.table.storage,
-    snapshot,
+    // With new columns, stored files are read in the evolved schema (they lack them: NULL).
+    snapshot: target.metadata ? { ...snapshot, schema: target.schema } : snapshot,
     tables,
     spec,
     batchRows: target.batch.rows,
@@ -136,7 +139,7 @@ async function mergeExisting(run: MergeRun, snapshot: Snapshot): Promise<MergeRe
   const removed = classified.rewrite.map((id) => hits.scanned.get(id)!);
   const added = await writeChanges(run, removed, counts.inserted);
   clock.lap('write');
-  const extraActions = await commitExtras(run);
+  const extraActions = [...schemaActions(target), ...(await commitExtras(run))];
   const base = { counts, added, removed, filesScanned: hits.scanned.size, filesRead: classified.read.length, created: false };
   if (added.length === 0 && removed.length === 0 && extraActions.length === 0) {
     clock.lap('commit');

@@ -2,14 +2,16 @@
  * The table side of a write: its schema and partitioning (from the snapshot, or from the batch
  * when the write creates the table), how the batch's columns feed it, and the prepared batch.
  */
+import type { Action, Metadata } from '../../delta/actions.js';
 import { assertWritable } from '../../delta/features.js';
 import type { StructType } from '../../delta/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { MergeInputError, SchemaError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';
+import { ident } from '../sql.js';
 import { duckSchemaToDelta } from '../type-map-write.js';
 import { describeRelation, prepareBatch, type PreparedBatch } from './batch.js';
-import { dataColumns, planColumns, requireColumns, tableName, type ColumnPlan } from './columns.js';
+import { dataColumns, evolveSchema, newColumns, planColumns, requireColumns, tableName, type ColumnPlan, type ColumnType } from './columns.js';
 import { DELETE_FLAG, SOURCE_FILE, SOURCE_ROW } from './names.js';
 import { DEFAULT_SOURCE_FILE_COLUMN, type WriteTarget } from './types.js';
 
@@ -19,6 +21,13 @@ export interface TargetTable {
   partitionColumns: string[];
   /** True when the table does not exist yet and this write creates it. */
   creating: boolean;
+  /**
+   * The table's metaData with the evolved schema, to commit with the data, when the batch brings
+   * new columns (schemaEvolution 'addColumns'); null when the schema is unchanged.
+   */
+  metadata: Metadata | null;
+  /** Names of the columns this write adds to the table. */
+  addedColumns: string[];
   plan: ColumnPlan;
   batch: PreparedBatch;
 }
@@ -42,7 +51,8 @@ export async function prepareTarget(session: DuckSession, target: WriteTarget, o
   refuseReservedNames(sourceColumns.map((c) => c.name), target.batch);
   const internal = target.internalColumns ?? [];
   const creating = opts.snapshot === null;
-  const schema = opts.snapshot?.schema ?? duckSchemaToDelta(dataColumns(sourceColumns, internal));
+  const evolved = opts.snapshot ? await evolve(session, target, opts.snapshot, sourceColumns) : null;
+  const schema = evolved?.schema ?? opts.snapshot?.schema ?? duckSchemaToDelta(dataColumns(sourceColumns, internal));
   const partitionColumns = opts.snapshot?.partitionColumns ?? resolvePartitionBy(schema, target.partitionBy ?? [], uri);
   const plan = planColumns(sourceColumns, schema, internal, uri);
   for (const r of opts.required ?? []) requireColumns(plan, r.columns, r.role, uri);
@@ -55,7 +65,47 @@ export async function prepareTarget(session: DuckSession, target: WriteTarget, o
     sourceFileColumn: target.sourceFileColumn ?? DEFAULT_SOURCE_FILE_COLUMN,
     ...(target.sourceRowColumn === undefined ? {} : { sourceRowColumn: target.sourceRowColumn }),
   });
-  return { schema, partitionColumns, creating, plan, batch };
+  const metadata = evolved && opts.snapshot ? { ...opts.snapshot.metadata, schemaString: JSON.stringify(schema) } : null;
+  return { schema, partitionColumns, creating, metadata, addedColumns: evolved?.added ?? [], plan, batch };
+}
+
+/**
+ * Schema evolution: the table's schema plus the batch columns it lacks (null when there are
+ * none). Under `schemaEvolution: 'fail'` (the engine's default) they are a SchemaError naming
+ * the columns and the files whose rows hold values for them.
+ */
+async function evolve(
+  session: DuckSession,
+  target: WriteTarget,
+  snapshot: Snapshot,
+  sourceColumns: readonly ColumnType[],
+): Promise<{ schema: StructType; added: string[] } | null> {
+  const extra = newColumns(sourceColumns, snapshot.schema, target.internalColumns ?? []);
+  if (extra.length === 0) return null;
+  if (target.schemaEvolution === 'addColumns') return { schema: evolveSchema(snapshot.schema, extra), added: extra.map((c) => c.name) };
+  const fileColumn = target.sourceFileColumn ?? DEFAULT_SOURCE_FILE_COLUMN;
+  const hasFiles = sourceColumns.some((c) => c.name.toLowerCase() === fileColumn.toLowerCase());
+  const files = hasFiles ? await filesWithValues(session, target.batch, extra, fileColumn) : [];
+  throw new SchemaError(
+    `[merge] the batch has columns that table ${target.table.uri} lacks: ${extra.map((c) => JSON.stringify(c.name)).join(', ')}` +
+      (files.length > 0 ? ` (in ${files.join(', ')})` : '') +
+      "; schemaEvolution is 'fail' (set it to 'addColumns' to add them)",
+    {
+      context: { uri: target.table.uri, column: extra[0]!.name, columns: extra.map((c) => c.name), ...(files[0] ? { key: files[0], files } : {}) },
+    },
+  );
+}
+
+/** Up to 10 source files with a non-NULL value in one of `columns`. */
+async function filesWithValues(session: DuckSession, batch: string, columns: readonly ColumnType[], fileColumn: string): Promise<string[]> {
+  const any = columns.map((c) => `${ident(c.name)} IS NOT NULL`).join(' OR ');
+  const rows = await session.all(`SELECT DISTINCT CAST(${ident(fileColumn)} AS VARCHAR) AS f FROM ${ident(batch)} WHERE ${any} ORDER BY 1 LIMIT 10`);
+  return rows.map((r) => String(r['f']));
+}
+
+/** The metaData action of an evolved schema (new columns), to commit with the data; [] when unchanged. */
+export function schemaActions(target: TargetTable): Action[] {
+  return target.metadata ? [{ metaData: target.metadata }] : [];
 }
 
 /** partitionBy names in the schema's spelling; an unknown one is a SchemaError. */

@@ -27,9 +27,16 @@ export interface WriteTarget {
   partitionBy?: string[];
   /**
    * Batch columns that are not table data (lineage, CDC op codes): usable in `deleteWhen` and in
-   * error messages, never written. A batch column neither in the table nor listed here is a SchemaError.
+   * error messages, never written. A batch column neither in the table nor listed here is a new
+   * column (see `schemaEvolution`).
    */
   internalColumns?: string[];
+  /**
+   * Batch columns that are neither table columns nor internal: `addColumns` adds them to the
+   * table (a metaData action committed with the data; older files read them as NULL); `fail`
+   * (the default) is a SchemaError naming them and the files they came from.
+   */
+  schemaEvolution?: 'addColumns' | 'fail';
   /** Column naming each row's source file, for error messages; default `_source_file` (if present). */
   sourceFileColumn?: string;
   /** Column with each row's 1-based position in its file, for error messages (if present). */

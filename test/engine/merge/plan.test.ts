@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckSession } from '../../../src/engine/duckdb.js';
-import { planColumns } from '../../../src/engine/merge/columns.js';
+import { evolveSchema, newColumns, planColumns } from '../../../src/engine/merge/columns.js';
 import { matchCondition, notOlder } from '../../../src/engine/merge/plan.js';
 import { boundSql } from '../../../src/engine/merge/prune.js';
 import { SchemaError } from '../../../src/errors.js';
@@ -62,7 +62,25 @@ describe('planColumns', () => {
   it('names every batch column the table lacks', () => {
     const plan = () => planColumns([{ name: 'x', type: 'INTEGER' }, { name: 'y', type: 'INTEGER' }], schema, [], 'file:///t/');
     expect(plan).toThrow(SchemaError);
-    expect(plan).toThrow('[merge] batch columns not in table file:///t/: "x", "y" (schema evolution is not supported yet)');
+    expect(plan).toThrow(`[merge] batch columns not in table file:///t/: "x", "y" (schemaEvolution is 'fail')`);
+  });
+
+  it('finds new batch columns ignoring case and internal columns, and appends them as nullable fields', () => {
+    const withMeta: StructType = { ...schema, fields: schema.fields.map((f, i) => (i === 0 ? { ...f, metadata: { comment: 'the id' } } : f)) };
+    const batch = [
+      { name: 'ID', type: 'BIGINT' },
+      { name: 'colour', type: 'VARCHAR' },
+      { name: '_row', type: 'BIGINT' },
+      { name: 'price', type: 'DECIMAL(12,2)' },
+    ];
+    const extra = newColumns(batch, withMeta, ['_row']);
+    expect(extra.map((c) => c.name)).toEqual(['colour', 'price']);
+    const evolved = evolveSchema(withMeta, extra);
+    expect(evolved.fields.slice(0, 3)).toEqual(withMeta.fields);
+    expect(evolved.fields.slice(3)).toEqual([
+      { name: 'colour', type: 'string', nullable: true, metadata: {} },
+      { name: 'price', type: 'decimal(12,2)', nullable: true, metadata: {} },
+    ]);
   });
 });
 

@@ -1,0 +1,113 @@
+/**
+ * Casting a source column into a table column's type without losing values.
+ *
+ * A cast is *lossless* when every value of the source type has an exact image in the target
+ * (INTEGER into BIGINT, FLOAT into DOUBLE, DECIMAL(10,2) into DECIMAL(12,2), DATE into
+ * timestamp, anything into string): a plain CAST. Every other cast (BIGINT into INTEGER,
+ * DOUBLE into BIGINT, text into a number or a date, DECIMAL(12,4) into DECIMAL(12,2)) is
+ * *checked*: a value fits when it casts and, for numbers and dates, casts back to itself.
+ * DuckDB would otherwise round 1.5 to 2, or cut '2024-01-01 10:00' down to a date, silently.
+ *
+ * Accepted approximations: anything into float/double (a float column is approximate by
+ * nature), and text compared through DOUBLE when checked into an integer or decimal column.
+ * tidemark never changes a table column's type (that needs Delta's typeWidening feature).
+ */
+import type { DataType } from '../delta/schema.js';
+import { parseDuckType, renderDuckType, type DuckType } from './duck-type.js';
+import { str } from './sql.js';
+import { castToDeltaSql, deltaTypeToDuckForWrite } from './type-map-write.js';
+
+/** Signed integer types and their widths; unsigned ones fit the next wider signed type. */
+const INT_RANK: Record<string, number> = { TINYINT: 1, SMALLINT: 2, INTEGER: 3, BIGINT: 4, HUGEINT: 5 };
+const UINT_NEEDS_RANK: Record<string, number> = { UTINYINT: 2, USMALLINT: 3, UINTEGER: 4, UBIGINT: 5, UHUGEINT: 6 };
+/** Decimal digits each integer type needs (for integer into decimal). */
+const INT_DIGITS: Record<string, number> = {
+  TINYINT: 3, SMALLINT: 5, INTEGER: 10, BIGINT: 19, HUGEINT: 39,
+  UTINYINT: 3, USMALLINT: 5, UINTEGER: 10, UBIGINT: 20, UHUGEINT: 39,
+};
+const FLOATS = new Set(['FLOAT', 'DOUBLE']);
+const TEMPORAL = new Set(['DATE', 'TIMESTAMP', 'TIMESTAMP_NS', 'TIMESTAMP_MS', 'TIMESTAMP_S', 'TIMESTAMP WITH TIME ZONE']);
+const TEXT = new Set(['VARCHAR', 'JSON']);
+
+/** How a source type goes into a target type. */
+export type CastClass = 'lossless' | 'checked';
+
+/** Whether a cast from `sourceDuckType` to the Delta type `target` can lose or fail on values. */
+export function castClass(sourceDuckType: string, target: DataType): CastClass {
+  const source = parseDuckType(sourceDuckType);
+  const targetDuck = parseDuckType(deltaTypeToDuckForWrite(target));
+  return isLossless(source, targetDuck) ? 'lossless' : 'checked';
+}
+
+function isLossless(s: DuckType, t: DuckType): boolean {
+  if (renderDuckType(s) === renderDuckType(t)) return true;
+  if (s.kind === 'primitive' && s.name === 'NULL') return true;
+  if (t.kind === 'primitive') {
+    if (t.name === 'VARCHAR') return s.kind !== 'struct' && s.kind !== 'map' && s.kind !== 'list' && s.kind !== 'array';
+    if (s.kind === 'decimal') return FLOATS.has(t.name);
+    if (s.kind !== 'primitive') return false;
+    if (t.name in INT_RANK) return intFits(s.name, INT_RANK[t.name]!);
+    if (t.name === 'DOUBLE') return s.name === 'FLOAT' || s.name in INT_DIGITS;
+    if (t.name === 'FLOAT') return s.name in INT_DIGITS;
+    if (t.name === 'TIMESTAMP WITH TIME ZONE') return TEMPORAL.has(s.name) && s.name !== 'TIMESTAMP WITH TIME ZONE';
+    return false;
+  }
+  if (t.kind === 'decimal') {
+    if (s.kind === 'decimal') return t.scale >= s.scale && t.precision - t.scale >= s.precision - s.scale;
+    return s.kind === 'primitive' && (INT_DIGITS[s.name] ?? Infinity) <= t.precision - t.scale;
+  }
+  return false;
+}
+
+function intFits(source: string, targetRank: number): boolean {
+  const signed = INT_RANK[source];
+  if (signed !== undefined) return signed <= targetRank;
+  const needs = UINT_NEEDS_RANK[source];
+  return needs !== undefined && needs <= targetRank;
+}
+
+/**
+ * SQL predicate, true for a non-NULL value of `col` that does not fit the target type;
+ * null when the cast is lossless (every value fits).
+ */
+export function misfitSql(col: string, sourceDuckType: string, target: DataType): string | null {
+  if (castClass(sourceDuckType, target) === 'lossless') return null;
+  const source = parseDuckType(sourceDuckType);
+  const t = deltaTypeToDuckForWrite(target);
+  const cast = `TRY_CAST(${col} AS ${t})`;
+  const exact = exactnessSql(col, source, parseDuckType(t), cast);
+  return `(${col} IS NOT NULL AND (${cast} IS NULL${exact ? ` OR ${exact}` : ''}))`;
+}
+
+/** The "casts back to itself" part of the check, when the target can round or truncate. */
+function exactnessSql(col: string, s: DuckType, t: DuckType, cast: string): string | null {
+  const sourceText = renderDuckType(s);
+  const numericTarget = t.kind === 'decimal' || (t.kind === 'primitive' && t.name in INT_RANK);
+  const sourceIsText = s.kind === 'primitive' && TEXT.has(s.name);
+  if (numericTarget) {
+    if (sourceIsText) return `TRY_CAST(${col} AS DOUBLE) IS DISTINCT FROM CAST(${cast} AS DOUBLE)`;
+    if (s.kind === 'decimal' || (s.kind === 'primitive' && (FLOATS.has(s.name) || s.name in INT_DIGITS))) {
+      return `CAST(${cast} AS ${sourceText}) IS DISTINCT FROM ${col}`;
+    }
+    return null;
+  }
+  if (t.kind === 'primitive' && t.name === 'DATE') {
+    if (sourceIsText) return `TRY_CAST(${col} AS TIMESTAMP) IS DISTINCT FROM CAST(${cast} AS TIMESTAMP)`;
+    if (s.kind === 'primitive' && TEMPORAL.has(s.name)) return `CAST(${cast} AS ${sourceText}) IS DISTINCT FROM ${col}`;
+  }
+  return null;
+}
+
+/**
+ * SQL converting `col` to the physical type written for `target`: a plain conversion when it is
+ * lossless, else a checked one that raises a DuckDB error on a value that does not fit (the
+ * caller then looks for the row with `misfitSql` to name it).
+ */
+export function fitCastSql(col: string, sourceDuckType: string, target: DataType, column = '?'): string {
+  const misfit = misfitSql(col, sourceDuckType, target);
+  if (misfit === null) return castToDeltaSql(col, sourceDuckType, target, column);
+  const t = deltaTypeToDuckForWrite(target, column);
+  const message = str(`[cast] a value of column ${JSON.stringify(column)} does not fit the table's type ${t}`);
+  return `CASE WHEN ${misfit} THEN error(${message}) ELSE TRY_CAST(${col} AS ${t}) END`;
+}
+

@@ -1,0 +1,137 @@
+/**
+ * Reading source files in the target table's types. Each file is described first (DuckDB infers
+ * its columns: Parquet's own schema, CSV and JSON by sniffing), then read with every column the
+ * table has cast to the table's type by a checked cast (./fit-cast.ts). So files whose inferred
+ * types differ (one CSV's `amount` all integers, another's with decimals, a third's empty) all
+ * load as the table's DECIMAL, the batch's key and orderBy are typed before dedupe, and a value
+ * that does not fit fails naming its file, row and column.
+ *
+ * CSV columns whose sniffed type is not exactly the table's are read as text and cast from it:
+ * a number sniffed from `007` would lose its zeros for a string column, and the sniffer's DOUBLE
+ * would round a decimal. Columns the table lacks keep their inferred types (schema evolution).
+ */
+import type { StructField, StructType } from '../delta/schema.js';
+import { BadFileError } from '../errors.js';
+import { castError } from './cast-error.js';
+import type { DuckSession } from './duckdb.js';
+import { fitCastSql, misfitSql } from './fit-cast.js';
+import { fileSelectSql, LINEAGE_COLUMNS, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
+import { ident } from './sql.js';
+import { deltaTypeToDuckForWrite } from './type-map-write.js';
+
+/** A column and its DuckDB type. */
+export interface FileColumn {
+  name: string;
+  type: string;
+}
+
+/** How one file is read into the table's types. */
+export interface ConformedFile {
+  file: LoadFile;
+  /** The file's data columns as read (CSV columns read as text say VARCHAR). */
+  columns: FileColumn[];
+  /** Columns the table lacks. */
+  newColumns: string[];
+  /** SELECT of the file's rows in the table's types, plus lineage columns. */
+  select: string;
+}
+
+/** The file's columns as DuckDB reads them; a file DuckDB cannot read is a BadFileError naming it. */
+export async function describeFile(session: DuckSession, file: LoadFile, csv: CsvOptions | undefined, text: readonly string[] = []): Promise<FileColumn[]> {
+  try {
+    const rows = await session.all(`DESCRIBE ${fileSelectSql(file, csv, text)}`);
+    const lineage = new Set<string>(LINEAGE_COLUMNS);
+    return rows.map((r) => ({ name: String(r['column_name']), type: String(r['column_type']) })).filter((c) => !lineage.has(c.name));
+  } catch (err) {
+    throw unreadable(file, err);
+  }
+}
+
+/** A BadFileError for a file DuckDB cannot read, with DuckDB's reason (local path replaced by the key). */
+export function unreadable(file: LoadFile, err: unknown): BadFileError {
+  const message = (err instanceof Error ? err.message : String(err)).split(file.localPath).join(file.key).split('\n')[0]!;
+  return new BadFileError(`[load] cannot read ${file.key}: ${message}`, { context: { key: file.key }, cause: err });
+}
+
+/** Plan how to read `file` in `schema`'s types. */
+export async function conformFile(session: DuckSession, file: LoadFile, schema: StructType, csv?: CsvOptions): Promise<ConformedFile> {
+  return conformWith(session, file, schema, csv, false);
+}
+
+async function conformWith(session: DuckSession, file: LoadFile, schema: StructType, csv: CsvOptions | undefined, allText: boolean): Promise<ConformedFile> {
+  const sniffed = await describeFile(session, file, csv);
+  const isCsv = file.format === 'csv' || file.format === 'tsv';
+  const text = isCsv ? sniffed.filter((c) => needsText(c, fieldOf(schema, c.name), allText)).map((c) => c.name) : [];
+  const textSet = new Set(text);
+  const columns = sniffed.map((c) => (textSet.has(c.name) ? { name: c.name, type: 'VARCHAR' } : c));
+  const projection = columns.map((c) => {
+    const field = fieldOf(schema, c.name);
+    return field ? `${fitCastSql(ident(c.name), c.type, field.type, field.name)} AS ${ident(field.name)}` : ident(c.name);
+  });
+  const select = `SELECT ${[...projection, ...LINEAGE_COLUMNS.map(ident)].join(', ')} FROM (${fileSelectSql(file, csv, text)})`;
+  const newColumns = columns.filter((c) => !fieldOf(schema, c.name)).map((c) => c.name);
+  return { file, columns, newColumns, select };
+}
+
+/** A CSV column is read as text unless its sniffed type is exactly the table's. */
+function needsText(c: FileColumn, field: StructField | undefined, allText: boolean): boolean {
+  if (!field) return false;
+  return allText || c.type !== deltaTypeToDuckForWrite(field.type, field.name);
+}
+
+function fieldOf(schema: StructType, name: string): StructField | undefined {
+  const lower = name.toLowerCase();
+  return schema.fields.find((f) => f.name === name) ?? schema.fields.find((f) => f.name.toLowerCase() === lower);
+}
+
+/**
+ * Why `file` cannot be loaded in `schema`'s types: a BadFileError naming the first value that
+ * does not fit (file, row, column), or DuckDB's reason; null when the file loads on its own.
+ * CSV columns are all read as text here, so a value the sniffer mistyped cannot hide the row.
+ */
+export async function diagnoseFile(session: DuckSession, file: LoadFile, schema: StructType, csv?: CsvOptions): Promise<BadFileError | null> {
+  let plan: ConformedFile;
+  try {
+    plan = await conformWith(session, file, schema, csv, true);
+  } catch (err) {
+    return err instanceof BadFileError ? err : unreadable(file, err);
+  }
+  const misfit = await firstMisfit(session, plan, schema, csv);
+  if (misfit) return misfit;
+  try {
+    await session.run(`CREATE OR REPLACE TEMP TABLE __tm_probe AS ${plan.select}`);
+    return null;
+  } catch (err) {
+    return unreadable(file, err);
+  } finally {
+    await session.run('DROP TABLE IF EXISTS __tm_probe');
+  }
+}
+
+/** The first row of the file with a value that does not fit its column, as a BadFileError. */
+async function firstMisfit(session: DuckSession, plan: ConformedFile, schema: StructType, csv?: CsvOptions): Promise<BadFileError | null> {
+  const checks = plan.columns.flatMap((c) => {
+    const field = fieldOf(schema, c.name);
+    const sql = field ? misfitSql(ident(c.name), c.type, field.type) : null;
+    return field && sql ? [{ column: c, field, sql }] : [];
+  });
+  if (checks.length === 0) return null;
+  const text = plan.columns.filter((c) => c.type === 'VARCHAR' && fieldOf(schema, c.name)).map((c) => c.name);
+  const flags = checks.map((k, i) => `${k.sql} AS m${i}, CAST(${ident(k.column.name)} AS VARCHAR) AS v${i}`);
+  const sql =
+    `SELECT ${ident(SOURCE_ROW)} AS r, ${flags.join(', ')} FROM (${fileSelectSql(plan.file, csv, text)}) ` +
+    `WHERE ${checks.map((k) => k.sql).join(' OR ')} ORDER BY ${ident(SOURCE_ROW)} LIMIT 1`;
+  let row: Record<string, unknown> | undefined;
+  try {
+    row = await session.one(sql);
+  } catch (err) {
+    return unreadable(plan.file, err);
+  }
+  if (!row) return null;
+  const i = checks.findIndex((_, j) => row![`m${j}`] === true);
+  const k = checks[i]!;
+  return castError(
+    { column: k.field.name, type: deltaTypeToDuckForWrite(k.field.type, k.field.name), sourceType: k.column.type, value: row[`v${i}`], file: plan.file.key, row: row['r'] },
+    '[load]',
+  );
+}
