@@ -48,8 +48,8 @@ function ndjsonText(rows: readonly OrderRow[]): string {
   return rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 }
 
-/** Parquet bytes of `rows`, written by DuckDB (BIGINT ids and seq, VARCHAR status and rid). */
-async function parquetBytes(session: DuckSession, rows: readonly OrderRow[]): Promise<string> {
+/** A temp Parquet file of `rows`, written by DuckDB (BIGINT ids and seq, VARCHAR status and rid). */
+async function parquetFile(session: DuckSession, rows: readonly OrderRow[]): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'tidemark-land-'));
   const file = join(dir, 'rows.parquet');
   const values = rows.map((r) => `(${r.order_id}::BIGINT, ${literal(r.status)}, ${r.seq}::BIGINT, ${literal(r.rid)})`).join(', ');
@@ -62,7 +62,7 @@ export async function land(storage: Storage, session: DuckSession, key: string, 
   if (key.endsWith('.csv')) return storage.write(key, csvText(rows));
   if (key.endsWith('.ndjson') || key.endsWith('.json')) return storage.write(key, ndjsonText(rows));
   if (key.endsWith('.parquet')) {
-    const file = await parquetBytes(session, rows);
+    const file = await parquetFile(session, rows);
     try {
       await storage.upload(key, file);
     } finally {
