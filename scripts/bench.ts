@@ -24,6 +24,7 @@ const USAGE = `usage: npm run bench -- <merge|ingest> [options]
     --files N      landing files (default 200)
     --commits N    commits of the no-op run's table (default 200)
     --repeat N     interleaved repetitions of (a) and (b), medians reported (default 3)
+    --what-if-rows N  (b) again had the loads written files of N rows (default rows/20; 0 = skip)
 
   common
     --keep         keep the scratch folder under .bench/
@@ -52,6 +53,7 @@ async function main(argv: string[]): Promise<void> {
       changes: { type: 'string' },
       commits: { type: 'string' },
       repeat: { type: 'string' },
+      'what-if-rows': { type: 'string' },
       'no-lean': { type: 'boolean', default: false },
       keep: { type: 'boolean', default: false },
       json: { type: 'string' },
@@ -80,11 +82,13 @@ async function main(argv: string[]): Promise<void> {
     });
     return;
   }
+  const rows = positiveInt('rows', values.rows, 5_000_000);
   await benchIngest({
-    rows: positiveInt('rows', values.rows, 5_000_000),
+    rows,
     files: positiveInt('files', values.files, 200),
     commits: positiveInt('commits', values.commits, 200),
     repeat: positiveInt('repeat', values.repeat, 3),
+    whatIfRows: values['what-if-rows'] === '0' ? 0 : positiveInt('what-if-rows', values['what-if-rows'], Math.max(1000, Math.round(rows / 20))),
     keep: values.keep,
     jsonPath: resultPath('ingest', values.json),
     command,

@@ -25,6 +25,7 @@ import { runJob } from '../../src/job/run-job.js';
 import { jobAppId, readJobState, stateActions, type JobState } from '../../src/job/state.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { Laps, timed } from './clock.js';
+import { slowest, traceSql, type SlowSql } from './sql-trace.js';
 
 /** Where an orders job reads and writes. */
 export interface OrdersJobSpec {
@@ -67,11 +68,17 @@ export async function runOrdersJob(j: OrdersJob): Promise<{ ms: number; cpuMs: n
   return { ms, cpuMs, report: value };
 }
 
+/** What-if knobs of the replay (the real job has none of them). */
+export interface ReplayOptions {
+  /** Rows per data file written by the MERGE (the real job passes none: one file per batch). */
+  targetFileRows?: number;
+}
+
 /** Phase timings of one replayed run (ms); MERGE phases are prefixed `merge.`. */
 export type JobPhases = Record<string, number>;
 
 /** Replay one run step by step (see the module comment); returns phases and the total. */
-export async function profileOrdersJob(j: OrdersJob): Promise<{ totalMs: number; phases: JobPhases }> {
+export async function profileOrdersJob(j: OrdersJob, opts: ReplayOptions = {}): Promise<{ totalMs: number; phases: JobPhases }> {
   const { job, ctx } = j;
   const laps = new Laps();
   const session = await DuckSession.open();
@@ -114,6 +121,7 @@ export async function profileOrdersJob(j: OrdersJob): Promise<{ totalMs: number;
         concurrency: job.concurrency,
         keyColumns: job.target.key!,
         orderBy: job.target.orderBy!,
+        ...(opts.targetFileRows === undefined ? {} : { targetFileRows: opts.targetFileRows }),
       });
       laps.lap('merge');
       for (const [phase, ms] of Object.entries(merged.durations)) mergePhases[`merge.${phase}`] = (mergePhases[`merge.${phase}`] ?? 0) + ms;
@@ -126,4 +134,17 @@ export async function profileOrdersJob(j: OrdersJob): Promise<{ totalMs: number;
   } finally {
     session.close();
   }
+}
+
+/** A replayed run's phases plus its slowest statements. */
+export interface JobProfile {
+  totalMs: number;
+  phases: JobPhases;
+  sql: SlowSql[];
+}
+
+/** `profileOrdersJob` with every statement traced; keeps the `top` slowest shapes. */
+export async function tracedProfile(j: OrdersJob, opts: ReplayOptions = {}, top = 8): Promise<JobProfile> {
+  const { value, statements } = await traceSql(() => profileOrdersJob(j, opts));
+  return { ...value, sql: slowest(statements, top) };
 }

@@ -4,11 +4,16 @@
  */
 import type { Samples } from './clock.js';
 import { MERGE_TARGETS, isVerified, type BaseTable, type MergeBenchOptions, type VariantResult } from './merge.js';
-import { count, mib, pct, secs, verdict, type TextTable } from './report.js';
+import { count, mib, pct, secs, sqlTable, verdict, type TextTable } from './report.js';
 
-/** The summary, phase and outcome tables. */
+/** The summary, phase and outcome tables, then the slowest statements of each MERGE. */
 export function mergeTables(opts: MergeBenchOptions, base: BaseTable, variants: readonly VariantResult[]): TextTable[] {
-  return [summaryTable(opts, base, variants), phaseTable(variants), outcomeTable(variants)];
+  return [
+    summaryTable(opts, base, variants),
+    phaseTable(variants),
+    outcomeTable(variants),
+    ...variants.map((v) => sqlTable(`Slowest SQL of the last MERGE, ${v.spread} (full rewrite's in the JSON result)`, v.sql.merge.slice(0, 6))),
+  ];
 }
 
 /** "median (min–max)" when repeated. */

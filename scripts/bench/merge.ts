@@ -17,14 +17,18 @@ import { mergeIntoTable, type MergeResult } from '../../src/engine/merge/index.j
 import { LocalStorage } from '../../src/storage/local.js';
 import { rm } from 'node:fs/promises';
 import { samplesOf, timed, type Samples } from './clock.js';
-import { benchEnv, describeEnv } from './env.js';
+import { benchEnv, describeEnv, describeOtherLoad, watchOtherLoad } from './env.js';
 import { fullRewrite, leanCopy, type RewriteResult, type UpsertSpec } from './full-rewrite.js';
 import { ORDER_COLUMNS, ORDER_KEY, ORDER_VERSION, createChangeBatch, createOrdersTable, type ChangeSpec, type ChangeSpread } from './orders.js';
 import { mergeTables } from './merge-report.js';
 import { count, mib, printTables, secs, writeJson } from './report.js';
 import { fingerprint, sampledMismatches, type TableFingerprint } from './verify.js';
 import { progress, withSession } from './session.js';
+import { slowest, traceSql, type SlowSql } from './sql-trace.js';
 import { copyFolder, openWorkspace, type Workspace } from './workspace.js';
+
+/** Statements kept per traced step. */
+const SQL_TOP = 8;
 
 /** Targets of issue 2 §5 for changes among the newest orders. */
 export const MERGE_TARGETS = { timeRatio: 0.05, bytesRatio: 0.03 } as const;
@@ -63,6 +67,8 @@ export interface VariantResult {
   /** MERGE / full rewrite of each repetition. */
   pairedRatios: number[];
   bytesRatio: number;
+  /** Slowest statements of the last repetition. */
+  sql: { merge: SlowSql[]; rewrite: SlowSql[] };
   verified: { rowsExpected: number; mergeRows: number; rewriteRows: number; fingerprintsEqual: boolean; sampledMismatches: number };
 }
 
@@ -71,12 +77,15 @@ export async function benchMerge(opts: MergeBenchOptions): Promise<void> {
   const env = await benchEnv(opts.command);
   process.stdout.write(`${describeEnv(env)}\n`);
   const ws = await openWorkspace('merge', { keep: opts.keep });
+  const stopWatch = watchOtherLoad();
   try {
     const base = await buildBase(ws, opts);
     const variants: VariantResult[] = [];
     for (const spread of ['newest', 'scattered'] as const) variants.push(await runVariant(ws, opts, base, spread));
+    const otherLoad = stopWatch();
     printTables(mergeTables(opts, base, variants));
-    await writeJson(opts.jsonPath, { benchmark: 'merge', env, options: opts, base, targets: MERGE_TARGETS, variants });
+    process.stdout.write(describeOtherLoad(otherLoad));
+    await writeJson(opts.jsonPath, { benchmark: 'merge', env, otherLoad, options: opts, base, targets: MERGE_TARGETS, variants });
     process.stdout.write(`result: ${opts.jsonPath}\n`);
     const failed = variants.filter((v) => !isVerified(v));
     if (failed.length > 0) throw new Error(`[bench] merge results failed verification: ${failed.map((v) => v.spread).join(', ')}`);
@@ -109,7 +118,7 @@ async function runVariant(ws: Workspace, opts: MergeBenchOptions, base: BaseTabl
   for (let rep = 1; rep <= opts.repeat; rep++) {
     progress(`${spread} (${rep}/${opts.repeat}): MERGE of ${count(opts.changes)} rows, full rewrite${opts.lean ? ', lean COPY' : ''}`);
     if (rep > 1) await Promise.all([rm(ws.path(`${spread}-merge`), { recursive: true }), rm(ws.path(`${spread}-rewrite`), { recursive: true })]);
-    reps.push(await repetition(ws, opts, base, { spread, batch, spec }));
+    reps.push(await repetition(ws, opts, base, { spread, batch, spec, trace: rep === opts.repeat }));
     const r = reps[reps.length - 1]!;
     progress(`  ${secs(r.mergeMs)}, ${secs(r.rewriteMs)}${r.leanMs === null ? '' : `, ${secs(r.leanMs)}`}`);
   }
@@ -130,6 +139,7 @@ async function runVariant(ws: Workspace, opts: MergeBenchOptions, base: BaseTabl
     cpuRatio: cpu.merge.median / cpu.rewrite.median,
     pairedRatios: reps.map((r) => r.mergeMs / r.rewriteMs),
     bytesRatio: last.merge.bytesRewritten / base.fingerprint.bytes,
+    sql: last.sql,
     verified,
   };
 }
@@ -143,36 +153,41 @@ interface Repetition {
   rewriteCpuMs: number;
   rewrite: RewriteResult;
   leanMs: number | null;
+  sql: { merge: SlowSql[]; rewrite: SlowSql[] };
 }
 
 async function repetition(
   ws: Workspace,
   opts: MergeBenchOptions,
   base: BaseTable,
-  run: { spread: ChangeSpread; batch: ChangeSpec; spec: UpsertSpec },
+  run: { spread: ChangeSpread; batch: ChangeSpec; spec: UpsertSpec; trace: boolean },
 ): Promise<Repetition> {
   const dirs = { merge: ws.path(`${run.spread}-merge`), rewrite: ws.path(`${run.spread}-rewrite`), lean: ws.path(`${run.spread}-lean`) };
   const { spec, batch } = run;
   const rowsPerFile = Math.ceil(opts.rows / opts.files);
   await copyFolder(base.dir, dirs.merge);
   await copyFolder(base.dir, dirs.rewrite);
+  const maybeTrace = <T>(fn: () => Promise<T>) => (run.trace ? traceSql(fn) : fn().then((value) => ({ value, statements: [] })));
   const merged = await withBatch(spec.batch, batch, (s) =>
-    timed(() => mergeIntoTable({ session: s, table: openTable(dirs.merge, s), batch: spec.batch, keyColumns: [ORDER_KEY], orderBy: ORDER_VERSION })),
+    maybeTrace(() =>
+      timed(() => mergeIntoTable({ session: s, table: openTable(dirs.merge, s), batch: spec.batch, keyColumns: [ORDER_KEY], orderBy: ORDER_VERSION })),
+    ),
   );
-  const rewrite = await withBatch(spec.batch, batch, (s) => timed(() => fullRewrite(s, dirs.rewrite, spec, rowsPerFile)));
+  const rewrite = await withBatch(spec.batch, batch, (s) => maybeTrace(() => timed(() => fullRewrite(s, dirs.rewrite, spec, rowsPerFile))));
   let leanMs: number | null = null;
   if (opts.lean) {
     leanMs = (await withBatch(spec.batch, batch, (s) => timed(() => leanCopy(s, base.dir, dirs.lean, spec, rowsPerFile)))).ms;
     await rm(dirs.lean, { recursive: true, force: true });
   }
   return {
-    mergeMs: merged.ms,
-    mergeCpuMs: merged.cpuMs,
-    merge: merged.value,
-    rewriteMs: rewrite.ms,
-    rewriteCpuMs: rewrite.cpuMs,
-    rewrite: rewrite.value,
+    mergeMs: merged.value.ms,
+    mergeCpuMs: merged.value.cpuMs,
+    merge: merged.value.value,
+    rewriteMs: rewrite.value.ms,
+    rewriteCpuMs: rewrite.value.cpuMs,
+    rewrite: rewrite.value.value,
     leanMs,
+    sql: { merge: slowest(merged.statements, SQL_TOP), rewrite: slowest(rewrite.statements, SQL_TOP) },
   };
 }
 

@@ -64,3 +64,12 @@ export function count(n: number): string {
 export function verdict(met: boolean): string {
   return met ? 'met' : 'MISSED';
 }
+
+/** The slowest statements of a traced run, as a table (statements cut to `width` characters). */
+export function sqlTable(title: string, entries: ReadonlyArray<{ ms: number; count: number; sql: string }>, width = 150): TextTable {
+  return {
+    title,
+    header: ['time', 'runs', 'statement (ids, paths and numbers folded)'],
+    rows: entries.map((e) => [secs(e.ms), String(e.count), e.sql.length > width ? `${e.sql.slice(0, width - 1)}…` : e.sql]),
+  };
+}

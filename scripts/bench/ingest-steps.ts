@@ -1,0 +1,159 @@
+/**
+ * Steps (a) and (b) of the ingest benchmark, each measured in interleaved repetitions so the
+ * baseline and tidemark see the same machine conditions; medians are reported.
+ */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { samplesOf, timed, type Samples } from './clock.js';
+import { parquetFingerprint, runHandwritten } from './handwritten.js';
+import { ordersJob, profileOrdersJob, runOrdersJob, tracedProfile, type JobProfile } from './job.js';
+import { writeLanding, type LandingFile, type LandingSpec } from './landing.js';
+import { ORDER_COLUMNS } from './orders.js';
+import { secs } from './report.js';
+import { progress, withSession } from './session.js';
+import { fingerprint, type TableFingerprint } from './verify.js';
+import { copyFolder, type Workspace } from './workspace.js';
+
+type Report = Awaited<ReturnType<typeof runOrdersJob>>['report'];
+type Run = { ms: number; cpuMs: number };
+
+const NEW_FILES = 2;
+
+/** (a) figures. */
+export interface InitialResult {
+  landingRows: number;
+  handwritten: Samples;
+  tidemark: Samples;
+  /** median tidemark / median hand-written. */
+  ratio: number;
+  /** The same for process CPU time. */
+  cpuRatio: number;
+  report: Report;
+  table: TableFingerprint;
+  verified: boolean;
+  profile: JobProfile;
+}
+
+/** (b) figures. */
+export interface IncrementalResult {
+  newFiles: number;
+  incremental: Samples;
+  fullReload: Samples;
+  /** median incremental / median full reload. */
+  ratio: number;
+  /** The same for process CPU time. */
+  cpuRatio: number;
+  report: Report;
+  table: TableFingerprint;
+  verified: boolean;
+  profile: JobProfile;
+  whatIf: WhatIfResult | null;
+}
+
+/** The incremental run had every load written files of `targetFileRows` rows (job replica). */
+export interface WhatIfResult {
+  targetFileRows: number;
+  tableFiles: number;
+  incremental: Samples;
+  /** median what-if incremental / median full reload (of the real job). */
+  ratio: number;
+  profile: JobProfile;
+}
+
+/** The job of this benchmark into `target` (a folder of the workspace). */
+function job(ws: Workspace, spec: LandingSpec, target: string) {
+  return ordersJob({ name: 'orders', source: spec.root, target: ws.path(target), spoolRoot: ws.dir });
+}
+
+/** (a) Hand-written pipeline and tidemark's first load, alternated; the last table stays as `table`. */
+export async function benchInitial(ws: Workspace, spec: LandingSpec, landing: readonly LandingFile[], repeat: number): Promise<InitialResult> {
+  const out = ws.path('handwritten.parquet');
+  const files = landing.map((f) => join(spec.root, ...f.key.split('/')));
+  const hand: Run[] = [];
+  const runs: Array<Run & { report: Report }> = [];
+  for (let rep = 1; rep <= repeat; rep++) {
+    progress(`(a ${rep}/${repeat}) hand-written DuckDB pipeline, tidemark job`);
+    await rm(out, { force: true });
+    await rm(ws.path('table'), { recursive: true, force: true });
+    hand.push(await withSession((s) => timed(() => runHandwritten(s, { files, out, key: 'order_id', orderBy: 'updated_at' }))));
+    runs.push(await runOrdersJob(job(ws, spec, 'table')));
+    progress(`  ${secs(hand[hand.length - 1]!.ms)}, ${secs(runs[runs.length - 1]!.ms)}`);
+  }
+  const table = await withSession((s) => fingerprint(s, ws.path('table'), ORDER_COLUMNS));
+  const expected = await withSession((s) => parquetFingerprint(s, out, ORDER_COLUMNS));
+  progress('  phase profile');
+  const profile = await tracedProfile(job(ws, spec, 'table-profile'));
+  await rm(ws.path('table-profile'), { recursive: true, force: true });
+  const report = runs[runs.length - 1]!.report;
+  const [h, t] = [samplesOf(hand.map((r) => r.ms)), samplesOf(runs.map((r) => r.ms))];
+  return {
+    landingRows: spec.files * spec.rowsPerFile,
+    handwritten: h,
+    tidemark: t,
+    ratio: t.median / h.median,
+    cpuRatio: samplesOf(runs.map((r) => r.cpuMs)).median / samplesOf(hand.map((r) => r.cpuMs)).median,
+    report,
+    table,
+    verified: report.status === 'succeeded' && table.rows === expected.rows && table.hash === expected.hash,
+    profile,
+  };
+}
+
+/**
+ * (b) New files on copies of the (a) table, alternated with full reloads into fresh tables
+ * (and with the what-if, on copies of a table loaded with smaller files).
+ */
+export async function benchIncremental(ws: Workspace, spec: LandingSpec, opts: { repeat: number; whatIfRows: number }): Promise<IncrementalResult> {
+  const whatIfBase = opts.whatIfRows > 0 ? await buildWhatIfBase(ws, spec, opts.whatIfRows) : null;
+  await withSession((s) => writeLanding(s, { ...spec, files: NEW_FILES, firstFile: spec.files }));
+  const inc: Array<Run & { report: Report }> = [];
+  const reload: Run[] = [];
+  const whatIf: number[] = [];
+  for (let rep = 1; rep <= opts.repeat; rep++) {
+    progress(`(b ${rep}/${opts.repeat}) incremental run with ${NEW_FILES} new files, full reload of ${spec.files + NEW_FILES} files${whatIfBase ? ', what-if' : ''}`);
+    await Promise.all(['inc', 'reload', 'what-if'].map((d) => rm(ws.path(d), { recursive: true, force: true })));
+    await copyFolder(ws.path('table'), ws.path('inc'));
+    inc.push(await runOrdersJob(job(ws, spec, 'inc')));
+    reload.push(await runOrdersJob(job(ws, spec, 'reload')));
+    if (whatIfBase) {
+      await copyFolder(whatIfBase, ws.path('what-if'));
+      whatIf.push((await profileOrdersJob(job(ws, spec, 'what-if'), { targetFileRows: opts.whatIfRows })).totalMs);
+    }
+    progress(`  ${[inc[inc.length - 1]!.ms, reload[reload.length - 1]!.ms, ...whatIf.slice(-1)].map(secs).join(', ')}`);
+  }
+  const table = await withSession((s) => fingerprint(s, ws.path('inc'), ORDER_COLUMNS));
+  const expected = await withSession((s) => fingerprint(s, ws.path('reload'), ORDER_COLUMNS));
+  progress('  phase profiles');
+  await copyFolder(ws.path('table'), ws.path('inc-profile'));
+  const profile = await tracedProfile(job(ws, spec, 'inc-profile'));
+  const [i, r] = [samplesOf(inc.map((x) => x.ms)), samplesOf(reload.map((x) => x.ms))];
+  const report = inc[inc.length - 1]!.report;
+  return {
+    newFiles: NEW_FILES,
+    incremental: i,
+    fullReload: r,
+    ratio: i.median / r.median,
+    cpuRatio: samplesOf(inc.map((x) => x.cpuMs)).median / samplesOf(reload.map((x) => x.cpuMs)).median,
+    report,
+    table,
+    verified: report.filesLoaded === NEW_FILES && table.rows === expected.rows && table.hash === expected.hash,
+    profile,
+    whatIf: whatIfBase ? await whatIfResult(ws, spec, whatIfBase, opts.whatIfRows, whatIf, r.median) : null,
+  };
+}
+
+/** The (a) load again by the job replica, writing files of `rows` rows; returns its folder. */
+async function buildWhatIfBase(ws: Workspace, spec: LandingSpec, rows: number): Promise<string> {
+  progress(`(b) what-if base: the initial load writing files of ${rows.toLocaleString('en-US')} rows (job replica)`);
+  await profileOrdersJob(job(ws, spec, 'what-if-base'), { targetFileRows: rows });
+  return ws.path('what-if-base');
+}
+
+async function whatIfResult(ws: Workspace, spec: LandingSpec, base: string, rows: number, runs: number[], reloadMedian: number): Promise<WhatIfResult> {
+  const files = await withSession((s) => fingerprint(s, base, ORDER_COLUMNS));
+  await rm(ws.path('what-if'), { recursive: true, force: true });
+  await copyFolder(base, ws.path('what-if'));
+  const profile = await tracedProfile(job(ws, spec, 'what-if'), { targetFileRows: rows });
+  const incremental = samplesOf(runs);
+  return { targetFileRows: rows, tableFiles: files.files, incremental, ratio: incremental.median / reloadMedian, profile };
+}
