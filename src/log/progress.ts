@@ -37,7 +37,9 @@ export function startProgress(opts: ProgressOptions): Progress {
   const interval = opts.intervalMs ?? (tty ? 100 : 10_000);
   let count = 0;
   let bytes = 0;
-  let last = 0;
+  // Off a terminal, short work stays silent: the first line comes after one interval.
+  let last = tty ? 0 : Date.now();
+  let reported = false;
   const render = (final: boolean) => {
     const of = opts.total !== undefined ? `/${opts.total}` : '';
     if (tty) {
@@ -54,11 +56,12 @@ export function startProgress(opts: ProgressOptions): Progress {
       const now = Date.now();
       if (now - last >= interval) {
         last = now;
+        reported = true;
         render(false);
       }
     },
     done() {
-      if (tty || count > 0) render(true);
+      if (reported) render(true);
     },
   };
 }
