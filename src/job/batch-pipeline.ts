@@ -4,6 +4,9 @@
  *   fetch ──► load into DuckDB ──► dedupe (merge mode) ──► MERGE / append
  *   └─ data + the caller's state (its txn + domainMetadata) in ONE Delta commit (the commit point)
  *
+ * Files are read in the table's column types. Under `onBadFile: quarantine` a file that breaks
+ * the batch is set aside and the rest loaded again, in the same commit (./quarantine.ts).
+ *
  * The caller says what state to commit given what was loaded, and who owns that state (the job
  * by default, see ./write-batch.ts). Fault-injection hooks (RunContext.hooks) fire at the same
  * points for both.
@@ -19,7 +22,8 @@ import type { Storage } from '../storage/storage.js';
 import type { RunContext } from './context.js';
 import { fetchFiles } from './fetch.js';
 import { loadBatch } from './load-batch.js';
-import type { JobState } from './state.js';
+import { loadQuarantining } from './quarantine.js';
+import type { JobState, QuarantinedFile } from './state.js';
 import { writeBatch, type OwnedState, type StateOwner, type WrittenBatch } from './write-batch.js';
 
 /** What every batch of a run shares. */
@@ -44,8 +48,9 @@ export interface BatchSpec<S extends OwnedState> {
   /**
    * The state to commit with the batch, given its files as loaded (with the ETag of the content
    * actually fetched: a file overwritten since the listing is known by its new ETag) and rows read.
+   * `loaded` includes the files set aside by `onBadFile: quarantine`, listed again in `quarantined`.
    */
-  stateAfter(loaded: readonly DiscoveredFile[], rowsRead: number): S;
+  stateAfter(loaded: readonly DiscoveredFile[], rowsRead: number, quarantined: readonly QuarantinedFile[]): S;
   /** Who owns the state; default the job. */
   owner?: StateOwner<S>;
   /** Called right after the commit, before the afterCommit hook (a failed run's report keeps the batch). */
@@ -55,7 +60,10 @@ export interface BatchSpec<S extends OwnedState> {
 /** A committed batch. */
 export interface CommittedBatch<S extends OwnedState> {
   written: WrittenBatch<S>;
+  /** Files loaded (quarantined ones not counted). */
   files: number;
+  /** Files set aside by `onBadFile: quarantine` (see ./quarantine.ts). */
+  quarantined: QuarantinedFile[];
   bytes: number;
   rowsRead: number;
   rowsAfterDedupe: number;
@@ -81,28 +89,36 @@ export async function loadAndCommitBatch<S extends OwnedState = JobState>(
   progress?.done();
   await ctx.hooks?.afterFetch?.(spec.batchNo);
 
-  const loaded = await loadBatch(run.session, job, run.source.uri, fetched);
-  const state = spec.stateAfter(fetched.map((f) => ({ ...f.file, etag: f.etag })), loaded.rowsRead);
-  const written = await writeBatch<S>({
-    session: run.session,
-    table: run.table,
-    job,
-    snapshot: spec.snapshot,
-    batch: loaded,
-    state,
-    spoolDir: run.spoolDir,
-    ...(spec.owner ? { owner: spec.owner } : {}),
-    ...signal,
+  const quarantine = { enabled: job.onBadFile === 'quarantine', sourceUri: run.source.uri, logger: ctx.logger, job: job.name };
+  const { result, quarantined } = await loadQuarantining(fetched, quarantine, async (kept, bad) => {
+    const loaded = await loadBatch(run.session, job, run.source.uri, kept, { schema: spec.snapshot?.schema ?? null });
+    try {
+      // Every fetched file is done: loaded, or quarantined (recorded, and not listed again).
+      const state = spec.stateAfter(fetched.map((f) => ({ ...f.file, etag: f.etag })), loaded.rowsRead, bad.map((q) => q.entry));
+      const written = await writeBatch<S>({
+        session: run.session,
+        table: run.table,
+        job,
+        snapshot: spec.snapshot,
+        batch: loaded,
+        state,
+        spoolDir: run.spoolDir,
+        ...(spec.owner ? { owner: spec.owner } : {}),
+        ...signal,
+      });
+      return { written, rowsRead: loaded.rowsRead, rowsAfterDedupe: loaded.rowsAfterDedupe };
+    } finally {
+      await loaded.dispose();
+    }
   });
-  await loaded.dispose();
   const batch: CommittedBatch<S> = {
-    written,
-    files: spec.files.length,
+    ...result,
+    files: spec.files.length - quarantined.length,
     bytes: spec.files.reduce((n, f) => n + f.size, 0),
-    rowsRead: loaded.rowsRead,
-    rowsAfterDedupe: loaded.rowsAfterDedupe,
+    quarantined: quarantined.map((q) => q.entry),
   };
   spec.onCommitted?.(batch);
+  const { written } = batch;
   await ctx.hooks?.afterCommit?.(spec.batchNo, written.version);
   await Promise.all(fetched.filter((f) => f.downloaded).map((f) => rm(f.localPath, { force: true })));
   const snapshot = written.version === null ? spec.snapshot : await run.table.snapshot({ version: written.version });

@@ -1,12 +1,17 @@
 /**
  * Load one batch's fetched files into DuckDB and, in merge mode, reduce it to one row per key.
+ * When the table exists, files are read in its column types (a value that does not fit fails
+ * naming file, row and column), so dedupe orders and groups typed values. New columns are
+ * refused here, naming their files, when the job's schemaEvolution is 'fail'.
  */
 import type { JobConfig } from '../config/schema.js';
+import type { StructType } from '../delta/schema.js';
 import { dedupeLatest } from '../engine/dedupe.js';
 import type { DuckSession } from '../engine/duckdb.js';
-import { loadFiles, type LoadFile } from '../engine/load.js';
+import { loadSourceFiles, type LoadFile, type NewColumn } from '../engine/load.js';
 import { resolveFormat } from '../engine/source-format.js';
 import { ident } from '../engine/sql.js';
+import { SchemaError } from '../errors.js';
 import type { FetchedFile } from './fetch.js';
 
 const RAW_TABLE = 'tidemark_raw';
@@ -21,27 +26,44 @@ export interface LoadedBatch {
   dispose(): Promise<void>;
 }
 
+/** Options of `loadBatch`. */
+export interface LoadBatchOptions {
+  /** The target table's schema (null or absent: the batch creates the table). */
+  schema?: StructType | null;
+}
+
 /** The file's full URI (`s3://landing/orders/2026/11/01/a.csv`): lineage and error messages name it. */
-function sourceName(sourceUri: string, key: string): string {
+export function sourceName(sourceUri: string, key: string): string {
   return sourceUri.endsWith('/') ? sourceUri + key : `${sourceUri}/${key}`;
 }
 
 function toLoadFile(job: JobConfig, sourceUri: string, f: FetchedFile): LoadFile {
-  return {
-    localPath: f.localPath,
-    key: sourceName(sourceUri, f.file.key),
-    lastModified: f.file.lastModified,
-    format: resolveFormat(f.file.key, job.source.format),
-  };
+  const key = sourceName(sourceUri, f.file.key);
+  return { localPath: f.localPath, key, lastModified: f.file.lastModified, format: resolveFormat(key, job.source.format) };
 }
 
 /** Read, and dedupe when the job merges by key. */
-export async function loadBatch(session: DuckSession, job: JobConfig, sourceUri: string, fetched: readonly FetchedFile[]): Promise<LoadedBatch> {
+export async function loadBatch(
+  session: DuckSession,
+  job: JobConfig,
+  sourceUri: string,
+  fetched: readonly FetchedFile[],
+  opts: LoadBatchOptions = {},
+): Promise<LoadedBatch> {
   const files = fetched.map((f) => toLoadFile(job, sourceUri, f));
-  const rowsRead = await loadFiles(session, files, { table: RAW_TABLE, ...(job.source.csv ? { csv: job.source.csv } : {}) });
+  const loaded = await loadSourceFiles(session, files, {
+    table: RAW_TABLE,
+    ...(job.source.csv ? { csv: job.source.csv } : {}),
+    ...(opts.schema ? { schema: opts.schema } : {}),
+  });
   const dispose = async () => {
     await session.run(`DROP TABLE IF EXISTS ${ident(RAW_TABLE)}; DROP TABLE IF EXISTS ${ident(BATCH_TABLE)}`);
   };
+  if (job.schemaEvolution === 'fail' && loaded.newColumns.length > 0) {
+    await dispose();
+    throw newColumnsRefused(job, loaded.newColumns);
+  }
+  const rowsRead = loaded.rows;
   if (job.target.mode !== 'merge' || rowsRead === 0) {
     return { table: RAW_TABLE, rowsRead, rowsAfterDedupe: rowsRead, dispose };
   }
@@ -52,4 +74,15 @@ export async function loadBatch(session: DuckSession, job: JobConfig, sourceUri:
     orderBy: job.target.orderBy!,
   });
   return { table: BATCH_TABLE, rowsRead, rowsAfterDedupe, dispose };
+}
+
+/** The SchemaError of `schemaEvolution: 'fail'`: every new column with its files; `key` is the first file. */
+function newColumnsRefused(job: JobConfig, columns: readonly NewColumn[]): SchemaError {
+  const files = [...new Set(columns.flatMap((c) => c.files))];
+  const list = columns.map((c) => `${JSON.stringify(c.name)} (in ${c.files.slice(0, 5).join(', ')}${c.files.length > 5 ? ', …' : ''})`);
+  return new SchemaError(
+    `[load] job ${job.name}: files have columns that table ${job.target.uri} lacks: ${list.join(', ')}; ` +
+      "schemaEvolution is 'fail' (set it to 'addColumns' to add them)",
+    { context: { uri: job.target.uri, key: files[0]!, files, column: columns[0]!.name, columns: columns.map((c) => c.name) } },
+  );
 }

@@ -24,6 +24,7 @@ import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
 import { discoveryConfigOf, openSource, openTarget } from './open.js';
 import { emptyReport, type RunReport } from './report.js';
+import { withQuarantined } from './quarantine.js';
 import { readJobState, type JobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 import { createSpool, removeStaleSpools, unregisterSpool } from './spool.js';
@@ -164,14 +165,18 @@ class JobRun {
       snapshot,
       batchNo,
       progressLabel: `${this.job.name}: fetch`,
-      stateAfter: (loadedFiles, rowsRead): JobState => ({
+      stateAfter: (loadedFiles, rowsRead, quarantined): JobState => ({
         ...state,
         batch: state.batch + 1,
         discovery: nextStateFor(state.discovery as DiscoveryState | null, plan, loadedFiles),
         lastRunAt: new Date().toISOString(),
-        totals: { filesLoaded: state.totals.filesLoaded + files.length, rowsLoaded: state.totals.rowsLoaded + rowsRead },
+        quarantined: withQuarantined(state.quarantined, quarantined),
+        totals: { filesLoaded: state.totals.filesLoaded + files.length - quarantined.length, rowsLoaded: state.totals.rowsLoaded + rowsRead },
       }),
-      onCommitted: (b) => this.count(b.files, b.rowsRead, b.rowsAfterDedupe, b.written, b.written.state),
+      onCommitted: (b) => {
+        this.count(b.files, b.rowsRead, b.rowsAfterDedupe, b.written, b.written.state);
+        if (b.quarantined.length > 0) this.report.quarantined = [...(this.report.quarantined ?? []), ...b.quarantined.map((q) => ({ key: q.key, reason: q.error }))];
+      },
     });
     const { written, bytes, rowsRead } = committed.batch;
     this.ctx.logger.info(

@@ -97,6 +97,7 @@ function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>, owner: St
     snapshot: opts.snapshot,
     batch: opts.batch.table,
     partitionBy: opts.job.target.partitionBy,
+    schemaEvolution: opts.job.schemaEvolution,
     internalColumns: [SOURCE_ROW],
     sourceFileColumn: SOURCE_FILE,
     sourceRowColumn: SOURCE_ROW,

@@ -1,0 +1,89 @@
+/**
+ * `onBadFile: quarantine`: a batch that fails because of one file goes on without it.
+ *
+ * Per file (quarantinable), because the error names the file (`context.key`, its source URI):
+ * a file DuckDB cannot read (corrupt or truncated Parquet, truncated gzip, ragged CSV rows,
+ * invalid JSON, an empty Parquet file), a file whose format cannot be told from its name, a
+ * value that does not fit its table column, a NULL key (BadFileError), and new columns under
+ * `schemaEvolution: 'fail'` (SchemaError naming the file).
+ * Batch-level (never quarantined): files that read alone but not together (their types cannot
+ * be combined: no single file is to blame), an invalid deleteWhen, a key missing from every file,
+ * storage and commit errors.
+ *
+ * The file is set aside, recorded in the job state (key, ETag, error, time; the newest
+ * MAX_QUARANTINED entries), counted as done by discovery so it is not retried every run (unless
+ * it is overwritten with a new ETag and `onOverwrite: reload`), and the rest of the batch is
+ * loaded again without it, in the same commit. Nothing is dropped silently: the run logs a
+ * warning and its report, and `tidemark status`, list the file.
+ */
+import type { Logger } from '../log/logger.js';
+import { redactText } from '../log/redact.js';
+import { BadFileError, SchemaError } from '../errors.js';
+import type { FetchedFile } from './fetch.js';
+import { sourceName } from './load-batch.js';
+import type { QuarantinedFile } from './state.js';
+
+/** Quarantined files a job state keeps (the newest). */
+export const MAX_QUARANTINED = 1000;
+/** Longest error text kept per quarantined file. */
+const MAX_ERROR_TEXT = 2000;
+
+/** A file set aside by this batch. */
+export interface Quarantined {
+  fetched: FetchedFile;
+  entry: QuarantinedFile;
+}
+
+/** The batch file a bad-input error names, when setting that file aside can help. */
+export function badFileOf(err: unknown, files: readonly FetchedFile[], sourceUri: string): FetchedFile | undefined {
+  if (!(err instanceof BadFileError || err instanceof SchemaError)) return undefined;
+  const key = err.context.key;
+  if (typeof key !== 'string') return undefined;
+  return files.find((f) => sourceName(sourceUri, f.file.key) === key);
+}
+
+/** The state entry of a quarantined file. */
+export function quarantineEntry(f: FetchedFile, err: Error, now = new Date()): QuarantinedFile {
+  return { key: f.file.key, etag: f.etag, error: redactText(err.message).slice(0, MAX_ERROR_TEXT), at: now.toISOString() };
+}
+
+/** `list` plus `added` (newest last; a file quarantined again replaces its entry), bounded. */
+export function withQuarantined(list: readonly QuarantinedFile[], added: readonly QuarantinedFile[]): QuarantinedFile[] {
+  if (added.length === 0) return [...list];
+  const keys = new Set(added.map((q) => q.key));
+  return [...list.filter((q) => !keys.has(q.key)), ...added].slice(-MAX_QUARANTINED);
+}
+
+/** What `loadQuarantining` needs. */
+export interface QuarantineOptions {
+  /** True under `onBadFile: quarantine`; otherwise the first error is thrown as it is. */
+  enabled: boolean;
+  sourceUri: string;
+  logger: Logger;
+  job: string;
+}
+
+/**
+ * Run `attempt` on the batch's files; under quarantine, each time it fails naming one of them,
+ * set that file aside and run it again on the rest (at most once per file).
+ */
+export async function loadQuarantining<T>(
+  files: readonly FetchedFile[],
+  opts: QuarantineOptions,
+  attempt: (kept: readonly FetchedFile[], quarantined: readonly Quarantined[]) => Promise<T>,
+): Promise<{ result: T; quarantined: Quarantined[] }> {
+  let kept = [...files];
+  const quarantined: Quarantined[] = [];
+  for (;;) {
+    try {
+      return { result: await attempt(kept, quarantined), quarantined };
+    } catch (err) {
+      const bad = opts.enabled ? badFileOf(err, kept, opts.sourceUri) : undefined;
+      if (!bad) throw err;
+      const entry = quarantineEntry(bad, err as Error);
+      opts.logger.warn({ job: opts.job, key: bad.file.key, etag: bad.etag, error: entry.error }, 'file quarantined; loading the rest of the batch without it');
+      quarantined.push({ fetched: bad, entry });
+      kept = kept.filter((f) => f !== bad);
+    }
+  }
+}
