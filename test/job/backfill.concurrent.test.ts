@@ -1,0 +1,119 @@
+/**
+ * A backfill and the hourly run at the same time, in one process, on a local source and target:
+ * both MERGE into the same (unpartitioned) table, so their commits conflict; the loser re-plans
+ * and goes on. Both complete, the table holds the latest row of every key from both ranges, the
+ * job's state is the one it would have alone, and the backfill's range is done.
+ */
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Logger } from '../../src/log/logger.js';
+import { readBackfillState } from '../../src/job/backfill-state.js';
+import type { JobState } from '../../src/job/state.js';
+import { LocalStorage } from '../../src/storage/local.js';
+import { backfill } from './backfill-helpers.js';
+import { cleanup, DuckSession, duplicateRids, expectedLatest, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir, type OrderRow } from './helpers.js';
+
+let session: DuckSession;
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  session = await DuckSession.open();
+});
+
+afterAll(async () => {
+  session?.close();
+  await cleanup(dirs);
+});
+
+/** Eight days; every day updates keys 1..3 (seq = day) and adds one new key. */
+async function zone(): Promise<{ root: string; landed: OrderRow[] }> {
+  const root = await tempDir('bfc-src', dirs);
+  const source = new LocalStorage(root);
+  const landed: OrderRow[] = [];
+  for (let day = 1; day <= 8; day++) {
+    for (const part of ['a', 'b']) {
+      const rows = part === 'a' ? orders([1, `d${day}`, day], [2, `d${day}`, day]) : orders([3, `d${day}`, day], [100 + day, 'placed', 1]);
+      await land(source, session, `2025/03/0${day}/${part}.csv`, rows);
+      landed.push(...rows);
+    }
+  }
+  return { root, landed };
+}
+
+/** The job config: the hourly job owns 03-05 onwards (start), the backfill does 03-01..03-04. */
+async function setupFor(root: string) {
+  const target = await tempDir('bfc-t', dirs);
+  return makeConfig({
+    source: { uri: root, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1, start: '2025-03-05' } },
+    target: mergeTarget(target),
+    maxFilesPerBatch: 1,
+  });
+}
+
+/** A logger keeping the messages of warnings (re-plans are logged as warnings). */
+function warnings(): { logger: Logger; messages: string[] } {
+  const messages: string[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void messages.push(String((JSON.parse(line) as { msg: string }).msg)) });
+  return { logger, messages };
+}
+
+function comparable(state: JobState) {
+  const { lastRunAt: _t, ...rest } = state;
+  return rest;
+}
+
+describe('backfill and hourly run at the same time (target: local)', () => {
+  let landed: OrderRow[];
+  let root: string;
+  let alone: JobState;
+
+  beforeAll(async () => {
+    ({ root, landed } = await zone());
+    const reference = await setupFor(root);
+    await run(reference);
+    alone = (await readTarget(session, reference)).state;
+    expect(alone.discovery).toMatchObject({ watermark: '2025-03-08' });
+  });
+
+  it('a run commits while a backfill batch is about to: the backfill loses the race, re-plans, and both end correct (fault injection: hook runs the job)', async () => {
+    const setup = await setupFor(root);
+    const log = warnings();
+    let jobRan = false;
+    const report = await backfill(
+      setup,
+      { from: '2025-03-01', to: '2025-03-04' },
+      {
+        logger: log.logger,
+        hooks: {
+          beforeCommit: async (b) => {
+            if (b !== 1 || jobRan) return;
+            jobRan = true;
+            expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 8 });
+          },
+        },
+      },
+    );
+    expect(jobRan).toBe(true);
+    expect(log.messages).toContain('backfill: another writer committed first; planning the rest of the range again');
+    expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 8, commits: 8, watermark: '2025-03-08' });
+
+    const table = await readTarget(session, setup);
+    expect(duplicateRids(table.rows)).toEqual([]);
+    expect(table.rows).toEqual(expectedLatest(landed));
+    expect(comparable(table.state)).toEqual(comparable(alone));
+    expect(readBackfillState(table.snapshot, 'orders')).toMatchObject({ status: 'done', totals: { filesLoaded: 8 } });
+  });
+
+  it('Promise.all of a backfill and a run: both complete, the table holds the latest row of every key', async () => {
+    const setup = await setupFor(root);
+    const [b, r] = await Promise.all([backfill(setup, { from: '2025-03-01', to: '2025-03-04' }), run(setup)]);
+    expect(b).toMatchObject({ status: 'succeeded', filesLoaded: 8 });
+    expect(r).toMatchObject({ status: 'succeeded', filesLoaded: 8, watermark: '2025-03-08' });
+    const table = await readTarget(session, setup);
+    expect(duplicateRids(table.rows)).toEqual([]);
+    expect(table.rows).toEqual(expectedLatest(landed));
+    expect(comparable(table.state)).toEqual(comparable(alone));
+    expect(readBackfillState(table.snapshot, 'orders')?.status).toBe('done');
+    expect(await run(setup)).toMatchObject({ status: 'nothing-new' });
+  });
+});
