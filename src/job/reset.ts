@@ -117,6 +117,7 @@ function flag<T>(parse: () => T): T {
 /** Reset `job`'s watermark (see the module comment); a lost commit race re-reads the state and tries again. */
 export async function resetJob(job: JobConfig, ctx: RunContext, opts: ResetOptions): Promise<ResetReport> {
   const started = Date.now();
+  planReset(job, null, opts.to); // a bad --to is refused before any I/O
   const session = await DuckSession.open();
   try {
     const table = DeltaTable.open(openTarget(job, ctx.storage, ctx.openStorage), session, { singleWriter: ctx.storage.singleWriter });
