@@ -21,6 +21,8 @@ import type { Storage } from '../storage/storage.js';
 import { splitBatches } from './batches.js';
 import { describeRange, type BackfillRange } from './backfill-range.js';
 import type { BackfillEntry, BackfillState } from './backfill-state.js';
+import { withQuarantined } from './quarantine.js';
+import type { QuarantinedFile } from './state.js';
 
 /** Files of one commit; never more than one partition's. */
 export interface PlannedBatch {
@@ -166,22 +168,25 @@ export function startState(job: string, range: BackfillRange, prev: BackfillStat
   };
 }
 
+/** What a batch loaded: its files (quarantined ones included: they are done too), rows, files set aside. */
+export interface LoadedBatchFiles {
+  files: readonly DiscoveredFile[];
+  rowsRead: number;
+  quarantined: readonly QuarantinedFile[];
+}
+
 /**
- * The state to commit with `batch` (its files as loaded, `rowsRead` rows). The last batch of the
- * plan marks the range done; a partition's last batch moves the cursor past the partition.
+ * The state to commit with `batch`. The last batch of the plan marks the range done; a
+ * partition's last batch moves the cursor past the partition.
  */
-export function stateAfter(
-  prev: BackfillState,
-  batch: PlannedBatch,
-  loaded: readonly DiscoveredFile[],
-  rowsRead: number,
-  opts: { last: boolean; now: Date },
-): BackfillState {
+export function stateAfter(prev: BackfillState, batch: PlannedBatch, done: LoadedBatchFiles, opts: { last: boolean; now: Date }): BackfillState {
+  const { files: loaded, rowsRead, quarantined } = done;
   const base = {
     ...prev,
     batch: prev.batch + 1,
     updatedAt: opts.now.toISOString(),
-    totals: { filesLoaded: prev.totals.filesLoaded + loaded.length, rowsLoaded: prev.totals.rowsLoaded + rowsRead },
+    totals: { filesLoaded: prev.totals.filesLoaded + loaded.length - quarantined.length, rowsLoaded: prev.totals.rowsLoaded + rowsRead },
+    ...(quarantined.length > 0 ? { quarantined: withQuarantined(prev.quarantined ?? [], quarantined) } : {}),
   };
   if (opts.last) return { ...base, status: 'done', doneThrough: prev.to, loaded: [] };
   const entries = loaded.map((f) => ({ key: f.key, etag: f.etag }));

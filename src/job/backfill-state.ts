@@ -14,6 +14,7 @@
 import type { Action } from '../delta/actions.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { DeltaLogError } from '../errors.js';
+import type { QuarantinedFile } from './state.js';
 import type { TombstoneState } from './tombstones.js';
 
 /** Version of the layout below; `readBackfillState` refuses others. */
@@ -43,6 +44,8 @@ export interface BackfillState {
   startedAt: string;
   updatedAt: string;
   totals: { filesLoaded: number; rowsLoaded: number };
+  /** Files of the range set aside by `onBadFile: quarantine` (absent: none). */
+  quarantined?: QuarantinedFile[];
   /** Tombstone files of the backfill's deletes (merge mode); kept across ranges until they expire. */
   tombstones?: TombstoneState;
 }

@@ -81,6 +81,8 @@ export interface BackfillReport {
   /** The job's own watermark: a backfill leaves it where it was. */
   watermark: string | null;
   skippedByReason: Record<string, number>;
+  /** Files set aside by `onBadFile: quarantine`, with the reason (recorded in the backfill state). */
+  quarantined?: Array<{ key: string; reason: string }>;
   /** With dry-run: the files that would load, in order. */
   plannedFiles?: string[];
   durationMs: number;
@@ -210,7 +212,7 @@ class BackfillRun {
         snapshot,
         batchNo: this.report.commits,
         progressLabel: null,
-        stateAfter: (loaded, rowsRead) => stateAfter(before, batch, loaded, rowsRead, { last: i === plan.batches.length - 1, now: new Date() }),
+        stateAfter: (files, rowsRead, quarantined) => stateAfter(before, batch, { files, rowsRead, quarantined }, { last: i === plan.batches.length - 1, now: new Date() }),
         owner: this.owner(snapshot),
         onCommitted: (b) => this.count(b),
       });
@@ -300,6 +302,7 @@ class BackfillRun {
     r.deleted += b.written.counts.deleted;
     r.skippedStale += b.written.counts.skippedStale;
     r.commits += 1;
+    if (b.quarantined.length > 0) r.quarantined = [...(r.quarantined ?? []), ...b.quarantined.map((q) => ({ key: q.key, reason: q.error }))];
   }
 
   private finish(status: BackfillStatus, state: BackfillState | null): BackfillReport {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import { ConfigError } from '../../src/errors.js';
 import { reportOfFailedBackfill } from '../../src/job/backfill.js';
+import { readBackfillState } from '../../src/job/backfill-state.js';
 import type { StorageOpener } from '../../src/job/open.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
@@ -226,6 +227,18 @@ describe('backfill ranges: resume, rerun, restart, refusal (source: local)', () 
     expect(table.rows.map((r) => r.order_id)).not.toContain(5);
     const all = rowsOf(zone, '2025-03-01', '2025-03-06');
     expect(table.rows).toEqual(expectedLatest(all).filter((r) => r.order_id !== 5));
+  });
+
+  it('onBadFile quarantine: a corrupt file of the range is set aside (report and backfill state), the rest loads', async () => {
+    const zone = await sixDays('local');
+    await zone.source.write('2025/03/02/broken.parquet', 'not parquet at all');
+    const setup = await mergeSetup(zone, { onBadFile: 'quarantine' });
+    const report = await backfill(setup, { from: '2025-03-01', to: '2025-03-02' });
+    expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 3, commits: 2 });
+    expect(report.quarantined?.map((q) => q.key)).toEqual(['2025/03/02/broken.parquet']);
+    const table = await readTarget(session, setup);
+    expect(table.rows).toEqual(expectedLatest(rowsOf(zone, '2025-03-01', '2025-03-02')));
+    expect(readBackfillState(table.snapshot, 'orders')).toMatchObject({ status: 'done', totals: { filesLoaded: 3 }, quarantined: [{ key: '2025/03/02/broken.parquet' }] });
   });
 
   it('on an hourly layout a bare date covers the whole day, and partitions after it are not loaded', async () => {
