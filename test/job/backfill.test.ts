@@ -229,6 +229,18 @@ describe('backfill ranges: resume, rerun, restart, refusal (source: local)', () 
     expect(table.rows).toEqual(expectedLatest(all).filter((r) => r.order_id !== 5));
   });
 
+  it("the backfill's deletes are tombstones the job reads too: a late older row of a key the backfill deleted stays out", async () => {
+    const zone = await emptyZone('local');
+    await put(zone, '2025/03/01/a.csv', orders([9, 'placed', 1], [8, 'placed', 1]));
+    await put(zone, '2025/03/02/b.csv', orders([9, 'deleted', 5]));
+    const setup = await mergeSetup(zone, {}, { ...byDay, start: '2025-03-04' });
+    setup.job.target.deleteWhen = "status = 'deleted'";
+    expect(await backfill(setup, { from: '2025-03-01', to: '2025-03-02' })).toMatchObject({ status: 'succeeded', deleted: 1 });
+    await put(zone, '2025/03/04/late.csv', orders([9, 'paid', 2], [7, 'placed', 1]));
+    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 1, skippedStale: 1 });
+    expect((await readTarget(session, setup)).rows.map((r) => r.order_id).sort()).toEqual([7, 8]);
+  });
+
   it('onBadFile quarantine: a corrupt file of the range is set aside (report and backfill state), the rest loads', async () => {
     const zone = await sixDays('local');
     await zone.source.write('2025/03/02/broken.parquet', 'not parquet at all');
