@@ -54,6 +54,10 @@ export function formatStatus(s: StatusReport): string {
     `  watermark: ${s.watermark ?? '-'}   last run: ${s.lastRunAt ?? 'never'}`,
     `  table: version ${s.tableVersion ?? '-'}, ${s.files} files, ${(s.bytes / 1024 / 1024).toFixed(1)} MiB, ${s.rows ?? '?'} rows`,
   ];
+  if (s.backfill) {
+    const b = s.backfill;
+    lines.push(`  backfill ${b.from}..${b.to}: ${b.status === 'done' ? 'done' : `running, done through ${b.doneThrough ?? '-'}`} (${b.updatedAt})`);
+  }
   if (s.quarantined.length > 0) {
     lines.push(`  quarantined (${s.quarantined.length}):`, ...s.quarantined.map((q) => `    ${q.key}: ${q.error}`));
   }

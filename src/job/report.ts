@@ -50,6 +50,8 @@ export interface StatusReport {
   files: number;
   bytes: number;
   quarantined: Array<{ key: string; error: string; at: string }>;
+  /** The job's latest backfill (`tidemark backfill`), absent when it never had one. */
+  backfill?: { from: string; to: string; status: 'running' | 'done'; doneThrough: string | null; updatedAt: string };
 }
 
 /** A report with every counter at zero. */

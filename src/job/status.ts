@@ -3,11 +3,13 @@
  */
 import type { JobConfig } from '../config/schema.js';
 import { DeltaTable } from '../delta/table.js';
+import type { Snapshot } from '../delta/snapshot.js';
 import type { DiscoveryState } from '../discovery/index.js';
 import type { DuckSession } from '../engine/duckdb.js';
 import type { RunContext } from './context.js';
 import { openTarget } from './open.js';
 import type { StatusReport } from './report.js';
+import { readBackfillState } from './backfill-state.js';
 import { readJobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 
@@ -31,5 +33,12 @@ export async function jobStatus(job: JobConfig, ctx: Pick<RunContext, 'storage'>
     files: files.length,
     bytes: files.reduce((n, f) => n + f.size, 0),
     quarantined: state.quarantined.map(({ key, error, at }) => ({ key, error, at })),
+    ...backfillOf(snapshot, job.name),
   };
+}
+
+/** The `backfill` field: the latest backfill's range and progress. */
+function backfillOf(snapshot: Snapshot | null, job: string): Pick<StatusReport, 'backfill'> {
+  const b = readBackfillState(snapshot, job);
+  return b ? { backfill: { from: b.from, to: b.to, status: b.status, doneThrough: b.doneThrough, updatedAt: b.updatedAt } } : {};
 }

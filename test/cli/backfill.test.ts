@@ -76,7 +76,7 @@ describe('tidemark backfill / reset: help and usage', () => {
 });
 
 describe('tidemark backfill', () => {
-  it('--json: one report per job; a rerun of the completed range is a no-op; progress lines on stderr', async () => {
+  it('--json: one report per job; status shows the backfill; a rerun of the completed range is a no-op; progress lines on stderr', async () => {
     const r = await cli(['backfill', '--config', config, '--job', 'orders', '--from', '2025-05-01', '--to', '2025-05-02', '--json', '--log-level', 'info']);
     expect(r.code).toBe(0);
     const [report] = json(r.stdout);
@@ -84,6 +84,10 @@ describe('tidemark backfill', () => {
     const progress = r.stderr.split('\n').filter((l) => l.includes('"progress"')).map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(progress.map((p) => p['done'])).toContain(2);
     expect(progress[0]).toMatchObject({ progress: 'orders: backfill 2025-05-01..2025-05-02', total: 2 });
+
+    const status = await cli(['status', '--config', config, '--job', 'orders', '--json']);
+    expect(json(status.stdout)[0]).toMatchObject({ watermark: null, backfill: { from: '2025-05-01', to: '2025-05-02', status: 'done', doneThrough: '2025-05-02' } });
+    expect((await cli(['status', '--config', config, '--job', 'orders'])).stdout).toContain('backfill 2025-05-01..2025-05-02: done');
 
     const again = await cli(['backfill', '--config', config, '--job', 'orders', '--from', '2025-05-01', '--to', '2025-05-02']);
     expect(again.code).toBe(0);
