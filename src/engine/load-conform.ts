@@ -47,10 +47,21 @@ export async function describeFile(session: DuckSession, file: LoadFile, csv: Cs
   }
 }
 
-/** A BadFileError for a file DuckDB cannot read, with DuckDB's reason (local path replaced by the key). */
+/** Lines of DuckDB's long CSV messages that say what is wrong and where (not the data itself). */
+const TELLING_LINES = /^(It was not possible to .*|CSV Error on Line: \d+|Expected Number of Columns: .*|Error when converting column .*)$/;
+
+/**
+ * A BadFileError for a file DuckDB cannot read, with DuckDB's reason (local path replaced by the
+ * key) and, for CSV, the line it stopped at (`context.line`, 1-based, counting the header).
+ */
 export function unreadable(file: LoadFile, err: unknown): BadFileError {
-  const message = (err instanceof Error ? err.message : String(err)).split(file.localPath).join(file.key).split('\n')[0]!;
-  return new BadFileError(`[load] cannot read ${file.key}: ${message}`, { context: { key: file.key }, cause: err });
+  const lines = (err instanceof Error ? err.message : String(err)).split(file.localPath).join(file.key).split('\n');
+  const telling = lines.slice(1).filter((l) => TELLING_LINES.test(l.trim())).map((l) => l.trim());
+  const line = /CSV Error on Line: (\d+)/.exec(lines.join('\n'))?.[1];
+  return new BadFileError(`[load] cannot read ${file.key}: ${[lines[0]!, ...telling].join('; ')}`, {
+    context: { key: file.key, ...(line ? { line: Number(line) } : {}) },
+    cause: err,
+  });
 }
 
 /** Plan how to read `file` in `schema`'s types. */

@@ -47,10 +47,17 @@ export function quarantineEntry(f: FetchedFile, err: Error, now = new Date()): Q
   return { key: f.file.key, etag: f.etag, error: redactText(err.message).slice(0, MAX_ERROR_TEXT), at: now.toISOString() };
 }
 
-/** `list` plus `added` (newest last; a file quarantined again replaces its entry), bounded. */
-export function withQuarantined(list: readonly QuarantinedFile[], added: readonly QuarantinedFile[]): QuarantinedFile[] {
-  if (added.length === 0) return [...list];
-  const keys = new Set(added.map((q) => q.key));
+/**
+ * The quarantine list after a batch: `list` without the batch's files (`done`: a file that was
+ * overwritten and now loads leaves the list), plus the files it set aside (`added`, newest
+ * last), bounded to the newest MAX_QUARANTINED.
+ */
+export function withQuarantined(
+  list: readonly QuarantinedFile[],
+  added: readonly QuarantinedFile[],
+  done: readonly { key: string }[] = [],
+): QuarantinedFile[] {
+  const keys = new Set([...done, ...added].map((q) => q.key));
   return [...list.filter((q) => !keys.has(q.key)), ...added].slice(-MAX_QUARANTINED);
 }
 

@@ -170,7 +170,7 @@ class JobRun {
         batch: state.batch + 1,
         discovery: nextStateFor(state.discovery as DiscoveryState | null, plan, loadedFiles),
         lastRunAt: new Date().toISOString(),
-        quarantined: withQuarantined(state.quarantined, quarantined),
+        quarantined: withQuarantined(state.quarantined, quarantined, loadedFiles),
         totals: { filesLoaded: state.totals.filesLoaded + files.length - quarantined.length, rowsLoaded: state.totals.rowsLoaded + rowsRead },
       }),
       onCommitted: (b) => {
