@@ -30,6 +30,13 @@ import { copyFolder, openWorkspace, type Workspace } from './workspace.js';
 /** Statements kept per traced step. */
 const SQL_TOP = 8;
 
+/** What the baselines are, printed under the tables. */
+const MERGE_LEGEND = [
+  'full rewrite: read every live file with DuckDB, upsert the batch in SQL (incoming wins when not older), sort by order_id,',
+  '  write through tidemark\'s writeDataFiles (same rows per file, stats, zstd) and commit an overwrite (remove all, add all).',
+  'lean COPY: the same upsert and sort as one DuckDB COPY into files of the same row count, no stats, no Delta commit (a lower bound).',
+].join('\n');
+
 /** Targets of issue 2 §5 for changes among the newest orders. */
 export const MERGE_TARGETS = { timeRatio: 0.05, bytesRatio: 0.03 } as const;
 
@@ -84,7 +91,7 @@ export async function benchMerge(opts: MergeBenchOptions): Promise<void> {
     for (const spread of ['newest', 'scattered'] as const) variants.push(await runVariant(ws, opts, base, spread));
     const otherLoad = stopWatch();
     printTables(mergeTables(opts, base, variants));
-    process.stdout.write(describeOtherLoad(otherLoad));
+    process.stdout.write(`${MERGE_LEGEND}\n${describeOtherLoad(otherLoad)}`);
     await writeJson(opts.jsonPath, { benchmark: 'merge', env, otherLoad, options: opts, base, targets: MERGE_TARGETS, variants });
     process.stdout.write(`result: ${opts.jsonPath}\n`);
     const failed = variants.filter((v) => !isVerified(v));
