@@ -471,13 +471,21 @@ function sliceStream(skip: number, limit: number | undefined): Transform {
 }
 
 /**
- * The SDK attaches the raw HTTP exchange (`$response`, which references the signed request
- * and its Authorization header) to its errors. Keep it for debugging but make it
- * non-enumerable, so loggers and test reporters that serialise `cause` do not print it.
+ * Fields the SDK copies onto its errors that can hold credentials: the raw HTTP exchange
+ * (`$response`, which references the signed request and its Authorization header), and what S3
+ * echoes in an InvalidAccessKeyId or SignatureDoesNotMatch answer (the key id, the string to
+ * sign, the canonical request with its `x-amz-security-token` header).
+ */
+const CREDENTIAL_FIELDS = ['$response', 'AWSAccessKeyId', 'StringToSign', 'StringToSignBytes', 'SignatureProvided', 'CanonicalRequest', 'CanonicalRequestBytes'];
+
+/**
+ * Keep those fields for debugging but make them non-enumerable, so loggers, `util.inspect` and
+ * test reporters that serialise `cause` do not print them.
  */
 function hideRawResponse(err: unknown): void {
-  if (err && typeof err === 'object' && Object.prototype.propertyIsEnumerable.call(err, '$response')) {
-    Object.defineProperty(err, '$response', { enumerable: false });
+  if (!err || typeof err !== 'object') return;
+  for (const field of CREDENTIAL_FIELDS) {
+    if (Object.prototype.propertyIsEnumerable.call(err, field)) Object.defineProperty(err, field, { enumerable: false });
   }
 }
 
