@@ -39,6 +39,8 @@ export function formatRun(r: RunReport): string {
   ];
   const reasons = Object.entries(r.skippedByReason ?? {});
   if (reasons.length > 0) lines.push(`  skipped: ${reasons.map(([why, n]) => `${n} ${why}`).join(', ')}`);
+  const quarantined = r.quarantined ?? [];
+  if (quarantined.length > 0) lines.push(`  quarantined (${quarantined.length}):`, ...quarantined.map((q) => `    ${q.key}: ${q.reason}`));
   if (r.status === 'dry-run') {
     lines.push(`  would load (${r.plannedFiles?.length ?? 0}):`, ...(r.plannedFiles ?? []).map((k) => `    + ${k}`));
     for (const s of r.skipped ?? []) lines.push(`    - ${s.key}: ${s.reason}`);

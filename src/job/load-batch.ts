@@ -67,6 +67,7 @@ export async function loadBatch(
   if (job.target.mode !== 'merge' || rowsRead === 0) {
     return { table: RAW_TABLE, rowsRead, rowsAfterDedupe: rowsRead, dispose };
   }
+  await requireColumns(session, job, files);
   const rowsAfterDedupe = await dedupeLatest(session, {
     input: RAW_TABLE,
     output: BATCH_TABLE,
@@ -74,6 +75,22 @@ export async function loadBatch(
     orderBy: job.target.orderBy!,
   });
   return { table: BATCH_TABLE, rowsRead, rowsAfterDedupe, dispose };
+}
+
+/**
+ * Key and orderBy columns must come from the files. A file of a larger batch that lacks the key
+ * fails later as a NULL key naming it; here none has it: with one file that file is named.
+ */
+async function requireColumns(session: DuckSession, job: JobConfig, files: readonly LoadFile[]): Promise<void> {
+  const present = new Set((await session.all(`DESCRIBE ${ident(RAW_TABLE)}`)).map((r) => String(r['column_name']).toLowerCase()));
+  for (const [role, names] of [['key', job.target.key!], ['orderBy', [job.target.orderBy!]]] as const) {
+    const missing = names.find((n) => !present.has(n.toLowerCase()));
+    if (missing === undefined) continue;
+    const named = files.length === 1 ? files[0]!.key : `${files.length} files`;
+    throw new SchemaError(`[load] job ${job.name}: ${role} column ${JSON.stringify(missing)} is missing from ${named}`, {
+      context: { column: missing, ...(files.length === 1 ? { key: files[0]!.key } : { files: files.map((f) => f.key) }) },
+    });
+  }
 }
 
 /** The SchemaError of `schemaEvolution: 'fail'`: every new column with its files; `key` is the first file. */

@@ -89,6 +89,7 @@ const CASES: BadCase[] = [
   { name: 'Parquet bytes named .csv', file: 'really-parquet.csv', body: orderParquet, says: /CSV parsing dialect/ },
   { name: 'a .txt file with no configured format', file: 'notes.txt', body: async () => 'hello\n', says: /cannot tell the format from the file name/ },
   { name: 'a NULL key', file: 'null-key.csv', body: async () => `${HEADER}11,placed,1\n,placed,2\n`, says: /key column "order_id" is null/, context: { row: 2, column: 'order_id' } },
+  { name: 'a file without the key column', file: 'no-key.csv', body: async () => 'status,seq\nplaced,1\n', says: /key column "order_id" is null/, context: { row: 1 } },
   {
     name: 'a value that does not fit its column',
     file: 'not-a-number.csv',
