@@ -6,15 +6,14 @@
  * load as the table's DECIMAL, the batch's key and orderBy are typed before dedupe, and a value
  * that does not fit fails naming its file, row and column.
  *
- * CSV columns whose sniffed type is not exactly the table's are read as text and cast from it:
- * a number sniffed from `007` would lose its zeros for a string column, and the sniffer's DOUBLE
- * would round a decimal. Columns the table lacks keep their inferred types (schema evolution).
+ * CSV columns are read as text and cast from it when the sniffed type could lose something on
+ * the way (see `needsText`). Columns the table lacks keep their inferred types (schema evolution).
  */
 import type { StructField, StructType } from '../delta/schema.js';
 import { BadFileError } from '../errors.js';
 import { castError } from './cast-error.js';
 import type { DuckSession } from './duckdb.js';
-import { fitCastSql, misfitSql } from './fit-cast.js';
+import { castClass, fitCastSql, misfitSql } from './fit-cast.js';
 import { fileSelectSql, LINEAGE_COLUMNS, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
 import { ident } from './sql.js';
 import { deltaTypeToDuckForWrite } from './type-map-write.js';
@@ -84,10 +83,20 @@ async function conformWith(session: DuckSession, file: LoadFile, schema: StructT
   return { file, columns, newColumns, select };
 }
 
-/** A CSV column is read as text unless its sniffed type is exactly the table's. */
+/**
+ * A CSV column is read as text when the table's column is a string (a number sniffed from `007`
+ * would lose its zeros) or when the sniffed type does not go into the table's losslessly (the
+ * sniffer's DOUBLE would round a decimal). A lossless sniffed type is kept, so the sniffer's
+ * date and timestamp formats still apply.
+ */
 function needsText(c: FileColumn, field: StructField | undefined, allText: boolean): boolean {
   if (!field) return false;
-  return allText || c.type !== deltaTypeToDuckForWrite(field.type, field.name);
+  if (allText || field.type === 'string') return true;
+  try {
+    return castClass(c.type, field.type) !== 'lossless';
+  } catch {
+    return true; // a type the cast rules do not know: read the text and let the checked cast decide
+  }
 }
 
 function fieldOf(schema: StructType, name: string): StructField | undefined {

@@ -152,6 +152,21 @@ describe("CSV files load in the table's types", () => {
     expect(table.state.discovery).toMatchObject({ watermark: '2025-03-01' });
   });
 
+  it("dates in a format DuckDB's sniffer detects (and naive timestamps) keep loading into the table's date and timestamp columns", async () => {
+    const z = await zone();
+    await z.source.write('2025/03/01/a.csv', 'order_id,status,seq,day,at\n1,placed,1,03/15/2025,2025-03-15 10:30:00\n');
+    await run(z.setup);
+    const t = await readTarget(session, z.setup);
+    expect(t.snapshot!.schema.fields.slice(3, 5).map((f) => f.type)).toEqual(['date', 'timestamp']);
+    await z.source.write('2025/03/02/b.csv', 'order_id,status,seq,day,at\n2,placed,1,03/16/2025,2025-03-16T08:00:00\n');
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
+    const rows = await tableRows(session, z.setup, 'order_id');
+    expect(rows.map((r) => [r['day'], r['at']])).toEqual([
+      ['2025-03-15', '2025-03-15 10:30:00+00'],
+      ['2025-03-16', '2025-03-16 08:00:00+00'],
+    ]);
+  });
+
   it('a value the sniffer mistyped far down a big file is still named by row', async () => {
     const z = await typedTable();
     const lines = Array.from({ length: 30_000 }, (_, i) => `${100 + i},placed,${i}`);
