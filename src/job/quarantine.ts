@@ -4,11 +4,13 @@
  * Per file (quarantinable), because the error names the file (`context.key`, its source URI):
  * a file DuckDB cannot read (corrupt or truncated Parquet, truncated gzip, ragged CSV rows,
  * invalid JSON, an empty Parquet file), a file whose format cannot be told from its name, a
- * value that does not fit its table column, a NULL key (BadFileError), and new columns under
- * `schemaEvolution: 'fail'` (SchemaError naming the file).
+ * value that does not fit its table column, a NULL key, a key column missing from a file
+ * (BadFileError), and new columns under `schemaEvolution: 'fail'` (SchemaError naming the file).
  * Batch-level (never quarantined): files that read alone but not together (their types cannot
- * be combined: no single file is to blame), an invalid deleteWhen, a key missing from every file,
- * storage and commit errors.
+ * be combined: no single file is to blame), an invalid deleteWhen, a key or orderBy column
+ * missing from every file of a batch of several, the MERGE engine's own duplicate/NULL-key
+ * checks (MergeInputError: after dedupe these are invariants, not a file's fault), storage
+ * errors (including keys the store refuses as unsafe) and commit errors.
  *
  * The file is set aside, recorded in the job state (key, ETag, error, time; the newest
  * MAX_QUARANTINED entries), counted as done by discovery so it is not retried every run (unless
