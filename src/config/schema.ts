@@ -77,6 +77,11 @@ const target = z
     partitionBy: z.array(nonEmpty).default([]),
     deleteWhen: nonEmpty.optional(),
     tombstoneRetention: duration('7d'),
+    /**
+     * Rows per data file the job writes. Smaller files make a MERGE rewrite less (cost follows
+     * the change); `tidemark optimize` compacts small files later.
+     */
+    maxRowsPerFile: z.number().int().positive().default(250_000),
   })
   .superRefine((t, ctx) => {
     if (t.mode !== 'merge') return;

@@ -104,6 +104,7 @@ function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>, owner: St
     appIds: [owner.appId],
     spoolDir: opts.spoolDir,
     concurrency: opts.job.concurrency,
+    targetFileRows: opts.job.target.maxRowsPerFile,
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
 }
