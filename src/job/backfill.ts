@@ -16,13 +16,12 @@
  */
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { setTimeout as delay } from 'node:timers/promises';
 import type { JobConfig } from '../config/schema.js';
-import { DeltaTable, isCommitConflict } from '../delta/table.js';
+import type { DeltaTable } from '../delta/table.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { DiscoveryState } from '../discovery/index.js';
 import { DuckSession } from '../engine/duckdb.js';
-import { CommitRetriesExhaustedError, ConfigError } from '../errors.js';
+import { ConfigError } from '../errors.js';
 import { startProgress, type Progress } from '../log/progress.js';
 import type { Storage } from '../storage/storage.js';
 import { describeRange, parseBackfillRange, type BackfillRange } from './backfill-range.js';
@@ -30,8 +29,8 @@ import { listBackfill, startState, stateAfter, doneState, type BackfillPlan } fr
 import { backfillActions, backfillAppId, backfillTombstoneFolder, readBackfillState, type BackfillState } from './backfill-state.js';
 import { loadAndCommitBatch, type BatchRunner, type CommittedBatch } from './batch-pipeline.js';
 import type { RunContext } from './context.js';
-import { openSource, openTarget } from './open.js';
-import { DEFAULT_MAX_REPLANS, replanDelayMs } from './run-job.js';
+import { openSource } from './open.js';
+import { openJobTable, withReplans } from './replan.js';
 import { createSpool, removeStaleSpools, unregisterSpool } from './spool.js';
 import { readJobState } from './state.js';
 import { describeWatermark } from './watermark.js';
@@ -155,34 +154,23 @@ class BackfillRun {
   ) {
     this.report = emptyBackfillReport(job.name, range);
     this.source = openSource(job, ctx.storage, ctx.openStorage);
-    this.table = DeltaTable.open(openTarget(job, ctx.storage, ctx.openStorage), session, {
-      singleWriter: ctx.storage.singleWriter,
-      ...(ctx.hooks?.beforeCommit ? { beforeCommit: () => ctx.hooks!.beforeCommit!(this.report.commits) } : {}),
-    });
+    this.table = openJobTable(job, ctx, session, () => this.report.commits);
   }
 
   /** Plan and load, planning the rest of the range again after each lost commit race (like a run). */
   async execute(): Promise<BackfillReport> {
-    const maxReplans = this.ctx.maxReplans ?? DEFAULT_MAX_REPLANS;
-    let lostInARow = 0;
-    for (;;) {
-      const commitsBefore = this.report.commits;
-      try {
-        return await this.planAndLoad();
-      } catch (err) {
-        if (!isCommitConflict(err)) throw err;
-        lostInARow = this.report.commits > commitsBefore ? 1 : lostInARow + 1;
-        if (lostInARow > maxReplans) {
-          throw new CommitRetriesExhaustedError(
-            `[backfill] ${this.job.name}: lost ${lostInARow} commit races in a row to concurrent writers of ${this.table.uri}; giving up (run the same backfill again to resume)`,
-            { kind: 'conflict', context: { uri: this.table.uri, job: this.job.name }, cause: err },
-          );
-        }
-        const delayMs = replanDelayMs(lostInARow);
-        this.ctx.logger.warn({ job: this.job.name, conflict: err.conflict, lostInARow, delayMs }, 'backfill: another writer committed first; planning the rest of the range again');
-        await delay(delayMs, undefined, this.ctx.signal ? { signal: this.ctx.signal } : {});
-      }
-    }
+    return withReplans(
+      {
+        ctx: this.ctx,
+        job: this.job.name,
+        uri: this.table.uri,
+        commits: () => this.report.commits,
+        subsystem: '[backfill]',
+        giveUpHint: ' (run the same backfill again to resume)',
+        replanMessage: 'backfill: another writer committed first; planning the rest of the range again',
+      },
+      () => this.planAndLoad(),
+    );
   }
 
   /** The report so far (for a backfill that fails halfway). */

@@ -16,18 +16,17 @@
  * so a rewind leaves the table as it was and then brings in whatever changed. In append mode a
  * rewind appends the reloaded files' rows a second time: refused unless `force`.
  */
-import { setTimeout as delay } from 'node:timers/promises';
 import type { JobConfig } from '../config/schema.js';
-import { DeltaTable, isCommitConflict } from '../delta/table.js';
+import { DeltaTable } from '../delta/table.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { parsePartitionStart, parseTimestampStart } from '../discovery/config.js';
 import { granularityOfId } from '../discovery/calendar.js';
 import { Layout, PartitionClock, type DiscoveryState, type ModifiedState, type PartitionState } from '../discovery/index.js';
 import { DuckSession } from '../engine/duckdb.js';
-import { CommitRetriesExhaustedError, ConfigError, TidemarkError } from '../errors.js';
+import { ConfigError, TidemarkError } from '../errors.js';
 import type { RunContext } from './context.js';
 import { openTarget } from './open.js';
-import { DEFAULT_MAX_REPLANS, replanDelayMs } from './run-job.js';
+import { withReplans } from './replan.js';
 import { jobAppId, readJobState, stateActions, type JobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 
@@ -121,23 +120,16 @@ export async function resetJob(job: JobConfig, ctx: RunContext, opts: ResetOptio
   const session = await DuckSession.open();
   try {
     const table = DeltaTable.open(openTarget(job, ctx.storage, ctx.openStorage), session, { singleWriter: ctx.storage.singleWriter });
-    const maxReplans = ctx.maxReplans ?? DEFAULT_MAX_REPLANS;
-    for (let lost = 0; ; ) {
-      try {
-        return { ...(await resetOnce(job, table, opts, ctx.signal)), durationMs: Date.now() - started };
-      } catch (err) {
-        if (!isCommitConflict(err)) throw err;
-        if (++lost > maxReplans) {
-          throw new CommitRetriesExhaustedError(`[reset] ${job.name}: lost ${lost} commit races in a row on ${table.uri}; giving up`, {
-            kind: 'conflict',
-            context: { uri: table.uri, job: job.name },
-            cause: err,
-          });
-        }
-        ctx.logger.warn({ job: job.name, conflict: err.conflict, lost }, 'reset: a run committed first; reading its state and resetting again');
-        await delay(replanDelayMs(lost), undefined, ctx.signal ? { signal: ctx.signal } : {});
-      }
-    }
+    const replans = {
+      ctx,
+      job: job.name,
+      uri: table.uri,
+      commits: () => 0, // a reset is one commit: every lost race counts
+      subsystem: '[reset]',
+      replanMessage: 'reset: a run committed first; reading its state and resetting again',
+    };
+    const report = await withReplans(replans, () => resetOnce(job, table, opts, ctx.signal));
+    return { ...report, durationMs: Date.now() - started };
   } finally {
     session.close();
   }

@@ -10,33 +10,24 @@
  * of the same job means re-reading the winner's state and planning again.
  */
 import { rm } from 'node:fs/promises';
-import { setTimeout as delay } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import type { JobConfig } from '../config/schema.js';
-import { DeltaTable, isCommitConflict } from '../delta/table.js';
+import type { DeltaTable } from '../delta/table.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { discover, nextStateFor, type DiscoveredFile, type DiscoveryPlan, type DiscoveryState } from '../discovery/index.js';
 import { DuckSession } from '../engine/duckdb.js';
-import { CommitRetriesExhaustedError } from '../errors.js';
 import type { WrittenBatch } from './write-batch.js';
 import { loadAndCommitBatch, type BatchRunner } from './batch-pipeline.js';
 import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
-import { discoveryConfigOf, openSource, openTarget } from './open.js';
+import { discoveryConfigOf, openSource } from './open.js';
+import { openJobTable, withReplans } from './replan.js';
 import { emptyReport, type RunReport } from './report.js';
 import { withQuarantined } from './quarantine.js';
 import { readJobState, type JobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 import { createSpool, removeStaleSpools, unregisterSpool } from './spool.js';
 import type { Storage } from '../storage/storage.js';
-
-/** Commit races lost in a row (re-planning after each) before giving up with exit code 3. */
-export const DEFAULT_MAX_REPLANS = 5;
-
-/** Pause before re-plan number `n` (1-based): 50 ms doubling up to 1.6 s, times 0.5–1.5. */
-export function replanDelayMs(n: number, random: () => number = Math.random): number {
-  return Math.round(Math.min(1600, 50 * 2 ** (n - 1)) * (0.5 + random()));
-}
 
 const failedRuns = new WeakMap<object, RunReport>();
 
@@ -88,10 +79,7 @@ class JobRun {
   ) {
     this.report = emptyReport(job.name);
     this.source = openSource(job, ctx.storage, ctx.openStorage);
-    this.table = DeltaTable.open(openTarget(job, ctx.storage, ctx.openStorage), session, {
-      singleWriter: ctx.storage.singleWriter,
-      ...(ctx.hooks?.beforeCommit ? { beforeCommit: () => ctx.hooks!.beforeCommit!(this.report.batches) } : {}),
-    });
+    this.table = openJobTable(job, ctx, session, () => this.report.batches);
   }
 
   /**
@@ -101,29 +89,17 @@ class JobRun {
    * runs started together settle into one loading and the other finding nothing left.
    */
   async execute(): Promise<RunReport> {
-    const maxReplans = this.ctx.maxReplans ?? DEFAULT_MAX_REPLANS;
-    let lostInARow = 0;
-    for (;;) {
-      const commitsBefore = this.report.commits;
-      try {
-        return await this.planAndLoad();
-      } catch (err) {
-        if (!isCommitConflict(err)) throw err;
-        lostInARow = this.report.commits > commitsBefore ? 1 : lostInARow + 1;
-        if (lostInARow > maxReplans) {
-          throw new CommitRetriesExhaustedError(
-            `[job] ${this.job.name}: lost ${lostInARow} commit races in a row to concurrent writers of ${this.table.uri}; giving up`,
-            { kind: 'conflict', context: { uri: this.table.uri, job: this.job.name }, cause: err },
-          );
-        }
-        const delayMs = replanDelayMs(lostInARow);
-        this.ctx.logger.warn(
-          { job: this.job.name, conflict: err.conflict, lostInARow, delayMs },
-          'another writer committed first; re-reading its commit and planning again',
-        );
-        await delay(delayMs, undefined, this.ctx.signal ? { signal: this.ctx.signal } : {});
-      }
-    }
+    return withReplans(
+      {
+        ctx: this.ctx,
+        job: this.job.name,
+        uri: this.table.uri,
+        commits: () => this.report.commits,
+        subsystem: '[job]',
+        replanMessage: 'another writer committed first; re-reading its commit and planning again',
+      },
+      () => this.planAndLoad(),
+    );
   }
 
   private async planAndLoad(): Promise<RunReport> {

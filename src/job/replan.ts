@@ -1,0 +1,67 @@
+/**
+ * Losing a commit race: another writer (a run of the same job, a backfill, optimize) committed
+ * first. The job and its backfill both re-read the table and plan again, pausing a little longer
+ * each time (with jitter) so that two runs started together settle into one loading and the other
+ * finding nothing left. Only races lost in a row count against the limit: a run that commits
+ * between its losses is making progress.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import type { JobConfig } from '../config/schema.js';
+import { DeltaTable, isCommitConflict } from '../delta/table.js';
+import type { DuckSession } from '../engine/duckdb.js';
+import { CommitRetriesExhaustedError } from '../errors.js';
+import type { RunContext } from './context.js';
+import { openTarget } from './open.js';
+
+/** Commit races lost in a row (re-planning after each) before giving up with exit code 3. */
+export const DEFAULT_MAX_REPLANS = 5;
+
+/** Pause before re-plan number `n` (1-based): 50 ms doubling up to 1.6 s, times 0.5–1.5. */
+export function replanDelayMs(n: number, random: () => number = Math.random): number {
+  return Math.round(Math.min(1600, 50 * 2 ** (n - 1)) * (0.5 + random()));
+}
+
+export interface ReplanOptions {
+  ctx: RunContext;
+  job: string;
+  uri: string;
+  /** Commits made so far (a commit between two losses resets the count). */
+  commits(): number;
+  /** `[job]` or `[backfill]`, and what to tell the user when giving up. */
+  subsystem: string;
+  giveUpHint?: string;
+  /** Log message when re-planning. */
+  replanMessage: string;
+}
+
+/** Run `planAndLoad`, planning again after each lost commit race, up to `ctx.maxReplans` in a row. */
+export async function withReplans<T>(opts: ReplanOptions, planAndLoad: () => Promise<T>): Promise<T> {
+  const maxReplans = opts.ctx.maxReplans ?? DEFAULT_MAX_REPLANS;
+  let lostInARow = 0;
+  for (;;) {
+    const commitsBefore = opts.commits();
+    try {
+      return await planAndLoad();
+    } catch (err) {
+      if (!isCommitConflict(err)) throw err;
+      lostInARow = opts.commits() > commitsBefore ? 1 : lostInARow + 1;
+      if (lostInARow > maxReplans) {
+        throw new CommitRetriesExhaustedError(
+          `${opts.subsystem} ${opts.job}: lost ${lostInARow} commit races in a row to concurrent writers of ${opts.uri}; giving up${opts.giveUpHint ?? ''}`,
+          { kind: 'conflict', context: { uri: opts.uri, job: opts.job }, cause: err },
+        );
+      }
+      const delayMs = replanDelayMs(lostInARow);
+      opts.ctx.logger.warn({ job: opts.job, conflict: err.conflict, lostInARow, delayMs }, opts.replanMessage);
+      await delay(delayMs, undefined, opts.ctx.signal ? { signal: opts.ctx.signal } : {});
+    }
+  }
+}
+
+/** The job's target table, with the run's fault-injection hook before each commit. */
+export function openJobTable(job: JobConfig, ctx: RunContext, session: DuckSession, batchNo: () => number): DeltaTable {
+  return DeltaTable.open(openTarget(job, ctx.storage, ctx.openStorage), session, {
+    singleWriter: ctx.storage.singleWriter,
+    ...(ctx.hooks?.beforeCommit ? { beforeCommit: () => ctx.hooks!.beforeCommit!(batchNo()) } : {}),
+  });
+}
