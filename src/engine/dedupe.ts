@@ -9,9 +9,9 @@ import { SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW } from './load.js';
 import { ident, identList } from './sql.js';
 
 export interface DedupeOptions {
-  /** Loaded table (with lineage columns). */
+  /** Loaded table (with lineage columns); it becomes `output`. */
   input: string;
-  /** Table to create. */
+  /** Name of the deduped table (replaced if it exists; may equal `input`). */
   output: string;
   keyColumns: string[];
   orderBy: string;
@@ -42,13 +42,24 @@ export async function assertKeysPresent(session: DuckSession, input: string, key
   });
 }
 
-/** Create `output` with one row per key; returns its row count. */
+/**
+ * Turn `input` into `output` with one row per key; returns its row count. The older rows are
+ * deleted in place and the table renamed, so a large batch is never stored twice; only rows of
+ * keys that occur more than once are ordered. `input` no longer exists afterwards.
+ */
 export async function dedupeLatest(session: DuckSession, opts: DedupeOptions): Promise<number> {
   await assertKeysPresent(session, opts.input, opts.keyColumns);
+  const input = ident(opts.input);
+  const keys = identList(opts.keyColumns);
+  // Keys are never NULL here (checked above), so the USING join matches them all.
+  const repeated = `SELECT ${keys} FROM ${input} GROUP BY ${keys} HAVING count(*) > 1`;
   await session.run(
-    `CREATE OR REPLACE TEMP TABLE ${ident(opts.output)} AS SELECT * FROM ${ident(opts.input)} ` +
-      `QUALIFY row_number() OVER (PARTITION BY ${identList(opts.keyColumns)} ORDER BY ${latestFirstOrder(opts.orderBy)}) = 1`,
+    `DELETE FROM ${input} WHERE rowid IN (SELECT r.rowid FROM ${input} AS r SEMI JOIN (${repeated}) AS d USING (${keys}) ` +
+      `QUALIFY row_number() OVER (PARTITION BY ${opts.keyColumns.map((k) => `r.${ident(k)}`).join(', ')} ORDER BY ${latestFirstOrder(opts.orderBy)}) > 1)`,
   );
+  if (opts.output !== opts.input) {
+    await session.run(`DROP TABLE IF EXISTS ${ident(opts.output)}; ALTER TABLE ${input} RENAME TO ${ident(opts.output)}`);
+  }
   const row = await session.one(`SELECT count(*)::BIGINT AS n FROM ${ident(opts.output)}`);
   return Number(row?.['n'] ?? 0);
 }

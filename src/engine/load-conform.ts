@@ -33,6 +33,8 @@ export interface ConformedFile {
   newColumns: string[];
   /** SELECT of the file's rows in the table's types, plus lineage columns. */
   select: string;
+  /** The select list of `select` without the lineage columns (the casts into the table's types). */
+  projection: string;
 }
 
 /** The file's columns as DuckDB reads them; a file DuckDB cannot read is a BadFileError naming it. */
@@ -80,7 +82,7 @@ async function conformWith(session: DuckSession, file: LoadFile, schema: StructT
   });
   const select = `SELECT ${[...projection, ...LINEAGE_COLUMNS.map(ident)].join(', ')} FROM (${fileSelectSql(file, csv, text)})`;
   const newColumns = columns.filter((c) => !fieldOf(schema, c.name)).map((c) => c.name);
-  return { file, columns, newColumns, select };
+  return { file, columns, newColumns, select, projection: projection.join(', ') };
 }
 
 /**

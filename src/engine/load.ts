@@ -1,6 +1,7 @@
 /**
- * Load source files into one DuckDB table with lineage columns. Files are read in bulk; when
- * DuckDB rejects the bulk read, each file is tried alone so the error names the bad file.
+ * Load source files into one DuckDB table with lineage columns. Files are read in bulk (Parquet
+ * files of the same columns by one read_parquet, ./parquet-list.ts); when DuckDB rejects the bulk
+ * read, each file is tried alone so the error names the bad file.
  *
  * With the target table's schema, each file is read in the table's types (./load-conform.ts).
  * A zero-byte CSV or JSON file holds no rows (some producers write empty files); a zero-byte
@@ -12,6 +13,7 @@ import { BadFileError } from '../errors.js';
 import type { DuckSession } from './duckdb.js';
 import { fileSelectSql, type CsvOptions, type LoadFile } from './file-select.js';
 import { conformFile, diagnoseFile, unreadable, type ConformedFile } from './load-conform.js';
+import { parquetListSql } from './parquet-list.js';
 import { ident } from './sql.js';
 
 export { fileSelectSql, LINEAGE_COLUMNS, SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
@@ -20,7 +22,7 @@ export interface LoadOptions {
   /** Name of the table to create (replaced if it exists). */
   table: string;
   csv?: CsvOptions;
-  /** Files per UNION statement; bounds the SQL text size. */
+  /** Reads (a file, or a list of Parquet files) per UNION statement; bounds the SQL text size. */
   chunkSize?: number;
   /**
    * The target table's schema, when it exists: its columns are read in its types, and a value
@@ -56,18 +58,25 @@ export async function loadSourceFiles(session: DuckSession, files: readonly Load
   const { readable, emptyFiles } = await skipEmpty(files);
   if (readable.length === 0) return { rows: 0, newColumns: [], emptyFiles };
   const plans = opts.schema ? await conformAll(session, readable, opts.schema, opts.csv) : null;
+  const units = readUnits(readable, plans, opts.csv);
   const chunkSize = opts.chunkSize ?? 64;
+  if (units.length <= chunkSize) {
+    // The common case: one statement creates the table, with no intermediate copy.
+    await createFrom(session, opts.table, units, opts);
+  } else {
+    await createInParts(session, units, chunkSize, opts);
+  }
+  const row = await session.one(`SELECT count(*)::BIGINT AS n FROM ${ident(opts.table)}`);
+  return { rows: Number(row?.['n'] ?? 0), newColumns: plans ? newColumnsOf(plans) : [], emptyFiles };
+}
+
+/** Too many reads for one statement: a temp table per chunk, then one table of them all. */
+async function createInParts(session: DuckSession, units: readonly ReadUnit[], chunkSize: number, opts: LoadOptions): Promise<void> {
   const parts: string[] = [];
   try {
-    for (let i = 0; i < readable.length; i += chunkSize) {
-      const chunk = readable.slice(i, i + chunkSize);
+    for (let i = 0; i < units.length; i += chunkSize) {
       const part = `${opts.table}__part${parts.length}`;
-      const selects = plans ? plans.slice(i, i + chunkSize).map((p) => p.select) : chunk.map((f) => fileSelectSql(f, opts.csv));
-      try {
-        await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(part)} AS ${selects.join('\nUNION ALL BY NAME\n')}`);
-      } catch (err) {
-        await diagnose(session, chunk, opts, err);
-      }
+      await createFrom(session, part, units.slice(i, i + chunkSize), opts);
       parts.push(part);
     }
     const all = parts.map((p) => `SELECT * FROM ${ident(p)}`).join('\nUNION ALL BY NAME\n');
@@ -75,8 +84,73 @@ export async function loadSourceFiles(session: DuckSession, files: readonly Load
   } finally {
     for (const p of parts) await session.run(`DROP TABLE IF EXISTS ${ident(p)}`);
   }
-  const row = await session.one(`SELECT count(*)::BIGINT AS n FROM ${ident(opts.table)}`);
-  return { rows: Number(row?.['n'] ?? 0), newColumns: plans ? newColumnsOf(plans) : [], emptyFiles };
+}
+
+/**
+ * Create `table` from the UNION ALL BY NAME of `units`. When that fails and some unit reads many
+ * Parquet files at once, the files are read one by one instead (DuckDB's union_by_name can refuse
+ * types that UNION ALL BY NAME combines); when that fails too, the bad file is named.
+ */
+async function createFrom(session: DuckSession, table: string, units: readonly ReadUnit[], opts: LoadOptions): Promise<void> {
+  const create = (selects: readonly string[]) =>
+    session.run(`CREATE OR REPLACE TEMP TABLE ${ident(table)} AS ${selects.join('\nUNION ALL BY NAME\n')}`);
+  try {
+    await create(units.map((u) => u.select));
+    return;
+  } catch (err) {
+    const files = units.flatMap((u) => u.files);
+    if (!units.some((u) => u.perFile.length > 1)) return diagnose(session, files, opts, err);
+  }
+  try {
+    await create(units.flatMap((u) => u.perFile));
+  } catch (err) {
+    await diagnose(session, units.flatMap((u) => u.files), opts, err);
+  }
+}
+
+/** One SELECT reading some of the files, and the same files' reads one by one. */
+interface ReadUnit {
+  files: LoadFile[];
+  select: string;
+  perFile: string[];
+}
+
+/**
+ * How to read `files`: Parquet files that DuckDB reads with the same columns (all of them, without
+ * a schema; those of equal described columns, with one) in one read_parquet; the rest (CSV and JSON
+ * need per-file options) one by one. Units keep the order of the files' first appearance.
+ */
+function readUnits(files: readonly LoadFile[], plans: readonly ConformedFile[] | null, csv?: CsvOptions): ReadUnit[] {
+  const units: ReadUnit[] = [];
+  const groups = new Map<string, { files: LoadFile[]; perFile: string[]; projection?: string }>();
+  const order: (ReadUnit | string)[] = [];
+  files.forEach((file, i) => {
+    const plan = plans?.[i];
+    const select = plan ? plan.select : fileSelectSql(file, csv);
+    if (file.format !== 'parquet') return void order.push({ files: [file], select, perFile: [select] });
+    const signature = plan ? JSON.stringify(plan.columns) : '*';
+    const group = groups.get(signature);
+    if (group) {
+      group.files.push(file);
+      group.perFile.push(select);
+      return;
+    }
+    groups.set(signature, { files: [file], perFile: [select], ...(plan ? { projection: plan.projection } : {}) });
+    order.push(signature);
+  });
+  for (const entry of order) {
+    if (typeof entry !== 'string') {
+      units.push(entry);
+      continue;
+    }
+    const g = groups.get(entry)!;
+    const select =
+      g.files.length === 1
+        ? g.perFile[0]!
+        : parquetListSql(g.files, { unionByName: g.projection === undefined, ...(g.projection === undefined ? {} : { projection: g.projection }) });
+    units.push({ files: g.files, select, perFile: g.perFile });
+  }
+  return units;
 }
 
 /** Zero-byte files hold no rows, except that a Parquet file cannot be empty. */

@@ -56,6 +56,10 @@ export async function checkNullKeys(session: DuckSession, batch: string, keys: r
 /** Fail when two batch rows have the same key (the job dedupes before merging). */
 export async function checkDuplicateKeys(session: DuckSession, batch: string, keys: readonly string[], lineage: Lineage): Promise<void> {
   const cols = keys.map(ident).join(', ');
+  // A GROUP BY finds whether any key repeats far faster than a window over every row; only then
+  // run the window that names the rows.
+  const any = await session.one(`SELECT 1 AS hit FROM ${ident(batch)} GROUP BY ${cols} HAVING count(*) > 1 LIMIT 1`);
+  if (!any) return;
   const dup = await session.one(
     `SELECT ${lineageList(keys, lineage)}, count(*) OVER (PARTITION BY ${cols}) AS __tm_n ` +
       `FROM ${ident(batch)} QUALIFY __tm_n > 1 ORDER BY ${cols} LIMIT 1`,
