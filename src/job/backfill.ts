@@ -31,6 +31,7 @@ import { loadAndCommitBatch, type BatchRunner, type CommittedBatch } from './bat
 import type { RunContext } from './context.js';
 import { openSource } from './open.js';
 import { openJobTable, withReplans } from './replan.js';
+import type { LoadCounts } from './report.js';
 import { createSpool, removeStaleSpools, unregisterSpool } from './spool.js';
 import { readJobState } from './state.js';
 import { describeWatermark } from './watermark.js';
@@ -54,7 +55,7 @@ export interface BackfillOptions {
 export type BackfillStatus = 'succeeded' | 'already-done' | 'dry-run' | 'failed';
 
 /** What a backfill reports (one JSON object per job with --json). */
-export interface BackfillReport {
+export interface BackfillReport extends LoadCounts {
   job: string;
   command: 'backfill';
   status: BackfillStatus;
@@ -67,14 +68,7 @@ export interface BackfillReport {
   doneThrough: string | null;
   partitionsListed: number;
   filesPlanned: number;
-  filesLoaded: number;
   bytesLoaded: number;
-  rowsRead: number;
-  rowsAfterDedupe: number;
-  inserted: number;
-  updated: number;
-  deleted: number;
-  skippedStale: number;
   commits: number;
   tableVersion: number | null;
   /** The job's own watermark: a backfill leaves it where it was. */

@@ -9,10 +9,8 @@ export interface SkippedFile {
   reason: string;
 }
 
-export interface RunReport {
-  job: string;
-  status: RunStatus;
-  filesDiscovered: number;
+/** What loading did, counted the same way by a run and a backfill. */
+export interface LoadCounts {
   filesLoaded: number;
   rowsRead: number;
   rowsAfterDedupe: number;
@@ -20,6 +18,12 @@ export interface RunReport {
   updated: number;
   deleted: number;
   skippedStale: number;
+}
+
+export interface RunReport extends LoadCounts {
+  job: string;
+  status: RunStatus;
+  filesDiscovered: number;
   /** Table version after the run (unchanged when nothing was committed; null when no table yet). */
   tableVersion: number | null;
   /** The committed watermark after the run (partition or ISO timestamp), null before the first load. */
