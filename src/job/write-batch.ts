@@ -137,6 +137,7 @@ async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>, owne
       ...writeTarget(opts, owner),
       keyColumns: job.target.key!,
       orderBy: job.target.orderBy!,
+      keysUnique: true, // loadBatch reduced the batch to one row per key
       ...(job.target.deleteWhen ? { deleteWhen: job.target.deleteWhen } : {}),
       ...(tombstones.relation ? { tombstones: tombstones.relation } : {}),
       recordDeletes: async (deletes) => {

@@ -57,7 +57,7 @@ export async function mergeIntoTable(opts: MergeOptions): Promise<MergeResult> {
     });
     const spec = matchSpec(target, opts);
     await checkNullKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
-    await checkDuplicateKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
+    if (!opts.keysUnique) await checkDuplicateKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
     if (opts.tombstones !== undefined) await checkTombstones(opts.session, opts.tombstones, spec.keys);
     clock.lap('prepare');
     const out: OutputOptions = {

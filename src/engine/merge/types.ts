@@ -73,6 +73,11 @@ export interface MergeOptions extends WriteTarget {
    */
   matchAcrossPartitions?: boolean;
   /**
+   * The caller guarantees at most one row per key column tuple (the job dedupes every batch
+   * first), so the duplicate-key check (a full aggregation of the batch) is skipped.
+   */
+  keysUnique?: boolean;
+  /**
    * Tombstones of keys deleted by earlier batches: a DuckDB table or view with the key columns and
    * `TOMBSTONE_ORDER` (the delete's orderBy value, typed like orderBy); several rows per key are
    * fine. An incoming non-delete row whose key has no stored row is skipped as stale when a
