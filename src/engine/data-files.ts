@@ -3,12 +3,14 @@
  * (several when a partition exceeds `targetFileRows`), partition columns left out of the files,
  * every column cast to the physical type of its Delta type, plus per-file stats.
  *
- * Steps: (1) stage the relation once into a temp table, with the cast columns, the partition
- * value strings, the source order (`ord`), a partition group number (`g`, in order of first
- * appearance) and a chunk number within the group (`k`), sorted by (g, k, ord) so each file's
- * rows are contiguous; (2) one aggregate query over the staged table gives the file list and all
- * stats; (3) one `COPY (… WHERE g = ? AND k = ?) TO … (FORMAT parquet)` per file. Not COPY's
- * PARTITION_BY: it encodes folder names differently from Spark and names every file data_0.
+ * Steps: (1) stage the relation once into a table (not TEMP: step 3 reads it from other
+ * connections too) with the cast columns, the partition value strings, the source order (`ord`),
+ * a partition group number (`g`, in order of first appearance) and a chunk number within the
+ * group (`k`), sorted by (g, k, ord) so each file's rows are contiguous; (2) one aggregate query
+ * over the staged table gives the file list and all stats; (3) one
+ * `COPY (… WHERE g = ? AND k = ?) TO … (FORMAT parquet)` per file, several at once on extra
+ * connections (a small file's COPY keeps only one core busy). Not COPY's PARTITION_BY: it encodes
+ * folder names differently from Spark and names every file data_0.
  *
  * Files are written to a flat local folder under safe names; `relativePath` is the key the caller
  * uploads each one to, and `logPath` the encoded form for `add.path`.
@@ -72,32 +74,31 @@ export interface WrittenFile {
 /**
  * Write the relation's rows as Parquet data files for a Delta table. Returns one entry per file
  * in partition order of first appearance; an empty relation writes nothing and returns [].
- * Uses temp tables on the session, so do not run two writes on one session at the same time.
+ * Stages the rows in a uniquely named table of the session's database (dropped afterwards) and
+ * opens a few short-lived extra connections to it; do not run two writes on one session at once.
  */
 export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesOptions): Promise<WrittenFile[]> {
   const { dataFields, partitionFields } = splitSchema(opts.schema, opts.partitionColumns);
   if (opts.targetFileRows !== undefined && !(Number.isInteger(opts.targetFileRows) && opts.targetFileRows > 0)) {
     throw new TidemarkError(`[write] targetFileRows must be a positive integer, got ${opts.targetFileRows}`, { kind: 'usage' });
   }
-  const { keepsOrder } = await checkSession(session);
+  const { keepsOrder, threads } = await checkSession(session);
   const from = fromClause(opts.relationSql);
   const sourceTypes = await describe(session, from);
-  const staged = `__tidemark_write_${randomUUID().replaceAll('-', '')}`;
   const dataCasts = dataFields.map((f) => castFor(f, sourceTypes));
   const pvs = partitionFields.map((f) => partitionValueStringSql(castFor(f, sourceTypes), f.type, f.name));
-  await runStage(session, stagingSql({ staged, from, dataCasts, pvs, targetFileRows: opts.targetFileRows }));
+  const name = `__tidemark_write_${randomUUID().replaceAll('-', '')}`;
+  const staged = await stage(session, { name, from, dataCasts, pvs, targetFileRows: opts.targetFileRows });
   try {
     const columns = dataFields.map((f, i) => ({ name: f.name, type: f.type, sql: `c${i}` }));
     const leaves = statsLeaves(columns, opts.numIndexedCols ?? DEFAULT_NUM_INDEXED_COLS);
-    const groups = await session.all(fileListSql(staged, pvs.length, leaves));
+    const groups = await session.all(fileListSql(staged.keyedSql, pvs.length, leaves));
     await mkdir(opts.localDir, { recursive: true });
-    const files: WrittenFile[] = [];
-    for (const [index, row] of groups.entries()) {
-      files.push(await writeOneFile(session, { opts, staged, dataFields, partitionFields, leaves, row, index, keepsOrder }));
-    }
-    return files;
+    const write = (conn: DuckSession, index: number) =>
+      writeOneFile(conn, { opts, staged, dataFields, partitionFields, leaves, row: groups[index]!, index, keepsOrder });
+    return await inParallel(session, Math.min(groups.length, threads, MAX_PARALLEL_COPIES), groups.length, write);
   } finally {
-    await session.run(`DROP TABLE IF EXISTS ${ident(staged)}`);
+    await dropTables(session, staged.tables);
   }
 }
 
@@ -137,14 +138,57 @@ function splitSchema(schema: StructType, partitionColumns: readonly string[]) {
  * Nested naive timestamps are cast with the session zone (see castToDeltaSql), so insist on UTC.
  * Returns whether DuckDB keeps insertion order (its default); if not, each COPY sorts by `ord`.
  */
-async function checkSession(session: DuckSession): Promise<{ keepsOrder: boolean }> {
+async function checkSession(session: DuckSession): Promise<{ keepsOrder: boolean; threads: number }> {
   const row = await session.one(
-    `SELECT current_setting('TimeZone') AS tz, current_setting('preserve_insertion_order') AS keeps_order`,
+    `SELECT current_setting('TimeZone') AS tz, current_setting('preserve_insertion_order') AS keeps_order, ` +
+      `current_setting('threads') AS threads`,
   );
   if (row?.['tz'] !== 'UTC') {
     throw new TidemarkError(`[write] the DuckDB session time zone must be UTC, found ${String(row?.['tz'])}`);
   }
-  return { keepsOrder: row['keeps_order'] === true };
+  return { keepsOrder: row['keeps_order'] === true, threads: Math.max(1, Number(row['threads']) || 1) };
+}
+
+/**
+ * COPYs of one file each run mostly on one core (DuckDB parallelizes a COPY per source row group),
+ * so files are written on up to this many connections at once, bounded by DuckDB's threads.
+ */
+const MAX_PARALLEL_COPIES = 4;
+
+/**
+ * Run `task(conn, i)` for i in [0, count) on `lanes` connections (the session plus lanes - 1
+ * opened for the purpose), each taking the next index when it finishes; results in index order.
+ * After the first failure no new task starts; the first error is thrown once all lanes stop.
+ */
+async function inParallel<T>(
+  session: DuckSession,
+  lanes: number,
+  count: number,
+  task: (conn: DuckSession, index: number) => Promise<T>,
+): Promise<T[]> {
+  const extra = await Promise.all(Array.from({ length: Math.max(0, lanes - 1) }, () => session.connect()));
+  const results: T[] = new Array<T>(count);
+  let next = 0;
+  let failed = false;
+  const lane = async (conn: DuckSession) => {
+    while (!failed && next < count) {
+      const index = next++;
+      try {
+        results[index] = await task(conn, index);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  try {
+    const outcomes = await Promise.allSettled([session, ...extra].map(lane));
+    const rejected = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (rejected) throw rejected.reason;
+    return results;
+  } finally {
+    for (const conn of extra) conn.close();
+  }
 }
 
 /** A query becomes a subquery; anything else is taken as a table or view name. */
@@ -185,56 +229,87 @@ async function runStage(session: DuckSession, sql: string): Promise<void> {
 }
 
 interface StagingPlan {
-  staged: string;
+  name: string;
   from: string;
   dataCasts: string[];
   pvs: string[];
   targetFileRows: number | undefined;
 }
 
+/** Where the staged rows are and how to select one file's rows from them. */
+interface Staged {
+  /** Tables to drop afterwards. */
+  tables: string[];
+  /** Rows with c0.., p0.., ord (source order), g (partition group), k (chunk within the group). */
+  keyedSql: string;
+  /** The table a file's COPY reads, the condition picking file (g, k), and the order column. */
+  table: string;
+  fileFilter: (g: number, k: number) => string;
+  ord: string;
+}
+
 /**
- * The staging table: c0.. data columns, p0.. partition value strings, ord (source order),
- * g (partition group by first appearance), k (chunk within the group).
+ * Stage the rows: first `<name>_raw` (c0.. data columns, p0.. partition value strings) by one
+ * parallel CREATE TABLE AS, which keeps the relation's order, so its rowid is the source order.
+ * Unpartitioned, that is all: file k is a rowid range. Partitioned, a second table `<name>`
+ * numbers the groups by first appearance (g) and chunks within them (k), sorted by (g, k, ord).
  */
-function stagingSql(plan: StagingPlan): string {
-  const cols = [
-    ...plan.dataCasts.map((sql, i) => `${sql} AS c${i}`),
-    ...plan.pvs.map((sql, i) => `${sql} AS p${i}`),
-    'row_number() OVER () AS ord', // a streaming window: numbers rows in the relation's order
-  ];
-  const select = `SELECT ${cols.join(', ')} FROM ${plan.from}`;
+async function stage(session: DuckSession, plan: StagingPlan): Promise<Staged> {
+  const raw = `${plan.name}_raw`;
+  const cols = [...plan.dataCasts.map((sql, i) => `${sql} AS c${i}`), ...plan.pvs.map((sql, i) => `${sql} AS p${i}`)];
+  await runStage(session, `CREATE TABLE ${ident(raw)} AS SELECT ${cols.join(', ')} FROM ${plan.from}`);
   const t = plan.targetFileRows;
   if (plan.pvs.length === 0) {
-    const chunk = t === undefined ? '0' : `(ord - 1) // ${t}`;
-    return `CREATE TEMP TABLE ${ident(plan.staged)} AS SELECT *, 0 AS g, ${chunk} AS k FROM (${select})`;
+    return {
+      tables: [raw],
+      keyedSql: `(SELECT *, rowid AS ord, 0 AS g, ${t === undefined ? '0' : `rowid // ${t}`} AS k FROM ${ident(raw)})`,
+      table: ident(raw),
+      fileFilter: (_g, k) => (t === undefined ? 'true' : `rowid >= ${k * t} AND rowid < ${(k + 1) * t}`),
+      ord: 'rowid',
+    };
   }
-  // src is read twice (groups, rows): materialize it so the relation is evaluated once.
-  const src = `src AS MATERIALIZED (${select})`;
-  const pcols = plan.pvs.map((_, i) => `p${i}`);
+  const tables = [raw, plan.name];
+  try {
+    await runStage(session, groupedSql(plan.name, raw, plan.pvs.length, t));
+  } catch (error) {
+    await dropTables(session, tables);
+    throw error;
+  }
+  return { tables, keyedSql: ident(plan.name), table: ident(plan.name), fileFilter: (g, k) => `g = ${g} AND k = ${k}`, ord: 'ord' };
+}
+
+/** The partitioned staging table: raw rows plus ord, g and k, sorted by (g, k, ord). */
+function groupedSql(name: string, raw: string, partitionCount: number, t: number | undefined): string {
+  const pcols = Array.from({ length: partitionCount }, (_, i) => `p${i}`);
+  const src = `src AS (SELECT *, rowid AS ord FROM ${ident(raw)})`;
   const groups = `grp AS (SELECT ${pcols.join(', ')}, row_number() OVER (ORDER BY min(ord)) - 1 AS g FROM src GROUP BY ALL)`;
   const join = pcols.map((p) => `src.${p} IS NOT DISTINCT FROM grp.${p}`).join(' AND ');
   const chunk = t === undefined ? '0' : `(row_number() OVER (PARTITION BY grp.g ORDER BY src.ord) - 1) // ${t}`;
   return (
-    `CREATE TEMP TABLE ${ident(plan.staged)} AS WITH ${src}, ${groups} ` +
+    `CREATE TABLE ${ident(name)} AS WITH ${src}, ${groups} ` +
     `SELECT src.*, grp.g, ${chunk} AS k FROM src JOIN grp ON ${join} ORDER BY g, k, ord`
   );
 }
 
+async function dropTables(session: DuckSession, tables: readonly string[]): Promise<void> {
+  for (const table of tables) await session.run(`DROP TABLE IF EXISTS ${ident(table)}`);
+}
+
 /** One row per file: g, k, partition strings, count and stats aggregates. */
-function fileListSql(staged: string, partitionCount: number, leaves: readonly StatsLeaf[]): string {
+function fileListSql(keyedSql: string, partitionCount: number, leaves: readonly StatsLeaf[]): string {
   const keys = ['g', 'k', ...Array.from({ length: partitionCount }, (_, i) => `p${i}`)];
-  return `SELECT ${keys.join(', ')}, ${statsAggregatesSql(leaves)} FROM ${ident(staged)} GROUP BY ${keys.join(', ')} ORDER BY g, k`;
+  return `SELECT ${keys.join(', ')}, ${statsAggregatesSql(leaves)} FROM ${keyedSql} GROUP BY ${keys.join(', ')} ORDER BY g, k`;
 }
 
 interface OneFile {
   opts: WriteDataFilesOptions;
-  staged: string;
+  staged: Staged;
   dataFields: StructField[];
   partitionFields: StructField[];
   leaves: StatsLeaf[];
   row: Row;
   index: number;
-  /** The staged table is sorted by (g, k, ord); a filtered scan keeps that order unless DuckDB may reorder. */
+  /** Staged rows are in file order; a filtered scan keeps that order unless DuckDB may reorder. */
   keepsOrder: boolean;
 }
 
@@ -248,11 +323,12 @@ async function writeOneFile(session: DuckSession, f: OneFile): Promise<WrittenFi
     partitionValues[field.name] = typeof v === 'string' ? v : null;
   });
   const select = f.dataFields.map((field, i) => `c${i} AS ${ident(field.name)}`).join(', ');
-  const where = `g = ${Number(f.row['g'])} AND k = ${Number(f.row['k'])}`;
+  const where = f.staged.fileFilter(Number(f.row['g']), Number(f.row['k']));
   const options = [`FORMAT parquet`, `COMPRESSION ${codec}`];
   if (f.opts.rowGroupSize !== undefined) options.push(`ROW_GROUP_SIZE ${Math.trunc(f.opts.rowGroupSize)}`);
   await session.run(
-    `COPY (SELECT ${select} FROM ${ident(f.staged)} WHERE ${where}${f.keepsOrder ? '' : ' ORDER BY ord'}) TO ${str(localPath)} (${options.join(', ')})`,
+    `COPY (SELECT ${select} FROM ${f.staged.table} WHERE ${where}${f.keepsOrder ? '' : ` ORDER BY ${f.staged.ord}`}) ` +
+      `TO ${str(localPath)} (${options.join(', ')})`,
   );
   const folder = hivePartitionFolder(f.opts.partitionColumns, partitionValues);
   const relativePath = folder === '' ? fileName : `${folder}/${fileName}`;

@@ -19,6 +19,8 @@ export class DuckSession {
   private constructor(
     private readonly instance: DuckDBInstance,
     private readonly conn: DuckDBConnection,
+    /** False for sessions from connect(): closing them leaves the shared database open. */
+    private readonly ownsInstance = true,
   ) {}
 
   /** An in-memory database with the session time zone pinned to UTC (timestamps are instants). */
@@ -30,6 +32,17 @@ export class DuckSession {
     const instance = await DuckDBInstance.create(':memory:', config);
     const conn = await instance.connect();
     const session = new DuckSession(instance, conn);
+    await session.run("SET TimeZone = 'UTC'");
+    return session;
+  }
+
+  /**
+   * Another connection to the same database, for running statements in parallel with this one
+   * (each connection runs one statement at a time). It sees this session's tables but not its
+   * temp tables or settings other than the UTC time zone. close() it; the database stays open.
+   */
+  async connect(): Promise<DuckSession> {
+    const session = new DuckSession(this.instance, await this.instance.connect(), false);
     await session.run("SET TimeZone = 'UTC'");
     return session;
   }
@@ -58,6 +71,6 @@ export class DuckSession {
 
   close(): void {
     this.conn.closeSync();
-    this.instance.closeSync();
+    if (this.ownsInstance) this.instance.closeSync();
   }
 }

@@ -122,6 +122,30 @@ describe('partitioned writes', () => {
     expect(file!.relativePath).toMatch(/^n=-42\/d=234\.00000\/b=true\/x=1\.0\/part-/);
   });
 
+  it('keeps each partition in relation order across many row groups and parallel file writes', async () => {
+    const rows = 300_007;
+    await session.run(`CREATE OR REPLACE TABLE scattered AS
+      SELECT i AS seq, (i * 7919) % ${rows} AS n, CAST(((i * 7919) % ${rows}) % 3 AS VARCHAR) AS p FROM range(${rows}) t(i)`);
+    const schema = duckSchemaToDelta(await describeColumns(session, 'scattered'));
+    const files = await writeDataFiles(session, {
+      relationSql: 'SELECT n, p FROM scattered ORDER BY seq',
+      schema,
+      partitionColumns: ['p'],
+      localDir: dir,
+      targetFileRows: 30_000,
+    });
+    expect(files.map((f) => f.partitionValues['p'])).toEqual([...Array<string>(4).fill('0'), ...Array<string>(4).fill('2'), ...Array<string>(4).fill('1')]);
+    // Concatenated per partition, the files hold the partition's rows in source (seq) order.
+    const fileList = (p: string) => files.filter((f) => f.partitionValues['p'] === p).map((f) => str(f.localPath));
+    for (const p of ['0', '1', '2']) {
+      const misplaced = await session.one(`
+        WITH written AS (SELECT n, row_number() OVER () AS pos FROM read_parquet([${fileList(p).join(', ')}])),
+             wanted AS (SELECT n, row_number() OVER (ORDER BY seq) AS pos FROM scattered WHERE p = ${str(p)})
+        SELECT count(*) AS n FROM written FULL JOIN wanted USING (pos) WHERE written.n IS DISTINCT FROM wanted.n`);
+      expect(misplaced).toEqual({ n: 0n });
+    }
+  });
+
   it('splits big partitions by targetFileRows, each file keeping the relation order', async () => {
     await session.run(`CREATE OR REPLACE TABLE interleaved AS
       SELECT i AS seq, CASE WHEN i % 3 = 0 THEN 'a' ELSE 'b' END AS p FROM range(12) t(i)`);

@@ -220,4 +220,42 @@ describe('writeDataFiles options and inputs', () => {
     const row = await session.one(`SELECT size FROM read_blob(${str(file!.localPath)})`);
     expect(file!.size).toBe(Number(row!['size']));
   });
+
+  // 300k rows span several DuckDB row groups, so staging and the file COPYs run on both threads
+  // and on parallel connections; every file must still hold its slice of the relation in order.
+  it('keeps the relation order across many row groups and files written in parallel', async () => {
+    const rows = 300_007;
+    const schema = duckSchemaToDelta([{ name: 'n', type: 'BIGINT' }]);
+    const files = await writeDataFiles(session, {
+      relationSql: `SELECT (i * 7919) % ${rows} AS n FROM range(${rows}) t(i)`,
+      schema,
+      partitionColumns: [],
+      localDir: dir,
+      targetFileRows: 40_000,
+    });
+    expect(files.map((f) => f.stats.numRecords)).toEqual([...Array<number>(7).fill(40_000), 20_007]);
+    for (const [j, f] of files.entries()) {
+      const expected = `((${j * 40_000} + file_row_number) * 7919) % ${rows}`;
+      const misplaced = await session.one(
+        `SELECT count(*) AS n FROM read_parquet(${str(f.localPath)}, file_row_number = true) WHERE n <> ${expected}`,
+      );
+      expect(misplaced).toEqual({ n: 0n });
+    }
+  });
+
+  it('leaves no staging tables behind, after a write and after a failed one', async () => {
+    const staging = async () =>
+      (await session.one(`SELECT count(*) AS n FROM duckdb_tables() WHERE table_name LIKE '__tidemark_write%'`))!['n'];
+    const schema = duckSchemaToDelta([{ name: 'n', type: 'BIGINT' }]);
+    await writeDataFiles(session, { relationSql: 'SELECT 1 AS n', schema, partitionColumns: [], localDir: dir });
+    expect(await staging()).toBe(0n);
+    const failing = writeDataFiles(session, {
+      relationSql: `SELECT CAST('x' || i AS BIGINT) AS n FROM range(10) t(i)`,
+      schema,
+      partitionColumns: [],
+      localDir: dir,
+    });
+    await expect(failing).rejects.toThrow(/reading and casting the rows to write failed/);
+    expect(await staging()).toBe(0n);
+  });
 });
