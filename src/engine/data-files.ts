@@ -4,13 +4,14 @@
  * every column cast to the physical type of its Delta type, plus per-file stats.
  *
  * Steps: (1) stage the relation once into a table (not TEMP: step 3 reads it from other
- * connections too) with the cast columns, the partition value strings, the source order (`ord`),
- * a partition group number (`g`, in order of first appearance) and a chunk number within the
- * group (`k`), sorted by (g, k, ord) so each file's rows are contiguous; (2) one aggregate query
- * over the staged table gives the file list and all stats; (3) one
- * `COPY (… WHERE g = ? AND k = ?) TO … (FORMAT parquet)` per file, several at once on extra
- * connections (a small file's COPY keeps only one core busy). Not COPY's PARTITION_BY: it encodes
- * folder names differently from Spark and names every file data_0.
+ * connections too) with the cast columns and the partition value strings; unpartitioned, by a
+ * plain parallel CREATE TABLE AS whose rowid is the source order, so file k is a rowid range;
+ * partitioned, also with the source order (`ord`), a partition group number (`g`, in order of
+ * first appearance) and a chunk number within the group (`k`), sorted by (g, k, ord) so each
+ * file's rows are contiguous; (2) one aggregate query over the staged rows gives the file list
+ * and all stats; (3) one `COPY (… WHERE <file's rows>) TO … (FORMAT parquet)` per file, several
+ * at once on extra connections (a small file's COPY keeps only one core busy). Not COPY's
+ * PARTITION_BY: it encodes folder names differently from Spark and names every file data_0.
  *
  * Files are written to a flat local folder under safe names; `relativePath` is the key the caller
  * uploads each one to, and `logPath` the encoded form for `add.path`.
@@ -98,7 +99,7 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
       writeOneFile(conn, { opts, staged, dataFields, partitionFields, leaves, row: groups[index]!, index, keepsOrder });
     return await inParallel(session, Math.min(groups.length, threads, MAX_PARALLEL_COPIES), groups.length, write);
   } finally {
-    await dropTables(session, staged.tables);
+    await session.run(`DROP TABLE IF EXISTS ${staged.table}`);
   }
 }
 
@@ -238,50 +239,46 @@ interface StagingPlan {
 
 /** Where the staged rows are and how to select one file's rows from them. */
 interface Staged {
-  /** Tables to drop afterwards. */
-  tables: string[];
   /** Rows with c0.., p0.., ord (source order), g (partition group), k (chunk within the group). */
   keyedSql: string;
-  /** The table a file's COPY reads, the condition picking file (g, k), and the order column. */
+  /** The staged table (quoted; dropped afterwards), the condition picking file (g, k), the order column. */
   table: string;
   fileFilter: (g: number, k: number) => string;
   ord: string;
 }
 
 /**
- * Stage the rows: first `<name>_raw` (c0.. data columns, p0.. partition value strings) by one
- * parallel CREATE TABLE AS, which keeps the relation's order, so its rowid is the source order.
- * Unpartitioned, that is all: file k is a rowid range. Partitioned, a second table `<name>`
- * numbers the groups by first appearance (g) and chunks within them (k), sorted by (g, k, ord).
+ * Stage the rows (c0.. data columns, p0.. partition value strings) by one CREATE TABLE AS.
+ * Unpartitioned, a plain one, which DuckDB runs in parallel and keeps in the relation's order, so
+ * rowid is the source order and file k is a rowid range. Partitioned, it also numbers the rows
+ * (ord), the groups by first appearance (g) and the chunks within them (k), sorted by (g, k, ord).
  */
 async function stage(session: DuckSession, plan: StagingPlan): Promise<Staged> {
-  const raw = `${plan.name}_raw`;
   const cols = [...plan.dataCasts.map((sql, i) => `${sql} AS c${i}`), ...plan.pvs.map((sql, i) => `${sql} AS p${i}`)];
-  await runStage(session, `CREATE TABLE ${ident(raw)} AS SELECT ${cols.join(', ')} FROM ${plan.from}`);
   const t = plan.targetFileRows;
+  const table = ident(plan.name);
   if (plan.pvs.length === 0) {
+    await runStage(session, `CREATE TABLE ${table} AS SELECT ${cols.join(', ')} FROM ${plan.from}`);
     return {
-      tables: [raw],
-      keyedSql: `(SELECT *, rowid AS ord, 0 AS g, ${t === undefined ? '0' : `rowid // ${t}`} AS k FROM ${ident(raw)})`,
-      table: ident(raw),
+      keyedSql: `(SELECT *, rowid AS ord, 0 AS g, ${t === undefined ? '0' : `rowid // ${t}`} AS k FROM ${table})`,
+      table,
       fileFilter: (_g, k) => (t === undefined ? 'true' : `rowid >= ${k * t} AND rowid < ${(k + 1) * t}`),
       ord: 'rowid',
     };
   }
-  const tables = [raw, plan.name];
-  try {
-    await runStage(session, groupedSql(plan.name, raw, plan.pvs.length, t));
-  } catch (error) {
-    await dropTables(session, tables);
-    throw error;
-  }
-  return { tables, keyedSql: ident(plan.name), table: ident(plan.name), fileFilter: (g, k) => `g = ${g} AND k = ${k}`, ord: 'ord' };
+  const numbered = `SELECT ${cols.join(', ')}, row_number() OVER () AS ord FROM ${plan.from}`;
+  await runStage(session, groupedSql(plan.name, numbered, plan.pvs.length, t));
+  return { keyedSql: table, table, fileFilter: (g, k) => `g = ${g} AND k = ${k}`, ord: 'ord' };
 }
 
-/** The partitioned staging table: raw rows plus ord, g and k, sorted by (g, k, ord). */
-function groupedSql(name: string, raw: string, partitionCount: number, t: number | undefined): string {
+/**
+ * The partitioned staging table: the rows plus g and k, sorted by (g, k, ord). `select` numbers
+ * the rows by a streaming window; a second staging table to use rowid instead measured slower.
+ */
+function groupedSql(name: string, select: string, partitionCount: number, t: number | undefined): string {
   const pcols = Array.from({ length: partitionCount }, (_, i) => `p${i}`);
-  const src = `src AS (SELECT *, rowid AS ord FROM ${ident(raw)})`;
+  // src is read twice (groups, rows): materialize it so the relation is evaluated once.
+  const src = `src AS MATERIALIZED (${select})`;
   const groups = `grp AS (SELECT ${pcols.join(', ')}, row_number() OVER (ORDER BY min(ord)) - 1 AS g FROM src GROUP BY ALL)`;
   const join = pcols.map((p) => `src.${p} IS NOT DISTINCT FROM grp.${p}`).join(' AND ');
   const chunk = t === undefined ? '0' : `(row_number() OVER (PARTITION BY grp.g ORDER BY src.ord) - 1) // ${t}`;
@@ -289,10 +286,6 @@ function groupedSql(name: string, raw: string, partitionCount: number, t: number
     `CREATE TABLE ${ident(name)} AS WITH ${src}, ${groups} ` +
     `SELECT src.*, grp.g, ${chunk} AS k FROM src JOIN grp ON ${join} ORDER BY g, k, ord`
   );
-}
-
-async function dropTables(session: DuckSession, tables: readonly string[]): Promise<void> {
-  for (const table of tables) await session.run(`DROP TABLE IF EXISTS ${ident(table)}`);
 }
 
 /** One row per file: g, k, partition strings, count and stats aggregates. */
