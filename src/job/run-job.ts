@@ -82,12 +82,7 @@ class JobRun {
     this.table = openJobTable(job, ctx, session, () => this.report.batches);
   }
 
-  /**
-   * Plan and load, planning again whenever another run of the job won a commit race. Only
-   * races lost in a row count against `maxReplans`: a run that commits batches between its
-   * losses is making progress. Each re-plan waits a little longer (with jitter), so that two
-   * runs started together settle into one loading and the other finding nothing left.
-   */
+  /** Plan and load, planning again whenever another writer won a commit race (./replan.ts). */
   async execute(): Promise<RunReport> {
     return withReplans(
       {
