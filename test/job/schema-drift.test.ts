@@ -4,11 +4,14 @@
  * (fail); CSV files whose inferred types differ load in the table's types; a value that does not
  * fit fails naming file, column and row, with nothing committed and the watermark unmoved;
  * narrower types widen, and the table's column types never change. Local folders as source and
- * target (the store is not under test here; bad-input.test.ts repeats key cases on s3rver).
+ * target, and the key cases again with source and table on s3rver.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import { BadFileError, SchemaError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
+import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 import { commitOf, putParquet, tableRows } from './drift-helpers.js';
 import { cleanup, DuckSession, makeConfig, mergeTarget, readTarget, run, tempDir } from './helpers.js';
 
@@ -207,5 +210,65 @@ describe('widening and narrowing', () => {
     const t = await readTarget(session, z.setup);
     expect(t.snapshot!.version).toBe(1);
     expect(t.snapshot!.schema.fields[1]).toMatchObject({ name: 'seq', type: 'integer' });
+  });
+});
+
+describe('schema drift with source and table on S3 (s3rver)', () => {
+  let s3: S3rverHandle;
+  beforeAll(async () => {
+    process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
+    process.env['AWS_SECRET_ACCESS_KEY'] = S3RVER_CREDENTIALS.secretAccessKey;
+    s3 = await startS3rver();
+  });
+  afterAll(async () => {
+    await s3?.stop();
+  });
+
+  function s3Zone(extra: Record<string, unknown> = {}) {
+    const prefix = `drift-${randomUUID()}/`;
+    const setup = makeConfig(
+      {
+        source: { uri: `s3://${s3.bucket}/${prefix}`, discover: byDay },
+        target: mergeTarget(`s3://${s3.bucket}/lake-${randomUUID()}/orders`),
+        ...extra,
+      },
+      { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, singleWriter: true },
+    );
+    return { source: s3.makeStorage(prefix), setup };
+  }
+
+  it('adds a new column, and a value that does not fit fails naming file, column and row with nothing committed', async () => {
+    const z = s3Zone();
+    await z.source.write('2025/03/01/a.csv', 'order_id,status,seq\n1,placed,1\n');
+    await run(z.setup);
+    await z.source.write('2025/03/02/b.csv', 'order_id,status,seq,coupon\n2,paid,2,SPRING\n');
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', tableVersion: 1, watermark: '2025-03-02' });
+    expect(await tableRows(session, z.setup, 'order_id')).toEqual([
+      { order_id: '1', status: 'placed', seq: '1', coupon: null },
+      { order_id: '2', status: 'paid', seq: '2', coupon: 'SPRING' },
+    ]);
+
+    await z.source.write('2025/03/03/c.csv', 'order_id,status,seq\n3,placed,1\n4,placed,not-a-number\n');
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(BadFileError);
+    expect(err.message).toContain(`s3://${s3.bucket}/`);
+    expect(err.message).toContain('2025/03/03/c.csv');
+    expect(err.message).toMatch(/seq/);
+    expect(err.message).toMatch(/row 2\b/);
+    const view = await readTarget(session, z.setup);
+    expect(view.snapshot?.version).toBe(1);
+    expect(view.state.discovery).toMatchObject({ watermark: '2025-03-02' });
+  });
+
+  it("schemaEvolution 'fail' names the new column and its file on S3", async () => {
+    const z = s3Zone({ schemaEvolution: 'fail' });
+    await z.source.write('2025/03/01/a.csv', 'order_id,status,seq\n1,placed,1\n');
+    await run(z.setup);
+    await z.source.write('2025/03/02/b.csv', 'order_id,status,seq,coupon\n2,paid,2,SPRING\n');
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(SchemaError);
+    expect(err.message).toContain('"coupon"');
+    expect(err.message).toContain('2025/03/02/b.csv');
+    expect((await readTarget(session, z.setup)).snapshot?.version).toBe(0);
   });
 });
