@@ -16,6 +16,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { JobConfig } from '../config/schema.js';
 import type { DeltaTable } from '../delta/table.js';
 import type { Snapshot } from '../delta/snapshot.js';
@@ -120,7 +121,8 @@ export async function runBackfill(job: JobConfig, ctx: RunContext, opts: Backfil
   let session: DuckSession | null = null;
   let run: BackfillRun | null = null;
   try {
-    session = await DuckSession.open();
+    // DuckDB spills big batches to disk inside the spool, which every exit path removes.
+    session = await DuckSession.open({ tempDirectory: join(spoolDir, 'duckdb') });
     run = new BackfillRun(job, ctx, session, spoolDir, range, opts);
     return { ...(await run.execute()), durationMs: Date.now() - started };
   } catch (err) {

@@ -11,6 +11,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { JobConfig } from '../config/schema.js';
 import type { DeltaTable } from '../delta/table.js';
 import type { Snapshot } from '../delta/snapshot.js';
@@ -49,7 +50,8 @@ export async function runJob(job: JobConfig, ctx: RunContext): Promise<RunReport
   let session: DuckSession | null = null;
   let run: JobRun | null = null;
   try {
-    session = await DuckSession.open();
+    // DuckDB spills big batches to disk inside the spool, which every exit path removes.
+    session = await DuckSession.open({ tempDirectory: join(spoolDir, 'duckdb') });
     run = new JobRun(job, ctx, session, spoolDir);
     const report = await run.execute();
     return { ...report, durationMs: Date.now() - started };
