@@ -1,7 +1,9 @@
 /**
- * Preparing the batch: one temp table with the table's columns cast to the table's types, the
- * `deleteWhen` flag evaluated once, and the lineage columns kept for error messages. The fast
- * path is one CREATE TABLE AS; only when it fails do we look for the column and row to blame.
+ * Preparing the batch: the table's columns cast to the table's types, the `deleteWhen` flag, the
+ * lineage columns kept for error messages, and BATCH_ROW (the source row's id) naming each row.
+ * Materialized, it is one CREATE TABLE AS; lazy (a MERGE that creates the table reads the batch
+ * once more, to write it), it is a view checked by one aggregate pass that evaluates every cast
+ * and the flag, so no copy is made. Only when that fails do we look for the column and row to blame.
  * `deleteWhen` sees table columns the batch lacks as NULL: a file without the CDC op column
  * (an AWS DMS full-load file without `Op`) holds no deletes, rather than failing the batch.
  */
@@ -11,12 +13,12 @@ import { ident } from '../sql.js';
 import { castError } from '../cast-error.js';
 import { misfitSql } from '../fit-cast.js';
 import { mappingExpr, type ColumnPlan, type ColumnType } from './columns.js';
-import { DELETE_FLAG, SOURCE_FILE, SOURCE_ROW } from './names.js';
+import { BATCH_ROW, DELETE_FLAG, SOURCE_FILE, SOURCE_ROW } from './names.js';
 import { badDeleteWhen, checkDeleteExpression, type Lineage } from './validate.js';
 
-/** The batch as a temp table in the table's schema. */
+/** The batch in the table's schema, as a temp table or a temp view. */
 export interface PreparedBatch {
-  /** Temp table name. */
+  /** Temp table (or view) name. */
   table: string;
   plan: ColumnPlan;
   lineage: Lineage;
@@ -35,6 +37,8 @@ export interface PrepareBatchOptions {
   deleteWhen?: string;
   sourceFileColumn: string;
   sourceRowColumn?: string;
+  /** A view over the source instead of a copy (when the batch is read only a few times). */
+  lazy?: boolean;
 }
 
 /** Column names and DuckDB types of a relation. */
@@ -43,31 +47,69 @@ export async function describeRelation(session: DuckSession, name: string): Prom
   return rows.map((r) => ({ name: String(r['column_name']), type: String(r['column_type']) }));
 }
 
-/** Materialize the batch in the table's schema; see the module comment. */
+/** Prepare the batch as a table or a checked view; see the module comment. */
 export async function prepareBatch(session: DuckSession, opts: PrepareBatchOptions): Promise<PreparedBatch> {
   if (opts.deleteWhen !== undefined) await checkDeleteExpression(session, opts.deleteWhen);
   const lineage = lineageSources(opts);
+  const hasRowid = await sourceHasRowid(session, opts.source);
+  const lazy = opts.lazy === true && hasRowid;
   const select = [
     ...opts.plan.mappings.map((m) => `${mappingExpr(m, 'b')} AS ${ident(m.target)}`),
     `${flagExpr(opts.deleteWhen)} AS ${ident(DELETE_FLAG)}`,
     ...(lineage.file ? [`CAST(b.${ident(lineage.file)} AS VARCHAR) AS ${ident(SOURCE_FILE)}`] : []),
     ...(lineage.row ? [`TRY_CAST(b.${ident(lineage.row)} AS BIGINT) AS ${ident(SOURCE_ROW)}`] : []),
+    // The source's rowid is free; a source without one (a view) is numbered once, in the copy.
+    `${hasRowid ? `b.${ident(SOURCE_ROWID)}` : 'row_number() OVER ()'} AS ${ident(BATCH_ROW)}`,
   ];
+  const body = `SELECT ${select.join(', ')} FROM ${sourceSql(opts, hasRowid)} AS b`;
+  let rows: number;
   try {
-    await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(opts.table)} AS SELECT ${select.join(', ')} FROM ${sourceSql(opts)} AS b`);
+    if (lazy) {
+      await session.run(`CREATE OR REPLACE TEMP VIEW ${ident(opts.table)} AS ${body}`);
+      rows = await checkedCount(session, opts.table, opts.plan);
+    } else {
+      await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(opts.table)} AS ${body}`);
+      rows = Number((await session.one(`SELECT count(*) AS n FROM ${ident(opts.table)}`))?.['n'] ?? 0);
+    }
   } catch (err) {
     throw await diagnose(session, opts, lineage, err);
   }
-  const count = await session.one(`SELECT count(*) AS n FROM ${ident(opts.table)}`);
-  return { table: opts.table, plan: opts.plan, lineage: { file: !!lineage.file, row: !!lineage.row }, rows: Number(count?.['n'] ?? 0) };
+  return { table: opts.table, plan: opts.plan, lineage: { file: !!lineage.file, row: !!lineage.row }, rows };
 }
 
-/** The batch relation, plus (when there is a delete condition) a typed NULL for each table column it lacks. */
-function sourceSql(opts: PrepareBatchOptions): string {
+/** The source's rowid, renamed in `sourceSql` so a subquery keeps it. */
+const SOURCE_ROWID = '__tm_source_rowid';
+
+/** True when the source relation has a rowid (tables do; views do not). */
+async function sourceHasRowid(session: DuckSession, source: string): Promise<boolean> {
+  return session.run(`SELECT rowid FROM ${ident(source)} LIMIT 0`).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * Row count of the view, evaluating every column (each cast raises on a misfit, see
+ * ../fit-cast.ts) and the flag; `count(col)` keeps the optimizer from dropping them.
+ */
+async function checkedCount(session: DuckSession, view: string, plan: ColumnPlan): Promise<number> {
+  const forced = [...plan.mappings.filter((m) => m.source !== null).map((m) => `count(${ident(m.target)})`), `bool_or(${ident(DELETE_FLAG)})`];
+  const row = await session.one(`SELECT count(*) AS n, ${forced.join(', ')} FROM ${ident(view)}`);
+  return Number(row?.['n'] ?? 0);
+}
+
+/**
+ * The batch relation, plus (when there is a delete condition) a typed NULL for each table column
+ * it lacks, and its rowid as SOURCE_ROWID when it has one.
+ */
+function sourceSql(opts: PrepareBatchOptions, withRowid = false): string {
   const missing = opts.deleteWhen === undefined ? [] : opts.plan.mappings.filter((m) => m.source === null);
-  if (missing.length === 0) return ident(opts.source);
-  const nulls = missing.map((m) => `CAST(NULL AS ${m.duckType}) AS ${ident(m.target)}`);
-  return `(SELECT *, ${nulls.join(', ')} FROM ${ident(opts.source)})`;
+  if (missing.length === 0 && !withRowid) return ident(opts.source);
+  const extra = [
+    ...(withRowid ? [`rowid AS ${ident(SOURCE_ROWID)}`] : []),
+    ...missing.map((m) => `CAST(NULL AS ${m.duckType}) AS ${ident(m.target)}`),
+  ];
+  return `(SELECT *, ${extra.join(', ')} FROM ${ident(opts.source)})`;
 }
 
 /** The flag column: the condition as BOOLEAN, NULL meaning "not deleted". */

@@ -1,7 +1,7 @@
 /**
  * MERGE of a batch into a Delta table (see ./plan.ts for the SQL and its rules):
  *
- *   prepare   snapshot; batch cast to the table schema; deleteWhen evaluated once; key checks
+ *   prepare   snapshot; batch cast to the table schema (a view when creating); deleteWhen; key checks
  *   prune     partition values, key min/max stats, key-column scan of the candidates → hits;
  *             rows of keys without a stored row but with a newer tombstone → stale hits
  *   classify  full read of the files with a non-stale hit; stale/delete/unchanged/update per row
@@ -54,6 +54,8 @@ export async function mergeIntoTable(opts: MergeOptions): Promise<MergeResult> {
         { role: 'orderBy', columns: [opts.orderBy] },
       ],
       ...(opts.deleteWhen === undefined ? {} : { deleteWhen: opts.deleteWhen }),
+      // Creating, the batch is read a few times (checks, counts, the insert): a view, not a copy.
+      lazy: snapshot === null,
     });
     const spec = matchSpec(target, opts);
     await checkNullKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);

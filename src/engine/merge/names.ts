@@ -13,7 +13,7 @@ export const SOURCE_FILE = '__tm_source_file';
 export const SOURCE_ROW = '__tm_source_row';
 /** Internal column: the id of the data file a target row was read from. */
 export const FILE_ID = '__tm_file';
-/** Internal column: the batch row a target row matched (the batch table's rowid). */
+/** Internal column: the id of a batch row (its source's rowid), and the batch row a target row matched. */
 export const BATCH_ROW = '__tm_brow';
 /** Internal column: the stored row (the target table's rowid). */
 export const TARGET_ROW = '__tm_trow';
@@ -29,7 +29,7 @@ let sequence = 0;
 
 /** The temp tables of one write. */
 export interface TempTables {
-  /** The batch, cast to the target schema, with DELETE_FLAG and lineage columns. */
+  /** The batch, cast to the target schema, with DELETE_FLAG, BATCH_ROW and lineage columns (a table or a view). */
   batch: string;
   /** Candidate data files: id, local path, size, typed partition values, key bounds. */
   files: string;
@@ -53,13 +53,15 @@ export function tempTables(): TempTables {
   };
 }
 
-/** Drop every temp table of a write (missing ones are fine); never throws. */
+/** Drop every temp table (or view: the batch may be one) of a write; missing ones are fine; never throws. */
 export async function dropAll(session: DuckSession, tables: TempTables): Promise<void> {
   for (const name of Object.values(tables)) {
-    try {
-      await session.run(`DROP TABLE IF EXISTS ${ident(name)}`);
-    } catch {
-      // Cleanup must not hide the error that got us here.
+    for (const kind of ['TABLE', 'VIEW']) {
+      try {
+        await session.run(`DROP ${kind} IF EXISTS ${ident(name)}`);
+      } catch {
+        // The name is the other kind, or cleanup failed: it must not hide the error that got us here.
+      }
     }
   }
 }

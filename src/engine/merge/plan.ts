@@ -77,7 +77,7 @@ export function hitsSql(tables: TempTables, spec: MatchSpec, keyScanSql: string)
   const order = ident(spec.orderBy);
   return (
     `CREATE OR REPLACE TEMP TABLE ${ident(tables.hits)} AS ` +
-    `SELECT s.${ident(FILE_ID)}, b.rowid AS ${ident(BATCH_ROW)}, ` +
+    `SELECT s.${ident(FILE_ID)}, b.${ident(BATCH_ROW)} AS ${ident(BATCH_ROW)}, ` +
     `CASE WHEN NOT ${notOlder(`b.${order}`, `s.${order}`)} THEN 'stale' WHEN b.${ident(DELETE_FLAG)} THEN 'delete' ELSE 'upsert' END AS ${ident(ACTION)} ` +
     `FROM (${keyScanSql}) AS s JOIN ${ident(tables.batch)} AS b ON ${matchCondition(spec, 's', 'b')}`
   );
@@ -98,7 +98,7 @@ export function actionsSql(tables: TempTables, spec: MatchSpec, columns: readonl
   const order = ident(spec.orderBy);
   return (
     `CREATE OR REPLACE TEMP TABLE ${ident(tables.actions)} AS ` +
-    `SELECT t.rowid AS ${ident(TARGET_ROW)}, t.${ident(FILE_ID)}, b.rowid AS ${ident(BATCH_ROW)}, ` +
+    `SELECT t.rowid AS ${ident(TARGET_ROW)}, t.${ident(FILE_ID)}, b.${ident(BATCH_ROW)} AS ${ident(BATCH_ROW)}, ` +
     `CASE WHEN NOT ${notOlder(`b.${order}`, `t.${order}`)} THEN 'stale' ` +
     `WHEN b.${ident(DELETE_FLAG)} THEN 'delete' ` +
     `WHEN ${sameRow(columns, 't', 'b')} THEN 'unchanged' ELSE 'update' END AS ${ident(ACTION)} ` +
@@ -124,7 +124,7 @@ export function rewriteRelationSql(tables: TempTables, columns: readonly string[
     `SELECT ${cols('t')} FROM ${ident(tables.target)} AS t ` +
     `WHERE t.${ident(FILE_ID)} IN (${rewritten}) AND t.rowid NOT IN (${changed})`;
   const updated =
-    `SELECT ${cols('b')} FROM ${a} AS x JOIN ${ident(tables.batch)} AS b ON b.rowid = x.${ident(BATCH_ROW)} ` +
+    `SELECT ${cols('b')} FROM ${a} AS x JOIN ${ident(tables.batch)} AS b ON b.${ident(BATCH_ROW)} = x.${ident(BATCH_ROW)} ` +
     `WHERE x.${ident(ACTION)} = 'update'`;
   return `SELECT * FROM (${kept} UNION ALL ${updated}) ORDER BY ${keys.map(ident).join(', ')}`;
 }
@@ -134,7 +134,7 @@ export function insertRelationSql(tables: TempTables, columns: readonly string[]
   const cols = columns.map((c) => `b.${ident(c)}`).join(', ');
   return (
     `SELECT ${cols} FROM ${ident(tables.batch)} AS b ` +
-    `WHERE NOT b.${ident(DELETE_FLAG)} AND b.rowid NOT IN (SELECT ${ident(BATCH_ROW)} FROM ${ident(tables.hits)}) ` +
+    `WHERE NOT b.${ident(DELETE_FLAG)} AND b.${ident(BATCH_ROW)} NOT IN (SELECT ${ident(BATCH_ROW)} FROM ${ident(tables.hits)}) ` +
     `ORDER BY ${keys.map((k) => `b.${ident(k)}`).join(', ')}`
   );
 }
@@ -149,7 +149,7 @@ export function countsSql(tables: TempTables, haveTarget: boolean): string {
     ? `(SELECT count(*) FROM ${ident(tables.target)} WHERE ${ident(FILE_ID)} IN ` +
       `(SELECT ${ident(FILE_ID)} FROM ${ident(tables.actions)} WHERE ${act} IN ('update', 'delete')))`
     : '0';
-  const unmatched = `b.rowid NOT IN (SELECT ${ident(BATCH_ROW)} FROM ${h})`;
+  const unmatched = `b.${ident(BATCH_ROW)} NOT IN (SELECT ${ident(BATCH_ROW)} FROM ${h})`;
   return (
     `SELECT (SELECT count(*) FROM ${h} WHERE ${act} = 'stale') AS stale, ` +
     `(SELECT count(*) FROM ${h} WHERE ${act} = 'stale' AND ${ident(FILE_ID)} IS NULL) AS buried, ` +
@@ -175,8 +175,8 @@ export function buriedSql(tables: TempTables, spec: MatchSpec, tombstones: strin
   const keys = spec.keys.map((k) => `z.${ident(k)} = b.${ident(k)}`).join(' AND ');
   return (
     `INSERT INTO ${ident(tables.hits)} (${ident(FILE_ID)}, ${ident(BATCH_ROW)}, ${ident(ACTION)}) ` +
-    `SELECT NULL, b.rowid, 'stale' FROM ${ident(tables.batch)} AS b ` +
-    `WHERE NOT b.${ident(DELETE_FLAG)} AND b.rowid NOT IN (SELECT ${ident(BATCH_ROW)} FROM ${ident(tables.hits)}) ` +
+    `SELECT NULL, b.${ident(BATCH_ROW)}, 'stale' FROM ${ident(tables.batch)} AS b ` +
+    `WHERE NOT b.${ident(DELETE_FLAG)} AND b.${ident(BATCH_ROW)} NOT IN (SELECT ${ident(BATCH_ROW)} FROM ${ident(tables.hits)}) ` +
     `AND EXISTS (SELECT 1 FROM ${ident(tombstones)} AS z WHERE ${keys} AND NOT ${newer(`b.${order}`, `z.${ident(TOMBSTONE_ORDER)}`)})`
   );
 }
@@ -190,7 +190,7 @@ export function deletedKeysSql(tables: TempTables, spec: MatchSpec): string {
   const cols = spec.keys.map((k) => `b.${ident(k)}`).join(', ');
   return (
     `SELECT ${cols}, b.${ident(spec.orderBy)} AS ${ident(TOMBSTONE_ORDER)} FROM ${ident(tables.batch)} AS b ` +
-    `WHERE b.${ident(DELETE_FLAG)} AND b.rowid NOT IN ` +
+    `WHERE b.${ident(DELETE_FLAG)} AND b.${ident(BATCH_ROW)} NOT IN ` +
     `(SELECT ${ident(BATCH_ROW)} FROM ${ident(tables.hits)} WHERE ${ident(ACTION)} = 'stale')`
   );
 }

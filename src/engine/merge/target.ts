@@ -40,9 +40,11 @@ export interface PrepareTargetOptions {
   /** Columns that must come from the batch (key and orderBy), with their role for messages. */
   required?: { role: string; columns: string[] }[];
   deleteWhen?: string;
+  /** Prepare the batch as a checked view, not a copy (see ./batch.ts). */
+  lazy?: boolean;
 }
 
-/** Work out the table schema and column plan, then materialize the batch in that schema. */
+/** Work out the table schema and column plan, then prepare the batch in that schema. */
 export async function prepareTarget(session: DuckSession, target: WriteTarget, opts: PrepareTargetOptions): Promise<TargetTable> {
   const uri = target.table.uri;
   // Refuse a table tidemark cannot write before any work (the commit checks again).
@@ -64,6 +66,7 @@ export async function prepareTarget(session: DuckSession, target: WriteTarget, o
     ...(opts.deleteWhen === undefined ? {} : { deleteWhen: opts.deleteWhen }),
     sourceFileColumn: target.sourceFileColumn ?? DEFAULT_SOURCE_FILE_COLUMN,
     ...(target.sourceRowColumn === undefined ? {} : { sourceRowColumn: target.sourceRowColumn }),
+    lazy: opts.lazy === true,
   });
   const metadata = evolved && opts.snapshot ? { ...opts.snapshot.metadata, schemaString: JSON.stringify(schema) } : null;
   return { schema, partitionColumns, creating, metadata, addedColumns: evolved?.added ?? [], plan, batch };
