@@ -2,7 +2,7 @@
  * The command line: arguments to a validated config, jobs run one after another, reports on
  * stdout, logs on stderr, and the exit code of the worst outcome.
  */
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { DuckSession } from '../engine/duckdb.js';
 import { createLogger, type Logger } from '../log/logger.js';
@@ -13,6 +13,7 @@ import { emptyReport, type RunReport } from '../job/report.js';
 import { addMaintenanceCommands } from './commands/maintenance.js';
 import { addBackfillCommands } from './commands/backfill.js';
 import { selectJobs } from './select-jobs.js';
+import { withCommonOptions, type CommonFlags } from './options.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, exitCodeFor } from './exit-codes.js';
 import { errorInfo, formatRun, formatStatus, printJson, type Output } from './output.js';
 
@@ -25,22 +26,6 @@ export interface CliIO {
   context?: Partial<RunContext>;
 }
 
-interface CommonFlags {
-  config: string;
-  job?: string[];
-  json?: boolean;
-  logLevel?: string;
-}
-
-function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, value];
-}
-
-const configOption = () => new Option('-c, --config <file>', 'config file').default('tidemark.yaml');
-const jobOption = () => new Option('-j, --job <name>', 'run only this job (repeatable)').argParser(collect);
-const jsonOption = () => new Option('--json', 'print one JSON object per job on stdout');
-const logLevelOption = () => new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']);
-
 /** Run the CLI; resolves to the exit code. */
 export async function main(argv: string[], io: CliIO): Promise<number> {
   let exitCode = EXIT_OK;
@@ -51,25 +36,15 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError();
 
-  program
-    .command('run')
+  withCommonOptions(program.command('run'))
     .description('load what is new since the last successful run, one commit per batch')
-    .addOption(configOption())
-    .addOption(jobOption())
     .option('--dry-run', 'show the plan and the reason for each decision; change nothing')
-    .addOption(jsonOption())
-    .addOption(logLevelOption())
     .action(async (flags: CommonFlags & { dryRun?: boolean }) => {
       exitCode = await runCommand(flags, io);
     });
 
-  program
-    .command('status')
+  withCommonOptions(program.command('status'))
     .description('show watermark, last run, table version, rows, files and quarantined files per job')
-    .addOption(configOption())
-    .addOption(jobOption())
-    .addOption(jsonOption())
-    .addOption(logLevelOption())
     .action(async (flags: CommonFlags) => {
       exitCode = await statusCommand(flags, io);
     });

@@ -5,7 +5,7 @@
  *
  * Mount with `addBackfillCommands(program, { io, setExitCode })` from main.ts.
  */
-import { Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { loadConfig } from '../../config/load.js';
 import type { JobConfig } from '../../config/schema.js';
 import { reportOfFailedBackfill, runBackfill, type BackfillReport } from '../../job/backfill.js';
@@ -16,29 +16,27 @@ import { EXIT_FAILED, EXIT_OK, exitCodeFor } from '../exit-codes.js';
 import type { CliIO } from '../main.js';
 import { errorInfo, printJson } from '../output.js';
 import { selectJobs } from '../select-jobs.js';
+import { jobOption, withCommonOptions, type CommonFlags } from '../options.js';
 
 /** What the commands need from main: its IO and a way to set the process's exit code. */
 export interface BackfillCli {
   io: CliIO;
   setExitCode(code: number): void;
 }
-
-interface CommonFlags {
-  config: string;
-  json?: boolean;
-  logLevel?: string;
+/** The shared flags (`--job` differs: repeatable for backfill, exactly one for reset). */
+interface BaseFlags extends Omit<CommonFlags, 'job'> {
   dryRun?: boolean;
   force?: boolean;
 }
 
-interface BackfillFlags extends CommonFlags {
+interface BackfillFlags extends BaseFlags {
   from: string;
   to: string;
   job?: string[];
   restart?: boolean;
 }
 
-interface ResetFlags extends CommonFlags {
+interface ResetFlags extends BaseFlags {
   job: string;
   to: string;
 }
@@ -81,17 +79,17 @@ Example (reload everything after November 3rd):
 
 /** Add `backfill` and `reset` to the program. */
 export function addBackfillCommands(program: Command, cli: BackfillCli): void {
-  common(program.command('backfill'))
+  withCommonOptions(program.command('backfill'), { job: false })
     .description('reload a range of partitions (or LastModified range), oldest first, resumably, without moving the watermark')
     .requiredOption('--from <P>', 'first partition (or timestamp) of the range')
     .requiredOption('--to <P>', 'last partition (or timestamp) of the range, included')
-    .addOption(new Option('-j, --job <name>', 'only this job (repeatable)').argParser((v: string, prev: string[] = []) => [...prev, v]))
+    .addOption(jobOption())
     .option('--restart', 'load the range from its start again, even when done; abandons an unfinished backfill of another range')
     .option('--force', 'allow a backfill of an append-mode job (rows already loaded are appended again)')
     .option('--dry-run', 'list the files the backfill would load; change nothing')
     .addHelpText('after', BACKFILL_HELP)
     .action(async (flags: BackfillFlags) => cli.setExitCode(await backfillCommand(flags, cli.io)));
-  common(program.command('reset'))
+  withCommonOptions(program.command('reset'), { job: false })
     .description("move a job's watermark back (or forward) in a commit without data; the next run loads from there")
     .requiredOption('-j, --job <name>', 'the job to reset')
     .requiredOption('--to <watermark>', 'the last partition (or instant) to consider loaded')
@@ -99,13 +97,6 @@ export function addBackfillCommands(program: Command, cli: BackfillCli): void {
     .option('--dry-run', 'show the watermark change; commit nothing')
     .addHelpText('after', RESET_HELP)
     .action(async (flags: ResetFlags) => cli.setExitCode(await resetCommand(flags, cli.io)));
-}
-
-function common(command: Command): Command {
-  return command
-    .addOption(new Option('-c, --config <file>', 'config file').default('tidemark.yaml'))
-    .addOption(new Option('--json', 'print one JSON object per job on stdout'))
-    .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']));
 }
 
 /** Backfill each selected job over the range; resolves to the exit code. */
@@ -143,7 +134,7 @@ interface PerJob {
   partial?(err: unknown): Report | undefined;
 }
 
-async function forEachJob(flags: CommonFlags, io: CliIO, selection: Selection, perJob: PerJob): Promise<number> {
+async function forEachJob(flags: BaseFlags, io: CliIO, selection: Selection, perJob: PerJob): Promise<number> {
   const { command, jobs, storage } = selection;
   const logger: Logger = io.context?.logger ?? createLogger({ stream: io.stderr, ...(flags.logLevel ? { level: flags.logLevel as 'info' } : {}) });
   let worst = EXIT_OK;

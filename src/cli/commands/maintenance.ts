@@ -5,7 +5,7 @@
  *
  * Mount with `addMaintenanceCommands(program, { io, setExitCode })` from main.ts.
  */
-import { Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { loadConfig } from '../../config/load.js';
 import { parseSize } from '../../config/units.js';
 import { DeltaTable } from '../../delta/table.js';
@@ -18,6 +18,7 @@ import { vacuumTable, type VacuumResult } from '../../maintenance/vacuum.js';
 import { EXIT_OK, exitCodeFor } from '../exit-codes.js';
 import type { CliIO } from '../main.js';
 import { selectJobs } from '../select-jobs.js';
+import { withCommonOptions, type CommonFlags } from '../options.js';
 import { errorInfo, printJson } from '../output.js';
 
 /** What the commands need from main: its IO and a way to set the process's exit code. */
@@ -26,12 +27,6 @@ export interface MaintenanceCli {
   setExitCode(code: number): void;
 }
 
-interface CommonFlags {
-  config: string;
-  job?: string[];
-  json?: boolean;
-  logLevel?: string;
-}
 
 interface OptimizeFlags extends CommonFlags {
   targetSize?: string;
@@ -46,25 +41,17 @@ interface VacuumFlags extends CommonFlags {
 
 /** Add `optimize` and `vacuum` to the program. */
 export function addMaintenanceCommands(program: Command, cli: MaintenanceCli): void {
-  common(program.command('optimize'))
+  withCommonOptions(program.command('optimize'))
     .description('compact small files within each partition (a dataChange=false commit)')
     .option('--target-size <size>', 'target file size, e.g. 128MiB', '128MiB')
     .option('--min-files <n>', 'compact a partition only when it has at least this many small files', '2')
     .action(async (flags: OptimizeFlags) => cli.setExitCode(await optimizeCommand(flags, cli.io)));
-  common(program.command('vacuum'))
+  withCommonOptions(program.command('vacuum'))
     .description('delete data files no longer referenced and older than the retention')
     .option('--retain <hours>', "keep files needed within this many hours (default: the table's retention, 168)")
     .option('--dry-run', 'list the files that would be deleted; delete nothing')
     .option('--unsafe-allow-short-retention', "allow a retention below the table's deletedFileRetentionDuration")
     .action(async (flags: VacuumFlags) => cli.setExitCode(await vacuumCommand(flags, cli.io)));
-}
-
-function common(command: Command): Command {
-  return command
-    .addOption(new Option('-c, --config <file>', 'config file').default('tidemark.yaml'))
-    .addOption(new Option('-j, --job <name>', 'only this job (repeatable)').argParser((v: string, prev: string[] = []) => [...prev, v]))
-    .addOption(new Option('--json', 'print one JSON object per job on stdout'))
-    .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']));
 }
 
 /** Run OPTIMIZE on each selected job's table; resolves to the exit code. */
