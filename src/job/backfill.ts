@@ -161,6 +161,7 @@ class BackfillRun {
         job: this.job.name,
         uri: this.table.uri,
         commits: () => this.report.commits,
+        ownAppId: backfillAppId(this.job.name),
         subsystem: '[backfill]',
         giveUpHint: ' (run the same backfill again to resume)',
         replanMessage: 'backfill: another writer committed first; planning the rest of the range again',

@@ -2,14 +2,15 @@
  * Losing a commit race: another writer (a run of the same job, a backfill, optimize) committed
  * first. The job and its backfill both re-read the table and plan again, pausing a little longer
  * each time (with jitter) so that two runs started together settle into one loading and the other
- * finding nothing left. Only races lost in a row count against the limit: a run that commits
- * between its losses is making progress.
+ * finding nothing left. Only races lost in a row count against the limit, and a loss to a rival
+ * that committed this owner's own state (another run of the same job) does not count: the rival
+ * did this run's work, and a run that commits between its losses is making progress too.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { JobConfig } from '../config/schema.js';
 import { DeltaTable, isCommitConflict } from '../delta/table.js';
 import type { DuckSession } from '../engine/duckdb.js';
-import { CommitRetriesExhaustedError } from '../errors.js';
+import { CommitRetriesExhaustedError, type CommitConflictError } from '../errors.js';
 import type { RunContext } from './context.js';
 import { openTarget } from './open.js';
 
@@ -27,6 +28,8 @@ export interface ReplanOptions {
   uri: string;
   /** Commits made so far (a commit between two losses resets the count). */
   commits(): number;
+  /** The txn appId / domain this run commits its state under (`tidemark.job.<name>`, …). */
+  ownAppId: string;
   /** `[job]` or `[backfill]`, and what to tell the user when giving up. */
   subsystem: string;
   giveUpHint?: string;
@@ -38,24 +41,33 @@ export interface ReplanOptions {
 export async function withReplans<T>(opts: ReplanOptions, planAndLoad: () => Promise<T>): Promise<T> {
   const maxReplans = opts.ctx.maxReplans ?? DEFAULT_MAX_REPLANS;
   let lostInARow = 0;
+  let losses = 0;
   for (;;) {
     const commitsBefore = opts.commits();
     try {
       return await planAndLoad();
     } catch (err) {
       if (!isCommitConflict(err)) throw err;
-      lostInARow = opts.commits() > commitsBefore ? 1 : lostInARow + 1;
+      losses += 1;
+      if (opts.commits() > commitsBefore) lostInARow = 1;
+      else if (!rivalCommittedOwnState(err, opts.ownAppId)) lostInARow += 1;
       if (lostInARow > maxReplans) {
         throw new CommitRetriesExhaustedError(
           `${opts.subsystem} ${opts.job}: lost ${lostInARow} commit races in a row to concurrent writers of ${opts.uri}; giving up${opts.giveUpHint ?? ''}`,
           { kind: 'conflict', context: { uri: opts.uri, job: opts.job }, cause: err },
         );
       }
-      const delayMs = replanDelayMs(lostInARow);
+      const delayMs = replanDelayMs(losses);
       opts.ctx.logger.warn({ job: opts.job, conflict: err.conflict, lostInARow, delayMs }, opts.replanMessage);
       await delay(delayMs, undefined, opts.ctx.signal ? { signal: opts.ctx.signal } : {});
     }
   }
+}
+
+/** The winner committed the same txn appId or domain: a rival run of the same owner made progress. */
+function rivalCommittedOwnState(err: CommitConflictError, ownAppId: string): boolean {
+  const sameState = err.conflict === 'ConcurrentTransaction' || err.conflict === 'ConcurrentDomainMetadata';
+  return sameState && err.context['subject'] === ownAppId;
 }
 
 /** The job's target table, with the run's fault-injection hook before each commit. */

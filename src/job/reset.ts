@@ -124,7 +124,8 @@ export async function resetJob(job: JobConfig, ctx: RunContext, opts: ResetOptio
       ctx,
       job: job.name,
       uri: table.uri,
-      commits: () => 0, // a reset is one commit: every lost race counts
+      commits: () => 0, // a reset is one commit; losses to a run of the job (it progressed) do not count
+      ownAppId: jobAppId(job.name),
       subsystem: '[reset]',
       replanMessage: 'reset: a run committed first; reading its state and resetting again',
     };

@@ -25,7 +25,7 @@ import { discoveryConfigOf, openSource } from './open.js';
 import { openJobTable, withReplans } from './replan.js';
 import { emptyReport, type RunReport } from './report.js';
 import { withQuarantined } from './quarantine.js';
-import { readJobState, type JobState } from './state.js';
+import { jobAppId, readJobState, type JobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 import { createSpool, removeStaleSpools, unregisterSpool } from './spool.js';
 import type { Storage } from '../storage/storage.js';
@@ -92,6 +92,7 @@ class JobRun {
         job: this.job.name,
         uri: this.table.uri,
         commits: () => this.report.commits,
+        ownAppId: jobAppId(this.job.name),
         subsystem: '[job]',
         replanMessage: 'another writer committed first; re-reading its commit and planning again',
       },
