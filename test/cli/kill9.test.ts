@@ -96,7 +96,8 @@ describe('killing the tidemark process', () => {
     let fileNo = 0;
     /** Eight files in day `day` (and a late one in the day before), keys overlapping across files and days. */
     const landDay = async (day: number) => {
-      const folder = (d: number) => `2025/01/${String(d).padStart(2, '0')}`;
+      // Day 1 is 2025-01-01; later days run on into February and March if needed.
+      const folder = (d: number) => new Date(Date.UTC(2025, 0, d)).toISOString().slice(0, 10).replaceAll('-', '/');
       const formats = ['csv', 'ndjson', 'parquet'];
       const keys = [`${folder(day)}/`, ...(day > 1 ? [`${folder(day - 1)}/late-`] : [])];
       for (const [i, base] of [...Array(8).fill(keys[0]), ...keys.slice(1)].entries()) {
@@ -118,7 +119,8 @@ describe('killing the tidemark process', () => {
 
     let kills = 0;
     let finishedBeforeKill = 0;
-    for (let day = 2; kills < KILLS && day < 31; day++) {
+    // Some runs finish before their kill (the delay is random); keep landing days until KILLS kills.
+    for (let day = 2; kills < KILLS && day < 90; day++) {
       await landDay(day);
       const proc = spawnCli(args, env);
       await new Promise<void>((resolve) => proc.child.stderr!.once('data', () => resolve()).once('close', () => resolve()));
@@ -157,7 +159,7 @@ describe('killing the tidemark process', () => {
     // The final run leaves no spool folder of its own, and removes those of the killed runs.
     expect(orphansBefore.length, where).toBeLessThanOrEqual(2 * kills);
     expect(await spoolFolders(spoolTmp), where).toEqual([]);
-  }, 120_000);
+  }, 240_000);
 
   it('SIGTERM stops a run: exit 1, its spool folder removed, nothing partial committed; the rerun loads the rest exactly once', async () => {
     const sourceRoot = await tempDir('term-src', dirs);

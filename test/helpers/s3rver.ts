@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { S3Client } from '@aws-sdk/client-s3';
+import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { startEmbeddedS3 } from '../../scripts/lib/embedded-s3.js';
 import { S3Storage, s3ClientConfig } from '../../src/storage/s3.js';
 import type { S3StorageOptions } from '../../src/storage/s3.js';
@@ -61,7 +61,16 @@ export async function startS3rver(bucket = 'tidemark-test'): Promise<S3rverHandl
       await Promise.all(objects.map(([key, body]) => fsp.writeFile(path.join(directory, bucket, `${key}._S3rver_object`), body)));
     },
     async setLastModified(key, at) {
-      await fsp.utimes(path.join(directory, bucket, `${key}._S3rver_object`), at, at);
+      // s3rver may still be finishing its own write of the object when the PUT has answered,
+      // which would stamp the file again: set the time until a HEAD reports it (bounded).
+      const file = path.join(directory, bucket, `${key}._S3rver_object`);
+      for (let attempt = 0; attempt < 50; attempt++) {
+        await fsp.utimes(file, at, at);
+        const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+        if (head.LastModified?.getTime() === Math.floor(at.getTime() / 1000) * 1000) return;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      throw new Error(`s3rver kept a different LastModified for ${key} than ${at.toISOString()}`);
     },
     async stop() {
       client.destroy();
