@@ -9,10 +9,10 @@ import { addFileFor } from '../../delta/table.js';
 import type { CommitRequest } from '../../delta/transaction.js';
 import { ident } from '../sql.js';
 import { dropAll, tempTables } from './names.js';
-import { bytesOf, writeAndUpload, type OutputOptions } from './output.js';
+import { bytesOf, outputOptionsFor, writeAndUpload, type OutputOptions } from './output.js';
 import { openSpool } from './spool.js';
 import { prepareTarget, schemaActions } from './target.js';
-import { DEFAULT_DOWNLOAD_CONCURRENCY, type AppendOptions, type AppendResult } from './types.js';
+import type { AppendOptions, AppendResult } from './types.js';
 
 /** Append the batch to the table; see the module comment. */
 export async function appendToTable(opts: AppendOptions): Promise<AppendResult> {
@@ -23,15 +23,7 @@ export async function appendToTable(opts: AppendOptions): Promise<AppendResult> 
     const snapshot = opts.snapshot !== undefined ? opts.snapshot : await opts.table.snapshot();
     const target = await prepareTarget(opts.session, opts, { snapshot, batchTable: tables.batch });
     const prepared = performance.now();
-    const out: OutputOptions = {
-      session: opts.session,
-      storage: opts.table.storage,
-      schema: target.schema,
-      partitionColumns: target.partitionColumns,
-      spoolDir: spool.dir,
-      concurrency: opts.concurrency ?? DEFAULT_DOWNLOAD_CONCURRENCY,
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    };
+    const out: OutputOptions = outputOptionsFor(opts, target, spool.dir);
     const columns = target.plan.mappings.map((m) => ident(m.target)).join(', ');
     const added = target.batch.rows > 0 ? await writeAndUpload(out, `SELECT ${columns} FROM ${ident(tables.batch)}`, 'append', opts.targetFileRows) : [];
     const written = performance.now();

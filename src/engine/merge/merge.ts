@@ -29,13 +29,13 @@ import { dropAll, tempTables, type TempTables } from './names.js';
 import { classifyTargets, findHits, type MatchContext } from './matches.js';
 import { PhaseClock } from './clock.js';
 import { readCounts, resultOf } from './outcome.js';
-import { writeAndUpload, type OutputOptions } from './output.js';
+import { outputOptionsFor, writeAndUpload, type OutputOptions } from './output.js';
 import { emptyHitsSql, insertRelationSql, pruningPartitions, rewriteRelationSql, type MatchSpec } from './plan.js';
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
 import { batchDeletes, buryTombstoned, checkTombstones } from './tombstones.js';
 import { openSpool } from './spool.js';
 import { prepareTarget, schemaActions, tableNames, type TargetTable } from './target.js';
-import { DEFAULT_DOWNLOAD_CONCURRENCY, type MergeOptions, type MergeResult } from './types.js';
+import type { MergeOptions, MergeResult } from './types.js';
 import { checkDuplicateKeys, checkNullKeys } from './validate.js';
 
 /** MERGE the batch into the table; see the module comment. */
@@ -62,15 +62,7 @@ export async function mergeIntoTable(opts: MergeOptions): Promise<MergeResult> {
     if (!opts.keysUnique) await checkDuplicateKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
     if (opts.tombstones !== undefined) await checkTombstones(opts.session, opts.tombstones, spec.keys);
     clock.lap('prepare');
-    const out: OutputOptions = {
-      session: opts.session,
-      storage: opts.table.storage,
-      schema: target.schema,
-      partitionColumns: target.partitionColumns,
-      spoolDir: spool.dir,
-      concurrency: opts.concurrency ?? DEFAULT_DOWNLOAD_CONCURRENCY,
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    };
+    const out: OutputOptions = outputOptionsFor(opts, target, spool.dir);
     const run = { opts, tables, target, spec, out, clock };
     return snapshot === null ? await createWithBatch(run) : await mergeExisting(run, snapshot);
   } finally {

@@ -9,6 +9,8 @@ import { uploadDataFiles } from '../../delta/table.js';
 import type { Storage } from '../../storage/storage.js';
 import { writeDataFiles, type WrittenFile } from '../data-files.js';
 import type { DuckSession } from '../duckdb.js';
+import type { TargetTable } from './target.js';
+import { DEFAULT_DOWNLOAD_CONCURRENCY, type WriteTarget } from './types.js';
 
 /** Where and how to write. */
 export interface OutputOptions {
@@ -19,6 +21,19 @@ export interface OutputOptions {
   spoolDir: string;
   concurrency: number;
   signal?: AbortSignal;
+}
+
+/** The output options of a write into `target`'s table, from the write's own options. */
+export function outputOptionsFor(opts: WriteTarget, target: TargetTable, spoolDir: string): OutputOptions {
+  return {
+    session: opts.session,
+    storage: opts.table.storage,
+    schema: target.schema,
+    partitionColumns: target.partitionColumns,
+    spoolDir,
+    concurrency: opts.concurrency ?? DEFAULT_DOWNLOAD_CONCURRENCY,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  };
 }
 
 /** Write `relationSql`'s rows (in its order) as data files and upload them; [] when it has no rows. */
