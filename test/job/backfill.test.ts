@@ -6,7 +6,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import { ConfigError } from '../../src/errors.js';
 import { reportOfFailedBackfill } from '../../src/job/backfill.js';
 import { readBackfillState } from '../../src/job/backfill-state.js';
@@ -15,22 +14,23 @@ import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { openStorage } from '../../src/storage/uri.js';
 import { countingStorage, type CountingStorage } from '../helpers/counting-storage.js';
-import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
+import type { S3rverHandle } from '../helpers/s3rver.js';
 import { backfill, backfillStateIn, commitsOf } from './backfill-helpers.js';
 import {
-  cleanup,
+  closeS3JobEnv,
   DuckSession,
   duplicateRids,
   expectedLatest,
   land,
   makeConfig,
   mergeTarget,
+  openS3JobEnv,
+  type OrderRow,
   orders,
   readTarget,
   run,
   sortRows,
   tempDir,
-  type OrderRow,
 } from './helpers.js';
 
 let s3: S3rverHandle;
@@ -38,17 +38,9 @@ let session: DuckSession;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
-  process.env['AWS_SECRET_ACCESS_KEY'] = S3RVER_CREDENTIALS.secretAccessKey;
-  s3 = await startS3rver();
-  session = await DuckSession.open();
+  ({ s3, session } = await openS3JobEnv());
 });
-
-afterAll(async () => {
-  session?.close();
-  await s3?.stop();
-  await cleanup(dirs);
-});
+afterAll(() => closeS3JobEnv(s3, session, dirs));
 
 type Driver = 'local' | 's3rver';
 

@@ -11,30 +11,22 @@
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import { BadFileError, TidemarkError } from '../../src/errors.js';
 import { jobStatus } from '../../src/job/status.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
-import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
+import type { S3rverHandle } from '../helpers/s3rver.js';
 import { parquetOf } from './drift-helpers.js';
-import { cleanup, DuckSession, makeConfig, mergeTarget, readTarget, run, tempDir } from './helpers.js';
+import { closeS3JobEnv, DuckSession, makeConfig, mergeTarget, openS3JobEnv, readTarget, run, tempDir } from './helpers.js';
 
 let session: DuckSession;
 let s3: S3rverHandle;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
-  process.env['AWS_SECRET_ACCESS_KEY'] = S3RVER_CREDENTIALS.secretAccessKey;
-  session = await DuckSession.open({ threads: 2 });
-  s3 = await startS3rver();
+  ({ s3, session } = await openS3JobEnv({ threads: 2 }));
 });
-afterAll(async () => {
-  session?.close();
-  await s3?.stop();
-  await cleanup(dirs);
-});
+afterAll(() => closeS3JobEnv(s3, session, dirs));
 
 const HEADER = 'order_id,status,seq\n';
 

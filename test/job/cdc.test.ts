@@ -9,7 +9,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import type { JobConfig, StorageConfig } from '../../src/config/schema.js';
 import { DeltaTable } from '../../src/delta/table.js';
 import { openTarget } from '../../src/job/open.js';
@@ -18,26 +17,18 @@ import { readJobState, type JobState } from '../../src/job/state.js';
 import { MAX_TOMBSTONE_FILES } from '../../src/job/tombstones.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
-import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
+import type { S3rverHandle } from '../helpers/s3rver.js';
 import { generateFeed, landFile, replay, tableRows, type Change, type DbRow, type Feed } from './cdc-feed.js';
-import { cleanup, DuckSession, makeConfig, run, tempDir } from './helpers.js';
+import { closeS3JobEnv, DuckSession, makeConfig, openS3JobEnv, run, tempDir } from './helpers.js';
 
 let s3: S3rverHandle;
 let session: DuckSession;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
-  process.env['AWS_SECRET_ACCESS_KEY'] = S3RVER_CREDENTIALS.secretAccessKey;
-  s3 = await startS3rver();
-  session = await DuckSession.open();
+  ({ s3, session } = await openS3JobEnv());
 });
-
-afterAll(async () => {
-  session?.close();
-  await s3?.stop();
-  await cleanup(dirs);
-});
+afterAll(() => closeS3JobEnv(s3, session, dirs));
 
 type SourceKind = 's3rver' | 'local';
 

@@ -13,7 +13,7 @@ import { validateConfig } from '../../src/config/load.js';
 import type { JobConfig, StorageConfig } from '../../src/config/schema.js';
 import { DeltaTable } from '../../src/delta/table.js';
 import type { Snapshot } from '../../src/delta/snapshot.js';
-import { DuckSession } from '../../src/engine/duckdb.js';
+import { DuckSession, type DuckSessionOptions } from '../../src/engine/duckdb.js';
 import { readTable } from '../../src/engine/scan.js';
 import { literal, str } from '../../src/engine/sql.js';
 import type { RunContext } from '../../src/job/context.js';
@@ -23,6 +23,8 @@ import { runJob } from '../../src/job/run-job.js';
 import { readJobState, type JobState } from '../../src/job/state.js';
 import { silentLogger } from '../../src/log/logger.js';
 import type { Storage } from '../../src/storage/storage.js';
+import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
+import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 
 /** One order event as landed. */
 export interface OrderRow {
@@ -150,3 +152,21 @@ export async function cleanup(dirs: string[]): Promise<void> {
 }
 
 export { DuckSession };
+
+/**
+ * What a job test file on s3rver needs: the server, with its credentials in the environment
+ * (the job opens its own S3 client through the default chain), and a DuckDB session.
+ */
+export async function openS3JobEnv(sessionOptions: DuckSessionOptions = {}): Promise<{ s3: S3rverHandle; session: DuckSession }> {
+  process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
+  process.env['AWS_SECRET_ACCESS_KEY'] = S3RVER_CREDENTIALS.secretAccessKey;
+  const session = await DuckSession.open(sessionOptions);
+  return { s3: await startS3rver(), session };
+}
+
+/** Stop what openS3JobEnv started and remove the test's temp folders. */
+export async function closeS3JobEnv(s3: S3rverHandle | undefined, session: DuckSession | undefined, dirs: string[]): Promise<void> {
+  session?.close();
+  await s3?.stop();
+  await cleanup(dirs);
+}

@@ -8,7 +8,6 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import { DeltaTable } from '../../src/delta/table.js';
 import { withTableScan } from '../../src/engine/scan.js';
 import { MergeInputError } from '../../src/errors.js';
@@ -16,25 +15,18 @@ import { spoolName } from '../../src/job/fetch.js';
 import { openTarget } from '../../src/job/open.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
-import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
+import type { S3rverHandle } from '../helpers/s3rver.js';
 import { tableRows } from './drift-helpers.js';
-import { cleanup, DuckSession, makeConfig, readTarget, run, tempDir } from './helpers.js';
+import { closeS3JobEnv, DuckSession, makeConfig, openS3JobEnv, readTarget, run, tempDir } from './helpers.js';
 
 let session: DuckSession;
 let s3: S3rverHandle;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
-  process.env['AWS_SECRET_ACCESS_KEY'] = S3RVER_CREDENTIALS.secretAccessKey;
-  session = await DuckSession.open({ threads: 2 });
-  s3 = await startS3rver();
+  ({ s3, session } = await openS3JobEnv({ threads: 2 }));
 });
-afterAll(async () => {
-  session?.close();
-  await s3?.stop();
-  await cleanup(dirs);
-});
+afterAll(() => closeS3JobEnv(s3, session, dirs));
 
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 };
 

@@ -7,32 +7,23 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import type { PartitionState } from '../../src/discovery/index.js';
 import { ConfigError } from '../../src/errors.js';
 import { planReset } from '../../src/job/reset.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
-import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
+import type { S3rverHandle } from '../helpers/s3rver.js';
 import { commitsOf, reset } from './backfill-helpers.js';
-import { cleanup, DuckSession, duplicateRids, expectedLatest, land, makeConfig, mergeTarget, orders, readTarget, run, sortRows, tempDir, type OrderRow } from './helpers.js';
+import { closeS3JobEnv, DuckSession, duplicateRids, expectedLatest, land, makeConfig, mergeTarget, openS3JobEnv, type OrderRow, orders, readTarget, run, sortRows, tempDir } from './helpers.js';
 
 let s3: S3rverHandle;
 let session: DuckSession;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
-  process.env['AWS_SECRET_ACCESS_KEY'] = S3RVER_CREDENTIALS.secretAccessKey;
-  s3 = await startS3rver();
-  session = await DuckSession.open();
+  ({ s3, session } = await openS3JobEnv());
 });
-
-afterAll(async () => {
-  session?.close();
-  await s3?.stop();
-  await cleanup(dirs);
-});
+afterAll(() => closeS3JobEnv(s3, session, dirs));
 
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 };
 const job = (discover: Record<string, unknown>, mode: 'merge' | 'append' = 'merge') =>

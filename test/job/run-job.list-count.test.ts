@@ -5,12 +5,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import type { StorageOpener } from '../../src/job/open.js';
 import { openStorage } from '../../src/storage/uri.js';
 import { countingStorage, type CountingStorage } from '../helpers/counting-storage.js';
-import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
-import { cleanup, DuckSession, makeConfig, mergeTarget, readTarget, run, tempDir } from './helpers.js';
+import type { S3rverHandle } from '../helpers/s3rver.js';
+import { closeS3JobEnv, DuckSession, makeConfig, mergeTarget, openS3JobEnv, readTarget, run, tempDir } from './helpers.js';
 
 const DAY_MS = 86_400_000;
 let s3: S3rverHandle;
@@ -18,17 +17,9 @@ let session: DuckSession;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
-  process.env['AWS_SECRET_ACCESS_KEY'] = S3RVER_CREDENTIALS.secretAccessKey;
-  s3 = await startS3rver();
-  session = await DuckSession.open();
+  ({ s3, session } = await openS3JobEnv());
 });
-
-afterAll(async () => {
-  session?.close();
-  await s3?.stop();
-  await cleanup(dirs);
-});
+afterAll(() => closeS3JobEnv(s3, session, dirs));
 
 /** One small CSV per day from `first` to `last` (inclusive) in `{yyyy}/{mm}/{dd}/` folders below `prefix`. */
 function days(prefix: string, first: string, last: string): Array<[string, string]> {

@@ -5,23 +5,23 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import type { Storage } from '../../src/storage/storage.js';
-import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
+import type { S3rverHandle } from '../helpers/s3rver.js';
 import {
-  cleanup,
+  closeS3JobEnv,
   DuckSession,
   duplicateRids,
   expectedLatest,
   land,
   makeConfig,
   mergeTarget,
+  openS3JobEnv,
+  type OrderRow,
   orders,
   readTarget,
   run,
   sortRows,
   tempDir,
-  type OrderRow,
 } from './helpers.js';
 
 let s3: S3rverHandle;
@@ -29,18 +29,9 @@ let session: DuckSession;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  // The job opens its own S3 client: credentials come from the default chain, here the environment.
-  process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
-  process.env['AWS_SECRET_ACCESS_KEY'] = S3RVER_CREDENTIALS.secretAccessKey;
-  s3 = await startS3rver();
-  session = await DuckSession.open();
+  ({ s3, session } = await openS3JobEnv());
 });
-
-afterAll(async () => {
-  session?.close();
-  await s3?.stop();
-  await cleanup(dirs);
-});
+afterAll(() => closeS3JobEnv(s3, session, dirs));
 
 /** A fresh landing zone on s3rver and the job settings pointing at it. */
 function landingZone(): { source: Storage; uri: string; storageConfig: Record<string, unknown> } {
