@@ -92,7 +92,8 @@ function statText(agg: 'min' | 'max', leaf: StatsLeaf): string {
       return `strftime(${v}, '%Y-%m-%dT%H:%M:%S.%g')`;
     case 'string':
       // left() counts code points, each at least one UTF-16 unit: enough for truncateMaxString.
-      return `left(${v}, ${2 * STRING_PREFIX_LENGTH + 4})`;
+      // The cast makes an ENUM column (see castToDeltaSql) compare as text, not by its index.
+      return `left(${agg}(CAST(${leaf.sql} AS VARCHAR)), ${2 * STRING_PREFIX_LENGTH + 4})`;
     default:
       return `CAST(${v} AS VARCHAR)`;
   }

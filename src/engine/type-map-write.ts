@@ -131,6 +131,8 @@ export function castToDeltaSql(columnSql: string, sourceDuckType: string, target
   const source = parseOrThrow(sourceDuckType, column);
   const targetDuck = deltaTypeToDuckForWrite(target, column);
   if (renderDuckType(source) === targetDuck) return columnSql;
+  // Parquet gets an ENUM as UTF-8 strings; casting would only build the strings earlier.
+  if (target === 'string' && source.kind === 'enum') return columnSql;
   if (target === 'timestamp' && source.kind === 'primitive' && NAIVE_TIMESTAMPS.has(source.name)) {
     const micros = source.name === 'TIMESTAMP' ? columnSql : `CAST(${columnSql} AS TIMESTAMP)`;
     return `timezone('UTC', ${micros})`;

@@ -51,6 +51,15 @@ describe('per-file stats', () => {
     expect(json.startsWith('{"numRecords":3,"minValues":')).toBe(true);
   });
 
+  it('an ENUM column (as the load makes _source_file) is written as UTF-8 strings with text-order min/max, not ENUM order', async () => {
+    const file = await writeOne(`SELECT CAST(v AS ENUM('zebra', 'apple', 'mango')) AS f FROM (VALUES ('zebra'), ('apple'), ('mango')) t(v)`);
+    expect(file.stats).toMatchObject({ numRecords: 3, minValues: { f: 'apple' }, maxValues: { f: 'zebra' }, nullCount: { f: 0 } });
+    const col = await session.one(`SELECT type, converted_type FROM parquet_schema(${str(file.localPath)}) WHERE name = 'f'`);
+    expect(col).toEqual({ type: 'BYTE_ARRAY', converted_type: 'UTF8' });
+    const rows = await session.all(`SELECT f FROM read_parquet(${str(file.localPath)}) ORDER BY f`);
+    expect(rows.map((r) => r['f'])).toEqual(['apple', 'mango', 'zebra']);
+  });
+
   it('a floored timestamp max is at most 999 µs below the true max and never above it', async () => {
     const file = await writeOne(`SELECT TIMESTAMPTZ '2020-02-01 08:09:10.999999+00' AS ts`);
     expect((file.stats.maxValues as Record<string, unknown>)['ts']).toBe('2020-02-01T08:09:10.999Z');

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSchema } from '../../src/delta/schema.js';
+import { dedupeLatest } from '../../src/engine/dedupe.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { fileSelectSql, loadSourceFiles, type LoadFile } from '../../src/engine/load.js';
 import { BadFileError } from '../../src/errors.js';
@@ -42,6 +43,22 @@ describe('loading many Parquet files', () => {
     expect(got).toEqual(await session.allJson(`SELECT ${LINEAGE} FROM alone ORDER BY id`));
     expect(got[5]).toEqual({ id: 10, _source_file: 's3://landing/p2.parquet', m: '2026-11-02 00:00:00+00', r: 1, rt: 'BIGINT' });
     expect((await session.allJson('DESCRIBE many')).map((r) => r['column_name'])).toEqual(['id', 'v', '_source_file', '_source_modified', '_source_row']);
+  });
+
+  it('the file tie-break of the dedupe orders _source_file (an ENUM) by its UTF-8 text, whatever the list order', async () => {
+    // UTF-16 (JS) order puts U+1F600 before U+FF5E; UTF-8 byte order (DuckDB's VARCHAR order) after it.
+    const names = ['t\u{1F600}.parquet', 't\uFF5E.parquet', 'tb.parquet', 'ta.parquet'];
+    for (const n of names) await parquet(n, `SELECT 1 AS id, ${JSON.stringify(n).replaceAll('"', "'")} AS v, 5 AS ts`);
+    const same = '2026-11-01T00:00:00Z';
+    for (const [i, order] of [names, [...names].reverse()].entries()) {
+      await loadSourceFiles(session, order.map((n) => file(n, same)), { table: `tie${i}` });
+      expect((await session.one(`SELECT typeof(_source_file) AS t FROM tie${i} LIMIT 1`))?.['t']).toMatch(/^ENUM\(/);
+      const byEnum = await session.allJson(`SELECT _source_file::VARCHAR AS f FROM tie${i} ORDER BY _source_file`);
+      const byText = await session.allJson(`SELECT _source_file::VARCHAR AS f FROM tie${i} ORDER BY _source_file::VARCHAR`);
+      expect(byEnum).toEqual(byText);
+      await dedupeLatest(session, { input: `tie${i}`, output: `tie${i}_d`, keyColumns: ['id'], orderBy: 'ts' });
+      expect(await session.allJson(`SELECT v FROM tie${i}_d`)).toEqual([{ v: 't\u{1F600}.parquet' }]);
+    }
   });
 
   it('reads files whose names have glob characters, or a column named filename, literally', async () => {
