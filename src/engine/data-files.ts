@@ -3,7 +3,8 @@
  * (several when a partition exceeds `targetFileRows`), partition columns left out of the files,
  * every column cast to the physical type of its Delta type, plus per-file stats.
  *
- * Steps: (1) stage the relation once into a table (not TEMP: step 3 reads it from other
+ * Unpartitioned rows that fit in one file are written directly by one COPY (./data-files-direct.ts).
+ * All other writes are staged. Steps: (1) stage the relation once into a table (not TEMP: step 3 reads it from other
  * connections too) with the cast columns and the partition value strings; unpartitioned, by a
  * plain parallel CREATE TABLE AS whose rowid is the source order, so file k is a rowid range;
  * partitioned, also with the source order (`ord`), a partition group number (`g`, in order of
@@ -24,6 +25,7 @@ import { encodeLogPath, hivePartitionFolder, partitionValueStringSql } from '../
 import type { StructField, StructType } from '../delta/schema.js';
 import type { FileStats } from '../delta/snapshot.js';
 import { SchemaError, TidemarkError } from '../errors.js';
+import { writeDirect } from './data-files-direct.js';
 import type { DuckSession, Row } from './duckdb.js';
 import { DEFAULT_NUM_INDEXED_COLS, statsAggregatesSql, statsFromRow, statsJson, statsLeaves, type StatsLeaf } from './file-stats.js';
 import { ident, str } from './sql.js';
@@ -48,6 +50,12 @@ export interface WriteDataFilesOptions {
   localDir: string;
   /** Split a partition into files of at most this many rows, keeping the relation's order. */
   targetFileRows?: number;
+  /**
+   * An upper bound on the relation's rows, when the caller knows one. Unpartitioned rows that fit
+   * in one file (this bound within targetFileRows, or no targetFileRows) are written by one COPY
+   * (./data-files-direct.ts) instead of being staged first.
+   */
+  rowsAtMost?: number;
   /** Parquet codec; Delta's default (delta.parquet.compression.codec unset) is zstd. */
   compression?: 'zstd' | 'snappy';
   /** Parquet row group size in rows; DuckDB's default when unset. */
@@ -88,11 +96,24 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
   const sourceTypes = await describe(session, from);
   const dataCasts = dataFields.map((f) => castFor(f, sourceTypes));
   const pvs = partitionFields.map((f) => partitionValueStringSql(castFor(f, sourceTypes), f.type, f.name));
+  const numIndexedCols = opts.numIndexedCols ?? DEFAULT_NUM_INDEXED_COLS;
+  if (partitionFields.length === 0 && keepsOrder && opts.rowGroupSize === undefined && fitsOneFile(opts)) {
+    const direct = await writeDirect(session, {
+      from,
+      select: dataFields.map((f, i) => `${dataCasts[i]} AS ${ident(f.name)}`),
+      leaves: statsLeaves(dataFields.map((f) => ({ name: f.name, type: f.type, sql: ident(f.name) })), numIndexedCols),
+      localDir: opts.localDir,
+      codec: opts.compression ?? 'zstd',
+      targetFileRows: opts.targetFileRows,
+      runCopy: (sql) => runStage(session, sql),
+    });
+    if (direct) return direct;
+  }
   const name = `__tidemark_write_${randomUUID().replaceAll('-', '')}`;
   const staged = await stage(session, { name, from, dataCasts, pvs, targetFileRows: opts.targetFileRows });
   try {
     const columns = dataFields.map((f, i) => ({ name: f.name, type: f.type, sql: `c${i}` }));
-    const leaves = statsLeaves(columns, opts.numIndexedCols ?? DEFAULT_NUM_INDEXED_COLS);
+    const leaves = statsLeaves(columns, numIndexedCols);
     const groups = await session.all(fileListSql(staged.keyedSql, pvs.length, leaves));
     await mkdir(opts.localDir, { recursive: true });
     const write = (conn: DuckSession, index: number) =>
@@ -116,6 +137,12 @@ export function addActionFor(file: WrittenFile, modificationTime: number, dataCh
     dataChange,
     stats: statsJson(file.stats),
   };
+}
+
+/** One file will do: no split asked for, or the caller's bound on the rows is within it. */
+function fitsOneFile(opts: WriteDataFilesOptions): boolean {
+  if (opts.targetFileRows === undefined) return true;
+  return opts.rowsAtMost !== undefined && opts.rowsAtMost <= opts.targetFileRows;
 }
 
 function splitSchema(schema: StructType, partitionColumns: readonly string[]) {

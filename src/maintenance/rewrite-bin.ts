@@ -42,7 +42,7 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
       schema: ctx.snapshot.schema,
       partitionColumns: ctx.snapshot.partitionColumns,
       localDir: path.join(ctx.spoolDir, `out-${index}`),
-      ...(rows === undefined ? {} : { targetFileRows: rows }),
+      ...(rows === undefined ? {} : { targetFileRows: rows, rowsAtMost: binRows(bin) }),
       ...(numIndexedCols === undefined ? {} : { numIndexedCols }),
     });
     await uploadDataFiles(ctx.storage, written, { concurrency: ctx.concurrency, ...signal });
@@ -60,13 +60,8 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
  * bytes per row. Undefined (one file) when a file has no row count in its stats.
  */
 export function targetFileRows(bin: CompactionBin, targetFileBytes: number): number | undefined {
-  let rows = 0;
-  for (const file of bin.files) {
-    const n = file.parsedStats?.numRecords;
-    if (n === undefined) return undefined;
-    rows += n;
-  }
-  if (rows === 0 || bin.bytes === 0) return undefined;
+  const rows = binRows(bin);
+  if (rows === undefined || rows === 0 || bin.bytes === 0) return undefined;
   return Math.max(1, Math.floor(targetFileBytes / (bin.bytes / rows)));
 }
 
@@ -75,4 +70,15 @@ function indexedColumns(snapshot: Snapshot): number | undefined {
   const text = snapshot.metadata.configuration['delta.dataSkippingNumIndexedCols'];
   const n = Number(text);
   return text !== undefined && Number.isSafeInteger(n) && n >= -1 ? n : undefined;
+}
+
+/** The bin's rows from its files' stats; undefined when a file has no row count. */
+function binRows(bin: CompactionBin): number | undefined {
+  let rows = 0;
+  for (const file of bin.files) {
+    const n = file.parsedStats?.numRecords;
+    if (n === undefined) return undefined;
+    rows += n;
+  }
+  return rows;
 }

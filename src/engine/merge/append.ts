@@ -25,7 +25,8 @@ export async function appendToTable(opts: AppendOptions): Promise<AppendResult> 
     const prepared = performance.now();
     const out: OutputOptions = outputOptionsFor(opts, target, spool.dir);
     const columns = target.plan.mappings.map((m) => ident(m.target)).join(', ');
-    const added = target.batch.rows > 0 ? await writeAndUpload(out, `SELECT ${columns} FROM ${ident(tables.batch)}`, 'append', opts.targetFileRows) : [];
+    const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: target.batch.rows };
+    const added = target.batch.rows > 0 ? await writeAndUpload(out, `SELECT ${columns} FROM ${ident(tables.batch)}`, 'append', sizing) : [];
     const written = performance.now();
     const now = Date.now();
     const actions = [...schemaActions(target), ...added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })), ...(opts.extraActions ?? [])];

@@ -90,7 +90,8 @@ async function createWithBatch(run: MergeRun): Promise<MergeResult> {
   clock.lap('prune');
   clock.lap('classify');
   const columns = target.plan.mappings.map((m) => m.target);
-  const added = counts.inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', opts.targetFileRows) : [];
+  const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: counts.inserted };
+  const added = counts.inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', sizing) : [];
   clock.lap('write');
   const extraActions = await commitExtras(run);
   const now = Date.now();
@@ -165,9 +166,10 @@ async function mergeExisting(run: MergeRun, snapshot: Snapshot): Promise<MergeRe
 async function writeChanges(run: MergeRun, removed: readonly LiveFile[], inserted: number): Promise<WrittenFile[]> {
   const { opts, tables, target, spec, out } = run;
   const columns = target.plan.mappings.map((m) => m.target);
-  const rewriteRows = opts.targetFileRows ?? maxRecords(removed);
-  const rewritten = removed.length > 0 ? await writeAndUpload(out, rewriteRelationSql(tables, columns, spec.keys), 'rewrite', rewriteRows) : [];
-  const added = inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', opts.targetFileRows) : [];
+  const rewriteSizing = { targetFileRows: opts.targetFileRows ?? maxRecords(removed), rowsAtMost: totalRecords(removed) };
+  const rewritten = removed.length > 0 ? await writeAndUpload(out, rewriteRelationSql(tables, columns, spec.keys), 'rewrite', rewriteSizing) : [];
+  const insertSizing = { targetFileRows: opts.targetFileRows, rowsAtMost: inserted };
+  const added = inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', insertSizing) : [];
   return [...rewritten, ...added];
 }
 
@@ -204,6 +206,20 @@ async function readPartitions(session: DuckSession, tables: TempTables, target: 
   const cols = fields.map((f, i) => `${partitionValueStringSql(`b.${ident(f.name)}`, f.type, f.name)} AS p${i}`);
   const rows = await session.all(`SELECT DISTINCT ${cols.join(', ')} FROM ${ident(tables.batch)} AS b`);
   return partitionTuples(columns, rows);
+}
+
+/**
+ * The removed files' rows: a bound on their rewrite (every updated row replaces a stored one, a
+ * delete drops one); undefined when a file has no row count.
+ */
+function totalRecords(files: readonly { parsedStats: { numRecords?: number } | null }[]): number | undefined {
+  let rows = 0;
+  for (const f of files) {
+    const n = f.parsedStats?.numRecords;
+    if (n === undefined) return undefined;
+    rows += n;
+  }
+  return rows;
 }
 
 /** The largest file's row count, so rewrites keep roughly the table's file size. */

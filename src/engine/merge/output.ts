@@ -36,15 +36,22 @@ export function outputOptionsFor(opts: WriteTarget, target: TargetTable, spoolDi
   };
 }
 
+/** How many rows per file, and what the caller knows of the row count (see WriteDataFilesOptions). */
+export interface FileSizing {
+  targetFileRows?: number | undefined;
+  rowsAtMost?: number | undefined;
+}
+
 /** Write `relationSql`'s rows (in its order) as data files and upload them; [] when it has no rows. */
-export async function writeAndUpload(opts: OutputOptions, relationSql: string, folder: string, targetFileRows?: number): Promise<WrittenFile[]> {
+export async function writeAndUpload(opts: OutputOptions, relationSql: string, folder: string, sizing: FileSizing = {}): Promise<WrittenFile[]> {
   opts.signal?.throwIfAborted();
   const files = await writeDataFiles(opts.session, {
     relationSql,
     schema: opts.schema,
     partitionColumns: opts.partitionColumns,
     localDir: path.join(opts.spoolDir, folder),
-    ...(targetFileRows === undefined ? {} : { targetFileRows }),
+    ...(sizing.targetFileRows === undefined ? {} : { targetFileRows: sizing.targetFileRows }),
+    ...(sizing.rowsAtMost === undefined ? {} : { rowsAtMost: sizing.rowsAtMost }),
   });
   await uploadDataFiles(opts.storage, files, { concurrency: opts.concurrency, ...(opts.signal ? { signal: opts.signal } : {}) });
   return files;
