@@ -24,7 +24,7 @@ const USAGE = `usage: npm run bench -- <merge|ingest> [options]
     --files N      landing files (default 200)
     --commits N    commits of the no-op run's table (default 200)
     --repeat N     interleaved repetitions of (a) and (b), medians reported (default 3)
-    --what-if-rows N  (b) again had the loads written files of N rows (default rows/20; 0 = skip)
+    --what-if-rows N  (b) again had the loads written files of N rows (default rows/50; 0 = skip)
 
   common
     --keep         keep the scratch folder under .bench/
@@ -88,7 +88,7 @@ async function main(argv: string[]): Promise<void> {
     files: positiveInt('files', values.files, 200),
     commits: positiveInt('commits', values.commits, 200),
     repeat: positiveInt('repeat', values.repeat, 3),
-    whatIfRows: values['what-if-rows'] === '0' ? 0 : positiveInt('what-if-rows', values['what-if-rows'], Math.max(1000, Math.round(rows / 20))),
+    whatIfRows: values['what-if-rows'] === '0' ? 0 : positiveInt('what-if-rows', values['what-if-rows'], Math.max(1000, Math.round(rows / 50))),
     keep: values.keep,
     jsonPath: resultPath('ingest', values.json),
     command,

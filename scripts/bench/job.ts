@@ -68,9 +68,9 @@ export async function runOrdersJob(j: OrdersJob): Promise<{ ms: number; cpuMs: n
   return { ms, cpuMs, report: value };
 }
 
-/** What-if knobs of the replay (the real job has none of them). */
+/** What-if knobs of the replay. */
 export interface ReplayOptions {
-  /** Rows per data file written by the MERGE (the real job passes none: one file per batch). */
+  /** Rows per data file written by the MERGE; default the job's target.maxRowsPerFile, as the real job. */
   targetFileRows?: number;
 }
 
@@ -121,7 +121,8 @@ export async function profileOrdersJob(j: OrdersJob, opts: ReplayOptions = {}): 
         concurrency: job.concurrency,
         keyColumns: job.target.key!,
         orderBy: job.target.orderBy!,
-        ...(opts.targetFileRows === undefined ? {} : { targetFileRows: opts.targetFileRows }),
+        keysUnique: true, // as src/job/write-batch.ts: the dedupe left one row per key
+        targetFileRows: opts.targetFileRows ?? job.target.maxRowsPerFile,
       });
       laps.lap('merge');
       for (const [phase, ms] of Object.entries(merged.durations)) mergePhases[`merge.${phase}`] = (mergePhases[`merge.${phase}`] ?? 0) + ms;

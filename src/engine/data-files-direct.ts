@@ -20,6 +20,7 @@ import { statsAggregatesSql, statsFromRow, type StatsLeaf } from './file-stats.j
 import { safeReadPath } from './safe-alias.js';
 import { str } from './sql.js';
 import type { WrittenFile } from './data-files.js';
+import { parquetOptions } from './parquet-options.js';
 
 /** What to write: the cast data columns (`sql AS name`) of an unpartitioned relation. */
 export interface DirectWrite {
@@ -47,7 +48,7 @@ export async function writeDirect(session: DuckSession, w: DirectWrite): Promise
   const localPath = join(w.localDir, fileName);
   let keep = false;
   try {
-    await w.runCopy(`COPY (SELECT ${w.select.join(', ')} FROM ${w.from}) TO ${str(localPath)} (FORMAT parquet, COMPRESSION ${w.codec})`);
+    await w.runCopy(`COPY (SELECT ${w.select.join(', ')} FROM ${w.from}) TO ${str(localPath)} (${parquetOptions(w.codec).join(', ')})`);
     const row = await readStats(session, localPath, w.leaves);
     const rows = Number(row?.['n'] ?? 0);
     if (rows === 0 || (w.targetFileRows !== undefined && rows > w.targetFileRows)) return rows === 0 ? [] : null;

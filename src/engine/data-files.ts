@@ -26,6 +26,7 @@ import type { StructField, StructType } from '../delta/schema.js';
 import type { FileStats } from '../delta/snapshot.js';
 import { SchemaError, TidemarkError } from '../errors.js';
 import { writeDirect } from './data-files-direct.js';
+import { parquetOptions } from './parquet-options.js';
 import type { DuckSession, Row } from './duckdb.js';
 import { DEFAULT_NUM_INDEXED_COLS, statsAggregatesSql, statsFromRow, statsJson, statsLeaves, type StatsLeaf } from './file-stats.js';
 import { ident, str } from './sql.js';
@@ -355,7 +356,7 @@ async function writeOneFile(session: DuckSession, f: OneFile): Promise<WrittenFi
   });
   const select = f.dataFields.map((field, i) => `c${i} AS ${ident(field.name)}`).join(', ');
   const where = f.staged.fileFilter(Number(f.row['g']), Number(f.row['k']));
-  const options = [`FORMAT parquet`, `COMPRESSION ${codec}`];
+  const options = parquetOptions(codec);
   if (f.opts.rowGroupSize !== undefined) options.push(`ROW_GROUP_SIZE ${Math.trunc(f.opts.rowGroupSize)}`);
   await session.run(
     `COPY (SELECT ${select} FROM ${f.staged.table} WHERE ${where}${f.keepsOrder ? '' : ` ORDER BY ${f.staged.ord}`}) ` +

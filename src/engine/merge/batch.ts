@@ -89,11 +89,13 @@ async function sourceHasRowid(session: DuckSession, source: string): Promise<boo
 }
 
 /**
- * Row count of the view, evaluating every column (each cast raises on a misfit, see
+ * Row count of the view, evaluating every converted column (each cast raises on a misfit, see
  * ../fit-cast.ts) and the flag; `count(col)` keeps the optimizer from dropping them.
  */
 async function checkedCount(session: DuckSession, view: string, plan: ColumnPlan): Promise<number> {
-  const forced = [...plan.mappings.filter((m) => m.source !== null).map((m) => `count(${ident(m.target)})`), `bool_or(${ident(DELETE_FLAG)})`];
+  // A column taken as it is cannot fail; reading it would only cost a scan.
+  const converted = plan.mappings.filter((m) => m.source !== null && mappingExpr(m, 'b') !== `b.${ident(m.source)}`);
+  const forced = [...converted.map((m) => `count(${ident(m.target)})`), `bool_or(${ident(DELETE_FLAG)})`];
   const row = await session.one(`SELECT count(*) AS n, ${forced.join(', ')} FROM ${ident(view)}`);
   return Number(row?.['n'] ?? 0);
 }
