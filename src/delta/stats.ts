@@ -5,6 +5,17 @@
  */
 import type { FileStats, LiveFile } from './snapshot.js';
 
+/** The files' rows from their stats; undefined when a file has no row count. */
+export function totalRecords(files: readonly Pick<LiveFile, 'parsedStats'>[]): number | undefined {
+  let rows = 0;
+  for (const f of files) {
+    const n = f.parsedStats?.numRecords;
+    if (n === undefined) return undefined;
+    rows += n;
+  }
+  return rows;
+}
+
 /** Doubles hold every decimal with at most this many significant digits exactly enough to round-trip. */
 const SAFE_DIGITS = 15;
 

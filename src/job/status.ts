@@ -4,6 +4,7 @@
 import type { JobConfig } from '../config/schema.js';
 import { DeltaTable } from '../delta/table.js';
 import type { Snapshot } from '../delta/snapshot.js';
+import { totalRecords } from '../delta/stats.js';
 import type { DiscoveryState } from '../discovery/index.js';
 import type { DuckSession } from '../engine/duckdb.js';
 import type { RunContext } from './context.js';
@@ -20,9 +21,7 @@ export async function jobStatus(job: JobConfig, ctx: Pick<RunContext, 'storage'>
   const state = readJobState(snapshot, job.name);
   const files = snapshot?.files ?? [];
   // Row counts come from file stats; one file without stats makes the total unknown.
-  const rows = files.every((f) => f.parsedStats?.numRecords !== undefined)
-    ? files.reduce((n, f) => n + (f.parsedStats?.numRecords ?? 0), 0)
-    : null;
+  const rows = totalRecords(files) ?? null;
   return {
     job: job.name,
     discovery: job.source.discover.by,

@@ -7,6 +7,7 @@
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Snapshot } from '../delta/snapshot.js';
+import { totalRecords } from '../delta/stats.js';
 import { uploadDataFiles } from '../delta/table.js';
 import { writeDataFiles, type WrittenFile } from '../engine/data-files.js';
 import type { DuckSession } from '../engine/duckdb.js';
@@ -42,7 +43,7 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
       schema: ctx.snapshot.schema,
       partitionColumns: ctx.snapshot.partitionColumns,
       localDir: path.join(ctx.spoolDir, `out-${index}`),
-      ...(rows === undefined ? {} : { targetFileRows: rows, rowsAtMost: binRows(bin) }),
+      ...(rows === undefined ? {} : { targetFileRows: rows, rowsAtMost: totalRecords(bin.files) }),
       ...(numIndexedCols === undefined ? {} : { numIndexedCols }),
     });
     await uploadDataFiles(ctx.storage, written, { concurrency: ctx.concurrency, ...signal });
@@ -60,7 +61,7 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
  * bytes per row. Undefined (one file) when a file has no row count in its stats.
  */
 export function targetFileRows(bin: CompactionBin, targetFileBytes: number): number | undefined {
-  const rows = binRows(bin);
+  const rows = totalRecords(bin.files);
   if (rows === undefined || rows === 0 || bin.bytes === 0) return undefined;
   return Math.max(1, Math.floor(targetFileBytes / (bin.bytes / rows)));
 }
@@ -72,13 +73,3 @@ function indexedColumns(snapshot: Snapshot): number | undefined {
   return text !== undefined && Number.isSafeInteger(n) && n >= -1 ? n : undefined;
 }
 
-/** The bin's rows from its files' stats; undefined when a file has no row count. */
-function binRows(bin: CompactionBin): number | undefined {
-  let rows = 0;
-  for (const file of bin.files) {
-    const n = file.parsedStats?.numRecords;
-    if (n === undefined) return undefined;
-    rows += n;
-  }
-  return rows;
-}

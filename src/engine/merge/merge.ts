@@ -20,6 +20,7 @@ import type { Action } from '../../delta/actions.js';
 import { partitionValueStringSql } from '../../delta/partition-encode.js';
 import { addFileFor } from '../../delta/table.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
+import { totalRecords } from '../../delta/stats.js';
 import type { ReadSet } from '../../delta/transaction.js';
 import { MergeInputError } from '../../errors.js';
 import type { WrittenFile } from '../data-files.js';
@@ -166,6 +167,7 @@ async function mergeExisting(run: MergeRun, snapshot: Snapshot): Promise<MergeRe
 async function writeChanges(run: MergeRun, removed: readonly LiveFile[], inserted: number): Promise<WrittenFile[]> {
   const { opts, tables, target, spec, out } = run;
   const columns = target.plan.mappings.map((m) => m.target);
+  // Every updated row replaces a stored one and a delete drops one: the rewrite is no bigger.
   const rewriteSizing = { targetFileRows: opts.targetFileRows ?? maxRecords(removed), rowsAtMost: totalRecords(removed) };
   const rewritten = removed.length > 0 ? await writeAndUpload(out, rewriteRelationSql(tables, columns, spec.keys), 'rewrite', rewriteSizing) : [];
   const insertSizing = { targetFileRows: opts.targetFileRows, rowsAtMost: inserted };
@@ -206,20 +208,6 @@ async function readPartitions(session: DuckSession, tables: TempTables, target: 
   const cols = fields.map((f, i) => `${partitionValueStringSql(`b.${ident(f.name)}`, f.type, f.name)} AS p${i}`);
   const rows = await session.all(`SELECT DISTINCT ${cols.join(', ')} FROM ${ident(tables.batch)} AS b`);
   return partitionTuples(columns, rows);
-}
-
-/**
- * The removed files' rows: a bound on their rewrite (every updated row replaces a stored one, a
- * delete drops one); undefined when a file has no row count.
- */
-function totalRecords(files: readonly { parsedStats: { numRecords?: number } | null }[]): number | undefined {
-  let rows = 0;
-  for (const f of files) {
-    const n = f.parsedStats?.numRecords;
-    if (n === undefined) return undefined;
-    rows += n;
-  }
-  return rows;
 }
 
 /** The largest file's row count, so rewrites keep roughly the table's file size. */
