@@ -1,8 +1,8 @@
 /**
  * The ingestion job end to end with modification-time discovery: sources on s3rver (LastModified
- * at second precision, the store's clock), and a local folder where fs.utimes can date a file
- * below the watermark (s3rver stamps LastModified itself, so it cannot stage a multipart upload
- * whose LastModified is its start time).
+ * at second precision, the store's clock) and in a local folder. A file dated below the watermark
+ * (a multipart upload, whose LastModified is its start time) is staged by back-dating it: in
+ * s3rver's store folder, or with fs.utimes.
  */
 import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
@@ -40,10 +40,11 @@ afterAll(() => closeS3JobEnv(s3, session, dirs));
 const byModified = { by: 'modified', settle: '15m' };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function landingZone(): { source: Storage; uri: string; storageConfig: Record<string, unknown> } {
+function landingZone(): { source: Storage; prefix: string; uri: string; storageConfig: Record<string, unknown> } {
   const prefix = `landing-${randomUUID()}/`;
   return {
     source: s3.makeStorage(prefix),
+    prefix,
     uri: `s3://${s3.bucket}/${prefix}`,
     storageConfig: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true },
   };
@@ -107,38 +108,64 @@ describe('modification-time discovery end to end (sources on s3rver)', () => {
   });
 });
 
-describe('modification-time discovery end to end (local source folder, dated with utimes)', () => {
-  /** Land `rows` as `key` under `root`, with modification time `mtimeMs`. */
-  async function landAt(source: LocalStorage, root: string, key: string, rows: OrderRow[], mtimeMs: number): Promise<void> {
-    await land(source, session, key, rows);
-    const file = path.join(root, ...key.split('/'));
-    await fsp.utimes(file, mtimeMs / 1000, mtimeMs / 1000);
-  }
+/** A landing zone whose files a test can date, and the job reading it. */
+interface DatedZone {
+  setup: ReturnType<typeof makeConfig>;
+  /** Land `rows` as `key` with LastModified `mtimeMs` (whole seconds). */
+  landAt(key: string, rows: OrderRow[], mtimeMs: number): Promise<void>;
+}
 
-  it('a file whose LastModified is below the watermark but inside the settle window loads once; one older than the window does not', async () => {
+/**
+ * A multipart upload completes after a run, dated 5 minutes below that run's watermark: inside the
+ * 15-minute settle window it loads, once; a file an hour old is outside the window and does not.
+ */
+async function settleWindowScenario(zone: DatedZone): Promise<void> {
+  const { setup } = zone;
+  const t = Math.floor((Date.now() - 60_000) / 1000) * 1000;
+  await zone.landAt('in/a.csv', orders([1, 'placed', 1]), t);
+  const first = await run(setup);
+  expect(first).toMatchObject({ status: 'succeeded', filesLoaded: 1, watermark: new Date(t).toISOString() });
+
+  const multipart = orders([1, 'paid', 2], [2, 'placed', 1]);
+  await zone.landAt('in/multipart.parquet', multipart, t - 5 * 60_000);
+  await zone.landAt('in/ancient.csv', orders([9, 'placed', 1]), t - 60 * 60_000);
+  const second = await run(setup);
+  expect(second).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 1, updated: 1, watermark: new Date(t).toISOString() });
+  expect(await run(setup)).toMatchObject({ status: 'nothing-new', commits: 0, tableVersion: second.tableVersion });
+
+  const table = await readTarget(session, setup);
+  expect(table.rows.map((r) => [r.order_id, r.status])).toEqual([
+    [1, 'paid'],
+    [2, 'placed'],
+  ]);
+  expect(table.rows.map((r) => r.rid).sort()).toEqual(multipart.map((r) => r.rid).sort());
+  expect(table.state.discovery).toMatchObject({ mode: 'modified', watermark: t });
+}
+
+const SETTLE_CASE = 'a file whose LastModified is below the watermark but inside the settle window loads once; one older than the window does not';
+
+describe('modification-time discovery end to end: the settle window', () => {
+  it(`${SETTLE_CASE} (source on s3rver, back-dated in its store)`, async () => {
+    const zone = landingZone();
+    await settleWindowScenario({
+      setup: makeConfig({ source: { uri: zone.uri, discover: byModified }, target: mergeTarget(await tempDir('t', dirs)) }, zone.storageConfig),
+      landAt: async (key, rows, mtimeMs) => {
+        await land(zone.source, session, key, rows);
+        await s3.setLastModified(zone.prefix + key, new Date(mtimeMs));
+      },
+    });
+  });
+
+  it(`${SETTLE_CASE} (local source folder, dated with utimes)`, async () => {
     const root = await tempDir('src', dirs);
     const source = new LocalStorage(root);
-    const setup = makeConfig({ source: { uri: root, discover: byModified }, target: mergeTarget(await tempDir('t', dirs)) });
-    const t = Math.floor((Date.now() - 60_000) / 1000) * 1000;
-    await landAt(source, root, 'in/a.csv', orders([1, 'placed', 1]), t);
-    const first = await run(setup);
-    expect(first).toMatchObject({ status: 'succeeded', filesLoaded: 1, watermark: new Date(t).toISOString() });
-
-    // A multipart upload started 5 minutes before the watermark and completed after the first run.
-    const multipart = orders([1, 'paid', 2], [2, 'placed', 1]);
-    await landAt(source, root, 'in/multipart.parquet', multipart, t - 5 * 60_000);
-    // An hour old: outside the 15-minute settle window, so by design it is not a candidate.
-    await landAt(source, root, 'in/ancient.csv', orders([9, 'placed', 1]), t - 60 * 60_000);
-    const second = await run(setup);
-    expect(second).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 1, updated: 1, watermark: new Date(t).toISOString() });
-    expect(await run(setup)).toMatchObject({ status: 'nothing-new', commits: 0, tableVersion: second.tableVersion });
-
-    const table = await readTarget(session, setup);
-    expect(table.rows.map((r) => [r.order_id, r.status])).toEqual([
-      [1, 'paid'],
-      [2, 'placed'],
-    ]);
-    expect(table.rows.map((r) => r.rid).sort()).toEqual(multipart.map((r) => r.rid).sort());
-    expect(table.state.discovery).toMatchObject({ mode: 'modified', watermark: t });
+    await settleWindowScenario({
+      setup: makeConfig({ source: { uri: root, discover: byModified }, target: mergeTarget(await tempDir('t', dirs)) }),
+      landAt: async (key, rows, mtimeMs) => {
+        await land(source, session, key, rows);
+        const file = path.join(root, ...key.split('/'));
+        await fsp.utimes(file, mtimeMs / 1000, mtimeMs / 1000);
+      },
+    });
   });
 });
