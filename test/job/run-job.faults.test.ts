@@ -6,23 +6,25 @@
  *
  * Hook points: afterFetch (files fetched, nothing written), beforeCommit (data files written
  * and uploaded, commit not yet made), afterCommit (batch committed, run not yet finished).
- * Sources and targets are local folders: the hooks, not the store, are under test here.
+ * Sources are on s3rver, so every batch is downloaded into the run's spool folder as in
+ * production (and a crashed run must remove it); targets are local folders.
  */
+import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunHooks } from '../../src/job/context.js';
 import { reportOfFailedRun } from '../../src/job/run-job.js';
 import type { JobState } from '../../src/job/state.js';
-import { LocalStorage } from '../../src/storage/local.js';
+import type { S3rverHandle } from '../helpers/s3rver.js';
 import {
-  cleanup,
+  closeS3JobEnv,
   DuckSession,
   duplicateRids,
   expectedLatest,
   land,
   makeConfig,
   mergeTarget,
+  openS3JobEnv,
   orders,
   readTarget,
   run,
@@ -32,15 +34,19 @@ import {
   type TableView,
 } from './helpers.js';
 
+let s3: S3rverHandle;
 let session: DuckSession;
 const dirs: string[] = [];
-let sourceRoot: string;
+let sourceUri: string;
+let sourceStorage: Record<string, unknown>;
 const landed: OrderRow[] = [];
 
 /** Six files over three days, keys overlapping across batches (2 files per batch: 3 batches). */
 async function landSource(): Promise<void> {
-  sourceRoot = await tempDir('fault-src', dirs);
-  const source = new LocalStorage(sourceRoot);
+  const prefix = `fault-src-${randomUUID()}/`;
+  const source = s3.makeStorage(prefix);
+  sourceUri = `s3://${s3.bucket}/${prefix}`;
+  sourceStorage = { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true };
   const files: Array<[string, OrderRow[]]> = [
     ['2025/03/01/a.csv', orders([1, 'placed', 1], [2, 'placed', 1], [1, 'placed', 1])],
     ['2025/03/01/b.parquet', orders([3, 'placed', 1], [2, 'paid', 2])],
@@ -53,21 +59,17 @@ async function landSource(): Promise<void> {
   const t0 = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
   for (const [i, [key, rows]] of files.entries()) {
     await land(source, session, key, rows);
-    const ms = (t0 + i * 1000) / 1000;
-    await fsp.utimes(path.join(sourceRoot, key), ms, ms);
+    await s3.setLastModified(prefix + key, new Date(t0 + i * 1000));
     landed.push(...rows);
   }
 }
 
 beforeAll(async () => {
-  session = await DuckSession.open();
+  ({ s3, session } = await openS3JobEnv());
   await landSource();
 });
 
-afterAll(async () => {
-  session?.close();
-  await cleanup(dirs);
-});
+afterAll(() => closeS3JobEnv(s3, session, dirs));
 
 type Mode = 'merge' | 'append';
 type Discovery = 'partition' | 'modified';
@@ -76,11 +78,8 @@ type Point = keyof RunHooks;
 async function setupFor(mode: Mode, discovery: Discovery) {
   const target = await tempDir('fault-t', dirs);
   const discover = discovery === 'partition' ? { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 } : { by: 'modified', settle: '2h' };
-  return makeConfig({
-    source: { uri: sourceRoot, discover },
-    target: mode === 'merge' ? mergeTarget(target) : { uri: target, mode: 'append' },
-    maxFilesPerBatch: 2,
-  });
+  const job = { source: { uri: sourceUri, discover }, target: mode === 'merge' ? mergeTarget(target) : { uri: target, mode: 'append' }, maxFilesPerBatch: 2 };
+  return makeConfig(job, sourceStorage);
 }
 
 /** Hooks that throw at `point` of batch `batch` (0-based). */
@@ -126,12 +125,15 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
     'a crash at %s of batch %i, then a rerun, gives the table and state of an uninterrupted run (fault injection: hook throws)',
     async (point, batch) => {
       const setup = await setupFor(mode, discovery);
-      const crash = await run(setup, { hooks: crashAt(point, batch) }).then(
+      const spoolRoot = await tempDir('fault-spool', dirs);
+      const crash = await run(setup, { hooks: crashAt(point, batch), spoolRoot }).then(
         () => null,
         (err: unknown) => err,
       );
       expect(crash).toBeInstanceOf(Error);
       expect((crash as Error).message).toBe(`injected crash at ${point} of batch ${batch}`);
+      // The crashed run removed its spool folder, downloads and all.
+      expect(await fsp.readdir(spoolRoot)).toEqual([]);
       const afterCrash = await readTarget(session, setup);
       const committedBatches = point === 'afterCommit' ? batch + 1 : batch;
       // The failed run's report counts the batches it committed before the crash.
