@@ -1,23 +1,26 @@
 /**
- * `tidemark run` processes on the same jobs at once (local targets, so put-if-absent is real):
+ * `tidemark run` processes on the same jobs at once (sources on s3rver, each process downloading
+ * its batches; local targets, so put-if-absent is real):
  * commits race, the loser of each race re-reads the winner's commit and plans again. Three
  * processes rather than two: more races per run (two processes hit a duplicate-load bug, now
  * fixed, one time in twenty; test/job/run-job.rival.test.ts pins it down deterministically).
  * At the end every file is loaded exactly once, in append mode (row ids) and in merge mode,
  * every process succeeds, and the table versions are contiguous.
  */
+import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../src/job/report.js';
-import { LocalStorage } from '../../src/storage/local.js';
+import type { S3rverHandle } from '../helpers/s3rver.js';
 import {
-  cleanup,
+  closeS3JobEnv,
   DuckSession,
   duplicateRids,
   expectedLatest,
   land,
   makeConfig,
+  openS3JobEnv,
   orders,
   readTarget,
   sortRows,
@@ -27,16 +30,15 @@ import {
 import { spawnCli } from './process.js';
 
 let session: DuckSession;
+let s3: S3rverHandle;
 const dirs: string[] = [];
 
+// The child processes inherit the s3rver credentials openS3JobEnv puts in the environment.
 beforeAll(async () => {
-  session = await DuckSession.open();
+  ({ s3, session } = await openS3JobEnv());
 });
 
-afterAll(async () => {
-  session?.close();
-  await cleanup(dirs);
-});
+afterAll(() => closeS3JobEnv(s3, session, dirs));
 
 async function versionsOf(root: string): Promise<number[]> {
   const names = await fsp.readdir(path.join(root, '_delta_log'));
@@ -45,8 +47,9 @@ async function versionsOf(root: string): Promise<number[]> {
 
 describe('concurrent tidemark runs of the same jobs', () => {
   it('three processes at once load every file exactly once; all exit 0; versions are contiguous', async () => {
-    const sourceRoot = await tempDir('conc-src', dirs);
-    const source = new LocalStorage(sourceRoot);
+    const prefix = `conc-src-${randomUUID()}/`;
+    const source = s3.makeStorage(prefix);
+    const sourceRoot = `s3://${s3.bucket}/${prefix}`;
     const landed: OrderRow[] = [];
     let seq = 0;
     const files = 24;
@@ -63,7 +66,8 @@ describe('concurrent tidemark runs of the same jobs', () => {
     ];
     const configDir = await tempDir('conc-cfg', dirs);
     const configPath = path.join(configDir, 'tidemark.yaml');
-    await fsp.writeFile(configPath, JSON.stringify({ jobs }));
+    const storage = { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true };
+    await fsp.writeFile(configPath, JSON.stringify({ storage, jobs }));
 
     const procs = [0, 1, 2].map(() => spawnCli(['run', '--config', configPath, '--json']));
     const exits = await Promise.all(procs.map((p) => p.done));
