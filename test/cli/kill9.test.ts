@@ -10,20 +10,24 @@
  * discovery, fetch, load, data-file upload, commit and checkpoint. The seed is printed on
  * failure; set TIDEMARK_KILL_SEED to replay a sequence.
  *
- * SIGKILL cannot run cleanup, so a killed run leaves its spool folder behind; the next run of
- * the job removes spool folders of dead runs (src/job/spool.ts). Checked here too.
+ * Sources are on s3rver (the runs download their batches into the spool; the children inherit
+ * its credentials from the environment), targets are local folders. SIGKILL cannot run cleanup,
+ * so a killed run leaves its spool folder, downloads and all, behind; the next run of the job
+ * removes spool folders of dead runs (src/job/spool.ts). Checked here too.
  */
+import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalStorage } from '../../src/storage/local.js';
+import type { S3rverHandle } from '../helpers/s3rver.js';
 import {
-  cleanup,
+  closeS3JobEnv,
   DuckSession,
   duplicateRids,
   expectedLatest,
   land,
   makeConfig,
+  openS3JobEnv,
   orders,
   readTarget,
   sortRows,
@@ -34,16 +38,24 @@ import { runCli, spawnCli } from './process.js';
 
 const KILLS = 20;
 let session: DuckSession;
+let s3: S3rverHandle;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  session = await DuckSession.open();
+  ({ s3, session } = await openS3JobEnv());
 });
 
-afterAll(async () => {
-  session?.close();
-  await cleanup(dirs);
-});
+afterAll(() => closeS3JobEnv(s3, session, dirs));
+
+/** A fresh landing zone on s3rver: its storage, its URI and the config's storage section. */
+function s3Source(name: string) {
+  const prefix = `${name}-${randomUUID()}/`;
+  return {
+    source: s3.makeStorage(prefix),
+    uri: `s3://${s3.bucket}/${prefix}`,
+    storage: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true },
+  };
+}
 
 /** mulberry32: a small seeded PRNG, so a failing kill sequence can be replayed. */
 function prng(seed: number): () => number {
@@ -75,8 +87,7 @@ describe('killing the tidemark process', () => {
     const seed = Number(process.env['TIDEMARK_KILL_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
     const random = prng(seed);
     const where = `(kill seed ${seed})`;
-    const sourceRoot = await tempDir('kill-src', dirs);
-    const source = new LocalStorage(sourceRoot);
+    const { source, uri: sourceRoot, storage } = s3Source('kill-src');
     const spoolTmp = await tempDir('kill-tmp', dirs);
     const [mergeRoot, appendRoot] = [await tempDir('kill-merge', dirs), await tempDir('kill-append', dirs)];
     const jobs = [
@@ -85,7 +96,7 @@ describe('killing the tidemark process', () => {
     ];
     const configPath = path.join(spoolTmp, '..', `${path.basename(spoolTmp)}.yaml`);
     dirs.push(configPath);
-    await fsp.writeFile(configPath, JSON.stringify({ jobs }));
+    await fsp.writeFile(configPath, JSON.stringify({ storage, jobs }));
     const latest = makeConfig(jobs[0]!);
     const events = makeConfig({ ...jobs[1]!, name: 'events' });
     const args = ['run', '--config', configPath, '--json'];
@@ -162,8 +173,7 @@ describe('killing the tidemark process', () => {
   }, 240_000);
 
   it('SIGTERM stops a run: exit 1, its spool folder removed, nothing partial committed; the rerun loads the rest exactly once', async () => {
-    const sourceRoot = await tempDir('term-src', dirs);
-    const source = new LocalStorage(sourceRoot);
+    const { source, uri: sourceRoot, storage } = s3Source('term-src');
     const landed: OrderRow[] = [];
     for (let i = 0; i < 16; i++) {
       const rows = orders([i, 'placed', 1], [i + 100, 'placed', 1]);
@@ -173,7 +183,7 @@ describe('killing the tidemark process', () => {
     const spoolTmp = await tempDir('term-tmp', dirs);
     const job = { name: 'events', source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } }, target: { uri: await tempDir('term-t', dirs), mode: 'append' }, maxFilesPerBatch: 1 };
     const configPath = path.join(await tempDir('term-cfg', dirs), 'tidemark.yaml');
-    await fsp.writeFile(configPath, JSON.stringify({ jobs: [job] }));
+    await fsp.writeFile(configPath, JSON.stringify({ storage, jobs: [job] }));
     const setup = makeConfig(job);
 
     const proc = spawnCli(['run', '--config', configPath, '--json'], { TMPDIR: spoolTmp });
