@@ -6,8 +6,7 @@ import type { PhaseClock } from './clock.js';
 import type { TempTables } from './names.js';
 import { bytesOf } from './output.js';
 import { countsSql } from './plan.js';
-import type { MergeCounts } from './request.js';
-import type { MergeResult } from './types.js';
+import type { MergeCounts, MergeResult } from './types.js';
 
 /** Row counts per action (see countsSql); `haveTarget` is false when no file was read in full. */
 export async function readCounts(session: DuckSession, tables: TempTables, haveTarget: boolean, sourceRows: number): Promise<MergeCounts> {
@@ -39,24 +38,15 @@ export interface Outcome {
 
 /** The MergeResult of an outcome, with the phase durations so far. */
 export function resultOf(o: Outcome, clock: PhaseClock): MergeResult {
-  const { sourceRows, inserted, updated, deleted, skippedStale, skippedByTombstone, unchanged, deleteNotFound, rowsCopied } = o.counts;
   return {
     version: o.version,
-    sourceRows,
-    inserted,
-    updated,
-    deleted,
-    skippedStale,
-    skippedByTombstone,
-    unchanged,
-    deleteNotFound,
+    ...o.counts,
     filesAdded: o.added.length,
     filesRemoved: o.removed.length,
     bytesRewritten: bytesOf(o.removed),
     bytesAdded: bytesOf(o.added),
     filesScanned: o.filesScanned,
     filesRead: o.filesRead,
-    rowsCopied,
     created: o.created,
     durations: clock.durations(),
   };

@@ -9,19 +9,7 @@ import type { CommitRequest, ReadSet } from '../../delta/transaction.js';
 import type { WrittenFile } from '../data-files.js';
 import { ident } from '../sql.js';
 import type { MatchSpec } from './plan.js';
-
-/** Row counts of a MERGE (per target row). */
-export interface MergeCounts {
-  sourceRows: number;
-  inserted: number;
-  updated: number;
-  deleted: number;
-  skippedStale: number;
-  skippedByTombstone: number;
-  unchanged: number;
-  deleteNotFound: number;
-  rowsCopied: number;
-}
+import type { MergeCounts } from './types.js';
 
 /** Everything the MERGE commit describes. */
 export interface MergeCommitInput {

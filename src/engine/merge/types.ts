@@ -119,10 +119,8 @@ export interface MergeDurations {
   total: number;
 }
 
-/** What a MERGE did. Row counts are per target row (like Delta's operation metrics). */
-export interface MergeResult {
-  /** Committed table version, or null when nothing changed (no commit). */
-  version: number | null;
+/** Row counts of a MERGE, per target row (like Delta's operation metrics). */
+export interface MergeCounts {
   /** Rows in the batch. */
   sourceRows: number;
   inserted: number;
@@ -139,6 +137,14 @@ export interface MergeResult {
   unchanged: number;
   /** Batch rows flagged for delete whose key is not in the table (no-op). */
   deleteNotFound: number;
+  /** Unchanged rows copied from rewritten files into their replacements. */
+  rowsCopied: number;
+}
+
+/** What a MERGE did: its row counts, files and bytes. */
+export interface MergeResult extends MergeCounts {
+  /** Committed table version, or null when nothing changed (no commit). */
+  version: number | null;
   filesAdded: number;
   filesRemoved: number;
   /** Sum of the sizes of the removed (rewritten) files. */
@@ -149,8 +155,6 @@ export interface MergeResult {
   filesScanned: number;
   /** Files read in full (hold a batch key that is not stale). */
   filesRead: number;
-  /** Unchanged rows copied from rewritten files into their replacements. */
-  rowsCopied: number;
   /** True when this MERGE created the table. */
   created: boolean;
   durations: MergeDurations;
