@@ -7,7 +7,6 @@
  * At the end every file is loaded exactly once, in append mode (row ids) and in merge mode,
  * every process succeeds, and the table versions are contiguous.
  */
-import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,9 +46,7 @@ async function versionsOf(root: string): Promise<number[]> {
 
 describe('concurrent tidemark runs of the same jobs', () => {
   it('three processes at once load every file exactly once; all exit 0; versions are contiguous', async () => {
-    const prefix = `conc-src-${randomUUID()}/`;
-    const source = s3.makeStorage(prefix);
-    const sourceRoot = `s3://${s3.bucket}/${prefix}`;
+    const { source, uri: sourceRoot, storageConfig: storage } = s3.landingZone('conc-src');
     const landed: OrderRow[] = [];
     let seq = 0;
     const files = 24;
@@ -66,7 +63,6 @@ describe('concurrent tidemark runs of the same jobs', () => {
     ];
     const configDir = await tempDir('conc-cfg', dirs);
     const configPath = path.join(configDir, 'tidemark.yaml');
-    const storage = { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true };
     await fsp.writeFile(configPath, JSON.stringify({ storage, jobs }));
 
     const procs = [0, 1, 2].map(() => spawnCli(['run', '--config', configPath, '--json']));

@@ -15,7 +15,6 @@
  * so a killed run leaves its spool folder, downloads and all, behind; the next run of the job
  * removes spool folders of dead runs (src/job/spool.ts). Checked here too.
  */
-import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,15 +46,6 @@ beforeAll(async () => {
 
 afterAll(() => closeS3JobEnv(s3, session, dirs));
 
-/** A fresh landing zone on s3rver: its storage, its URI and the config's storage section. */
-function s3Source(name: string) {
-  const prefix = `${name}-${randomUUID()}/`;
-  return {
-    source: s3.makeStorage(prefix),
-    uri: `s3://${s3.bucket}/${prefix}`,
-    storage: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true },
-  };
-}
 
 /** mulberry32: a small seeded PRNG, so a failing kill sequence can be replayed. */
 function prng(seed: number): () => number {
@@ -87,7 +77,7 @@ describe('killing the tidemark process', () => {
     const seed = Number(process.env['TIDEMARK_KILL_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
     const random = prng(seed);
     const where = `(kill seed ${seed})`;
-    const { source, uri: sourceRoot, storage } = s3Source('kill-src');
+    const { source, uri: sourceRoot, storageConfig: storage } = s3.landingZone('kill-src');
     const spoolTmp = await tempDir('kill-tmp', dirs);
     const [mergeRoot, appendRoot] = [await tempDir('kill-merge', dirs), await tempDir('kill-append', dirs)];
     const jobs = [
@@ -173,7 +163,7 @@ describe('killing the tidemark process', () => {
   }, 240_000);
 
   it('SIGTERM stops a run: exit 1, its spool folder removed, nothing partial committed; the rerun loads the rest exactly once', async () => {
-    const { source, uri: sourceRoot, storage } = s3Source('term-src');
+    const { source, uri: sourceRoot, storageConfig: storage } = s3.landingZone('term-src');
     const landed: OrderRow[] = [];
     for (let i = 0; i < 16; i++) {
       const rows = orders([i, 'placed', 1], [i + 100, 'placed', 1]);

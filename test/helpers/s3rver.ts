@@ -30,6 +30,11 @@ export interface S3rverHandle {
   /** An S3Storage on the test bucket; without a prefix, a fresh unique one (isolates tests). */
   makeStorage(prefix?: string, extra?: Partial<S3StorageOptions>): S3Storage;
   /**
+   * A fresh landing zone under `<name>-<uuid>/`: its storage, `s3://` URI, key prefix, and the
+   * config's `storage` section for a job (or a CLI child) reading it.
+   */
+  landingZone(name?: string): S3LandingZone;
+  /**
    * Put many small objects fast by writing them straight into s3rver's store folder
    * (`<bucket>/<key>._S3rver_object`; s3rver derives ETag, size and LastModified from the file).
    * A PUT through s3rver costs ~10 ms, too slow for landing zones with years of partitions.
@@ -38,6 +43,14 @@ export interface S3rverHandle {
   /** Back-date an object (s3rver reports its store file's mtime as LastModified). `key` includes any prefix. */
   setLastModified(key: string, at: Date): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** See S3rverHandle.landingZone. */
+export interface S3LandingZone {
+  source: S3Storage;
+  uri: string;
+  prefix: string;
+  storageConfig: { endpoint: string; region: string; forcePathStyle: true };
 }
 
 /** Start s3rver with one bucket. */
@@ -55,6 +68,15 @@ export async function startS3rver(bucket = 'tidemark-test'): Promise<S3rverHandl
     client,
     makeStorage: (prefix = `t-${randomUUID()}/`, extra = {}) =>
       new S3Storage({ bucket, prefix, client, ...extra }),
+    landingZone(name = 'landing') {
+      const prefix = `${name}-${randomUUID()}/`;
+      return {
+        source: new S3Storage({ bucket, prefix, client }),
+        uri: `s3://${bucket}/${prefix}`,
+        prefix,
+        storageConfig: { endpoint, region, forcePathStyle: true },
+      };
+    },
     async seedObjects(objects) {
       const folders = new Set(objects.map(([key]) => path.dirname(path.join(directory, bucket, key))));
       await Promise.all([...folders].map((f) => fsp.mkdir(f, { recursive: true })));

@@ -4,7 +4,6 @@
  * tests read back. A backfill loads exactly its range, oldest first, one commit per partition
  * (or per batch), resumes, and never writes the job's state nor rolls back the job's newer rows.
  */
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { reportOfFailedBackfill } from '../../src/job/backfill.js';
@@ -57,13 +56,8 @@ async function emptyZone(driver: Driver): Promise<Zone> {
     const root = await tempDir('bf-src', dirs);
     return { source: new LocalStorage(root), uri: root, storageConfig: {}, days: new Map() };
   }
-  const prefix = `landing-${randomUUID()}/`;
-  return {
-    source: s3.makeStorage(prefix),
-    uri: `s3://${s3.bucket}/${prefix}`,
-    storageConfig: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true },
-    days: new Map(),
-  };
+  const { source, uri, storageConfig } = s3.landingZone('landing');
+  return { source, uri, storageConfig, days: new Map() };
 }
 
 /** Land `rows` as `key` (`2025/03/02/b.csv`), remembering them under the key's day. */

@@ -106,13 +106,8 @@ async function localZone(): Promise<Zone> {
 }
 
 function s3Zone(): Zone {
-  const prefix = `bad-${randomUUID()}/`;
-  return {
-    source: s3.makeStorage(prefix),
-    uri: `s3://${s3.bucket}/${prefix}`,
-    storageConfig: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, singleWriter: true },
-    target: `s3://${s3.bucket}/lake-${randomUUID()}/orders`,
-  };
+  const { source, uri, storageConfig } = s3.landingZone('bad');
+  return { source, uri, storageConfig: { ...storageConfig, singleWriter: true }, target: `s3://${s3.bucket}/lake-${randomUUID()}/orders` };
 }
 
 /** A zone with a first load (day 1) done, and day 2 holding a good file and the bad one. */

@@ -44,12 +44,8 @@ async function landingZone(kind: SourceKind): Promise<Zone> {
     const dir = await tempDir('cdc-src', dirs);
     return { storage: new LocalStorage(dir), uri: dir, storageConfig: {} };
   }
-  const prefix = `cdc-${randomUUID()}/`;
-  return {
-    storage: s3.makeStorage(prefix),
-    uri: `s3://${s3.bucket}/${prefix}`,
-    storageConfig: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true },
-  };
+  const { source, uri, storageConfig } = s3.landingZone('cdc');
+  return { storage: source, uri, storageConfig };
 }
 
 type Setup = { job: JobConfig; storage: StorageConfig };

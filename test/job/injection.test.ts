@@ -61,13 +61,8 @@ async function zoneOn(kind: 'local' | 's3rver'): Promise<Zone> {
     const source = new LocalStorage(dir);
     return { source, uri: source.uri, storageConfig: {}, target: await tempDir('inj-t', dirs) };
   }
-  const prefix = `inj-${randomUUID()}/`;
-  return {
-    source: s3.makeStorage(prefix),
-    uri: `s3://${s3.bucket}/${prefix}`,
-    storageConfig: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, singleWriter: true },
-    target: `s3://${s3.bucket}/lake-${randomUUID()}/t`,
-  };
+  const { source, uri, storageConfig } = s3.landingZone('inj');
+  return { source, uri, storageConfig: { ...storageConfig, singleWriter: true }, target: `s3://${s3.bucket}/lake-${randomUUID()}/t` };
 }
 
 describe.each(['local', 's3rver'] as const)('object keys and key values, source on %s', (kind) => {

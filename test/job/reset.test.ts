@@ -5,7 +5,6 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PartitionState } from '../../src/discovery/index.js';
 import { ConfigError } from '../../src/errors.js';
@@ -95,8 +94,8 @@ async function zoneOf(driver: Driver): Promise<{ source: Storage; uri: string; s
     const root = await tempDir('rs-src', dirs);
     return { source: new LocalStorage(root), uri: root, storageConfig: {}, root };
   }
-  const prefix = `landing-${randomUUID()}/`;
-  return { source: s3.makeStorage(prefix), uri: `s3://${s3.bucket}/${prefix}`, storageConfig: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true } };
+  const { source, uri, storageConfig } = s3.landingZone('landing');
+  return { source, uri, storageConfig };
 }
 
 describe.each<Driver>(['local', 's3rver'])('reset then run (source: %s)', (driver) => {

@@ -9,7 +9,6 @@
  * Sources are on s3rver, so every batch is downloaded into the run's spool folder as in
  * production (and a crashed run must remove it); targets are local folders.
  */
-import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunHooks } from '../../src/job/context.js';
@@ -43,10 +42,10 @@ const landed: OrderRow[] = [];
 
 /** Six files over three days, keys overlapping across batches (2 files per batch: 3 batches). */
 async function landSource(): Promise<void> {
-  const prefix = `fault-src-${randomUUID()}/`;
-  const source = s3.makeStorage(prefix);
-  sourceUri = `s3://${s3.bucket}/${prefix}`;
-  sourceStorage = { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true };
+  const zone = s3.landingZone('fault-src');
+  const { source, prefix } = zone;
+  sourceUri = zone.uri;
+  sourceStorage = zone.storageConfig;
   const files: Array<[string, OrderRow[]]> = [
     ['2025/03/01/a.csv', orders([1, 'placed', 1], [2, 'placed', 1], [1, 'placed', 1])],
     ['2025/03/01/b.parquet', orders([3, 'placed', 1], [2, 'paid', 2])],

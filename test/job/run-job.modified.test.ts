@@ -9,7 +9,6 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.js';
-import type { Storage } from '../../src/storage/storage.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import {
   closeS3JobEnv,
@@ -40,21 +39,12 @@ afterAll(() => closeS3JobEnv(s3, session, dirs));
 const byModified = { by: 'modified', settle: '15m' };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function landingZone(): { source: Storage; prefix: string; uri: string; storageConfig: Record<string, unknown> } {
-  const prefix = `landing-${randomUUID()}/`;
-  return {
-    source: s3.makeStorage(prefix),
-    prefix,
-    uri: `s3://${s3.bucket}/${prefix}`,
-    storageConfig: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true },
-  };
-}
 
 describe('modification-time discovery end to end (sources on s3rver)', () => {
   it('merge: initial load of mixed formats, then a file landing in the same second as the watermark loads exactly once', async () => {
     // The tie needs the first run to finish within the second of its file; retry on a slow machine.
     for (let attempt = 1; ; attempt++) {
-      const zone = landingZone();
+      const zone = s3.landingZone();
       const setup = makeConfig({ source: { uri: zone.uri, discover: byModified }, target: mergeTarget(await tempDir('t', dirs)) }, zone.storageConfig);
       const landed: OrderRow[] = [];
       const put = async (key: string, rows: OrderRow[]) => {
@@ -85,7 +75,7 @@ describe('modification-time discovery end to end (sources on s3rver)', () => {
   });
 
   it('append into a target on s3rver (singleWriter): each landed row exactly once over incremental runs', async () => {
-    const zone = landingZone();
+    const zone = s3.landingZone();
     const target = `s3://${s3.bucket}/lake-${randomUUID()}/events`;
     const setup = makeConfig(
       { source: { uri: zone.uri, discover: byModified }, target: { uri: target, mode: 'append' }, maxFilesPerBatch: 1 },
@@ -146,7 +136,7 @@ const SETTLE_CASE = 'a file whose LastModified is below the watermark but inside
 
 describe('modification-time discovery end to end: the settle window', () => {
   it(`${SETTLE_CASE} (source on s3rver, back-dated in its store)`, async () => {
-    const zone = landingZone();
+    const zone = s3.landingZone();
     await settleWindowScenario({
       setup: makeConfig({ source: { uri: zone.uri, discover: byModified }, target: mergeTarget(await tempDir('t', dirs)) }, zone.storageConfig),
       landAt: async (key, rows, mtimeMs) => {

@@ -5,7 +5,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Storage } from '../../src/storage/storage.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import {
   closeS3JobEnv,
@@ -33,21 +32,11 @@ beforeAll(async () => {
 });
 afterAll(() => closeS3JobEnv(s3, session, dirs));
 
-/** A fresh landing zone on s3rver and the job settings pointing at it. */
-function landingZone(): { source: Storage; uri: string; storageConfig: Record<string, unknown> } {
-  const prefix = `landing-${randomUUID()}/`;
-  return {
-    source: s3.makeStorage(prefix),
-    uri: `s3://${s3.bucket}/${prefix}`,
-    storageConfig: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true },
-  };
-}
-
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 };
 
 describe('partition discovery end to end (sources on s3rver)', () => {
   it('merge: initial load of mixed CSV, Parquet and NDJSON; latest status per order wins; _source_file names the file\'s URI', async () => {
-    const zone = landingZone();
+    const zone = s3.landingZone();
     const setup = makeConfig({ source: { uri: zone.uri, discover: byDay }, target: mergeTarget(await tempDir('t', dirs)) }, zone.storageConfig);
     // The last two rows of day 1 are the same event sent twice (duplicates within a day).
     const day1 = orders([1, 'placed', 1], [2, 'placed', 1], [1, 'paid', 2], [1, 'paid', 2]);
@@ -72,7 +61,7 @@ describe('partition discovery end to end (sources on s3rver)', () => {
   });
 
   it('merge: an incremental run loads only the new day and a late file in a lookback day; a late older event never rolls a row back', async () => {
-    const zone = landingZone();
+    const zone = s3.landingZone();
     const setup = makeConfig({ source: { uri: zone.uri, discover: byDay }, target: mergeTarget(await tempDir('t', dirs)) }, zone.storageConfig);
     const landed: OrderRow[] = [];
     const put = async (key: string, rows: OrderRow[]) => {
@@ -101,7 +90,7 @@ describe('partition discovery end to end (sources on s3rver)', () => {
   });
 
   it('a rerun with nothing new commits nothing: same table version, status nothing-new', async () => {
-    const zone = landingZone();
+    const zone = s3.landingZone();
     const setup = makeConfig({ source: { uri: zone.uri, discover: byDay }, target: mergeTarget(await tempDir('t', dirs)) }, zone.storageConfig);
     await land(zone.source, session, '2025/06/01/a.csv', orders([1, 'placed', 1]));
     const first = await run(setup);
@@ -114,7 +103,7 @@ describe('partition discovery end to end (sources on s3rver)', () => {
   });
 
   it('append: every landed row appears exactly once across initial and incremental runs, with a late file', async () => {
-    const zone = landingZone();
+    const zone = s3.landingZone();
     const setup = makeConfig(
       { source: { uri: zone.uri, discover: byDay }, target: { uri: await tempDir('t', dirs), mode: 'append' }, maxFilesPerBatch: 2 },
       zone.storageConfig,
@@ -139,7 +128,7 @@ describe('partition discovery end to end (sources on s3rver)', () => {
   });
 
   it('merge into a target on s3rver (singleWriter): initial, incremental and no-op runs', async () => {
-    const zone = landingZone();
+    const zone = s3.landingZone();
     const target = `s3://${s3.bucket}/lake-${randomUUID()}/orders`;
     const setup = makeConfig({ source: { uri: zone.uri, discover: byDay }, target: mergeTarget(target) }, { ...zone.storageConfig, singleWriter: true });
     const landed: OrderRow[] = [];
