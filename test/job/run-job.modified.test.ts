@@ -39,7 +39,6 @@ afterAll(() => closeS3JobEnv(s3, session, dirs));
 const byModified = { by: 'modified', settle: '15m' };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-
 describe('modification-time discovery end to end (sources on s3rver)', () => {
   it('merge: initial load of mixed formats, then a file landing in the same second as the watermark loads exactly once', async () => {
     // The tie needs the first run to finish within the second of its file; retry on a slow machine.
