@@ -5,6 +5,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { samplesOf, timed, type Samples } from './clock.js';
+import { runCowFloor, type CowFloorOutput } from './cow-floor.js';
 import { parquetFingerprint, runHandwritten } from './handwritten.js';
 import { ordersJob, profileOrdersJob, runOrdersJob, tracedProfile, type JobProfile } from './job.js';
 import { writeLanding, type LandingFile, type LandingSpec } from './landing.js';
@@ -48,6 +49,17 @@ export interface IncrementalResult {
   verified: boolean;
   profile: JobProfile;
   whatIf: WhatIfResult | null;
+  floor: FloorResult;
+}
+
+/** The hand-written copy-on-write floor (./cow-floor.ts) for the same new files and table. */
+export interface FloorResult {
+  runs: Samples;
+  /** median floor / median full reload (of the real job). */
+  ratio: number;
+  output: CowFloorOutput;
+  /** It inserted and updated as many rows as the job did. */
+  verified: boolean;
 }
 
 /** The incremental run had every load written files of `targetFileRows` rows (job replica). */
@@ -120,21 +132,25 @@ async function warmUp(ws: Workspace, spec: LandingSpec, files: readonly string[]
  */
 export async function benchIncremental(ws: Workspace, spec: LandingSpec, opts: { repeat: number; whatIfRows: number }): Promise<IncrementalResult> {
   const whatIfBase = opts.whatIfRows > 0 ? await buildWhatIfBase(ws, spec, opts.whatIfRows) : null;
-  await withSession((s) => writeLanding(s, { ...spec, files: NEW_FILES, firstFile: spec.files }));
+  const added = await withSession((s) => writeLanding(s, { ...spec, files: NEW_FILES, firstFile: spec.files }));
+  const floorSpec = { table: ws.path('table'), newFiles: added.map((f) => join(spec.root, ...f.key.split('/'))), out: ws.path('floor'), key: 'order_id', orderBy: 'updated_at' };
   const inc: Array<Run & { report: Report }> = [];
   const reload: Run[] = [];
   const whatIf: number[] = [];
+  const floor: Array<Awaited<ReturnType<typeof runCowFloor>>> = [];
   for (let rep = 1; rep <= opts.repeat; rep++) {
-    progress(`(b ${rep}/${opts.repeat}) incremental run with ${NEW_FILES} new files, full reload of ${spec.files + NEW_FILES} files${whatIfBase ? ', what-if' : ''}`);
-    await Promise.all(['inc', 'reload', 'what-if'].map((d) => rm(ws.path(d), { recursive: true, force: true })));
+    progress(`(b ${rep}/${opts.repeat}) incremental run with ${NEW_FILES} new files, full reload of ${spec.files + NEW_FILES} files, copy-on-write floor${whatIfBase ? ', what-if' : ''}`);
+    await Promise.all(['inc', 'reload', 'what-if', 'floor'].map((d) => rm(ws.path(d), { recursive: true, force: true })));
     await copyFolder(ws.path('table'), ws.path('inc'));
     inc.push(await runOrdersJob(job(ws, spec, 'inc')));
     reload.push(await runOrdersJob(job(ws, spec, 'reload')));
+    await mkdir(floorSpec.out, { recursive: true });
+    floor.push(await runCowFloor(floorSpec));
     if (whatIfBase) {
       await copyFolder(whatIfBase, ws.path('what-if'));
       whatIf.push((await profileOrdersJob(job(ws, spec, 'what-if'), { targetFileRows: opts.whatIfRows })).totalMs);
     }
-    progress(`  ${[inc[inc.length - 1]!.ms, reload[reload.length - 1]!.ms, ...whatIf.slice(-1)].map(secs).join(', ')}`);
+    progress(`  ${[inc[inc.length - 1]!.ms, reload[reload.length - 1]!.ms, floor[floor.length - 1]!.ms, ...whatIf.slice(-1)].map(secs).join(', ')}`);
   }
   const table = await withSession((s) => fingerprint(s, ws.path('inc'), ORDER_COLUMNS));
   const expected = await withSession((s) => fingerprint(s, ws.path('reload'), ORDER_COLUMNS));
@@ -154,7 +170,14 @@ export async function benchIncremental(ws: Workspace, spec: LandingSpec, opts: {
     verified: report.filesLoaded === NEW_FILES && table.rows === expected.rows && table.hash === expected.hash,
     profile,
     whatIf: whatIfBase ? await whatIfResult(ws, spec, whatIfBase, opts.whatIfRows, whatIf, r.median) : null,
+    floor: floorResult(floor, report, r.median),
   };
+}
+
+function floorResult(runs: Array<Awaited<ReturnType<typeof runCowFloor>>>, report: Report, reloadMedian: number): FloorResult {
+  const samples = samplesOf(runs.map((x) => x.ms));
+  const output = runs[runs.length - 1]!.value;
+  return { runs: samples, ratio: samples.median / reloadMedian, output, verified: output.inserted === report.inserted && output.updated === report.updated };
 }
 
 /** The (a) load again by the job replica, writing files of `rows` rows; returns its folder. */
