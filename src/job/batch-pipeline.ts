@@ -104,6 +104,7 @@ export async function loadAndCommitBatch<S extends OwnedState = JobState>(
         state,
         spoolDir: run.spoolDir,
         ...(spec.owner ? { owner: spec.owner } : {}),
+        ...(ctx.hooks?.afterWrite ? { afterWrite: () => ctx.hooks!.afterWrite!(spec.batchNo) } : {}),
         ...signal,
       });
       return { written, rowsRead: loaded.rowsRead, rowsAfterDedupe: loaded.rowsAfterDedupe };

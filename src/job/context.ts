@@ -12,7 +12,9 @@ import type { StorageOpener } from './open.js';
 export interface RunHooks {
   /** After a batch's files are fetched, before DuckDB reads them. */
   afterFetch?(batch: number): Promise<void> | void;
-  /** After the batch's data files are uploaded, just before the commit. */
+  /** After the batch's data files are written and uploaded, before its tombstone file and commit. */
+  afterWrite?(batch: number): Promise<void> | void;
+  /** Just before the commit: data and tombstone files uploaded, the log entry not yet written. */
   beforeCommit?(batch: number): Promise<void> | void;
   /** Just after the batch's commit. */
   afterCommit?(batch: number, version: number | null): Promise<void> | void;

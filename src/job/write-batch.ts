@@ -62,6 +62,8 @@ export interface WriteBatchOptions<S extends OwnedState = JobState> {
   spoolDir: string;
   /** The batch's clock in ms (tombstone expiry and stamps); default Date.now(). */
   now?: number;
+  /** Called once the batch's data files are uploaded, before its tombstone file and commit. */
+  afterWrite?: () => Promise<void> | void;
   signal?: AbortSignal;
 }
 
@@ -105,6 +107,7 @@ function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>, owner: St
     spoolDir: opts.spoolDir,
     concurrency: opts.job.concurrency,
     targetFileRows: opts.job.target.maxRowsPerFile,
+    ...(opts.afterWrite ? { afterWrite: opts.afterWrite } : {}),
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
 }

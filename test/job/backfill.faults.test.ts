@@ -101,7 +101,7 @@ describe.each(cases)('%s mode, %s range (fault injection: hook throws)', (mode, 
     expect(reference.rows).toEqual(mode === 'merge' ? expectedLatest(inRange) : sortRows(inRange));
   });
 
-  const points: Point[] = ['afterFetch', 'beforeCommit', 'afterCommit'];
+  const points: Point[] = ['afterFetch', 'afterWrite', 'beforeCommit', 'afterCommit'];
   // Batch 0 of the partition range is half of 03-02 (resume inside a partition); batch 2 is 03-03
   // (resume at a partition boundary), and the last batch of the modified range.
   it.each(points.flatMap((p) => [0, 2].map((b) => [p, b] as const)))(

@@ -4,12 +4,16 @@
  * modes. A crash is an exception thrown from a RunContext hook (fault injection: the hooks
  * stand in for a process dying at that point; the real kill -9 loop is test/cli/kill9.test.ts).
  *
- * Hook points: afterFetch (files fetched, nothing written), beforeCommit (data files written
- * and uploaded, commit not yet made), afterCommit (batch committed, run not yet finished).
+ * Hook points: afterFetch (files fetched, nothing written), afterWrite (data files written and
+ * uploaded; in merge mode the batch's tombstone file not yet), beforeCommit (tombstone file
+ * written too, log entry not yet), afterCommit (batch committed, run not yet finished). In merge
+ * mode `status = 'cancelled'` deletes, and the second batch deletes order 3, so it writes a
+ * tombstone file.
  * Sources are on s3rver, so every batch is downloaded into the run's spool folder as in
  * production (and a crashed run must remove it); targets are local folders.
  */
 import { promises as fsp } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunHooks } from '../../src/job/context.js';
 import { reportOfFailedRun } from '../../src/job/run-job.js';
@@ -50,7 +54,7 @@ async function landSource(): Promise<void> {
     ['2025/03/01/a.csv', orders([1, 'placed', 1], [2, 'placed', 1], [1, 'placed', 1])],
     ['2025/03/01/b.parquet', orders([3, 'placed', 1], [2, 'paid', 2])],
     ['2025/03/02/c.ndjson', orders([1, 'paid', 2], [4, 'placed', 1])],
-    ['2025/03/02/d.csv', orders([3, 'paid', 2], [5, 'placed', 1], [5, 'paid', 2])],
+    ['2025/03/02/d.csv', orders([3, 'paid', 2], [5, 'placed', 1], [5, 'paid', 2], [3, 'cancelled', 3])],
     ['2025/03/03/e.parquet', orders([1, 'shipped', 3], [2, 'shipped', 3])],
     ['2025/03/03/f.ndjson', orders([6, 'placed', 1], [4, 'cancelled', 2])],
   ];
@@ -73,11 +77,18 @@ afterAll(() => closeS3JobEnv(s3, session, dirs));
 type Mode = 'merge' | 'append';
 type Discovery = 'partition' | 'modified';
 type Point = keyof RunHooks;
+const DELETES = "status = 'cancelled'";
+
+/** Merge mode: the latest row per order, minus the orders whose latest row is a delete. */
+function expectedMerged(rows: readonly OrderRow[]): OrderRow[] {
+  return expectedLatest(rows).filter((r) => r.status !== 'cancelled');
+}
 
 async function setupFor(mode: Mode, discovery: Discovery) {
   const target = await tempDir('fault-t', dirs);
   const discover = discovery === 'partition' ? { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 } : { by: 'modified', settle: '2h' };
-  const job = { source: { uri: sourceUri, discover }, target: mode === 'merge' ? mergeTarget(target) : { uri: target, mode: 'append' }, maxFilesPerBatch: 2 };
+  const merge = { ...mergeTarget(target), deleteWhen: DELETES };
+  const job = { source: { uri: sourceUri, discover }, target: mode === 'merge' ? merge : { uri: target, mode: 'append' }, maxFilesPerBatch: 2 };
   return makeConfig(job, sourceStorage);
 }
 
@@ -89,16 +100,27 @@ function crashAt(point: Point, batch: number): RunHooks {
   return { [point]: boom };
 }
 
-/** Parquet files below a local table root, whatever the log says. */
+/** Data files below a local table root, whatever the log says. */
 async function parquetFiles(root: string): Promise<string[]> {
   const entries = await fsp.readdir(root, { recursive: true });
-  return entries.filter((e) => e.endsWith('.parquet') && !e.startsWith('_delta_log'));
+  return entries.filter((e) => e.endsWith('.parquet') && !e.startsWith('_delta_log') && !e.startsWith('_tidemark'));
 }
 
-/** The state minus the wall-clock time of the last run. */
+/** Tombstone files of the job below a local table root, whatever its state says. */
+async function tombstoneFiles(root: string): Promise<string[]> {
+  const entries = await fsp.readdir(root, { recursive: true });
+  return entries.filter((e) => e.startsWith(`_tidemark${path.sep}tombstones`) && e.endsWith('.parquet'));
+}
+
+/**
+ * The state minus what differs between two correct runs: the wall-clock time of the last run, and
+ * the names and delete times of tombstone files (random names, stamped with the batch's clock).
+ */
 function comparable(state: JobState): Omit<JobState, 'lastRunAt'> {
   const { lastRunAt: _ignored, ...rest } = state;
-  return rest;
+  if (!rest.tombstones) return rest;
+  const files = rest.tombstones.files.map((f) => ({ ...f, path: '<tombstone file>', minDeletedAt: '<time>', maxDeletedAt: '<time>' }));
+  return { ...rest, tombstones: { ...rest.tombstones, files } };
 }
 
 const cases: Array<[Mode, Discovery]> = [
@@ -116,10 +138,10 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
     const report = await run(setup);
     expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 6, batches: 3, commits: 3 });
     reference = await readTarget(session, setup);
-    expect(reference.rows).toEqual(mode === 'merge' ? expectedLatest(landed) : sortRows(landed));
+    expect(reference.rows).toEqual(mode === 'merge' ? expectedMerged(landed) : sortRows(landed));
   });
 
-  const points: Point[] = ['afterFetch', 'beforeCommit', 'afterCommit'];
+  const points: Point[] = ['afterFetch', 'afterWrite', 'beforeCommit', 'afterCommit'];
   it.each(points.flatMap((p) => [0, 1].map((b) => [p, b] as const)))(
     'a crash at %s of batch %i, then a rerun, gives the table and state of an uninterrupted run (fault injection: hook throws)',
     async (point, batch) => {
@@ -138,10 +160,15 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
       // The failed run's report counts the batches it committed before the crash.
       expect(reportOfFailedRun(crash)).toMatchObject({ status: 'failed', commits: committedBatches, filesLoaded: 2 * committedBatches });
       expect(afterCrash.state.batch).toBe(committedBatches);
-      if (point === 'beforeCommit') {
+      if (point === 'afterWrite' || point === 'beforeCommit') {
         // The crashed batch's data files were uploaded: orphans no snapshot lists.
         const onDisk = await parquetFiles(setup.job.target.uri);
         expect(onDisk.length).toBeGreaterThan(afterCrash.snapshot?.files.length ?? 0);
+      }
+      if (mode === 'merge' && batch === 1) {
+        // The second batch deletes order 3: its tombstone file is written after the data files.
+        const written = point === 'afterFetch' || point === 'afterWrite' ? 0 : 1;
+        expect(await tombstoneFiles(setup.job.target.uri)).toHaveLength(written);
       }
 
       const rerun = await run(setup);

@@ -27,6 +27,7 @@ export async function appendToTable(opts: AppendOptions): Promise<AppendResult> 
     const columns = target.plan.mappings.map((m) => ident(m.target)).join(', ');
     const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: target.batch.rows };
     const added = target.batch.rows > 0 ? await writeAndUpload(out, `SELECT ${columns} FROM ${ident(tables.batch)}`, 'append', sizing) : [];
+    if (added.length > 0) await opts.afterWrite?.();
     const written = performance.now();
     const now = Date.now();
     const actions = [...schemaActions(target), ...added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })), ...(opts.extraActions ?? [])];

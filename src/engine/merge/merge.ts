@@ -93,6 +93,7 @@ async function createWithBatch(run: MergeRun): Promise<MergeResult> {
   const columns = target.plan.mappings.map((m) => m.target);
   const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: counts.inserted };
   const added = counts.inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', sizing) : [];
+  if (added.length > 0) await opts.afterWrite?.();
   clock.lap('write');
   const extraActions = await commitExtras(run);
   const now = Date.now();
@@ -134,6 +135,7 @@ async function mergeExisting(run: MergeRun, snapshot: Snapshot): Promise<MergeRe
   clock.lap('classify');
   const removed = classified.rewrite.map((id) => hits.scanned.get(id)!);
   const added = await writeChanges(run, removed, counts.inserted);
+  if (added.length > 0) await opts.afterWrite?.();
   clock.lap('write');
   const extraActions = [...schemaActions(target), ...(await commitExtras(run))];
   const base = { counts, added, removed, filesScanned: hits.scanned.size, filesRead: classified.read.length, created: false };

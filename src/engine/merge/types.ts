@@ -51,6 +51,11 @@ export interface WriteTarget {
   concurrency?: number;
   /** Rows per output Parquet file (passed to the data-file writer). */
   targetFileRows?: number;
+  /**
+   * Called once the data files are written and uploaded, before anything else of the commit
+   * (tombstone files, the log entry). Not called when the write adds no file.
+   */
+  afterWrite?: () => Promise<void> | void;
   signal?: AbortSignal;
 }
 
