@@ -1,0 +1,76 @@
+/**
+ * The committed job state must not grow with the runs behind it: real incremental runs of the job
+ * over a growing landing zone (one new hour partition per run, plus a late file in the hour
+ * before), each committing its state in the Delta log. The state committed by the last runs is no
+ * bigger than the one committed once the lookback window first filled.
+ *
+ * 120 runs (five days of hours) at about 0.1 s each; the 500-run version, for both discovery modes,
+ * drives the planner and the state's JSON round trip without I/O (test/discovery/state.bounded.test.ts).
+ * Sources and targets are local folders: the state does not depend on the store.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobAppId } from '../../src/job/state.js';
+import { LocalStorage } from '../../src/storage/local.js';
+import { cleanup, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir } from './helpers.js';
+
+const RUNS = 120;
+const HOUR_MS = 3_600_000;
+const T0 = Date.parse('2025-01-01T00:00:00Z');
+
+let session: DuckSession;
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  session = await DuckSession.open();
+});
+afterAll(async () => {
+  session.close();
+  await cleanup(dirs);
+});
+
+/** `yyyy/mm/dd/HH/` of an instant. */
+function hourFolder(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return `${iso.slice(0, 4)}/${iso.slice(5, 7)}/${iso.slice(8, 10)}/${iso.slice(11, 13)}/`;
+}
+
+/** The job's domainMetadata action as committed in log version `version`, in bytes. */
+async function committedStateBytes(tableRoot: string, version: number): Promise<number> {
+  const commit = await readFile(path.join(tableRoot, '_delta_log', `${String(version).padStart(20, '0')}.json`), 'utf8');
+  const line = commit.split('\n').find((l) => l.includes('"domainMetadata"') && l.includes(JSON.stringify(jobAppId('orders'))));
+  if (line === undefined) throw new Error(`commit ${version} has no job state`);
+  return Buffer.byteLength(line);
+}
+
+describe('committed job state over many real runs', () => {
+  it(`${RUNS} hourly runs over a growing landing zone: the state committed with each run stays the same size`, async () => {
+    const sourceRoot = await tempDir('bounded-src', dirs);
+    const targetRoot = await tempDir('bounded-t', dirs);
+    const source = LocalStorage.at(sourceRoot);
+    const setup = makeConfig({
+      source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}/{HH}', lookback: 2 } },
+      target: mergeTarget(targetRoot),
+    });
+    const sizes: number[] = [];
+    let loaded = 0;
+    for (let hour = 0; hour < RUNS; hour++) {
+      const start = T0 + hour * HOUR_MS;
+      await land(source, session, `${hourFolder(start)}events.csv`, orders([hour % 50, 'placed', 2 * hour], [1000 + hour, 'placed', 1]));
+      if (hour > 0) await land(source, session, `${hourFolder(start - HOUR_MS)}late-${hour}.csv`, orders([hour % 50, 'late', 2 * hour + 1]));
+      const report = await run(setup);
+      expect(report, `run ${hour}`).toMatchObject({ status: 'succeeded', filesLoaded: hour > 0 ? 2 : 1, commits: 1 });
+      loaded += report.filesLoaded;
+      sizes.push(await committedStateBytes(targetRoot, report.tableVersion!));
+    }
+    expect(loaded).toBe(2 * RUNS - 1);
+    // The window (this hour and two lookback hours, two files each) is full after a few runs.
+    const early = Math.max(...sizes.slice(5, 20));
+    expect(Math.max(...sizes.slice(20))).toBeLessThanOrEqual(early + 20); // digits of longer numbers at most
+    const table = await readTarget(session, setup);
+    expect(table.snapshot?.version).toBe(RUNS - 1);
+    expect(table.state.discovery).toMatchObject({ mode: 'partition', watermark: new Date(T0 + (RUNS - 1) * HOUR_MS).toISOString().slice(0, 13) });
+    expect(table.rows).toHaveLength(50 + RUNS);
+  });
+});
