@@ -4,7 +4,7 @@
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { samplesOf, timed, type Samples } from './clock.js';
+import { samplesOf, timed, type Samples, type Timed } from './clock.js';
 import { runCowFloor, type CowFloorOutput } from './cow-floor.js';
 import { parquetFingerprint, runHandwritten } from './handwritten.js';
 import { ordersJob, profileOrdersJob, runOrdersJob, tracedProfile, type JobProfile } from './job.js';
@@ -17,6 +17,7 @@ import { copyFolder, type Workspace } from './workspace.js';
 
 type Report = Awaited<ReturnType<typeof runOrdersJob>>['report'];
 type Run = { ms: number; cpuMs: number };
+type FloorRun = Timed<CowFloorOutput>;
 
 const NEW_FILES = 2;
 
@@ -137,7 +138,7 @@ export async function benchIncremental(ws: Workspace, spec: LandingSpec, opts: {
   const inc: Array<Run & { report: Report }> = [];
   const reload: Run[] = [];
   const whatIf: number[] = [];
-  const floor: Array<Awaited<ReturnType<typeof runCowFloor>>> = [];
+  const floor: FloorRun[] = [];
   for (let rep = 1; rep <= opts.repeat; rep++) {
     progress(`(b ${rep}/${opts.repeat}) incremental run with ${NEW_FILES} new files, full reload of ${spec.files + NEW_FILES} files, copy-on-write floor${whatIfBase ? ', what-if' : ''}`);
     await Promise.all(['inc', 'reload', 'what-if', 'floor'].map((d) => rm(ws.path(d), { recursive: true, force: true })));
@@ -174,7 +175,7 @@ export async function benchIncremental(ws: Workspace, spec: LandingSpec, opts: {
   };
 }
 
-function floorResult(runs: Array<Awaited<ReturnType<typeof runCowFloor>>>, report: Report, reloadMedian: number): FloorResult {
+function floorResult(runs: readonly FloorRun[], report: Report, reloadMedian: number): FloorResult {
   const samples = samplesOf(runs.map((x) => x.ms));
   const output = runs[runs.length - 1]!.value;
   return { runs: samples, ratio: samples.median / reloadMedian, output, verified: output.inserted === report.inserted && output.updated === report.updated };
