@@ -16,7 +16,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { main } from '../src/cli/main.js';
-import { DeltaTable } from '../src/delta/table.js';
+import { openTable, scanSource } from './lib/tables.js';
 import { DuckSession } from '../src/engine/duckdb.js';
 import { withTableScan } from '../src/engine/scan.js';
 import { LocalStorage } from '../src/storage/local.js';
@@ -59,17 +59,17 @@ async function land(storage: S3Storage, files: DayFile[]): Promise<void> {
 }
 
 async function showRows(session: DuckSession): Promise<void> {
-  const table = DeltaTable.open(new LocalStorage(tableDir), session);
+  const table = openTable(new LocalStorage(tableDir), session);
   const snapshot = await table.snapshot();
   if (!snapshot) return;
-  const rows = await withTableScan(session, table.storage, snapshot, (relation) =>
+  const rows = await withTableScan(session, scanSource(table.storage), snapshot, (relation) =>
     session.allJson(
       `SELECT order_id::INTEGER AS order_id, status, strftime(updated_at, '%Y-%m-%d %H:%M') AS updated_at, amount::DOUBLE AS amount, _source_file ` +
         `FROM (${relation}) WHERE order_id IN (1, 2, 3, 7, 42) ORDER BY order_id`,
     ),
   );
   console.table(rows);
-  const [count] = await withTableScan(session, table.storage, snapshot, (relation) =>
+  const [count] = await withTableScan(session, scanSource(table.storage), snapshot, (relation) =>
     session.allJson(`SELECT count(*) AS rows, count(DISTINCT order_id) AS orders FROM (${relation})`),
   );
   process.stdout.write(`table ${tableDir}: ${count?.['rows']} rows for ${count?.['orders']} orders (one row per order)\n`);

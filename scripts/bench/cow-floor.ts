@@ -10,7 +10,7 @@
  * while updates rewrite whole files (no deletion vectors).
  */
 import { join } from 'node:path';
-import { DeltaTable } from '../../src/delta/table.js';
+import { openTable } from '../lib/tables.js';
 import type { DuckSession } from '../../src/engine/duckdb.js';
 import { ident, str } from '../../src/engine/sql.js';
 import { LocalStorage } from '../../src/storage/local.js';
@@ -51,7 +51,7 @@ export async function runCowFloor(spec: CowFloorSpec): Promise<Timed<CowFloorOut
 }
 
 async function keyedFiles(spec: CowFloorSpec): Promise<KeyedFile[]> {
-  const snapshot = await withSession((s) => DeltaTable.open(LocalStorage.at(spec.table), s, { singleWriter: true }).snapshot());
+  const snapshot = await withSession((s) => openTable(LocalStorage.at(spec.table), s, { singleWriter: true }).snapshot());
   if (!snapshot) throw new Error(`[bench] no Delta table at ${spec.table}`);
   return snapshot.files.map((f) => ({
     path: join(spec.table, ...f.path.split('/')),

@@ -11,7 +11,10 @@
 import { join } from 'node:path';
 import { readdir, rm } from 'node:fs/promises';
 import { decodeLogPath } from '../../src/delta/partition-decode.js';
-import { DeltaTable, addFileFor, removeFileFor, uploadDataFiles } from '../../src/delta/table.js';
+import { addFileFor, removeFileFor } from '../../src/delta/file-actions.js';
+import { uploadDataFiles } from '../../src/engine/merge/output.js';
+import type { DeltaTable } from '../../src/delta/table.js';
+import { openTable, scanSource } from '../lib/tables.js';
 import type { Snapshot } from '../../src/delta/snapshot.js';
 import { writeDataFiles, type WrittenFile } from '../../src/engine/data-files.js';
 import type { DuckSession } from '../../src/engine/duckdb.js';
@@ -57,12 +60,12 @@ export function upsertSql(relation: string, spec: UpsertSpec): string {
 export async function fullRewrite(session: DuckSession, dir: string, spec: UpsertSpec, targetFileRows: number): Promise<RewriteResult> {
   const laps = new Laps();
   const storage = LocalStorage.at(dir);
-  const table = DeltaTable.open(storage, session, { singleWriter: true });
+  const table = openTable(storage, session, { singleWriter: true });
   const snapshot = await table.snapshot();
   if (!snapshot) throw new Error(`[bench] no Delta table at ${dir}`);
   laps.lap('snapshot');
   const spool = join(dir, '..', `${dirName(dir)}-spool`);
-  const files = await withTableScan(session, storage, snapshot, (relation) =>
+  const files = await withTableScan(session, scanSource(storage), snapshot, (relation) =>
     writeDataFiles(session, {
       relationSql: upsertSql(relation, spec),
       schema: snapshot.schema,
@@ -123,7 +126,7 @@ export interface LeanCopyResult {
 export async function leanCopy(session: DuckSession, dir: string, outDir: string, spec: UpsertSpec, targetFileRows: number): Promise<LeanCopyResult> {
   const laps = new Laps();
   const storage = LocalStorage.at(dir);
-  const snapshot = await DeltaTable.open(storage, session, { singleWriter: true }).snapshot();
+  const snapshot = await openTable(storage, session, { singleWriter: true }).snapshot();
   if (!snapshot) throw new Error(`[bench] no Delta table at ${dir}`);
   const paths = snapshot.files.map((f) => storage.localPath(decodeLogPath(f.path, storage.uri))!);
   const relation = `SELECT * FROM read_parquet([${paths.map(str).join(', ')}])`;

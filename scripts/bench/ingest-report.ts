@@ -4,7 +4,8 @@
  */
 import type { IncrementalResult, IngestBenchOptions, InitialResult, NoopResult } from './ingest.js';
 import type { Samples } from './clock.js';
-import type { JobPhases } from './job.js';
+import { PHASES } from '../../src/job/phases.js';
+import type { JobProfile } from './job.js';
 import type { LandingSpec } from './landing.js';
 import { count, mib, pct, secs, sqlTable, times, verdict, type TextTable } from './report.js';
 
@@ -72,20 +73,11 @@ function spread(s: Samples): string {
   return s.ms.length === 1 ? secs(s.median) : `${secs(s.median)} (${(s.min / 1000).toFixed(2)}–${(s.max / 1000).toFixed(2)})`;
 }
 
-const STEPS = ['open', 'snapshot', 'discover', 'fetch', 'load', 'dedupe', 'merge'] as const;
-const MERGE_STEPS = ['prepare', 'prune', 'classify', 'write', 'commit'] as const;
-
 function phaseTable(f: IngestFigures): TextTable {
-  const row = (name: string, p: { totalMs: number; phases: JobPhases }, realMs: number) => [
-    name,
-    ...STEPS.map((s) => secs(p.phases[s] ?? 0)),
-    ...MERGE_STEPS.map((s) => secs(p.phases[`merge.${s}`] ?? 0)),
-    secs(p.totalMs),
-    secs(realMs),
-  ];
+  const row = (name: string, p: JobProfile, realMs: number) => [name, ...PHASES.map((s) => secs(p.phases[s])), secs(p.totalMs), secs(realMs)];
   return {
-    title: 'Where the job spends its time (step-by-step replica of runJob; MERGE split into its own phases)',
-    header: ['run', ...STEPS, ...MERGE_STEPS.map((s) => `merge.${s}`), 'replica total', 'measured (median)'],
+    title: "Where the job spends its time (the run report's phase timings of one more run, statements traced)",
+    header: ['run', ...PHASES, 'profiled run', 'measured (median)'],
     rows: [
       row('(a) initial load', f.initial.profile, f.initial.tidemark.median),
       row('(b) incremental', f.incremental.profile, f.incremental.incremental.median),

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { samplesOf, timed, type Samples, type Timed } from './clock.js';
 import { runCowFloor, type CowFloorOutput } from './cow-floor.js';
 import { parquetFingerprint, runHandwritten } from './handwritten.js';
-import { ordersJob, profileOrdersJob, runOrdersJob, tracedProfile, type JobProfile } from './job.js';
+import { ordersJob, runOrdersJob, tracedProfile, type JobProfile } from './job.js';
 import { writeLanding, type LandingFile, type LandingSpec } from './landing.js';
 import { ORDER_COLUMNS } from './orders.js';
 import { secs } from './report.js';
@@ -63,7 +63,7 @@ export interface FloorResult {
   verified: boolean;
 }
 
-/** The incremental run had every load written files of `targetFileRows` rows (job replica). */
+/** The incremental run on a table whose every load wrote files of `targetFileRows` rows (target.maxRowsPerFile). */
 export interface WhatIfResult {
   targetFileRows: number;
   tableFiles: number;
@@ -73,9 +73,9 @@ export interface WhatIfResult {
   profile: JobProfile;
 }
 
-/** The job of this benchmark into `target` (a folder of the workspace). */
-function job(ws: Workspace, spec: LandingSpec, target: string) {
-  return ordersJob({ name: 'orders', source: spec.root, target: ws.path(target), spoolRoot: ws.dir });
+/** The job of this benchmark into `target` (a folder of the workspace), optionally writing files of `maxRowsPerFile` rows. */
+function job(ws: Workspace, spec: LandingSpec, target: string, maxRowsPerFile?: number) {
+  return ordersJob({ name: 'orders', source: spec.root, target: ws.path(target), spoolRoot: ws.dir, ...(maxRowsPerFile ? { maxRowsPerFile } : {}) });
 }
 
 /** (a) Hand-written pipeline and tidemark's first load, alternated; the last table stays as `table`. */
@@ -149,7 +149,7 @@ export async function benchIncremental(ws: Workspace, spec: LandingSpec, opts: {
     floor.push(await runCowFloor(floorSpec));
     if (whatIfBase) {
       await copyFolder(whatIfBase, ws.path('what-if'));
-      whatIf.push((await profileOrdersJob(job(ws, spec, 'what-if'), { targetFileRows: opts.whatIfRows })).totalMs);
+      whatIf.push((await runOrdersJob(job(ws, spec, 'what-if', opts.whatIfRows))).ms);
     }
     progress(`  ${[inc[inc.length - 1]!.ms, reload[reload.length - 1]!.ms, floor[floor.length - 1]!.ms, ...whatIf.slice(-1)].map(secs).join(', ')}`);
   }
@@ -181,10 +181,10 @@ function floorResult(runs: readonly FloorRun[], report: Report, reloadMedian: nu
   return { runs: samples, ratio: samples.median / reloadMedian, output, verified: output.inserted === report.inserted && output.updated === report.updated };
 }
 
-/** The (a) load again by the job replica, writing files of `rows` rows; returns its folder. */
+/** The (a) load again by the job, writing files of `rows` rows (target.maxRowsPerFile); returns its folder. */
 async function buildWhatIfBase(ws: Workspace, spec: LandingSpec, rows: number): Promise<string> {
-  progress(`(b) what-if base: the initial load writing files of ${rows.toLocaleString('en-US')} rows (job replica)`);
-  await profileOrdersJob(job(ws, spec, 'what-if-base'), { targetFileRows: rows });
+  progress(`(b) what-if base: the initial load writing files of ${rows.toLocaleString('en-US')} rows`);
+  await runOrdersJob(job(ws, spec, 'what-if-base', rows));
   return ws.path('what-if-base');
 }
 
@@ -192,7 +192,7 @@ async function whatIfResult(ws: Workspace, spec: LandingSpec, base: string, rows
   const files = await withSession((s) => fingerprint(s, base, ORDER_COLUMNS));
   await rm(ws.path('what-if'), { recursive: true, force: true });
   await copyFolder(base, ws.path('what-if'));
-  const profile = await tracedProfile(job(ws, spec, 'what-if'), { targetFileRows: rows });
+  const profile = await tracedProfile(job(ws, spec, 'what-if', rows));
   const incremental = samplesOf(runs);
   return { targetFileRows: rows, tableFiles: files.files, incremental, ratio: incremental.median / reloadMedian, profile };
 }

@@ -53,7 +53,7 @@ function phaseTable(variants: readonly VariantResult[]): TextTable {
   const phases = ['prepare', 'prune', 'classify', 'write', 'commit'] as const;
   const rw = ['snapshot', 'rewrite', 'upload', 'commit'] as const;
   return {
-    title: 'Phases of the last run (MERGE: mergeIntoTable durations; full rewrite: snapshot, read+upsert+sort+write, upload, commit)',
+    title: 'Phases of the last run (MERGE: its staged durations and the commit; full rewrite: snapshot, read+upsert+sort+write, upload, commit)',
     header: ['changes', ...phases.map((p) => `MERGE ${p}`), 'MERGE total', ...rw.map((p) => `rewrite ${p}`)],
     rows: variants.map((v) => [
       v.spread,

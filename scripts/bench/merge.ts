@@ -2,7 +2,7 @@
  * `npm run bench -- merge` (issue 2 §5): MERGE of 10,000 changed orders into a 10-million-row
  * table of ~100 files clustered by order_id, against the same change done as a full rewrite.
  *
- *   base table (tidemark's create path)  ──copy──►  MERGE (mergeIntoTable)
+ *   base table (tidemark's create path)  ──copy──►  MERGE (stageMerge + commit)
  *                                        ──copy──►  full rewrite (read all, upsert, tidemark writer, overwrite commit)
  *                                        ──copy──►  lean COPY (one DuckDB COPY, no stats/commit: lower bound)
  *   for two change batches: among the newest 1% of orders (targets apply), and scattered over all.
@@ -11,9 +11,9 @@
  * MERGE result and the full rewrite have the same row count and row fingerprint, the count is
  * the base plus the inserts, and sampled batch keys read back with the batch's values.
  */
-import { DeltaTable } from '../../src/delta/table.js';
+import type { DeltaTable } from '../../src/delta/table.js';
 import type { DuckSession } from '../../src/engine/duckdb.js';
-import { mergeIntoTable, type MergeResult } from '../../src/engine/merge/index.js';
+import { mergeAndCommit, openTable as openAt, type CommittedMerge } from '../lib/tables.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { rm } from 'node:fs/promises';
 import { samplesOf, timed, type Samples } from './clock.js';
@@ -65,7 +65,7 @@ export interface VariantResult {
   rewrite: Samples;
   lean: Samples | null;
   /** The last repetition's MERGE result and full rewrite phases. */
-  lastMerge: MergeResult;
+  lastMerge: CommittedMerge;
   lastRewrite: RewriteResult;
   /** median MERGE / median full rewrite. */
   timeRatio: number;
@@ -155,7 +155,7 @@ async function runVariant(ws: Workspace, opts: MergeBenchOptions, base: BaseTabl
 interface Repetition {
   mergeMs: number;
   mergeCpuMs: number;
-  merge: MergeResult;
+  merge: CommittedMerge;
   rewriteMs: number;
   rewriteCpuMs: number;
   rewrite: RewriteResult;
@@ -177,7 +177,7 @@ async function repetition(
   const maybeTrace = <T>(fn: () => Promise<T>) => (run.trace ? traceSql(fn) : fn().then((value) => ({ value, statements: [] })));
   const merged = await withBatch(spec.batch, batch, (s) =>
     maybeTrace(() =>
-      timed(() => mergeIntoTable({ session: s, table: openTable(dirs.merge, s), batch: spec.batch, keyColumns: [ORDER_KEY], orderBy: ORDER_VERSION })),
+      timed(() => mergeAndCommit(openTable(dirs.merge, s), s, { batch: spec.batch, keyColumns: [ORDER_KEY], orderBy: ORDER_VERSION })),
     ),
   );
   const rewrite = await withBatch(spec.batch, batch, (s) => maybeTrace(() => timed(() => fullRewrite(s, dirs.rewrite, spec, rowsPerFile))));
@@ -211,7 +211,7 @@ export function isVerified(v: VariantResult): boolean {
 }
 
 function openTable(dir: string, session: DuckSession): DeltaTable {
-  return DeltaTable.open(LocalStorage.at(dir), session, { singleWriter: true });
+  return openAt(LocalStorage.at(dir), session, { singleWriter: true });
 }
 
 

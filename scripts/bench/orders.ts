@@ -4,8 +4,7 @@
  * own create path, and the change batches (updates with a newer `updated_at`, plus inserts).
  */
 import type { DuckSession } from '../../src/engine/duckdb.js';
-import { mergeIntoTable, type MergeResult } from '../../src/engine/merge/index.js';
-import { DeltaTable } from '../../src/delta/table.js';
+import { mergeAndCommit, openTable, type CommittedMerge } from '../lib/tables.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { ident } from '../../src/engine/sql.js';
 
@@ -40,14 +39,12 @@ export function orderRowSql(id: string, rows: number, change = false): string {
 }
 
 /** Build the base table (`rows` orders in ~`files` files clustered by order_id) at `dir`. */
-export async function createOrdersTable(session: DuckSession, dir: string, rows: number, files: number): Promise<MergeResult> {
+export async function createOrdersTable(session: DuckSession, dir: string, rows: number, files: number): Promise<CommittedMerge> {
   const seed = 'bench_orders_seed';
   await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(seed)} AS SELECT ${orderRowSql('i', rows)} FROM range(1, ${rows + 1}) AS r(i)`);
   try {
-    const table = DeltaTable.open(LocalStorage.at(dir), session, { singleWriter: true });
-    return await mergeIntoTable({
-      session,
-      table,
+    const table = openTable(LocalStorage.at(dir), session, { singleWriter: true });
+    return await mergeAndCommit(table, session, {
       snapshot: null,
       batch: seed,
       keyColumns: [ORDER_KEY],

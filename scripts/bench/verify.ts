@@ -3,7 +3,7 @@
  * fingerprint of all its rows (equal fingerprints = equal multisets of rows, with high
  * probability), and spot checks of a few keys.
  */
-import { DeltaTable } from '../../src/delta/table.js';
+import { openTable, scanSource } from '../lib/tables.js';
 import type { DuckSession, Row } from '../../src/engine/duckdb.js';
 import { withTableScan } from '../../src/engine/scan.js';
 import { ident, identList } from '../../src/engine/sql.js';
@@ -22,9 +22,9 @@ export interface TableFingerprint {
 /** Fingerprint the table at `dir` over `columns`. */
 export async function fingerprint(session: DuckSession, dir: string, columns: readonly string[]): Promise<TableFingerprint> {
   const storage = LocalStorage.at(dir);
-  const snapshot = await DeltaTable.open(storage, session, { singleWriter: true }).snapshot();
+  const snapshot = await openTable(storage, session, { singleWriter: true }).snapshot();
   if (!snapshot) throw new Error(`[bench] no Delta table at ${dir}`);
-  const row = await withTableScan(session, storage, snapshot, (relation) =>
+  const row = await withTableScan(session, scanSource(storage), snapshot, (relation) =>
     session.one(`SELECT count(*)::BIGINT AS n, sum(hash(${identList([...columns])}))::VARCHAR AS h FROM (${relation})`),
   );
   return {
@@ -46,13 +46,13 @@ export async function sampledMismatches(
   spec: { batch: string; key: string; columns: readonly string[]; sample: number },
 ): Promise<Row[]> {
   const storage = LocalStorage.at(dir);
-  const snapshot = await DeltaTable.open(storage, session, { singleWriter: true }).snapshot();
+  const snapshot = await openTable(storage, session, { singleWriter: true }).snapshot();
   if (!snapshot) throw new Error(`[bench] no Delta table at ${dir}`);
   const k = ident(spec.key);
   const picked = `SELECT * FROM ${ident(spec.batch)} QUALIFY (row_number() OVER (ORDER BY ${k})) % (count(*) OVER () // ${spec.sample} + 1) = 0`;
   const cols = spec.columns.map(ident).join(', ');
   const rowOf = (alias: string) => `row(${spec.columns.map((c) => `${alias}.${ident(c)}`).join(', ')})`;
-  return withTableScan(session, storage, snapshot, (relation) =>
+  return withTableScan(session, scanSource(storage), snapshot, (relation) =>
     session.allJson(
       `WITH s AS (${picked}) SELECT s.${k} AS key FROM s LEFT JOIN ` +
         `(SELECT ${cols} FROM (${relation}) WHERE ${k} IN (SELECT ${k} FROM s)) AS t ON t.${k} = s.${k} ` +

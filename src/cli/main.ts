@@ -3,19 +3,12 @@
  * stdout, logs on stderr, and the exit code of the worst outcome.
  */
 import { Command, CommanderError } from 'commander';
-import { loadConfig } from '../config/load.js';
-import { DuckSession } from '../engine/duckdb.js';
-import { createLogger, type Logger } from '../log/logger.js';
 import type { RunContext } from '../job/context.js';
-import { reportOfFailedRun, runJob } from '../job/run-job.js';
-import { jobStatus } from '../job/status.js';
-import { emptyReport, type RunReport } from '../job/report.js';
-import { addMaintenanceCommands } from './commands/maintenance.js';
 import { addBackfillCommands } from './commands/backfill.js';
-import { selectJobs } from './select-jobs.js';
-import { withCommonOptions, type CommonFlags } from './options.js';
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, exitCodeFor } from './exit-codes.js';
-import { errorInfo, formatRun, formatStatus, printJson, type Output } from './output.js';
+import { addMaintenanceCommands } from './commands/maintenance.js';
+import { addRunCommands } from './commands/run.js';
+import { EXIT_OK, EXIT_USAGE, exitCodeFor } from './exit-codes.js';
+import { errorInfo, type Output } from './output.js';
 
 export interface CliIO {
   stdout: Output;
@@ -36,21 +29,10 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError();
 
-  withCommonOptions(program.command('run'))
-    .description('load what is new since the last successful run, one commit per batch')
-    .option('--dry-run', 'show the plan and the reason for each decision; change nothing')
-    .action(async (flags: CommonFlags & { dryRun?: boolean }) => {
-      exitCode = await runCommand(flags, io);
-    });
-
-  withCommonOptions(program.command('status'))
-    .description('show watermark, last run, table version, rows, files and quarantined files per job')
-    .action(async (flags: CommonFlags) => {
-      exitCode = await statusCommand(flags, io);
-    });
-
-  addMaintenanceCommands(program, { io, setExitCode: (code) => (exitCode = code) });
-  addBackfillCommands(program, { io, setExitCode: (code) => (exitCode = code) });
+  const host = { io, setExitCode: (code: number) => (exitCode = code) };
+  addRunCommands(program, host);
+  addMaintenanceCommands(program, host);
+  addBackfillCommands(program, host);
 
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -62,54 +44,4 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     return exitCodeFor(err);
   }
   return exitCode;
-}
-
-function loggerFor(flags: CommonFlags, io: CliIO): Logger {
-  return io.context?.logger ?? createLogger({ stream: io.stderr, ...(flags.logLevel ? { level: flags.logLevel as 'info' } : {}) });
-}
-
-async function runCommand(flags: CommonFlags & { dryRun?: boolean }, io: CliIO): Promise<number> {
-  const logger = loggerFor(flags, io);
-  const config = await loadConfig(flags.config);
-  const jobs = selectJobs(config, flags.job);
-  let worst = EXIT_OK;
-  for (const job of jobs) {
-    const ctx: RunContext = {
-      storage: config.storage,
-      logger,
-      dryRun: flags.dryRun ?? false,
-      ...(io.signal ? { signal: io.signal } : {}),
-      ...io.context,
-    };
-    let report: RunReport;
-    try {
-      report = await runJob(job, ctx);
-    } catch (err) {
-      const code = exitCodeFor(err);
-      worst = Math.max(worst, code === EXIT_USAGE ? EXIT_USAGE : code);
-      logger.error({ job: job.name, error: errorInfo(err) }, 'run failed');
-      // The batches committed before the failure stay committed; the report says so.
-      report = { ...(reportOfFailedRun(err) ?? emptyReport(job.name)), status: 'failed', error: errorInfo(err) };
-    }
-    if (flags.json) printJson(io.stdout, report);
-    else io.stdout.write(formatRun(report));
-    if (io.signal?.aborted) return Math.max(worst, EXIT_FAILED);
-  }
-  return worst;
-}
-
-async function statusCommand(flags: CommonFlags, io: CliIO): Promise<number> {
-  const config = await loadConfig(flags.config);
-  const jobs = selectJobs(config, flags.job);
-  const session = await DuckSession.open();
-  try {
-    for (const job of jobs) {
-      const status = await jobStatus(job, { storage: config.storage }, session);
-      if (flags.json) printJson(io.stdout, status);
-      else io.stdout.write(formatStatus(status));
-    }
-  } finally {
-    session.close();
-  }
-  return EXIT_OK;
 }

@@ -1,5 +1,5 @@
 /**
- * Writing classic (V1) checkpoints after a commit (delta-notes §7).
+ * Writing classic (V1) checkpoints after a commit (docs/delta-protocol.md, "Checkpoints").
  *
  * After version N is committed and N is a multiple of the checkpoint interval, the snapshot
  * at N is written as `_delta_log/<N>.checkpoint.parquet` (one upload: S3 PUT and the local
@@ -8,10 +8,6 @@
  * stays correct, so the error is returned, never thrown. Two writers checkpointing the same
  * version write the same state, so that race is harmless.
  */
-import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { Storage } from '../storage/storage.js';
 import type { Action, Protocol } from './actions.js';
 import { checkpointKey, LAST_CHECKPOINT_KEY } from './log-files.js';
@@ -66,18 +62,10 @@ export async function writeCheckpoint(
 ): Promise<CheckpointOutcome & { written: true }> {
   const retention = tombstoneRetentionMs(snapshot.metadata.configuration);
   const actions = checkpointActions(snapshot, now() - retention);
-  const dir = await mkdtemp(path.join(tmpdir(), 'tidemark-checkpoint-'));
-  try {
-    const local = path.join(dir, `${randomUUID()}.checkpoint.parquet`);
-    const size = await io.writeActions(actions, local);
-    const sizeInBytes = (await stat(local)).size;
-    await storage.upload(checkpointKey(snapshot.version), local, { contentType: 'application/octet-stream' });
-    const hint = { version: snapshot.version, size, sizeInBytes, numOfAddFiles: snapshot.files.length };
-    await updateLastCheckpoint(storage, hint);
-    return { written: true, ...hint };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  const { sizeInBytes } = await io.writeActions(storage, checkpointKey(snapshot.version), actions);
+  const hint = { version: snapshot.version, size: actions.length, sizeInBytes, numOfAddFiles: snapshot.files.length };
+  await updateLastCheckpoint(storage, hint);
+  return { written: true, ...hint };
 }
 
 /** Point `_last_checkpoint` at the new checkpoint, unless it already points at a newer one. */

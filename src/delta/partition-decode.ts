@@ -1,10 +1,9 @@
 /**
  * Decoding what the log says about a file: its path (percent-decoded exactly once) and its
- * partition values (strings in the log, typed SQL literals for the scan). delta-notes §5.
+ * partition values (strings in the log, validated and put in one canonical text form per type,
+ * which the engine turns into typed SQL literals). See docs/delta-protocol.md, "Partition values".
  */
 import { DeltaLogError, SchemaError } from '../errors.js';
-import { str } from '../engine/sql.js';
-import { deltaTypeToDuck } from '../engine/type-map-read.js';
 import type { DataType } from './schema.js';
 
 const URI_SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/;
@@ -76,22 +75,20 @@ const DATE = /^\d{4,}-\d{2}-\d{2}$/;
 const TIMESTAMP = /^(\d{4,}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?)(Z|[+-]\d{2}(?::?\d{2})?)?$/;
 
 /**
- * A typed SQL literal for a partition value from the log (delta-notes §5 table).
- * null and "" mean NULL; the string "null" stays a string. Timestamps without a zone are
- * UTC (as Spark and kernel read them); `timestamp_ntz` values are wall-clock times.
+ * A partition value from the log in canonical text, or null for NULL. null and "" mean NULL;
+ * the string "null" stays a string. Timestamps get an explicit zone (none in the log means UTC,
+ * as Spark and kernel read them); `timestamp_ntz` values are wall-clock times and may not carry
+ * one. A value that is not valid for its type is a DeltaLogError naming the column.
  * `column` only names the column in error messages.
  */
-export function partitionValueSql(value: string | null, deltaType: DataType, column?: string): string {
-  const duckType = deltaTypeToDuck(deltaType);
-  if (value === null || value === '' || deltaType === 'void') return `CAST(NULL AS ${duckType})`;
+export function normalizePartitionValue(value: string | null, deltaType: DataType, column?: string): string | null {
+  if (value === null || value === '' || deltaType === 'void') return null;
   if (typeof deltaType !== 'string') {
     throw new SchemaError(`[delta] partition column ${column ?? ''} has a nested type, which Delta does not allow`, {
       context: { column },
     });
   }
-  const text = normalizedValue(value, deltaType, column);
-  if (deltaType === 'binary') return `encode(${str(text)})`;
-  return `CAST(${str(text)} AS ${duckType})`;
+  return normalizedValue(value, deltaType, column);
 }
 
 /** The value validated (and for timestamps given an explicit zone) before DuckDB casts it. */

@@ -1,7 +1,7 @@
 /**
- * Writer side of Delta partition values and paths (delta-notes §5):
- * - the string form of a partition value, produced in SQL so DuckDB formats dates, timestamps
- *   and decimals itself (no JS Date or float rounding in between);
+ * Writer side of Delta partition paths (docs/delta-protocol.md, "Partition values"); the
+ * partition-value strings themselves are formatted in SQL by the engine (engine/partition-sql.ts),
+ * so DuckDB formats dates, timestamps and decimals itself:
  * - Hive folder names `col=value/` with Spark's escaping;
  * - the second, URI-style encoding of a relative path for `add.path` in the log.
  *
@@ -10,43 +10,9 @@
  */
 import { SchemaError } from '../errors.js';
 import type { PartitionValues } from './actions.js';
-import type { DataType } from './schema.js';
 
 /** Folder value for a null partition value (Hive/Spark convention). */
 export const HIVE_DEFAULT_PARTITION = '__HIVE_DEFAULT_PARTITION__';
-
-const INTEGER_TYPES = new Set(['byte', 'short', 'integer', 'long']);
-
-/**
- * SQL giving the Delta partition-value string for a column already cast to the physical type
- * of `deltaType` (see castToDeltaSql). NULL stays NULL, and so does the empty string, which Delta
- * reads as null. Forms: integers and decimals as DuckDB prints them (decimals with the full
- * scale, `234.00000`); floats as shortest round-trip text with Java's `NaN`/`Infinity`;
- * `true`/`false`; dates `yyyy-MM-dd`; timestamps ISO-8601 UTC `yyyy-MM-ddTHH:mm:ss.ffffffZ`;
- * timestamp_ntz `yyyy-MM-dd HH:mm:ss.ffffff`. Binary and nested types cannot be partition columns.
- */
-export function partitionValueStringSql(columnSql: string, deltaType: DataType, column = '?'): string {
-  const x = columnSql;
-  if (typeof deltaType === 'string') {
-    if (deltaType === 'string') return `NULLIF(${x}, '')`;
-    if (INTEGER_TYPES.has(deltaType) || deltaType === 'boolean' || /^decimal\(/.test(deltaType)) {
-      return `CAST(${x} AS VARCHAR)`;
-    }
-    if (deltaType === 'float' || deltaType === 'double') {
-      return (
-        `CASE WHEN isnan(${x}) THEN 'NaN' WHEN isinf(${x}) AND ${x} > 0 THEN 'Infinity' ` +
-        `WHEN isinf(${x}) THEN '-Infinity' ELSE CAST(${x} AS VARCHAR) END`
-      );
-    }
-    if (deltaType === 'date') return `strftime(${x}, '%Y-%m-%d')`;
-    if (deltaType === 'timestamp') return `strftime(timezone('UTC', ${x}), '%Y-%m-%dT%H:%M:%S.%fZ')`;
-    if (deltaType === 'timestamp_ntz') return `strftime(${x}, '%Y-%m-%d %H:%M:%S.%f')`;
-  }
-  const typeName = typeof deltaType === 'string' ? deltaType : deltaType.type;
-  throw new SchemaError(`[partition] column "${column}" of type ${typeName} cannot be a partition column`, {
-    context: { column },
-  });
-}
 
 /** Characters Spark escapes in partition folder names (ExternalCatalogUtils, Linux). */
 const HIVE_ESCAPED = new Set(['"', '#', '%', "'", '*', '/', ':', '=', '?', '\\', '\u007F', '{', '[', ']', '^']);

@@ -3,9 +3,6 @@
  * order. File actions are keyed by (path, deletion-vector id), so a DV table's
  * `add(path, newDV)` listed before `remove(path, oldDV)` keeps the file.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { DeltaLogError } from '../errors.js';
 import type { Storage } from '../storage/storage.js';
@@ -21,7 +18,7 @@ import {
   type Txn,
 } from './actions.js';
 import { assertReadable } from './features.js';
-import { locateSnapshot, type CheckpointRef, type CommitRef } from './log-listing.js';
+import { locateSnapshot, type CommitRef } from './log-listing.js';
 import { parseSchema } from './schema.js';
 import type { LiveFile, Snapshot } from './snapshot.js';
 import { parseStats } from './stats.js';
@@ -54,7 +51,7 @@ export async function loadSnapshot(
   const plan = await locateSnapshot(storage, opts.version);
   if (!plan) return null;
   const builder = new SnapshotBuilder(storage.uri);
-  if (plan.checkpoint) builder.apply(await readCheckpoint(storage, io, plan.checkpoint));
+  if (plan.checkpoint) builder.apply(await io.readActions(storage, plan.checkpoint.keys));
   for (const commit of await readCommits(storage, plan.commits)) builder.apply(commit);
   const snapshot = builder.build(plan.version);
   if (opts.checkReadable !== false) assertReadable(snapshot.protocol, snapshot.metadata, storage.uri);
@@ -77,25 +74,6 @@ export async function readCommits(storage: Storage, commits: CommitRef[]): Promi
       }),
     ),
   );
-}
-
-/** The checkpoint's actions, read from local paths (downloaded first when the store is remote). */
-async function readCheckpoint(storage: Storage, io: CheckpointIO, checkpoint: CheckpointRef): Promise<Action[]> {
-  const local = checkpoint.keys.map((key) => storage.localPath(key));
-  if (local.every((p): p is string => p !== null)) return io.readActions(local);
-  const dir = await mkdtemp(join(tmpdir(), 'tidemark-checkpoint-'));
-  try {
-    const paths = await Promise.all(
-      checkpoint.keys.map(async (key, i) => {
-        const path = join(dir, `part-${i}.parquet`);
-        await storage.download(key, path);
-        return path;
-      }),
-    );
-    return await io.readActions(paths);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
 }
 
 /**

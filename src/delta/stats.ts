@@ -5,6 +5,14 @@
  */
 import type { FileStats, LiveFile } from './snapshot.js';
 
+/** A JSON number kept as its exact text; `statsJson` writes the text, JSON.stringify a JS number. */
+export class JsonNumber {
+  constructor(readonly text: string) {}
+  toJSON(): number {
+    return Number(this.text);
+  }
+}
+
 /** The files' rows from their stats; undefined when a file has no row count. */
 export function totalRecords(files: readonly Pick<LiveFile, 'parsedStats'>[]): number | undefined {
   let rows = 0;
@@ -120,4 +128,26 @@ function lookup(values: Record<string, unknown> | undefined, path: readonly stri
     node = (node as Record<string, unknown>)[part];
   }
   return node === null ? undefined : node;
+}
+
+/**
+ * The `add.stats` JSON text. Keys in Spark's order; JsonNumber values written as their exact
+ * text, so decimals keep every digit.
+ */
+export function statsJson(stats: FileStats): string {
+  const ordered: Record<string, unknown> = {};
+  for (const key of ['numRecords', 'minValues', 'maxValues', 'nullCount', 'tightBounds'] as const) {
+    if (stats[key] !== undefined) ordered[key] = stats[key];
+  }
+  return toJsonText(ordered);
+}
+
+function toJsonText(v: unknown): string {
+  if (v instanceof JsonNumber) return v.text;
+  if (typeof v === 'bigint') return v.toString();
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+    const entries = Object.entries(v).filter(([, x]) => x !== undefined);
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${toJsonText(x)}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
 }

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { SchemaError } from '../errors.js';
 import type { Action, Metadata, Protocol } from './actions.js';
 import type { DataType, StructField, StructType } from './schema.js';
+import type { CommitRequest } from './transaction.js';
 
 /** What a new table looks like. */
 export interface NewTableSpec {
@@ -57,6 +58,37 @@ export function createActions(spec: NewTableSpec, opts: { createdTime: number; d
   const metaData = metadataFor(spec, opts.createdTime);
   const protocol = protocolFor(spec.schema, { domainMetadata: opts.domainMetadata, configuration: metaData.configuration });
   return [{ protocol }, { metaData }];
+}
+
+/** A new table: schema and layout, plus optional first data, txn and domain metadata in version 0. */
+export interface CreateTableRequest extends NewTableSpec {
+  /** add/txn/domainMetadata actions committed with the table (an initial full load). */
+  actions?: Action[];
+  operationParameters?: Record<string, unknown>;
+  operationMetrics?: Record<string, string>;
+}
+
+/**
+ * The commit creating the table as version 0 (read version -1): protocol and metaData, then the
+ * request's actions. Operation `CREATE TABLE AS SELECT` when it holds data, as Spark writes it.
+ */
+export function createTableRequest(request: CreateTableRequest, createdTime: number): CommitRequest {
+  const extra = request.actions ?? [];
+  const domainMetadata = extra.some((a) => 'domainMetadata' in a);
+  return {
+    actions: [...createActions(request, { createdTime, domainMetadata }), ...extra],
+    operation: extra.some((a) => 'add' in a) ? 'CREATE TABLE AS SELECT' : 'CREATE TABLE',
+    operationParameters: {
+      isManaged: false,
+      description: request.description ?? null,
+      partitionBy: request.partitionColumns ?? [],
+      properties: request.configuration ?? {},
+      ...request.operationParameters,
+    },
+    operationMetrics: request.operationMetrics ?? {},
+    read: { readVersion: -1, partitions: [], files: [], appIds: [] },
+    isBlindAppend: true,
+  };
 }
 
 /** Spark StructType JSON with all four keys on every field, in Spark's key order. */

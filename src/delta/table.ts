@@ -1,29 +1,22 @@
 /**
- * The Delta table façade used by the MERGE engine and the ingestion job: open a table, read
- * snapshots, create it, commit to it (feature gate → commit loop → checkpoint).
+ * The Delta table façade: open a table, read snapshots, create it, commit to it
+ * (feature gate → commit loop → checkpoint).
  *
- * Writing data is two steps, the first outside the commit loop: write and upload the data files
- * (`uploadDataFiles`; their names are unique, so a lost race leaves harmless orphans), then
- * `commit` the add/remove actions describing them. Retrying a commit never rewrites data.
+ * Writing data is two steps, the first outside the commit loop: the engine writes and uploads the
+ * data files (their names are unique, so a lost race leaves harmless orphans), then the caller
+ * `commit`s the add/remove actions describing them. Retrying a commit never rewrites data.
  */
-import pLimit from 'p-limit';
 import { CommitConflictError, DeltaLogError, UnsupportedFeatureError } from '../errors.js';
-import { duckCheckpointIO } from '../engine/checkpoint-io.js';
-import { addActionFor, type WrittenFile } from '../engine/data-files.js';
-import type { DuckSession } from '../engine/duckdb.js';
 import { assertSafeCommits } from '../storage/probe.js';
 import type { Storage } from '../storage/storage.js';
-import type { Action, AddFile, Metadata, Protocol, RemoveFile } from './actions.js';
+import type { Metadata, Protocol } from './actions.js';
 import { checkpointInterval, maybeWriteCheckpoint, type CheckpointOutcome } from './checkpoint.js';
 import { commitWithRetry, type RetryInfo } from './commit.js';
 import { assertWritable, writerFeatures } from './features.js';
 import { loadSnapshot } from './replay.js';
-import type { LiveFile, Snapshot } from './snapshot.js';
-import { createActions, type NewTableSpec } from './table-create.js';
+import type { Snapshot } from './snapshot.js';
+import { createTableRequest, type CreateTableRequest } from './table-create.js';
 import type { CheckpointIO, CommitRequest, CommitResult } from './transaction.js';
-
-/** Uploads of data files run this many at a time. */
-export const DEFAULT_UPLOAD_CONCURRENCY = 8;
 
 export interface DeltaTableOptions {
   /** Commit attempts before giving up (default 15). */
@@ -32,12 +25,10 @@ export interface DeltaTableOptions {
   checkpointInterval?: number;
   /** This process is the table's only writer: skip the conditional-write probe. */
   singleWriter?: boolean;
-  /** Clock (ms) for commitInfo, createdTime and tombstone expiry. */
+  /** Clock (ms) for commitInfo, createdTime and the expiry of removes in checkpoints. */
   now?: () => number;
-  /** Checkpoint reader/writer; default DuckDB through the session. */
-  checkpointIO?: CheckpointIO;
-  /** Called after the data files are written and just before each commit (fault-injection tests). */
-  beforeCommit?: (request: CommitRequest) => Promise<void> | void;
+  /** Reads and writes checkpoint Parquet (the engine's `duckCheckpointIO`). */
+  checkpointIO: CheckpointIO;
 }
 
 /** Per-commit options. */
@@ -51,14 +42,6 @@ export interface TableCommitResult extends CommitResult {
   checkpoint: CheckpointOutcome | null;
 }
 
-/** A new table: schema and layout, plus optional first data, txn and domain metadata in version 0. */
-export interface CreateTableRequest extends NewTableSpec {
-  /** add/txn/domainMetadata actions committed with the table (an initial full load). */
-  actions?: Action[];
-  operationParameters?: Record<string, unknown>;
-  operationMetrics?: Record<string, string>;
-}
-
 /** A Delta table at a storage root. */
 export class DeltaTable {
   readonly uri: string;
@@ -69,15 +52,14 @@ export class DeltaTable {
   private constructor(
     readonly storage: Storage,
     private readonly opts: DeltaTableOptions,
-    io: CheckpointIO,
   ) {
     this.uri = storage.uri;
-    this.io = io;
+    this.io = opts.checkpointIO;
   }
 
   /** The table at `storage`'s root (it need not exist yet). No I/O. */
-  static open(storage: Storage, session: DuckSession, opts: DeltaTableOptions = {}): DeltaTable {
-    return new DeltaTable(storage, opts, opts.checkpointIO ?? duckCheckpointIO(session));
+  static open(storage: Storage, opts: DeltaTableOptions): DeltaTable {
+    return new DeltaTable(storage, opts);
   }
 
   /** The snapshot at the latest (or the given) version, or null when the table does not exist. */
@@ -92,27 +74,7 @@ export class DeltaTable {
    * 'TableAlreadyExists'; re-open the table and write to it normally.
    */
   async create(request: CreateTableRequest, opts: TableCommitOptions = {}): Promise<TableCommitResult> {
-    const extra = request.actions ?? [];
-    const domainMetadata = extra.some((a) => 'domainMetadata' in a);
-    const actions = [...createActions(request, { createdTime: this.now(), domainMetadata }), ...extra];
-    const hasData = extra.some((a) => 'add' in a);
-    return this.commit(
-      {
-        actions,
-        operation: hasData ? 'CREATE TABLE AS SELECT' : 'CREATE TABLE',
-        operationParameters: {
-          isManaged: false,
-          description: request.description ?? null,
-          partitionBy: request.partitionColumns ?? [],
-          properties: request.configuration ?? {},
-          ...request.operationParameters,
-        },
-        operationMetrics: request.operationMetrics ?? {},
-        read: { readVersion: -1, partitions: [], files: [], appIds: [] },
-        isBlindAppend: true,
-      },
-      opts,
-    );
+    return this.commit(createTableRequest(request, this.now()), opts);
   }
 
   /**
@@ -126,7 +88,6 @@ export class DeltaTable {
     assertWritable(protocol, metadata, this.uri);
     assertAppendOnlyRespected(prepared, metadata, this.uri);
     await this.checkCommitsSafe();
-    await this.opts.beforeCommit?.(prepared);
     const result = await commitWithRetry(this.storage, prepared, {
       maxAttempts: this.opts.maxAttempts,
       now: this.opts.now,
@@ -175,7 +136,8 @@ export class DeltaTable {
 
 /**
  * Add what the protocol needs for this commit: writing domain metadata to a table without the
- * `domainMetadata` feature upgrades it to writer 7 in the same commit (legacy features listed).
+ * `domainMetadata` feature upgrades it to writer 7 in the same commit (legacy features listed),
+ * also when the commit creates the table or already carries a protocol action.
  * System domains (`delta.*`) are never written by tidemark.
  */
 export function prepareRequest(request: CommitRequest, base: Snapshot | null, uri: string): CommitRequest {
@@ -184,9 +146,13 @@ export function prepareRequest(request: CommitRequest, base: Snapshot | null, ur
   if (system !== undefined) {
     throw new UnsupportedFeatureError('domainMetadata', 'write', uri, `tidemark does not write the system domain '${system}'`);
   }
-  if (domains.length === 0 || !base || request.actions.some((a) => 'protocol' in a)) return request;
-  if (writerFeatures(base.protocol).includes('domainMetadata')) return request;
-  return { ...request, actions: [{ protocol: withWriterFeature(base.protocol, 'domainMetadata') }, ...request.actions] };
+  if (domains.length === 0) return request;
+  const own = request.actions.find((a): a is { protocol: Protocol } => 'protocol' in a);
+  const protocol = own?.protocol ?? base?.protocol;
+  if (!protocol || writerFeatures(protocol).includes('domainMetadata')) return request;
+  const upgraded = { protocol: withWriterFeature(protocol, 'domainMetadata') };
+  if (own) return { ...request, actions: request.actions.map((a) => (a === own ? upgraded : a)) };
+  return { ...request, actions: [upgraded, ...request.actions] };
 }
 
 /** The protocol with one more writer feature, moved to writer 7 with its legacy features listed. */
@@ -219,51 +185,6 @@ function assertAppendOnlyRespected(request: CommitRequest, metadata: Metadata, u
   if (removal && 'remove' in removal) {
     throw new UnsupportedFeatureError('appendOnly', 'write', uri, `delta.appendOnly is true, and this ${request.operation} removes ${removal.remove.path}`);
   }
-}
-
-/** Upload written data files to their keys below the table root, a few at a time. */
-export async function uploadDataFiles(
-  storage: Storage,
-  files: readonly WrittenFile[],
-  opts: { concurrency?: number; signal?: AbortSignal } = {},
-): Promise<void> {
-  const limit = pLimit(opts.concurrency ?? DEFAULT_UPLOAD_CONCURRENCY);
-  await Promise.all(
-    files.map((file) =>
-      limit(() => {
-        opts.signal?.throwIfAborted();
-        return storage.upload(file.relativePath, file.localPath, { contentType: 'application/octet-stream', signal: opts.signal });
-      }),
-    ),
-  );
-}
-
-/** The `add` action for an uploaded file (see addActionFor); dataChange=false only for compaction. */
-export function addFileFor(file: WrittenFile, opts: { modificationTime: number; dataChange?: boolean }): AddFile {
-  return addActionFor(file, opts.modificationTime, opts.dataChange ?? true);
-}
-
-/**
- * The `remove` action for a live file, as Spark writes it: extended metadata (partition values,
- * size), the file's tags, and its exact deletion vector so the (path, DV) key matches.
- */
-export function removeFileFor(file: LiveFile, opts: { deletionTimestamp: number; dataChange?: boolean }): RemoveFile {
-  const remove: RemoveFile = {
-    path: file.path,
-    deletionTimestamp: opts.deletionTimestamp,
-    dataChange: opts.dataChange ?? true,
-    extendedFileMetadata: true,
-    partitionValues: file.partitionValues,
-    size: file.size,
-  };
-  if (file.stats) remove.stats = file.stats;
-  if (file.tags) remove.tags = file.tags;
-  if (file.deletionVector) remove.deletionVector = file.deletionVector;
-  if (file.baseRowId !== undefined && file.baseRowId !== null) remove.baseRowId = file.baseRowId;
-  if (file.defaultRowCommitVersion !== undefined && file.defaultRowCommitVersion !== null) {
-    remove.defaultRowCommitVersion = file.defaultRowCommitVersion;
-  }
-  return remove;
 }
 
 /** True for a CommitConflictError: the caller should re-read the table and plan again. */

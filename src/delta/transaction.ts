@@ -2,6 +2,7 @@
  * What a transaction read and what it wants to commit. The commit loop (./commit.ts)
  * uses the read side to decide whether a concurrent winner's commit conflicts.
  */
+import type { Storage } from '../storage/storage.js';
 import type { Action, PartitionValues } from './actions.js';
 
 export interface ReadSet {
@@ -37,10 +38,14 @@ export interface CommitResult {
   attempts: number;
 }
 
-/** Reads and writes checkpoint Parquet; implemented by the engine (DuckDB) so delta/ stays engine-free. */
+/**
+ * Reads and writes checkpoint files. Checkpoints are Parquet, which the Delta layer does not
+ * decode itself: the engine implements this (DuckDB), so `delta/` stays free of DuckDB and of
+ * local scratch files.
+ */
 export interface CheckpointIO {
-  /** Actions from checkpoint Parquet files on local disk (all parts, any schema version). */
-  readActions(localPaths: string[]): Promise<Action[]>;
-  /** Write a V1 classic checkpoint holding these actions to a local Parquet file; returns its row count. */
-  writeActions(actions: Action[], localPath: string): Promise<number>;
+  /** The actions of one checkpoint: all its parts (keys relative to the table root), any schema version. */
+  readActions(storage: Storage, keys: readonly string[]): Promise<Action[]>;
+  /** Write these actions as a V1 classic checkpoint at `key` in one visible step; returns its size in bytes. */
+  writeActions(storage: Storage, key: string, actions: readonly Action[]): Promise<{ sizeInBytes: number }>;
 }

@@ -1,16 +1,39 @@
 /**
- * The engine's implementation of the Delta layer's CheckpointIO: checkpoint Parquet is read
- * and written by DuckDB, so `delta/` never touches DuckDB itself.
+ * The engine's implementation of the Delta layer's CheckpointIO: checkpoint Parquet is read and
+ * written by DuckDB on local files, downloaded into (or staged in) the run's spool when the table
+ * is not on local disk, so `delta/` never touches DuckDB or scratch files itself.
  */
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { CheckpointIO } from '../delta/transaction.js';
+import type { Spool } from '../spool/spool.js';
 import { readCheckpointActions } from './checkpoint-reader.js';
 import { writeCheckpointActions } from './checkpoint-writer.js';
 import type { DuckSession } from './duckdb.js';
 
-/** CheckpointIO backed by a DuckDB session. */
-export function duckCheckpointIO(session: DuckSession): CheckpointIO {
+/** CheckpointIO backed by a DuckDB session, with scratch files in `spool`. */
+export function duckCheckpointIO(session: DuckSession, spool: Spool): CheckpointIO {
   return {
-    readActions: (localPaths) => readCheckpointActions(session, localPaths),
-    writeActions: (actions, localPath) => writeCheckpointActions(session, actions, localPath),
+    async readActions(storage, keys) {
+      const inPlace = keys.map((key) => storage.localPath(key));
+      if (inPlace.every((p): p is string => p !== null)) return readCheckpointActions(session, inPlace);
+      const dir = await spool.folder('checkpoint-in');
+      const paths = await Promise.all(
+        keys.map(async (key, i) => {
+          const path = join(dir, `part-${i}.parquet`);
+          await storage.download(key, path);
+          return path;
+        }),
+      );
+      return readCheckpointActions(session, paths);
+    },
+    async writeActions(storage, key, actions) {
+      const local = join(await spool.folder('checkpoint-out'), 'checkpoint.parquet');
+      await writeCheckpointActions(session, actions, local);
+      const { size } = await stat(local);
+      // One upload: an S3 PUT and the local driver's rename are both atomic, so no reader sees half a checkpoint.
+      await storage.upload(key, local, { contentType: 'application/octet-stream' });
+      return { sizeInBytes: size };
+    },
   };
 }

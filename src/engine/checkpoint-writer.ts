@@ -46,7 +46,7 @@ const MAX_OBJECT_BYTES = 256 * 1024 * 1024;
  * Write the actions as a V1 checkpoint Parquet file at `localPath`; returns the row count.
  * Throws for actions that do not belong in a checkpoint (commitInfo, cdc).
  */
-export async function writeCheckpointActions(session: DuckSession, actions: Action[], localPath: string): Promise<number> {
+export async function writeCheckpointActions(session: DuckSession, actions: readonly Action[], localPath: string): Promise<number> {
   for (const action of actions) {
     const kind = Object.keys(action)[0] ?? '';
     if (!CHECKPOINT_ACTIONS.has(kind)) throw new Error(`[checkpoint] a '${kind}' action cannot be written to a checkpoint`);
@@ -73,7 +73,7 @@ function selectActions(ndjsonPath: string): string {
 }
 
 /** Stream actions to an NDJSON file, respecting back-pressure. */
-async function writeNdjson(path: string, actions: Action[]): Promise<void> {
+async function writeNdjson(path: string, actions: readonly Action[]): Promise<void> {
   const out = createWriteStream(path);
   const closed = once(out, 'close');
   closed.catch(() => undefined); // the error surfaces from write/drain or the await below

@@ -20,19 +20,18 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { AddFile, PartitionValues } from '../delta/actions.js';
-import { encodeLogPath, hivePartitionFolder, partitionValueStringSql } from '../delta/partition-encode.js';
+import type { DataFileDescription } from '../delta/file-actions.js';
+import { encodeLogPath, hivePartitionFolder } from '../delta/partition-encode.js';
+import { partitionValueStringSql } from './partition-sql.js';
 import type { StructField, StructType } from '../delta/schema.js';
-import type { FileStats } from '../delta/snapshot.js';
+import type { PartitionValues } from '../delta/actions.js';
 import { SchemaError, TidemarkError } from '../errors.js';
 import { writeDirect } from './data-files-direct.js';
 import { parquetOptions } from './parquet-options.js';
 import type { DuckSession, Row } from './duckdb.js';
-import { DEFAULT_NUM_INDEXED_COLS, statsAggregatesSql, statsFromRow, statsJson, statsLeaves, type StatsLeaf } from './file-stats.js';
+import { DEFAULT_NUM_INDEXED_COLS, statsAggregatesSql, statsFromRow, statsLeaves, type StatsLeaf } from './file-stats.js';
 import { ident, str } from './sql.js';
 import { castToDeltaSql, deltaTypeToDuckForWrite } from './type-map-write.js';
-
-export { statsJson } from './file-stats.js';
 
 /** Options of writeDataFiles. */
 export interface WriteDataFilesOptions {
@@ -66,19 +65,11 @@ export interface WriteDataFilesOptions {
 }
 
 /** One data file written locally, ready to upload and to describe in an `add` action. */
-export interface WrittenFile {
+export interface WrittenFile extends DataFileDescription {
   /** The file on local disk. */
   localPath: string;
   /** Object key relative to the table root: Hive folders (Spark-escaped) plus the file name. */
   relativePath: string;
-  /** `relativePath` percent-encoded for `add.path` (see encodeLogPath). */
-  logPath: string;
-  /** Delta partition value strings (null for null); `{}` when unpartitioned. */
-  partitionValues: PartitionValues;
-  /** File size in bytes. */
-  size: number;
-  /** Per-file stats; serialize with statsJson (keeps decimals exact). */
-  stats: FileStats;
 }
 
 /**
@@ -123,21 +114,6 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
   } finally {
     await session.run(`DROP TABLE IF EXISTS ${staged.table}`);
   }
-}
-
-/**
- * The `add` action for a written file (uploaded at `modificationTime`, ms since the epoch).
- * `dataChange` is true for appends and MERGE rewrites; false only for compaction-like rewrites.
- */
-export function addActionFor(file: WrittenFile, modificationTime: number, dataChange = true): AddFile {
-  return {
-    path: file.logPath,
-    partitionValues: file.partitionValues,
-    size: file.size,
-    modificationTime,
-    dataChange,
-    stats: statsJson(file.stats),
-  };
 }
 
 /** One file will do: no split asked for, or the caller's bound on the rows is within it. */

@@ -17,6 +17,7 @@
  */
 import type { DataType } from '../delta/schema.js';
 import type { FileStats } from '../delta/snapshot.js';
+import { JsonNumber } from '../delta/stats.js';
 import type { Row } from './duckdb.js';
 import { str } from './sql.js';
 
@@ -24,14 +25,6 @@ import { str } from './sql.js';
 export const DEFAULT_NUM_INDEXED_COLS = 32;
 /** Spark's `spark.databricks.io.skipping.stringPrefixLength`. */
 export const STRING_PREFIX_LENGTH = 32;
-
-/** A JSON number kept as its exact text; `statsJson` writes the text, JSON.stringify a JS number. */
-export class JsonNumber {
-  constructor(readonly text: string) {}
-  toJSON(): number {
-    return Number(this.text);
-  }
-}
 
 /** A top-level data column: its name, Delta type and SQL over the rows being summarized. */
 export interface StatsColumn {
@@ -183,26 +176,4 @@ function isSurrogatePairAt(s: string, i: number): boolean {
   const hi = s.charCodeAt(i);
   const lo = s.charCodeAt(i + 1);
   return hi >= 0xd800 && hi <= 0xdbff && lo >= 0xdc00 && lo <= 0xdfff;
-}
-
-/**
- * The `add.stats` JSON text. Keys in Spark's order; JsonNumber values written as their exact
- * text, so decimals keep every digit.
- */
-export function statsJson(stats: FileStats): string {
-  const ordered: Record<string, unknown> = {};
-  for (const key of ['numRecords', 'minValues', 'maxValues', 'nullCount', 'tightBounds'] as const) {
-    if (stats[key] !== undefined) ordered[key] = stats[key];
-  }
-  return toJsonText(ordered);
-}
-
-function toJsonText(v: unknown): string {
-  if (v instanceof JsonNumber) return v.text;
-  if (typeof v === 'bigint') return v.toString();
-  if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
-    const entries = Object.entries(v).filter(([, x]) => x !== undefined);
-    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${toJsonText(x)}`).join(',')}}`;
-  }
-  return JSON.stringify(v);
 }

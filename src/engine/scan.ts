@@ -7,14 +7,15 @@
  * Files with the same Parquet schema and the same partition values are read by one
  * `read_parquet([...])`, so an unpartitioned table is one scan whatever its file count.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { BadFileError, UnsupportedFeatureError } from '../errors.js';
-import { decodeLogPath, partitionValueSql } from '../delta/partition-decode.js';
+import { decodeLogPath } from '../delta/partition-decode.js';
+import { partitionValueSql } from './partition-sql.js';
 import type { StructField } from '../delta/schema.js';
 import type { LiveFile, Snapshot } from '../delta/snapshot.js';
+import type { Spool } from '../spool/spool.js';
 import type { Storage } from '../storage/storage.js';
 import type { DuckSession, Row } from './duckdb.js';
 import { safeReadPath } from './safe-alias.js';
@@ -179,16 +180,17 @@ function refuseDeletionVector(snapshot: Snapshot, file: LiveFile): void {
 
 /**
  * Run `fn` on a relation over the snapshot's files. Files are read in place when the store
- * is local, otherwise downloaded to a temp folder that is removed afterwards.
+ * is local, otherwise downloaded to a spool folder that is removed afterwards.
  */
 export async function withTableScan<T>(
   session: DuckSession,
-  storage: Storage,
+  source: { storage: Storage; spool: Spool },
   snapshot: Snapshot,
   fn: (relationSql: string) => Promise<T>,
 ): Promise<T> {
+  const { storage, spool } = source;
   let dir: Promise<string> | null = null;
-  const tempDir = (): Promise<string> => (dir ??= mkdtemp(join(tmpdir(), 'tidemark-scan-')));
+  const spoolDir = (): Promise<string> => (dir ??= spool.folder('scan'));
   try {
     const paths = new Map<LiveFile, string>();
     const limit = pLimit(DOWNLOAD_CONCURRENCY);
@@ -198,7 +200,7 @@ export async function withTableScan<T>(
           const key = decodeLogPath(file.path, storage.uri);
           let path = storage.localPath(key);
           if (path === null) {
-            path = join(await tempDir(), `file-${i}.parquet`);
+            path = join(await spoolDir(), `file-${i}.parquet`);
             await storage.download(key, path);
           }
           paths.set(file, path);
@@ -214,6 +216,6 @@ export async function withTableScan<T>(
 }
 
 /** All rows of the snapshot as JS objects (for tests and small tables). */
-export async function readTable(session: DuckSession, storage: Storage, snapshot: Snapshot): Promise<Row[]> {
-  return withTableScan(session, storage, snapshot, (relation) => session.all(`SELECT * FROM (${relation})`));
+export async function readTable(session: DuckSession, source: { storage: Storage; spool: Spool }, snapshot: Snapshot): Promise<Row[]> {
+  return withTableScan(session, source, snapshot, (relation) => session.all(`SELECT * FROM (${relation})`));
 }

@@ -13,6 +13,7 @@ import { resolveFormat } from '../engine/source-format.js';
 import { ident } from '../engine/sql.js';
 import { SchemaError } from '../errors.js';
 import type { FetchedFile } from './fetch.js';
+import { PhaseTimer } from './phases.js';
 
 const RAW_TABLE = 'tidemark_raw';
 const BATCH_TABLE = 'tidemark_batch';
@@ -30,6 +31,8 @@ export interface LoadedBatch {
 export interface LoadBatchOptions {
   /** The target table's schema (null or absent: the batch creates the table). */
   schema?: StructType | null;
+  /** Adds the time spent reading to `load` and deduping to `dedupe`. */
+  timer?: PhaseTimer;
 }
 
 /** The file's full URI (`s3://landing/orders/2026/11/01/a.csv`): lineage and error messages name it. */
@@ -50,12 +53,15 @@ export async function loadBatch(
   fetched: readonly FetchedFile[],
   opts: LoadBatchOptions = {},
 ): Promise<LoadedBatch> {
+  const timer = opts.timer ?? new PhaseTimer();
   const files = fetched.map((f) => toLoadFile(job, sourceUri, f));
-  const loaded = await loadSourceFiles(session, files, {
-    table: RAW_TABLE,
-    ...(job.source.csv ? { csv: job.source.csv } : {}),
-    ...(opts.schema ? { schema: opts.schema } : {}),
-  });
+  const loaded = await timer.time('load', () =>
+    loadSourceFiles(session, files, {
+      table: RAW_TABLE,
+      ...(job.source.csv ? { csv: job.source.csv } : {}),
+      ...(opts.schema ? { schema: opts.schema } : {}),
+    }),
+  );
   const dispose = async () => {
     await session.run(`DROP TABLE IF EXISTS ${ident(RAW_TABLE)}; DROP TABLE IF EXISTS ${ident(BATCH_TABLE)}`);
   };
@@ -68,12 +74,9 @@ export async function loadBatch(
     return { table: RAW_TABLE, rowsRead, rowsAfterDedupe: rowsRead, dispose };
   }
   await requireColumns(session, job, files);
-  const rowsAfterDedupe = await dedupeLatest(session, {
-    input: RAW_TABLE,
-    output: BATCH_TABLE,
-    keyColumns: job.target.key!,
-    orderBy: job.target.orderBy!,
-  });
+  const rowsAfterDedupe = await timer.time('dedupe', () =>
+    dedupeLatest(session, { input: RAW_TABLE, output: BATCH_TABLE, keyColumns: job.target.key!, orderBy: job.target.orderBy! }),
+  );
   return { table: BATCH_TABLE, rowsRead, rowsAfterDedupe, dispose };
 }
 

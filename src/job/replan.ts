@@ -7,12 +7,9 @@
  * did this run's work, and a run that commits between its losses is making progress too.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import type { JobConfig } from '../config/schema.js';
-import { DeltaTable, isCommitConflict } from '../delta/table.js';
-import type { DuckSession } from '../engine/duckdb.js';
+import { isCommitConflict } from '../delta/table.js';
 import { CommitRetriesExhaustedError, type CommitConflictError } from '../errors.js';
 import type { RunContext } from './context.js';
-import { openTarget } from './open.js';
 
 /** Commit races lost in a row (re-planning after each) before giving up with exit code 3. */
 export const DEFAULT_MAX_REPLANS = 5;
@@ -68,12 +65,4 @@ export async function withReplans<T>(opts: ReplanOptions, planAndLoad: () => Pro
 function rivalCommittedOwnState(err: CommitConflictError, ownAppId: string): boolean {
   const sameState = err.conflict === 'ConcurrentTransaction' || err.conflict === 'ConcurrentDomainMetadata';
   return sameState && err.context['subject'] === ownAppId;
-}
-
-/** The job's target table, with the run's fault-injection hook before each commit. */
-export function openJobTable(job: JobConfig, ctx: RunContext, session: DuckSession, batchNo: () => number): DeltaTable {
-  return DeltaTable.open(openTarget(job, ctx.storage, ctx.openStorage), session, {
-    singleWriter: ctx.storage.singleWriter,
-    ...(ctx.hooks?.beforeCommit ? { beforeCommit: () => ctx.hooks!.beforeCommit!(batchNo()) } : {}),
-  });
 }

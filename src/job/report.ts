@@ -1,12 +1,21 @@
 /**
- * What a run reports: one object per job, printed as JSON with `--json` (SPEC §5).
+ * What a command reports: one object per job, printed as JSON with `--json` (see docs/cli.md),
+ * and the outcome that carries it back to the CLI as a value, also when the job failed.
  */
+import type { PhaseTimings } from './phases.js';
 
 export type RunStatus = 'succeeded' | 'nothing-new' | 'failed' | 'dry-run';
 
 export interface SkippedFile {
   key: string;
   reason: string;
+}
+
+/** A failure as reports show it: the error's class, message and what it concerns. */
+export interface ReportedError {
+  type: string;
+  message: string;
+  context?: Record<string, unknown>;
 }
 
 /** What loading did, counted the same way by a run and a backfill. */
@@ -18,6 +27,13 @@ export interface LoadCounts {
   updated: number;
   deleted: number;
   skippedStale: number;
+  /** Matched rows equal in every column to the stored row: nothing was written for them. */
+  unchanged: number;
+}
+
+/** The load counts of a command that loaded nothing yet. */
+export function noLoadCounts(): LoadCounts {
+  return { filesLoaded: 0, rowsRead: 0, rowsAfterDedupe: 0, inserted: 0, updated: 0, deleted: 0, skippedStale: 0, unchanged: 0 };
 }
 
 export interface RunReport extends LoadCounts {
@@ -29,9 +45,12 @@ export interface RunReport extends LoadCounts {
   /** The committed watermark after the run (partition or ISO timestamp), null before the first load. */
   watermark: string | null;
   durationMs: number;
+  /** Milliseconds per phase, summed over the run's batches. */
+  phases: PhaseTimings;
   /** Commits made by this run (one per batch). */
   commits: number;
   batches: number;
+  /** Partition folders (or prefixes) listed by discovery. */
   partitionsListed?: string[];
   /** With --dry-run: the watermark the run would commit. */
   watermarkAfter?: string | null;
@@ -41,7 +60,7 @@ export interface RunReport extends LoadCounts {
   skipped?: SkippedFile[];
   skippedByReason?: Record<string, number>;
   quarantined?: SkippedFile[];
-  error?: { type: string; message: string; context?: Record<string, unknown> };
+  error?: ReportedError;
 }
 
 export interface StatusReport {
@@ -58,23 +77,30 @@ export interface StatusReport {
   backfill?: { from: string; to: string; status: 'running' | 'done'; doneThrough: string | null; updatedAt: string };
 }
 
-/** A report with every counter at zero. */
-export function emptyReport(job: string): RunReport {
-  return {
-    job,
-    status: 'nothing-new',
-    filesDiscovered: 0,
-    filesLoaded: 0,
-    rowsRead: 0,
-    rowsAfterDedupe: 0,
-    inserted: 0,
-    updated: 0,
-    deleted: 0,
-    skippedStale: 0,
-    tableVersion: null,
-    watermark: null,
-    durationMs: 0,
-    commits: 0,
-    batches: 0,
-  };
+/**
+ * A command's result for one job: its report, and the error when it failed. A failed job's report
+ * still says what was committed before the failure (batches, table version, watermark).
+ */
+export type JobOutcome<R> = { ok: true; report: R } | { ok: false; report: R; error: unknown };
+
+/** Run `work`; a failure becomes a failed outcome whose report is `failed()` at that moment. */
+export async function outcomeOf<R>(failed: () => R, work: () => Promise<R>): Promise<JobOutcome<R>> {
+  try {
+    return { ok: true, report: await work() };
+  } catch (error) {
+    return { ok: false, report: failed(), error };
+  }
+}
+
+/**
+ * `outcomeOf` for reports with a status and a duration: a failure's report is `progress()` at the
+ * moment of failure with status 'failed'; `durationMs` is set on both.
+ */
+export async function timedOutcome<R extends { status: string; durationMs: number }>(
+  progress: () => R,
+  work: () => Promise<R>,
+): Promise<JobOutcome<R>> {
+  const started = Date.now();
+  const outcome = await outcomeOf(() => ({ ...progress(), status: 'failed' }), work);
+  return { ...outcome, report: { ...outcome.report, durationMs: Date.now() - started } };
 }

@@ -17,16 +17,16 @@
  * rewind appends the reloaded files' rows a second time: refused unless `force`.
  */
 import type { JobConfig } from '../config/schema.js';
-import { DeltaTable } from '../delta/table.js';
+import type { DeltaTable } from '../delta/table.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { parsePartitionStart, parseTimestampStart } from '../discovery/config.js';
 import { granularityOfId } from '../discovery/calendar.js';
 import { Layout, PartitionClock, type DiscoveryState, type ModifiedState, type PartitionState } from '../discovery/index.js';
-import { DuckSession } from '../engine/duckdb.js';
 import { ConfigError, TidemarkError } from '../errors.js';
 import type { RunContext } from './context.js';
-import { openTarget } from './open.js';
 import { withReplans } from './replan.js';
+import { timedOutcome, type JobOutcome, type ReportedError } from './report.js';
+import { withJobScope } from './scope.js';
 import { jobAppId, readJobState, stateActions, type JobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 
@@ -55,7 +55,7 @@ export interface ResetReport {
   filesRemembered: number;
   tableVersion: number | null;
   durationMs: number;
-  error?: { type: string; message: string; context?: Record<string, unknown> };
+  error?: ReportedError;
 }
 
 /** The discovery state after `reset --to`, and whether it moves the watermark back. */
@@ -113,27 +113,34 @@ function flag<T>(parse: () => T): T {
   }
 }
 
-/** Reset `job`'s watermark (see the module comment); a lost commit race re-reads the state and tries again. */
-export async function resetJob(job: JobConfig, ctx: RunContext, opts: ResetOptions): Promise<ResetReport> {
-  const started = Date.now();
-  planReset(job, null, opts.to); // a bad --to is refused before any I/O
-  const session = await DuckSession.open();
-  try {
-    const table = DeltaTable.open(openTarget(job, ctx.storage, ctx.openStorage), session, { singleWriter: ctx.storage.singleWriter });
-    const replans = {
-      ctx,
-      job: job.name,
-      uri: table.uri,
-      commits: () => 0, // a reset is one commit; losses to a run of the job (it progressed) do not count
-      ownAppId: jobAppId(job.name),
-      subsystem: '[reset]',
-      replanMessage: 'reset: a run committed first; reading its state and resetting again',
-    };
-    const report = await withReplans(replans, () => resetOnce(job, table, opts, ctx.signal));
-    return { ...report, durationMs: Date.now() - started };
-  } finally {
-    session.close();
-  }
+/** Reset `job`'s watermark (see the module comment); a lost commit race re-reads the state and tries again. Never throws. */
+export async function resetJob(job: JobConfig, ctx: RunContext, opts: ResetOptions): Promise<JobOutcome<ResetReport>> {
+  const progress = (): ResetReport => ({
+    job: job.name,
+    command: 'reset',
+    status: 'failed',
+    watermarkBefore: null,
+    watermark: opts.to,
+    rewound: false,
+    filesRemembered: 0,
+    tableVersion: null,
+    durationMs: 0,
+  });
+  return timedOutcome(progress, async () => {
+    planReset(job, null, opts.to); // a bad --to is refused before any I/O
+    return withJobScope(job, ctx, `${job.name}-reset`, async ({ table }) => {
+      const replans = {
+        ctx,
+        job: job.name,
+        uri: table.uri,
+        commits: () => 0, // a reset is one commit; losses to a run of the job (it progressed) do not count
+        ownAppId: jobAppId(job.name),
+        subsystem: '[reset]',
+        replanMessage: 'reset: a run committed first; reading its state and resetting again',
+      };
+      return { ...(await withReplans(replans, () => resetOnce(job, table, opts, ctx.signal))), durationMs: 0 };
+    });
+  });
 }
 
 async function resetOnce(job: JobConfig, table: DeltaTable, opts: ResetOptions, signal?: AbortSignal): Promise<Omit<ResetReport, 'durationMs'>> {
@@ -145,7 +152,7 @@ async function resetOnce(job: JobConfig, table: DeltaTable, opts: ResetOptions, 
     });
   }
   const prev = readJobState(snapshot, job.name);
-  const before = prev.discovery as DiscoveryState | null;
+  const before = prev.discovery;
   const plan = planReset(job, before, opts.to);
   const report = {
     job: job.name,

@@ -2,15 +2,19 @@
  * The job's state lives in the target table itself, committed with the data:
  * - a `domainMetadata` action, domain `tidemark.job.<name>`, whose configuration is this JSON
  *   state (watermark, the bounded set of recently loaded files, quarantined files, counters,
- *   the files holding recent deletes' tombstones: see ./tombstones.ts);
+ *   the files holding recent deletes' tombstones: see ./tombstones/plan.ts);
  * - a `txn` action, appId `tidemark.job.<name>`, whose version is the batch sequence number,
  *   so any Delta tool sees how far the job got and two runs of one job conflict on commit.
  * Both survive checkpoints, so the state is always the one of the snapshot's version.
+ * The format is documented in docs/job-state.md.
  */
 import type { Action } from '../delta/actions.js';
 import type { Snapshot } from '../delta/snapshot.js';
+import { upgradeState as upgradeDiscoveryState, type DiscoveryState } from '../discovery/index.js';
 import { DeltaLogError } from '../errors.js';
-import type { TombstoneState } from './tombstones.js';
+import { backfillTombstones } from './backfill/state.js';
+import type { TombstoneState } from './tombstones/plan.js';
+import type { StateOwner } from './write-batch.js';
 
 export const STATE_VERSION = 1;
 
@@ -21,13 +25,13 @@ export interface QuarantinedFile {
   at: string;
 }
 
-export interface JobState<D = unknown> {
+export interface JobState {
   stateVersion: number;
   job: string;
   /** Batch sequence number; also the `txn` version. */
   batch: number;
   /** Discovery's own state (watermark + recently loaded files); owned by src/discovery. */
-  discovery: D | null;
+  discovery: DiscoveryState | null;
   lastRunAt: string | null;
   quarantined: QuarantinedFile[];
   totals: { filesLoaded: number; rowsLoaded: number };
@@ -45,7 +49,7 @@ export function initialState(job: string): JobState {
   return { stateVersion: STATE_VERSION, job, batch: 0, discovery: null, lastRunAt: null, quarantined: [], totals: { filesLoaded: 0, rowsLoaded: 0 } };
 }
 
-/** Upgrade older state layouts to the current one (there is only v1 so far). */
+/** Upgrade older state layouts to the current one (there is only v1 so far); the discovery part is discovery's. */
 export function upgradeState(raw: Record<string, unknown>, job: string, uri: string): JobState {
   const version = Number(raw['stateVersion']);
   if (version !== STATE_VERSION) {
@@ -53,7 +57,8 @@ export function upgradeState(raw: Record<string, unknown>, job: string, uri: str
       context: { uri, job },
     });
   }
-  return { ...initialState(job), ...(raw as Partial<JobState>) } as JobState;
+  const state = { ...initialState(job), ...(raw as Partial<JobState>) } as JobState;
+  return { ...state, discovery: state.discovery === null ? null : upgradeDiscoveryState(state.discovery) };
 }
 
 /** The job's state in a snapshot (initial state when the table or the domain does not exist). */
@@ -78,4 +83,15 @@ export function stateActions(state: JobState, now = Date.now()): Action[] {
     { txn: { appId: jobAppId(state.job), version: state.batch, lastUpdated: now } },
     { domainMetadata: { domain: jobAppId(state.job), configuration: JSON.stringify(state), removed: false } },
   ];
+}
+
+/** The job as the owner of the state a batch commits; it also reads the tombstones of its backfill. */
+export function jobOwner(job: string, snapshot: Snapshot | null): StateOwner<JobState> {
+  return {
+    appId: jobAppId(job),
+    tombstoneFolder: job,
+    actions: (state) => stateActions(state),
+    parameters: (state) => ({ job, batch: state.batch }),
+    others: backfillTombstones(snapshot, job),
+  };
 }

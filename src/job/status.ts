@@ -2,22 +2,25 @@
  * `tidemark status`: what the table says about a job, read from its latest snapshot.
  */
 import type { JobConfig } from '../config/schema.js';
-import { DeltaTable } from '../delta/table.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { totalRecords } from '../delta/stats.js';
-import type { DiscoveryState } from '../discovery/index.js';
-import type { DuckSession } from '../engine/duckdb.js';
+import { readBackfillState } from './backfill/state.js';
 import type { RunContext } from './context.js';
-import { openTarget } from './open.js';
-import type { StatusReport } from './report.js';
-import { readBackfillState } from './backfill-state.js';
+import { outcomeOf, type JobOutcome, type StatusReport } from './report.js';
+import { withJobScope } from './scope.js';
 import { readJobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 
-/** Status of one job. */
-export async function jobStatus(job: JobConfig, ctx: Pick<RunContext, 'storage'>, session: DuckSession): Promise<StatusReport> {
-  const table = DeltaTable.open(openTarget(job, ctx.storage), session, { singleWriter: ctx.storage.singleWriter });
-  const snapshot = await table.snapshot();
+/** Status of one job, read from its table's latest snapshot. Never throws. */
+export async function jobStatus(job: JobConfig, ctx: RunContext): Promise<JobOutcome<StatusReport>> {
+  return outcomeOf(
+    () => statusOf(job, null),
+    () => withJobScope(job, ctx, `${job.name}-status`, async ({ table }) => statusOf(job, await table.snapshot())),
+  );
+}
+
+/** What the snapshot says about the job. */
+function statusOf(job: JobConfig, snapshot: Snapshot | null): StatusReport {
   const state = readJobState(snapshot, job.name);
   const files = snapshot?.files ?? [];
   // Row counts come from file stats; one file without stats makes the total unknown.
@@ -25,7 +28,7 @@ export async function jobStatus(job: JobConfig, ctx: Pick<RunContext, 'storage'>
   return {
     job: job.name,
     discovery: job.source.discover.by,
-    watermark: describeWatermark(state.discovery as DiscoveryState | null),
+    watermark: describeWatermark(state.discovery),
     tableVersion: snapshot?.version ?? null,
     lastRunAt: state.lastRunAt,
     rows,

@@ -1,23 +1,25 @@
 /**
- * Write a loaded batch into the target with the job's state in the same commit: MERGE by key
- * (with the job's tombstones), or append. A batch without rows (empty files) commits only the state.
+ * Writing one loaded batch into the table with the state after it, in ONE commit (the commit point):
  *
- * The state's owner is the job by default; a backfill of the job commits its own state under its
- * own appId instead (`WriteBatchOptions.owner`, see ./backfill-state.ts). Each owner keeps its own
- * tombstones, and a MERGE buries rows older than the deletes of either.
+ *   stage the write (engine: MERGE or append; data files uploaded)   ── afterWrite hook
+ *   merge mode: write the batch's deletes as a tombstone file (./tombstones/files.ts)
+ *   commit the staged actions + the owner's state (txn + domainMetadata)  ── beforeCommit hook
+ *
+ * A batch with no rows (empty files) commits only the state. The state's owner is the job by
+ * default; a backfill of the job commits its own state under its own appId instead
+ * (`WriteBatchOptions.owner`, see ./backfill/state.ts). Each owner keeps its own tombstones, and a
+ * MERGE buries rows older than the deletes of either.
  */
-import type { JobConfig } from '../config/schema.js';
 import type { Action } from '../delta/actions.js';
 import type { Snapshot } from '../delta/snapshot.js';
-import type { DeltaTable } from '../delta/table.js';
-import type { DuckSession } from '../engine/duckdb.js';
+import type { CommitRequest } from '../delta/transaction.js';
 import { SOURCE_FILE, SOURCE_ROW } from '../engine/load.js';
-import { appendToTable, mergeIntoTable } from '../engine/merge/index.js';
-import { backfillTombstones } from './backfill-state.js';
+import { stageAppend, stageMerge, type StagedWrite, type WriteTarget } from '../engine/merge/index.js';
 import type { LoadedBatch } from './load-batch.js';
-import { jobAppId, stateActions, type JobState } from './state.js';
-import { unionTombstones } from './tombstone-union.js';
-import type { TombstoneState } from './tombstones.js';
+import type { PhaseTimer } from './phases.js';
+import type { JobScope } from './scope.js';
+import { unionTombstones } from './tombstones/union.js';
+import type { TombstoneState } from './tombstones/plan.js';
 
 /** A state committed with a batch: it lists its owner's tombstone files. */
 export interface OwnedState {
@@ -38,43 +40,31 @@ export interface StateOwner<S extends OwnedState> {
   others: Array<{ folder: string; state: TombstoneState | undefined }>;
 }
 
-/** The job as the owner of its state; it also reads the tombstones of its backfill. */
-export function jobOwner(job: string, snapshot: Snapshot | null): StateOwner<JobState> {
-  return {
-    appId: jobAppId(job),
-    tombstoneFolder: job,
-    actions: (state) => stateActions(state),
-    parameters: (state) => ({ job, batch: state.batch }),
-    others: backfillTombstones(snapshot, job),
-  };
-}
-
-export interface WriteBatchOptions<S extends OwnedState = JobState> {
-  session: DuckSession;
-  table: DeltaTable;
-  job: JobConfig;
+export interface WriteBatchOptions<S extends OwnedState> {
+  scope: JobScope;
   snapshot: Snapshot | null;
   batch: LoadedBatch;
   /** The state after this batch, committed with it (its tombstones are those before the batch). */
   state: S;
-  /** Who the state belongs to; default the job (then `state` is a JobState). */
-  owner?: StateOwner<S>;
-  spoolDir: string;
+  owner: StateOwner<S>;
+  /** The batch's number within the command (0-based), passed to the hooks. */
+  batchNo: number;
+  timer: PhaseTimer;
   /** The batch's clock in ms (tombstone expiry and stamps); default Date.now(). */
   now?: number;
-  /** Called once the batch's data files are uploaded, before its tombstone file and commit. */
-  afterWrite?: () => Promise<void> | void;
-  signal?: AbortSignal;
 }
 
+/** Rows per action of one batch. */
 export interface BatchCounts {
   inserted: number;
   updated: number;
   deleted: number;
   skippedStale: number;
+  /** Matched rows equal in every column to the stored row (nothing written). */
+  unchanged: number;
 }
 
-export interface WrittenBatch<S extends OwnedState = JobState> {
+export interface WrittenBatch<S extends OwnedState> {
   /** Committed version, or null when nothing could be committed (no rows and no table yet). */
   version: number | null;
   counts: BatchCounts;
@@ -82,77 +72,96 @@ export interface WrittenBatch<S extends OwnedState = JobState> {
   state: S;
 }
 
-const NO_COUNTS: BatchCounts = { inserted: 0, updated: 0, deleted: 0, skippedStale: 0 };
+const NO_COUNTS: BatchCounts = { inserted: 0, updated: 0, deleted: 0, skippedStale: 0, unchanged: 0 };
 
 /** Commit the batch and the state together. */
-export async function writeBatch<S extends OwnedState = JobState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
-  const owner = opts.owner ?? (jobOwner(opts.job.name, opts.snapshot) as unknown as StateOwner<S>);
-  if (opts.batch.rowsRead === 0) return commitStateOnly(opts, owner);
-  return opts.job.target.mode === 'append' ? appendBatch(opts, owner) : mergeBatch(opts, owner);
+export async function writeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
+  if (opts.batch.rowsRead === 0) return commitStateOnly(opts);
+  return opts.scope.job.target.mode === 'append' ? appendBatch(opts) : mergeBatch(opts);
 }
 
 /** What append and MERGE share. */
-function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>, owner: StateOwner<S>) {
+function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>): WriteTarget {
+  const { scope } = opts;
+  const { job } = scope;
   return {
-    session: opts.session,
-    table: opts.table,
+    session: scope.session,
+    storage: scope.table.storage,
     snapshot: opts.snapshot,
     batch: opts.batch.table,
-    partitionBy: opts.job.target.partitionBy,
-    schemaEvolution: opts.job.schemaEvolution,
+    ...(job.target.partitionBy ? { partitionBy: job.target.partitionBy } : {}),
+    schemaEvolution: job.schemaEvolution,
     internalColumns: [SOURCE_ROW],
     sourceFileColumn: SOURCE_FILE,
     sourceRowColumn: SOURCE_ROW,
-    appIds: [owner.appId],
-    spoolDir: opts.spoolDir,
-    concurrency: opts.job.concurrency,
-    targetFileRows: opts.job.target.maxRowsPerFile,
-    ...(opts.afterWrite ? { afterWrite: opts.afterWrite } : {}),
-    ...(opts.signal ? { signal: opts.signal } : {}),
+    appIds: [opts.owner.appId],
+    spool: scope.spool,
+    concurrency: job.concurrency,
+    targetFileRows: job.target.maxRowsPerFile,
+    ...(scope.ctx.signal ? { signal: scope.ctx.signal } : {}),
   };
 }
 
-async function appendBatch<S extends OwnedState>(opts: WriteBatchOptions<S>, owner: StateOwner<S>): Promise<WrittenBatch<S>> {
-  const r = await appendToTable({ ...writeTarget(opts, owner), extraActions: owner.actions(opts.state) });
-  return { version: r.version, counts: { ...NO_COUNTS, inserted: r.inserted }, state: opts.state };
+async function appendBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
+  const staged = await opts.timer.time('merge', () => stageAppend(writeTarget(opts)));
+  if (staged.summary.filesAdded > 0) await opts.scope.ctx.hooks?.afterWrite?.(opts.batchNo);
+  const version = await commitWith(opts, staged, opts.state);
+  return { version, counts: { ...NO_COUNTS, inserted: staged.summary.inserted }, state: opts.state };
 }
 
 /**
- * MERGE with the owner's tombstones (./tombstones.ts) and those of the other owners: the live ones
+ * MERGE with the owner's tombstones (./tombstones/) and those of the other owners: the live ones
  * bury older rows, and the batch's deletes are written as a tombstone file of the owner just before
  * the commit, whose state lists it.
  */
-async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>, owner: StateOwner<S>): Promise<WrittenBatch<S>> {
-  const { job } = opts;
+async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
+  const { scope } = opts;
+  const { job } = scope;
   const tombstones = await unionTombstones({
-    session: opts.session,
-    storage: opts.table.storage,
-    spec: { job: owner.tombstoneFolder, key: job.target.key!, orderBy: job.target.orderBy!, retentionMs: job.target.tombstoneRetention },
+    session: scope.session,
+    storage: scope.table.storage,
+    spec: { job: opts.owner.tombstoneFolder, key: job.target.key!, orderBy: job.target.orderBy!, retentionMs: job.target.tombstoneRetention },
     state: opts.state.tombstones,
-    others: owner.others,
+    others: opts.owner.others,
     now: opts.now ?? Date.now(),
-    spoolDir: opts.spoolDir,
-    ...(opts.signal ? { signal: opts.signal } : {}),
+    spool: scope.spool,
+    ...(scope.ctx.signal ? { signal: scope.ctx.signal } : {}),
   });
   try {
-    let state = opts.state;
-    const r = await mergeIntoTable({
-      ...writeTarget(opts, owner),
-      keyColumns: job.target.key!,
-      orderBy: job.target.orderBy!,
-      keysUnique: true, // loadBatch reduced the batch to one row per key
-      ...(job.target.deleteWhen ? { deleteWhen: job.target.deleteWhen } : {}),
-      ...(tombstones.relation ? { tombstones: tombstones.relation } : {}),
-      recordDeletes: async (deletes) => {
-        state = withTombstones(opts.state, await tombstones.own.record(deletes));
-        return owner.actions(state);
-      },
-    });
-    await tombstones.own.purge();
-    return { version: r.version, counts: { inserted: r.inserted, updated: r.updated, deleted: r.deleted, skippedStale: r.skippedStale }, state };
+    const staged = await opts.timer.time('merge', () =>
+      stageMerge({
+        ...writeTarget(opts),
+        keyColumns: job.target.key!,
+        orderBy: job.target.orderBy!,
+        keysUnique: true, // loadBatch reduced the batch to one row per key
+        ...(job.target.deleteWhen ? { deleteWhen: job.target.deleteWhen } : {}),
+        ...(tombstones.relation ? { tombstones: tombstones.relation } : {}),
+      }),
+    );
+    try {
+      if (staged.summary.filesAdded > 0) await scope.ctx.hooks?.afterWrite?.(opts.batchNo);
+      // The tombstone file is written before the commit that lists it: a failed commit leaves an orphan.
+      const state = withTombstones(opts.state, await tombstones.own.record(staged.deletes));
+      const version = await commitWith(opts, staged, state);
+      await tombstones.own.purge();
+      const { inserted, updated, deleted, skippedStale, unchanged } = staged.summary;
+      return { version, counts: { inserted, updated, deleted, skippedStale, unchanged }, state };
+    } finally {
+      await staged.dispose();
+    }
   } finally {
     await tombstones.dispose();
   }
+}
+
+/** Commit the staged write with the owner's state in the same version. */
+async function commitWith<S extends OwnedState>(opts: WriteBatchOptions<S>, staged: StagedWrite, state: S): Promise<number> {
+  const request: CommitRequest = {
+    ...staged.request,
+    actions: [...staged.request.actions, ...opts.owner.actions(state)],
+    read: { ...staged.request.read, appIds: unique([...staged.request.read.appIds, opts.owner.appId]) },
+  };
+  return commit(opts, request);
 }
 
 /** `state` with its tombstones field replaced (left out when there are none). */
@@ -162,15 +171,27 @@ function withTombstones<S extends OwnedState>(state: S, tombstones: TombstoneSta
 }
 
 /** Empty files still move the watermark, so they are not listed again; without a table there is nothing to commit to. */
-async function commitStateOnly<S extends OwnedState>(opts: WriteBatchOptions<S>, owner: StateOwner<S>): Promise<WrittenBatch<S>> {
+async function commitStateOnly<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
   if (!opts.snapshot) return { version: null, counts: NO_COUNTS, state: opts.state };
-  const result = await opts.table.commit({
-    actions: owner.actions(opts.state),
+  const version = await commit(opts, {
+    actions: opts.owner.actions(opts.state),
     operation: 'SET TRANSACTION',
-    operationParameters: owner.parameters(opts.state),
+    operationParameters: opts.owner.parameters(opts.state),
     operationMetrics: { numFiles: '0', numOutputRows: '0' },
-    read: { readVersion: opts.snapshot.version, partitions: [], files: [], appIds: [owner.appId] },
+    read: { readVersion: opts.snapshot.version, partitions: [], files: [], appIds: [opts.owner.appId] },
     isBlindAppend: true,
   });
-  return { version: result.version, counts: NO_COUNTS, state: opts.state };
+  return { version, counts: NO_COUNTS, state: opts.state };
+}
+
+/** The commit point, between the beforeCommit hook and the table's commit loop. */
+async function commit<S extends OwnedState>(opts: WriteBatchOptions<S>, request: CommitRequest): Promise<number> {
+  const { ctx, table } = opts.scope;
+  await ctx.hooks?.beforeCommit?.(opts.batchNo);
+  const result = await opts.timer.time('commit', () => table.commit(request, ctx.signal ? { signal: ctx.signal } : {}));
+  return result.version;
+}
+
+function unique(names: readonly string[]): string[] {
+  return [...new Set(names)];
 }

@@ -8,7 +8,7 @@
  * (a MERGE rewrite, another OPTIMIZE) does, and the commit fails with CommitConflictError.
  */
 import type { PartitionValues } from '../delta/actions.js';
-import { addFileFor, removeFileFor } from '../delta/table.js';
+import { addFileFor, removeFileFor } from '../delta/file-actions.js';
 import type { CommitRequest } from '../delta/transaction.js';
 import type { WrittenFile } from '../engine/data-files.js';
 import type { CompactionBin } from './plan-compaction.js';

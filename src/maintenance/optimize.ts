@@ -15,7 +15,7 @@ import { assertWritable } from '../delta/features.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { DeltaTable } from '../delta/table.js';
 import type { DuckSession } from '../engine/duckdb.js';
-import { openSpool } from '../engine/merge/spool.js';
+import type { Spool } from '../spool/spool.js';
 import { DeltaLogError } from '../errors.js';
 import { optimizeCommitRequest, sum, uniquePartitions, type RewrittenBin } from './optimize-commit.js';
 import { planCompaction, SMALL_FILE_FRACTION, DEFAULT_TARGET_FILE_BYTES, type CompactionOptions } from './plan-compaction.js';
@@ -26,8 +26,8 @@ export const DEFAULT_OPTIMIZE_CONCURRENCY = 8;
 
 /** Options of `optimizeTable`. */
 export interface OptimizeOptions extends CompactionOptions {
-  /** Local folder for downloaded and new files; default: a fresh temp folder, removed afterwards. */
-  spoolDir?: string;
+  /** Scratch space for downloaded and new files. */
+  spool: Spool;
   /** Bound on parallel downloads/uploads; default 8. */
   concurrency?: number;
   signal?: AbortSignal;
@@ -51,7 +51,7 @@ export interface OptimizeResult {
 }
 
 /** Compact the table's small files; see the module comment. */
-export async function optimizeTable(table: DeltaTable, session: DuckSession, opts: OptimizeOptions = {}): Promise<OptimizeResult> {
+export async function optimizeTable(table: DeltaTable, session: DuckSession, opts: OptimizeOptions): Promise<OptimizeResult> {
   const snapshot = opts.snapshot ?? (await table.snapshot());
   if (!snapshot) {
     throw new DeltaLogError(`[optimize] no Delta table at ${table.uri}`, { context: { uri: table.uri } });
@@ -70,35 +70,30 @@ export async function optimizeTable(table: DeltaTable, session: DuckSession, opt
   };
   if (plan.bins.length === 0) return empty;
 
-  const spool = await openSpool(opts.spoolDir);
-  try {
-    const ctx = {
-      session,
-      storage: table.storage,
-      snapshot,
-      spoolDir: spool.dir,
-      targetFileBytes: opts.targetFileBytes ?? DEFAULT_TARGET_FILE_BYTES,
-      concurrency: opts.concurrency ?? DEFAULT_OPTIMIZE_CONCURRENCY,
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    };
-    const rewritten: RewrittenBin[] = [];
-    for (const [i, bin] of plan.bins.entries()) rewritten.push({ bin, added: await rewriteBin(ctx, bin, i) });
-    const request = optimizeCommitRequest({ readVersion: snapshot.version, rewritten, now: (opts.now ?? Date.now)() });
-    const { version } = await table.commit(request, opts.signal ? { signal: opts.signal } : {});
-    const removed = rewritten.flatMap((r) => r.bin.files);
-    const added = rewritten.flatMap((r) => r.added);
-    return {
-      ...empty,
-      version,
-      filesRemoved: removed.length,
-      filesAdded: added.length,
-      bytesRemoved: sum(removed),
-      bytesAdded: sum(added),
-      partitionsCompacted: uniquePartitions(rewritten.map((r) => r.bin.partitionValues)).length,
-    };
-  } finally {
-    await spool.close();
-  }
+  const ctx = {
+    session,
+    storage: table.storage,
+    snapshot,
+    spool: opts.spool,
+    targetFileBytes: opts.targetFileBytes ?? DEFAULT_TARGET_FILE_BYTES,
+    concurrency: opts.concurrency ?? DEFAULT_OPTIMIZE_CONCURRENCY,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  };
+  const rewritten: RewrittenBin[] = [];
+  for (const [i, bin] of plan.bins.entries()) rewritten.push({ bin, added: await rewriteBin(ctx, bin, i) });
+  const request = optimizeCommitRequest({ readVersion: snapshot.version, rewritten, now: (opts.now ?? Date.now)() });
+  const { version } = await table.commit(request, opts.signal ? { signal: opts.signal } : {});
+  const removed = rewritten.flatMap((r) => r.bin.files);
+  const added = rewritten.flatMap((r) => r.added);
+  return {
+    ...empty,
+    version,
+    filesRemoved: removed.length,
+    filesAdded: added.length,
+    bytesRemoved: sum(removed),
+    bytesAdded: sum(added),
+    partitionsCompacted: uniquePartitions(rewritten.map((r) => r.bin.partitionValues)).length,
+  };
 }
 
 /** Options of `shouldAutoOptimize`. */

@@ -4,15 +4,14 @@
  * the log), write the rows as new Parquet data files in the same partition and upload them.
  * Nothing is committed here; an upload that is never committed is an orphan for VACUUM.
  */
-import { rm } from 'node:fs/promises';
-import path from 'node:path';
 import type { Snapshot } from '../delta/snapshot.js';
 import { totalRecords } from '../delta/stats.js';
-import { uploadDataFiles } from '../delta/table.js';
 import { writeDataFiles, type WrittenFile } from '../engine/data-files.js';
 import type { DuckSession } from '../engine/duckdb.js';
-import { localizeFiles } from '../engine/merge/spool.js';
+import { localizeFiles } from '../engine/merge/localize.js';
+import { uploadDataFiles } from '../engine/merge/output.js';
 import { scanRelation } from '../engine/scan.js';
+import type { Spool } from '../spool/spool.js';
 import type { Storage } from '../storage/storage.js';
 import type { CompactionBin } from './plan-compaction.js';
 
@@ -21,8 +20,8 @@ export interface RewriteContext {
   session: DuckSession;
   storage: Storage;
   snapshot: Snapshot;
-  /** A folder this rewrite may fill and empty (one sub-folder per bin). */
-  spoolDir: string;
+  /** Scratch space (one input and one output folder per bin). */
+  spool: Spool;
   targetFileBytes: number;
   concurrency: number;
   signal?: AbortSignal;
@@ -31,9 +30,11 @@ export interface RewriteContext {
 /** Write and upload the new file(s) holding the bin's rows; returns them (not yet committed). */
 export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index: number): Promise<WrittenFile[]> {
   ctx.signal?.throwIfAborted();
-  const inputDir = path.join(ctx.spoolDir, `in-${index}`);
+  // Inputs and outputs are not needed once uploaded; freeing them bounds the spool to about one bin.
+  const scratch = await ctx.spool.child(`optimize-bin-${index}`);
   const signal = ctx.signal ? { signal: ctx.signal } : {};
   try {
+    const inputDir = await scratch.folder('in');
     const local = await localizeFiles(bin.files, { storage: ctx.storage, spoolDir: inputDir, concurrency: ctx.concurrency, ...signal });
     const relationSql = await scanRelation(ctx.session, ctx.snapshot, bin.files, (f) => local.get(f.path)!);
     const rows = targetFileRows(bin, ctx.targetFileBytes);
@@ -42,7 +43,7 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
       relationSql,
       schema: ctx.snapshot.schema,
       partitionColumns: ctx.snapshot.partitionColumns,
-      localDir: path.join(ctx.spoolDir, `out-${index}`),
+      localDir: await scratch.folder('out'),
       ...(rows === undefined ? {} : { targetFileRows: rows, rowsAtMost: totalRecords(bin.files) }),
       ...(numIndexedCols === undefined ? {} : { numIndexedCols }),
     });
@@ -51,8 +52,7 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
     // writer re-encodes values, which may spell e.g. a timestamp differently).
     return written.map((f) => ({ ...f, partitionValues: bin.partitionValues }));
   } finally {
-    // Inputs are no longer needed; freeing them bounds the spool to about one bin.
-    await rm(inputDir, { recursive: true, force: true });
+    await scratch.close();
   }
 }
 

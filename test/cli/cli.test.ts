@@ -214,7 +214,7 @@ describe('tidemark CLI: concurrent writers of one job', () => {
         if (done) return;
         done = true;
         const rival = await runJob(job.job, { storage: job.storage, logger: silentLogger(), tty: false });
-        expect(rival.status).toBe('succeeded');
+        expect(rival.report.status).toBe('succeeded');
       },
     };
   }

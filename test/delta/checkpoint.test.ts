@@ -8,12 +8,12 @@ import { commitWithRetry } from '../../src/delta/commit.js';
 import { loadSnapshot } from '../../src/delta/replay.js';
 import type { Snapshot } from '../../src/delta/snapshot.js';
 import type { CheckpointIO } from '../../src/delta/transaction.js';
-import { duckCheckpointIO } from '../../src/engine/checkpoint-io.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { str } from '../../src/engine/sql.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { countingStorage } from '../helpers/counting-storage.js';
 import { addAction, appendRequest, createRequest, removeAction } from './commit-helpers.js';
+import { checkpointIO } from '../../scripts/lib/tables.js';
 
 const NOW = 1_750_000_000_000;
 const DAY = 24 * 3600 * 1000;
@@ -24,7 +24,7 @@ let dir: string;
 let table: LocalStorage;
 beforeAll(async () => {
   session = await DuckSession.open({ threads: 2 });
-  io = duckCheckpointIO(session);
+  io = checkpointIO(session);
 });
 afterAll(() => session.close());
 beforeEach(async () => {

@@ -11,11 +11,11 @@ import { DeltaLogError } from '../../src/errors.js';
 import { commitKey } from '../../src/delta/log-files.js';
 import { listLog, locateSnapshot, planReplay, readLastCheckpoint } from '../../src/delta/log-listing.js';
 import { loadSnapshot } from '../../src/delta/replay.js';
-import { duckCheckpointIO } from '../../src/engine/checkpoint-io.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { countingStorage } from '../helpers/counting-storage.js';
 import { copySharedTable, sharedTable } from '../helpers/shared-tables.js';
+import { checkpointIO } from '../../scripts/lib/tables.js';
 
 const LOG = '_delta_log';
 let session: DuckSession;
@@ -36,7 +36,7 @@ async function copy(name: string): Promise<string> {
 }
 
 async function load(dir: string, version?: number) {
-  return loadSnapshot(new LocalStorage(dir), duckCheckpointIO(session), { version });
+  return loadSnapshot(new LocalStorage(dir), checkpointIO(session), { version });
 }
 
 describe('locating the snapshot', () => {
@@ -130,7 +130,7 @@ describe('locating the snapshot', () => {
 describe('how much of the log is read', () => {
   it('with _last_checkpoint: one tail listing, the checkpoint and only the later commits', async () => {
     const storage = countingStorage(new LocalStorage(sharedTable('checkpoint-classic')));
-    const snapshot = await loadSnapshot(storage, duckCheckpointIO(session));
+    const snapshot = await loadSnapshot(storage, checkpointIO(session));
     expect(snapshot?.version).toBe(13);
     const reads = storage.calls.filter((c) => c.method === 'read').map((c) => c.key);
     expect(reads.sort()).toEqual([commitKey(11), commitKey(12), commitKey(13), `${LOG}/_last_checkpoint`]);
@@ -139,7 +139,7 @@ describe('how much of the log is read', () => {
 
   it('time travel before the hinted checkpoint lists the whole log and reads from commit 0', async () => {
     const storage = countingStorage(new LocalStorage(sharedTable('checkpoint-classic')));
-    await loadSnapshot(storage, duckCheckpointIO(session), { version: 3 });
+    await loadSnapshot(storage, checkpointIO(session), { version: 3 });
     const reads = storage.calls.filter((c) => c.method === 'read').map((c) => c.key);
     expect(reads.filter((k) => k.endsWith('.json')).sort()).toEqual([0, 1, 2, 3].map(commitKey));
   });

@@ -1,15 +1,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   encodeLogPath,
   escapePartitionName,
   hivePartitionFolder,
-  partitionValueStringSql,
 } from '../../src/delta/partition-encode.js';
 import { SchemaError } from '../../src/errors.js';
 import { sharedTablesDir } from '../helpers/shared-tables.js';
-import { DuckSession } from '../../src/engine/duckdb.js';
 
 describe('delta-notes §5 examples, exactly', () => {
   it('timestamp 2021-09-08 11:11:11: folder escapes ":", log path encodes the folder again', () => {
@@ -78,59 +76,6 @@ describe('encodeLogPath', () => {
 
   it('refuses a lone surrogate, which has no UTF-8 form', () => {
     expect(() => encodeLogPath('p=\ud800/x')).toThrow(SchemaError);
-  });
-});
-
-describe('partitionValueStringSql, evaluated by DuckDB', () => {
-  let session: DuckSession;
-  beforeAll(async () => {
-    session = await DuckSession.open({ threads: 1 });
-  });
-  afterAll(() => session.close());
-
-  const value = async (expr: string, type: string): Promise<unknown> =>
-    (await session.one(`SELECT ${partitionValueStringSql('x', type)} AS v FROM (SELECT ${expr} AS x)`))!['v'];
-
-  const cases: [string, string, string | null][] = [
-    ["'a/b'", 'string', 'a/b'],
-    ["''", 'string', null],
-    ["'null'", 'string', 'null'],
-    ['NULL::VARCHAR', 'string', null],
-    ['-5::TINYINT', 'byte', '-5'],
-    ['9223372036854775807::BIGINT', 'long', '9223372036854775807'],
-    ['234::DECIMAL(12,5)', 'decimal(12,5)', '234.00000'],
-    ['-0.5::DECIMAL(3,2)', 'decimal(3,2)', '-0.50'],
-    ['1.0::DOUBLE', 'double', '1.0'],
-    ['0.1::FLOAT', 'float', '0.1'],
-    ["'nan'::DOUBLE", 'double', 'NaN'],
-    ["'inf'::DOUBLE", 'double', 'Infinity'],
-    ["'-inf'::FLOAT", 'float', '-Infinity'],
-    ['true', 'boolean', 'true'],
-    ['false', 'boolean', 'false'],
-    ["DATE '2020-02-29'", 'date', '2020-02-29'],
-    ["TIMESTAMPTZ '2021-09-08 11:11:11+00'", 'timestamp', '2021-09-08T11:11:11.000000Z'],
-    ["TIMESTAMPTZ '2021-09-08 13:11:11.123456+02'", 'timestamp', '2021-09-08T11:11:11.123456Z'],
-    ["TIMESTAMP '2021-09-08 11:11:11.5'", 'timestamp_ntz', '2021-09-08 11:11:11.500000'],
-    ['NULL::DATE', 'date', null],
-  ];
-  for (const [expr, type, expected] of cases) {
-    it(`${type} ${expr} -> ${JSON.stringify(expected)}`, async () => {
-      expect(await value(expr, type)).toBe(expected);
-    });
-  }
-
-  it('timestamps are written in UTC whatever the session time zone', async () => {
-    await session.run(`SET TimeZone = 'Asia/Tokyo'`);
-    try {
-      expect(await value("TIMESTAMPTZ '2021-09-08 11:11:11+00'", 'timestamp')).toBe('2021-09-08T11:11:11.000000Z');
-    } finally {
-      await session.run(`SET TimeZone = 'UTC'`);
-    }
-  });
-
-  it('refuses binary and nested partition columns, naming the column', () => {
-    expect(() => partitionValueStringSql('x', 'binary', 'blob_col')).toThrow(/blob_col/);
-    expect(() => partitionValueStringSql('x', { type: 'array', elementType: 'long', containsNull: true }, 'arr')).toThrow(SchemaError);
   });
 });
 

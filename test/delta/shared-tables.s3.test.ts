@@ -6,13 +6,13 @@ import { readdir } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSnapshot } from '../../src/delta/replay.js';
-import { duckCheckpointIO } from '../../src/engine/checkpoint-io.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { withTableScan } from '../../src/engine/scan.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { countingStorage } from '../helpers/counting-storage.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 import { sharedTable } from '../helpers/shared-tables.js';
+import { checkpointIO, scanSource } from '../../scripts/lib/tables.js';
 
 let s3: S3rverHandle;
 let session: DuckSession;
@@ -38,8 +38,8 @@ async function uploadTable(name: string): Promise<Storage> {
 }
 
 async function summary(storage: Storage, sumColumn: string) {
-  const snapshot = await loadSnapshot(storage, duckCheckpointIO(session));
-  const [row] = await withTableScan(session, storage, snapshot!, (rel) =>
+  const snapshot = await loadSnapshot(storage, checkpointIO(session));
+  const [row] = await withTableScan(session, scanSource(storage), snapshot!, (rel) =>
     session.allJson(`SELECT count(*) AS n, CAST(sum(${sumColumn}) AS VARCHAR) AS s FROM (${rel})`),
   );
   return { version: snapshot!.version, files: snapshot!.files.length, ...row };

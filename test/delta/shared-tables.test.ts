@@ -8,11 +8,11 @@ import { assertWritable } from '../../src/delta/features.js';
 import { loadSnapshot } from '../../src/delta/replay.js';
 import type { Snapshot } from '../../src/delta/snapshot.js';
 import { statsBounds } from '../../src/delta/stats.js';
-import { duckCheckpointIO } from '../../src/engine/checkpoint-io.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { withTableScan } from '../../src/engine/scan.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { sharedTable, sharedTableNames } from '../helpers/shared-tables.js';
+import { checkpointIO, scanSource } from '../../scripts/lib/tables.js';
 
 interface Expectation {
   version: number;
@@ -228,14 +228,14 @@ function storageOf(name: string): LocalStorage {
 }
 
 async function open(name: string, opts: { version?: number; checkReadable?: boolean } = {}): Promise<Snapshot> {
-  const snapshot = await loadSnapshot(storageOf(name), duckCheckpointIO(session), opts);
+  const snapshot = await loadSnapshot(storageOf(name), checkpointIO(session), opts);
   if (!snapshot) throw new Error(`${name}: no Delta log found`);
   return snapshot;
 }
 
 /** Evaluate SQL expressions over the table as `t`; each result as text. */
 async function evaluate(name: string, snapshot: Snapshot, exprs: string[]): Promise<Record<string, string | null>> {
-  return withTableScan(session, storageOf(name), snapshot, async (relation) => {
+  return withTableScan(session, scanSource(storageOf(name)), snapshot, async (relation) => {
     const select = ['count(*)', ...exprs].map((e, i) => `CAST((${e}) AS VARCHAR) AS c${i}`).join(', ');
     const row = (await session.allJson(`SELECT ${select} FROM (${relation}) AS t`))[0]!;
     return Object.fromEntries(['count(*)', ...exprs].map((e, i) => [e, row[`c${i}`] as string | null]));
@@ -243,7 +243,7 @@ async function evaluate(name: string, snapshot: Snapshot, exprs: string[]): Prom
 }
 
 async function columnTypes(name: string, snapshot: Snapshot): Promise<Record<string, string>> {
-  return withTableScan(session, storageOf(name), snapshot, async (relation) => {
+  return withTableScan(session, scanSource(storageOf(name)), snapshot, async (relation) => {
     const rows = await session.allJson(`DESCRIBE SELECT * FROM (${relation})`);
     return Object.fromEntries(rows.map((r) => [String(r['column_name']), String(r['column_type'])]));
   });

@@ -4,11 +4,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StructType } from '../../src/delta/schema.js';
-import { DeltaTable } from '../../src/delta/table.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { ConditionalWriteUnsupportedError } from '../../src/errors.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 import { appendRequest } from './commit-helpers.js';
+import { openTable } from '../../scripts/lib/tables.js';
 
 const SCHEMA: StructType = {
   type: 'struct',
@@ -32,7 +32,7 @@ afterAll(async () => {
 describe('DeltaTable on a store that ignores conditional writes', () => {
   it('refuses to commit, naming the store and the way out', async () => {
     const storage = s3.makeStorage();
-    const err = await DeltaTable.open(storage, session).create({ schema: SCHEMA }).catch((e: unknown) => e);
+    const err = await openTable(storage, session).create({ schema: SCHEMA }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConditionalWriteUnsupportedError);
     expect(String(err)).toContain('singleWriter');
     expect((await storage.listAll({ prefix: '_delta_log/' })).objects).toEqual([]);
@@ -40,12 +40,12 @@ describe('DeltaTable on a store that ignores conditional writes', () => {
 
   it('commits when declared the only writer, and checkpoints through upload', async () => {
     const storage = s3.makeStorage();
-    const table = DeltaTable.open(storage, session, { singleWriter: true, checkpointInterval: 2 });
+    const table = openTable(storage, session, { singleWriter: true, checkpointInterval: 2 });
     await table.create({ schema: SCHEMA, partitionColumns: ['p'] });
     await table.commit(appendRequest(0, ['p=a/1.parquet']));
     const result = await table.commit(appendRequest(1, ['p=a/2.parquet']));
     expect(result).toMatchObject({ version: 2, checkpoint: { written: true, version: 2 } });
-    const snapshot = (await DeltaTable.open(storage, session).snapshot())!;
+    const snapshot = (await openTable(storage, session).snapshot())!;
     expect(snapshot.version).toBe(2);
     expect(snapshot.files.map((f) => f.path)).toEqual(['p=a/1.parquet', 'p=a/2.parquet']);
     const keys = (await storage.listAll({ prefix: '_delta_log/' })).objects.map((o) => o.key);

@@ -4,7 +4,9 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Action } from '../../src/delta/actions.js';
 import type { StructType } from '../../src/delta/schema.js';
-import { addFileFor, DeltaTable, removeFileFor, uploadDataFiles } from '../../src/delta/table.js';
+import { addFileFor, removeFileFor } from '../../src/delta/file-actions.js';
+import type { DeltaTable } from '../../src/delta/table.js';
+import { uploadDataFiles } from '../../src/engine/merge/output.js';
 import { writeDataFiles } from '../../src/engine/data-files.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { readTable } from '../../src/engine/scan.js';
@@ -12,6 +14,7 @@ import { CommitConflictError, SchemaError, UnsupportedFeatureError } from '../..
 import { LocalStorage } from '../../src/storage/local.js';
 import { countingStorage } from '../helpers/counting-storage.js';
 import { readCommit } from './commit-helpers.js';
+import { openTable, scanSource } from '../../scripts/lib/tables.js';
 
 const SCHEMA: StructType = {
   type: 'struct',
@@ -33,7 +36,7 @@ afterAll(() => session.close());
 beforeEach(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'tidemark-table-'));
   storage = new LocalStorage(path.join(dir, 'table'));
-  table = DeltaTable.open(storage, session);
+  table = openTable(storage, session);
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -110,7 +113,7 @@ describe('DeltaTable.create', () => {
   });
 
   it('the loser of a creation race gets TableAlreadyExists', async () => {
-    const other = DeltaTable.open(storage, session);
+    const other = openTable(storage, session);
     const results = await Promise.allSettled([table.create({ schema: SCHEMA }), other.create({ schema: SCHEMA })]);
     const rejected = results.filter((r) => r.status === 'rejected');
     expect(rejected).toHaveLength(1);
@@ -135,7 +138,7 @@ describe('DeltaTable.create', () => {
     expect(created.version).toBe(0);
     const snapshot = (await table.snapshot())!;
     expect(snapshot.txns.get('job')?.version).toBe(1);
-    expect((await readTable(session, storage, snapshot)).map((r) => r['name']).sort()).toEqual(['a', 'b']);
+    expect((await readTable(session, scanSource(storage), snapshot)).map((r) => r['name']).sort()).toEqual(['a', 'b']);
     const [first] = (await readCommit(storage, 0))!;
     expect(first).toMatchObject({ commitInfo: { operation: 'CREATE TABLE AS SELECT', operationMetrics: { numFiles: '2' } } });
   });
@@ -157,7 +160,7 @@ describe('DeltaTable.commit', () => {
     const snapshot = (await table.snapshot())!;
     expect(snapshot.files.map((f) => f.partitionValues['day']).sort()).toEqual(['2024-01-01', '2024-01-02', null]);
     expect(snapshot.files.every((f) => f.parsedStats?.numRecords === 1)).toBe(true);
-    const rows = await readTable(session, storage, snapshot);
+    const rows = await readTable(session, scanSource(storage), snapshot);
     expect(rows.map((r) => [Number(r['id']), r['name']]).sort()).toEqual([
       [1, 'a'],
       [2, 'b'],
@@ -181,7 +184,7 @@ describe('DeltaTable.commit', () => {
     });
     const after = (await table.snapshot())!;
     expect(after.tombstones.map((t) => t.path)).toEqual([old.path]);
-    expect((await readTable(session, storage, after)).map((r) => r['name'])).toEqual(['A']);
+    expect((await readTable(session, scanSource(storage), after)).map((r) => r['name'])).toEqual(['A']);
   });
 
   it('refuses removes on a delta.appendOnly table, naming the feature', async () => {
@@ -227,12 +230,12 @@ describe('DeltaTable.commit', () => {
     }
     expect(outcomes).toEqual([null, null, null, null, null, null, null, null, null, true, null, null]);
     const counted = countingStorage(storage);
-    const reopened = DeltaTable.open(counted, session);
+    const reopened = openTable(counted, session);
     const snapshot = (await reopened.snapshot())!;
     expect(snapshot.version).toBe(12);
     const jsonReads = counted.calls.filter((c) => c.method === 'read' && c.key.endsWith('.json')).map((c) => c.key);
     expect(jsonReads.sort()).toEqual(['_delta_log/00000000000000000011.json', '_delta_log/00000000000000000012.json']);
-    expect((await readTable(session, storage, snapshot)).map((r) => Number(r['id'])).sort((a, b) => a - b)).toEqual(
+    expect((await readTable(session, scanSource(storage), snapshot)).map((r) => Number(r['id'])).sort((a, b) => a - b)).toEqual(
       Array.from({ length: 12 }, (_, i) => i + 1),
     );
   });

@@ -2,7 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addActionFor, writeDataFiles } from '../../src/engine/data-files.js';
+import { addFileFor } from '../../src/delta/file-actions.js';
+import { writeDataFiles } from '../../src/engine/data-files.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { str } from '../../src/engine/sql.js';
 import { duckSchemaToDelta } from '../../src/engine/type-map-write.js';
@@ -173,13 +174,13 @@ describe('partitioned writes', () => {
     expect(files.map((f) => f.stats.minValues)).toEqual([{ seq: 0 }, { seq: 9 }, { seq: 1 }, { seq: 5 }, { seq: 10 }]);
   });
 
-  it('addActionFor builds the add action with the encoded path and stats JSON', async () => {
+  it('addFileFor builds the add action with the encoded path and stats JSON', async () => {
     const schema = duckSchemaToDelta([
       { name: 'id', type: 'INTEGER' },
       { name: 'p', type: 'VARCHAR' },
     ]);
     const [file] = await writeDataFiles(session, { relationSql: `SELECT 5 AS id, 'a b' AS p`, schema, partitionColumns: ['p'], localDir: dir });
-    const add = addActionFor(file!, 1700000000000);
+    const add = addFileFor(file!, { modificationTime: 1700000000000 });
     expect(add).toEqual({
       path: file!.logPath,
       partitionValues: { p: 'a b' },

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { JsonNumber, statsJson, truncateMaxString, truncateMinString } from '../../src/engine/file-stats.js';
+import { JsonNumber, statsJson } from '../../src/delta/stats.js';
+import { truncateMaxString, truncateMinString } from '../../src/engine/file-stats.js';
 
 const MAX = '\u{10FFFF}';
 

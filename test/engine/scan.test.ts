@@ -16,6 +16,7 @@ import { readTable, scanRelation, scanSql, withTableScan } from '../../src/engin
 import { str } from '../../src/engine/sql.js';
 import { deltaTypeToDuck } from '../../src/engine/type-map-read.js';
 import { LocalStorage } from '../../src/storage/local.js';
+import { scanSource } from '../../scripts/lib/tables.js';
 
 let session: DuckSession;
 let dir: string;
@@ -57,11 +58,11 @@ async function parquet(name: string, select: string): Promise<void> {
 }
 
 async function rows(snapshot: Snapshot): Promise<unknown[]> {
-  return withTableScan(session, new LocalStorage(dir), snapshot, (rel) => session.allJson(`SELECT * FROM (${rel}) ORDER BY ALL`));
+  return withTableScan(session, scanSource(new LocalStorage(dir)), snapshot, (rel) => session.allJson(`SELECT * FROM (${rel}) ORDER BY ALL`));
 }
 
 async function types(snapshot: Snapshot): Promise<Record<string, string>> {
-  return withTableScan(session, new LocalStorage(dir), snapshot, async (rel) => {
+  return withTableScan(session, scanSource(new LocalStorage(dir)), snapshot, async (rel) => {
     const described = await session.allJson(`DESCRIBE SELECT * FROM (${rel})`);
     return Object.fromEntries(described.map((r) => [String(r['column_name']), String(r['column_type'])]));
   });
@@ -98,7 +99,7 @@ describe('table scan', () => {
   it('a naive TIMESTAMP stored under Delta type timestamp reads as the same UTC instant', async () => {
     await parquet('ts/naive.parquet', "SELECT TIMESTAMP '2020-02-01 08:09:10' AS t, TIMESTAMP '2021-11-18 02:30:00.123456' AS n");
     const s = snapshotOf([field('t', 'timestamp'), field('n', 'timestamp_ntz')], [{ path: 'ts/naive.parquet' }]);
-    const [row] = await withTableScan(session, new LocalStorage(dir), s, (rel) =>
+    const [row] = await withTableScan(session, scanSource(new LocalStorage(dir)), s, (rel) =>
       session.allJson(`SELECT epoch_us(t) AS t, epoch_us(n) AS n, typeof(t) AS tt, typeof(n) AS nt FROM (${rel})`),
     );
     expect(row).toEqual({ t: '1580544550000000', n: '1637202600123456', tt: 'TIMESTAMP WITH TIME ZONE', nt: 'TIMESTAMP' });
@@ -156,7 +157,7 @@ describe('table scan', () => {
       download: (key: string, path: string) => (downloads++, inner.download(key, path)),
     });
     const s = snapshotOf([field('v', 'integer')], [{ path: 'remote/a%20b%25.parquet' }]);
-    expect(await readTable(session, remote, s)).toEqual([{ v: 7 }]);
+    expect(await readTable(session, scanSource(remote), s)).toEqual([{ v: 7 }]);
     expect(downloads).toBe(1);
   });
 });

@@ -6,22 +6,29 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { JobConfig, StorageConfig } from '../../src/config/schema.js';
-import { runBackfill, type BackfillOptions, type BackfillReport } from '../../src/job/backfill.js';
-import type { BackfillState } from '../../src/job/backfill-state.js';
+import { runBackfill, type BackfillOptions, type BackfillReport } from '../../src/job/backfill/run.js';
+import type { BackfillState } from '../../src/job/backfill/state.js';
 import type { RunContext } from '../../src/job/context.js';
 import { resetJob, type ResetOptions, type ResetReport } from '../../src/job/reset.js';
+import type { JobOutcome } from '../../src/job/report.js';
 import { silentLogger } from '../../src/log/logger.js';
+import { unwrap } from './helpers.js';
 
 type Setup = { job: JobConfig; storage: StorageConfig };
 
-/** Backfill with a silent logger and no progress bars. */
-export function backfill(setup: Setup, opts: BackfillOptions, extra: Partial<RunContext> = {}): Promise<BackfillReport> {
+/** Backfill with a silent logger and no progress bars; its outcome (never throws). */
+export function backfillOutcome(setup: Setup, opts: BackfillOptions, extra: Partial<RunContext> = {}): Promise<JobOutcome<BackfillReport>> {
   return runBackfill(setup.job, { storage: setup.storage, logger: silentLogger(), tty: false, ...extra }, opts);
 }
 
-/** Reset with a silent logger. */
-export function reset(setup: Setup, opts: ResetOptions, extra: Partial<RunContext> = {}): Promise<ResetReport> {
-  return resetJob(setup.job, { storage: setup.storage, logger: silentLogger(), tty: false, ...extra }, opts);
+/** Backfill; its report, or the backfill's error thrown. */
+export async function backfill(setup: Setup, opts: BackfillOptions, extra: Partial<RunContext> = {}): Promise<BackfillReport> {
+  return unwrap(await backfillOutcome(setup, opts, extra));
+}
+
+/** Reset with a silent logger; its report, or the reset's error thrown. */
+export async function reset(setup: Setup, opts: ResetOptions, extra: Partial<RunContext> = {}): Promise<ResetReport> {
+  return unwrap(await resetJob(setup.job, { storage: setup.storage, logger: silentLogger(), tty: false, ...extra }, opts));
 }
 
 /** What one commit of the log holds. */

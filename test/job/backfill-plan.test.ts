@@ -7,10 +7,10 @@ import { describe, expect, it } from 'vitest';
 import type { DiscoveredFile } from '../../src/discovery/index.js';
 import type { PartitionWalk } from '../../src/discovery/partitions.js';
 import { ConfigError } from '../../src/errors.js';
-import { decideStart } from '../../src/job/backfill.js';
-import { planPartitionBackfill, startState, stateAfter, type PlannedBatch } from '../../src/job/backfill-plan.js';
-import { parseBackfillRange } from '../../src/job/backfill-range.js';
-import type { BackfillState } from '../../src/job/backfill-state.js';
+import { decideStart } from '../../src/job/backfill/run.js';
+import { planPartitionBackfill, startState, stateAfter, type PlannedBatch } from '../../src/job/backfill/plan.js';
+import { parseBackfillRange } from '../../src/job/backfill/range.js';
+import type { BackfillState } from '../../src/job/backfill/state.js';
 import { makeConfig } from './helpers.js';
 
 const jobWith = (discover: Record<string, unknown>) => makeConfig({ source: { uri: '/none', discover }, target: { uri: '/none-t', mode: 'append' } }).job;

@@ -7,7 +7,7 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/log/logger.js';
-import { readBackfillState } from '../../src/job/backfill-state.js';
+import { readBackfillState } from '../../src/job/backfill/state.js';
 import type { JobState } from '../../src/job/state.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { backfill } from './backfill-helpers.js';

@@ -8,11 +8,10 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reportOfFailedBackfill } from '../../src/job/backfill.js';
 import type { RunHooks } from '../../src/job/context.js';
-import { readBackfillState } from '../../src/job/backfill-state.js';
+import { readBackfillState } from '../../src/job/backfill/state.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { backfill } from './backfill-helpers.js';
+import { backfill, backfillOutcome } from './backfill-helpers.js';
 import { cleanup, DuckSession, duplicateRids, expectedLatest, land, makeConfig, mergeTarget, orders, readTarget, sortRows, tempDir, type OrderRow, type TableView } from './helpers.js';
 
 let session: DuckSession;
@@ -108,10 +107,11 @@ describe.each(cases)('%s mode, %s range (fault injection: hook throws)', (mode, 
     'a crash at %s of batch %i, then the same backfill again: it resumes and the table equals an uninterrupted backfill (fault injection: hook throws)',
     async (point, batch) => {
       const setup = await setupFor(mode, discovery);
-      const crash = await backfill(setup, opts, { hooks: crashAt(point, batch) }).catch((err: unknown) => err);
-      expect((crash as Error).message).toBe(`injected crash at ${point} of batch ${batch}`);
+      const crash = await backfillOutcome(setup, opts, { hooks: crashAt(point, batch) });
+      expect(crash.ok).toBe(false);
+      expect(!crash.ok && (crash.error as Error).message).toBe(`injected crash at ${point} of batch ${batch}`);
       const committed = point === 'afterCommit' ? batch + 1 : batch;
-      expect(reportOfFailedBackfill(crash)).toMatchObject({ status: 'failed', commits: committed });
+      expect(crash.report).toMatchObject({ status: 'failed', commits: committed });
       const afterCrash = await readTarget(session, setup);
       const finished = committed === commits;
       expect(readBackfillState(afterCrash.snapshot, 'orders')?.status ?? 'none').toBe(committed === 0 ? 'none' : finished ? 'done' : 'running');

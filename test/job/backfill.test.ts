@@ -6,15 +6,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
-import { reportOfFailedBackfill } from '../../src/job/backfill.js';
-import { readBackfillState } from '../../src/job/backfill-state.js';
+import { readBackfillState } from '../../src/job/backfill/state.js';
 import type { StorageOpener } from '../../src/job/open.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { openStorage } from '../../src/storage/uri.js';
 import { countingStorage, type CountingStorage } from '../helpers/counting-storage.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
-import { backfill, backfillStateIn, commitsOf } from './backfill-helpers.js';
+import { backfill, backfillStateIn, commitsOf, backfillOutcome } from './backfill-helpers.js';
 import {
   closeS3JobEnv,
   DuckSession,
@@ -171,10 +170,10 @@ describe('backfill ranges: resume, rerun, restart, refusal (source: local)', () 
   it('another range while one is unfinished is refused naming the unfinished range; --restart abandons it', async () => {
     const zone = await sixDays('local');
     const setup = await mergeSetup(zone);
-    const crash = await backfill(setup, { from: '2025-03-01', to: '2025-03-06' }, {
+    const crash = await backfillOutcome(setup, { from: '2025-03-01', to: '2025-03-06' }, {
       hooks: { afterCommit: (b) => { if (b === 1) throw new Error('injected crash'); } },
-    }).catch((err: unknown) => err);
-    expect(reportOfFailedBackfill(crash)).toMatchObject({ status: 'failed', commits: 2, doneThrough: '2025-03-02' });
+    });
+    expect(crash).toMatchObject({ ok: false, report: { status: 'failed', commits: 2, doneThrough: '2025-03-02' } });
 
     const refused = await backfill(setup, { from: '2025-03-04', to: '2025-03-05' }).catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(ConfigError);

@@ -17,7 +17,8 @@ import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import { parquetOf } from './drift-helpers.js';
-import { closeS3JobEnv, DuckSession, makeConfig, mergeTarget, openS3JobEnv, readTarget, run, tempDir } from './helpers.js';
+import { silentLogger } from '../../src/log/logger.js';
+import { closeS3JobEnv, DuckSession, makeConfig, mergeTarget, openS3JobEnv, readTarget, run, tempDir, unwrap } from './helpers.js';
 
 let session: DuckSession;
 let s3: S3rverHandle;
@@ -160,7 +161,7 @@ async function expectQuarantinedAndTheRestLoaded(zone: Zone, bad: BadCase): Prom
   expect(table.state.totals.filesLoaded).toBe(2);
   // Done for discovery: the next run does not try it again.
   expect(await run(setup)).toMatchObject({ status: 'nothing-new', filesDiscovered: 0 });
-  const status = await jobStatus(setup.job, { storage: setup.storage }, session);
+  const status = unwrap(await jobStatus(setup.job, { storage: setup.storage, logger: silentLogger() }));
   expect(status.quarantined).toEqual([{ key, error: table.state.quarantined[0]!.error, at: table.state.quarantined[0]!.at }]);
 }
 

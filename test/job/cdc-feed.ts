@@ -17,6 +17,7 @@ import type { Snapshot } from '../../src/delta/snapshot.js';
 import { withTableScan } from '../../src/engine/scan.js';
 import { literal, str } from '../../src/engine/sql.js';
 import type { Storage } from '../../src/storage/storage.js';
+import { scanSource } from '../../scripts/lib/tables.js';
 
 /** One row of the feed; a full-load row has no Op. */
 export interface Change {
@@ -181,7 +182,7 @@ export async function landFile(storage: Storage, session: DuckSession, file: Fee
 /** The table's rows in the source database's terms (lineage columns left out), by id. */
 export async function tableRows(session: DuckSession, storage: Storage, snapshot: Snapshot | null): Promise<DbRow[]> {
   if (!snapshot) return [];
-  const rows = await withTableScan(session, storage, snapshot, (relation) =>
+  const rows = await withTableScan(session, scanSource(storage), snapshot, (relation) =>
     session.allJson(
       `SELECT id, name, balance, strftime(cdc_ts, '%Y-%m-%d %H:%M:%S.%f') AS cdc_ts, Op FROM (${relation}) ORDER BY id`,
     ),

@@ -10,16 +10,16 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobConfig, StorageConfig } from '../../src/config/schema.js';
-import { DeltaTable } from '../../src/delta/table.js';
 import { openTarget } from '../../src/job/open.js';
 import type { RunReport } from '../../src/job/report.js';
 import { readJobState, type JobState } from '../../src/job/state.js';
-import { MAX_TOMBSTONE_FILES } from '../../src/job/tombstones.js';
+import { MAX_TOMBSTONE_FILES } from '../../src/job/tombstones/plan.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import { generateFeed, landFile, replay, tableRows, type Change, type DbRow, type Feed } from './cdc-feed.js';
 import { closeS3JobEnv, DuckSession, makeConfig, openS3JobEnv, run, tempDir } from './helpers.js';
+import { openTable } from '../../scripts/lib/tables.js';
 
 let s3: S3rverHandle;
 let session: DuckSession;
@@ -71,7 +71,7 @@ function cdcJob(zone: Zone, target: string, extra: { maxFilesPerBatch?: number; 
 /** The table's rows and the job state, read back through a fresh DeltaTable. */
 async function readBack(setup: Setup): Promise<{ rows: DbRow[]; state: JobState; version: number | null }> {
   const storage = openTarget(setup.job, setup.storage);
-  const snapshot = await DeltaTable.open(storage, session).snapshot();
+  const snapshot = await openTable(storage, session).snapshot();
   return { rows: await tableRows(session, storage, snapshot), state: readJobState(snapshot, setup.job.name), version: snapshot?.version ?? null };
 }
 

@@ -8,12 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JobConfig, StorageConfig } from '../../src/config/schema.js';
 import { parseCommit, type Action } from '../../src/delta/actions.js';
-import { DeltaTable } from '../../src/delta/table.js';
 import type { DuckSession, Row } from '../../src/engine/duckdb.js';
 import { withTableScan } from '../../src/engine/scan.js';
 import { str } from '../../src/engine/sql.js';
 import { openTarget } from '../../src/job/open.js';
 import type { Storage } from '../../src/storage/storage.js';
+import { openTable, scanSource } from '../../scripts/lib/tables.js';
 
 /** Parquet bytes of the rows of `select`, written by DuckDB. */
 export async function parquetOf(session: DuckSession, select: string): Promise<Uint8Array> {
@@ -37,9 +37,9 @@ type Setup = { job: JobConfig; storage: StorageConfig };
 /** Every row of the job's table (JSON-safe values, lineage columns left out), ordered by `orderBy`. */
 export async function tableRows(session: DuckSession, setup: Setup, orderBy: string): Promise<Row[]> {
   const storage = openTarget(setup.job, setup.storage);
-  const snapshot = await DeltaTable.open(storage, session, { singleWriter: true }).snapshot();
+  const snapshot = await openTable(storage, session, { singleWriter: true }).snapshot();
   if (!snapshot) return [];
-  const rows = await withTableScan(session, storage, snapshot, (relation) =>
+  const rows = await withTableScan(session, scanSource(storage), snapshot, (relation) =>
     session.allJson(`SELECT * EXCLUDE (_source_file, _source_modified) FROM (${relation}) ORDER BY ${orderBy}`),
   );
   return rows;

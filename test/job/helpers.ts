@@ -11,20 +11,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validateConfig } from '../../src/config/load.js';
 import type { JobConfig, StorageConfig } from '../../src/config/schema.js';
-import { DeltaTable } from '../../src/delta/table.js';
 import type { Snapshot } from '../../src/delta/snapshot.js';
 import { DuckSession, type DuckSessionOptions } from '../../src/engine/duckdb.js';
 import { readTable } from '../../src/engine/scan.js';
 import { literal, str } from '../../src/engine/sql.js';
 import type { RunContext } from '../../src/job/context.js';
 import { openTarget } from '../../src/job/open.js';
-import type { RunReport } from '../../src/job/report.js';
+import type { JobOutcome, RunReport } from '../../src/job/report.js';
 import { runJob } from '../../src/job/run-job.js';
 import { readJobState, type JobState } from '../../src/job/state.js';
 import { silentLogger } from '../../src/log/logger.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
+import { openTable, scanSource } from '../../scripts/lib/tables.js';
 
 /** One order event as landed. */
 export interface OrderRow {
@@ -86,9 +86,20 @@ export function mergeTarget(uri: string): Record<string, unknown> {
   return { uri, mode: 'merge', key: ['order_id'], orderBy: 'seq' };
 }
 
-/** Run the job once with a silent logger and no progress bars. */
-export function run(setup: { job: JobConfig; storage: StorageConfig }, extra: Partial<RunContext> = {}): Promise<RunReport> {
+/** Run the job once with a silent logger and no progress bars; its outcome (never throws). */
+export function runOutcome(setup: { job: JobConfig; storage: StorageConfig }, extra: Partial<RunContext> = {}): Promise<JobOutcome<RunReport>> {
   return runJob(setup.job, { storage: setup.storage, logger: silentLogger(), tty: false, ...extra });
+}
+
+/** Run the job once; its report, or the run's error thrown. */
+export async function run(setup: { job: JobConfig; storage: StorageConfig }, extra: Partial<RunContext> = {}): Promise<RunReport> {
+  return unwrap(await runOutcome(setup, extra));
+}
+
+/** The report of a successful outcome; a failed one throws its error. */
+export function unwrap<R>(outcome: JobOutcome<R>): R {
+  if (!outcome.ok) throw outcome.error;
+  return outcome.report;
 }
 
 /** What a reader sees: the latest snapshot, its rows and the job state in it. */
@@ -104,10 +115,10 @@ export interface TableView {
 /** Read the job's target table back (fresh DeltaTable, no caches). */
 export async function readTarget(session: DuckSession, setup: { job: JobConfig; storage: StorageConfig }): Promise<TableView> {
   const storage = openTarget(setup.job, setup.storage);
-  const snapshot = await DeltaTable.open(storage, session, { singleWriter: setup.storage.singleWriter }).snapshot();
+  const snapshot = await openTable(storage, session, { singleWriter: setup.storage.singleWriter }).snapshot();
   const state = readJobState(snapshot, setup.job.name);
   if (!snapshot) return { snapshot, rows: [], sourceFiles: new Map(), state, columns: [] };
-  const raw = await readTable(session, storage, snapshot);
+  const raw = await readTable(session, scanSource(storage), snapshot);
   const rows = raw.map((r) => ({ order_id: Number(r['order_id']), status: String(r['status']), seq: Number(r['seq']), rid: String(r['rid']) }));
   const sourceFiles = new Map(raw.map((r) => [String(r['rid']), String(r['_source_file'])]));
   return { snapshot, rows: sortRows(rows), sourceFiles, state, columns: snapshot.schema.fields.map((f) => f.name) };

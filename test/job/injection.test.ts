@@ -8,7 +8,6 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeltaTable } from '../../src/delta/table.js';
 import { withTableScan } from '../../src/engine/scan.js';
 import { MergeInputError } from '../../src/errors.js';
 import { spoolName } from '../../src/job/fetch.js';
@@ -18,6 +17,7 @@ import type { Storage } from '../../src/storage/storage.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import { tableRows } from './drift-helpers.js';
 import { closeS3JobEnv, DuckSession, makeConfig, openS3JobEnv, readTarget, run, tempDir } from './helpers.js';
+import { openTable, scanSource } from '../../scripts/lib/tables.js';
 
 let session: DuckSession;
 let s3: S3rverHandle;
@@ -175,7 +175,7 @@ function byCodeUnits(a: string, b: string): number {
 /** `_source_file` of every row of the job's table. */
 async function tableFiles(setup: Parameters<typeof readTarget>[1]): Promise<string[]> {
   const storage = openTarget(setup.job, setup.storage);
-  const snapshot = (await DeltaTable.open(storage, session, { singleWriter: true }).snapshot())!;
-  const rows = await withTableScan(session, storage, snapshot, (rel) => session.all(`SELECT _source_file AS f FROM (${rel})`));
+  const snapshot = (await openTable(storage, session, { singleWriter: true }).snapshot())!;
+  const rows = await withTableScan(session, scanSource(storage), snapshot, (rel) => session.all(`SELECT _source_file AS f FROM (${rel})`));
   return rows.map((r) => String(r['f']));
 }

@@ -16,7 +16,6 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunHooks } from '../../src/job/context.js';
-import { reportOfFailedRun } from '../../src/job/run-job.js';
 import type { JobState } from '../../src/job/state.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import {
@@ -31,6 +30,7 @@ import {
   orders,
   readTarget,
   run,
+  runOutcome,
   sortRows,
   tempDir,
   type OrderRow,
@@ -147,18 +147,15 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
     async (point, batch) => {
       const setup = await setupFor(mode, discovery);
       const spoolRoot = await tempDir('fault-spool', dirs);
-      const crash = await run(setup, { hooks: crashAt(point, batch), spoolRoot }).then(
-        () => null,
-        (err: unknown) => err,
-      );
-      expect(crash).toBeInstanceOf(Error);
-      expect((crash as Error).message).toBe(`injected crash at ${point} of batch ${batch}`);
+      const crash = await runOutcome(setup, { hooks: crashAt(point, batch), spoolRoot });
+      expect(crash.ok).toBe(false);
+      expect(!crash.ok && (crash.error as Error).message).toBe(`injected crash at ${point} of batch ${batch}`);
       // The crashed run removed its spool folder, downloads and all.
       expect(await fsp.readdir(spoolRoot)).toEqual([]);
       const afterCrash = await readTarget(session, setup);
       const committedBatches = point === 'afterCommit' ? batch + 1 : batch;
       // The failed run's report counts the batches it committed before the crash.
-      expect(reportOfFailedRun(crash)).toMatchObject({ status: 'failed', commits: committedBatches, filesLoaded: 2 * committedBatches });
+      expect(crash.report).toMatchObject({ status: 'failed', commits: committedBatches, filesLoaded: 2 * committedBatches });
       expect(afterCrash.state.batch).toBe(committedBatches);
       if (point === 'afterWrite' || point === 'beforeCommit') {
         // The crashed batch's data files were uploaded: orphans no snapshot lists.

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckSession } from '../../src/engine/duckdb.js';
-import { JobTombstones } from '../../src/job/tombstone-files.js';
+import { JobTombstones } from '../../src/job/tombstones/files.js';
 import {
   isTombstonePath,
   MAX_DROP_GRACE_MS,
@@ -19,9 +19,10 @@ import {
   type TombstoneFile,
   type TombstoneSpec,
   type TombstoneState,
-} from '../../src/job/tombstones.js';
+} from '../../src/job/tombstones/plan.js';
 import { DeltaLogError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
+import { scratchSpool } from '../../scripts/lib/tables.js';
 
 const DAY = 86_400_000;
 const NOW = Date.parse('2025-06-10T00:00:00Z');
@@ -99,7 +100,7 @@ describe('JobTombstones.open', () => {
   });
 
   const open = (s: TombstoneState) =>
-    JobTombstones.open({ session, storage: new LocalStorage(dir), spec: SPEC, state: s, now: NOW, spoolDir: dir });
+    JobTombstones.open({ session, storage: new LocalStorage(dir), spec: SPEC, state: s, now: NOW, spool: scratchSpool() });
 
   it('fails naming a live file that the table folder no longer has', async () => {
     const missing = file(1, DAY);

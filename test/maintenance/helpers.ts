@@ -10,13 +10,13 @@ import type { Action, CommitInfo } from '../../src/delta/actions.js';
 import { parseCommit } from '../../src/delta/actions.js';
 import { commitKey } from '../../src/delta/log-files.js';
 import type { Snapshot } from '../../src/delta/snapshot.js';
-import { DeltaTable, type DeltaTableOptions } from '../../src/delta/table.js';
+import type { DeltaTable, DeltaTableOptions } from '../../src/delta/table.js';
 import type { DuckSession, Row } from '../../src/engine/duckdb.js';
-import { appendToTable } from '../../src/engine/merge/append.js';
 import { withTableScan } from '../../src/engine/scan.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
+import { appendAndCommit, openTable, scanSource } from '../../scripts/lib/tables.js';
 
 /** A table location on one backend. */
 export interface Place {
@@ -26,7 +26,7 @@ export interface Place {
   /** Set a file's LastModified (key relative to the table root). */
   age(key: string, at: Date): Promise<void>;
   /** Open the table here (s3rver needs singleWriter: it ignores If-None-Match). */
-  open(session: DuckSession, opts?: DeltaTableOptions): DeltaTable;
+  open(session: DuckSession, opts?: Omit<DeltaTableOptions, 'checkpointIO'>): DeltaTable;
   cleanup(): Promise<void>;
 }
 
@@ -45,7 +45,7 @@ export const localBackend: Backend = {
       storage: new LocalStorage(dir),
       dir,
       age: (key, at) => utimes(join(dir, key), at, at),
-      open: (session, opts = {}) => DeltaTable.open(new LocalStorage(dir), session, opts),
+      open: (session, opts = {}) => openTable(new LocalStorage(dir), session, opts),
       cleanup: () => rm(dir, { recursive: true, force: true }),
     };
   },
@@ -60,7 +60,7 @@ export function s3Backend(s3: () => S3rverHandle): Backend {
       return {
         storage: s3().makeStorage(prefix),
         age: (key, at) => s3().setLastModified(prefix + key, at),
-        open: (session, opts = {}) => DeltaTable.open(s3().makeStorage(prefix), session, { singleWriter: true, ...opts }),
+        open: (session, opts = {}) => openTable(s3().makeStorage(prefix), session, { singleWriter: true, ...opts }),
         cleanup: async () => {},
       };
     },
@@ -70,7 +70,7 @@ export function s3Backend(s3: () => S3rverHandle): Backend {
 /** Append the rows of `sql` (one file per partition); creates the table partitioned by `partitionBy`. */
 export async function append(session: DuckSession, table: DeltaTable, sql: string, partitionBy: string[] = []): Promise<number> {
   await session.run(`CREATE OR REPLACE TABLE maint_batch AS ${sql}`);
-  const result = await appendToTable({ session, table, batch: 'maint_batch', partitionBy });
+  const result = await appendAndCommit(table, session, { batch: 'maint_batch', partitionBy });
   return result.version!;
 }
 
@@ -84,7 +84,7 @@ export async function latest(table: DeltaTable): Promise<Snapshot> {
 /** Every row of the table as JSON-safe values, sorted by all columns. */
 export async function rowsOf(session: DuckSession, table: DeltaTable): Promise<Row[]> {
   const snapshot = await latest(table);
-  return withTableScan(session, table.storage, snapshot, (relation) => session.allJson(`SELECT * FROM (${relation}) ORDER BY ALL`));
+  return withTableScan(session, scanSource(table.storage), snapshot, (relation) => session.allJson(`SELECT * FROM (${relation}) ORDER BY ALL`));
 }
 
 /** The actions of one commit file. */

@@ -7,10 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AddFile, RemoveFile } from '../../src/delta/actions.js';
 import { decodeLogPath } from '../../src/delta/partition-decode.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
-import { mergeIntoTable } from '../../src/engine/merge/merge.js';
 import { CommitConflictError } from '../../src/errors.js';
 import { optimizeTable } from '../../src/maintenance/optimize.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
+import { mergeAndCommit, scratchSpool } from '../../scripts/lib/tables.js';
 import { append, commitActions, commitInfoOf, latest, localBackend, rowsOf, s3Backend, type Place } from './helpers.js';
 
 let s3: S3rverHandle;
@@ -50,7 +50,7 @@ describe.each([localBackend, s3Backend(() => s3)])('optimizeTable on $name', (ba
     const rowsBefore = await rowsOf(session, table);
     expect(before.files).toHaveLength(7);
 
-    const result = await optimizeTable(table, session);
+    const result = await optimizeTable(table, session, { spool: scratchSpool() });
     expect(result).toMatchObject({ version: 4, readVersion: 3, filesRemoved: 6, filesAdded: 2, partitionsCompacted: 2 });
 
     const after = await latest(table);
@@ -78,7 +78,7 @@ describe.each([localBackend, s3Backend(() => s3)])('optimizeTable on $name', (ba
     const place = await backend.place();
     const table = await smallFiles(place);
     const before = await latest(table);
-    const result = await optimizeTable(table, session);
+    const result = await optimizeTable(table, session, { spool: scratchSpool() });
     const actions = await commitActions(place.storage, result.version!);
     const info = await commitInfoOf(place.storage, result.version!);
     expect(info).toMatchObject({
@@ -105,9 +105,9 @@ describe.each([localBackend, s3Backend(() => s3)])('optimizeTable on $name', (ba
   it('does nothing, without a commit, when no partition has two small files', async () => {
     const place = await backend.place();
     const table = await smallFiles(place);
-    expect(await optimizeTable(table, session, { targetFileBytes: 100 })).toMatchObject({ version: null, filesAdded: 0 });
-    await optimizeTable(table, session);
-    expect(await optimizeTable(table, session)).toMatchObject({ version: null, readVersion: 4, filesRemoved: 0 });
+    expect(await optimizeTable(table, session, { spool: scratchSpool(), targetFileBytes: 100 })).toMatchObject({ version: null, filesAdded: 0 });
+    await optimizeTable(table, session, { spool: scratchSpool() });
+    expect(await optimizeTable(table, session, { spool: scratchSpool() })).toMatchObject({ version: null, readVersion: 4, filesRemoved: 0 });
     expect((await latest(table)).version).toBe(4);
     await place.cleanup();
   });
@@ -120,13 +120,11 @@ describe('optimizeTable racing other writers (local)', () => {
     const place = await localBackend.place();
     await smallFiles(place);
     const other = place.open(session);
-    let appended: number | null = null;
-    const table = place.open(session, {
-      beforeCommit: async () => {
-        appended ??= await append(session, other, rows(100, 4, ['d1', 'd2']));
-      },
-    });
-    const result = await optimizeTable(table, session);
+    const table = place.open(session);
+    // Planned and rewritten on version 3; the append commits version 4 before OPTIMIZE commits.
+    const planned = await latest(table);
+    const appended = await append(session, other, rows(100, 4, ['d1', 'd2']));
+    const result = await optimizeTable(table, session, { spool: scratchSpool(), snapshot: planned });
     expect(appended).toBe(4);
     expect(result).toMatchObject({ version: 5, readVersion: 3, filesRemoved: 6, filesAdded: 2 });
     const ids = (await rowsOf(session, table)).map((r) => Number(r['id']));
@@ -141,17 +139,16 @@ describe('optimizeTable racing other writers (local)', () => {
     await smallFiles(place);
     const other = place.open(session);
     await session.run(`CREATE OR REPLACE TABLE maint_update AS SELECT 0::BIGINT AS id, 'd1' AS day, 99.0 AS v, 'updated' AS name`);
-    const table = place.open(session, {
-      beforeCommit: async () => {
-        await mergeIntoTable({ session, table: other, batch: 'maint_update', keyColumns: ['id'], orderBy: 'v' });
-      },
-    });
-    const err = await optimizeTable(table, session).catch((e: unknown) => e);
+    const table = place.open(session);
+    // Planned on version 3; the MERGE rewrites one of its files in version 4 before OPTIMIZE commits.
+    const planned = await latest(table);
+    await mergeAndCommit(other, session, { batch: 'maint_update', keyColumns: ['id'], orderBy: 'v' });
+    const err = await optimizeTable(table, session, { spool: scratchSpool(), snapshot: planned }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CommitConflictError);
     expect((err as CommitConflictError).conflict).toBe('ConcurrentDeleteRead');
     expect((await latest(other)).version).toBe(4); // only the MERGE committed
 
-    const rerun = await optimizeTable(place.open(session), session);
+    const rerun = await optimizeTable(place.open(session), session, { spool: scratchSpool() });
     expect(rerun).toMatchObject({ version: 5, readVersion: 4, filesAdded: 2 });
     const rowsAfter = await rowsOf(session, other);
     expect(rowsAfter).toHaveLength(33);
@@ -173,7 +170,7 @@ describe('optimizeTable on an unpartitioned table (local)', () => {
     const avg = small.reduce((n, f) => n + f.size, 0) / small.length;
     const rowsBefore = await rowsOf(session, table);
 
-    const result = await optimizeTable(table, session, { targetFileBytes: Math.floor(avg * 2.5), smallFileBytes: Math.ceil(avg * 2) });
+    const result = await optimizeTable(table, session, { spool: scratchSpool(), targetFileBytes: Math.floor(avg * 2.5), smallFileBytes: Math.ceil(avg * 2) });
     expect(result).toMatchObject({ filesRemoved: 4, filesAdded: 2, partitionsCompacted: 1 });
     const after = await latest(table);
     expect(after.files.map((f) => f.path)).toContain(large.path);

@@ -8,7 +8,6 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeLogPath } from '../../src/delta/partition-decode.js';
-import { DeltaTable } from '../../src/delta/table.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { UnsupportedFeatureError } from '../../src/errors.js';
 import { optimizeTable } from '../../src/maintenance/optimize.js';
@@ -16,6 +15,7 @@ import { vacuumTable } from '../../src/maintenance/vacuum.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { copySharedTable, sharedTableNames } from '../helpers/shared-tables.js';
 import { keysUnder, rowsOf } from './helpers.js';
+import { openTable, scratchSpool } from '../../scripts/lib/tables.js';
 
 let session: DuckSession;
 beforeAll(async () => {
@@ -31,19 +31,19 @@ describe.each(sharedTableNames())('maintenance on the shared table %s', (name) =
   it('compacts without changing the rows and vacuums exactly the unreferenced files, or refuses and changes nothing', async () => {
     const dir = await copySharedTable(name);
     const storage = new LocalStorage(dir);
-    const table = DeltaTable.open(storage, session);
+    const table = openTable(storage, session);
     const keysBefore = await keysUnder(storage);
     const before = await table.snapshot().catch((e: unknown) => e);
     if (before instanceof UnsupportedFeatureError) {
       // Features tidemark cannot read (deletion vectors, column mapping, v2 checkpoints): both refuse.
-      await expect(optimizeTable(table, session)).rejects.toBeInstanceOf(UnsupportedFeatureError);
+      await expect(optimizeTable(table, session, { spool: scratchSpool() })).rejects.toBeInstanceOf(UnsupportedFeatureError);
       await expect(vacuumTable(table, { retainHours: 0, unsafeAllowShortRetention: true })).rejects.toBeInstanceOf(UnsupportedFeatureError);
       expect(await keysUnder(storage)).toEqual(keysBefore);
       return void (await rm(dir, { recursive: true, force: true }));
     }
     const rowsBefore = await rowsOf(session, table);
 
-    const result = await optimizeTable(table, session);
+    const result = await optimizeTable(table, session, { spool: scratchSpool() });
     expect(await rowsOf(session, table)).toEqual(rowsBefore);
     const after = (await table.snapshot())!;
     const perPartition = new Map<string, number>();

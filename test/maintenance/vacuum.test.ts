@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeLogPath } from '../../src/delta/partition-decode.js';
-import { removeFileFor, type DeltaTable } from '../../src/delta/table.js';
+import { removeFileFor } from '../../src/delta/file-actions.js';
+import type { DeltaTable } from '../../src/delta/table.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { ConfigError } from '../../src/errors.js';
 import { vacuumTable } from '../../src/maintenance/vacuum.js';

@@ -6,23 +6,13 @@
  * Mount with `addBackfillCommands(program, { io, setExitCode })` from main.ts.
  */
 import type { Command } from 'commander';
-import { loadConfig } from '../../config/load.js';
-import type { JobConfig } from '../../config/schema.js';
-import { reportOfFailedBackfill, runBackfill, type BackfillReport } from '../../job/backfill.js';
-import type { RunContext } from '../../job/context.js';
-import { resetJob, type ResetReport } from '../../job/reset.js';
-import { createLogger, type Logger } from '../../log/logger.js';
-import { EXIT_FAILED, EXIT_OK, exitCodeFor } from '../exit-codes.js';
+import { runBackfill } from '../../job/backfill/run.js';
+import { resetJob } from '../../job/reset.js';
+import { forEachJob } from '../job-loop.js';
 import type { CliIO } from '../main.js';
-import { errorInfo, printJson } from '../output.js';
-import { selectJobs } from '../select-jobs.js';
 import { jobOption, withCommonOptions, type CommonFlags } from '../options.js';
+import type { CommandHost } from './run.js';
 
-/** What the commands need from main: its IO and a way to set the process's exit code. */
-export interface BackfillCli {
-  io: CliIO;
-  setExitCode(code: number): void;
-}
 /** The shared flags (`--job` differs: repeatable for backfill, exactly one for reset). */
 interface BaseFlags extends Omit<CommonFlags, 'job'> {
   dryRun?: boolean;
@@ -78,7 +68,7 @@ Example (reload everything after November 3rd):
 `;
 
 /** Add `backfill` and `reset` to the program. */
-export function addBackfillCommands(program: Command, cli: BackfillCli): void {
+export function addBackfillCommands(program: Command, cli: CommandHost): void {
   withCommonOptions(program.command('backfill'), { job: false })
     .description('reload a range of partitions (or LastModified range), oldest first, resumably, without moving the watermark')
     .requiredOption('--from <P>', 'first partition (or timestamp) of the range')
@@ -100,63 +90,20 @@ export function addBackfillCommands(program: Command, cli: BackfillCli): void {
 }
 
 /** Backfill each selected job over the range; resolves to the exit code. */
-export async function backfillCommand(flags: BackfillFlags, io: CliIO): Promise<number> {
-  const config = await loadConfig(flags.config);
+export function backfillCommand(flags: BackfillFlags, io: CliIO): Promise<number> {
   const opts = { from: flags.from, to: flags.to, restart: flags.restart ?? false, force: flags.force ?? false, dryRun: flags.dryRun ?? false };
-  return forEachJob(flags, io, { command: 'backfill', jobs: selectJobs(config, flags.job), storage: config.storage }, {
-    run: (job, ctx) => runBackfill(job, ctx, opts),
-    // The partitions committed before a failure stay committed; the report says so.
-    partial: reportOfFailedBackfill,
-  });
+  return forEachJob(flags, io, { command: 'backfill', run: (job, ctx) => runBackfill(job, ctx, opts), format: formatReport });
 }
 
 /** Reset one job's watermark; resolves to the exit code. */
-export async function resetCommand(flags: ResetFlags, io: CliIO): Promise<number> {
-  const config = await loadConfig(flags.config);
+export function resetCommand(flags: ResetFlags, io: CliIO): Promise<number> {
   const opts = { to: flags.to, force: flags.force ?? false, dryRun: flags.dryRun ?? false };
-  return forEachJob(flags, io, { command: 'reset', jobs: selectJobs(config, [flags.job]), storage: config.storage }, {
-    run: (job, ctx) => resetJob(job, ctx, opts),
-  });
-}
-
-type Report = BackfillReport | ResetReport;
-
-/** The command's jobs and storage settings. */
-interface Selection {
-  command: 'backfill' | 'reset';
-  jobs: JobConfig[];
-  storage: RunContext['storage'];
-}
-
-/** What to do per job, and the partial report of a job that failed halfway. */
-interface PerJob {
-  run(job: JobConfig, ctx: RunContext): Promise<Report>;
-  partial?(err: unknown): Report | undefined;
-}
-
-async function forEachJob(flags: BaseFlags, io: CliIO, selection: Selection, perJob: PerJob): Promise<number> {
-  const { command, jobs, storage } = selection;
-  const logger: Logger = io.context?.logger ?? createLogger({ stream: io.stderr, ...(flags.logLevel ? { level: flags.logLevel as 'info' } : {}) });
-  let worst = EXIT_OK;
-  for (const job of jobs) {
-    const ctx: RunContext = { storage, logger, ...(io.signal ? { signal: io.signal } : {}), ...io.context };
-    let report: Record<string, unknown>;
-    try {
-      report = { ...(await perJob.run(job, ctx)) };
-    } catch (err) {
-      worst = Math.max(worst, exitCodeFor(err));
-      logger.error({ job: job.name, error: errorInfo(err) }, `${command} failed`);
-      report = { job: job.name, command, ...perJob.partial?.(err), status: 'failed', error: errorInfo(err) };
-    }
-    if (flags.json) printJson(io.stdout, report);
-    else io.stdout.write(formatReport(report));
-    if (io.signal?.aborted) return Math.max(worst, EXIT_FAILED);
-  }
-  return worst;
+  return forEachJob(flags, io, { command: 'reset', run: (job, ctx) => resetJob(job, ctx, opts), format: formatReport });
 }
 
 /** A few human lines for one job's backfill or reset. */
-export function formatReport(r: Record<string, unknown>): string {
+export function formatReport(report: object): string {
+  const r = report as Record<string, unknown>;
   const s = (k: string) => String(r[k] ?? '-');
   if (r['status'] === 'failed') return `${s('job')}: ${s('command')} failed: ${(r['error'] as { message?: string } | undefined)?.message ?? 'unknown error'}\n`;
   if (r['command'] === 'reset') {

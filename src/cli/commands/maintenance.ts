@@ -6,27 +6,13 @@
  * Mount with `addMaintenanceCommands(program, { io, setExitCode })` from main.ts.
  */
 import type { Command } from 'commander';
-import { loadConfig } from '../../config/load.js';
 import { parseSize } from '../../config/units.js';
-import { DeltaTable } from '../../delta/table.js';
-import { DuckSession } from '../../engine/duckdb.js';
 import { ConfigError } from '../../errors.js';
-import { openTarget } from '../../job/open.js';
-import { createLogger, type Logger } from '../../log/logger.js';
-import { optimizeTable, type OptimizeResult } from '../../maintenance/optimize.js';
-import { vacuumTable, type VacuumResult } from '../../maintenance/vacuum.js';
-import { EXIT_OK, exitCodeFor } from '../exit-codes.js';
+import { optimizeJob, vacuumJob } from '../../job/maintenance.js';
+import { forEachJob } from '../job-loop.js';
 import type { CliIO } from '../main.js';
-import { selectJobs } from '../select-jobs.js';
 import { withCommonOptions, type CommonFlags } from '../options.js';
-import { errorInfo, printJson } from '../output.js';
-
-/** What the commands need from main: its IO and a way to set the process's exit code. */
-export interface MaintenanceCli {
-  io: CliIO;
-  setExitCode(code: number): void;
-}
-
+import type { CommandHost } from './run.js';
 
 interface OptimizeFlags extends CommonFlags {
   targetSize?: string;
@@ -40,7 +26,7 @@ interface VacuumFlags extends CommonFlags {
 }
 
 /** Add `optimize` and `vacuum` to the program. */
-export function addMaintenanceCommands(program: Command, cli: MaintenanceCli): void {
+export function addMaintenanceCommands(program: Command, cli: CommandHost): void {
   withCommonOptions(program.command('optimize'))
     .description('compact small files within each partition (a dataChange=false commit)')
     .option('--target-size <size>', 'target file size, e.g. 128MiB', '128MiB')
@@ -60,10 +46,8 @@ export async function optimizeCommand(flags: OptimizeFlags, io: CliIO): Promise<
   const minFiles = Number(flags.minFiles ?? '2');
   if (targetFileBytes === null || targetFileBytes <= 0) throw new ConfigError(`--target-size: not a size: ${flags.targetSize}`, { field: 'target-size' });
   if (!Number.isInteger(minFiles) || minFiles < 2) throw new ConfigError(`--min-files must be an integer of at least 2, got ${flags.minFiles}`, { field: 'min-files' });
-  return forEachJob(flags, io, 'optimize', async (table, session) => {
-    const result = await optimizeTable(table, session, { targetFileBytes, minFilesPerPartition: minFiles, ...signalOf(io) });
-    return { status: result.version === null ? 'nothing-to-do' : 'optimized', ...result };
-  });
+  const opts = { targetFileBytes, minFilesPerPartition: minFiles };
+  return forEachJob(flags, io, { command: 'optimize', run: (job, ctx) => optimizeJob(job, ctx, opts), format: formatMaintenance });
 }
 
 /** Run VACUUM on each selected job's table; resolves to the exit code. */
@@ -72,62 +56,19 @@ export async function vacuumCommand(flags: VacuumFlags, io: CliIO): Promise<numb
   if (retainHours !== undefined && !(Number.isFinite(retainHours) && retainHours >= 0)) {
     throw new ConfigError(`--retain must be a number of hours, got ${flags.retain}`, { field: 'retain' });
   }
-  return forEachJob(flags, io, 'vacuum', async (table) => {
-    const result = await vacuumTable(table, {
-      ...(retainHours === undefined ? {} : { retainHours }),
-      dryRun: flags.dryRun ?? false,
-      unsafeAllowShortRetention: flags.unsafeAllowShortRetention ?? false,
-      ...signalOf(io),
-    });
-    return { status: result.dryRun ? 'dry-run' : 'vacuumed', ...result };
-  });
-}
-
-/** A job's result plus its status word, printed as JSON or by formatMaintenance. */
-type Report = { status: string } & (OptimizeResult | VacuumResult);
-
-async function forEachJob(
-  flags: CommonFlags,
-  io: CliIO,
-  command: 'optimize' | 'vacuum',
-  fn: (table: DeltaTable, session: DuckSession) => Promise<Report>,
-): Promise<number> {
-  const logger: Logger = io.context?.logger ?? createLogger({ stream: io.stderr, ...(flags.logLevel ? { level: flags.logLevel as 'info' } : {}) });
-  const config = await loadConfig(flags.config);
-  const session = await DuckSession.open();
-  let worst = EXIT_OK;
-  try {
-    for (const job of selectJobs(config, flags.job)) {
-      const started = performance.now();
-      let report: Record<string, unknown>;
-      try {
-        const storage = openTarget(job, config.storage, io.context?.openStorage);
-        const table = DeltaTable.open(storage, session, { singleWriter: config.storage.singleWriter });
-        report = { job: job.name, command, table: job.target.uri, ...(await fn(table, session)) };
-      } catch (err) {
-        worst = Math.max(worst, exitCodeFor(err));
-        logger.error({ job: job.name, error: errorInfo(err) }, `${command} failed`);
-        report = { job: job.name, command, table: job.target.uri, status: 'failed', error: errorInfo(err) };
-      }
-      report['durationMs'] = Math.round(performance.now() - started);
-      if (flags.json) printJson(io.stdout, report);
-      else io.stdout.write(formatMaintenance(report));
-      if (io.signal?.aborted) break;
-    }
-  } finally {
-    session.close();
-  }
-  return worst;
-}
-
-function signalOf(io: CliIO): { signal?: AbortSignal } {
-  return io.signal ? { signal: io.signal } : {};
+  const opts = {
+    ...(retainHours === undefined ? {} : { retainHours }),
+    dryRun: flags.dryRun ?? false,
+    unsafeAllowShortRetention: flags.unsafeAllowShortRetention ?? false,
+  };
+  return forEachJob(flags, io, { command: 'vacuum', run: (job, ctx) => vacuumJob(job, ctx, opts), format: formatMaintenance });
 }
 
 const mib = (bytes: unknown): string => `${(Number(bytes ?? 0) / 1024 / 1024).toFixed(1)} MiB`;
 
 /** A few human lines for one job's maintenance report. */
-export function formatMaintenance(r: Record<string, unknown>): string {
+export function formatMaintenance(report: object): string {
+  const r = report as Record<string, unknown>;
   const head = `${String(r['job'])}: ${String(r['command'])} ${String(r['status'])}`;
   if (r['status'] === 'failed') return `${head}: ${(r['error'] as { message?: string } | undefined)?.message ?? 'unknown error'}\n`;
   if (r['command'] === 'optimize') {

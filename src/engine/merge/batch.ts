@@ -13,7 +13,7 @@ import { ident } from '../sql.js';
 import { castError } from '../cast-error.js';
 import { misfitSql } from '../fit-cast.js';
 import { mappingExpr, type ColumnPlan, type ColumnType } from './columns.js';
-import { BATCH_ROW, DELETE_FLAG, SOURCE_FILE, SOURCE_ROW } from './names.js';
+import { BATCH_ROW, DELETE_FLAG, SOURCE_FILE, SOURCE_ROW } from './temp-names.js';
 import { badDeleteWhen, checkDeleteExpression, type Lineage } from './validate.js';
 
 /** The batch in the table's schema, as a temp table or a temp view. */

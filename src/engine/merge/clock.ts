@@ -1,7 +1,7 @@
 /**
- * Time per MERGE phase, for the result and for commitInfo's operationMetrics.
+ * Time per MERGE phase, for the summary and for commitInfo's operationMetrics.
  */
-import type { MergeDurations } from './types.js';
+import type { MergeDurations } from './results.js';
 
 /** Milliseconds per phase. */
 export class PhaseClock {
@@ -11,13 +11,12 @@ export class PhaseClock {
 
   constructor(private readonly signal?: AbortSignal) {}
 
-  /** Close the current phase under `name`; before the commit, stop here when the caller aborted. */
+  /** Close the current phase under `name`; stop here when the caller aborted. */
   lap(name: Exclude<keyof MergeDurations, 'total'>): void {
     const now = performance.now();
     this.spent[name] = (this.spent[name] ?? 0) + (now - this.last);
     this.last = now;
-    // After the commit, aborting would report a failure for a change that is in the table.
-    if (name !== 'commit') this.signal?.throwIfAborted();
+    this.signal?.throwIfAborted();
   }
 
   /** For operationMetrics: total so far, scan (prune + classify) and rewrite (write). */
@@ -34,7 +33,6 @@ export class PhaseClock {
       prune: round(s.prune),
       classify: round(s.classify),
       write: round(s.write),
-      commit: round(s.commit),
       total: round(performance.now() - this.start),
     };
   }

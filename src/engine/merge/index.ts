@@ -1,7 +1,9 @@
 /**
- * The MERGE engine and append mode: write a DuckDB batch into a Delta table.
+ * The MERGE engine and append mode: stage a DuckDB batch's write into a Delta table (data files
+ * uploaded, commit planned); the caller commits.
  */
-export { mergeIntoTable } from './merge.js';
-export { appendToTable } from './append.js';
-export { TOMBSTONE_ORDER } from './names.js';
-export type { AppendOptions, AppendResult, DeletedKeys, MergeDurations, MergeOptions, MergeResult, WriteTarget } from './types.js';
+export { stageMerge } from './merge.js';
+export { stageAppend } from './append.js';
+export { TOMBSTONE_ORDER } from './temp-names.js';
+export type { AppendOptions, MergeOptions, WriteTarget } from './options.js';
+export type { AppendSummary, DeletedKeys, MergeCounts, MergeDurations, MergeSummary, StagedAppend, StagedMerge, StagedWrite } from './results.js';

@@ -5,14 +5,15 @@
  *   →  read in full only the files with a non-stale hit, and classify each matched row.
  */
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
+import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
 import type { DuckSession } from '../duckdb.js';
 import { emptyRelationSql, inspectFiles, scanSql, type FileShape } from '../scan.js';
 import { ident } from '../sql.js';
-import { FILE_ID, type TempTables } from './names.js';
+import { FILE_ID, type TempTables } from './temp-names.js';
 import { actionsSql, filesToReadSql, filesToRewriteSql, hitsSql, pruningPartitions, targetSql, type MatchSpec } from './plan.js';
 import { pruneFiles, type TypedColumn } from './prune.js';
-import { localizeFiles } from './spool.js';
+import { localizeFiles } from './localize.js';
 
 /** Everything the matching phase needs. */
 export interface MatchContext {
@@ -24,7 +25,8 @@ export interface MatchContext {
   spec: MatchSpec;
   /** Rows in the batch; an empty batch matches nothing and reads no file. */
   batchRows: number;
-  spoolDir: string;
+  /** Scratch space for downloads of remote data files. */
+  spool: Spool;
   concurrency: number;
   signal?: AbortSignal;
 }
@@ -54,7 +56,7 @@ export async function findHits(ctx: MatchContext): Promise<HitsResult> {
   const scanned = new Map(pruned.candidates.map((id) => [id, snapshot.files[id]!]));
   const localPaths = await localizeFiles([...scanned.values()], {
     storage: ctx.storage,
-    spoolDir: ctx.spoolDir,
+    spoolDir: await ctx.spool.folder('scan'),
     concurrency: ctx.concurrency,
     ...(ctx.signal ? { signal: ctx.signal } : {}),
   });

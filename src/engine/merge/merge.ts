@@ -1,52 +1,52 @@
 /**
  * MERGE of a batch into a Delta table (see ./plan.ts for the SQL and its rules):
  *
- *   prepare   snapshot; batch cast to the table schema (a view when creating); deleteWhen; key checks
+ *   prepare   batch cast to the table schema (a view when creating); deleteWhen; key checks
  *   prune     partition values, key min/max stats, key-column scan of the candidates → hits;
  *             rows of keys without a stored row but with a newer tombstone → stale hits
  *   classify  full read of the files with a non-stale hit; stale/delete/unchanged/update per row
- *   write     rewritten files (kept + updated rows, key order) and inserted rows, per partition
- *   commit    the caller records the batch's deletes (its tombstones) and returns actions;
- *             removes + adds + the caller's extra actions (its txn) in one version
+ *   write     rewritten files (kept + updated rows, key order) and inserted rows, per partition,
+ *             uploaded below the table root
+ *   → a StagedMerge: the commit request (removes + adds + a schema change, or the table's
+ *     creation), the row counts, and the batch's deletes as tombstones
  *
- * Only files that hold an updated or deleted row are rewritten; all others keep their paths.
- * A MERGE that changes nothing commits nothing (version null) unless the caller passed extra
- * actions, which must be committed anyway (the job's watermark moves even when all rows were stale),
- * or the batch brought new columns (schemaEvolution 'addColumns': a metaData action in the same
- * commit; a concurrent metaData change then conflicts).
- * A CommitConflictError is not retried here: the caller re-plans on the new snapshot.
+ * The engine never commits: the caller adds its own actions (the job's state, its tombstone
+ * file) and commits the request in one version, then disposes of the staged MERGE. Only files
+ * that hold an updated or deleted row are rewritten; all others keep their paths. A MERGE that
+ * brings new columns (schemaEvolution 'addColumns') puts a metaData action in the request.
  */
-import type { Action } from '../../delta/actions.js';
-import { partitionValueStringSql } from '../../delta/partition-encode.js';
-import { addFileFor } from '../../delta/table.js';
+import { addFileFor, removeFileFor } from '../../delta/file-actions.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import { totalRecords } from '../../delta/stats.js';
+import { createTableRequest } from '../../delta/table-create.js';
 import type { ReadSet } from '../../delta/transaction.js';
 import { MergeInputError } from '../../errors.js';
 import type { WrittenFile } from '../data-files.js';
 import type { DuckSession } from '../duckdb.js';
+import { partitionValueStringSql } from '../partition-sql.js';
 import { ident } from '../sql.js';
-import { dropAll, tempTables, type TempTables } from './names.js';
-import { classifyTargets, findHits, type MatchContext } from './matches.js';
 import { PhaseClock } from './clock.js';
-import { readCounts, resultOf } from './outcome.js';
+import { classifyTargets, findHits, type MatchContext } from './matches.js';
+import type { MergeOptions } from './options.js';
+import { readCounts, summaryOf } from './outcome.js';
 import { outputOptionsFor, writeAndUpload, type OutputOptions } from './output.js';
 import { emptyHitsSql, insertRelationSql, pruningPartitions, rewriteRelationSql, type MatchSpec } from './plan.js';
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
-import { batchDeletes, buryTombstoned, checkTombstones } from './tombstones.js';
-import { openSpool } from './spool.js';
+import type { StagedMerge } from './results.js';
 import { prepareTarget, schemaActions, tableNames, type TargetTable } from './target.js';
-import type { MergeOptions, MergeResult } from './types.js';
+import { dropAll, tempTables, type TempTables } from './temp-names.js';
+import { batchDeletes, buryTombstoned, checkTombstones } from './tombstones.js';
 import { checkDuplicateKeys, checkNullKeys } from './validate.js';
 
-/** MERGE the batch into the table; see the module comment. */
-export async function mergeIntoTable(opts: MergeOptions): Promise<MergeResult> {
+/** Stage the MERGE of the batch into the table; see the module comment. Dispose of the result. */
+export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
   checkOptions(opts);
   const clock = new PhaseClock(opts.signal);
   const tables = tempTables();
-  const spool = await openSpool(opts.spoolDir);
+  // Downloads and written files are not needed once the data files are uploaded.
+  const scratch = await opts.spool.child('merge');
   try {
-    const snapshot = opts.snapshot !== undefined ? opts.snapshot : await opts.table.snapshot();
+    const { snapshot } = opts;
     const target = await prepareTarget(opts.session, opts, {
       snapshot,
       batchTable: tables.batch,
@@ -63,12 +63,15 @@ export async function mergeIntoTable(opts: MergeOptions): Promise<MergeResult> {
     if (!opts.keysUnique) await checkDuplicateKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
     if (opts.tombstones !== undefined) await checkTombstones(opts.session, opts.tombstones, spec.keys);
     clock.lap('prepare');
-    const out: OutputOptions = outputOptionsFor(opts, target, spool.dir);
-    const run = { opts, tables, target, spec, out, clock };
-    return snapshot === null ? await createWithBatch(run) : await mergeExisting(run, snapshot);
-  } finally {
+    const run = { opts, tables, target, spec, out: outputOptionsFor({ ...opts, spool: scratch }, target), clock };
+    const staged = snapshot === null ? await stageCreate(run) : await stageExisting(run, snapshot);
+    const deletes = await batchDeletes(opts.session, tables, spec);
+    return { ...staged, deletes, dispose: () => dropAll(opts.session, tables) };
+  } catch (err) {
     await dropAll(opts.session, tables);
-    await spool.close();
+    throw err;
+  } finally {
+    await scratch.close();
   }
 }
 
@@ -82,8 +85,10 @@ interface MergeRun {
   clock: PhaseClock;
 }
 
-/** The table does not exist: create it with the batch's non-deleted rows in version 0. */
-async function createWithBatch(run: MergeRun): Promise<MergeResult> {
+type Staged = Omit<StagedMerge, 'deletes' | 'dispose'>;
+
+/** The table does not exist: its creation with the batch's non-deleted rows as version 0. */
+async function stageCreate(run: MergeRun): Promise<Staged> {
   const { opts, tables, target, spec, out, clock } = run;
   await opts.session.run(emptyHitsSql(tables));
   if (opts.tombstones !== undefined) await buryTombstoned(opts.session, tables, spec, opts.tombstones);
@@ -93,36 +98,34 @@ async function createWithBatch(run: MergeRun): Promise<MergeResult> {
   const columns = target.plan.mappings.map((m) => m.target);
   const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: counts.inserted };
   const added = counts.inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', sizing) : [];
-  if (added.length > 0) await opts.afterWrite?.();
   clock.lap('write');
-  const extraActions = await commitExtras(run);
   const now = Date.now();
-  const result = await opts.table.create(
+  const request = createTableRequest(
     {
       schema: target.schema,
       partitionColumns: target.partitionColumns,
-      actions: [...added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })), ...extraActions],
+      actions: added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })),
       operationParameters: mergeParameters(spec, opts.deleteWhen),
       operationMetrics: mergeMetrics({ added, removed: [], counts, timings: clock.timings() }),
     },
-    opts.signal ? { signal: opts.signal } : {},
+    now,
   );
-  clock.lap('commit');
-  return resultOf({ version: result.version, counts, added, removed: [], filesScanned: 0, filesRead: 0, created: true }, clock);
+  const summary = summaryOf({ counts, added, removed: [], filesScanned: 0, filesRead: 0, created: true }, clock);
+  return { request, changesTable: true, summary };
 }
 
-/** The table exists: find, classify, rewrite, insert, commit. */
-async function mergeExisting(run: MergeRun, snapshot: Snapshot): Promise<MergeResult> {
+/** The table exists: find, classify, rewrite, insert. */
+async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged> {
   const { opts, tables, target, spec, out, clock } = run;
   const ctx: MatchContext = {
     session: opts.session,
-    storage: opts.table.storage,
+    storage: opts.storage,
     // With new columns, stored files are read in the evolved schema (they lack them: NULL).
     snapshot: target.metadata ? { ...snapshot, schema: target.schema } : snapshot,
     tables,
     spec,
     batchRows: target.batch.rows,
-    spoolDir: out.spoolDir,
+    spool: out.spool,
     concurrency: out.concurrency,
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
@@ -135,31 +138,31 @@ async function mergeExisting(run: MergeRun, snapshot: Snapshot): Promise<MergeRe
   clock.lap('classify');
   const removed = classified.rewrite.map((id) => hits.scanned.get(id)!);
   const added = await writeChanges(run, removed, counts.inserted);
-  if (added.length > 0) await opts.afterWrite?.();
   clock.lap('write');
-  const extraActions = [...schemaActions(target), ...(await commitExtras(run))];
-  const base = { counts, added, removed, filesScanned: hits.scanned.size, filesRead: classified.read.length, created: false };
-  if (added.length === 0 && removed.length === 0 && extraActions.length === 0) {
-    clock.lap('commit');
-    return resultOf({ ...base, version: null }, clock);
-  }
+  const now = Date.now();
+  const schemaChange = schemaActions(target);
   const request = mergeRequest({
     readVersion: snapshot.version,
     spec,
     ...(opts.deleteWhen === undefined ? {} : { deleteWhen: opts.deleteWhen }),
+    actions: [
+      ...schemaChange,
+      ...removed.map((f) => ({ remove: removeFileFor(f, { deletionTimestamp: now }) })),
+      ...added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })),
+    ],
     added,
     removed,
     scanned: [...hits.scanned.values()],
     partitions: await readPartitions(opts.session, tables, target, spec),
     appIds: opts.appIds ?? [],
-    extraActions,
     counts,
-    now: Date.now(),
     timings: clock.timings(),
   });
-  const committed = await opts.table.commit(request, opts.signal ? { signal: opts.signal } : {});
-  clock.lap('commit');
-  return resultOf({ ...base, version: committed.version }, clock);
+  const summary = summaryOf(
+    { counts, added, removed, filesScanned: hits.scanned.size, filesRead: classified.read.length, created: false },
+    clock,
+  );
+  return { request, changesTable: added.length > 0 || removed.length > 0 || schemaChange.length > 0, summary };
 }
 
 /**
@@ -175,13 +178,6 @@ async function writeChanges(run: MergeRun, removed: readonly LiveFile[], inserte
   const insertSizing = { targetFileRows: opts.targetFileRows, rowsAtMost: inserted };
   const added = inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', insertSizing) : [];
   return [...rewritten, ...added];
-}
-
-/** The caller's extra actions, then those it returns for the batch's deletes (its tombstones). */
-async function commitExtras(run: MergeRun): Promise<Action[]> {
-  const { opts, tables, spec } = run;
-  const recorded = opts.recordDeletes ? await opts.recordDeletes(await batchDeletes(opts.session, tables, spec)) : [];
-  return [...(opts.extraActions ?? []), ...recorded];
 }
 
 /** Key, orderBy and matched partition columns in the table's spelling. */
@@ -217,4 +213,3 @@ function maxRecords(files: readonly { parsedStats: { numRecords?: number } | nul
   const counts = files.map((f) => f.parsedStats?.numRecords ?? 0).filter((n) => n > 0);
   return counts.length > 0 ? Math.max(...counts) : undefined;
 }
-

@@ -1,12 +1,12 @@
 /**
- * What a MERGE did: row counts read from the classification tables, and the result object.
+ * What a MERGE did: row counts read from the classification tables, and its summary.
  */
 import type { DuckSession } from '../duckdb.js';
 import type { PhaseClock } from './clock.js';
-import type { TempTables } from './names.js';
 import { bytesOf } from './output.js';
 import { countsSql } from './plan.js';
-import type { MergeCounts, MergeResult } from './types.js';
+import type { MergeCounts, MergeSummary } from './results.js';
+import type { TempTables } from './temp-names.js';
 
 /** Row counts per action (see countsSql); `haveTarget` is false when no file was read in full. */
 export async function readCounts(session: DuckSession, tables: TempTables, haveTarget: boolean, sourceRows: number): Promise<MergeCounts> {
@@ -25,9 +25,8 @@ export async function readCounts(session: DuckSession, tables: TempTables, haveT
   };
 }
 
-/** The outcome of the write and commit phases. */
+/** The outcome of the write phase. */
 export interface Outcome {
-  version: number | null;
   counts: MergeCounts;
   added: readonly { size: number }[];
   removed: readonly { size: number }[];
@@ -36,10 +35,9 @@ export interface Outcome {
   created: boolean;
 }
 
-/** The MergeResult of an outcome, with the phase durations so far. */
-export function resultOf(o: Outcome, clock: PhaseClock): MergeResult {
+/** The summary of an outcome, with the phase durations so far. */
+export function summaryOf(o: Outcome, clock: PhaseClock): MergeSummary {
   return {
-    version: o.version,
     ...o.counts,
     filesAdded: o.added.length,
     filesRemoved: o.removed.length,

@@ -1,16 +1,16 @@
 /**
  * Writing the new data files of a write: one Parquet per partition (split at `targetFileRows`),
- * staged in the spool folder and then uploaded below the table root. Data files get unique
+ * written into a spool folder and then uploaded below the table root. Data files get unique
  * names and are written before the commit, so a failed or lost commit leaves only orphans.
  */
-import path from 'node:path';
+import pLimit from 'p-limit';
 import type { StructType } from '../../delta/schema.js';
-import { uploadDataFiles } from '../../delta/table.js';
+import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
 import { writeDataFiles, type WrittenFile } from '../data-files.js';
 import type { DuckSession } from '../duckdb.js';
+import { DEFAULT_TRANSFER_CONCURRENCY, type WriteTarget } from './options.js';
 import type { TargetTable } from './target.js';
-import { DEFAULT_DOWNLOAD_CONCURRENCY, type WriteTarget } from './types.js';
 
 /** Where and how to write. */
 export interface OutputOptions {
@@ -18,20 +18,20 @@ export interface OutputOptions {
   storage: Storage;
   schema: StructType;
   partitionColumns: readonly string[];
-  spoolDir: string;
+  spool: Spool;
   concurrency: number;
   signal?: AbortSignal;
 }
 
 /** The output options of a write into `target`'s table, from the write's own options. */
-export function outputOptionsFor(opts: WriteTarget, target: TargetTable, spoolDir: string): OutputOptions {
+export function outputOptionsFor(opts: WriteTarget, target: TargetTable): OutputOptions {
   return {
     session: opts.session,
-    storage: opts.table.storage,
+    storage: opts.storage,
     schema: target.schema,
     partitionColumns: target.partitionColumns,
-    spoolDir,
-    concurrency: opts.concurrency ?? DEFAULT_DOWNLOAD_CONCURRENCY,
+    spool: opts.spool,
+    concurrency: opts.concurrency ?? DEFAULT_TRANSFER_CONCURRENCY,
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
 }
@@ -49,12 +49,29 @@ export async function writeAndUpload(opts: OutputOptions, relationSql: string, f
     relationSql,
     schema: opts.schema,
     partitionColumns: opts.partitionColumns,
-    localDir: path.join(opts.spoolDir, folder),
+    localDir: await opts.spool.folder(folder),
     ...(sizing.targetFileRows === undefined ? {} : { targetFileRows: sizing.targetFileRows }),
     ...(sizing.rowsAtMost === undefined ? {} : { rowsAtMost: sizing.rowsAtMost }),
   });
   await uploadDataFiles(opts.storage, files, { concurrency: opts.concurrency, ...(opts.signal ? { signal: opts.signal } : {}) });
   return files;
+}
+
+/** Upload written data files to their keys below the table root, a few at a time. */
+export async function uploadDataFiles(
+  storage: Storage,
+  files: readonly WrittenFile[],
+  opts: { concurrency?: number; signal?: AbortSignal } = {},
+): Promise<void> {
+  const limit = pLimit(opts.concurrency ?? DEFAULT_TRANSFER_CONCURRENCY);
+  await Promise.all(
+    files.map((file) =>
+      limit(() => {
+        opts.signal?.throwIfAborted();
+        return storage.upload(file.relativePath, file.localPath, { contentType: 'application/octet-stream', signal: opts.signal });
+      }),
+    ),
+  );
 }
 
 /** Total size of written files. */

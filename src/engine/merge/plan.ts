@@ -21,7 +21,7 @@
  * decides alone (a key may be deleted and later re-inserted).
  */
 import { ident } from '../sql.js';
-import { ACTION, BATCH_ROW, DELETE_FLAG, FILE_ID, TARGET_ROW, TOMBSTONE_ORDER, type TempTables } from './names.js';
+import { ACTION, BATCH_ROW, DELETE_FLAG, FILE_ID, TARGET_ROW, TOMBSTONE_ORDER, type TempTables } from './temp-names.js';
 
 /** What a batch row is matched on and ordered by (table column names). */
 export interface MatchSpec {

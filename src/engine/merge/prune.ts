@@ -8,13 +8,13 @@
  * (which files really hold batch keys) is `hitsSql` in ./plan.ts.
  */
 import type { DataType } from '../../delta/schema.js';
-import { partitionValueSql } from '../../delta/partition-decode.js';
+import { partitionValueSql } from '../partition-sql.js';
 import type { LiveFile } from '../../delta/snapshot.js';
 import { statsBounds } from '../../delta/stats.js';
 import type { DuckSession } from '../duckdb.js';
 import { ident, str } from '../sql.js';
 import { deltaTypeToDuck } from '../type-map-read.js';
-import { FILE_ID } from './names.js';
+import { FILE_ID } from './temp-names.js';
 
 /** Rows per INSERT statement when loading the file table. */
 const INSERT_CHUNK = 500;

@@ -1,21 +1,22 @@
 /**
- * The commit a MERGE makes: add and remove actions, what it read (for conflict checks), and
- * commitInfo's operationParameters and operationMetrics under Spark's names. Pure.
+ * The commit a MERGE stages: its actions, what it read (for conflict checks), and commitInfo's
+ * operationParameters and operationMetrics under Spark's names. Pure.
  */
 import type { Action, PartitionValues } from '../../delta/actions.js';
 import type { LiveFile } from '../../delta/snapshot.js';
-import { addFileFor, removeFileFor } from '../../delta/table.js';
 import type { CommitRequest, ReadSet } from '../../delta/transaction.js';
 import type { WrittenFile } from '../data-files.js';
 import { ident } from '../sql.js';
 import type { MatchSpec } from './plan.js';
-import type { MergeCounts } from './types.js';
+import type { MergeCounts } from './results.js';
 
 /** Everything the MERGE commit describes. */
 export interface MergeCommitInput {
   readVersion: number;
   spec: MatchSpec;
   deleteWhen?: string;
+  /** The data-change actions (a schema change, removes, adds), in commit order. */
+  actions: readonly Action[];
   added: readonly WrittenFile[];
   removed: readonly LiveFile[];
   /** Files whose keys were scanned. */
@@ -23,23 +24,15 @@ export interface MergeCommitInput {
   /** The batch's partition tuples, or 'all' when the match is not by partition. */
   partitions: ReadSet['partitions'];
   appIds: readonly string[];
-  extraActions: readonly Action[];
   counts: MergeCounts;
-  /** ms since the epoch, for add.modificationTime and remove.deletionTimestamp. */
-  now: number;
   /** ms per phase so far. */
   timings: { total: number; scan: number; rewrite: number };
 }
 
 /** The CommitRequest of a MERGE. */
 export function mergeRequest(input: MergeCommitInput): CommitRequest {
-  const actions: Action[] = [
-    ...input.removed.map((f) => ({ remove: removeFileFor(f, { deletionTimestamp: input.now }) })),
-    ...input.added.map((f) => ({ add: addFileFor(f, { modificationTime: input.now }) })),
-    ...input.extraActions,
-  ];
   return {
-    actions,
+    actions: [...input.actions],
     operation: 'MERGE',
     operationParameters: mergeParameters(input.spec, input.deleteWhen),
     operationMetrics: mergeMetrics(input),

@@ -12,8 +12,8 @@ import { ident } from '../sql.js';
 import { duckSchemaToDelta } from '../type-map-write.js';
 import { describeRelation, prepareBatch, type PreparedBatch } from './batch.js';
 import { dataColumns, evolveSchema, newColumns, planColumns, requireColumns, tableName, type ColumnPlan, type ColumnType } from './columns.js';
-import { DELETE_FLAG, SOURCE_FILE, SOURCE_ROW } from './names.js';
-import { DEFAULT_SOURCE_FILE_COLUMN, type WriteTarget } from './types.js';
+import { DELETE_FLAG, SOURCE_FILE, SOURCE_ROW } from './temp-names.js';
+import { DEFAULT_SOURCE_FILE_COLUMN, type WriteTarget } from './options.js';
 
 /** The table being written, as this write sees it. */
 export interface TargetTable {
@@ -46,7 +46,7 @@ export interface PrepareTargetOptions {
 
 /** Work out the table schema and column plan, then prepare the batch in that schema. */
 export async function prepareTarget(session: DuckSession, target: WriteTarget, opts: PrepareTargetOptions): Promise<TargetTable> {
-  const uri = target.table.uri;
+  const uri = target.storage.uri;
   // Refuse a table tidemark cannot write before any work (the commit checks again).
   if (opts.snapshot) assertWritable(opts.snapshot.protocol, opts.snapshot.metadata, uri);
   const sourceColumns = await describeRelation(session, target.batch);
@@ -90,11 +90,11 @@ async function evolve(
   const hasFiles = sourceColumns.some((c) => c.name.toLowerCase() === fileColumn.toLowerCase());
   const files = hasFiles ? await filesWithValues(session, target.batch, extra, fileColumn) : [];
   throw new SchemaError(
-    `[merge] the batch has columns that table ${target.table.uri} lacks: ${extra.map((c) => JSON.stringify(c.name)).join(', ')}` +
+    `[merge] the batch has columns that table ${target.storage.uri} lacks: ${extra.map((c) => JSON.stringify(c.name)).join(', ')}` +
       (files.length > 0 ? ` (in ${files.join(', ')})` : '') +
       "; schemaEvolution is 'fail' (set it to 'addColumns' to add them)",
     {
-      context: { uri: target.table.uri, column: extra[0]!.name, columns: extra.map((c) => c.name), ...(files[0] ? { key: files[0], files } : {}) },
+      context: { uri: target.storage.uri, column: extra[0]!.name, columns: extra.map((c) => c.name), ...(files[0] ? { key: files[0], files } : {}) },
     },
   );
 }

@@ -7,9 +7,9 @@
 import { MergeInputError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';
 import { describeRelation } from './batch.js';
-import { TOMBSTONE_ORDER, type TempTables } from './names.js';
+import { TOMBSTONE_ORDER, type TempTables } from './temp-names.js';
 import { buriedSql, deletedKeysSql, type MatchSpec } from './plan.js';
-import type { DeletedKeys } from './types.js';
+import type { DeletedKeys } from './results.js';
 
 /** Fail unless the tombstone relation has every key column and TOMBSTONE_ORDER. */
 export async function checkTombstones(session: DuckSession, relation: string, keys: readonly string[]): Promise<void> {

@@ -6,7 +6,7 @@
 import { MergeInputError } from '../../errors.js';
 import type { DuckSession, Row } from '../duckdb.js';
 import { ident, str } from '../sql.js';
-import { SOURCE_FILE, SOURCE_ROW } from './names.js';
+import { SOURCE_FILE, SOURCE_ROW } from './temp-names.js';
 
 /** Which lineage columns the prepared batch carries. */
 export interface Lineage {

@@ -6,9 +6,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { parseCommit } from '../../../src/delta/actions.js';
 import { commitKey } from '../../../src/delta/log-files.js';
 import { DuckSession } from '../../../src/engine/duckdb.js';
-import { appendToTable } from '../../../src/engine/merge/append.js';
-import type { AppendOptions } from '../../../src/engine/merge/types.js';
 import { SchemaError } from '../../../src/errors.js';
+import { appendAndCommit } from '../../../scripts/lib/tables.js';
 import { localFixture, makeBatch, readRows, snapshotOf, type Fixture } from './helpers.js';
 
 let session: DuckSession;
@@ -24,9 +23,9 @@ afterEach(async () => {
   await f.close();
 });
 
-const append = (opts: Omit<AppendOptions, 'session' | 'table'>) => appendToTable({ session, table: f.table, ...opts });
+const append = (opts: Parameters<typeof appendAndCommit>[2]) => appendAndCommit(f.table, session, opts);
 
-describe('appendToTable', () => {
+describe('stageAppend, committed with the caller\'s actions', () => {
   it('creates the table, then appends, and reads every row back', async () => {
     await makeBatch(session, 'e1', `SELECT range AS seq, 'click' AS kind, DATE '2024-01-01' AS day FROM range(3)`);
     const r1 = await append({ batch: 'e1', partitionBy: ['day'] });

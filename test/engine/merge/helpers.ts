@@ -7,15 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSnapshot } from '../../../src/delta/replay.js';
 import type { Snapshot } from '../../../src/delta/snapshot.js';
-import { DeltaTable } from '../../../src/delta/table.js';
-import { duckCheckpointIO } from '../../../src/engine/checkpoint-io.js';
+import type { DeltaTable } from '../../../src/delta/table.js';
 import { DuckSession, type Row } from '../../../src/engine/duckdb.js';
-import { mergeIntoTable } from '../../../src/engine/merge/merge.js';
-import type { MergeOptions, MergeResult } from '../../../src/engine/merge/types.js';
 import { withTableScan } from '../../../src/engine/scan.js';
 import { ident } from '../../../src/engine/sql.js';
 import { LocalStorage } from '../../../src/storage/local.js';
 import type { Storage } from '../../../src/storage/storage.js';
+import { checkpointIO, mergeAndCommit, openTable, scanSource } from '../../../scripts/lib/tables.js';
 
 /** A table folder and a session; `close` removes both. */
 export interface Fixture {
@@ -39,7 +37,7 @@ export function fixtureOn(
   storage: Storage,
   opts: { dir?: string; cleanup?: () => Promise<void>; singleWriter?: boolean } = {},
 ): Fixture {
-  const table = DeltaTable.open(storage, session, { singleWriter: opts.singleWriter ?? false });
+  const table = openTable(storage, session, { singleWriter: opts.singleWriter ?? false });
   return { session, dir: opts.dir ?? '', storage, table, close: opts.cleanup ?? (async () => {}) };
 }
 
@@ -49,14 +47,14 @@ export async function makeBatch(session: DuckSession, name: string, sql: string)
   return name;
 }
 
-/** MERGE with the fixture's session and table. */
-export function merge(f: Fixture, opts: Omit<MergeOptions, 'session' | 'table'>): Promise<MergeResult> {
-  return mergeIntoTable({ session: f.session, table: f.table, ...opts });
+/** MERGE with the fixture's session and table, committed with the extras (as the job commits its state). */
+export function merge(f: Fixture, opts: Parameters<typeof mergeAndCommit>[2]): ReturnType<typeof mergeAndCommit> {
+  return mergeAndCommit(f.table, f.session, opts);
 }
 
 /** The latest snapshot, read the way any reader does. */
 export async function snapshotOf(f: Fixture): Promise<Snapshot> {
-  const snapshot = await loadSnapshot(f.storage, duckCheckpointIO(f.session));
+  const snapshot = await loadSnapshot(f.storage, checkpointIO(f.session));
   if (!snapshot) throw new Error('the table does not exist');
   return snapshot;
 }
@@ -64,7 +62,7 @@ export async function snapshotOf(f: Fixture): Promise<Snapshot> {
 /** Every row of the table (JSON-safe values), ordered by `orderBy`. */
 export async function readRows(f: Fixture, orderBy: string): Promise<Row[]> {
   const snapshot = await snapshotOf(f);
-  return withTableScan(f.session, f.storage, snapshot, (relation) =>
+  return withTableScan(f.session, scanSource(f.storage), snapshot, (relation) =>
     f.session.allJson(`SELECT * FROM (${relation}) ORDER BY ${orderBy}`),
   );
 }

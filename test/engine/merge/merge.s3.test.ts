@@ -3,31 +3,30 @@
  * key scan and rewrite, new files uploaded, and the table reads back. s3rver ignores
  * If-None-Match, so the table is opened as the only writer.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdir } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DuckSession } from '../../../src/engine/duckdb.js';
+import { Spool } from '../../../src/spool/spool.js';
 import { startS3rver, type S3rverHandle } from '../../helpers/s3rver.js';
 import { fixtureOn, makeBatch, merge, readRows, snapshotOf } from './helpers.js';
 
 let s3: S3rverHandle;
 let session: DuckSession;
-let spool: string;
+let spool: Spool;
 beforeAll(async () => {
   s3 = await startS3rver();
   session = await DuckSession.open({ threads: 2 });
-  spool = await mkdtemp(join(tmpdir(), 'tidemark-merge-spool-'));
+  spool = await Spool.create('merge-test');
 });
 afterAll(async () => {
   session?.close();
   await s3?.stop();
-  await rm(spool, { recursive: true, force: true });
+  await spool?.close();
 });
 
 it('merges into a partitioned table on S3 and reads it back', async () => {
   const f = fixtureOn(session, s3.makeStorage(), { singleWriter: true });
-  const KEY = { keyColumns: ['id'], orderBy: 'v', spoolDir: spool };
+  const KEY = { keyColumns: ['id'], orderBy: 'v', spool };
   await makeBatch(session, 'seed', `SELECT range AS id, 'p' || (range % 2) AS part, 'x' AS name, 1 AS v FROM range(20)`);
   expect(await merge(f, { batch: 'seed', ...KEY, partitionBy: ['part'] })).toMatchObject({ version: 0, inserted: 20, filesAdded: 2 });
   const before = await snapshotOf(f);
@@ -43,5 +42,5 @@ it('merges into a partitioned table on S3 and reads it back', async () => {
     { id: '3', part: 'p1', name: 'y', v: 2 },
     { id: '21', part: 'p1', name: 'new', v: 1 },
   ]);
-  expect(await readdir(spool)).toEqual([]); // the MERGE's own spool folder is removed
+  expect(await readdir(spool.dir)).toEqual([]); // the MERGE removed its downloads and written files
 });

@@ -8,9 +8,9 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseCommit } from '../../../src/delta/actions.js';
 import { DuckSession } from '../../../src/engine/duckdb.js';
-import { appendToTable } from '../../../src/engine/merge/append.js';
 import { BadFileError, SchemaError } from '../../../src/errors.js';
 import { localFixture, makeBatch, merge, readRows, snapshotOf, type Fixture } from './helpers.js';
+import { appendAndCommit } from '../../../scripts/lib/tables.js';
 
 let session: DuckSession;
 let f: Fixture;
@@ -73,7 +73,7 @@ describe("schemaEvolution: 'addColumns'", () => {
 
   it('append adds new columns too', async () => {
     await makeBatch(session, 'b', `SELECT 5 AS id, 'e' AS name, 1 AS v, true AS flag`);
-    const r = await appendToTable({ session, table: f.table, batch: 'b', schemaEvolution: 'addColumns' });
+    const r = await appendAndCommit(f.table, session, { batch: 'b', schemaEvolution: 'addColumns' });
     expect(r.version).toBe(1);
     expect((await snapshotOf(f)).schema.fields.map((x) => x.name)).toEqual(['id', 'name', 'v', 'flag']);
     const rows = await readRows(f, 'id');

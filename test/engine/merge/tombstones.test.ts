@@ -1,14 +1,14 @@
 /**
  * Tombstones in the MERGE engine: a relation of recently deleted keys buries incoming rows that
  * are not newer than the delete (the delete wins ties, NULL is the oldest value), a stored row
- * decides alone when there is one, and the batch's own deletes are handed to `recordDeletes`
+ * decides alone when there is one, and the batch's own deletes are handed to the caller (`StagedMerge.deletes`)
  * before the commit, whose actions land in the same version. Plus: `deleteWhen` reads a table
  * column that a batch lacks as NULL (a CDC full-load file without its op column).
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DuckSession, type Row } from '../../../src/engine/duckdb.js';
-import { TOMBSTONE_ORDER } from '../../../src/engine/merge/names.js';
-import type { DeletedKeys } from '../../../src/engine/merge/types.js';
+import { TOMBSTONE_ORDER } from '../../../src/engine/merge/temp-names.js';
+import type { DeletedKeys } from '../../../src/engine/merge/index.js';
 import { ident } from '../../../src/engine/sql.js';
 import { MergeInputError } from '../../../src/errors.js';
 import { localFixture, makeBatch, merge, readRows, snapshotOf, type Fixture } from './helpers.js';
@@ -102,7 +102,7 @@ describe('tombstones bury older rows of deleted keys', () => {
   });
 });
 
-describe('recordDeletes hands the batch deletes over before the commit', () => {
+describe('a staged MERGE hands its deletes to the caller before the commit', () => {
   /** MERGE the batch, capturing the deletes relation's rows while it is valid. */
   async function mergeRecording(opts: { tombstones?: string } = {}): Promise<{ deletes: Row[]; info: DeletedKeys; version: number | null }> {
     let deletes: Row[] = [];
@@ -112,7 +112,7 @@ describe('recordDeletes hands the batch deletes over before the commit', () => {
       batch: 'b',
       ...CDC,
       ...opts,
-      recordDeletes: async (d) => {
+      onDeletes: async (d) => {
         info = d;
         deletes = await session.allJson(`SELECT * FROM (${d.sql}) ORDER BY id`);
         return [txn];

@@ -9,14 +9,15 @@
  *   dispose  drop the temp table
  */
 import { randomUUID } from 'node:crypto';
-import { access, mkdir } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DuckSession } from '../engine/duckdb.js';
-import { TOMBSTONE_ORDER, type DeletedKeys } from '../engine/merge/index.js';
-import { safeReadPath } from '../engine/safe-alias.js';
-import { ident, str } from '../engine/sql.js';
-import { DeltaLogError } from '../errors.js';
-import type { Storage } from '../storage/storage.js';
+import type { DuckSession } from '../../engine/duckdb.js';
+import { TOMBSTONE_ORDER, type DeletedKeys } from '../../engine/merge/index.js';
+import { safeReadPath } from '../../engine/safe-alias.js';
+import { ident, str } from '../../engine/sql.js';
+import { DeltaLogError } from '../../errors.js';
+import type { Spool } from '../../spool/spool.js';
+import type { Storage } from '../../storage/storage.js';
 import {
   DELETED_AT,
   isTombstonePath,
@@ -28,7 +29,7 @@ import {
   type TombstonePlan,
   type TombstoneSpec,
   type TombstoneState,
-} from './tombstones.js';
+} from './plan.js';
 
 /** The temp table holding a batch's unexpired tombstones. */
 const RELATION = 'tidemark_tombstones';
@@ -43,8 +44,8 @@ export interface OpenTombstonesOptions {
   state: TombstoneState | undefined;
   /** The batch's clock (ms): expiry cut-off and DELETED_AT of new tombstones. */
   now: number;
-  /** The run's spool folder (downloads and files being written). */
-  spoolDir: string;
+  /** Scratch space for downloads and files being written. */
+  spool: Spool;
   signal?: AbortSignal;
   /** Name of the temp table; default `tidemark_tombstones` (another name lets two owners' tombstones be open at once). */
   relation?: string;
@@ -121,11 +122,9 @@ export class JobTombstones {
 
   /** Write `sql`'s rows as a new tombstone file in the table folder; its state entry. */
   private async write(sql: string): Promise<TombstoneFile> {
-    const { session, storage, spoolDir, spec } = this.opts;
+    const { session, storage, spool, spec } = this.opts;
     const id = randomUUID();
-    const dir = join(spoolDir, 'tombstones-out');
-    await mkdir(dir, { recursive: true });
-    const local = join(dir, `${id}.parquet`);
+    const local = join(await spool.folder('tombstones-out'), `${id}.parquet`);
     await session.run(`COPY (${sql}) TO ${str(local)} (FORMAT parquet)`);
     const stats = await session.one(
       `SELECT count(*) AS n, min(${ident(DELETED_AT)}) AS lo, max(${ident(DELETED_AT)}) AS hi FROM read_parquet(${str(safeReadPath(local))})`,
@@ -163,7 +162,8 @@ async function localCopy(opts: OpenTombstonesOptions, path: string): Promise<str
     });
     return safeReadPath(inPlace);
   }
-  const local = join(opts.spoolDir, 'tombstones', path.slice(path.lastIndexOf('/') + 1));
+  // Tombstone files never change once written: later batches of the run read this copy again.
+  const local = join(await opts.spool.shared('tombstones-in'), path.slice(path.lastIndexOf('/') + 1));
   const cached = await access(local).then(() => true, () => false);
   if (!cached) await storage.download(path, local, opts.signal ? { signal: opts.signal } : {}).catch((cause: unknown) => Promise.reject(missing(cause)));
   return safeReadPath(local);

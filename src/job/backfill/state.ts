@@ -11,11 +11,11 @@
  *   (LastModified, key) order; `loaded` lists the files loaded with exactly that LastModified.
  * So `loaded` stays as small as one partition (or one timestamp), whatever the range.
  */
-import type { Action } from '../delta/actions.js';
-import type { Snapshot } from '../delta/snapshot.js';
-import { DeltaLogError } from '../errors.js';
-import type { QuarantinedFile } from './state.js';
-import type { TombstoneState } from './tombstones.js';
+import type { Action } from '../../delta/actions.js';
+import type { Snapshot } from '../../delta/snapshot.js';
+import { DeltaLogError } from '../../errors.js';
+import type { QuarantinedFile } from '../state.js';
+import type { TombstoneState } from '../tombstones/plan.js';
 
 /** Version of the layout below; `readBackfillState` refuses others. */
 export const BACKFILL_STATE_VERSION = 1;

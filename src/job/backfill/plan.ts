@@ -11,18 +11,18 @@
  * Files are taken whatever the job's own state says (a backfill reloads); only `_`/`.` files and,
  * with `requireSuccessMarker`, folders without `_SUCCESS` are left out.
  */
-import type { JobConfig } from '../config/schema.js';
-import { listModified, type ModifiedListing } from '../discovery/by-modified.js';
-import { Layout, PartitionClock, type DiscoveredFile } from '../discovery/index.js';
-import { folderOf, isNotData, SUCCESS_MARKER } from '../discovery/identity.js';
-import { walkPartitions, type PartitionWalk, type SkippedFolder } from '../discovery/partitions.js';
-import { compareFiles } from '../discovery/plan.js';
-import type { Storage } from '../storage/storage.js';
-import { splitBatches } from './batches.js';
-import { describeRange, type BackfillRange } from './backfill-range.js';
-import type { BackfillEntry, BackfillState } from './backfill-state.js';
-import { withQuarantined } from './quarantine.js';
-import type { QuarantinedFile } from './state.js';
+import type { JobConfig } from '../../config/schema.js';
+import { listModified, type ModifiedListing } from '../../discovery/by-modified.js';
+import { Layout, PartitionClock, type DiscoveredFile } from '../../discovery/index.js';
+import { folderOf, isNotData, SUCCESS_MARKER } from '../../discovery/identity.js';
+import { walkPartitions, type PartitionWalk, type SkippedFolder } from '../../discovery/partitions.js';
+import { compareFiles } from '../../discovery/plan.js';
+import type { Storage } from '../../storage/storage.js';
+import { splitBatches } from '../batches.js';
+import { describeRange, type BackfillRange } from './range.js';
+import type { BackfillEntry, BackfillState } from './state.js';
+import { withQuarantined } from '../quarantine.js';
+import type { QuarantinedFile } from '../state.js';
 
 /** Files of one commit; never more than one partition's. */
 export interface PlannedBatch {

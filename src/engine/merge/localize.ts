@@ -1,11 +1,9 @@
 /**
  * Local copies of the data files a write reads. DuckDB reads local files only (no httpfs here),
- * so files on S3 are downloaded into the spool folder, a bounded number at a time; files on
+ * so files on S3 are downloaded into a spool folder, a bounded number at a time; files on
  * local storage are read in place. Only the files handed in are fetched: pruning happens first.
  */
 import { createHash } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import pLimit from 'p-limit';
 import { decodeLogPath } from '../../delta/partition-decode.js';
@@ -13,26 +11,10 @@ import type { LiveFile } from '../../delta/snapshot.js';
 import type { Storage } from '../../storage/storage.js';
 import { safeReadPath } from '../safe-alias.js';
 
-/** A folder for downloads and staged output; removed by `close` when this module created it. */
-export interface Spool {
-  dir: string;
-  close(): Promise<void>;
-}
-
-/** Use `dir` (kept afterwards) or create a fresh temp folder (removed by close). */
-export async function openSpool(dir: string | undefined): Promise<Spool> {
-  if (dir !== undefined) {
-    await fsp.mkdir(dir, { recursive: true });
-    const own = await fsp.mkdtemp(path.join(dir, 'merge-'));
-    return { dir: own, close: () => fsp.rm(own, { recursive: true, force: true }) };
-  }
-  const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'tidemark-merge-'));
-  return { dir: tmp, close: () => fsp.rm(tmp, { recursive: true, force: true }) };
-}
-
 /** What to localize. */
 export interface LocalizeOptions {
   storage: Storage;
+  /** Folder for the downloads (a spool folder of the caller's). */
   spoolDir: string;
   concurrency: number;
   signal?: AbortSignal;

@@ -6,10 +6,10 @@
  * - modification-time mode: instants. An ISO timestamp with an offset, or a date: `--from` a date
  *   is its UTC midnight, `--to` a date is its last millisecond (the whole day is included).
  */
-import type { JobConfig } from '../config/schema.js';
-import { parsePartitionStart, parseTimestampStart } from '../discovery/config.js';
-import { Layout } from '../discovery/index.js';
-import { ConfigError, TidemarkError } from '../errors.js';
+import type { JobConfig } from '../../config/schema.js';
+import { parsePartitionStart, parseTimestampStart } from '../../discovery/config.js';
+import { Layout } from '../../discovery/index.js';
+import { ConfigError, TidemarkError } from '../../errors.js';
 
 /** A validated backfill range. */
 export type BackfillRange =

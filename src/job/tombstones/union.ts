@@ -4,11 +4,12 @@
  * read-only under their own temp-table names. A key deleted by either buries older rows; only the
  * owner's files are ever written, compacted or purged.
  */
-import type { DuckSession } from '../engine/duckdb.js';
-import { ident } from '../engine/sql.js';
-import type { Storage } from '../storage/storage.js';
-import { JobTombstones } from './tombstone-files.js';
-import type { TombstoneSpec, TombstoneState } from './tombstones.js';
+import type { DuckSession } from '../../engine/duckdb.js';
+import { ident } from '../../engine/sql.js';
+import type { Spool } from '../../spool/spool.js';
+import type { Storage } from '../../storage/storage.js';
+import { JobTombstones } from './files.js';
+import type { TombstoneSpec, TombstoneState } from './plan.js';
 
 /** The view a MERGE reads when more than one owner has live tombstones. */
 const UNION_VIEW = 'tidemark_tombstones_all';
@@ -23,7 +24,7 @@ export interface UnionTombstonesOptions {
   /** Other owners: their folder names and states (read only). */
   others: ReadonlyArray<{ folder: string; state: TombstoneState | undefined }>;
   now: number;
-  spoolDir: string;
+  spool: Spool;
   signal?: AbortSignal;
 }
 

@@ -1,0 +1,37 @@
+/**
+ * `tidemark run` and `tidemark status`.
+ */
+import type { Command } from 'commander';
+import { runJob } from '../../job/run-job.js';
+import { jobStatus } from '../../job/status.js';
+import { forEachJob } from '../job-loop.js';
+import type { CliIO } from '../main.js';
+import { withCommonOptions, type CommonFlags } from '../options.js';
+import { formatRun, formatStatus } from '../output.js';
+
+/** What the commands need from main: its IO and a way to set the process's exit code. */
+export interface CommandHost {
+  io: CliIO;
+  setExitCode(code: number): void;
+}
+
+/** Add `run` and `status` to the program. */
+export function addRunCommands(program: Command, host: CommandHost): void {
+  withCommonOptions(program.command('run'))
+    .description('load what is new since the last successful run, one commit per batch')
+    .option('--dry-run', 'show the plan and the reason for each decision; change nothing')
+    .action(async (flags: CommonFlags & { dryRun?: boolean }) => host.setExitCode(await runCommand(flags, host.io)));
+  withCommonOptions(program.command('status'))
+    .description('show watermark, last run, table version, rows, files and quarantined files per job')
+    .action(async (flags: CommonFlags) => host.setExitCode(await statusCommand(flags, host.io)));
+}
+
+/** Run each selected job once; resolves to the exit code. */
+export function runCommand(flags: CommonFlags & { dryRun?: boolean }, io: CliIO): Promise<number> {
+  return forEachJob(flags, io, { command: 'run', run: runJob, format: formatRun, context: { dryRun: flags.dryRun ?? false } });
+}
+
+/** Print each selected job's status; resolves to the exit code. */
+export function statusCommand(flags: CommonFlags, io: CliIO): Promise<number> {
+  return forEachJob(flags, io, { command: 'status', run: jobStatus, format: formatStatus });
+}

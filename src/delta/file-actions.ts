@@ -1,0 +1,58 @@
+/**
+ * Building the `add` and `remove` actions a writer commits for data files (PROTOCOL.md
+ * "Add File and Remove File"). Pure: the data files themselves are written by the engine, which
+ * describes each one as a `DataFileDescription`.
+ */
+import type { AddFile, PartitionValues, RemoveFile } from './actions.js';
+import type { FileStats, LiveFile } from './snapshot.js';
+import { statsJson } from './stats.js';
+
+/** A data file written for a commit, as the log needs to know it. */
+export interface DataFileDescription {
+  /** The path for `add.path`: relative to the table root and percent-encoded (see encodeLogPath). */
+  logPath: string;
+  /** Delta partition value strings (null for null); `{}` when unpartitioned. */
+  partitionValues: PartitionValues;
+  /** File size in bytes. */
+  size: number;
+  /** Per-file stats (serialized with statsJson, which keeps decimals exact). */
+  stats: FileStats;
+}
+
+/**
+ * The `add` action for an uploaded data file, uploaded at `modificationTime` (ms). `dataChange`
+ * is true for appends and MERGE output; false only for rewrites that keep the rows (compaction).
+ */
+export function addFileFor(file: DataFileDescription, opts: { modificationTime: number; dataChange?: boolean }): AddFile {
+  return {
+    path: file.logPath,
+    partitionValues: file.partitionValues,
+    size: file.size,
+    modificationTime: opts.modificationTime,
+    dataChange: opts.dataChange ?? true,
+    stats: statsJson(file.stats),
+  };
+}
+
+/**
+ * The `remove` action for a live file, as Spark writes it: extended metadata (partition values,
+ * size), the file's tags, and its exact deletion vector so the (path, DV) key matches.
+ */
+export function removeFileFor(file: LiveFile, opts: { deletionTimestamp: number; dataChange?: boolean }): RemoveFile {
+  const remove: RemoveFile = {
+    path: file.path,
+    deletionTimestamp: opts.deletionTimestamp,
+    dataChange: opts.dataChange ?? true,
+    extendedFileMetadata: true,
+    partitionValues: file.partitionValues,
+    size: file.size,
+  };
+  if (file.stats) remove.stats = file.stats;
+  if (file.tags) remove.tags = file.tags;
+  if (file.deletionVector) remove.deletionVector = file.deletionVector;
+  if (file.baseRowId !== undefined && file.baseRowId !== null) remove.baseRowId = file.baseRowId;
+  if (file.defaultRowCommitVersion !== undefined && file.defaultRowCommitVersion !== null) {
+    remove.defaultRowCommitVersion = file.defaultRowCommitVersion;
+  }
+  return remove;
+}

@@ -1,0 +1,86 @@
+/**
+ * What a caller gives the MERGE engine and append mode.
+ */
+import type { Snapshot } from '../../delta/snapshot.js';
+import type { Spool } from '../../spool/spool.js';
+import type { Storage } from '../../storage/storage.js';
+import type { DuckSession } from '../duckdb.js';
+
+/** Lineage column the job adds to a batch; used to name the file (and row) of a bad input row. */
+export const DEFAULT_SOURCE_FILE_COLUMN = '_source_file';
+/** Parallel downloads and uploads of data files from non-local storage. */
+export const DEFAULT_TRANSFER_CONCURRENCY = 8;
+
+/** What both MERGE and append need: where the table is and where the batch is. */
+export interface WriteTarget {
+  session: DuckSession;
+  /** Storage rooted at the table (data files are read from and uploaded to it). */
+  storage: Storage;
+  /** The snapshot the write is planned on; null = the table does not exist and this write creates it. */
+  snapshot: Snapshot | null;
+  /** DuckDB table or view holding the batch (a name, quoted by the engine). */
+  batch: string;
+  /** Partition columns, used only when the table is created by this write. */
+  partitionBy?: string[];
+  /**
+   * Batch columns that are not table data (lineage, CDC op codes): usable in `deleteWhen` and in
+   * error messages, never written. A batch column neither in the table nor listed here is a new
+   * column (see `schemaEvolution`).
+   */
+  internalColumns?: string[];
+  /**
+   * Batch columns that are neither table columns nor internal: `addColumns` adds them to the
+   * table (a metaData action committed with the data; older files read them as NULL); `fail`
+   * (the default) is a SchemaError naming them and the files they came from.
+   */
+  schemaEvolution?: 'addColumns' | 'fail';
+  /** Column naming each row's source file, for error messages; default `_source_file` (if present). */
+  sourceFileColumn?: string;
+  /** Column with each row's 1-based position in its file, for error messages (if present). */
+  sourceRowColumn?: string;
+  /** appIds whose txn the caller read (its watermark appId); recorded in the commit's read set. */
+  appIds?: string[];
+  /** Scratch space for downloaded data files and files being written. */
+  spool: Spool;
+  /** Bound on parallel downloads/uploads; default 8. */
+  concurrency?: number;
+  /** Rows per output Parquet file (passed to the data-file writer). */
+  targetFileRows?: number;
+  signal?: AbortSignal;
+}
+
+/** Options of `stageMerge`. */
+export interface MergeOptions extends WriteTarget {
+  /** Columns identifying a row; must be non-null and unique in the batch. */
+  keyColumns: string[];
+  /**
+   * Column ordering versions of a row. An incoming row replaces (or deletes) the stored one only
+   * when it is not older: incoming >= stored. NULL counts as the oldest value: a NULL incoming
+   * value never replaces a non-NULL stored one; NULL vs NULL is "equal" and replaces.
+   */
+  orderBy: string;
+  /** SQL boolean expression over the batch's columns; true = delete the key. NULL counts as false. */
+  deleteWhen?: string;
+  /**
+   * By default a batch row matches a stored row when the key columns AND the partition columns are
+   * equal (a key never moves partition), which lets partition values prune files. Set true to match
+   * on the key alone across partitions (no partition pruning).
+   */
+  matchAcrossPartitions?: boolean;
+  /**
+   * The caller guarantees at most one row per key column tuple (the job dedupes every batch
+   * first), so the duplicate-key check (a full aggregation of the batch) is skipped.
+   */
+  keysUnique?: boolean;
+  /**
+   * Tombstones of keys deleted by earlier batches: a DuckDB table or view with the key columns and
+   * `TOMBSTONE_ORDER` (the delete's orderBy value, typed like orderBy); several rows per key are
+   * fine. An incoming non-delete row whose key has no stored row is skipped as stale when a
+   * tombstone of its key is not older than it (the delete wins ties); a newer row is inserted
+   * (the key comes back). Matched on the key columns alone.
+   */
+  tombstones?: string;
+}
+
+/** Options of `stageAppend`. */
+export type AppendOptions = WriteTarget;

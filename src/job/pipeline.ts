@@ -1,0 +1,83 @@
+/**
+ * The load pipeline that `run` and `backfill` share:
+ *
+ *   open the job's scope (./scope.ts)
+ *   ┌─► read the latest snapshot ──► plan (the command's own part: discovery, or the range)
+ *   │    for each planned batch: fetch ──► load ──► dedupe ──► stage MERGE/append ──► commit
+ *   │    (./batch.ts; each batch is its own commit, with the owner's state)
+ *   └── a commit race lost to another writer: plan again on the new snapshot (./replan.ts)
+ *   report: counts, versions, per-phase timings, returned as a value, also when it failed
+ *
+ * Each batch plans on the version the previous one committed, never a later one: a later
+ * version may hold a rival writer's commit of the same files, and planning on it with this
+ * run's state would hide that race from the conflict check (and load those files twice).
+ */
+import type { Snapshot } from '../delta/snapshot.js';
+import type { DiscoveredFile } from '../discovery/index.js';
+import type { Progress } from '../log/progress.js';
+import { loadAndCommitBatch, type CommittedBatch } from './batch.js';
+import type { PhaseTimer } from './phases.js';
+import type { LoadCounts } from './report.js';
+import type { JobScope } from './scope.js';
+import type { QuarantinedFile } from './state.js';
+import type { OwnedState, StateOwner } from './write-batch.js';
+
+/** Batches to load one after another, from a state, planned on a snapshot. */
+export interface BatchLoop<S extends OwnedState> {
+  scope: JobScope;
+  timer: PhaseTimer;
+  owner: StateOwner<S>;
+  snapshot: Snapshot | null;
+  /** The committed state the first batch starts from. */
+  state: S;
+  batches: ReadonlyArray<readonly DiscoveredFile[]>;
+  /** The state to commit after batch `index`, given the state before it and what it loaded. */
+  stateAfter(before: S, index: number, loaded: readonly DiscoveredFile[], rowsRead: number, quarantined: readonly QuarantinedFile[]): S;
+  /** Number of the first batch (batches committed earlier in this command), for the hooks. */
+  firstBatchNo: number;
+  /** Label of each batch's fetch progress bar; null when the caller shows its own (`progress`). */
+  progressLabel: string | null;
+  progress?: Progress;
+  /** Called right after each commit, before the afterCommit hook (a failed run's report keeps the batch). */
+  onCommitted(batch: CommittedBatch<S>, index: number): void;
+}
+
+/** Load and commit every batch; returns the last committed snapshot and state. */
+export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Promise<{ snapshot: Snapshot | null; state: S }> {
+  const { scope } = loop;
+  let { snapshot, state } = loop;
+  for (const [index, files] of loop.batches.entries()) {
+    const before = state;
+    const batchNo = loop.firstBatchNo + index;
+    const batch = await loadAndCommitBatch<S>(scope, {
+      files,
+      snapshot,
+      batchNo,
+      progressLabel: loop.progressLabel,
+      stateAfter: (loaded, rowsRead, quarantined) => loop.stateAfter(before, index, loaded, rowsRead, quarantined),
+      owner: loop.owner,
+      timer: loop.timer,
+    });
+    loop.onCommitted(batch, index);
+    loop.progress?.tick(files.length, batch.bytes);
+    await scope.ctx.hooks?.afterCommit?.(batchNo, batch.written.version);
+    const { version } = batch.written;
+    snapshot = version === null ? snapshot : await scope.table.snapshot({ version });
+    // The committed state: it lists the tombstone files this batch wrote.
+    state = batch.written.state;
+  }
+  return { snapshot, state };
+}
+
+/** Add a committed batch to a report's load counts. */
+export function countBatch(counts: LoadCounts, batch: CommittedBatch<OwnedState>): void {
+  counts.filesLoaded += batch.files;
+  counts.rowsRead += batch.rowsRead;
+  counts.rowsAfterDedupe += batch.rowsAfterDedupe;
+  const c = batch.written.counts;
+  counts.inserted += c.inserted;
+  counts.updated += c.updated;
+  counts.deleted += c.deleted;
+  counts.skippedStale += c.skippedStale;
+  counts.unchanged += c.unchanged;
+}
