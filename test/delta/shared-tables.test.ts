@@ -207,6 +207,10 @@ const REFUSED: Record<string, string> = {
   'deletion-vectors': 'deletionVectors',
   'v2-checkpoint-sidecars': 'v2Checkpoint',
   'liquid-clustering-rowtracking': 'deletionVectors',
+  'dv-partitioned-with-checkpoint': 'deletionVectors',
+  'dv-with-columnmapping': 'deletionVectors',
+  'table-with-columnmapping-mode-id': 'columnMapping',
+  'table-with-dv-large': 'deletionVectors',
 };
 
 /** Writer refusals: the feature named first, and others the message must mention. */
@@ -215,6 +219,10 @@ const WRITE_REFUSED: Record<string, { feature: string; mentions: string[] }> = {
   'deletion-vectors': { feature: 'deletionVectors', mentions: [] },
   'v2-checkpoint-sidecars': { feature: 'v2Checkpoint', mentions: [] },
   'liquid-clustering-rowtracking': { feature: 'deletionVectors', mentions: ['rowTracking', 'liquid'] },
+  'dv-partitioned-with-checkpoint': { feature: 'deletionVectors', mentions: [] },
+  'dv-with-columnmapping': { feature: 'deletionVectors', mentions: ['columnMapping'] },
+  'table-with-columnmapping-mode-id': { feature: 'columnMapping', mentions: [] },
+  'table-with-dv-large': { feature: 'deletionVectors', mentions: [] },
 };
 
 let session: DuckSession;
