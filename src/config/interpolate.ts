@@ -7,7 +7,6 @@
  * `:-` takes the default when the variable is unset or empty, as in the shell; braces in a default
  * must balance (`${LAYOUT:-{yyyy}/{mm}/{dd}}`).
  */
-import { fieldPath } from './field-path.js';
 
 /** Variables to expand from (normally `process.env`). */
 export type Environment = Readonly<Record<string, string | undefined>>;
@@ -94,9 +93,4 @@ export function interpolate(value: unknown, env: Environment): { value: unknown;
     return v;
   };
   return { value: walk(value, []), problems };
-}
-
-/** `jobs[0].source.uri: …` lines of interpolation problems. */
-export function describeInterpolation(problems: readonly InterpolationProblem[]): string[] {
-  return problems.map((p) => `${fieldPath(p.path)}: ${p.message}`);
 }

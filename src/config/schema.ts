@@ -4,7 +4,8 @@
  * schema for editors (`tidemark.schema.json`, ./json-schema.ts).
  */
 import { z } from 'zod';
-import { globProblem, resolveDiscovery } from '../discovery/index.js';
+import { resolveDiscovery } from '../discovery/config.js';
+import { globProblem } from '../discovery/filter.js';
 import { ConfigError } from '../errors.js';
 import { parseDuration, parseSize } from './units.js';
 
