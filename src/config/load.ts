@@ -67,13 +67,12 @@ function valueAt(raw: unknown, at: readonly PropertyKey[]): unknown {
   return v;
 }
 
-function fail(source: string, problems: readonly Problem[], cause?: unknown): never {
+function fail(source: string, problems: readonly Problem[]): never {
   const lines = problems.map((p) => (p.field === '(root)' ? p.message : `${p.field}: ${p.message}`));
   const text = lines.length === 1 ? `: ${lines[0]}` : ` (${lines.length} problems):\n  ${lines.join('\n  ')}`;
   throw new ConfigError(
     `invalid ${source}${text}`,
     { key: source, field: problems[0]?.field ?? '(root)', problems: lines },
-    cause,
   );
 }
 
