@@ -1,8 +1,12 @@
 /**
  * The config file's schema (SPEC §6), validated with zod. Every field has its default here,
- * so the rest of tidemark sees a complete, typed config.
+ * so the rest of tidemark sees a complete, typed config. The descriptions go into the JSON
+ * schema for editors (`tidemark.schema.json`, ./json-schema.ts).
  */
 import { z } from 'zod';
+import { resolveDiscovery } from '../discovery/config.js';
+import { globProblem } from '../discovery/filter.js';
+import { ConfigError } from '../errors.js';
 import { parseDuration, parseSize } from './units.js';
 
 const duration = (fallback: string) =>
@@ -35,53 +39,115 @@ const nonEmpty = z.string().trim().min(1, 'must not be empty');
 const columnList = z.array(nonEmpty).min(1, 'must name at least one column');
 
 const common = {
-  start: z.string().optional(),
-  requireSuccessMarker: z.boolean().default(false),
-  onOverwrite: z.enum(['reload', 'ignore']).default('reload'),
+  start: z.string().optional().describe('First partition (2026-11-01, 2026-11-01T05) or timestamp of an initial load; default: the oldest'),
+  requireSuccessMarker: z.boolean().default(false).describe('Load a partition (or folder) only once its _SUCCESS marker exists'),
+  onOverwrite: z.enum(['reload', 'ignore']).default('reload').describe('What to do with a file overwritten in place (new ETag)'),
 };
 
 const discoverByPartition = z.strictObject({
-  by: z.literal('partition'),
-  layout: nonEmpty,
-  lookback: z.number().int().nonnegative().default(2),
-  timezone: z.string().default('UTC'),
+  by: z.literal('partition').describe('Files land in time-partitioned folders'),
+  layout: nonEmpty.describe('Folder layout, e.g. {yyyy}/{mm}/{dd} or dt={yyyy}-{mm}-{dd}/hour={HH}'),
+  lookback: z.number().int().nonnegative().default(2).describe('Partitions before the watermark rescanned for late files'),
+  timezone: z.string().default('UTC').describe('IANA zone the folder dates are written in'),
   ...common,
 });
 
 const discoverByModified = z.strictObject({
-  by: z.literal('modified'),
-  settle: duration('15m'),
+  by: z.literal('modified').describe('Files anywhere below the prefix, by LastModified'),
+  settle: duration('15m').describe('Settle window: how far below the watermark each run re-lists (30s, 15m, 2h)'),
   ...common,
 });
 
-const csvOptions = z.strictObject({
-  header: z.boolean().optional(),
-  delimiter: z.string().min(1).max(4).optional(),
-  quote: z.string().max(1).optional(),
-  nullstr: z.string().optional(),
+/** `source.discover`: the shape here, what only discovery understands (layout, zone, start) there. */
+const discover = z
+  .discriminatedUnion('by', [discoverByPartition, discoverByModified])
+  .superRefine((d, ctx) => {
+    try {
+      resolveDiscovery(d);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      const field = String(err.context.field ?? '').replace(/^discover\./, '');
+      ctx.addIssue({ code: 'custom', path: field ? [field] : [], message: err.message.replace(/^\[discovery\] /, '') });
+    }
+  })
+  .describe('How new files are found: by partition folder or by modification time');
+
+const oneChar = (what: string) => z.string().max(1, `must be one character (or empty for no ${what})`);
+
+/** `source.csv`: one dialect for every CSV/TSV file of the job; nothing of it is sniffed per file. */
+const csvOptions = z
+  .strictObject({
+    header: z.boolean().optional().describe('The first line names the columns (default true)'),
+    delimiter: z
+      .string()
+      .min(1)
+      .max(4)
+      .refine((d) => !/[\r\n]/.test(d), 'must not contain a line break')
+      .optional()
+      .describe("Field separator (default ',' for CSV, tab for TSV)"),
+    quote: oneChar('quoting').optional().describe('Quote character (default "); empty: fields are never quoted'),
+    escape: oneChar('escaping').optional().describe('Escape character inside quotes (default: the quote character, as in "")'),
+    nullstr: z.string().optional().describe('Text read as NULL (default: an empty field)'),
+  })
+  .superRefine((c, ctx) => {
+    if (c.quote && c.delimiter?.includes(c.quote)) {
+      ctx.addIssue({ code: 'custom', path: ['quote'], message: 'must differ from the delimiter' });
+    }
+  })
+  .describe('CSV/TSV dialect of every file of the job (RFC 4180 by default: comma, " quotes, "" escapes, header row)');
+
+const glob = z.string().superRefine((pattern, ctx) => {
+  const problem = globProblem(pattern);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
 });
+const globList = (what: string) =>
+  z
+    .union([glob, z.array(glob).min(1, 'must list at least one pattern')])
+    .transform((v) => (typeof v === 'string' ? [v] : v))
+    .optional()
+    .describe(what);
+
+const storageFields = {
+  endpoint: z.url().optional().describe('S3 endpoint URL (MinIO, other S3-compatible stores)'),
+  region: z.string().optional().describe('AWS region'),
+  forcePathStyle: z.boolean().optional().describe('Path-style addressing (http://host/bucket/key), as MinIO needs'),
+};
+const singleWriterDescription = 'The store ignores conditional writes and tidemark is the table\'s only writer';
+
+/** Settings over the global `storage`, field by field. */
+const sourceStorage = z.strictObject(storageFields).describe('S3 client settings of this source, over the top-level storage, field by field');
+const targetStorage = z
+  .strictObject({ ...storageFields, singleWriter: z.boolean().optional().describe(singleWriterDescription) })
+  .describe('S3 client settings of this target, over the top-level storage, field by field');
 
 const source = z.strictObject({
-  uri: nonEmpty,
-  format: z.enum(['parquet', 'csv', 'tsv', 'json', 'ndjson']).optional(),
+  uri: nonEmpty.describe('s3://bucket/prefix/, file:///path or a path (relative to the config file)'),
+  format: z
+    .enum(['parquet', 'csv', 'tsv', 'json', 'ndjson'])
+    .optional()
+    .describe("Format of every file; default: from each file's name (.parquet, .csv, .tsv, .json, .ndjson; .gz/.zst)"),
   csv: csvOptions.optional(),
-  discover: z.discriminatedUnion('by', [discoverByPartition, discoverByModified]),
+  include: globList('Only keys matching one of these globs are loaded (relative to uri; a pattern without / matches the file name)'),
+  exclude: globList('Keys matching one of these globs are never loaded (relative to uri; a pattern without / matches the file name)'),
+  storage: sourceStorage.optional(),
+  discover,
 });
 
 const target = z
   .strictObject({
-    uri: nonEmpty,
-    mode: z.enum(['merge', 'append']).default('merge'),
-    key: columnList.optional(),
-    orderBy: nonEmpty.optional(),
-    partitionBy: z.array(nonEmpty).default([]),
-    deleteWhen: nonEmpty.optional(),
-    tombstoneRetention: duration('7d'),
+    uri: nonEmpty.describe('Table root: s3://bucket/path, file:///path or a path (relative to the config file)'),
+    mode: z.enum(['merge', 'append']).default('merge').describe('merge by key, or append (immutable event logs)'),
+    key: columnList.optional().describe('Key columns (required for merge)'),
+    orderBy: nonEmpty.optional().describe('Version column: an incoming row wins only if not older (required for merge)'),
+    partitionBy: z.array(nonEmpty).default([]).describe('Partition columns of a table the job creates'),
+    deleteWhen: nonEmpty.optional().describe("SQL condition on the incoming row that deletes its key (is_deleted, Op = 'D')"),
+    tombstoneRetention: duration('7d').describe('How long a deleted key is remembered (7d)'),
     /**
      * Rows per data file the job writes. Smaller files make a MERGE rewrite less (cost follows
      * the change); `tidemark optimize` compacts small files later.
      */
-    maxRowsPerFile: z.number().int().positive().default(250_000),
+    maxRowsPerFile: z.number().int().positive().default(250_000).describe('Rows per data file written'),
+    storage: targetStorage.optional(),
   })
   .superRefine((t, ctx) => {
     if (t.mode !== 'merge') return;
@@ -90,28 +156,31 @@ const target = z
   });
 
 const job = z.strictObject({
-  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be letters, digits, _ . - (starting with a letter or digit)'),
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be letters, digits, _ . - (starting with a letter or digit)')
+    .describe('Unique job name'),
   source,
   target,
-  maxFilesPerBatch: z.number().int().positive().default(1000),
-  maxBytesPerBatch: size('1GiB'),
-  onBadFile: z.enum(['fail', 'quarantine']).default('fail'),
-  schemaEvolution: z.enum(['addColumns', 'fail']).default('addColumns'),
-  concurrency: z.number().int().min(1).max(256).default(16),
+  maxFilesPerBatch: z.number().int().positive().default(1000).describe('Files per commit'),
+  maxBytesPerBatch: size('1GiB').describe('Bytes per commit (64MiB, 1GiB)'),
+  onBadFile: z.enum(['fail', 'quarantine']).default('fail').describe('fail the batch, or quarantine the bad file and load the rest'),
+  schemaEvolution: z.enum(['addColumns', 'fail']).default('addColumns').describe('Add new columns of new files, or fail naming them'),
+  concurrency: z.number().int().min(1).max(256).default(16).describe('Parallel fetches'),
 });
 
-const storage = z.strictObject({
-  endpoint: z.url().optional(),
-  region: z.string().optional(),
-  forcePathStyle: z.boolean().optional(),
-  /** The operator asserts tidemark is the table's only writer (stores without conditional PUT). */
-  singleWriter: z.boolean().default(false),
-});
+const storage = z
+  .strictObject({
+    ...storageFields,
+    /** The operator asserts tidemark is the table's only writer (stores without conditional PUT). */
+    singleWriter: z.boolean().default(false).describe(singleWriterDescription),
+  })
+  .describe('S3 client settings of every source and target (credentials come from the AWS default chain)');
 
 export const configSchema = z
   .strictObject({
     storage: storage.default({ singleWriter: false }),
-    jobs: z.array(job).min(1, 'must list at least one job'),
+    jobs: z.array(job).min(1, 'must list at least one job').describe('The jobs, each a source loaded into a target table'),
   })
   .superRefine((cfg, ctx) => {
     const seen = new Map<string, number>();
@@ -127,3 +196,5 @@ export type TidemarkConfig = z.output<typeof configSchema>;
 export type JobConfig = TidemarkConfig['jobs'][number];
 export type StorageConfig = TidemarkConfig['storage'];
 export type DiscoverConfig = JobConfig['source']['discover'];
+/** Storage settings a source or target may set over the global ones. */
+export type StorageOverride = NonNullable<JobConfig['target']['storage']>;

@@ -141,6 +141,7 @@ function decide(
   settings: ModifiedSettings,
 ): Pick<Decision, 'action' | 'reason'> {
   if (isNotData(o.key)) return { action: 'skip', reason: 'not data' };
+  if (!settings.selects(o.key)) return { action: 'skip', reason: 'excluded' };
   if (known?.etag === o.etag) return { action: 'skip', reason: known.ignored ? 'overwritten, ignored' : 'already loaded' };
   if (settings.requireSuccessMarker && !hasMarker) return { action: 'skip', reason: 'no success marker' };
   return judgeFile(known?.etag, o.etag, settings.onOverwrite);

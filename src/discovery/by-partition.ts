@@ -31,7 +31,7 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
   const decisions: Decision[] = walk.strayObjects.map((o) => ({
     key: o.key,
     action: 'skip',
-    reason: isNotData(o.key.slice(folderOf(o.key).length)) ? 'not data' : 'not in a partition folder',
+    reason: isNotData(o.key.slice(folderOf(o.key).length)) ? 'not data' : settings.selects(o.key) ? 'not in a partition folder' : 'excluded',
   }));
   const files: DiscoveredFile[] = [];
   const ignored: DiscoveredFile[] = [];
@@ -46,7 +46,7 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
     partitionsListed.push(part.prefix);
     const hasMarker = part.objects.some((o) => o.key === part.prefix + SUCCESS_MARKER);
     for (const o of part.objects) {
-      const decision = decide(o.key.slice(part.prefix.length), remembered.get(o.key), o.etag, hasMarker, settings);
+      const decision = decide(o.key, part.prefix, remembered.get(o.key), o.etag, hasMarker, settings);
       decisions.push({ key: o.key, ...decision, partition: part.id });
       const file = { ...o, partition: part.id, arrival: o.lastModified };
       if (decision.action === 'load') files.push(file);
@@ -76,13 +76,16 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
 }
 
 function decide(
-  rel: string,
+  key: string,
+  partitionPrefix: string,
   rememberedEtag: string | undefined,
   etag: string,
   hasMarker: boolean,
   settings: PartitionSettings,
 ): Pick<Decision, 'action' | 'reason'> {
-  if (isNotData(rel)) return { action: 'skip', reason: 'not data' };
+  // Not data is judged below the partition folder (whose name may start with `_`); globs see the whole key.
+  if (isNotData(key.slice(partitionPrefix.length))) return { action: 'skip', reason: 'not data' };
+  if (!settings.selects(key)) return { action: 'skip', reason: 'excluded' };
   if (rememberedEtag === etag) return { action: 'skip', reason: 'already loaded' };
   if (settings.requireSuccessMarker && !hasMarker) return { action: 'skip', reason: 'no success marker' };
   return judgeFile(rememberedEtag, etag, settings.onOverwrite);

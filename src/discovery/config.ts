@@ -5,14 +5,15 @@
  */
 import { ConfigError } from '../errors.js';
 import { parseId, type Granularity } from './calendar.js';
+import { compileKeyFilter, type KeyFilter, type KeyFilterConfig } from './filter.js';
 import { Layout } from './layout.js';
 import { PartitionClock } from './zone.js';
 
 /** What to do with a file whose key was loaded before but whose ETag changed. */
 export type OnOverwrite = 'reload' | 'ignore';
 
-/** Settings shared by both modes. */
-interface CommonDiscoveryConfig {
+/** Settings shared by both modes; `include`/`exclude` are the job's `source.include`/`source.exclude`. */
+interface CommonDiscoveryConfig extends KeyFilterConfig {
   /** A partition (or, with `by: modified`, a file) is loadable only once `_SUCCESS` is in its folder. */
   requireSuccessMarker?: boolean;
   /** Default `reload`. */
@@ -61,6 +62,8 @@ export interface PartitionSettings {
   start: string | null;
   requireSuccessMarker: boolean;
   onOverwrite: OnOverwrite;
+  /** Whether a key is selected by include/exclude. */
+  selects: KeyFilter;
 }
 
 /** Validated modification-time settings. */
@@ -71,6 +74,8 @@ export interface ModifiedSettings {
   start: number | null;
   requireSuccessMarker: boolean;
   onOverwrite: OnOverwrite;
+  /** Whether a key is selected by include/exclude. */
+  selects: KeyFilter;
 }
 
 /** Validated settings of either mode. */
@@ -83,6 +88,7 @@ export function resolveDiscovery(config: DiscoveryConfig): DiscoverySettings {
   if (onOverwrite !== 'reload' && onOverwrite !== 'ignore') {
     throw new ConfigError(`[discovery] onOverwrite must be 'reload' or 'ignore', got ${JSON.stringify(onOverwrite)}`, { field: 'discover.onOverwrite' });
   }
+  const selects = compileKeyFilter(config);
   if (config.by === 'partition') {
     const layout = Layout.parse(config.layout);
     const lookback = config.lookback ?? DEFAULT_LOOKBACK;
@@ -90,7 +96,7 @@ export function resolveDiscovery(config: DiscoveryConfig): DiscoverySettings {
       throw new ConfigError(`[discovery] lookback must be a whole number of partitions >= 0, got ${lookback}`, { field: 'discover.lookback' });
     }
     const start = config.start === undefined ? null : parsePartitionStart(config.start, layout.granularity);
-    return { mode: 'partition', layout, clock: new PartitionClock(config.timezone), lookback, start, requireSuccessMarker, onOverwrite };
+    return { mode: 'partition', layout, clock: new PartitionClock(config.timezone), lookback, start, requireSuccessMarker, onOverwrite, selects };
   }
   if (config.by === 'modified') {
     const settleMs = config.settle ?? DEFAULT_SETTLE_MS;
@@ -98,7 +104,7 @@ export function resolveDiscovery(config: DiscoveryConfig): DiscoverySettings {
       throw new ConfigError(`[discovery] settle must be a duration >= 0, got ${settleMs}`, { field: 'discover.settle' });
     }
     const start = config.start === undefined ? null : parseTimestampStart(config.start);
-    return { mode: 'modified', settleMs, start, requireSuccessMarker, onOverwrite };
+    return { mode: 'modified', settleMs, start, requireSuccessMarker, onOverwrite, selects };
   }
   throw new ConfigError(`[discovery] discover.by must be 'partition' or 'modified', got ${JSON.stringify((config as { by?: unknown }).by)}`, { field: 'discover.by' });
 }

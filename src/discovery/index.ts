@@ -13,6 +13,7 @@ export {
   type OnOverwrite,
   type PartitionDiscoveryConfig,
 } from './config.js';
+export { compileKeyFilter, globProblem, SELECT_ALL, type KeyFilter, type KeyFilterConfig } from './filter.js';
 export type { Decision, DecisionReason, DiscoveredFile, DiscoveryPlan, DiscoveryWindow, SkippedFolder } from './plan.js';
 export {
   upgradeState,

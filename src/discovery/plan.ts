@@ -24,7 +24,7 @@ export interface DiscoveredFile {
   arrival: Date;
 }
 
-/** Why a file is loaded or skipped. */
+/** Why a file is loaded or skipped (`excluded`: left out by `source.include`/`source.exclude`). */
 export type DecisionReason =
   | 'new'
   | 'already loaded'
@@ -32,6 +32,7 @@ export type DecisionReason =
   | 'overwritten, ignored'
   | 'no success marker'
   | 'not data'
+  | 'excluded'
   | 'not in a partition folder';
 
 /** The decision about one listed file. */

@@ -13,11 +13,44 @@ export const SOURCE_MODIFIED = '_source_modified';
 export const SOURCE_ROW = '_source_row';
 export const LINEAGE_COLUMNS = [SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW] as const;
 
+/** `source.csv` as configured; anything not set takes the RFC 4180 default (see `csvDialect`). */
 export interface CsvOptions {
   header?: boolean;
   delimiter?: string;
   quote?: string;
+  escape?: string;
   nullstr?: string;
+}
+
+/** The one dialect a job reads every CSV/TSV file with. */
+export interface CsvDialect {
+  header: boolean;
+  delimiter: string;
+  /** Empty: fields are never quoted. */
+  quote: string;
+  escape: string;
+  nullstr?: string;
+}
+
+/**
+ * The job's dialect: RFC 4180 (`,`, `"` quotes escaped by doubling, a header row) unless
+ * `source.csv` says otherwise; TSV files default to a tab. The escape follows the quote.
+ */
+export function csvDialect(format: 'csv' | 'tsv', opts: CsvOptions = {}): CsvDialect {
+  const quote = opts.quote ?? '"';
+  return {
+    header: opts.header ?? true,
+    delimiter: opts.delimiter ?? (format === 'tsv' ? '\t' : ','),
+    quote,
+    escape: opts.escape ?? quote,
+    ...(opts.nullstr !== undefined ? { nullstr: opts.nullstr } : {}),
+  };
+}
+
+/** `delimiter ',', quote '"', escape '"' and a header row`: the dialect as error messages show it. */
+export function describeDialect(d: CsvDialect): string {
+  const show = (c: string) => (c === '' ? 'none' : c === '\t' ? 'tab' : `'${c}'`);
+  return `delimiter ${show(d.delimiter)}, quote ${show(d.quote)}, escape ${show(d.escape)} and ${d.header ? 'a header row' : 'no header row'}`;
 }
 
 export interface LoadFile {
@@ -29,18 +62,99 @@ export interface LoadFile {
   format: SourceFormat;
 }
 
-function csvArgs(format: 'csv' | 'tsv', opts: CsvOptions | undefined, path: string, text: readonly string[]): string {
-  // Pin the delimiter and forbid skipped rows: left alone, DuckDB's sniffer "repairs" a ragged
-  // file by skipping rows or reading one wide column, which would drop data silently.
-  const delimiter = opts?.delimiter ?? (format === 'tsv' ? '\t' : ',');
-  const args = [str(path), `delim = ${str(delimiter)}`, 'skip = 0', 'strict_mode = true', 'null_padding = false'];
-  if (opts?.header !== undefined) args.push(`header = ${opts.header}`);
-  if (opts?.quote !== undefined) args.push(`quote = ${str(opts.quote)}`);
-  if (opts?.nullstr !== undefined) args.push(`nullstr = ${str(opts.nullstr)}`);
+/**
+ * read_csv options that pin the whole dialect, so DuckDB's sniffer detects column types only.
+ * Left to it, the sniffer guesses a dialect per file (one file read as unquoted, its `"new`
+ * loaded quote and all), takes `#` lines for comments and drops them, and "repairs" a ragged
+ * file by skipping rows; strict mode makes a file that breaks the dialect an error instead.
+ */
+function dialectArgs(d: CsvDialect, path: string): string[] {
+  const args = [
+    `delim = ${str(d.delimiter)}`,
+    `quote = ${str(d.quote)}`,
+    `escape = ${str(d.escape)}`,
+    `header = ${d.header}`,
+    "comment = ''",
+    'skip = 0',
+    'strict_mode = true',
+    'null_padding = false',
+  ];
+  if (d.nullstr !== undefined) args.push(`nullstr = ${str(d.nullstr)}`);
   const compression = compressionOf(path);
   if (compression !== 'none') args.push(`compression = ${str(compression)}`);
+  return args;
+}
+
+function csvArgs(format: 'csv' | 'tsv', opts: CsvOptions | undefined, path: string, text: readonly string[]): string {
+  const args = [str(path), ...dialectArgs(csvDialect(format, opts), path)];
   if (text.length > 0) args.push(`types = {${text.map((c) => `${str(c)}: 'VARCHAR'`).join(', ')}}`);
   return args.join(', ');
+}
+
+/**
+ * The first physical line of a CSV file, as one text column (no quoting, no sniffer): what
+ * `countCsvFields` needs when the sniffer refused the file and named no line.
+ */
+export function csvFirstLineSql(path: string): string {
+  const compression = compressionOf(path);
+  const args = [
+    str(path),
+    'auto_detect = false',
+    'header = false',
+    "columns = {'line': 'VARCHAR'}",
+    `delim = ${str('\u0001')}`,
+    "quote = ''",
+    "escape = ''",
+    "comment = ''",
+    'strict_mode = false',
+    'null_padding = true',
+    ...(compression === 'none' ? [] : [`compression = ${str(compression)}`]),
+  ];
+  return `SELECT line FROM read_csv(${args.join(', ')}) LIMIT 1`;
+}
+
+/**
+ * Read every record of a CSV file in the dialect as `fields` text columns, without the sniffer:
+ * a record that breaks the dialect fails with DuckDB's "CSV Error on Line: N".
+ */
+export function csvStrictReadSql(path: string, dialect: CsvDialect, fields: number): string {
+  const columns = Array.from({ length: fields }, (_, i) => `${str(`c${i}`)}: 'VARCHAR'`).join(', ');
+  return `SELECT count(*) AS n FROM read_csv(${[str(path), ...dialectArgs(dialect, path), 'auto_detect = false', `columns = {${columns}}`].join(', ')})`;
+}
+
+/**
+ * Fields in one line under `dialect` (a quote opens a quoted field only at the field's start),
+ * or null when a quoted field runs past the end of the line.
+ */
+export function countCsvFields(line: string, dialect: CsvDialect): number | null {
+  const { delimiter, quote, escape } = dialect;
+  const text = line.endsWith('\r') ? line.slice(0, -1) : line;
+  let fields = 1;
+  let atFieldStart = true;
+  let quoted = false;
+  for (let i = 0; i < text.length; ) {
+    if (quoted) {
+      if (escape !== '' && text.startsWith(escape, i) && (escape !== quote || text.startsWith(quote, i + 1))) i += 2;
+      else if (text.startsWith(quote, i)) {
+        quoted = false;
+        i += quote.length;
+      } else i++;
+      continue;
+    }
+    if (atFieldStart && quote !== '' && text.startsWith(quote, i)) {
+      quoted = true;
+      atFieldStart = false;
+      i += quote.length;
+    } else if (text.startsWith(delimiter, i)) {
+      fields++;
+      atFieldStart = true;
+      i += delimiter.length;
+    } else {
+      atFieldStart = false;
+      i++;
+    }
+  }
+  return quoted ? null : fields;
 }
 
 /**

@@ -11,7 +11,7 @@ import { stat } from 'node:fs/promises';
 import type { StructType } from '../delta/schema.js';
 import { BadFileError } from '../errors.js';
 import type { DuckSession } from './duckdb.js';
-import { fileSelectSql, type CsvOptions, type LoadFile } from './file-select.js';
+import { countCsvFields, csvDialect, csvFirstLineSql, csvStrictReadSql, describeDialect, fileSelectSql, type CsvOptions, type LoadFile } from './file-select.js';
 import { conformFile, diagnoseFile, unreadable, type ConformedFile } from './load-conform.js';
 import { parquetListSql } from './parquet-list.js';
 import { ident } from './sql.js';
@@ -169,7 +169,13 @@ async function skipEmpty(files: readonly LoadFile[]): Promise<{ readable: LoadFi
 
 async function conformAll(session: DuckSession, files: readonly LoadFile[], schema: StructType, csv?: CsvOptions): Promise<ConformedFile[]> {
   const plans: ConformedFile[] = [];
-  for (const file of files) plans.push(await conformFile(session, file, schema, csv));
+  for (const file of files) {
+    try {
+      plans.push(await conformFile(session, file, schema, csv));
+    } catch (err) {
+      throw err instanceof BadFileError ? await withCsvLine(session, file, csv, err) : err;
+    }
+  }
   return plans;
 }
 
@@ -190,13 +196,13 @@ async function diagnose(session: DuckSession, files: readonly LoadFile[], opts: 
   for (const file of files) {
     if (opts.schema) {
       const bad = await diagnoseFile(session, file, opts.schema, opts.csv);
-      if (bad) throw bad;
+      if (bad) throw await withCsvLine(session, file, opts.csv, bad);
       continue;
     }
     try {
       await session.run(`CREATE OR REPLACE TEMP TABLE __tm_probe AS ${fileSelectSql(file, opts.csv)}`);
     } catch (err) {
-      throw unreadable(file, err);
+      throw await withCsvLine(session, file, opts.csv, unreadable(file, err));
     } finally {
       await session.run('DROP TABLE IF EXISTS __tm_probe');
     }
@@ -207,4 +213,42 @@ async function diagnose(session: DuckSession, files: readonly LoadFile[], opts: 
     context: { key: files[0]?.key },
     cause: bulkError,
   });
+}
+
+/**
+ * DuckDB's sniffer refuses a CSV file that breaks the pinned dialect within its sample
+ * ("not possible to automatically detect the CSV parsing dialect") without naming a line. Read
+ * the file again without the sniffer, as many text columns as the first line has fields, so
+ * DuckDB names the line; `bad` itself when the file is not CSV, already names a line, row or
+ * column, or reads that way (the problem is elsewhere).
+ */
+async function withCsvLine(session: DuckSession, file: LoadFile, csv: CsvOptions | undefined, bad: BadFileError): Promise<BadFileError> {
+  if (file.format !== 'csv' && file.format !== 'tsv') return bad;
+  if (bad.context.line !== undefined || bad.context.row !== undefined || bad.context.column !== undefined) return bad;
+  const dialect = csvDialect(file.format, csv);
+  try {
+    const first = await session.one(csvFirstLineSql(file.localPath));
+    const fields = typeof first?.['line'] === 'string' ? countCsvFields(first['line'], dialect) : null;
+    if (fields === null) return bad;
+    await session.run(csvStrictReadSql(file.localPath, dialect, fields));
+    return bad;
+  } catch (err) {
+    const text = err instanceof Error ? err.message : String(err);
+    const line = /CSV Error on Line: (\d+)/.exec(text)?.[1];
+    if (line === undefined) return bad;
+    return new BadFileError(`[load] cannot read ${file.key}: line ${line}: ${csvProblem(text)}; the job reads CSV with ${describeDialect(dialect)} (source.csv)`, {
+      context: { key: file.key, line: Number(line) },
+      cause: bad.cause ?? err,
+    });
+  }
+}
+
+/** What DuckDB says is wrong with a CSV line. Its message also quotes the line: data, never copied. */
+function csvProblem(duckMessage: string): string {
+  const columns = /Expected Number of Columns: (\d+) Found: (\d+)/.exec(duckMessage);
+  if (columns) return `expected ${columns[1]} fields, found ${columns[2]}`;
+  if (/unterminated quote/i.test(duckMessage)) return 'a quoted field is not closed (unterminated quote)';
+  if (/invalid unicode/i.test(duckMessage)) return 'invalid UTF-8 (is it a text file?)';
+  const size = /Maximum line size of \d+ bytes exceeded/.exec(duckMessage);
+  return size ? size[0] : 'the line does not follow the dialect';
 }

@@ -44,7 +44,11 @@ export function resolveFormat(key: string, configured?: SourceFormat): SourceFor
   }
   const f = formatFromName(key);
   if (!f) {
-    throw new BadFileError(`[load] ${key}: cannot tell the format from the file name; set source.format in the job`, { context: { key } });
+    throw new BadFileError(
+      `[load] ${key}: cannot tell the format from the file name; set source.format in the job, ` +
+        "or leave files that are not data out with source.include (e.g. ['*.csv']) or source.exclude",
+      { context: { key } },
+    );
   }
   return f;
 }

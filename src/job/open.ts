@@ -3,6 +3,7 @@
  */
 import type { StorageConfig } from '../config/schema.js';
 import type { JobConfig } from '../config/schema.js';
+import { sourceStorageConfig, targetStorageConfig } from '../config/storage.js';
 import type { DiscoveryConfig } from '../discovery/index.js';
 import { openStorage, type S3EndpointOptions } from '../storage/uri.js';
 import type { Storage } from '../storage/storage.js';
@@ -10,6 +11,7 @@ import type { Storage } from '../storage/storage.js';
 /** Opens a Storage for a URI (the source or the target of a job). */
 export type StorageOpener = (uri: string, s3Options: S3EndpointOptions) => Storage;
 
+/** S3 client options of storage settings (already merged for the source or target). */
 function s3Options(cfg: StorageConfig): S3EndpointOptions {
   return {
     ...(cfg.endpoint ? { endpoint: cfg.endpoint } : {}),
@@ -18,20 +20,27 @@ function s3Options(cfg: StorageConfig): S3EndpointOptions {
   };
 }
 
-/** Source storage rooted at the source prefix. */
+/** Source storage rooted at the source prefix; `source.storage` applies over the global `cfg`. */
 export function openSource(job: JobConfig, cfg: StorageConfig, open: StorageOpener = openStorage): Storage {
-  return open(job.source.uri, s3Options(cfg));
+  return open(job.source.uri, s3Options(sourceStorageConfig(cfg, job)));
 }
 
-/** Target storage rooted at the table root. */
+/** Target storage rooted at the table root; `target.storage` applies over the global `cfg`. */
 export function openTarget(job: JobConfig, cfg: StorageConfig, open: StorageOpener = openStorage): Storage {
-  return open(job.target.uri, s3Options(cfg));
+  return open(job.target.uri, s3Options(targetStorageConfig(cfg, job)));
 }
 
 /** The discovery settings of a job, in discovery's own terms. */
 export function discoveryConfigOf(job: JobConfig): DiscoveryConfig {
   const d = job.source.discover;
-  const common = { requireSuccessMarker: d.requireSuccessMarker, onOverwrite: d.onOverwrite, ...(d.start ? { start: d.start } : {}) };
+  const { include, exclude } = job.source;
+  const common = {
+    requireSuccessMarker: d.requireSuccessMarker,
+    onOverwrite: d.onOverwrite,
+    ...(d.start ? { start: d.start } : {}),
+    ...(include ? { include } : {}),
+    ...(exclude ? { exclude } : {}),
+  };
   return d.by === 'partition'
     ? { by: 'partition', layout: d.layout, lookback: d.lookback, timezone: d.timezone, ...common }
     : { by: 'modified', settle: d.settle, ...common };

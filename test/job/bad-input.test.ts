@@ -64,7 +64,13 @@ const CASES: BadCase[] = [
     },
     says: /cannot read/,
   },
-  { name: 'ragged CSV rows', file: 'ragged.csv', body: async () => `${HEADER}9,placed,1\n10,placed\n`, says: /CSV parsing dialect/ },
+  {
+    name: 'ragged CSV rows',
+    file: 'ragged.csv',
+    body: async () => `${HEADER}9,placed,1\n10,placed\n`,
+    says: /line 3: expected 3 fields, found 2; the job reads CSV with delimiter ','/,
+    context: { line: 3 },
+  },
   {
     name: 'a ragged CSV row past the sniffer sample (named by line)',
     file: 'ragged-far.csv',
@@ -79,7 +85,7 @@ const CASES: BadCase[] = [
   },
   { name: 'an invalid JSON line', file: 'bad.ndjson', body: async () => '{"order_id":9,"status":"p","seq":1}\n{"order_id": 10, oops\n', says: /Malformed JSON/ },
   { name: 'a zero-byte Parquet file', file: 'empty.parquet', body: async () => '', says: /empty \(0 bytes\)/ },
-  { name: 'Parquet bytes named .csv', file: 'really-parquet.csv', body: orderParquet, says: /CSV parsing dialect/ },
+  { name: 'Parquet bytes named .csv', file: 'really-parquet.csv', body: orderParquet, says: /line 1: invalid UTF-8/, context: { line: 1 } },
   { name: 'a .txt file with no configured format', file: 'notes.txt', body: async () => 'hello\n', says: /cannot tell the format from the file name/ },
   { name: 'a NULL key', file: 'null-key.csv', body: async () => `${HEADER}11,placed,1\n,placed,2\n`, says: /key column "order_id" is null/, context: { row: 2, column: 'order_id' } },
   { name: 'a file without the key column', file: 'no-key.csv', body: async () => 'status,seq\nplaced,1\n', says: /key column "order_id" is null/, context: { row: 1 } },
