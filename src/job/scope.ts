@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import type { JobConfig } from '../config/schema.js';
+import { targetStorageConfig } from '../config/storage.js';
 import type { DeltaTable } from '../delta/table.js';
 import { DuckSession } from '../engine/duckdb.js';
 import { openTable } from '../engine/table.js';
@@ -38,7 +39,8 @@ export async function withJobScope<T>(job: JobConfig, ctx: RunContext, label: st
   try {
     // DuckDB spills big batches to disk inside the spool, which every exit path removes.
     session = await DuckSession.open({ tempDirectory: join(spool.dir, 'duckdb') });
-    const table = openTable(openTarget(job, ctx.storage, ctx.openStorage), { session, spool }, { singleWriter: ctx.storage.singleWriter });
+    const { singleWriter } = targetStorageConfig(ctx.storage, job);
+    const table = openTable(openTarget(job, ctx.storage, ctx.openStorage), { session, spool }, { singleWriter });
     const source = openSource(job, ctx.storage, ctx.openStorage);
     return await fn({ job, ctx, spool, session, source, table });
   } finally {

@@ -12,6 +12,7 @@ import { planPartitionBackfill, startState, stateAfter, type PlannedBatch } from
 import { parseBackfillRange } from '../../src/job/backfill/range.js';
 import type { BackfillState } from '../../src/job/backfill/state.js';
 import { makeConfig } from './helpers.js';
+import { compileKeyFilter } from '../../src/discovery/filter.js';
 
 const jobWith = (discover: Record<string, unknown>) => makeConfig({ source: { uri: '/none', discover }, target: { uri: '/none-t', mode: 'append' } }).job;
 const daily = jobWith({ by: 'partition', layout: '{yyyy}/{mm}/{dd}' });
@@ -85,7 +86,7 @@ function walkOf(parts: Record<string, string[]>): PartitionWalk {
 }
 
 describe('planPartitionBackfill', () => {
-  const limits = { maxFiles: 2, maxBytes: 1_000, requireSuccessMarker: false };
+  const limits = { maxFiles: 2, maxBytes: 1_000, requireSuccessMarker: false, selects: () => true };
 
   it('oldest first, batches never span partitions, not-data files skipped, folders after the range not reported', () => {
     const plan = planPartitionBackfill(walkOf({ '2026-11-01': ['a.csv', '_SUCCESS'], '2026-11-02': ['c.csv', 'b.csv', 'd.csv'] }), { doneThrough: null, loaded: [] }, limits);
@@ -110,6 +111,13 @@ describe('planPartitionBackfill', () => {
     const plan = planPartitionBackfill(walkOf({ '2026-11-01': ['a.csv'], '2026-11-02': ['b.csv', '_SUCCESS'] }), { doneThrough: null, loaded: [] }, { ...limits, requireSuccessMarker: true });
     expect(plan.batches.map((b) => b.partition)).toEqual(['2026-11-02']);
     expect(plan.skipped).toContainEqual({ key: '2026/11/01/a.csv', reason: 'no success marker' });
+  });
+
+  it('source.include/exclude: a file the filter leaves out is skipped as excluded, matched on its whole key', () => {
+    const selects = compileKeyFilter({ include: ['*.csv'] });
+    const plan = planPartitionBackfill(walkOf({ '2026-11-01': ['a.csv', 'notes.txt'] }), { doneThrough: null, loaded: [] }, { ...limits, selects });
+    expect(plan.batches.flatMap((b) => b.files.map((f) => f.key))).toEqual(['2026/11/01/a.csv']);
+    expect(plan.skipped).toEqual([{ key: '2026/11/01/notes.txt', reason: 'excluded' }]);
   });
 });
 

@@ -14,6 +14,7 @@
 import type { JobConfig } from '../../config/schema.js';
 import { listModified, type ModifiedListing } from '../../discovery/by-modified.js';
 import { Layout, PartitionClock, type DiscoveredFile } from '../../discovery/index.js';
+import { compileKeyFilter, type KeyFilter } from '../../discovery/filter.js';
 import { folderOf, isNotData, SUCCESS_MARKER } from '../../discovery/identity.js';
 import { walkPartitions, type PartitionWalk, type SkippedFolder } from '../../discovery/partitions.js';
 import { compareFiles } from '../../discovery/plan.js';
@@ -34,7 +35,7 @@ export interface PlannedBatch {
 }
 
 /** Why a listed file is not loaded. */
-export type BackfillSkipReason = 'not data' | 'no success marker' | 'already loaded by this backfill';
+export type BackfillSkipReason = 'not data' | 'excluded' | 'no success marker' | 'already loaded by this backfill';
 
 /** The rest of the range to load. */
 export interface BackfillPlan {
@@ -64,7 +65,12 @@ export interface ListBackfillOptions {
 /** List what the rest of the range needs and plan it. */
 export async function listBackfill(source: Storage, job: JobConfig, range: BackfillRange, cursor: BackfillCursor, opts: ListBackfillOptions): Promise<BackfillPlan> {
   const d = job.source.discover;
-  const limits = { maxFiles: job.maxFilesPerBatch, maxBytes: job.maxBytesPerBatch, requireSuccessMarker: d.requireSuccessMarker };
+  const limits: PlanLimits = {
+    maxFiles: job.maxFilesPerBatch,
+    maxBytes: job.maxBytesPerBatch,
+    requireSuccessMarker: d.requireSuccessMarker,
+    selects: compileKeyFilter({ ...(job.source.include ? { include: job.source.include } : {}), ...(job.source.exclude ? { exclude: job.source.exclude } : {}) }),
+  };
   if (range.mode === 'partition') {
     if (d.by !== 'partition') throw new Error('[backfill] a partition range for a job discovering by modification time');
     const layout = Layout.parse(d.layout);
@@ -77,11 +83,13 @@ export async function listBackfill(source: Storage, job: JobConfig, range: Backf
   return planModifiedBackfill(listing, range, cursor, limits);
 }
 
-/** Batch limits and the success-marker rule. */
+/** Batch limits, the success-marker rule and the job's include/exclude filter. */
 export interface PlanLimits {
   maxFiles: number;
   maxBytes: number;
   requireSuccessMarker: boolean;
+  /** True for keys (relative to the source root) that `source.include`/`source.exclude` let through. */
+  selects: KeyFilter;
 }
 
 /** Plan the partitions of a walk (pure): every data file not yet loaded by this backfill. */
@@ -97,7 +105,7 @@ export function planPartitionBackfill(walk: PartitionWalk, cursor: BackfillCurso
     const hasMarker = part.objects.some((o) => o.key === part.prefix + SUCCESS_MARKER);
     const files: DiscoveredFile[] = [];
     for (const o of part.objects) {
-      const reason = skipReason(o.key.slice(part.prefix.length), hasMarker, limits) ?? (done.has(`${o.etag}\u0000${o.key}`) ? 'already loaded by this backfill' : null);
+      const reason = skipReason(o.key, o.key.slice(part.prefix.length), hasMarker, limits) ?? (done.has(`${o.etag}\u0000${o.key}`) ? 'already loaded by this backfill' : null);
       if (reason) plan.skipped.push({ key: o.key, reason });
       else files.push({ ...o, partition: part.id, arrival: o.lastModified });
     }
@@ -126,7 +134,7 @@ export function planModifiedBackfill(
   for (const o of listing.objects) {
     const ms = o.lastModified.getTime();
     if (ms < range.from || ms > range.to || (after !== null && ms < after)) continue;
-    const reason = skipReason(o.key, markers.has(folderOf(o.key)), limits) ?? (done.has(`${o.etag}\u0000${o.key}`) ? 'already loaded by this backfill' : null);
+    const reason = skipReason(o.key, o.key, markers.has(folderOf(o.key)), limits) ?? (done.has(`${o.etag}\u0000${o.key}`) ? 'already loaded by this backfill' : null);
     if (reason) plan.skipped.push({ key: o.key, reason });
     else files.push({ ...o, arrival: o.lastModified });
   }
@@ -135,8 +143,10 @@ export function planModifiedBackfill(
   return withTotals(plan);
 }
 
-function skipReason(rel: string, hasMarker: boolean, limits: PlanLimits): BackfillSkipReason | null {
-  if (isNotData(rel)) return 'not data';
+/** Why a file is not loaded (`name`: its key below its partition folder, or the whole key). */
+function skipReason(key: string, name: string, hasMarker: boolean, limits: PlanLimits): BackfillSkipReason | null {
+  if (isNotData(name)) return 'not data';
+  if (!limits.selects(key)) return 'excluded';
   if (limits.requireSuccessMarker && !hasMarker) return 'no success marker';
   return null;
 }
