@@ -9,7 +9,7 @@ import type { RunContext } from '../job/context.js';
 import type { JobOutcome } from '../job/report.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { EXIT_FAILED, EXIT_OK, exitCodeFor } from './exit-codes.js';
-import type { CliIO } from './main.js';
+import type { CliIO } from './io.js';
 import type { CommonFlags } from './options.js';
 import { errorInfo, printJson } from './output.js';
 import { selectJobs } from './select-jobs.js';

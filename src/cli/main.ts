@@ -3,21 +3,14 @@
  * stdout, logs on stderr, and the exit code of the worst outcome.
  */
 import { Command, CommanderError } from 'commander';
-import type { RunContext } from '../job/context.js';
 import { addBackfillCommands } from './commands/backfill.js';
 import { addMaintenanceCommands } from './commands/maintenance.js';
 import { addRunCommands } from './commands/run.js';
 import { EXIT_OK, EXIT_USAGE, exitCodeFor } from './exit-codes.js';
-import { errorInfo, type Output } from './output.js';
+import type { CliIO } from './io.js';
+import { errorInfo } from './output.js';
 
-export interface CliIO {
-  stdout: Output;
-  stderr: NodeJS.WritableStream;
-  /** Aborted on SIGINT/SIGTERM. */
-  signal?: AbortSignal;
-  /** Overrides for tests. */
-  context?: Partial<RunContext>;
-}
+export type { CliIO } from './io.js';
 
 /** Run the CLI; resolves to the exit code. */
 export async function main(argv: string[], io: CliIO): Promise<number> {

@@ -195,6 +195,5 @@ export const configSchema = z
 export type TidemarkConfig = z.output<typeof configSchema>;
 export type JobConfig = TidemarkConfig['jobs'][number];
 export type StorageConfig = TidemarkConfig['storage'];
-export type DiscoverConfig = JobConfig['source']['discover'];
 /** Storage settings a source or target may set over the global ones. */
 export type StorageOverride = NonNullable<JobConfig['target']['storage']>;

@@ -5,15 +5,9 @@ import type { Command } from 'commander';
 import { runJob } from '../../job/run-job.js';
 import { jobStatus } from '../../job/status.js';
 import { forEachJob } from '../job-loop.js';
-import type { CliIO } from '../main.js';
+import type { CliIO, CommandHost } from '../io.js';
 import { withCommonOptions, type CommonFlags } from '../options.js';
 import { formatRun, formatStatus } from '../output.js';
-
-/** What the commands need from main: its IO and a way to set the process's exit code. */
-export interface CommandHost {
-  io: CliIO;
-  setExitCode(code: number): void;
-}
 
 /** Add `run` and `status` to the program. */
 export function addRunCommands(program: Command, host: CommandHost): void {
