@@ -108,13 +108,16 @@ async function uploadParts(ctx: UploadContext, file: FileHandle, size: number, u
 }
 
 /**
- * Complete the upload. If an attempt's answer was lost after the store completed it, the retry
- * gets 404 NoSuchUpload: the upload is done if the object now has the ETag of our bytes.
+ * Complete the upload. When an attempt's answer was lost, the store may have completed it: the
+ * upload id is then gone (S3 answers 404 NoSuchUpload, s3rver 500), so before each retry the
+ * object is checked for the ETag of our bytes.
  */
 async function complete(ctx: UploadContext, uploadId: string, parts: Part[], localPath: string): Promise<void> {
   const attempts = ctx.policy.start(op(ctx, 'upload (complete)'));
+  const ours = etagsOf(parts, localPath);
   let ambiguous = false;
   for (;;) {
+    if (ambiguous && (await landed(ctx, ours))) return;
     try {
       const command = new CompleteMultipartUploadCommand({
         Bucket: ctx.bucket,
@@ -127,7 +130,6 @@ async function complete(ctx: UploadContext, uploadId: string, parts: Part[], loc
       return;
     } catch (err) {
       if (ambiguous && statusOf(err) === 404) {
-        if (await landed(ctx, parts, localPath)) return;
         throw new StorageError(`[storage] S3 multipart upload of ${JSON.stringify(ctx.key)} in ${ctx.uri} was lost while it was completed; upload again`, {
           kind: 'transient',
           context: { key: ctx.key, uri: ctx.uri, attempts: attempts.failures + 1 },
@@ -141,15 +143,20 @@ async function complete(ctx: UploadContext, uploadId: string, parts: Part[], loc
 }
 
 /**
- * Does the key hold our bytes? AWS gives a multipart object the ETag md5(part md5s)-N; s3rver
- * and some S3-compatible stores give the md5 of the whole object.
+ * The ETags our bytes can have: AWS gives a multipart object md5(part md5s)-N; s3rver and some
+ * S3-compatible stores give the md5 of the whole object (computed only if asked for).
  */
-async function landed(ctx: UploadContext, parts: Part[], localPath: string): Promise<boolean> {
+function etagsOf(parts: Part[], localPath: string): () => Promise<string[]> {
+  const multipart = `${createHash('md5').update(Buffer.concat(parts.map((p) => p.md5))).digest('hex')}-${parts.length}`;
+  let whole: Promise<string> | undefined;
+  return async () => [multipart, await (whole ??= md5OfFile(localPath))];
+}
+
+/** Does the key hold our bytes? A failed check counts as "no" (the retry that follows decides). */
+async function landed(ctx: UploadContext, ours: () => Promise<string[]>): Promise<boolean> {
   const head = await ctx.policy.run(op(ctx, 'upload (check)'), () => ctx.client.send(ctx.counter.track(new HeadObjectCommand(target(ctx))), sendOpts(ctx))).catch(() => null);
   const etag = head?.ETag?.replace(/"/g, '');
-  if (!etag) return false;
-  const multipartEtag = `${createHash('md5').update(Buffer.concat(parts.map((p) => p.md5))).digest('hex')}-${parts.length}`;
-  return etag === multipartEtag || etag === (await md5OfFile(localPath));
+  return etag !== undefined && (await ours()).includes(etag);
 }
 
 /** Best effort: a failed abort must not hide why the upload failed. Not tied to the caller's signal. */
