@@ -214,7 +214,7 @@ export class S3Storage implements Storage {
    * is read, the stream fails with a transient error (bytes already handed out cannot be taken back).
    */
   async readStream(key: string, range?: ByteRange): Promise<Readable> {
-    const opened = await this.open('read', key, range, undefined, this.policy.start(this.operation('read', key)));
+    const opened = await this.open('readStream', key, range, undefined, this.policy.start(this.operation('readStream', key)));
     if (opened === 'missing') throw notFoundError(key, this.uri);
     if (opened === 'empty') return Readable.from([]);
     return opened.body;

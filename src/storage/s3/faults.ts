@@ -51,7 +51,9 @@ export function classify(err: unknown): Fault {
   const status = statusOf(err);
   const code = codeOf(err);
   const errno = errnoOf(err);
-  const timeout = nameOf(err) === 'TimeoutError' || errno === 'ETIMEDOUT' || code === 'RequestTimeout';
+  // The SDK's handler names resets `TimeoutError` too; the errno tells them apart.
+  const reset = errno === 'ECONNRESET' || errno === 'EPIPE';
+  const timeout = !reset && (nameOf(err) === 'TimeoutError' || errno === 'ETIMEDOUT' || code === 'RequestTimeout');
   const throttle = status === 429 || (code !== undefined && THROTTLING_CODES.has(code));
   return { transient: kindOf(err, status, code) === 'transient', throttle, timeout };
 }
