@@ -122,6 +122,33 @@ describe('S3Storage on s3rver', () => {
     probe.destroy();
   });
 
+  it('counts the requests it sends by kind; children share the count', async () => {
+    const storage = s3.makeStorage(undefined, { partSize: 5 * 1024 * 1024 });
+    expect(storage.requestCounts()).toEqual({ list: 0, get: 0, put: 0, head: 0, delete: 0 });
+    await storage.write('a', 'aaa'); // put
+    expect(await storage.writeIfAbsent('b', 'bbb')).toBe(true); // put
+    await storage.head('a'); // head
+    expect(await storage.head('missing')).toBeNull(); // head (404)
+    await storage.read('a'); // get
+    expect(await storage.read('missing')).toBeNull(); // get (404)
+    await (await storage.readStream('a')).toArray(); // get
+    await storage.download('a', path.join(tmp, 'counted', 'a')); // get
+    let pages = 0;
+    for await (const _ of storage.list({ pageSize: 1 })) pages++; // list per page
+    await storage.child('sub').write('c', 'ccc'); // put, counted on the parent too
+    const small = path.join(tmp, 'counted-small.bin');
+    await fsp.writeFile(small, 'tiny');
+    await storage.upload('u', small); // put
+    const big = path.join(tmp, 'counted-big.bin');
+    await fsp.writeFile(big, Buffer.alloc(5 * 1024 * 1024 + 1, 3));
+    await storage.upload('big', big); // create + 2 parts + complete: 4 puts
+    await storage.delete(['a', 'b']); // delete
+    expect(pages).toBe(2);
+    expect(storage.requestCounts()).toEqual({ list: 2, get: 4, put: 8, head: 2, delete: 1 });
+    expect(storage.child('x').requestCounts()).toEqual(storage.requestCounts());
+    expect(s3.makeStorage().requestCounts().put).toBe(0); // another root storage counts apart, on the same client
+  });
+
   it('maps a refused connection to a transient StorageError', async () => {
     const port = await unusedPort();
     const storage = new S3Storage({
