@@ -32,7 +32,7 @@ import { RequestCounter } from './s3/request-counter.js';
 import { isObjectChanged, openObject } from './s3/resumable-get.js';
 import type { GetRequest, ObjectVersion, Opened } from './s3/resumable-get.js';
 import { DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_DELAY_MS, RetryBudget, RetryPolicy } from './s3/retry.js';
-import type { Operation } from './s3/retry.js';
+import type { Attempts, Operation } from './s3/retry.js';
 import { handlerOptions, resolveTimeouts } from './s3/timeouts.js';
 import type { Timeouts } from './s3/timeouts.js';
 import { uploadFile } from './s3/upload.js';
@@ -135,6 +135,7 @@ export class S3Storage implements Storage {
   readonly client: S3Client;
   private readonly shared: Shared;
 
+  /** `shared` is for `child()`: a child uses its parent's client, retry budget and request count. */
   constructor(opts: S3StorageOptions, shared?: Shared) {
     if (!opts.bucket) throw new StorageError('[storage] S3 bucket name is empty', { kind: 'usage' });
     this.bucket = opts.bucket;
@@ -214,7 +215,7 @@ export class S3Storage implements Storage {
    * is read, the stream fails with a transient error (bytes already handed out cannot be taken back).
    */
   async readStream(key: string, range?: ByteRange): Promise<Readable> {
-    const opened = await this.open('readStream', key, range, undefined, this.policy.start(this.operation('readStream', key)));
+    const opened = await this.open(key, range, undefined, this.policy.start(this.operation('readStream', key)));
     if (opened === 'missing') throw notFoundError(key, this.uri);
     if (opened === 'empty') return Readable.from([]);
     return opened.body;
@@ -347,7 +348,8 @@ export class S3Storage implements Storage {
     return this.client.send(this.track(command), { abortSignal: req.signal });
   }
 
-  private open(op: string, key: string, range: ByteRange | undefined, signal: AbortSignal | undefined, attempts = this.policy.start(this.operation(op, key, signal))): Promise<Opened> {
+  /** A resumable GetObject; `attempts` is the operation's retry state. */
+  private open(key: string, range: ByteRange | undefined, signal: AbortSignal | undefined, attempts: Attempts): Promise<Opened> {
     checkRange(range, key);
     this.fullKey(key);
     return openObject({
@@ -372,7 +374,7 @@ export class S3Storage implements Storage {
   ): Promise<T | 'missing' | 'empty'> {
     const attempts = this.policy.start(this.operation(op, key, signal));
     for (;;) {
-      const opened = await this.open(op, key, range, signal, attempts);
+      const opened = await this.open(key, range, signal, attempts);
       if (typeof opened === 'string') return opened;
       try {
         return await consume(opened.body, opened.object);

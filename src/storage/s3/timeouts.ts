@@ -22,7 +22,8 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
 /**
  * No byte in either direction for this long ends the attempt: before the headers (a server that
  * accepted and went silent) and between body chunks. S3's first byte comes within about 100 ms
- * and rarely after seconds, so 30 s of silence means the connection is dead.
+ * and rarely after seconds, so 30 s of silence means the connection is dead. (A consumer that
+ * stops reading a body for longer also idles the socket; the read then resumes where it was.)
  */
 export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
 
