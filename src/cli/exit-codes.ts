@@ -22,6 +22,16 @@ export function exitCodeFor(err: unknown): number {
 }
 
 /**
+ * The exit code of a command over several jobs: the one that most needs a person. A config
+ * problem (2) or a failed job (1) outranks a lost race (3), which outranks storage that was
+ * unavailable (4, retry later): retrying the whole command would not fix the first two.
+ */
+export function worstExitCode(a: number, b: number): number {
+  const rank = (code: number) => [EXIT_OK, EXIT_STORAGE_UNAVAILABLE, EXIT_LOST_RACE, EXIT_FAILED, EXIT_USAGE].indexOf(code);
+  return rank(a) >= rank(b) ? a : b;
+}
+
+/**
  * A transient error anywhere in the `cause` chain: a wrapper (a log or engine error around a
  * storage fault) does not make a retryable failure permanent. Usage wrappers return above.
  */

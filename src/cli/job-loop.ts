@@ -8,7 +8,7 @@ import type { JobConfig } from '../config/schema.js';
 import type { RunContext } from '../job/context.js';
 import type { JobOutcome } from '../job/report.js';
 import { createLogger, type Logger } from '../log/logger.js';
-import { EXIT_FAILED, EXIT_OK, exitCodeFor } from './exit-codes.js';
+import { EXIT_FAILED, EXIT_OK, exitCodeFor, worstExitCode } from './exit-codes.js';
 import type { CliIO } from './io.js';
 import type { CommonFlags } from './options.js';
 import { errorInfo, printJson } from './output.js';
@@ -35,18 +35,18 @@ export async function forEachJob<R extends object>(
   const names = flags.job === undefined ? undefined : Array.isArray(flags.job) ? flags.job : [flags.job];
   let worst = EXIT_OK;
   for (const job of selectJobs(config, names)) {
-    const ctx: RunContext = { storage: config.storage, logger, ...(io.signal ? { signal: io.signal } : {}), ...perJob.context, ...io.context };
+    const ctx: RunContext = { storage: config.storage, engine: config.engine, logger, ...(io.signal ? { signal: io.signal } : {}), ...perJob.context, ...io.context };
     const outcome = await perJob.run(job, ctx);
     let report: R & { error?: unknown } = outcome.report;
     if (!outcome.ok) {
-      worst = Math.max(worst, exitCodeFor(outcome.error));
+      worst = worstExitCode(worst, exitCodeFor(outcome.error));
       logger.error({ job: job.name, error: errorInfo(outcome.error) }, `${perJob.command} failed`);
       // What was committed before the failure stays committed; the report says so.
       report = { ...report, error: errorInfo(outcome.error) };
     }
     if (flags.json) printJson(io.stdout, report);
     else io.stdout.write(perJob.format(report));
-    if (io.signal?.aborted) return Math.max(worst, EXIT_FAILED);
+    if (io.signal?.aborted) return worstExitCode(worst, EXIT_FAILED);
   }
   return worst;
 }

@@ -48,8 +48,7 @@ import type {
   WriteOptions,
 } from './storage.js';
 
-export { DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_DELAY_MS, DEFAULT_RETRY_BUDGET, RetryBudget } from './s3/retry.js';
-export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS } from './s3/timeouts.js';
+export { RetryBudget } from './s3/retry.js';
 
 /** Default multipart part size for `upload`. */
 export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;

@@ -130,11 +130,11 @@ describe('secrets never reach output', () => {
     }
   });
 
-  it('a run against a closed port (network error after retries)', async () => {
+  it('a run against a closed port (network error after retries): exit 4, storage unavailable', async () => {
     const storage = { endpoint: `http://127.0.0.1:${await closedPort()}`, region: 'us-east-1', forcePathStyle: true };
     const file = await configFile(storage, 's3://nowhere/landing/', 's3://nowhere/lake/orders');
     const r = await cli(['run', '--config', file, '--json', '--log-level', 'debug']);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(4);
     expectNoSecret(r.out);
   });
 
