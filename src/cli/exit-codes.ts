@@ -1,5 +1,5 @@
 /**
- * Exit codes (SPEC §5): 0 done (also when nothing was new), 1 the run failed,
+ * Exit codes (README, Commands): 0 done (also when nothing was new), 1 the run failed,
  * 2 bad usage or config, 3 lost a commit race and gave up after retries,
  * 4 storage unavailable after retries (safe to retry later).
  */

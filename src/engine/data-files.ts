@@ -125,7 +125,7 @@ function splitSchema(schema: StructType, partitionColumns: readonly string[]) {
     }
     return field;
   });
-  // `void` columns are always null and never stored in data files (delta-notes §4).
+  // `void` columns are always null and never stored in data files (docs/delta-protocol.md, Schema and types).
   const dataFields = schema.fields.filter((f) => !partitionColumns.includes(f.name) && f.type !== 'void');
   if (dataFields.length === 0) {
     throw new SchemaError('[write] every column is a partition column; a Delta table needs at least one data column');

@@ -26,7 +26,7 @@ import {
 } from '@aws-sdk/client-s3';
 import type { GetObjectCommandOutput, S3ClientConfig, _Object } from '@aws-sdk/client-s3';
 import { StorageError, UnsafeKeyError } from '../errors.js';
-import { bodyBytes, checkRange, gatherPages, notFoundError, pageSizeOf } from './common.js';
+import { bodyBytes, checkRange, gatherPages, notFoundError, pageSizeOf } from './driver-helpers.js';
 import { TRANSIENT_CODES, classify, isNotFound, mapS3Error, statusOf } from './s3/faults.js';
 import { RequestCounter } from './s3/request-counter.js';
 import { isObjectChanged, openObject } from './s3/resumable-get.js';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StorageError, UnsafeKeyError } from '../../src/errors.js';
-import { compareKeys } from '../../src/storage/common.js';
+import { compareKeys } from '../../src/storage/driver-helpers.js';
 import type { ListPage, Storage } from '../../src/storage/storage.js';
 
 export interface ContractOptions {

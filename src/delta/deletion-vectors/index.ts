@@ -1,5 +1,5 @@
 /**
- * Deletion vectors (delta-notes-writers §1): the codec for the sets of deleted row indexes
+ * Deletion vectors (PROTOCOL.md#Deletion-Vectors; docs/delta-protocol.md, Deletion vectors): the codec for the sets of deleted row indexes
  * that Spark (and tidemark) attach to data files.
  *
  * - `RowIndexSet`: a sorted set of row indexes (union, cardinality, max, iteration).
