@@ -34,6 +34,7 @@ import {
   type OrderRow,
 } from '../job/helpers.js';
 import { runCli, spawnCli } from './process.js';
+import { sleep } from '../helpers/cli.js';
 
 const KILLS = 20;
 let session: DuckSession;
@@ -58,8 +59,6 @@ function prng(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Delta log versions present under a local table root (commit files only). */
 async function versionsOf(root: string): Promise<number[]> {

@@ -14,6 +14,7 @@ import { LocalStorage } from '../../src/storage/local.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 import { commitOf, putParquet, tableRows } from './drift-helpers.js';
 import { cleanup, DuckSession, makeConfig, mergeTarget, readTarget, run, tempDir } from './helpers.js';
+import { failure } from '../helpers/cli.js';
 
 let session: DuckSession;
 const dirs: string[] = [];
@@ -35,15 +36,6 @@ async function zone(extra: Record<string, unknown> = {}, target?: Record<string,
   return { source, setup, uri: `${source.uri}` };
 }
 
-/** The error a run fails with. */
-async function failure(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected the run to fail');
-}
 
 describe("schemaEvolution: 'addColumns' (the default)", () => {
   it('adds the new columns of new files in the commit of their data; earlier rows read NULL', async () => {
