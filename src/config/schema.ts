@@ -151,6 +151,19 @@ const target = z
      * the change); `tidemark optimize` compacts small files later.
      */
     maxRowsPerFile: z.number().int().positive().default(250_000).describe('Rows per data file written'),
+    deletionVectors: z
+      .union([z.literal('auto'), z.boolean()])
+      .default('auto')
+      .describe(
+        'MERGE marks changed rows in deletion vectors instead of rewriting files: auto (follow the table; tables the job creates in merge mode get them), true, or false (for readers without deletion-vector support)',
+      ),
+    rewriteFilesBelow: size('1MiB').describe('A MERGE rewrites a changed file smaller than this instead of giving it a deletion vector (1MiB)'),
+    rewriteDeletedShare: z
+      .number()
+      .gt(0)
+      .max(1)
+      .default(0.5)
+      .describe('A MERGE rewrites a changed file that would have this share of its rows or more deleted (0.5)'),
     storage: targetStorage.optional(),
   })
   .superRefine((t, ctx) => {

@@ -45,6 +45,8 @@ type Check = (metadata: Metadata) => string | null;
 
 const WRITE_CHECKS: Readonly<Record<string, Check>> = {
   appendOnly: () => null, // enforced by the commit path (no dataChange removes)
+  // Honoured when reading and rewriting; written by MERGE when the table enables them.
+  deletionVectors: () => null,
   timestampNtz: () => null,
   // Domains are carried forward by replay and checkpoints; the commit path refuses `delta.*` domains.
   domainMetadata: () => null,
@@ -66,6 +68,7 @@ const WRITE_CHECKS: Readonly<Record<string, Check>> = {
 
 const READ_CHECKS: Readonly<Record<string, Check>> = {
   timestampNtz: () => null,
+  deletionVectors: () => null,
   columnMapping: columnMappingCheck,
 };
 
@@ -98,6 +101,30 @@ export function assertWritable(protocol: Protocol, metadata: Metadata, uri: stri
     if (detail !== null) problems.push({ feature, detail });
   }
   failOn(problems, 'write', uri);
+}
+
+/** The reader features in force: listed at reader version 3, `columnMapping` implied by version 2. */
+export function readerFeatures(protocol: Protocol): string[] {
+  if (protocol.minReaderVersion >= 3) return [...(protocol.readerFeatures ?? [])];
+  return protocol.minReaderVersion === 2 ? ['columnMapping'] : [];
+}
+
+/**
+ * The protocol with one more table feature: writer 7 with every legacy-implied feature listed
+ * (PROTOCOL.md "Table Features for New and Existing Tables"), and, for a feature readers must
+ * know (`reader`), reader 3 with it in the reader list too.
+ */
+export function withTableFeature(protocol: Protocol, feature: string, opts: { reader: boolean }): Protocol {
+  const writers = [...writerFeatures(protocol)];
+  if (!writers.includes(feature)) writers.push(feature);
+  const upgraded: Protocol = { minReaderVersion: protocol.minReaderVersion, minWriterVersion: 7, writerFeatures: writers };
+  if (opts.reader || protocol.minReaderVersion >= 3) {
+    const readers = readerFeatures(protocol);
+    if (opts.reader && !readers.includes(feature)) readers.push(feature);
+    upgraded.minReaderVersion = 3;
+    upgraded.readerFeatures = readers;
+  }
+  return upgraded;
 }
 
 /** The writer features in force: implied by versions 2..6, listed at version 7. */

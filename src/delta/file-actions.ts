@@ -3,7 +3,7 @@
  * "Add File and Remove File"). Pure: the data files themselves are written by the engine, which
  * describes each one as a `DataFileDescription`.
  */
-import type { AddFile, PartitionValues, RemoveFile } from './actions.js';
+import type { AddFile, DeletionVectorDescriptor, PartitionValues, RemoveFile } from './actions.js';
 import type { FileStats, LiveFile } from './snapshot.js';
 import { statsJson } from './stats.js';
 
@@ -55,4 +55,24 @@ export function removeFileFor(file: LiveFile, opts: { deletionTimestamp: number;
     remove.defaultRowCommitVersion = file.defaultRowCommitVersion;
   }
   return remove;
+}
+
+/**
+ * The `add` that gives a live file a new deletion vector (PROTOCOL.md "Deletion Vectors"): a copy
+ * of the live add with only the DV and the stats changed. Its stats keep their bounds but say they
+ * may be wider than the live rows (`tightBounds: false`); `numRecords` still counts every physical
+ * row. A file without stats gets `{"numRecords": physicalRows, "tightBounds": false}`.
+ */
+export function addWithDeletionVector(file: LiveFile, dv: DeletionVectorDescriptor, physicalRows: number): AddFile {
+  const { parsedStats: _parsed, ...add } = file;
+  return { ...add, deletionVector: dv, dataChange: true, stats: looseStats(file.stats, physicalRows) };
+}
+
+/** Stats text with `tightBounds: false`, every other byte as it was (numbers keep their exact text). */
+function looseStats(stats: string | null | undefined, physicalRows: number): string {
+  const text = stats?.trim();
+  if (!text || !text.startsWith('{') || !text.endsWith('}')) return `{"numRecords":${physicalRows},"tightBounds":false}`;
+  if (/"tightBounds"\s*:\s*(true|false)/.test(text)) return text.replace(/"tightBounds"\s*:\s*(true|false)/, '"tightBounds":false');
+  const inner = text.slice(1, -1).trim();
+  return inner === '' ? `{"numRecords":${physicalRows},"tightBounds":false}` : `{${inner},"tightBounds":false}`;
 }

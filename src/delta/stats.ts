@@ -13,13 +13,16 @@ export class JsonNumber {
   }
 }
 
-/** The files' rows from their stats; undefined when a file has no row count. */
-export function totalRecords(files: readonly Pick<LiveFile, 'parsedStats'>[]): number | undefined {
+/**
+ * The files' live rows from their stats (numRecords counts every stored row; a deletion vector's
+ * cardinality says how many of them are deleted); undefined when a file has no row count.
+ */
+export function totalRecords(files: readonly Pick<LiveFile, 'parsedStats' | 'deletionVector'>[]): number | undefined {
   let rows = 0;
   for (const f of files) {
     const n = f.parsedStats?.numRecords;
     if (n === undefined) return undefined;
-    rows += n;
+    rows += n - (f.deletionVector?.cardinality ?? 0);
   }
   return rows;
 }

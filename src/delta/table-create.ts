@@ -22,18 +22,21 @@ export interface NewTableSpec {
 
 /**
  * The lowest protocol for the table: {1,2} by default; table features at reader 3 / writer 7
- * when the schema uses timestamp_ntz, writer 7 with `domainMetadata` when the commits carry
- * domain metadata. `appendOnly` is listed at writer 7 when `delta.appendOnly` is set.
+ * when the schema uses timestamp_ntz or the table takes deletion vectors
+ * (`delta.enableDeletionVectors`), writer 7 with `domainMetadata` when the commits carry domain
+ * metadata. `appendOnly` is listed at writer 7 when `delta.appendOnly` is set.
  */
 export function protocolFor(schema: StructType, opts: { domainMetadata?: boolean; configuration?: Record<string, string> } = {}): Protocol {
-  const ntz = usesType(schema, 'timestamp_ntz');
-  if (!ntz && !opts.domainMetadata) return { minReaderVersion: 1, minWriterVersion: 2 };
-  const writerFeatures: string[] = [];
-  if (ntz) writerFeatures.push('timestampNtz');
+  const flag = (key: string) => (opts.configuration?.[key] ?? '').toLowerCase() === 'true';
+  const readers: string[] = [];
+  if (usesType(schema, 'timestamp_ntz')) readers.push('timestampNtz');
+  if (flag('delta.enableDeletionVectors')) readers.push('deletionVectors');
+  if (readers.length === 0 && !opts.domainMetadata) return { minReaderVersion: 1, minWriterVersion: 2 };
+  const writerFeatures = [...readers];
   if (opts.domainMetadata) writerFeatures.push('domainMetadata');
-  if ((opts.configuration?.['delta.appendOnly'] ?? '').toLowerCase() === 'true') writerFeatures.push('appendOnly');
-  return ntz
-    ? { minReaderVersion: 3, minWriterVersion: 7, readerFeatures: ['timestampNtz'], writerFeatures }
+  if (flag('delta.appendOnly')) writerFeatures.push('appendOnly');
+  return readers.length > 0
+    ? { minReaderVersion: 3, minWriterVersion: 7, readerFeatures: readers, writerFeatures }
     : { minReaderVersion: 1, minWriterVersion: 7, writerFeatures };
 }
 

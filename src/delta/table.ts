@@ -12,7 +12,7 @@ import type { Storage } from '../storage/storage.js';
 import type { Metadata, Protocol } from './actions.js';
 import { checkpointInterval, maybeWriteCheckpoint, type CheckpointOutcome } from './checkpoint.js';
 import { commitWithRetry, type RetryInfo } from './commit.js';
-import { assertWritable, writerFeatures } from './features.js';
+import { assertWritable, withTableFeature, writerFeatures } from './features.js';
 import { loadSnapshot } from './replay.js';
 import type { Snapshot } from './snapshot.js';
 import { createTableRequest, type CreateTableRequest } from './table-create.js';
@@ -150,18 +150,9 @@ export function prepareRequest(request: CommitRequest, base: Snapshot | null, ur
   const own = request.actions.find((a): a is { protocol: Protocol } => 'protocol' in a);
   const protocol = own?.protocol ?? base?.protocol;
   if (!protocol || writerFeatures(protocol).includes('domainMetadata')) return request;
-  const upgraded = { protocol: withWriterFeature(protocol, 'domainMetadata') };
+  const upgraded = { protocol: withTableFeature(protocol, 'domainMetadata', { reader: false }) };
   if (own) return { ...request, actions: request.actions.map((a) => (a === own ? upgraded : a)) };
   return { ...request, actions: [upgraded, ...request.actions] };
-}
-
-/** The protocol with one more writer feature, moved to writer 7 with its legacy features listed. */
-export function withWriterFeature(protocol: Protocol, feature: string): Protocol {
-  const features = [...writerFeatures(protocol)];
-  if (!features.includes(feature)) features.push(feature);
-  const upgraded: Protocol = { minReaderVersion: protocol.minReaderVersion, minWriterVersion: 7, writerFeatures: features };
-  if (protocol.minReaderVersion >= 3) upgraded.readerFeatures = protocol.readerFeatures ?? [];
-  return upgraded;
 }
 
 /** The protocol and metadata the table will have after this commit. */

@@ -2,9 +2,12 @@
  * The DuckDB session: the only module that imports @duckdb/node-api. Everything else talks
  * to DuckDB through `DuckSession`, so the rest of tidemark sees rows as plain JS objects.
  */
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBDataChunk, DuckDBInstance, INTEGER, type DuckDBConnection } from '@duckdb/node-api';
 
 export type Row = Record<string, unknown>;
+
+/** Rows per DuckDB data chunk (its vector size). */
+const VECTOR_SIZE = 2048;
 
 export interface DuckSessionOptions {
   /** DuckDB threads; default: DuckDB's own (number of cores). */
@@ -62,6 +65,27 @@ export class DuckSession {
   async allJson(sql: string): Promise<Row[]> {
     const reader = await this.conn.runAndReadAll(sql);
     return reader.getRowObjectsJson() as Row[];
+  }
+
+  /**
+   * Append rows of INTEGER columns (all of one length) to `table`, a vector at a time: millions
+   * of rows per second, where INSERT statements would take minutes. Values must be int32.
+   */
+  async appendIntegerColumns(table: string, columns: ReadonlyArray<ArrayLike<number>>): Promise<void> {
+    const rows = columns[0]?.length ?? 0;
+    if (columns.some((c) => c.length !== rows)) throw new RangeError('[duckdb] appendIntegerColumns: columns of different lengths');
+    const appender = await this.conn.createAppender(table);
+    try {
+      for (let start = 0; start < rows; start += VECTOR_SIZE) {
+        const count = Math.min(VECTOR_SIZE, rows - start);
+        const chunk = DuckDBDataChunk.create(columns.map(() => INTEGER), count);
+        chunk.setColumns(columns.map((c) => Array.from({ length: count }, (_, i) => c[start + i]!)));
+        appender.appendDataChunk(chunk);
+      }
+      appender.flushSync();
+    } finally {
+      appender.closeSync();
+    }
   }
 
   /** First row, or undefined. */

@@ -1,8 +1,9 @@
 /**
- * Reading a snapshot's data files as one relation (docs/delta-protocol.md, Reading data files). Only the files the log
- * lists are read, never a glob; partition values come from the log, never folder names;
- * columns a file lacks read as NULL; every column is cast to the type the schema gives
- * (INT96 timestamps, naive but UTC, become TIMESTAMPTZ in the UTC session).
+ * Reading a snapshot's data files as one relation (docs/delta-protocol.md, Reading data files).
+ * Only the files the log lists are read, never a glob; partition values come from the log, never
+ * folder names; columns a file lacks read as NULL; every column is cast to the type the schema
+ * gives (INT96 timestamps, naive but UTC, become TIMESTAMPTZ in the UTC session); rows a deletion
+ * vector deletes are left out (an anti-join on the row's position in its file).
  *
  * Files with the same Parquet schema and the same partition values are read by one
  * `read_parquet([...])`, so an unpartitioned table is one scan whatever its file count.
@@ -10,13 +11,14 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
-import { BadFileError, UnsupportedFeatureError } from '../errors.js';
+import { BadFileError } from '../errors.js';
 import { decodeLogPath } from '../delta/partition-decode.js';
 import { partitionValueSql } from './partition-sql.js';
 import type { StructField } from '../delta/schema.js';
 import type { LiveFile, Snapshot } from '../delta/snapshot.js';
 import type { Spool } from '../spool/spool.js';
 import type { Storage } from '../storage/storage.js';
+import { DELETED_FILE, DELETED_POS, loadDeletedRows, type DeletedRows } from './deleted-rows.js';
 import type { DuckSession, Row } from './duckdb.js';
 import { safeReadPath } from './safe-alias.js';
 import { ident, str } from './sql.js';
@@ -88,68 +90,91 @@ function shapeFromSchemaRows(rows: Row[]): FileShape {
   return { columns, signature };
 }
 
+/** How `scanSql` reads the files. */
+export interface ScanOptions {
+  /** Each file's columns (missing ones read as NULL); without it every file is assumed to hold every data column. */
+  shapeOf?: (localPath: string) => FileShape | undefined;
+  /** Rows deleted by deletion vectors (./deleted-rows.ts); required when a file has a DV. */
+  deleted?: DeletedRows | null;
+  /** Also yield each row's position in its file (`file_row_number`) under this column name. */
+  position?: string;
+}
+
 /**
- * SQL for the snapshot's rows in `files`, with the schema's columns in order.
- * `shapeOf` gives each file's columns (missing ones read as NULL); without it every file is
- * assumed to hold every data column. Paths with glob characters are read through safe aliases.
+ * SQL for the snapshot's rows in `files`, with the schema's columns in order (plus the position
+ * column when asked for). Rows a file's deletion vector deletes are left out. Paths with glob
+ * characters are read through safe aliases.
  */
-export function scanSql(
-  snapshot: Snapshot,
-  files: readonly LiveFile[],
-  localPathOf: (file: LiveFile) => string,
-  shapeOf?: (localPath: string) => FileShape | undefined,
-): string {
-  if (files.length === 0) return emptyRelationSql(snapshot);
-  const groups = new Map<string, { file: LiveFile; shape: FileShape | undefined; paths: string[] }>();
+export function scanSql(snapshot: Snapshot, files: readonly LiveFile[], localPathOf: (file: LiveFile) => string, opts: ScanOptions = {}): string {
+  if (files.length === 0) return emptyRelationSql(snapshot, opts.position);
+  const groups = new Map<string, { file: LiveFile; shape: FileShape | undefined; paths: string[]; deletedId: number | undefined }>();
   for (const file of files) {
-    refuseDeletionVector(snapshot, file);
+    const deletedId = file.deletionVector ? deletedIdOf(snapshot, file, opts.deleted) : undefined;
     const path = localPathOf(file);
-    const shape = shapeOf?.(path);
-    const key = JSON.stringify([shape?.signature ?? null, partitionKey(snapshot, file)]);
-    const group = groups.get(key) ?? { file, shape, paths: [] };
+    const shape = opts.shapeOf?.(path);
+    // A file with a DV is read alone, so its positions are its own.
+    const key = deletedId !== undefined ? `dv:${deletedId}` : JSON.stringify([shape?.signature ?? null, partitionKey(snapshot, file)]);
+    const group = groups.get(key) ?? { file, shape, paths: [], deletedId };
     group.paths.push(safeReadPath(path));
     groups.set(key, group);
   }
+  const needsPosition = opts.position !== undefined || [...groups.values()].some((g) => g.deletedId !== undefined);
   return [...groups.values()]
     .map((g) => {
-      const source = `read_parquet([${g.paths.map(str).join(', ')}], hive_partitioning = false)`;
-      return `SELECT ${projection(snapshot, g.file, g.shape)} FROM ${source}`;
+      const source = `read_parquet([${g.paths.map(str).join(', ')}], hive_partitioning = false${needsPosition ? ', file_row_number = true' : ''})`;
+      const position = opts.position === undefined ? '' : `, r.file_row_number AS ${ident(opts.position)}`;
+      const live =
+        g.deletedId === undefined
+          ? ''
+          : ` ANTI JOIN (SELECT ${ident(DELETED_POS)} FROM ${ident(opts.deleted!.table)} WHERE ${ident(DELETED_FILE)} = ${g.deletedId}) AS d ` +
+            `ON r.file_row_number = d.${ident(DELETED_POS)}`;
+      return `SELECT ${projection(snapshot, g.file, g.shape, 'r')}${position} FROM ${source} AS r${live}`;
     })
     .join('\nUNION ALL BY NAME\n');
 }
 
+/** The id of a file's deleted rows; a file with a DV but no loaded deleted rows is a bug of the caller. */
+function deletedIdOf(snapshot: Snapshot, file: LiveFile, deleted: DeletedRows | null | undefined): number {
+  const id = deleted?.idOf(file);
+  if (id === undefined) throw new Error(`[scan] data file ${file.path} of ${snapshot.tableUri} has a deletion vector that was not loaded`);
+  return id;
+}
+
 /**
- * Inspect the files' schemas with DuckDB, then build the scan (see `scanSql`).
- * `localPathOf` must give a path DuckDB can read for each file.
+ * Inspect the files' schemas with DuckDB and load their deletion vectors, then build the scan
+ * (see `scanSql`). `localPathOf` must give a path DuckDB can read for each file. The deleted rows
+ * live in a temp table until the caller drops it (`deleted.drop()`); null when no file has a DV.
  */
 export async function scanRelation(
   session: DuckSession,
-  snapshot: Snapshot,
+  source: { storage: Storage; snapshot: Snapshot },
   files: readonly LiveFile[],
   localPathOf: (file: LiveFile) => string,
-): Promise<string> {
+): Promise<{ sql: string; deleted: DeletedRows | null }> {
   const shapes = await inspectFiles(session, files.map(localPathOf));
-  return scanSql(snapshot, files, localPathOf, (p) => shapes.get(p));
+  const deleted = await loadDeletedRows(files, { session, storage: source.storage });
+  return { sql: scanSql(source.snapshot, files, localPathOf, { shapeOf: (p) => shapes.get(p), deleted }), deleted };
 }
 
-/** A correctly typed relation with no rows. */
-export function emptyRelationSql(snapshot: Snapshot): string {
+/** A correctly typed relation with no rows (with the position column when named). */
+export function emptyRelationSql(snapshot: Snapshot, position?: string): string {
   const columns = snapshot.schema.fields.map((f) => `CAST(NULL AS ${deltaTypeToDuck(f.type)}) AS ${ident(f.name)}`);
+  if (position !== undefined) columns.push(`CAST(NULL AS BIGINT) AS ${ident(position)}`);
   return `SELECT ${columns.join(', ')} LIMIT 0`;
 }
 
-function projection(snapshot: Snapshot, file: LiveFile, shape: FileShape | undefined): string {
-  return snapshot.schema.fields.map((f) => `${columnSql(snapshot, file, shape, f)} AS ${ident(f.name)}`).join(', ');
+function projection(snapshot: Snapshot, file: LiveFile, shape: FileShape | undefined, alias: string): string {
+  return snapshot.schema.fields.map((f) => `${columnSql(snapshot, file, shape, f, alias)} AS ${ident(f.name)}`).join(', ');
 }
 
-function columnSql(snapshot: Snapshot, file: LiveFile, shape: FileShape | undefined, field: StructField): string {
+function columnSql(snapshot: Snapshot, file: LiveFile, shape: FileShape | undefined, field: StructField, alias: string): string {
   const type = deltaTypeToDuck(field.type);
   if (isPartitionColumn(snapshot, field.name)) {
     return partitionValueSql(partitionValue(file, field.name), field.type, field.name);
   }
   if (field.type === 'void') return `CAST(NULL AS ${type})`;
   const stored = shape ? findColumn(shape.columns, field.name) : field.name;
-  return stored === undefined ? `CAST(NULL AS ${type})` : `CAST(${ident(stored)} AS ${type})`;
+  return stored === undefined ? `CAST(NULL AS ${type})` : `CAST(${alias}.${ident(stored)} AS ${type})`;
 }
 
 /** Column names are case-insensitive in Delta; prefer the exact spelling. */
@@ -170,12 +195,6 @@ function partitionValue(file: LiveFile, column: string): string | null {
 
 function partitionKey(snapshot: Snapshot, file: LiveFile): Array<string | null> {
   return snapshot.partitionColumns.map((c) => partitionValue(file, c));
-}
-
-function refuseDeletionVector(snapshot: Snapshot, file: LiveFile): void {
-  if (!file.deletionVector) return;
-  const detail = `data file ${file.path} has a deletion vector`;
-  throw new UnsupportedFeatureError('deletionVectors', 'read', snapshot.tableUri, detail);
 }
 
 /**
@@ -207,8 +226,12 @@ export async function withTableScan<T>(
         }),
       ),
     );
-    const relation = await scanRelation(session, snapshot, snapshot.files, (f) => paths.get(f)!);
-    return await fn(relation);
+    const { sql, deleted } = await scanRelation(session, { storage, snapshot }, snapshot.files, (f) => paths.get(f)!);
+    try {
+      return await fn(sql);
+    } finally {
+      await deleted?.drop();
+    }
   } finally {
     const created = dir === null ? null : await (dir as Promise<string>).catch(() => null);
     if (created !== null) await rm(created, { recursive: true, force: true });

@@ -134,6 +134,9 @@ async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pro
         keyColumns: job.target.key!,
         orderBy: job.target.orderBy!,
         keysUnique: true, // loadBatch reduced the batch to one row per key
+        deletionVectors: job.target.deletionVectors === 'auto' ? 'auto' : job.target.deletionVectors ? 'on' : 'off',
+        rewriteBelowBytes: job.target.rewriteFilesBelow,
+        rewriteDeletedShare: job.target.rewriteDeletedShare,
         ...(job.target.deleteWhen ? { deleteWhen: job.target.deleteWhen } : {}),
         ...(tombstones.relation ? { tombstones: tombstones.relation } : {}),
       }),

@@ -50,7 +50,7 @@ export function optimizeCommitRequest(input: OptimizeCommitInput): CommitRequest
 }
 
 /** The operationMetrics Spark's OPTIMIZE writes, values as strings; file sizes are of the added files. */
-function optimizeMetrics(removed: readonly { size: number }[], added: readonly { size: number }[]) {
+function optimizeMetrics(removed: readonly { size: number; deletionVector?: unknown }[], added: readonly { size: number }[]) {
   const sizes = added.map((f) => f.size).sort((a, b) => a - b);
   const pick = (q: number): number => sizes[Math.min(sizes.length - 1, Math.floor(q * sizes.length))] ?? 0;
   const metrics: Record<string, number> = {
@@ -63,7 +63,7 @@ function optimizeMetrics(removed: readonly { size: number }[], added: readonly {
     p50FileSize: pick(0.5),
     p75FileSize: pick(0.75),
     maxFileSize: sizes[sizes.length - 1] ?? 0,
-    numDeletionVectorsRemoved: 0,
+    numDeletionVectorsRemoved: removed.filter((f) => 'deletionVector' in f && f.deletionVector).length,
   };
   return Object.fromEntries(Object.entries(metrics).map(([k, v]) => [k, String(v)]));
 }

@@ -10,7 +10,6 @@
  * the uploaded files stay behind as orphans for VACUUM. Running it again re-plans on the new
  * snapshot. Nothing to compact: no commit, `version: null`.
  */
-import type { PartitionValues } from '../delta/actions.js';
 import { assertWritable } from '../delta/features.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { DeltaTable } from '../delta/table.js';
@@ -18,7 +17,7 @@ import type { DuckSession } from '../engine/duckdb.js';
 import type { Spool } from '../spool/spool.js';
 import { DeltaLogError } from '../errors.js';
 import { optimizeCommitRequest, sum, uniquePartitions, type RewrittenBin } from './optimize-commit.js';
-import { planCompaction, SMALL_FILE_FRACTION, DEFAULT_TARGET_FILE_BYTES, type CompactionOptions } from './plan-compaction.js';
+import { planCompaction, DEFAULT_TARGET_FILE_BYTES, type CompactionOptions } from './plan-compaction.js';
 import { rewriteBin } from './rewrite-bin.js';
 
 /** Parallel downloads and uploads of data files. */
@@ -94,30 +93,4 @@ export async function optimizeTable(table: DeltaTable, session: DuckSession, opt
     bytesAdded: sum(added),
     partitionsCompacted: uniquePartitions(rewritten.map((r) => r.bin.partitionValues)).length,
   };
-}
-
-/** Options of `shouldAutoOptimize`. */
-export interface AutoOptimizeOptions {
-  /** Compact once some partition holds at least this many small files. */
-  smallFileThreshold: number;
-  /** As in optimizeTable. */
-  targetFileBytes?: number;
-  smallFileBytes?: number;
-  partitionFilter?: (values: PartitionValues) => boolean;
-}
-
-/**
- * True when some partition holds at least `smallFileThreshold` small files that OPTIMIZE would
- * compact: the check a job runs after a commit before an optional auto-optimize. No I/O.
- */
-export function shouldAutoOptimize(snapshot: Snapshot, opts: AutoOptimizeOptions): boolean {
-  const threshold = Math.max(2, opts.smallFileThreshold);
-  const target = opts.targetFileBytes ?? DEFAULT_TARGET_FILE_BYTES;
-  const plan = planCompaction(snapshot, {
-    targetFileBytes: target,
-    smallFileBytes: opts.smallFileBytes ?? Math.floor(target * SMALL_FILE_FRACTION),
-    minFilesPerPartition: threshold,
-    ...(opts.partitionFilter ? { partitionFilter: opts.partitionFilter } : {}),
-  });
-  return plan.bins.length > 0;
 }

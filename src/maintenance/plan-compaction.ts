@@ -2,7 +2,11 @@
  * Planning a compaction (pure: no I/O). Small live files are grouped by partition, then packed
  * into bins of at most `targetFileBytes` each; every bin becomes one new file. A file is never
  * moved across partitions, and a partition with fewer than `minFilesPerPartition` small files is
- * left alone, as is any bin that would hold a single file (rewriting it gains nothing).
+ * left alone, as is any bin that would hold a single small file (rewriting it gains nothing).
+ *
+ * Purging deletion vectors (Spark's REORG … APPLY (PURGE)): a file whose deletion vector deletes
+ * more than `maxDeletedShare` of its rows (all files with a DV under `purge`) is rewritten without
+ * them, alone or packed with the partition's small files, whatever its size.
  */
 import type { PartitionValues } from '../delta/actions.js';
 import type { LiveFile, Snapshot } from '../delta/snapshot.js';
@@ -13,6 +17,8 @@ export const DEFAULT_TARGET_FILE_BYTES = 128 * 1024 * 1024;
 export const DEFAULT_MIN_FILES_PER_PARTITION = 2;
 /** Files below this fraction of the target count as small. */
 export const SMALL_FILE_FRACTION = 0.75;
+/** A file whose DV deletes more than this share of its rows is rewritten (Spark's optimize.maxDeletedRowsRatio). */
+export const DEFAULT_MAX_DELETED_SHARE = 0.05;
 
 /** What to compact. */
 export interface CompactionOptions {
@@ -24,6 +30,10 @@ export interface CompactionOptions {
   smallFileBytes?: number;
   /** Only partitions for which this returns true (see `partitionEquals`). */
   partitionFilter?: (values: PartitionValues) => boolean;
+  /** Rewrite every file with a deletion vector, however few rows it deletes. */
+  purge?: boolean;
+  /** Rewrite a file whose DV deletes more than this share of its rows; default 0.05. */
+  maxDeletedShare?: number;
 }
 
 /** Files of one partition to rewrite as one new file. */
@@ -39,7 +49,7 @@ export interface CompactionPlan {
   bins: CompactionBin[];
   /** Live files in the partitions that passed `partitionFilter`. */
   consideredFiles: number;
-  /** Considered files left as they are (large, with deletion vectors, or alone in their bin). */
+  /** Considered files left as they are (large, alone in their bin, or with a DV that deletes little). */
   skippedFiles: number;
 }
 
@@ -48,19 +58,30 @@ export function planCompaction(snapshot: Snapshot, opts: CompactionOptions = {})
   const target = opts.targetFileBytes ?? DEFAULT_TARGET_FILE_BYTES;
   const small = opts.smallFileBytes ?? Math.floor(target * SMALL_FILE_FRACTION);
   const minFiles = opts.minFilesPerPartition ?? DEFAULT_MIN_FILES_PER_PARTITION;
+  const purges = (f: LiveFile) => mustPurge(f, opts);
   const bins: CompactionBin[] = [];
   let considered = 0;
   for (const files of groupByPartition(snapshot).values()) {
     const partitionValues = files[0]!.partitionValues;
     if (opts.partitionFilter && !opts.partitionFilter(partitionValues)) continue;
     considered += files.length;
-    // Files with deletion vectors cannot be read by the scan; leave them out.
-    const candidates = files.filter((f) => f.size < small && !f.deletionVector);
-    if (candidates.length < minFiles) continue;
-    bins.push(...packBins(candidates.sort(byArrival), target).filter((b) => b.files.length > 1));
+    const purged = files.filter(purges);
+    const smallFiles = files.filter((f) => f.size < small && !purges(f));
+    const candidates = [...purged, ...(smallFiles.length >= minFiles ? smallFiles : [])];
+    bins.push(...packBins(candidates.sort(byArrival), target).filter((b) => b.files.length > 1 || b.files.some(purges)));
   }
   const planned = bins.reduce((n, b) => n + b.files.length, 0);
   return { bins, consideredFiles: considered, skippedFiles: considered - planned };
+}
+
+/** True when the file's deletion vector is to be purged (see the module comment). */
+function mustPurge(file: LiveFile, opts: CompactionOptions): boolean {
+  const dv = file.deletionVector;
+  if (!dv) return false;
+  if (opts.purge) return true;
+  const rows = file.parsedStats?.numRecords;
+  // Without a row count the share is unknown: purge, rather than keep a file that may be mostly deleted.
+  return rows === undefined || rows === 0 || dv.cardinality / rows > (opts.maxDeletedShare ?? DEFAULT_MAX_DELETED_SHARE);
 }
 
 /**

@@ -36,17 +36,18 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
   try {
     const inputDir = await scratch.folder('in');
     const local = await localizeFiles(bin.files, { storage: ctx.storage, spoolDir: inputDir, concurrency: ctx.concurrency, ...signal });
-    const relationSql = await scanRelation(ctx.session, ctx.snapshot, bin.files, (f) => local.get(f.path)!);
+    const scan = await scanRelation(ctx.session, ctx, bin.files, (f) => local.get(f.path)!);
     const rows = targetFileRows(bin, ctx.targetFileBytes);
     const numIndexedCols = indexedColumns(ctx.snapshot);
+    const localDir = await scratch.folder('out');
     const written = await writeDataFiles(ctx.session, {
-      relationSql,
+      relationSql: scan.sql,
       schema: ctx.snapshot.schema,
       partitionColumns: ctx.snapshot.partitionColumns,
-      localDir: await scratch.folder('out'),
+      localDir,
       ...(rows === undefined ? {} : { targetFileRows: rows, rowsAtMost: totalRecords(bin.files) }),
       ...(numIndexedCols === undefined ? {} : { numIndexedCols }),
-    });
+    }).finally(() => scan.deleted?.drop());
     await uploadDataFiles(ctx.storage, written, { concurrency: ctx.concurrency, ...signal });
     // The rows came from this one partition: keep its log strings exactly as they were (the
     // writer re-encodes values, which may spell e.g. a timestamp differently).

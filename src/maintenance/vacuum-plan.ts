@@ -1,9 +1,10 @@
 /**
  * Deciding what VACUUM deletes (pure: no I/O). A listed file is deleted only when all hold:
  *
- *   1. the current snapshot does not reference it (not a live file);
+ *   1. the current snapshot does not reference it (not a live file, nor the deletion-vector
+ *      `.bin` file of one);
  *   2. no snapshot within the retention window needs it: no remove action still in
- *      the log with a deletionTimestamp after the cutoff names it;
+ *      the log with a deletionTimestamp after the cutoff names it (or its `.bin` file);
  *   3. its LastModified is before the cutoff, so it is not a file a writer is uploading right now
  *      for a commit still to come (an orphan of a failed commit only goes once it is old).
  *
@@ -11,6 +12,8 @@
  * the writer that stamped a remove and the store cannot make a young file go early.
  */
 import { DeltaLogError } from '../errors.js';
+import type { DeletionVectorDescriptor } from '../delta/actions.js';
+import { resolveDeletionVector } from '../delta/deletion-vectors/index.js';
 import { decodeLogPath } from '../delta/partition-decode.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { ObjectInfo } from '../storage/storage.js';
@@ -38,9 +41,9 @@ export interface VacuumPlan {
 /** The files to delete; see the module comment. */
 export function planVacuum(input: VacuumPlanInput): VacuumPlan {
   const uri = input.snapshot.tableUri;
-  const live = new Set(input.snapshot.files.flatMap((f) => keyOf(f.path, uri)));
+  const live = new Set(input.snapshot.files.flatMap((f) => [...keyOf(f.path, uri), ...dvKeyOf(f, uri)]));
   const retained = new Set(
-    input.snapshot.removes.filter((t) => (t.deletionTimestamp ?? 0) > input.cutoff).flatMap((t) => keyOf(t.path, uri)),
+    input.snapshot.removes.filter((t) => (t.deletionTimestamp ?? 0) > input.cutoff).flatMap((t) => [...keyOf(t.path, uri), ...dvKeyOf(t, uri)]),
   );
   const plan: VacuumPlan = { toDelete: [], keptLive: 0, keptTombstoned: 0, keptYoung: 0 };
   for (const object of input.objects) {
@@ -50,6 +53,17 @@ export function planVacuum(input: VacuumPlanInput): VacuumPlan {
     else plan.toDelete.push(object);
   }
   return plan;
+}
+
+/**
+ * The key of the `.bin` file holding a file action's deletion vector, as a list (empty without a
+ * DV, for an inline one, or for a `p` path outside the table): a `.bin` file stays while any live
+ * file or retained remove points into it, at any offset.
+ */
+function dvKeyOf(action: { deletionVector?: DeletionVectorDescriptor | null }, uri: string): string[] {
+  if (!action.deletionVector) return [];
+  const location = resolveDeletionVector(action.deletionVector, uri);
+  return location.kind === 'file' ? [location.key] : [];
 }
 
 /**

@@ -63,7 +63,7 @@ describe('reader gate', () => {
   });
 
   it('refuses unsupported and unknown reader features, and versions above 3', () => {
-    expect(readRefusal(p(3, 7, ['deletionVectors']))).toBe('deletionVectors');
+    expect(readRefusal(p(3, 7, ['deletionVectors']))).toBeNull();
     expect(readRefusal(p(3, 7, ['v2Checkpoint']))).toBe('v2Checkpoint');
     expect(readRefusal(p(3, 7, ['timestampNtz', 'someFutureFeature']))).toBe('someFutureFeature');
     expect(readRefusal(p(4, 7))).toBe('minReaderVersion=4');
@@ -71,8 +71,8 @@ describe('reader gate', () => {
   });
 
   it('the message names the feature, the table and the access', () => {
-    expect(() => assertReadable(p(3, 7, ['deletionVectors', 'v2Checkpoint']), metadata(), 'file:///t/')).toThrow(
-      "cannot read table file:///t/: it uses the table feature 'deletionVectors', which tidemark does not support (not supported for reading; also unsupported: v2Checkpoint)",
+    expect(() => assertReadable(p(3, 7, ['v2Checkpoint', 'someFutureFeature']), metadata(), 'file:///t/')).toThrow(
+      "cannot read table file:///t/: it uses the table feature 'v2Checkpoint', which tidemark does not support (not supported for reading; also unsupported: someFutureFeature)",
     );
   });
 });
@@ -108,7 +108,6 @@ describe('writer gate', () => {
 
   it('refuses features a minimal writer cannot honour, and unknown names', () => {
     for (const feature of [
-      'deletionVectors',
       'v2Checkpoint',
       'rowTracking',
       'liquid',
@@ -131,9 +130,13 @@ describe('writer gate', () => {
   });
 
   it('a writer must also pass the reader gate', () => {
-    expect(writeRefusal(p(3, 7, ['deletionVectors'], ['deletionVectors']))).toBe('deletionVectors');
-    expect(() => assertWritable(p(3, 7, ['deletionVectors'], ['rowTracking']), metadata(), 'file:///t/')).toThrow(
-      /cannot write table .*'deletionVectors'.*also unsupported: rowTracking/,
+    expect(writeRefusal(p(3, 7, ['v2Checkpoint'], ['v2Checkpoint']))).toBe('v2Checkpoint');
+    expect(() => assertWritable(p(3, 7, ['v2Checkpoint'], ['rowTracking']), metadata(), 'file:///t/')).toThrow(
+      /cannot write table .*'v2Checkpoint'.*also unsupported: rowTracking/,
     );
+  });
+
+  it('accepts deletion vectors for reading and writing (tidemark reads them and writes them in MERGE)', () => {
+    expect(writeRefusal(p(3, 7, ['deletionVectors'], ['deletionVectors']))).toBeNull();
   });
 });

@@ -6,7 +6,8 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UnsupportedFeatureError } from '../../src/errors.js';
+import { DeltaLogError } from '../../src/errors.js';
+import { inlineDescriptor, RowIndexSet, writeDeletionVectorFile } from '../../src/delta/deletion-vectors/index.js';
 import type { Action, AddFile, PartitionValues } from '../../src/delta/actions.js';
 import { SnapshotBuilder } from '../../src/delta/replay.js';
 import type { StructField } from '../../src/delta/schema.js';
@@ -128,23 +129,35 @@ describe('table scan', () => {
     const files = [1, 2, 3].map((i) => ({ path: `group/f${i}.parquet` }));
     const same = snapshotOf([field('id', 'long')], files);
     const local = (f: { path: string }) => join(dir, f.path);
-    expect((await scanRelation(session, same, same.files, local)).match(/read_parquet/g)).toHaveLength(1);
+    expect((await scanRelation(session, { storage: new LocalStorage(dir), snapshot: same }, same.files, local)).sql.match(/read_parquet/g)).toHaveLength(1);
     const mixed = snapshotOf([field('id', 'long')], [...files, { path: 'group/wide.parquet' }]);
-    const sql = await scanRelation(session, mixed, mixed.files, local);
+    const { sql } = await scanRelation(session, { storage: new LocalStorage(dir), snapshot: mixed }, mixed.files, local);
     expect(sql.match(/read_parquet/g)).toHaveLength(2);
     expect(await session.allJson(`SELECT sum(id) AS s FROM (${sql})`)).toEqual([{ s: '10' }]);
     // Without shapes, every file is assumed to hold every data column.
-    expect(scanSql(same, same.files, local)).toContain('CAST("id" AS BIGINT)');
+    expect(scanSql(same, same.files, local)).toContain('CAST(r."id" AS BIGINT)');
   });
 
-  it('refuses files with deletion vectors, naming the feature', async () => {
-    await parquet('dv/a.parquet', 'SELECT 1 AS v');
+  it('leaves out the rows a deletion vector deletes, by their position in the file (inline and file DVs)', async () => {
+    await parquet('dv/a.parquet', 'SELECT range::INTEGER AS v FROM range(10)');
+    await parquet('dv/b.parquet', 'SELECT (100 + range)::INTEGER AS v FROM range(5)');
+    const storage = new LocalStorage(dir);
+    const file = await writeDeletionVectorFile(storage, [RowIndexSet.fromIndexes([0, 9])]);
     const s = snapshotOf([field('v', 'integer')], [
-      { path: 'dv/a.parquet', extra: { deletionVector: { storageType: 'u', pathOrInlineDv: 'x', offset: 1, sizeInBytes: 1, cardinality: 1 } } },
+      { path: 'dv/a.parquet', extra: { deletionVector: file.descriptors[0]! } },
+      { path: 'dv/b.parquet', extra: { deletionVector: inlineDescriptor(RowIndexSet.fromIndexes([1, 2, 3])) } },
     ]);
+    expect((await rows(s)).map((r) => Number((r as { v: number }).v))).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 100, 104]);
+  });
+
+  it('a deletion vector whose file is missing fails naming it (never read as "nothing deleted")', async () => {
+    await parquet('dv/c.parquet', 'SELECT 1 AS v');
+    const missing = { storageType: 'u', pathOrInlineDv: 'm9JzgVlI!?Oy<+3x+y^b', offset: 1, sizeInBytes: 34, cardinality: 1 };
+    const s = snapshotOf([field('v', 'integer')], [{ path: 'dv/c.parquet', extra: { deletionVector: missing } }]);
     const err = await rows(s).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(UnsupportedFeatureError);
-    expect((err as UnsupportedFeatureError).feature).toBe('deletionVectors');
+    expect(err).toBeInstanceOf(DeltaLogError);
+    expect((err as Error).message).toMatch(/DV file not found/);
+    expect((err as Error).message).toContain('deletion_vector_44ccbf3f-b223-4581-9cd8-a7e569120ada.bin');
   });
 
   it('downloads files when the store cannot give a local path', async () => {

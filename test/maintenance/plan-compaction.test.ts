@@ -3,7 +3,6 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LiveFile, Snapshot } from '../../src/delta/snapshot.js';
-import { shouldAutoOptimize } from '../../src/maintenance/optimize.js';
 import { packBins, partitionEquals, planCompaction } from '../../src/maintenance/plan-compaction.js';
 
 function file(path: string, size: number, p: string | null = 'a', modificationTime = 1): LiveFile {
@@ -49,20 +48,38 @@ describe('planCompaction', () => {
     expect(packBins(s.files, 100).map((b) => b.bytes)).toEqual([80, 80, 40]);
   });
 
-  it('skips files with deletion vectors and partitions the filter excludes', () => {
-    const dv = { ...file('a3', 10), deletionVector: { storageType: 'u', pathOrInlineDv: 'x', sizeInBytes: 1, cardinality: 1 } };
-    const s = snapshot([file('a1', 10), file('a2', 10), dv, file('b1', 10, 'b'), file('b2', 10, 'b')]);
+  it('leaves out the partitions the filter excludes', () => {
+    const s = snapshot([file('a1', 10), file('a2', 10), file('b1', 10, 'b'), file('b2', 10, 'b')]);
     const plan = planCompaction(s, { targetFileBytes: 100, partitionFilter: partitionEquals({ p: 'a' }) });
     expect(paths(plan)).toEqual([['a1', 'a2']]);
-    expect(plan).toMatchObject({ consideredFiles: 3, skippedFiles: 1 });
+    expect(plan).toMatchObject({ consideredFiles: 2, skippedFiles: 0 });
   });
 });
 
-describe('shouldAutoOptimize', () => {
-  it('is true once one partition holds the threshold of small files', () => {
-    const s = snapshot([file('a1', 10), file('a2', 10), file('b1', 10, 'b'), file('b2', 10, 'b'), file('b3', 10, 'b')]);
-    expect(shouldAutoOptimize(s, { smallFileThreshold: 3, targetFileBytes: 100 })).toBe(true);
-    expect(shouldAutoOptimize(s, { smallFileThreshold: 4, targetFileBytes: 100 })).toBe(false);
-    expect(shouldAutoOptimize(s, { smallFileThreshold: 3, targetFileBytes: 100, smallFileBytes: 5 })).toBe(false);
+describe('planCompaction purges deletion vectors', () => {
+  const withDv = (f: LiveFile, cardinality: number, rows: number): LiveFile => ({
+    ...f,
+    parsedStats: { numRecords: rows },
+    deletionVector: { storageType: 'u', pathOrInlineDv: 'ab'.padEnd(20, 'x'), offset: 1, sizeInBytes: 30, cardinality },
+  });
+
+  it('a small file whose DV deletes little is compacted with the others (the scan leaves its deleted rows out)', () => {
+    const s = snapshot([file('a1', 10), file('a2', 10), withDv(file('a3', 10), 1, 100)]);
+    expect(paths(planCompaction(s, { targetFileBytes: 100 }))).toEqual([['a1', 'a2', 'a3']]);
+  });
+
+  it('a file whose DV deletes more than 5% of its rows is rewritten, even large and alone', () => {
+    const s = snapshot([file('a1', 1000), withDv(file('a2', 1000), 10, 100), withDv(file('b1', 1000, 'b'), 5, 100)]);
+    const plan = planCompaction(s, { targetFileBytes: 100 });
+    expect(paths(plan)).toEqual([['a2']]);
+    expect(plan).toMatchObject({ consideredFiles: 3, skippedFiles: 2 });
+    expect(paths(planCompaction(s, { targetFileBytes: 100, maxDeletedShare: 0.01 }))).toEqual([['a2'], ['b1']]);
+  });
+
+  it('purge rewrites every file with a DV; a DV file of unknown row count is purged too', () => {
+    const noRows = { ...withDv(file('c1', 1000, 'c'), 1, 100), parsedStats: null };
+    const s = snapshot([file('a1', 1000), withDv(file('a2', 1000), 1, 100), noRows]);
+    expect(paths(planCompaction(s, { targetFileBytes: 100 }))).toEqual([['c1']]);
+    expect(paths(planCompaction(s, { targetFileBytes: 100, purge: true }))).toEqual([['a2'], ['c1']]);
   });
 });

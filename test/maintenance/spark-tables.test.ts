@@ -16,6 +16,8 @@ import { LocalStorage } from '../../src/storage/local.js';
 import { copySharedTable, sharedTableNames } from '../helpers/shared-tables.js';
 import { keysUnder, rowsOf } from './helpers.js';
 import { openTable, scratchSpool } from '../../scripts/lib/tables.js';
+import { resolveDeletionVector } from '../../src/delta/deletion-vectors/index.js';
+import { assertWritable } from '../../src/delta/features.js';
 
 let session: DuckSession;
 beforeAll(async () => {
@@ -33,9 +35,12 @@ describe.each(sharedTableNames())('maintenance on the shared table %s', (name) =
     const storage = new LocalStorage(dir);
     const table = openTable(storage, session);
     const keysBefore = await keysUnder(storage);
-    const before = await table.snapshot().catch((e: unknown) => e);
-    if (before instanceof UnsupportedFeatureError) {
-      // Features tidemark cannot read (deletion vectors, column mapping, v2 checkpoints): both refuse.
+    const writable = await table
+      .snapshot()
+      .then((s) => (s ? assertWritable(s.protocol, s.metadata, s.tableUri) : undefined))
+      .catch((e: unknown) => e);
+    if (writable instanceof UnsupportedFeatureError) {
+      // Features tidemark cannot read or write (column mapping, v2 checkpoints, unknown writer features): both refuse.
       await expect(optimizeTable(table, session, { spool: scratchSpool() })).rejects.toBeInstanceOf(UnsupportedFeatureError);
       await expect(vacuumTable(table, { retainHours: 0, unsafeAllowShortRetention: true })).rejects.toBeInstanceOf(UnsupportedFeatureError);
       expect(await keysUnder(storage)).toEqual(keysBefore);
@@ -51,7 +56,13 @@ describe.each(sharedTableNames())('maintenance on the shared table %s', (name) =
     if (result.version !== null) expect(Math.max(...perPartition.values())).toBe(1);
 
     const hidden = hiddenIn(after.partitionColumns);
-    const live = new Set(after.files.map((f) => decodeLogPath(f.path)));
+    // Live: the data files, and the deletion-vector files they point into.
+    const live = new Set(
+      after.files.flatMap((f) => {
+        const dv = f.deletionVector ? resolveDeletionVector(f.deletionVector, after.tableUri) : null;
+        return [decodeLogPath(f.path), ...(dv?.kind === 'file' ? [dv.key] : [])];
+      }),
+    );
     const keysBeforeVacuum = await keysUnder(storage);
     const vacuum = await vacuumTable(table, { retainHours: 0, unsafeAllowShortRetention: true, now: () => Date.now() + 1000 });
     expect(vacuum.filesDeleted).toEqual(keysBeforeVacuum.filter((k) => !hidden(k) && !live.has(k)));

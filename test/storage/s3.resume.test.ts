@@ -52,12 +52,13 @@ describe('resumable GetObject (fault injection: proxy in front of s3rver)', () =
     const { storage, etag } = await setup('r.bin', OLD);
     env.proxy.faultNext('silentMidBody', { method: 'GET', path: `${storage.prefix}r.bin` });
     expect(Buffer.from((await storage.read('r.bin'))!).equals(OLD)).toBe(true);
-    const gets = requestsFor(storage, 'r.bin');
-    expect(gets.map((g) => [g.fault, g.range, g.ifMatch])).toEqual([
-      ['silentMidBody', undefined, undefined],
-      [undefined, `bytes=50000-99999`, `"${etag}"`],
-    ]);
-    expect(storage.requestCounts()).toMatchObject({ get: 2 });
+    const [first, resumed, ...more] = requestsFor(storage, 'r.bin');
+    expect([first?.fault, first?.range, first?.ifMatch]).toEqual(['silentMidBody', undefined, undefined]);
+    expect([resumed?.fault, resumed?.range, resumed?.ifMatch]).toEqual([undefined, `bytes=50000-99999`, `"${etag}"`]);
+    // On a loaded machine the 300 ms idle timeout can also fire on an honest response; any
+    // further attempt must still be a conditional resume, never a fresh unconditioned read.
+    for (const extra of more) expect(extra.ifMatch).toBe(`"${etag}"`);
+    expect(storage.requestCounts().get).toBe(2 + more.length);
   });
 
   it('fault injection: a ranged read resumes inside its range and keeps its end', async () => {

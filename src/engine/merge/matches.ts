@@ -1,19 +1,23 @@
 /**
  * Finding the stored rows a batch touches, reading as little as possible:
  *   prune (partition values, then key stats)  →  download the candidates (remote stores only)
- *   →  scan their key and orderBy columns, joined with the batch (the hits)
- *   →  read in full only the files with a non-stale hit, and classify each matched row.
+ *   →  load their deletion vectors  →  scan their key and orderBy columns with each row's
+ *      position, joined with the batch (the hits)
+ *   →  give each touched file a write mode ('dv' or 'rewrite', see ./write-mode.ts)
+ *   →  read in full only the 'rewrite' files, and of the 'dv' files only their tied rows;
+ *      classify every matched row (the changes).
  */
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
+import { loadDeletedRows, type DeletedRows } from '../deleted-rows.js';
 import type { DuckSession } from '../duckdb.js';
 import { emptyRelationSql, inspectFiles, scanSql, type FileShape } from '../scan.js';
 import { ident } from '../sql.js';
-import { FILE_ID, type TempTables } from './temp-names.js';
-import { actionsSql, filesToReadSql, filesToRewriteSql, hitsSql, pruningPartitions, targetSql, type MatchSpec } from './plan.js';
-import { pruneFiles, type TypedColumn } from './prune.js';
 import { localizeFiles } from './localize.js';
+import { actionsSql, changesSql, hitsSql, modesSql, pruningPartitions, targetSql, touchedFilesSql, type MatchSpec, type WriteMode } from './plan.js';
+import { pruneFiles, type TypedColumn } from './prune.js';
+import { FILE_ID, POS, type TempTables } from './temp-names.js';
 
 /** Everything the matching phase needs. */
 export interface MatchContext {
@@ -39,9 +43,20 @@ export interface HitsResult {
   /** Local path of each scanned file (by add.path) and its Parquet shape. */
   localPaths: Map<string, string>;
   shapes: Map<string, FileShape>;
+  /** The rows the scanned files' deletion vectors already delete (null: none has a DV). */
+  deleted: DeletedRows | null;
 }
 
-/** Prune, then build the hits table from a key-column scan of the candidates. */
+/** A file with non-stale hits: how many rows it may change, and whether a tie needs a full compare. */
+export interface TouchedFile {
+  id: number;
+  file: LiveFile;
+  /** Upper bound of the rows this MERGE changes in it (non-stale hits). */
+  touched: number;
+  ties: boolean;
+}
+
+/** Prune, load the candidates' deletion vectors, then build the hits table from a key-column scan. */
 export async function findHits(ctx: MatchContext): Promise<HitsResult> {
   const { snapshot, spec } = ctx;
   const typed = (names: readonly string[]): TypedColumn[] =>
@@ -61,49 +76,58 @@ export async function findHits(ctx: MatchContext): Promise<HitsResult> {
     ...(ctx.signal ? { signal: ctx.signal } : {}),
   });
   const shapes = scanned.size > 0 ? await inspectFiles(ctx.session, [...localPaths.values()]) : new Map<string, FileShape>();
-  const result = { scanned, afterPartitions: pruned.afterPartitions, localPaths, shapes };
+  const deleted = await loadDeletedRows(snapshot.files, { session: ctx.session, storage: ctx.storage, only: scanned.keys() });
+  const result = { scanned, afterPartitions: pruned.afterPartitions, localPaths, shapes, deleted };
   const columns = unique([...spec.keys, ...spec.partitions, spec.orderBy]);
   await ctx.session.run(hitsSql(ctx.tables, spec, perFileScanSql(snapshot, scanned, result, columns)));
   return result;
 }
 
-/** Which files were read in full and which must be rewritten (ids into snapshot.files). */
-export interface Classification {
-  read: number[];
-  rewrite: number[];
+/** The files with non-stale hits, ascending by id. */
+export async function touchedFiles(ctx: MatchContext, hits: HitsResult): Promise<TouchedFile[]> {
+  const rows = await ctx.session.all(touchedFilesSql(ctx.tables));
+  return rows.map((r) => {
+    const id = Number(r['id']);
+    return { id, file: hits.scanned.get(id)!, touched: Number(r['touched']), ties: r['ties'] === true };
+  });
 }
 
 /**
- * Read in full the files with a non-stale hit (the target table) and classify their matched rows
- * (the actions table). When no file has one, neither table is created.
+ * With the touched files' modes decided, read what the classification needs (all rows of the
+ * 'rewrite' files, the tied rows of the 'dv' files) and build the target, actions and changes.
  */
-export async function classifyTargets(ctx: MatchContext, hits: HitsResult, columns: readonly string[]): Promise<Classification> {
-  const read = (await ctx.session.all(filesToReadSql(ctx.tables))).map((r) => Number(r['id']));
-  if (read.length === 0) return { read, rewrite: [] };
-  const files = new Map(read.map((id) => [id, hits.scanned.get(id)!]));
-  await ctx.session.run(targetSql(ctx.tables, perFileScanSql(ctx.snapshot, files, hits)));
+export async function classifyChanges(ctx: MatchContext, hits: HitsResult, modes: ReadonlyMap<number, WriteMode>, columns: readonly string[]): Promise<void> {
+  const pick = (want: (id: number) => boolean) => new Map([...hits.scanned].filter(([id]) => want(id)));
+  const rewrite = pick((id) => modes.get(id) === 'rewrite');
+  const tied = await tiedFiles(ctx, modes);
+  await ctx.session.run(modesSql(ctx.tables, modes));
+  await ctx.session.run(targetSql(ctx.tables, perFileScanSql(ctx.snapshot, rewrite, hits), perFileScanSql(ctx.snapshot, pick((id) => tied.has(id)), hits)));
   await ctx.session.run(actionsSql(ctx.tables, ctx.spec, columns));
-  const rewrite = (await ctx.session.all(filesToRewriteSql(ctx.tables))).map((r) => Number(r['id']));
-  return { read, rewrite };
+  await ctx.session.run(changesSql(ctx.tables));
+}
+
+/** Ids of the 'dv' files with a tie among their hits. */
+async function tiedFiles(ctx: MatchContext, modes: ReadonlyMap<number, WriteMode>): Promise<Set<number>> {
+  const rows = await ctx.session.all(touchedFilesSql(ctx.tables));
+  return new Set(rows.filter((r) => r['ties'] === true && modes.get(Number(r['id'])) === 'dv').map((r) => Number(r['id'])));
 }
 
 /**
- * One relation over the given files with each row's FILE_ID, and only `columns` (all when
- * omitted). Each file is its own scan so rows keep their file; DuckDB reads only the columns used.
+ * One relation over the given files with each row's FILE_ID and POS (its position in the file),
+ * and only `columns` (all when omitted); rows deleted by a deletion vector are left out. Each file
+ * is its own scan so rows keep their file; DuckDB reads only the columns used.
  */
 export function perFileScanSql(
   snapshot: Snapshot,
   files: ReadonlyMap<number, LiveFile>,
-  read: Pick<HitsResult, 'localPaths' | 'shapes'>,
+  read: Pick<HitsResult, 'localPaths' | 'shapes' | 'deleted'>,
   columns?: readonly string[],
 ): string {
-  const list = columns === undefined ? '*' : columns.map(ident).join(', ');
+  const list = columns === undefined ? '*' : [...columns, POS].map(ident).join(', ');
   const pathOf = (f: LiveFile) => read.localPaths.get(f.path)!;
-  const shapeOf = (p: string) => read.shapes.get(p);
-  const parts = [...files].map(
-    ([id, file]) => `SELECT ${id} AS ${ident(FILE_ID)}, ${list} FROM (${scanSql(snapshot, [file], pathOf, shapeOf)})`,
-  );
-  if (parts.length === 0) return `SELECT CAST(NULL AS INTEGER) AS ${ident(FILE_ID)}, ${list} FROM (${emptyRelationSql(snapshot)})`;
+  const opts = { shapeOf: (p: string) => read.shapes.get(p), deleted: read.deleted, position: POS };
+  const parts = [...files].map(([id, file]) => `SELECT ${id} AS ${ident(FILE_ID)}, ${list} FROM (${scanSql(snapshot, [file], pathOf, opts)})`);
+  if (parts.length === 0) return `SELECT CAST(NULL AS INTEGER) AS ${ident(FILE_ID)}, ${list} FROM (${emptyRelationSql(snapshot, POS)})`;
   return parts.join('\nUNION ALL\n');
 }
 

@@ -15,28 +15,40 @@
  * that hold an updated or deleted row are rewritten; all others keep their paths. A MERGE that
  * brings new columns (schemaEvolution 'addColumns') puts a metaData action in the request.
  */
+import type { Action, Metadata } from '../../delta/actions.js';
+import { withTableFeature } from '../../delta/features.js';
 import { addFileFor, removeFileFor } from '../../delta/file-actions.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import { totalRecords } from '../../delta/stats.js';
 import { createTableRequest } from '../../delta/table-create.js';
 import type { ReadSet } from '../../delta/transaction.js';
 import { MergeInputError } from '../../errors.js';
-import type { WrittenFile } from '../data-files.js';
 import type { DuckSession } from '../duckdb.js';
 import { partitionValueStringSql } from '../partition-sql.js';
 import { ident } from '../sql.js';
 import { PhaseClock } from './clock.js';
-import { classifyTargets, findHits, type MatchContext } from './matches.js';
+import { writeDvChanges, type DvChange } from './dv-changes.js';
+import { classifyChanges, findHits, touchedFiles, type HitsResult, type MatchContext } from './matches.js';
 import type { MergeOptions } from './options.js';
 import { readCounts, summaryOf } from './outcome.js';
 import { outputOptionsFor, writeAndUpload, type OutputOptions } from './output.js';
-import { emptyHitsSql, insertRelationSql, pruningPartitions, rewriteRelationSql, type MatchSpec } from './plan.js';
+import {
+  changedFilesSql,
+  changesSql,
+  dvPositionsSql,
+  emptyMatchSql,
+  newRowsSql,
+  pruningPartitions,
+  rewriteRelationSql,
+  type MatchSpec,
+} from './plan.js';
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
-import type { StagedMerge } from './results.js';
+import type { MergeCounts, StagedMerge } from './results.js';
 import { prepareTarget, schemaActions, tableNames, type TargetTable } from './target.js';
-import { dropAll, tempTables, type TempTables } from './temp-names.js';
+import { dropAll, FILE_ID, POS, tempTables, type TempTables } from './temp-names.js';
 import { batchDeletes, buryTombstoned, checkTombstones } from './tombstones.js';
 import { checkDuplicateKeys, checkNullKeys } from './validate.js';
+import { ENABLE_DVS, resolvePolicy, writeModeOf } from './write-mode.js';
 
 /** Stage the MERGE of the batch into the table; see the module comment. Dispose of the result. */
 export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
@@ -90,31 +102,35 @@ type Staged = Omit<StagedMerge, 'deletes' | 'dispose'>;
 /** The table does not exist: its creation with the batch's non-deleted rows as version 0. */
 async function stageCreate(run: MergeRun): Promise<Staged> {
   const { opts, tables, target, spec, out, clock } = run;
-  await opts.session.run(emptyHitsSql(tables));
+  await opts.session.run(emptyMatchSql(tables, `SELECT * FROM (${emptyScanSql(target)}) LIMIT 0`));
   if (opts.tombstones !== undefined) await buryTombstoned(opts.session, tables, spec, opts.tombstones);
-  const counts = await readCounts(opts.session, tables, false, target.batch.rows);
+  await opts.session.run(changesSql(tables));
+  const counts = await readCounts(opts.session, tables, target.batch.rows);
   clock.lap('prune');
   clock.lap('classify');
   const columns = target.plan.mappings.map((m) => m.target);
   const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: counts.inserted };
-  const added = counts.inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', sizing) : [];
+  const added = counts.inserted > 0 ? await writeAndUpload(out, newRowsSql(tables, columns, spec.keys), 'insert', sizing) : [];
   clock.lap('write');
   const now = Date.now();
+  // A table this MERGE creates takes deletion vectors unless told not to ('auto' and 'on').
+  const dvs = (opts.deletionVectors ?? 'auto') !== 'off';
   const request = createTableRequest(
     {
       schema: target.schema,
       partitionColumns: target.partitionColumns,
+      ...(dvs ? { configuration: { [ENABLE_DVS]: 'true' } } : {}),
       actions: added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })),
       operationParameters: mergeParameters(spec, opts.deleteWhen),
       operationMetrics: mergeMetrics({ added, removed: [], counts, timings: clock.timings() }),
     },
     now,
   );
-  const summary = summaryOf({ counts, added, removed: [], filesScanned: 0, filesRead: 0, created: true }, clock);
+  const summary = summaryOf({ counts, added, removed: [], rewritten: [], filesScanned: 0, filesRead: 0, dvFiles: 0, dvBytes: 0, created: true }, clock);
   return { request, changesTable: true, summary };
 }
 
-/** The table exists: find, classify, rewrite, insert. */
+/** The table exists: find, classify, write the changes (rewrites, deletion vectors, new rows). */
 async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged> {
   const { opts, tables, target, spec, out, clock } = run;
   const ctx: MatchContext = {
@@ -129,55 +145,116 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
     concurrency: out.concurrency,
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
+  const policy = resolvePolicy(opts.deletionVectors ?? 'auto', snapshot, opts);
   const hits = await findHits(ctx);
-  if (opts.tombstones !== undefined) await buryTombstoned(opts.session, tables, spec, opts.tombstones);
-  clock.lap('prune');
-  const columns = target.plan.mappings.map((m) => m.target);
-  const classified = await classifyTargets(ctx, hits, columns);
-  const counts = await readCounts(opts.session, tables, classified.read.length > 0, target.batch.rows);
-  clock.lap('classify');
-  const removed = classified.rewrite.map((id) => hits.scanned.get(id)!);
-  const added = await writeChanges(run, removed, counts.inserted);
-  clock.lap('write');
-  const now = Date.now();
-  const schemaChange = schemaActions(target);
-  const request = mergeRequest({
-    readVersion: snapshot.version,
-    spec,
-    ...(opts.deleteWhen === undefined ? {} : { deleteWhen: opts.deleteWhen }),
-    actions: [
-      ...schemaChange,
-      ...removed.map((f) => ({ remove: removeFileFor(f, { deletionTimestamp: now }) })),
-      ...added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })),
-    ],
-    added,
-    removed,
-    scanned: [...hits.scanned.values()],
-    partitions: await readPartitions(opts.session, tables, target, spec),
-    appIds: opts.appIds ?? [],
-    counts,
-    timings: clock.timings(),
-  });
-  const summary = summaryOf(
-    { counts, added, removed, filesScanned: hits.scanned.size, filesRead: classified.read.length, created: false },
-    clock,
-  );
-  return { request, changesTable: added.length > 0 || removed.length > 0 || schemaChange.length > 0, summary };
+  try {
+    if (opts.tombstones !== undefined) await buryTombstoned(opts.session, tables, spec, opts.tombstones);
+    clock.lap('prune');
+    const columns = target.plan.mappings.map((m) => m.target);
+    const touched = await touchedFiles(ctx, hits);
+    const modes = new Map(touched.map((t) => [t.id, writeModeOf(t.file, t.touched, policy)]));
+    await classifyChanges(ctx, hits, modes, columns);
+    const counts = await readCounts(opts.session, tables, target.batch.rows);
+    const changed = await changedFiles(opts.session, tables, hits);
+    clock.lap('classify');
+    const now = Date.now();
+    const written = await writeChanges(run, changed, counts, hits, now);
+    clock.lap('write');
+    const schemaChange = metadataActions(target, snapshot, policy.upgrade && written.dv.dvFiles > 0);
+    const removed = [...changed.rewrite, ...written.dv.emptied];
+    const request = mergeRequest({
+      readVersion: snapshot.version,
+      spec,
+      ...(opts.deleteWhen === undefined ? {} : { deleteWhen: opts.deleteWhen }),
+      actions: [
+        ...schemaChange,
+        ...changed.rewrite.map((f) => ({ remove: removeFileFor(f, { deletionTimestamp: now }) })),
+        ...written.dv.actions,
+        ...written.added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })),
+      ],
+      added: written.added,
+      removed,
+      scanned: [...hits.scanned.values()],
+      partitions: await readPartitions(opts.session, tables, target, spec),
+      appIds: opts.appIds ?? [],
+      counts,
+      dvFiles: written.dv.dvFiles,
+      timings: clock.timings(),
+    });
+    const summary = summaryOf(
+      {
+        counts,
+        added: written.added,
+        removed,
+        rewritten: changed.rewrite,
+        filesScanned: hits.scanned.size,
+        filesRead: changed.read,
+        dvFiles: written.dv.dvFiles,
+        dvBytes: written.dv.binBytes,
+        created: false,
+      },
+      clock,
+    );
+    return { request, changesTable: request.actions.length > 0, summary };
+  } finally {
+    await hits.deleted?.drop();
+  }
+}
+
+/** The files this MERGE changes, by write mode. */
+interface ChangedFiles {
+  rewrite: LiveFile[];
+  dv: DvChange[];
+  /** Files read in full (the 'rewrite' files touched, changed or not). */
+  read: number;
+}
+
+async function changedFiles(session: DuckSession, tables: TempTables, hits: HitsResult): Promise<ChangedFiles> {
+  const rows = await session.all(changedFilesSql(tables));
+  const positions = new Map((await session.all(dvPositionsSql(tables))).map((r) => [Number(r['id']), (r['positions'] as unknown[]).map(Number)]));
+  const rewrite: LiveFile[] = [];
+  const dv: DvChange[] = [];
+  for (const r of rows) {
+    const id = Number(r['id']);
+    const file = hits.scanned.get(id)!;
+    if (r['mode'] === 'rewrite') rewrite.push(file);
+    else dv.push({ id, file, positions: positions.get(id) ?? [], localPath: hits.localPaths.get(file.path)! });
+  }
+  const read = Number((await session.one(`SELECT count(*) AS n FROM ${ident(tables.modes)} WHERE mode = 'rewrite'`))?.['n'] ?? 0);
+  return { rewrite, dv, read };
 }
 
 /**
- * Write the replacements of the removed files (their kept rows plus updated rows; about as many
- * rows per file as the largest of them) and the inserted rows, each per partition in key order.
+ * Write the replacements of the changed 'rewrite' files (their kept rows plus updated rows; about as
+ * many rows per file as the largest of them), the new rows (inserts, and the new versions of rows
+ * updated in 'dv' files), each per partition in key order, and the new deletion vectors.
  */
-async function writeChanges(run: MergeRun, removed: readonly LiveFile[], inserted: number): Promise<WrittenFile[]> {
+async function writeChanges(run: MergeRun, changed: ChangedFiles, counts: MergeCounts, hits: HitsResult, now: number) {
   const { opts, tables, target, spec, out } = run;
   const columns = target.plan.mappings.map((m) => m.target);
   // Every updated row replaces a stored one and a delete drops one: the rewrite is no bigger.
-  const rewriteSizing = { targetFileRows: opts.targetFileRows ?? maxRecords(removed), rowsAtMost: totalRecords(removed) };
-  const rewritten = removed.length > 0 ? await writeAndUpload(out, rewriteRelationSql(tables, columns, spec.keys), 'rewrite', rewriteSizing) : [];
-  const insertSizing = { targetFileRows: opts.targetFileRows, rowsAtMost: inserted };
-  const added = inserted > 0 ? await writeAndUpload(out, insertRelationSql(tables, columns, spec.keys), 'insert', insertSizing) : [];
-  return [...rewritten, ...added];
+  const rewriteSizing = { targetFileRows: opts.targetFileRows ?? maxRecords(changed.rewrite), rowsAtMost: totalRecords(changed.rewrite) };
+  const rewritten =
+    changed.rewrite.length > 0 ? await writeAndUpload(out, rewriteRelationSql(tables, columns, spec.keys), 'rewrite', rewriteSizing) : [];
+  // At most: the inserts, and the updated rows (those of 'dv' files are written here).
+  const newRows = counts.inserted + counts.updated;
+  const insertSizing = { targetFileRows: opts.targetFileRows, rowsAtMost: newRows };
+  const added = newRows > 0 ? await writeAndUpload(out, newRowsSql(tables, columns, spec.keys), 'insert', insertSizing) : [];
+  const dv = await writeDvChanges(changed.dv, { session: opts.session, storage: opts.storage, deleted: hits.deleted, now });
+  return { added: [...rewritten, ...added], dv };
+}
+
+/**
+ * The metaData (and protocol) actions of this commit: the evolved schema when the batch brought
+ * new columns, and, the first time this MERGE writes deletion vectors into a table that did not
+ * take them, the `deletionVectors` feature and `delta.enableDeletionVectors=true`.
+ */
+function metadataActions(target: TargetTable, snapshot: Snapshot, enableDvs: boolean): Action[] {
+  const schema = schemaActions(target);
+  if (!enableDvs) return schema;
+  const base = target.metadata ?? snapshot.metadata;
+  const metaData: Metadata = { ...base, configuration: { ...base.configuration, [ENABLE_DVS]: 'true' } };
+  return [{ protocol: withTableFeature(snapshot.protocol, 'deletionVectors', { reader: true }) }, { metaData }];
 }
 
 /** Key, orderBy and matched partition columns in the table's spelling. */
@@ -206,6 +283,12 @@ async function readPartitions(session: DuckSession, tables: TempTables, target: 
   const cols = fields.map((f, i) => `${partitionValueStringSql(`b.${ident(f.name)}`, f.type, f.name)} AS p${i}`);
   const rows = await session.all(`SELECT DISTINCT ${cols.join(', ')} FROM ${ident(tables.batch)} AS b`);
   return partitionTuples(columns, rows);
+}
+
+/** A relation with the table's columns and no rows. */
+function emptyScanSql(target: TargetTable): string {
+  const cols = target.plan.mappings.map((m) => `CAST(NULL AS ${m.duckType}) AS ${ident(m.target)}`);
+  return `SELECT CAST(NULL AS INTEGER) AS ${ident(FILE_ID)}, CAST(NULL AS BIGINT) AS ${ident(POS)}, ${cols.join(', ')}`;
 }
 
 /** The largest file's row count, so rewrites keep roughly the table's file size. */

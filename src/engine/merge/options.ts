@@ -5,6 +5,7 @@ import type { Snapshot } from '../../delta/snapshot.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
 import type { DuckSession } from '../duckdb.js';
+import type { DeletionVectorSetting } from './write-mode.js';
 
 /** Lineage column the job adds to a batch; used to name the file (and row) of a bad input row. */
 export const DEFAULT_SOURCE_FILE_COLUMN = '_source_file';
@@ -80,6 +81,16 @@ export interface MergeOptions extends WriteTarget {
    * (the key comes back). Matched on the key columns alone.
    */
   tombstones?: string;
+  /**
+   * Deletion vectors (./write-mode.ts): 'auto' (default) follows the table's
+   * `delta.enableDeletionVectors`, and a table this MERGE creates takes them; 'on' writes them,
+   * upgrading the table in the same commit if it must; 'off' rewrites files instead.
+   */
+  deletionVectors?: DeletionVectorSetting;
+  /** Files smaller than this are rewritten rather than given a DV; default 1 MiB. */
+  rewriteBelowBytes?: number;
+  /** A file that would have this share of its rows or more deleted is rewritten; default 0.5. */
+  rewriteDeletedShare?: number;
 }
 
 /** Options of `stageAppend`. */

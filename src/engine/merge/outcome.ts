@@ -8,9 +8,9 @@ import { countsSql } from './plan.js';
 import type { MergeCounts, MergeSummary } from './results.js';
 import type { TempTables } from './temp-names.js';
 
-/** Row counts per action (see countsSql); `haveTarget` is false when no file was read in full. */
-export async function readCounts(session: DuckSession, tables: TempTables, haveTarget: boolean, sourceRows: number): Promise<MergeCounts> {
-  const row = (await session.one(countsSql(tables, haveTarget))) ?? {};
+/** Row counts per action (see countsSql). */
+export async function readCounts(session: DuckSession, tables: TempTables, sourceRows: number): Promise<MergeCounts> {
+  const row = (await session.one(countsSql(tables))) ?? {};
   const n = (k: string) => Number(row[k] ?? 0);
   return {
     sourceRows,
@@ -21,7 +21,7 @@ export async function readCounts(session: DuckSession, tables: TempTables, haveT
     skippedByTombstone: n('buried'),
     unchanged: n('unchanged'),
     deleteNotFound: n('delete_not_found'),
-    rowsCopied: n('rows_in_rewritten') - n('updated') - n('deleted'),
+    rowsCopied: n('rows_copied'),
   };
 }
 
@@ -29,9 +29,15 @@ export async function readCounts(session: DuckSession, tables: TempTables, haveT
 export interface Outcome {
   counts: MergeCounts;
   added: readonly { size: number }[];
+  /** Files no longer in the table: rewritten ones, and those whose every row is now deleted. */
   removed: readonly { size: number }[];
+  /** Files read and written again. */
+  rewritten: readonly { size: number }[];
   filesScanned: number;
   filesRead: number;
+  /** Files given a new deletion vector, and the size of the `.bin` file holding them. */
+  dvFiles: number;
+  dvBytes: number;
   created: boolean;
 }
 
@@ -41,10 +47,12 @@ export function summaryOf(o: Outcome, clock: PhaseClock): MergeSummary {
     ...o.counts,
     filesAdded: o.added.length,
     filesRemoved: o.removed.length,
-    bytesRewritten: bytesOf(o.removed),
+    bytesRewritten: bytesOf(o.rewritten),
     bytesAdded: bytesOf(o.added),
     filesScanned: o.filesScanned,
     filesRead: o.filesRead,
+    filesWithNewDv: o.dvFiles,
+    dvBytes: o.dvBytes,
     created: o.created,
     durations: clock.durations(),
   };

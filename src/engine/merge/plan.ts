@@ -2,17 +2,23 @@
  * The MERGE as SQL text (pure: no DuckDB here, so the rules are readable and testable).
  *
  *   batch B (prepared, one row per key)      candidate files (after partition + stats pruning)
- *        │                                         │ key + orderBy columns only
- *        └──────────── hits: B ⋈ keys ─────────────┘  → stale | delete | upsert per stored row
- *                           │ files with a non-stale hit
- *                     target T: their full rows
- *                           │ T ⋈ B → stale | delete | unchanged | update per stored row
- *        rewritten files = files with an update or delete
- *        rewrite  = T rows of rewritten files, minus updated/deleted rows, plus the updated B rows
- *        inserts  = B rows with no hit and no delete flag
+ *        │                                         │ key + orderBy columns and row positions only,
+ *        │                                         │ rows deleted by a deletion vector left out
+ *        └──────────── hits: B ⋈ keys ─────────────┘  → stale | delete | newer | tie per stored row
+ *                           │ each file with a non-stale hit gets a mode (the caller decides):
+ *                           │   'dv'       its changed rows are marked in a deletion vector
+ *                           │   'rewrite'  it is read in full and written again without them
+ *                     target T: full rows of 'rewrite' files, and the tied rows of 'dv' files
+ *                           │ T ⋈ B → stale | delete | unchanged | update per stored row (actions)
+ *        changes  = the actions, plus the delete/newer hits of 'dv' files (newer → update)
+ *        rewrite  = T rows of changed 'rewrite' files, minus updated/deleted rows, plus the updated B rows
+ *        new rows = B rows with no hit and no delete flag, plus the updated B rows of 'dv' files
  *
  * Matching: key columns equal, plus partition columns equal unless matching across partitions.
  * Ordering: an incoming row wins when it is not older (incoming >= stored); NULL is the oldest.
+ * An incoming row with a newer orderBy differs from the stored one in that column at least, so it
+ * is an update without reading the rest of the row; only a tie needs the full compare that tells
+ * an update from an unchanged row (reloads and backfills are ties).
  *
  * Tombstones (keys deleted by earlier batches, with the delete's orderBy value) act as stored rows
  * that are deleted: an incoming non-delete row whose key has no stored row is stale when a
@@ -21,7 +27,7 @@
  * decides alone (a key may be deleted and later re-inserted).
  */
 import { ident } from '../sql.js';
-import { ACTION, BATCH_ROW, DELETE_FLAG, FILE_ID, TARGET_ROW, TOMBSTONE_ORDER, type TempTables } from './temp-names.js';
+import { ACTION, BATCH_ROW, DELETE_FLAG, FILE_ID, POS, TOMBSTONE_ORDER, type TempTables } from './temp-names.js';
 
 /** What a batch row is matched on and ordered by (table column names). */
 export interface MatchSpec {
@@ -66,100 +72,165 @@ export function sameRow(columns: readonly string[], a: string, b: string): strin
   return columns.map((c) => `${a}.${ident(c)} IS NOT DISTINCT FROM ${b}.${ident(c)}`).join(' AND ');
 }
 
+/** How a file with changed rows is written: its changed rows marked in a deletion vector, or the file rewritten. */
+export type WriteMode = 'dv' | 'rewrite';
+
+const act = ident(ACTION);
+const fid = ident(FILE_ID);
+const pos = ident(POS);
+const brow = ident(BATCH_ROW);
+
 /**
- * The hits table: one row per stored row (from the key-column scan `keyScanSql`, which yields
- * FILE_ID, the match columns and orderBy) whose key is in the batch, with its action.
+ * The hits table: one row per live stored row (from the key-column scan `keyScanSql`, which yields
+ * FILE_ID, POS, the match columns and orderBy) whose key is in the batch, with its action.
  */
 export function hitsSql(tables: TempTables, spec: MatchSpec, keyScanSql: string): string {
   const order = ident(spec.orderBy);
   return (
     `CREATE OR REPLACE TEMP TABLE ${ident(tables.hits)} AS ` +
-    `SELECT s.${ident(FILE_ID)}, b.${ident(BATCH_ROW)} AS ${ident(BATCH_ROW)}, ` +
-    `CASE WHEN NOT ${notOlder(`b.${order}`, `s.${order}`)} THEN 'stale' WHEN b.${ident(DELETE_FLAG)} THEN 'delete' ELSE 'upsert' END AS ${ident(ACTION)} ` +
+    `SELECT s.${fid}, s.${pos}, b.${brow} AS ${brow}, ` +
+    `CASE WHEN NOT ${notOlder(`b.${order}`, `s.${order}`)} THEN 'stale' WHEN b.${ident(DELETE_FLAG)} THEN 'delete' ` +
+    `WHEN b.${order} IS NOT DISTINCT FROM s.${order} THEN 'tie' ELSE 'newer' END AS ${act} ` +
     `FROM (${keyScanSql}) AS s JOIN ${ident(tables.batch)} AS b ON ${matchCondition(spec, 's', 'b')}`
   );
 }
 
-/** Ids of the files that need a full read: those with a non-stale hit. */
-export function filesToReadSql(tables: TempTables): string {
-  return `SELECT DISTINCT ${ident(FILE_ID)} AS id FROM ${ident(tables.hits)} WHERE ${ident(ACTION)} <> 'stale' ORDER BY id`;
+/** Per file with a non-stale hit: how many rows it may change, and whether any is a tie. */
+export function touchedFilesSql(tables: TempTables): string {
+  return (
+    `SELECT ${fid} AS id, count(*) AS touched, bool_or(${act} = 'tie') AS ties FROM ${ident(tables.hits)} ` +
+    `WHERE ${fid} IS NOT NULL AND ${act} <> 'stale' GROUP BY ${fid} ORDER BY id`
+  );
 }
 
-/** The target table: full rows (table columns plus FILE_ID) of the files to rewrite, from `fullScanSql`. */
-export function targetSql(tables: TempTables, fullScanSql: string): string {
-  return `CREATE OR REPLACE TEMP TABLE ${ident(tables.target)} AS ${fullScanSql}`;
+/** The modes table: the write mode of each touched file (decided by the caller). */
+export function modesSql(tables: TempTables, modes: ReadonlyMap<number, WriteMode>): string {
+  const rows = [...modes].map(([id, mode]) => `(${id}, '${mode}')`);
+  const create = `CREATE OR REPLACE TEMP TABLE ${ident(tables.modes)} (${fid} INTEGER, mode VARCHAR)`;
+  return rows.length === 0 ? create : `${create}; INSERT INTO ${ident(tables.modes)} VALUES ${rows.join(', ')}`;
 }
 
-/** The actions table: every stored row of the target that matches a batch row, and what happens to it. */
+/**
+ * The target table: full rows (table columns, FILE_ID, POS) of the 'rewrite' files
+ * (`rewriteScanSql`), and of the 'dv' files' tied rows only (`tieScanSql` reads those files).
+ */
+export function targetSql(tables: TempTables, rewriteScanSql: string, tieScanSql: string): string {
+  const ties =
+    `SELECT t.* FROM (${tieScanSql}) AS t SEMI JOIN ${ident(tables.hits)} AS h ` +
+    `ON h.${fid} = t.${fid} AND h.${pos} = t.${pos} AND h.${act} = 'tie'`;
+  return `CREATE OR REPLACE TEMP TABLE ${ident(tables.target)} AS SELECT * FROM (${rewriteScanSql}) UNION ALL BY NAME ${ties}`;
+}
+
+/** The actions table: every target row that matches a batch row, and what happens to it. */
 export function actionsSql(tables: TempTables, spec: MatchSpec, columns: readonly string[]): string {
   const order = ident(spec.orderBy);
   return (
     `CREATE OR REPLACE TEMP TABLE ${ident(tables.actions)} AS ` +
-    `SELECT t.rowid AS ${ident(TARGET_ROW)}, t.${ident(FILE_ID)}, b.${ident(BATCH_ROW)} AS ${ident(BATCH_ROW)}, ` +
+    `SELECT t.${fid}, t.${pos}, b.${brow} AS ${brow}, ` +
     `CASE WHEN NOT ${notOlder(`b.${order}`, `t.${order}`)} THEN 'stale' ` +
     `WHEN b.${ident(DELETE_FLAG)} THEN 'delete' ` +
-    `WHEN ${sameRow(columns, 't', 'b')} THEN 'unchanged' ELSE 'update' END AS ${ident(ACTION)} ` +
+    `WHEN ${sameRow(columns, 't', 'b')} THEN 'unchanged' ELSE 'update' END AS ${act} ` +
     `FROM ${ident(tables.target)} AS t JOIN ${ident(tables.batch)} AS b ON ${matchCondition(spec, 't', 'b')}`
   );
 }
 
-/** Ids of the files that must be rewritten: those with an updated or deleted row. */
-export function filesToRewriteSql(tables: TempTables): string {
-  return `SELECT DISTINCT ${ident(FILE_ID)} AS id FROM ${ident(tables.actions)} WHERE ${ident(ACTION)} IN ('update', 'delete') ORDER BY id`;
+/** The changes table: see the module comment. */
+export function changesSql(tables: TempTables): string {
+  return (
+    `CREATE OR REPLACE TEMP TABLE ${ident(tables.changes)} AS ` +
+    `SELECT ${fid}, ${pos}, ${brow}, ${act} FROM ${ident(tables.actions)} WHERE ${act} <> 'stale' ` +
+    `UNION ALL SELECT h.${fid}, h.${pos}, h.${brow}, CASE WHEN h.${act} = 'newer' THEN 'update' ELSE h.${act} END ` +
+    `FROM ${ident(tables.hits)} AS h JOIN ${ident(tables.modes)} AS m ON m.${fid} = h.${fid} ` +
+    `WHERE m.mode = 'dv' AND h.${act} IN ('delete', 'newer')`
+  );
+}
+
+/** The files with an updated or deleted row, with their mode. */
+export function changedFilesSql(tables: TempTables): string {
+  return (
+    `SELECT c.${fid} AS id, any_value(m.mode) AS mode FROM ${ident(tables.changes)} AS c ` +
+    `JOIN ${ident(tables.modes)} AS m ON m.${fid} = c.${fid} WHERE c.${act} IN ('update', 'delete') GROUP BY c.${fid} ORDER BY id`
+  );
+}
+
+/** Per 'dv' file with changes: the positions of its updated and deleted rows, ascending. */
+export function dvPositionsSql(tables: TempTables): string {
+  return (
+    `SELECT c.${fid} AS id, list(c.${pos} ORDER BY c.${pos}) AS positions FROM ${ident(tables.changes)} AS c ` +
+    `JOIN ${ident(tables.modes)} AS m ON m.${fid} = c.${fid} WHERE m.mode = 'dv' AND c.${act} IN ('update', 'delete') GROUP BY c.${fid}`
+  );
+}
+
+/** Batch rows whose stored row in a file of `mode` they update. */
+function updatedRowsSql(tables: TempTables, mode: WriteMode, columns: readonly string[]): string {
+  const cols = columns.map((c) => `b.${ident(c)}`).join(', ');
+  return (
+    `SELECT ${cols} FROM ${ident(tables.changes)} AS c JOIN ${ident(tables.modes)} AS m ON m.${fid} = c.${fid} ` +
+    `JOIN ${ident(tables.batch)} AS b ON b.${brow} = c.${brow} WHERE m.mode = '${mode}' AND c.${act} = 'update'`
+  );
 }
 
 /**
- * The rows replacing the rewritten files: their stored rows minus the updated and deleted ones,
- * plus the incoming versions of the updated ones, in key order (clustered tables stay clustered).
+ * The rows replacing the changed 'rewrite' files: their stored rows minus the updated and deleted
+ * ones, plus the incoming versions of the updated ones, in key order (clustered tables stay clustered).
  */
 export function rewriteRelationSql(tables: TempTables, columns: readonly string[], keys: readonly string[]): string {
-  const cols = (alias: string) => columns.map((c) => `${alias}.${ident(c)}`).join(', ');
-  const a = ident(tables.actions);
-  const changed = `SELECT ${ident(TARGET_ROW)} FROM ${a} WHERE ${ident(ACTION)} IN ('update', 'delete')`;
-  const rewritten = `SELECT ${ident(FILE_ID)} FROM ${a} WHERE ${ident(ACTION)} IN ('update', 'delete')`;
+  const cols = columns.map((c) => `t.${ident(c)}`).join(', ');
+  const changed = `SELECT ${fid}, ${pos} FROM ${ident(tables.changes)} WHERE ${act} IN ('update', 'delete')`;
+  const rewritten = `SELECT c.${fid} FROM (${changed}) AS c JOIN ${ident(tables.modes)} AS m ON m.${fid} = c.${fid} WHERE m.mode = 'rewrite'`;
   const kept =
-    `SELECT ${cols('t')} FROM ${ident(tables.target)} AS t ` +
-    `WHERE t.${ident(FILE_ID)} IN (${rewritten}) AND t.rowid NOT IN (${changed})`;
-  const updated =
-    `SELECT ${cols('b')} FROM ${a} AS x JOIN ${ident(tables.batch)} AS b ON b.${ident(BATCH_ROW)} = x.${ident(BATCH_ROW)} ` +
-    `WHERE x.${ident(ACTION)} = 'update'`;
-  return `SELECT * FROM (${kept} UNION ALL ${updated}) ORDER BY ${keys.map(ident).join(', ')}`;
+    `SELECT ${cols} FROM ${ident(tables.target)} AS t ` +
+    `ANTI JOIN (${changed}) AS x ON x.${fid} = t.${fid} AND x.${pos} = t.${pos} ` +
+    `WHERE t.${fid} IN (${rewritten})`;
+  return `SELECT * FROM (${kept} UNION ALL ${updatedRowsSql(tables, 'rewrite', columns)}) ORDER BY ${keys.map(ident).join(', ')}`;
 }
 
-/** Batch rows to insert: no stored row matched them (in any candidate file) and they are not deletes. */
-export function insertRelationSql(tables: TempTables, columns: readonly string[], keys: readonly string[]): string {
+/**
+ * The rows written to new files: batch rows no stored row matched (in any candidate file) that are
+ * not deletes, plus the incoming versions of rows updated in 'dv' files, in key order.
+ */
+export function newRowsSql(tables: TempTables, columns: readonly string[], keys: readonly string[]): string {
   const cols = columns.map((c) => `b.${ident(c)}`).join(', ');
-  return (
+  const inserts =
     `SELECT ${cols} FROM ${ident(tables.batch)} AS b ` +
-    `WHERE NOT b.${ident(DELETE_FLAG)} AND b.${ident(BATCH_ROW)} NOT IN (SELECT ${ident(BATCH_ROW)} FROM ${ident(tables.hits)}) ` +
-    `ORDER BY ${keys.map((k) => `b.${ident(k)}`).join(', ')}`
-  );
+    `WHERE NOT b.${ident(DELETE_FLAG)} AND b.${brow} NOT IN (SELECT ${brow} FROM ${ident(tables.hits)})`;
+  return `SELECT * FROM (${inserts} UNION ALL ${updatedRowsSql(tables, 'dv', columns)}) ORDER BY ${keys.map(ident).join(', ')}`;
 }
 
-/** One row of counts: rows per action, inserts, no-op deletes and copied rows. */
-export function countsSql(tables: TempTables, haveTarget: boolean): string {
+/** One row of counts: rows per action, inserts, no-op deletes, updates in 'dv' files and copied rows. */
+export function countsSql(tables: TempTables): string {
   const h = ident(tables.hits);
   const b = ident(tables.batch);
-  const act = ident(ACTION);
-  const fromActions = (what: string) => (haveTarget ? `(SELECT count(*) FROM ${ident(tables.actions)} WHERE ${act} = '${what}')` : '0');
-  const copied = haveTarget
-    ? `(SELECT count(*) FROM ${ident(tables.target)} WHERE ${ident(FILE_ID)} IN ` +
-      `(SELECT ${ident(FILE_ID)} FROM ${ident(tables.actions)} WHERE ${act} IN ('update', 'delete')))`
-    : '0';
-  const unmatched = `b.${ident(BATCH_ROW)} NOT IN (SELECT ${ident(BATCH_ROW)} FROM ${h})`;
+  const c = ident(tables.changes);
+  const changes = (what: string) => `(SELECT count(*) FROM ${c} WHERE ${act} = '${what}')`;
+  const rewritten =
+    `SELECT x.${fid} FROM ${c} AS x JOIN ${ident(tables.modes)} AS m ON m.${fid} = x.${fid} ` +
+    `WHERE m.mode = 'rewrite' AND x.${act} IN ('update', 'delete')`;
+  const copied =
+    `(SELECT count(*) FROM ${ident(tables.target)} AS t ANTI JOIN (SELECT ${fid}, ${pos} FROM ${c} WHERE ${act} IN ('update', 'delete')) AS x ` +
+    `ON x.${fid} = t.${fid} AND x.${pos} = t.${pos} WHERE t.${fid} IN (${rewritten}))`;
+  const unmatched = `b.${brow} NOT IN (SELECT ${brow} FROM ${h})`;
   return (
     `SELECT (SELECT count(*) FROM ${h} WHERE ${act} = 'stale') AS stale, ` +
-    `(SELECT count(*) FROM ${h} WHERE ${act} = 'stale' AND ${ident(FILE_ID)} IS NULL) AS buried, ` +
-    `${fromActions('update')} AS updated, ${fromActions('delete')} AS deleted, ${fromActions('unchanged')} AS unchanged, ` +
+    `(SELECT count(*) FROM ${h} WHERE ${act} = 'stale' AND ${fid} IS NULL) AS buried, ` +
+    `${changes('update')} AS updated, ${changes('delete')} AS deleted, ${changes('unchanged')} AS unchanged, ` +
     `(SELECT count(*) FROM ${b} AS b WHERE NOT b.${ident(DELETE_FLAG)} AND ${unmatched}) AS inserted, ` +
     `(SELECT count(*) FROM ${b} AS b WHERE b.${ident(DELETE_FLAG)} AND ${unmatched}) AS delete_not_found, ` +
-    `${copied} AS rows_in_rewritten`
+    `${copied} AS rows_copied`
   );
 }
 
-/** An empty hits table, for a write that matches nothing (the table is being created). */
-export function emptyHitsSql(tables: TempTables): string {
-  return `CREATE OR REPLACE TEMP TABLE ${ident(tables.hits)} (${ident(FILE_ID)} INTEGER, ${ident(BATCH_ROW)} BIGINT, ${ident(ACTION)} VARCHAR)`;
+/**
+ * Empty match tables (hits, modes, target, actions, changes), for a write that matches nothing:
+ * the table is being created, or no file can hold a batch key.
+ */
+export function emptyMatchSql(tables: TempTables, targetColumnsSql: string): string {
+  return [
+    `CREATE OR REPLACE TEMP TABLE ${ident(tables.hits)} (${fid} INTEGER, ${pos} BIGINT, ${brow} BIGINT, ${act} VARCHAR)`,
+    modesSql(tables, new Map()),
+    `CREATE OR REPLACE TEMP TABLE ${ident(tables.target)} AS ${targetColumnsSql}`,
+    `CREATE OR REPLACE TEMP TABLE ${ident(tables.actions)} (${fid} INTEGER, ${pos} BIGINT, ${brow} BIGINT, ${act} VARCHAR)`,
+  ].join('; ');
 }
 
 /**
@@ -171,7 +242,7 @@ export function buriedSql(tables: TempTables, spec: MatchSpec, tombstones: strin
   const order = ident(spec.orderBy);
   const keys = spec.keys.map((k) => `z.${ident(k)} = b.${ident(k)}`).join(' AND ');
   return (
-    `INSERT INTO ${ident(tables.hits)} (${ident(FILE_ID)}, ${ident(BATCH_ROW)}, ${ident(ACTION)}) ` +
+    `INSERT INTO ${ident(tables.hits)} (${fid}, ${brow}, ${act}) ` +
     `SELECT NULL, b.${ident(BATCH_ROW)}, 'stale' FROM ${ident(tables.batch)} AS b ` +
     `WHERE NOT b.${ident(DELETE_FLAG)} AND b.${ident(BATCH_ROW)} NOT IN (SELECT ${ident(BATCH_ROW)} FROM ${ident(tables.hits)}) ` +
     `AND EXISTS (SELECT 1 FROM ${ident(tombstones)} AS z WHERE ${keys} AND NOT ${newer(`b.${order}`, `z.${ident(TOMBSTONE_ORDER)}`)})`

@@ -25,6 +25,8 @@ export interface MergeCommitInput {
   partitions: ReadSet['partitions'];
   appIds: readonly string[];
   counts: MergeCounts;
+  /** Files given a new deletion vector. */
+  dvFiles?: number;
   /** ms per phase so far. */
   timings: { total: number; scan: number; rewrite: number };
 }
@@ -59,7 +61,7 @@ export function mergeParameters(spec: MatchSpec, deleteWhen?: string): Record<st
 }
 
 /** Delta's MERGE metric names, values as strings. */
-export function mergeMetrics(input: Pick<MergeCommitInput, 'added' | 'removed' | 'counts' | 'timings'>): Record<string, string> {
+export function mergeMetrics(input: Pick<MergeCommitInput, 'added' | 'removed' | 'counts' | 'timings' | 'dvFiles'>): Record<string, string> {
   const c = input.counts;
   const bytes = (files: readonly { size: number }[]) => files.reduce((s, f) => s + f.size, 0);
   const metrics = {
@@ -76,6 +78,7 @@ export function mergeMetrics(input: Pick<MergeCommitInput, 'added' | 'removed' |
     numTargetFilesAdded: input.added.length,
     numTargetFilesRemoved: input.removed.length,
     numTargetChangeFilesAdded: 0,
+    numTargetDeletionVectorsAdded: input.dvFiles ?? 0,
     numTargetBytesAdded: bytes(input.added),
     numTargetBytesRemoved: bytes(input.removed),
     executionTimeMs: Math.round(input.timings.total),

@@ -55,14 +55,18 @@ export interface MergeCounts {
 export interface MergeFiles {
   filesAdded: number;
   filesRemoved: number;
-  /** Sum of the sizes of the removed (rewritten) files. */
+  /** Sum of the sizes of the files rewritten (a file that gets a deletion vector is not). */
   bytesRewritten: number;
   /** Sum of the sizes of the added files. */
   bytesAdded: number;
   /** Files whose key columns were scanned (candidates left after partition and stats pruning). */
   filesScanned: number;
-  /** Files read in full (hold a batch key that is not stale). */
+  /** Files read in full (rewritten files and files holding a tie). */
   filesRead: number;
+  /** Files given a new deletion vector instead of being rewritten. */
+  filesWithNewDv: number;
+  /** Size of the deletion-vector file written (0 when none). */
+  dvBytes: number;
   /** True when this MERGE creates the table. */
   created: boolean;
 }

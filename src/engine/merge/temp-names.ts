@@ -15,9 +15,13 @@ export const SOURCE_ROW = '__tm_source_row';
 export const FILE_ID = '__tm_file';
 /** Internal column: the id of a batch row (its source's rowid), and the batch row a target row matched. */
 export const BATCH_ROW = '__tm_brow';
-/** Internal column: the stored row (the target table's rowid). */
-export const TARGET_ROW = '__tm_trow';
-/** Internal column: what happens to a matched row ('stale' | 'delete' | 'update' | 'unchanged'). */
+/** Internal column: a stored row's position in its data file (`file_row_number`, what a deletion vector names). */
+export const POS = '__tm_pos';
+/**
+ * Internal column: what happens to a matched stored row. In the hits: 'stale' | 'delete' | 'newer'
+ * | 'tie' (the orderBy values are equal, so only a full compare tells an update from an unchanged
+ * row); in the changes: 'delete' | 'update' | 'unchanged'.
+ */
 export const ACTION = '__tm_action';
 /**
  * Column of a tombstone relation: the orderBy value of the delete that removed the key. Its
@@ -35,10 +39,14 @@ export interface TempTables {
   files: string;
   /** Batch keys found in candidate files by the key-column scan. */
   hits: string;
-  /** Full rows of the files holding non-stale hits. */
+  /** Full rows of the files to rewrite, and the tied rows of the files that get a deletion vector. */
   target: string;
-  /** Matched target rows with their action. */
+  /** Matched target rows with their action, from a full compare. */
   actions: string;
+  /** Every matched stored row that is deleted, updated or unchanged: (file, position, batch row, action). */
+  changes: string;
+  /** Ids of the files each write mode takes: (file, mode 'rewrite' | 'dv'). */
+  modes: string;
 }
 
 /** Fresh temp table names for one write. */
@@ -50,6 +58,8 @@ export function tempTables(): TempTables {
     hits: `__tm_hits_${n}`,
     target: `__tm_target_${n}`,
     actions: `__tm_actions_${n}`,
+    changes: `__tm_changes_${n}`,
+    modes: `__tm_modes_${n}`,
   };
 }
 
