@@ -207,15 +207,14 @@ export function problemOf(check: Check, field: string | undefined, err: unknown,
 export async function nearbyName(uri: string, open: (uri: string) => Storage = openStorage): Promise<string | null> {
   try {
     const loc = describeUri(uri);
-    const own = loc.kind === 'file' ? loc.path : loc.prefix.slice(0, -1);
+    const own = (loc.kind === 'file' ? loc.path : loc.prefix).replace(/\/+$/, '');
     const name = own.slice(own.lastIndexOf('/') + 1);
     if (name === '') return null;
-    const parentUri = loc.kind === 'file' ? path.dirname(loc.path) : `s3://${loc.bucket}/${own.slice(0, own.length - name.length)}`;
-    const parent = open(parentUri);
-    for await (const page of parent.list({ delimiter: '/' })) {
+    const parentUri = loc.kind === 'file' ? path.dirname(own) : `s3://${loc.bucket}/${own.slice(0, own.length - name.length)}`;
+    for await (const page of open(parentUri).list({ delimiter: '/' })) {
       const guess = closest(name, page.commonPrefixes.map((p) => p.slice(0, -1)));
       if (!guess) return null;
-      return loc.kind === 'file' ? path.join(path.dirname(loc.path), guess) : `${parentUri}${guess}/`;
+      return loc.kind === 'file' ? path.join(path.dirname(own), guess) : `${parentUri}${guess}/`;
     }
     return null;
   } catch {
@@ -226,7 +225,7 @@ export async function nearbyName(uri: string, open: (uri: string) => Storage = o
 function localPathOf(uri: string): string {
   try {
     const loc = describeUri(uri);
-    return loc.kind === 'file' ? loc.path : uri;
+    return loc.kind === 'file' ? loc.path.replace(/(.)\/+$/, '$1') : uri;
   } catch {
     return uri;
   }
