@@ -26,10 +26,11 @@ import { openTable } from '../engine/table.js';
 import { ConfigError, TidemarkError } from '../errors.js';
 import { Spool } from '../spool/spool.js';
 import { assertSafeCommits } from '../storage/probe.js';
+import { RetryBudget } from '../storage/s3.js';
 import type { Storage } from '../storage/storage.js';
-import { describeUri, openStorage, type S3EndpointOptions } from '../storage/uri.js';
+import { describeUri, openStorage } from '../storage/uri.js';
 import type { RunContext } from './context.js';
-import { discoveryConfigOf } from './open.js';
+import { discoveryConfigOf, s3Options } from './open.js';
 import { deleteWhenProblems, nearbyName, probeWritable, problemOf, sourceProblem, type Check, type Problem } from './preflight.js';
 
 /** What validate reports per job; `job: null` holds problems of the file as a whole (top-level `storage`, YAML). */
@@ -76,7 +77,7 @@ export async function validateJobs(opts: ValidateOptions, ctx: Omit<RunContext, 
     session = await DuckSession.open({ tempDirectory: path.join(spool.dir, 'duckdb') });
     for (const job of parts) {
       const own = read.problems.filter((p) => jobIndexOf(p.field) === job.index).map((p) => configProblem(p));
-      const checked = await checkJob(job, { session, spool, ctx });
+      const checked = await checkJob(job, { session, spool, ctx, budget: new RetryBudget() });
       reports.push(report(job.name, [...own, ...checked.problems], checked.warnings));
     }
   } finally {
@@ -215,6 +216,8 @@ interface Resources {
   session: DuckSession;
   spool: Spool;
   ctx: Omit<RunContext, 'storage'>;
+  /** Shared by the job's source and target, as in a run: a store that is down fails the checks fast. */
+  budget: RetryBudget;
 }
 
 interface Found {
@@ -311,17 +314,9 @@ function open(uri: string, storage: StorageConfig | null, res: Resources, found:
   }
 }
 
+/** Opened as a run opens it (./open.ts): the same timeouts, attempts, and one retry budget per job. */
 function openWith(uri: string, storage: StorageConfig | null, res: Resources): Storage {
-  return (res.ctx.openStorage ?? openStorage)(uri, storage ? s3Options(storage) : {});
-}
-
-/** S3 client options of storage settings (as ./open.ts builds them for a run). */
-function s3Options(cfg: StorageConfig): S3EndpointOptions {
-  return {
-    ...(cfg.endpoint ? { endpoint: cfg.endpoint } : {}),
-    ...(cfg.region ? { region: cfg.region } : {}),
-    ...(cfg.forcePathStyle !== undefined ? { forcePathStyle: cfg.forcePathStyle } : {}),
-  };
+  return (res.ctx.openStorage ?? openStorage)(uri, storage ? s3Options(storage, res.budget) : {});
 }
 
 function notChecked(check: Check, field: string, what: string, until: string): Problem {

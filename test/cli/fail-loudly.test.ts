@@ -18,7 +18,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 import { cleanup, tempDir } from '../job/helpers.js';
-import { cli, configFile, isRoot, landCsv, mergeJob, reportOf } from './in-process.js';
+import { cli } from '../helpers/cli.js';
+import { configFile, isRoot, landCsv, mergeJob, reportOf } from './preflight-helpers.js';
 import { runCli } from './process.js';
 
 const dirs: string[] = [];

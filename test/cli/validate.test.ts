@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 import { cleanup, tempDir } from '../job/helpers.js';
-import { cli, configFile, landCsv, mergeJob, type CliResult } from './in-process.js';
+import { cli, type CliResult } from '../helpers/cli.js';
+import { configFile, landCsv, mergeJob } from './preflight-helpers.js';
 
 const dirs: string[] = [];
 let s3: S3rverHandle;

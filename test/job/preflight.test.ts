@@ -14,6 +14,7 @@ import { deleteWhenProblems, nearbyName, probeWritable, problemOf, unknownColumn
 import type { ValidateReport } from '../../src/job/validate.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
+import { failure } from '../helpers/cli.js';
 import { countingStorage } from '../helpers/counting-storage.js';
 import { cleanup, DuckSession, makeConfig, mergeTarget, runOutcome, tempDir } from './helpers.js';
 
@@ -76,10 +77,10 @@ describe('the target write probe', () => {
     const failing = (err: Error): Storage => ({ ...new LocalStorage('/nonexistent'), uri: 's3://lake/orders/', write: () => Promise.reject(err) }) as unknown as Storage;
     const refused = new StorageError('[storage] S3 write failed …: AccessDenied, HTTP 403', { kind: 'terminal', context: { status: 403 } });
     const down = new StorageError('[storage] S3 storage unavailable after 6 attempts …', { kind: 'transient' });
-    const a = await probeWritable(failing(refused), 'orders').catch((e: unknown) => e as StorageError);
+    const a = await failure<StorageError>(probeWritable(failing(refused), 'orders'));
     expect(a).toMatchObject({ kind: 'terminal', message: `[preflight] job orders: target s3://lake/orders/ is not writable: ${refused.message}`, cause: refused });
-    expect(a!.context).toMatchObject({ status: 403, uri: 's3://lake/orders/' });
-    const b = await probeWritable(failing(down), 'orders').catch((e: unknown) => e as StorageError);
+    expect(a.context).toMatchObject({ status: 403, uri: 's3://lake/orders/' });
+    const b = await failure<StorageError>(probeWritable(failing(down), 'orders'));
     expect(b).toMatchObject({ kind: 'transient', cause: down });
   });
 });

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StorageError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
+import { failure } from '../helpers/cli.js';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -25,14 +26,6 @@ async function freshRoot(): Promise<string> {
 }
 
 const isRoot = process.getuid?.() === 0;
-
-/** The error a promise rejects with (undefined when it resolves). */
-async function rejection(p: Promise<unknown>): Promise<StorageError> {
-  return p.then(
-    () => undefined as unknown as StorageError,
-    (e: unknown) => e as StorageError,
-  );
-}
 
 /** chattr +i on `dir`, when it works here and stops a write; false otherwise (nothing changed). */
 function makeImmutable(dir: string): boolean {
@@ -57,12 +50,12 @@ describe('LocalStorage: refused operations name the reason, the errno and the pa
     await s.write('kept.csv', 'x');
     if (!makeImmutable(root)) ctx.skip();
     try {
-      const write = await rejection(s.write('a/b.csv', 'x'));
+      const write = await failure<StorageError>(s.write('a/b.csv', 'x'));
       expect(write).toBeInstanceOf(StorageError);
       expect(write.message).toBe(`[storage] write failed for "a/b.csv" in ${s.uri}: operation not permitted (EPERM) at ${root}/a`);
       expect(write).toMatchObject({ kind: 'terminal', context: { key: 'a/b.csv', uri: s.uri, code: 'EPERM', path: `${root}/a` } });
       expect((write.cause as NodeJS.ErrnoException).code).toBe('EPERM');
-      const del = await rejection(s.delete(['kept.csv']));
+      const del = await failure<StorageError>(s.delete(['kept.csv']));
       expect(del.message).toBe(`[storage] delete failed for "kept.csv" in ${s.uri}: operation not permitted (EPERM) at ${root}/kept.csv`);
     } finally {
       execFileSync('chattr', ['-i', root]);
@@ -74,7 +67,7 @@ describe('LocalStorage: refused operations name the reason, the errno and the pa
     await fsp.chmod(root, 0o555);
     try {
       const s = new LocalStorage(root);
-      const err = await rejection(s.write('x.csv', 'x'));
+      const err = await failure<StorageError>(s.write('x.csv', 'x'));
       expect(err).toMatchObject({ kind: 'terminal', context: { code: 'EACCES' } });
       expect(err.message).toMatch(/: permission denied \(EACCES\) at /);
     } finally {

@@ -8,7 +8,7 @@
 import type { Command } from 'commander';
 import type { Problem } from '../../job/preflight.js';
 import { validateJobs, type ValidateReport } from '../../job/validate.js';
-import { EXIT_FAILED, EXIT_OK, EXIT_STORAGE_UNAVAILABLE, EXIT_USAGE } from '../exit-codes.js';
+import { EXIT_FAILED, EXIT_LOST_RACE, EXIT_OK, EXIT_STORAGE_UNAVAILABLE, EXIT_USAGE, worstExitCode } from '../exit-codes.js';
 import type { CliIO, CommandHost } from '../io.js';
 import { loggerFor } from '../job-loop.js';
 import { withCommonOptions, type CommonFlags } from '../options.js';
@@ -47,12 +47,11 @@ export async function validateCommand(flags: CommonFlags, io: CliIO): Promise<nu
   return validateExitCode(reports);
 }
 
-/** 2 when any problem is the config's, else 1 for any other, else 4 when stores did not answer, else 0. */
+/** The exit code of the problem that most needs a person (worstExitCode): a config problem (2) first, 4 last. */
 export function validateExitCode(reports: readonly ValidateReport[]): number {
-  const kinds = new Set(reports.flatMap((r) => r.problems.map((p) => p.kind)));
-  if (kinds.has('usage')) return EXIT_USAGE;
-  if (kinds.has('terminal') || kinds.has('conflict')) return EXIT_FAILED;
-  return kinds.has('transient') ? EXIT_STORAGE_UNAVAILABLE : EXIT_OK;
+  const codeOf = (p: Problem) =>
+    p.kind === 'usage' ? EXIT_USAGE : p.kind === 'transient' ? EXIT_STORAGE_UNAVAILABLE : p.kind === 'conflict' ? EXIT_LOST_RACE : EXIT_FAILED;
+  return reports.flatMap((r) => r.problems.map(codeOf)).reduce(worstExitCode, EXIT_OK);
 }
 
 /** A problem as printed: what found it, the field, the message (its kind only decides the exit code). */

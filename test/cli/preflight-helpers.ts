@@ -1,31 +1,11 @@
 /**
- * The CLI run in process through `main()` for tests, with stdout and stderr captured, and config
- * files written as JSON (which is YAML).
+ * What the fail-loudly and validate tests share: config files written as JSON (which is YAML),
+ * small CSV landing zones, a merge job, the one report of a `--json` command.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
-import { main, type CliIO } from '../../src/cli/main.js';
-import type { RunContext } from '../../src/job/context.js';
+import type { CliResult } from '../helpers/cli.js';
 import { tempDir } from '../job/helpers.js';
-
-export interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Run `tidemark <argv>` in process; `context` overrides the run context (hooks, openStorage). */
-export async function cli(argv: string[], context?: Partial<RunContext>): Promise<CliResult> {
-  let stdout = '';
-  let stderr = '';
-  const err = new PassThrough();
-  err.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const io: CliIO = { stdout: { write: (s) => void (stdout += s) }, stderr: err, ...(context ? { context } : {}) };
-  const code = await main(argv, io);
-  await new Promise((resolve) => setImmediate(resolve)); // let the logger's stream drain
-  return { code, stdout, stderr };
-}
 
 /** A config file in a fresh temp folder (remembered in `dirs`); returns its path. */
 export async function configFile(dirs: string[], config: { jobs: unknown[]; storage?: unknown }): Promise<string> {
