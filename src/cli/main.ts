@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { addBackfillCommands } from './commands/backfill.js';
 import { addMaintenanceCommands } from './commands/maintenance.js';
 import { addRunCommands } from './commands/run.js';
+import { addValidateCommand } from './commands/validate.js';
 import { EXIT_OK, EXIT_USAGE, exitCodeFor } from './exit-codes.js';
 import type { CliIO } from './io.js';
 import { errorInfo } from './output.js';
@@ -26,6 +27,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   addRunCommands(program, host);
   addMaintenanceCommands(program, host);
   addBackfillCommands(program, host);
+  addValidateCommand(program, host);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -18,6 +18,7 @@ import { resolveDiscovery, type DiscoveryConfig, type PartitionSettings } from '
 import { walkPartitions } from './partitions.js';
 import type { DiscoveredFile, DiscoveryPlan } from './plan.js';
 import { upgradeState, type DiscoveryState, type ModifiedState, type PartitionState } from './state.js';
+import { surveySource } from './survey.js';
 
 /** Default number of concurrent LIST requests. */
 export const DEFAULT_LIST_CONCURRENCY = 8;
@@ -51,7 +52,11 @@ export async function discover(
       concurrency,
       signal: opts.signal,
     });
-    return planPartitions(walk, settings, partitionState);
+    const plan = planPartitions(walk, settings, partitionState);
+    if (walk.partitions.length > 0) return plan;
+    // No partition in range: a new landing zone, or a layout that fits nothing (a few more LISTs).
+    const survey = await surveySource(storage, settings.layout, { selects: settings.selects, signal: opts.signal });
+    return { ...plan, survey, listRequests: plan.listRequests + survey.listRequests };
   }
   const modifiedState = checkModifiedState(prev);
   const listing = await listModified(storage, {
@@ -60,7 +65,9 @@ export async function discover(
     concurrency,
     signal: opts.signal,
   });
-  return planModified(listing, settings, modifiedState);
+  const plan = planModified(listing, settings, modifiedState);
+  const nothing = listing.objects.length + listing.olderThanWindow + listing.prefixesListed.length + listing.skippedFolders.length === 0;
+  return nothing ? { ...plan, survey: { root: 'unknown', empty: true, mismatch: null, listRequests: 0 } } : plan;
 }
 
 /**

@@ -7,4 +7,5 @@ export type { DiscoveryConfig } from './config.js';
 export type { DiscoveredFile, DiscoveryPlan } from './plan.js';
 export { upgradeState, type DiscoveryState, type ModifiedState, type PartitionState } from './state.js';
 export { Layout } from './layout.js';
+export { describeMismatch, surveySource, type LayoutMismatch, type SourceSurvey } from './survey.js';
 export { PartitionClock } from './zone.js';

@@ -5,6 +5,7 @@
 import type { OnOverwrite } from './config.js';
 import type { SkippedFolder } from './partitions.js';
 import type { DiscoveryState } from './state.js';
+import type { RootKind } from '../storage/storage.js';
 
 export type { SkippedFolder } from './partitions.js';
 
@@ -82,6 +83,12 @@ export interface DiscoveryPlan {
   basis: StateBasis;
   /** Overwritten files skipped by `onOverwrite: ignore`; `nextStateFor` remembers them too. */
   overwrittenIgnored: DiscoveredFile[];
+  /**
+   * Set when the listing found nothing to plan from (no partition folder in range, or an empty
+   * prefix): what the source holds at all, so the caller can tell "nothing new" from "nothing
+   * there" (./survey.ts).
+   */
+  survey?: SourceSurvey;
 }
 
 /** Sort files oldest first: partition, then arrival, then key (byte order is not needed: keys are only a tie-break). */
@@ -92,4 +99,37 @@ export function compareFiles(a: DiscoveredFile, b: DiscoveredFile): number {
   const t = a.arrival.getTime() - b.arrival.getTime();
   if (t !== 0) return t;
   return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+}
+
+/** No folder of a layout level fits the layout, while folders or data files are there. */
+export interface LayoutMismatch {
+  /** The layout's text. */
+  layout: string;
+  /** Index of the level no folder fits. */
+  level: number;
+  /** That level's template (`{HH}`, `dt={yyyy}-{mm}-{dd}`). */
+  template: string;
+  /** The folder that was listed (`` for the source root, `2026/11/30/`). */
+  parent: string;
+  /** A few of the folders found there (relative to the source root), and how many. */
+  folders: string[];
+  folderCount: number;
+  /** A few of the data files found there instead, and how many. */
+  files: string[];
+  fileCount: number;
+  /** When the folders stop above this level: a layout of the levels above it (`{yyyy}/{mm}/{dd}`). */
+  shorterLayout: string | null;
+  /** A template for this level that the folders found do fit (`{yyyy}`), when one is plain to see. */
+  levelLooksLike: string | null;
+}
+
+/** What a survey found. */
+export interface SourceSurvey {
+  /** What the root is (`inspectRoot`); 'unknown' on stores without folders (S3). */
+  root: RootKind | 'unknown';
+  /** Nothing at all was listed at the root: a new landing zone, or the wrong prefix. */
+  empty: boolean;
+  /** The layout fits no folder while something else is there; null when it fits or nothing is there. */
+  mismatch: LayoutMismatch | null;
+  listRequests: number;
 }

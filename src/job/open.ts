@@ -17,7 +17,7 @@ export type StorageOpener = (uri: string, s3Options: S3EndpointOptions) => Stora
  * is the retry budget the job's source and target share, so a store that is down fails the run
  * fast instead of every request waiting out its own attempts.
  */
-function s3Options(cfg: StorageConfig, budget: RetryBudget | undefined): S3EndpointOptions {
+export function s3Options(cfg: StorageConfig, budget: RetryBudget | undefined): S3EndpointOptions {
   return {
     ...(cfg.endpoint ? { endpoint: cfg.endpoint } : {}),
     ...(cfg.region ? { region: cfg.region } : {}),

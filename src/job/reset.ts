@@ -24,6 +24,7 @@ import { granularityOfId } from '../discovery/calendar.js';
 import { Layout, PartitionClock, type DiscoveryState, type ModifiedState, type PartitionState } from '../discovery/index.js';
 import { ConfigError, TidemarkError } from '../errors.js';
 import type { RunContext } from './context.js';
+import { preflightJob } from './preflight.js';
 import { withReplans } from './replan.js';
 import { timedOutcome, type JobOutcome, type ReportedError } from './report.js';
 import { withJobScope } from './scope.js';
@@ -128,7 +129,10 @@ export async function resetJob(job: JobConfig, ctx: RunContext, opts: ResetOptio
   });
   return timedOutcome(progress, async () => {
     planReset(job, null, opts.to); // a bad --to is refused before any I/O
-    return withJobScope(job, ctx, `${job.name}-reset`, async ({ table }) => {
+    return withJobScope(job, ctx, `${job.name}-reset`, async (scope) => {
+      const { table } = scope;
+      // The next run must find the source, and the reset's own commit must be writable.
+      await preflightJob(scope, { survey: true, probeTarget: !opts.dryRun });
       const replans = {
         ctx,
         job: job.name,

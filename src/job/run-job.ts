@@ -1,7 +1,9 @@
 /**
  * One run of one job (`tidemark run`):
  *
- *   snapshot + job state ──► discover ──► batches (maxFilesPerBatch / maxBytesPerBatch)
+ *   pre-flight (./preflight.ts: source exists, target writable)
+ *   ──► snapshot + job state ──► discover (nothing found: is the source there, does the layout fit?)
+ *   ──► batches (maxFilesPerBatch / maxBytesPerBatch)
  *   ──► the load pipeline (./pipeline.ts): per batch fetch, load, dedupe, MERGE / append, and
  *       data + txn + job state in ONE Delta commit (the commit point)
  *
@@ -17,6 +19,7 @@ import type { RunContext } from './context.js';
 import { discoveryConfigOf } from './open.js';
 import { PhaseTimer } from './phases.js';
 import { countBatch, loadBatches } from './pipeline.js';
+import { checkPlannedSource, preflightJob } from './preflight.js';
 import { withQuarantined } from './quarantine.js';
 import { withReplans } from './replan.js';
 import { noLoadCounts, timedOutcome, type JobOutcome, type RunReport } from './report.js';
@@ -57,6 +60,8 @@ class JobRun {
 
   /** Plan and load, planning again whenever another writer won a commit race (./replan.ts). */
   async execute(): Promise<RunReport> {
+    // The source exists and the target takes writes, before anything is listed or loaded.
+    await preflightJob(this.scope, { survey: false, probeTarget: !this.ctx.dryRun });
     await withReplans(
       {
         ctx: this.ctx,
@@ -77,6 +82,8 @@ class JobRun {
     const snapshot = await this.scope.table.snapshot();
     const state = readJobState(snapshot, this.job.name);
     const plan = await this.timer.time('list', () => this.discover(state));
+    // "Nothing new" only when the source is there and the layout fits it.
+    await checkPlannedSource(this.scope, plan);
     this.describePlan(plan, snapshot, state);
     if (this.ctx.dryRun) {
       this.report.status = 'dry-run';

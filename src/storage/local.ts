@@ -28,6 +28,7 @@ import type {
   ListPage,
   ListResult,
   ObjectInfo,
+  RootKind,
   Storage,
   WriteOptions,
 } from './storage.js';
@@ -38,6 +39,12 @@ const TEMP_NAME = /^\.tmp-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 const MISSING = new Set(['ENOENT', 'ENOTDIR']);
 /** errno codes worth retrying (resource exhaustion, busy files). */
 const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EBUSY', 'EINTR', 'ETIMEDOUT']);
+/** errno codes of a refused operation, in words: retrying cannot help, a person must (mount, permissions). */
+const REFUSED: Record<string, string> = {
+  EROFS: 'read-only file system',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+};
 /** Deletes run this many at a time. */
 const DELETE_CONCURRENCY = 32;
 
@@ -93,6 +100,16 @@ export class LocalStorage implements Storage {
 
   listAll(opts: ListOptions = {}): Promise<ListResult> {
     return gatherPages(this.list(opts));
+  }
+
+  /** Whether the root folder exists (a listing of a missing folder is empty, like an empty one). */
+  async inspectRoot(): Promise<RootKind> {
+    try {
+      return (await fsp.stat(this.root)).isDirectory() ? 'folder' : 'file';
+    } catch (err) {
+      if (isMissing(err)) return 'missing';
+      throw this.fsError('stat', '', err);
+    }
   }
 
   async head(key: string): Promise<ObjectInfo | null> {
@@ -379,6 +396,17 @@ export class LocalStorage implements Storage {
   private fsError(op: string, key: string, err: unknown, extra: Record<string, unknown> = {}): TidemarkError {
     if (err instanceof TidemarkError) return err;
     const code = errCode(err);
+    const refused = code === undefined ? undefined : REFUSED[code];
+    if (refused !== undefined) {
+      // The OS's reason and the exact path it refused (a parent folder, maybe), not a bare code.
+      const at = (err as { path?: unknown }).path;
+      const where = typeof at === 'string' ? at : key === '' ? this.root : path.join(this.root, ...key.split('/'));
+      return new StorageError(`[storage] ${op} failed for ${JSON.stringify(key)} in ${this.uri}: ${refused} (${code}) at ${where}`, {
+        kind: 'terminal',
+        context: { key, uri: this.uri, code, path: where, ...extra },
+        cause: err,
+      });
+    }
     return new StorageError(`[storage] ${op} failed for ${JSON.stringify(key)} in ${this.uri}${code ? ` (${code})` : ''}`, {
       kind: code && TRANSIENT.has(code) ? 'transient' : 'terminal',
       context: { key, uri: this.uri, code, ...(isMissing(err) ? { notFound: true } : {}), ...extra },

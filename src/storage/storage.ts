@@ -58,6 +58,12 @@ export interface RequestCounts {
   delete: number;
 }
 
+/**
+ * What a store's root is, on stores with folders of their own (local disk): a folder, a file, or
+ * nothing (also when a parent is a file).
+ */
+export type RootKind = 'folder' | 'file' | 'missing';
+
 export interface WriteOptions {
   contentType?: string;
   signal?: AbortSignal;
@@ -104,4 +110,10 @@ export interface Storage {
   child(prefix: string): Storage;
   /** Requests sent so far by this storage and its parent and children (one shared count); absent on drivers without request costs. */
   requestCounts?(): RequestCounts;
+  /**
+   * What the root is, on stores with folders (local disk), so a missing landing folder is not read
+   * as an empty one. Absent on stores without folders (S3): a prefix exists there once an object
+   * lies below it, so an empty listing cannot tell "empty" from "missing".
+   */
+  inspectRoot?(): Promise<RootKind>;
 }

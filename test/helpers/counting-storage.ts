@@ -85,5 +85,7 @@ function wrap(inner: Storage, state: { counts: Record<CountedMethod, number>; ca
     writeIfAbsent: (key: string, body: Body, opts?: WriteOptions) => (note('writeIfAbsent', key), inner.writeIfAbsent(key, body, opts)),
     delete: (keys: string[]) => (note('delete', keys.join(',')), inner.delete(keys)),
     child: (prefix: string) => wrap(inner.child(prefix), state),
+    // Not counted: a stat of the root folder, no request to a store.
+    ...(inner.inspectRoot ? { inspectRoot: () => inner.inspectRoot!() } : {}),
   };
 }

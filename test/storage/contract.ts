@@ -352,6 +352,18 @@ export function storageContract(name: string, makeStorage: () => Promise<Storage
       }
     });
 
+    it('inspectRoot, on drivers with folders, tells a folder from a file and from nothing', async (ctx) => {
+      const s = await makeStorage();
+      // Optional: stores without folders (S3) cannot tell an empty prefix from a missing one.
+      if (!s.inspectRoot) ctx.skip();
+      expect(await s.inspectRoot!()).toBe('folder');
+      expect(await s.child('nothing-here').inspectRoot!()).toBe('missing');
+      await s.write('ir/file', 'x');
+      expect(await s.child('ir').inspectRoot!()).toBe('folder');
+      expect(await s.child('ir/file').inspectRoot!()).toBe('file');
+      expect(await s.child('ir/file/below').inspectRoot!()).toBe('missing'); // a parent is a file
+    });
+
     it("reports the store's clock as serverTime on every page", async () => {
       const s = await makeStorage();
       await writeAll(s, ['t/1', 't/2', 't/3']);

@@ -21,6 +21,7 @@ import { startProgress, type Progress } from '../../log/progress.js';
 import type { RunContext } from '../context.js';
 import { PhaseTimer, type PhaseTimings } from '../phases.js';
 import { countBatch, loadBatches } from '../pipeline.js';
+import { preflightJob } from '../preflight.js';
 import { withReplans } from '../replan.js';
 import { noLoadCounts, timedOutcome, type JobOutcome, type LoadCounts, type ReportedError } from '../report.js';
 import { requestsOf, withJobScope, type JobScope } from '../scope.js';
@@ -143,6 +144,8 @@ class BackfillRun {
 
   /** Plan and load, planning the rest of the range again after each lost commit race (like a run). */
   async execute(): Promise<BackfillReport> {
+    // Source there and fitting the layout, target writable: before the first partition loads.
+    await preflightJob(this.scope, { survey: true, probeTarget: !this.opts.dryRun });
     await withReplans(
       {
         ctx: this.ctx,

@@ -121,8 +121,8 @@ export interface FailedCall {
 
 /**
  * An SDK or network error as a StorageError (404s carry `notFound`, status and code). The SDK's
- * message is left out on purpose: the code and status say what happened, and nothing from the
- * request (signatures, headers) can leak into logs.
+ * message is left out on purpose (but for missing credentials, see credentialsWhy): the code and
+ * status say what happened, and nothing from the request (signatures, headers) can leak into logs.
  */
 export function mapS3Error(err: unknown, call: FailedCall): unknown {
   if (err instanceof TidemarkError || isAbort(err)) return err;
@@ -131,7 +131,7 @@ export function mapS3Error(err: unknown, call: FailedCall): unknown {
   const code = codeOf(err);
   const what = [code, status ? `HTTP ${status}` : undefined].filter(Boolean).join(', ');
   const { op, key, uri } = call;
-  return new StorageError(`[storage] S3 ${op} failed for ${JSON.stringify(key)} in ${uri}${what ? `: ${what}` : ''}${hint(status)}`, {
+  return new StorageError(`[storage] S3 ${op} failed for ${JSON.stringify(key)} in ${uri}${what ? `: ${what}` : ''}${credentialsWhy(err)}${hint(status)}`, {
     kind: kindOf(err, status, code),
     context: {
       key,
@@ -163,6 +163,16 @@ export function hideRawResponse(err: unknown): void {
   for (const field of CREDENTIAL_FIELDS) {
     if (Object.prototype.propertyIsEnumerable.call(err, field)) Object.defineProperty(err, field, { enumerable: false });
   }
+}
+
+/**
+ * The credential chain's own explanation ("Could not load credentials from any providers", "The
+ * SSO session … has expired"): it says what to fix and, raised before any request is signed,
+ * holds no secret, unlike the SDK's other messages.
+ */
+function credentialsWhy(err: unknown): string {
+  if (nameOf(err) !== 'CredentialsProviderError' || !(err instanceof Error) || err.message === '') return '';
+  return `: ${err.message} (credentials come from the AWS default chain: environment, profile, SSO, instance role)`;
 }
 
 /** A short pointer for the errors users can fix themselves. */
