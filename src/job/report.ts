@@ -50,6 +50,8 @@ export interface RunReport extends LoadCounts {
   /** Commits made by this run (one per batch). */
   commits: number;
   batches: number;
+  /** Bytes of the source files loaded (as listed). */
+  bytesLoaded?: number;
   /** Partition folders (or prefixes) listed by discovery. */
   partitionsListed?: string[];
   /** With --dry-run: the watermark the run would commit. */
