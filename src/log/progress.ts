@@ -152,7 +152,7 @@ class TerminalRunProgress implements RunProgress {
 
   phase(name: string): void {
     this.stage = name === 'list' ? 'listing' : name;
-    this.render();
+    this.render(true);
   }
 
   batch(n: number, of: number): void {
@@ -160,7 +160,7 @@ class TerminalRunProgress implements RunProgress {
     this.value = 0;
     this.total = 0;
     this.bytes = 0;
-    this.render();
+    this.render(true);
   }
 
   fetch(total: number): Progress {
@@ -168,7 +168,7 @@ class TerminalRunProgress implements RunProgress {
     this.total = total;
     this.value = 0;
     this.bytes = 0;
-    this.render();
+    this.render(true);
     return {
       tick: (n = 1, b = 0) => {
         this.value += n;
@@ -184,7 +184,8 @@ class TerminalRunProgress implements RunProgress {
     this.bar = null;
   }
 
-  private render(): void {
+  /** Redraw; `now`: at once (a new phase or batch), else at the bar's pace (file ticks). */
+  private render(now = false): void {
     const payload: Payload = {
       label: `${this.job} ${this.batchText}${this.stage}`.trimEnd(),
       unit: this.total > 0 ? ' files' : '',
@@ -197,6 +198,7 @@ class TerminalRunProgress implements RunProgress {
     }
     this.bar.setTotal(this.total);
     this.bar.update(this.value, payload);
+    if (now) this.bar.render(); // forceRedraw is on: draws even if only the label changed
   }
 }
 

@@ -16,12 +16,12 @@ export interface CliResult {
 }
 
 /** Run the CLI in process (stderr gets JSON log lines, as off a terminal). */
-export async function cli(argv: string[], runId?: string): Promise<CliResult> {
+export async function cli(argv: string[], runId?: string, tty = false): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
   const err = new PassThrough();
   err.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const code = await main(argv, { stdout: { write: (s) => void (stdout += s) }, stderr: err, context: { tty: false }, ...(runId ? { runId } : {}) });
+  const code = await main(argv, { stdout: { write: (s) => void (stdout += s) }, stderr: err, context: { tty }, ...(runId ? { runId } : {}) });
   await new Promise((resolve) => setImmediate(resolve)); // let the logger's stream drain
   return { code, stdout, stderr };
 }
