@@ -37,7 +37,7 @@ describe('tidemark.schema.json', () => {
     expect(fieldsAt(['jobs', 0, 'source'], raw)).toEqual(['uri', 'format', 'csv', 'include', 'exclude', 'storage', 'discover']);
     expect(fieldsAt(['jobs', 0, 'target', 'storage'], raw)).toEqual(['endpoint', 'region', 'forcePathStyle', 'singleWriter']);
     expect(fieldsAt(['jobs', 0, 'source', 'storage'], raw)).toEqual(['endpoint', 'region', 'forcePathStyle']);
-    expect(fieldsAt([], raw)).toEqual(['storage', 'jobs']);
+    expect(fieldsAt([], raw)).toEqual(['storage', 'lineage', 'metrics', 'jobs']);
     expect(fieldsAt(['nowhere'], raw)).toEqual([]);
   });
 });
