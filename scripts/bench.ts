@@ -1,5 +1,5 @@
 /**
- * Benchmarks: `npm run bench -- merge` (issue 2 §5) and `npm run bench -- ingest` (issue 3 §6).
+ * Benchmarks: `npm run bench -- merge` and `npm run bench -- ingest` (targets in the README, Benchmarks).
  * Each prints its figures as ratios against a baseline measured in the same run, and writes
  * the full result as JSON under `.bench/results/`. Scratch files live in `.bench/` and are
  * removed at the end. `--rows N` runs smaller for a quick check.

@@ -83,6 +83,9 @@ export class SchemaError extends TidemarkError {}
 /** A source file could not be read or cast; names the file and, where known, row and column. */
 export class BadFileError extends TidemarkError {}
 
+/** The machine ran out of a resource a run needs (the spool folder's disk filled up). */
+export class ResourceError extends TidemarkError {}
+
 /** Invalid configuration or command-line usage. */
 export class ConfigError extends TidemarkError {
   constructor(message: string, context: ErrorContext = {}, cause?: unknown) {

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- merge` (issue 2 §5): MERGE of 10,000 changed orders into a 10-million-row
+ * `npm run bench -- merge` (README, Benchmarks): MERGE of 10,000 changed orders into a 10-million-row
  * table of ~100 files clustered by order_id, against the same change done as a full rewrite.
  *
  *   base table (tidemark's create path)  ──copy──►  MERGE (stageMerge + commit)
@@ -37,7 +37,7 @@ const MERGE_LEGEND = [
   'lean COPY: the same upsert and sort as one DuckDB COPY into files of the same row count, no stats, no Delta commit (a lower bound).',
 ].join('\n');
 
-/** Targets of issue 2 §5 for changes among the newest orders. */
+/** The MERGE targets for changes among the newest orders (README, Benchmarks). */
 export const MERGE_TARGETS = { timeRatio: 0.05, bytesRatio: 0.03 } as const;
 
 /** Sizes of the benchmark; the defaults are the issue's. */

@@ -2,7 +2,7 @@
  * Where a benchmark puts its files: a fresh folder under `.bench/` (git-ignored) that is removed
  * when the benchmark ends, fails or is interrupted, unless the user asked to keep it.
  */
-import { cp, mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { cp, mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 /** The repository's benchmark folder; results land here too. */
@@ -42,13 +42,4 @@ export async function openWorkspace(name: string, opts: { keep?: boolean } = {})
 /** Copy a folder (a table) so each variant starts from the same bytes. */
 export async function copyFolder(from: string, to: string): Promise<void> {
   await cp(from, to, { recursive: true });
-}
-
-/** Total size of the files below a folder. */
-export async function folderBytes(dir: string): Promise<number> {
-  let total = 0;
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) total += (await stat(join(entry.parentPath, entry.name))).size;
-  }
-  return total;
 }

@@ -9,9 +9,9 @@ import type { RunContext } from '../job/context.js';
 import type { JobOutcome } from '../job/report.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { startRunProgress } from '../log/progress.js';
-import { EXIT_OK, exitCodeFor } from './exit-codes.js';
-import { EXIT_INTERRUPTED, interruptedError, isRetryable } from './failure.js';
-import type { CliIO } from './main.js';
+import { EXIT_OK, exitCodeFor, worstExitCode } from './exit-codes.js';
+import { EXIT_INTERRUPTED, interruptedError } from './failure.js';
+import type { CliIO } from './io.js';
 import type { CommonFlags } from './options.js';
 import { errorInfo, printJson } from './output.js';
 import { selectJobs } from './select-jobs.js';
@@ -48,18 +48,17 @@ export async function forEachJob<R extends object>(
   let worst = EXIT_OK;
   for (const job of selectJobs(config, names)) {
     const progress = startRunProgress({ job: job.name, logger, ...(io.context?.tty !== undefined ? { tty: io.context.tty } : {}), stream: io.stderr });
-    const ctx: RunContext = { storage: config.storage, progress, ...(io.signal ? { signal: io.signal } : {}), ...perJob.context, ...io.context, logger };
+    const ctx: RunContext = { storage: config.storage, engine: config.engine, progress, ...(io.signal ? { signal: io.signal } : {}), ...perJob.context, ...io.context, logger };
     const outcome = await perJob.run(job, ctx, invocation).finally(() => progress.done());
-    let report: R & { error?: unknown; runId?: string; retryable?: boolean } = outcome.report;
+    let report: R & { error?: unknown; runId?: string } = outcome.report;
     if (!outcome.ok) {
-      const interrupted = io.signal?.aborted ?? false;
-      const code = interrupted ? EXIT_INTERRUPTED : exitCodeFor(outcome.error);
-      worst = Math.max(worst, code);
       // Whatever the abort surfaced as inside the job, the report says it was interrupted.
+      const interrupted = io.signal?.aborted ?? false;
+      worst = interrupted ? EXIT_INTERRUPTED : worstExitCode(worst, exitCodeFor(outcome.error));
       const error = interrupted ? interruptedError(io.signal!) : errorInfo(outcome.error);
       logger.error({ job: job.name, error }, `${perJob.command} failed`);
       // What was committed before the failure stays committed; the report says so.
-      report = { ...report, error, retryable: isRetryable(code) };
+      report = { ...report, error };
     }
     report = { ...report, runId };
     if (flags.json) printJson(io.stdout, report);

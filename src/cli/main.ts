@@ -4,26 +4,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Command, CommanderError } from 'commander';
-import type { RunContext } from '../job/context.js';
 import { addBackfillCommands } from './commands/backfill.js';
 import { addMaintenanceCommands } from './commands/maintenance.js';
 import { addInspectCommands } from './commands/inspect.js';
 import { addRunCommands } from './commands/run.js';
 import { EXIT_OK, EXIT_USAGE, exitCodeFor } from './exit-codes.js';
 import { failureReport } from './failure.js';
-import { errorInfo, printJson, type Output } from './output.js';
+import type { CliIO } from './io.js';
+import { errorInfo, printJson } from './output.js';
 import { tidemarkVersion } from './version.js';
 
-export interface CliIO {
-  stdout: Output;
-  stderr: NodeJS.WritableStream;
-  /** Aborted on SIGINT/SIGTERM. */
-  signal?: AbortSignal;
-  /** Overrides for tests. */
-  context?: Partial<RunContext>;
-  /** This invocation's id, in every log line and report (default: a new UUID). */
-  runId?: string;
-}
+export type { CliIO } from './io.js';
 
 /** Run the CLI; resolves to the exit code. */
 export async function main(argv: string[], io: CliIO): Promise<number> {

@@ -4,6 +4,7 @@
  */
 import { redactText, redactValue } from '../log/redact.js';
 import { TidemarkError } from '../errors.js';
+import { EXIT_STORAGE_UNAVAILABLE, exitCodeFor } from './exit-codes.js';
 import type { RunReport, StatusReport } from '../job/report.js';
 
 export interface Output {
@@ -15,13 +16,17 @@ export function printJson(out: Output, value: unknown): void {
   out.write(JSON.stringify(redactValue(value)) + '\n');
 }
 
-/** The error as it appears in a report: class, message, context (all redacted). */
-export function errorInfo(err: unknown): NonNullable<RunReport['error']> {
+/**
+ * The error as it appears in a report: class, message, context (all redacted), and whether a
+ * later run may succeed (`retryable`: exactly when the exit code is 4, storage unavailable).
+ */
+export function errorInfo(err: unknown): NonNullable<RunReport['error']> & { retryable: boolean } {
+  const retryable = exitCodeFor(err) === EXIT_STORAGE_UNAVAILABLE;
   if (err instanceof TidemarkError) {
-    return redactValue({ type: err.name, message: err.message, context: { ...err.context } });
+    return { ...redactValue({ type: err.name, message: err.message, context: { ...err.context } }), retryable };
   }
   const e = err instanceof Error ? err : new Error(String(err));
-  return { type: e.name, message: redactText(e.message) };
+  return { type: e.name, message: redactText(e.message), retryable };
 }
 
 function plural(n: number, word: string): string {

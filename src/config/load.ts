@@ -18,7 +18,6 @@ import { fieldsAt } from './json-schema.js';
 import { configSchema, type TidemarkConfig } from './schema.js';
 import { closest } from './suggest.js';
 
-export { fieldPath } from './field-path.js';
 
 /** Keys that would put credentials in the file; they must come from the AWS default chain. */
 const SECRET_KEYS = /^(accessKeyId|secretAccessKey|sessionToken|aws_access_key_id|aws_secret_access_key|password|secret)$/i;

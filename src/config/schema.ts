@@ -1,5 +1,5 @@
 /**
- * The config file's schema (SPEC §6), validated with zod. Every field has its default here,
+ * The config file's schema (README, Configuration reference), validated with zod. Every field has its default here,
  * so the rest of tidemark sees a complete, typed config. The descriptions go into the JSON
  * schema for editors (`tidemark.schema.json`, ./json-schema.ts).
  */
@@ -9,18 +9,18 @@ import { globProblem } from '../discovery/filter.js';
 import { ConfigError } from '../errors.js';
 import { parseDuration, parseSize } from './units.js';
 
-const duration = (fallback: string) =>
-  z
-    .union([z.string(), z.number().int().nonnegative()])
-    .default(fallback)
-    .transform((v, ctx) => {
-      const ms = typeof v === 'number' ? v : parseDuration(v);
-      if (ms === null) {
-        ctx.addIssue({ code: 'custom', message: `expected a duration such as 30s, 15m, 2h or 7d, got ${JSON.stringify(v)}` });
-        return z.NEVER;
-      }
-      return ms;
-    });
+const toMs = (v: string | number, ctx: z.RefinementCtx): number => {
+  const ms = typeof v === 'number' ? v : parseDuration(v);
+  if (ms === null) {
+    ctx.addIssue({ code: 'custom', message: `expected a duration such as 30s, 15m, 2h or 7d, got ${JSON.stringify(v)}` });
+    return z.NEVER;
+  }
+  return ms;
+};
+const durationInput = z.union([z.string(), z.number().int().nonnegative()]);
+/** A duration in ms, or undefined when not set (a storage override falls back to the global one). */
+const durationText = durationInput.transform(toMs);
+const duration = (fallback: string) => durationInput.default(fallback).transform(toMs);
 
 const size = (fallback: string) =>
   z
@@ -111,6 +111,10 @@ const storageFields = {
   endpoint: z.url().optional().describe('S3 endpoint URL (MinIO, other S3-compatible stores)'),
   region: z.string().optional().describe('AWS region'),
   forcePathStyle: z.boolean().optional().describe('Path-style addressing (http://host/bucket/key), as MinIO needs'),
+  connectTimeout: durationText.optional().describe('Longest wait for a connection to the store (default 3s)'),
+  requestTimeout: durationText.optional().describe('Longest wait for the answer to one request, up to its headers (default 2m)'),
+  idleTimeout: durationText.optional().describe('Longest silence while a response body streams in (default 30s)'),
+  maxAttempts: z.number().int().min(1).max(20).optional().describe('Attempts per request before a run gives up with exit code 4 (default 6)'),
 };
 const singleWriterDescription = 'The store ignores conditional writes and tidemark is the table\'s only writer';
 
@@ -177,6 +181,17 @@ const storage = z
   })
   .describe('S3 client settings of every source and target (credentials come from the AWS default chain)');
 
+/**
+ * DuckDB's resources. The defaults suit a node shared with other jobs: a memory limit DuckDB
+ * spills past (into the run's spool folder) rather than growing, and one thread per core.
+ */
+const engine = z
+  .strictObject({
+    memoryLimit: size('3GiB').describe("DuckDB's memory limit; past it, work spills to the spool folder (3GiB)"),
+    threads: z.number().int().min(1).max(256).optional().describe("DuckDB's threads (default: the machine's cores)"),
+  })
+  .describe('DuckDB resources of every job');
+
 /** OpenLineage run events (off unless a file or url is given). */
 const lineage = z
   .strictObject({
@@ -203,6 +218,7 @@ const metrics = z
 export const configSchema = z
   .strictObject({
     storage: storage.default({ singleWriter: false }),
+    engine: engine.prefault({}),
     lineage: lineage.optional(),
     metrics: metrics.optional(),
     jobs: z.array(job).min(1, 'must list at least one job').describe('The jobs, each a source loaded into a target table'),
@@ -220,6 +236,6 @@ export const configSchema = z
 export type TidemarkConfig = z.output<typeof configSchema>;
 export type JobConfig = TidemarkConfig['jobs'][number];
 export type StorageConfig = TidemarkConfig['storage'];
-export type DiscoverConfig = JobConfig['source']['discover'];
+export type EngineConfig = TidemarkConfig['engine'];
 /** Storage settings a source or target may set over the global ones. */
 export type StorageOverride = NonNullable<JobConfig['target']['storage']>;

@@ -37,11 +37,3 @@ export function parseSize(text: string): number | null {
   if (!m) return null;
   return Math.round(Number(m[1]) * SIZE_UNITS[m[2] ?? 'B']!);
 }
-
-/** `15m`, `2h`, `7d`: the shortest exact form, for messages and status output. */
-export function formatDuration(ms: number): string {
-  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) {
-    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
-  }
-  return `${ms}ms`;
-}

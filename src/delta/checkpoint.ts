@@ -18,12 +18,12 @@ import type { CheckpointIO } from './transaction.js';
 /** Spark's default `delta.checkpointInterval`. */
 export const DEFAULT_CHECKPOINT_INTERVAL = 10;
 /** Spark's default `delta.deletedFileRetentionDuration` (1 week). */
-export const DEFAULT_TOMBSTONE_RETENTION_MS = 7 * 24 * 3600 * 1000;
+export const DEFAULT_DELETED_FILE_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
 export interface CheckpointOptions {
   /** Commits between checkpoints; default: the table's `delta.checkpointInterval`, else 10. */
   interval?: number;
-  /** Clock for tombstone expiry (ms). */
+  /** Clock for the expiry of removes (ms). */
   now?: () => number;
 }
 
@@ -60,7 +60,7 @@ export async function writeCheckpoint(
   snapshot: Snapshot,
   now: () => number = Date.now,
 ): Promise<CheckpointOutcome & { written: true }> {
-  const retention = tombstoneRetentionMs(snapshot.metadata.configuration);
+  const retention = deletedFileRetentionMs(snapshot.metadata.configuration);
   const actions = checkpointActions(snapshot, now() - retention);
   const { sizeInBytes } = await io.writeActions(storage, checkpointKey(snapshot.version), actions);
   const hint = { version: snapshot.version, size: actions.length, sizeInBytes, numOfAddFiles: snapshot.files.length };
@@ -77,18 +77,18 @@ async function updateLastCheckpoint(storage: Storage, hint: { version: number })
 
 /**
  * The state to checkpoint: protocol, metaData, every txn, live domains, all live adds and the
- * removes not yet expired (deleted after `tombstoneCutoff`). Never commitInfo or cdc.
+ * removes not yet expired (deleted after `removeCutoff`). Never commitInfo or cdc.
  * File actions carry dataChange=false, as Spark writes them.
  */
-export function checkpointActions(snapshot: Snapshot, tombstoneCutoff: number): Action[] {
+export function checkpointActions(snapshot: Snapshot, removeCutoff: number): Action[] {
   const actions: Action[] = [{ protocol: checkpointProtocol(snapshot.protocol) }, { metaData: snapshot.metadata }];
   for (const txn of snapshot.txns.values()) actions.push({ txn });
   for (const domainMetadata of snapshot.domains.values()) {
     if (!domainMetadata.removed) actions.push({ domainMetadata });
   }
   for (const { parsedStats: _parsed, ...add } of snapshot.files) actions.push({ add: { ...add, dataChange: false } });
-  for (const remove of snapshot.tombstones) {
-    if ((remove.deletionTimestamp ?? 0) > tombstoneCutoff) actions.push({ remove: { ...remove, dataChange: false } });
+  for (const remove of snapshot.removes) {
+    if ((remove.deletionTimestamp ?? 0) > removeCutoff) actions.push({ remove: { ...remove, dataChange: false } });
   }
   return actions;
 }
@@ -110,9 +110,9 @@ export function checkpointInterval(configuration: Record<string, string>): numbe
 }
 
 /** `delta.deletedFileRetentionDuration` in ms, else 1 week. */
-export function tombstoneRetentionMs(configuration: Record<string, string>): number {
+export function deletedFileRetentionMs(configuration: Record<string, string>): number {
   const text = configuration['delta.deletedFileRetentionDuration'];
-  return (text === undefined ? null : parseIntervalMs(text)) ?? DEFAULT_TOMBSTONE_RETENTION_MS;
+  return (text === undefined ? null : parseIntervalMs(text)) ?? DEFAULT_DELETED_FILE_RETENTION_MS;
 }
 
 const UNIT_MS: Readonly<Record<string, number>> = {

@@ -9,6 +9,7 @@
  *   │    │
  *   │   storage.writeIfAbsent('_delta_log/<20-digit N>.json')   ◄── THE COMMIT POINT
  *   │    ├─ created          → committed at version N, done
+ *   │    ├─ answer lost      → read N: our txnId there means it is our own commit, done (writeVersion)
  *   │    └─ already exists   → another writer won N
  *   │         │
  *   │   read the winners N, N+1, … up to the latest and check each one against what this
@@ -26,7 +27,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CommitConflictError, CommitRetriesExhaustedError, DeltaLogError } from '../errors.js';
+import { CommitConflictError, CommitRetriesExhaustedError, DeltaLogError, isTransient } from '../errors.js';
 import type { Storage } from '../storage/storage.js';
 import { fileActionKey, parseCommit, serializeCommit, type Action, type CommitInfo } from './actions.js';
 import { checkConflicts, ISOLATION_LEVEL, type OurTransaction, type WinningCommit } from './conflicts.js';
@@ -79,7 +80,7 @@ export async function commitWithRetry(storage: Storage, request: CommitRequest, 
     const version = readVersion + 1;
     const commitInfo = buildCommitInfo(request, { readVersion, txnId, timestamp: now(), engineInfo });
     const body = serializeCommit([{ commitInfo }, ...request.actions]);
-    if (await storage.writeIfAbsent(commitKey(version), body, { contentType: 'application/json', signal: opts.signal })) {
+    if ((await writeVersion(storage, version, body, txnId, opts.signal)) === 'ours') {
       return { version, attempts: attempt };
     }
     if (request.read.readVersion < 0) throw tableExists(storage.uri);
@@ -99,6 +100,39 @@ export async function commitWithRetry(storage: Storage, request: CommitRequest, 
     if (attempt >= maxAttempts) throw exhausted(storage.uri, attempt, readVersion);
     opts.onRetry?.({ attempt, lostVersion: version, nextVersion: readVersion + 1 });
     await backoff(attempt, opts.signal);
+  }
+}
+
+/**
+ * Write version N if absent and say whose commit is there. The answer to the write can be lost
+ * after the store acted (HTTP 500 after the write, a connection reset after it landed): the
+ * storage then finds the key taken on its retry, or gives up with a transient error. Either
+ * way version N is read back; a commitInfo.txnId equal to ours means the commit is our own.
+ * Nothing at N after a transient error means nothing was committed: the error stands.
+ */
+async function writeVersion(storage: Storage, version: number, body: string, txnId: string, signal?: AbortSignal): Promise<'ours' | 'taken'> {
+  const key = commitKey(version);
+  try {
+    if (await storage.writeIfAbsent(key, body, { contentType: 'application/json', signal })) return 'ours';
+  } catch (err) {
+    if (!isTransient(err)) throw err;
+    const existing = await storage.read(key).catch(() => null);
+    if (existing === null) throw err;
+    return txnIdOf(existing) === txnId ? 'ours' : 'taken';
+  }
+  const existing = await storage.read(key);
+  return existing !== null && txnIdOf(existing) === txnId ? 'ours' : 'taken';
+}
+
+/** commitInfo.txnId of a commit file (its first line), or undefined. */
+function txnIdOf(bytes: Uint8Array): string | undefined {
+  const text = Buffer.from(bytes).toString('utf8');
+  const end = text.indexOf('\n');
+  try {
+    const first = JSON.parse(end < 0 ? text : text.slice(0, end)) as { commitInfo?: { txnId?: unknown } };
+    return typeof first.commitInfo?.txnId === 'string' ? first.commitInfo.txnId : undefined;
+  } catch {
+    return undefined; // not a commit we wrote; readWinners reports a malformed one
   }
 }
 

@@ -3,7 +3,7 @@
  *
  * When our write of version N fails because another writer (the "winner") created it first,
  * the commit loop hands every winning commit to `checkConflicts`. The checks run in Spark's
- * order (ConflictChecker.scala; delta-notes §10):
+ * order (ConflictChecker.scala; docs/delta-protocol.md, Commits and conflicts):
  *
  *   1. ProtocolChanged          the winner changed the protocol
  *   2. MetadataChanged          the winner changed metaData (schema, partitioning, properties)

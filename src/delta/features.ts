@@ -1,5 +1,5 @@
 /**
- * Protocol gates (delta-notes §8): may tidemark read, or write, a table with this protocol
+ * Protocol gates (docs/delta-protocol.md, Protocol and table features): may tidemark read, or write, a table with this protocol
  * and metadata? Legacy versions imply their features; reader 3 / writer 7 list them.
  * Unknown feature names are refused. Refusals are UnsupportedFeatureError naming the feature.
  */

@@ -105,11 +105,6 @@ export function checkpointFileName(version: number): string {
   return `${padVersion(version)}.checkpoint.parquet`;
 }
 
-/** Name of the version checksum file for a version. */
-export function checksumFileName(version: number): string {
-  return `${padVersion(version)}.crc`;
-}
-
 /** Key (relative to the table root) of the commit file for a version. */
 export function commitKey(version: number): string {
   return LOG_DIR + versionFileName(version);

@@ -1,6 +1,6 @@
 /**
  * Finding what to replay: the newest complete checkpoint at or below the wanted version,
- * then every commit after it, without gaps (delta-notes §1 "Finding the latest snapshot").
+ * then every commit after it, without gaps (docs/delta-protocol.md, Log files).
  *
  * `_last_checkpoint` is only a hint: when it is missing, corrupt or stale, the whole
  * `_delta_log/` folder is listed instead.

@@ -1,5 +1,5 @@
 /**
- * Rebuilding a snapshot (delta-notes §3): checkpoint rows first, then the commits after it in
+ * Rebuilding a snapshot (docs/delta-protocol.md, Replay): checkpoint rows first, then the commits after it in
  * order. File actions are keyed by (path, deletion-vector id), so a DV table's
  * `add(path, newDV)` listed before `remove(path, oldDV)` keeps the file.
  */
@@ -85,7 +85,7 @@ export class SnapshotBuilder {
   private protocol: Protocol | null = null;
   private metadata: Metadata | null = null;
   private readonly files = new Map<string, AddFile>();
-  private readonly tombstones = new Map<string, RemoveFile>();
+  private readonly removes = new Map<string, RemoveFile>();
   private readonly txns = new Map<string, Txn>();
   private readonly domains = new Map<string, DomainMetadata>();
 
@@ -100,8 +100,8 @@ export class SnapshotBuilder {
       const { parsedStats: _, ...add } = file;
       builder.files.set(fileActionKey(add.path, add.deletionVector), add);
     }
-    for (const remove of snapshot.tombstones) {
-      builder.tombstones.set(fileActionKey(remove.path, remove.deletionVector), remove);
+    for (const remove of snapshot.removes) {
+      builder.removes.set(fileActionKey(remove.path, remove.deletionVector), remove);
     }
     snapshot.txns.forEach((txn, appId) => builder.txns.set(appId, txn));
     snapshot.domains.forEach((domain, name) => builder.domains.set(name, domain));
@@ -118,17 +118,17 @@ export class SnapshotBuilder {
     if ('add' in action) {
       const key = fileActionKey(action.add.path, action.add.deletionVector);
       this.files.set(key, action.add);
-      this.tombstones.delete(key);
+      this.removes.delete(key);
     } else if ('remove' in action) {
       const key = fileActionKey(action.remove.path, action.remove.deletionVector);
       this.files.delete(key);
-      this.tombstones.set(key, action.remove);
+      this.removes.set(key, action.remove);
     } else if ('metaData' in action) {
       this.metadata = action.metaData;
     } else if ('protocol' in action) {
       this.protocol = action.protocol;
     } else if ('txn' in action) {
-      // The newest txn wins even when its version is lower (delta-notes §9).
+      // The newest txn wins even when its version is lower (docs/delta-protocol.md, Replay).
       this.txns.set(action.txn.appId, action.txn);
     } else if ('domainMetadata' in action) {
       const domain = action.domainMetadata;
@@ -155,7 +155,7 @@ export class SnapshotBuilder {
       schema: this.schemaOf(metadata, version),
       partitionColumns: metadata.partitionColumns ?? [],
       files: this.liveFiles(),
-      tombstones: [...this.tombstones.values()].sort((a, b) => compare(a.path, b.path)),
+      removes: [...this.removes.values()].sort((a, b) => compare(a.path, b.path)),
       txns: new Map(this.txns),
       domains: new Map(this.domains),
     };

@@ -29,8 +29,11 @@ export interface Snapshot {
   partitionColumns: string[];
   /** Live data files in a stable order (by path). */
   files: LiveFile[];
-  /** Remove actions still in the log (for VACUUM). */
-  tombstones: RemoveFile[];
+  /**
+   * Remove actions still in the log (Delta calls them tombstones; tidemark keeps that word for
+   * the keys a job deleted, see docs/glossary.md): what VACUUM must keep until they expire.
+   */
+  removes: RemoveFile[];
   /** Latest txn per appId. */
   txns: Map<string, Txn>;
   /** Live (not removed) domain metadata per domain. */

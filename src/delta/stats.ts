@@ -1,5 +1,5 @@
 /**
- * Per-file statistics (`add.stats`, a JSON *string*; delta-notes §6).
+ * Per-file statistics (`add.stats`, a JSON *string*; docs/delta-protocol.md, Statistics).
  * Numbers that a double cannot hold exactly (decimal stats like -9999999999.9999999999) are
  * kept as their JSON text, so callers never skip on a silently rounded bound.
  */

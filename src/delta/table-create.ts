@@ -1,7 +1,7 @@
 /**
  * The first commit of a new table, planned purely: the lowest protocol that covers the schema
  * and the actions, and a metaData action with a Spark-compatible schemaString
- * (delta-notes §4 and §8 "Rules for creating tables").
+ * (docs/delta-protocol.md, Schema and types; Protocol and table features).
  */
 import { randomUUID } from 'node:crypto';
 import { SchemaError } from '../errors.js';

@@ -1,5 +1,5 @@
 /**
- * Reads checkpoint Parquet (Spark's or tidemark's, any age) into actions (delta-notes §7).
+ * Reads checkpoint Parquet (Spark's or tidemark's, any age) into actions (docs/delta-protocol.md, Checkpoints).
  * All parts are read together with union_by_name, so old checkpoints that lack newer columns
  * work; each action struct comes back through to_json, which turns MAP columns into JSON
  * objects and BIGINTs into JSON numbers. Unknown columns (a stray `commitInfo`) are ignored.

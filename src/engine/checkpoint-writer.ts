@@ -1,6 +1,6 @@
 /**
  * Writes a classic (V1) Delta checkpoint: one Parquet row per action, one struct column per
- * action type, exactly one of them non-null in each row (delta-notes §7, PROTOCOL.md#Checkpoint-Schema).
+ * action type, exactly one of them non-null in each row (docs/delta-protocol.md, Checkpoints; PROTOCOL.md#Checkpoint-Schema).
  *
  * The actions are staged as NDJSON next to the target and read back by DuckDB's read_json with
  * an explicit column spec, which turns JSON objects into MAP(VARCHAR, VARCHAR) and leaves absent

@@ -19,7 +19,7 @@ import type { DuckSession } from './duckdb.js';
 import { statsAggregatesSql, statsFromRow, type StatsLeaf } from './file-stats.js';
 import { safeReadPath } from './safe-alias.js';
 import { str } from './sql.js';
-import type { WrittenFile } from './data-files.js';
+import type { WrittenFile } from './written-file.js';
 import { parquetOptions } from './parquet-options.js';
 
 /** What to write: the cast data columns (`sql AS name`) of an unpartitioned relation. */

@@ -20,18 +20,20 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DataFileDescription } from '../delta/file-actions.js';
 import { encodeLogPath, hivePartitionFolder } from '../delta/partition-encode.js';
 import { partitionValueStringSql } from './partition-sql.js';
 import type { StructField, StructType } from '../delta/schema.js';
 import type { PartitionValues } from '../delta/actions.js';
 import { SchemaError, TidemarkError } from '../errors.js';
 import { writeDirect } from './data-files-direct.js';
+import type { WrittenFile } from './written-file.js';
 import { parquetOptions } from './parquet-options.js';
 import type { DuckSession, Row } from './duckdb.js';
 import { DEFAULT_NUM_INDEXED_COLS, statsAggregatesSql, statsFromRow, statsLeaves, type StatsLeaf } from './file-stats.js';
 import { ident, str } from './sql.js';
 import { castToDeltaSql, deltaTypeToDuckForWrite } from './type-map-write.js';
+
+export type { WrittenFile } from './written-file.js';
 
 /** Options of writeDataFiles. */
 export interface WriteDataFilesOptions {
@@ -62,14 +64,6 @@ export interface WriteDataFilesOptions {
   rowGroupSize?: number;
   /** Stats for the first N leaf columns (delta.dataSkippingNumIndexedCols; -1 = all). */
   numIndexedCols?: number;
-}
-
-/** One data file written locally, ready to upload and to describe in an `add` action. */
-export interface WrittenFile extends DataFileDescription {
-  /** The file on local disk. */
-  localPath: string;
-  /** Object key relative to the table root: Hive folders (Spark-escaped) plus the file name. */
-  relativePath: string;
 }
 
 /**
@@ -131,7 +125,7 @@ function splitSchema(schema: StructType, partitionColumns: readonly string[]) {
     }
     return field;
   });
-  // `void` columns are always null and never stored in data files (delta-notes §4).
+  // `void` columns are always null and never stored in data files (docs/delta-protocol.md, Schema and types).
   const dataFields = schema.fields.filter((f) => !partitionColumns.includes(f.name) && f.type !== 'void');
   if (dataFields.length === 0) {
     throw new SchemaError('[write] every column is a partition column; a Delta table needs at least one data column');

@@ -9,8 +9,8 @@ export type Row = Record<string, unknown>;
 export interface DuckSessionOptions {
   /** DuckDB threads; default: DuckDB's own (number of cores). */
   threads?: number;
-  /** DuckDB memory limit, e.g. '4GB'. */
-  memoryLimit?: string;
+  /** DuckDB memory limit in bytes; past it DuckDB spills to `tempDirectory`. Default: DuckDB's own (80% of RAM). */
+  memoryLimit?: number;
   /** Folder for DuckDB's spill files. */
   tempDirectory?: string;
 }
@@ -27,7 +27,7 @@ export class DuckSession {
   static async open(opts: DuckSessionOptions = {}): Promise<DuckSession> {
     const config: Record<string, string> = {};
     if (opts.threads) config['threads'] = String(opts.threads);
-    if (opts.memoryLimit) config['memory_limit'] = opts.memoryLimit;
+    if (opts.memoryLimit) config['memory_limit'] = `${opts.memoryLimit}B`;
     if (opts.tempDirectory) config['temp_directory'] = opts.tempDirectory;
     const instance = await DuckDBInstance.create(':memory:', config);
     const conn = await instance.connect();

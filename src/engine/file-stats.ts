@@ -1,5 +1,5 @@
 /**
- * Per-file statistics for `add.stats` (delta-notes §6), computed in SQL as aggregates over the
+ * Per-file statistics for `add.stats` (docs/delta-protocol.md, Statistics), computed in SQL as aggregates over the
  * rows of each file and shaped like Spark's: `numRecords`, then `minValues`/`maxValues`/`nullCount`
  * nested like the schema.
  *

@@ -16,7 +16,7 @@ import { conformFile, diagnoseFile, unreadable, type ConformedFile } from './loa
 import { parquetListSql } from './parquet-list.js';
 import { ident } from './sql.js';
 
-export { fileSelectSql, LINEAGE_COLUMNS, SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
+export { fileSelectSql, SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
 
 export interface LoadOptions {
   /** Name of the table to create (replaced if it exists). */

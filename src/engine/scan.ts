@@ -1,5 +1,5 @@
 /**
- * Reading a snapshot's data files as one relation (delta-notes §12). Only the files the log
+ * Reading a snapshot's data files as one relation (docs/delta-protocol.md, Reading data files). Only the files the log
  * lists are read, never a glob; partition values come from the log, never folder names;
  * columns a file lacks read as NULL; every column is cast to the type the schema gives
  * (INT96 timestamps, naive but UTC, become TIMESTAMPTZ in the UTC session).

@@ -30,14 +30,6 @@ export function identList(names: readonly string[]): string {
   return names.map(ident).join(', ');
 }
 
-/**
- * A file path for DuckDB's readers. read_parquet/read_csv treat `*`, `?` and `[` as glob
- * characters, so such paths must be read through a safe alias instead (see `needsSafeAlias`).
- */
-export function pathLiteral(path: string): string {
-  return str(path);
-}
-
 /** True when DuckDB would expand the path as a glob pattern. */
 export function needsSafeAlias(path: string): boolean {
   return /[*?[\]{}]/.test(path);

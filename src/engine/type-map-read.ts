@@ -1,5 +1,5 @@
 /**
- * Delta schema types to DuckDB SQL types, for reading (delta-notes §4 and §11).
+ * Delta schema types to DuckDB SQL types, for reading (docs/delta-protocol.md, Schema and types).
  * `timestamp` is a UTC instant (TIMESTAMPTZ); `timestamp_ntz` is a wall clock (TIMESTAMP).
  */
 import { SchemaError } from '../errors.js';

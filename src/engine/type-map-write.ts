@@ -1,5 +1,5 @@
 /**
- * Write direction of the type mapping: DuckDB column types to Delta types (delta-notes §4, §11),
+ * Write direction of the type mapping: DuckDB column types to Delta types (docs/delta-protocol.md, Schema and types),
  * and the SQL that converts a source column to the exact physical type written to Parquet.
  *
  * Decisions:

@@ -17,7 +17,7 @@ import { loadBatch } from './load-batch.js';
 import type { PhaseTimer } from './phases.js';
 import { loadQuarantining } from './quarantine.js';
 import type { JobScope } from './scope.js';
-import type { QuarantinedFile } from './state.js';
+import type { QuarantinedFile } from './quarantine.js';
 import { writeBatch, type OwnedState, type StateOwner, type WrittenBatch } from './write-batch.js';
 
 /** One batch to load and commit. */

@@ -1,7 +1,7 @@
 /**
  * Everything a run needs besides the job's own config.
  */
-import type { StorageConfig } from '../config/schema.js';
+import type { EngineConfig, StorageConfig } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
 import type { RunProgress } from '../log/progress.js';
 import type { StorageOpener } from './open.js';
@@ -23,6 +23,8 @@ export interface RunHooks {
 
 export interface RunContext {
   storage: StorageConfig;
+  /** DuckDB's memory limit and threads; default: DuckDB's own. */
+  engine?: EngineConfig;
   logger: Logger;
   dryRun?: boolean;
   signal?: AbortSignal;

@@ -5,29 +5,39 @@ import type { StorageConfig } from '../config/schema.js';
 import type { JobConfig } from '../config/schema.js';
 import { sourceStorageConfig, targetStorageConfig } from '../config/storage.js';
 import type { DiscoveryConfig } from '../discovery/index.js';
+import { RetryBudget } from '../storage/s3.js';
 import { openStorage, type S3EndpointOptions } from '../storage/uri.js';
 import type { Storage } from '../storage/storage.js';
 
 /** Opens a Storage for a URI (the source or the target of a job). */
 export type StorageOpener = (uri: string, s3Options: S3EndpointOptions) => Storage;
 
-/** S3 client options of storage settings (already merged for the source or target). */
-function s3Options(cfg: StorageConfig): S3EndpointOptions {
+/**
+ * S3 client options of storage settings (already merged for the source or target); `budget`
+ * is the retry budget the job's source and target share, so a store that is down fails the run
+ * fast instead of every request waiting out its own attempts.
+ */
+function s3Options(cfg: StorageConfig, budget: RetryBudget | undefined): S3EndpointOptions {
   return {
     ...(cfg.endpoint ? { endpoint: cfg.endpoint } : {}),
     ...(cfg.region ? { region: cfg.region } : {}),
     ...(cfg.forcePathStyle !== undefined ? { forcePathStyle: cfg.forcePathStyle } : {}),
+    ...(cfg.connectTimeout !== undefined ? { connectTimeoutMs: cfg.connectTimeout } : {}),
+    ...(cfg.requestTimeout !== undefined ? { requestTimeoutMs: cfg.requestTimeout } : {}),
+    ...(cfg.idleTimeout !== undefined ? { idleTimeoutMs: cfg.idleTimeout } : {}),
+    ...(cfg.maxAttempts !== undefined ? { maxAttempts: cfg.maxAttempts } : {}),
+    ...(budget ? { retryBudget: budget } : {}),
   };
 }
 
 /** Source storage rooted at the source prefix; `source.storage` applies over the global `cfg`. */
-export function openSource(job: JobConfig, cfg: StorageConfig, open: StorageOpener = openStorage): Storage {
-  return open(job.source.uri, s3Options(sourceStorageConfig(cfg, job)));
+export function openSource(job: JobConfig, cfg: StorageConfig, open: StorageOpener = openStorage, budget?: RetryBudget): Storage {
+  return open(job.source.uri, s3Options(sourceStorageConfig(cfg, job), budget));
 }
 
 /** Target storage rooted at the table root; `target.storage` applies over the global `cfg`. */
-export function openTarget(job: JobConfig, cfg: StorageConfig, open: StorageOpener = openStorage): Storage {
-  return open(job.target.uri, s3Options(targetStorageConfig(cfg, job)));
+export function openTarget(job: JobConfig, cfg: StorageConfig, open: StorageOpener = openStorage, budget?: RetryBudget): Storage {
+  return open(job.target.uri, s3Options(targetStorageConfig(cfg, job), budget));
 }
 
 /** The discovery settings of a job, in discovery's own terms. */

@@ -19,7 +19,7 @@ import { loadAndCommitBatch, type CommittedBatch } from './batch.js';
 import type { PhaseTimer } from './phases.js';
 import type { LoadCounts } from './report.js';
 import type { JobScope } from './scope.js';
-import type { QuarantinedFile } from './state.js';
+import type { QuarantinedFile } from './quarantine.js';
 import type { OwnedState, StateOwner } from './write-batch.js';
 
 /** Batches to load one after another, from a state, planned on a snapshot. */

@@ -23,7 +23,16 @@ import { redactText } from '../log/redact.js';
 import { BadFileError, SchemaError } from '../errors.js';
 import type { FetchedFile } from './fetch.js';
 import { sourceName } from './load-batch.js';
-import type { QuarantinedFile } from './state.js';
+
+/** A file set aside, as the job (or backfill) state records it. */
+export interface QuarantinedFile {
+  key: string;
+  etag: string;
+  /** The error that set it aside (redacted, bounded). */
+  error: string;
+  /** When (ISO). */
+  at: string;
+}
 
 /** Quarantined files a job state keeps (the newest). */
 export const MAX_QUARANTINED = 1000;

@@ -2,6 +2,7 @@
  * What a command reports: one object per job, printed as JSON with `--json` (see docs/cli.md),
  * and the outcome that carries it back to the CLI as a value, also when the job failed.
  */
+import type { RequestCounts } from '../storage/storage.js';
 import type { PhaseTimings } from './phases.js';
 
 export type RunStatus = 'succeeded' | 'nothing-new' | 'failed' | 'dry-run';
@@ -16,6 +17,8 @@ export interface ReportedError {
   type: string;
   message: string;
   context?: Record<string, unknown>;
+  /** True when the command may simply be run again later (storage was unavailable: exit code 4). */
+  retryable?: boolean;
 }
 
 /** What loading did, counted the same way by a run and a backfill. */
@@ -52,6 +55,8 @@ export interface RunReport extends LoadCounts {
   batches: number;
   /** Bytes of the source files loaded (as listed). */
   bytesLoaded?: number;
+  /** S3 requests the run sent, by kind (absent when source and target are local). */
+  requests?: RequestCounts;
   /** Partition folders (or prefixes) listed by discovery. */
   partitionsListed?: string[];
   /** With --dry-run: the watermark the run would commit. */

@@ -20,7 +20,7 @@ import { countBatch, loadBatches } from './pipeline.js';
 import { withQuarantined } from './quarantine.js';
 import { withReplans } from './replan.js';
 import { noLoadCounts, timedOutcome, type JobOutcome, type RunReport } from './report.js';
-import { withJobScope, type JobScope } from './scope.js';
+import { requestsOf, withJobScope, type JobScope } from './scope.js';
 import { jobOwner, readJobState, type JobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 
@@ -30,7 +30,15 @@ export async function runJob(job: JobConfig, ctx: RunContext): Promise<JobOutcom
   const report = emptyReport(job.name);
   return timedOutcome(
     () => ({ ...report, phases: timer.timings() }),
-    () => withJobScope(job, ctx, job.name, (scope) => new JobRun(scope, report, timer).execute()),
+    () =>
+      withJobScope(job, ctx, job.name, async (scope) => {
+        try {
+          return await new JobRun(scope, report, timer).execute();
+        } finally {
+          const requests = requestsOf(scope);
+          if (requests) report.requests = requests;
+        }
+      }),
   );
 }
 
@@ -61,7 +69,8 @@ class JobRun {
       },
       () => this.planAndLoad(),
     );
-    return { ...this.report, phases: this.timer.timings() };
+    const requests = requestsOf(this.scope);
+    return { ...this.report, phases: this.timer.timings(), ...(requests ? { requests } : {}) };
   }
 
   private async planAndLoad(): Promise<void> {

@@ -9,8 +9,10 @@ import { targetStorageConfig } from '../config/storage.js';
 import type { DeltaTable } from '../delta/table.js';
 import { DuckSession } from '../engine/duckdb.js';
 import { openTable } from '../engine/table.js';
+import { ResourceError } from '../errors.js';
 import { removeStaleSpools, Spool } from '../spool/spool.js';
-import type { Storage } from '../storage/storage.js';
+import { RetryBudget } from '../storage/s3.js';
+import type { RequestCounts, Storage } from '../storage/storage.js';
 import type { RunContext } from './context.js';
 import { openSource, openTarget } from './open.js';
 
@@ -27,6 +29,39 @@ export interface JobScope {
 }
 
 /**
+ * The S3 requests the scope's source and target sent so far, by kind (what the run cost);
+ * undefined when neither is on S3.
+ */
+export function requestsOf(scope: Pick<JobScope, 'source' | 'table'>): RequestCounts | undefined {
+  const counts = [scope.source.requestCounts?.(), scope.table.storage.requestCounts?.()].filter((c) => c !== undefined);
+  if (counts.length === 0) return undefined;
+  const total: RequestCounts = { list: 0, get: 0, put: 0, head: 0, delete: 0 };
+  for (const c of counts) for (const kind of Object.keys(total) as (keyof RequestCounts)[]) total[kind] += c[kind];
+  return total;
+}
+
+/**
+ * The error to report when `err` says the disk under the spool folder is full (ENOSPC from a
+ * download or a file written there, or DuckDB failing to spill into it); null for other errors.
+ * The spool is removed on the way out, which frees what the run took.
+ */
+function spoolDiskFull(err: unknown, spool: Spool): ResourceError | null {
+  for (let e = err, depth = 0; e instanceof Error && depth < 16; e = e.cause, depth++) {
+    const errno = e as NodeJS.ErrnoException;
+    const full = errno.code === 'ENOSPC' || /No space left on device/i.test(e.message);
+    const inSpool = (errno.path ?? e.message).includes(spool.dir);
+    if (full && inSpool) {
+      return new ResourceError(
+        `[job] the disk holding the spool folder ${spool.dir} is full (ENOSPC); the run stopped, committed nothing more and removed the spool. ` +
+          'Free space there, or point the spool at a larger disk (TMPDIR), then run again',
+        { kind: 'terminal', context: { key: spool.dir }, cause: err },
+      );
+    }
+  }
+  return null;
+}
+
+/**
  * Open a scope for `job` (named `label` in its spool folder's name), run `fn` in it, and close it:
  * the session, then the spool with everything in it. Spool folders of killed runs on this host
  * are removed first (see src/spool/spool.ts).
@@ -37,12 +72,19 @@ export async function withJobScope<T>(job: JobConfig, ctx: RunContext, label: st
   const spool = await Spool.create(label, ctx.spoolRoot);
   let session: DuckSession | null = null;
   try {
-    // DuckDB spills big batches to disk inside the spool, which every exit path removes.
-    session = await DuckSession.open({ tempDirectory: join(spool.dir, 'duckdb') });
+    // DuckDB spills past its memory limit into the spool, which every exit path removes.
+    session = await DuckSession.open({
+      tempDirectory: join(spool.dir, 'duckdb'),
+      ...(ctx.engine?.memoryLimit ? { memoryLimit: ctx.engine.memoryLimit } : {}),
+      ...(ctx.engine?.threads ? { threads: ctx.engine.threads } : {}),
+    });
+    const budget = new RetryBudget();
     const { singleWriter } = targetStorageConfig(ctx.storage, job);
-    const table = openTable(openTarget(job, ctx.storage, ctx.openStorage), { session, spool }, { singleWriter });
-    const source = openSource(job, ctx.storage, ctx.openStorage);
+    const table = openTable(openTarget(job, ctx.storage, ctx.openStorage, budget), { session, spool }, { singleWriter });
+    const source = openSource(job, ctx.storage, ctx.openStorage, budget);
     return await fn({ job, ctx, spool, session, source, table });
+  } catch (err) {
+    throw spoolDiskFull(err, spool) ?? err;
   } finally {
     session?.close();
     await spool.close();

@@ -13,17 +13,11 @@ import type { Snapshot } from '../delta/snapshot.js';
 import { upgradeState as upgradeDiscoveryState, type DiscoveryState } from '../discovery/index.js';
 import { DeltaLogError } from '../errors.js';
 import { backfillTombstones } from './backfill/state.js';
+import type { QuarantinedFile } from './quarantine.js';
 import type { TombstoneState } from './tombstones/plan.js';
 import type { StateOwner } from './write-batch.js';
 
 export const STATE_VERSION = 1;
-
-export interface QuarantinedFile {
-  key: string;
-  etag: string;
-  error: string;
-  at: string;
-}
 
 export interface JobState {
   stateVersion: number;

@@ -2,13 +2,13 @@
  * Deciding what VACUUM deletes (pure: no I/O). A listed file is deleted only when all hold:
  *
  *   1. the current snapshot does not reference it (not a live file);
- *   2. no snapshot within the retention window needs it: no tombstone (remove action still in
- *      the log) with a deletionTimestamp after the cutoff names it;
+ *   2. no snapshot within the retention window needs it: no remove action still in
+ *      the log with a deletionTimestamp after the cutoff names it;
  *   3. its LastModified is before the cutoff, so it is not a file a writer is uploading right now
  *      for a commit still to come (an orphan of a failed commit only goes once it is old).
  *
  * That is Spark's rule (VacuumCommand): rule 3 applies to every candidate, so a clock skew between
- * the writer that stamped a tombstone and the store cannot make a young file go early.
+ * the writer that stamped a remove and the store cannot make a young file go early.
  */
 import { DeltaLogError } from '../errors.js';
 import { decodeLogPath } from '../delta/partition-decode.js';
@@ -20,7 +20,7 @@ export interface VacuumPlanInput {
   snapshot: Snapshot;
   /** Data files listed under the table root (hidden folders and files already left out). */
   objects: readonly ObjectInfo[];
-  /** Files and tombstones from before this instant (ms) are past retention. */
+  /** Files and removes from before this instant (ms) are past retention. */
   cutoff: number;
 }
 
@@ -40,7 +40,7 @@ export function planVacuum(input: VacuumPlanInput): VacuumPlan {
   const uri = input.snapshot.tableUri;
   const live = new Set(input.snapshot.files.flatMap((f) => keyOf(f.path, uri)));
   const retained = new Set(
-    input.snapshot.tombstones.filter((t) => (t.deletionTimestamp ?? 0) > input.cutoff).flatMap((t) => keyOf(t.path, uri)),
+    input.snapshot.removes.filter((t) => (t.deletionTimestamp ?? 0) > input.cutoff).flatMap((t) => keyOf(t.path, uri)),
   );
   const plan: VacuumPlan = { toDelete: [], keptLive: 0, keptTombstoned: 0, keptYoung: 0 };
   for (const object of input.objects) {

@@ -14,7 +14,7 @@
  * the record.
  */
 import { assertWritable } from '../delta/features.js';
-import { tombstoneRetentionMs } from '../delta/checkpoint.js';
+import { deletedFileRetentionMs } from '../delta/checkpoint.js';
 import type { DeltaTable } from '../delta/table.js';
 import { ConfigError, DeltaLogError } from '../errors.js';
 import { listDataFiles } from './list-data-files.js';
@@ -56,7 +56,7 @@ export async function vacuumTable(table: DeltaTable, opts: VacuumOptions = {}): 
   if (!snapshot) throw new DeltaLogError(`[vacuum] no Delta table at ${table.uri}`, { context: { uri: table.uri } });
   // A feature tidemark does not know may reference files in ways it cannot see.
   assertWritable(snapshot.protocol, snapshot.metadata, table.uri);
-  const retainHours = checkRetention(opts, tombstoneRetentionMs(snapshot.metadata.configuration), table.uri);
+  const retainHours = checkRetention(opts, deletedFileRetentionMs(snapshot.metadata.configuration), table.uri);
   const cutoff = (opts.now ?? Date.now)() - retainHours * HOUR_MS;
   const signal = opts.signal ? { signal: opts.signal } : {};
   const objects = await listDataFiles(table.storage, snapshot.partitionColumns, signal);

@@ -20,7 +20,7 @@ import {
   gatherPages,
   notFoundError,
   pageSizeOf,
-} from './common.js';
+} from './driver-helpers.js';
 import type {
   Body,
   ByteRange,

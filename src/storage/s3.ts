@@ -1,16 +1,20 @@
 /**
  * Storage on an S3 prefix (AWS S3, MinIO or any S3-compatible endpoint) through the AWS
- * SDK v3. This is the only module that imports the SDK.
+ * SDK v3. The driver and ./s3/ are the only modules that import the SDK.
+ *
+ * S3 is unreliable at scale, so every request runs under one retry policy (./s3/retry.ts) with
+ * timeouts (./s3/timeouts.ts); GetObject bodies are resumed when they break (./s3/resumable-get.ts);
+ * uploads retry part by part (./s3/upload.ts); requests are counted by kind
+ * (./s3/request-counter.ts). What still fails is a StorageError: 'transient' with "storage
+ * unavailable after N attempts" when retrying later may help, 'terminal' otherwise.
  *
  * Credentials come from the SDK's default provider chain (environment, profile, SSO,
- * container and instance roles); tidemark's config never holds them. Throttling, 5xx and
- * network errors are retried by the SDK (`maxAttempts`); what still fails is mapped to
- * StorageError, with kind 'transient' when a later retry may succeed.
+ * container and instance roles); tidemark's config never holds them.
  */
-import { createWriteStream, createReadStream, promises as fsp } from 'node:fs';
+import { createWriteStream, promises as fsp } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { Readable, Transform, pipeline as pipeStreams } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   DeleteObjectsCommand,
@@ -21,10 +25,17 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import type { GetObjectCommandOutput, S3ClientConfig, _Object } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
-import { StorageError, TidemarkError, UnsafeKeyError } from '../errors.js';
-import type { ErrorKind } from '../errors.js';
-import { bodyBytes, checkRange, gatherPages, notFoundError, pageSizeOf } from './common.js';
+import { StorageError, UnsafeKeyError } from '../errors.js';
+import { bodyBytes, checkRange, gatherPages, notFoundError, pageSizeOf } from './driver-helpers.js';
+import { TRANSIENT_CODES, classify, isNotFound, mapS3Error, statusOf } from './s3/faults.js';
+import { RequestCounter } from './s3/request-counter.js';
+import { isObjectChanged, openObject } from './s3/resumable-get.js';
+import type { GetRequest, ObjectVersion, Opened } from './s3/resumable-get.js';
+import { DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_DELAY_MS, RetryBudget, RetryPolicy } from './s3/retry.js';
+import type { Attempts, Operation } from './s3/retry.js';
+import { handlerOptions, resolveTimeouts } from './s3/timeouts.js';
+import type { Timeouts } from './s3/timeouts.js';
+import { uploadFile } from './s3/upload.js';
 import type {
   Body,
   ByteRange,
@@ -32,9 +43,12 @@ import type {
   ListPage,
   ListResult,
   ObjectInfo,
+  RequestCounts,
   Storage,
   WriteOptions,
 } from './storage.js';
+
+export { RetryBudget } from './s3/retry.js';
 
 /** Default multipart part size for `upload`. */
 export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
@@ -45,33 +59,7 @@ const DELETE_BATCH = 1000;
 /** A 409 ConditionalRequestConflict is retried this many times before giving up. */
 const CONDITIONAL_CONFLICT_ATTEMPTS = 3;
 
-/** S3 error codes worth retrying once the SDK's own retries are spent. */
-const TRANSIENT_CODES = new Set([
-  'SlowDown',
-  'Throttling',
-  'ThrottlingException',
-  'RequestLimitExceeded',
-  'TooManyRequestsException',
-  'RequestTimeout',
-  'RequestTimeoutException',
-  'InternalError',
-  'ServiceUnavailable',
-  'TimeoutError',
-]);
-/** Network-level errno codes: the request may not have reached the store. */
-const NETWORK_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EAI_AGAIN',
-  'ENOTFOUND',
-  'ENETUNREACH',
-  'EHOSTUNREACH',
-]);
-
-export interface S3StorageOptions {
+export interface S3StorageOptions extends Partial<Timeouts> {
   bucket: string;
   /** Key prefix inside the bucket; a trailing `/` is added when missing. */
   prefix?: string;
@@ -81,15 +69,22 @@ export interface S3StorageOptions {
   region?: string;
   /** Path-style addressing (`endpoint/bucket/key`), needed by MinIO and most local servers. */
   forcePathStyle?: boolean;
-  /** Attempts per request, including the first (SDK retries with backoff on throttling and 5xx). */
+  /** Attempts per request (and per resumed read) without progress, the first included. Default 6. */
   maxAttempts?: number;
+  /** First backoff ceiling in ms; doubles per attempt, ×5 after SlowDown. Default 100. */
+  retryBaseDelayMs?: number;
+  /** Longest single backoff in ms. Default 20 000. */
+  retryMaxDelayMs?: number;
+  /** Retry budget shared by this storage and its children: a token count, or a budget to share wider (e.g. source and target of a run). Default 500. */
+  retryBudget?: number | RetryBudget;
   /** Part size for multipart uploads (bytes, at least 5 MiB); files above it go multipart. Default 8 MiB. */
   partSize?: number;
   /** Parts uploaded in parallel by `upload`. Default 4. */
   uploadConcurrency?: number;
   /**
-   * A ready client (tests, embedding). When given, endpoint/region/forcePathStyle/maxAttempts
-   * are ignored: the client carries them.
+   * A ready client (tests, embedding). When given, endpoint/region/forcePathStyle and the
+   * timeouts are the client's (tidemark's retries still apply; give it maxAttempts 1 so the
+   * SDK does not retry underneath).
    */
   client?: S3Client;
   /**
@@ -99,12 +94,16 @@ export interface S3StorageOptions {
   credentials?: S3ClientConfig['credentials'];
 }
 
-/** The SDK client config for these options (no credentials unless explicitly given). */
+/**
+ * The SDK client config for these options (no credentials unless explicitly given). The SDK's
+ * retries are off (tidemark's policy retries, see ./s3/retry.ts); its HTTP handler gets the timeouts.
+ */
 export function s3ClientConfig(opts: Omit<S3StorageOptions, 'bucket' | 'client'>): S3ClientConfig {
   const config: S3ClientConfig = {
     region: opts.region ?? (opts.endpoint ? 'us-east-1' : undefined),
     forcePathStyle: opts.forcePathStyle,
-    maxAttempts: opts.maxAttempts,
+    maxAttempts: 1,
+    requestHandler: handlerOptions(resolveTimeouts(opts)),
   };
   if (opts.endpoint) {
     config.endpoint = opts.endpoint;
@@ -116,6 +115,16 @@ export function s3ClientConfig(opts: Omit<S3StorageOptions, 'bucket' | 'client'>
   return config;
 }
 
+/** What a storage shares with its children: one client, one retry budget, one request count. */
+interface Shared {
+  client: S3Client;
+  policy: RetryPolicy;
+  counter: RequestCounter;
+  idleTimeoutMs: number;
+  partSize: number;
+  uploadConcurrency: number;
+}
+
 /** A Storage rooted at `s3://bucket/prefix/`. */
 export class S3Storage implements Storage {
   readonly uri: string;
@@ -123,44 +132,54 @@ export class S3Storage implements Storage {
   /** Key prefix inside the bucket: `''` or ending with `/`. */
   readonly prefix: string;
   readonly client: S3Client;
-  private readonly partSize: number;
-  private readonly uploadConcurrency: number;
+  private readonly shared: Shared;
 
-  constructor(opts: S3StorageOptions) {
+  /** `shared` is for `child()`: a child uses its parent's client, retry budget and request count. */
+  constructor(opts: S3StorageOptions, shared?: Shared) {
     if (!opts.bucket) throw new StorageError('[storage] S3 bucket name is empty', { kind: 'usage' });
     this.bucket = opts.bucket;
     this.prefix = normalizePrefix(opts.prefix ?? '');
     this.uri = `s3://${this.bucket}/${this.prefix}`;
-    this.client = opts.client ?? new S3Client(s3ClientConfig(opts));
-    this.partSize = Math.max(MIN_PART_SIZE, opts.partSize ?? DEFAULT_PART_SIZE);
-    this.uploadConcurrency = opts.uploadConcurrency ?? 4;
+    this.shared = shared ?? sharedOf(opts);
+    this.client = this.shared.client;
   }
 
   localPath(_key: string): null {
     return null;
   }
 
+  /** Requests sent so far by this storage, its parent and its children. */
+  requestCounts(): RequestCounts {
+    return this.shared.counter.snapshot();
+  }
+
   async *list(opts: ListOptions = {}): AsyncIterable<ListPage> {
     const pageSize = pageSizeOf(opts);
+    const prefix = opts.prefix ?? '';
     const seenTokens = new Set<string>();
     let token: string | undefined;
     do {
-      const command = new ListObjectsV2Command({
-        Bucket: this.bucket,
-        Prefix: this.prefix + (opts.prefix ?? ''),
-        Delimiter: opts.delimiter || undefined,
-        StartAfter: opts.startAfter === undefined ? undefined : this.prefix + opts.startAfter,
-        ContinuationToken: token,
-        MaxKeys: pageSize,
+      // Each page is retried on its own, with the continuation token of that page.
+      const pageToken = token;
+      const { out, date } = await this.run('list', prefix, opts.signal, async () => {
+        const command = new ListObjectsV2Command({
+          Bucket: this.bucket,
+          Prefix: this.prefix + prefix,
+          Delimiter: opts.delimiter || undefined,
+          StartAfter: opts.startAfter === undefined ? undefined : this.prefix + opts.startAfter,
+          ContinuationToken: pageToken,
+          MaxKeys: pageSize,
+        });
+        const clock = captureServerDate(command);
+        const out = await this.client.send(this.track(command), sendOpts(opts.signal));
+        return { out, date: clock.date };
       });
-      const clock = captureServerDate(command);
-      const out = await this.call('list', opts.prefix ?? '', () => this.client.send(command, { abortSignal: opts.signal }));
       yield {
         objects: (out.Contents ?? []).map((o) => this.infoOfListed(o)),
         commonPrefixes: (out.CommonPrefixes ?? []).flatMap((p) => (p.Prefix ? [this.relative(p.Prefix)] : [])),
-        serverTime: clock.date ?? new Date(),
+        serverTime: date ?? new Date(),
       };
-      token = this.nextToken(out.IsTruncated, out.NextContinuationToken, seenTokens, opts.prefix ?? '');
+      token = this.nextToken(out.IsTruncated, out.NextContinuationToken, seenTokens, prefix);
     } while (token !== undefined);
   }
 
@@ -169,9 +188,9 @@ export class S3Storage implements Storage {
   }
 
   async head(key: string): Promise<ObjectInfo | null> {
+    const Key = this.fullKey(key);
     try {
-      const command = new HeadObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key) });
-      const out = await this.call('head', key, () => this.client.send(command));
+      const out = await this.run('head', key, undefined, () => this.client.send(this.track(new HeadObjectCommand({ Bucket: this.bucket, Key }))));
       return infoOf(key, out.ContentLength, out.LastModified, out.ETag);
     } catch (err) {
       if (isNotFound(err)) return null;
@@ -180,86 +199,105 @@ export class S3Storage implements Storage {
   }
 
   async read(key: string, range?: ByteRange): Promise<Uint8Array | null> {
-    const got = await this.getRange(key, range);
+    const got = await this.readWhole('read', key, range, undefined, async (body) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of body) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks);
+    });
     if (got === 'missing') return null;
     if (got === 'empty') return new Uint8Array(0);
-    const bytes = await this.call('read', key, () => got.out.Body!.transformToByteArray());
-    const { skip, limit } = got;
-    return skip === 0 && limit === undefined ? bytes : bytes.subarray(skip, limit === undefined ? undefined : skip + limit);
+    return new Uint8Array(got.buffer, got.byteOffset, got.byteLength);
   }
 
+  /**
+   * A stream that resumes itself when the connection breaks. If the object is replaced while it
+   * is read, the stream fails with a transient error (bytes already handed out cannot be taken back).
+   */
   async readStream(key: string, range?: ByteRange): Promise<Readable> {
-    const got = await this.getRange(key, range);
-    if (got === 'missing') throw notFoundError(key, this.uri);
-    if (got === 'empty') return Readable.from([]);
-    const body = got.out.Body as Readable;
-    if (got.skip === 0 && got.limit === undefined) return body;
-    // pipeline (not .pipe) so that a failing body destroys the slice with the same error.
-    return pipeStreams(body, sliceStream(got.skip, got.limit), () => undefined);
+    const opened = await this.open(key, range, undefined, this.policy.start(this.operation('readStream', key)));
+    if (opened === 'missing') throw notFoundError(key, this.uri);
+    if (opened === 'empty') return Readable.from([]);
+    return opened.body;
   }
 
   async download(key: string, localPath: string, opts: { signal?: AbortSignal } = {}): Promise<ObjectInfo> {
-    const out = await this.getObject(key, undefined, opts.signal);
-    if (!out) throw notFoundError(key, this.uri);
     const dest = path.resolve(localPath);
     await fsp.mkdir(path.dirname(dest), { recursive: true });
     // Stream to a temp name, then rename: a partial download is never seen under the final name.
     const tmp = path.join(path.dirname(dest), `.tmp-${randomUUID()}`);
     try {
-      await pipeline(out.Body as Readable, createWriteStream(tmp), { signal: opts.signal });
+      const got = await this.readWhole('download', key, undefined, opts.signal, async (body, object) => {
+        await pipeline(body, createWriteStream(tmp), opts.signal ? { signal: opts.signal } : {});
+        return object;
+      });
+      if (got === 'missing' || got === 'empty') throw notFoundError(key, this.uri);
       await fsp.rename(tmp, dest);
+      return infoOf(key, got.size, got.lastModified, got.etag);
     } catch (err) {
       await fsp.rm(tmp, { force: true });
-      throw this.mapError(err, 'download', key);
+      throw mapS3Error(err, { op: 'download', key, uri: this.uri });
     }
-    return infoOf(key, out.ContentLength, out.LastModified, out.ETag);
   }
 
   async write(key: string, body: Body, opts: WriteOptions = {}): Promise<void> {
-    const command = new PutObjectCommand({ ...this.putParams(key, opts), Body: bodyBytes(body) });
-    await this.call('write', key, () => this.client.send(command, { abortSignal: opts.signal }));
+    const params = { ...this.putParams(key, opts), Body: bodyBytes(body) };
+    // A plain PUT is idempotent: a retry writes the same bytes again.
+    await this.run('write', key, opts.signal, () => this.client.send(this.track(new PutObjectCommand(params)), sendOpts(opts.signal)));
   }
 
   async upload(key: string, localPath: string, opts: WriteOptions = {}): Promise<void> {
-    const source = createReadStream(localPath);
-    const upload = new Upload({
-      client: this.client,
-      params: { ...this.putParams(key, opts), Body: source },
-      partSize: this.partSize,
-      queueSize: this.uploadConcurrency,
-      leavePartsOnError: false, // abort the multipart upload on failure: no orphaned parts
-    });
-    const onAbort = () => void upload.abort();
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    const { client, counter, policy, partSize, uploadConcurrency } = this.shared;
     try {
       opts.signal?.throwIfAborted();
-      await upload.done();
+      await uploadFile(
+        {
+          client,
+          counter,
+          policy,
+          bucket: this.bucket,
+          fullKey: this.fullKey(key),
+          key,
+          uri: this.uri,
+          ...(opts.contentType ? { contentType: opts.contentType } : {}),
+          partSize,
+          concurrency: uploadConcurrency,
+          ...(opts.signal ? { signal: opts.signal } : {}),
+        },
+        localPath,
+      );
     } catch (err) {
-      throw this.mapError(err, 'upload', key, { localPath });
-    } finally {
-      opts.signal?.removeEventListener('abort', onAbort);
-      source.destroy();
+      throw mapS3Error(err, { op: 'upload', key, uri: this.uri, extra: { localPath } });
     }
   }
 
+  /**
+   * PUT with If-None-Match: *. An attempt whose answer was lost (500, reset, timeout) may have
+   * created the key; when a retry then answers 412, the key is read back and compared with our
+   * body, so the call still says whether this write created it.
+   */
   async writeIfAbsent(key: string, body: Body, opts: WriteOptions = {}): Promise<boolean> {
-    const params = { ...this.putParams(key, opts), Body: bodyBytes(body), IfNoneMatch: '*' };
-    for (let attempt = 1; ; attempt++) {
+    const bytes = bodyBytes(body);
+    const params = { ...this.putParams(key, opts), Body: bytes, IfNoneMatch: '*' };
+    const attempts = this.policy.start(this.operation('writeIfAbsent', key, opts.signal));
+    let ambiguous = false;
+    let conflicts = 0;
+    for (;;) {
       try {
-        const command = new PutObjectCommand(params);
-        await this.call('writeIfAbsent', key, () => this.client.send(command, { abortSignal: opts.signal }));
+        await this.client.send(this.track(new PutObjectCommand(params)), sendOpts(opts.signal));
+        attempts.succeeded();
         return true;
       } catch (err) {
         const status = statusOf(err);
         // 412: the key exists. Decided by status code, never by message text.
-        if (status === 412) return false;
-        // 409: a concurrent write to the key was in flight; AWS advises retrying, and the
-        // retry answers 412 (the other write won) or 200. When it persists, report a loss.
+        if (status === 412) return ambiguous ? this.holds(key, bytes) : false;
+        // 409: a concurrent write to the key was in flight (maybe our own lost attempt); AWS
+        // advises retrying, and the retry answers 412 or 200. When it persists, report a loss.
         if (status === 409) {
-          if (attempt < CONDITIONAL_CONFLICT_ATTEMPTS) continue;
-          return false;
+          if (++conflicts < CONDITIONAL_CONFLICT_ATTEMPTS) continue;
+          return ambiguous ? this.holds(key, bytes) : false;
         }
-        throw err;
+        if (classify(err).transient) ambiguous = true;
+        await attempts.failed(err, ambiguous ? { ambiguous: true } : {});
       }
     }
   }
@@ -269,11 +307,10 @@ export class S3Storage implements Storage {
     const failures: { key: string; code?: string }[] = [];
     for (let i = 0; i < fullKeys.length; i += DELETE_BATCH) {
       const batch = fullKeys.slice(i, i + DELETE_BATCH);
-      const command = new DeleteObjectsCommand({
-        Bucket: this.bucket,
-        Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
-      });
-      const out = await this.call('delete', keys[i] ?? '', () => this.client.send(command));
+      const command = () =>
+        new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } });
+      // Deleting is idempotent: a retried batch deletes what is left of it.
+      const out = await this.run('delete', keys[i] ?? '', undefined, () => this.client.send(this.track(command())));
       for (const e of out.Errors ?? []) failures.push({ key: this.relative(e.Key ?? ''), code: e.Code });
     }
     if (failures.length > 0) throw this.deleteError(failures);
@@ -282,16 +319,77 @@ export class S3Storage implements Storage {
   child(prefix: string): S3Storage {
     const clean = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
     if (clean !== '') this.fullKey(clean); // same safety rules as keys
-    return new S3Storage({
-      bucket: this.bucket,
-      prefix: clean === '' ? this.prefix : `${this.prefix}${clean}/`,
-      client: this.client,
-      partSize: this.partSize,
-      uploadConcurrency: this.uploadConcurrency,
-    });
+    return new S3Storage({ bucket: this.bucket, prefix: clean === '' ? this.prefix : `${this.prefix}${clean}/` }, this.shared);
   }
 
   // --- helpers ---------------------------------------------------------------
+
+  private get policy(): RetryPolicy {
+    return this.shared.policy;
+  }
+
+  private operation(op: string, key: string, signal?: AbortSignal): Operation {
+    return { op, key, uri: this.uri, ...(signal ? { signal } : {}) };
+  }
+
+  /** One operation under the retry policy. */
+  private run<T>(op: string, key: string, signal: AbortSignal | undefined, attempt: () => Promise<T>): Promise<T> {
+    return this.policy.run(this.operation(op, key, signal), attempt);
+  }
+
+  /** Count every attempt of the command (see ./s3/request-counter.ts). */
+  private track<C extends { middlewareStack: { add: (...args: any[]) => void } }>(command: C): C {
+    return this.shared.counter.track(command);
+  }
+
+  private sendGet(key: string, req: GetRequest): Promise<GetObjectCommandOutput> {
+    const command = new GetObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key), Range: req.range, IfMatch: req.ifMatch });
+    return this.client.send(this.track(command), { abortSignal: req.signal });
+  }
+
+  /** A resumable GetObject; `attempts` is the operation's retry state. */
+  private open(key: string, range: ByteRange | undefined, signal: AbortSignal | undefined, attempts: Attempts): Promise<Opened> {
+    checkRange(range, key);
+    this.fullKey(key);
+    return openObject({
+      get: (req) => this.sendGet(key, req),
+      ...(range ? { range } : {}),
+      attempts,
+      idleTimeoutMs: this.shared.idleTimeoutMs,
+      ...(signal ? { signal } : {}),
+    });
+  }
+
+  /**
+   * A whole-object read (into memory or a file): when the object is replaced mid-read, nothing
+   * has been handed out yet, so it starts over on the new version (an attempt like any other).
+   */
+  private async readWhole<T>(
+    op: string,
+    key: string,
+    range: ByteRange | undefined,
+    signal: AbortSignal | undefined,
+    consume: (body: Readable, object: ObjectVersion) => Promise<T>,
+  ): Promise<T | 'missing' | 'empty'> {
+    const attempts = this.policy.start(this.operation(op, key, signal));
+    for (;;) {
+      const opened = await this.open(key, range, signal, attempts);
+      if (typeof opened === 'string') return opened;
+      try {
+        return await consume(opened.body, opened.object);
+      } catch (err) {
+        opened.body.destroy();
+        if (!isObjectChanged(err)) throw err;
+        await attempts.failed(err);
+      }
+    }
+  }
+
+  /** Does the key hold exactly `bytes`? (Our own write, whose answer was lost.) */
+  private async holds(key: string, bytes: Uint8Array): Promise<boolean> {
+    const existing = await this.read(key);
+    return existing !== null && Buffer.compare(Buffer.from(existing), Buffer.from(bytes)) === 0;
+  }
 
   /**
    * Bucket key for a storage key. `.` and `..` segments are refused: some servers and proxies
@@ -334,68 +432,6 @@ export class S3Storage implements Storage {
     return token;
   }
 
-  /** GetObject (optionally a range), or null on 404. */
-  private async getObject(key: string, range?: ByteRange, signal?: AbortSignal): Promise<GetObjectCommandOutput | null> {
-    checkRange(range, key);
-    const Range = range ? `bytes=${range.start}-${range.end ?? ''}` : undefined;
-    const command = new GetObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key), Range });
-    try {
-      return await this.call('read', key, () => this.client.send(command, { abortSignal: signal }));
-    } catch (err) {
-      if (isNotFound(err)) return null;
-      throw err;
-    }
-  }
-
-  /**
-   * A ranged GetObject plus the bytes to trim when the server sent more than asked;
-   * 'empty' when the range starts at or past the end (HTTP 416: the object exists).
-   */
-  private async getRange(key: string, range?: ByteRange): Promise<{ out: GetObjectCommandOutput; skip: number; limit?: number } | 'missing' | 'empty'> {
-    try {
-      const out = await this.getObject(key, range);
-      if (!out) return 'missing';
-      const [skip, limit] = excessOf(range, out.ContentRange);
-      return { out, skip, limit };
-    } catch (err) {
-      if (statusOf(err) === 416) return 'empty';
-      throw err;
-    }
-  }
-
-  /** Run an SDK call; its errors become StorageError (404s carry `notFound`, status and code). */
-  private async call<T>(op: string, key: string, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (err) {
-      throw this.mapError(err, op, key);
-    }
-  }
-
-  private mapError(err: unknown, op: string, key: string, extra: Record<string, unknown> = {}): unknown {
-    if (err instanceof TidemarkError || isAbort(err)) return err;
-    hideRawResponse(err);
-    const status = statusOf(err);
-    const code = codeOf(err);
-    const kind = kindOf(err, status, code);
-    const what = [code, status ? `HTTP ${status}` : undefined].filter(Boolean).join(', ');
-    // The SDK's message is left out on purpose: the code and status say what happened, and
-    // nothing from the request (signatures, headers) can leak into logs.
-    return new StorageError(`[storage] S3 ${op} failed for ${JSON.stringify(key)} in ${this.uri}${what ? `: ${what}` : ''}${hint(status)}`, {
-      kind,
-      context: {
-        key,
-        uri: this.uri,
-        status,
-        code,
-        requestId: (err as { $metadata?: { requestId?: string } })?.$metadata?.requestId,
-        ...(status === 404 ? { notFound: true } : {}),
-        ...extra,
-      },
-      cause: err,
-    });
-  }
-
   private deleteError(failures: { key: string; code?: string }[]): StorageError {
     const allTransient = failures.every((f) => f.code !== undefined && TRANSIENT_CODES.has(f.code));
     const sample = failures.slice(0, 5).map((f) => `${JSON.stringify(f.key)} (${f.code ?? 'unknown'})`);
@@ -404,6 +440,30 @@ export class S3Storage implements Storage {
       { kind: allTransient ? 'transient' : 'terminal', context: { uri: this.uri, key: failures[0]?.key, failures } },
     );
   }
+}
+
+/** Client, retry policy and counter of a root storage. */
+function sharedOf(opts: S3StorageOptions): Shared {
+  const timeouts = resolveTimeouts(opts);
+  const budget = opts.retryBudget instanceof RetryBudget ? opts.retryBudget : new RetryBudget(opts.retryBudget);
+  const maxAttempts = opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) {
+    throw new StorageError(`[storage] S3 maxAttempts must be a positive integer, got ${maxAttempts}`, { kind: 'usage', context: { field: 'maxAttempts' } });
+  }
+  return {
+    client: opts.client ?? new S3Client(s3ClientConfig(opts)),
+    policy: new RetryPolicy({
+      maxAttempts,
+      baseDelayMs: opts.retryBaseDelayMs ?? DEFAULT_BASE_DELAY_MS,
+      maxDelayMs: opts.retryMaxDelayMs ?? DEFAULT_MAX_DELAY_MS,
+      budget,
+      ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
+    }),
+    counter: new RequestCounter(),
+    idleTimeoutMs: timeouts.idleTimeoutMs,
+    partSize: Math.max(MIN_PART_SIZE, opts.partSize ?? DEFAULT_PART_SIZE),
+    uploadConcurrency: opts.uploadConcurrency ?? 4,
+  };
 }
 
 /** `a/b` → `a/b/`; leading slashes dropped. */
@@ -419,6 +479,10 @@ function infoOf(key: string, size?: number, lastModified?: Date, etag?: string):
 /** S3 returns ETags quoted (`"abc"`); weak markers (`W/`) are dropped too. */
 function stripQuotes(etag: string): string {
   return etag.replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
+}
+
+function sendOpts(signal: AbortSignal | undefined): { abortSignal?: AbortSignal } {
+  return signal ? { abortSignal: signal } : {};
 }
 
 /**
@@ -439,87 +503,4 @@ function captureServerDate(command: ListObjectsV2Command): { date?: Date } {
     { step: 'deserialize', name: 'tidemarkServerDate' },
   );
   return clock;
-}
-
-/**
- * Bytes to drop and keep when the server answered a different range than asked (s3rver
- * answers `bytes=0-0` with the whole object; some servers ignore Range). [skip, limit].
- */
-function excessOf(range: ByteRange | undefined, contentRange: string | undefined): [number, number | undefined] {
-  if (!range) return [0, undefined];
-  const m = contentRange ? /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(contentRange) : null;
-  const gotStart = m ? Number(m[1]) : 0; // no Content-Range: the server sent the whole object
-  const gotEnd = m ? Number(m[2]) : Number.POSITIVE_INFINITY;
-  const skip = Math.max(0, range.start - gotStart);
-  const wantEnd = range.end ?? Number.POSITIVE_INFINITY;
-  const limit = wantEnd < gotEnd ? wantEnd - range.start + 1 : undefined;
-  return [skip, limit];
-}
-
-/** A stream that drops `skip` bytes, then passes at most `limit` bytes. */
-function sliceStream(skip: number, limit: number | undefined): Transform {
-  let pos = 0;
-  const end = limit === undefined ? Number.POSITIVE_INFINITY : skip + limit;
-  return new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      const from = Math.max(0, skip - pos);
-      const to = Math.min(chunk.length, end - pos);
-      pos += chunk.length;
-      done(null, to > from ? chunk.subarray(from, to) : undefined);
-    },
-  });
-}
-
-/**
- * Fields the SDK copies onto its errors that can hold credentials: the raw HTTP exchange
- * (`$response`, which references the signed request and its Authorization header), and what S3
- * echoes in an InvalidAccessKeyId or SignatureDoesNotMatch answer (the key id, the string to
- * sign, the canonical request with its `x-amz-security-token` header).
- */
-const CREDENTIAL_FIELDS = ['$response', 'AWSAccessKeyId', 'StringToSign', 'StringToSignBytes', 'SignatureProvided', 'CanonicalRequest', 'CanonicalRequestBytes'];
-
-/**
- * Keep those fields for debugging but make them non-enumerable, so loggers, `util.inspect` and
- * test reporters that serialise `cause` do not print them.
- */
-function hideRawResponse(err: unknown): void {
-  if (!err || typeof err !== 'object') return;
-  for (const field of CREDENTIAL_FIELDS) {
-    if (Object.prototype.propertyIsEnumerable.call(err, field)) Object.defineProperty(err, field, { enumerable: false });
-  }
-}
-
-function statusOf(err: unknown): number | undefined {
-  if (err instanceof StorageError) return err.context.status as number | undefined;
-  return (err as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
-}
-
-function codeOf(err: unknown): string | undefined {
-  const e = err as { Code?: unknown; code?: unknown; name?: unknown } | null;
-  const code = e?.Code ?? e?.code ?? e?.name;
-  return typeof code === 'string' ? code : undefined;
-}
-
-function isNotFound(err: unknown): boolean {
-  return statusOf(err) === 404;
-}
-
-function isAbort(err: unknown): boolean {
-  return (err as { name?: unknown } | null)?.name === 'AbortError';
-}
-
-function kindOf(err: unknown, status: number | undefined, code: string | undefined): ErrorKind {
-  const errno = (err as { code?: unknown } | null)?.code;
-  if (typeof errno === 'string' && NETWORK_CODES.has(errno)) return 'transient';
-  if (code && TRANSIENT_CODES.has(code)) return 'transient';
-  if (status !== undefined && (status >= 500 || status === 429 || status === 408)) return 'transient';
-  if ((err as { $retryable?: unknown } | null)?.$retryable) return 'transient';
-  return 'terminal';
-}
-
-/** A short pointer for the errors users can fix themselves. */
-function hint(status: number | undefined): string {
-  if (status === 403) return ' (access denied: check the credentials from the SDK default chain and the bucket policy)';
-  if (status === 301) return ' (wrong region for this bucket: set the region)';
-  return '';
 }

@@ -45,6 +45,19 @@ export interface ByteRange {
 
 export type Body = Uint8Array | string;
 
+/**
+ * Requests sent to the store, by kind, so a run report can show what a run costs (S3 bills
+ * PUT/LIST apart from GET/HEAD). Every HTTP request counts once, retries included; a listing
+ * page is one `list`; multipart create/part/complete count as `put`, an abort as `delete`.
+ */
+export interface RequestCounts {
+  list: number;
+  get: number;
+  put: number;
+  head: number;
+  delete: number;
+}
+
 export interface WriteOptions {
   contentType?: string;
   signal?: AbortSignal;
@@ -78,10 +91,17 @@ export interface Storage {
    * Atomic put-if-absent: returns true if this call created the key, false if it already existed.
    * Never overwrites. On a store that ignores conditional writes the result cannot be trusted:
    * see `probeConditionalWrite` in ./probe.ts.
+   *
+   * When an attempt's answer was lost (HTTP 500 or a reset after the store acted) and a retry
+   * finds the key taken, the driver reads it back: true when it holds exactly this body. A
+   * transient error means the outcome is unknown (the write may have landed); callers that must
+   * know read the key (the Delta commit recognises its own commit by commitInfo.txnId).
    */
   writeIfAbsent(key: string, body: Body, opts?: WriteOptions): Promise<boolean>;
   /** Delete keys (batched); missing keys are not an error. */
   delete(keys: string[]): Promise<void>;
   /** A storage rooted at `prefix` below this one (prefix is relative and ends without `/`). */
   child(prefix: string): Storage;
+  /** Requests sent so far by this storage and its parent and children (one shared count); absent on drivers without request costs. */
+  requestCounts?(): RequestCounts;
 }

@@ -7,15 +7,26 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../errors.js';
 import { LocalStorage } from './local.js';
 import { S3Storage } from './s3.js';
+import type { S3StorageOptions } from './s3.js';
 import type { Storage } from './storage.js';
 
-/** Where an S3 endpoint is and how to address it; credentials always come from the SDK chain. */
-export interface S3EndpointOptions {
-  endpoint?: string;
-  region?: string;
-  forcePathStyle?: boolean;
-  maxAttempts?: number;
-}
+/**
+ * Where an S3 endpoint is, how to address it, and how patient to be with it (timeouts, retries,
+ * a retry budget to share between the storages of one run); credentials always come from the SDK chain.
+ */
+export type S3EndpointOptions = Pick<
+  S3StorageOptions,
+  | 'endpoint'
+  | 'region'
+  | 'forcePathStyle'
+  | 'maxAttempts'
+  | 'connectTimeoutMs'
+  | 'requestTimeoutMs'
+  | 'idleTimeoutMs'
+  | 'retryBaseDelayMs'
+  | 'retryMaxDelayMs'
+  | 'retryBudget'
+>;
 
 /** A parsed storage URI. `uri` is canonical: folders end with `/`. */
 export type StorageLocation =

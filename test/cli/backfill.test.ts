@@ -5,12 +5,10 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main, type CliIO } from '../../src/cli/main.js';
-import type { RunContext } from '../../src/job/context.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { cleanup, DuckSession, land, orders, tempDir } from '../job/helpers.js';
+import { cli } from '../helpers/cli.js';
 
 let session: DuckSession;
 const dirs: string[] = [];
@@ -37,16 +35,6 @@ afterAll(async () => {
   await cleanup(dirs);
 });
 
-async function cli(argv: string[], context: Partial<RunContext> = { tty: false }): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const err = new PassThrough();
-  err.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const io: CliIO = { stdout: { write: (s) => void (stdout += s) }, stderr: err, context };
-  const code = await main(argv, io);
-  await new Promise((resolve) => setImmediate(resolve));
-  return { code, stdout, stderr };
-}
 
 const json = (stdout: string) => stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
 

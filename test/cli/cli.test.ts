@@ -7,14 +7,13 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main, type CliIO } from '../../src/cli/main.js';
 import type { RunContext } from '../../src/job/context.js';
 import { runJob } from '../../src/job/run-job.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { cleanup, DuckSession, duplicateRids, land, makeConfig, orders, readTarget, sortRows, tempDir, type OrderRow } from '../job/helpers.js';
+import { cli } from '../helpers/cli.js';
 
 let session: DuckSession;
 const dirs: string[] = [];
@@ -28,23 +27,6 @@ afterAll(async () => {
   await cleanup(dirs);
 });
 
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Run the CLI in process, capturing stdout and stderr. */
-async function cli(argv: string[], context?: Partial<RunContext>): Promise<CliResult> {
-  let stdout = '';
-  let stderr = '';
-  const err = new PassThrough();
-  err.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const io: CliIO = { stdout: { write: (s) => void (stdout += s) }, stderr: err, ...(context ? { context } : {}) };
-  const code = await main(argv, io);
-  await new Promise((resolve) => setImmediate(resolve)); // let the logger's stream drain
-  return { code, stdout, stderr };
-}
 
 /** A config file (JSON is YAML) with the given jobs. */
 async function configFile(jobs: unknown[], storage: unknown = {}): Promise<string> {

@@ -22,7 +22,7 @@ beforeAll(async () => {
   // A third batch of new keys only: its MERGE adds a file and removes none, leaving two small files.
   await land(new LocalStorage(job.root), session, '2025/05/03/c.csv', orders([3, 'placed', 1]));
   // On a (forced) terminal: the progress bar goes to stderr.
-  const run = await cli(['run', '--config', config], undefined, true);
+  const run = await cli(['run', '--config', config], { tty: true });
   if (run.code !== 0) throw new Error(run.stderr);
   runStderr = run.stderr;
 });

@@ -34,6 +34,7 @@ import {
   type OrderRow,
 } from '../job/helpers.js';
 import { runCli, spawnCli } from './process.js';
+import { sleep } from '../helpers/cli.js';
 
 const KILLS = 20;
 let session: DuckSession;
@@ -58,8 +59,6 @@ function prng(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Delta log versions present under a local table root (commit files only). */
 async function versionsOf(root: string): Promise<number[]> {
@@ -188,7 +187,7 @@ describe('killing the tidemark process', () => {
     const stopped = await proc.done;
     expect(stopped.code, stopped.stderr).toBe(130);
     expect(stopped.stderr).toContain('SIGTERM received');
-    expect(JSON.parse(stopped.stdout)).toMatchObject({ job: 'events', status: 'failed', retryable: true, error: { type: 'Interrupted' } });
+    expect(JSON.parse(stopped.stdout)).toMatchObject({ job: 'events', status: 'failed', error: { type: 'Interrupted', retryable: true } });
     expect(await spoolFolders(spoolTmp)).toEqual([]);
     const partial = await readTarget(session, setup);
     expect(partial.rows.length).toBeLessThan(landed.length);

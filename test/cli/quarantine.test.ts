@@ -5,21 +5,14 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main, type CliIO } from '../../src/cli/main.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { cleanup, tempDir } from '../job/helpers.js';
+import { cli } from '../helpers/cli.js';
 
 const dirs: string[] = [];
 afterAll(() => cleanup(dirs));
 
-async function cli(argv: string[]): Promise<{ code: number; stdout: string }> {
-  let stdout = '';
-  const io: CliIO = { stdout: { write: (s) => void (stdout += s) }, stderr: new PassThrough() };
-  const code = await main(argv, io);
-  return { code, stdout };
-}
 
 describe('quarantine in the CLI', () => {
   it('run reports the quarantined file, status lists it (human and --json)', async () => {

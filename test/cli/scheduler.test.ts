@@ -50,7 +50,7 @@ describe('tidemark under a scheduler', () => {
 
     expect(exit.code, exit.stderr).toBe(130);
     const report = JSON.parse(exit.stdout) as Json & { error: Json };
-    expect(report).toMatchObject({ job: 'feed', status: 'failed', retryable: true, error: { type: 'Interrupted' } });
+    expect(report).toMatchObject({ job: 'feed', status: 'failed', error: { type: 'Interrupted', retryable: true } });
     expect(report['filesLoaded']).toBeGreaterThanOrEqual(1);
     expect(report['filesLoaded']).toBeLessThan(FILES);
     // (tsx keeps its compile cache in TMPDIR too)

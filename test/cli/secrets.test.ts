@@ -13,15 +13,14 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer } from 'node:net';
 import { inspect } from 'node:util';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { main, type CliIO } from '../../src/cli/main.js';
 import { errorInfo } from '../../src/cli/output.js';
 import { StorageError } from '../../src/errors.js';
 import { redactText } from '../../src/log/redact.js';
 import { openStorage } from '../../src/storage/uri.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 import { cleanup, tempDir } from '../job/helpers.js';
+import { cli } from '../helpers/cli.js';
 
 /** Fake credentials, shaped so that only the environment-based redaction can catch them. */
 const SECRETS = {
@@ -54,15 +53,6 @@ afterEach(() => {
   }
 });
 
-async function cli(argv: string[]): Promise<{ code: number; out: string }> {
-  let out = '';
-  const err = new PassThrough();
-  err.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-  const io: CliIO = { stdout: { write: (s) => void (out += s) }, stderr: err };
-  const code = await main(argv, io);
-  await new Promise((resolve) => setImmediate(resolve));
-  return { code, out };
-}
 
 async function configFile(storage: Record<string, unknown>, source: string, target: string): Promise<string> {
   const dir = await tempDir('secrets-cfg', dirs);
@@ -130,11 +120,11 @@ describe('secrets never reach output', () => {
     }
   });
 
-  it('a run against a closed port (network error after retries)', async () => {
+  it('a run against a closed port (network error after retries): exit 4, storage unavailable', async () => {
     const storage = { endpoint: `http://127.0.0.1:${await closedPort()}`, region: 'us-east-1', forcePathStyle: true };
     const file = await configFile(storage, 's3://nowhere/landing/', 's3://nowhere/lake/orders');
     const r = await cli(['run', '--config', file, '--json', '--log-level', 'debug']);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(4);
     expectNoSecret(r.out);
   });
 

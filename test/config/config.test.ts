@@ -3,7 +3,7 @@ import { parseConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
 import { parseDuration, parseSize } from '../../src/config/units.js';
 
-const SPEC_EXAMPLE = `
+const README_EXAMPLE = `
 storage:
   endpoint: http://127.0.0.1:9000
   region: us-east-1
@@ -44,8 +44,8 @@ function problemsOf(text: string): string[] {
 }
 
 describe('config', () => {
-  it('accepts the SPEC example and fills defaults', () => {
-    const cfg = parseConfig(SPEC_EXAMPLE);
+  it('accepts the README example and fills defaults', () => {
+    const cfg = parseConfig(README_EXAMPLE);
     const [orders, clicks] = cfg.jobs;
     expect(orders!.source.discover).toMatchObject({ by: 'partition', lookback: 2, timezone: 'UTC', onOverwrite: 'reload' });
     expect(orders!.maxBytesPerBatch).toBe(1024 ** 3);

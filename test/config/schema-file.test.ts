@@ -35,9 +35,11 @@ describe('tidemark.schema.json', () => {
     const raw = parseDocument('jobs: [{ source: { discover: { by: modified } } }]').toJS();
     expect(fieldsAt(['jobs', 0, 'source', 'discover'], raw)).toEqual(['by', 'settle', 'start', 'requireSuccessMarker', 'onOverwrite']);
     expect(fieldsAt(['jobs', 0, 'source'], raw)).toEqual(['uri', 'format', 'csv', 'include', 'exclude', 'storage', 'discover']);
-    expect(fieldsAt(['jobs', 0, 'target', 'storage'], raw)).toEqual(['endpoint', 'region', 'forcePathStyle', 'singleWriter']);
-    expect(fieldsAt(['jobs', 0, 'source', 'storage'], raw)).toEqual(['endpoint', 'region', 'forcePathStyle']);
-    expect(fieldsAt([], raw)).toEqual(['storage', 'lineage', 'metrics', 'jobs']);
+    const s3 = ['endpoint', 'region', 'forcePathStyle', 'connectTimeout', 'requestTimeout', 'idleTimeout', 'maxAttempts'];
+    expect(fieldsAt(['jobs', 0, 'target', 'storage'], raw)).toEqual([...s3, 'singleWriter']);
+    expect(fieldsAt(['jobs', 0, 'source', 'storage'], raw)).toEqual(s3);
+    expect(fieldsAt(['engine'], raw)).toEqual(['memoryLimit', 'threads']);
+    expect(fieldsAt([], raw)).toEqual(['storage', 'engine', 'lineage', 'metrics', 'jobs']);
     expect(fieldsAt(['nowhere'], raw)).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Action } from '../../src/delta/actions.js';
-import { maybeWriteCheckpoint, parseIntervalMs, tombstoneRetentionMs } from '../../src/delta/checkpoint.js';
+import { maybeWriteCheckpoint, parseIntervalMs, deletedFileRetentionMs } from '../../src/delta/checkpoint.js';
 import { commitWithRetry } from '../../src/delta/commit.js';
 import { loadSnapshot } from '../../src/delta/replay.js';
 import type { Snapshot } from '../../src/delta/snapshot.js';
@@ -70,7 +70,7 @@ function comparable(s: Snapshot): unknown {
     protocol: s.protocol,
     metadata: s.metadata,
     files: s.files,
-    tombstones: s.tombstones,
+    removes: s.removes,
     txns: [...s.txns.entries()],
     domains: [...s.domains.entries()],
   });
@@ -120,7 +120,7 @@ describe('maybeWriteCheckpoint', () => {
     expect(snapshot.txns.get('job-orders')?.version).toBe(10);
     expect(snapshot.txns.get('job-other')?.version).toBe(99);
     expect([...snapshot.domains.keys()]).toEqual(['tidemark.job.orders']);
-    expect(snapshot.tombstones.map((t) => t.path)).toEqual(['p=a/v1-0.parquet']);
+    expect(snapshot.removes.map((t) => t.path)).toEqual(['p=a/v1-0.parquet']);
     expect(snapshot.files.map((f) => f.path)).not.toContain('p=a/v2-0.parquet');
   });
 
@@ -133,9 +133,9 @@ describe('maybeWriteCheckpoint', () => {
       await rm(path.join(copy, '_delta_log/00000000000000000010.checkpoint.parquet'));
       await rm(path.join(copy, '_delta_log/_last_checkpoint'));
       const fromJson = (await loadSnapshot(new LocalStorage(copy), io))!;
-      const expected = comparable(fromJson) as { tombstones: unknown[] };
-      // The replay without a checkpoint still holds the expired tombstone; the checkpoint dropped it.
-      expected.tombstones = expected.tombstones.filter((t) => (t as { path: string }).path !== 'p=a/v2-0.parquet');
+      const expected = comparable(fromJson) as { removes: unknown[] };
+      // The replay without a checkpoint still holds the expired remove; the checkpoint dropped it.
+      expected.removes = expected.removes.filter((t) => (t as { path: string }).path !== 'p=a/v2-0.parquet');
       expect(comparable(withCheckpoint)).toEqual(expected);
     } finally {
       await rm(copy, { recursive: true, force: true });
@@ -174,7 +174,7 @@ describe('maybeWriteCheckpoint', () => {
   });
 });
 
-describe('tombstone retention', () => {
+describe('retention of removes (delta.deletedFileRetentionDuration)', () => {
   it('parses Spark intervals loosely', () => {
     expect(parseIntervalMs('interval 1 weeks')).toBe(7 * DAY);
     expect(parseIntervalMs('interval 2 days 12 hours')).toBe(2.5 * DAY);
@@ -182,8 +182,8 @@ describe('tombstone retention', () => {
     expect(parseIntervalMs('INTERVAL 1 WEEK')).toBe(7 * DAY);
     expect(parseIntervalMs('interval 1 month')).toBeNull();
     expect(parseIntervalMs('soon')).toBeNull();
-    expect(tombstoneRetentionMs({})).toBe(7 * DAY);
-    expect(tombstoneRetentionMs({ 'delta.deletedFileRetentionDuration': 'interval 3 days' })).toBe(3 * DAY);
-    expect(tombstoneRetentionMs({ 'delta.deletedFileRetentionDuration': 'garbage' })).toBe(7 * DAY);
+    expect(deletedFileRetentionMs({})).toBe(7 * DAY);
+    expect(deletedFileRetentionMs({ 'delta.deletedFileRetentionDuration': 'interval 3 days' })).toBe(3 * DAY);
+    expect(deletedFileRetentionMs({ 'delta.deletedFileRetentionDuration': 'garbage' })).toBe(7 * DAY);
   });
 });

@@ -28,10 +28,10 @@ describe('SnapshotBuilder', () => {
       .apply([add('a.parquet', { deletionVector: dv('two') }), remove('a.parquet', dv('one'))])
       .build(2);
     expect(s.files.map((f) => [f.path, f.deletionVector?.pathOrInlineDv])).toEqual([['a.parquet', 'two']]);
-    expect(s.tombstones).toHaveLength(2);
+    expect(s.removes).toHaveLength(2);
   });
 
-  it('a re-add replaces stats; a remove then re-add revives the file and clears its tombstone', () => {
+  it('a re-add replaces stats; a remove then re-add revives the file and clears its remove', () => {
     const s = new SnapshotBuilder('t')
       .apply([protocol, meta('id'), add('b.parquet'), add('a.parquet')])
       .apply([add('a.parquet', { stats: '{"numRecords":3}' })])
@@ -40,7 +40,7 @@ describe('SnapshotBuilder', () => {
       .build(3);
     expect(s.files.map((f) => f.path)).toEqual(['a.parquet', 'b.parquet']);
     expect(s.files[0]?.parsedStats).toEqual({ numRecords: 3 });
-    expect(s.tombstones).toEqual([]);
+    expect(s.removes).toEqual([]);
   });
 
   it('the last protocol and metaData win; the newest txn wins even with a lower version', () => {

@@ -55,7 +55,7 @@ const READABLE: Record<string, Expectation> = {
     files: 5,
     rows: 3,
     values: { 'sum(id)': '21', "string_agg(id::VARCHAR, ',' ORDER BY id)": '5,7,9' },
-    snapshot: (s) => expect(s.tombstones).toHaveLength(31),
+    snapshot: (s) => expect(s.removes).toHaveLength(31),
   },
   'partition-all-types-nulls': {
     version: 0,
@@ -140,7 +140,7 @@ const READABLE: Record<string, Expectation> = {
     rows: 41,
     values: { 'sum(id)': '1470', 'min(id)': '0', 'max(id)': '65' },
     snapshot: (s) => {
-      expect(s.tombstones).toHaveLength(7);
+      expect(s.removes).toHaveLength(7);
       expect(s.protocol).toMatchObject({ minReaderVersion: 1, minWriterVersion: 2 });
     },
   },
@@ -159,7 +159,7 @@ const READABLE: Record<string, Expectation> = {
     snapshot: (s) => {
       expect(s.txns.get('e4a20b59-dd0e-4c50-b074-e8ae4786df30')).toMatchObject({ version: 0, lastUpdated: 1564524299648 });
       expect(s.txns.size).toBe(1);
-      expect(s.tombstones).toHaveLength(4);
+      expect(s.removes).toHaveLength(4);
     },
   },
   'nested-map-array-struct': {

@@ -183,7 +183,7 @@ describe('DeltaTable.commit', () => {
       isBlindAppend: false,
     });
     const after = (await table.snapshot())!;
-    expect(after.tombstones.map((t) => t.path)).toEqual([old.path]);
+    expect(after.removes.map((t) => t.path)).toEqual([old.path]);
     expect((await readTable(session, scanSource(storage), after)).map((r) => r['name'])).toEqual(['A']);
   });
 

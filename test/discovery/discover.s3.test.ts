@@ -15,6 +15,7 @@ import type { DiscoveryPlan } from '../../src/discovery/plan.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { countingStorage } from '../helpers/counting-storage.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
+import { sleep } from '../helpers/cli.js';
 
 const DAY_MS = 86_400_000;
 let s3: S3rverHandle;
@@ -28,8 +29,6 @@ afterAll(async () => {
 });
 
 const keys = (plan: DiscoveryPlan) => plan.files.map((f) => f.key);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** Wait until just after a whole second, so the next few writes share one LastModified second. */
 async function startOfSecond(): Promise<void> {
   await sleep(1000 - (Date.now() % 1000) + 20);

@@ -3,7 +3,7 @@
  * requests, which keys were read). Each listing page counts as one `list` request.
  */
 import type { Readable } from 'node:stream';
-import { gatherPages } from '../../src/storage/common.js';
+import { gatherPages } from '../../src/storage/driver-helpers.js';
 import type {
   Body,
   ByteRange,

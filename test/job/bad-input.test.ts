@@ -1,5 +1,5 @@
 /**
- * Bad input through the real job (SPEC §7, issue 4 §4). Each bad file lands next to a good one
+ * Bad input through the real job (README, Bad files). Each bad file lands next to a good one
  * after a first load:
  * - `onBadFile: fail` (the default): the run fails with an error naming the file (and line, row
  *   or column where known), nothing is committed and the watermark does not move;
@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BadFileError, TidemarkError } from '../../src/errors.js';
+import { BadFileError, type TidemarkError } from '../../src/errors.js';
 import { jobStatus } from '../../src/job/status.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
@@ -19,6 +19,7 @@ import type { S3rverHandle } from '../helpers/s3rver.js';
 import { parquetOf } from './drift-helpers.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { closeS3JobEnv, DuckSession, makeConfig, mergeTarget, openS3JobEnv, readTarget, run, tempDir, unwrap } from './helpers.js';
+import { failure } from '../helpers/cli.js';
 
 let session: DuckSession;
 let s3: S3rverHandle;
@@ -130,18 +131,10 @@ async function landedZone(zone: Zone, bad: BadCase, onBadFile: 'fail' | 'quarant
   return setup;
 }
 
-async function failure(p: Promise<unknown>): Promise<TidemarkError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as TidemarkError;
-  }
-  throw new Error('expected the run to fail');
-}
 
 async function expectFailsNamingTheFile(zone: Zone, bad: BadCase): Promise<void> {
   const setup = await landedZone(zone, bad, 'fail');
-  const err = await failure(run(setup));
+  const err = await failure<TidemarkError>(run(setup));
   const uri = `${zone.uri}2025/03/02/${bad.file}`;
   expect(err).toBeInstanceOf(BadFileError);
   expect(err.message).toContain(uri);

@@ -26,6 +26,7 @@ import {
   sortRows,
   tempDir,
 } from './helpers.js';
+import { sleep } from '../helpers/cli.js';
 
 let s3: S3rverHandle;
 let session: DuckSession;
@@ -37,8 +38,6 @@ beforeAll(async () => {
 afterAll(() => closeS3JobEnv(s3, session, dirs));
 
 const byModified = { by: 'modified', settle: '15m' };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe('modification-time discovery end to end (sources on s3rver)', () => {
   it('merge: initial load of mixed formats, then a file landing in the same second as the watermark loads exactly once', async () => {
     // The tie needs the first run to finish within the second of its file; retry on a slow machine.

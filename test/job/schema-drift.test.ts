@@ -1,5 +1,5 @@
 /**
- * Schema drift through the real job (SPEC §7, issue 4 §3): new columns in new files are added to
+ * Schema drift through the real job (README, Schema drift): new columns in new files are added to
  * the table in the commit of their data (addColumns) or refuse the batch naming columns and files
  * (fail); CSV files whose inferred types differ load in the table's types; a value that does not
  * fit fails naming file, column and row, with nothing committed and the watermark unmoved;
@@ -14,6 +14,7 @@ import { LocalStorage } from '../../src/storage/local.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 import { commitOf, putParquet, tableRows } from './drift-helpers.js';
 import { cleanup, DuckSession, makeConfig, mergeTarget, readTarget, run, tempDir } from './helpers.js';
+import { failure } from '../helpers/cli.js';
 
 let session: DuckSession;
 const dirs: string[] = [];
@@ -35,15 +36,6 @@ async function zone(extra: Record<string, unknown> = {}, target?: Record<string,
   return { source, setup, uri: `${source.uri}` };
 }
 
-/** The error a run fails with. */
-async function failure(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected the run to fail');
-}
 
 describe("schemaEvolution: 'addColumns' (the default)", () => {
   it('adds the new columns of new files in the commit of their data; earlier rows read NULL', async () => {

@@ -19,7 +19,7 @@ function snapshot(files: LiveFile[]): Snapshot {
     schema: { type: 'struct', fields: [] },
     partitionColumns: ['p'],
     files,
-    tombstones: [],
+    removes: [],
     txns: new Map(),
     domains: new Map(),
   };

@@ -33,18 +33,25 @@ afterAll(async () => {
   await fsp.rm(tmp, { recursive: true, force: true });
 });
 
-/** A client on s3rver that records the name of every command it sends. */
-function recordingClient(): { client: S3Client; commands: string[] } {
+/**
+ * A client on s3rver that records every command it sends: its name, with the part number of an
+ * upload part and the first key and size of a delete batch. s3rver now and then answers 500 to
+ * a request the driver then retries, so tests compare the distinct commands (`distinct`).
+ */
+function recordingClient(): { client: S3Client; commands: string[]; distinct: () => string[] } {
   const client = new S3Client(s3ClientConfig(s3.clientOptions));
   const commands: string[] = [];
   client.middlewareStack.add(
     (next, context) => async (args) => {
-      commands.push(context.commandName ?? '?');
+      const input = args.input as { PartNumber?: number; Delete?: { Objects?: { Key?: string }[] } };
+      const objects = input.Delete?.Objects;
+      const detail = input.PartNumber ? ` #${input.PartNumber}` : objects ? ` ${objects.length} from ${objects[0]?.Key?.split('/').pop()}` : '';
+      commands.push(`${context.commandName ?? '?'}${detail}`);
       return next(args);
     },
     { step: 'initialize', name: 'recordCommands' },
   );
-  return { client, commands };
+  return { client, commands, distinct: () => [...new Set(commands)] };
 }
 
 describe('S3Storage on s3rver', () => {
@@ -64,28 +71,31 @@ describe('S3Storage on s3rver', () => {
   });
 
   it('uploads above the part size as multipart, below it as one PutObject', async () => {
-    const { client, commands } = recordingClient();
+    const { client, commands, distinct } = recordingClient();
     const storage = new S3Storage({ bucket: s3.bucket, prefix: `mp-${randomUUID()}`, client, partSize: 5 * 1024 * 1024 });
     const big = path.join(tmp, 'big.bin');
     await fsp.writeFile(big, Buffer.alloc(11 * 1024 * 1024, 7));
     await storage.upload('big.bin', big);
-    expect(commands).toEqual(['CreateMultipartUploadCommand', 'UploadPartCommand', 'UploadPartCommand', 'UploadPartCommand', 'CompleteMultipartUploadCommand']);
+    const parts = ['UploadPartCommand #1', 'UploadPartCommand #2', 'UploadPartCommand #3'];
+    expect(distinct()[0]).toBe('CreateMultipartUploadCommand');
+    expect(distinct().slice(1, 4).sort()).toEqual(parts);
+    expect(distinct().slice(4)).toEqual(['CompleteMultipartUploadCommand']);
     commands.length = 0;
     const small = path.join(tmp, 'small.bin');
     await fsp.writeFile(small, 'tiny');
     await storage.upload('small.bin', small);
-    expect(commands).toEqual(['PutObjectCommand']);
+    expect(distinct()).toEqual(['PutObjectCommand']);
     client.destroy();
   });
 
   it('deletes more than 1000 keys in batches of 1000', async () => {
-    const { client, commands } = recordingClient();
+    const { client, commands, distinct } = recordingClient();
     const storage = new S3Storage({ bucket: s3.bucket, prefix: `del-${randomUUID()}`, client });
     const keys = Array.from({ length: 1003 }, (_, i) => `k/${String(i).padStart(4, '0')}`);
     for (let i = 0; i < keys.length; i += 100) await Promise.all(keys.slice(i, i + 100).map((k) => storage.write(k, '')));
     commands.length = 0;
     await storage.delete(keys);
-    expect(commands).toEqual(['DeleteObjectsCommand', 'DeleteObjectsCommand']);
+    expect(distinct()).toEqual(['DeleteObjectsCommand 1000 from 0000', 'DeleteObjectsCommand 3 from 1000']);
     expect((await storage.listAll()).objects).toEqual([]);
     client.destroy();
   });
@@ -110,6 +120,33 @@ describe('S3Storage on s3rver', () => {
     expect(page.serverTime.toISOString()).toBe('2000-01-01T00:00:00.000Z');
     client.destroy();
     probe.destroy();
+  });
+
+  it('counts the requests it sends by kind; children share the count', async () => {
+    const storage = s3.makeStorage(undefined, { partSize: 5 * 1024 * 1024 });
+    expect(storage.requestCounts()).toEqual({ list: 0, get: 0, put: 0, head: 0, delete: 0 });
+    await storage.write('a', 'aaa'); // put
+    expect(await storage.writeIfAbsent('b', 'bbb')).toBe(true); // put
+    await storage.head('a'); // head
+    expect(await storage.head('missing')).toBeNull(); // head (404)
+    await storage.read('a'); // get
+    expect(await storage.read('missing')).toBeNull(); // get (404)
+    await (await storage.readStream('a')).toArray(); // get
+    await storage.download('a', path.join(tmp, 'counted', 'a')); // get
+    let pages = 0;
+    for await (const _ of storage.list({ pageSize: 1 })) pages++; // list per page
+    await storage.child('sub').write('c', 'ccc'); // put, counted on the parent too
+    const small = path.join(tmp, 'counted-small.bin');
+    await fsp.writeFile(small, 'tiny');
+    await storage.upload('u', small); // put
+    const big = path.join(tmp, 'counted-big.bin');
+    await fsp.writeFile(big, Buffer.alloc(5 * 1024 * 1024 + 1, 3));
+    await storage.upload('big', big); // create + 2 parts + complete: 4 puts
+    await storage.delete(['a', 'b']); // delete
+    expect(pages).toBe(2);
+    expect(storage.requestCounts()).toEqual({ list: 2, get: 4, put: 8, head: 2, delete: 1 });
+    expect(storage.child('x').requestCounts()).toEqual(storage.requestCounts());
+    expect(s3.makeStorage().requestCounts().put).toBe(0); // another root storage counts apart, on the same client
   });
 
   it('maps a refused connection to a transient StorageError', async () => {
@@ -141,7 +178,8 @@ function mockedStorage(send: Send): { storage: S3Storage; sent: unknown[] } {
       return send(command);
     },
   } as unknown as S3Client;
-  return { storage: new S3Storage({ bucket: 'bkt', prefix: 'p', client }), sent };
+  // Retries back off by at most a few ms here: the mocked faults need no real waiting.
+  return { storage: new S3Storage({ bucket: 'bkt', prefix: 'p', client, retryBaseDelayMs: 2 }), sent };
 }
 
 /** An SDK-shaped service error. Name and message are deliberately unhelpful: only the status decides. */
@@ -177,16 +215,20 @@ describe('S3Storage faults (fault injection: mocked S3 client)', () => {
     expect(always409.sent).toHaveLength(3);
   });
 
-  it('maps HTTP 503 to a transient StorageError (fault injection: mocked S3 client)', async () => {
-    const { storage } = mockedStorage(async () => {
+  it('retries HTTP 503, then gives up with a transient StorageError (fault injection: mocked S3 client)', async () => {
+    const { storage, sent } = mockedStorage(async () => {
       throw serviceError(503);
     });
-    for (const op of [() => storage.head('k'), () => storage.write('k', 'v'), () => storage.writeIfAbsent('k', 'v'), () => storage.listAll()]) {
+    const ops = { head: () => storage.head('k'), write: () => storage.write('k', 'v'), writeIfAbsent: () => storage.writeIfAbsent('k', 'v'), list: () => storage.listAll() };
+    for (const [name, op] of Object.entries(ops)) {
+      sent.length = 0;
       const err = await op().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(StorageError);
       expect((err as StorageError).kind).toBe('transient');
-      expect((err as StorageError).context).toMatchObject({ uri: 's3://bkt/p/', status: 503 });
+      expect((err as StorageError).message).toContain(`S3 storage unavailable after 6 attempts: ${name} `);
+      expect((err as StorageError).context).toMatchObject({ uri: 's3://bkt/p/', status: 503, attempts: 6, op: name });
       expect((err as StorageError).cause).toBeInstanceOf(S3ServiceException);
+      expect(sent).toHaveLength(6);
     }
   });
 

@@ -9,9 +9,8 @@ import type { Command } from 'commander';
 import { runBackfill } from '../../job/backfill/run.js';
 import { resetJob } from '../../job/reset.js';
 import { forEachJob } from '../job-loop.js';
-import type { CliIO } from '../main.js';
+import type { CliIO, CommandHost } from '../io.js';
 import { jobOption, withCommonOptions, type CommonFlags } from '../options.js';
-import type { CommandHost } from './run.js';
 
 /** The shared flags (`--job` differs: repeatable for backfill, exactly one for reset). */
 interface BaseFlags extends Omit<CommonFlags, 'job'> {

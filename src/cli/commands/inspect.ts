@@ -9,11 +9,10 @@ import prettyMs from 'pretty-ms';
 import { ConfigError } from '../../errors.js';
 import { jobHistory, type HistoryEntry, type HistoryReport } from '../../job/history.js';
 import { forEachJob } from '../job-loop.js';
-import type { CliIO } from '../main.js';
 import { withCommonOptions, type CommonFlags } from '../options.js';
 import { printJson } from '../output.js';
 import { formatTable } from '../table-text.js';
-import type { CommandHost } from './run.js';
+import type { CliIO, CommandHost } from '../io.js';
 import { showJob, type ShowReport } from './show.js';
 
 interface HistoryFlags extends CommonFlags {

@@ -11,9 +11,8 @@ import { parseDurationOr, parseSize } from '../../config/units.js';
 import { ConfigError } from '../../errors.js';
 import { optimizeJob, vacuumJob } from '../../job/maintenance.js';
 import { forEachJob, type PerJob } from '../job-loop.js';
-import type { CliIO } from '../main.js';
+import type { CliIO, CommandHost } from '../io.js';
 import { withCommonOptions, type CommonFlags } from '../options.js';
-import type { CommandHost } from './run.js';
 
 interface OptimizeFlags extends CommonFlags {
   targetSize?: string;

@@ -7,15 +7,9 @@ import { jobStatus } from '../../job/status.js';
 import { RunObserver } from '../../observe/observed-run.js';
 import { tidemarkVersion } from '../version.js';
 import { forEachJob } from '../job-loop.js';
-import type { CliIO } from '../main.js';
+import type { CliIO, CommandHost } from '../io.js';
 import { withCommonOptions, type CommonFlags } from '../options.js';
 import { formatRun, formatStatus } from '../output.js';
-
-/** What the commands need from main: its IO and a way to set the process's exit code. */
-export interface CommandHost {
-  io: CliIO;
-  setExitCode(code: number): void;
-}
 
 /** Add `run` and `status` to the program. */
 export function addRunCommands(program: Command, host: CommandHost): void {

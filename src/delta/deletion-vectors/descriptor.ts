@@ -1,5 +1,5 @@
 /**
- * Deletion-vector descriptors (delta-notes-writers §1.2–§1.3): the unique id that keys replay,
+ * Deletion-vector descriptors (PROTOCOL.md#Deletion-Vector-Descriptor-Schema, #Derived-Fields): the unique id that keys replay,
  * where a descriptor's bytes are, and new descriptors for DVs tidemark writes. Pure: no I/O.
  *
  * Storage types: `u` is a `.bin` file named by a UUID (plus an optional folder prefix) below

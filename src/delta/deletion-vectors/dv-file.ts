@@ -1,5 +1,5 @@
 /**
- * The deletion-vector `.bin` file (delta-notes-writers §1.4): byte 0 is the format version 1;
+ * The deletion-vector `.bin` file (PROTOCOL.md#Deletion-Vector-File-Storage-Format): byte 0 is the format version 1;
  * then, per DV, a big-endian int32 size, the serialized bitmap, and a big-endian CRC-32 of
  * the bitmap bytes only. A descriptor's `offset` points at the size field, so the first DV
  * is at 1 and the next at offset + 4 + size + 4 (how Spark packs several DVs in one file).

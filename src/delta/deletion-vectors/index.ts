@@ -1,5 +1,5 @@
 /**
- * Deletion vectors (delta-notes-writers §1): the codec for the sets of deleted row indexes
+ * Deletion vectors (PROTOCOL.md#Deletion-Vectors; docs/delta-protocol.md, Deletion vectors): the codec for the sets of deleted row indexes
  * that Spark (and tidemark) attach to data files.
  *
  * - `RowIndexSet`: a sorted set of row indexes (union, cardinality, max, iteration).
@@ -16,36 +16,19 @@
 export { RowIndexSet } from './row-index-set.js';
 
 /** Z85 as Delta uses it, and UUID ↔ 20-character Z85. */
-export { Z85_UUID_LENGTH, uuidToZ85, z85Decode, z85Encode, z85ToUuid } from './z85.js';
+export { uuidToZ85, z85Decode, z85Encode, z85ToUuid } from './z85.js';
 
 /** The RoaringBitmapArray serialization (portable and native magic). */
-export { NATIVE_MAGIC, PORTABLE_MAGIC, parseRoaringBitmapArray, serializeRowIndexSet } from './roaring.js';
+export { parseRoaringBitmapArray, serializeRowIndexSet } from './roaring.js';
 
 /** The `.bin` file: version byte, then size, bitmap and CRC per DV. */
-export {
-  DV_FILE_FORMAT_VERSION,
-  MAX_DV_FILE_BYTES,
-  dvByteRange,
-  listDvFileEntries,
-  packDvFile,
-  readDvFromFile,
-  unpackStoredDv,
-  type DvFileEntry,
-} from './dv-file.js';
+export { dvByteRange, listDvFileEntries, packDvFile, readDvFromFile, unpackStoredDv } from './dv-file.js';
 
 /** Descriptors: unique id, location of the bytes, new `u` and `i` descriptors. */
-export {
-  dvFileKey,
-  dvUniqueId,
-  fileDescriptor,
-  inlineDescriptor,
-  resolveDeletionVector,
-  uuidDvKey,
-  type DvLocation,
-} from './descriptor.js';
+export { dvUniqueId, fileDescriptor, inlineDescriptor, resolveDeletionVector, type DvLocation } from './descriptor.js';
 
 /** Loading a descriptor's row indexes through Storage, with an optional cache. */
-export { DEFAULT_DV_CACHE_ENTRIES, DeletionVectorCache, loadDeletionVector, type LoadDeletionVectorOptions } from './load.js';
+export { DeletionVectorCache, loadDeletionVector } from './load.js';
 
 /** Planning and writing a new packed `.bin` file. */
-export { planDvFile, writeDeletionVectorFile, type DvFileOptions, type DvFilePlan } from './write.js';
+export { planDvFile, writeDeletionVectorFile } from './write.js';

@@ -1,5 +1,5 @@
 /**
- * Delta's RoaringBitmapArray serialization (delta-notes-writers §1.4; RoaringFormatSpec).
+ * Delta's RoaringBitmapArray serialization (PROTOCOL.md#Deletion-Vector-File-Storage-Format; RoaringFormatSpec).
  * Every number is little-endian. The portable form is: u32 magic 1681511377, u64 bucket
  * count, then per bucket in ascending order a u32 key (the high 32 bits of the row index)
  * and a standard 32-bit RoaringBitmap of the low 32 bits.

@@ -1,7 +1,7 @@
 /**
  * Writing new deletion vectors: plan a packed `.bin` file (pure), then write it once under a
  * fresh UUID name with put-if-absent. A `.bin` file is never rewritten or appended to, and
- * never created for zero DVs (delta-notes-writers §1.4). Like data files, it is written
+ * never created for zero DVs (PROTOCOL.md#Deletion-Vector-File-Storage-Format). Like data files, it is written
  * before the commit; a failed commit leaves it as an orphan for VACUUM.
  */
 import { randomUUID } from 'node:crypto';

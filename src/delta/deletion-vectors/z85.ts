@@ -1,5 +1,5 @@
 /**
- * Z85 (base 85) as Delta uses it for deletion vectors (delta-notes-writers §1.3): each 4-byte
+ * Z85 (base 85) as Delta uses it for deletion vectors (PROTOCOL.md#Derived-Fields): each 4-byte
  * big-endian word becomes 5 characters, most significant first. Unaligned input is padded
  * with zero bytes, so the reader must know the real length. A UUID is its 16 bytes in the
  * order of its hex text, always 20 characters.

@@ -6,4 +6,4 @@ export { stageMerge } from './merge.js';
 export { stageAppend } from './append.js';
 export { TOMBSTONE_ORDER } from './temp-names.js';
 export type { AppendOptions, MergeOptions, WriteTarget } from './options.js';
-export type { AppendSummary, DeletedKeys, MergeCounts, MergeDurations, MergeSummary, StagedAppend, StagedMerge, StagedWrite } from './results.js';
+export type { AppendSummary, DeletedKeys, MergeSummary, StagedWrite } from './results.js';

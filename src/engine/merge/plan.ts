@@ -39,9 +39,6 @@ export function pruningPartitions(spec: MatchSpec, partitionColumns: readonly st
   return partitionColumns.filter((p) => spec.partitions.includes(p) || spec.keys.includes(p));
 }
 
-/** Actions of a matched stored row. */
-export type RowAction = 'stale' | 'delete' | 'update' | 'unchanged';
-
 /** The join condition between stored rows (alias `t`) and batch rows (alias `b`). */
 export function matchCondition(spec: MatchSpec, t: string, b: string): string {
   const keys = spec.keys.map((k) => `${t}.${ident(k)} = ${b}.${ident(k)}`);

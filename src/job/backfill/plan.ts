@@ -23,7 +23,7 @@ import { splitBatches } from '../batches.js';
 import { describeRange, type BackfillRange } from './range.js';
 import type { BackfillEntry, BackfillState } from './state.js';
 import { withQuarantined } from '../quarantine.js';
-import type { QuarantinedFile } from '../state.js';
+import type { QuarantinedFile } from '../quarantine.js';
 
 /** Files of one commit; never more than one partition's. */
 export interface PlannedBatch {

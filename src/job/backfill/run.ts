@@ -23,10 +23,11 @@ import { PhaseTimer, type PhaseTimings } from '../phases.js';
 import { countBatch, loadBatches } from '../pipeline.js';
 import { withReplans } from '../replan.js';
 import { noLoadCounts, timedOutcome, type JobOutcome, type LoadCounts, type ReportedError } from '../report.js';
-import { withJobScope, type JobScope } from '../scope.js';
+import { requestsOf, withJobScope, type JobScope } from '../scope.js';
 import { readJobState } from '../state.js';
 import { describeWatermark } from '../watermark.js';
 import type { StateOwner } from '../write-batch.js';
+import type { RequestCounts } from '../../storage/storage.js';
 import { doneState, listBackfill, startState, stateAfter, type BackfillPlan } from './plan.js';
 import { describeRange, parseBackfillRange, type BackfillRange } from './range.js';
 import { backfillActions, backfillAppId, backfillTombstoneFolder, readBackfillState, type BackfillState } from './state.js';
@@ -75,6 +76,8 @@ export interface BackfillReport extends LoadCounts {
   durationMs: number;
   /** Milliseconds per phase, summed over the backfill's batches. */
   phases: PhaseTimings;
+  /** S3 requests the backfill sent, by kind (absent when source and target are local). */
+  requests?: RequestCounts;
   error?: ReportedError;
 }
 
@@ -112,7 +115,14 @@ export async function runBackfill(job: JobConfig, ctx: RunContext, opts: Backfil
       );
     }
     const started = report;
-    return withJobScope(job, ctx, `${job.name}-backfill`, (scope) => new BackfillRun(scope, started, timer, range, opts).execute());
+    return withJobScope(job, ctx, `${job.name}-backfill`, async (scope) => {
+      try {
+        return await new BackfillRun(scope, started, timer, range, opts).execute();
+      } finally {
+        const requests = requestsOf(scope);
+        if (requests) started.requests = requests;
+      }
+    });
   });
 }
 
@@ -146,7 +156,8 @@ class BackfillRun {
       },
       () => this.planAndLoad(),
     );
-    return { ...this.report, phases: this.timer.timings() };
+    const requests = requestsOf(this.scope);
+    return { ...this.report, phases: this.timer.timings(), ...(requests ? { requests } : {}) };
   }
 
   private async planAndLoad(): Promise<void> {

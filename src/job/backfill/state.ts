@@ -14,7 +14,7 @@
 import type { Action } from '../../delta/actions.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { DeltaLogError } from '../../errors.js';
-import type { QuarantinedFile } from '../state.js';
+import type { QuarantinedFile } from '../quarantine.js';
 import type { TombstoneState } from '../tombstones/plan.js';
 
 /** Version of the layout below; `readBackfillState` refuses others. */

@@ -15,7 +15,7 @@ import type { DuckSession } from '../../engine/duckdb.js';
 import { TOMBSTONE_ORDER, type DeletedKeys } from '../../engine/merge/index.js';
 import { safeReadPath } from '../../engine/safe-alias.js';
 import { ident, str } from '../../engine/sql.js';
-import { DeltaLogError } from '../../errors.js';
+import { DeltaLogError, isTransient } from '../../errors.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
 import {
@@ -145,8 +145,9 @@ function instant(ms: number): string {
 /** A local, glob-safe path of a live tombstone file: in place on local storage, else downloaded once per run. */
 async function localCopy(opts: OpenTombstonesOptions, path: string): Promise<string> {
   const { storage, spec } = opts;
+  // A transient storage fault is not a missing file: it stays transient (exit 4, retry later).
   const missing = (cause?: unknown) =>
-    new DeltaLogError(`[job] tombstone file ${path} of job ${spec.job}, listed in the job state of ${storage.uri}, is missing or unreadable`, {
+    isTransient(cause) ? cause : new DeltaLogError(`[job] tombstone file ${path} of job ${spec.job}, listed in the job state of ${storage.uri}, is missing or unreadable`, {
       context: { uri: storage.uri, key: path, job: spec.job },
       cause,
     });

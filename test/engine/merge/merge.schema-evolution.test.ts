@@ -11,6 +11,7 @@ import { DuckSession } from '../../../src/engine/duckdb.js';
 import { BadFileError, SchemaError } from '../../../src/errors.js';
 import { localFixture, makeBatch, merge, readRows, snapshotOf, type Fixture } from './helpers.js';
 import { appendAndCommit } from '../../../scripts/lib/tables.js';
+import { failure } from '../../helpers/cli.js';
 
 let session: DuckSession;
 let f: Fixture;
@@ -29,14 +30,6 @@ afterEach(async () => {
 
 const KEY = { keyColumns: ['id'], orderBy: 'v' };
 
-async function failure(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a failure');
-}
 
 /** The actions of commit `version`. */
 async function commitActions(version: number) {

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it } from
 import { DuckSession } from '../../../src/engine/duckdb.js';
 import { BadFileError, MergeInputError, SchemaError } from '../../../src/errors.js';
 import { localFixture, makeBatch, merge, snapshotOf, type Fixture } from './helpers.js';
+import { failure } from '../../helpers/cli.js';
 
 let session: DuckSession;
 let f: Fixture;
@@ -25,15 +26,6 @@ afterEach(async () => {
 
 const KEY = { keyColumns: ['id'], orderBy: 'v' };
 
-/** The error thrown by `p`. */
-async function failure(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a failure');
-}
 
 async function expectUnchangedTable(): Promise<void> {
   const snapshot = await snapshotOf(f);

@@ -1,5 +1,5 @@
 /**
- * Helpers shared by the storage drivers: S3 key order, page gathering, range checks.
+ * What both storage drivers share: S3 key order, page gathering, range and body checks, not-found errors.
  */
 import { StorageError } from '../errors.js';
 import type { Body, ByteRange, ListOptions, ListPage, ListResult } from './storage.js';

@@ -1,0 +1,336 @@
+/**
+ * A fault-injecting HTTP proxy on 127.0.0.1 (random port) in front of the embedded S3 server.
+ * It produces the failures S3 shows at scale, on real exchanges with a real store:
+ *
+ * - slowDown        503 with `<Code>SlowDown</Code>`; the request is not forwarded
+ * - error500Before  500 InternalError; not forwarded
+ * - error500After   forwarded (the store acts), then 500 instead of the store's answer
+ * - resetAfter      forwarded (the store acts), then the connection is destroyed, no answer
+ * - cutBody         the store's headers and half its body, then the connection is destroyed
+ * - silent          the connection is accepted and never answered
+ * - silentMidBody   the store's headers and half its body, then nothing
+ * - slow            answered normally after `slowMs`
+ *
+ * Faults come at random (`rate`, `kinds`, a seeded PRNG, so a seed replays the same run when
+ * requests are sequential) or deterministically (`faultNext`: the next request matching a method
+ * and path). Requests are counted by method and logged with their Range and If-Match headers.
+ *
+ * `emulateConditionals` adds what s3rver lacks and S3 has: a PUT with `If-None-Match: *` on an
+ * existing key and a GET whose `If-Match` names another ETag are answered 412 (the proxy asks
+ * the store with a HEAD first; conditional PUTs to one key are serialised, so it is atomic for
+ * requests through the proxy).
+ */
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export const FAULT_KINDS = ['slowDown', 'error500Before', 'error500After', 'resetAfter', 'cutBody', 'silent', 'silentMidBody', 'slow'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface FaultMatch {
+  /** HTTP method, e.g. `PUT`. */
+  method?: string;
+  /** Substring of, or pattern for, the request path with its query (`/bucket/key?uploadId=…`). */
+  path?: string | RegExp;
+  /** Substring of the request body (DeleteObjects names its keys only there). */
+  body?: string;
+  /** How many matching requests to fault; default 1. */
+  times?: number;
+  /** Run before the fault is applied (after the store acted, for the kinds that forward). */
+  before?: () => Promise<void>;
+}
+
+export interface FaultProxyOptions {
+  /** The store, `http://127.0.0.1:<port>`. */
+  target: string;
+  /** Share of requests faulted at random, 0..1; default 0. */
+  rate?: number;
+  /** Kinds drawn from at random; default all. */
+  kinds?: readonly FaultKind[];
+  /** PRNG seed; default 1. */
+  seed?: number;
+  /** Delay of `slow`; default 50 ms. */
+  slowMs?: number;
+  /** Answer If-None-Match: * and If-Match with 412 like S3 (s3rver ignores both). */
+  emulateConditionals?: boolean;
+}
+
+export interface ProxiedRequest {
+  method: string;
+  path: string;
+  range?: string;
+  ifMatch?: string;
+  ifNoneMatch?: string;
+  fault?: FaultKind;
+  /** The status sent (undefined when none was: reset, silent). */
+  status?: number;
+}
+
+export interface FaultProxy {
+  /** `http://127.0.0.1:<port>` */
+  endpoint: string;
+  /** Requests received, by method. */
+  readonly byMethod: Record<string, number>;
+  /** Faults injected, by kind. */
+  readonly faults: Partial<Record<FaultKind, number>>;
+  /** Every request, in arrival order. */
+  readonly log: ProxiedRequest[];
+  /** Fault the next request(s) matching `match`, before any random fault; `hits` counts the faulted ones. */
+  faultNext(kind: FaultKind, match?: FaultMatch): { readonly hits: number };
+  /** Change the random faults (and restart the PRNG when a seed is given). */
+  setRandom(opts: { rate: number; kinds?: readonly FaultKind[]; seed?: number }): void;
+  /** Zero the counts and the log; drop pending deterministic faults. */
+  reset(): void;
+  stop(): Promise<void>;
+}
+
+/** mulberry32: a small seeded PRNG, good enough to pick faults reproducibly. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Rule extends FaultMatch {
+  kind: FaultKind;
+  left: number;
+  hits: number;
+}
+
+interface Upstream {
+  status: number;
+  headers: http.OutgoingHttpHeaders;
+  body: Buffer;
+}
+
+/** Start a proxy in front of `opts.target`. */
+export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultProxy> {
+  const target = new URL(opts.target);
+  const agent = new http.Agent({ keepAlive: true });
+  const sockets = new Set<Socket>();
+  const locks = new Map<string, Promise<void>>();
+  const rules: Rule[] = [];
+  let random = { rate: opts.rate ?? 0, kinds: opts.kinds ?? FAULT_KINDS, next: prng(opts.seed ?? 1) };
+  const byMethod: Record<string, number> = {};
+  const faults: Partial<Record<FaultKind, number>> = {};
+  const log: ProxiedRequest[] = [];
+  const slowMs = opts.slowMs ?? 50;
+
+  function pick(method: string, path: string, body: Buffer): { kind?: FaultKind; before?: () => Promise<void> } {
+    const rule = rules.find((r) => (!r.method || r.method === method) && matches(r.path, path) && (!r.body || body.includes(r.body)));
+    if (rule) {
+      rule.hits++;
+      if (--rule.left <= 0) rules.splice(rules.indexOf(rule), 1);
+      return { kind: rule.kind, ...(rule.before ? { before: rule.before } : {}) };
+    }
+    if (random.rate > 0 && random.next() < random.rate) {
+      return { kind: random.kinds[Math.floor(random.next() * random.kinds.length)] };
+    }
+    return {};
+  }
+
+  /** Forward to the store and read its whole answer. */
+  function forward(req: http.IncomingMessage, body: Buffer, method = req.method ?? 'GET'): Promise<Upstream> {
+    const headers = { ...req.headers };
+    delete headers['expect']; // the body is already here; the store need not ask for it
+    delete headers['connection'];
+    return new Promise((resolve, reject) => {
+      const up = http.request({ host: target.hostname, port: target.port, method, path: req.url, headers, agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const answer = Buffer.concat(chunks);
+          const out = answerHeaders(res.headers);
+          // A length, not chunks: a client then knows when a body was cut short.
+          if (method !== 'HEAD') out['content-length'] = answer.length;
+          resolve({ status: res.statusCode ?? 502, headers: out, body: answer });
+        });
+        res.on('error', reject);
+      });
+      up.on('error', reject);
+      up.end(body);
+    });
+  }
+
+  /** The store's answer, or a 412 where S3 would give one and s3rver does not. */
+  async function exchange(req: http.IncomingMessage, body: Buffer): Promise<Upstream> {
+    if (!opts.emulateConditionals) return forward(req, body);
+    const url = new URL(req.url ?? '/', 'http://proxy');
+    // The SDK adds `?x-id=PutObject`; any other query names a sub-resource (parts, uploads, ACLs).
+    const isObjectPath = [...url.searchParams.keys()].every((k) => k === 'x-id');
+    if (req.method === 'PUT' && isObjectPath && req.headers['if-none-match'] === '*') {
+      return withLock(url.pathname, async () => ((await headStatus(url.pathname)).exists ? preconditionFailed() : forward(req, body)));
+    }
+    const ifMatch = req.headers['if-match'];
+    if (req.method === 'GET' && isObjectPath && typeof ifMatch === 'string') {
+      const head = await headStatus(url.pathname);
+      if (head.exists && unquote(head.etag) !== unquote(ifMatch)) return preconditionFailed();
+    }
+    return forward(req, body);
+  }
+
+  async function headStatus(path: string): Promise<{ exists: boolean; etag: string }> {
+    // s3rver serves unsigned requests; the client's signature covers its own method only.
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const up = http.request({ host: target.hostname, port: target.port, method: 'HEAD', path, agent }, resolve);
+      up.on('error', reject);
+      up.end();
+    });
+    res.resume();
+    return { exists: res.statusCode === 200, etag: String(res.headers['etag'] ?? '') };
+  }
+
+  async function withLock<T>(key: string, run: () => Promise<T>): Promise<T> {
+    const previous = locks.get(key) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((resolve) => (release = resolve));
+    const chained = previous.then(() => mine);
+    locks.set(key, chained);
+    await previous;
+    try {
+      return await run();
+    } finally {
+      release();
+      if (locks.get(key) === chained) locks.delete(key);
+    }
+  }
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const body = await readAll(req);
+    const method = req.method ?? 'GET';
+    const path = req.url ?? '/';
+    byMethod[method] = (byMethod[method] ?? 0) + 1;
+    const { kind, before } = pick(method, path, body);
+    const entry: ProxiedRequest = { method, path, ...conditionalHeaders(req), ...(kind ? { fault: kind } : {}) };
+    log.push(entry);
+    if (kind) faults[kind] = (faults[kind] ?? 0) + 1;
+    const answer = (up: Upstream) => {
+      entry.status = up.status;
+      res.writeHead(up.status, up.headers);
+      res.end(method === 'HEAD' ? undefined : up.body);
+    };
+
+    switch (kind) {
+      case 'slowDown':
+        await before?.();
+        return answer(s3Error(503, 'SlowDown', 'Please reduce your request rate.'));
+      case 'error500Before':
+        await before?.();
+        return answer(s3Error(500, 'InternalError', 'We encountered an internal error. Please try again.'));
+      case 'silent':
+        await before?.();
+        return; // the socket stays open until the client gives up (or stop())
+      case 'slow':
+        await sleep(slowMs);
+        break;
+      default:
+        break;
+    }
+    const up = await exchange(req, body);
+    await before?.();
+    switch (kind) {
+      case 'error500After':
+        return answer(s3Error(500, 'InternalError', 'We encountered an internal error. Please try again.'));
+      case 'resetAfter':
+        req.socket.destroy();
+        return;
+      case 'cutBody':
+      case 'silentMidBody': {
+        entry.status = up.status;
+        res.writeHead(up.status, up.headers);
+        const half = up.body.subarray(0, Math.floor(up.body.length / 2));
+        if (kind === 'cutBody') res.write(half, () => req.socket.destroy());
+        else res.write(half);
+        return;
+      }
+      default:
+        return answer(up);
+    }
+  }
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch(() => req.socket.destroy());
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    byMethod,
+    faults,
+    log,
+    faultNext(kind, match = {}) {
+      const rule: Rule = { ...match, kind, left: match.times ?? 1, hits: 0 };
+      rules.push(rule);
+      return rule;
+    },
+    setRandom({ rate, kinds = FAULT_KINDS, seed }) {
+      random = { rate, kinds, next: seed === undefined ? random.next : prng(seed) };
+    },
+    reset() {
+      for (const k of Object.keys(byMethod)) delete byMethod[k];
+      for (const k of Object.keys(faults)) delete faults[k as FaultKind];
+      log.length = 0;
+      rules.length = 0;
+    },
+    async stop() {
+      for (const socket of sockets) socket.destroy();
+      agent.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function matches(pattern: string | RegExp | undefined, path: string): boolean {
+  if (pattern === undefined) return true;
+  return typeof pattern === 'string' ? path.includes(pattern) : pattern.test(path);
+}
+
+function readAll(req: http.IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+/** The store's headers minus hop-by-hop ones; the body is sent with its length. */
+function answerHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
+  const out: http.OutgoingHttpHeaders = { ...headers };
+  delete out['connection'];
+  delete out['keep-alive'];
+  delete out['transfer-encoding'];
+  return out;
+}
+
+function s3Error(status: number, code: string, message: string): Upstream {
+  const body = Buffer.from(`<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message><RequestId>fault-proxy</RequestId></Error>`);
+  return { status, headers: { 'content-type': 'application/xml', 'content-length': body.length }, body };
+}
+
+function preconditionFailed(): Upstream {
+  return s3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
+}
+
+function conditionalHeaders(req: http.IncomingMessage): Partial<ProxiedRequest> {
+  const h = req.headers;
+  return {
+    ...(typeof h['range'] === 'string' ? { range: h['range'] } : {}),
+    ...(typeof h['if-match'] === 'string' ? { ifMatch: h['if-match'] } : {}),
+    ...(typeof h['if-none-match'] === 'string' ? { ifNoneMatch: h['if-none-match'] } : {}),
+  };
+}
+
+function unquote(etag: string): string {
+  return etag.replace(/^W\//, '').replace(/"/g, '');
+}
