@@ -1,7 +1,8 @@
 /**
  * Process entry: wire signals to an AbortSignal, run the CLI, exit with its code.
- * SIGINT/SIGTERM abort the run (nothing half-committed: the commit is atomic); the 'exit'
- * handler removes spool folders. A second signal exits at once.
+ * SIGINT/SIGTERM abort the run: it stops between steps (nothing half-committed: the commit is
+ * atomic), reports the job as interrupted and exits 130 (SPEC §5, for SIGTERM too); the 'exit'
+ * handler removes spool folders. A second signal, or a run still going 10 s later, exits 130 at once.
  */
 import { main } from './main.js';
 

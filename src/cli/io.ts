@@ -12,6 +12,8 @@ export interface CliIO {
   signal?: AbortSignal;
   /** Overrides for tests. */
   context?: Partial<RunContext>;
+  /** This invocation's id, in every log line and report (default: a new UUID). */
+  runId?: string;
 }
 
 /** What the commands need from main: its IO and a way to set the process's exit code. */

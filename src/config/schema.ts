@@ -205,10 +205,35 @@ const engine = z
   })
   .describe('DuckDB resources of every job');
 
+/** OpenLineage run events (off unless a file or url is given). */
+const lineage = z
+  .strictObject({
+    file: nonEmpty.optional().describe('NDJSON file the events are appended to (relative to the config file)'),
+    url: z
+      .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+      .optional()
+      .describe('HTTP(S) endpoint each event is POSTed to, e.g. Marquez http://marquez:5000/api/v1/lineage'),
+    namespace: nonEmpty.default('tidemark').describe('OpenLineage namespace of the jobs'),
+    timeout: duration('10s').describe('Timeout of one HTTP POST (a failed send is logged, never fails the run)'),
+  })
+  .superRefine((l, ctx) => {
+    if (!l.file && !l.url) ctx.addIssue({ code: 'custom', message: 'needs file or url (or leave lineage out)' });
+  })
+  .describe('OpenLineage START/COMPLETE/FAIL events per job run (off by default)');
+
+/** A Prometheus text-format file per run (off unless given). */
+const metrics = z
+  .strictObject({
+    file: nonEmpty.describe('Metrics file, replaced after each job (relative to the config file); {job} in it: one file per job'),
+  })
+  .describe('Prometheus metrics of each run, written to a file (off by default)');
+
 export const configSchema = z
   .strictObject({
     storage: storage.default({ singleWriter: false }),
     engine: engine.prefault({}),
+    lineage: lineage.optional(),
+    metrics: metrics.optional(),
     jobs: z.array(job).min(1, 'must list at least one job').describe('The jobs, each a source loaded into a target table'),
   })
   .superRefine((cfg, ctx) => {

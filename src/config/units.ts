@@ -22,6 +22,15 @@ export function parseDuration(text: string): number | null {
   return Math.round(Number(m[1]) * DURATION_UNITS[m[2]!]!);
 }
 
+/**
+ * Milliseconds for a duration (`7d`, `168h`, `90m`), where a plain number counts in `plainUnitMs`
+ * (flags that used to take a bare number of hours keep working); null when neither.
+ */
+export function parseDurationOr(text: string, plainUnitMs: number): number | null {
+  if (/^\s*\d+(?:\.\d+)?\s*$/.test(text)) return Math.round(Number(text) * plainUnitMs);
+  return parseDuration(text);
+}
+
 /** Bytes for a size such as `64MiB` or a plain number of bytes; null when not a size. */
 export function parseSize(text: string): number | null {
   const m = /^\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?\s*$/.exec(text);

@@ -67,7 +67,7 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
     listRequests: walk.listRequests,
     onOverwrite: settings.onOverwrite,
     prevState: state,
-    nextState: partitionStateAfter(state, basis, files),
+    nextState: partitionStateAfter(state, basis, files, from),
     basis,
     // The remembered entry of the version loaded earlier stays as long as the partition is
     // in range, so an ignored overwrite needs no entry of its own.
@@ -93,12 +93,14 @@ function decide(
 
 /**
  * The state after loading `loaded` (files of a plan, any prefix of `plan.files`) on top of
- * `prev`. Folding batches one after another gives the same state as folding them at once.
+ * `prev`, for a plan that scanned from `scannedFrom`. Folding batches one after another gives
+ * the same state as folding them at once.
  */
 export function partitionStateAfter(
   prev: PartitionState | null,
   basis: Extract<StateBasis, { mode: 'partition' }>,
   loaded: readonly DiscoveredFile[],
+  scannedFrom: string | null,
 ): PartitionState | null {
   if (loaded.length === 0) return prev;
   let watermark = prev?.watermark ?? '';
@@ -107,7 +109,10 @@ export function partitionStateAfter(
     if (f.partition > watermark) watermark = f.partition;
   }
   const floor = new PartitionClock(basis.timezone).step(watermark, -basis.lookback);
-  const rememberedFrom = prev && prev.rememberedFrom > floor ? prev.rememberedFrom : floor;
+  // Nothing below the first scanned partition was ever looked at (a first run from `start`),
+  // so the state cannot claim to remember it: a later rescan would load files before `start`.
+  const knownFrom = prev?.rememberedFrom ?? scannedFrom ?? floor;
+  const rememberedFrom = knownFrom > floor ? knownFrom : floor;
   const byKey = new Map<string, PartitionEntry>();
   for (const e of prev?.loaded ?? []) byKey.set(e.key, e);
   for (const f of loaded) byKey.set(f.key, { key: f.key, etag: f.etag, partition: f.partition! });

@@ -83,7 +83,7 @@ export function nextStateFor(
   if (prevState !== null && prevState.mode !== plan.mode) {
     throw new Error(`[discovery] cannot fold a ${plan.mode} plan into a ${prevState.mode} state`);
   }
-  if (plan.basis.mode === 'partition') return partitionStateAfter(prevState as PartitionState | null, plan.basis, loaded);
+  if (plan.basis.mode === 'partition') return partitionStateAfter(prevState as PartitionState | null, plan.basis, loaded, plan.window.mode === 'partition' ? plan.window.from : null);
   return modifiedStateAfter(prevState as ModifiedState | null, plan.basis, loaded, plan.overwrittenIgnored);
 }
 

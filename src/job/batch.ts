@@ -58,7 +58,8 @@ export async function loadAndCommitBatch<S extends OwnedState>(scope: JobScope, 
   const progress =
     spec.progressLabel === null
       ? undefined
-      : startProgress({ label: spec.progressLabel, total: spec.files.length, logger: ctx.logger, ...(ctx.tty !== undefined ? { tty: ctx.tty } : {}) });
+      : (ctx.progress?.fetch(spec.files.length) ??
+        startProgress({ label: spec.progressLabel, total: spec.files.length, logger: ctx.logger, ...(ctx.tty !== undefined ? { tty: ctx.tty } : {}) }));
   const spoolDir = await scope.spool.folder('fetch');
   const fetched = await spec.timer.time('fetch', () =>
     fetchFiles(scope.source, spec.files, { spoolDir, concurrency: job.concurrency, ...(progress ? { progress } : {}), ...signal }),

@@ -3,6 +3,7 @@
  */
 import type { EngineConfig, StorageConfig } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
+import type { RunProgress } from '../log/progress.js';
 import type { StorageOpener } from './open.js';
 
 /**
@@ -31,6 +32,10 @@ export interface RunContext {
   spoolRoot?: string;
   /** Progress bars on stderr; default: when stderr is a terminal. */
   tty?: boolean;
+  /** Where a run is (phase, batch n/N, files fetched): a bar on a terminal, log lines elsewhere. */
+  progress?: RunProgress;
+  /** Told each batch's source files once they are committed (lineage lists them as inputs). */
+  onFilesCommitted?(keys: readonly string[]): void;
   /** Commit attempts after losing a race to another run of the same job, before giving up (exit 3). */
   maxReplans?: number;
   hooks?: RunHooks;

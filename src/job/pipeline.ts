@@ -47,6 +47,10 @@ export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Pro
   const { scope } = loop;
   let { snapshot, state } = loop;
   for (const [index, files] of loop.batches.entries()) {
+    // SIGINT/SIGTERM: stop between batches; what is committed stays, the rerun goes on from it.
+    scope.ctx.signal?.throwIfAborted();
+    // A caller with its own progress (a backfill's bar over the range) is not drawn over.
+    if (loop.progressLabel !== null) scope.ctx.progress?.batch(index + 1, loop.batches.length);
     const before = state;
     const batchNo = loop.firstBatchNo + index;
     const batch = await loadAndCommitBatch<S>(scope, {

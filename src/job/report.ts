@@ -53,6 +53,8 @@ export interface RunReport extends LoadCounts {
   /** Commits made by this run (one per batch). */
   commits: number;
   batches: number;
+  /** Bytes of the source files loaded (as listed). */
+  bytesLoaded?: number;
   /** S3 requests the run sent, by kind (absent when source and target are local). */
   requests?: RequestCounts;
   /** Partition folders (or prefixes) listed by discovery. */

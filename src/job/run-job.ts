@@ -17,7 +17,7 @@ import { discover, nextStateFor, type DiscoveryPlan } from '../discovery/index.j
 import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
 import { discoveryConfigOf } from './open.js';
-import { PhaseTimer } from './phases.js';
+import { PhaseTimer, type Phase } from './phases.js';
 import { countBatch, loadBatches } from './pipeline.js';
 import { checkPlannedSource, preflightJob } from './preflight.js';
 import { withQuarantined } from './quarantine.js';
@@ -29,7 +29,7 @@ import { describeWatermark } from './watermark.js';
 
 /** Run `job` once. Never throws: a failure is a failed outcome whose report says what was committed. */
 export async function runJob(job: JobConfig, ctx: RunContext): Promise<JobOutcome<RunReport>> {
-  const timer = new PhaseTimer();
+  const timer = ctx.progress ? new AnnouncingTimer((phase) => ctx.progress?.phase(phase)) : new PhaseTimer();
   const report = emptyReport(job.name);
   return timedOutcome(
     () => ({ ...report, phases: timer.timings() }),
@@ -114,6 +114,9 @@ class JobRun {
       onCommitted: (b, index) => {
         const r = this.report;
         countBatch(r, b);
+        r.bytesLoaded = (r.bytesLoaded ?? 0) + b.bytes;
+        const setAside = new Set(b.quarantined.map((q) => q.key));
+        this.ctx.onFilesCommitted?.((batches[index] ?? []).map((f) => f.key).filter((k) => !setAside.has(k)));
         if (b.written.version !== null) r.tableVersion = b.written.version;
         r.watermark = describeWatermark(b.written.state.discovery);
         r.batches += 1;
@@ -161,6 +164,18 @@ class JobRun {
   }
 }
 
+/** A PhaseTimer that says when each phase starts (the progress bar shows it). */
+class AnnouncingTimer extends PhaseTimer {
+  constructor(private readonly onPhase: (phase: Phase) => void) {
+    super();
+  }
+
+  override async time<T>(phase: Phase, fn: () => Promise<T>): Promise<T> {
+    this.onPhase(phase);
+    return super.time(phase, fn);
+  }
+}
+
 /** A run report with every counter at zero. */
 export function emptyReport(job: string): RunReport {
   return {
@@ -174,5 +189,6 @@ export function emptyReport(job: string): RunReport {
     phases: new PhaseTimer().timings(),
     commits: 0,
     batches: 0,
+    bytesLoaded: 0,
   };
 }

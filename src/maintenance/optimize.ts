@@ -34,6 +34,8 @@ export interface OptimizeOptions extends CompactionOptions {
   now?: () => number;
   /** Plan on this snapshot instead of the latest one. */
   snapshot?: Snapshot;
+  /** Plan and report only: nothing is read, written or committed (`version` stays null). */
+  dryRun?: boolean;
 }
 
 /** What OPTIMIZE did. */
@@ -47,6 +49,8 @@ export interface OptimizeResult {
   bytesRemoved: number;
   bytesAdded: number;
   partitionsCompacted: number;
+  /** True for a plan only (`dryRun`): files and bytes say what a real run would rewrite (one new file per bin). */
+  dryRun?: boolean;
 }
 
 /** Compact the table's small files; see the module comment. */
@@ -67,7 +71,12 @@ export async function optimizeTable(table: DeltaTable, session: DuckSession, opt
     bytesAdded: 0,
     partitionsCompacted: 0,
   };
-  if (plan.bins.length === 0) return empty;
+  if (plan.bins.length === 0) return opts.dryRun ? { ...empty, dryRun: true } : empty;
+  if (opts.dryRun) {
+    const files = plan.bins.flatMap((b) => b.files);
+    const partitions = uniquePartitions(plan.bins.map((b) => b.partitionValues)).length;
+    return { ...empty, dryRun: true, filesRemoved: files.length, bytesRemoved: sum(files), filesAdded: plan.bins.length, partitionsCompacted: partitions };
+  }
 
   const ctx = {
     session,

@@ -89,7 +89,8 @@ describe('tidemark CLI: config errors', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('jobs[0].source.discover.layout');
     expect(r.stderr).toMatch(/jobs\[0\]\.target\.mode: .*merge.*append/);
-    expect(r.stdout).toBe('');
+    // With --json, stdout holds one failure object for the scheduler (no job report).
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 2, retryable: false, error: { type: 'ConfigError' } });
   });
 
   it('a missing config file exits 2 naming the path', async () => {

@@ -161,7 +161,7 @@ describe('killing the tidemark process', () => {
     expect(await spoolFolders(spoolTmp), where).toEqual([]);
   }, 240_000);
 
-  it('SIGTERM stops a run: exit 1, its spool folder removed, nothing partial committed; the rerun loads the rest exactly once', async () => {
+  it('SIGTERM stops a run: exit 130, its spool folder removed, nothing partial committed; the rerun loads the rest exactly once', async () => {
     const { source, uri: sourceRoot, storageConfig: storage } = s3.landingZone('term-src');
     const landed: OrderRow[] = [];
     for (let i = 0; i < 16; i++) {
@@ -185,9 +185,9 @@ describe('killing the tidemark process', () => {
     });
     proc.child.kill('SIGTERM');
     const stopped = await proc.done;
-    expect(stopped.code, stopped.stderr).toBe(1);
+    expect(stopped.code, stopped.stderr).toBe(130);
     expect(stopped.stderr).toContain('SIGTERM received');
-    expect(JSON.parse(stopped.stdout)).toMatchObject({ job: 'events', status: 'failed' });
+    expect(JSON.parse(stopped.stdout)).toMatchObject({ job: 'events', status: 'failed', error: { type: 'Interrupted', retryable: true } });
     expect(await spoolFolders(spoolTmp)).toEqual([]);
     const partial = await readTarget(session, setup);
     expect(partial.rows.length).toBeLessThan(landed.length);

@@ -22,11 +22,15 @@ export interface CliExit {
   ms: number;
 }
 
-/** Start the CLI with `args`; `env` is added to the test's environment. */
-export function spawnCli(args: string[], env: Record<string, string> = {}): CliProcess {
+/** tsx's loader and the CLI entry by absolute path, so the CLI also starts from another working directory. */
+const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
+const BIN = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url));
+
+/** Start the CLI with `args`; `env` is added to the test's environment; `cwd` defaults to the repo root. */
+export function spawnCli(args: string[], env: Record<string, string> = {}, cwd = REPO): CliProcess {
   const started = Date.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', ...args], {
-    cwd: REPO,
+  const child = spawn(process.execPath, ['--import', TSX, BIN, ...args], {
+    cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -41,6 +45,6 @@ export function spawnCli(args: string[], env: Record<string, string> = {}): CliP
 }
 
 /** Run the CLI to completion. */
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliExit> {
-  return spawnCli(args, env).done;
+export function runCli(args: string[], env: Record<string, string> = {}, cwd = REPO): Promise<CliExit> {
+  return spawnCli(args, env, cwd).done;
 }

@@ -39,7 +39,7 @@ describe('tidemark.schema.json', () => {
     expect(fieldsAt(['jobs', 0, 'target', 'storage'], raw)).toEqual([...s3, 'singleWriter']);
     expect(fieldsAt(['jobs', 0, 'source', 'storage'], raw)).toEqual(s3);
     expect(fieldsAt(['engine'], raw)).toEqual(['memoryLimit', 'threads']);
-    expect(fieldsAt([], raw)).toEqual(['storage', 'engine', 'jobs']);
+    expect(fieldsAt([], raw)).toEqual(['storage', 'engine', 'lineage', 'metrics', 'jobs']);
     expect(fieldsAt(['nowhere'], raw)).toEqual([]);
   });
 });

@@ -38,6 +38,22 @@ describe('partition discovery: first run', () => {
     expect(plan.window).toMatchObject({ from: '2026-02-28' });
   });
 
+  it('with start, later runs never reach back before it, even while the lookback would', () => {
+    const settings = partitionSettings({ layout: '{yyyy}/{mm}/{dd}', start: '2026-03-01' });
+    const first = run(settings, '2026-03-01T12:00:00Z', zone, null);
+    expect(loadedKeys(first.plan)).toEqual(['2026/03/01/a.csv', '2026/03/01/b.csv']);
+    expect(first.state).toMatchObject({ watermark: '2026-03-01', rememberedFrom: '2026-03-01' });
+
+    const second = run(settings, '2026-03-01T18:00:00Z', zone, first.state);
+    expect(loadedKeys(second.plan)).toEqual([]);
+    expect(second.plan.window).toMatchObject({ from: '2026-03-01' });
+
+    // Batch by batch (the state committed after the first batch is the next batch's base) too.
+    const afterOne = nextStateFor(null, first.plan, first.plan.files.slice(0, 1)) as PartitionState;
+    expect(afterOne.rememberedFrom).toBe('2026-03-01');
+    expect(loadedKeys(run(settings, '2026-03-01T18:00:00Z', zone, afterOne).plan)).toEqual(['2026/03/01/b.csv']);
+  });
+
   it('nothing to load keeps the state as it was (null: nothing to commit)', () => {
     const { plan, state } = run(daily, '2026-03-01T12:00:00Z', [], null);
     expect(plan.files).toEqual([]);

@@ -28,6 +28,7 @@ afterAll(async () => {
 });
 
 storageContract('LocalStorage', makeLocal, {
+  folders: true,
   sentinelDir: (s) => path.dirname((s as LocalStorage).root),
 });
 

@@ -6,17 +6,21 @@
  * Mount with `addMaintenanceCommands(program, { io, setExitCode })` from main.ts.
  */
 import type { Command } from 'commander';
-import { parseSize } from '../../config/units.js';
+import prettyBytes from 'pretty-bytes';
+import { parseDurationOr, parseSize } from '../../config/units.js';
 import { ConfigError } from '../../errors.js';
 import { optimizeJob, vacuumJob } from '../../job/maintenance.js';
-import { forEachJob } from '../job-loop.js';
+import { forEachJob, type PerJob } from '../job-loop.js';
 import type { CliIO, CommandHost } from '../io.js';
 import { withCommonOptions, type CommonFlags } from '../options.js';
 
 interface OptimizeFlags extends CommonFlags {
   targetSize?: string;
   minFiles?: string;
+  dryRun?: boolean;
 }
+
+const HOUR_MS = 3_600_000;
 
 interface VacuumFlags extends CommonFlags {
   retain?: string;
@@ -30,10 +34,11 @@ export function addMaintenanceCommands(program: Command, cli: CommandHost): void
     .description('compact small files within each partition (a dataChange=false commit)')
     .option('--target-size <size>', 'target file size, e.g. 128MiB', '128MiB')
     .option('--min-files <n>', 'compact a partition only when it has at least this many small files', '2')
+    .option('--dry-run', 'show which files would be compacted; write and commit nothing')
     .action(async (flags: OptimizeFlags) => cli.setExitCode(await optimizeCommand(flags, cli.io)));
   withCommonOptions(program.command('vacuum'))
     .description('delete data files no longer referenced and older than the retention')
-    .option('--retain <hours>', "keep files needed within this many hours (default: the table's retention, 168)")
+    .option('--retain <duration>', "keep files needed within this duration: 7d, 168h (a plain number is hours; default: the table's retention, 7d)")
     .option('--dry-run', 'list the files that would be deleted; delete nothing')
     .option('--unsafe-allow-short-retention', "allow a retention below the table's deletedFileRetentionDuration")
     .action(async (flags: VacuumFlags) => cli.setExitCode(await vacuumCommand(flags, cli.io)));
@@ -45,16 +50,21 @@ export async function optimizeCommand(flags: OptimizeFlags, io: CliIO): Promise<
   const minFiles = Number(flags.minFiles ?? '2');
   if (targetFileBytes === null || targetFileBytes <= 0) throw new ConfigError(`--target-size: not a size: ${flags.targetSize}`, { field: 'target-size' });
   if (!Number.isInteger(minFiles) || minFiles < 2) throw new ConfigError(`--min-files must be an integer of at least 2, got ${flags.minFiles}`, { field: 'min-files' });
-  const opts = { targetFileBytes, minFilesPerPartition: minFiles };
-  return forEachJob(flags, io, { command: 'optimize', run: (job, ctx) => optimizeJob(job, ctx, opts), format: formatMaintenance });
+  const dryRun = flags.dryRun ?? false;
+  const opts = { targetFileBytes, minFilesPerPartition: minFiles, dryRun };
+  const run: PerJob<Awaited<ReturnType<typeof optimizeJob>>['report']>['run'] = async (job, ctx) => {
+    const outcome = await optimizeJob(job, ctx, opts);
+    return dryRun && outcome.ok ? { ...outcome, report: { ...outcome.report, status: 'dry-run' } } : outcome;
+  };
+  return forEachJob(flags, io, { command: 'optimize', run, format: formatMaintenance });
 }
 
 /** Run VACUUM on each selected job's table; resolves to the exit code. */
 export async function vacuumCommand(flags: VacuumFlags, io: CliIO): Promise<number> {
-  const retainHours = flags.retain === undefined ? undefined : Number(flags.retain);
-  if (retainHours !== undefined && !(Number.isFinite(retainHours) && retainHours >= 0)) {
-    throw new ConfigError(`--retain must be a number of hours, got ${flags.retain}`, { field: 'retain' });
-  }
+  // The same duration syntax as the config (7d, 168h); a bare number stays hours, as it always was.
+  const retainMs = flags.retain === undefined ? undefined : parseDurationOr(flags.retain, HOUR_MS);
+  if (retainMs === null) throw new ConfigError(`--retain must be a duration such as 7d or 168h (or a number of hours), got ${flags.retain}`, { field: 'retain' });
+  const retainHours = retainMs === undefined ? undefined : retainMs / HOUR_MS;
   const opts = {
     ...(retainHours === undefined ? {} : { retainHours }),
     dryRun: flags.dryRun ?? false,
@@ -63,7 +73,7 @@ export async function vacuumCommand(flags: VacuumFlags, io: CliIO): Promise<numb
   return forEachJob(flags, io, { command: 'vacuum', run: (job, ctx) => vacuumJob(job, ctx, opts), format: formatMaintenance });
 }
 
-const mib = (bytes: unknown): string => `${(Number(bytes ?? 0) / 1024 / 1024).toFixed(1)} MiB`;
+const mib = (bytes: unknown): string => prettyBytes(Number(bytes ?? 0), { binary: true });
 
 /** A few human lines for one job's maintenance report. */
 export function formatMaintenance(report: object): string {
@@ -71,6 +81,12 @@ export function formatMaintenance(report: object): string {
   const head = `${String(r['job'])}: ${String(r['command'])} ${String(r['status'])}`;
   if (r['status'] === 'failed') return `${head}: ${(r['error'] as { message?: string } | undefined)?.message ?? 'unknown error'}\n`;
   if (r['command'] === 'optimize') {
+    if (r['dryRun']) {
+      return (
+        `${head}: would compact ${String(r['filesRemoved'])} files (${mib(r['bytesRemoved'])}) into ${String(r['filesAdded'])} in ` +
+        `${String(r['partitionsCompacted'])} partitions (table version ${String(r['readVersion'])}); nothing written\n`
+      );
+    }
     if (r['version'] === null) return `${head} (table version ${String(r['readVersion'])})\n`;
     return (
       `${head}: version ${String(r['version'])}; ${String(r['filesRemoved'])} files (${mib(r['bytesRemoved'])}) → ` +

@@ -4,6 +4,8 @@
 import type { Command } from 'commander';
 import { runJob } from '../../job/run-job.js';
 import { jobStatus } from '../../job/status.js';
+import { RunObserver } from '../../observe/observed-run.js';
+import { tidemarkVersion } from '../version.js';
 import { forEachJob } from '../job-loop.js';
 import type { CliIO, CommandHost } from '../io.js';
 import { withCommonOptions, type CommonFlags } from '../options.js';
@@ -22,7 +24,17 @@ export function addRunCommands(program: Command, host: CommandHost): void {
 
 /** Run each selected job once; resolves to the exit code. */
 export function runCommand(flags: CommonFlags & { dryRun?: boolean }, io: CliIO): Promise<number> {
-  return forEachJob(flags, io, { command: 'run', run: runJob, format: formatRun, context: { dryRun: flags.dryRun ?? false } });
+  // One observer per invocation: lineage's parent run, and one metrics file for its jobs.
+  let observer: RunObserver | null = null;
+  return forEachJob(flags, io, {
+    command: 'run',
+    run: (job, ctx, invocation) => {
+      observer ??= new RunObserver({ ...invocation, producer: `urn:tidemark:${tidemarkVersion()}` });
+      return observer.run(job, ctx, runJob);
+    },
+    format: formatRun,
+    context: { dryRun: flags.dryRun ?? false },
+  });
 }
 
 /** Print each selected job's status; resolves to the exit code. */

@@ -5,7 +5,8 @@
  */
 import { MergeInputError } from '../../errors.js';
 import type { DuckSession, Row } from '../duckdb.js';
-import { ident, str } from '../sql.js';
+import { expressionProblem } from '../expression.js';
+import { ident } from '../sql.js';
 import { SOURCE_FILE, SOURCE_ROW } from './temp-names.js';
 
 /** Which lineage columns the prepared batch carries. */
@@ -19,18 +20,9 @@ export interface Lineage {
  * so `x; DROP TABLE t` or `x) FROM y --` must not get through. Checked with DuckDB's own parser.
  */
 export async function checkDeleteExpression(session: DuckSession, expr: string): Promise<void> {
-  const row = await session.one(`SELECT json_serialize_sql(${str(`SELECT (${expr}) AS flag`)}) AS j`);
-  const parsed = JSON.parse(String(row?.['j'] ?? '{}')) as {
-    error?: boolean;
-    error_message?: string;
-    statements?: { node?: { select_list?: unknown[]; from_table?: { type?: string } } }[];
-  };
-  const node = parsed.statements?.[0]?.node;
-  const single = !parsed.error && parsed.statements?.length === 1 && node?.select_list?.length === 1 && node.from_table?.type === 'EMPTY';
-  if (!single) {
-    const why = parsed.error_message ?? 'not a single expression';
-    throw badDeleteWhen(expr, why);
-  }
+  // Subqueries stay allowed: deleteWhen is the operator's own config, and some CDC feeds need them.
+  const problem = await expressionProblem(session, expr, { subqueries: true });
+  if (problem !== null) throw badDeleteWhen(expr, problem);
 }
 
 /** MergeInputError for a deleteWhen that does not parse or evaluate. */

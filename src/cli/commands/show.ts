@@ -1,0 +1,68 @@
+/**
+ * `tidemark show`: rows of a job's target table through DuckDB. Nothing from the command line
+ * reaches SQL unchecked: columns are quoted identifiers that must exist in the table, --where must
+ * parse as exactly one expression without subqueries (engine/expression.ts), --limit is an integer.
+ */
+import type { JobConfig } from '../../config/schema.js';
+import { expressionProblem } from '../../engine/expression.js';
+import { withTableScan } from '../../engine/scan.js';
+import { ident, identList } from '../../engine/sql.js';
+import { ConfigError } from '../../errors.js';
+import type { RunContext } from '../../job/context.js';
+import { timedOutcome, type JobOutcome, type ReportedError } from '../../job/report.js';
+import { withJobScope } from '../../job/scope.js';
+
+/** What to show. */
+export interface ShowOptions {
+  where?: string;
+  limit: number;
+  /** Only these columns, in this order (default: every column of the table). */
+  columns?: string[];
+}
+
+/** The rows shown for one job. */
+export interface ShowReport {
+  job: string;
+  table: string;
+  status: 'ok' | 'no-table' | 'failed';
+  tableVersion: number | null;
+  columns: string[];
+  /** JSON-safe rows: BIGINT and DECIMAL as text, timestamps as ISO text. */
+  rows: Record<string, unknown>[];
+  limit: number;
+  durationMs: number;
+  error?: ReportedError;
+}
+
+/** Rows of the job's table. Never throws: bad flags are a failed outcome with a ConfigError (exit 2). */
+export async function showJob(job: JobConfig, ctx: RunContext, opts: ShowOptions): Promise<JobOutcome<ShowReport>> {
+  const base: ShowReport = { job: job.name, table: job.target.uri, status: 'failed', tableVersion: null, columns: [], rows: [], limit: opts.limit, durationMs: 0 };
+  return timedOutcome(
+    () => base,
+    () =>
+      withJobScope(job, ctx, `${job.name}-show`, async ({ table, session, spool }) => {
+        if (opts.where !== undefined) {
+          const problem = await expressionProblem(session, opts.where);
+          if (problem !== null) throw new ConfigError(`--where ${JSON.stringify(opts.where)}: ${problem}`, { field: 'where' });
+        }
+        const snapshot = await table.snapshot();
+        if (!snapshot) return { ...base, status: 'no-table' };
+        const names = snapshot.schema.fields.map((f) => f.name);
+        const columns = opts.columns ?? names;
+        const unknown = columns.filter((c) => !names.includes(c));
+        if (unknown.length > 0) {
+          throw new ConfigError(`--columns: no column ${unknown.map((c) => JSON.stringify(c)).join(', ')} in ${table.uri} (columns: ${names.join(', ')})`, {
+            field: 'columns',
+          });
+        }
+        const key = (job.target.key ?? []).filter((k) => names.includes(k));
+        const sql = (relation: string) =>
+          `SELECT ${identList(columns)} FROM (${relation}) AS ${ident('t')}` +
+          (opts.where !== undefined ? ` WHERE (${opts.where})` : '') +
+          (key.length > 0 ? ` ORDER BY ${identList(key)}` : '') +
+          ` LIMIT ${opts.limit}`;
+        const rows = await withTableScan(session, { storage: table.storage, spool }, snapshot, (relation) => session.allJson(sql(relation)));
+        return { ...base, status: 'ok', tableVersion: snapshot.version, columns, rows };
+      }),
+  );
+}

@@ -1,0 +1,40 @@
+/**
+ * User-written SQL expressions (`deleteWhen`, `show --where`) are spliced into larger statements,
+ * so each must parse as exactly ONE expression: `x; DROP TABLE t` or `x) FROM y --` must not get
+ * through. Checked with DuckDB's own parser (json_serialize_sql), never with a regex.
+ */
+import type { DuckSession } from './duckdb.js';
+import { str } from './sql.js';
+
+/** Options of `expressionProblem`. */
+export interface ExpressionCheck {
+  /** Allow subqueries (`x IN (SELECT …)`), which can read other relations; default false. */
+  subqueries?: boolean;
+}
+
+interface Parsed {
+  error?: boolean;
+  error_message?: string;
+  statements?: { node?: { select_list?: unknown[]; from_table?: { type?: string } } }[];
+}
+
+/** Why `expr` is not a single SQL expression (DuckDB's parser message), or null when it is one. */
+export async function expressionProblem(session: DuckSession, expr: string, opts: ExpressionCheck = {}): Promise<string | null> {
+  const row = await session.one(`SELECT json_serialize_sql(${str(`SELECT (${expr}) AS flag`)}) AS j`);
+  const parsed = JSON.parse(String(row?.['j'] ?? '{}')) as Parsed;
+  if (parsed.error) return parsed.error_message ?? 'does not parse';
+  const node = parsed.statements?.[0]?.node;
+  const single = parsed.statements?.length === 1 && node?.select_list?.length === 1 && node.from_table?.type === 'EMPTY';
+  if (!single) return 'not a single expression';
+  if (!opts.subqueries && hasSubquery(node.select_list)) return 'subqueries are not allowed here';
+  return null;
+}
+
+/** True when the parse tree holds a subquery anywhere. */
+function hasSubquery(tree: unknown): boolean {
+  if (Array.isArray(tree)) return tree.some(hasSubquery);
+  if (tree === null || typeof tree !== 'object') return false;
+  const node = tree as Record<string, unknown>;
+  if (node['class'] === 'SUBQUERY' || node['type'] === 'SUBQUERY') return true;
+  return Object.values(node).some(hasSubquery);
+}
