@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { benchMerge } from './bench/merge.js';
 import { benchIngest } from './bench/ingest.js';
 import { BENCH_ROOT } from './bench/workspace.js';
+import type { DeletionVectorSetting } from '../src/engine/merge/write-mode.js';
 
 const USAGE = `usage: npm run bench -- <merge|ingest> [options]
 
@@ -18,6 +19,8 @@ const USAGE = `usage: npm run bench -- <merge|ingest> [options]
     --changes N    changed rows per batch (default 10000, or rows/1000 with --rows)
     --no-lean      skip the lean DuckDB COPY lower bound
     --repeat N     interleaved repetitions, medians reported (default 3)
+    --deletion-vectors auto|on|off
+                   the MERGE's target.deletionVectors (default auto: the table has them)
 
   ingest  tidemark job vs a hand-written DuckDB pipeline, incremental and no-op runs
     --rows N       rows in the landing zone (default 5000000)
@@ -38,6 +41,11 @@ function positiveInt(name: string, value: string | undefined, fallback: number):
   return n;
 }
 
+function dvSetting(value: string): DeletionVectorSetting {
+  if (value === 'auto' || value === 'on' || value === 'off') return value;
+  throw new Error(`[bench] --deletion-vectors must be auto, on or off, got ${value}`);
+}
+
 function resultPath(bench: string, given: string | undefined): string {
   const stamp = new Date().toISOString().replace(/[-:.]/g, '').slice(0, 15);
   return given ?? join(BENCH_ROOT, 'results', `${bench}-${stamp}.json`);
@@ -55,6 +63,7 @@ async function main(argv: string[]): Promise<void> {
       repeat: { type: 'string' },
       'what-if-rows': { type: 'string' },
       'no-lean': { type: 'boolean', default: false },
+      'deletion-vectors': { type: 'string', default: 'auto' },
       keep: { type: 'boolean', default: false },
       json: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -75,6 +84,7 @@ async function main(argv: string[]): Promise<void> {
       changes: positiveInt('changes', values.changes, values.rows === undefined ? 10_000 : Math.max(100, Math.round(rows / 1000))),
       insertShare: 0.05,
       lean: !values['no-lean'],
+      deletionVectors: dvSetting(values['deletion-vectors']),
       repeat: positiveInt('repeat', values.repeat, 3),
       keep: values.keep,
       jsonPath: resultPath('merge', values.json),
