@@ -11,13 +11,13 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { DuckSession } from '../../src/engine/duckdb.js';
 import { ident, str } from '../../src/engine/sql.js';
-import { timed } from './clock.js';
+import { samplesOf, timed } from './clock.js';
 import { benchEnv, describeEnv, watchOtherLoad } from './env.js';
 import { ordersJob, runOrdersJob } from './job.js';
 import { count, mib, printTables, secs, times, writeJson, type TextTable } from './report.js';
@@ -31,6 +31,8 @@ export interface MemoryBenchOptions {
   files: number;
   /** Memory limits in bytes; the unlimited baseline always runs first. */
   limits: number[];
+  /** Interleaved repetitions of every load; medians reported. */
+  repeat: number;
   keep: boolean;
   jsonPath: string;
   command: string;
@@ -57,17 +59,33 @@ interface ChildResult {
   error?: string;
 }
 
-/** One load's figures, as reported. */
-interface LoadResult extends ChildResult {
-  /** Memory limit in bytes; null: unlimited (DuckDB's default, 80 % of RAM). */
-  limit: number | null;
+/** One load, measured from outside. */
+interface LoadSample extends ChildResult {
   /** Peak RSS in bytes (/usr/bin/time's, else the child's own). */
   peakRss: number;
   peakRssSource: 'time -v' | 'resourceUsage';
-  /** Wall time / the unlimited load's. */
-  ratio: number;
+  /** Largest size of the run's spool folder seen (DuckDB's spill files, files being written). */
+  peakSpool: number;
   tableRows: number | null;
   verified: boolean;
+}
+
+/** The loads of one memory limit, summarised. */
+interface LoadResult {
+  /** Memory limit in bytes; null: unlimited (DuckDB's default, 80 % of RAM). */
+  limit: number | null;
+  samples: LoadSample[];
+  /** Medians of wall and CPU time; the largest peak RSS and spool. */
+  ms: number;
+  cpuMs: number;
+  peakRss: number;
+  peakSpool: number;
+  /** Median wall (CPU) time / the unlimited load's. */
+  ratio: number;
+  cpuRatio: number;
+  tableRows: number | null;
+  verified: boolean;
+  error?: string;
 }
 
 /** Run the benchmark, print its table and write the JSON result. */
@@ -83,25 +101,24 @@ export async function benchMemory(opts: MemoryBenchOptions): Promise<void> {
     progress(`  ${secs(written.ms)}; ${mib(written.value.duckBytes)} in DuckDB, ${mib(written.value.fileBytes)} of Parquet`);
     const expected = await withSession((s) => landingFingerprint(s, landing));
 
-    const loads: LoadResult[] = [];
-    for (const limit of [null, ...opts.limits]) {
-      const label = limit === null ? 'unlimited' : mib(limit);
-      progress(`loading with memory limit ${label}`);
-      const target = ws.path(`table-${limit ?? 'unlimited'}`);
-      const child = await runChild({ landing, target, spoolRoot: ws.dir, limit });
-      const table = child.status === 'succeeded' ? await withSession((s) => fingerprint(s, target, COLUMNS)) : null;
-      await rm(target, { recursive: true, force: true });
-      const baseline = loads[0]?.ms ?? child.ms;
-      loads.push({
-        ...child,
-        limit,
-        ratio: child.ms / baseline,
-        tableRows: table?.rows ?? null,
-        verified: table !== null && table.rows === expected.rows && table.hash === expected.hash,
-      });
-      progress(`  ${secs(child.ms)}, peak RSS ${mib(child.peakRss)}${child.error ? `, FAILED: ${child.error}` : ''}`);
+    // Interleaved, so a burst of other work on the machine spreads over all limits.
+    const limits = [null, ...opts.limits];
+    const samples = new Map<number | null, LoadSample[]>(limits.map((l) => [l, []]));
+    for (let rep = 1; rep <= opts.repeat; rep++) {
+      for (const limit of limits) {
+        progress(`(${rep}/${opts.repeat}) loading with memory limit ${limit === null ? 'unlimited' : mib(limit)}`);
+        const target = ws.path('table');
+        const child = await runChild({ landing, target, spoolRoot: ws.path('spool'), limit });
+        const table = child.status === 'succeeded' ? await withSession((s) => fingerprint(s, target, COLUMNS)) : null;
+        await rm(target, { recursive: true, force: true });
+        const verified = table !== null && table.rows === expected.rows && table.hash === expected.hash;
+        samples.get(limit)!.push({ ...child, tableRows: table?.rows ?? null, verified });
+        progress(`  ${secs(child.ms)}, CPU ${secs(child.cpuMs)}, peak RSS ${mib(child.peakRss)}, spool ${mib(child.peakSpool)}${child.error ? `, FAILED: ${child.error}` : ''}`);
+      }
     }
-    const childCpuSeconds = loads.reduce((n, l) => n + l.cpuMs / 1000, 0);
+    const baseline = summarise(null, samples.get(null)!, null);
+    const loads = limits.map((limit) => (limit === null ? baseline : summarise(limit, samples.get(limit)!, baseline)));
+    const childCpuSeconds = [...samples.values()].flat().reduce((n, l) => n + l.cpuMs / 1000, 0);
     const otherLoad = stopWatch();
     printTables([memoryTable(opts, written.value, loads)]);
     for (const l of loads.filter((x) => x.error)) process.stdout.write(`${l.limit === null ? 'unlimited' : mib(l.limit)} failed: ${l.error}\n`);
@@ -115,6 +132,26 @@ export async function benchMemory(opts: MemoryBenchOptions): Promise<void> {
   } finally {
     await ws.dispose();
   }
+}
+
+/** Medians of the times, the worst peaks; ratios against the baseline's medians (1 for the baseline). */
+function summarise(limit: number | null, samples: LoadSample[], baseline: LoadResult | null): LoadResult {
+  const ms = samplesOf(samples.map((x) => x.ms)).median;
+  const cpuMs = samplesOf(samples.map((x) => x.cpuMs)).median;
+  const error = samples.find((x) => x.error)?.error;
+  return {
+    limit,
+    samples,
+    ms,
+    cpuMs,
+    peakRss: Math.max(...samples.map((x) => x.peakRss)),
+    peakSpool: Math.max(...samples.map((x) => x.peakSpool)),
+    ratio: baseline ? ms / baseline.ms : 1,
+    cpuRatio: baseline ? cpuMs / baseline.cpuMs : 1,
+    tableRows: samples[0]?.tableRows ?? null,
+    verified: samples.every((x) => x.verified),
+    ...(error ? { error } : {}),
+  };
 }
 
 /** Sizes of the landing written. */
@@ -178,7 +215,7 @@ interface ChildSpec {
 }
 
 /** Load in a child process (this script again, `memory-run`), measured by /usr/bin/time -v when present. */
-async function runChild(spec: ChildSpec): Promise<ChildResult & { peakRss: number; peakRssSource: LoadResult['peakRssSource'] }> {
+async function runChild(spec: ChildSpec): Promise<Omit<LoadSample, 'tableRows' | 'verified'>> {
   const script = process.argv[1];
   if (!script) throw new Error('[bench] memory: cannot tell which script to run in the child');
   const args = [
@@ -192,7 +229,9 @@ async function runChild(spec: ChildSpec): Promise<ChildResult & { peakRss: numbe
   ];
   const useTime = existsSync(TIME_BINARY);
   const [command, argv] = useTime ? [TIME_BINARY, ['-v', process.execPath, ...args]] : [process.execPath, args];
-  const { code, stdout, stderr } = await capture(command, argv);
+  await mkdir(spec.spoolRoot, { recursive: true });
+  const spool = watchFolderSize(spec.spoolRoot);
+  const { code, stdout, stderr } = await capture(command, argv).finally(() => spool.stop());
   const line = stdout.trimEnd().split('\n').at(-1) ?? '';
   let result: ChildResult;
   try {
@@ -201,9 +240,35 @@ async function runChild(spec: ChildSpec): Promise<ChildResult & { peakRss: numbe
     throw new Error(`[bench] memory: the child exited ${code} without a result\n${stderr.slice(-4000)}`);
   }
   const timeKiB = useTime ? /Maximum resident set size \(kbytes\): (\d+)/.exec(stderr)?.[1] : undefined;
+  const peakSpool = spool.peak();
   return timeKiB === undefined
-    ? { ...result, peakRss: result.maxRssKiB * 1024, peakRssSource: 'resourceUsage' }
-    : { ...result, peakRss: Number(timeKiB) * 1024, peakRssSource: 'time -v' };
+    ? { ...result, peakSpool, peakRss: result.maxRssKiB * 1024, peakRssSource: 'resourceUsage' }
+    : { ...result, peakSpool, peakRss: Number(timeKiB) * 1024, peakRssSource: 'time -v' };
+}
+
+/** Poll a folder's total file size every half second; the largest seen. */
+function watchFolderSize(dir: string): { stop(): void; peak(): number } {
+  let peak = 0;
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    void folderBytes(dir)
+      .then((n) => void (peak = Math.max(peak, n)))
+      .finally(() => (busy = false));
+  }, 500);
+  return { stop: () => clearInterval(timer), peak: () => peak };
+}
+
+async function folderBytes(dir: string): Promise<number> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  let total = 0;
+  for (const e of entries) {
+    if (!e.isFile()) continue;
+    // Spill files come and go while the child works.
+    total += await stat(join(e.parentPath, e.name)).then((st) => st.size, () => 0);
+  }
+  return total;
 }
 
 function capture(command: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -241,19 +306,20 @@ export async function memoryRun(argv: string[]): Promise<void> {
 }
 
 function memoryTable(opts: MemoryBenchOptions, landing: WrittenLanding, loads: readonly LoadResult[]): TextTable {
-  const threads = cpus().length;
   return {
     title:
       `One batch of ${count(landing.rows)} wide rows (${mib(landing.duckBytes)} as a DuckDB table, ${mib(landing.fileBytes)} of Parquet in ${opts.files} files), ` +
-      `loaded by the job in one commit (MERGE creating the table), ${threads} DuckDB threads`,
-    header: ['engine.memoryLimit', 'time', 'vs unlimited', 'CPU', 'peak RSS', 'batch / limit', 'rows', 'verified'],
+      `loaded by the job in one commit (MERGE creating the table), ${cpus().length} DuckDB threads; medians of ${opts.repeat}`,
+    header: ['engine.memoryLimit', 'batch / limit', 'time', 'vs unlimited', 'CPU', 'vs unlimited', 'peak RSS', 'peak spool', 'rows', 'verified'],
     rows: loads.map((l) => [
-      l.limit === null ? 'unlimited (DuckDB default: 80 % of RAM)' : mib(l.limit),
+      l.limit === null ? 'unlimited (DuckDB: 80 % of RAM)' : mib(l.limit),
+      l.limit === null ? '-' : times(landing.duckBytes / l.limit),
       l.error ? 'failed' : secs(l.ms),
       l.error ? '-' : times(l.ratio),
-      secs(l.cpuMs),
+      l.error ? '-' : secs(l.cpuMs),
+      l.error ? '-' : times(l.cpuRatio),
       mib(l.peakRss),
-      l.limit === null ? '-' : times(landing.duckBytes / l.limit),
+      mib(l.peakSpool),
       l.tableRows === null ? '-' : count(l.tableRows),
       l.verified ? 'yes' : 'NO',
     ]),
