@@ -34,7 +34,7 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory> [options]
     --rows N       rows of the batch (default 5000000, about 1.4 GiB in DuckDB)
     --files N      landing files (default 50)
     --limits L,…   engine.memoryLimit values (default 256MiB,1GiB,3GiB)
-    --repeat N     interleaved repetitions, medians reported (default 1: each load takes minutes)
+    --repeat N     interleaved repetitions, medians reported (default 3)
 
   common
     --keep         keep the scratch folder under .bench/
@@ -109,7 +109,7 @@ async function main(argv: string[]): Promise<void> {
       rows: positiveInt('rows', values.rows, 5_000_000),
       files: positiveInt('files', values.files, 50),
       limits: sizes('limits', values.limits ?? '256MiB,1GiB,3GiB'),
-      repeat: positiveInt('repeat', values.repeat, 1),
+      repeat: positiveInt('repeat', values.repeat, 3),
       keep: values.keep,
       jsonPath: resultPath('memory', values.json),
       command,
