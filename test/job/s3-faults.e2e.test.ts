@@ -371,12 +371,17 @@ describe('the job at 30 % faults (fault injection: proxy in front of s3rver)', (
     expect((await runOutcome(reference)).ok).toBe(true);
     const expected = await readTarget(session, reference);
     expect(expected.rows).toEqual(expectedMerged(landing.files.flatMap((f) => f.rows)));
-    expect((await readTarget(session, direct(setup))).rows).toEqual(expected.rows);
+    // Batches were cut differently (failed runs left files for later ones), so versions differ;
+    // the rows, the watermark with its recent files, and the totals do not.
+    const final = await readTarget(session, direct(setup));
+    expect(final.rows).toEqual(expected.rows);
+    expect(final.state.discovery).toEqual(expected.state.discovery);
+    expect(final.state.totals).toEqual(expected.state.totals);
   }, LONG_TEST_MS);
 });
 
 /** A table loaded without faults from one day, then a second day landed for the faulted run. */
-async function loadedTable(name: string): Promise<{ landing: Landing; reached: Setup; before: TableView }> {
+async function loadedTable(name: string): Promise<{ reached: Setup; before: TableView }> {
   const landing = openLanding(name, name.length);
   await landing.landDay(0);
   const table = tableUri('orders');
@@ -385,7 +390,7 @@ async function loadedTable(name: string): Promise<{ landing: Landing; reached: S
   proxy.setRandom({ rate: 0 });
   expect((await runOutcome(loaded)).ok).toBe(true);
   await landing.landDay(1);
-  return { landing, reached: loaded, before: await readTarget(session, direct(loaded)) };
+  return { reached: loaded, before: await readTarget(session, direct(loaded)) };
 }
 
 /** Run a job whose storage is down; the run must fail transiently (exit 4) within `boundMs`. */
