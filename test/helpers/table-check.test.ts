@@ -51,7 +51,7 @@ describe('the table invariant check (test/helpers/table-check.ts)', () => {
     const { setup, target } = await tableWithDv();
     const [bin] = await filesUnder(target, '.bin');
     const bytes = await fsp.readFile(bin!);
-    bytes[bytes.length - 1] ^= 0xff; // the CRC no longer matches
+    bytes[bytes.length - 1]! ^= 0xff; // the CRC no longer matches
     await fsp.writeFile(bin!, bytes);
     const { problems } = await checkTarget(session, setup);
     expect(problems).toHaveLength(1);

@@ -1,8 +1,8 @@
 /**
  * An independent check of a Delta table's invariants at every version, for tests that must
- * prove a table stays valid through crashes, races and deletion-vector MERGEs. It reads the
- * log and the files itself (only the DV codec and log listing come from src/delta), so a bug in
- * the writer cannot hide behind the same bug in the reader.
+ * prove a table stays valid through crashes, races and deletion-vector MERGEs. Snapshots come
+ * from tidemark's log replay (checked against Spark's tables in test/delta/shared-tables.test.ts);
+ * the data files, row counts and deletion vectors are checked against the bytes on storage.
  *
  * Per version: every live data file exists and holds `numRecords` rows; no path is live twice;
  * every deletion vector loads (size, CRC, cardinality) and deletes only rows the file has;
@@ -29,11 +29,6 @@ export interface TableCheck {
 }
 
 const idOf = (path: string, dv: DeletionVectorDescriptor | undefined | null) => `${path}#${dv ? dvUniqueId(dv) : ''}`;
-
-/** Check every version of `table` from the first commit the log still has. */
-export function checkTable(table: DeltaTable, session: DuckSession): Promise<TableCheck> {
-  return new TableChecker(table, session).check();
-}
 
 /**
  * Checks of one table repeated as it grows: each `check()` looks only at the versions committed
