@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AddFile, RemoveFile } from '../../../src/delta/actions.js';
 import { DuckSession } from '../../../src/engine/duckdb.js';
-import { DeltaLogError } from '../../../src/errors.js';
+import { DeltaLogError, UnsupportedFeatureError } from '../../../src/errors.js';
 import { optimizeTable } from '../../../src/maintenance/optimize.js';
 import { scratchSpool } from '../../../scripts/lib/tables.js';
 import { cdcActions, changeRows, commitActions } from '../../helpers/change-data.js';
@@ -140,6 +140,15 @@ describe('MERGE into an unpartitioned table that records changes', () => {
       { id: 1, name: 'name-1', region: 'b', v: 1, colour: null, _change_type: 'update_preimage' },
       { id: 1, name: 'one', region: 'b', v: 2, colour: 'red', _change_type: 'update_postimage' },
     ]);
+  });
+
+  it('refuses to add a column named _change_type, which change-feed readers reserve', async () => {
+    await seed(3, { deletionVectors: 'off' });
+    await makeBatch(session, 'b', `SELECT 1 AS id, 'one' AS name, 'b' AS region, 2 AS v, 'x' AS _change_type`);
+    const err = await merge(f, { batch: 'b', ...REWRITE, schemaEvolution: 'addColumns' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UnsupportedFeatureError);
+    expect((err as UnsupportedFeatureError).feature).toBe('changeDataFeed');
+    expect((err as Error).message).toContain('column _change_type has a name change-feed readers reserve');
   });
 });
 
