@@ -5,16 +5,19 @@
  * of the same commit; an insert-only MERGE writes none. Checked row by row against the changes,
  * when files are rewritten and when changed rows go to deletion vectors.
  */
-import { readdir } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AddFile, RemoveFile } from '../../../src/delta/actions.js';
+import { withTableFeature } from '../../../src/delta/features.js';
 import { DuckSession } from '../../../src/engine/duckdb.js';
+import { LocalStorage } from '../../../src/storage/local.js';
 import { DeltaLogError, UnsupportedFeatureError } from '../../../src/errors.js';
 import { optimizeTable } from '../../../src/maintenance/optimize.js';
 import { scratchSpool } from '../../../scripts/lib/tables.js';
 import { cdcActions, changeRows, commitActions } from '../../helpers/change-data.js';
-import { localFixture, makeBatch, merge, readRows, snapshotOf, type Fixture } from './helpers.js';
+import { copySharedTable } from '../../helpers/shared-tables.js';
+import { fixtureOn, localFixture, makeBatch, merge, readRows, snapshotOf, type Fixture } from './helpers.js';
 
 let session: DuckSession;
 let f: Fixture;
@@ -175,6 +178,36 @@ describe('MERGE into a partitioned table that records changes', () => {
       expect(rows.map(({ id, name, region, v, _change_type }) => ({ id, name, region, v, _change_type }))).toEqual(MIXED_CHANGES);
     });
   }
+});
+
+describe('a Spark table with deletion vectors (README 14) given a change data feed', () => {
+  it('records the changes against its live rows only (rows its DVs delete are neither preimages nor matches)', async () => {
+    await f.close();
+    const dir = await copySharedTable('deletion-vectors');
+    f = fixtureOn(session, new LocalStorage(dir), { dir, cleanup: () => rm(dir, { recursive: true, force: true }) });
+    const before = await snapshotOf(f);
+    const configuration = { ...before.metadata.configuration, ...CDF };
+    await f.table.commit({
+      actions: [{ protocol: withTableFeature(before.protocol, 'changeDataFeed', { reader: false }) }, { metaData: { ...before.metadata, configuration } }],
+      operation: 'SET TBLPROPERTIES',
+      read: { readVersion: before.version, partitions: 'all', files: [], appIds: [] },
+      isBlindAppend: false,
+    });
+    // Stored rows have no rev (NULL, the oldest): 1 is updated, 2 deleted; 7 (deleted by Spark's DV) and 100 are inserted.
+    await makeBatch(session, 'b', `SELECT * FROM (VALUES (1, 1, false), (2, 1, true), (7, 1, false), (100, 1, false)) t(id, rev, gone)`);
+    const r = await merge(f, { ...DV, batch: 'b', orderBy: 'rev', deleteWhen: 'gone', internalColumns: ['gone'], schemaEvolution: 'addColumns' });
+    expect(r).toMatchObject({ updated: 1, deleted: 1, inserted: 2, filesWithNewDv: 1, changeFilesAdded: 1 });
+    const rows = await changeRows(session, f.storage, r.version!, ORDER);
+    expect(rows.map((x) => ({ ...x, id: Number(x['id']), rev: x['rev'] === null ? null : Number(x['rev']) }))).toEqual([
+      { id: 1, rev: null, _change_type: 'update_preimage' },
+      { id: 1, rev: 1, _change_type: 'update_postimage' },
+      { id: 2, rev: null, _change_type: 'delete' },
+      { id: 7, rev: 1, _change_type: 'insert' },
+      { id: 100, rev: 1, _change_type: 'insert' },
+    ]);
+    const ids = (await readRows(f, 'id')).map((x) => Number(x['id']));
+    expect(ids).toHaveLength(47 - 1 + 2);
+  });
 });
 
 describe('OPTIMIZE on a table that records changes', () => {
