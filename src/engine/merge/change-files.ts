@@ -28,6 +28,8 @@ export interface ChangeDataInput {
   /** The 'dv' files with updated or deleted rows, by id: their preimages are read from them. */
   dvFiles: ReadonlyMap<number, LiveFile>;
   hits: Pick<HitsResult, 'localPaths' | 'shapes' | 'deleted'>;
+  /** Rows per change file, as for data files (one file per partition when unset). */
+  targetFileRows?: number | undefined;
 }
 
 /** The change files written and uploaded, and their `cdc` actions. */
@@ -45,6 +47,7 @@ export async function writeChangeData(out: OutputOptions, input: ChangeDataInput
     schema: withChangeType(out.schema),
     partitionColumns: out.partitionColumns,
     localDir: await out.spool.folder('change-data'),
+    ...(input.targetFileRows === undefined ? {} : { targetFileRows: input.targetFileRows }),
   });
   const files = written.map(asChangeFile);
   await uploadDataFiles(out.storage, files, { concurrency: out.concurrency, ...(out.signal ? { signal: out.signal } : {}) });

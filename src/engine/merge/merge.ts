@@ -275,7 +275,15 @@ async function writeChanges(run: MergeRun, input: WriteInput) {
   const insertSizing = { targetFileRows: opts.targetFileRows, rowsAtMost: newRows };
   const added = newRows > 0 ? await writeAndUpload(out, newRowsSql(tables, columns, spec.keys), 'insert', insertSizing) : [];
   const changeData = input.recordChanges
-    ? await writeChangeData(out, { tables, columns, keys: spec.keys, snapshot: input.snapshot, dvFiles: new Map(changed.dv.map((d) => [d.id, d.file])), hits })
+    ? await writeChangeData(out, {
+        tables,
+        columns,
+        keys: spec.keys,
+        snapshot: input.snapshot,
+        dvFiles: new Map(changed.dv.map((d) => [d.id, d.file])),
+        hits,
+        targetFileRows: opts.targetFileRows,
+      })
     : { files: [], actions: [] };
   const dv = await writeDvChanges(changed.dv, { session: opts.session, storage: opts.storage, deleted: hits.deleted, now: input.now });
   return { added: [...rewritten, ...added], dv, changeData };
