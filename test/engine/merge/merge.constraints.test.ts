@@ -153,6 +153,26 @@ describe('a row that breaks a rule fails the MERGE before anything is written', 
   });
 });
 
+describe('NOT NULL elements and values (containsNull / valueContainsNull false)', () => {
+  it('a NULL array element or map value breaks it; a NULL array or map does not', async () => {
+    await writeSparkLikeTable(session, f.dir, {
+      fields: [
+        field('id', 'long'),
+        field('tags', { type: 'array', elementType: 'string', containsNull: false }),
+        field('attrs', { type: 'map', keyType: 'string', valueType: 'string', valueContainsNull: false }),
+      ],
+      configuration: {},
+      rowsSql: `SELECT 1::BIGINT AS id, ['a'] AS tags, MAP {'k': 'v'} AS attrs`,
+    });
+    const opts = { keyColumns: ['id'], orderBy: 'id', deletionVectors: 'off' as const };
+    const attempt = (tags: string, attrs: string) =>
+      makeBatch(session, 'b', `SELECT 2::BIGINT AS id, ${tags} AS tags, ${attrs} AS attrs`).then((b) => merge(f, { batch: b, ...opts }));
+    await expect(attempt(`['a', NULL]`, `MAP {'k': 'v'}`)).rejects.toThrow(/violates NOT NULL elements of column tags/);
+    await expect(attempt(`['a']`, `MAP {'k': NULL::VARCHAR}`)).rejects.toThrow(/violates NOT NULL values of column attrs/);
+    expect(await attempt(`NULL::VARCHAR[]`, `NULL::MAP(VARCHAR, VARCHAR)`)).toMatchObject({ inserted: 1 });
+  });
+});
+
 describe('rows the MERGE does not store are not checked', () => {
   it('a stale row and a delete row may break rules; the good rows are written', async () => {
     await accountsTable();
