@@ -11,6 +11,7 @@
  * MERGE buries rows older than the deletes of either.
  */
 import type { Action } from '../delta/actions.js';
+import { ENABLE_CHANGE_DATA_FEED } from '../delta/change-data.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { CommitRequest } from '../delta/transaction.js';
 import { SOURCE_FILE, SOURCE_ROW } from '../engine/load.js';
@@ -116,6 +117,7 @@ function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>): WriteTar
     snapshot: opts.snapshot,
     batch: opts.batch.table,
     ...(job.target.partitionBy ? { partitionBy: job.target.partitionBy } : {}),
+    ...(job.target.changeDataFeed ? { tableProperties: { [ENABLE_CHANGE_DATA_FEED]: 'true' } } : {}),
     schemaEvolution: job.schemaEvolution,
     internalColumns: [SOURCE_ROW],
     sourceFileColumn: SOURCE_FILE,

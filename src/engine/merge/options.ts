@@ -24,6 +24,11 @@ export interface WriteTarget {
   /** Partition columns, used only when the table is created by this write. */
   partitionBy?: string[];
   /**
+   * Table properties of a table this write creates (`delta.enableChangeDataFeed`, …); its
+   * protocol takes the features they need. Ignored when the table exists.
+   */
+  tableProperties?: Record<string, string>;
+  /**
    * Batch columns that are not table data (lineage, CDC op codes): usable in `deleteWhen` and in
    * error messages, never written. A batch column neither in the table nor listed here is a new
    * column (see `schemaEvolution`).
