@@ -152,6 +152,14 @@ export function evolveMappedMetadata(metadata: Metadata, schema: StructType): { 
   };
 }
 
+/** True when a struct occurs anywhere in the type (only then do nested names need mapping). */
+export function containsStruct(type: DataType): boolean {
+  if (typeof type === 'string') return false;
+  if (type.type === 'struct') return true;
+  if (type.type === 'array') return containsStruct(type.elementType);
+  return containsStruct(type.keyType) || containsStruct(type.valueType);
+}
+
 /** Every struct field with its dotted logical path, depth first. */
 function fieldPaths(type: DataType, prefix = ''): Array<{ field: StructField; path: string }> {
   if (typeof type === 'string') return [];

@@ -6,7 +6,7 @@
  * reads files written before a type widening). A column or nested field the file lacks reads
  * as NULL; so does every column of an id-mode file without field ids.
  */
-import { fieldIdOf, physicalName, type ColumnMappingMode } from '../delta/column-mapping.js';
+import { containsStruct, fieldIdOf, physicalName, type ColumnMappingMode } from '../delta/column-mapping.js';
 import type { DataType, StructField } from '../delta/schema.js';
 import { ident, str } from './sql.js';
 import { deltaTypeToDuck } from './type-map-read.js';
@@ -33,7 +33,7 @@ export function mappedColumnSql(field: StructField, fileColumns: readonly Parque
 
 /** The file's value `expr` as the logical type: nested fields renamed, leaves cast. */
 function logicalValueSql(expr: string, type: DataType, node: ParquetNode | undefined, mode: ColumnMappingMode, depth: number): string {
-  if (typeof type === 'string' || !hasStruct(type)) return `CAST(${expr} AS ${deltaTypeToDuck(type)})`;
+  if (typeof type === 'string' || !containsStruct(type)) return `CAST(${expr} AS ${deltaTypeToDuck(type)})`;
   const v = `__tm_x${depth}`;
   if (type.type === 'array') {
     const element = node?.kind === 'list' ? listElement(node) : undefined;
@@ -73,12 +73,6 @@ function listElement(list: ParquetNode): ParquetNode | undefined {
   return repeated.children.length === 1 ? repeated.children[0] : repeated;
 }
 
-function hasStruct(type: DataType): boolean {
-  if (typeof type === 'string') return false;
-  if (type.type === 'struct') return true;
-  if (type.type === 'array') return hasStruct(type.elementType);
-  return hasStruct(type.keyType) || hasStruct(type.valueType);
-}
 
 function nullOf(type: DataType): string {
   return `CAST(NULL AS ${deltaTypeToDuck(type)})`;

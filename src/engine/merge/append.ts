@@ -35,7 +35,10 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
     const metrics = { numFiles: String(added.length), numOutputRows: String(target.batch.rows), numOutputBytes: String(bytesOf(added)) };
     const request: CommitRequest =
       snapshot === null
-        ? createTableRequest({ schema: target.schema, partitionColumns: target.partitionColumns, actions: adds, operationMetrics: metrics }, now)
+        ? createTableRequest(
+            { schema: target.schema, partitionColumns: target.partitionColumns, configuration: target.properties, actions: adds, operationMetrics: metrics },
+            now,
+          )
         : {
             actions: [...schemaActions(target), ...adds],
             operation: 'WRITE',
