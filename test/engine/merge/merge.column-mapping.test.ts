@@ -18,7 +18,8 @@ import { stageMerge } from '../../../src/engine/merge/index.js';
 import { str } from '../../../src/engine/sql.js';
 import { SchemaError } from '../../../src/errors.js';
 import { LocalStorage } from '../../../src/storage/local.js';
-import { appendAndCommit, scratchSpool } from '../../../scripts/lib/tables.js';
+import { writeCheckpoint } from '../../../src/delta/checkpoint.js';
+import { appendAndCommit, checkpointIO, scratchSpool } from '../../../scripts/lib/tables.js';
 import { copySharedTable } from '../../helpers/shared-tables.js';
 import { fixtureOn, localFixture, makeBatch, merge, readRows, snapshotOf, type Fixture } from './helpers.js';
 
@@ -130,6 +131,23 @@ describe('writer requirements after a tidemark commit', () => {
       const rows = await readRows(f, 'col1');
       expect(rows).toHaveLength(36);
       expect(rows.filter((x) => x['note'] !== null)).toEqual([{ part: 3, col1: 1003, col2: 'new', note: 'n1' }]);
+    } finally {
+      await f.close();
+    }
+  });
+
+  it('a checkpoint tidemark writes after a MERGE keeps the physical keys: the table reads the same from it', async () => {
+    const f = await copyOf('dv-with-columnmapping');
+    try {
+      await makeBatch(session, 'b', `SELECT * FROM (VALUES (6, 26, 'back'), (7, 27, 'updated')) t(part, col1, col2)`);
+      await merge(f, { batch: 'b', keyColumns: ['col1'], orderBy: 'col2', ...{ deletionVectors: 'on' as const, rewriteBelowBytes: 0 } });
+      const fromJson = await readRows(f, 'col1');
+      await writeCheckpoint(f.storage, checkpointIO(session), await snapshotOf(f));
+      expect(JSON.parse(new TextDecoder().decode((await f.storage.read('_delta_log/_last_checkpoint'))!))).toMatchObject({ version: 16 });
+      const fromCheckpoint = await snapshotOf(f);
+      expect(fromCheckpoint.files.every((x) => Object.keys(x.partitionValues)[0] === 'col-60c949ca-b8bc-4330-b931-b73fb4c60037')).toBe(true);
+      expect(await readRows(f, 'col1')).toEqual(fromJson);
+      expect(fromJson).toHaveLength(36);
     } finally {
       await f.close();
     }
