@@ -85,9 +85,10 @@ function mappingOf(snapshot: Snapshot | null, target: WriteTarget): ColumnMappin
   if (!snapshot) return target.columnMapping ?? 'none';
   const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
   if (target.columnMapping !== undefined && target.columnMapping !== mode) {
+    // A setting that contradicts the table: fix the config (usage), nothing was written.
     throw new SchemaError(
-      `[merge] table ${target.storage.uri} has column mapping mode '${mode}', not '${target.columnMapping}': tidemark never changes a table's column mapping mode`,
-      { context: { uri: target.storage.uri, feature: 'columnMapping' } },
+      `[merge] table ${target.storage.uri} has column mapping mode '${mode}', but columnMapping '${target.columnMapping}' was asked for: tidemark never changes a table's column mapping mode`,
+      { kind: 'usage', context: { uri: target.storage.uri, feature: 'columnMapping' } },
     );
   }
   return mode;

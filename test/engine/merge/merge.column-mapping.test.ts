@@ -175,7 +175,8 @@ describe('writer requirements after a tidemark commit', () => {
       await makeBatch(session, 'b', `SELECT 'BMS' AS "Company Very Short", 'X' AS "Super Name"`);
       const err = await merge(f, { batch: 'b', keyColumns: ['Super Name'], orderBy: 'Super Name', columnMapping: 'none' }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(SchemaError);
-      expect((err as Error).message).toMatch(/column mapping mode 'name', not 'none'/);
+      expect((err as Error).message).toMatch(/column mapping mode 'name', but columnMapping 'none' was asked for/);
+      expect((err as SchemaError).kind).toBe('usage');
       expect(await readdir(f.dir, { recursive: true })).toEqual(before);
     } finally {
       await f.close();
