@@ -73,7 +73,6 @@ function listElement(list: ParquetNode): ParquetNode | undefined {
   return repeated.children.length === 1 ? repeated.children[0] : repeated;
 }
 
-
 function nullOf(type: DataType): string {
   return `CAST(NULL AS ${deltaTypeToDuck(type)})`;
 }

@@ -3,7 +3,9 @@
  * Only the files the log lists are read, never a glob; partition values come from the log, never
  * folder names; columns a file lacks read as NULL; every column is cast to the type the schema
  * gives (INT96 timestamps, naive but UTC, become TIMESTAMPTZ in the UTC session); rows a deletion
- * vector deletes are left out (an anti-join on the row's position in its file).
+ * vector deletes are left out (an anti-join on the row's position in its file). Under column
+ * mapping, columns are found by physical name or Parquet field id at every struct level and
+ * partition values by physical key (./column-mapping-read.ts).
  *
  * Files with the same Parquet schema and the same partition values are read by one
  * `read_parquet([...])`, so an unpartitioned table is one scan whatever its file count.
