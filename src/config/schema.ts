@@ -144,6 +144,12 @@ const target = z
     key: columnList.optional().describe('Key columns (required for merge)'),
     orderBy: nonEmpty.optional().describe('Version column: an incoming row wins only if not older (required for merge)'),
     partitionBy: z.array(nonEmpty).default([]).describe('Partition columns of a table the job creates'),
+    columnMapping: z
+      .enum(['none', 'name', 'id'])
+      .optional()
+      .describe(
+        "Column mapping of a table the job creates: none (the default), name or id (columns get physical names and ids, so readers can rename and drop them); for an existing table, if set, it must be the table's mode",
+      ),
     deleteWhen: nonEmpty.optional().describe("SQL condition on the incoming row that deletes its key (is_deleted, Op = 'D')"),
     tombstoneRetention: duration('7d').describe('How long a deleted key is remembered (7d)'),
     /**

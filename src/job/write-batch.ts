@@ -118,6 +118,7 @@ function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>): WriteTar
     batch: opts.batch.table,
     ...(job.target.partitionBy ? { partitionBy: job.target.partitionBy } : {}),
     ...(job.target.changeDataFeed ? { tableProperties: { [ENABLE_CHANGE_DATA_FEED]: 'true' } } : {}),
+    ...(job.target.columnMapping ? { columnMapping: job.target.columnMapping } : {}),
     schemaEvolution: job.schemaEvolution,
     internalColumns: [SOURCE_ROW],
     sourceFileColumn: SOURCE_FILE,
