@@ -1,8 +1,8 @@
 /**
  * `kill -9` of the real CLI process at random moments, over and over, while files keep
  * landing; then one run to completion. Two jobs share the landing zone: `latest` (partition
- * discovery, MERGE by key, writing deletion vectors for files that keep most of their rows and
- * rewriting the others) and `events` (modification-time discovery, append). After every kill the
+ * discovery, MERGE by key into a table with column mapping and a change data feed, writing
+ * deletion vectors for files that keep most of their rows and rewriting the others) and `events` (modification-time discovery, append). After every kill the
  * tables must be readable with no row loaded twice and pass the invariant check at every
  * version (../helpers/table-check.ts); at the end `latest` equals the
  * latest row per key of everything landed and `events` holds every landed row exactly once.
@@ -83,7 +83,7 @@ describe('killing the tidemark process', () => {
     const spoolTmp = await tempDir('kill-tmp', dirs);
     const [mergeRoot, appendRoot] = [await tempDir('kill-merge', dirs), await tempDir('kill-append', dirs)];
     const jobs = [
-      { name: 'latest', source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: mergeRoot, key: ['order_id'], orderBy: 'seq', rewriteFilesBelow: 0 }, maxFilesPerBatch: 2 },
+      { name: 'latest', source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: mergeRoot, key: ['order_id'], orderBy: 'seq', rewriteFilesBelow: 0, columnMapping: 'name', changeDataFeed: true }, maxFilesPerBatch: 2 },
       { name: 'events', source: { uri: sourceRoot, discover: { by: 'modified', settle: '1h' } }, target: { uri: appendRoot, mode: 'append' }, maxFilesPerBatch: 2 },
     ];
     const configPath = path.join(spoolTmp, '..', `${path.basename(spoolTmp)}.yaml`);
@@ -158,6 +158,7 @@ describe('killing the tidemark process', () => {
     const mergeCheck = await checkers.get(latest)!.check();
     expect(mergeCheck.problems, where).toEqual([]);
     expect(mergeCheck.versionsWithDv, `${where}: the MERGEs wrote deletion vectors`).toBeGreaterThan(0);
+    expect(mergeView.snapshot!.metadata.configuration).toMatchObject({ 'delta.columnMapping.mode': 'name', 'delta.enableChangeDataFeed': 'true' });
     const appendView = await readTarget(session, events);
     expect(duplicateRids(appendView.rows), where).toEqual([]);
     expect(appendView.rows, where).toEqual(sortRows(landed));
