@@ -35,6 +35,7 @@ import {
 } from '../job/helpers.js';
 import { runCli, spawnCli } from './process.js';
 import { sleep } from '../helpers/cli.js';
+import { prng } from '../helpers/prng.js';
 
 const KILLS = 20;
 let session: DuckSession;
@@ -47,18 +48,6 @@ beforeAll(async () => {
 
 afterAll(() => closeS3JobEnv(s3, session, dirs));
 
-
-/** mulberry32: a small seeded PRNG, so a failing kill sequence can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Delta log versions present under a local table root (commit files only). */
 async function versionsOf(root: string): Promise<number[]> {
