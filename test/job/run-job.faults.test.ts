@@ -11,12 +11,16 @@
  * tombstone file.
  * Sources are on s3rver, so every batch is downloaded into the run's spool folder as in
  * production (and a crashed run must remove it); targets are local folders.
+ *
+ * Each case is bounded by its own steps (three runs of the job, with the reads between them), at
+ * RUN_MS each scaled to the machine (test/helpers/machine.ts), not by one budget for the matrix.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunHooks } from '../../src/job/context.js';
 import type { JobState } from '../../src/job/state.js';
+import { stepBudget } from '../helpers/machine.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import {
   closeS3JobEnv,
@@ -43,6 +47,8 @@ const dirs: string[] = [];
 let sourceUri: string;
 let sourceStorage: Record<string, unknown>;
 const landed: OrderRow[] = [];
+/** Limit of one run of the job (three batches) and a read of its table, on a quiet machine, where it takes about 0.5 s. */
+const RUN_MS = 10_000;
 
 /** Six files over three days, keys overlapping across batches (2 files per batch: 3 batches). */
 async function landSource(): Promise<void> {
@@ -139,11 +145,12 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
     expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 6, batches: 3, commits: 3 });
     reference = await readTarget(session, setup);
     expect(reference.rows).toEqual(mode === 'merge' ? expectedMerged(landed) : sortRows(landed));
-  });
+  }, stepBudget(1, RUN_MS));
 
   const points: Point[] = ['afterFetch', 'afterWrite', 'beforeCommit', 'afterCommit'];
   it.each(points.flatMap((p) => [0, 1].map((b) => [p, b] as const)))(
     'a crash at %s of batch %i, then a rerun, gives the table and state of an uninterrupted run (fault injection: hook throws)',
+    { timeout: stepBudget(3, RUN_MS) }, // the crashed run, the rerun, the run with nothing new
     async (point, batch) => {
       const setup = await setupFor(mode, discovery);
       const spoolRoot = await tempDir('fault-spool', dirs);
