@@ -16,9 +16,10 @@
  * removes spool folders of dead runs (src/job/spool.ts). Checked here too.
  *
  * No wall-clock budget for the whole: each day (land its files, start a run, kill it, check the
- * tables) has a limit of its own, DAY_MS scaled to the machine (test/helpers/machine.ts), and the
- * test's timeout is that limit times the number of days it may take. A stuck run is killed and
- * named; a busy machine only makes the test slower.
+ * tables) has a limit of its own, DAY_MS scaled to the machine (test/helpers/machine.ts), the final
+ * run DAY_MS plus FILE_MS per landed file, and the test's timeout is the sum of those limits over
+ * the most days it may take. A stuck run is killed and named; a busy machine only makes the test
+ * slower.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -46,11 +47,19 @@ import { prng } from '../helpers/prng.js';
 const KILLS = 20;
 /** Days of files the kill loop may land before it must have made KILLS kills (about 1.5 days per kill). */
 const MAX_DAYS = 90;
+/** Files landed per day: eight in the day's folder, a late one in the day before. */
+const FILES_PER_DAY = 9;
 /**
- * Limit of one day of the loop on a quiet machine, where it takes 2–4 s: land nine files, start
- * the CLI (Node, tsx and DuckDB start-up), kill it or let it finish, read both tables.
+ * Limit of one day of the loop on a quiet machine, where it takes 2–4 s: land the day's files,
+ * start the CLI (Node, tsx and DuckDB start-up), kill it or let it finish, read both tables.
  */
 const DAY_MS = 30_000;
+/**
+ * Limit per file of the final run on top of DAY_MS. It loads what the killed runs left, up to
+ * every landed file (100 files took 13 s with the test on one busy core), so its limit grows
+ * with the files landed.
+ */
+const FILE_MS = 2_000;
 let session: DuckSession;
 let s3: S3rverHandle;
 const dirs: string[] = [];
@@ -74,7 +83,7 @@ async function spoolFolders(tmp: string): Promise<string[]> {
 }
 
 describe('killing the tidemark process', () => {
-  it(`${KILLS} SIGKILLs at random moments while files land, then a full run: every file loaded exactly once in merge and append mode`, { timeout: stepBudget(MAX_DAYS + 1, DAY_MS) }, async () => {
+  it(`${KILLS} SIGKILLs at random moments while files land, then a full run: every file loaded exactly once in merge and append mode`, { timeout: stepBudget(MAX_DAYS + 1, DAY_MS) + stepBudget(MAX_DAYS * FILES_PER_DAY, FILE_MS) }, async () => {
     const seed = Number(process.env['TIDEMARK_KILL_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
     const random = prng(seed);
     const where = `(kill seed ${seed})`;
@@ -102,7 +111,7 @@ describe('killing the tidemark process', () => {
       const folder = (d: number) => new Date(Date.UTC(2025, 0, d)).toISOString().slice(0, 10).replaceAll('-', '/');
       const formats = ['csv', 'ndjson', 'parquet'];
       const keys = [`${folder(day)}/`, ...(day > 1 ? [`${folder(day - 1)}/late-`] : [])];
-      for (const [i, base] of [...Array(8).fill(keys[0]), ...keys.slice(1)].entries()) {
+      for (const [i, base] of [...Array(FILES_PER_DAY - 1).fill(keys[0]), ...keys.slice(1)].entries()) {
         const rows = orders([(fileNo * 7 + i) % 13, `s${seq}`, ++seq], [(fileNo * 3 + i) % 13, `s${seq}`, ++seq]);
         const no = fileNo++;
         await land(source, session, `${base}f${no}.${formats[no % 3]}`, rows);
@@ -110,9 +119,10 @@ describe('killing the tidemark process', () => {
       }
     };
 
-    // One day of the loop within its limit; a run still going at the limit is killed.
+    // A step within its limit; a run still going at the limit is killed.
     let proc: CliProcess | undefined;
-    const step = <T>(what: string, work: () => Promise<T>) => withinStep(`${where} ${what}`, DAY_MS, work, () => proc?.child.kill('SIGKILL'));
+    const step = <T>(what: string, work: () => Promise<T>, limitMs = DAY_MS) =>
+      withinStep(`${where} ${what}`, limitMs, work, () => proc?.child.kill('SIGKILL'));
 
     // An uninterrupted run measures the work phase: from the first log line to the exit.
     const workMs = await step('day 1 (the uninterrupted run)', async () => {
@@ -153,7 +163,7 @@ describe('killing the tidemark process', () => {
     expect(kills, `${where}: ${finishedBeforeKill} runs finished before their kill`).toBe(KILLS);
 
     const orphansBefore = await spoolFolders(spoolTmp);
-    const final = await step('final run', () => (proc = spawnCli(args, env)).done);
+    const final = await step(`final run (${fileNo} files landed)`, () => (proc = spawnCli(args, env)).done, DAY_MS + fileNo * FILE_MS);
     expect(final.code, `${where} ${final.stderr}`).toBe(0);
     const reports = final.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { job: string; status: string });
     expect(reports.map((r) => r.job)).toEqual(['latest', 'events']);
