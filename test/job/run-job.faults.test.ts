@@ -16,6 +16,9 @@
  * the change feed of the rerun table equals that of the uninterrupted one.
  * Sources are on s3rver, so every batch is downloaded into the run's spool folder as in
  * production (and a crashed run must remove it); targets are local folders.
+ *
+ * Each case is bounded by its own steps (three runs of the job, with the reads between them), at
+ * RUN_MS each scaled to the machine (test/helpers/machine.ts), not by one budget for the matrix.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -26,6 +29,7 @@ import type { RunHooks } from '../../src/job/context.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { changeRows } from '../helpers/change-data.js';
 import type { JobState } from '../../src/job/state.js';
+import { stepBudget } from '../helpers/machine.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import {
   checkTarget,
@@ -53,6 +57,8 @@ const dirs: string[] = [];
 let sourceUri: string;
 let sourceStorage: Record<string, unknown>;
 const landed: OrderRow[] = [];
+/** Limit of one run of the job (three batches) and a read of its table, on a quiet machine, where it takes about 0.5 s. */
+const RUN_MS = 10_000;
 
 /** Six files over three days, keys overlapping across batches (2 files per batch: 3 batches). */
 async function landSource(): Promise<void> {
@@ -182,11 +188,12 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
       expect(referenceFeed.flatMap((c) => c.rows.map((r) => r['_change_type']))).toEqual(expect.arrayContaining(['update_preimage', 'update_postimage', 'delete']));
       expect(Object.keys(referenceFeed.find((c) => c.rows.length > 0)!.rows[0]!)).toEqual(expect.arrayContaining(['order_id', 'status', 'seq', 'rid']));
     }
-  });
+  }, stepBudget(1, RUN_MS));
 
   const points: Point[] = ['afterFetch', 'afterWrite', 'beforeCommit', 'afterCommit'];
   it.each(points.flatMap((p) => [0, 1].map((b) => [p, b] as const)))(
     'a crash at %s of batch %i, then a rerun, gives the table and state of an uninterrupted run (fault injection: hook throws)',
+    { timeout: stepBudget(3, RUN_MS) }, // the crashed run, the rerun, the run with nothing new
     async (point, batch) => {
       const setup = await setupFor(mode, discovery);
       const spoolRoot = await tempDir('fault-spool', dirs);
