@@ -117,6 +117,14 @@ describe('planVacuum', () => {
     expect(plan).toMatchObject({ keptLive: 1, keptTombstoned: 1 });
   });
 
+  it("keeps a live file the log names through Hadoop's s3a:// or s3n:// scheme on a table opened as s3://", () => {
+    const s = snapshot([live('s3a://lake/orders/x.parquet'), live('S3N://lake/orders/y.parquet')], [removed('s3a://lake/orders/r.parquet', CUTOFF + DAY)], 's3://lake/orders/');
+    const objects = [object('x.parquet', OLD), object('y.parquet', OLD), object('r.parquet', OLD), object('orphan.parquet', OLD)];
+    const plan = planVacuum({ snapshot: s, objects, cutoff: CUTOFF });
+    expect(deleted(plan)).toEqual(['orphan.parquet']);
+    expect(plan).toMatchObject({ keptLive: 2, keptTombstoned: 1 });
+  });
+
   it('matches file: URIs in the Hadoop form (file:/x) against a file:/// table root', () => {
     const s = snapshot([live('file:/data/t/a.parquet')], [], 'file:///data/t/');
     expect(planVacuum({ snapshot: s, objects: [object('a.parquet', OLD)], cutoff: CUTOFF })).toMatchObject({ toDelete: [], keptLive: 1 });
