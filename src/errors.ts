@@ -49,16 +49,35 @@ export class ConditionalWriteUnsupportedError extends TidemarkError {}
 /** The Delta log is malformed: gaps in versions, unparsable actions, missing protocol/metaData. */
 export class DeltaLogError extends TidemarkError {}
 
-/** The table uses a protocol feature tidemark cannot honour; `context.feature` names it. */
+/**
+ * The table uses a protocol feature tidemark cannot honour; `context.feature` names it and
+ * `context.access` says what was refused: 'read' (so writing too), or 'write' only.
+ */
 export class UnsupportedFeatureError extends TidemarkError {
   readonly feature: string;
   constructor(feature: string, access: 'read' | 'write', uri: string, detail?: string) {
+    const outcome = access === 'read' ? 'writing is refused too' : 'only writing is refused; reading the table is fine';
     super(
-      `[delta] cannot ${access} table ${uri}: it uses the table feature '${feature}', which tidemark does not support` +
-        (detail ? ` (${detail})` : ''),
+      `[delta] cannot ${access} table ${uri}: it uses the table feature '${feature}', which tidemark cannot ${access}` +
+        (detail ? ` (${detail})` : '') +
+        `; ${outcome}`,
       { kind: 'terminal', context: { uri, feature, access } },
     );
     this.feature = feature;
+  }
+}
+
+/**
+ * A write would change or remove rows of an append-only table (`delta.appendOnly = true`, PROTOCOL.md
+ * "Append-only Tables"): only new rows, and rearranging files without changing data, are allowed.
+ */
+export class AppendOnlyTableError extends TidemarkError {
+  constructor(uri: string, operation: string, what: string) {
+    super(
+      `[delta] table ${uri} is append-only (delta.appendOnly = true): this ${operation} ${what}; ` +
+        'only inserts are allowed (load it with target.mode: append, or set delta.appendOnly to false on the table)',
+      { kind: 'terminal', context: { uri, setting: 'delta.appendOnly', operation } },
+    );
   }
 }
 

@@ -5,6 +5,8 @@
  */
 import { UnsupportedFeatureError } from '../errors.js';
 import type { Metadata, Protocol } from './actions.js';
+import { rowTrackingProblem } from './row-tracking.js';
+import { APPEND_ONLY, isTrue } from './table-properties.js';
 import { parseSchema, type DataType, type StructField } from './schema.js';
 
 /** Features that ask nothing of a reader (writer-only features, and vacuumProtocolCheck). */
@@ -40,11 +42,12 @@ const LEGACY_WRITER_FEATURES: ReadonlyArray<[number, string[]]> = [
 ];
 
 type Access = 'read' | 'write';
-/** Why a feature cannot be honoured for this table, or null when it can. */
-type Check = (metadata: Metadata) => string | null;
+/** Why a feature cannot be honoured for this table (given its writer features), or null when it can. */
+type Check = (metadata: Metadata, writerFeatures: readonly string[]) => string | null;
 
 const WRITE_CHECKS: Readonly<Record<string, Check>> = {
-  appendOnly: () => null, // enforced by the commit path (no dataChange removes)
+  // A MERGE that would update or delete rows is refused before it writes (engine/merge), and the commit path refuses dataChange removes.
+  appendOnly: () => null,
   // Honoured when reading and rewriting; written by MERGE when the table enables them.
   deletionVectors: () => null,
   timestampNtz: () => null,
@@ -64,11 +67,24 @@ const WRITE_CHECKS: Readonly<Record<string, Check>> = {
       ? 'a column is an identity column'
       : null,
   columnMapping: columnMappingCheck,
+  // Fresh row ids are assigned per commit attempt (./row-tracking.ts); MERGE and OPTIMIZE preserve stable ids.
+  rowTracking: (m, features) => rowTrackingProblem(features, m),
+  // Commit attempts carry a monotonic inCommitTimestamp as their first action (./in-commit-timestamp.ts).
+  inCommitTimestamp: () => null,
+  // Read with sidecars; checkpoints of such tables are written UUID-named (./checkpoint.ts).
+  v2Checkpoint: () => null,
+  // The domain is carried untouched; new files are sorted by the clustering columns (./clustering.ts).
+  clustering: (m, features) => {
+    if (!features.includes('domainMetadata')) return 'clustering is listed without the domainMetadata feature it requires';
+    return (m.partitionColumns ?? []).length > 0 ? 'a clustered table cannot have partition columns' : null;
+  },
 };
 
 const READ_CHECKS: Readonly<Record<string, Check>> = {
   timestampNtz: () => null,
   deletionVectors: () => null,
+  // UUID-named checkpoints and their sidecars are read (./checkpoint-read.ts).
+  v2Checkpoint: () => null,
   columnMapping: columnMappingCheck,
 };
 
@@ -87,20 +103,29 @@ export function assertReadable(protocol: Protocol, metadata: Metadata, uri: stri
 }
 
 /**
- * Throw UnsupportedFeatureError unless tidemark can write the table: it must be readable,
- * and every writer feature (implied by a legacy version or listed at writer 7) supported
- * for this table's schema and configuration.
+ * Throw UnsupportedFeatureError unless tidemark can write the table: it must be readable (else
+ * the error says reading is refused), and every writer feature (implied by a legacy version or
+ * listed at writer 7) supported for this table's schema and configuration (else the error says
+ * only writing is refused).
  */
 export function assertWritable(protocol: Protocol, metadata: Metadata, uri: string): void {
-  const problems = readProblems(protocol, metadata);
+  const unreadable = readProblems(protocol, metadata);
+  const problems: Problem[] = [];
   const version = protocol.minWriterVersion;
   if (version > 7) problems.push({ feature: `minWriterVersion=${version}`, detail: 'unknown writer version' });
-  for (const feature of writerFeatures(protocol)) {
+  const features = writerFeatures(protocol);
+  for (const feature of features) {
     const check = WRITE_CHECKS[feature];
-    const detail = check ? check(metadata) : 'not supported for writing';
+    const detail = check ? check(metadata, features) : 'not supported for writing';
     if (detail !== null) problems.push({ feature, detail });
   }
+  if (unreadable.length > 0) failOn([...unreadable, ...problems], 'read', uri);
   failOn(problems, 'write', uri);
+}
+
+/** True when the table is append-only: the feature supported (writer 2..6, or listed at 7) and `delta.appendOnly` true. */
+export function isAppendOnly(protocol: Protocol, metadata: Metadata): boolean {
+  return writerFeatures(protocol).includes('appendOnly') && isTrue(metadata.configuration, APPEND_ONLY);
 }
 
 /** The reader features in force: listed at reader version 3, `columnMapping` implied by version 2. */
@@ -149,7 +174,7 @@ function readProblems(protocol: Protocol, metadata: Metadata): Problem[] {
   for (const feature of unique([...features, 'columnMapping'])) {
     if (READER_NEUTRAL.has(feature)) continue;
     const check = READ_CHECKS[feature];
-    const detail = check ? check(metadata) : 'not supported for reading';
+    const detail = check ? check(metadata, []) : 'not supported for reading';
     if (detail !== null) problems.push({ feature, detail });
   }
   if (usesType(parseSchema(metadata.schemaString), 'variant')) {
@@ -161,7 +186,7 @@ function readProblems(protocol: Protocol, metadata: Metadata): Problem[] {
 function failOn(problems: Problem[], access: Access, uri: string): void {
   const first = problems[0];
   if (!first) return;
-  const others = problems.slice(1).map((p) => p.feature);
+  const others = unique(problems.slice(1).map((p) => p.feature)).filter((f) => f !== first.feature);
   const detail = first.detail + (others.length ? `; also unsupported: ${others.join(', ')}` : '');
   throw new UnsupportedFeatureError(first.feature, access, uri, detail);
 }

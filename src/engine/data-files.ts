@@ -26,6 +26,7 @@ import type { StructField, StructType } from '../delta/schema.js';
 import type { PartitionValues } from '../delta/actions.js';
 import { SchemaError, TidemarkError } from '../errors.js';
 import { writeDirect } from './data-files-direct.js';
+import type { HiddenColumn } from './row-ids.js';
 import type { WrittenFile } from './written-file.js';
 import { parquetOptions } from './parquet-options.js';
 import type { DuckSession, Row } from './duckdb.js';
@@ -64,6 +65,11 @@ export interface WriteDataFilesOptions {
   rowGroupSize?: number;
   /** Stats for the first N leaf columns (delta.dataSkippingNumIndexedCols; -1 = all). */
   numIndexedCols?: number;
+  /**
+   * BIGINT columns written after the schema's but not part of it and without stats: the hidden
+   * columns of row tracking (./row-ids.ts), filled from relation columns.
+   */
+  hiddenColumns?: readonly HiddenColumn[];
 }
 
 /**
@@ -81,12 +87,14 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
   const from = fromClause(opts.relationSql);
   const sourceTypes = await describe(session, from);
   const dataCasts = dataFields.map((f) => castFor(f, sourceTypes));
+  const hidden = opts.hiddenColumns ?? [];
+  const hiddenCasts = hidden.map((h) => `CAST(${ident(h.from)} AS BIGINT)`);
   const pvs = partitionFields.map((f) => partitionValueStringSql(castFor(f, sourceTypes), f.type, f.name));
   const numIndexedCols = opts.numIndexedCols ?? DEFAULT_NUM_INDEXED_COLS;
   if (partitionFields.length === 0 && keepsOrder && opts.rowGroupSize === undefined && fitsOneFile(opts)) {
     const direct = await writeDirect(session, {
       from,
-      select: dataFields.map((f, i) => `${dataCasts[i]} AS ${ident(f.name)}`),
+      select: [...dataFields.map((f, i) => `${dataCasts[i]} AS ${ident(f.name)}`), ...hidden.map((h, i) => `${hiddenCasts[i]} AS ${ident(h.name)}`)],
       leaves: statsLeaves(dataFields.map((f) => ({ name: f.name, type: f.type, sql: ident(f.name) })), numIndexedCols),
       localDir: opts.localDir,
       codec: opts.compression ?? 'zstd',
@@ -96,7 +104,7 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
     if (direct) return direct;
   }
   const name = `__tidemark_write_${randomUUID().replaceAll('-', '')}`;
-  const staged = await stage(session, { name, from, dataCasts, pvs, targetFileRows: opts.targetFileRows });
+  const staged = await stage(session, { name, from, dataCasts, hiddenCasts, pvs, targetFileRows: opts.targetFileRows });
   try {
     const columns = dataFields.map((f, i) => ({ name: f.name, type: f.type, sql: `c${i}` }));
     const leaves = statsLeaves(columns, numIndexedCols);
@@ -242,6 +250,8 @@ interface StagingPlan {
   name: string;
   from: string;
   dataCasts: string[];
+  /** Hidden columns (staged as h0..), written after the data columns. */
+  hiddenCasts: string[];
   pvs: string[];
   targetFileRows: number | undefined;
 }
@@ -263,7 +273,11 @@ interface Staged {
  * (ord), the groups by first appearance (g) and the chunks within them (k), sorted by (g, k, ord).
  */
 async function stage(session: DuckSession, plan: StagingPlan): Promise<Staged> {
-  const cols = [...plan.dataCasts.map((sql, i) => `${sql} AS c${i}`), ...plan.pvs.map((sql, i) => `${sql} AS p${i}`)];
+  const cols = [
+    ...plan.dataCasts.map((sql, i) => `${sql} AS c${i}`),
+    ...plan.hiddenCasts.map((sql, i) => `${sql} AS h${i}`),
+    ...plan.pvs.map((sql, i) => `${sql} AS p${i}`),
+  ];
   const t = plan.targetFileRows;
   const table = ident(plan.name);
   if (plan.pvs.length === 0) {
@@ -324,7 +338,8 @@ async function writeOneFile(session: DuckSession, f: OneFile): Promise<WrittenFi
     const v = f.row[`p${i}`];
     partitionValues[field.name] = typeof v === 'string' ? v : null;
   });
-  const select = f.dataFields.map((field, i) => `c${i} AS ${ident(field.name)}`).join(', ');
+  const hidden = (f.opts.hiddenColumns ?? []).map((h, i) => `h${i} AS ${ident(h.name)}`);
+  const select = [...f.dataFields.map((field, i) => `c${i} AS ${ident(field.name)}`), ...hidden].join(', ');
   const where = f.staged.fileFilter(Number(f.row['g']), Number(f.row['k']));
   const options = parquetOptions(codec);
   if (f.opts.rowGroupSize !== undefined) options.push(`ROW_GROUP_SIZE ${Math.trunc(f.opts.rowGroupSize)}`);

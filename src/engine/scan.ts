@@ -20,6 +20,7 @@ import type { Spool } from '../spool/spool.js';
 import type { Storage } from '../storage/storage.js';
 import { DELETED_FILE, DELETED_POS, loadDeletedRows, type DeletedRows } from './deleted-rows.js';
 import type { DuckSession, Row } from './duckdb.js';
+import { STABLE_ROW_ID, STABLE_ROW_VERSION, stableRowIdsSql, type MaterializedColumns } from './row-ids.js';
 import { safeReadPath } from './safe-alias.js';
 import { ident, str } from './sql.js';
 import { deltaTypeToDuck } from './type-map-read.js';
@@ -98,6 +99,12 @@ export interface ScanOptions {
   deleted?: DeletedRows | null;
   /** Also yield each row's position in its file (`file_row_number`) under this column name. */
   position?: string;
+  /**
+   * On a row-tracking table, also yield each row's stable row id and commit version
+   * (STABLE_ROW_ID, STABLE_ROW_VERSION; ./row-ids.ts), read from these hidden columns. Each file
+   * is then read alone, since its baseRowId is its own.
+   */
+  stableRowIds?: MaterializedColumns;
 }
 
 /**
@@ -106,23 +113,26 @@ export interface ScanOptions {
  * characters are read through safe aliases.
  */
 export function scanSql(snapshot: Snapshot, files: readonly LiveFile[], localPathOf: (file: LiveFile) => string, opts: ScanOptions = {}): string {
-  if (files.length === 0) return emptyRelationSql(snapshot, opts.position);
+  if (files.length === 0) return emptyRelationSql(snapshot, opts.position, opts.stableRowIds !== undefined);
   const groups = new Map<string, { file: LiveFile; shape: FileShape | undefined; paths: string[]; deletedId: number | undefined }>();
   for (const file of files) {
     const deletedId = file.deletionVector ? deletedIdOf(snapshot, file, opts.deleted) : undefined;
     const path = localPathOf(file);
     const shape = opts.shapeOf?.(path);
-    // A file with a DV is read alone, so its positions are its own.
-    const key = deletedId !== undefined ? `dv:${deletedId}` : JSON.stringify([shape?.signature ?? null, partitionKey(snapshot, file)]);
+    // A file with a DV (or whose row ids are read) is read alone, so its positions are its own.
+    const alone = deletedId !== undefined || opts.stableRowIds !== undefined;
+    const key = alone ? `file:${file.path}` : JSON.stringify([shape?.signature ?? null, partitionKey(snapshot, file)]);
     const group = groups.get(key) ?? { file, shape, paths: [], deletedId };
     group.paths.push(safeReadPath(path));
     groups.set(key, group);
   }
-  const needsPosition = opts.position !== undefined || [...groups.values()].some((g) => g.deletedId !== undefined);
+  const needsPosition = opts.position !== undefined || opts.stableRowIds !== undefined || [...groups.values()].some((g) => g.deletedId !== undefined);
   return [...groups.values()]
     .map((g) => {
       const source = `read_parquet([${g.paths.map(str).join(', ')}], hive_partitioning = false${needsPosition ? ', file_row_number = true' : ''})`;
-      const position = opts.position === undefined ? '' : `, r.file_row_number AS ${ident(opts.position)}`;
+      const position =
+        (opts.position === undefined ? '' : `, r.file_row_number AS ${ident(opts.position)}`) +
+        (opts.stableRowIds === undefined ? '' : `, ${stableRowIdsSql(g.file, g.shape?.columns, opts.stableRowIds, 'r')}`);
       const live =
         g.deletedId === undefined
           ? ''
@@ -150,16 +160,18 @@ export async function scanRelation(
   source: { storage: Storage; snapshot: Snapshot },
   files: readonly LiveFile[],
   localPathOf: (file: LiveFile) => string,
+  opts: Pick<ScanOptions, 'stableRowIds'> = {},
 ): Promise<{ sql: string; deleted: DeletedRows | null }> {
   const shapes = await inspectFiles(session, files.map(localPathOf));
   const deleted = await loadDeletedRows(files, { session, storage: source.storage });
-  return { sql: scanSql(source.snapshot, files, localPathOf, { shapeOf: (p) => shapes.get(p), deleted }), deleted };
+  return { sql: scanSql(source.snapshot, files, localPathOf, { ...opts, shapeOf: (p) => shapes.get(p), deleted }), deleted };
 }
 
-/** A correctly typed relation with no rows (with the position column when named). */
-export function emptyRelationSql(snapshot: Snapshot, position?: string): string {
+/** A correctly typed relation with no rows (with the position column when named, and the stable row-id columns when asked). */
+export function emptyRelationSql(snapshot: Snapshot, position?: string, stableRowIds = false): string {
   const columns = snapshot.schema.fields.map((f) => `CAST(NULL AS ${deltaTypeToDuck(f.type)}) AS ${ident(f.name)}`);
   if (position !== undefined) columns.push(`CAST(NULL AS BIGINT) AS ${ident(position)}`);
+  if (stableRowIds) columns.push(`CAST(NULL AS BIGINT) AS ${ident(STABLE_ROW_ID)}`, `CAST(NULL AS BIGINT) AS ${ident(STABLE_ROW_VERSION)}`);
   return `SELECT ${columns.join(', ')} LIMIT 0`;
 }
 

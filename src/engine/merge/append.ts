@@ -3,8 +3,10 @@
  * (Spark's WRITE, mode Append). Nothing of the table is read, so concurrent writers rarely
  * conflict with it; exactly-once comes from the caller's txn action, committed with it.
  * Creates the table from the batch's schema when it does not exist; new batch columns are added
- * to it per `schemaEvolution` (a metaData action in the same commit).
+ * to it per `schemaEvolution` (a metaData action in the same commit). Rows go to new files in
+ * the batch's order, or sorted by the clustering columns of a clustered table.
  */
+import { clusteringColumns } from '../../delta/clustering.js';
 import { addFileFor } from '../../delta/file-actions.js';
 import { createTableRequest } from '../../delta/table-create.js';
 import type { CommitRequest } from '../../delta/transaction.js';
@@ -28,14 +30,20 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
     const out = outputOptionsFor({ ...opts, spool: scratch }, target);
     const columns = target.plan.mappings.map((m) => ident(m.target)).join(', ');
     const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: target.batch.rows };
-    const added = target.batch.rows > 0 ? await writeAndUpload(out, `SELECT ${columns} FROM ${ident(tables.batch)}`, 'append', sizing) : [];
+    // A clustered table's new files are sorted by its clustering columns, so they stay prunable by their stats.
+    const clustering = snapshot ? clusteringColumns(snapshot) : [];
+    const order = clustering.length > 0 ? ` ORDER BY ${clustering.map(ident).join(', ')}` : '';
+    const added = target.batch.rows > 0 ? await writeAndUpload(out, `SELECT ${columns} FROM ${ident(tables.batch)}${order}`, 'append', sizing) : [];
     const written = performance.now();
     const now = Date.now();
     const adds = added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) }));
     const metrics = { numFiles: String(added.length), numOutputRows: String(target.batch.rows), numOutputBytes: String(bytesOf(added)) };
     const request: CommitRequest =
       snapshot === null
-        ? createTableRequest({ schema: target.schema, partitionColumns: target.partitionColumns, actions: adds, operationMetrics: metrics }, now)
+        ? createTableRequest(
+            { schema: target.schema, partitionColumns: target.partitionColumns, configuration: { ...opts.tableProperties }, actions: adds, operationMetrics: metrics },
+            now,
+          )
         : {
             actions: [...schemaActions(target), ...adds],
             operation: 'WRITE',

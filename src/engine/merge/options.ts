@@ -24,6 +24,11 @@ export interface WriteTarget {
   /** Partition columns, used only when the table is created by this write. */
   partitionBy?: string[];
   /**
+   * Table properties (`metaData.configuration`) of a table this write creates, such as
+   * `delta.enableRowTracking`; the protocol gets the features they ask for. Ignored for an existing table.
+   */
+  tableProperties?: Record<string, string>;
+  /**
    * Batch columns that are not table data (lineage, CDC op codes): usable in `deleteWhen` and in
    * error messages, never written. A batch column neither in the table nor listed here is a new
    * column (see `schemaEvolution`).
