@@ -90,6 +90,7 @@ function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>): WriteTar
     snapshot: opts.snapshot,
     batch: opts.batch.table,
     ...(job.target.partitionBy ? { partitionBy: job.target.partitionBy } : {}),
+    ...(job.target.tableProperties ? { tableProperties: job.target.tableProperties } : {}),
     schemaEvolution: job.schemaEvolution,
     internalColumns: [SOURCE_ROW],
     sourceFileColumn: SOURCE_FILE,

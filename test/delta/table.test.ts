@@ -10,7 +10,7 @@ import { uploadDataFiles } from '../../src/engine/merge/output.js';
 import { writeDataFiles } from '../../src/engine/data-files.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { readTable } from '../../src/engine/scan.js';
-import { AppendOnlyTableError, CommitConflictError, SchemaError, UnsupportedFeatureError } from '../../src/errors.js';
+import { AppendOnlyTableError, CommitConflictError, SchemaError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { countingStorage } from '../helpers/counting-storage.js';
 import { readCommit } from './commit-helpers.js';
