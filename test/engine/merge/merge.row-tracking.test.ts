@@ -8,6 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AddFile, RemoveFile } from '../../../src/delta/actions.js';
 import { DuckSession } from '../../../src/engine/duckdb.js';
+import { ident } from '../../../src/engine/sql.js';
+import { SchemaError } from '../../../src/errors.js';
 import { optimizeTable } from '../../../src/maintenance/optimize.js';
 import { checkRowIdInvariants, commitActions, highWaterMark, trackedRows } from '../../helpers/row-tracking.js';
 import { scratchSpool } from '../../../scripts/lib/tables.js';
@@ -128,6 +130,19 @@ describe('row tracking on a table tidemark creates', () => {
       // Six live rows plus the purged deleted one are not copied: the new file holds 6 rows, ids 7..12.
       expect(highWaterMark(s)).toBe(12);
       expect((await readRows(f, 'id')).map((x) => x['v'])).toEqual(['v1', 'v2', 'v3', 'v4', 'v5', 'V6']);
+    } finally {
+      await f.close();
+    }
+  });
+
+  it('a new column may not take the name of a hidden row-tracking column', async () => {
+    const f = await trackedTable();
+    try {
+      const hidden = (await snapshotOf(f)).metadata.configuration['delta.rowTracking.materializedRowIdColumnName']!;
+      await makeBatch(session, 'b1', `SELECT 1 AS id, 'x' AS v, 2 AS rev, 42::BIGINT AS ${ident(hidden)}`);
+      const err = await merge(f, { batch: 'b1', keyColumns: ['id'], orderBy: 'rev', schemaEvolution: 'addColumns' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SchemaError);
+      expect(err).toMatchObject({ context: { column: hidden } });
     } finally {
       await f.close();
     }
