@@ -8,6 +8,7 @@ import { readdir, readFile, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AddFile, RemoveFile } from '../../../src/delta/actions.js';
+import { writeCheckpoint } from '../../../src/delta/checkpoint.js';
 import { readCheckpoint } from '../../../src/delta/checkpoint-read.js';
 import { commitKey, LAST_CHECKPOINT_KEY } from '../../../src/delta/log-files.js';
 import { listLog } from '../../../src/delta/log-listing.js';
@@ -87,6 +88,12 @@ describe('table 16 with clustering (derived): row tracking and clustering as Dat
       const inFile = await session.allJson(`SELECT id FROM read_parquet(${str(join(f.dir, added.path))})`);
       expect(inFile.map((x) => Number(x['id']))).toEqual([12, 13, 14]);
       expect((await readRows(f, 'id')).map((x) => Number(x['id']))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14]);
+      // Through tidemark's checkpoint, both domains and every file's row-tracking fields come back unchanged.
+      await writeCheckpoint(f.storage, checkpointIO(session), s);
+      await unlink(join(f.dir, commitKey(0)));
+      const viaCheckpoint = await snapshotOf(f);
+      expect([...viaCheckpoint.domains.values()]).toEqual([...s.domains.values()]);
+      expect(viaCheckpoint.files.map((x) => [x.path, x.baseRowId, x.defaultRowCommitVersion])).toEqual(s.files.map((x) => [x.path, x.baseRowId, x.defaultRowCommitVersion]));
     } finally {
       await f.close();
     }
