@@ -23,14 +23,14 @@ const durationInput = z.union([z.string(), z.number().int().nonnegative()]);
 const durationText = durationInput.transform(toMs);
 const duration = (fallback: string) => durationInput.default(fallback).transform(toMs);
 
-const size = (fallback: string) =>
+const size = (fallback: string, opts: { zero?: boolean } = {}) =>
   z
-    .union([z.string(), z.number().int().positive()])
+    .union([z.string(), opts.zero ? z.number().int().nonnegative() : z.number().int().positive()])
     .default(fallback)
     .transform((v, ctx) => {
       const bytes = typeof v === 'number' ? v : parseSize(v);
-      if (bytes === null || bytes <= 0) {
-        ctx.addIssue({ code: 'custom', message: `expected a size such as 64MiB or 1GiB, got ${JSON.stringify(v)}` });
+      if (bytes === null || bytes < 0 || (bytes === 0 && !opts.zero)) {
+        ctx.addIssue({ code: 'custom', message: `expected a size such as 64MiB or 1GiB${opts.zero ? ' (or 0)' : ''}, got ${JSON.stringify(v)}` });
         return z.NEVER;
       }
       return bytes;
@@ -163,7 +163,9 @@ const target = z
       .describe(
         'MERGE marks changed rows in deletion vectors instead of rewriting files: auto (follow the table; tables the job creates in merge mode get them), true, or false (for readers without deletion-vector support)',
       ),
-    rewriteFilesBelow: size('1MiB').describe('A MERGE rewrites a changed file smaller than this instead of giving it a deletion vector (1MiB)'),
+    rewriteFilesBelow: size('1MiB', { zero: true }).describe(
+      'A MERGE rewrites a changed file smaller than this instead of giving it a deletion vector (1MiB; 0: size never decides)',
+    ),
     rewriteDeletedShare: z
       .number()
       .gt(0)

@@ -8,7 +8,6 @@
  * Writers that move rows into new files (MERGE rewrites and updates, OPTIMIZE) read both through
  * the scan and write them into the new file's hidden columns, so the rows keep them.
  */
-import type { LiveFile } from '../delta/snapshot.js';
 import { ident } from './sql.js';
 
 /** Internal column: a scanned row's stable row id. */
@@ -38,25 +37,26 @@ export function hiddenRowIdColumns(columns: MaterializedColumns): HiddenColumn[]
   ];
 }
 
-/**
- * The select items giving STABLE_ROW_ID and STABLE_ROW_VERSION of the rows of one file read as
- * `alias` with `file_row_number`; `fileColumns` are the file's top-level columns (a file without
- * the hidden columns has no materialized values).
- */
-export function stableRowIdsSql(file: LiveFile, fileColumns: readonly string[] | undefined, columns: MaterializedColumns, alias: string): string {
-  const stored = (name: string) => (fileColumns === undefined || fileColumns.includes(name) ? `CAST(${alias}.${ident(name)} AS BIGINT)` : null);
-  const base = numberOrNull(file.baseRowId);
-  const fresh = base === 'NULL' ? 'CAST(NULL AS BIGINT)' : `(${base} + ${alias}.file_row_number)`;
-  const version = `CAST(${numberOrNull(file.defaultRowCommitVersion)} AS BIGINT)`;
-  const materializedId = stored(columns.rowIdColumn);
-  const materializedVersion = stored(columns.versionColumn);
-  return (
-    `${materializedId ? `COALESCE(${materializedId}, ${fresh})` : fresh} AS ${ident(STABLE_ROW_ID)}, ` +
-    `${materializedVersion ? `COALESCE(${materializedVersion}, ${version})` : version} AS ${ident(STABLE_ROW_VERSION)}`
-  );
+/** How `stableRowIdsSql` finds a scanned row's file-level values and hidden columns. */
+export interface StableRowIdSource {
+  /** SQL for the row's file's baseRowId and defaultRowCommitVersion (BIGINT, NULL when absent). */
+  base: string;
+  version: string;
+  /** The files' top-level columns (a file without the hidden columns has no materialized values); unknown: assume present. */
+  fileColumns: readonly string[] | undefined;
+  columns: MaterializedColumns;
+  /** The read_parquet alias, read with `file_row_number`. */
+  alias: string;
 }
 
-/** A log number as SQL: the integer, or NULL when absent. */
-function numberOrNull(value: number | null | undefined): string {
-  return value === null || value === undefined || !Number.isSafeInteger(Number(value)) ? 'NULL' : `CAST(${Number(value)} AS BIGINT)`;
+/** The select items giving STABLE_ROW_ID and STABLE_ROW_VERSION of scanned rows. */
+export function stableRowIdsSql(src: StableRowIdSource): string {
+  const stored = (name: string) => (src.fileColumns === undefined || src.fileColumns.includes(name) ? `CAST(${src.alias}.${ident(name)} AS BIGINT)` : null);
+  const fresh = `(${src.base} + ${src.alias}.file_row_number)`;
+  const materializedId = stored(src.columns.rowIdColumn);
+  const materializedVersion = stored(src.columns.versionColumn);
+  return (
+    `${materializedId ? `COALESCE(${materializedId}, ${fresh})` : fresh} AS ${ident(STABLE_ROW_ID)}, ` +
+    `${materializedVersion ? `COALESCE(${materializedVersion}, ${src.version})` : src.version} AS ${ident(STABLE_ROW_VERSION)}`
+  );
 }

@@ -6,7 +6,8 @@
  * vector deletes are left out (an anti-join on the row's position in its file).
  *
  * Files with the same Parquet schema and the same partition values are read by one
- * `read_parquet([...])`, so an unpartitioned table is one scan whatever its file count.
+ * `read_parquet([...])`, deletion vectors or not, so an unpartitioned table is one scan whatever
+ * its file count.
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -99,48 +100,67 @@ export interface ScanOptions {
   deleted?: DeletedRows | null;
   /** Also yield each row's position in its file (`file_row_number`) under this column name. */
   position?: string;
+  /** Also yield each row's file as `idOf(file)` (an INTEGER) under `column`. */
+  fileId?: { column: string; idOf: (file: LiveFile) => number };
   /**
    * On a row-tracking table, also yield each row's stable row id and commit version
-   * (STABLE_ROW_ID, STABLE_ROW_VERSION; ./row-ids.ts), read from these hidden columns. Each file
-   * is then read alone, since its baseRowId is its own.
+   * (STABLE_ROW_ID, STABLE_ROW_VERSION; ./row-ids.ts), read from these hidden columns.
    */
   stableRowIds?: MaterializedColumns;
 }
 
+/** Files read by one `read_parquet`: the same Parquet schema and the same partition values. */
+interface ScanGroup {
+  file: LiveFile;
+  shape: FileShape | undefined;
+  files: LiveFile[];
+  paths: string[];
+}
+
 /**
  * SQL for the snapshot's rows in `files`, with the schema's columns in order (plus the position
- * column when asked for). Rows a file's deletion vector deletes are left out. Paths with glob
- * characters are read through safe aliases.
+ * and file id columns when asked for). Rows a file's deletion vector deletes are left out. Paths
+ * with glob characters are read through safe aliases.
+ *
+ * Files of a group are one scan, so DuckDB spreads it over its threads; a row's file within the
+ * group is DuckDB's `file_index` (its place in the list), which maps to the file id and to the
+ * id of its deleted rows through constant lists.
  */
 export function scanSql(snapshot: Snapshot, files: readonly LiveFile[], localPathOf: (file: LiveFile) => string, opts: ScanOptions = {}): string {
-  if (files.length === 0) return emptyRelationSql(snapshot, opts.position, opts.stableRowIds !== undefined);
-  const groups = new Map<string, { file: LiveFile; shape: FileShape | undefined; paths: string[]; deletedId: number | undefined }>();
+  if (files.length === 0) return emptyRelationSql(snapshot, opts.position, opts.fileId?.column, opts.stableRowIds !== undefined);
+  const groups = new Map<string, ScanGroup>();
   for (const file of files) {
-    const deletedId = file.deletionVector ? deletedIdOf(snapshot, file, opts.deleted) : undefined;
     const path = localPathOf(file);
     const shape = opts.shapeOf?.(path);
-    // A file with a DV (or whose row ids are read) is read alone, so its positions are its own.
-    const alone = deletedId !== undefined || opts.stableRowIds !== undefined;
-    const key = alone ? `file:${file.path}` : JSON.stringify([shape?.signature ?? null, partitionKey(snapshot, file)]);
-    const group = groups.get(key) ?? { file, shape, paths: [], deletedId };
+    const key = JSON.stringify([shape?.signature ?? null, partitionKey(snapshot, file)]);
+    const group = groups.get(key) ?? { file, shape, files: [], paths: [] };
+    group.files.push(file);
     group.paths.push(safeReadPath(path));
     groups.set(key, group);
   }
-  const needsPosition = opts.position !== undefined || opts.stableRowIds !== undefined || [...groups.values()].some((g) => g.deletedId !== undefined);
-  return [...groups.values()]
-    .map((g) => {
-      const source = `read_parquet([${g.paths.map(str).join(', ')}], hive_partitioning = false${needsPosition ? ', file_row_number = true' : ''})`;
-      const position =
-        (opts.position === undefined ? '' : `, r.file_row_number AS ${ident(opts.position)}`) +
-        (opts.stableRowIds === undefined ? '' : `, ${stableRowIdsSql(g.file, g.shape?.columns, opts.stableRowIds, 'r')}`);
-      const live =
-        g.deletedId === undefined
-          ? ''
-          : ` ANTI JOIN (SELECT ${ident(DELETED_POS)} FROM ${ident(opts.deleted!.table)} WHERE ${ident(DELETED_FILE)} = ${g.deletedId}) AS d ` +
-            `ON r.file_row_number = d.${ident(DELETED_POS)}`;
-      return `SELECT ${projection(snapshot, g.file, g.shape, 'r')}${position} FROM ${source} AS r${live}`;
-    })
-    .join('\nUNION ALL BY NAME\n');
+  return [...groups.values()].map((g) => groupSql(snapshot, g, opts)).join('\nUNION ALL BY NAME\n');
+}
+
+function groupSql(snapshot: Snapshot, g: ScanGroup, opts: ScanOptions): string {
+  const deletedIds = g.files.map((f) => (f.deletionVector ? deletedIdOf(snapshot, f, opts.deleted) : null));
+  const anyDeleted = deletedIds.some((id) => id !== null);
+  const needsPosition = opts.position !== undefined || anyDeleted || opts.stableRowIds !== undefined;
+  const source = `read_parquet([${g.paths.map(str).join(', ')}], hive_partitioning = false${needsPosition ? ', file_row_number = true' : ''})`;
+  // DuckDB lists are 1-based; file_index is 0-based.
+  const perFile = (values: ReadonlyArray<number | null | undefined>, type = 'INTEGER') =>
+    `([${values.map((v) => (v === null || v === undefined ? 'NULL' : String(v))).join(', ')}]::${type}[])[CAST(r.file_index AS BIGINT) + 1]`;
+  const extra: string[] = [];
+  if (opts.position !== undefined) extra.push(`r.file_row_number AS ${ident(opts.position)}`);
+  if (opts.fileId) extra.push(`${perFile(g.files.map(opts.fileId.idOf))} AS ${ident(opts.fileId.column)}`);
+  if (opts.stableRowIds) {
+    const base = perFile(g.files.map((f) => f.baseRowId), 'BIGINT');
+    const version = perFile(g.files.map((f) => f.defaultRowCommitVersion), 'BIGINT');
+    extra.push(stableRowIdsSql({ base, version, fileColumns: g.shape?.columns, columns: opts.stableRowIds, alias: 'r' }));
+  }
+  const live = !anyDeleted
+    ? ''
+    : ` ANTI JOIN ${ident(opts.deleted!.table)} AS d ON d.${ident(DELETED_FILE)} = ${perFile(deletedIds)} AND d.${ident(DELETED_POS)} = r.file_row_number`;
+  return `SELECT ${[projection(snapshot, g.file, g.shape, 'r'), ...extra].join(', ')} FROM ${source} AS r${live}`;
 }
 
 /** The id of a file's deleted rows; a file with a DV but no loaded deleted rows is a bug of the caller. */
@@ -167,10 +187,14 @@ export async function scanRelation(
   return { sql: scanSql(source.snapshot, files, localPathOf, { ...opts, shapeOf: (p) => shapes.get(p), deleted }), deleted };
 }
 
-/** A correctly typed relation with no rows (with the position column when named, and the stable row-id columns when asked). */
-export function emptyRelationSql(snapshot: Snapshot, position?: string, stableRowIds = false): string {
+/**
+ * A correctly typed relation with no rows (with the position and file id columns when named, and
+ * the stable row-id columns when asked for).
+ */
+export function emptyRelationSql(snapshot: Snapshot, position?: string, fileId?: string, stableRowIds = false): string {
   const columns = snapshot.schema.fields.map((f) => `CAST(NULL AS ${deltaTypeToDuck(f.type)}) AS ${ident(f.name)}`);
   if (position !== undefined) columns.push(`CAST(NULL AS BIGINT) AS ${ident(position)}`);
+  if (fileId !== undefined) columns.push(`CAST(NULL AS INTEGER) AS ${ident(fileId)}`);
   if (stableRowIds) columns.push(`CAST(NULL AS BIGINT) AS ${ident(STABLE_ROW_ID)}`, `CAST(NULL AS BIGINT) AS ${ident(STABLE_ROW_VERSION)}`);
   return `SELECT ${columns.join(', ')} LIMIT 0`;
 }

@@ -1,8 +1,10 @@
 /**
  * `kill -9` of the real CLI process at random moments, over and over, while files keep
  * landing; then one run to completion. Two jobs share the landing zone: `latest` (partition
- * discovery, MERGE by key) and `events` (modification-time discovery, append). After every
- * kill the tables must be readable with no row loaded twice; at the end `latest` equals the
+ * discovery, MERGE by key, writing deletion vectors for files that keep most of their rows and
+ * rewriting the others) and `events` (modification-time discovery, append). After every kill the
+ * tables must be readable with no row loaded twice and pass the invariant check at every
+ * version (../helpers/table-check.ts); at the end `latest` equals the
  * latest row per key of everything landed and `events` holds every landed row exactly once.
  *
  * Kill moments are uniform over the work phase of a run (from its first log line, i.e. after
@@ -30,6 +32,7 @@ import {
   orders,
   readTarget,
   sortRows,
+  targetChecker,
   tempDir,
   type OrderRow,
 } from '../job/helpers.js';
@@ -80,7 +83,7 @@ describe('killing the tidemark process', () => {
     const spoolTmp = await tempDir('kill-tmp', dirs);
     const [mergeRoot, appendRoot] = [await tempDir('kill-merge', dirs), await tempDir('kill-append', dirs)];
     const jobs = [
-      { name: 'latest', source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: mergeRoot, key: ['order_id'], orderBy: 'seq' }, maxFilesPerBatch: 2 },
+      { name: 'latest', source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: mergeRoot, key: ['order_id'], orderBy: 'seq', rewriteFilesBelow: 0 }, maxFilesPerBatch: 2 },
       { name: 'events', source: { uri: sourceRoot, discover: { by: 'modified', settle: '1h' } }, target: { uri: appendRoot, mode: 'append' }, maxFilesPerBatch: 2 },
     ];
     const configPath = path.join(spoolTmp, '..', `${path.basename(spoolTmp)}.yaml`);
@@ -89,6 +92,7 @@ describe('killing the tidemark process', () => {
     const latest = makeConfig(jobs[0]!);
     const events = makeConfig({ ...jobs[1]!, name: 'events' });
     const args = ['run', '--config', configPath, '--json'];
+    const checkers = new Map([latest, events].map((setup) => [setup, targetChecker(session, setup)]));
     const env = { TMPDIR: spoolTmp };
 
     const landed: OrderRow[] = [];
@@ -138,6 +142,7 @@ describe('killing the tidemark process', () => {
         expect(duplicateRids(view.rows), `${where} after kill ${kills} (${setup.job.name})`).toEqual([]);
         const versions = await versionsOf(root);
         expect(versions, where).toEqual(versions.map((_, i) => i));
+        expect((await checkers.get(setup)!.check()).problems, `${where} after kill ${kills} (${setup.job.name})`).toEqual([]);
       }
     }
     expect(kills, `${where}: ${finishedBeforeKill} runs finished before their kill`).toBe(KILLS);
@@ -150,6 +155,9 @@ describe('killing the tidemark process', () => {
 
     const mergeView = await readTarget(session, latest);
     expect(mergeView.rows, where).toEqual(expectedLatest(landed));
+    const mergeCheck = await checkers.get(latest)!.check();
+    expect(mergeCheck.problems, where).toEqual([]);
+    expect(mergeCheck.versionsWithDv, `${where}: the MERGEs wrote deletion vectors`).toBeGreaterThan(0);
     const appendView = await readTarget(session, events);
     expect(duplicateRids(appendView.rows), where).toEqual([]);
     expect(appendView.rows, where).toEqual(sortRows(landed));

@@ -9,6 +9,9 @@
  * written too, log entry not yet), afterCommit (batch committed, run not yet finished). In merge
  * mode `status = 'cancelled'` deletes, and the second batch deletes order 3, so it writes a
  * tombstone file.
+ * In `merge+dv` mode the MERGE marks replaced and deleted rows in deletion vectors instead of
+ * rewriting files, and every version of the table passes the invariant check after the crash
+ * and after the rerun (../helpers/table-check.ts).
  * Sources are on s3rver, so every batch is downloaded into the run's spool folder as in
  * production (and a crashed run must remove it); targets are local folders.
  */
@@ -19,6 +22,7 @@ import type { RunHooks } from '../../src/job/context.js';
 import type { JobState } from '../../src/job/state.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import {
+  checkTarget,
   closeS3JobEnv,
   DuckSession,
   duplicateRids,
@@ -74,7 +78,7 @@ beforeAll(async () => {
 
 afterAll(() => closeS3JobEnv(s3, session, dirs));
 
-type Mode = 'merge' | 'append';
+type Mode = 'merge' | 'merge+dv' | 'append';
 type Discovery = 'partition' | 'modified';
 type Point = keyof RunHooks;
 const DELETES = "status = 'cancelled'";
@@ -88,7 +92,11 @@ async function setupFor(mode: Mode, discovery: Discovery) {
   const target = await tempDir('fault-t', dirs);
   const discover = discovery === 'partition' ? { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 } : { by: 'modified', settle: '2h' };
   const merge = { ...mergeTarget(target), deleteWhen: DELETES };
-  const job = { source: { uri: sourceUri, discover }, target: mode === 'merge' ? merge : { uri: target, mode: 'append' }, maxFilesPerBatch: 2 };
+  // Every changed file gets a DV, however small or emptied (by default files below 1 MiB, or
+  // losing half their rows, are rewritten).
+  const dv = { ...merge, deletionVectors: true, rewriteFilesBelow: 0, rewriteDeletedShare: 1 };
+  const targets = { merge, 'merge+dv': dv, append: { uri: target, mode: 'append' } };
+  const job = { source: { uri: sourceUri, discover }, target: targets[mode], maxFilesPerBatch: 2 };
   return makeConfig(job, sourceStorage);
 }
 
@@ -126,6 +134,7 @@ function comparable(state: JobState): Omit<JobState, 'lastRunAt'> {
 const cases: Array<[Mode, Discovery]> = [
   ['merge', 'partition'],
   ['merge', 'modified'],
+  ['merge+dv', 'partition'],
   ['append', 'partition'],
   ['append', 'modified'],
 ];
@@ -138,7 +147,10 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
     const report = await run(setup);
     expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 6, batches: 3, commits: 3 });
     reference = await readTarget(session, setup);
-    expect(reference.rows).toEqual(mode === 'merge' ? expectedMerged(landed) : sortRows(landed));
+    expect(reference.rows).toEqual(mode === 'append' ? sortRows(landed) : expectedMerged(landed));
+    const check = await checkTarget(session, setup);
+    expect(check.problems).toEqual([]);
+    if (mode === 'merge+dv') expect(check.filesWithDv).toBeGreaterThan(0);
   });
 
   const points: Point[] = ['afterFetch', 'afterWrite', 'beforeCommit', 'afterCommit'];
@@ -162,7 +174,8 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
         const onDisk = await parquetFiles(setup.job.target.uri);
         expect(onDisk.length).toBeGreaterThan(afterCrash.snapshot?.files.length ?? 0);
       }
-      if (mode === 'merge' && batch === 1) {
+      expect((await checkTarget(session, setup)).problems).toEqual([]);
+      if (mode !== 'append' && batch === 1) {
         // The second batch deletes order 3: its tombstone file is written after the data files.
         const written = point === 'afterFetch' || point === 'afterWrite' ? 0 : 1;
         expect(await tombstoneFiles(setup.job.target.uri)).toHaveLength(written);
@@ -175,6 +188,7 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
       expect(table.rows).toEqual(reference.rows);
       expect(table.snapshot!.version).toBe(reference.snapshot!.version);
       expect(comparable(table.state)).toEqual(comparable(reference.state));
+      expect((await checkTarget(session, setup)).problems).toEqual([]);
       expect(await run(setup)).toMatchObject({ status: 'nothing-new', commits: 0 });
     },
   );

@@ -119,8 +119,8 @@ async function tiedFiles(ctx: MatchContext, modes: ReadonlyMap<number, WriteMode
 /**
  * One relation over the given files with each row's FILE_ID and POS (its position in the file),
  * and only `columns` (all when omitted, the stable row ids included when `read.rowIds` names the
- * hidden columns); rows deleted by a deletion vector are left out. Each file is its own scan so
- * rows keep their file; DuckDB reads only the columns used.
+ * hidden columns); rows deleted by a deletion vector are left out. Files of one shape are one scan
+ * (see scanSql); DuckDB reads only the columns used.
  */
 export function perFileScanSql(
   snapshot: Snapshot,
@@ -128,14 +128,19 @@ export function perFileScanSql(
   read: Pick<HitsResult, 'localPaths' | 'shapes' | 'deleted'> & { rowIds?: MaterializedColumns | undefined },
   columns?: readonly string[],
 ): string {
-  const list = columns === undefined ? '*' : [...columns, POS].map(ident).join(', ');
+  const list = columns === undefined ? '*' : [FILE_ID, ...columns, POS].map(ident).join(', ');
   const pathOf = (f: LiveFile) => read.localPaths.get(f.path)!;
-  const opts = { shapeOf: (p: string) => read.shapes.get(p), deleted: read.deleted, position: POS, ...(read.rowIds ? { stableRowIds: read.rowIds } : {}) };
-  const parts = [...files].map(([id, file]) => `SELECT ${id} AS ${ident(FILE_ID)}, ${list} FROM (${scanSql(snapshot, [file], pathOf, opts)})`);
-  if (parts.length === 0) {
-    return `SELECT CAST(NULL AS INTEGER) AS ${ident(FILE_ID)}, ${list} FROM (${emptyRelationSql(snapshot, POS, read.rowIds !== undefined)})`;
-  }
-  return parts.join('\nUNION ALL\n');
+  const ids = new Map([...files].map(([id, file]) => [file, id]));
+  const opts = {
+    shapeOf: (p: string) => read.shapes.get(p),
+    deleted: read.deleted,
+    position: POS,
+    fileId: { column: FILE_ID, idOf: (f: LiveFile) => ids.get(f)! },
+    ...(read.rowIds ? { stableRowIds: read.rowIds } : {}),
+  };
+  const relation =
+    files.size === 0 ? emptyRelationSql(snapshot, POS, FILE_ID, read.rowIds !== undefined) : scanSql(snapshot, [...files.values()], pathOf, opts);
+  return `SELECT ${list} FROM (${relation})`;
 }
 
 function unique(names: readonly string[]): string[] {
