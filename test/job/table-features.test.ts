@@ -13,7 +13,7 @@ import { jobStatus } from '../../src/job/status.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { checkRowIdInvariants, commitActions, trackedRows } from '../helpers/row-tracking.js';
-import { cleanup, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir, unwrap } from './helpers.js';
+import { checkTarget, cleanup, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir, unwrap } from './helpers.js';
 
 let session: DuckSession;
 const dirs: string[] = [];
@@ -81,6 +81,7 @@ describe('a job creating a table with row tracking, in-commit timestamps and V2 
     const history = unwrap(await jobHistory(setup.job, ctx, { limit: 3 }));
     expect(history.commits.map((c) => c.time)).toEqual([...stamps].reverse().map((t) => new Date(t).toISOString()));
 
+    expect((await checkTarget(session, setup)).problems).toEqual([]);
     const log = await readdir(join(target, '_delta_log'));
     expect(log.filter((n) => n.includes('.checkpoint.'))).toEqual([expect.stringMatching(/^00000000000000000002\.checkpoint\.[0-9a-f-]{36}\.json$/)]);
   });
