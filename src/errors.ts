@@ -102,6 +102,20 @@ export class SchemaError extends TidemarkError {}
 /** A source file could not be read or cast; names the file and, where known, row and column. */
 export class BadFileError extends TidemarkError {}
 
+/**
+ * A row to be written breaks one of the table's rules (a CHECK constraint, a column invariant, a
+ * NOT NULL column). It is bad data like a value that does not cast: it names the rule
+ * (`context.constraint`), the source file (`context.key`, so `onBadFile: quarantine` can set the
+ * file aside), the row and the key values where known.
+ */
+export class ConstraintViolationError extends BadFileError {
+  readonly constraint: string;
+  constructor(message: string, constraint: string, context: ErrorContext) {
+    super(message, { kind: 'terminal', context: { ...context, constraint } });
+    this.constraint = constraint;
+  }
+}
+
 /** The machine ran out of a resource a run needs (the spool folder's disk filled up). */
 export class ResourceError extends TidemarkError {}
 

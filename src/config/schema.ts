@@ -163,6 +163,12 @@ const target = z
       .describe(
         'MERGE marks changed rows in deletion vectors instead of rewriting files: auto (follow the table; tables the job creates in merge mode get them), true, or false (for readers without deletion-vector support)',
       ),
+    changeDataFeed: z
+      .boolean()
+      .default(false)
+      .describe(
+        'A table the job creates records a change data feed (delta.enableChangeDataFeed): MERGEs that update or delete also write _change_data files. An existing table keeps its own setting, and tidemark writes the feed whenever the table has it on',
+      ),
     rewriteFilesBelow: size('1MiB', { zero: true }).describe(
       'A MERGE rewrites a changed file smaller than this instead of giving it a deletion vector (1MiB; 0: size never decides)',
     ),

@@ -23,6 +23,7 @@ const oneOf =
 const DELTA_PROPERTIES: Readonly<Record<string, ValueCheck>> = {
   'delta.appendOnly': boolean,
   'delta.enableDeletionVectors': boolean,
+  'delta.enableChangeDataFeed': boolean,
   'delta.enableRowTracking': boolean,
   'delta.enableInCommitTimestamps': boolean,
   'delta.checkpointPolicy': oneOf('classic', 'v2'),

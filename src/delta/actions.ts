@@ -67,6 +67,20 @@ export interface RemoveFile {
   defaultRowCommitVersion?: number | null;
 }
 
+/**
+ * A change data file (PROTOCOL.md "Add CDC File"): rows a commit changed, each with its
+ * `_change_type`, read by change-feed readers instead of the commit's adds and removes.
+ */
+export interface AddCDCFile {
+  /** Relative (percent-encoded) path below the table root, like `add.path`. */
+  path: string;
+  partitionValues: PartitionValues;
+  size: number;
+  /** Always false: change files do not change the table's data. */
+  dataChange: boolean;
+  tags?: Record<string, string> | null;
+}
+
 export interface Txn {
   appId: string;
   version: number;
@@ -105,7 +119,7 @@ export type Action =
   | { txn: Txn }
   | { commitInfo: CommitInfo }
   | { domainMetadata: DomainMetadata }
-  | { cdc: Record<string, unknown> }
+  | { cdc: AddCDCFile }
   | { sidecar: SidecarFile }
   | { checkpointMetadata: CheckpointMetadata };
 

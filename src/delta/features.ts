@@ -7,6 +7,7 @@ import { UnsupportedFeatureError } from '../errors.js';
 import type { Metadata, Protocol } from './actions.js';
 import { rowTrackingProblem } from './row-tracking.js';
 import { APPEND_ONLY, isTrue } from './table-properties.js';
+import { changeDataFeedEnabled, reservedChangeColumn } from './change-data.js';
 import { parseSchema, type DataType, type StructField } from './schema.js';
 
 /** Features that ask nothing of a reader (writer-only features, and vacuumProtocolCheck). */
@@ -53,13 +54,15 @@ const WRITE_CHECKS: Readonly<Record<string, Check>> = {
   timestampNtz: () => null,
   // Domains are carried forward by replay and checkpoints; the commit path refuses `delta.*` domains.
   domainMetadata: () => null,
-  invariants: (m) => (anyField(m, (f) => 'delta.invariants' in f.metadata) ? 'a column has delta.invariants' : null),
-  checkConstraints: (m) =>
-    configKeys(m).some((k) => k.startsWith('delta.constraints.')) ? 'the table has CHECK constraints' : null,
-  changeDataFeed: (m) =>
-    (m.configuration?.['delta.enableChangeDataFeed'] ?? '').toLowerCase() === 'true'
-      ? 'delta.enableChangeDataFeed is true'
-      : null,
+  // Enforced on every row a write stores (engine/merge/constraints.ts); an expression DuckDB
+  // cannot evaluate is refused there, naming it.
+  invariants: () => null,
+  checkConstraints: () => null,
+  // Written by MERGE (change files for updates and deletes); appends need none.
+  changeDataFeed: (m) => {
+    const reserved = changeDataFeedEnabled(m) ? reservedChangeColumn(parseSchema(m.schemaString)) : null;
+    return reserved === null ? null : `delta.enableChangeDataFeed is true and column ${reserved} has a name change-feed readers reserve`;
+  },
   generatedColumns: (m) =>
     anyField(m, (f) => 'delta.generationExpression' in f.metadata) ? 'a column is a generated column' : null,
   identityColumns: (m) =>
@@ -152,6 +155,14 @@ export function withTableFeature(protocol: Protocol, feature: string, opts: { re
   return upgraded;
 }
 
+/**
+ * True when writers must record a change data feed (./change-data.ts): the protocol supports
+ * `changeDataFeed` (writer 4–6, or listed at 7) and `delta.enableChangeDataFeed` is true.
+ */
+export function changeDataFeedActive(protocol: Protocol, metadata: Metadata): boolean {
+  return writerFeatures(protocol).includes('changeDataFeed') && changeDataFeedEnabled(metadata);
+}
+
 /** The writer features in force: implied by versions 2..6, listed at version 7. */
 export function writerFeatures(protocol: Protocol): string[] {
   if (protocol.minWriterVersion >= 7) {
@@ -189,10 +200,6 @@ function failOn(problems: Problem[], access: Access, uri: string): void {
   const others = unique(problems.slice(1).map((p) => p.feature)).filter((f) => f !== first.feature);
   const detail = first.detail + (others.length ? `; also unsupported: ${others.join(', ')}` : '');
   throw new UnsupportedFeatureError(first.feature, access, uri, detail);
-}
-
-function configKeys(metadata: Metadata): string[] {
-  return Object.keys(metadata.configuration ?? {});
 }
 
 function unique(names: string[]): string[] {

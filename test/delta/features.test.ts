@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { UnsupportedFeatureError } from '../../src/errors.js';
 import type { Metadata, Protocol } from '../../src/delta/actions.js';
-import { assertReadable, assertWritable, writerFeatures } from '../../src/delta/features.js';
+import { assertReadable, assertWritable, changeDataFeedActive, writerFeatures } from '../../src/delta/features.js';
 
 function metadata(opts: { configuration?: Record<string, string>; fieldMetadata?: Record<string, unknown>; type?: unknown } = {}): Metadata {
   const fields = [
@@ -93,12 +93,17 @@ describe('writer gate', () => {
     expect(writeRefusal(p(1, 5))).toBeNull(); // column mapping in mode none
   });
 
+  it('accepts tables that use invariants, CHECK constraints and a change data feed (the engine honours them)', () => {
+    expect(writeRefusal(p(1, 2), metadata({ fieldMetadata: { 'delta.invariants': '{"expression":{"expression":"v > 0"}}' } }))).toBeNull();
+    expect(writeRefusal(p(1, 3), metadata({ configuration: { 'delta.constraints.positive': 'id > 0' } }))).toBeNull();
+    expect(writeRefusal(p(1, 4), metadata({ configuration: { 'delta.enableChangeDataFeed': 'true' } }))).toBeNull();
+    expect(writeRefusal(p(1, 7, null, ['changeDataFeed']), metadata({ configuration: { 'delta.enableChangeDataFeed': 'TRUE' } }))).toBeNull();
+  });
+
   it('refuses supported features whose conditions do not hold', () => {
-    expect(writeRefusal(p(1, 2), metadata({ fieldMetadata: { 'delta.invariants': '{"expression":{"expression":"v > 0"}}' } }))).toBe(
-      'invariants',
-    );
-    expect(writeRefusal(p(1, 3), metadata({ configuration: { 'delta.constraints.positive': 'id > 0' } }))).toBe('checkConstraints');
-    expect(writeRefusal(p(1, 4), metadata({ configuration: { 'delta.enableChangeDataFeed': 'true' } }))).toBe('changeDataFeed');
+    const reserved = { ...metadata({ configuration: { 'delta.enableChangeDataFeed': 'true' } }) };
+    reserved.schemaString = JSON.stringify({ type: 'struct', fields: [{ name: '_change_type', type: 'string', nullable: true, metadata: {} }] });
+    expect(writeRefusal(p(1, 4), reserved)).toBe('changeDataFeed');
     expect(writeRefusal(p(1, 4), metadata({ fieldMetadata: { 'delta.generationExpression': 'id + 1' } }))).toBe('generatedColumns');
     expect(writeRefusal(p(1, 6), metadata({ fieldMetadata: { 'delta.identity.start': 1, 'delta.identity.step': 1 } }))).toBe(
       'identityColumns',
@@ -160,5 +165,19 @@ describe('writer gate', () => {
 
   it('accepts deletion vectors for reading and writing (tidemark reads them and writes them in MERGE)', () => {
     expect(writeRefusal(p(3, 7, ['deletionVectors'], ['deletionVectors']))).toBeNull();
+  });
+});
+
+describe('change data feed', () => {
+  const on = metadata({ configuration: { 'delta.enableChangeDataFeed': 'True' } });
+  it('is active while the protocol supports it and delta.enableChangeDataFeed is true (any case)', () => {
+    expect(changeDataFeedActive(p(1, 4), on)).toBe(true);
+    expect(changeDataFeedActive(p(1, 7, null, ['changeDataFeed']), on)).toBe(true);
+    expect(changeDataFeedActive(p(1, 4), metadata())).toBe(false);
+  });
+
+  it('is ignored when the protocol does not support it (a stray property)', () => {
+    expect(changeDataFeedActive(p(1, 3), on)).toBe(false);
+    expect(changeDataFeedActive(p(1, 7, null, ['appendOnly']), on)).toBe(false);
   });
 });

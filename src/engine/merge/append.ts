@@ -3,8 +3,10 @@
  * (Spark's WRITE, mode Append). Nothing of the table is read, so concurrent writers rarely
  * conflict with it; exactly-once comes from the caller's txn action, committed with it.
  * Creates the table from the batch's schema when it does not exist; new batch columns are added
- * to it per `schemaEvolution` (a metaData action in the same commit). Rows go to new files in
- * the batch's order, or sorted by the clustering columns of a clustered table.
+ * to it per `schemaEvolution` (a metaData action in the same commit). Every row is checked against
+ * the table's constraints before any file is written. An append needs no change data files even
+ * when the table records a change data feed: readers take its adds as inserts. Rows go to new
+ * files in the batch's order, or sorted by the clustering columns of a clustered table.
  */
 import { clusteringColumns } from '../../delta/clustering.js';
 import { addFileFor } from '../../delta/file-actions.js';
@@ -14,7 +16,8 @@ import { ident } from '../sql.js';
 import type { AppendOptions } from './options.js';
 import { bytesOf, outputOptionsFor, writeAndUpload } from './output.js';
 import type { StagedAppend } from './results.js';
-import { prepareTarget, schemaActions } from './target.js';
+import { checkConstraints, prepareConstraintChecks } from './constraints.js';
+import { prepareTarget, schemaActions, type TargetTable } from './target.js';
 import { dropAll, tempTables } from './temp-names.js';
 
 /** Stage the append of the batch; see the module comment. The caller commits `request`. */
@@ -26,6 +29,7 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
   try {
     const { snapshot } = opts;
     const target = await prepareTarget(opts.session, opts, { snapshot, batchTable: tables.batch });
+    await checkEveryRow(opts, target, tables.batch);
     const prepared = performance.now();
     const out = outputOptionsFor({ ...opts, spool: scratch }, target);
     const columns = target.plan.mappings.map((m) => ident(m.target)).join(', ');
@@ -41,7 +45,13 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
     const request: CommitRequest =
       snapshot === null
         ? createTableRequest(
-            { schema: target.schema, partitionColumns: target.partitionColumns, configuration: { ...opts.tableProperties }, actions: adds, operationMetrics: metrics },
+            {
+              schema: target.schema,
+              partitionColumns: target.partitionColumns,
+              ...(opts.tableProperties ? { configuration: opts.tableProperties } : {}),
+              actions: adds,
+              operationMetrics: metrics,
+            },
             now,
           )
         : {
@@ -67,4 +77,15 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
     await dropAll(opts.session, tables);
     await scratch.close();
   }
+}
+
+/** Fail before anything is written when a batch row breaks a table constraint (./constraints.ts). */
+async function checkEveryRow(opts: AppendOptions, target: TargetTable, batch: string): Promise<void> {
+  const checks = await prepareConstraintChecks(opts.session, {
+    schema: target.schema,
+    metadata: opts.snapshot?.metadata ?? { configuration: opts.tableProperties ?? {} },
+    uri: opts.storage.uri,
+    relation: batch,
+  });
+  await checkConstraints(opts.session, checks, { sql: `SELECT * FROM ${ident(batch)}`, keys: [], lineage: target.batch.lineage, uri: opts.storage.uri });
 }

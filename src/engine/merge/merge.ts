@@ -5,8 +5,10 @@
  *   prune     partition values, key min/max stats, key-column scan of the candidates → hits;
  *             rows of keys without a stored row but with a newer tombstone → stale hits
  *   classify  full read of the files with a non-stale hit; stale/delete/unchanged/update per row
+ *   check     the rows to store against the table's constraints (./constraints.ts)
  *   write     rewritten files (kept + updated rows, key order) and inserted rows, per partition,
- *             uploaded below the table root
+ *             uploaded below the table root; on a table that records a change data feed, change
+ *             files of every row changed when the MERGE updates or deletes (./change-files.ts)
  *   → a StagedMerge: the commit request (removes + adds + a schema change, or the table's
  *     creation), the row counts, and the batch's deletes as tombstones
  *
@@ -17,7 +19,7 @@
  */
 import type { Action, Metadata } from '../../delta/actions.js';
 import { clusteringColumns } from '../../delta/clustering.js';
-import { isAppendOnly, withTableFeature, writerFeatures } from '../../delta/features.js';
+import { changeDataFeedActive, isAppendOnly, withTableFeature, writerFeatures } from '../../delta/features.js';
 import { rowTrackingOf } from '../../delta/row-tracking.js';
 import { addFileFor, removeFileFor } from '../../delta/file-actions.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
@@ -29,7 +31,9 @@ import type { DuckSession } from '../duckdb.js';
 import { partitionValueStringSql } from '../partition-sql.js';
 import { hiddenRowIdColumns, type MaterializedColumns } from '../row-ids.js';
 import { ident } from '../sql.js';
+import { writeChangeData } from './change-files.js';
 import { PhaseClock } from './clock.js';
+import { checkConstraints, prepareConstraintChecks, type ConstraintCheck } from './constraints.js';
 import { writeDvChanges, type DvChange } from './dv-changes.js';
 import { classifyChanges, findHits, touchedFiles, type HitsResult, type MatchContext } from './matches.js';
 import type { MergeOptions } from './options.js';
@@ -43,6 +47,7 @@ import {
   newRowsSql,
   pruningPartitions,
   rewriteRelationSql,
+  storedBatchRowsSql,
   type MatchSpec,
   type OutputLayout,
 } from './plan.js';
@@ -76,6 +81,12 @@ export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
     });
     const tracking = snapshot ? rowTrackingOf(writerFeatures(snapshot.protocol), target.metadata ?? snapshot.metadata).materialized : null;
     const spec = { ...matchSpec(target, opts), rowIds: tracking !== null };
+    const constraints = await prepareConstraintChecks(opts.session, {
+      schema: target.schema,
+      metadata: snapshot?.metadata ?? { configuration: opts.tableProperties ?? {} },
+      uri: opts.storage.uri,
+      relation: tables.batch,
+    });
     await checkNullKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
     if (!opts.keysUnique) await checkDuplicateKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
     if (opts.tombstones !== undefined) await checkTombstones(opts.session, opts.tombstones, spec.keys);
@@ -84,7 +95,7 @@ export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
     // New files follow a clustered table's clustering columns, else the key: files stay prunable by their stats.
     const clustering = snapshot ? clusteringColumns(snapshot) : [];
     const layout: OutputLayout = { order: clustering.length > 0 ? unique([...clustering, ...spec.keys]) : spec.keys, rowIds: tracking !== null };
-    const run = { opts, tables, target, spec, out, layout, tracking, clock };
+    const run = { opts, tables, target, spec, constraints, out, layout, tracking, clock };
     const staged = snapshot === null ? await stageCreate(run) : await stageExisting(run, snapshot);
     const deletes = await batchDeletes(opts.session, tables, spec);
     return { ...staged, deletes, dispose: () => dropAll(opts.session, tables) };
@@ -102,6 +113,7 @@ interface MergeRun {
   tables: TempTables;
   target: TargetTable;
   spec: MatchSpec;
+  constraints: readonly ConstraintCheck[];
   out: OutputOptions;
   /** Order of the rows written, and whether they carry stable row ids. */
   layout: OutputLayout;
@@ -119,6 +131,7 @@ async function stageCreate(run: MergeRun): Promise<Staged> {
   if (opts.tombstones !== undefined) await buryTombstoned(opts.session, tables, spec, opts.tombstones);
   await opts.session.run(changesSql(tables));
   const counts = await readCounts(opts.session, tables, target.batch.rows);
+  await checkStoredRows(run);
   clock.lap('prune');
   clock.lap('classify');
   const columns = target.plan.mappings.map((m) => m.target);
@@ -139,7 +152,8 @@ async function stageCreate(run: MergeRun): Promise<Staged> {
     },
     now,
   );
-  const summary = summaryOf({ counts, added, removed: [], rewritten: [], filesScanned: 0, filesRead: 0, dvFiles: 0, dvBytes: 0, created: true }, clock);
+  const created = { counts, added, removed: [], rewritten: [], filesScanned: 0, filesRead: 0, dvFiles: 0, dvBytes: 0, changeFiles: 0, created: true };
+  const summary = summaryOf(created, clock);
   return { request, changesTable: true, summary };
 }
 
@@ -171,9 +185,12 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
     const counts = await readCounts(opts.session, tables, target.batch.rows);
     refuseChangesToAppendOnly(snapshot, counts, opts.storage.uri);
     const changed = await changedFiles(opts.session, tables, hits);
+    await checkStoredRows(run);
     clock.lap('classify');
     const now = Date.now();
-    const written = await writeChanges(run, changed, counts, hits, now);
+    // Change-feed readers take a commit that only adds rows as inserts; updates and deletes need change files.
+    const recordChanges = changeDataFeedActive(snapshot.protocol, target.metadata ?? snapshot.metadata) && counts.updated + counts.deleted > 0;
+    const written = await writeChanges(run, { changed, counts, hits, now, snapshot: ctx.snapshot, recordChanges });
     clock.lap('write');
     const schemaChange = metadataActions(target, snapshot, policy.upgrade && written.dv.dvFiles > 0);
     const removed = [...changed.rewrite, ...written.dv.emptied];
@@ -186,6 +203,7 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
         ...changed.rewrite.map((f) => ({ remove: removeFileFor(f, { deletionTimestamp: now }) })),
         ...written.dv.actions,
         ...written.added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })),
+        ...written.changeData.actions,
       ],
       added: written.added,
       removed,
@@ -194,6 +212,7 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
       appIds: opts.appIds ?? [],
       counts,
       dvFiles: written.dv.dvFiles,
+      changeFiles: written.changeData.files,
       timings: clock.timings(),
     });
     const summary = summaryOf(
@@ -206,6 +225,7 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
         filesRead: changed.read,
         dvFiles: written.dv.dvFiles,
         dvBytes: written.dv.binBytes,
+        changeFiles: written.changeData.files.length,
         created: false,
       },
       clock,
@@ -239,13 +259,27 @@ async function changedFiles(session: DuckSession, tables: TempTables, hits: Hits
   return { rewrite, dv, read };
 }
 
+/** What the write phase of an existing table works from. */
+interface WriteInput {
+  changed: ChangedFiles;
+  counts: MergeCounts;
+  hits: HitsResult;
+  now: number;
+  /** The snapshot the MERGE read, in the evolved schema. */
+  snapshot: Snapshot;
+  /** Write change data files (the table records a change data feed and rows are updated or deleted). */
+  recordChanges: boolean;
+}
+
 /**
  * Write the replacements of the changed 'rewrite' files (their kept rows plus updated rows; about as
  * many rows per file as the largest of them), the new rows (inserts, and the new versions of rows
- * updated in 'dv' files), each per partition in key order, and the new deletion vectors.
+ * updated in 'dv' files), each per partition in key order, the new deletion vectors, and the
+ * change data files when asked.
  */
-async function writeChanges(run: MergeRun, changed: ChangedFiles, counts: MergeCounts, hits: HitsResult, now: number) {
-  const { opts, tables, target, out, layout } = run;
+async function writeChanges(run: MergeRun, input: WriteInput) {
+  const { opts, tables, target, spec, out, layout } = run;
+  const { changed, counts, hits } = input;
   const columns = target.plan.mappings.map((m) => m.target);
   // Every updated row replaces a stored one and a delete drops one: the rewrite is no bigger.
   const rewriteSizing = { targetFileRows: opts.targetFileRows ?? maxRecords(changed.rewrite), rowsAtMost: totalRecords(changed.rewrite) };
@@ -255,8 +289,30 @@ async function writeChanges(run: MergeRun, changed: ChangedFiles, counts: MergeC
   const newRows = counts.inserted + counts.updated;
   const insertSizing = { targetFileRows: opts.targetFileRows, rowsAtMost: newRows };
   const added = newRows > 0 ? await writeAndUpload(out, newRowsSql(tables, columns, layout), 'insert', insertSizing) : [];
-  const dv = await writeDvChanges(changed.dv, { session: opts.session, storage: opts.storage, deleted: hits.deleted, now });
-  return { added: [...rewritten, ...added], dv };
+  const changeData = input.recordChanges
+    ? await writeChangeData(out, {
+        tables,
+        columns,
+        keys: spec.keys,
+        snapshot: input.snapshot,
+        dvFiles: new Map(changed.dv.map((d) => [d.id, d.file])),
+        hits,
+        targetFileRows: opts.targetFileRows,
+      })
+    : { files: [], actions: [] };
+  const dv = await writeDvChanges(changed.dv, { session: opts.session, storage: opts.storage, deleted: hits.deleted, now: input.now });
+  return { added: [...rewritten, ...added], dv, changeData };
+}
+
+/** Fail before anything is written when a row to store breaks a table constraint (./constraints.ts). */
+async function checkStoredRows(run: MergeRun): Promise<void> {
+  const { opts, tables, target, spec } = run;
+  await checkConstraints(opts.session, run.constraints, {
+    sql: storedBatchRowsSql(tables),
+    keys: spec.keys,
+    lineage: target.batch.lineage,
+    uri: opts.storage.uri,
+  });
 }
 
 /**

@@ -25,7 +25,8 @@ export interface WriteTarget {
   partitionBy?: string[];
   /**
    * Table properties (`metaData.configuration`) of a table this write creates, such as
-   * `delta.enableRowTracking`; the protocol gets the features they ask for. Ignored for an existing table.
+   * `delta.enableRowTracking` or `delta.enableChangeDataFeed`; its protocol takes the features
+   * they need. Ignored when the table exists.
    */
   tableProperties?: Record<string, string>;
   /**

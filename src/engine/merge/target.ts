@@ -70,6 +70,8 @@ export async function prepareTarget(session: DuckSession, target: WriteTarget, o
     lazy: opts.lazy === true,
   });
   const metadata = evolved && opts.snapshot ? { ...opts.snapshot.metadata, schemaString: JSON.stringify(schema) } : null;
+  // A new column can make a feature unwritable (a name a change data feed reserves): refuse before reading.
+  if (metadata && opts.snapshot) assertWritable(opts.snapshot.protocol, metadata, uri);
   return { schema, partitionColumns, creating, metadata, addedColumns: evolved?.added ?? [], plan, batch };
 }
 
