@@ -5,10 +5,11 @@
  * and OPTIMIZE. Rows are read back with an independent reader of the protocol's rules
  * (test/helpers/row-tracking.ts).
  */
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AddFile, RemoveFile } from '../../../src/delta/actions.js';
 import { DuckSession } from '../../../src/engine/duckdb.js';
-import { ident } from '../../../src/engine/sql.js';
+import { ident, str } from '../../../src/engine/sql.js';
 import { SchemaError } from '../../../src/errors.js';
 import { optimizeTable } from '../../../src/maintenance/optimize.js';
 import { checkRowIdInvariants, commitActions, highWaterMark, trackedRows } from '../../helpers/row-tracking.js';
@@ -143,6 +144,23 @@ describe('row tracking on a table tidemark creates', () => {
       const err = await merge(f, { batch: 'b1', keyColumns: ['id'], orderBy: 'rev', schemaEvolution: 'addColumns' }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(SchemaError);
       expect(err).toMatchObject({ context: { column: hidden } });
+    } finally {
+      await f.close();
+    }
+  });
+
+  it('with a change data feed too: the MERGE records its changes in cdc files (no hidden columns there) and keeps the ids', async () => {
+    const f = await localFixture(session);
+    try {
+      await makeBatch(session, 'b0', `SELECT i::INTEGER AS id, 'v' || i AS v, 1 AS rev FROM range(1, 4) t(i)`);
+      await merge(f, { batch: 'b0', keyColumns: ['id'], orderBy: 'rev', deletionVectors: 'off', tableProperties: { ...TRACKED, 'delta.enableChangeDataFeed': 'true' } });
+      await makeBatch(session, 'b1', `SELECT * FROM (VALUES (2, 'B', 2)) t(id, v, rev)`);
+      await merge(f, { batch: 'b1', keyColumns: ['id'], orderBy: 'rev', deletionVectors: 'off' });
+      expect(await idsAndVersions(f)).toEqual({ 1: [0, 0], 2: [1, 1], 3: [2, 0] });
+      const cdc = (await commitActions(f.storage, 1)).flatMap((a) => ('cdc' in a ? [a.cdc.path] : []));
+      expect(cdc).toHaveLength(1);
+      const columns = await session.allJson(`SELECT name FROM parquet_schema(${str(join(f.dir, decodeURIComponent(cdc[0]!)))}) WHERE name LIKE '\\_%' ESCAPE '\\'`);
+      expect(columns.map((c) => c['name'])).toEqual(['_change_type']);
     } finally {
       await f.close();
     }
