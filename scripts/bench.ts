@@ -30,7 +30,7 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory> [options]
     --files N      landing files (default 200)
     --commits N    commits of the no-op run's table (default 200)
     --repeat N     interleaved repetitions of (a) and (b), medians reported (default 3)
-    --what-if-rows N  (b) again had the loads written files of N rows (default rows/50; 0 = skip)
+    --what-if-rows N  (b) again had the loads written files of N rows (default 0 = skip)
 
   memory  one batch several times DuckDB's memory limit, loaded by the job in a child
           process per limit (unlimited first, as the baseline): time and peak RSS
@@ -132,7 +132,7 @@ async function main(argv: string[]): Promise<void> {
     files: positiveInt('files', values.files, 200),
     commits: positiveInt('commits', values.commits, 200),
     repeat: positiveInt('repeat', values.repeat, 3),
-    whatIfRows: values['what-if-rows'] === '0' ? 0 : positiveInt('what-if-rows', values['what-if-rows'], Math.max(1000, Math.round(rows / 50))),
+    whatIfRows: values['what-if-rows'] === undefined || values['what-if-rows'] === '0' ? 0 : positiveInt('what-if-rows', values['what-if-rows'], 0),
     keep: values.keep,
     jsonPath: resultPath('ingest', values.json),
     command,

@@ -50,19 +50,17 @@ export class ConditionalWriteUnsupportedError extends TidemarkError {}
 export class DeltaLogError extends TidemarkError {}
 
 /**
- * The table uses a protocol feature tidemark cannot honour; `context.feature` names it and
- * `context.access` says what was refused: 'read' (so writing too), or 'write' only.
+ * The table uses a protocol feature tidemark cannot honour; `context.feature` names it, `access`
+ * the operation refused, and `blocks` whether the feature rules out reading or only writing.
  */
 export class UnsupportedFeatureError extends TidemarkError {
   readonly feature: string;
-  constructor(feature: string, access: 'read' | 'write', uri: string, detail?: string) {
-    const outcome = access === 'read' ? 'writing is refused too' : 'only writing is refused; reading the table is fine';
-    super(
-      `[delta] cannot ${access} table ${uri}: it uses the table feature '${feature}', which tidemark cannot ${access}` +
-        (detail ? ` (${detail})` : '') +
-        `; ${outcome}`,
-      { kind: 'terminal', context: { uri, feature, access } },
-    );
+  constructor(feature: string, access: 'read' | 'write', uri: string, detail?: string, blocks: 'read' | 'write' = access) {
+    const what = blocks === 'read' ? 'which tidemark cannot read' : 'which tidemark can read but not write';
+    super(`[delta] cannot ${access} table ${uri}: it uses the table feature '${feature}', ${what}` + (detail ? ` (${detail})` : ''), {
+      kind: 'terminal',
+      context: { uri, feature, access, blocks },
+    });
     this.feature = feature;
   }
 }

@@ -150,6 +150,12 @@ const target = z
       .describe(
         'Delta table properties of a table the job creates, e.g. delta.enableRowTracking: true, delta.enableInCommitTimestamps: true, delta.checkpointPolicy: v2, delta.appendOnly: true (the protocol gets the features they need)',
       ),
+    columnMapping: z
+      .enum(['none', 'name', 'id'])
+      .optional()
+      .describe(
+        "Column mapping of a table the job creates: none (the default), name or id (columns get physical names and ids, so readers can rename and drop them); for an existing table, if set, it must be the table's mode",
+      ),
     deleteWhen: nonEmpty.optional().describe("SQL condition on the incoming row that deletes its key (is_deleted, Op = 'D')"),
     tombstoneRetention: duration('7d').describe('How long a deleted key is remembered (7d)'),
     /**

@@ -5,10 +5,12 @@
  */
 import { UnsupportedFeatureError } from '../errors.js';
 import type { Metadata, Protocol } from './actions.js';
+import { changeDataFeedEnabled, reservedChangeColumn } from './change-data.js';
 import { rowTrackingProblem } from './row-tracking.js';
 import { APPEND_ONLY, isTrue } from './table-properties.js';
-import { changeDataFeedEnabled, reservedChangeColumn } from './change-data.js';
+import { columnMappingProblem } from './column-mapping.js';
 import { parseSchema, type DataType, type StructField } from './schema.js';
+import { typeWideningProblem } from './type-widening.js';
 
 /** Features that ask nothing of a reader (writer-only features, and vacuumProtocolCheck). */
 const READER_NEUTRAL = new Set([
@@ -43,8 +45,8 @@ const LEGACY_WRITER_FEATURES: ReadonlyArray<[number, string[]]> = [
 ];
 
 type Access = 'read' | 'write';
-/** Why a feature cannot be honoured for this table (given its writer features), or null when it can. */
-type Check = (metadata: Metadata, writerFeatures: readonly string[]) => string | null;
+/** Why a feature cannot be honoured for this table, or null when it can. */
+type Check = (metadata: Metadata, protocol: Protocol) => string | null;
 
 const WRITE_CHECKS: Readonly<Record<string, Check>> = {
   // A MERGE that would update or delete rows is refused before it writes (engine/merge), and the commit path refuses dataChange removes.
@@ -69,16 +71,20 @@ const WRITE_CHECKS: Readonly<Record<string, Check>> = {
     anyField(m, (f) => Object.keys(f.metadata).some((k) => k.startsWith('delta.identity.')))
       ? 'a column is an identity column'
       : null,
+  // Physical names, field ids, physical partition and stats keys, new ids on new columns.
   columnMapping: columnMappingCheck,
+  // Files are written in the current type; tidemark never widens a column itself.
+  typeWidening: typeWideningCheck,
+  'typeWidening-preview': typeWideningCheck,
   // Fresh row ids are assigned per commit attempt (./row-tracking.ts); MERGE and OPTIMIZE preserve stable ids.
-  rowTracking: (m, features) => rowTrackingProblem(features, m),
+  rowTracking: (m, protocol) => rowTrackingProblem(writerFeatures(protocol), m),
   // Commit attempts carry a monotonic inCommitTimestamp as their first action (./in-commit-timestamp.ts).
   inCommitTimestamp: () => null,
-  // Read with sidecars; checkpoints of such tables are written UUID-named (./checkpoint.ts).
+  // Read with sidecars; checkpoints of such tables are written UUID-named (./checkpoint-v2.ts).
   v2Checkpoint: () => null,
   // The domain is carried untouched; new files are sorted by the clustering columns (./clustering.ts).
-  clustering: (m, features) => {
-    if (!features.includes('domainMetadata')) return 'clustering is listed without the domainMetadata feature it requires';
+  clustering: (m, protocol) => {
+    if (!writerFeatures(protocol).includes('domainMetadata')) return 'clustering is listed without the domainMetadata feature it requires';
     return (m.partitionColumns ?? []).length > 0 ? 'a clustered table cannot have partition columns' : null;
   },
 };
@@ -89,40 +95,42 @@ const READ_CHECKS: Readonly<Record<string, Check>> = {
   // UUID-named checkpoints and their sidecars are read (./checkpoint-read.ts).
   v2Checkpoint: () => null,
   columnMapping: columnMappingCheck,
+  // Every file is cast to the current type when read.
+  typeWidening: typeWideningCheck,
+  'typeWidening-preview': typeWideningCheck,
 };
 
-/** Column mapping in mode `none` (or unset) changes nothing for readers and writers. */
-function columnMappingCheck(m: Metadata): string | null {
-  const mode = m.configuration?.['delta.columnMapping.mode'] ?? 'none';
-  return mode === 'none' ? null : `delta.columnMapping.mode is ${mode}`;
+/** Modes name and id are read and written; an unknown mode or an unmapped field is not. */
+function columnMappingCheck(m: Metadata, protocol: Protocol): string | null {
+  return columnMappingProblem(protocol, m, parseSchema(m.schemaString));
+}
+
+function typeWideningCheck(m: Metadata): string | null {
+  return typeWideningProblem(parseSchema(m.schemaString), m.partitionColumns ?? []);
 }
 
 /**
- * Throw UnsupportedFeatureError unless tidemark can read the table: reader version 1, 2 with
- * column mapping mode `none`, or 3 with only supported reader features.
+ * Throw UnsupportedFeatureError unless tidemark can read the table: reader version 1, 2 (column
+ * mapping), or 3 with only supported reader features.
  */
 export function assertReadable(protocol: Protocol, metadata: Metadata, uri: string): void {
   failOn(readProblems(protocol, metadata), 'read', uri);
 }
 
 /**
- * Throw UnsupportedFeatureError unless tidemark can write the table: it must be readable (else
- * the error says reading is refused), and every writer feature (implied by a legacy version or
- * listed at writer 7) supported for this table's schema and configuration (else the error says
- * only writing is refused).
+ * Throw UnsupportedFeatureError unless tidemark can write the table: it must be readable,
+ * and every writer feature (implied by a legacy version or listed at writer 7) supported
+ * for this table's schema and configuration.
  */
 export function assertWritable(protocol: Protocol, metadata: Metadata, uri: string): void {
-  const unreadable = readProblems(protocol, metadata);
-  const problems: Problem[] = [];
+  const problems = readProblems(protocol, metadata);
   const version = protocol.minWriterVersion;
-  if (version > 7) problems.push({ feature: `minWriterVersion=${version}`, detail: 'unknown writer version' });
-  const features = writerFeatures(protocol);
-  for (const feature of features) {
+  if (version > 7) problems.push({ feature: `minWriterVersion=${version}`, detail: 'unknown writer version', blocks: 'write' });
+  for (const feature of writerFeatures(protocol)) {
     const check = WRITE_CHECKS[feature];
-    const detail = check ? check(metadata, features) : 'not supported for writing';
-    if (detail !== null) problems.push({ feature, detail });
+    const detail = check ? check(metadata, protocol) : 'not supported for writing';
+    if (detail !== null) problems.push({ feature, detail, blocks: 'write' });
   }
-  if (unreadable.length > 0) failOn([...unreadable, ...problems], 'read', uri);
   failOn(problems, 'write', uri);
 }
 
@@ -174,22 +182,24 @@ export function writerFeatures(protocol: Protocol): string[] {
 interface Problem {
   feature: string;
   detail: string;
+  /** The access the feature rules out: a read problem rules out writing too. */
+  blocks: Access;
 }
 
 function readProblems(protocol: Protocol, metadata: Metadata): Problem[] {
   const problems: Problem[] = [];
   const version = protocol.minReaderVersion;
   const features = version >= 3 ? (protocol.readerFeatures ?? []) : version === 2 ? ['columnMapping'] : [];
-  if (version > 3) problems.push({ feature: `minReaderVersion=${version}`, detail: 'unknown reader version' });
-  // Column mapping on an old protocol is still column mapping: check it whatever the version says.
-  for (const feature of unique([...features, 'columnMapping'])) {
+  if (version > 3) problems.push({ feature: `minReaderVersion=${version}`, detail: 'unknown reader version', blocks: 'read' });
+  // A columnMapping.mode property the protocol does not support is ignored (PROTOCOL.md "Column Mapping").
+  for (const feature of unique(features)) {
     if (READER_NEUTRAL.has(feature)) continue;
     const check = READ_CHECKS[feature];
-    const detail = check ? check(metadata, []) : 'not supported for reading';
-    if (detail !== null) problems.push({ feature, detail });
+    const detail = check ? check(metadata, protocol) : 'not supported for reading';
+    if (detail !== null) problems.push({ feature, detail, blocks: 'read' });
   }
   if (usesType(parseSchema(metadata.schemaString), 'variant')) {
-    problems.push({ feature: 'variantType', detail: 'a column has type variant' });
+    problems.push({ feature: 'variantType', detail: 'a column has type variant', blocks: 'read' });
   }
   return problems;
 }
@@ -197,9 +207,9 @@ function readProblems(protocol: Protocol, metadata: Metadata): Problem[] {
 function failOn(problems: Problem[], access: Access, uri: string): void {
   const first = problems[0];
   if (!first) return;
-  const others = unique(problems.slice(1).map((p) => p.feature)).filter((f) => f !== first.feature);
+  const others = problems.slice(1).map((p) => p.feature);
   const detail = first.detail + (others.length ? `; also unsupported: ${others.join(', ')}` : '');
-  throw new UnsupportedFeatureError(first.feature, access, uri, detail);
+  throw new UnsupportedFeatureError(first.feature, access, uri, detail, first.blocks);
 }
 
 function unique(names: string[]): string[] {

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { SchemaError } from '../errors.js';
 import type { Action, Metadata, Protocol } from './actions.js';
 import { ENABLE_CHANGE_DATA_FEED } from './change-data.js';
+import { COLUMN_MAPPING_MODE } from './column-mapping.js';
 import type { DataType, StructField, StructType } from './schema.js';
 import {
   APPEND_ONLY,
@@ -32,16 +33,19 @@ export interface NewTableSpec {
 
 /**
  * The lowest protocol for the table: {1,2} by default, {1,4} when it records a change data feed
- * (`delta.enableChangeDataFeed`) and needs nothing more; table features at reader 3 / writer 7
- * when the schema uses timestamp_ntz, or the properties ask for deletion vectors
- * (`delta.enableDeletionVectors`) or V2 checkpoints (`delta.checkpointPolicy=v2`); writer 7 when
- * they ask for row tracking (`delta.enableRowTracking`, with `domainMetadata`) or in-commit
- * timestamps (`delta.enableInCommitTimestamps`), or the commits carry domain metadata. At writer 7,
- * `appendOnly` and `changeDataFeed` are listed when their properties are set.
+ * (`delta.enableChangeDataFeed`) and needs nothing more, {2,5} with column mapping
+ * (`delta.columnMapping.mode` name or id; writer 5 implies the feed's writer 4) and nothing more;
+ * table features at reader 3 / writer 7 when the schema uses timestamp_ntz, or the properties ask
+ * for deletion vectors (`delta.enableDeletionVectors`) or V2 checkpoints
+ * (`delta.checkpointPolicy=v2`), with `columnMapping` listed for readers and writers when mapped;
+ * writer 7 when they ask for row tracking (`delta.enableRowTracking`, with `domainMetadata`) or
+ * in-commit timestamps (`delta.enableInCommitTimestamps`), or the commits carry domain metadata.
+ * At writer 7, `appendOnly` and `changeDataFeed` are listed when their properties are set.
  */
 export function protocolFor(schema: StructType, opts: { domainMetadata?: boolean; configuration?: Record<string, string> } = {}): Protocol {
   const flag = (key: string) => isTrue(opts.configuration, key);
   const changeDataFeed = flag(ENABLE_CHANGE_DATA_FEED);
+  const mapped = ['name', 'id'].includes((opts.configuration?.[COLUMN_MAPPING_MODE] ?? 'none').toLowerCase());
   const readers: string[] = [];
   if (usesType(schema, 'timestamp_ntz')) readers.push('timestampNtz');
   if (flag('delta.enableDeletionVectors')) readers.push('deletionVectors');
@@ -50,7 +54,11 @@ export function protocolFor(schema: StructType, opts: { domainMetadata?: boolean
   if (flag(ENABLE_ROW_TRACKING)) writers.push('rowTracking', 'domainMetadata');
   else if (opts.domainMetadata) writers.push('domainMetadata');
   if (flag(ENABLE_IN_COMMIT_TIMESTAMPS)) writers.push('inCommitTimestamp');
-  if (readers.length === 0 && writers.length === 0) return { minReaderVersion: 1, minWriterVersion: changeDataFeed ? 4 : 2 };
+  if (readers.length === 0 && writers.length === 0) {
+    if (mapped) return { minReaderVersion: 2, minWriterVersion: 5 };
+    return { minReaderVersion: 1, minWriterVersion: changeDataFeed ? 4 : 2 };
+  }
+  if (mapped) readers.push('columnMapping');
   const writerFeatures = [...readers, ...writers];
   if (flag(APPEND_ONLY)) writerFeatures.push('appendOnly');
   if (changeDataFeed) writerFeatures.push('changeDataFeed');

@@ -11,6 +11,7 @@
 import { clusteringColumns } from '../delta/clustering.js';
 import { writerFeatures } from '../delta/features.js';
 import { rowTrackingOf } from '../delta/row-tracking.js';
+import { columnMappingMode } from '../delta/column-mapping.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { totalRecords } from '../delta/stats.js';
 import { writeDataFiles, type WrittenFile } from '../engine/data-files.js';
@@ -56,6 +57,7 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
       ...(tracking ? { hiddenColumns: hiddenRowIdColumns(tracking) } : {}),
       schema: ctx.snapshot.schema,
       partitionColumns: ctx.snapshot.partitionColumns,
+      columnMapping: columnMappingMode(ctx.snapshot.protocol, ctx.snapshot.metadata),
       localDir,
       ...(rows === undefined ? {} : { targetFileRows: rows, rowsAtMost: totalRecords(bin.files) }),
       ...(numIndexedCols === undefined ? {} : { numIndexedCols }),

@@ -7,9 +7,11 @@ import { UnsupportedFeatureError } from '../../src/errors.js';
 import type { Metadata, Protocol } from '../../src/delta/actions.js';
 import { assertReadable, assertWritable, changeDataFeedActive, writerFeatures } from '../../src/delta/features.js';
 
-function metadata(opts: { configuration?: Record<string, string>; fieldMetadata?: Record<string, unknown>; type?: unknown } = {}): Metadata {
+function metadata(
+  opts: { configuration?: Record<string, string>; fieldMetadata?: Record<string, unknown>; idMetadata?: Record<string, unknown>; type?: unknown } = {},
+): Metadata {
   const fields = [
-    { name: 'id', type: 'long', nullable: true, metadata: {} },
+    { name: 'id', type: 'long', nullable: true, metadata: opts.idMetadata ?? {} },
     { name: 'v', type: opts.type ?? 'string', nullable: true, metadata: opts.fieldMetadata ?? {} },
   ];
   return {
@@ -51,15 +53,19 @@ describe('reader gate', () => {
     expect(readRefusal(p(3, 7, ['appendOnly', 'vacuumProtocolCheck'], []))).toBeNull();
   });
 
-  it('reader 2 means column mapping: refused unless its mode is none', () => {
+  it('reader 2 means column mapping: modes none, name and id are read when every field is mapped', () => {
+    const mapped = { 'delta.columnMapping.id': 2, 'delta.columnMapping.physicalName': 'col-v' };
+    const mappedMetadata = (mode: string) =>
+      metadata({ configuration: { 'delta.columnMapping.mode': mode }, fieldMetadata: mapped, idMetadata: { 'delta.columnMapping.id': 1, 'delta.columnMapping.physicalName': 'col-id' } });
     expect(readRefusal(p(2, 5))).toBeNull();
     expect(readRefusal(p(2, 5), metadata({ configuration: { 'delta.columnMapping.mode': 'none' } }))).toBeNull();
+    expect(readRefusal(p(2, 5), mappedMetadata('name'))).toBeNull();
+    expect(readRefusal(p(3, 7, ['columnMapping'], ['columnMapping']), mappedMetadata('id'))).toBeNull();
+    // A mapped mode whose fields lack their ids and physical names, or an unknown mode, is refused.
     expect(readRefusal(p(2, 5), metadata({ configuration: { 'delta.columnMapping.mode': 'name' } }))).toBe('columnMapping');
-    expect(readRefusal(p(3, 7, ['columnMapping']), metadata({ configuration: { 'delta.columnMapping.mode': 'id' } }))).toBe(
-      'columnMapping',
-    );
-    // Even on a protocol that does not announce it.
-    expect(readRefusal(p(1, 2), metadata({ configuration: { 'delta.columnMapping.mode': 'name' } }))).toBe('columnMapping');
+    expect(readRefusal(p(2, 5), mappedMetadata('position'))).toBe('columnMapping');
+    // A mode the protocol does not support is ignored (PROTOCOL.md "Column Mapping").
+    expect(readRefusal(p(1, 2), metadata({ configuration: { 'delta.columnMapping.mode': 'name' } }))).toBeNull();
   });
 
   it('refuses unsupported and unknown reader features, and versions above 3', () => {
@@ -70,9 +76,18 @@ describe('reader gate', () => {
     expect(readRefusal(p(1, 2), metadata({ type: 'variant' }))).toBe('variantType');
   });
 
-  it('the message names the feature, the table and the access (reading refused, so writing too)', () => {
+  it('the message names the feature, the table and the access', () => {
     expect(() => assertReadable(p(3, 7, ['catalogManaged', 'someFutureFeature']), metadata(), 'file:///t/')).toThrow(
-      "cannot read table file:///t/: it uses the table feature 'catalogManaged', which tidemark cannot read (not supported for reading; also unsupported: someFutureFeature); writing is refused too",
+      "cannot read table file:///t/: it uses the table feature 'catalogManaged', which tidemark cannot read (not supported for reading; also unsupported: someFutureFeature)",
+    );
+  });
+
+  it('a write refusal says whether the feature rules out reading too, or only writing', () => {
+    expect(() => assertWritable(p(1, 7, null, ['liquid']), metadata(), 'file:///t/')).toThrow(
+      "cannot write table file:///t/: it uses the table feature 'liquid', which tidemark can read but not write (not supported for writing)",
+    );
+    expect(() => assertWritable(p(3, 7, ['catalogManaged'], ['catalogManaged']), metadata(), 'file:///t/')).toThrow(
+      "cannot write table file:///t/: it uses the table feature 'catalogManaged', which tidemark cannot read",
     );
   });
 });
@@ -108,6 +123,7 @@ describe('writer gate', () => {
     expect(writeRefusal(p(1, 6), metadata({ fieldMetadata: { 'delta.identity.start': 1, 'delta.identity.step': 1 } }))).toBe(
       'identityColumns',
     );
+    // Column mapping: a mapped mode needs an id and a physical name on every field.
     expect(writeRefusal(p(2, 5), metadata({ configuration: { 'delta.columnMapping.mode': 'name' } }))).toBe('columnMapping');
   });
 
@@ -115,7 +131,6 @@ describe('writer gate', () => {
     for (const feature of [
       'liquid',
       'icebergCompatV2',
-      'typeWidening',
       'variantType',
       'allowColumnDefaults',
       'vacuumProtocolCheck',
@@ -130,16 +145,16 @@ describe('writer gate', () => {
     expect(writeRefusal(p(1, 7, null, ['domainMetadata']))).toBeNull();
   });
 
-  it('a writer must also pass the reader gate: an unreadable table is refused for reading, naming the writer problems too', () => {
+  it('a writer must also pass the reader gate', () => {
     expect(writeRefusal(p(3, 7, ['someFutureFeature'], ['someFutureFeature']))).toBe('someFutureFeature');
     expect(() => assertWritable(p(3, 7, ['someFutureFeature'], ['liquid']), metadata(), 'file:///t/')).toThrow(
-      /cannot read table .*'someFutureFeature'.*also unsupported: liquid\); writing is refused too$/,
+      /cannot write table .*'someFutureFeature', which tidemark cannot read.*also unsupported: liquid/,
     );
   });
 
-  it('a feature refused only for writing says so, and that reading is fine', () => {
+  it("table 16's protocol: row tracking, domains and DVs are honoured, the pre-standard liquid is refused for writing only", () => {
     expect(() => assertWritable(p(3, 7, ['deletionVectors'], ['domainMetadata', 'deletionVectors', 'rowTracking', 'liquid']), metadata(), 'file:///t/')).toThrow(
-      "cannot write table file:///t/: it uses the table feature 'liquid', which tidemark cannot write (not supported for writing); only writing is refused; reading the table is fine",
+      "cannot write table file:///t/: it uses the table feature 'liquid', which tidemark can read but not write (not supported for writing)",
     );
   });
 
@@ -161,6 +176,21 @@ describe('writer gate', () => {
     const unnamed = { 'delta.enableRowTracking': 'true' };
     expect(writeRefusal(p(1, 7, null, ['domainMetadata', 'rowTracking']), metadata({ configuration: unnamed }))).toBe('rowTracking');
     expect(writeRefusal(p(1, 7, null, ['clustering']))).toBe('clustering');
+  });
+
+  it('type widening: read and written while every recorded change is a widening tidemark reads', () => {
+    const changes = (fromType: string, toType: string) => ({ 'delta.typeChanges': [{ fromType, toType, tableVersion: 1 }] });
+    const widened = (fromType: string, toType: string) => metadata({ fieldMetadata: changes(fromType, toType), type: toType });
+    for (const feature of ['typeWidening', 'typeWidening-preview']) {
+      const protocol = p(3, 7, [feature], [feature]);
+      for (const [from, to] of [['integer', 'long'], ['byte', 'integer'], ['float', 'double'], ['short', 'double'], ['date', 'timestamp_ntz'], ['decimal(5,2)', 'decimal(10,4)'], ['integer', 'decimal(12,2)']]) {
+        expect(readRefusal(protocol, widened(from!, to!)), `${from} → ${to}`).toBeNull();
+        expect(writeRefusal(protocol, widened(from!, to!)), `${from} → ${to}`).toBeNull();
+      }
+      for (const [from, to] of [['long', 'integer'], ['long', 'double'], ['decimal(10,4)', 'decimal(10,2)'], ['long', 'decimal(10,0)'], ['string', 'long']]) {
+        expect(readRefusal(protocol, widened(from!, to!)), `${from} → ${to}`).toBe(feature);
+      }
+    }
   });
 
   it('accepts deletion vectors for reading and writing (tidemark reads them and writes them in MERGE)', () => {

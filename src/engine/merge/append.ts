@@ -48,7 +48,7 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
             {
               schema: target.schema,
               partitionColumns: target.partitionColumns,
-              ...(opts.tableProperties ? { configuration: opts.tableProperties } : {}),
+              configuration: { ...target.properties, ...opts.tableProperties },
               actions: adds,
               operationMetrics: metrics,
             },

@@ -8,6 +8,7 @@
 import { posix } from 'node:path';
 import type { Action } from '../../delta/actions.js';
 import { CHANGE_DATA_FOLDER, CHANGE_TYPE_COLUMN, cdcFileFor } from '../../delta/change-data.js';
+import { PHYSICAL_NAME } from '../../delta/column-mapping.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import { encodeLogPath } from '../../delta/partition-encode.js';
 import type { StructType } from '../../delta/schema.js';
@@ -46,6 +47,7 @@ export async function writeChangeData(out: OutputOptions, input: ChangeDataInput
     relationSql: changeRowsSql(input.tables, input.columns, input.keys),
     schema: withChangeType(out.schema),
     partitionColumns: out.partitionColumns,
+    columnMapping: out.columnMapping,
     localDir: await out.spool.folder('change-data'),
     ...(input.targetFileRows === undefined ? {} : { targetFileRows: input.targetFileRows }),
   });
@@ -54,9 +56,13 @@ export async function writeChangeData(out: OutputOptions, input: ChangeDataInput
   return { files, actions: files.map((f) => ({ cdc: cdcFileFor(f) })) };
 }
 
-/** The table schema plus the `_change_type` string column. */
+/**
+ * The table schema plus the `_change_type` string column, which is not a table column: under
+ * column mapping it keeps its own name as physical name and gets no field id, as Spark writes it.
+ */
 function withChangeType(schema: StructType): StructType {
-  return { ...schema, fields: [...schema.fields, { name: CHANGE_TYPE_COLUMN, type: 'string', nullable: true, metadata: {} }] };
+  const metadata = { [PHYSICAL_NAME]: CHANGE_TYPE_COLUMN };
+  return { ...schema, fields: [...schema.fields, { name: CHANGE_TYPE_COLUMN, type: 'string', nullable: true, metadata }] };
 }
 
 /** A written file moved below `_change_data/` (partition folders kept) and named `cdc-…`. */

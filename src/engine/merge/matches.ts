@@ -7,6 +7,7 @@
  *   →  read in full only the 'rewrite' files, and of the 'dv' files only their tied rows;
  *      classify every matched row (the changes).
  */
+import { columnMappingMode, physicalName } from '../../delta/column-mapping.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
@@ -62,8 +63,12 @@ export interface TouchedFile {
 /** Prune, load the candidates' deletion vectors, then build the hits table from a key-column scan. */
 export async function findHits(ctx: MatchContext): Promise<HitsResult> {
   const { snapshot, spec } = ctx;
+  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
   const typed = (names: readonly string[]): TypedColumn[] =>
-    names.map((name) => ({ name, type: snapshot.schema.fields.find((f) => f.name === name)!.type }));
+    names.map((name) => {
+      const field = snapshot.schema.fields.find((f) => f.name === name)!;
+      return { name, type: field.type, key: physicalName(field, mode) };
+    });
   const pruned = await pruneFiles(ctx.session, {
     files: ctx.batchRows === 0 ? [] : snapshot.files,
     fileTable: ctx.tables.files,

@@ -19,6 +19,7 @@
  */
 import type { Action, Metadata } from '../../delta/actions.js';
 import { clusteringColumns } from '../../delta/clustering.js';
+import { physicalName } from '../../delta/column-mapping.js';
 import { changeDataFeedActive, isAppendOnly, withTableFeature, writerFeatures } from '../../delta/features.js';
 import { rowTrackingOf } from '../../delta/row-tracking.js';
 import { addFileFor, removeFileFor } from '../../delta/file-actions.js';
@@ -141,11 +142,12 @@ async function stageCreate(run: MergeRun): Promise<Staged> {
   const now = Date.now();
   // A table this MERGE creates takes deletion vectors unless told not to ('auto' and 'on').
   const dvs = (opts.deletionVectors ?? 'auto') !== 'off';
+  const configuration = { ...(dvs ? { [ENABLE_DVS]: 'true' } : {}), ...target.properties, ...opts.tableProperties };
   const request = createTableRequest(
     {
       schema: target.schema,
       partitionColumns: target.partitionColumns,
-      configuration: { ...(dvs ? { [ENABLE_DVS]: 'true' } : {}), ...opts.tableProperties },
+      ...(Object.keys(configuration).length > 0 ? { configuration } : {}),
       actions: added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })),
       operationParameters: mergeParameters(spec, opts.deleteWhen),
       operationMetrics: mergeMetrics({ added, removed: [], counts, timings: clock.timings() }),
@@ -366,7 +368,11 @@ async function readPartitions(session: DuckSession, tables: TempTables, target: 
   const fields = columns.map((p) => target.schema.fields.find((f) => f.name === p)!);
   const cols = fields.map((f, i) => `${partitionValueStringSql(`b.${ident(f.name)}`, f.type, f.name)} AS p${i}`);
   const rows = await session.all(`SELECT DISTINCT ${cols.join(', ')} FROM ${ident(tables.batch)} AS b`);
-  return partitionTuples(columns, rows);
+  // Conflict checks compare these with the winners' partitionValues, keyed like the log (physical names).
+  return partitionTuples(
+    fields.map((f) => physicalName(f, target.columnMapping)),
+    rows,
+  );
 }
 
 /** A relation with the table's columns and no rows. */
