@@ -165,4 +165,28 @@ describe('row tracking on a table tidemark creates', () => {
       await f.close();
     }
   });
+
+  it('on a column-mapped table: data columns physical with field ids, the hidden columns under their own names without ids; ids kept', async () => {
+    const f = await localFixture(session);
+    try {
+      await makeBatch(session, 'b0', `SELECT i::INTEGER AS id, 'v' || i AS v, 1 AS rev FROM range(1, 4) t(i)`);
+      await merge(f, { batch: 'b0', keyColumns: ['id'], orderBy: 'rev', deletionVectors: 'off', columnMapping: 'name', tableProperties: TRACKED });
+      await makeBatch(session, 'b1', `SELECT * FROM (VALUES (2, 'B', 2)) t(id, v, rev)`);
+      await merge(f, { batch: 'b1', keyColumns: ['id'], orderBy: 'rev', deletionVectors: 'off' });
+      const s = await snapshotOf(f);
+      expect(s.protocol.writerFeatures).toEqual(expect.arrayContaining(['columnMapping', 'rowTracking', 'domainMetadata']));
+      const hidden = s.metadata.configuration['delta.rowTracking.materializedRowIdColumnName']!;
+      const rewritten = s.files.find((x) => x.defaultRowCommitVersion === 1)!;
+      const footer = await session.allJson(`SELECT name, field_id FROM parquet_schema(${str(join(f.dir, decodeURIComponent(rewritten.path)))}) WHERE name <> 'duckdb_schema'`);
+      expect(footer.filter((c) => String(c['name']).startsWith('col-')).every((c) => c['field_id'] !== null)).toBe(true);
+      expect(footer.find((c) => c['name'] === hidden)).toEqual({ name: hidden, field_id: null });
+      expect((await readRows(f, 'id')).map((x) => x['v'])).toEqual(['v1', 'B', 'v3']);
+      const idColumn = String(s.schema.fields.find((x) => x.name === 'id')!.metadata!['delta.columnMapping.physicalName']);
+      const tracked = await trackedRows(session, f.storage, s, idColumn);
+      checkRowIdInvariants(s, tracked);
+      expect(tracked.map((t) => [Number(t.value), t.rowId, t.version])).toEqual([[1, 0, 0], [2, 1, 1], [3, 2, 0]]);
+    } finally {
+      await f.close();
+    }
+  });
 });
