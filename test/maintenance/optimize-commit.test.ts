@@ -141,7 +141,8 @@ describe('optimizeCommitRequest', () => {
       p50FileSize: '110',
       p75FileSize: '250',
       maxFileSize: '250',
-      numDeletionVectorsRemoved: '0',
+      // One of the compacted files had a deletion vector: its deleted rows are purged.
+      numDeletionVectorsRemoved: '1',
     });
   });
 

@@ -145,6 +145,8 @@ describe('mergeMetrics', () => {
         'numTargetFilesAdded',
         'numTargetFilesRemoved',
         'numTargetChangeFilesAdded',
+        'numTargetChangeFileBytes',
+        'numTargetDeletionVectorsAdded',
         'numTargetBytesAdded',
         'numTargetBytesRemoved',
         'executionTimeMs',
