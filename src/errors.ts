@@ -65,6 +65,20 @@ export class UnsupportedFeatureError extends TidemarkError {
   }
 }
 
+/**
+ * A write would change or remove rows of an append-only table (`delta.appendOnly = true`, PROTOCOL.md
+ * "Append-only Tables"): only new rows, and rearranging files without changing data, are allowed.
+ */
+export class AppendOnlyTableError extends TidemarkError {
+  constructor(uri: string, operation: string, what: string) {
+    super(
+      `[delta] table ${uri} is append-only (delta.appendOnly = true): this ${operation} ${what}; ` +
+        'only inserts are allowed (load it with target.mode: append, or set delta.appendOnly to false on the table)',
+      { kind: 'terminal', context: { uri, setting: 'delta.appendOnly', operation } },
+    );
+  }
+}
+
 /** A concurrent commit changed what this transaction read; retrying blindly would be wrong. */
 export class CommitConflictError extends TidemarkError {
   readonly conflict: string;

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { resolveDiscovery } from '../discovery/config.js';
 import { globProblem } from '../discovery/filter.js';
 import { ConfigError } from '../errors.js';
+import { tableProperties } from './table-properties.js';
 import { parseDuration, parseSize } from './units.js';
 
 const toMs = (v: string | number, ctx: z.RefinementCtx): number => {
@@ -144,6 +145,11 @@ const target = z
     key: columnList.optional().describe('Key columns (required for merge)'),
     orderBy: nonEmpty.optional().describe('Version column: an incoming row wins only if not older (required for merge)'),
     partitionBy: z.array(nonEmpty).default([]).describe('Partition columns of a table the job creates'),
+    tableProperties: tableProperties
+      .optional()
+      .describe(
+        'Delta table properties of a table the job creates, e.g. delta.enableRowTracking: true, delta.enableInCommitTimestamps: true, delta.checkpointPolicy: v2, delta.appendOnly: true (the protocol gets the features they need)',
+      ),
     columnMapping: z
       .enum(['none', 'name', 'id'])
       .optional()

@@ -93,6 +93,21 @@ export interface DomainMetadata {
   removed: boolean;
 }
 
+/** Links a V2 checkpoint to one of its sidecar files, which hold its add and remove actions (checkpoints only). */
+export interface SidecarFile {
+  /** URI-encoded path relative to `_delta_log/_sidecars/`: in practice the bare file name. */
+  path: string;
+  sizeInBytes: number;
+  modificationTime: number;
+  tags?: Record<string, string> | null;
+}
+
+/** The one `checkpointMetadata` action of a V2 checkpoint (checkpoints only). */
+export interface CheckpointMetadata {
+  version: number;
+  tags?: Record<string, string> | null;
+}
+
 /** Free-form; Spark writes timestamp, operation, operationParameters, operationMetrics, readVersion… */
 export type CommitInfo = Record<string, unknown>;
 
@@ -104,13 +119,26 @@ export type Action =
   | { txn: Txn }
   | { commitInfo: CommitInfo }
   | { domainMetadata: DomainMetadata }
-  | { cdc: AddCDCFile };
+  | { cdc: AddCDCFile }
+  | { sidecar: SidecarFile }
+  | { checkpointMetadata: CheckpointMetadata };
 
 /** Names of the actions tidemark understands; readers ignore any other top-level key. */
-const KNOWN_ACTIONS = new Set(['add', 'remove', 'metaData', 'protocol', 'txn', 'commitInfo', 'domainMetadata', 'cdc']);
+const KNOWN_ACTIONS = new Set([
+  'add',
+  'remove',
+  'metaData',
+  'protocol',
+  'txn',
+  'commitInfo',
+  'domainMetadata',
+  'cdc',
+  'sidecar',
+  'checkpointMetadata',
+]);
 
 /**
- * Parse the text of one commit file. Unknown action keys are ignored (forward compatibility);
+ * Parse the text of one commit file (or of a JSON V2 checkpoint, which has the same layout). Unknown action keys are ignored (forward compatibility);
  * an unparsable line is a DeltaLogError naming the version and line.
  */
 export function parseCommit(text: string, version: number, uri: string): Action[] {

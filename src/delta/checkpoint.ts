@@ -1,16 +1,18 @@
 /**
- * Writing classic (V1) checkpoints after a commit (docs/delta-protocol.md, "Checkpoints").
+ * Writing checkpoints after a commit (docs/delta-protocol.md, "Checkpoints").
  *
  * After version N is committed and N is a multiple of the checkpoint interval, the snapshot
  * at N is written as `_delta_log/<N>.checkpoint.parquet` (one upload: S3 PUT and the local
- * driver's rename are both atomic), then `_last_checkpoint` is overwritten to point at it.
+ * driver's rename are both atomic), or, on tables with the `v2Checkpoint` feature, as a UUID-named
+ * V2 checkpoint (./checkpoint-v2.ts); then `_last_checkpoint` is overwritten to point at it.
  * A checkpoint only speeds up readers: if writing it fails, the commit stands and the table
  * stays correct, so the error is returned, never thrown. Two writers checkpointing the same
  * version write the same state, so that race is harmless.
  */
 import type { Storage } from '../storage/storage.js';
 import type { Action, Protocol } from './actions.js';
-import { checkpointKey, LAST_CHECKPOINT_KEY } from './log-files.js';
+import { usesV2Checkpoints, writeV2Checkpoint } from './checkpoint-v2.js';
+import { checkpointKey, LAST_CHECKPOINT_KEY, LOG_DIR, padVersion } from './log-files.js';
 import { readLastCheckpoint } from './log-listing.js';
 import type { Snapshot } from './snapshot.js';
 import type { CheckpointIO } from './transaction.js';
@@ -46,14 +48,24 @@ export async function maybeWriteCheckpoint(
   const interval = opts.interval ?? checkpointInterval(snapshot.metadata.configuration);
   if (snapshot.version === 0 || snapshot.version % interval !== 0) return { written: false, reason: 'not-due' };
   try {
-    if (await storage.head(checkpointKey(snapshot.version))) return { written: false, reason: 'exists' };
+    if (await hasCheckpoint(storage, snapshot.version)) return { written: false, reason: 'exists' };
     return await writeCheckpoint(storage, io, snapshot, opts.now ?? Date.now);
   } catch (error) {
     return { written: false, reason: 'failed', error };
   }
 }
 
-/** Write the checkpoint for the snapshot's version unconditionally, then `_last_checkpoint`. */
+/** True when a checkpoint of any kind (classic, multi-part, UUID-named) exists for the version. */
+async function hasCheckpoint(storage: Storage, version: number): Promise<boolean> {
+  const listing = await storage.listAll({ prefix: `${LOG_DIR}${padVersion(version)}.checkpoint.`, delimiter: '/', pageSize: 1 });
+  return listing.objects.length > 0;
+}
+
+/**
+ * Write the checkpoint for the snapshot's version unconditionally, then `_last_checkpoint`: a
+ * UUID-named V2 checkpoint when the table has the `v2Checkpoint` feature (never a classic one
+ * alone, never multi-part), else a classic V1 one.
+ */
 export async function writeCheckpoint(
   storage: Storage,
   io: CheckpointIO,
@@ -62,13 +74,23 @@ export async function writeCheckpoint(
 ): Promise<CheckpointOutcome & { written: true }> {
   const retention = deletedFileRetentionMs(snapshot.metadata.configuration);
   const actions = checkpointActions(snapshot, now() - retention);
+  const numOfAddFiles = snapshot.files.length;
+  if (usesV2Checkpoints(snapshot.protocol)) {
+    const written = await writeV2Checkpoint(storage, io, { version: snapshot.version, actions, numOfAddFiles, now: now() });
+    const hint = { version: snapshot.version, size: written.size, sizeInBytes: written.sizeInBytes, numOfAddFiles };
+    await updateLastCheckpoint(storage, hint);
+    return { written: true, ...hint };
+  }
   const { sizeInBytes } = await io.writeActions(storage, checkpointKey(snapshot.version), actions);
-  const hint = { version: snapshot.version, size: actions.length, sizeInBytes, numOfAddFiles: snapshot.files.length };
+  const hint = { version: snapshot.version, size: actions.length, sizeInBytes, numOfAddFiles };
   await updateLastCheckpoint(storage, hint);
   return { written: true, ...hint };
 }
 
-/** Point `_last_checkpoint` at the new checkpoint, unless it already points at a newer one. */
+/**
+ * Point `_last_checkpoint` at the new checkpoint, unless it already points at a newer one. The
+ * file is replaced whole, so no stale field of an older checkpoint (Spark's `v2Checkpoint`) stays.
+ */
 async function updateLastCheckpoint(storage: Storage, hint: { version: number }): Promise<void> {
   const current = await readLastCheckpoint(storage);
   if (current && current.version > hint.version) return;

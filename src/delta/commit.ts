@@ -21,8 +21,9 @@
  * Creating a table (readVersion -1) that loses the race for version 0 fails with the conflict
  * 'TableAlreadyExists': the caller re-opens the table and plans a normal write on it.
  *
- * In-Commit Timestamps are not written; tables that require them are refused before this loop
- * (see ./features.ts).
+ * Per attempt, table features stamp what depends on the version (./commit-stamps.ts): fresh row
+ * ids and their high-water mark (row tracking), and the in-commit timestamp; a retry recomputes
+ * them from the winners, never reusing a lost attempt's.
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -30,6 +31,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CommitConflictError, CommitRetriesExhaustedError, DeltaLogError, isTransient } from '../errors.js';
 import type { Storage } from '../storage/storage.js';
 import { fileActionKey, parseCommit, serializeCommit, type Action, type CommitInfo } from './actions.js';
+import { CommitStamps, type CommitFeatures } from './commit-stamps.js';
 import { checkConflicts, ISOLATION_LEVEL, type OurTransaction, type WinningCommit } from './conflicts.js';
 import { commitKey } from './log-files.js';
 import type { CommitRequest, CommitResult } from './transaction.js';
@@ -59,6 +61,8 @@ export interface CommitOptions {
   /** commitInfo.engineInfo; default `tidemark/<package version>`. */
   engineInfo?: string;
   onRetry?: (info: RetryInfo) => void;
+  /** Table features that stamp each attempt (row ids, in-commit timestamps); none by default. */
+  features?: CommitFeatures;
 }
 
 /**
@@ -74,18 +78,22 @@ export async function commitWithRetry(storage: Storage, request: CommitRequest, 
   const ours = describe(request);
   const txnId = randomUUID();
   let readVersion = request.read.readVersion;
+  const stamps = new CommitStamps(opts.features ?? {}, now);
 
   for (let attempt = 1; ; attempt++) {
     opts.signal?.throwIfAborted();
     const version = readVersion + 1;
-    const commitInfo = buildCommitInfo(request, { readVersion, txnId, timestamp: now(), engineInfo });
-    const body = serializeCommit([{ commitInfo }, ...request.actions]);
+    const stamped = stamps.forVersion(request.actions, version, storage.uri);
+    const commitInfo = { ...buildCommitInfo(request, { readVersion, txnId, timestamp: now(), engineInfo }), ...stamped.commitInfo };
+    // commitInfo is always the first line, as in-commit timestamps require.
+    const body = serializeCommit([{ commitInfo }, ...stamped.actions]);
     if ((await writeVersion(storage, version, body, txnId, opts.signal)) === 'ours') {
       return { version, attempts: attempt };
     }
     if (request.read.readVersion < 0) throw tableExists(storage.uri);
     const winners = await readWinners(storage, version);
     for (const winner of winners) {
+      await stamps.learnFrom(winner, storage);
       const conflict = checkConflicts(request.read, ours, winner);
       if (conflict) {
         throw new CommitConflictError(conflict.type, conflict.message, {
@@ -223,6 +231,7 @@ interface Seen {
 
 function checkAction(a: Action, seen: Seen, fail: (why: string) => never): void {
   if ('commitInfo' in a) fail('commitInfo is added by the commit loop, not the request');
+  else if ('sidecar' in a || 'checkpointMetadata' in a) fail(`a '${Object.keys(a)[0]}' action belongs in checkpoints only`);
   else if ('metaData' in a) seen.counts.metaData++;
   else if ('protocol' in a) seen.counts.protocol++;
   else if ('txn' in a) addOnce(seen.appIds, a.txn.appId, `two txn actions for appId '${a.txn.appId}'`, fail);

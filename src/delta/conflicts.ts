@@ -7,7 +7,8 @@
  *
  *   1. ProtocolChanged          the winner changed the protocol
  *   2. MetadataChanged          the winner changed metaData (schema, partitioning, properties)
- *   3. ConcurrentDomainMetadata both wrote the same domain
+ *   3. ConcurrentDomainMetadata both wrote the same domain (except `delta.rowTracking`: the
+ *                               loser's row ids are recounted from the winner's mark, ./commit-stamps.ts)
  *   4. ConcurrentTransaction    the winner wrote a txn for an appId we read (or write)
  *   5. ConcurrentAppend         the winner added data into partitions we read
  *   6. ConcurrentDeleteRead     the winner removed (dataChange) a file we read
@@ -23,6 +24,7 @@
  * on the new snapshot, which runs the full feature check.
  */
 import type { Action, AddFile, RemoveFile } from './actions.js';
+import { ROW_TRACKING_DOMAIN } from './row-tracking.js';
 import type { ReadSet } from './transaction.js';
 
 export type ConflictType =
@@ -78,7 +80,7 @@ export function checkConflicts(read: ReadSet, ours: OurTransaction, winner: Winn
   }
   if (w.hasMetadata) return conflict('MetadataChanged', 'it changed the table metadata (schema, partitioning or properties)');
 
-  const ourDomains = new Set(domainsOf(ours.actions));
+  const ourDomains = new Set(domainsOf(ours.actions).filter((d) => d !== ROW_TRACKING_DOMAIN));
   const domain = domainsOf(winner.actions).find((d) => ourDomains.has(d));
   if (domain !== undefined) return conflict('ConcurrentDomainMetadata', `both wrote domain '${domain}'`, domain);
 

@@ -6,6 +6,8 @@
 import { UnsupportedFeatureError } from '../errors.js';
 import type { Metadata, Protocol } from './actions.js';
 import { changeDataFeedEnabled, reservedChangeColumn } from './change-data.js';
+import { rowTrackingProblem } from './row-tracking.js';
+import { APPEND_ONLY, isTrue } from './table-properties.js';
 import { columnMappingProblem } from './column-mapping.js';
 import { parseSchema, type DataType, type StructField } from './schema.js';
 import { typeWideningProblem } from './type-widening.js';
@@ -47,7 +49,8 @@ type Access = 'read' | 'write';
 type Check = (metadata: Metadata, protocol: Protocol) => string | null;
 
 const WRITE_CHECKS: Readonly<Record<string, Check>> = {
-  appendOnly: () => null, // enforced by the commit path (no dataChange removes)
+  // A MERGE that would update or delete rows is refused before it writes (engine/merge), and the commit path refuses dataChange removes.
+  appendOnly: () => null,
   // Honoured when reading and rewriting; written by MERGE when the table enables them.
   deletionVectors: () => null,
   timestampNtz: () => null,
@@ -73,11 +76,24 @@ const WRITE_CHECKS: Readonly<Record<string, Check>> = {
   // Files are written in the current type; tidemark never widens a column itself.
   typeWidening: typeWideningCheck,
   'typeWidening-preview': typeWideningCheck,
+  // Fresh row ids are assigned per commit attempt (./row-tracking.ts); MERGE and OPTIMIZE preserve stable ids.
+  rowTracking: (m, protocol) => rowTrackingProblem(writerFeatures(protocol), m),
+  // Commit attempts carry a monotonic inCommitTimestamp as their first action (./in-commit-timestamp.ts).
+  inCommitTimestamp: () => null,
+  // Read with sidecars; checkpoints of such tables are written UUID-named (./checkpoint-v2.ts).
+  v2Checkpoint: () => null,
+  // The domain is carried untouched; new files are sorted by the clustering columns (./clustering.ts).
+  clustering: (m, protocol) => {
+    if (!writerFeatures(protocol).includes('domainMetadata')) return 'clustering is listed without the domainMetadata feature it requires';
+    return (m.partitionColumns ?? []).length > 0 ? 'a clustered table cannot have partition columns' : null;
+  },
 };
 
 const READ_CHECKS: Readonly<Record<string, Check>> = {
   timestampNtz: () => null,
   deletionVectors: () => null,
+  // UUID-named checkpoints and their sidecars are read (./checkpoint-read.ts).
+  v2Checkpoint: () => null,
   columnMapping: columnMappingCheck,
   // Every file is cast to the current type when read.
   typeWidening: typeWideningCheck,
@@ -116,6 +132,11 @@ export function assertWritable(protocol: Protocol, metadata: Metadata, uri: stri
     if (detail !== null) problems.push({ feature, detail, blocks: 'write' });
   }
   failOn(problems, 'write', uri);
+}
+
+/** True when the table is append-only: the feature supported (writer 2..6, or listed at 7) and `delta.appendOnly` true. */
+export function isAppendOnly(protocol: Protocol, metadata: Metadata): boolean {
+  return writerFeatures(protocol).includes('appendOnly') && isTrue(metadata.configuration, APPEND_ONLY);
 }
 
 /** The reader features in force: listed at reader version 3, `columnMapping` implied by version 2. */

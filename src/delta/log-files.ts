@@ -6,6 +6,9 @@
 /** The log folder, relative to the table root, with its trailing slash. */
 export const LOG_DIR = '_delta_log/';
 
+/** The folder of V2 checkpoints' sidecar files, relative to the table root, with its trailing slash. */
+export const SIDECAR_DIR = `${LOG_DIR}_sidecars/`;
+
 /** Key of the last-checkpoint pointer, relative to the table root. */
 export const LAST_CHECKPOINT_KEY = `${LOG_DIR}_last_checkpoint`;
 
@@ -113,4 +116,9 @@ export function commitKey(version: number): string {
 /** Key (relative to the table root) of the classic checkpoint for a version. */
 export function checkpointKey(version: number): string {
   return LOG_DIR + checkpointFileName(version);
+}
+
+/** Name of a UUID-named (V2) checkpoint for a version. */
+export function v2CheckpointFileName(version: number, uuid: string, format: 'json' | 'parquet'): string {
+  return `${padVersion(version)}.checkpoint.${uuid}.${format}`;
 }

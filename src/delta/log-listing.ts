@@ -5,7 +5,7 @@
  * `_last_checkpoint` is only a hint: when it is missing, corrupt or stale, the whole
  * `_delta_log/` folder is listed instead.
  */
-import { DeltaLogError, UnsupportedFeatureError } from '../errors.js';
+import { DeltaLogError } from '../errors.js';
 import type { Storage } from '../storage/storage.js';
 import { classifyLogKey, LAST_CHECKPOINT_KEY, LOG_DIR, padVersion, type LogFile } from './log-files.js';
 
@@ -131,8 +131,8 @@ export function latestVersion(listing: LogListing): number {
 }
 
 /**
- * Choose the checkpoint and commits that rebuild `target` (default: the latest version).
- * V2 (UUID) checkpoints are never used as a base: tidemark cannot read their sidecars.
+ * Choose the checkpoint and commits that rebuild `target` (default: the latest version): the
+ * newest checkpoint at or below it, of any kind (classic first at equal versions).
  * Throws DeltaLogError when a needed commit is missing (a gap, or a cleaned-up log).
  */
 export function planReplay(listing: LogListing, uri: string, target?: number): ReplayPlan {
@@ -144,28 +144,21 @@ export function planReplay(listing: LogListing, uri: string, target?: number): R
       context: { uri, version },
     });
   }
-  const usable = listing.checkpoints.filter((c) => c.kind !== 'v2' && c.version <= version);
-  const checkpoint = usable.at(-1) ?? null;
+  const usable = listing.checkpoints.filter((c) => c.version <= version);
+  const newest = usable.at(-1)?.version;
+  // Several checkpoints of one version hold the same state: take the first kind (classic, multipart, v2).
+  const checkpoint = usable.find((c) => c.version === newest) ?? null;
   const byVersion = new Map(listing.commits.map((c) => [c.version, c]));
   const commits: CommitRef[] = [];
   for (let v = checkpoint ? checkpoint.version + 1 : 0; v <= version; v++) {
     const commit = byVersion.get(v);
-    if (!commit) throw missingCommit(listing, uri, v, version, checkpoint);
+    if (!commit) throw missingCommit(uri, v, version, checkpoint);
     commits.push(commit);
   }
   return { version, checkpoint, commits };
 }
 
-function missingCommit(
-  listing: LogListing,
-  uri: string,
-  missing: number,
-  version: number,
-  checkpoint: CheckpointRef | null,
-): Error {
-  // A V2 checkpoint would have covered the missing commit: say which feature is the obstacle.
-  const v2 = listing.checkpoints.find((c) => c.kind === 'v2' && c.version >= missing && c.version <= version);
-  if (v2) return new UnsupportedFeatureError('v2Checkpoint', 'read', uri, `checkpoint ${v2.keys[0]}`);
+function missingCommit(uri: string, missing: number, version: number, checkpoint: CheckpointRef | null): Error {
   const base = checkpoint ? `checkpoint ${checkpoint.version}` : 'the start of the log (no checkpoint at or below it)';
   return new DeltaLogError(
     `[delta] table ${uri}: commit ${missing} is missing, so version ${version} cannot be rebuilt from ${base}`,
@@ -182,7 +175,7 @@ export async function locateSnapshot(storage: Storage, target?: number): Promise
   const hint = await readLastCheckpoint(storage);
   if (hint && (target === undefined || target >= hint.version)) {
     const tail = await listLog(storage, hint.version);
-    const covered = tail.checkpoints.some((c) => c.kind !== 'v2' && (target === undefined || c.version <= target));
+    const covered = tail.checkpoints.some((c) => target === undefined || c.version <= target);
     if (covered) return planReplay(tail, storage.uri, target);
   }
   const listing = await listLog(storage);

@@ -17,8 +17,11 @@ import {
   type RemoveFile,
   type Txn,
 } from './actions.js';
-import { assertReadable } from './features.js';
-import { locateSnapshot, type CommitRef } from './log-listing.js';
+import { readCheckpoint } from './checkpoint-read.js';
+import { assertReadable, writerFeatures } from './features.js';
+import { inCommitTimestampOf, inCommitTimestampsEnabled } from './in-commit-timestamp.js';
+import { commitKey } from './log-files.js';
+import { locateSnapshot, type CommitRef, type ReplayPlan } from './log-listing.js';
 import { parseSchema } from './schema.js';
 import type { LiveFile, Snapshot } from './snapshot.js';
 import { parseStats } from './stats.js';
@@ -51,11 +54,26 @@ export async function loadSnapshot(
   const plan = await locateSnapshot(storage, opts.version);
   if (!plan) return null;
   const builder = new SnapshotBuilder(storage.uri);
-  if (plan.checkpoint) builder.apply(await io.readActions(storage, plan.checkpoint.keys));
-  for (const commit of await readCommits(storage, plan.commits)) builder.apply(commit);
+  if (plan.checkpoint) builder.apply(await readCheckpoint(storage, io, plan.checkpoint));
+  const commits = await readCommits(storage, plan.commits);
+  for (const commit of commits) builder.apply(commit);
   const snapshot = builder.build(plan.version);
   if (opts.checkReadable !== false) assertReadable(snapshot.protocol, snapshot.metadata, storage.uri);
+  if (inCommitTimestampsEnabled(writerFeatures(snapshot.protocol), snapshot.metadata)) {
+    const ict = await versionTimestamp(storage, plan, commits);
+    if (ict !== null) snapshot.inCommitTimestamp = ict;
+  }
   return snapshot;
+}
+
+/**
+ * The in-commit timestamp of the plan's version: from its commit when replay read it, else (the
+ * version is a checkpoint's, which keeps no commitInfo) from its commit file, when it is still there.
+ */
+async function versionTimestamp(storage: Storage, plan: ReplayPlan, commits: readonly Action[][]): Promise<number | null> {
+  if (plan.commits.at(-1)?.version === plan.version) return inCommitTimestampOf(commits.at(-1) ?? []);
+  const bytes = await storage.read(commitKey(plan.version));
+  return bytes === null ? null : inCommitTimestampOf(parseCommit(new TextDecoder().decode(bytes), plan.version, storage.uri));
 }
 
 /** The actions of each commit, in the order given. */

@@ -38,4 +38,9 @@ export interface Snapshot {
   txns: Map<string, Txn>;
   /** Live (not removed) domain metadata per domain. */
   domains: Map<string, DomainMetadata>;
+  /**
+   * The version's in-commit timestamp (ms), when the table writes them and the version's commit
+   * file carries one (docs/delta-protocol.md, In-commit timestamps): the next commit's must be later.
+   */
+  inCommitTimestamp?: number;
 }

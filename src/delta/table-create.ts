@@ -9,6 +9,15 @@ import type { Action, Metadata, Protocol } from './actions.js';
 import { ENABLE_CHANGE_DATA_FEED } from './change-data.js';
 import { COLUMN_MAPPING_MODE } from './column-mapping.js';
 import type { DataType, StructField, StructType } from './schema.js';
+import {
+  APPEND_ONLY,
+  CHECKPOINT_POLICY,
+  ENABLE_IN_COMMIT_TIMESTAMPS,
+  ENABLE_ROW_TRACKING,
+  MATERIALIZED_ROW_ID_COLUMN,
+  MATERIALIZED_ROW_VERSION_COLUMN,
+  isTrue,
+} from './table-properties.js';
 import type { CommitRequest } from './transaction.js';
 
 /** What a new table looks like. */
@@ -23,34 +32,53 @@ export interface NewTableSpec {
 }
 
 /**
-/**
  * The lowest protocol for the table: {1,2} by default, {1,4} when it records a change data feed
- * (`delta.enableChangeDataFeed`), {2,5} with column mapping (`delta.columnMapping.mode` name or
- * id; writer 5 implies the feed's writer 4); table features at reader 3 / writer 7 when the
- * schema uses timestamp_ntz or the table takes deletion vectors (`delta.enableDeletionVectors`),
- * with `columnMapping` listed for readers and writers when mapped; writer 7 with `domainMetadata`
- * when the commits carry domain metadata. At writer 7, `appendOnly` and `changeDataFeed` are
- * listed when their properties are set.
+ * (`delta.enableChangeDataFeed`) and needs nothing more, {2,5} with column mapping
+ * (`delta.columnMapping.mode` name or id; writer 5 implies the feed's writer 4) and nothing more;
+ * table features at reader 3 / writer 7 when the schema uses timestamp_ntz, or the properties ask
+ * for deletion vectors (`delta.enableDeletionVectors`) or V2 checkpoints
+ * (`delta.checkpointPolicy=v2`), with `columnMapping` listed for readers and writers when mapped;
+ * writer 7 when they ask for row tracking (`delta.enableRowTracking`, with `domainMetadata`) or
+ * in-commit timestamps (`delta.enableInCommitTimestamps`), or the commits carry domain metadata.
+ * At writer 7, `appendOnly` and `changeDataFeed` are listed when their properties are set.
  */
 export function protocolFor(schema: StructType, opts: { domainMetadata?: boolean; configuration?: Record<string, string> } = {}): Protocol {
-  const flag = (key: string) => (opts.configuration?.[key] ?? '').toLowerCase() === 'true';
+  const flag = (key: string) => isTrue(opts.configuration, key);
   const changeDataFeed = flag(ENABLE_CHANGE_DATA_FEED);
   const mapped = ['name', 'id'].includes((opts.configuration?.[COLUMN_MAPPING_MODE] ?? 'none').toLowerCase());
   const readers: string[] = [];
   if (usesType(schema, 'timestamp_ntz')) readers.push('timestampNtz');
   if (flag('delta.enableDeletionVectors')) readers.push('deletionVectors');
-  if (readers.length === 0 && !opts.domainMetadata) {
+  if ((opts.configuration?.[CHECKPOINT_POLICY] ?? '').toLowerCase() === 'v2') readers.push('v2Checkpoint');
+  const writers: string[] = [];
+  if (flag(ENABLE_ROW_TRACKING)) writers.push('rowTracking', 'domainMetadata');
+  else if (opts.domainMetadata) writers.push('domainMetadata');
+  if (flag(ENABLE_IN_COMMIT_TIMESTAMPS)) writers.push('inCommitTimestamp');
+  if (readers.length === 0 && writers.length === 0) {
     if (mapped) return { minReaderVersion: 2, minWriterVersion: 5 };
     return { minReaderVersion: 1, minWriterVersion: changeDataFeed ? 4 : 2 };
   }
   if (mapped) readers.push('columnMapping');
-  const writerFeatures = [...readers];
-  if (opts.domainMetadata) writerFeatures.push('domainMetadata');
-  if (flag('delta.appendOnly')) writerFeatures.push('appendOnly');
+  const writerFeatures = [...readers, ...writers];
+  if (flag(APPEND_ONLY)) writerFeatures.push('appendOnly');
   if (changeDataFeed) writerFeatures.push('changeDataFeed');
   return readers.length > 0
     ? { minReaderVersion: 3, minWriterVersion: 7, readerFeatures: readers, writerFeatures }
     : { minReaderVersion: 1, minWriterVersion: 7, writerFeatures };
+}
+
+/**
+ * The configuration of a new table: the given properties, plus the names of the hidden columns
+ * that keep preserved row ids and commit versions when row tracking is enabled (fresh UUID names,
+ * as Spark assigns them, so they never clash with a data column).
+ */
+function configurationFor(configuration: Record<string, string> | undefined): Record<string, string> {
+  const config = { ...(configuration ?? {}) };
+  if (isTrue(config, ENABLE_ROW_TRACKING)) {
+    config[MATERIALIZED_ROW_ID_COLUMN] ??= `_row-id-col-${randomUUID()}`;
+    config[MATERIALIZED_ROW_VERSION_COLUMN] ??= `_row-commit-version-col-${randomUUID()}`;
+  }
+  return config;
 }
 
 /** The metaData action of a new table; validates names and partition columns first. */
@@ -64,7 +92,7 @@ export function metadataFor(spec: NewTableSpec, createdTime: number): Metadata {
     format: { provider: 'parquet', options: {} },
     schemaString: schemaString(spec.schema),
     partitionColumns,
-    configuration: { ...(spec.configuration ?? {}) },
+    configuration: configurationFor(spec.configuration),
     createdTime,
   };
 }

@@ -6,14 +6,17 @@
  * data files (their names are unique, so a lost race leaves harmless orphans), then the caller
  * `commit`s the add/remove actions describing them. Retrying a commit never rewrites data.
  */
-import { CommitConflictError, DeltaLogError, UnsupportedFeatureError } from '../errors.js';
+import { AppendOnlyTableError, CommitConflictError, DeltaLogError, UnsupportedFeatureError } from '../errors.js';
 import { assertSafeCommits } from '../storage/probe.js';
 import type { Storage } from '../storage/storage.js';
 import type { Metadata, Protocol } from './actions.js';
 import { checkpointInterval, maybeWriteCheckpoint, type CheckpointOutcome } from './checkpoint.js';
 import { commitWithRetry, type RetryInfo } from './commit.js';
-import { assertWritable, changeDataFeedActive, withTableFeature, writerFeatures } from './features.js';
+import type { CommitFeatures } from './commit-stamps.js';
+import { assertWritable, changeDataFeedActive, isAppendOnly, withTableFeature, writerFeatures } from './features.js';
+import { inCommitTimestampsEnabled } from './in-commit-timestamp.js';
 import { loadSnapshot } from './replay.js';
+import { highWaterMarkOf, rowTrackingOf } from './row-tracking.js';
 import type { Snapshot } from './snapshot.js';
 import { createTableRequest, type CreateTableRequest } from './table-create.js';
 import type { CheckpointIO, CommitRequest, CommitResult } from './transaction.js';
@@ -86,7 +89,7 @@ export class DeltaTable {
     const prepared = prepareRequest(request, base, this.uri);
     const { protocol, metadata } = effectiveState(prepared, base, this.uri);
     assertWritable(protocol, metadata, this.uri);
-    assertAppendOnlyRespected(prepared, metadata, this.uri);
+    assertAppendOnlyRespected(prepared, protocol, metadata, this.uri);
     assertChangesRecorded(prepared, { protocol, metadata }, this.uri);
     await this.checkCommitsSafe();
     const result = await commitWithRetry(this.storage, prepared, {
@@ -94,6 +97,7 @@ export class DeltaTable {
       now: this.opts.now,
       signal: opts.signal,
       onRetry: opts.onRetry,
+      features: commitFeatures(prepared, base, protocol, metadata),
     });
     return { ...result, checkpoint: await this.checkpointAfter(result.version, metadata) };
   }
@@ -160,6 +164,23 @@ export function prepareRequest(request: CommitRequest, base: Snapshot | null, ur
   return { ...request, actions: [upgraded, ...request.actions] };
 }
 
+/**
+ * What the table's features stamp on each attempt of this commit: row ids counted from the read
+ * version's high-water mark, an in-commit timestamp after the read version's.
+ */
+function commitFeatures(request: CommitRequest, base: Snapshot | null, protocol: Protocol, metadata: Metadata): CommitFeatures {
+  const features = writerFeatures(protocol);
+  const rowTracking = rowTrackingOf(features, metadata);
+  const stamps: CommitFeatures = {};
+  if (rowTracking.assignsIds) {
+    // tidemark's writers preserve ids wherever the table asks for it; elsewhere only a commit moving no rows keeps them all.
+    const preserved = rowTracking.materialized !== null || !request.actions.some((a) => 'remove' in a);
+    stamps.rowIds = { highWaterMark: base ? highWaterMarkOf(base.domains) : -1, preserved };
+  }
+  if (inCommitTimestampsEnabled(features, metadata)) stamps.inCommitTimestamp = { previous: base?.inCommitTimestamp ?? null };
+  return stamps;
+}
+
 /** The protocol and metadata the table will have after this commit. */
 function effectiveState(request: CommitRequest, base: Snapshot | null, uri: string): { protocol: Protocol; metadata: Metadata } {
   let protocol = base?.protocol;
@@ -174,13 +195,11 @@ function effectiveState(request: CommitRequest, base: Snapshot | null, uri: stri
   return { protocol, metadata };
 }
 
-/** `delta.appendOnly=true` tables accept no dataChange removes. */
-function assertAppendOnlyRespected(request: CommitRequest, metadata: Metadata, uri: string): void {
-  if ((metadata.configuration['delta.appendOnly'] ?? '').toLowerCase() !== 'true') return;
+/** `delta.appendOnly=true` tables accept no dataChange removes (compaction's dataChange=false rewrites are fine). */
+function assertAppendOnlyRespected(request: CommitRequest, protocol: Protocol, metadata: Metadata, uri: string): void {
+  if (!isAppendOnly(protocol, metadata)) return;
   const removal = request.actions.find((a) => 'remove' in a && a.remove.dataChange);
-  if (removal && 'remove' in removal) {
-    throw new UnsupportedFeatureError('appendOnly', 'write', uri, `delta.appendOnly is true, and this ${request.operation} removes ${removal.remove.path}`);
-  }
+  if (removal && 'remove' in removal) throw new AppendOnlyTableError(uri, request.operation, `would remove ${removal.remove.path}`);
 }
 
 /**

@@ -46,6 +46,9 @@ export interface CommitResult {
 export interface CheckpointIO {
   /** The actions of one checkpoint: all its parts (keys relative to the table root), any schema version. */
   readActions(storage: Storage, keys: readonly string[]): Promise<Action[]>;
-  /** Write these actions as a V1 classic checkpoint at `key` in one visible step; returns its size in bytes. */
-  writeActions(storage: Storage, key: string, actions: readonly Action[]): Promise<{ sizeInBytes: number }>;
+  /**
+   * Write these actions as checkpoint Parquet at `key` in one visible step; returns its size in
+   * bytes. `sidecar`: a V2 checkpoint's sidecar, whose only columns are `add` and `remove`.
+   */
+  writeActions(storage: Storage, key: string, actions: readonly Action[], opts?: { sidecar?: boolean }): Promise<{ sizeInBytes: number }>;
 }

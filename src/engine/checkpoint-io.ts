@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { CheckpointIO } from '../delta/transaction.js';
 import type { Spool } from '../spool/spool.js';
 import { readCheckpointActions } from './checkpoint-reader.js';
-import { writeCheckpointActions } from './checkpoint-writer.js';
+import { CHECKPOINT_COLUMNS, SIDECAR_COLUMNS, writeCheckpointActions } from './checkpoint-writer.js';
 import type { DuckSession } from './duckdb.js';
 
 /** CheckpointIO backed by a DuckDB session, with scratch files in `spool`. */
@@ -27,9 +27,9 @@ export function duckCheckpointIO(session: DuckSession, spool: Spool): Checkpoint
       );
       return readCheckpointActions(session, paths);
     },
-    async writeActions(storage, key, actions) {
+    async writeActions(storage, key, actions, opts = {}) {
       const local = join(await spool.folder('checkpoint-out'), 'checkpoint.parquet');
-      await writeCheckpointActions(session, actions, local);
+      await writeCheckpointActions(session, actions, local, opts.sidecar ? SIDECAR_COLUMNS : CHECKPOINT_COLUMNS);
       const { size } = await stat(local);
       // One upload: an S3 PUT and the local driver's rename are both atomic, so no reader sees half a checkpoint.
       await storage.upload(key, local, { contentType: 'application/octet-stream' });

@@ -1,17 +1,18 @@
 /**
- * Reads checkpoint Parquet (Spark's or tidemark's, any age) into actions (docs/delta-protocol.md, Checkpoints).
+ * Reads checkpoint Parquet (Spark's or tidemark's, any age; V1 or V2 spec, and V2 sidecars) into
+ * actions (docs/delta-protocol.md, Checkpoints). A V2 checkpoint's `sidecar` and `checkpointMetadata`
+ * rows come back as actions too: the Delta layer reads the sidecars they name.
  * All parts are read together with union_by_name, so old checkpoints that lack newer columns
  * work; each action struct comes back through to_json, which turns MAP columns into JSON
  * objects and BIGINTs into JSON numbers. Unknown columns (a stray `commitInfo`) are ignored.
  */
-import { UnsupportedFeatureError } from '../errors.js';
 import type { Action } from '../delta/actions.js';
 import type { DuckSession } from './duckdb.js';
 import { safeReadPath } from './safe-alias.js';
 import { ident, str } from './sql.js';
 
-/** The action columns a V1 checkpoint may hold. */
-const ACTION_COLUMNS = ['txn', 'add', 'remove', 'metaData', 'protocol', 'domainMetadata'] as const;
+/** The action columns a checkpoint (or sidecar) may hold. */
+const ACTION_COLUMNS = ['txn', 'add', 'remove', 'metaData', 'protocol', 'domainMetadata', 'checkpointMetadata', 'sidecar'] as const;
 
 /** Typed struct forms Spark may add next to the JSON text; tidemark uses the text. */
 const DERIVED_ADD_FIELDS = ['stats_parsed', 'partitionValues_parsed'];
@@ -21,7 +22,6 @@ export async function readCheckpointActions(session: DuckSession, localPaths: st
   if (localPaths.length === 0) return [];
   const source = `read_parquet([${localPaths.map((p) => str(safeReadPath(p))).join(', ')}], union_by_name = true)`;
   const present = new Set((await session.all(`DESCRIBE SELECT * FROM ${source}`)).map((r) => String(r['column_name'])));
-  await refuseSidecars(session, source, present, localPaths[0]!);
   const columns = ACTION_COLUMNS.filter((c) => present.has(c));
   if (columns.length === 0) return [];
   const select = columns.map((c) => `to_json(${ident(c)}) AS ${ident(c)}`).join(', ');
@@ -40,16 +40,4 @@ export async function readCheckpointActions(session: DuckSession, localPaths: st
 function toAction(column: (typeof ACTION_COLUMNS)[number], value: Record<string, unknown>): Action {
   if (column === 'add') for (const field of DERIVED_ADD_FIELDS) delete value[field];
   return { [column]: value } as unknown as Action;
-}
-
-/**
- * A V2 checkpoint keeps its file actions in sidecar files, which tidemark does not read:
- * refuse rather than return a snapshot without files.
- */
-async function refuseSidecars(session: DuckSession, source: string, present: Set<string>, path: string): Promise<void> {
-  if (!present.has('sidecar')) return;
-  const row = await session.one(`SELECT count(*) AS n FROM ${source} WHERE sidecar IS NOT NULL`);
-  if (Number(row?.['n'] ?? 0) > 0) {
-    throw new UnsupportedFeatureError('v2Checkpoint', 'read', path, 'the checkpoint keeps its files in sidecars');
-  }
 }

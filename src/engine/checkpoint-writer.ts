@@ -36,25 +36,31 @@ export const CHECKPOINT_COLUMNS: Readonly<Record<string, string>> = {
   domainMetadata: 'STRUCT(domain VARCHAR, "configuration" VARCHAR, removed BOOLEAN)',
 };
 
-/** Action types a checkpoint may hold; commitInfo and cdc never go into checkpoints. */
-const CHECKPOINT_ACTIONS = new Set(Object.keys(CHECKPOINT_COLUMNS));
+/** A V2 checkpoint's sidecar holds file actions only (PROTOCOL.md "Sidecar Files"). */
+export const SIDECAR_COLUMNS: Readonly<Record<string, string>> = { add: CHECKPOINT_COLUMNS['add']!, remove: CHECKPOINT_COLUMNS['remove']! };
 
 /** Largest single action (a metaData with a huge schema) read_json accepts. */
 const MAX_OBJECT_BYTES = 256 * 1024 * 1024;
 
 /**
- * Write the actions as a V1 checkpoint Parquet file at `localPath`; returns the row count.
- * Throws for actions that do not belong in a checkpoint (commitInfo, cdc).
+ * Write the actions as a checkpoint Parquet file at `localPath` with these columns (a V1
+ * checkpoint's by default, or a sidecar's); returns the row count. Throws for actions that have no
+ * column (commitInfo and cdc never go into checkpoints; a sidecar takes adds and removes only).
  */
-export async function writeCheckpointActions(session: DuckSession, actions: readonly Action[], localPath: string): Promise<number> {
+export async function writeCheckpointActions(
+  session: DuckSession,
+  actions: readonly Action[],
+  localPath: string,
+  columns: Readonly<Record<string, string>> = CHECKPOINT_COLUMNS,
+): Promise<number> {
   for (const action of actions) {
     const kind = Object.keys(action)[0] ?? '';
-    if (!CHECKPOINT_ACTIONS.has(kind)) throw new Error(`[checkpoint] a '${kind}' action cannot be written to a checkpoint`);
+    if (!(kind in columns)) throw new Error(`[checkpoint] a '${kind}' action cannot be written to this checkpoint file`);
   }
   const staging = `${localPath}.staging.ndjson`;
   try {
     await writeNdjson(staging, actions);
-    await session.run(`COPY (${selectActions(staging)}) TO ${str(localPath)} (FORMAT parquet)`);
+    await session.run(`COPY (${selectActions(staging, columns)}) TO ${str(localPath)} (FORMAT parquet)`);
   } finally {
     await rm(staging, { force: true });
   }
@@ -62,13 +68,13 @@ export async function writeCheckpointActions(session: DuckSession, actions: read
 }
 
 /** The SELECT reading staged actions with every checkpoint column typed. */
-function selectActions(ndjsonPath: string): string {
-  const columns = Object.entries(CHECKPOINT_COLUMNS)
+function selectActions(ndjsonPath: string, columns: Readonly<Record<string, string>>): string {
+  const spec = Object.entries(columns)
     .map(([name, type]) => `${str(name)}: ${str(type)}`)
     .join(', ');
   return (
     `SELECT * FROM read_json(${str(ndjsonPath)}, format = 'newline_delimited', ` +
-    `columns = {${columns}}, maximum_object_size = ${MAX_OBJECT_BYTES})`
+    `columns = {${spec}}, maximum_object_size = ${MAX_OBJECT_BYTES})`
   );
 }
 

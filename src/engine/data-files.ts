@@ -32,6 +32,7 @@ import type { PartitionValues } from '../delta/actions.js';
 import { SchemaError, TidemarkError } from '../errors.js';
 import { fieldIdsOption, physicalValueSql, randomPrefixFolder } from './column-mapping-write.js';
 import { writeDirect } from './data-files-direct.js';
+import type { HiddenColumn } from './row-ids.js';
 import type { WrittenFile } from './written-file.js';
 import { parquetOptions } from './parquet-options.js';
 import type { DuckSession, Row } from './duckdb.js';
@@ -72,6 +73,11 @@ export interface WriteDataFilesOptions {
   numIndexedCols?: number;
   /** The table's column mapping mode (`schema` carries the ids and physical names); default none. */
   columnMapping?: ColumnMappingMode;
+  /**
+   * BIGINT columns written after the schema's but not part of it and without stats: the hidden
+   * columns of row tracking (./row-ids.ts), filled from relation columns. Never mapped (no field id).
+   */
+  hiddenColumns?: readonly HiddenColumn[];
 }
 
 /**
@@ -92,6 +98,8 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
   // The columns as files hold them: physical names (at every depth) under column mapping.
   const fileFields = dataFields.map((f) => physicalField(f, mode));
   const dataCasts = dataFields.map((f) => physicalValueSql(castFor(f, sourceTypes), f.type, mode));
+  const hidden = opts.hiddenColumns ?? [];
+  const hiddenCasts = hidden.map((h) => `CAST(${ident(h.from)} AS BIGINT)`);
   const pvs = partitionFields.map((f) => partitionValueStringSql(castFor(f, sourceTypes), f.type, f.name));
   const layout: FileLayout = {
     partitionKeys: partitionFields.map((f) => physicalName(f, mode)),
@@ -102,7 +110,7 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
   if (partitionFields.length === 0 && keepsOrder && opts.rowGroupSize === undefined && fitsOneFile(opts)) {
     const direct = await writeDirect(session, {
       from,
-      select: fileFields.map((f, i) => `${dataCasts[i]} AS ${ident(f.name)}`),
+      select: [...fileFields.map((f, i) => `${dataCasts[i]} AS ${ident(f.name)}`), ...hidden.map((h, i) => `${hiddenCasts[i]} AS ${ident(h.name)}`)],
       leaves: statsLeaves(fileFields.map((f) => ({ name: f.name, type: f.type, sql: ident(f.name) })), numIndexedCols),
       localDir: opts.localDir,
       folder: layout.mapped ? randomPrefixFolder() : '',
@@ -114,7 +122,7 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
     if (direct) return direct;
   }
   const name = `__tidemark_write_${randomUUID().replaceAll('-', '')}`;
-  const staged = await stage(session, { name, from, dataCasts, pvs, targetFileRows: opts.targetFileRows });
+  const staged = await stage(session, { name, from, dataCasts, hiddenCasts, pvs, targetFileRows: opts.targetFileRows });
   try {
     const columns = fileFields.map((f, i) => ({ name: f.name, type: f.type, sql: `c${i}` }));
     const leaves = statsLeaves(columns, numIndexedCols);
@@ -260,6 +268,8 @@ interface StagingPlan {
   name: string;
   from: string;
   dataCasts: string[];
+  /** Hidden columns (staged as h0..), written after the data columns. */
+  hiddenCasts: string[];
   pvs: string[];
   targetFileRows: number | undefined;
 }
@@ -281,7 +291,11 @@ interface Staged {
  * (ord), the groups by first appearance (g) and the chunks within them (k), sorted by (g, k, ord).
  */
 async function stage(session: DuckSession, plan: StagingPlan): Promise<Staged> {
-  const cols = [...plan.dataCasts.map((sql, i) => `${sql} AS c${i}`), ...plan.pvs.map((sql, i) => `${sql} AS p${i}`)];
+  const cols = [
+    ...plan.dataCasts.map((sql, i) => `${sql} AS c${i}`),
+    ...plan.hiddenCasts.map((sql, i) => `${sql} AS h${i}`),
+    ...plan.pvs.map((sql, i) => `${sql} AS p${i}`),
+  ];
   const t = plan.targetFileRows;
   const table = ident(plan.name);
   if (plan.pvs.length === 0) {
@@ -353,7 +367,8 @@ async function writeOneFile(session: DuckSession, f: OneFile): Promise<WrittenFi
     const v = f.row[`p${i}`];
     partitionValues[key] = typeof v === 'string' ? v : null;
   });
-  const select = f.fileFields.map((field, i) => `c${i} AS ${ident(field.name)}`).join(', ');
+  const hidden = (f.opts.hiddenColumns ?? []).map((h, i) => `h${i} AS ${ident(h.name)}`);
+  const select = [...f.fileFields.map((field, i) => `c${i} AS ${ident(field.name)}`), ...hidden].join(', ');
   const where = f.staged.fileFilter(Number(f.row['g']), Number(f.row['k']));
   const options = [...parquetOptions(codec), ...f.layout.copyOptions];
   if (f.opts.rowGroupSize !== undefined) options.push(`ROW_GROUP_SIZE ${Math.trunc(f.opts.rowGroupSize)}`);

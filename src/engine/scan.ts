@@ -25,6 +25,7 @@ import type { Storage } from '../storage/storage.js';
 import { mappedColumnSql, type ParquetNode } from './column-mapping-read.js';
 import { DELETED_FILE, DELETED_POS, loadDeletedRows, type DeletedRows } from './deleted-rows.js';
 import type { DuckSession, Row } from './duckdb.js';
+import { STABLE_ROW_ID, STABLE_ROW_VERSION, stableRowIdsSql, type MaterializedColumns } from './row-ids.js';
 import { safeReadPath } from './safe-alias.js';
 import { ident, str } from './sql.js';
 import { deltaTypeToDuck } from './type-map-read.js';
@@ -107,6 +108,11 @@ export interface ScanOptions {
   position?: string;
   /** Also yield each row's file as `idOf(file)` (an INTEGER) under `column`. */
   fileId?: { column: string; idOf: (file: LiveFile) => number };
+  /**
+   * On a row-tracking table, also yield each row's stable row id and commit version
+   * (STABLE_ROW_ID, STABLE_ROW_VERSION; ./row-ids.ts), read from these hidden columns.
+   */
+  stableRowIds?: MaterializedColumns;
 }
 
 /** Files read by one `read_parquet`: the same Parquet schema and the same partition values. */
@@ -127,7 +133,7 @@ interface ScanGroup {
  * id of its deleted rows through constant lists.
  */
 export function scanSql(snapshot: Snapshot, files: readonly LiveFile[], localPathOf: (file: LiveFile) => string, opts: ScanOptions = {}): string {
-  if (files.length === 0) return emptyRelationSql(snapshot, opts.position, opts.fileId?.column);
+  if (files.length === 0) return emptyRelationSql(snapshot, opts.position, opts.fileId?.column, opts.stableRowIds !== undefined);
   const columns = readColumns(snapshot);
   const groups = new Map<string, ScanGroup>();
   for (const file of files) {
@@ -145,13 +151,19 @@ export function scanSql(snapshot: Snapshot, files: readonly LiveFile[], localPat
 function groupSql(snapshot: Snapshot, columns: readonly ReadColumn[], g: ScanGroup, opts: ScanOptions): string {
   const deletedIds = g.files.map((f) => (f.deletionVector ? deletedIdOf(snapshot, f, opts.deleted) : null));
   const anyDeleted = deletedIds.some((id) => id !== null);
-  const needsPosition = opts.position !== undefined || anyDeleted;
+  const needsPosition = opts.position !== undefined || anyDeleted || opts.stableRowIds !== undefined;
   const source = `read_parquet([${g.paths.map(str).join(', ')}], hive_partitioning = false${needsPosition ? ', file_row_number = true' : ''})`;
   // DuckDB lists are 1-based; file_index is 0-based.
-  const perFile = (values: ReadonlyArray<number | null>) => `([${values.map((v) => (v === null ? 'NULL' : String(v))).join(', ')}]::INTEGER[])[CAST(r.file_index AS BIGINT) + 1]`;
+  const perFile = (values: ReadonlyArray<number | null | undefined>, type = 'INTEGER') =>
+    `([${values.map((v) => (v === null || v === undefined ? 'NULL' : String(v))).join(', ')}]::${type}[])[CAST(r.file_index AS BIGINT) + 1]`;
   const extra: string[] = [];
   if (opts.position !== undefined) extra.push(`r.file_row_number AS ${ident(opts.position)}`);
   if (opts.fileId) extra.push(`${perFile(g.files.map(opts.fileId.idOf))} AS ${ident(opts.fileId.column)}`);
+  if (opts.stableRowIds) {
+    const base = perFile(g.files.map((f) => f.baseRowId), 'BIGINT');
+    const version = perFile(g.files.map((f) => f.defaultRowCommitVersion), 'BIGINT');
+    extra.push(stableRowIdsSql({ base, version, fileColumns: g.shape?.columns, columns: opts.stableRowIds, alias: 'r' }));
+  }
   const live = !anyDeleted
     ? ''
     : ` ANTI JOIN ${ident(opts.deleted!.table)} AS d ON d.${ident(DELETED_FILE)} = ${perFile(deletedIds)} AND d.${ident(DELETED_POS)} = r.file_row_number`;
@@ -175,17 +187,22 @@ export async function scanRelation(
   source: { storage: Storage; snapshot: Snapshot },
   files: readonly LiveFile[],
   localPathOf: (file: LiveFile) => string,
+  opts: Pick<ScanOptions, 'stableRowIds'> = {},
 ): Promise<{ sql: string; deleted: DeletedRows | null }> {
   const shapes = await inspectFiles(session, files.map(localPathOf));
   const deleted = await loadDeletedRows(files, { session, storage: source.storage });
-  return { sql: scanSql(source.snapshot, files, localPathOf, { shapeOf: (p) => shapes.get(p), deleted }), deleted };
+  return { sql: scanSql(source.snapshot, files, localPathOf, { ...opts, shapeOf: (p) => shapes.get(p), deleted }), deleted };
 }
 
-/** A correctly typed relation with no rows (with the position and file id columns when named). */
-export function emptyRelationSql(snapshot: Snapshot, position?: string, fileId?: string): string {
+/**
+ * A correctly typed relation with no rows (with the position and file id columns when named, and
+ * the stable row-id columns when asked for).
+ */
+export function emptyRelationSql(snapshot: Snapshot, position?: string, fileId?: string, stableRowIds = false): string {
   const columns = snapshot.schema.fields.map((f) => `CAST(NULL AS ${deltaTypeToDuck(f.type)}) AS ${ident(f.name)}`);
   if (position !== undefined) columns.push(`CAST(NULL AS BIGINT) AS ${ident(position)}`);
   if (fileId !== undefined) columns.push(`CAST(NULL AS INTEGER) AS ${ident(fileId)}`);
+  if (stableRowIds) columns.push(`CAST(NULL AS BIGINT) AS ${ident(STABLE_ROW_ID)}`, `CAST(NULL AS BIGINT) AS ${ident(STABLE_ROW_VERSION)}`);
   return `SELECT ${columns.join(', ')} LIMIT 0`;
 }
 

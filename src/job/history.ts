@@ -22,7 +22,10 @@ export type CommitKind = 'run' | 'backfill' | 'reset' | 'optimize' | 'other';
 /** One commit as `history` shows it. */
 export interface HistoryEntry {
   version: number;
-  /** commitInfo.timestamp as ISO-8601; null when the commit has none. */
+  /**
+   * The commit's time as ISO-8601: its in-commit timestamp on tables that write them (monotonic,
+   * whatever the writers' clocks), else commitInfo.timestamp; null when the commit has neither.
+   */
   time: string | null;
   operation: string;
   kind: CommitKind;
@@ -48,6 +51,8 @@ export interface HistoryOptions {
   limit: number;
   /** Keep this job's commits and those of no tidemark job (OPTIMIZE, other writers); drop other jobs'. */
   job?: string;
+  /** Keep only commits of these kinds (and, with `job`, only that job's own). */
+  kinds?: readonly CommitKind[];
 }
 
 /** Commit files read per round while looking for `limit` matching commits. */
@@ -62,10 +67,15 @@ export async function readHistory(storage: Storage, opts: HistoryOptions): Promi
     const read = await readCommits(storage, refs);
     for (let i = refs.length - 1; i >= 0 && entries.length < opts.limit; i--) {
       const entry = describeCommit(refs[i]!.version, read[i]!);
-      if (opts.job === undefined || entry.job === null || entry.job === opts.job) entries.push(entry);
+      if (matches(entry, opts)) entries.push(entry);
     }
   }
   return { entries, latestVersion: commits.at(-1)?.version ?? null };
+}
+
+function matches(entry: HistoryEntry, opts: HistoryOptions): boolean {
+  if (opts.kinds) return opts.kinds.includes(entry.kind) && (opts.job === undefined || entry.job === opts.job);
+  return opts.job === undefined || entry.job === null || entry.job === opts.job;
 }
 
 const JOB_APP = /^tidemark\.job\.(.+)$/;
@@ -78,11 +88,12 @@ export function describeCommit(version: number, actions: readonly Action[]): His
   const metrics = (info['operationMetrics'] ?? {}) as Record<string, unknown>;
   const operation = typeof info['operation'] === 'string' ? info['operation'] : 'UNKNOWN';
   const owner = ownerOf(actions, params);
-  const timestamp = Number(info['timestamp']);
+  const stamp = info['inCommitTimestamp'] ?? info['timestamp'];
+  const timestamp = Number(stamp);
   const inserted = metric(metrics, 'numTargetRowsInserted') ?? (/^(WRITE|CREATE TABLE AS SELECT|STREAMING UPDATE)$/.test(operation) ? metric(metrics, 'numOutputRows') : null);
   return {
     version,
-    time: Number.isFinite(timestamp) && info['timestamp'] !== undefined ? new Date(timestamp).toISOString() : null,
+    time: Number.isFinite(timestamp) && stamp !== undefined && stamp !== null ? new Date(timestamp).toISOString() : null,
     operation,
     kind: owner.kind ?? (operation === 'OPTIMIZE' ? 'optimize' : 'other'),
     job: owner.job,

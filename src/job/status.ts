@@ -2,7 +2,11 @@
  * `tidemark status`: what the table says about a job, read from its latest snapshot.
  */
 import type { JobConfig } from '../config/schema.js';
+import { writerFeatures } from '../delta/features.js';
+import { inCommitTimestampsEnabled } from '../delta/in-commit-timestamp.js';
 import type { Snapshot } from '../delta/snapshot.js';
+import type { Storage } from '../storage/storage.js';
+import { readHistory } from './history.js';
 import { totalRecords } from '../delta/stats.js';
 import { readBackfillState } from './backfill/state.js';
 import type { RunContext } from './context.js';
@@ -15,8 +19,24 @@ import { describeWatermark } from './watermark.js';
 export async function jobStatus(job: JobConfig, ctx: RunContext): Promise<JobOutcome<StatusReport>> {
   return outcomeOf(
     () => statusOf(job, null),
-    () => withJobScope(job, ctx, `${job.name}-status`, async ({ table }) => statusOf(job, await table.snapshot())),
+    () =>
+      withJobScope(job, ctx, `${job.name}-status`, async ({ table }) => {
+        const snapshot = await table.snapshot();
+        const report = statusOf(job, snapshot);
+        return snapshot ? { ...report, lastRunAt: await lastRunTime(table.storage, snapshot, job.name, report.lastRunAt) } : report;
+      }),
   );
+}
+
+/**
+ * When the job last ran. On a table with in-commit timestamps, the timestamp of the job's last run
+ * commit: the table's own clock, monotonic whatever the clocks of the hosts that ran the job. Else
+ * (or when that commit was cleaned up from the log) the time the run recorded in its state.
+ */
+async function lastRunTime(storage: Storage, snapshot: Snapshot, job: string, recorded: string | null): Promise<string | null> {
+  if (recorded === null || !inCommitTimestampsEnabled(writerFeatures(snapshot.protocol), snapshot.metadata)) return recorded;
+  const { entries } = await readHistory(storage, { limit: 1, job, kinds: ['run'] });
+  return entries[0]?.time ?? recorded;
 }
 
 /** What the snapshot says about the job. */

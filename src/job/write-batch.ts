@@ -117,7 +117,7 @@ function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>): WriteTar
     snapshot: opts.snapshot,
     batch: opts.batch.table,
     ...(job.target.partitionBy ? { partitionBy: job.target.partitionBy } : {}),
-    ...(job.target.changeDataFeed ? { tableProperties: { [ENABLE_CHANGE_DATA_FEED]: 'true' } } : {}),
+    ...tablePropertiesOf(job),
     ...(job.target.columnMapping ? { columnMapping: job.target.columnMapping } : {}),
     schemaEvolution: job.schemaEvolution,
     internalColumns: [SOURCE_ROW],
@@ -222,6 +222,15 @@ async function commit<S extends OwnedState>(opts: WriteBatchOptions<S>, request:
   await ctx.hooks?.beforeCommit?.(opts.batchNo);
   const result = await opts.timer.time('commit', () => table.commit(request, ctx.signal ? { signal: ctx.signal } : {}));
   return result.version;
+}
+
+/**
+ * The properties of a table the job creates: `target.tableProperties`, with
+ * `delta.enableChangeDataFeed` when `target.changeDataFeed` asks for it.
+ */
+function tablePropertiesOf(job: JobScope['job']): Pick<WriteTarget, 'tableProperties'> {
+  const properties = { ...job.target.tableProperties, ...(job.target.changeDataFeed ? { [ENABLE_CHANGE_DATA_FEED]: 'true' } : {}) };
+  return Object.keys(properties).length > 0 ? { tableProperties: properties } : {};
 }
 
 function unique(names: readonly string[]): string[] {

@@ -7,6 +7,9 @@
  * Purging deletion vectors (Spark's REORG … APPLY (PURGE)): a file whose deletion vector deletes
  * more than `maxDeletedShare` of its rows (all files with a DV under `purge`) is rewritten without
  * them, alone or packed with the partition's small files, whatever its size.
+ *
+ * Files a clustering implementation wrote (`clusteringProvider` set) are left alone: tidemark is
+ * not one, and only the provider may recluster them (PROTOCOL.md "Clustered Table").
  */
 import type { PartitionValues } from '../delta/actions.js';
 import { columnMappingMode, physicalColumn } from '../delta/column-mapping.js';
@@ -108,12 +111,13 @@ export function partitionEquals(values: PartitionValues): (candidate: PartitionV
   return (candidate) => Object.entries(values).every(([k, v]) => norm(candidate[k]) === norm(v));
 }
 
-/** Live files keyed by their partition values (keyed by physical names under column mapping), in the snapshot's path order. */
+/** Live files tidemark may rewrite keyed by their partition values (keyed by physical names under column mapping), in the snapshot's path order. */
 function groupByPartition(snapshot: Snapshot): Map<string, LiveFile[]> {
   const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
   const keys = snapshot.partitionColumns.map((c) => physicalColumn(snapshot.schema, c, mode));
   const groups = new Map<string, LiveFile[]>();
   for (const file of snapshot.files) {
+    if (file.clusteringProvider) continue;
     const key = JSON.stringify(keys.map((k) => norm(file.partitionValues[k])));
     const list = groups.get(key);
     if (list) list.push(file);

@@ -3,7 +3,14 @@
  * relation through the table scan (schema order, missing columns as NULL, partition values from
  * the log), write the rows as new Parquet data files in the same partition and upload them.
  * Nothing is committed here; an upload that is never committed is an orphan for VACUUM.
+ *
+ * On a table that preserves row ids (row tracking enabled) every row is copied with its stable
+ * row id and commit version in the hidden columns; the commit gives the new files fresh ones.
+ * A clustered table's rows are written sorted by its clustering columns.
  */
+import { clusteringColumns } from '../delta/clustering.js';
+import { writerFeatures } from '../delta/features.js';
+import { rowTrackingOf } from '../delta/row-tracking.js';
 import { columnMappingMode } from '../delta/column-mapping.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { totalRecords } from '../delta/stats.js';
@@ -11,7 +18,9 @@ import { writeDataFiles, type WrittenFile } from '../engine/data-files.js';
 import type { DuckSession } from '../engine/duckdb.js';
 import { localizeFiles } from '../engine/merge/localize.js';
 import { uploadDataFiles } from '../engine/merge/output.js';
+import { hiddenRowIdColumns } from '../engine/row-ids.js';
 import { scanRelation } from '../engine/scan.js';
+import { ident } from '../engine/sql.js';
 import type { Spool } from '../spool/spool.js';
 import type { Storage } from '../storage/storage.js';
 import type { CompactionBin } from './plan-compaction.js';
@@ -37,12 +46,15 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
   try {
     const inputDir = await scratch.folder('in');
     const local = await localizeFiles(bin.files, { storage: ctx.storage, spoolDir: inputDir, concurrency: ctx.concurrency, ...signal });
-    const scan = await scanRelation(ctx.session, ctx, bin.files, (f) => local.get(f.path)!);
+    const tracking = rowTrackingOf(writerFeatures(ctx.snapshot.protocol), ctx.snapshot.metadata).materialized;
+    const scan = await scanRelation(ctx.session, ctx, bin.files, (f) => local.get(f.path)!, tracking ? { stableRowIds: tracking } : {});
     const rows = targetFileRows(bin, ctx.targetFileBytes);
     const numIndexedCols = indexedColumns(ctx.snapshot);
     const localDir = await scratch.folder('out');
+    const clustering = clusteringColumns(ctx.snapshot);
     const written = await writeDataFiles(ctx.session, {
-      relationSql: scan.sql,
+      relationSql: clustering.length > 0 ? `SELECT * FROM (${scan.sql}) ORDER BY ${clustering.map(ident).join(', ')}` : scan.sql,
+      ...(tracking ? { hiddenColumns: hiddenRowIdColumns(tracking) } : {}),
       schema: ctx.snapshot.schema,
       partitionColumns: ctx.snapshot.partitionColumns,
       columnMapping: columnMappingMode(ctx.snapshot.protocol, ctx.snapshot.metadata),

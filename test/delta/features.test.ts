@@ -70,24 +70,24 @@ describe('reader gate', () => {
 
   it('refuses unsupported and unknown reader features, and versions above 3', () => {
     expect(readRefusal(p(3, 7, ['deletionVectors']))).toBeNull();
-    expect(readRefusal(p(3, 7, ['v2Checkpoint']))).toBe('v2Checkpoint');
+    expect(readRefusal(p(3, 7, ['v2Checkpoint']))).toBeNull();
     expect(readRefusal(p(3, 7, ['timestampNtz', 'someFutureFeature']))).toBe('someFutureFeature');
     expect(readRefusal(p(4, 7))).toBe('minReaderVersion=4');
     expect(readRefusal(p(1, 2), metadata({ type: 'variant' }))).toBe('variantType');
   });
 
   it('the message names the feature, the table and the access', () => {
-    expect(() => assertReadable(p(3, 7, ['v2Checkpoint', 'someFutureFeature']), metadata(), 'file:///t/')).toThrow(
-      "cannot read table file:///t/: it uses the table feature 'v2Checkpoint', which tidemark cannot read (not supported for reading; also unsupported: someFutureFeature)",
+    expect(() => assertReadable(p(3, 7, ['catalogManaged', 'someFutureFeature']), metadata(), 'file:///t/')).toThrow(
+      "cannot read table file:///t/: it uses the table feature 'catalogManaged', which tidemark cannot read (not supported for reading; also unsupported: someFutureFeature)",
     );
   });
 
   it('a write refusal says whether the feature rules out reading too, or only writing', () => {
-    expect(() => assertWritable(p(1, 7, null, ['rowTracking']), metadata(), 'file:///t/')).toThrow(
-      "cannot write table file:///t/: it uses the table feature 'rowTracking', which tidemark can read but not write (not supported for writing)",
+    expect(() => assertWritable(p(1, 7, null, ['liquid']), metadata(), 'file:///t/')).toThrow(
+      "cannot write table file:///t/: it uses the table feature 'liquid', which tidemark can read but not write (not supported for writing)",
     );
-    expect(() => assertWritable(p(3, 7, ['v2Checkpoint'], ['v2Checkpoint']), metadata(), 'file:///t/')).toThrow(
-      "cannot write table file:///t/: it uses the table feature 'v2Checkpoint', which tidemark cannot read",
+    expect(() => assertWritable(p(3, 7, ['catalogManaged'], ['catalogManaged']), metadata(), 'file:///t/')).toThrow(
+      "cannot write table file:///t/: it uses the table feature 'catalogManaged', which tidemark cannot read",
     );
   });
 });
@@ -129,11 +129,7 @@ describe('writer gate', () => {
 
   it('refuses features a minimal writer cannot honour, and unknown names', () => {
     for (const feature of [
-      'v2Checkpoint',
-      'rowTracking',
       'liquid',
-      'clustering',
-      'inCommitTimestamp',
       'icebergCompatV2',
       'variantType',
       'allowColumnDefaults',
@@ -150,10 +146,36 @@ describe('writer gate', () => {
   });
 
   it('a writer must also pass the reader gate', () => {
-    expect(writeRefusal(p(3, 7, ['v2Checkpoint'], ['v2Checkpoint']))).toBe('v2Checkpoint');
-    expect(() => assertWritable(p(3, 7, ['v2Checkpoint'], ['rowTracking']), metadata(), 'file:///t/')).toThrow(
-      /cannot write table .*'v2Checkpoint'.*also unsupported: rowTracking/,
+    expect(writeRefusal(p(3, 7, ['someFutureFeature'], ['someFutureFeature']))).toBe('someFutureFeature');
+    expect(() => assertWritable(p(3, 7, ['someFutureFeature'], ['liquid']), metadata(), 'file:///t/')).toThrow(
+      /cannot write table .*'someFutureFeature', which tidemark cannot read.*also unsupported: liquid/,
     );
+  });
+
+  it("table 16's protocol: row tracking, domains and DVs are honoured, the pre-standard liquid is refused for writing only", () => {
+    expect(() => assertWritable(p(3, 7, ['deletionVectors'], ['domainMetadata', 'deletionVectors', 'rowTracking', 'liquid']), metadata(), 'file:///t/')).toThrow(
+      "cannot write table file:///t/: it uses the table feature 'liquid', which tidemark can read but not write (not supported for writing)",
+    );
+  });
+
+  it('accepts row tracking, in-commit timestamps, V2 checkpoints and clustering while their requirements hold', () => {
+    const rowTracking = {
+      'delta.enableRowTracking': 'true',
+      'delta.rowTracking.materializedRowIdColumnName': '_row-id-col-x',
+      'delta.rowTracking.materializedRowCommitVersionColumnName': '_row-commit-version-col-x',
+    };
+    expect(writeRefusal(p(1, 7, null, ['domainMetadata', 'rowTracking']), metadata({ configuration: rowTracking }))).toBeNull();
+    expect(writeRefusal(p(1, 7, null, ['domainMetadata', 'rowTracking']))).toBeNull(); // supported, not enabled
+    expect(writeRefusal(p(1, 7, null, ['inCommitTimestamp']), metadata({ configuration: { 'delta.enableInCommitTimestamps': 'true' } }))).toBeNull();
+    expect(writeRefusal(p(3, 7, ['v2Checkpoint'], ['v2Checkpoint']))).toBeNull();
+    expect(writeRefusal(p(1, 7, null, ['domainMetadata', 'clustering']))).toBeNull();
+    // Requirements that do not hold: the feature is named with the reason.
+    expect(writeRefusal(p(1, 7, null, ['rowTracking']))).toBe('rowTracking'); // without domainMetadata
+    const suspended = { ...rowTracking, 'delta.rowTrackingSuspended': 'true' };
+    expect(writeRefusal(p(1, 7, null, ['domainMetadata', 'rowTracking']), metadata({ configuration: suspended }))).toBe('rowTracking');
+    const unnamed = { 'delta.enableRowTracking': 'true' };
+    expect(writeRefusal(p(1, 7, null, ['domainMetadata', 'rowTracking']), metadata({ configuration: unnamed }))).toBe('rowTracking');
+    expect(writeRefusal(p(1, 7, null, ['clustering']))).toBe('clustering');
   });
 
   it('type widening: read and written while every recorded change is a widening tidemark reads', () => {

@@ -99,12 +99,14 @@ describe('locating the snapshot', () => {
     ]);
   });
 
-  it('V2 checkpoints and their sidecars are never replay bases', async () => {
+  it('a V2 (UUID-named) checkpoint is a replay base; its sidecars are not checkpoints', async () => {
     const listing = await listLog(new LocalStorage(sharedTable('v2-checkpoint-sidecars')));
     expect(listing.checkpoints.map((c) => c.kind)).toEqual(['v2']);
     const plan = planReplay(listing, 'file:///t/');
-    expect(plan.checkpoint).toBeNull();
-    expect(plan.commits).toHaveLength(3);
+    expect(plan.checkpoint).toMatchObject({ version: 2, kind: 'v2' });
+    expect(plan.commits).toHaveLength(0);
+    // Time travel below it replays the commits.
+    expect(planReplay(listing, 'file:///t/', 1)).toMatchObject({ checkpoint: null, commits: [{ version: 0 }, { version: 1 }] });
   });
 
   it('the uncommitted commit in _delta_log/.tmp is not a version', async () => {

@@ -52,6 +52,12 @@ describe('shared tables on S3', () => {
     expect(storage.counts.download).toBe(1 + 7); // the checkpoint, then the 7 data files
   });
 
+  it('v2-checkpoint-sidecars: the UUID-named checkpoint and its two sidecars downloaded, no commit read', async () => {
+    const storage = countingStorage(await uploadTable('v2-checkpoint-sidecars'));
+    expect(await summary(storage, 'id')).toEqual({ version: 2, files: 4, n: '10', s: '45' });
+    expect(storage.counts.download).toBe(1 + 2 + 4); // the checkpoint, its sidecars, then the 4 data files
+  });
+
   it('partition-all-types-nulls: keys with spaces and %, decoded once', async () => {
     expect(await summary(await uploadTable('partition-all-types-nulls'), 'as_int')).toEqual({ version: 0, files: 3, n: '3', s: '1' });
   });

@@ -52,4 +52,17 @@ describe('DeltaTable on a store that ignores conditional writes', () => {
     expect(keys).toContain('_delta_log/00000000000000000002.checkpoint.parquet');
     expect(keys).toContain('_delta_log/_last_checkpoint');
   });
+
+  it('a table with V2 checkpoints gets a UUID-named checkpoint and its sidecar through S3, and reads back from them', async () => {
+    const storage = s3.makeStorage();
+    const table = openTable(storage, session, { singleWriter: true, checkpointInterval: 2 });
+    await table.create({ schema: SCHEMA, partitionColumns: ['p'], configuration: { 'delta.checkpointPolicy': 'v2' } });
+    await table.commit(appendRequest(0, ['p=a/1.parquet']));
+    expect(await table.commit(appendRequest(1, ['p=a/2.parquet']))).toMatchObject({ version: 2, checkpoint: { written: true, version: 2 } });
+    const keys = (await storage.listAll({ prefix: '_delta_log/' })).objects.map((o) => o.key);
+    expect(keys.filter((k) => k.includes('.checkpoint.'))).toEqual([expect.stringMatching(/^_delta_log\/00000000000000000002\.checkpoint\.[0-9a-f-]{36}\.json$/)]);
+    expect(keys.filter((k) => k.startsWith('_delta_log/_sidecars/'))).toHaveLength(1);
+    const snapshot = (await openTable(storage, session).snapshot())!;
+    expect(snapshot.files.map((f) => f.path)).toEqual(['p=a/1.parquet', 'p=a/2.parquet']);
+  });
 });

@@ -10,7 +10,7 @@ import { uploadDataFiles } from '../../src/engine/merge/output.js';
 import { writeDataFiles } from '../../src/engine/data-files.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { readTable } from '../../src/engine/scan.js';
-import { CommitConflictError, SchemaError, UnsupportedFeatureError } from '../../src/errors.js';
+import { AppendOnlyTableError, CommitConflictError, SchemaError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { countingStorage } from '../helpers/counting-storage.js';
 import { readCommit } from './commit-helpers.js';
@@ -187,15 +187,16 @@ describe('DeltaTable.commit', () => {
     expect((await readTable(session, scanSource(storage), after)).map((r) => r['name'])).toEqual(['A']);
   });
 
-  it('refuses removes on a delta.appendOnly table, naming the feature', async () => {
+  it('refuses removes on a delta.appendOnly table, naming the table and the setting', async () => {
     await table.create({ schema: SCHEMA, configuration: { 'delta.appendOnly': 'true' } });
     await table.commit(append(0, await writeRows(`(1, 'a', DATE '2024-01-01')`)));
     const file = (await table.snapshot())!.files[0]!;
     const err = await table
       .commit({ ...append(1, []), actions: [{ remove: removeFileFor(file, { deletionTimestamp: 1 }) }], isBlindAppend: false })
       .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(UnsupportedFeatureError);
-    expect(err).toMatchObject({ feature: 'appendOnly' });
+    expect(err).toBeInstanceOf(AppendOnlyTableError);
+    expect(err).toMatchObject({ context: { uri: storage.uri, setting: 'delta.appendOnly' } });
+    expect((err as Error).message).toContain(`table ${storage.uri} is append-only (delta.appendOnly = true)`);
   });
 
   it('upgrades a {1,2} table to writer 7 with domainMetadata when a commit writes domain metadata', async () => {

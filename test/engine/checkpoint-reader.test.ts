@@ -6,7 +6,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UnsupportedFeatureError } from '../../src/errors.js';
 import type { Action } from '../../src/delta/actions.js';
 import { readCheckpointActions } from '../../src/engine/checkpoint-reader.js';
 import { writeCheckpointActions } from '../../src/engine/checkpoint-writer.js';
@@ -62,11 +61,14 @@ describe('readCheckpointActions', () => {
     expect(kinds(actions)['add']).toBe(10);
   });
 
-  it('refuses a V2 checkpoint whose files sit in sidecars', async () => {
+  it("returns a V2 checkpoint's checkpointMetadata and sidecar rows (the Delta layer reads the sidecars), and a sidecar's files", async () => {
     const path = logFile('v2-checkpoint-sidecars', '00000000000000000002.checkpoint.e8fa2696-9728-4e9c-b285-634743fdd4fb.parquet');
-    const err = await readCheckpointActions(session, [path]).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(UnsupportedFeatureError);
-    expect((err as UnsupportedFeatureError).feature).toBe('v2Checkpoint');
+    const actions = await readCheckpointActions(session, [path]);
+    expect(kinds(actions)).toEqual({ checkpointMetadata: 1, protocol: 1, metaData: 1, sidecar: 2 });
+    expect(actions.find((a) => 'checkpointMetadata' in a)).toMatchObject({ checkpointMetadata: { version: 2 } });
+    const sidecars = actions.flatMap((a) => ('sidecar' in a ? [a.sidecar.path] : []));
+    const files = await readCheckpointActions(session, sidecars.map((name) => logFile('v2-checkpoint-sidecars', `_sidecars/${name}`)));
+    expect(kinds(files)).toEqual({ add: 4 });
   });
 
   it('drops the typed stats_parsed / partitionValues_parsed forms and reads paths with glob characters', async () => {

@@ -5,8 +5,10 @@
  * Creates the table from the batch's schema when it does not exist; new batch columns are added
  * to it per `schemaEvolution` (a metaData action in the same commit). Every row is checked against
  * the table's constraints before any file is written. An append needs no change data files even
- * when the table records a change data feed: readers take its adds as inserts.
+ * when the table records a change data feed: readers take its adds as inserts. Rows go to new
+ * files in the batch's order, or sorted by the clustering columns of a clustered table.
  */
+import { clusteringColumns } from '../../delta/clustering.js';
 import { addFileFor } from '../../delta/file-actions.js';
 import { createTableRequest } from '../../delta/table-create.js';
 import type { CommitRequest } from '../../delta/transaction.js';
@@ -32,7 +34,10 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
     const out = outputOptionsFor({ ...opts, spool: scratch }, target);
     const columns = target.plan.mappings.map((m) => ident(m.target)).join(', ');
     const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: target.batch.rows };
-    const added = target.batch.rows > 0 ? await writeAndUpload(out, `SELECT ${columns} FROM ${ident(tables.batch)}`, 'append', sizing) : [];
+    // A clustered table's new files are sorted by its clustering columns, so they stay prunable by their stats.
+    const clustering = snapshot ? clusteringColumns(snapshot) : [];
+    const order = clustering.length > 0 ? ` ORDER BY ${clustering.map(ident).join(', ')}` : '';
+    const added = target.batch.rows > 0 ? await writeAndUpload(out, `SELECT ${columns} FROM ${ident(tables.batch)}${order}`, 'append', sizing) : [];
     const written = performance.now();
     const now = Date.now();
     const adds = added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) }));

@@ -15,6 +15,7 @@ import { loadDeletedRows, type DeletedRows } from '../deleted-rows.js';
 import type { DuckSession } from '../duckdb.js';
 import { emptyRelationSql, inspectFiles, scanSql, type FileShape } from '../scan.js';
 import { ident } from '../sql.js';
+import { STABLE_ROW_ID, type MaterializedColumns } from '../row-ids.js';
 import { localizeFiles } from './localize.js';
 import { actionsSql, changesSql, hitsSql, modesSql, pruningPartitions, targetSql, touchedFilesSql, type MatchSpec, type WriteMode } from './plan.js';
 import { pruneFiles, type TypedColumn } from './prune.js';
@@ -34,6 +35,8 @@ export interface MatchContext {
   spool: Spool;
   concurrency: number;
   signal?: AbortSignal;
+  /** Row tracking preserves ids: scans also read each row's stable id and version from these hidden columns. */
+  rowIds?: MaterializedColumns;
 }
 
 /** Candidate files and how to read them. */
@@ -83,8 +86,8 @@ export async function findHits(ctx: MatchContext): Promise<HitsResult> {
   const shapes = scanned.size > 0 ? await inspectFiles(ctx.session, [...localPaths.values()]) : new Map<string, FileShape>();
   const deleted = await loadDeletedRows(snapshot.files, { session: ctx.session, storage: ctx.storage, only: scanned.keys() });
   const result = { scanned, afterPartitions: pruned.afterPartitions, localPaths, shapes, deleted };
-  const columns = unique([...spec.keys, ...spec.partitions, spec.orderBy]);
-  await ctx.session.run(hitsSql(ctx.tables, spec, perFileScanSql(snapshot, scanned, result, columns)));
+  const columns = unique([...spec.keys, ...spec.partitions, spec.orderBy, ...(ctx.rowIds ? [STABLE_ROW_ID] : [])]);
+  await ctx.session.run(hitsSql(ctx.tables, spec, perFileScanSql(snapshot, scanned, { ...result, rowIds: ctx.rowIds }, columns)));
   return result;
 }
 
@@ -106,7 +109,8 @@ export async function classifyChanges(ctx: MatchContext, hits: HitsResult, modes
   const rewrite = pick((id) => modes.get(id) === 'rewrite');
   const tied = await tiedFiles(ctx, modes);
   await ctx.session.run(modesSql(ctx.tables, modes));
-  await ctx.session.run(targetSql(ctx.tables, perFileScanSql(ctx.snapshot, rewrite, hits), perFileScanSql(ctx.snapshot, pick((id) => tied.has(id)), hits)));
+  const read = { ...hits, rowIds: ctx.rowIds };
+  await ctx.session.run(targetSql(ctx.tables, perFileScanSql(ctx.snapshot, rewrite, read), perFileScanSql(ctx.snapshot, pick((id) => tied.has(id)), read)));
   await ctx.session.run(actionsSql(ctx.tables, ctx.spec, columns));
   await ctx.session.run(changesSql(ctx.tables));
 }
@@ -119,20 +123,28 @@ async function tiedFiles(ctx: MatchContext, modes: ReadonlyMap<number, WriteMode
 
 /**
  * One relation over the given files with each row's FILE_ID and POS (its position in the file),
- * and only `columns` (all when omitted); rows deleted by a deletion vector are left out. Files of
- * one shape are one scan (see scanSql); DuckDB reads only the columns used.
+ * and only `columns` (all when omitted, the stable row ids included when `read.rowIds` names the
+ * hidden columns); rows deleted by a deletion vector are left out. Files of one shape are one scan
+ * (see scanSql); DuckDB reads only the columns used.
  */
 export function perFileScanSql(
   snapshot: Snapshot,
   files: ReadonlyMap<number, LiveFile>,
-  read: Pick<HitsResult, 'localPaths' | 'shapes' | 'deleted'>,
+  read: Pick<HitsResult, 'localPaths' | 'shapes' | 'deleted'> & { rowIds?: MaterializedColumns | undefined },
   columns?: readonly string[],
 ): string {
   const list = columns === undefined ? '*' : [FILE_ID, ...columns, POS].map(ident).join(', ');
   const pathOf = (f: LiveFile) => read.localPaths.get(f.path)!;
   const ids = new Map([...files].map(([id, file]) => [file, id]));
-  const opts = { shapeOf: (p: string) => read.shapes.get(p), deleted: read.deleted, position: POS, fileId: { column: FILE_ID, idOf: (f: LiveFile) => ids.get(f)! } };
-  const relation = files.size === 0 ? emptyRelationSql(snapshot, POS, FILE_ID) : scanSql(snapshot, [...files.values()], pathOf, opts);
+  const opts = {
+    shapeOf: (p: string) => read.shapes.get(p),
+    deleted: read.deleted,
+    position: POS,
+    fileId: { column: FILE_ID, idOf: (f: LiveFile) => ids.get(f)! },
+    ...(read.rowIds ? { stableRowIds: read.rowIds } : {}),
+  };
+  const relation =
+    files.size === 0 ? emptyRelationSql(snapshot, POS, FILE_ID, read.rowIds !== undefined) : scanSql(snapshot, [...files.values()], pathOf, opts);
   return `SELECT ${list} FROM (${relation})`;
 }
 

@@ -18,16 +18,19 @@
  * brings new columns (schemaEvolution 'addColumns') puts a metaData action in the request.
  */
 import type { Action, Metadata } from '../../delta/actions.js';
+import { clusteringColumns } from '../../delta/clustering.js';
 import { physicalName } from '../../delta/column-mapping.js';
-import { changeDataFeedActive, withTableFeature } from '../../delta/features.js';
+import { changeDataFeedActive, isAppendOnly, withTableFeature, writerFeatures } from '../../delta/features.js';
+import { rowTrackingOf } from '../../delta/row-tracking.js';
 import { addFileFor, removeFileFor } from '../../delta/file-actions.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import { totalRecords } from '../../delta/stats.js';
 import { createTableRequest } from '../../delta/table-create.js';
 import type { ReadSet } from '../../delta/transaction.js';
-import { MergeInputError } from '../../errors.js';
+import { AppendOnlyTableError, MergeInputError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';
 import { partitionValueStringSql } from '../partition-sql.js';
+import { hiddenRowIdColumns, type MaterializedColumns } from '../row-ids.js';
 import { ident } from '../sql.js';
 import { writeChangeData } from './change-files.js';
 import { PhaseClock } from './clock.js';
@@ -47,6 +50,7 @@ import {
   rewriteRelationSql,
   storedBatchRowsSql,
   type MatchSpec,
+  type OutputLayout,
 } from './plan.js';
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
 import type { MergeCounts, StagedMerge } from './results.js';
@@ -76,7 +80,8 @@ export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
       // Creating, the batch is read a few times (checks, counts, the insert): a view, not a copy.
       lazy: snapshot === null,
     });
-    const spec = matchSpec(target, opts);
+    const tracking = snapshot ? rowTrackingOf(writerFeatures(snapshot.protocol), target.metadata ?? snapshot.metadata).materialized : null;
+    const spec = { ...matchSpec(target, opts), rowIds: tracking !== null };
     const constraints = await prepareConstraintChecks(opts.session, {
       schema: target.schema,
       metadata: snapshot?.metadata ?? { configuration: opts.tableProperties ?? {} },
@@ -87,7 +92,11 @@ export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
     if (!opts.keysUnique) await checkDuplicateKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
     if (opts.tombstones !== undefined) await checkTombstones(opts.session, opts.tombstones, spec.keys);
     clock.lap('prepare');
-    const run = { opts, tables, target, spec, constraints, out: outputOptionsFor({ ...opts, spool: scratch }, target), clock };
+    const out = { ...outputOptionsFor({ ...opts, spool: scratch }, target), ...(tracking ? { hiddenColumns: hiddenRowIdColumns(tracking) } : {}) };
+    // New files follow a clustered table's clustering columns, else the key: files stay prunable by their stats.
+    const clustering = snapshot ? clusteringColumns(snapshot) : [];
+    const layout: OutputLayout = { order: clustering.length > 0 ? unique([...clustering, ...spec.keys]) : spec.keys, rowIds: tracking !== null };
+    const run = { opts, tables, target, spec, constraints, out, layout, tracking, clock };
     const staged = snapshot === null ? await stageCreate(run) : await stageExisting(run, snapshot);
     const deletes = await batchDeletes(opts.session, tables, spec);
     return { ...staged, deletes, dispose: () => dropAll(opts.session, tables) };
@@ -107,6 +116,10 @@ interface MergeRun {
   spec: MatchSpec;
   constraints: readonly ConstraintCheck[];
   out: OutputOptions;
+  /** Order of the rows written, and whether they carry stable row ids. */
+  layout: OutputLayout;
+  /** The hidden columns keeping moved rows' ids, when the table preserves them (row tracking enabled). */
+  tracking: MaterializedColumns | null;
   clock: PhaseClock;
 }
 
@@ -114,7 +127,7 @@ type Staged = Omit<StagedMerge, 'deletes' | 'dispose'>;
 
 /** The table does not exist: its creation with the batch's non-deleted rows as version 0. */
 async function stageCreate(run: MergeRun): Promise<Staged> {
-  const { opts, tables, target, spec, out, clock } = run;
+  const { opts, tables, target, spec, out, layout, clock } = run;
   await opts.session.run(emptyMatchSql(tables, `SELECT * FROM (${emptyScanSql(target)}) LIMIT 0`));
   if (opts.tombstones !== undefined) await buryTombstoned(opts.session, tables, spec, opts.tombstones);
   await opts.session.run(changesSql(tables));
@@ -124,7 +137,7 @@ async function stageCreate(run: MergeRun): Promise<Staged> {
   clock.lap('classify');
   const columns = target.plan.mappings.map((m) => m.target);
   const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: counts.inserted };
-  const added = counts.inserted > 0 ? await writeAndUpload(out, newRowsSql(tables, columns, spec.keys), 'insert', sizing) : [];
+  const added = counts.inserted > 0 ? await writeAndUpload(out, newRowsSql(tables, columns, layout), 'insert', sizing) : [];
   clock.lap('write');
   const now = Date.now();
   // A table this MERGE creates takes deletion vectors unless told not to ('auto' and 'on').
@@ -150,6 +163,7 @@ async function stageCreate(run: MergeRun): Promise<Staged> {
 async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged> {
   const { opts, tables, target, spec, out, clock } = run;
   const ctx: MatchContext = {
+    ...(run.tracking ? { rowIds: run.tracking } : {}),
     session: opts.session,
     storage: opts.storage,
     // With new columns, stored files are read in the evolved schema (they lack them: NULL).
@@ -171,6 +185,7 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
     const modes = new Map(touched.map((t) => [t.id, writeModeOf(t.file, t.touched, policy)]));
     await classifyChanges(ctx, hits, modes, columns);
     const counts = await readCounts(opts.session, tables, target.batch.rows);
+    refuseChangesToAppendOnly(snapshot, counts, opts.storage.uri);
     const changed = await changedFiles(opts.session, tables, hits);
     await checkStoredRows(run);
     clock.lap('classify');
@@ -265,17 +280,17 @@ interface WriteInput {
  * change data files when asked.
  */
 async function writeChanges(run: MergeRun, input: WriteInput) {
-  const { opts, tables, target, spec, out } = run;
+  const { opts, tables, target, spec, out, layout } = run;
   const { changed, counts, hits } = input;
   const columns = target.plan.mappings.map((m) => m.target);
   // Every updated row replaces a stored one and a delete drops one: the rewrite is no bigger.
   const rewriteSizing = { targetFileRows: opts.targetFileRows ?? maxRecords(changed.rewrite), rowsAtMost: totalRecords(changed.rewrite) };
   const rewritten =
-    changed.rewrite.length > 0 ? await writeAndUpload(out, rewriteRelationSql(tables, columns, spec.keys), 'rewrite', rewriteSizing) : [];
+    changed.rewrite.length > 0 ? await writeAndUpload(out, rewriteRelationSql(tables, columns, layout), 'rewrite', rewriteSizing) : [];
   // At most: the inserts, and the updated rows (those of 'dv' files are written here).
   const newRows = counts.inserted + counts.updated;
   const insertSizing = { targetFileRows: opts.targetFileRows, rowsAtMost: newRows };
-  const added = newRows > 0 ? await writeAndUpload(out, newRowsSql(tables, columns, spec.keys), 'insert', insertSizing) : [];
+  const added = newRows > 0 ? await writeAndUpload(out, newRowsSql(tables, columns, layout), 'insert', insertSizing) : [];
   const changeData = input.recordChanges
     ? await writeChangeData(out, {
         tables,
@@ -313,6 +328,19 @@ function metadataActions(target: TargetTable, snapshot: Snapshot, enableDvs: boo
   const base = target.metadata ?? snapshot.metadata;
   const metaData: Metadata = { ...base, configuration: { ...base.configuration, [ENABLE_DVS]: 'true' } };
   return [{ protocol: withTableFeature(snapshot.protocol, 'deletionVectors', { reader: true }) }, { metaData }];
+}
+
+/**
+ * An append-only table (`delta.appendOnly = true`) takes new rows only: a MERGE that would update
+ * or delete stored rows is refused here, after matching and before any data file is written.
+ */
+function refuseChangesToAppendOnly(snapshot: Snapshot, counts: MergeCounts, uri: string): void {
+  if (!isAppendOnly(snapshot.protocol, snapshot.metadata) || counts.updated + counts.deleted === 0) return;
+  throw new AppendOnlyTableError(uri, 'MERGE', `would update ${counts.updated} and delete ${counts.deleted} stored rows`);
+}
+
+function unique(names: readonly string[]): string[] {
+  return [...new Set(names)];
 }
 
 /** Key, orderBy and matched partition columns in the table's spelling. */

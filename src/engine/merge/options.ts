@@ -25,8 +25,9 @@ export interface WriteTarget {
   /** Partition columns, used only when the table is created by this write. */
   partitionBy?: string[];
   /**
-   * Table properties of a table this write creates (`delta.enableChangeDataFeed`, …); its
-   * protocol takes the features they need. Ignored when the table exists.
+   * Table properties (`metaData.configuration`) of a table this write creates, such as
+   * `delta.enableRowTracking` or `delta.enableChangeDataFeed`; its protocol takes the features
+   * they need. Ignored when the table exists.
    */
   tableProperties?: Record<string, string>;
   /**

@@ -10,6 +10,7 @@ import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
 import { writeDataFiles, type WrittenFile } from '../data-files.js';
 import type { DuckSession } from '../duckdb.js';
+import type { HiddenColumn } from '../row-ids.js';
 import { DEFAULT_TRANSFER_CONCURRENCY, type WriteTarget } from './options.js';
 import type { TargetTable } from './target.js';
 
@@ -23,6 +24,8 @@ export interface OutputOptions {
   spool: Spool;
   concurrency: number;
   signal?: AbortSignal;
+  /** Hidden columns written after the schema's (row tracking's stable ids; ../row-ids.ts). */
+  hiddenColumns?: readonly HiddenColumn[];
 }
 
 /** The output options of a write into `target`'s table, from the write's own options. */
@@ -56,6 +59,7 @@ export async function writeAndUpload(opts: OutputOptions, relationSql: string, f
     localDir: await opts.spool.folder(folder),
     ...(sizing.targetFileRows === undefined ? {} : { targetFileRows: sizing.targetFileRows }),
     ...(sizing.rowsAtMost === undefined ? {} : { rowsAtMost: sizing.rowsAtMost }),
+    ...(opts.hiddenColumns ? { hiddenColumns: opts.hiddenColumns } : {}),
   });
   await uploadDataFiles(opts.storage, files, { concurrency: opts.concurrency, ...(opts.signal ? { signal: opts.signal } : {}) });
   return files;

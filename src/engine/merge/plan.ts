@@ -20,12 +20,18 @@
  * is an update without reading the rest of the row; only a tie needs the full compare that tells
  * an update from an unchanged row (reloads and backfills are ties).
  *
+ * Row tracking (when the table preserves row ids, `spec.rowIds`): every stored row read carries its
+ * stable row id (and, in the target, its stable commit version; ../row-ids.ts) through hits,
+ * actions and changes, so the rows written again keep them: a copied row its id and version, an
+ * updated row its id (its version becomes this commit's: NULL), an inserted row neither.
+ *
  * Tombstones (keys deleted by earlier batches, with the delete's orderBy value) act as stored rows
  * that are deleted: an incoming non-delete row whose key has no stored row is stale when a
  * tombstone of its key is not older than it (the delete wins ties), and is added to the hits as
  * 'stale' with no file, so it is neither inserted nor read. A stored row, when there is one,
  * decides alone (a key may be deleted and later re-inserted).
  */
+import { STABLE_ROW_ID, STABLE_ROW_VERSION } from '../row-ids.js';
 import { ident } from '../sql.js';
 import { ACTION, BATCH_ROW, DELETE_FLAG, FILE_ID, POS, TOMBSTONE_ORDER, type TempTables } from './temp-names.js';
 
@@ -35,6 +41,14 @@ export interface MatchSpec {
   /** Partition columns that are part of the match (empty when unpartitioned or matching across partitions). */
   partitions: string[];
   orderBy: string;
+  /** The stored rows' stable row ids and versions are read and written again (row tracking enabled). */
+  rowIds?: boolean;
+}
+
+/** How the rows written are laid out: their order (keys, or a clustered table's clustering columns), and whether they carry row ids. */
+export interface OutputLayout {
+  order: readonly string[];
+  rowIds: boolean;
 }
 
 /**
@@ -79,6 +93,14 @@ const act = ident(ACTION);
 const fid = ident(FILE_ID);
 const pos = ident(POS);
 const brow = ident(BATCH_ROW);
+const rid = ident(STABLE_ROW_ID);
+const rver = ident(STABLE_ROW_VERSION);
+const NULL_ID = 'CAST(NULL AS BIGINT)';
+
+/** A stored row's stable id from `alias` when row ids are read, else NULL; always named STABLE_ROW_ID. */
+function rowIdOf(spec: MatchSpec, alias: string): string {
+  return `${spec.rowIds ? `${alias}.${rid}` : NULL_ID} AS ${rid}`;
+}
 
 /**
  * The hits table: one row per live stored row (from the key-column scan `keyScanSql`, which yields
@@ -88,7 +110,7 @@ export function hitsSql(tables: TempTables, spec: MatchSpec, keyScanSql: string)
   const order = ident(spec.orderBy);
   return (
     `CREATE OR REPLACE TEMP TABLE ${ident(tables.hits)} AS ` +
-    `SELECT s.${fid}, s.${pos}, b.${brow} AS ${brow}, ` +
+    `SELECT s.${fid}, s.${pos}, b.${brow} AS ${brow}, ${rowIdOf(spec, 's')}, ` +
     `CASE WHEN NOT ${notOlder(`b.${order}`, `s.${order}`)} THEN 'stale' WHEN b.${ident(DELETE_FLAG)} THEN 'delete' ` +
     `WHEN b.${order} IS NOT DISTINCT FROM s.${order} THEN 'tie' ELSE 'newer' END AS ${act} ` +
     `FROM (${keyScanSql}) AS s JOIN ${ident(tables.batch)} AS b ON ${matchCondition(spec, 's', 'b')}`
@@ -126,7 +148,7 @@ export function actionsSql(tables: TempTables, spec: MatchSpec, columns: readonl
   const order = ident(spec.orderBy);
   return (
     `CREATE OR REPLACE TEMP TABLE ${ident(tables.actions)} AS ` +
-    `SELECT t.${fid}, t.${pos}, b.${brow} AS ${brow}, ` +
+    `SELECT t.${fid}, t.${pos}, b.${brow} AS ${brow}, ${rowIdOf(spec, 't')}, ` +
     `CASE WHEN NOT ${notOlder(`b.${order}`, `t.${order}`)} THEN 'stale' ` +
     `WHEN b.${ident(DELETE_FLAG)} THEN 'delete' ` +
     `WHEN ${sameRow(columns, 't', 'b')} THEN 'unchanged' ELSE 'update' END AS ${act} ` +
@@ -138,8 +160,8 @@ export function actionsSql(tables: TempTables, spec: MatchSpec, columns: readonl
 export function changesSql(tables: TempTables): string {
   return (
     `CREATE OR REPLACE TEMP TABLE ${ident(tables.changes)} AS ` +
-    `SELECT ${fid}, ${pos}, ${brow}, ${act} FROM ${ident(tables.actions)} WHERE ${act} <> 'stale' ` +
-    `UNION ALL SELECT h.${fid}, h.${pos}, h.${brow}, CASE WHEN h.${act} = 'newer' THEN 'update' ELSE h.${act} END ` +
+    `SELECT ${fid}, ${pos}, ${brow}, ${rid}, ${act} FROM ${ident(tables.actions)} WHERE ${act} <> 'stale' ` +
+    `UNION ALL SELECT h.${fid}, h.${pos}, h.${brow}, h.${rid}, CASE WHEN h.${act} = 'newer' THEN 'update' ELSE h.${act} END ` +
     `FROM ${ident(tables.hits)} AS h JOIN ${ident(tables.modes)} AS m ON m.${fid} = h.${fid} ` +
     `WHERE m.mode = 'dv' AND h.${act} IN ('delete', 'newer')`
   );
@@ -161,9 +183,9 @@ export function dvPositionsSql(tables: TempTables): string {
   );
 }
 
-/** Batch rows whose stored row in a file of `mode` they update. */
-function updatedRowsSql(tables: TempTables, mode: WriteMode, columns: readonly string[]): string {
-  const cols = columns.map((c) => `b.${ident(c)}`).join(', ');
+/** Batch rows whose stored row in a file of `mode` they update (keeping its stable id when row ids are written). */
+function updatedRowsSql(tables: TempTables, mode: WriteMode, columns: readonly string[], rowIds: boolean): string {
+  const cols = [...columns.map((c) => `b.${ident(c)}`), ...(rowIds ? [`c.${rid}`, `${NULL_ID} AS ${rver}`] : [])].join(', ');
   return (
     `SELECT ${cols} FROM ${ident(tables.changes)} AS c JOIN ${ident(tables.modes)} AS m ON m.${fid} = c.${fid} ` +
     `JOIN ${ident(tables.batch)} AS b ON b.${brow} = c.${brow} WHERE m.mode = '${mode}' AND c.${act} = 'update'`
@@ -172,29 +194,30 @@ function updatedRowsSql(tables: TempTables, mode: WriteMode, columns: readonly s
 
 /**
  * The rows replacing the changed 'rewrite' files: their stored rows minus the updated and deleted
- * ones, plus the incoming versions of the updated ones, in key order (clustered tables stay clustered).
+ * ones (keeping their stable ids and versions when row ids are written), plus the incoming versions
+ * of the updated ones, in the layout's order (clustered tables stay clustered).
  */
-export function rewriteRelationSql(tables: TempTables, columns: readonly string[], keys: readonly string[]): string {
-  const cols = columns.map((c) => `t.${ident(c)}`).join(', ');
+export function rewriteRelationSql(tables: TempTables, columns: readonly string[], layout: OutputLayout): string {
+  const cols = [...columns.map((c) => `t.${ident(c)}`), ...(layout.rowIds ? [`t.${rid}`, `t.${rver}`] : [])].join(', ');
   const changed = `SELECT ${fid}, ${pos} FROM ${ident(tables.changes)} WHERE ${act} IN ('update', 'delete')`;
   const rewritten = `SELECT c.${fid} FROM (${changed}) AS c JOIN ${ident(tables.modes)} AS m ON m.${fid} = c.${fid} WHERE m.mode = 'rewrite'`;
   const kept =
     `SELECT ${cols} FROM ${ident(tables.target)} AS t ` +
     `ANTI JOIN (${changed}) AS x ON x.${fid} = t.${fid} AND x.${pos} = t.${pos} ` +
     `WHERE t.${fid} IN (${rewritten})`;
-  return `SELECT * FROM (${kept} UNION ALL ${updatedRowsSql(tables, 'rewrite', columns)}) ORDER BY ${keys.map(ident).join(', ')}`;
+  return `SELECT * FROM (${kept} UNION ALL ${updatedRowsSql(tables, 'rewrite', columns, layout.rowIds)}) ORDER BY ${layout.order.map(ident).join(', ')}`;
 }
 
 /**
  * The rows written to new files: batch rows no stored row matched (in any candidate file) that are
- * not deletes, plus the incoming versions of rows updated in 'dv' files, in key order.
+ * not deletes, plus the incoming versions of rows updated in 'dv' files, in the layout's order.
  */
-export function newRowsSql(tables: TempTables, columns: readonly string[], keys: readonly string[]): string {
-  const cols = columns.map((c) => `b.${ident(c)}`).join(', ');
+export function newRowsSql(tables: TempTables, columns: readonly string[], layout: OutputLayout): string {
+  const cols = [...columns.map((c) => `b.${ident(c)}`), ...(layout.rowIds ? [`${NULL_ID} AS ${rid}`, `${NULL_ID} AS ${rver}`] : [])].join(', ');
   const inserts =
     `SELECT ${cols} FROM ${ident(tables.batch)} AS b ` +
     `WHERE NOT b.${ident(DELETE_FLAG)} AND b.${brow} NOT IN (SELECT ${brow} FROM ${ident(tables.hits)})`;
-  return `SELECT * FROM (${inserts} UNION ALL ${updatedRowsSql(tables, 'dv', columns)}) ORDER BY ${keys.map(ident).join(', ')}`;
+  return `SELECT * FROM (${inserts} UNION ALL ${updatedRowsSql(tables, 'dv', columns, layout.rowIds)}) ORDER BY ${layout.order.map(ident).join(', ')}`;
 }
 
 /**
@@ -239,10 +262,10 @@ export function countsSql(tables: TempTables): string {
  */
 export function emptyMatchSql(tables: TempTables, targetColumnsSql: string): string {
   return [
-    `CREATE OR REPLACE TEMP TABLE ${ident(tables.hits)} (${fid} INTEGER, ${pos} BIGINT, ${brow} BIGINT, ${act} VARCHAR)`,
+    `CREATE OR REPLACE TEMP TABLE ${ident(tables.hits)} (${fid} INTEGER, ${pos} BIGINT, ${brow} BIGINT, ${rid} BIGINT, ${act} VARCHAR)`,
     modesSql(tables, new Map()),
     `CREATE OR REPLACE TEMP TABLE ${ident(tables.target)} AS ${targetColumnsSql}`,
-    `CREATE OR REPLACE TEMP TABLE ${ident(tables.actions)} (${fid} INTEGER, ${pos} BIGINT, ${brow} BIGINT, ${act} VARCHAR)`,
+    `CREATE OR REPLACE TEMP TABLE ${ident(tables.actions)} (${fid} INTEGER, ${pos} BIGINT, ${brow} BIGINT, ${rid} BIGINT, ${act} VARCHAR)`,
   ].join('; ');
 }
 

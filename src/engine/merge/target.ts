@@ -7,6 +7,7 @@ import { columnMappingMode, evolveMappedMetadata, mapNewTable, type ColumnMappin
 import { assertWritable } from '../../delta/features.js';
 import type { StructType } from '../../delta/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
+import { MATERIALIZED_ROW_ID_COLUMN, MATERIALIZED_ROW_VERSION_COLUMN } from '../../delta/table-properties.js';
 import { MergeInputError, SchemaError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';
 import { ident } from '../sql.js';
@@ -111,6 +112,7 @@ async function evolve(
 ): Promise<{ schema: StructType; metadata: Metadata; added: string[] } | null> {
   const extra = newColumns(sourceColumns, snapshot.schema, target.internalColumns ?? []);
   if (extra.length === 0) return null;
+  refuseHiddenColumnNames(extra.map((c) => c.name), snapshot, target.storage.uri);
   if (target.schemaEvolution === 'addColumns') {
     const schema = evolveSchema(snapshot.schema, extra);
     const added = extra.map((c) => c.name);
@@ -128,6 +130,20 @@ async function evolve(
       context: { uri: target.storage.uri, column: extra[0]!.name, columns: extra.map((c) => c.name), ...(files[0] ? { key: files[0], files } : {}) },
     },
   );
+}
+
+/**
+ * Row tracking's hidden columns (named by the table's properties) live in the data files beside
+ * the schema's: a new column may never take one of their names (PROTOCOL.md "Row Tracking").
+ */
+function refuseHiddenColumnNames(names: readonly string[], snapshot: Snapshot, uri: string): void {
+  const config = snapshot.metadata.configuration ?? {};
+  const hidden = [config[MATERIALIZED_ROW_ID_COLUMN], config[MATERIALIZED_ROW_VERSION_COLUMN]].filter((n): n is string => !!n).map((n) => n.toLowerCase());
+  const clash = names.find((n) => hidden.includes(n.toLowerCase()));
+  if (clash === undefined) return;
+  throw new SchemaError(`[merge] the batch's new column ${JSON.stringify(clash)} has the name of a hidden row-tracking column of table ${uri}`, {
+    context: { uri, column: clash },
+  });
 }
 
 /** Up to 10 source files with a non-NULL value in one of `columns`. */

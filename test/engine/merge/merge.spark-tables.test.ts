@@ -308,14 +308,16 @@ describe('MERGE into column-mapped tables (README 13, 19, 20): insert, update, d
 });
 
 describe('tables tidemark cannot write', () => {
-  it('liquid-clustering-rowtracking is refused naming rowTracking, and nothing is written', async () => {
+  // Row tracking and DVs are honoured; the pre-standard writer feature `liquid` is unknown: writing only is refused.
+  it('liquid-clustering-rowtracking is refused naming liquid, and nothing is written', async () => {
     const f = await copyOf('liquid-clustering-rowtracking');
     try {
       const before = await readdir(f.dir, { recursive: true });
       await makeBatch(session, 'b', `SELECT 1 AS id`);
       const err = await merge(f, { batch: 'b', keyColumns: ['id'], orderBy: 'id' }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(UnsupportedFeatureError);
-      expect((err as UnsupportedFeatureError).feature).toBe('rowTracking');
+      expect((err as UnsupportedFeatureError).feature).toBe('liquid');
+      expect((err as Error).message).toContain("'liquid', which tidemark can read but not write");
       expect(await readdir(f.dir, { recursive: true })).toEqual(before);
     } finally {
       await f.close();
