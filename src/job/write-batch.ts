@@ -189,9 +189,10 @@ async function commitStateOnly<S extends OwnedState>(opts: WriteBatchOptions<S>)
 
 /** The commit point, between the beforeCommit hook and the table's commit loop. */
 async function commit<S extends OwnedState>(opts: WriteBatchOptions<S>, request: CommitRequest): Promise<number> {
-  const { ctx, table } = opts.scope;
+  const { ctx, table, contention } = opts.scope;
   await ctx.hooks?.beforeCommit?.(opts.batchNo);
-  const result = await opts.timer.time('commit', () => table.commit(request, ctx.signal ? { signal: ctx.signal } : {}));
+  const onRetry = () => void (contention.commitRetries += 1);
+  const result = await opts.timer.time('commit', () => table.commit(request, { onRetry, ...(ctx.signal ? { signal: ctx.signal } : {}) }));
   return result.version;
 }
 

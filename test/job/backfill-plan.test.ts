@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import type { DiscoveredFile } from '../../src/discovery/index.js';
 import type { PartitionWalk } from '../../src/discovery/partitions.js';
 import { ConfigError } from '../../src/errors.js';
-import { decideStart } from '../../src/job/backfill/run.js';
+import { decideStart } from '../../src/job/backfill/start.js';
+import { WHOLE_RANGE } from '../../src/job/backfill/shard.js';
 import { planPartitionBackfill, startState, stateAfter, type PlannedBatch } from '../../src/job/backfill/plan.js';
 import { parseBackfillRange } from '../../src/job/backfill/range.js';
 import type { BackfillState } from '../../src/job/backfill/state.js';
@@ -54,19 +55,25 @@ describe('parseBackfillRange', () => {
 const range = { mode: 'partition' as const, from: '2026-11-01', to: '2026-11-07' };
 const state = (patch: Partial<BackfillState>): BackfillState => ({ ...startState('orders', range, null, new Date(0)), ...patch });
 
+/** decideStart for the unsharded backfill whose only state is `prev`: the decision's kind. */
+function start(prev: BackfillState | null, r: typeof range, restart: boolean): string {
+  const states = new Map(prev ? [['tidemark.backfill.orders', prev]] : []);
+  return decideStart('orders', states, r, WHOLE_RANGE, restart).kind;
+}
+
 describe('decideStart', () => {
   it('no state: fresh; same range unfinished: resume; same range done: already-done; restart: fresh', () => {
-    expect(decideStart('orders', null, range, false)).toBe('fresh');
-    expect(decideStart('orders', state({ doneThrough: '2026-11-03' }), range, false)).toBe('resume');
-    expect(decideStart('orders', state({ status: 'done' }), range, false)).toBe('already-done');
-    expect(decideStart('orders', state({ status: 'done' }), range, true)).toBe('fresh');
+    expect(start(null, range, false)).toBe('fresh');
+    expect(start(state({ doneThrough: '2026-11-03' }), range, false)).toBe('resume');
+    expect(start(state({ status: 'done' }), range, false)).toBe('already-done');
+    expect(start(state({ status: 'done' }), range, true)).toBe('fresh');
   });
 
   it('another range: fresh when the last one is done, refused (ConfigError) while it is unfinished, unless restart', () => {
     const other = { ...range, to: '2026-11-08' };
-    expect(decideStart('orders', state({ status: 'done' }), other, false)).toBe('fresh');
-    expect(() => decideStart('orders', state({ doneThrough: '2026-11-02' }), other, false)).toThrow(/unfinished \(done through 2026-11-02\)/);
-    expect(decideStart('orders', state({ doneThrough: '2026-11-02' }), other, true)).toBe('fresh');
+    expect(start(state({ status: 'done' }), other, false)).toBe('fresh');
+    expect(() => start(state({ doneThrough: '2026-11-02' }), other, false)).toThrow(/unfinished \(done through 2026-11-02\)/);
+    expect(start(state({ doneThrough: '2026-11-02' }), other, true)).toBe('fresh');
   });
 });
 

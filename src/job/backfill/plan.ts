@@ -24,6 +24,7 @@ import { describeRange, type BackfillRange } from './range.js';
 import type { BackfillEntry, BackfillState } from './state.js';
 import { withQuarantined } from '../quarantine.js';
 import type { QuarantinedFile } from '../quarantine.js';
+import type { Shard } from './shard.js';
 
 /** Files of one commit; never more than one partition's. */
 export interface PlannedBatch {
@@ -62,8 +63,9 @@ export interface ListBackfillOptions {
   signal?: AbortSignal;
 }
 
-/** List what the rest of the range needs and plan it. */
-export async function listBackfill(source: Storage, job: JobConfig, range: BackfillRange, cursor: BackfillCursor, opts: ListBackfillOptions): Promise<BackfillPlan> {
+/** List what the rest of the range needs and plan it (a null range, a shard's empty slice, needs nothing). */
+export async function listBackfill(source: Storage, job: JobConfig, range: BackfillRange | null, cursor: BackfillCursor, opts: ListBackfillOptions): Promise<BackfillPlan> {
+  if (range === null) return emptyPlan();
   const d = job.source.discover;
   const limits: PlanLimits = {
     maxFiles: job.maxFilesPerBatch,
@@ -160,13 +162,17 @@ function withTotals(plan: BackfillPlan): BackfillPlan {
   return { ...plan, files: all.length, bytes: all.reduce((n, f) => n + f.size, 0) };
 }
 
-/** A fresh state for `range`, keeping the txn version and tombstones of the previous backfill. */
-export function startState(job: string, range: BackfillRange, prev: BackfillState | null, now: Date): BackfillState {
+/**
+ * A fresh state for `range` (of shard `part.shard`, loading `part.slice`), keeping the txn version
+ * and tombstones of the state that held the same appId before.
+ */
+export function startState(job: string, range: BackfillRange, prev: BackfillState | null, now: Date, part?: ShardPart): BackfillState {
   return {
     stateVersion: 1,
     job,
     mode: range.mode,
     ...describeRange(range),
+    ...(part && part.shard.count > 1 ? { shard: part.shard, part: part.slice ? describeRange(part.slice) : null } : {}),
     status: 'running',
     batch: prev?.batch ?? 0,
     doneThrough: null,
@@ -176,6 +182,17 @@ export function startState(job: string, range: BackfillRange, prev: BackfillStat
     totals: { filesLoaded: 0, rowsLoaded: 0 },
     ...(prev?.tombstones ? { tombstones: prev.tombstones } : {}),
   };
+}
+
+/** One shard and its slice of the range (null: the split left it nothing). */
+export interface ShardPart {
+  shard: Shard;
+  slice: BackfillRange | null;
+}
+
+/** Where the state's cursor ends once done: the end of its slice (or of the range when not split). */
+function endOf(state: BackfillState): string | null {
+  return state.part === undefined ? state.to : (state.part?.to ?? null);
 }
 
 /** What a batch loaded: its files (quarantined ones included: they are done too), rows, files set aside. */
@@ -198,7 +215,7 @@ export function stateAfter(prev: BackfillState, batch: PlannedBatch, done: Loade
     totals: { filesLoaded: prev.totals.filesLoaded + loaded.length - quarantined.length, rowsLoaded: prev.totals.rowsLoaded + rowsRead },
     ...(quarantined.length > 0 ? { quarantined: withQuarantined(prev.quarantined ?? [], quarantined) } : {}),
   };
-  if (opts.last) return { ...base, status: 'done', doneThrough: prev.to, loaded: [] };
+  if (opts.last) return { ...base, status: 'done', doneThrough: endOf(prev), loaded: [] };
   const entries = loaded.map((f) => ({ key: f.key, etag: f.etag }));
   if (batch.partition !== null) {
     return batch.closesPartition ? { ...base, doneThrough: batch.partition, loaded: [] } : { ...base, loaded: [...prev.loaded, ...entries] };
@@ -212,5 +229,5 @@ export function stateAfter(prev: BackfillState, batch: PlannedBatch, done: Loade
 
 /** A state marking the range done without data (the rest of the range held nothing to load). */
 export function doneState(prev: BackfillState, now: Date): BackfillState {
-  return { ...prev, batch: prev.batch + 1, status: 'done', doneThrough: prev.to, loaded: [], updatedAt: now.toISOString() };
+  return { ...prev, batch: prev.batch + 1, status: 'done', doneThrough: endOf(prev), loaded: [], updatedAt: now.toISOString() };
 }
