@@ -24,6 +24,8 @@ export interface FeedOptions {
   ordersPerDay: number;
   /** Status changes per day of orders created before it (none on the first day). */
   updatesPerDay: number;
+  /** Updates touch orders of the last this many days (default: any earlier day). */
+  updateWindowDays?: number;
   /** Files each day's rows are spread over. */
   filesPerDay: number;
   /** First order id (keeps two regions' keys apart). */
@@ -54,8 +56,9 @@ export function buildFeed(opts: FeedOptions): Feed {
   for (const day of opts.days) {
     const today: FeedRow[] = [];
     for (let i = 0; i < opts.ordersPerDay; i++) today.push({ order_id: nextId++, order_date: day, status: 'placed', seq: ++seqCounter, rid: rid() });
-    for (let i = 0; i < opts.updatesPerDay && created.length > 0; i++) {
-      const o = created[Math.floor(opts.random() * created.length)]!;
+    const window = opts.updateWindowDays === undefined ? created : created.filter((o) => dayDiff(o.date, day) <= opts.updateWindowDays!);
+    for (let i = 0; i < opts.updatesPerDay && window.length > 0; i++) {
+      const o = window[Math.floor(opts.random() * window.length)]!;
       today.push({ order_id: o.id, order_date: o.date, status: STATUSES[Math.floor(opts.random() * STATUSES.length)]!, seq: ++seqCounter, rid: rid() });
     }
     for (const r of today) if (r.status === 'placed') created.push({ id: r.order_id, date: r.order_date });
@@ -71,14 +74,15 @@ export function buildFeed(opts: FeedOptions): Feed {
 
 /**
  * Corrections re-delivered into existing day folders (what a backfill reloads): per day, new
- * rows for `perDay` random orders of the earlier feed, with a newer `seq`.
+ * rows for `perDay` random orders of the earlier feed (of the last `windowDays` days), with a
+ * newer `seq`.
  */
-export function buildCorrections(earlier: Feed, days: readonly string[], perDay: number, tag: string, random: () => number): Feed {
+export function buildCorrections(earlier: Feed, days: readonly string[], perDay: number, tag: string, random: () => number, windowDays = Infinity): Feed {
   const files = new Map<string, FeedRow[]>();
   const rows: FeedRow[] = [];
   let ridCounter = 0;
   for (const day of days) {
-    const candidates = earlier.rows.filter((r) => r.order_date <= day);
+    const candidates = earlier.rows.filter((r) => r.order_date <= day && dayDiff(r.order_date, day) <= windowDays);
     if (candidates.length === 0) continue;
     const fixes: FeedRow[] = [];
     for (let i = 0; i < perDay; i++) {
@@ -89,6 +93,10 @@ export function buildCorrections(earlier: Feed, days: readonly string[], perDay:
     rows.push(...fixes);
   }
   return { files, rows };
+}
+
+function dayDiff(from: string, to: string): number {
+  return (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000;
 }
 
 /** Write a feed's files as CSV. */
