@@ -1,5 +1,6 @@
 /**
- * Benchmarks: `npm run bench -- merge` and `npm run bench -- ingest` (targets in the README, Benchmarks).
+ * Benchmarks: `npm run bench -- merge`, `npm run bench -- ingest` (targets in the README, Benchmarks)
+ * and `npm run bench -- backfill` (sharded backfills, docs/scaling.md).
  * Each prints its figures as ratios against a baseline measured in the same run, and writes
  * the full result as JSON under `.bench/results/`. Scratch files live in `.bench/` and are
  * removed at the end. `--rows N` runs smaller for a quick check.
@@ -8,9 +9,10 @@ import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { benchMerge } from './bench/merge.js';
 import { benchIngest } from './bench/ingest.js';
+import { benchBackfill } from './bench/backfill.js';
 import { BENCH_ROOT } from './bench/workspace.js';
 
-const USAGE = `usage: npm run bench -- <merge|ingest> [options]
+const USAGE = `usage: npm run bench -- <merge|ingest|backfill> [options]
 
   merge   MERGE of changed orders into a clustered table vs a full rewrite
     --rows N       table rows (default 10000000)
@@ -25,6 +27,13 @@ const USAGE = `usage: npm run bench -- <merge|ingest> [options]
     --commits N    commits of the no-op run's table (default 200)
     --repeat N     interleaved repetitions of (a) and (b), medians reported (default 3)
     --what-if-rows N  (b) again had the loads written files of N rows (default rows/50; 0 = skip)
+
+  backfill  a backfill of daily partitions by 1, 2 and 4 shards (one process each)
+    --days N           day partitions in the range (default 90)
+    --files N          files per day (default 4)
+    --rows N           rows per file (default 5000)
+    --shards LIST      shard counts, the first the baseline (default 1,2,4)
+    --repeat N         interleaved repetitions, medians reported (default 2)
 
   common
     --keep         keep the scratch folder under .bench/
@@ -53,6 +62,8 @@ async function main(argv: string[]): Promise<void> {
       changes: { type: 'string' },
       commits: { type: 'string' },
       repeat: { type: 'string' },
+      days: { type: 'string' },
+      shards: { type: 'string' },
       'what-if-rows': { type: 'string' },
       'no-lean': { type: 'boolean', default: false },
       keep: { type: 'boolean', default: false },
@@ -62,9 +73,22 @@ async function main(argv: string[]): Promise<void> {
   });
   const bench = positionals[0];
   const command = `npm run bench -- ${argv.join(' ')}`;
-  if (values.help || (bench !== 'merge' && bench !== 'ingest')) {
+  if (values.help || (bench !== 'merge' && bench !== 'ingest' && bench !== 'backfill')) {
     process.stdout.write(USAGE);
     if (!values.help) process.exitCode = 2;
+    return;
+  }
+  if (bench === 'backfill') {
+    await benchBackfill({
+      days: positiveInt('days', values.days, 90),
+      filesPerDay: positiveInt('files', values.files, 4),
+      rowsPerFile: positiveInt('rows', values.rows, 5000),
+      shards: (values.shards ?? '1,2,4').split(',').map((n) => positiveInt('shards', n.trim(), 1)),
+      repeat: positiveInt('repeat', values.repeat, 2),
+      keep: values.keep,
+      jsonPath: resultPath('backfill', values.json),
+      command,
+    });
     return;
   }
   if (bench === 'merge') {
