@@ -116,9 +116,10 @@ function ownerOf(actions: readonly Action[], params: Record<string, unknown>): O
       return { kind: params['reset'] !== undefined ? 'reset' : 'run', job, backfill: null, batch: a.txn.version };
     }
     if (backfillOf !== undefined) {
-      const range = paramText(params['backfill']);
-      const shard = backfill?.[2] === undefined ? '' : ` shard ${backfill[2]}/${backfill[3]}`;
-      return { kind: 'backfill', job: backfillOf, backfill: range === null ? null : `${range}${shard}`, batch: a.txn.version };
+      // Data commits carry the MERGE's parameters, not the range; the appId still names the shard.
+      const shard = backfill?.[2] === undefined ? null : `shard ${backfill[2]}/${backfill[3]}`;
+      const what = [paramText(params['backfill']), shard].filter((p) => p !== null).join(' ');
+      return { kind: 'backfill', job: backfillOf, backfill: what === '' ? null : what, batch: a.txn.version };
     }
   }
   return { kind: null, job: null, backfill: null, batch: null };
