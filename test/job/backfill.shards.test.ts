@@ -9,8 +9,10 @@ import { formatStatus } from '../../src/cli/output.js';
 import { shardSelectionOf } from '../../src/cli/shard-flags.js';
 import type { BackfillOptions } from '../../src/job/backfill/run.js';
 import { parseBackfillRange } from '../../src/job/backfill/range.js';
-import { parseShardSelection, partitionsOf, shardFromIndexVariable, shardSlice, type Shard } from '../../src/job/backfill/shard.js';
-import { readBackfillState, readBackfillStates } from '../../src/job/backfill/state.js';
+import { parseShardSelection, partitionsOf, shardFromIndexVariable, shardSlice, WHOLE_RANGE, type Shard } from '../../src/job/backfill/shard.js';
+import { backfillAppId, readBackfillState, readBackfillStates, type BackfillState } from '../../src/job/backfill/state.js';
+import { startState } from '../../src/job/backfill/plan.js';
+import { decideStart } from '../../src/job/backfill/start.js';
 import { PartitionClock } from '../../src/discovery/index.js';
 import { readJobState } from '../../src/job/state.js';
 import { jobStatus } from '../../src/job/status.js';
@@ -19,7 +21,9 @@ import { LocalStorage } from '../../src/storage/local.js';
 import { buildFeed, daysFrom, landFeed, latestByOrder, seededRandom, type FeedRow } from '../../scripts/lib/daily-feed.js';
 import { backfill, backfillOutcome } from './backfill-helpers.js';
 import { duplicateOrders, logProblems, readFeedTable } from './feed-table.js';
-import { cleanup, DuckSession, makeConfig, run, tempDir, unwrap } from './helpers.js';
+import { utimes } from 'node:fs/promises';
+import { join } from 'node:path';
+import { cleanup, DuckSession, expectedLatest, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir, unwrap, type OrderRow } from './helpers.js';
 
 let session: DuckSession;
 const dirs: string[] = [];
@@ -202,5 +206,77 @@ describe('sharded backfill (target: local, partitioned by order_date)', () => {
 
     const bare = await backfillOutcome(setup, { ...RANGE, shard: all(4) });
     expect(bare.ok ? null : (bare.error as Error).message).toMatch(/--shard all\/4 shows \(--dry-run\) or restarts \(--restart\) every shard/);
+  });
+});
+
+describe('sharded backfill by modification time (source and target: local)', () => {
+  it('each shard takes its interval of the range by LastModified; together they load what an unsharded backfill does', async () => {
+    const root = await tempDir('shards-mod', dirs);
+    const zone = new LocalStorage(root);
+    const t0 = Date.parse('2025-04-01T00:00:00Z');
+    const rows: OrderRow[] = [];
+    for (let i = 0; i < 8; i++) {
+      const batch = orders([i % 3, `s${i}`, i + 1], [10 + i, 'placed', 1]);
+      await land(zone, session, `f${i}.csv`, batch);
+      const at = new Date(t0 + i * 6 * 3_600_000); // four files a day, over two days
+      await utimes(join(root, `f${i}.csv`), at, at);
+      rows.push(...batch);
+    }
+    const setupWith = async () =>
+      makeConfig({ source: { uri: root, discover: { by: 'modified' } }, target: mergeTarget(await tempDir('shards-mod-t', dirs)) });
+    const range = { from: '2025-04-01', to: '2025-04-02' };
+    const sharded = await setupWith();
+    const first = await backfill(sharded, { ...range, shard: shard(0, 2) });
+    const second = await backfill(sharded, { ...range, shard: shard(1, 2) });
+    expect([first, second].map((r) => [r.part, r.filesLoaded, r.status])).toEqual([
+      [{ from: '2025-04-01T00:00:00.000Z', to: '2025-04-01T23:59:59.999Z' }, 4, 'succeeded'],
+      [{ from: '2025-04-02T00:00:00.000Z', to: '2025-04-02T23:59:59.999Z' }, 4, 'succeeded'],
+    ]);
+    const whole = await setupWith();
+    await backfill(whole, range);
+    const a = await readTarget(session, sharded);
+    expect(a.rows).toEqual(expectedLatest(rows));
+    expect(a.rows).toEqual((await readTarget(session, whole)).rows);
+    expect([...readBackfillStates(a.snapshot, 'orders').values()].every((s) => s.status === 'done')).toBe(true);
+  });
+});
+
+describe('decideStart with shards', () => {
+  const R = { mode: 'partition' as const, from: '2026-01-01', to: '2026-01-31' };
+  const other = { ...R, to: '2026-01-10' };
+  const at = (ms: number) => new Date(Date.parse('2026-02-01T00:00:00Z') + ms);
+  const stateOf = (range: typeof R, s: Shard, patch: Partial<BackfillState> = {}, startedMs = 0): [string, BackfillState] => [
+    backfillAppId('orders', s),
+    { ...startState('orders', range, null, at(startedMs), { shard: s, slice: range }), ...patch },
+  ];
+  const decide = (states: Array<[string, BackfillState]>, range: typeof R, s: Shard, restart = false) => decideStart('orders', new Map(states), range, s, restart).kind;
+  const four = (i: number): Shard => ({ index: i, count: 4 });
+
+  it('the first shard opens the split; shards of the current backfill resume, skip when done, or start alone when never opened', () => {
+    expect(decide([], R, four(1))).toBe('open');
+    const split = [stateOf(R, four(0), { status: 'done' }), stateOf(R, four(1), { doneThrough: '2026-01-10' }), stateOf(R, four(2))];
+    expect(decide(split, R, four(0))).toBe('already-done');
+    expect(decide(split, R, four(1))).toBe('resume');
+    expect(decide(split, R, four(3))).toBe('fresh');
+    expect(decide(split, R, four(0), true)).toBe('fresh');
+  });
+
+  it('another range, or the same range split otherwise, is refused while a shard is unfinished; --restart opens it anew', () => {
+    const split = [stateOf(R, four(0), { status: 'done' }), stateOf(R, four(1))];
+    expect(() => decide(split, other, four(0))).toThrow(/in 4 shards is unfinished \(1 of 4 shards done; unfinished: 1\/4\)/);
+    expect(() => decide(split, R, { index: 0, count: 2 })).toThrow(/unfinished/);
+    expect(() => decide(split, R, WHOLE_RANGE)).toThrow(/unfinished/);
+    expect(decide(split, other, four(0), true)).toBe('open');
+    expect(decide(split, R, WHOLE_RANGE, true)).toBe('fresh');
+  });
+
+  it('once every shard is done another backfill starts; the one started last is current, its older states are left alone', () => {
+    const done = [stateOf(R, four(0), { status: 'done' }), stateOf(R, four(1), { status: 'done' })];
+    expect(decide(done, other, four(0))).toBe('open');
+    expect(decide(done, other, WHOLE_RANGE)).toBe('fresh');
+    // An unsharded backfill of `other` started later and is unfinished: the old split is no longer current.
+    const later = [...done, stateOf(other, WHOLE_RANGE, {}, 1000)];
+    expect(() => decide(later, R, four(1))).toThrow(/a backfill of 2026-01-01..2026-01-10 is unfinished/);
+    expect(decide([...done, stateOf(other, WHOLE_RANGE, { status: 'done' }, 1000)], R, four(1))).toBe('open');
   });
 });

@@ -10,7 +10,8 @@
  *   otherwise                 a new backfill starts
  * A new backfill split in N > 1 shards is opened: one commit writes a fresh state for every shard,
  * so `status` shows all N from the start and states an earlier backfill left under the same
- * shard appIds are replaced. An unsharded backfill starts with its first batch, as it always did.
+ * shard appIds are replaced. An unsharded backfill starts with its first batch, as it always did;
+ * so does a shard when there is no table yet to open the split in (its first batch creates it).
  */
 import { ConfigError } from '../../errors.js';
 import { describeRange, type BackfillRange } from './range.js';
@@ -61,7 +62,9 @@ export function decideStart(job: string, states: ReadonlyMap<string, BackfillSta
   if (isCurrent) {
     const own = states.get(backfillAppId(job, shard));
     if (own && belongsTo(own, id)) return own.status === 'done' ? { kind: 'already-done', state: own } : { kind: 'resume', state: own };
-    return startNew;
+    // Not opened (the table did not exist when the first shard started): this shard starts alone,
+    // leaving the other shards' states as they are.
+    return { kind: 'fresh' };
   }
   const unfinished = current.filter((s) => s.status !== 'done');
   if (unfinished.length > 0) throw refusal(job, current, unfinished, range);
@@ -75,7 +78,7 @@ function refusal(job: string, current: BackfillState[], unfinished: BackfillStat
   const what =
     shards === 1
       ? `a backfill of ${first.from}..${first.to} is unfinished (done through ${first.doneThrough ?? 'nothing yet'}); run it again with --from ${first.from} --to ${first.to} to finish it`
-      : `a backfill of ${first.from}..${first.to} in ${shards} shards is unfinished (${shards - unfinished.length} of ${shards} shards done; unfinished: ` +
+      : `a backfill of ${first.from}..${first.to} in ${shards} shards is unfinished (${current.length - unfinished.length} of ${shards} shards done; unfinished: ` +
         `${unfinished.map((s) => describeShard(shardOf(s))).join(', ')}); run its shards again with --from ${first.from} --to ${first.to} --shard K/${shards} to finish it`;
   return new ConfigError(`[backfill] job ${job}: ${what}, or pass --restart to abandon it and backfill ${from}..${to}`, {
     field: 'from',
