@@ -51,11 +51,15 @@ interface ShardedRun {
   replans: number;
   /** Summed `commit` phase of every shard, ms. */
   commitMs: number;
+  /** CPU time of every shard process (user + system, DuckDB's threads included), ms. */
+  cpuMs: number;
   fingerprint: string;
 }
 
 const START_DAY = '2026-01-01';
 const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
+/** Preloaded into each CLI process: prints the process's CPU time on stderr as it exits. */
+const CPU_AT_EXIT = 'data:text/javascript,import{writeSync}from"node:fs";process.on("exit",()=>writeSync(2,"\\n@@cpu "+JSON.stringify(process.cpuUsage())+"\\n"))';
 const BIN = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url));
 
 /** Run the benchmark, print its table and write the JSON result. */
@@ -83,12 +87,14 @@ export async function benchBackfill(opts: BackfillBenchOptions): Promise<void> {
     printTables([
       {
         title: `Backfill of ${opts.days} daily partitions (${count(spec.files)} files, ${count(summary[0]!.rows)} rows), one process per shard; medians of ${opts.repeat}`,
-        header: ['shards', 'wall time', 'rows/s', 'throughput vs 1', 'commits', 'commit retries', 're-plans', 'conflict rate', 'ms per commit'],
+        header: ['shards', 'wall time', 'rows/s', 'throughput vs 1', 'CPU time', 'CPU vs 1', 'commits', 'commit retries', 're-plans', 'conflict rate', 'ms per commit'],
         rows: summary.map((s) => [
           String(s.shards),
           secs(s.ms),
           count(Math.round(s.rowsPerSecond)),
           times(s.speedup),
+          secs(s.cpuMs),
+          times(s.cpuRatio),
           String(s.commits),
           String(s.commitRetries),
           String(s.replans),
@@ -101,7 +107,8 @@ export async function benchBackfill(opts: BackfillBenchOptions): Promise<void> {
       'rows/s: rows of the range loaded per second of wall time (process start-up included, as a scheduler pays it).\n' +
         'commit retries: commits retried at a later version after losing a race to a commit that touched nothing they read.\n' +
         're-plans: lost races to a conflicting commit (the shard planned its partition again). conflict rate: re-plans per commit.\n' +
-        'ms per commit: the commit phase (put-if-absent of the log entry, checks of winners, checkpoints) per commit.\n',
+        'ms per commit: the commit phase (put-if-absent of the log entry, checks of winners, checkpoints) per commit.\n' +
+        'CPU time: user + system of every shard process; its ratio is what splitting costs, whatever else shares the machine.\n',
     );
     const other = stopWatch();
     if (other) process.stdout.write(`${describeOtherLoad(other)}\n`);
@@ -128,7 +135,7 @@ async function backfillWith(ws: Workspace, base: string, shards: number, range: 
   // One shard is the plain, unsharded backfill.
   const args = (k: number) => ['backfill', '-c', config, '--from', range.from, '--to', range.to, ...(shards > 1 ? ['--shard', `${k}/${shards}`] : []), '--json'];
   const { ms, value: exits } = await timed(() => Promise.all(Array.from({ length: shards }, (_, k) => runCli(args(k)))));
-  const run: ShardedRun = { shards, ms, rows: 0, files: 0, commits: 0, commitRetries: 0, replans: 0, commitMs: 0, fingerprint: '' };
+  const run: ShardedRun = { shards, ms, rows: 0, files: 0, commits: 0, commitRetries: 0, replans: 0, commitMs: 0, cpuMs: 0, fingerprint: '' };
   for (const exit of exits) {
     if (exit.code !== 0) throw new Error(`[bench] a shard of ${shards} exited ${exit.code}: ${exit.stderr.slice(-2000)}`);
     const report = JSON.parse(exit.stdout) as { rowsRead: number; filesLoaded: number; commits: number; commitRetries: number; replans: number; phases: { commit?: number } };
@@ -138,10 +145,19 @@ async function backfillWith(ws: Workspace, base: string, shards: number, range: 
     run.commitRetries += report.commitRetries;
     run.replans += report.replans;
     run.commitMs += report.phases.commit ?? 0;
+    run.cpuMs += cpuOf(exit.stderr);
   }
   run.fingerprint = await fingerprint(ws.path(name));
   if (!opts.keep) await rm(ws.path(name), { recursive: true, force: true });
   return run;
+}
+
+/** The CPU time a process printed as it exited (CPU_AT_EXIT), ms. */
+function cpuOf(stderr: string): number {
+  const m = /@@cpu (\{.*\})/.exec(stderr);
+  if (!m) return 0;
+  const usage = JSON.parse(m[1]!) as { user: number; system: number };
+  return (usage.user + usage.system) / 1000;
 }
 
 /** The job's config: landing zone, the table folder `table`, hourly run starting at `start`. */
@@ -183,6 +199,9 @@ interface Summary {
   replans: number;
   conflictRate: number;
   msPerCommit: number;
+  cpuMs: number;
+  /** CPU time relative to the first configuration's: what splitting costs. */
+  cpuRatio: number;
 }
 
 /** Medians per shard count; throughput ratios against the first shard count. */
@@ -208,10 +227,12 @@ function summarize(runs: readonly ShardedRun[], order: readonly number[]): Summa
       replans,
       conflictRate: commits === 0 ? 0 : replans / commits,
       msPerCommit: median(mine.map((r) => (r.commits === 0 ? 0 : r.commitMs / r.commits))),
+      cpuMs: median(mine.map((r) => r.cpuMs)),
+      cpuRatio: 1,
     };
   });
-  const base = out[0]!.rowsPerSecond;
-  return out.map((s) => ({ ...s, speedup: s.rowsPerSecond / base }));
+  const base = out[0]!;
+  return out.map((s) => ({ ...s, speedup: s.rowsPerSecond / base.rowsPerSecond, cpuRatio: base.cpuMs === 0 ? 0 : s.cpuMs / base.cpuMs }));
 }
 
 interface Exit {
@@ -223,7 +244,7 @@ interface Exit {
 /** Run the tidemark CLI (through tsx, like `npx tidemark` from a checkout) to its end. */
 function runCli(args: string[]): Promise<Exit> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', TSX, BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TIDEMARK_LOG_LEVEL: 'warn' } });
+    const child = spawn(process.execPath, ['--import', CPU_AT_EXIT, '--import', TSX, BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TIDEMARK_LOG_LEVEL: 'warn' } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
