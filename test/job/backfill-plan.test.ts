@@ -120,6 +120,24 @@ describe('planPartitionBackfill', () => {
     expect(plan.skipped).toContainEqual({ key: '2026/11/01/a.csv', reason: 'no success marker' });
   });
 
+  it('partitionsPerCommit: whole consecutive partitions share a batch within the limits; a split partition is never grouped', () => {
+    const walk = walkOf({ '2026-11-01': ['a.csv'], '2026-11-02': ['b.csv'], '2026-11-03': ['c.csv', 'd.csv', 'e.csv'], '2026-11-04': ['f.csv'], '2026-11-05': ['g.csv'], '2026-11-06': ['h.csv'] });
+    const plan = planPartitionBackfill(walk, { doneThrough: null, loaded: [] }, { ...limits, maxFiles: 3, partitionsPerCommit: 3 });
+    expect(plan.batches.map((b) => [b.partition, b.closesPartition, b.files.map((f) => f.key.slice(11))])).toEqual([
+      ['2026-11-02', true, ['a.csv', 'b.csv']],
+      ['2026-11-03', true, ['c.csv', 'd.csv', 'e.csv']],
+      ['2026-11-06', true, ['f.csv', 'g.csv', 'h.csv']],
+    ]);
+    const split = planPartitionBackfill(walk, { doneThrough: null, loaded: [] }, { ...limits, partitionsPerCommit: 3 });
+    expect(split.batches.map((b) => [b.partition, b.closesPartition, b.files.length])).toEqual([
+      ['2026-11-02', true, 2],
+      ['2026-11-03', false, 2],
+      ['2026-11-03', true, 1],
+      ['2026-11-05', true, 2],
+      ['2026-11-06', true, 1],
+    ]);
+  });
+
   it('source.include/exclude: a file the filter leaves out is skipped as excluded, matched on its whole key', () => {
     const selects = compileKeyFilter({ include: ['*.csv'] });
     const plan = planPartitionBackfill(walkOf({ '2026-11-01': ['a.csv', 'notes.txt'] }), { doneThrough: null, loaded: [] }, { ...limits, selects });

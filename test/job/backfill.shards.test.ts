@@ -182,6 +182,15 @@ describe('sharded backfill (target: local, partitioned by order_date)', () => {
     expect(await backfill(setup, { from: DAYS[0]!, to: DAYS[2]! })).toMatchObject({ status: 'succeeded', filesLoaded: 6 });
   });
 
+  it('--partitions-per-commit: each shard commits several whole days at once; the table is the same', async () => {
+    const { setup, target } = await tableWithJob();
+    const reports = await Promise.all([0, 1].map((i) => backfill(setup, { ...RANGE, shard: shard(i, 2), partitionsPerCommit: 2 })));
+    // Four days per shard in two commits each, plus the commit that opened the split.
+    expect(reports.reduce((n, r) => n + r.commits, 0)).toBe(5);
+    expect((await readFeedTable(session, setup)).rows).toEqual(reference);
+    expect(await logProblems(target)).toEqual([]);
+  });
+
   it('--restart of one shard reloads only its slice; --shard all/N --restart starts every shard over; all/N --dry-run shows the split', async () => {
     const { setup, target } = await tableWithJob();
     for (const i of [0, 1, 2, 3]) await backfill(setup, { ...RANGE, shard: shard(i, 4) });

@@ -5,7 +5,7 @@
  *
  * Mount with `addBackfillCommands(program, { io, setExitCode })` from main.ts.
  */
-import type { Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { runBackfill } from '../../job/backfill/run.js';
 import type { ShardPlan } from '../../job/backfill/split.js';
 import { resetJob } from '../../job/reset.js';
@@ -25,6 +25,7 @@ interface BackfillFlags extends BaseFlags, ShardFlags {
   to: string;
   job?: string[];
   restart?: boolean;
+  partitionsPerCommit?: number;
 }
 
 interface ResetFlags extends BaseFlags {
@@ -92,6 +93,11 @@ export function addBackfillCommands(program: Command, cli: CommandHost): void {
     .option('--shards <N>', 'the number of shards, with --shard-index-env')
     .option('--shard-index-env <NAME>', "read this worker's 0-based shard index from environment variable NAME (JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX)")
     .option('--restart', 'load the range (or this shard) from its start again, even when done; abandons an unfinished backfill of another range')
+    .addOption(
+      new Option('--partitions-per-commit <N>', 'load up to N consecutive whole partitions in one commit (fewer, larger commits: less contention with many workers)')
+        .argParser(positiveInteger('--partitions-per-commit'))
+        .default(1),
+    )
     .option('--force', 'allow a backfill of an append-mode job (rows already loaded are appended again)')
     .option('--dry-run', 'list the files the backfill would load; change nothing')
     .addHelpText('after', BACKFILL_HELP)
@@ -106,10 +112,26 @@ export function addBackfillCommands(program: Command, cli: CommandHost): void {
     .action(async (flags: ResetFlags) => cli.setExitCode(await resetCommand(flags, cli.io)));
 }
 
+/** A commander parser of a whole number of at least 1. */
+function positiveInteger(flag: string): (value: string) => number {
+  return (value) => {
+    if (!/^\s*\d+\s*$/.test(value) || Number(value) < 1) throw new InvalidArgumentError(`${flag} takes a whole number of at least 1`);
+    return Number(value);
+  };
+}
+
 /** Backfill each selected job over the range; resolves to the exit code. */
 export function backfillCommand(flags: BackfillFlags, io: CliIO): Promise<number> {
   const shard = shardSelectionOf(flags);
-  const opts = { from: flags.from, to: flags.to, restart: flags.restart ?? false, force: flags.force ?? false, dryRun: flags.dryRun ?? false, ...(shard ? { shard } : {}) };
+  const opts = {
+    from: flags.from,
+    to: flags.to,
+    restart: flags.restart ?? false,
+    force: flags.force ?? false,
+    dryRun: flags.dryRun ?? false,
+    partitionsPerCommit: flags.partitionsPerCommit ?? 1,
+    ...(shard ? { shard } : {}),
+  };
   return forEachJob(flags, io, { command: 'backfill', run: (job, ctx) => runBackfill(job, ctx, opts), format: formatReport });
 }
 

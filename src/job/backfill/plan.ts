@@ -26,7 +26,7 @@ import { withQuarantined } from '../quarantine.js';
 import type { QuarantinedFile } from '../quarantine.js';
 import type { Shard } from './shard.js';
 
-/** Files of one commit; never more than one partition's. */
+/** Files of one commit; never more than one partition's, unless whole partitions are grouped (`partitionsPerCommit`). */
 export interface PlannedBatch {
   files: DiscoveredFile[];
   /** Partition id (partition mode), or null. */
@@ -57,10 +57,12 @@ export interface BackfillCursor {
   loaded: readonly BackfillEntry[];
 }
 
-/** Listing limits. */
+/** Listing limits, and how many whole partitions one commit may take. */
 export interface ListBackfillOptions {
   concurrency: number;
   signal?: AbortSignal;
+  /** Consecutive partitions loaded in one commit, when they fit the batch limits (default 1). */
+  partitionsPerCommit?: number;
 }
 
 /** List what the rest of the range needs and plan it (a null range, a shard's empty slice, needs nothing). */
@@ -72,6 +74,7 @@ export async function listBackfill(source: Storage, job: JobConfig, range: Backf
     maxBytes: job.maxBytesPerBatch,
     requireSuccessMarker: d.requireSuccessMarker,
     selects: compileKeyFilter({ ...(job.source.include ? { include: job.source.include } : {}), ...(job.source.exclude ? { exclude: job.source.exclude } : {}) }),
+    partitionsPerCommit: opts.partitionsPerCommit ?? 1,
   };
   if (range.mode === 'partition') {
     if (d.by !== 'partition') throw new Error('[backfill] a partition range for a job discovering by modification time');
@@ -92,6 +95,8 @@ export interface PlanLimits {
   requireSuccessMarker: boolean;
   /** True for keys (relative to the source root) that `source.include`/`source.exclude` let through. */
   selects: KeyFilter;
+  /** Consecutive whole partitions one batch may take (default 1: a commit per partition). */
+  partitionsPerCommit?: number;
 }
 
 /** Plan the partitions of a walk (pure): every data file not yet loaded by this backfill. */
@@ -115,7 +120,41 @@ export function planPartitionBackfill(walk: PartitionWalk, cursor: BackfillCurso
     const batches = splitBatches(files, limits.maxFiles, limits.maxBytes);
     batches.forEach((b, i) => plan.batches.push({ files: b, partition: part.id, closesPartition: i === batches.length - 1 }));
   }
+  plan.batches = groupPartitions(plan.batches, limits);
   return withTotals(plan);
+}
+
+/**
+ * Coarser commits (`partitionsPerCommit` > 1): consecutive partitions that each fit one batch are
+ * loaded together while the group stays within the batch limits. A group's batch names its last
+ * partition, so the cursor moves past the whole group; a partition split over several batches
+ * is never grouped. Fewer commits per shard means less contention on the log (docs/scaling.md).
+ */
+function groupPartitions(batches: readonly PlannedBatch[], limits: PlanLimits): PlannedBatch[] {
+  const most = limits.partitionsPerCommit ?? 1;
+  if (most <= 1) return [...batches];
+  interface Group {
+    batch: PlannedBatch;
+    partitions: number;
+    bytes: number;
+  }
+  const out: PlannedBatch[] = [];
+  let group: Group | null = null;
+  for (const [i, b] of batches.entries()) {
+    const whole = b.closesPartition && (i === 0 || batches[i - 1]!.closesPartition);
+    const bytes = b.files.reduce((n, f) => n + f.size, 0);
+    const fits = group !== null && whole && group.partitions < most && group.batch.files.length + b.files.length <= limits.maxFiles && group.bytes + bytes <= limits.maxBytes;
+    if (group !== null && fits) {
+      group = { batch: { files: [...group.batch.files, ...b.files], partition: b.partition, closesPartition: true }, partitions: group.partitions + 1, bytes: group.bytes + bytes };
+      continue;
+    }
+    if (group !== null) out.push(group.batch);
+    group = null;
+    if (whole) group = { batch: b, partitions: 1, bytes };
+    else out.push(b);
+  }
+  if (group !== null) out.push(group.batch);
+  return out;
 }
 
 /** Plan a listing by LastModified (pure): files in [from, to] after the cursor, oldest first. */

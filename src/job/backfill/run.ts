@@ -48,6 +48,8 @@ export interface BackfillOptions {
   to: string;
   /** The shard to run (`--shard K/N`), or every shard (`--shard all/N`: dry-run or restart only); default the whole range. */
   shard?: ShardSelection;
+  /** Consecutive whole partitions per commit (default 1: one commit per partition). */
+  partitionsPerCommit?: number;
   /** Start the shard (or the range) over, also when done; abandons an unfinished backfill of another range. */
   restart?: boolean;
   /** Allow an append-mode backfill (rows already loaded are appended again). */
@@ -285,7 +287,11 @@ class BackfillRun {
   }
 
   private listOptions() {
-    return { concurrency: Math.min(this.job.concurrency, 16), ...(this.ctx.signal ? { signal: this.ctx.signal } : {}) };
+    return {
+      concurrency: Math.min(this.job.concurrency, 16),
+      ...(this.opts.partitionsPerCommit ? { partitionsPerCommit: this.opts.partitionsPerCommit } : {}),
+      ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
+    };
   }
 
   /** The backfill (shard) as the owner of its state; it reads the job's and the other shards' tombstones too. */
