@@ -33,6 +33,7 @@ const USAGE = `usage: npm run bench -- <merge|ingest|backfill> [options]
     --files N          files per day (default 4)
     --rows N           rows per file (default 5000)
     --shards LIST      shard counts, the first the baseline (default 1,2,4)
+    --partitions-per-commit N  whole partitions per commit of every shard (default 1)
     --repeat N         interleaved repetitions, medians reported (default 2)
 
   common
@@ -64,6 +65,7 @@ async function main(argv: string[]): Promise<void> {
       repeat: { type: 'string' },
       days: { type: 'string' },
       shards: { type: 'string' },
+      'partitions-per-commit': { type: 'string' },
       'what-if-rows': { type: 'string' },
       'no-lean': { type: 'boolean', default: false },
       keep: { type: 'boolean', default: false },
@@ -84,6 +86,7 @@ async function main(argv: string[]): Promise<void> {
       filesPerDay: positiveInt('files', values.files, 4),
       rowsPerFile: positiveInt('rows', values.rows, 5000),
       shards: (values.shards ?? '1,2,4').split(',').map((n) => positiveInt('shards', n.trim(), 1)),
+      partitionsPerCommit: positiveInt('partitions-per-commit', values['partitions-per-commit'], 1),
       repeat: positiveInt('repeat', values.repeat, 2),
       keep: values.keep,
       jsonPath: resultPath('backfill', values.json),

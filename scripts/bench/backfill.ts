@@ -34,6 +34,8 @@ export interface BackfillBenchOptions {
   rowsPerFile: number;
   /** Shard counts to compare; the first is the baseline of the ratios. */
   shards: number[];
+  /** `--partitions-per-commit` of every shard (1: a commit per partition). */
+  partitionsPerCommit: number;
   repeat: number;
   keep: boolean;
   jsonPath: string;
@@ -78,7 +80,7 @@ export async function benchBackfill(opts: BackfillBenchOptions): Promise<void> {
     for (let r = 0; r < opts.repeat; r++) {
       for (const shards of opts.shards) {
         progress(`round ${r + 1}/${opts.repeat}: ${shards} shard${shards === 1 ? '' : 's'}`);
-        runs.push(await backfillWith(ws, base, shards, { from: START_DAY, to: lastDay }, { round: r, keep: opts.keep }));
+        runs.push(await backfillWith(ws, base, shards, { from: START_DAY, to: lastDay }, { round: r, keep: opts.keep, partitionsPerCommit: opts.partitionsPerCommit }));
       }
     }
     const fingerprints = new Set(runs.map((x) => x.fingerprint));
@@ -86,7 +88,9 @@ export async function benchBackfill(opts: BackfillBenchOptions): Promise<void> {
     const summary = summarize(runs, opts.shards);
     printTables([
       {
-        title: `Backfill of ${opts.days} daily partitions (${count(spec.files)} files, ${count(summary[0]!.rows)} rows), one process per shard; medians of ${opts.repeat}`,
+        title:
+          `Backfill of ${opts.days} daily partitions (${count(spec.files)} files, ${count(summary[0]!.rows)} rows), one process per shard, ` +
+          `${opts.partitionsPerCommit} partition${opts.partitionsPerCommit === 1 ? '' : 's'} per commit; medians of ${opts.repeat}`,
         header: ['shards', 'wall time', 'rows/s', 'throughput vs 1', 'CPU time', 'CPU vs 1', 'commits', 'commit retries', 're-plans', 'conflict rate', 'ms per commit'],
         rows: summary.map((s) => [
           String(s.shards),
@@ -128,12 +132,23 @@ async function baseTable(ws: Workspace, lastDay: string): Promise<string> {
 }
 
 /** Backfill a fresh copy of the base table with `shards` processes at once. */
-async function backfillWith(ws: Workspace, base: string, shards: number, range: { from: string; to: string }, opts: { round: number; keep: boolean }): Promise<ShardedRun> {
+async function backfillWith(
+  ws: Workspace,
+  base: string,
+  shards: number,
+  range: { from: string; to: string },
+  opts: { round: number; keep: boolean; partitionsPerCommit: number },
+): Promise<ShardedRun> {
   const name = `table-${shards}-${opts.round}`;
   await cp(base, ws.path(name), { recursive: true });
   const config = await configFile(ws, name.replace('table-', ''), range.to, name);
   // One shard is the plain, unsharded backfill.
-  const args = (k: number) => ['backfill', '-c', config, '--from', range.from, '--to', range.to, ...(shards > 1 ? ['--shard', `${k}/${shards}`] : []), '--json'];
+  const args = (k: number) => [
+    'backfill',
+    ...['-c', config, '--from', range.from, '--to', range.to, '--partitions-per-commit', String(opts.partitionsPerCommit)],
+    ...(shards > 1 ? ['--shard', `${k}/${shards}`] : []),
+    '--json',
+  ];
   const { ms, value: exits } = await timed(() => Promise.all(Array.from({ length: shards }, (_, k) => runCli(args(k)))));
   const run: ShardedRun = { shards, ms, rows: 0, files: 0, commits: 0, commitRetries: 0, replans: 0, commitMs: 0, cpuMs: 0, fingerprint: '' };
   for (const exit of exits) {
