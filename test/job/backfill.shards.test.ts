@@ -279,6 +279,14 @@ describe('decideStart with shards', () => {
     expect(decide(split, R, WHOLE_RANGE, true)).toBe('fresh');
   });
 
+  it('the current backfill is the highest generation, whatever the workers\' clocks said; a new one takes the next', () => {
+    const older = [stateOf(R, four(0), { generation: 1 }, 5000), stateOf(R, four(1), { generation: 1, status: 'done' }, 5000)];
+    const newer = stateOf(other, WHOLE_RANGE, { generation: 2 }, 0);
+    expect(() => decide([...older, newer], R, four(1))).toThrow(/a backfill of 2026-01-01..2026-01-10 is unfinished/);
+    expect(decideStart('orders', new Map([...older, [newer[0], { ...newer[1], status: 'done' }]]), R, four(0), false)).toEqual({ kind: 'open', generation: 3 });
+    expect(decideStart('orders', new Map(older), R, four(0), true)).toEqual({ kind: 'fresh', generation: 1 });
+  });
+
   it('once every shard is done another backfill starts; the one started last is current, its older states are left alone', () => {
     const done = [stateOf(R, four(0), { status: 'done' }), stateOf(R, four(1), { status: 'done' })];
     expect(decide(done, other, four(0))).toBe('open');

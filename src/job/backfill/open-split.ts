@@ -15,13 +15,19 @@ import { describeRange } from './range.js';
 import { shardSlice, type Shard } from './shard.js';
 import { backfillActions, backfillAppId, type BackfillState } from './state.js';
 
-/** Fresh states for every shard of an N-way split of `range`, replacing those held under the same appIds. */
-export function openedStates(job: JobConfig, range: BackfillRange, count: number, held: ReadonlyMap<string, BackfillState>, now: Date): BackfillState[] {
+/** Fresh states for every shard of an N-way split of `range` (backfill number `generation`), replacing those held under the same appIds. */
+export function openedStates(
+  job: JobConfig,
+  range: BackfillRange,
+  count: number,
+  held: ReadonlyMap<string, BackfillState>,
+  opts: { now: Date; generation: number },
+): BackfillState[] {
   const states: BackfillState[] = [];
   for (let index = 0; index < count; index++) {
     const shard: Shard = { index, count };
     const prev = held.get(backfillAppId(job.name, shard)) ?? null;
-    const fresh = startState(job.name, range, prev, now, { shard, slice: shardSlice(job, range, shard) });
+    const fresh = startState(job.name, range, prev, opts.now, { shard, slice: shardSlice(job, range, shard) }, opts.generation);
     // The opening commit is each shard's txn too: its version moves past the previous occupant's.
     states.push({ ...fresh, batch: fresh.batch + 1 });
   }

@@ -202,16 +202,17 @@ function withTotals(plan: BackfillPlan): BackfillPlan {
 }
 
 /**
- * A fresh state for `range` (of shard `part.shard`, loading `part.slice`), keeping the txn version
- * and tombstones of the state that held the same appId before.
+ * A fresh state for `range` (of shard `part.shard`, loading `part.slice`; of backfill number
+ * `generation`), keeping the txn version and tombstones of the state that held the same appId before.
  */
-export function startState(job: string, range: BackfillRange, prev: BackfillState | null, now: Date, part?: ShardPart): BackfillState {
+export function startState(job: string, range: BackfillRange, prev: BackfillState | null, now: Date, part?: ShardPart, generation = 0): BackfillState {
   return {
     stateVersion: 1,
     job,
     mode: range.mode,
     ...describeRange(range),
     ...(part && part.shard.count > 1 ? { shard: part.shard, part: part.slice ? describeRange(part.slice) : null } : {}),
+    ...(generation > 0 ? { generation } : {}),
     status: 'running',
     batch: prev?.batch ?? 0,
     doneThrough: null,

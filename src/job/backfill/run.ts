@@ -37,7 +37,7 @@ import { doneState, listBackfill, startState, stateAfter, type BackfillPlan } fr
 import { describeRange, parseBackfillRange, type BackfillRange } from './range.js';
 import { describeShard, shardSlice, WHOLE_RANGE, type Shard, type ShardSelection } from './shard.js';
 import { planSplit, type ShardPlan } from './split.js';
-import { decideStart } from './start.js';
+import { decideStart, generationOf } from './start.js';
 import { backfillActions, backfillAppId, backfillTombstoneFolder, backfillTombstones, readBackfillStates, type BackfillState } from './state.js';
 
 /** What to backfill. */
@@ -194,12 +194,12 @@ class BackfillRun {
     // A new split: every shard's state in one commit, then this shard resumes its own (not for a
     // table that does not exist yet: the first batch creates it, and the shard starts alone).
     if (start.kind === 'open' && snapshot && !this.opts.dryRun) {
-      await this.openSplit(snapshot, states);
+      await this.openSplit(snapshot, states, this.shard.count, start.generation);
       return this.planAndLoad();
     }
     const own = states.get(backfillAppId(this.job.name, this.shard)) ?? null;
-    const initial =
-      start.kind === 'resume' ? start.state : startState(this.job.name, this.range, own, new Date(), { shard: this.shard, slice: shardSlice(this.job, this.range, this.shard) });
+    const part = { shard: this.shard, slice: shardSlice(this.job, this.range, this.shard) };
+    const initial = start.kind === 'resume' ? start.state : startState(this.job.name, this.range, own, new Date(), part, start.generation);
     const slice = sliceOf(initial, this.range);
     if (this.shard.count > 1) this.report.part = describeSlice(slice);
     if (this.firstPlan) this.report.resumedFrom = start.kind === 'resume' ? initial.doneThrough : null;
@@ -267,13 +267,14 @@ class BackfillRun {
       this.report.status = 'dry-run';
       return;
     }
-    if (snapshot) await this.openSplit(snapshot, states, count);
+    // A new generation: every shard starts over; one still loading loses its next commit and starts its slice again.
+    if (snapshot) await this.openSplit(snapshot, states, count, Math.max(0, ...[...states.values()].map(generationOf)) + 1);
     this.report.status = 'reset';
   }
 
   /** Commit fresh states for every shard of the split (see ./open-split.ts). */
-  private async openSplit(snapshot: Snapshot, held: ReadonlyMap<string, BackfillState>, count = this.shard.count): Promise<void> {
-    const states = openedStates(this.job, this.range, count, held, new Date());
+  private async openSplit(snapshot: Snapshot, held: ReadonlyMap<string, BackfillState>, count: number, generation: number): Promise<void> {
+    const states = openedStates(this.job, this.range, count, held, { now: new Date(), generation });
     const opener = count === this.shard.count && this.shard.count > 1 ? this.shard : undefined;
     const result = await this.timer.time('commit', () =>
       this.scope.table.commit(openSplitRequest(snapshot, states, opener), {

@@ -3,7 +3,10 @@
  * (pure). A backfill is its range plus its number of shards: the shards of one range split the
  * same way belong together; anything else is another backfill.
  *
- * The job's current backfill is the one whose state started last. Then, for shard K of N of range R:
+ * The job's current backfill is the one of the highest generation (each new backfill takes one more
+ * than the highest in the table; a counter, not a clock, so workers' clocks need not agree; states
+ * of one generation started apart, e.g. in a race, are told apart by `startedAt`). Then, for shard
+ * K of N of range R:
  *   --restart                 the shard starts over (a new backfill: every shard of it does)
  *   current is R in N shards  the shard resumes from its cursor, or does nothing when done
  *   current is unfinished     refused: finish it, or --restart to abandon it
@@ -18,12 +21,15 @@ import { describeRange, type BackfillRange } from './range.js';
 import { describeShard, type Shard } from './shard.js';
 import { backfillAppId, shardOf, type BackfillState } from './state.js';
 
-/** What to do: resume or skip the committed state, start the shard afresh, or open a new split. */
+/**
+ * What to do: resume or skip the committed state, start the shard afresh, or open a new split;
+ * a fresh or opened state takes `generation`.
+ */
 export type StartDecision =
   | { kind: 'resume'; state: BackfillState }
   | { kind: 'already-done'; state: BackfillState }
-  | { kind: 'fresh' }
-  | { kind: 'open' };
+  | { kind: 'fresh'; generation: number }
+  | { kind: 'open'; generation: number };
 
 /** A backfill's identity: its range and its number of shards. */
 export interface BackfillIdentity {
@@ -43,10 +49,11 @@ export function belongsTo(state: BackfillState, id: BackfillIdentity): boolean {
   return state.mode === id.mode && state.from === id.from && state.to === id.to && shardOf(state).count === id.shards;
 }
 
-/** The states of the job's current backfill (the one started last), or [] when it never had one. */
+/** The states of the job's current backfill (the highest generation, then the latest start), or [] when it never had one. */
 export function currentBackfill(states: Iterable<BackfillState>): BackfillState[] {
   const all = [...states];
-  const latest = all.reduce<BackfillState | null>((best, s) => (best === null || s.startedAt > best.startedAt ? s : best), null);
+  const later = (a: BackfillState, b: BackfillState) => generationOf(a) > generationOf(b) || (generationOf(a) === generationOf(b) && a.startedAt > b.startedAt);
+  const latest = all.reduce<BackfillState | null>((best, s) => (best === null || later(s, best) ? s : best), null);
   if (latest === null) return [];
   const id: BackfillIdentity = { mode: latest.mode, from: latest.from, to: latest.to, shards: shardOf(latest).count };
   return all.filter((s) => belongsTo(s, id)).sort((a, b) => shardOf(a).index - shardOf(b).index);
@@ -57,18 +64,25 @@ export function decideStart(job: string, states: ReadonlyMap<string, BackfillSta
   const id = identityOf(range, shard);
   const current = currentBackfill(states.values());
   const isCurrent = current.length > 0 && belongsTo(current[0]!, id);
-  const startNew: StartDecision = shard.count > 1 ? { kind: 'open' } : { kind: 'fresh' };
-  if (restart) return isCurrent && shard.count > 1 ? { kind: 'fresh' } : startNew;
+  const generation = current.length > 0 ? generationOf(current[0]!) : 0;
+  const next = Math.max(0, ...[...states.values()].map(generationOf)) + 1;
+  const startNew: StartDecision = shard.count > 1 ? { kind: 'open', generation: next } : { kind: 'fresh', generation: next };
+  if (restart) return isCurrent && shard.count > 1 ? { kind: 'fresh', generation } : startNew;
   if (isCurrent) {
     const own = states.get(backfillAppId(job, shard));
     if (own && belongsTo(own, id)) return own.status === 'done' ? { kind: 'already-done', state: own } : { kind: 'resume', state: own };
     // Not opened (the table did not exist when the first shard started): this shard starts alone,
     // leaving the other shards' states as they are.
-    return { kind: 'fresh' };
+    return { kind: 'fresh', generation };
   }
   const unfinished = current.filter((s) => s.status !== 'done');
   if (unfinished.length > 0) throw refusal(job, current, unfinished, range);
   return startNew;
+}
+
+/** A state's generation (states written before generations existed: 0). */
+export function generationOf(state: Pick<BackfillState, 'generation'>): number {
+  return state.generation ?? 0;
 }
 
 function refusal(job: string, current: BackfillState[], unfinished: BackfillState[], range: BackfillRange): ConfigError {

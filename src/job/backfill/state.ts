@@ -45,6 +45,11 @@ export interface BackfillState {
   shard?: Shard;
   /** The shard's own slice of the range (null: the split left it nothing); absent when not split. */
   part?: { from: string; to: string } | null;
+  /**
+   * Which backfill of the job this is: each new backfill takes one more than the highest in the
+   * table, and its shards share it. The highest is the job's current backfill (absent: 0).
+   */
+  generation?: number;
   /** `done` once every file of the range is loaded. */
   status: 'running' | 'done';
   /** Commits made by the job's backfills so far; also the `txn` version. */
