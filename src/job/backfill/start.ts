@@ -56,7 +56,8 @@ export function currentBackfill(states: Iterable<BackfillState>): BackfillState[
   const latest = all.reduce<BackfillState | null>((best, s) => (best === null || later(s, best) ? s : best), null);
   if (latest === null) return [];
   const id: BackfillIdentity = { mode: latest.mode, from: latest.from, to: latest.to, shards: shardOf(latest).count };
-  return all.filter((s) => belongsTo(s, id)).sort((a, b) => shardOf(a).index - shardOf(b).index);
+  const generation = generationOf(latest);
+  return all.filter((s) => belongsTo(s, id) && generationOf(s) === generation).sort((a, b) => shardOf(a).index - shardOf(b).index);
 }
 
 /** Decide how shard `shard` of a backfill of `range` starts; throws ConfigError (field `from`) to refuse. */
