@@ -1,10 +1,13 @@
 import { defineConfig } from 'vitest/config';
+import { scaled } from './test/helpers/machine.js';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // A default for tests and hooks of a few steps; tests that loop set their own timeout from
+    // their step count (test/helpers/machine.ts). Both scale with how busy the machine is.
+    testTimeout: scaled(60_000),
+    hookTimeout: scaled(60_000),
     // DuckDB and s3rver are real; two cores, so keep parallelism modest.
     pool: 'forks',
     maxWorkers: 2,

@@ -1,6 +1,7 @@
 /**
- * Benchmarks: `npm run bench -- merge`, `npm run bench -- ingest` (targets in the README, Benchmarks)
- * and `npm run bench -- backfill` (sharded backfills, docs/scaling.md).
+ * Benchmarks: `npm run bench -- merge`, `npm run bench -- ingest` (targets in the README,
+ * Benchmarks), `npm run bench -- memory` (a batch larger than DuckDB's memory limit: peak RSS per
+ * limit) and `npm run bench -- backfill` (sharded backfills, docs/scaling.md).
  * Each prints its figures as ratios against a baseline measured in the same run, and writes
  * the full result as JSON under `.bench/results/`. Scratch files live in `.bench/` and are
  * removed at the end. `--rows N` runs smaller for a quick check.
@@ -9,10 +10,13 @@ import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { benchMerge } from './bench/merge.js';
 import { benchIngest } from './bench/ingest.js';
+import { benchMemory, memoryRun } from './bench/memory.js';
 import { benchBackfill } from './bench/backfill.js';
 import { BENCH_ROOT } from './bench/workspace.js';
+import type { DeletionVectorSetting } from '../src/engine/merge/write-mode.js';
+import { parseSize } from '../src/config/units.js';
 
-const USAGE = `usage: npm run bench -- <merge|ingest|backfill> [options]
+const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill> [options]
 
   merge   MERGE of changed orders into a clustered table vs a full rewrite
     --rows N       table rows (default 10000000)
@@ -20,13 +24,22 @@ const USAGE = `usage: npm run bench -- <merge|ingest|backfill> [options]
     --changes N    changed rows per batch (default 10000, or rows/1000 with --rows)
     --no-lean      skip the lean DuckDB COPY lower bound
     --repeat N     interleaved repetitions, medians reported (default 3)
+    --deletion-vectors auto|on|off
+                   the MERGE's target.deletionVectors (default auto: the table has them)
 
   ingest  tidemark job vs a hand-written DuckDB pipeline, incremental and no-op runs
     --rows N       rows in the landing zone (default 5000000)
     --files N      landing files (default 200)
     --commits N    commits of the no-op run's table (default 200)
     --repeat N     interleaved repetitions of (a) and (b), medians reported (default 3)
-    --what-if-rows N  (b) again had the loads written files of N rows (default rows/50; 0 = skip)
+    --what-if-rows N  (b) again had the loads written files of N rows (default 0 = skip)
+
+  memory  one batch several times DuckDB's memory limit, loaded by the job in a child
+          process per limit (unlimited first, as the baseline): time and peak RSS
+    --rows N       rows of the batch (default 5000000, about 1.4 GiB in DuckDB)
+    --files N      landing files (default 50)
+    --limits L,…   engine.memoryLimit values (default 256MiB,1GiB,3GiB)
+    --repeat N     interleaved repetitions, medians reported (default 3)
 
   backfill  a backfill of daily partitions by 1, 2 and 4 shards (one process each)
     --days N           day partitions in the range (default 90)
@@ -48,12 +61,28 @@ function positiveInt(name: string, value: string | undefined, fallback: number):
   return n;
 }
 
+function dvSetting(value: string): DeletionVectorSetting {
+  if (value === 'auto' || value === 'on' || value === 'off') return value;
+  throw new Error(`[bench] --deletion-vectors must be auto, on or off, got ${value}`);
+}
+
+/** A comma-separated list of sizes (`256MiB,1GiB`) in bytes. */
+function sizes(name: string, value: string): number[] {
+  return value.split(',').map((v) => {
+    const bytes = parseSize(v);
+    if (bytes === null || bytes <= 0) throw new Error(`[bench] --${name} must list sizes such as 256MiB or 1GiB, got ${v}`);
+    return bytes;
+  });
+}
+
 function resultPath(bench: string, given: string | undefined): string {
   const stamp = new Date().toISOString().replace(/[-:.]/g, '').slice(0, 15);
   return given ?? join(BENCH_ROOT, 'results', `${bench}-${stamp}.json`);
 }
 
 async function main(argv: string[]): Promise<void> {
+  // The child process of `memory`: one load, its figures as a JSON line (not for direct use).
+  if (argv[0] === 'memory-run') return memoryRun(argv.slice(1));
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -67,7 +96,9 @@ async function main(argv: string[]): Promise<void> {
       shards: { type: 'string' },
       'partitions-per-commit': { type: 'string' },
       'what-if-rows': { type: 'string' },
+      limits: { type: 'string' },
       'no-lean': { type: 'boolean', default: false },
+      'deletion-vectors': { type: 'string', default: 'auto' },
       keep: { type: 'boolean', default: false },
       json: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -75,7 +106,7 @@ async function main(argv: string[]): Promise<void> {
   });
   const bench = positionals[0];
   const command = `npm run bench -- ${argv.join(' ')}`;
-  if (values.help || (bench !== 'merge' && bench !== 'ingest' && bench !== 'backfill')) {
+  if (values.help || !['merge', 'ingest', 'memory', 'backfill'].includes(bench ?? '')) {
     process.stdout.write(USAGE);
     if (!values.help) process.exitCode = 2;
     return;
@@ -102,9 +133,22 @@ async function main(argv: string[]): Promise<void> {
       changes: positiveInt('changes', values.changes, values.rows === undefined ? 10_000 : Math.max(100, Math.round(rows / 1000))),
       insertShare: 0.05,
       lean: !values['no-lean'],
+      deletionVectors: dvSetting(values['deletion-vectors']),
       repeat: positiveInt('repeat', values.repeat, 3),
       keep: values.keep,
       jsonPath: resultPath('merge', values.json),
+      command,
+    });
+    return;
+  }
+  if (bench === 'memory') {
+    await benchMemory({
+      rows: positiveInt('rows', values.rows, 5_000_000),
+      files: positiveInt('files', values.files, 50),
+      limits: sizes('limits', values.limits ?? '256MiB,1GiB,3GiB'),
+      repeat: positiveInt('repeat', values.repeat, 3),
+      keep: values.keep,
+      jsonPath: resultPath('memory', values.json),
       command,
     });
     return;
@@ -115,7 +159,7 @@ async function main(argv: string[]): Promise<void> {
     files: positiveInt('files', values.files, 200),
     commits: positiveInt('commits', values.commits, 200),
     repeat: positiveInt('repeat', values.repeat, 3),
-    whatIfRows: values['what-if-rows'] === '0' ? 0 : positiveInt('what-if-rows', values['what-if-rows'], Math.max(1000, Math.round(rows / 50))),
+    whatIfRows: values['what-if-rows'] === undefined || values['what-if-rows'] === '0' ? 0 : positiveInt('what-if-rows', values['what-if-rows'], 0),
     keep: values.keep,
     jsonPath: resultPath('ingest', values.json),
     command,

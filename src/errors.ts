@@ -49,15 +49,18 @@ export class ConditionalWriteUnsupportedError extends TidemarkError {}
 /** The Delta log is malformed: gaps in versions, unparsable actions, missing protocol/metaData. */
 export class DeltaLogError extends TidemarkError {}
 
-/** The table uses a protocol feature tidemark cannot honour; `context.feature` names it. */
+/**
+ * The table uses a protocol feature tidemark cannot honour; `context.feature` names it, `access`
+ * the operation refused, and `blocks` whether the feature rules out reading or only writing.
+ */
 export class UnsupportedFeatureError extends TidemarkError {
   readonly feature: string;
-  constructor(feature: string, access: 'read' | 'write', uri: string, detail?: string) {
-    super(
-      `[delta] cannot ${access} table ${uri}: it uses the table feature '${feature}', which tidemark does not support` +
-        (detail ? ` (${detail})` : ''),
-      { kind: 'terminal', context: { uri, feature, access } },
-    );
+  constructor(feature: string, access: 'read' | 'write', uri: string, detail?: string, blocks: 'read' | 'write' = access) {
+    const what = blocks === 'read' ? 'which tidemark cannot read' : 'which tidemark can read but not write';
+    super(`[delta] cannot ${access} table ${uri}: it uses the table feature '${feature}', ${what}` + (detail ? ` (${detail})` : ''), {
+      kind: 'terminal',
+      context: { uri, feature, access, blocks },
+    });
     this.feature = feature;
   }
 }
@@ -82,6 +85,20 @@ export class SchemaError extends TidemarkError {}
 
 /** A source file could not be read or cast; names the file and, where known, row and column. */
 export class BadFileError extends TidemarkError {}
+
+/**
+ * A row to be written breaks one of the table's rules (a CHECK constraint, a column invariant, a
+ * NOT NULL column). It is bad data like a value that does not cast: it names the rule
+ * (`context.constraint`), the source file (`context.key`, so `onBadFile: quarantine` can set the
+ * file aside), the row and the key values where known.
+ */
+export class ConstraintViolationError extends BadFileError {
+  readonly constraint: string;
+  constructor(message: string, constraint: string, context: ErrorContext) {
+    super(message, { kind: 'terminal', context: { ...context, constraint } });
+    this.constraint = constraint;
+  }
+}
 
 /** The machine ran out of a resource a run needs (the spool folder's disk filled up). */
 export class ResourceError extends TidemarkError {}

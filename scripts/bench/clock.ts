@@ -3,22 +3,26 @@
  * phases of a step. Times are milliseconds from `performance.now()`.
  */
 import { performance } from 'node:perf_hooks';
+import { readPeakRss, resetPeakRss, type PeakRss } from './peak-rss.js';
 
 /** A measured value, how long it took, and the CPU time the process used meanwhile. */
 export interface Timed<T> {
   ms: number;
   /** User + system CPU of the whole process (DuckDB's threads included), in ms. */
   cpuMs: number;
+  /** The process's peak resident memory during the step (./peak-rss.ts). */
+  peakRss: PeakRss;
   value: T;
 }
 
 /** Run `fn` and time it. */
 export async function timed<T>(fn: () => Promise<T>): Promise<Timed<T>> {
+  const perStep = resetPeakRss();
   const cpu = process.cpuUsage();
   const start = performance.now();
   const value = await fn();
   const used = process.cpuUsage(cpu);
-  return { ms: performance.now() - start, cpuMs: (used.user + used.system) / 1000, value };
+  return { ms: performance.now() - start, cpuMs: (used.user + used.system) / 1000, peakRss: readPeakRss(perStep), value };
 }
 
 /** Named laps: each `lap(name)` records the time since the previous lap (or the start). */

@@ -48,7 +48,8 @@ const INGEST_LEGEND = [
   '  (no lineage columns, no sort by key, no file stats, no Delta log or state).',
   'full reload: the same job loading every file into a fresh table. what-if: the job replica passing targetFileRows to the MERGE.',
   'floor: hand-written DuckDB doing only the copy-on-write work of (b): dedupe the new files, rewrite the data files holding their keys,',
-  '  write the new keys (no Delta log, stats, state or checks). While updates rewrite whole files, (b) cannot go below it.',
+  '  write the new keys (no Delta log, stats, state or checks): the least a copy-on-write MERGE must do. With deletion',
+  '  vectors (the default for a table the job creates) (b) marks the updated rows instead of rewriting their file.',
 ].join('\n');
 
 const FILES_PER_DAY = 4;

@@ -23,6 +23,8 @@ export interface OrdersJobSpec {
   /** Delta table folder. */
   target: string;
   maxFilesPerBatch?: number;
+  /** Bytes per batch (jobs[].maxBytesPerBatch); default the job's (1 GiB). */
+  maxBytesPerBatch?: number;
   /** Rows per data file written (target.maxRowsPerFile); default the job's. */
   maxRowsPerFile?: number;
   /** Parent of the run's spool folder. */
@@ -51,6 +53,7 @@ export function ordersJob(spec: OrdersJobSpec): OrdersJob {
           ...(spec.maxRowsPerFile === undefined ? {} : { maxRowsPerFile: spec.maxRowsPerFile }),
         },
         ...(spec.maxFilesPerBatch === undefined ? {} : { maxFilesPerBatch: spec.maxFilesPerBatch }),
+        ...(spec.maxBytesPerBatch === undefined ? {} : { maxBytesPerBatch: spec.maxBytesPerBatch }),
       },
     ],
   });

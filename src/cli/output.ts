@@ -2,6 +2,7 @@
  * What the CLI prints on stdout: one JSON object per job per line with --json, else a short
  * human summary. Logs never go to stdout.
  */
+import prettyBytes from 'pretty-bytes';
 import { redactText, redactValue } from '../log/redact.js';
 import { TidemarkError } from '../errors.js';
 import { EXIT_STORAGE_UNAVAILABLE, exitCodeFor } from './exit-codes.js';
@@ -42,6 +43,10 @@ export function formatRun(r: RunReport): string {
     `  files: ${r.filesDiscovered} discovered, ${r.filesLoaded} loaded in ${plural(r.batches, 'batch')}`,
     `  rows: ${r.rowsRead} read, ${r.rowsAfterDedupe} after dedupe; ${r.inserted} inserted, ${r.updated} updated, ${r.deleted} deleted, ${r.skippedStale} stale skipped`,
   ];
+  if (r.commits > 0) {
+    const dv = r.filesWithNewDeletionVector > 0 ? `, ${plural(r.filesWithNewDeletionVector, 'file')} given a deletion vector` : '';
+    lines.push(`  table files: ${r.dataFilesAdded} added, ${r.dataFilesRemoved} removed${dv}; ${prettyBytes(r.bytesWritten, { binary: true })} written`);
+  }
   const reasons = Object.entries(r.skippedByReason ?? {});
   if (reasons.length > 0) lines.push(`  skipped: ${reasons.map(([why, n]) => `${n} ${why}`).join(', ')}`);
   const quarantined = r.quarantined ?? [];

@@ -22,14 +22,14 @@ const durationInput = z.union([z.string(), z.number().int().nonnegative()]);
 const durationText = durationInput.transform(toMs);
 const duration = (fallback: string) => durationInput.default(fallback).transform(toMs);
 
-const size = (fallback: string) =>
+const size = (fallback: string, opts: { zero?: boolean } = {}) =>
   z
-    .union([z.string(), z.number().int().positive()])
+    .union([z.string(), opts.zero ? z.number().int().nonnegative() : z.number().int().positive()])
     .default(fallback)
     .transform((v, ctx) => {
       const bytes = typeof v === 'number' ? v : parseSize(v);
-      if (bytes === null || bytes <= 0) {
-        ctx.addIssue({ code: 'custom', message: `expected a size such as 64MiB or 1GiB, got ${JSON.stringify(v)}` });
+      if (bytes === null || bytes < 0 || (bytes === 0 && !opts.zero)) {
+        ctx.addIssue({ code: 'custom', message: `expected a size such as 64MiB or 1GiB${opts.zero ? ' (or 0)' : ''}, got ${JSON.stringify(v)}` });
         return z.NEVER;
       }
       return bytes;
@@ -144,6 +144,12 @@ const target = z
     key: columnList.optional().describe('Key columns (required for merge)'),
     orderBy: nonEmpty.optional().describe('Version column: an incoming row wins only if not older (required for merge)'),
     partitionBy: z.array(nonEmpty).default([]).describe('Partition columns of a table the job creates'),
+    columnMapping: z
+      .enum(['none', 'name', 'id'])
+      .optional()
+      .describe(
+        "Column mapping of a table the job creates: none (the default), name or id (columns get physical names and ids, so readers can rename and drop them); for an existing table, if set, it must be the table's mode",
+      ),
     deleteWhen: nonEmpty.optional().describe("SQL condition on the incoming row that deletes its key (is_deleted, Op = 'D')"),
     tombstoneRetention: duration('7d').describe('How long a deleted key is remembered (7d)'),
     /**
@@ -157,7 +163,15 @@ const target = z
       .describe(
         'MERGE marks changed rows in deletion vectors instead of rewriting files: auto (follow the table; tables the job creates in merge mode get them), true, or false (for readers without deletion-vector support)',
       ),
-    rewriteFilesBelow: size('1MiB').describe('A MERGE rewrites a changed file smaller than this instead of giving it a deletion vector (1MiB)'),
+    changeDataFeed: z
+      .boolean()
+      .default(false)
+      .describe(
+        'A table the job creates records a change data feed (delta.enableChangeDataFeed): MERGEs that update or delete also write _change_data files. An existing table keeps its own setting, and tidemark writes the feed whenever the table has it on',
+      ),
+    rewriteFilesBelow: size('1MiB', { zero: true }).describe(
+      'A MERGE rewrites a changed file smaller than this instead of giving it a deletion vector (1MiB; 0: size never decides)',
+    ),
     rewriteDeletedShare: z
       .number()
       .gt(0)

@@ -67,6 +67,20 @@ export interface RemoveFile {
   defaultRowCommitVersion?: number | null;
 }
 
+/**
+ * A change data file (PROTOCOL.md "Add CDC File"): rows a commit changed, each with its
+ * `_change_type`, read by change-feed readers instead of the commit's adds and removes.
+ */
+export interface AddCDCFile {
+  /** Relative (percent-encoded) path below the table root, like `add.path`. */
+  path: string;
+  partitionValues: PartitionValues;
+  size: number;
+  /** Always false: change files do not change the table's data. */
+  dataChange: boolean;
+  tags?: Record<string, string> | null;
+}
+
 export interface Txn {
   appId: string;
   version: number;
@@ -90,7 +104,7 @@ export type Action =
   | { txn: Txn }
   | { commitInfo: CommitInfo }
   | { domainMetadata: DomainMetadata }
-  | { cdc: Record<string, unknown> };
+  | { cdc: AddCDCFile };
 
 /** Names of the actions tidemark understands; readers ignore any other top-level key. */
 const KNOWN_ACTIONS = new Set(['add', 'remove', 'metaData', 'protocol', 'txn', 'commitInfo', 'domainMetadata', 'cdc']);

@@ -5,7 +5,10 @@
  */
 import { UnsupportedFeatureError } from '../errors.js';
 import type { Metadata, Protocol } from './actions.js';
+import { changeDataFeedEnabled, reservedChangeColumn } from './change-data.js';
+import { columnMappingProblem } from './column-mapping.js';
 import { parseSchema, type DataType, type StructField } from './schema.js';
+import { typeWideningProblem } from './type-widening.js';
 
 /** Features that ask nothing of a reader (writer-only features, and vacuumProtocolCheck). */
 const READER_NEUTRAL = new Set([
@@ -41,7 +44,7 @@ const LEGACY_WRITER_FEATURES: ReadonlyArray<[number, string[]]> = [
 
 type Access = 'read' | 'write';
 /** Why a feature cannot be honoured for this table, or null when it can. */
-type Check = (metadata: Metadata) => string | null;
+type Check = (metadata: Metadata, protocol: Protocol) => string | null;
 
 const WRITE_CHECKS: Readonly<Record<string, Check>> = {
   appendOnly: () => null, // enforced by the commit path (no dataChange removes)
@@ -50,37 +53,49 @@ const WRITE_CHECKS: Readonly<Record<string, Check>> = {
   timestampNtz: () => null,
   // Domains are carried forward by replay and checkpoints; the commit path refuses `delta.*` domains.
   domainMetadata: () => null,
-  invariants: (m) => (anyField(m, (f) => 'delta.invariants' in f.metadata) ? 'a column has delta.invariants' : null),
-  checkConstraints: (m) =>
-    configKeys(m).some((k) => k.startsWith('delta.constraints.')) ? 'the table has CHECK constraints' : null,
-  changeDataFeed: (m) =>
-    (m.configuration?.['delta.enableChangeDataFeed'] ?? '').toLowerCase() === 'true'
-      ? 'delta.enableChangeDataFeed is true'
-      : null,
+  // Enforced on every row a write stores (engine/merge/constraints.ts); an expression DuckDB
+  // cannot evaluate is refused there, naming it.
+  invariants: () => null,
+  checkConstraints: () => null,
+  // Written by MERGE (change files for updates and deletes); appends need none.
+  changeDataFeed: (m) => {
+    const reserved = changeDataFeedEnabled(m) ? reservedChangeColumn(parseSchema(m.schemaString)) : null;
+    return reserved === null ? null : `delta.enableChangeDataFeed is true and column ${reserved} has a name change-feed readers reserve`;
+  },
   generatedColumns: (m) =>
     anyField(m, (f) => 'delta.generationExpression' in f.metadata) ? 'a column is a generated column' : null,
   identityColumns: (m) =>
     anyField(m, (f) => Object.keys(f.metadata).some((k) => k.startsWith('delta.identity.')))
       ? 'a column is an identity column'
       : null,
+  // Physical names, field ids, physical partition and stats keys, new ids on new columns.
   columnMapping: columnMappingCheck,
+  // Files are written in the current type; tidemark never widens a column itself.
+  typeWidening: typeWideningCheck,
+  'typeWidening-preview': typeWideningCheck,
 };
 
 const READ_CHECKS: Readonly<Record<string, Check>> = {
   timestampNtz: () => null,
   deletionVectors: () => null,
   columnMapping: columnMappingCheck,
+  // Every file is cast to the current type when read.
+  typeWidening: typeWideningCheck,
+  'typeWidening-preview': typeWideningCheck,
 };
 
-/** Column mapping in mode `none` (or unset) changes nothing for readers and writers. */
-function columnMappingCheck(m: Metadata): string | null {
-  const mode = m.configuration?.['delta.columnMapping.mode'] ?? 'none';
-  return mode === 'none' ? null : `delta.columnMapping.mode is ${mode}`;
+/** Modes name and id are read and written; an unknown mode or an unmapped field is not. */
+function columnMappingCheck(m: Metadata, protocol: Protocol): string | null {
+  return columnMappingProblem(protocol, m, parseSchema(m.schemaString));
+}
+
+function typeWideningCheck(m: Metadata): string | null {
+  return typeWideningProblem(parseSchema(m.schemaString), m.partitionColumns ?? []);
 }
 
 /**
- * Throw UnsupportedFeatureError unless tidemark can read the table: reader version 1, 2 with
- * column mapping mode `none`, or 3 with only supported reader features.
+ * Throw UnsupportedFeatureError unless tidemark can read the table: reader version 1, 2 (column
+ * mapping), or 3 with only supported reader features.
  */
 export function assertReadable(protocol: Protocol, metadata: Metadata, uri: string): void {
   failOn(readProblems(protocol, metadata), 'read', uri);
@@ -94,11 +109,11 @@ export function assertReadable(protocol: Protocol, metadata: Metadata, uri: stri
 export function assertWritable(protocol: Protocol, metadata: Metadata, uri: string): void {
   const problems = readProblems(protocol, metadata);
   const version = protocol.minWriterVersion;
-  if (version > 7) problems.push({ feature: `minWriterVersion=${version}`, detail: 'unknown writer version' });
+  if (version > 7) problems.push({ feature: `minWriterVersion=${version}`, detail: 'unknown writer version', blocks: 'write' });
   for (const feature of writerFeatures(protocol)) {
     const check = WRITE_CHECKS[feature];
-    const detail = check ? check(metadata) : 'not supported for writing';
-    if (detail !== null) problems.push({ feature, detail });
+    const detail = check ? check(metadata, protocol) : 'not supported for writing';
+    if (detail !== null) problems.push({ feature, detail, blocks: 'write' });
   }
   failOn(problems, 'write', uri);
 }
@@ -127,6 +142,14 @@ export function withTableFeature(protocol: Protocol, feature: string, opts: { re
   return upgraded;
 }
 
+/**
+ * True when writers must record a change data feed (./change-data.ts): the protocol supports
+ * `changeDataFeed` (writer 4–6, or listed at 7) and `delta.enableChangeDataFeed` is true.
+ */
+export function changeDataFeedActive(protocol: Protocol, metadata: Metadata): boolean {
+  return writerFeatures(protocol).includes('changeDataFeed') && changeDataFeedEnabled(metadata);
+}
+
 /** The writer features in force: implied by versions 2..6, listed at version 7. */
 export function writerFeatures(protocol: Protocol): string[] {
   if (protocol.minWriterVersion >= 7) {
@@ -138,22 +161,24 @@ export function writerFeatures(protocol: Protocol): string[] {
 interface Problem {
   feature: string;
   detail: string;
+  /** The access the feature rules out: a read problem rules out writing too. */
+  blocks: Access;
 }
 
 function readProblems(protocol: Protocol, metadata: Metadata): Problem[] {
   const problems: Problem[] = [];
   const version = protocol.minReaderVersion;
   const features = version >= 3 ? (protocol.readerFeatures ?? []) : version === 2 ? ['columnMapping'] : [];
-  if (version > 3) problems.push({ feature: `minReaderVersion=${version}`, detail: 'unknown reader version' });
-  // Column mapping on an old protocol is still column mapping: check it whatever the version says.
-  for (const feature of unique([...features, 'columnMapping'])) {
+  if (version > 3) problems.push({ feature: `minReaderVersion=${version}`, detail: 'unknown reader version', blocks: 'read' });
+  // A columnMapping.mode property the protocol does not support is ignored (PROTOCOL.md "Column Mapping").
+  for (const feature of unique(features)) {
     if (READER_NEUTRAL.has(feature)) continue;
     const check = READ_CHECKS[feature];
-    const detail = check ? check(metadata) : 'not supported for reading';
-    if (detail !== null) problems.push({ feature, detail });
+    const detail = check ? check(metadata, protocol) : 'not supported for reading';
+    if (detail !== null) problems.push({ feature, detail, blocks: 'read' });
   }
   if (usesType(parseSchema(metadata.schemaString), 'variant')) {
-    problems.push({ feature: 'variantType', detail: 'a column has type variant' });
+    problems.push({ feature: 'variantType', detail: 'a column has type variant', blocks: 'read' });
   }
   return problems;
 }
@@ -163,11 +188,7 @@ function failOn(problems: Problem[], access: Access, uri: string): void {
   if (!first) return;
   const others = problems.slice(1).map((p) => p.feature);
   const detail = first.detail + (others.length ? `; also unsupported: ${others.join(', ')}` : '');
-  throw new UnsupportedFeatureError(first.feature, access, uri, detail);
-}
-
-function configKeys(metadata: Metadata): string[] {
-  return Object.keys(metadata.configuration ?? {});
+  throw new UnsupportedFeatureError(first.feature, access, uri, detail, first.blocks);
 }
 
 function unique(names: string[]): string[] {

@@ -41,8 +41,14 @@ function rootForms(tableUri: string): string[] {
   return forms.map((f) => normalizeFileUri(f.endsWith('/') ? f : `${f}/`));
 }
 
-/** Hadoop writes `file:/x`; URLs say `file:///x`. Compare in the second form. */
+/**
+ * One spelling per location: Hadoop writes `file:/x` where URLs say `file:///x`, and its S3
+ * connectors' schemes (`s3a://`, `s3n://`) name the same objects as `s3://`. A table written by
+ * Spark through s3a and opened by tidemark as s3 must see its own files as its own: VACUUM
+ * would otherwise take a live file for one outside the table.
+ */
 function normalizeFileUri(uri: string): string {
+  if (/^s3[an]:\/\//i.test(uri)) return `s3://${uri.slice(uri.indexOf('//') + 2)}`;
   return /^file:\/(?!\/)/.test(uri) ? `file:///${uri.slice('file:/'.length)}` : uri;
 }
 

@@ -6,6 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { SchemaError } from '../errors.js';
 import type { Action, Metadata, Protocol } from './actions.js';
+import { ENABLE_CHANGE_DATA_FEED } from './change-data.js';
+import { COLUMN_MAPPING_MODE } from './column-mapping.js';
 import type { DataType, StructField, StructType } from './schema.js';
 import type { CommitRequest } from './transaction.js';
 
@@ -21,20 +23,31 @@ export interface NewTableSpec {
 }
 
 /**
- * The lowest protocol for the table: {1,2} by default; table features at reader 3 / writer 7
- * when the schema uses timestamp_ntz or the table takes deletion vectors
- * (`delta.enableDeletionVectors`), writer 7 with `domainMetadata` when the commits carry domain
- * metadata. `appendOnly` is listed at writer 7 when `delta.appendOnly` is set.
+/**
+ * The lowest protocol for the table: {1,2} by default, {1,4} when it records a change data feed
+ * (`delta.enableChangeDataFeed`), {2,5} with column mapping (`delta.columnMapping.mode` name or
+ * id; writer 5 implies the feed's writer 4); table features at reader 3 / writer 7 when the
+ * schema uses timestamp_ntz or the table takes deletion vectors (`delta.enableDeletionVectors`),
+ * with `columnMapping` listed for readers and writers when mapped; writer 7 with `domainMetadata`
+ * when the commits carry domain metadata. At writer 7, `appendOnly` and `changeDataFeed` are
+ * listed when their properties are set.
  */
 export function protocolFor(schema: StructType, opts: { domainMetadata?: boolean; configuration?: Record<string, string> } = {}): Protocol {
   const flag = (key: string) => (opts.configuration?.[key] ?? '').toLowerCase() === 'true';
+  const changeDataFeed = flag(ENABLE_CHANGE_DATA_FEED);
+  const mapped = ['name', 'id'].includes((opts.configuration?.[COLUMN_MAPPING_MODE] ?? 'none').toLowerCase());
   const readers: string[] = [];
   if (usesType(schema, 'timestamp_ntz')) readers.push('timestampNtz');
   if (flag('delta.enableDeletionVectors')) readers.push('deletionVectors');
-  if (readers.length === 0 && !opts.domainMetadata) return { minReaderVersion: 1, minWriterVersion: 2 };
+  if (readers.length === 0 && !opts.domainMetadata) {
+    if (mapped) return { minReaderVersion: 2, minWriterVersion: 5 };
+    return { minReaderVersion: 1, minWriterVersion: changeDataFeed ? 4 : 2 };
+  }
+  if (mapped) readers.push('columnMapping');
   const writerFeatures = [...readers];
   if (opts.domainMetadata) writerFeatures.push('domainMetadata');
   if (flag('delta.appendOnly')) writerFeatures.push('appendOnly');
+  if (changeDataFeed) writerFeatures.push('changeDataFeed');
   return readers.length > 0
     ? { minReaderVersion: 3, minWriterVersion: 7, readerFeatures: readers, writerFeatures }
     : { minReaderVersion: 1, minWriterVersion: 7, writerFeatures };

@@ -12,7 +12,7 @@ import type { Storage } from '../storage/storage.js';
 import type { Metadata, Protocol } from './actions.js';
 import { checkpointInterval, maybeWriteCheckpoint, type CheckpointOutcome } from './checkpoint.js';
 import { commitWithRetry, type RetryInfo } from './commit.js';
-import { assertWritable, withTableFeature, writerFeatures } from './features.js';
+import { assertWritable, changeDataFeedActive, withTableFeature, writerFeatures } from './features.js';
 import { loadSnapshot } from './replay.js';
 import type { Snapshot } from './snapshot.js';
 import { createTableRequest, type CreateTableRequest } from './table-create.js';
@@ -87,6 +87,7 @@ export class DeltaTable {
     const { protocol, metadata } = effectiveState(prepared, base, this.uri);
     assertWritable(protocol, metadata, this.uri);
     assertAppendOnlyRespected(prepared, metadata, this.uri);
+    assertChangesRecorded(prepared, { protocol, metadata }, this.uri);
     await this.checkCommitsSafe();
     const result = await commitWithRetry(this.storage, prepared, {
       maxAttempts: this.opts.maxAttempts,
@@ -176,6 +177,23 @@ function assertAppendOnlyRespected(request: CommitRequest, metadata: Metadata, u
   if (removal && 'remove' in removal) {
     throw new UnsupportedFeatureError('appendOnly', 'write', uri, `delta.appendOnly is true, and this ${request.operation} removes ${removal.remove.path}`);
   }
+}
+
+/**
+ * A commit to a table that records changes (./change-data.ts) must carry change files when it
+ * removes rows (a dataChange remove: a rewrite, a new deletion vector, a dropped file); without
+ * them change-feed readers would take the rewritten file's kept rows as deleted and inserted
+ * again. A violation is a bug in the writer, so it throws before anything is written.
+ */
+function assertChangesRecorded(request: CommitRequest, table: { protocol: Protocol; metadata: Metadata }, uri: string): void {
+  if (!changeDataFeedActive(table.protocol, table.metadata)) return;
+  const removes = request.actions.some((a) => 'remove' in a && a.remove.dataChange);
+  if (!removes || request.actions.some((a) => 'cdc' in a)) return;
+  throw new DeltaLogError(
+    `[delta] invalid ${request.operation} commit to ${uri}: the table records a change data feed and the commit ` +
+      'changes existing rows without change data files',
+    { context: { uri, version: request.read.readVersion + 1 } },
+  );
 }
 
 /** True for a CommitConflictError: the caller should re-read the table and plan again. */

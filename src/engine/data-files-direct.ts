@@ -31,7 +31,11 @@ export interface DirectWrite {
   /** Leaves that get stats, their `sql` naming the file's columns. */
   leaves: StatsLeaf[];
   localDir: string;
+  /** Folder below the table root for the file; default the root. */
+  folder?: string;
   codec: 'zstd' | 'snappy';
+  /** COPY options beyond the codec (field ids). */
+  copyOptions?: string[];
   /** The file's row limit: a relation with more rows is not kept (null is returned). */
   targetFileRows: number | undefined;
   /** Runs the COPY, turning a failed read or cast into the writer's error. */
@@ -48,16 +52,18 @@ export async function writeDirect(session: DuckSession, w: DirectWrite): Promise
   const localPath = join(w.localDir, fileName);
   let keep = false;
   try {
-    await w.runCopy(`COPY (SELECT ${w.select.join(', ')} FROM ${w.from}) TO ${str(localPath)} (${parquetOptions(w.codec).join(', ')})`);
+    const options = [...parquetOptions(w.codec), ...(w.copyOptions ?? [])];
+    await w.runCopy(`COPY (SELECT ${w.select.join(', ')} FROM ${w.from}) TO ${str(localPath)} (${options.join(', ')})`);
     const row = await readStats(session, localPath, w.leaves);
     const rows = Number(row?.['n'] ?? 0);
     if (rows === 0 || (w.targetFileRows !== undefined && rows > w.targetFileRows)) return rows === 0 ? [] : null;
     keep = true;
+    const relativePath = w.folder ? `${w.folder}/${fileName}` : fileName;
     return [
       {
         localPath,
-        relativePath: fileName,
-        logPath: encodeLogPath(fileName),
+        relativePath,
+        logPath: encodeLogPath(relativePath),
         partitionValues: {},
         size: (await stat(localPath)).size,
         stats: statsFromRow(row!, w.leaves),

@@ -16,15 +16,21 @@
  *
  * Files are written to a flat local folder under safe names; `relativePath` is the key the caller
  * uploads each one to, and `logPath` the encoded form for `add.path`.
+ *
+ * Under column mapping (./column-mapping-write.ts) the rows are cast and renamed to the physical
+ * schema when staged, so the files, their stats and the partitionValues keys all carry physical
+ * names, the COPY writes the field ids, and the files go into random two-character folders.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { physicalField, physicalName, type ColumnMappingMode } from '../delta/column-mapping.js';
 import { encodeLogPath, hivePartitionFolder } from '../delta/partition-encode.js';
 import { partitionValueStringSql } from './partition-sql.js';
 import type { StructField, StructType } from '../delta/schema.js';
 import type { PartitionValues } from '../delta/actions.js';
 import { SchemaError, TidemarkError } from '../errors.js';
+import { fieldIdsOption, physicalValueSql, randomPrefixFolder } from './column-mapping-write.js';
 import { writeDirect } from './data-files-direct.js';
 import type { WrittenFile } from './written-file.js';
 import { parquetOptions } from './parquet-options.js';
@@ -64,6 +70,8 @@ export interface WriteDataFilesOptions {
   rowGroupSize?: number;
   /** Stats for the first N leaf columns (delta.dataSkippingNumIndexedCols; -1 = all). */
   numIndexedCols?: number;
+  /** The table's column mapping mode (`schema` carries the ids and physical names); default none. */
+  columnMapping?: ColumnMappingMode;
 }
 
 /**
@@ -80,16 +88,26 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
   const { keepsOrder, threads } = await checkSession(session);
   const from = fromClause(opts.relationSql);
   const sourceTypes = await describe(session, from);
-  const dataCasts = dataFields.map((f) => castFor(f, sourceTypes));
+  const mode = opts.columnMapping ?? 'none';
+  // The columns as files hold them: physical names (at every depth) under column mapping.
+  const fileFields = dataFields.map((f) => physicalField(f, mode));
+  const dataCasts = dataFields.map((f) => physicalValueSql(castFor(f, sourceTypes), f.type, mode));
   const pvs = partitionFields.map((f) => partitionValueStringSql(castFor(f, sourceTypes), f.type, f.name));
+  const layout: FileLayout = {
+    partitionKeys: partitionFields.map((f) => physicalName(f, mode)),
+    copyOptions: [fieldIdsOption(dataFields, mode)].filter((o): o is string => o !== null),
+    mapped: mode !== 'none',
+  };
   const numIndexedCols = opts.numIndexedCols ?? DEFAULT_NUM_INDEXED_COLS;
   if (partitionFields.length === 0 && keepsOrder && opts.rowGroupSize === undefined && fitsOneFile(opts)) {
     const direct = await writeDirect(session, {
       from,
-      select: dataFields.map((f, i) => `${dataCasts[i]} AS ${ident(f.name)}`),
-      leaves: statsLeaves(dataFields.map((f) => ({ name: f.name, type: f.type, sql: ident(f.name) })), numIndexedCols),
+      select: fileFields.map((f, i) => `${dataCasts[i]} AS ${ident(f.name)}`),
+      leaves: statsLeaves(fileFields.map((f) => ({ name: f.name, type: f.type, sql: ident(f.name) })), numIndexedCols),
       localDir: opts.localDir,
+      folder: layout.mapped ? randomPrefixFolder() : '',
       codec: opts.compression ?? 'zstd',
+      copyOptions: layout.copyOptions,
       targetFileRows: opts.targetFileRows,
       runCopy: (sql) => runStage(session, sql),
     });
@@ -98,12 +116,12 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
   const name = `__tidemark_write_${randomUUID().replaceAll('-', '')}`;
   const staged = await stage(session, { name, from, dataCasts, pvs, targetFileRows: opts.targetFileRows });
   try {
-    const columns = dataFields.map((f, i) => ({ name: f.name, type: f.type, sql: `c${i}` }));
+    const columns = fileFields.map((f, i) => ({ name: f.name, type: f.type, sql: `c${i}` }));
     const leaves = statsLeaves(columns, numIndexedCols);
     const groups = await session.all(fileListSql(staged.keyedSql, pvs.length, leaves));
     await mkdir(opts.localDir, { recursive: true });
     const write = (conn: DuckSession, index: number) =>
-      writeOneFile(conn, { opts, staged, dataFields, partitionFields, leaves, row: groups[index]!, index, keepsOrder });
+      writeOneFile(conn, { opts, staged, fileFields, layout, leaves, row: groups[index]!, index, keepsOrder });
     return await inParallel(session, copyLanes(groups, threads), groups.length, write);
   } finally {
     await session.run(`DROP TABLE IF EXISTS ${staged.table}`);
@@ -303,11 +321,22 @@ function fileListSql(keyedSql: string, partitionCount: number, leaves: readonly 
   return `SELECT ${keys.join(', ')}, ${statsAggregatesSql(leaves)} FROM ${keyedSql} GROUP BY ${keys.join(', ')} ORDER BY g, k`;
 }
 
+/** Where files go and how the log names their partition values. */
+interface FileLayout {
+  /** partitionValues keys, in partition column order (physical names under column mapping). */
+  partitionKeys: string[];
+  /** COPY options beyond the codec (the field ids under column mapping). */
+  copyOptions: string[];
+  /** Column mapping: files go into random two-character folders, not Hive partition folders. */
+  mapped: boolean;
+}
+
 interface OneFile {
   opts: WriteDataFilesOptions;
   staged: Staged;
-  dataFields: StructField[];
-  partitionFields: StructField[];
+  /** Data columns as the file holds them (physical under column mapping). */
+  fileFields: StructField[];
+  layout: FileLayout;
   leaves: StatsLeaf[];
   row: Row;
   index: number;
@@ -320,19 +349,19 @@ async function writeOneFile(session: DuckSession, f: OneFile): Promise<WrittenFi
   const fileName = `part-${String(f.index).padStart(5, '0')}-${randomUUID()}-c000.${codec}.parquet`;
   const localPath = join(f.opts.localDir, fileName);
   const partitionValues: PartitionValues = {};
-  f.partitionFields.forEach((field, i) => {
+  f.layout.partitionKeys.forEach((key, i) => {
     const v = f.row[`p${i}`];
-    partitionValues[field.name] = typeof v === 'string' ? v : null;
+    partitionValues[key] = typeof v === 'string' ? v : null;
   });
-  const select = f.dataFields.map((field, i) => `c${i} AS ${ident(field.name)}`).join(', ');
+  const select = f.fileFields.map((field, i) => `c${i} AS ${ident(field.name)}`).join(', ');
   const where = f.staged.fileFilter(Number(f.row['g']), Number(f.row['k']));
-  const options = parquetOptions(codec);
+  const options = [...parquetOptions(codec), ...f.layout.copyOptions];
   if (f.opts.rowGroupSize !== undefined) options.push(`ROW_GROUP_SIZE ${Math.trunc(f.opts.rowGroupSize)}`);
   await session.run(
     `COPY (SELECT ${select} FROM ${f.staged.table} WHERE ${where}${f.keepsOrder ? '' : ` ORDER BY ${f.staged.ord}`}) ` +
       `TO ${str(localPath)} (${options.join(', ')})`,
   );
-  const folder = hivePartitionFolder(f.opts.partitionColumns, partitionValues);
+  const folder = f.layout.mapped ? randomPrefixFolder() : hivePartitionFolder(f.opts.partitionColumns, partitionValues);
   const relativePath = folder === '' ? fileName : `${folder}/${fileName}`;
   return {
     localPath,

@@ -10,7 +10,7 @@
  * the way (see `needsText`). Columns the table lacks keep their inferred types (schema evolution).
  */
 import type { StructField, StructType } from '../delta/schema.js';
-import { BadFileError } from '../errors.js';
+import { BadFileError, ResourceError } from '../errors.js';
 import { castError } from './cast-error.js';
 import type { DuckSession } from './duckdb.js';
 import { castClass, fitCastSql, misfitSql } from './fit-cast.js';
@@ -51,11 +51,26 @@ export async function describeFile(session: DuckSession, file: LoadFile, csv: Cs
 /** Lines of DuckDB's long CSV messages that say what is wrong and where (not the data itself). */
 const TELLING_LINES = /^(It was not possible to .*|CSV Error on Line: \d+|Expected Number of Columns: .*|Error when converting column .*)$/;
 
+/** DuckDB messages that say the machine, not the file, failed: memory, or the disk it spills to. */
+const RESOURCE_FAILURE = /^Out of Memory Error|No space left on device|could not allocate block/i;
+
 /**
  * A BadFileError for a file DuckDB cannot read, with DuckDB's reason (local path replaced by the
  * key) and, for CSV, the line it stopped at (`context.line`, 1-based, counting the header).
+ * Running out of memory or disk is no fault of the file, and quarantining a good file for it
+ * would lose its rows: that is thrown as a ResourceError (a full disk as the original error,
+ * which the job scope names with its spool folder).
  */
 export function unreadable(file: LoadFile, err: unknown): BadFileError {
+  const message = err instanceof Error ? err.message : String(err);
+  if (RESOURCE_FAILURE.test(message)) {
+    if (/No space left on device/i.test(message)) throw err;
+    throw new ResourceError(
+      `[load] DuckDB ran out of memory while reading ${file.key} (the file is not at fault): ${message.split('\n')[0]}; ` +
+        'raise engine.memoryLimit, lower engine.threads or maxFilesPerBatch, then run again',
+      { kind: 'terminal', context: { key: file.key }, cause: err },
+    );
+  }
   const lines = (err instanceof Error ? err.message : String(err)).split(file.localPath).join(file.key).split('\n');
   const telling = lines.slice(1).filter((l) => TELLING_LINES.test(l.trim())).map((l) => l.trim());
   const line = /CSV Error on Line: (\d+)/.exec(lines.join('\n'))?.[1];

@@ -3,30 +3,36 @@
  * Only the files the log lists are read, never a glob; partition values come from the log, never
  * folder names; columns a file lacks read as NULL; every column is cast to the type the schema
  * gives (INT96 timestamps, naive but UTC, become TIMESTAMPTZ in the UTC session); rows a deletion
- * vector deletes are left out (an anti-join on the row's position in its file).
+ * vector deletes are left out (an anti-join on the row's position in its file). Under column
+ * mapping, columns are found by physical name or Parquet field id at every struct level and
+ * partition values by physical key (./column-mapping-read.ts).
  *
  * Files with the same Parquet schema and the same partition values are read by one
- * `read_parquet([...])`, so an unpartitioned table is one scan whatever its file count.
+ * `read_parquet([...])`, deletion vectors or not, so an unpartitioned table is one scan whatever
+ * its file count.
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { BadFileError } from '../errors.js';
+import { columnMappingMode, physicalName, type ColumnMappingMode } from '../delta/column-mapping.js';
 import { decodeLogPath } from '../delta/partition-decode.js';
 import { partitionValueSql } from './partition-sql.js';
 import type { StructField } from '../delta/schema.js';
 import type { LiveFile, Snapshot } from '../delta/snapshot.js';
 import type { Spool } from '../spool/spool.js';
 import type { Storage } from '../storage/storage.js';
+import { mappedColumnSql, type ParquetNode } from './column-mapping-read.js';
 import { DELETED_FILE, DELETED_POS, loadDeletedRows, type DeletedRows } from './deleted-rows.js';
 import type { DuckSession, Row } from './duckdb.js';
 import { safeReadPath } from './safe-alias.js';
 import { ident, str } from './sql.js';
 import { deltaTypeToDuck } from './type-map-read.js';
 
-/** The top-level columns of a Parquet file, and a signature of its whole schema. */
+/** The top-level columns of a Parquet file (names, and the schema tree with field ids), and a signature of its whole schema. */
 export interface FileShape {
   columns: string[];
+  fields: ParquetNode[];
   /** Equal signatures mean DuckDB can read the files together. */
   signature: string;
 }
@@ -76,18 +82,19 @@ async function schemaRows(session: DuckSession, paths: string[]): Promise<Row[]>
   }
 }
 
-/** Top-level names from the depth-first schema rows (row 0 is the root). */
+/** The schema tree from the depth-first schema rows (row 0 is the root). */
 function shapeFromSchemaRows(rows: Row[]): FileShape {
-  const columns: string[] = [];
-  const subtreeEnd = (index: number): number => {
-    let next = index + 1;
-    for (let c = 0; c < Number(rows[index]?.['num_children'] ?? 0); c++) next = subtreeEnd(next);
-    return next;
+  let next = 0;
+  const node = (): ParquetNode => {
+    const row = rows[next++]!;
+    const children = Array.from({ length: Number(row['num_children'] ?? 0) }, node);
+    const converted = String(row['converted_type'] ?? '');
+    const kind = converted === 'LIST' ? 'list' : converted.startsWith('MAP') ? 'map' : children.length > 0 ? 'group' : 'leaf';
+    return { name: String(row['name']), fieldId: row['field_id'] == null ? null : Number(row['field_id']), kind, children };
   };
-  const rootEnd = subtreeEnd(0);
-  for (let i = 1; i < rootEnd; i = subtreeEnd(i)) columns.push(String(rows[i]!['name']));
+  const fields = rows.length > 0 ? node().children : [];
   const signature = JSON.stringify(rows.slice(1).map(({ file_name: _, ...rest }) => rest));
-  return { columns, signature };
+  return { columns: fields.map((f) => f.name), fields, signature };
 }
 
 /** How `scanSql` reads the files. */
@@ -98,39 +105,57 @@ export interface ScanOptions {
   deleted?: DeletedRows | null;
   /** Also yield each row's position in its file (`file_row_number`) under this column name. */
   position?: string;
+  /** Also yield each row's file as `idOf(file)` (an INTEGER) under `column`. */
+  fileId?: { column: string; idOf: (file: LiveFile) => number };
+}
+
+/** Files read by one `read_parquet`: the same Parquet schema and the same partition values. */
+interface ScanGroup {
+  file: LiveFile;
+  shape: FileShape | undefined;
+  files: LiveFile[];
+  paths: string[];
 }
 
 /**
  * SQL for the snapshot's rows in `files`, with the schema's columns in order (plus the position
- * column when asked for). Rows a file's deletion vector deletes are left out. Paths with glob
- * characters are read through safe aliases.
+ * and file id columns when asked for). Rows a file's deletion vector deletes are left out. Paths
+ * with glob characters are read through safe aliases.
+ *
+ * Files of a group are one scan, so DuckDB spreads it over its threads; a row's file within the
+ * group is DuckDB's `file_index` (its place in the list), which maps to the file id and to the
+ * id of its deleted rows through constant lists.
  */
 export function scanSql(snapshot: Snapshot, files: readonly LiveFile[], localPathOf: (file: LiveFile) => string, opts: ScanOptions = {}): string {
-  if (files.length === 0) return emptyRelationSql(snapshot, opts.position);
-  const groups = new Map<string, { file: LiveFile; shape: FileShape | undefined; paths: string[]; deletedId: number | undefined }>();
+  if (files.length === 0) return emptyRelationSql(snapshot, opts.position, opts.fileId?.column);
+  const columns = readColumns(snapshot);
+  const groups = new Map<string, ScanGroup>();
   for (const file of files) {
-    const deletedId = file.deletionVector ? deletedIdOf(snapshot, file, opts.deleted) : undefined;
     const path = localPathOf(file);
     const shape = opts.shapeOf?.(path);
-    // A file with a DV is read alone, so its positions are its own.
-    const key = deletedId !== undefined ? `dv:${deletedId}` : JSON.stringify([shape?.signature ?? null, partitionKey(snapshot, file)]);
-    const group = groups.get(key) ?? { file, shape, paths: [], deletedId };
+    const key = JSON.stringify([shape?.signature ?? null, partitionKey(columns, file)]);
+    const group = groups.get(key) ?? { file, shape, files: [], paths: [] };
+    group.files.push(file);
     group.paths.push(safeReadPath(path));
     groups.set(key, group);
   }
-  const needsPosition = opts.position !== undefined || [...groups.values()].some((g) => g.deletedId !== undefined);
-  return [...groups.values()]
-    .map((g) => {
-      const source = `read_parquet([${g.paths.map(str).join(', ')}], hive_partitioning = false${needsPosition ? ', file_row_number = true' : ''})`;
-      const position = opts.position === undefined ? '' : `, r.file_row_number AS ${ident(opts.position)}`;
-      const live =
-        g.deletedId === undefined
-          ? ''
-          : ` ANTI JOIN (SELECT ${ident(DELETED_POS)} FROM ${ident(opts.deleted!.table)} WHERE ${ident(DELETED_FILE)} = ${g.deletedId}) AS d ` +
-            `ON r.file_row_number = d.${ident(DELETED_POS)}`;
-      return `SELECT ${projection(snapshot, g.file, g.shape, 'r')}${position} FROM ${source} AS r${live}`;
-    })
-    .join('\nUNION ALL BY NAME\n');
+  return [...groups.values()].map((g) => groupSql(snapshot, columns, g, opts)).join('\nUNION ALL BY NAME\n');
+}
+
+function groupSql(snapshot: Snapshot, columns: readonly ReadColumn[], g: ScanGroup, opts: ScanOptions): string {
+  const deletedIds = g.files.map((f) => (f.deletionVector ? deletedIdOf(snapshot, f, opts.deleted) : null));
+  const anyDeleted = deletedIds.some((id) => id !== null);
+  const needsPosition = opts.position !== undefined || anyDeleted;
+  const source = `read_parquet([${g.paths.map(str).join(', ')}], hive_partitioning = false${needsPosition ? ', file_row_number = true' : ''})`;
+  // DuckDB lists are 1-based; file_index is 0-based.
+  const perFile = (values: ReadonlyArray<number | null>) => `([${values.map((v) => (v === null ? 'NULL' : String(v))).join(', ')}]::INTEGER[])[CAST(r.file_index AS BIGINT) + 1]`;
+  const extra: string[] = [];
+  if (opts.position !== undefined) extra.push(`r.file_row_number AS ${ident(opts.position)}`);
+  if (opts.fileId) extra.push(`${perFile(g.files.map(opts.fileId.idOf))} AS ${ident(opts.fileId.column)}`);
+  const live = !anyDeleted
+    ? ''
+    : ` ANTI JOIN ${ident(opts.deleted!.table)} AS d ON d.${ident(DELETED_FILE)} = ${perFile(deletedIds)} AND d.${ident(DELETED_POS)} = r.file_row_number`;
+  return `SELECT ${[projection(columns, g.file, g.shape, 'r'), ...extra].join(', ')} FROM ${source} AS r${live}`;
 }
 
 /** The id of a file's deleted rows; a file with a DV but no loaded deleted rows is a bug of the caller. */
@@ -156,23 +181,43 @@ export async function scanRelation(
   return { sql: scanSql(source.snapshot, files, localPathOf, { shapeOf: (p) => shapes.get(p), deleted }), deleted };
 }
 
-/** A correctly typed relation with no rows (with the position column when named). */
-export function emptyRelationSql(snapshot: Snapshot, position?: string): string {
+/** A correctly typed relation with no rows (with the position and file id columns when named). */
+export function emptyRelationSql(snapshot: Snapshot, position?: string, fileId?: string): string {
   const columns = snapshot.schema.fields.map((f) => `CAST(NULL AS ${deltaTypeToDuck(f.type)}) AS ${ident(f.name)}`);
   if (position !== undefined) columns.push(`CAST(NULL AS BIGINT) AS ${ident(position)}`);
+  if (fileId !== undefined) columns.push(`CAST(NULL AS INTEGER) AS ${ident(fileId)}`);
   return `SELECT ${columns.join(', ')} LIMIT 0`;
 }
 
-function projection(snapshot: Snapshot, file: LiveFile, shape: FileShape | undefined, alias: string): string {
-  return snapshot.schema.fields.map((f) => `${columnSql(snapshot, file, shape, f, alias)} AS ${ident(f.name)}`).join(', ');
+/** A schema column as the scan reads it: the field, whether it is a partition column, its name in the log and files. */
+interface ReadColumn {
+  field: StructField;
+  partition: boolean;
+  /** Key of partitionValues (the physical name under column mapping). */
+  key: string;
+  mode: ColumnMappingMode;
 }
 
-function columnSql(snapshot: Snapshot, file: LiveFile, shape: FileShape | undefined, field: StructField, alias: string): string {
+function readColumns(snapshot: Snapshot): ReadColumn[] {
+  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
+  return snapshot.schema.fields.map((field) => ({
+    field,
+    partition: isPartitionColumn(snapshot, field.name),
+    key: physicalName(field, mode),
+    mode,
+  }));
+}
+
+function projection(columns: readonly ReadColumn[], file: LiveFile, shape: FileShape | undefined, alias: string): string {
+  return columns.map((c) => `${columnSql(c, file, shape, alias)} AS ${ident(c.field.name)}`).join(', ');
+}
+
+function columnSql(column: ReadColumn, file: LiveFile, shape: FileShape | undefined, alias: string): string {
+  const { field, mode } = column;
   const type = deltaTypeToDuck(field.type);
-  if (isPartitionColumn(snapshot, field.name)) {
-    return partitionValueSql(partitionValue(file, field.name), field.type, field.name);
-  }
+  if (column.partition) return partitionValueSql(partitionValue(file, column.key), field.type, field.name);
   if (field.type === 'void') return `CAST(NULL AS ${type})`;
+  if (mode !== 'none') return mappedColumnSql(field, shape?.fields, mode, alias);
   const stored = shape ? findColumn(shape.columns, field.name) : field.name;
   return stored === undefined ? `CAST(NULL AS ${type})` : `CAST(${alias}.${ident(stored)} AS ${type})`;
 }
@@ -193,8 +238,8 @@ function partitionValue(file: LiveFile, column: string): string | null {
   return key === undefined ? null : (values[key] ?? null);
 }
 
-function partitionKey(snapshot: Snapshot, file: LiveFile): Array<string | null> {
-  return snapshot.partitionColumns.map((c) => partitionValue(file, c));
+function partitionKey(columns: readonly ReadColumn[], file: LiveFile): Array<string | null> {
+  return columns.filter((c) => c.partition).map((c) => partitionValue(file, c.key));
 }
 
 /**

@@ -84,4 +84,8 @@ export function countBatch(counts: LoadCounts, batch: CommittedBatch<OwnedState>
   counts.deleted += c.deleted;
   counts.skippedStale += c.skippedStale;
   counts.unchanged += c.unchanged;
+  counts.dataFilesAdded += c.dataFilesAdded;
+  counts.dataFilesRemoved += c.dataFilesRemoved;
+  counts.filesWithNewDeletionVector += c.filesWithNewDeletionVector;
+  counts.bytesWritten += c.bytesWritten;
 }

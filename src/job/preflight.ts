@@ -25,7 +25,7 @@ import { resolveDiscovery } from '../discovery/config.js';
 import type { DuckSession } from '../engine/duckdb.js';
 import { checkDeleteExpression } from '../engine/merge/validate.js';
 import { str } from '../engine/sql.js';
-import { ConfigError, StorageError, TidemarkError, type ErrorKind } from '../errors.js';
+import { ConfigError, isTransient, StorageError, TidemarkError, type ErrorKind } from '../errors.js';
 import { PROBE_PREFIX } from '../storage/probe.js';
 import type { RootKind, Storage } from '../storage/storage.js';
 import { describeUri, openStorage } from '../storage/uri.js';
@@ -124,9 +124,10 @@ export async function probeWritable(storage: Storage, job: string): Promise<void
   try {
     await storage.write(key, 'tidemark write probe');
   } catch (err) {
+    // A store that does not answer is unavailable, not read-only: its own error says so (exit 4).
+    if (isTransient(err)) throw err;
     const inner = err instanceof Error ? err.message : String(err);
     throw new StorageError(`[preflight] job ${job}: target ${storage.uri} is not writable: ${inner}`, {
-      kind: err instanceof TidemarkError && err.kind === 'transient' ? 'transient' : 'terminal',
       context: { ...(err instanceof TidemarkError ? err.context : {}), uri: storage.uri },
       cause: err,
     });

@@ -5,7 +5,9 @@
  * a file DuckDB cannot read (corrupt or truncated Parquet, truncated gzip, ragged CSV rows,
  * invalid JSON, an empty Parquet file), a file whose format cannot be told from its name, a
  * value that does not fit its table column, a NULL key, a key column missing from a file
- * (BadFileError), and new columns under `schemaEvolution: 'fail'` (SchemaError naming the file).
+ * (BadFileError), a row that breaks one of the table's CHECK constraints, invariants or NOT NULL
+ * columns (ConstraintViolationError, a BadFileError: bad data like a value that does not cast),
+ * and new columns under `schemaEvolution: 'fail'` (SchemaError naming the file).
  * Batch-level (never quarantined): files that read alone but not together (their types cannot
  * be combined: no single file is to blame), an invalid deleteWhen, a key or orderBy column
  * missing from every file of a batch of several, the MERGE engine's own duplicate/NULL-key

@@ -32,11 +32,31 @@ export interface LoadCounts {
   skippedStale: number;
   /** Matched rows equal in every column to the stored row: nothing was written for them. */
   unchanged: number;
+  /** Data files the commits added to the table, and removed from it (rewritten or emptied). */
+  dataFilesAdded: number;
+  dataFilesRemoved: number;
+  /** Data files given a (new or extended) deletion vector instead of being rewritten. */
+  filesWithNewDeletionVector: number;
+  /** Bytes of the new data files and deletion-vector files. */
+  bytesWritten: number;
 }
 
 /** The load counts of a command that loaded nothing yet. */
 export function noLoadCounts(): LoadCounts {
-  return { filesLoaded: 0, rowsRead: 0, rowsAfterDedupe: 0, inserted: 0, updated: 0, deleted: 0, skippedStale: 0, unchanged: 0 };
+  return {
+    filesLoaded: 0,
+    rowsRead: 0,
+    rowsAfterDedupe: 0,
+    inserted: 0,
+    updated: 0,
+    deleted: 0,
+    skippedStale: 0,
+    unchanged: 0,
+    dataFilesAdded: 0,
+    dataFilesRemoved: 0,
+    filesWithNewDeletionVector: 0,
+    bytesWritten: 0,
+  };
 }
 
 export interface RunReport extends LoadCounts {

@@ -12,6 +12,7 @@
  * of the same job means re-reading the winner's state and planning again.
  */
 import type { JobConfig } from '../config/schema.js';
+import { changeDataFeedEnabled } from '../delta/change-data.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { discover, nextStateFor, type DiscoveryPlan } from '../discovery/index.js';
 import { splitBatches } from './batches.js';
@@ -154,6 +155,13 @@ class JobRun {
     this.report.watermark = describeWatermark(state.discovery);
     if (plan.skippedFolders.length > 0) {
       this.ctx.logger.warn({ job: this.job.name, folders: plan.skippedFolders }, 'folders that do not match the layout were skipped');
+    }
+    // The setting shapes only tables the job creates; an existing table keeps its own.
+    if (this.job.target.changeDataFeed && snapshot && !changeDataFeedEnabled(snapshot.metadata)) {
+      this.ctx.logger.warn(
+        { job: this.job.name, table: this.scope.table.uri },
+        'target.changeDataFeed applies to tables the job creates; this table does not record a change data feed (set delta.enableChangeDataFeed on it to start one)',
+      );
     }
     if (this.ctx.dryRun) {
       this.report.plannedFiles = plan.files.map((f) => f.key);

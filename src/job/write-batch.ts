@@ -11,12 +11,13 @@
  * MERGE buries rows older than the deletes of either.
  */
 import type { Action } from '../delta/actions.js';
+import { ENABLE_CHANGE_DATA_FEED } from '../delta/change-data.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { KeyBound } from '../delta/key-bounds.js';
 import type { CommitRequest } from '../delta/transaction.js';
 import { batchKeyBounds } from '../engine/batch-key-bounds.js';
 import { SOURCE_FILE, SOURCE_ROW } from '../engine/load.js';
-import { stageAppend, stageMerge, type StagedWrite, type WriteTarget } from '../engine/merge/index.js';
+import { stageAppend, stageMerge, type AppendSummary, type MergeSummary, type StagedWrite, type WriteTarget } from '../engine/merge/index.js';
 import type { LoadedBatch } from './load-batch.js';
 import type { PhaseTimer } from './phases.js';
 import type { JobScope } from './scope.js';
@@ -64,6 +65,11 @@ export interface BatchCounts {
   skippedStale: number;
   /** Matched rows equal in every column to the stored row (nothing written). */
   unchanged: number;
+  dataFilesAdded: number;
+  dataFilesRemoved: number;
+  filesWithNewDeletionVector: number;
+  /** New data files and deletion-vector files. */
+  bytesWritten: number;
 }
 
 export interface WrittenBatch<S extends OwnedState> {
@@ -74,7 +80,28 @@ export interface WrittenBatch<S extends OwnedState> {
   state: S;
 }
 
-const NO_COUNTS: BatchCounts = { inserted: 0, updated: 0, deleted: 0, skippedStale: 0, unchanged: 0 };
+const NO_COUNTS: BatchCounts = {
+  inserted: 0,
+  updated: 0,
+  deleted: 0,
+  skippedStale: 0,
+  unchanged: 0,
+  dataFilesAdded: 0,
+  dataFilesRemoved: 0,
+  filesWithNewDeletionVector: 0,
+  bytesWritten: 0,
+};
+
+/** What a staged write changed in the table's files. */
+function fileCounts(summary: MergeSummary | AppendSummary): Pick<BatchCounts, 'dataFilesAdded' | 'dataFilesRemoved' | 'filesWithNewDeletionVector' | 'bytesWritten'> {
+  const dv = 'filesWithNewDv' in summary ? { files: summary.filesWithNewDv, bytes: summary.dvBytes } : { files: 0, bytes: 0 };
+  return {
+    dataFilesAdded: summary.filesAdded,
+    dataFilesRemoved: 'filesRemoved' in summary ? summary.filesRemoved : 0,
+    filesWithNewDeletionVector: dv.files,
+    bytesWritten: summary.bytesAdded + dv.bytes,
+  };
+}
 
 /** Commit the batch and the state together. */
 export async function writeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
@@ -92,6 +119,8 @@ function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>): WriteTar
     snapshot: opts.snapshot,
     batch: opts.batch.table,
     ...(job.target.partitionBy ? { partitionBy: job.target.partitionBy } : {}),
+    ...(job.target.changeDataFeed ? { tableProperties: { [ENABLE_CHANGE_DATA_FEED]: 'true' } } : {}),
+    ...(job.target.columnMapping ? { columnMapping: job.target.columnMapping } : {}),
     schemaEvolution: job.schemaEvolution,
     internalColumns: [SOURCE_ROW],
     sourceFileColumn: SOURCE_FILE,
@@ -108,7 +137,7 @@ async function appendBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pr
   const staged = await opts.timer.time('merge', () => stageAppend(writeTarget(opts)));
   if (staged.summary.filesAdded > 0) await opts.scope.ctx.hooks?.afterWrite?.(opts.batchNo);
   const version = await commitWith(opts, staged, opts.state);
-  return { version, counts: { ...NO_COUNTS, inserted: staged.summary.inserted }, state: opts.state };
+  return { version, counts: { ...NO_COUNTS, inserted: staged.summary.inserted, ...fileCounts(staged.summary) }, state: opts.state };
 }
 
 /**
@@ -151,7 +180,7 @@ async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pro
       const version = await commitWith(opts, staged, state, keyBounds);
       await tombstones.own.purge();
       const { inserted, updated, deleted, skippedStale, unchanged } = staged.summary;
-      return { version, counts: { inserted, updated, deleted, skippedStale, unchanged }, state };
+      return { version, counts: { inserted, updated, deleted, skippedStale, unchanged, ...fileCounts(staged.summary) }, state };
     } finally {
       await staged.dispose();
     }

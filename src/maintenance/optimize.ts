@@ -11,7 +11,7 @@
  * snapshot. Nothing to compact: no commit, `version: null`.
  */
 import { assertWritable } from '../delta/features.js';
-import type { Snapshot } from '../delta/snapshot.js';
+import type { LiveFile, Snapshot } from '../delta/snapshot.js';
 import type { DeltaTable } from '../delta/table.js';
 import type { DuckSession } from '../engine/duckdb.js';
 import type { Spool } from '../spool/spool.js';
@@ -49,6 +49,8 @@ export interface OptimizeResult {
   bytesRemoved: number;
   bytesAdded: number;
   partitionsCompacted: number;
+  /** Files rewritten without the rows their deletion vector deleted. */
+  deletionVectorsPurged: number;
   /** True for a plan only (`dryRun`): files and bytes say what a real run would rewrite (one new file per bin). */
   dryRun?: boolean;
 }
@@ -70,12 +72,21 @@ export async function optimizeTable(table: DeltaTable, session: DuckSession, opt
     bytesRemoved: 0,
     bytesAdded: 0,
     partitionsCompacted: 0,
+    deletionVectorsPurged: 0,
   };
   if (plan.bins.length === 0) return opts.dryRun ? { ...empty, dryRun: true } : empty;
   if (opts.dryRun) {
     const files = plan.bins.flatMap((b) => b.files);
     const partitions = uniquePartitions(plan.bins.map((b) => b.partitionValues)).length;
-    return { ...empty, dryRun: true, filesRemoved: files.length, bytesRemoved: sum(files), filesAdded: plan.bins.length, partitionsCompacted: partitions };
+    return {
+      ...empty,
+      dryRun: true,
+      filesRemoved: files.length,
+      bytesRemoved: sum(files),
+      filesAdded: plan.bins.length,
+      partitionsCompacted: partitions,
+      deletionVectorsPurged: withDv(files),
+    };
   }
 
   const ctx = {
@@ -101,5 +112,10 @@ export async function optimizeTable(table: DeltaTable, session: DuckSession, opt
     bytesRemoved: sum(removed),
     bytesAdded: sum(added),
     partitionsCompacted: uniquePartitions(rewritten.map((r) => r.bin.partitionValues)).length,
+    deletionVectorsPurged: withDv(removed),
   };
+}
+
+function withDv(files: readonly LiveFile[]): number {
+  return files.filter((f) => f.deletionVector).length;
 }

@@ -9,6 +9,7 @@
  * them, alone or packed with the partition's small files, whatever its size.
  */
 import type { PartitionValues } from '../delta/actions.js';
+import { columnMappingMode, physicalColumn } from '../delta/column-mapping.js';
 import type { LiveFile, Snapshot } from '../delta/snapshot.js';
 
 /** Delta's default OPTIMIZE target (spark.databricks.delta.optimize.maxFileSize). */
@@ -28,7 +29,7 @@ export interface CompactionOptions {
   minFilesPerPartition?: number;
   /** Files below this size are small; default 0.75 × targetFileBytes. */
   smallFileBytes?: number;
-  /** Only partitions for which this returns true (see `partitionEquals`). */
+  /** Only partitions for which this returns true, given a file's logged partitionValues (see `partitionEquals`). */
   partitionFilter?: (values: PartitionValues) => boolean;
   /** Rewrite every file with a deletion vector, however few rows it deletes. */
   purge?: boolean;
@@ -107,11 +108,13 @@ export function partitionEquals(values: PartitionValues): (candidate: PartitionV
   return (candidate) => Object.entries(values).every(([k, v]) => norm(candidate[k]) === norm(v));
 }
 
-/** Live files keyed by their partition values, in the snapshot's path order. */
+/** Live files keyed by their partition values (keyed by physical names under column mapping), in the snapshot's path order. */
 function groupByPartition(snapshot: Snapshot): Map<string, LiveFile[]> {
+  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
+  const keys = snapshot.partitionColumns.map((c) => physicalColumn(snapshot.schema, c, mode));
   const groups = new Map<string, LiveFile[]>();
   for (const file of snapshot.files) {
-    const key = JSON.stringify(snapshot.partitionColumns.map((c) => norm(file.partitionValues[c])));
+    const key = JSON.stringify(keys.map((k) => norm(file.partitionValues[k])));
     const list = groups.get(key);
     if (list) list.push(file);
     else groups.set(key, [file]);

@@ -4,6 +4,7 @@
  * the log), write the rows as new Parquet data files in the same partition and upload them.
  * Nothing is committed here; an upload that is never committed is an orphan for VACUUM.
  */
+import { columnMappingMode } from '../delta/column-mapping.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { totalRecords } from '../delta/stats.js';
 import { writeDataFiles, type WrittenFile } from '../engine/data-files.js';
@@ -44,6 +45,7 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
       relationSql: scan.sql,
       schema: ctx.snapshot.schema,
       partitionColumns: ctx.snapshot.partitionColumns,
+      columnMapping: columnMappingMode(ctx.snapshot.protocol, ctx.snapshot.metadata),
       localDir,
       ...(rows === undefined ? {} : { targetFileRows: rows, rowsAtMost: totalRecords(bin.files) }),
       ...(numIndexedCols === undefined ? {} : { numIndexedCols }),

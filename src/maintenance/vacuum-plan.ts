@@ -9,7 +9,9 @@
  *      for a commit still to come (an orphan of a failed commit only goes once it is old).
  *
  * That is Spark's rule (VacuumCommand): rule 3 applies to every candidate, so a clock skew between
- * the writer that stamped a remove and the store cannot make a young file go early.
+ * the writer that stamped a remove and the store cannot make a young file go early. Change data
+ * files (`_change_data/`) are never in a snapshot, so rule 3 alone decides for them: they go once
+ * older than the retention, like Spark's.
  */
 import { DeltaLogError } from '../errors.js';
 import type { DeletionVectorDescriptor } from '../delta/actions.js';

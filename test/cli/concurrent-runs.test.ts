@@ -6,11 +6,15 @@
  * fixed, one time in twenty; test/job/run-job.rival.test.ts pins it down deterministically).
  * At the end every file is loaded exactly once, in append mode (row ids) and in merge mode,
  * every process succeeds, and the table versions are contiguous.
+ *
+ * Three steps (land the files, the three processes, read the tables), each with a limit scaled to
+ * the machine (test/helpers/machine.ts); processes still running at their limit are killed.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../src/job/report.js';
+import { stepBudget, withinStep } from '../helpers/machine.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import {
   closeS3JobEnv,
@@ -31,6 +35,8 @@ import { spawnCli } from './process.js';
 let session: DuckSession;
 let s3: S3rverHandle;
 const dirs: string[] = [];
+/** Limit of each step on a quiet machine, where landing takes about 2 s and the three processes 6–12 s. */
+const STEP_MS = 40_000;
 
 // The child processes inherit the s3rver credentials openS3JobEnv puts in the environment.
 beforeAll(async () => {
@@ -45,16 +51,18 @@ async function versionsOf(root: string): Promise<number[]> {
 }
 
 describe('concurrent tidemark runs of the same jobs', () => {
-  it('three processes at once load every file exactly once; all exit 0; versions are contiguous', async () => {
+  it('three processes at once load every file exactly once; all exit 0; versions are contiguous', { timeout: stepBudget(3, STEP_MS) }, async () => {
     const { source, uri: sourceRoot, storageConfig: storage } = s3.landingZone('conc-src');
     const landed: OrderRow[] = [];
     let seq = 0;
     const files = 24;
-    for (let i = 0; i < files; i++) {
-      const rows = orders([i % 9, `s${seq}`, ++seq], [(i * 5) % 9, `s${seq}`, ++seq]);
-      await land(source, session, `2025/02/${String(1 + (i % 4)).padStart(2, '0')}/f${i}.${['csv', 'parquet', 'ndjson'][i % 3]}`, rows);
-      landed.push(...rows);
-    }
+    await withinStep('landing the files', STEP_MS, async () => {
+      for (let i = 0; i < files; i++) {
+        const rows = orders([i % 9, `s${seq}`, ++seq], [(i * 5) % 9, `s${seq}`, ++seq]);
+        await land(source, session, `2025/02/${String(1 + (i % 4)).padStart(2, '0')}/f${i}.${['csv', 'parquet', 'ndjson'][i % 3]}`, rows);
+        landed.push(...rows);
+      }
+    });
     const [mergeRoot, appendRoot] = [await tempDir('conc-merge', dirs), await tempDir('conc-append', dirs)];
     const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}' };
     const jobs = [
@@ -66,7 +74,9 @@ describe('concurrent tidemark runs of the same jobs', () => {
     await fsp.writeFile(configPath, JSON.stringify({ storage, jobs }));
 
     const procs = [0, 1, 2].map(() => spawnCli(['run', '--config', configPath, '--json']));
-    const exits = await Promise.all(procs.map((p) => p.done));
+    const exits = await withinStep('three concurrent runs', STEP_MS, () => Promise.all(procs.map((p) => p.done)), () => {
+      for (const p of procs) p.child.kill('SIGKILL');
+    });
     const reports = exits.map((e) => e.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as RunReport));
     for (const [i, e] of exits.entries()) expect(e.code, `process ${i}: ${e.stderr}`).toBe(0);
 

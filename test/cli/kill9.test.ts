@@ -1,8 +1,10 @@
 /**
  * `kill -9` of the real CLI process at random moments, over and over, while files keep
  * landing; then one run to completion. Two jobs share the landing zone: `latest` (partition
- * discovery, MERGE by key) and `events` (modification-time discovery, append). After every
- * kill the tables must be readable with no row loaded twice; at the end `latest` equals the
+ * discovery, MERGE by key into a table with column mapping and a change data feed, writing
+ * deletion vectors for files that keep most of their rows and rewriting the others) and `events` (modification-time discovery, append). After every kill the
+ * tables must be readable with no row loaded twice and pass the invariant check at every
+ * version (../helpers/table-check.ts); at the end `latest` equals the
  * latest row per key of everything landed and `events` holds every landed row exactly once.
  *
  * Kill moments are uniform over the work phase of a run (from its first log line, i.e. after
@@ -14,6 +16,12 @@
  * its credentials from the environment), targets are local folders. SIGKILL cannot run cleanup,
  * so a killed run leaves its spool folder, downloads and all, behind; the next run of the job
  * removes spool folders of dead runs (src/job/spool.ts). Checked here too.
+ *
+ * No wall-clock budget for the whole: each day (land its files, start a run, kill it, check the
+ * tables) has a limit of its own, DAY_MS scaled to the machine (test/helpers/machine.ts), the final
+ * run DAY_MS plus FILE_MS per landed file, and the test's timeout is the sum of those limits over
+ * the most days it may take. A stuck run is killed and named; a busy machine only makes the test
+ * slower.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -30,13 +38,31 @@ import {
   orders,
   readTarget,
   sortRows,
+  targetChecker,
   tempDir,
   type OrderRow,
 } from '../job/helpers.js';
-import { runCli, spawnCli } from './process.js';
+import { runCli, spawnCli, type CliProcess } from './process.js';
 import { sleep } from '../helpers/cli.js';
+import { stepBudget, withinStep } from '../helpers/machine.js';
+import { prng } from '../helpers/prng.js';
 
 const KILLS = 20;
+/** Days of files the kill loop may land before it must have made KILLS kills (about 1.5 days per kill). */
+const MAX_DAYS = 90;
+/** Files landed per day: eight in the day's folder, a late one in the day before. */
+const FILES_PER_DAY = 9;
+/**
+ * Limit of one day of the loop on a quiet machine, where it takes 2–4 s: land the day's files,
+ * start the CLI (Node, tsx and DuckDB start-up), kill it or let it finish, read both tables.
+ */
+const DAY_MS = 30_000;
+/**
+ * Limit per file of the final run on top of DAY_MS. It loads what the killed runs left, up to
+ * every landed file (100 files took 13 s with the test on one busy core), so its limit grows
+ * with the files landed.
+ */
+const FILE_MS = 2_000;
 let session: DuckSession;
 let s3: S3rverHandle;
 const dirs: string[] = [];
@@ -47,18 +73,6 @@ beforeAll(async () => {
 
 afterAll(() => closeS3JobEnv(s3, session, dirs));
 
-
-/** mulberry32: a small seeded PRNG, so a failing kill sequence can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Delta log versions present under a local table root (commit files only). */
 async function versionsOf(root: string): Promise<number[]> {
@@ -72,7 +86,7 @@ async function spoolFolders(tmp: string): Promise<string[]> {
 }
 
 describe('killing the tidemark process', () => {
-  it(`${KILLS} SIGKILLs at random moments while files land, then a full run: every file loaded exactly once in merge and append mode`, async () => {
+  it(`${KILLS} SIGKILLs at random moments while files land, then a full run: every file loaded exactly once in merge and append mode`, { timeout: stepBudget(MAX_DAYS + 1, DAY_MS) + stepBudget(MAX_DAYS * FILES_PER_DAY, FILE_MS) }, async () => {
     const seed = Number(process.env['TIDEMARK_KILL_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
     const random = prng(seed);
     const where = `(kill seed ${seed})`;
@@ -80,7 +94,7 @@ describe('killing the tidemark process', () => {
     const spoolTmp = await tempDir('kill-tmp', dirs);
     const [mergeRoot, appendRoot] = [await tempDir('kill-merge', dirs), await tempDir('kill-append', dirs)];
     const jobs = [
-      { name: 'latest', source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: mergeRoot, key: ['order_id'], orderBy: 'seq' }, maxFilesPerBatch: 2 },
+      { name: 'latest', source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: mergeRoot, key: ['order_id'], orderBy: 'seq', rewriteFilesBelow: 0, columnMapping: 'name', changeDataFeed: true }, maxFilesPerBatch: 2 },
       { name: 'events', source: { uri: sourceRoot, discover: { by: 'modified', settle: '1h' } }, target: { uri: appendRoot, mode: 'append' }, maxFilesPerBatch: 2 },
     ];
     const configPath = path.join(spoolTmp, '..', `${path.basename(spoolTmp)}.yaml`);
@@ -89,6 +103,7 @@ describe('killing the tidemark process', () => {
     const latest = makeConfig(jobs[0]!);
     const events = makeConfig({ ...jobs[1]!, name: 'events' });
     const args = ['run', '--config', configPath, '--json'];
+    const checkers = new Map([latest, events].map((setup) => [setup, targetChecker(session, setup)]));
     const env = { TMPDIR: spoolTmp };
 
     const landed: OrderRow[] = [];
@@ -100,7 +115,7 @@ describe('killing the tidemark process', () => {
       const folder = (d: number) => new Date(Date.UTC(2025, 0, d)).toISOString().slice(0, 10).replaceAll('-', '/');
       const formats = ['csv', 'ndjson', 'parquet'];
       const keys = [`${folder(day)}/`, ...(day > 1 ? [`${folder(day - 1)}/late-`] : [])];
-      for (const [i, base] of [...Array(8).fill(keys[0]), ...keys.slice(1)].entries()) {
+      for (const [i, base] of [...Array(FILES_PER_DAY - 1).fill(keys[0]), ...keys.slice(1)].entries()) {
         const rows = orders([(fileNo * 7 + i) % 13, `s${seq}`, ++seq], [(fileNo * 3 + i) % 13, `s${seq}`, ++seq]);
         const no = fileNo++;
         await land(source, session, `${base}f${no}.${formats[no % 3]}`, rows);
@@ -108,48 +123,62 @@ describe('killing the tidemark process', () => {
       }
     };
 
+    // A step within its limit; a run still going at the limit is killed.
+    let proc: CliProcess | undefined;
+    const step = <T>(what: string, work: () => Promise<T>, limitMs = DAY_MS) =>
+      withinStep(`${where} ${what}`, limitMs, work, () => proc?.child.kill('SIGKILL'));
+
     // An uninterrupted run measures the work phase: from the first log line to the exit.
-    await landDay(1);
-    const firstRun = spawnCli(args, env);
-    let workStart = 0;
-    firstRun.child.stderr!.once('data', () => (workStart = Date.now()));
-    const first = await firstRun.done;
-    expect(first.code, first.stderr).toBe(0);
-    const workMs = Math.max(300, Date.now() - workStart);
+    const workMs = await step('day 1 (the uninterrupted run)', async () => {
+      await landDay(1);
+      const firstRun = (proc = spawnCli(args, env));
+      let workStart = 0;
+      firstRun.child.stderr!.once('data', () => (workStart = Date.now()));
+      const first = await firstRun.done;
+      expect(first.code, first.stderr).toBe(0);
+      return Math.max(300, Date.now() - workStart);
+    });
 
     let kills = 0;
     let finishedBeforeKill = 0;
     // Some runs finish before their kill (the delay is random); keep landing days until KILLS kills.
-    for (let day = 2; kills < KILLS && day < 90; day++) {
-      await landDay(day);
-      const proc = spawnCli(args, env);
-      await new Promise<void>((resolve) => proc.child.stderr!.once('data', () => resolve()).once('close', () => resolve()));
-      await sleep(random() * workMs * 1.5);
-      const killed = proc.child.exitCode === null && proc.child.kill('SIGKILL');
-      const exit = await proc.done;
-      if (killed && exit.signal === "SIGKILL") kills++;
-      else {
-        finishedBeforeKill++;
-        expect(exit.code, `${where} ${exit.stderr}`).toBe(0);
-      }
-      // Whatever the moment, the tables are consistent: readable, contiguous, nothing twice.
-      for (const [setup, root] of [[latest, mergeRoot], [events, appendRoot]] as const) {
-        const view = await readTarget(session, setup);
-        expect(duplicateRids(view.rows), `${where} after kill ${kills} (${setup.job.name})`).toEqual([]);
-        const versions = await versionsOf(root);
-        expect(versions, where).toEqual(versions.map((_, i) => i));
-      }
+    for (let day = 2; kills < KILLS && day < MAX_DAYS; day++) {
+      await step(`day ${day} (kill ${kills + 1})`, async () => {
+        await landDay(day);
+        const run = (proc = spawnCli(args, env));
+        await new Promise<void>((resolve) => run.child.stderr!.once('data', () => resolve()).once('close', () => resolve()));
+        await sleep(random() * workMs * 1.5);
+        const killed = run.child.exitCode === null && run.child.kill('SIGKILL');
+        const exit = await run.done;
+        if (killed && exit.signal === "SIGKILL") kills++;
+        else {
+          finishedBeforeKill++;
+          expect(exit.code, `${where} ${exit.stderr}`).toBe(0);
+        }
+        // Whatever the moment, the tables are consistent: readable, contiguous, nothing twice.
+        for (const [setup, root] of [[latest, mergeRoot], [events, appendRoot]] as const) {
+          const view = await readTarget(session, setup);
+          expect(duplicateRids(view.rows), `${where} after kill ${kills} (${setup.job.name})`).toEqual([]);
+          const versions = await versionsOf(root);
+          expect(versions, where).toEqual(versions.map((_, i) => i));
+          expect((await checkers.get(setup)!.check()).problems, `${where} after kill ${kills} (${setup.job.name})`).toEqual([]);
+        }
+      });
     }
     expect(kills, `${where}: ${finishedBeforeKill} runs finished before their kill`).toBe(KILLS);
 
     const orphansBefore = await spoolFolders(spoolTmp);
-    const final = await runCli(args, env);
+    const final = await step(`final run (${fileNo} files landed)`, () => (proc = spawnCli(args, env)).done, DAY_MS + fileNo * FILE_MS);
     expect(final.code, `${where} ${final.stderr}`).toBe(0);
     const reports = final.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { job: string; status: string });
     expect(reports.map((r) => r.job)).toEqual(['latest', 'events']);
 
     const mergeView = await readTarget(session, latest);
     expect(mergeView.rows, where).toEqual(expectedLatest(landed));
+    const mergeCheck = await checkers.get(latest)!.check();
+    expect(mergeCheck.problems, where).toEqual([]);
+    expect(mergeCheck.versionsWithDv, `${where}: the MERGEs wrote deletion vectors`).toBeGreaterThan(0);
+    expect(mergeView.snapshot!.metadata.configuration).toMatchObject({ 'delta.columnMapping.mode': 'name', 'delta.enableChangeDataFeed': 'true' });
     const appendView = await readTarget(session, events);
     expect(duplicateRids(appendView.rows), where).toEqual([]);
     expect(appendView.rows, where).toEqual(sortRows(landed));
@@ -159,7 +188,7 @@ describe('killing the tidemark process', () => {
     // The final run leaves no spool folder of its own, and removes those of the killed runs.
     expect(orphansBefore.length, where).toBeLessThanOrEqual(2 * kills);
     expect(await spoolFolders(spoolTmp), where).toEqual([]);
-  }, 240_000);
+  });
 
   it('SIGTERM stops a run: exit 130, its spool folder removed, nothing partial committed; the rerun loads the rest exactly once', async () => {
     const { source, uri: sourceRoot, storageConfig: storage } = s3.landingZone('term-src');

@@ -5,11 +5,13 @@
 import { describe, expect, it } from 'vitest';
 import { UnsupportedFeatureError } from '../../src/errors.js';
 import type { Metadata, Protocol } from '../../src/delta/actions.js';
-import { assertReadable, assertWritable, writerFeatures } from '../../src/delta/features.js';
+import { assertReadable, assertWritable, changeDataFeedActive, writerFeatures } from '../../src/delta/features.js';
 
-function metadata(opts: { configuration?: Record<string, string>; fieldMetadata?: Record<string, unknown>; type?: unknown } = {}): Metadata {
+function metadata(
+  opts: { configuration?: Record<string, string>; fieldMetadata?: Record<string, unknown>; idMetadata?: Record<string, unknown>; type?: unknown } = {},
+): Metadata {
   const fields = [
-    { name: 'id', type: 'long', nullable: true, metadata: {} },
+    { name: 'id', type: 'long', nullable: true, metadata: opts.idMetadata ?? {} },
     { name: 'v', type: opts.type ?? 'string', nullable: true, metadata: opts.fieldMetadata ?? {} },
   ];
   return {
@@ -51,15 +53,19 @@ describe('reader gate', () => {
     expect(readRefusal(p(3, 7, ['appendOnly', 'vacuumProtocolCheck'], []))).toBeNull();
   });
 
-  it('reader 2 means column mapping: refused unless its mode is none', () => {
+  it('reader 2 means column mapping: modes none, name and id are read when every field is mapped', () => {
+    const mapped = { 'delta.columnMapping.id': 2, 'delta.columnMapping.physicalName': 'col-v' };
+    const mappedMetadata = (mode: string) =>
+      metadata({ configuration: { 'delta.columnMapping.mode': mode }, fieldMetadata: mapped, idMetadata: { 'delta.columnMapping.id': 1, 'delta.columnMapping.physicalName': 'col-id' } });
     expect(readRefusal(p(2, 5))).toBeNull();
     expect(readRefusal(p(2, 5), metadata({ configuration: { 'delta.columnMapping.mode': 'none' } }))).toBeNull();
+    expect(readRefusal(p(2, 5), mappedMetadata('name'))).toBeNull();
+    expect(readRefusal(p(3, 7, ['columnMapping'], ['columnMapping']), mappedMetadata('id'))).toBeNull();
+    // A mapped mode whose fields lack their ids and physical names, or an unknown mode, is refused.
     expect(readRefusal(p(2, 5), metadata({ configuration: { 'delta.columnMapping.mode': 'name' } }))).toBe('columnMapping');
-    expect(readRefusal(p(3, 7, ['columnMapping']), metadata({ configuration: { 'delta.columnMapping.mode': 'id' } }))).toBe(
-      'columnMapping',
-    );
-    // Even on a protocol that does not announce it.
-    expect(readRefusal(p(1, 2), metadata({ configuration: { 'delta.columnMapping.mode': 'name' } }))).toBe('columnMapping');
+    expect(readRefusal(p(2, 5), mappedMetadata('position'))).toBe('columnMapping');
+    // A mode the protocol does not support is ignored (PROTOCOL.md "Column Mapping").
+    expect(readRefusal(p(1, 2), metadata({ configuration: { 'delta.columnMapping.mode': 'name' } }))).toBeNull();
   });
 
   it('refuses unsupported and unknown reader features, and versions above 3', () => {
@@ -72,7 +78,16 @@ describe('reader gate', () => {
 
   it('the message names the feature, the table and the access', () => {
     expect(() => assertReadable(p(3, 7, ['v2Checkpoint', 'someFutureFeature']), metadata(), 'file:///t/')).toThrow(
-      "cannot read table file:///t/: it uses the table feature 'v2Checkpoint', which tidemark does not support (not supported for reading; also unsupported: someFutureFeature)",
+      "cannot read table file:///t/: it uses the table feature 'v2Checkpoint', which tidemark cannot read (not supported for reading; also unsupported: someFutureFeature)",
+    );
+  });
+
+  it('a write refusal says whether the feature rules out reading too, or only writing', () => {
+    expect(() => assertWritable(p(1, 7, null, ['rowTracking']), metadata(), 'file:///t/')).toThrow(
+      "cannot write table file:///t/: it uses the table feature 'rowTracking', which tidemark can read but not write (not supported for writing)",
+    );
+    expect(() => assertWritable(p(3, 7, ['v2Checkpoint'], ['v2Checkpoint']), metadata(), 'file:///t/')).toThrow(
+      "cannot write table file:///t/: it uses the table feature 'v2Checkpoint', which tidemark cannot read",
     );
   });
 });
@@ -93,16 +108,22 @@ describe('writer gate', () => {
     expect(writeRefusal(p(1, 5))).toBeNull(); // column mapping in mode none
   });
 
+  it('accepts tables that use invariants, CHECK constraints and a change data feed (the engine honours them)', () => {
+    expect(writeRefusal(p(1, 2), metadata({ fieldMetadata: { 'delta.invariants': '{"expression":{"expression":"v > 0"}}' } }))).toBeNull();
+    expect(writeRefusal(p(1, 3), metadata({ configuration: { 'delta.constraints.positive': 'id > 0' } }))).toBeNull();
+    expect(writeRefusal(p(1, 4), metadata({ configuration: { 'delta.enableChangeDataFeed': 'true' } }))).toBeNull();
+    expect(writeRefusal(p(1, 7, null, ['changeDataFeed']), metadata({ configuration: { 'delta.enableChangeDataFeed': 'TRUE' } }))).toBeNull();
+  });
+
   it('refuses supported features whose conditions do not hold', () => {
-    expect(writeRefusal(p(1, 2), metadata({ fieldMetadata: { 'delta.invariants': '{"expression":{"expression":"v > 0"}}' } }))).toBe(
-      'invariants',
-    );
-    expect(writeRefusal(p(1, 3), metadata({ configuration: { 'delta.constraints.positive': 'id > 0' } }))).toBe('checkConstraints');
-    expect(writeRefusal(p(1, 4), metadata({ configuration: { 'delta.enableChangeDataFeed': 'true' } }))).toBe('changeDataFeed');
+    const reserved = { ...metadata({ configuration: { 'delta.enableChangeDataFeed': 'true' } }) };
+    reserved.schemaString = JSON.stringify({ type: 'struct', fields: [{ name: '_change_type', type: 'string', nullable: true, metadata: {} }] });
+    expect(writeRefusal(p(1, 4), reserved)).toBe('changeDataFeed');
     expect(writeRefusal(p(1, 4), metadata({ fieldMetadata: { 'delta.generationExpression': 'id + 1' } }))).toBe('generatedColumns');
     expect(writeRefusal(p(1, 6), metadata({ fieldMetadata: { 'delta.identity.start': 1, 'delta.identity.step': 1 } }))).toBe(
       'identityColumns',
     );
+    // Column mapping: a mapped mode needs an id and a physical name on every field.
     expect(writeRefusal(p(2, 5), metadata({ configuration: { 'delta.columnMapping.mode': 'name' } }))).toBe('columnMapping');
   });
 
@@ -114,7 +135,6 @@ describe('writer gate', () => {
       'clustering',
       'inCommitTimestamp',
       'icebergCompatV2',
-      'typeWidening',
       'variantType',
       'allowColumnDefaults',
       'vacuumProtocolCheck',
@@ -136,7 +156,36 @@ describe('writer gate', () => {
     );
   });
 
+  it('type widening: read and written while every recorded change is a widening tidemark reads', () => {
+    const changes = (fromType: string, toType: string) => ({ 'delta.typeChanges': [{ fromType, toType, tableVersion: 1 }] });
+    const widened = (fromType: string, toType: string) => metadata({ fieldMetadata: changes(fromType, toType), type: toType });
+    for (const feature of ['typeWidening', 'typeWidening-preview']) {
+      const protocol = p(3, 7, [feature], [feature]);
+      for (const [from, to] of [['integer', 'long'], ['byte', 'integer'], ['float', 'double'], ['short', 'double'], ['date', 'timestamp_ntz'], ['decimal(5,2)', 'decimal(10,4)'], ['integer', 'decimal(12,2)']]) {
+        expect(readRefusal(protocol, widened(from!, to!)), `${from} → ${to}`).toBeNull();
+        expect(writeRefusal(protocol, widened(from!, to!)), `${from} → ${to}`).toBeNull();
+      }
+      for (const [from, to] of [['long', 'integer'], ['long', 'double'], ['decimal(10,4)', 'decimal(10,2)'], ['long', 'decimal(10,0)'], ['string', 'long']]) {
+        expect(readRefusal(protocol, widened(from!, to!)), `${from} → ${to}`).toBe(feature);
+      }
+    }
+  });
+
   it('accepts deletion vectors for reading and writing (tidemark reads them and writes them in MERGE)', () => {
     expect(writeRefusal(p(3, 7, ['deletionVectors'], ['deletionVectors']))).toBeNull();
+  });
+});
+
+describe('change data feed', () => {
+  const on = metadata({ configuration: { 'delta.enableChangeDataFeed': 'True' } });
+  it('is active while the protocol supports it and delta.enableChangeDataFeed is true (any case)', () => {
+    expect(changeDataFeedActive(p(1, 4), on)).toBe(true);
+    expect(changeDataFeedActive(p(1, 7, null, ['changeDataFeed']), on)).toBe(true);
+    expect(changeDataFeedActive(p(1, 4), metadata())).toBe(false);
+  });
+
+  it('is ignored when the protocol does not support it (a stray property)', () => {
+    expect(changeDataFeedActive(p(1, 3), on)).toBe(false);
+    expect(changeDataFeedActive(p(1, 7, null, ['appendOnly']), on)).toBe(false);
   });
 });

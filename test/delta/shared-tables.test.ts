@@ -237,6 +237,61 @@ const READABLE: Record<string, Expectation> = {
     },
     snapshot: (s) => expect(s.files.filter((f) => f.deletionVector)).toHaveLength(8),
   },
+  // Column mapping (README 13, 19, 20): files, partition values and stats use physical names.
+  'column-mapping-name': {
+    version: 0,
+    files: 2,
+    rows: 5,
+    values: {
+      'string_agg("Company Very Short" || \':\' || "Super Name", \',\' ORDER BY "Super Name")':
+        'BMS:Anthony Johnson,BMS:Mr. Daniel Ferguson MD,BMS:Nathan Bennett,BMS:Stephanie Mcgrath,BME:Timothy Lamb',
+    },
+    types: { 'Company Very Short': 'VARCHAR', 'Super Name': 'VARCHAR' },
+    snapshot: (s) => expect(s.files.map((f) => Object.keys(f.partitionValues))).toEqual([['col-173b4db9-b5ad-427f-9e75-516aae37fbbb'], ['col-173b4db9-b5ad-427f-9e75-516aae37fbbb']]),
+  },
+  'dv-with-columnmapping': {
+    version: 15,
+    files: 15,
+    rows: 35,
+    values: { 'sum(col1)': '1015', 'min(col1)': '1', 'max(col1)': '49', 'count(*) FILTER (part = 0)': '2', 'count(*) FILTER (col2 IS NULL)': '0' },
+    types: { part: 'INTEGER', col1: 'INTEGER', col2: 'VARCHAR' },
+    snapshot: (s) => expect(s.files.filter((f) => f.deletionVector)).toHaveLength(2),
+  },
+  'table-with-columnmapping-mode-id': {
+    version: 0,
+    files: 2,
+    rows: 6,
+    values: {
+      'sum(ByteType) || \'/\' || sum(ShortType) || \'/\' || sum(IntegerType) || \'/\' || sum(LongType)': '10/10/10/10',
+      'sum(decimal)': '10.00',
+      'sum(FloatType) + sum(DoubleType)': '20.0',
+      'count(*) FILTER (BooleanType)': '3',
+      'sum(epoch_us(TimestampType))': '10000',
+      "string_agg(StringType || ':' || decode(BinaryType) || ':' || DateType, ',' ORDER BY IntegerType)":
+        '0:0:2021-11-18,1:1:2021-11-18,2:2:2021-11-18,3:3:2021-11-18,4:4:2021-11-18',
+      "string_agg(nested_struct.aa || ':' || nested_struct.ac.aca, ',' ORDER BY IntegerType)": '0:0,1:1,2:2,3:3,4:4',
+      'sum(list_sum(array_of_prims)) + sum(list_sum(flatten(array_of_arrays)))': '95',
+      'sum(list_sum(map_values(array_of_map_of_arrays[1])[1]))': '25',
+      'sum(array_of_structs[1].ab + array_of_structs[2].ab)': '20',
+      'sum(list_sum(struct_of_arrays_maps_of_structs.aa))': '25',
+      'sum(map_values(struct_of_arrays_maps_of_structs.ab)[1].aca + list_sum(map_keys(struct_of_arrays_maps_of_structs.ab)[1]))': '45',
+      'sum(map_values(map_of_prims)[1] + map_values(map_of_prims)[2])': '40',
+      'sum(map_values(map_of_rows)[1].ab)': '200',
+      'sum(len(map_values(map_of_arrays)[1])) + sum(len(map_values(map_of_arrays)[2]))': '15',
+      'sum(map_values(map_values(map_of_maps)[2])[1])': '10',
+      'count(*) FILTER (ByteType IS NULL AND nested_struct IS NULL AND array_of_structs IS NULL AND struct_of_arrays_maps_of_structs IS NULL AND map_of_rows IS NULL AND map_of_maps IS NULL)':
+        '1',
+    },
+    types: {
+      ByteType: 'TINYINT',
+      decimal: 'DECIMAL(10,2)',
+      TimestampType: 'TIMESTAMP WITH TIME ZONE',
+      nested_struct: 'STRUCT(aa VARCHAR, ac STRUCT(aca INTEGER))',
+      array_of_structs: 'STRUCT(ab INTEGER)[]',
+      struct_of_arrays_maps_of_structs: 'STRUCT(aa INTEGER[], ab MAP(INTEGER[], STRUCT(aca INTEGER)))',
+      map_of_rows: 'MAP(INTEGER, STRUCT(ab BIGINT))',
+    },
+  },
 };
 
 /** Time travel on the DV tables: rows and sums per version (README 14, 18, 21). */
@@ -244,23 +299,18 @@ const VERSIONS: Record<string, Array<[version: number, rows: number, sum: string
   'deletion-vectors': [[0, 50, '1225', 'id'], [1, 49, '1225', 'id'], [2, 48, '1218', 'id'], [3, 47, '1204', 'id']],
   'dv-partitioned-with-checkpoint': [[0, 50, '1225', 'col1'], [5, 45, '1205', 'col1'], [9, 41, '1153', 'col1'], [10, 40, '1135', 'col1'], [13, 37, '1069', 'col1']],
   'table-with-dv-large': [[0, 2000, '1999000', 'value'], [1, 1995, '1996020', 'value'], [2, 1997, '1997020', 'value'], [3, 1991, '1992300', 'value']],
+  'dv-with-columnmapping': [[0, 50, '1225', 'col1'], [5, 45, '1205', 'col1'], [9, 41, '1153', 'col1'], [10, 40, '1135', 'col1'], [13, 37, '1069', 'col1']],
 };
 
 /** Tables that must be refused for reading, with the feature the error must name. */
 const REFUSED: Record<string, string> = {
-  'column-mapping-name': 'columnMapping',
   'v2-checkpoint-sidecars': 'v2Checkpoint',
-  'dv-with-columnmapping': 'columnMapping',
-  'table-with-columnmapping-mode-id': 'columnMapping',
 };
 
 /** Writer refusals: the feature named first, and others the message must mention. */
 const WRITE_REFUSED: Record<string, { feature: string; mentions: string[] }> = {
-  'column-mapping-name': { feature: 'columnMapping', mentions: [] },
   'v2-checkpoint-sidecars': { feature: 'v2Checkpoint', mentions: [] },
   'liquid-clustering-rowtracking': { feature: 'rowTracking', mentions: ['liquid'] },
-  'dv-with-columnmapping': { feature: 'columnMapping', mentions: [] },
-  'table-with-columnmapping-mode-id': { feature: 'columnMapping', mentions: [] },
 };
 
 let session: DuckSession;

@@ -23,6 +23,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { prng } from './prng.js';
 
 export const FAULT_KINDS = ['slowDown', 'error500Before', 'error500After', 'resetAfter', 'cutBody', 'silent', 'silentMidBody', 'slow'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -82,18 +83,6 @@ export interface FaultProxy {
   /** Zero the counts and the log; drop pending deterministic faults. */
   reset(): void;
   stop(): Promise<void>;
-}
-
-/** mulberry32: a small seeded PRNG, good enough to pick faults reproducibly. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 interface Rule extends FaultMatch {

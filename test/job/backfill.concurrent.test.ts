@@ -3,13 +3,20 @@
  * both MERGE into the same (unpartitioned) table, so their commits conflict; the loser re-plans
  * and goes on. Both complete, the table holds the latest row of every key from both ranges, the
  * job's state is the one it would have alone, and the backfill's range is done.
+ *
+ * Racing at full speed, a writer gives up after DEFAULT_MAX_REPLANS races lost in a row, about
+ * 1.5 s of backoff in all: long enough for the other to finish on a quiet machine, not on a busy
+ * one, where each of its commits takes longer. So the racing writers get as many re-plans as make
+ * the same backoff time scaled to the machine (test/helpers/machine.ts).
  */
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/log/logger.js';
 import { readBackfillState } from '../../src/job/backfill/state.js';
+import { DEFAULT_MAX_REPLANS, replanDelayMs } from '../../src/job/replan.js';
 import type { JobState } from '../../src/job/state.js';
 import { LocalStorage } from '../../src/storage/local.js';
+import { scaled } from '../helpers/machine.js';
 import { backfill } from './backfill-helpers.js';
 import { cleanup, DuckSession, duplicateRids, expectedLatest, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir, type OrderRow } from './helpers.js';
 
@@ -55,6 +62,15 @@ function warnings(): { logger: Logger; messages: string[] } {
   const messages: string[] = [];
   const logger = pino({ level: 'warn' }, { write: (line: string) => void messages.push(String((JSON.parse(line) as { msg: string }).msg)) });
   return { logger, messages };
+}
+
+/** Re-plans whose backoff adds up (without jitter) to DEFAULT_MAX_REPLANS' backoff scaled to the machine. */
+function scaledReplans(): number {
+  const backoff = (replans: number) => Array.from({ length: replans }, (_, i) => replanDelayMs(i + 1, () => 0.5)).reduce((a, b) => a + b, 0);
+  const wanted = scaled(backoff(DEFAULT_MAX_REPLANS));
+  let replans = DEFAULT_MAX_REPLANS;
+  while (backoff(replans) < wanted) replans++;
+  return replans;
 }
 
 function comparable(state: JobState) {
@@ -106,7 +122,8 @@ describe('backfill and hourly run at the same time (target: local)', () => {
 
   it('Promise.all of a backfill and a run: both complete, the table holds the latest row of every key', async () => {
     const setup = await setupFor(root);
-    const [b, r] = await Promise.all([backfill(setup, { from: '2025-03-01', to: '2025-03-04' }), run(setup)]);
+    const racing = { maxReplans: scaledReplans() };
+    const [b, r] = await Promise.all([backfill(setup, { from: '2025-03-01', to: '2025-03-04' }, racing), run(setup, racing)]);
     expect(b).toMatchObject({ status: 'succeeded', filesLoaded: 8 });
     expect(r).toMatchObject({ status: 'succeeded', filesLoaded: 8, watermark: '2025-03-08' });
     const table = await readTarget(session, setup);

@@ -4,6 +4,9 @@
  * (append mode shows any), in both discovery modes. A crash is an exception thrown from a
  * RunContext hook (fault injection: the hooks stand in for a process dying at that point).
  * Sources and targets are local folders: the hooks, not the store, are under test here.
+ *
+ * Each case is bounded by its own steps (three backfills, with the reads between them), at
+ * BACKFILL_MS each scaled to the machine (test/helpers/machine.ts), not by one budget for the matrix.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -11,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunHooks } from '../../src/job/context.js';
 import { readBackfillState } from '../../src/job/backfill/state.js';
 import { LocalStorage } from '../../src/storage/local.js';
+import { stepBudget } from '../helpers/machine.js';
 import { backfill, backfillOutcome } from './backfill-helpers.js';
 import { cleanup, DuckSession, duplicateRids, expectedLatest, land, makeConfig, mergeTarget, orders, readTarget, sortRows, tempDir, type OrderRow, type TableView } from './helpers.js';
 
@@ -19,6 +23,8 @@ const dirs: string[] = [];
 let sourceRoot: string;
 /** Rows of the backfilled range (2025-03-02..2025-03-04). */
 const inRange: OrderRow[] = [];
+/** Limit of one backfill (up to five batches) and a read of its table, on a quiet machine, where it takes about 0.5 s. */
+const BACKFILL_MS = 10_000;
 
 /** Five days, two of them with two files; modification times in landing order. */
 async function landSource(): Promise<void> {
@@ -98,13 +104,14 @@ describe.each(cases)('%s mode, %s range (fault injection: hook throws)', (mode, 
     expect(await backfill(setup, opts)).toMatchObject({ status: 'succeeded', filesLoaded: 5, commits });
     reference = await readTarget(session, setup);
     expect(reference.rows).toEqual(mode === 'merge' ? expectedLatest(inRange) : sortRows(inRange));
-  });
+  }, stepBudget(1, BACKFILL_MS));
 
   const points: Point[] = ['afterFetch', 'afterWrite', 'beforeCommit', 'afterCommit'];
   // Batch 0 of the partition range is half of 03-02 (resume inside a partition); batch 2 is 03-03
   // (resume at a partition boundary), and the last batch of the modified range.
   it.each(points.flatMap((p) => [0, 2].map((b) => [p, b] as const)))(
     'a crash at %s of batch %i, then the same backfill again: it resumes and the table equals an uninterrupted backfill (fault injection: hook throws)',
+    { timeout: stepBudget(3, BACKFILL_MS) }, // the crashed backfill, the resumed one, the one with nothing left
     async (point, batch) => {
       const setup = await setupFor(mode, discovery);
       const crash = await backfillOutcome(setup, opts, { hooks: crashAt(point, batch) });

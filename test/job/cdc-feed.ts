@@ -18,6 +18,7 @@ import { withTableScan } from '../../src/engine/scan.js';
 import { literal, str } from '../../src/engine/sql.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { scanSource } from '../../scripts/lib/tables.js';
+import { prng } from '../helpers/prng.js';
 
 /** One row of the feed; a full-load row has no Op. */
 export interface Change {
@@ -50,18 +51,6 @@ export interface Feed {
   days: FeedFile[][];
   /** Every CDC change in commit order. */
   changes: Change[];
-}
-
-/** Deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');

@@ -24,6 +24,7 @@ import { silentLogger } from '../../src/log/logger.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
+import { TableChecker, type TableCheck } from '../helpers/table-check.js';
 import { openTable, scanSource } from '../../scripts/lib/tables.js';
 
 /** One order event as landed. */
@@ -122,6 +123,17 @@ export async function readTarget(session: DuckSession, setup: { job: JobConfig; 
   const rows = raw.map((r) => ({ order_id: Number(r['order_id']), status: String(r['status']), seq: Number(r['seq']), rid: String(r['rid']) }));
   const sourceFiles = new Map(raw.map((r) => [String(r['rid']), String(r['_source_file'])]));
   return { snapshot, rows: sortRows(rows), sourceFiles, state, columns: snapshot.schema.fields.map((f) => f.name) };
+}
+
+/** A checker of the table invariants of the job's target (../helpers/table-check.ts). */
+export function targetChecker(session: DuckSession, setup: { job: JobConfig; storage: StorageConfig }): TableChecker {
+  const storage = openTarget(setup.job, setup.storage);
+  return new TableChecker(openTable(storage, session, { singleWriter: setup.storage.singleWriter }), session);
+}
+
+/** The table invariants at every version of the job's target. */
+export function checkTarget(session: DuckSession, setup: { job: JobConfig; storage: StorageConfig }): Promise<TableCheck> {
+  return targetChecker(session, setup).check();
 }
 
 /** Rows ordered by rid (a total order: rids are unique). */

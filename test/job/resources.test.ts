@@ -69,6 +69,32 @@ describe('engine limits', () => {
   });
 });
 
+describe('DuckDB out of memory while loading', () => {
+  it('is a ResourceError naming the file, never a bad file: with onBadFile quarantine nothing is quarantined or committed', async () => {
+    const src = await tempDir('oom-src', dirs);
+    // 300,000 rows of 200-character text: loading and sorting them needs far more than 8 MiB.
+    const csv = `${src}/2026/11/01/big.csv`;
+    await LocalStorage.at(src).write('2026/11/01/.keep', '');
+    await session.run(
+      `COPY (SELECT i AS order_id, repeat('x', 200) || i AS status, i AS seq, 'r' || i AS rid FROM range(300000) t(i)) TO '${csv}' (HEADER)`,
+    );
+    const setup = makeConfig({
+      source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+      target: mergeTarget(await tempDir('oom-t', dirs)),
+      onBadFile: 'quarantine',
+    });
+    const outcome = await runOutcome(setup, { engine: { memoryLimit: 8 * 1024 * 1024, threads: 1 } });
+    expect(outcome.ok).toBe(false);
+    const err = !outcome.ok ? outcome.error : null;
+    expect(err).toBeInstanceOf(ResourceError);
+    expect((err as ResourceError).message).toMatch(/^\[load\] DuckDB ran out of memory while reading file:\/\/.*\/2026\/11\/01\/big\.csv \(the file is not at fault\)/);
+    expect(String((err as ResourceError).context.key)).toMatch(/2026\/11\/01\/big\.csv$/);
+    expect(outcome.report).toMatchObject({ status: 'failed', commits: 0 });
+    expect(outcome.report.quarantined ?? []).toEqual([]);
+    expect((await readTarget(session, setup)).snapshot).toBeNull();
+  });
+});
+
 describe('a full disk under the spool folder', () => {
   it('fault injection (downloads into the spool fail with ENOSPC): the run fails naming the spool folder, commits nothing and removes the spool', async () => {
     const src = await tempDir('enospc-src', dirs);

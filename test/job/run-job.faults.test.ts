@@ -9,16 +9,30 @@
  * written too, log entry not yet), afterCommit (batch committed, run not yet finished). In merge
  * mode `status = 'cancelled'` deletes, and the second batch deletes order 3, so it writes a
  * tombstone file.
+ * In `merge+dv` mode the MERGE marks replaced and deleted rows in deletion vectors instead of
+ * rewriting files; in `merge+cm+cdf` the table the job creates maps its columns by name and
+ * records a change data feed (change files beside the data, DVs too). Every version of the table
+ * passes the invariant check after the crash and after the rerun (../helpers/table-check.ts), and
+ * the change feed of the rerun table equals that of the uninterrupted one.
  * Sources are on s3rver, so every batch is downloaded into the run's spool folder as in
  * production (and a crashed run must remove it); targets are local folders.
+ *
+ * Each case is bounded by its own steps (three runs of the job, with the reads between them), at
+ * RUN_MS each scaled to the machine (test/helpers/machine.ts), not by one budget for the matrix.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { physicalName } from '../../src/delta/column-mapping.js';
+import type { Row } from '../../src/engine/duckdb.js';
 import type { RunHooks } from '../../src/job/context.js';
+import { LocalStorage } from '../../src/storage/local.js';
+import { changeRows } from '../helpers/change-data.js';
 import type { JobState } from '../../src/job/state.js';
+import { stepBudget } from '../helpers/machine.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import {
+  checkTarget,
   closeS3JobEnv,
   DuckSession,
   duplicateRids,
@@ -43,6 +57,8 @@ const dirs: string[] = [];
 let sourceUri: string;
 let sourceStorage: Record<string, unknown>;
 const landed: OrderRow[] = [];
+/** Limit of one run of the job (three batches) and a read of its table, on a quiet machine, where it takes about 0.5 s. */
+const RUN_MS = 10_000;
 
 /** Six files over three days, keys overlapping across batches (2 files per batch: 3 batches). */
 async function landSource(): Promise<void> {
@@ -74,7 +90,7 @@ beforeAll(async () => {
 
 afterAll(() => closeS3JobEnv(s3, session, dirs));
 
-type Mode = 'merge' | 'append';
+type Mode = 'merge' | 'merge+dv' | 'merge+cm+cdf' | 'append';
 type Discovery = 'partition' | 'modified';
 type Point = keyof RunHooks;
 const DELETES = "status = 'cancelled'";
@@ -88,8 +104,29 @@ async function setupFor(mode: Mode, discovery: Discovery) {
   const target = await tempDir('fault-t', dirs);
   const discover = discovery === 'partition' ? { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 } : { by: 'modified', settle: '2h' };
   const merge = { ...mergeTarget(target), deleteWhen: DELETES };
-  const job = { source: { uri: sourceUri, discover }, target: mode === 'merge' ? merge : { uri: target, mode: 'append' }, maxFilesPerBatch: 2 };
+  // Every changed file gets a DV, however small or emptied (by default files below 1 MiB, or
+  // losing half their rows, are rewritten).
+  const dv = { ...merge, deletionVectors: true, rewriteFilesBelow: 0, rewriteDeletedShare: 1 };
+  const mappedFeed = { ...dv, columnMapping: 'name', changeDataFeed: true };
+  const targets = { merge, 'merge+dv': dv, 'merge+cm+cdf': mappedFeed, append: { uri: target, mode: 'append' } };
+  const job = { source: { uri: sourceUri, discover }, target: targets[mode], maxFilesPerBatch: 2 };
   return makeConfig(job, sourceStorage);
+}
+
+/**
+ * The change feed of every commit of the job's table, columns under their logical names (the
+ * physical names are random per table), rows in a stable order.
+ */
+async function changeFeed(setup: Awaited<ReturnType<typeof setupFor>>): Promise<Array<{ version: number; rows: Row[] }>> {
+  const view = await readTarget(session, setup);
+  const storage = LocalStorage.at(setup.job.target.uri);
+  const logical = new Map(view.snapshot!.schema.fields.map((f) => [physicalName(f, 'name'), f.name]));
+  const feed: Array<{ version: number; rows: Row[] }> = [];
+  for (let version = 1; version <= view.snapshot!.version; version++) {
+    const rows = await changeRows(session, storage, version, '_change_type, 1');
+    feed.push({ version, rows: rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [logical.get(k) ?? k, v]))) });
+  }
+  return feed;
 }
 
 /** Hooks that throw at `point` of batch `batch` (0-based). */
@@ -126,24 +163,37 @@ function comparable(state: JobState): Omit<JobState, 'lastRunAt'> {
 const cases: Array<[Mode, Discovery]> = [
   ['merge', 'partition'],
   ['merge', 'modified'],
+  ['merge+dv', 'partition'],
+  ['merge+cm+cdf', 'modified'],
   ['append', 'partition'],
   ['append', 'modified'],
 ];
 
 describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mode, discovery) => {
   let reference: TableView;
+  let referenceFeed: Array<{ version: number; rows: Row[] }> = [];
 
   beforeAll(async () => {
     const setup = await setupFor(mode, discovery);
     const report = await run(setup);
     expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 6, batches: 3, commits: 3 });
     reference = await readTarget(session, setup);
-    expect(reference.rows).toEqual(mode === 'merge' ? expectedMerged(landed) : sortRows(landed));
-  });
+    expect(reference.rows).toEqual(mode === 'append' ? sortRows(landed) : expectedMerged(landed));
+    const check = await checkTarget(session, setup);
+    expect(check.problems).toEqual([]);
+    if (mode === 'merge+dv' || mode === 'merge+cm+cdf') expect(check.versionsWithDv).toBeGreaterThan(0);
+    if (mode === 'merge+cm+cdf') {
+      referenceFeed = await changeFeed(setup);
+      // Updates and deletes happened, so some commit recorded them.
+      expect(referenceFeed.flatMap((c) => c.rows.map((r) => r['_change_type']))).toEqual(expect.arrayContaining(['update_preimage', 'update_postimage', 'delete']));
+      expect(Object.keys(referenceFeed.find((c) => c.rows.length > 0)!.rows[0]!)).toEqual(expect.arrayContaining(['order_id', 'status', 'seq', 'rid']));
+    }
+  }, stepBudget(1, RUN_MS));
 
   const points: Point[] = ['afterFetch', 'afterWrite', 'beforeCommit', 'afterCommit'];
   it.each(points.flatMap((p) => [0, 1].map((b) => [p, b] as const)))(
     'a crash at %s of batch %i, then a rerun, gives the table and state of an uninterrupted run (fault injection: hook throws)',
+    { timeout: stepBudget(3, RUN_MS) }, // the crashed run, the rerun, the run with nothing new
     async (point, batch) => {
       const setup = await setupFor(mode, discovery);
       const spoolRoot = await tempDir('fault-spool', dirs);
@@ -162,7 +212,8 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
         const onDisk = await parquetFiles(setup.job.target.uri);
         expect(onDisk.length).toBeGreaterThan(afterCrash.snapshot?.files.length ?? 0);
       }
-      if (mode === 'merge' && batch === 1) {
+      expect((await checkTarget(session, setup)).problems).toEqual([]);
+      if (mode !== 'append' && batch === 1) {
         // The second batch deletes order 3: its tombstone file is written after the data files.
         const written = point === 'afterFetch' || point === 'afterWrite' ? 0 : 1;
         expect(await tombstoneFiles(setup.job.target.uri)).toHaveLength(written);
@@ -175,6 +226,8 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
       expect(table.rows).toEqual(reference.rows);
       expect(table.snapshot!.version).toBe(reference.snapshot!.version);
       expect(comparable(table.state)).toEqual(comparable(reference.state));
+      expect((await checkTarget(session, setup)).problems).toEqual([]);
+      if (mode === 'merge+cm+cdf') expect(await changeFeed(setup)).toEqual(referenceFeed);
       expect(await run(setup)).toMatchObject({ status: 'nothing-new', commits: 0 });
     },
   );

@@ -4,8 +4,10 @@
  * before), each committing its state in the Delta log. The state committed by the last runs is no
  * bigger than the one committed once the lookback window first filled.
  *
- * 120 runs (five days of hours) at about 0.1 s each; the 500-run version, for both discovery modes,
- * drives the planner and the state's JSON round trip without I/O (test/discovery/state.bounded.test.ts).
+ * 120 runs (five days of hours) at about 0.2 s each on a quiet machine; each run has a limit of its
+ * own (RUN_MS, scaled to the machine: test/helpers/machine.ts) and the test RUNS of them, so a busy
+ * machine slows it down without failing it. The 500-run version, for both discovery modes, drives
+ * the planner and the state's JSON round trip without I/O (test/discovery/state.bounded.test.ts).
  * Sources and targets are local folders: the state does not depend on the store.
  */
 import { readFile } from 'node:fs/promises';
@@ -13,9 +15,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobAppId } from '../../src/job/state.js';
 import { LocalStorage } from '../../src/storage/local.js';
+import { stepBudget, withinStep } from '../helpers/machine.js';
 import { cleanup, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir } from './helpers.js';
 
 const RUNS = 120;
+/** Limit of one step (land two files, run the job, read its commit) on a quiet machine, where it takes about 0.2 s. */
+const RUN_MS = 5_000;
 const HOUR_MS = 3_600_000;
 const T0 = Date.parse('2025-01-01T00:00:00Z');
 
@@ -45,7 +50,7 @@ async function committedStateBytes(tableRoot: string, version: number): Promise<
 }
 
 describe('committed job state over many real runs', () => {
-  it(`${RUNS} hourly runs over a growing landing zone: the state committed with each run stays the same size`, async () => {
+  it(`${RUNS} hourly runs over a growing landing zone: the state committed with each run stays the same size`, { timeout: stepBudget(RUNS + 1, RUN_MS) }, async () => {
     const sourceRoot = await tempDir('bounded-src', dirs);
     const targetRoot = await tempDir('bounded-t', dirs);
     const source = LocalStorage.at(sourceRoot);
@@ -57,9 +62,11 @@ describe('committed job state over many real runs', () => {
     let loaded = 0;
     for (let hour = 0; hour < RUNS; hour++) {
       const start = T0 + hour * HOUR_MS;
-      await land(source, session, `${hourFolder(start)}events.csv`, orders([hour % 50, 'placed', 2 * hour], [1000 + hour, 'placed', 1]));
-      if (hour > 0) await land(source, session, `${hourFolder(start - HOUR_MS)}late-${hour}.csv`, orders([hour % 50, 'late', 2 * hour + 1]));
-      const report = await run(setup);
+      const report = await withinStep(`run ${hour}`, RUN_MS, async () => {
+        await land(source, session, `${hourFolder(start)}events.csv`, orders([hour % 50, 'placed', 2 * hour], [1000 + hour, 'placed', 1]));
+        if (hour > 0) await land(source, session, `${hourFolder(start - HOUR_MS)}late-${hour}.csv`, orders([hour % 50, 'late', 2 * hour + 1]));
+        return run(setup);
+      });
       expect(report, `run ${hour}`).toMatchObject({ status: 'succeeded', filesLoaded: hour > 0 ? 2 : 1, commits: 1 });
       loaded += report.filesLoaded;
       sizes.push(await committedStateBytes(targetRoot, report.tableVersion!));

@@ -40,7 +40,7 @@ describe.each(sharedTableNames())('maintenance on the shared table %s', (name) =
       .then((s) => (s ? assertWritable(s.protocol, s.metadata, s.tableUri) : undefined))
       .catch((e: unknown) => e);
     if (writable instanceof UnsupportedFeatureError) {
-      // Features tidemark cannot read or write (column mapping, v2 checkpoints, unknown writer features): both refuse.
+      // Features tidemark cannot read or write (v2 checkpoints, unknown writer features): both refuse.
       await expect(optimizeTable(table, session, { spool: scratchSpool() })).rejects.toBeInstanceOf(UnsupportedFeatureError);
       await expect(vacuumTable(table, { retainHours: 0, unsafeAllowShortRetention: true })).rejects.toBeInstanceOf(UnsupportedFeatureError);
       expect(await keysUnder(storage)).toEqual(keysBefore);

@@ -1,6 +1,7 @@
 /**
  * VACUUM end to end on local disk and on s3rver: exactly the unneeded, old files go; live files,
- * files removed within the retention, young orphans and everything hidden stay. File ages are
+ * files removed within the retention, young orphans and everything hidden stay. Change data
+ * files (`_change_data/`, which no snapshot lists) go once they are older than the retention. File ages are
  * set by back-dating LastModified (utimes) and by the deletionTimestamp of committed removes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -62,7 +63,8 @@ async function scene(place: Place) {
     orphanNew: 'p=b/part-99999-orphan-new.c000.zstd.parquet',
     orphanAtRoot: 'part-99999-orphan-root.parquet',
     state: '_tidemark/state/job.json',
-    cdc: '_change_data/cdc-00000.parquet',
+    cdcOld: '_change_data/cdc-00000-old.c000.zstd.parquet',
+    cdcNew: '_change_data/p=a/cdc-00000-new.c000.zstd.parquet',
     hiddenFile: 'p=a/.part-00000.crc',
     hiddenFolder: '.staging/part-1.parquet',
   };
@@ -71,9 +73,10 @@ async function scene(place: Place) {
   await Promise.all((await keysUnder(place.storage)).map((key) => place.age(key, old)));
   await place.age(extra.orphanOld, new Date(Date.now() - 8 * DAY));
   await place.age(extra.orphanNew, new Date(Date.now() - 1 * HOUR));
+  await place.age(extra.cdcNew, new Date(Date.now() - 1 * HOUR));
   await place.age(decodeLogPath(removedSkewed!), new Date(Date.now() - 1 * HOUR));
-  const deleted = [decodeLogPath(removedOld!), extra.orphanOld, extra.orphanAtRoot].sort();
-  const deletedWithoutRetention = [...deleted, decodeLogPath(removedRecent!), decodeLogPath(removedSkewed!), extra.orphanNew].sort();
+  const deleted = [decodeLogPath(removedOld!), extra.orphanOld, extra.orphanAtRoot, extra.cdcOld].sort();
+  const deletedWithoutRetention = [...deleted, decodeLogPath(removedRecent!), decodeLogPath(removedSkewed!), extra.orphanNew, extra.cdcNew].sort();
   return { table, deleted, deletedWithoutRetention };
 }
 
@@ -118,7 +121,7 @@ describe('vacuumTable details (local)', () => {
     const { table, deletedWithoutRetention } = await scene(place);
     // 10 days: the files removed 8 days ago and the 8-day-old orphan are now within retention.
     const longer = await vacuumTable(table, { retainHours: 240, dryRun: true });
-    expect(longer.filesDeleted).toEqual(['part-99999-orphan-root.parquet']);
+    expect(longer.filesDeleted).toEqual(['_change_data/cdc-00000-old.c000.zstd.parquet', 'part-99999-orphan-root.parquet']);
     // A week and an hour later, everything not live is past retention.
     const later = await vacuumTable(table, { now: () => Date.now() + 7 * DAY + HOUR, dryRun: true });
     expect(later.filesDeleted).toEqual(deletedWithoutRetention);

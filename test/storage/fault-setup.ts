@@ -7,14 +7,19 @@ import { S3Storage } from '../../src/storage/s3.js';
 import type { S3StorageOptions } from '../../src/storage/s3.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import type { FaultProxy, FaultProxyOptions } from '../helpers/fault-proxy.js';
+import { scaled } from '../helpers/machine.js';
 import { startS3rver } from '../helpers/s3rver.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 
-/** Timeouts and retries for tests: a silent connection costs 300 ms, a backoff at most 40 ms. */
+/**
+ * Timeouts and retries for tests: a silent connection costs 300 ms on a quiet machine, a backoff
+ * at most 40 ms. The timeouts scale with the machine (test/helpers/machine.ts): on a busy one
+ * s3rver itself can take longer than 300 ms to answer, and a fault-free request would time out.
+ */
 export const FAST_RETRIES: Partial<S3StorageOptions> = {
-  connectTimeoutMs: 300,
-  requestTimeoutMs: 3_000,
-  idleTimeoutMs: 300,
+  connectTimeoutMs: scaled(300),
+  requestTimeoutMs: scaled(3_000),
+  idleTimeoutMs: scaled(300),
   maxAttempts: 5,
   retryBaseDelayMs: 5,
   retryMaxDelayMs: 40,

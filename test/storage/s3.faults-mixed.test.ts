@@ -12,6 +12,7 @@ import type { RequestCounts } from '../../src/storage/storage.js';
 import type { ProxiedRequest } from '../helpers/fault-proxy.js';
 import { startProxiedS3 } from './fault-setup.js';
 import type { ProxiedS3 } from './fault-setup.js';
+import { prng } from '../helpers/prng.js';
 
 const SEED = 20_261_201;
 const RATE = 0.12;
@@ -27,18 +28,6 @@ afterAll(async () => {
   await env?.stop();
   await fsp.rm(tmp, { recursive: true, force: true });
 });
-
-/** The test's own seeded choices (mulberry32), apart from the proxy's. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function drain(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];

@@ -13,6 +13,7 @@ import type { S3Storage } from '../../src/storage/s3.js';
 import type { RequestCounts } from '../../src/storage/storage.js';
 import { FAULT_KINDS } from '../helpers/fault-proxy.js';
 import type { FaultKind, FaultMatch } from '../helpers/fault-proxy.js';
+import { scaled } from '../helpers/machine.js';
 import { startProxiedS3 } from './fault-setup.js';
 import type { ProxiedS3 } from './fault-setup.js';
 
@@ -62,7 +63,7 @@ interface OpCase {
   heavy?: boolean;
 }
 
-const HEAVY = { idleTimeoutMs: 1_000 };
+const HEAVY = { idleTimeoutMs: scaled(1_000) };
 
 const objectPath = (c: Ctx, key: string) => new RegExp(`^/[^/]+/${c.prefix}${key.replace('.', '\\.')}(\\?|$)`);
 

@@ -13,6 +13,7 @@ import { errorInfo } from '../../src/cli/output.js';
 import { CommitConflictError, ConfigError, DeltaLogError, StorageError } from '../../src/errors.js';
 import type { S3Storage } from '../../src/storage/s3.js';
 import type { FaultKind } from '../helpers/fault-proxy.js';
+import { scaled } from '../helpers/machine.js';
 import { FAST_RETRIES, startProxiedS3 } from './fault-setup.js';
 import type { ProxiedS3 } from './fault-setup.js';
 
@@ -35,8 +36,8 @@ beforeEach(() => {
 /** Every kind that fails a request whatever its answer would have held. */
 const FAILING: FaultKind[] = ['slowDown', 'error500Before', 'error500After', 'resetAfter', 'silent'];
 const ATTEMPTS = 3;
-/** Each attempt waits at most an idle timeout and a backoff; the rest is slack for a loaded machine. */
-const BOUND_MS = ATTEMPTS * (FAST_RETRIES.idleTimeoutMs! + FAST_RETRIES.retryMaxDelayMs!) + 1_500;
+/** Each attempt waits at most an idle timeout and a backoff; the rest is slack for a loaded machine (both scaled to it). */
+const BOUND_MS = ATTEMPTS * (FAST_RETRIES.idleTimeoutMs! + FAST_RETRIES.retryMaxDelayMs!) + scaled(1_500);
 
 /** One call of each operation, on keys that exist (set up before the faults start). */
 function operations(storage: S3Storage): Record<string, [key: string, run: () => Promise<unknown>]> {
@@ -126,14 +127,14 @@ describe('a store that fails everything (fault injection: proxy in front of s3rv
     env.proxy.faultNext('error500Before', { method: 'PUT', path: `${storage.prefix}v.json`, times: ATTEMPTS });
     const { err } = await failure(() => storage.writeIfAbsent('v.json', '{"v":1}'));
     expect(err.context).toMatchObject({ ambiguous: true, attempts: ATTEMPTS, op: 'writeIfAbsent' });
-    // The reset, or an idle timeout if s3rver was slower to store than the test's 300 ms.
+    // The reset, or an idle timeout if s3rver was slower to store than the test's idle timeout.
     expect(err.message).toMatch(/\(faults: (ECONNRESET|TimeoutError), HTTP 500 InternalError ×2\)$/);
     // It did land: the caller must read the key to know (the Delta commit does).
     expect(Buffer.from((await env.direct(storage.prefix).read('v.json'))!).toString()).toBe('{"v":1}');
   });
 
   it('fault injection: a failed multipart upload is aborted (every attempt) and leaves no object', async () => {
-    const storage = env.storage({ maxAttempts: ATTEMPTS, idleTimeoutMs: 1_000 });
+    const storage = env.storage({ maxAttempts: ATTEMPTS, idleTimeoutMs: scaled(1_000) });
     const big = path.join(tmp, 'big.bin');
     await fsp.writeFile(big, Buffer.alloc(5 * 1024 * 1024 + 10, 1));
     env.proxy.faultNext('error500Before', { method: 'PUT', path: new RegExp(`${storage.prefix}big\\.bin\\?partNumber=2`), times: ATTEMPTS });

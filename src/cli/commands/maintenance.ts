@@ -17,6 +17,8 @@ import { withCommonOptions, type CommonFlags } from '../options.js';
 interface OptimizeFlags extends CommonFlags {
   targetSize?: string;
   minFiles?: string;
+  purge?: boolean;
+  maxDeletedShare?: string;
   dryRun?: boolean;
 }
 
@@ -34,6 +36,8 @@ export function addMaintenanceCommands(program: Command, cli: CommandHost): void
     .description('compact small files within each partition (a dataChange=false commit)')
     .option('--target-size <size>', 'target file size, e.g. 128MiB', '128MiB')
     .option('--min-files <n>', 'compact a partition only when it has at least this many small files', '2')
+    .option('--purge', 'also rewrite every file with a deletion vector, without its deleted rows')
+    .option('--max-deleted-share <ratio>', 'rewrite a file whose deletion vector deletes more than this share of its rows', '0.05')
     .option('--dry-run', 'show which files would be compacted; write and commit nothing')
     .action(async (flags: OptimizeFlags) => cli.setExitCode(await optimizeCommand(flags, cli.io)));
   withCommonOptions(program.command('vacuum'))
@@ -50,8 +54,12 @@ export async function optimizeCommand(flags: OptimizeFlags, io: CliIO): Promise<
   const minFiles = Number(flags.minFiles ?? '2');
   if (targetFileBytes === null || targetFileBytes <= 0) throw new ConfigError(`--target-size: not a size: ${flags.targetSize}`, { field: 'target-size' });
   if (!Number.isInteger(minFiles) || minFiles < 2) throw new ConfigError(`--min-files must be an integer of at least 2, got ${flags.minFiles}`, { field: 'min-files' });
+  const maxDeletedShare = Number(flags.maxDeletedShare ?? '0.05');
+  if (!(maxDeletedShare >= 0 && maxDeletedShare <= 1)) {
+    throw new ConfigError(`--max-deleted-share must be a number from 0 to 1, got ${flags.maxDeletedShare}`, { field: 'max-deleted-share' });
+  }
   const dryRun = flags.dryRun ?? false;
-  const opts = { targetFileBytes, minFilesPerPartition: minFiles, dryRun };
+  const opts = { targetFileBytes, minFilesPerPartition: minFiles, purge: flags.purge ?? false, maxDeletedShare, dryRun };
   const run: PerJob<Awaited<ReturnType<typeof optimizeJob>>['report']>['run'] = async (job, ctx) => {
     const outcome = await optimizeJob(job, ctx, opts);
     return dryRun && outcome.ok ? { ...outcome, report: { ...outcome.report, status: 'dry-run' } } : outcome;
@@ -74,6 +82,10 @@ export async function vacuumCommand(flags: VacuumFlags, io: CliIO): Promise<numb
 }
 
 const mib = (bytes: unknown): string => prettyBytes(Number(bytes ?? 0), { binary: true });
+const purged = (r: Record<string, unknown>): string => {
+  const n = Number(r['deletionVectorsPurged'] ?? 0);
+  return n === 0 ? '' : `, ${n} deletion vector${n === 1 ? '' : 's'} purged`;
+};
 
 /** A few human lines for one job's maintenance report. */
 export function formatMaintenance(report: object): string {
@@ -84,13 +96,13 @@ export function formatMaintenance(report: object): string {
     if (r['dryRun']) {
       return (
         `${head}: would compact ${String(r['filesRemoved'])} files (${mib(r['bytesRemoved'])}) into ${String(r['filesAdded'])} in ` +
-        `${String(r['partitionsCompacted'])} partitions (table version ${String(r['readVersion'])}); nothing written\n`
+        `${String(r['partitionsCompacted'])} partitions${purged(r)} (table version ${String(r['readVersion'])}); nothing written\n`
       );
     }
     if (r['version'] === null) return `${head} (table version ${String(r['readVersion'])})\n`;
     return (
       `${head}: version ${String(r['version'])}; ${String(r['filesRemoved'])} files (${mib(r['bytesRemoved'])}) → ` +
-      `${String(r['filesAdded'])} files (${mib(r['bytesAdded'])}) in ${String(r['partitionsCompacted'])} partitions\n`
+      `${String(r['filesAdded'])} files (${mib(r['bytesAdded'])}) in ${String(r['partitionsCompacted'])} partitions${purged(r)}\n`
     );
   }
   const files = (r['filesDeleted'] as string[] | undefined) ?? [];

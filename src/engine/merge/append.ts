@@ -3,7 +3,9 @@
  * (Spark's WRITE, mode Append). Nothing of the table is read, so concurrent writers rarely
  * conflict with it; exactly-once comes from the caller's txn action, committed with it.
  * Creates the table from the batch's schema when it does not exist; new batch columns are added
- * to it per `schemaEvolution` (a metaData action in the same commit).
+ * to it per `schemaEvolution` (a metaData action in the same commit). Every row is checked against
+ * the table's constraints before any file is written. An append needs no change data files even
+ * when the table records a change data feed: readers take its adds as inserts.
  */
 import { addFileFor } from '../../delta/file-actions.js';
 import { createTableRequest } from '../../delta/table-create.js';
@@ -12,7 +14,8 @@ import { ident } from '../sql.js';
 import type { AppendOptions } from './options.js';
 import { bytesOf, outputOptionsFor, writeAndUpload } from './output.js';
 import type { StagedAppend } from './results.js';
-import { prepareTarget, schemaActions } from './target.js';
+import { checkConstraints, prepareConstraintChecks } from './constraints.js';
+import { prepareTarget, schemaActions, type TargetTable } from './target.js';
 import { dropAll, tempTables } from './temp-names.js';
 
 /** Stage the append of the batch; see the module comment. The caller commits `request`. */
@@ -24,6 +27,7 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
   try {
     const { snapshot } = opts;
     const target = await prepareTarget(opts.session, opts, { snapshot, batchTable: tables.batch });
+    await checkEveryRow(opts, target, tables.batch);
     const prepared = performance.now();
     const out = outputOptionsFor({ ...opts, spool: scratch }, target);
     const columns = target.plan.mappings.map((m) => ident(m.target)).join(', ');
@@ -35,7 +39,16 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
     const metrics = { numFiles: String(added.length), numOutputRows: String(target.batch.rows), numOutputBytes: String(bytesOf(added)) };
     const request: CommitRequest =
       snapshot === null
-        ? createTableRequest({ schema: target.schema, partitionColumns: target.partitionColumns, actions: adds, operationMetrics: metrics }, now)
+        ? createTableRequest(
+            {
+              schema: target.schema,
+              partitionColumns: target.partitionColumns,
+              configuration: { ...target.properties, ...opts.tableProperties },
+              actions: adds,
+              operationMetrics: metrics,
+            },
+            now,
+          )
         : {
             actions: [...schemaActions(target), ...adds],
             operation: 'WRITE',
@@ -59,4 +72,15 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
     await dropAll(opts.session, tables);
     await scratch.close();
   }
+}
+
+/** Fail before anything is written when a batch row breaks a table constraint (./constraints.ts). */
+async function checkEveryRow(opts: AppendOptions, target: TargetTable, batch: string): Promise<void> {
+  const checks = await prepareConstraintChecks(opts.session, {
+    schema: target.schema,
+    metadata: opts.snapshot?.metadata ?? { configuration: opts.tableProperties ?? {} },
+    uri: opts.storage.uri,
+    relation: batch,
+  });
+  await checkConstraints(opts.session, checks, { sql: `SELECT * FROM ${ident(batch)}`, keys: [], lineage: target.batch.lineage, uri: opts.storage.uri });
 }

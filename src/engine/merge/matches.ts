@@ -7,6 +7,7 @@
  *   →  read in full only the 'rewrite' files, and of the 'dv' files only their tied rows;
  *      classify every matched row (the changes).
  */
+import { columnMappingMode, physicalName } from '../../delta/column-mapping.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
@@ -59,8 +60,12 @@ export interface TouchedFile {
 /** Prune, load the candidates' deletion vectors, then build the hits table from a key-column scan. */
 export async function findHits(ctx: MatchContext): Promise<HitsResult> {
   const { snapshot, spec } = ctx;
+  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
   const typed = (names: readonly string[]): TypedColumn[] =>
-    names.map((name) => ({ name, type: snapshot.schema.fields.find((f) => f.name === name)!.type }));
+    names.map((name) => {
+      const field = snapshot.schema.fields.find((f) => f.name === name)!;
+      return { name, type: field.type, key: physicalName(field, mode) };
+    });
   const pruned = await pruneFiles(ctx.session, {
     files: ctx.batchRows === 0 ? [] : snapshot.files,
     fileTable: ctx.tables.files,
@@ -114,8 +119,8 @@ async function tiedFiles(ctx: MatchContext, modes: ReadonlyMap<number, WriteMode
 
 /**
  * One relation over the given files with each row's FILE_ID and POS (its position in the file),
- * and only `columns` (all when omitted); rows deleted by a deletion vector are left out. Each file
- * is its own scan so rows keep their file; DuckDB reads only the columns used.
+ * and only `columns` (all when omitted); rows deleted by a deletion vector are left out. Files of
+ * one shape are one scan (see scanSql); DuckDB reads only the columns used.
  */
 export function perFileScanSql(
   snapshot: Snapshot,
@@ -123,12 +128,12 @@ export function perFileScanSql(
   read: Pick<HitsResult, 'localPaths' | 'shapes' | 'deleted'>,
   columns?: readonly string[],
 ): string {
-  const list = columns === undefined ? '*' : [...columns, POS].map(ident).join(', ');
+  const list = columns === undefined ? '*' : [FILE_ID, ...columns, POS].map(ident).join(', ');
   const pathOf = (f: LiveFile) => read.localPaths.get(f.path)!;
-  const opts = { shapeOf: (p: string) => read.shapes.get(p), deleted: read.deleted, position: POS };
-  const parts = [...files].map(([id, file]) => `SELECT ${id} AS ${ident(FILE_ID)}, ${list} FROM (${scanSql(snapshot, [file], pathOf, opts)})`);
-  if (parts.length === 0) return `SELECT CAST(NULL AS INTEGER) AS ${ident(FILE_ID)}, ${list} FROM (${emptyRelationSql(snapshot, POS)})`;
-  return parts.join('\nUNION ALL\n');
+  const ids = new Map([...files].map(([id, file]) => [file, id]));
+  const opts = { shapeOf: (p: string) => read.shapes.get(p), deleted: read.deleted, position: POS, fileId: { column: FILE_ID, idOf: (f: LiveFile) => ids.get(f)! } };
+  const relation = files.size === 0 ? emptyRelationSql(snapshot, POS, FILE_ID) : scanSql(snapshot, [...files.values()], pathOf, opts);
+  return `SELECT ${list} FROM (${relation})`;
 }
 
 function unique(names: readonly string[]): string[] {

@@ -5,8 +5,10 @@
  *   prune     partition values, key min/max stats, key-column scan of the candidates → hits;
  *             rows of keys without a stored row but with a newer tombstone → stale hits
  *   classify  full read of the files with a non-stale hit; stale/delete/unchanged/update per row
+ *   check     the rows to store against the table's constraints (./constraints.ts)
  *   write     rewritten files (kept + updated rows, key order) and inserted rows, per partition,
- *             uploaded below the table root
+ *             uploaded below the table root; on a table that records a change data feed, change
+ *             files of every row changed when the MERGE updates or deletes (./change-files.ts)
  *   → a StagedMerge: the commit request (removes + adds + a schema change, or the table's
  *     creation), the row counts, and the batch's deletes as tombstones
  *
@@ -16,7 +18,8 @@
  * brings new columns (schemaEvolution 'addColumns') puts a metaData action in the request.
  */
 import type { Action, Metadata } from '../../delta/actions.js';
-import { withTableFeature } from '../../delta/features.js';
+import { physicalName } from '../../delta/column-mapping.js';
+import { changeDataFeedActive, withTableFeature } from '../../delta/features.js';
 import { addFileFor, removeFileFor } from '../../delta/file-actions.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import { totalRecords } from '../../delta/stats.js';
@@ -26,7 +29,9 @@ import { MergeInputError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';
 import { partitionValueStringSql } from '../partition-sql.js';
 import { ident } from '../sql.js';
+import { writeChangeData } from './change-files.js';
 import { PhaseClock } from './clock.js';
+import { checkConstraints, prepareConstraintChecks, type ConstraintCheck } from './constraints.js';
 import { writeDvChanges, type DvChange } from './dv-changes.js';
 import { classifyChanges, findHits, touchedFiles, type HitsResult, type MatchContext } from './matches.js';
 import type { MergeOptions } from './options.js';
@@ -40,6 +45,7 @@ import {
   newRowsSql,
   pruningPartitions,
   rewriteRelationSql,
+  storedBatchRowsSql,
   type MatchSpec,
 } from './plan.js';
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
@@ -71,11 +77,17 @@ export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
       lazy: snapshot === null,
     });
     const spec = matchSpec(target, opts);
+    const constraints = await prepareConstraintChecks(opts.session, {
+      schema: target.schema,
+      metadata: snapshot?.metadata ?? { configuration: opts.tableProperties ?? {} },
+      uri: opts.storage.uri,
+      relation: tables.batch,
+    });
     await checkNullKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
     if (!opts.keysUnique) await checkDuplicateKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
     if (opts.tombstones !== undefined) await checkTombstones(opts.session, opts.tombstones, spec.keys);
     clock.lap('prepare');
-    const run = { opts, tables, target, spec, out: outputOptionsFor({ ...opts, spool: scratch }, target), clock };
+    const run = { opts, tables, target, spec, constraints, out: outputOptionsFor({ ...opts, spool: scratch }, target), clock };
     const staged = snapshot === null ? await stageCreate(run) : await stageExisting(run, snapshot);
     const deletes = await batchDeletes(opts.session, tables, spec);
     return { ...staged, deletes, dispose: () => dropAll(opts.session, tables) };
@@ -93,6 +105,7 @@ interface MergeRun {
   tables: TempTables;
   target: TargetTable;
   spec: MatchSpec;
+  constraints: readonly ConstraintCheck[];
   out: OutputOptions;
   clock: PhaseClock;
 }
@@ -106,6 +119,7 @@ async function stageCreate(run: MergeRun): Promise<Staged> {
   if (opts.tombstones !== undefined) await buryTombstoned(opts.session, tables, spec, opts.tombstones);
   await opts.session.run(changesSql(tables));
   const counts = await readCounts(opts.session, tables, target.batch.rows);
+  await checkStoredRows(run);
   clock.lap('prune');
   clock.lap('classify');
   const columns = target.plan.mappings.map((m) => m.target);
@@ -115,18 +129,20 @@ async function stageCreate(run: MergeRun): Promise<Staged> {
   const now = Date.now();
   // A table this MERGE creates takes deletion vectors unless told not to ('auto' and 'on').
   const dvs = (opts.deletionVectors ?? 'auto') !== 'off';
+  const configuration = { ...(dvs ? { [ENABLE_DVS]: 'true' } : {}), ...target.properties, ...opts.tableProperties };
   const request = createTableRequest(
     {
       schema: target.schema,
       partitionColumns: target.partitionColumns,
-      ...(dvs ? { configuration: { [ENABLE_DVS]: 'true' } } : {}),
+      ...(Object.keys(configuration).length > 0 ? { configuration } : {}),
       actions: added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })),
       operationParameters: mergeParameters(spec, opts.deleteWhen),
       operationMetrics: mergeMetrics({ added, removed: [], counts, timings: clock.timings() }),
     },
     now,
   );
-  const summary = summaryOf({ counts, added, removed: [], rewritten: [], filesScanned: 0, filesRead: 0, dvFiles: 0, dvBytes: 0, created: true }, clock);
+  const created = { counts, added, removed: [], rewritten: [], filesScanned: 0, filesRead: 0, dvFiles: 0, dvBytes: 0, changeFiles: 0, created: true };
+  const summary = summaryOf(created, clock);
   return { request, changesTable: true, summary };
 }
 
@@ -156,9 +172,12 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
     await classifyChanges(ctx, hits, modes, columns);
     const counts = await readCounts(opts.session, tables, target.batch.rows);
     const changed = await changedFiles(opts.session, tables, hits);
+    await checkStoredRows(run);
     clock.lap('classify');
     const now = Date.now();
-    const written = await writeChanges(run, changed, counts, hits, now);
+    // Change-feed readers take a commit that only adds rows as inserts; updates and deletes need change files.
+    const recordChanges = changeDataFeedActive(snapshot.protocol, target.metadata ?? snapshot.metadata) && counts.updated + counts.deleted > 0;
+    const written = await writeChanges(run, { changed, counts, hits, now, snapshot: ctx.snapshot, recordChanges });
     clock.lap('write');
     const schemaChange = metadataActions(target, snapshot, policy.upgrade && written.dv.dvFiles > 0);
     const removed = [...changed.rewrite, ...written.dv.emptied];
@@ -171,6 +190,7 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
         ...changed.rewrite.map((f) => ({ remove: removeFileFor(f, { deletionTimestamp: now }) })),
         ...written.dv.actions,
         ...written.added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })),
+        ...written.changeData.actions,
       ],
       added: written.added,
       removed,
@@ -179,6 +199,7 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
       appIds: opts.appIds ?? [],
       counts,
       dvFiles: written.dv.dvFiles,
+      changeFiles: written.changeData.files,
       timings: clock.timings(),
     });
     const summary = summaryOf(
@@ -191,6 +212,7 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
         filesRead: changed.read,
         dvFiles: written.dv.dvFiles,
         dvBytes: written.dv.binBytes,
+        changeFiles: written.changeData.files.length,
         created: false,
       },
       clock,
@@ -224,13 +246,27 @@ async function changedFiles(session: DuckSession, tables: TempTables, hits: Hits
   return { rewrite, dv, read };
 }
 
+/** What the write phase of an existing table works from. */
+interface WriteInput {
+  changed: ChangedFiles;
+  counts: MergeCounts;
+  hits: HitsResult;
+  now: number;
+  /** The snapshot the MERGE read, in the evolved schema. */
+  snapshot: Snapshot;
+  /** Write change data files (the table records a change data feed and rows are updated or deleted). */
+  recordChanges: boolean;
+}
+
 /**
  * Write the replacements of the changed 'rewrite' files (their kept rows plus updated rows; about as
  * many rows per file as the largest of them), the new rows (inserts, and the new versions of rows
- * updated in 'dv' files), each per partition in key order, and the new deletion vectors.
+ * updated in 'dv' files), each per partition in key order, the new deletion vectors, and the
+ * change data files when asked.
  */
-async function writeChanges(run: MergeRun, changed: ChangedFiles, counts: MergeCounts, hits: HitsResult, now: number) {
+async function writeChanges(run: MergeRun, input: WriteInput) {
   const { opts, tables, target, spec, out } = run;
+  const { changed, counts, hits } = input;
   const columns = target.plan.mappings.map((m) => m.target);
   // Every updated row replaces a stored one and a delete drops one: the rewrite is no bigger.
   const rewriteSizing = { targetFileRows: opts.targetFileRows ?? maxRecords(changed.rewrite), rowsAtMost: totalRecords(changed.rewrite) };
@@ -240,8 +276,30 @@ async function writeChanges(run: MergeRun, changed: ChangedFiles, counts: MergeC
   const newRows = counts.inserted + counts.updated;
   const insertSizing = { targetFileRows: opts.targetFileRows, rowsAtMost: newRows };
   const added = newRows > 0 ? await writeAndUpload(out, newRowsSql(tables, columns, spec.keys), 'insert', insertSizing) : [];
-  const dv = await writeDvChanges(changed.dv, { session: opts.session, storage: opts.storage, deleted: hits.deleted, now });
-  return { added: [...rewritten, ...added], dv };
+  const changeData = input.recordChanges
+    ? await writeChangeData(out, {
+        tables,
+        columns,
+        keys: spec.keys,
+        snapshot: input.snapshot,
+        dvFiles: new Map(changed.dv.map((d) => [d.id, d.file])),
+        hits,
+        targetFileRows: opts.targetFileRows,
+      })
+    : { files: [], actions: [] };
+  const dv = await writeDvChanges(changed.dv, { session: opts.session, storage: opts.storage, deleted: hits.deleted, now: input.now });
+  return { added: [...rewritten, ...added], dv, changeData };
+}
+
+/** Fail before anything is written when a row to store breaks a table constraint (./constraints.ts). */
+async function checkStoredRows(run: MergeRun): Promise<void> {
+  const { opts, tables, target, spec } = run;
+  await checkConstraints(opts.session, run.constraints, {
+    sql: storedBatchRowsSql(tables),
+    keys: spec.keys,
+    lineage: target.batch.lineage,
+    uri: opts.storage.uri,
+  });
 }
 
 /**
@@ -282,7 +340,11 @@ async function readPartitions(session: DuckSession, tables: TempTables, target: 
   const fields = columns.map((p) => target.schema.fields.find((f) => f.name === p)!);
   const cols = fields.map((f, i) => `${partitionValueStringSql(`b.${ident(f.name)}`, f.type, f.name)} AS p${i}`);
   const rows = await session.all(`SELECT DISTINCT ${cols.join(', ')} FROM ${ident(tables.batch)} AS b`);
-  return partitionTuples(columns, rows);
+  // Conflict checks compare these with the winners' partitionValues, keyed like the log (physical names).
+  return partitionTuples(
+    fields.map((f) => physicalName(f, target.columnMapping)),
+    rows,
+  );
 }
 
 /** A relation with the table's columns and no rows. */

@@ -1,6 +1,7 @@
 /**
  * What a caller gives the MERGE engine and append mode.
  */
+import type { ColumnMappingMode } from '../../delta/column-mapping.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
@@ -23,6 +24,17 @@ export interface WriteTarget {
   batch: string;
   /** Partition columns, used only when the table is created by this write. */
   partitionBy?: string[];
+  /**
+   * Table properties of a table this write creates (`delta.enableChangeDataFeed`, …); its
+   * protocol takes the features they need. Ignored when the table exists.
+   */
+  tableProperties?: Record<string, string>;
+  /**
+   * Column mapping of a table this write creates ('none' when unset): in 'name' and 'id' every
+   * column gets an id and a physical name. For an existing table it must, when given, be the
+   * table's mode: tidemark never switches a table's mode (a SchemaError otherwise).
+   */
+  columnMapping?: ColumnMappingMode;
   /**
    * Batch columns that are not table data (lineage, CDC op codes): usable in `deleteWhen` and in
    * error messages, never written. A batch column neither in the table nor listed here is a new

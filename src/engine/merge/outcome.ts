@@ -38,6 +38,8 @@ export interface Outcome {
   /** Files given a new deletion vector, and the size of the `.bin` file holding them. */
   dvFiles: number;
   dvBytes: number;
+  /** Change data files written (tables that record a change data feed). */
+  changeFiles: number;
   created: boolean;
 }
 
@@ -53,6 +55,7 @@ export function summaryOf(o: Outcome, clock: PhaseClock): MergeSummary {
     filesRead: o.filesRead,
     filesWithNewDv: o.dvFiles,
     dvBytes: o.dvBytes,
+    changeFilesAdded: o.changeFiles,
     created: o.created,
     durations: clock.durations(),
   };

@@ -4,6 +4,7 @@
  * names and are written before the commit, so a failed or lost commit leaves only orphans.
  */
 import pLimit from 'p-limit';
+import type { ColumnMappingMode } from '../../delta/column-mapping.js';
 import type { StructType } from '../../delta/schema.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
@@ -18,6 +19,7 @@ export interface OutputOptions {
   storage: Storage;
   schema: StructType;
   partitionColumns: readonly string[];
+  columnMapping: ColumnMappingMode;
   spool: Spool;
   concurrency: number;
   signal?: AbortSignal;
@@ -30,6 +32,7 @@ export function outputOptionsFor(opts: WriteTarget, target: TargetTable): Output
     storage: opts.storage,
     schema: target.schema,
     partitionColumns: target.partitionColumns,
+    columnMapping: target.columnMapping,
     spool: opts.spool,
     concurrency: opts.concurrency ?? DEFAULT_TRANSFER_CONCURRENCY,
     ...(opts.signal ? { signal: opts.signal } : {}),
@@ -49,6 +52,7 @@ export async function writeAndUpload(opts: OutputOptions, relationSql: string, f
     relationSql,
     schema: opts.schema,
     partitionColumns: opts.partitionColumns,
+    columnMapping: opts.columnMapping,
     localDir: await opts.spool.folder(folder),
     ...(sizing.targetFileRows === undefined ? {} : { targetFileRows: sizing.targetFileRows }),
     ...(sizing.rowsAtMost === undefined ? {} : { rowsAtMost: sizing.rowsAtMost }),

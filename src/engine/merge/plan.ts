@@ -197,6 +197,19 @@ export function newRowsSql(tables: TempTables, columns: readonly string[], keys:
   return `SELECT * FROM (${inserts} UNION ALL ${updatedRowsSql(tables, 'dv', columns)}) ORDER BY ${keys.map(ident).join(', ')}`;
 }
 
+/**
+ * The batch rows this MERGE stores (what the table's constraints are checked on): rows no stored
+ * row matched that are not deletes (inserts), and rows that update a stored row, every batch
+ * column kept (lineage included).
+ */
+export function storedBatchRowsSql(tables: TempTables): string {
+  return (
+    `SELECT * FROM ${ident(tables.batch)} AS b WHERE NOT b.${ident(DELETE_FLAG)} AND ` +
+    `(b.${brow} NOT IN (SELECT ${brow} FROM ${ident(tables.hits)}) ` +
+    `OR b.${brow} IN (SELECT ${brow} FROM ${ident(tables.changes)} WHERE ${act} = 'update'))`
+  );
+}
+
 /** One row of counts: rows per action, inserts, no-op deletes, updates in 'dv' files and copied rows. */
 export function countsSql(tables: TempTables): string {
   const h = ident(tables.hits);

@@ -23,6 +23,8 @@ const INSERT_CHUNK = 500;
 export interface TypedColumn {
   name: string;
   type: DataType;
+  /** Its key in partitionValues and stats: the physical name under column mapping, else `name`. */
+  key?: string;
 }
 
 /** What pruning works with. */
@@ -85,9 +87,9 @@ export function fileTableSql(table: string, partitions: readonly TypedColumn[], 
 
 /** One VALUES tuple of the file table. */
 export function fileRowSql(id: number, file: LiveFile, partitions: readonly TypedColumn[], bounded: readonly TypedColumn[]): string {
-  const values = [String(id), ...partitions.map((p) => partitionValueSql(file.partitionValues[p.name] ?? null, p.type, p.name))];
+  const values = [String(id), ...partitions.map((p) => partitionValueSql(file.partitionValues[p.key ?? p.name] ?? null, p.type, p.name))];
   for (const k of bounded) {
-    const b = statsBounds(file, k.name);
+    const b = statsBounds(file, k.key ?? k.name);
     values.push(boundSql(b?.min, k.type, 'min'), boundSql(b?.max, k.type, 'max'));
   }
   return `(${values.join(', ')})`;

@@ -27,6 +27,8 @@ export interface MergeCommitInput {
   counts: MergeCounts;
   /** Files given a new deletion vector. */
   dvFiles?: number;
+  /** Change data files written. */
+  changeFiles?: readonly { size: number }[];
   /** ms per phase so far. */
   timings: { total: number; scan: number; rewrite: number };
 }
@@ -61,7 +63,7 @@ export function mergeParameters(spec: MatchSpec, deleteWhen?: string): Record<st
 }
 
 /** Delta's MERGE metric names, values as strings. */
-export function mergeMetrics(input: Pick<MergeCommitInput, 'added' | 'removed' | 'counts' | 'timings' | 'dvFiles'>): Record<string, string> {
+export function mergeMetrics(input: Pick<MergeCommitInput, 'added' | 'removed' | 'counts' | 'timings' | 'dvFiles' | 'changeFiles'>): Record<string, string> {
   const c = input.counts;
   const bytes = (files: readonly { size: number }[]) => files.reduce((s, f) => s + f.size, 0);
   const metrics = {
@@ -77,7 +79,8 @@ export function mergeMetrics(input: Pick<MergeCommitInput, 'added' | 'removed' |
     numOutputRows: c.inserted + c.updated + c.rowsCopied,
     numTargetFilesAdded: input.added.length,
     numTargetFilesRemoved: input.removed.length,
-    numTargetChangeFilesAdded: 0,
+    numTargetChangeFilesAdded: input.changeFiles?.length ?? 0,
+    numTargetChangeFileBytes: bytes(input.changeFiles ?? []),
     numTargetDeletionVectorsAdded: input.dvFiles ?? 0,
     numTargetBytesAdded: bytes(input.added),
     numTargetBytesRemoved: bytes(input.removed),

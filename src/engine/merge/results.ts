@@ -67,6 +67,8 @@ export interface MergeFiles {
   filesWithNewDv: number;
   /** Size of the deletion-vector file written (0 when none). */
   dvBytes: number;
+  /** Change data files written (`_change_data/`; only when the table records a change data feed). */
+  changeFilesAdded: number;
   /** True when this MERGE creates the table. */
   created: boolean;
 }

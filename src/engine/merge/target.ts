@@ -3,6 +3,7 @@
  * when the write creates the table), how the batch's columns feed it, and the prepared batch.
  */
 import type { Action, Metadata } from '../../delta/actions.js';
+import { columnMappingMode, evolveMappedMetadata, mapNewTable, type ColumnMappingMode } from '../../delta/column-mapping.js';
 import { assertWritable } from '../../delta/features.js';
 import type { StructType } from '../../delta/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
@@ -28,6 +29,10 @@ export interface TargetTable {
   metadata: Metadata | null;
   /** Names of the columns this write adds to the table. */
   addedColumns: string[];
+  /** How data files name the columns (`schema` carries the ids and physical names). */
+  columnMapping: ColumnMappingMode;
+  /** Properties a table this write creates takes (column mapping's mode and maxColumnId); {} otherwise. */
+  properties: Record<string, string>;
   plan: ColumnPlan;
   batch: PreparedBatch;
 }
@@ -53,8 +58,10 @@ export async function prepareTarget(session: DuckSession, target: WriteTarget, o
   refuseReservedNames(sourceColumns.map((c) => c.name), target.batch);
   const internal = target.internalColumns ?? [];
   const creating = opts.snapshot === null;
+  const columnMapping = mappingOf(opts.snapshot, target);
+  const created = creating ? mapNewTable(duckSchemaToDelta(dataColumns(sourceColumns, internal)), columnMapping) : null;
   const evolved = opts.snapshot ? await evolve(session, target, opts.snapshot, sourceColumns) : null;
-  const schema = evolved?.schema ?? opts.snapshot?.schema ?? duckSchemaToDelta(dataColumns(sourceColumns, internal));
+  const schema = evolved?.schema ?? opts.snapshot?.schema ?? created!.schema;
   const partitionColumns = opts.snapshot?.partitionColumns ?? resolvePartitionBy(schema, target.partitionBy ?? [], uri);
   const plan = planColumns(sourceColumns, schema, internal, uri);
   for (const r of opts.required ?? []) requireColumns(plan, r.columns, r.role, uri);
@@ -68,24 +75,48 @@ export async function prepareTarget(session: DuckSession, target: WriteTarget, o
     ...(target.sourceRowColumn === undefined ? {} : { sourceRowColumn: target.sourceRowColumn }),
     lazy: opts.lazy === true,
   });
-  const metadata = evolved && opts.snapshot ? { ...opts.snapshot.metadata, schemaString: JSON.stringify(schema) } : null;
-  return { schema, partitionColumns, creating, metadata, addedColumns: evolved?.added ?? [], plan, batch };
+  const metadata = evolved?.metadata ?? null;
+  // A new column can make a feature unwritable (a name a change data feed reserves): refuse before reading.
+  if (metadata && opts.snapshot) assertWritable(opts.snapshot.protocol, metadata, uri);
+  const properties = created?.configuration ?? {};
+  return { schema, partitionColumns, creating, metadata, addedColumns: evolved?.added ?? [], columnMapping, properties, plan, batch };
+}
+
+/** The table's column mapping mode, or for a new table the one asked for; asking to switch an existing table's mode is refused. */
+function mappingOf(snapshot: Snapshot | null, target: WriteTarget): ColumnMappingMode {
+  if (!snapshot) return target.columnMapping ?? 'none';
+  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
+  if (target.columnMapping !== undefined && target.columnMapping !== mode) {
+    // A setting that contradicts the table: fix the config (usage), nothing was written.
+    throw new SchemaError(
+      `[merge] table ${target.storage.uri} has column mapping mode '${mode}', but columnMapping '${target.columnMapping}' was asked for: tidemark never changes a table's column mapping mode`,
+      { kind: 'usage', context: { uri: target.storage.uri, feature: 'columnMapping' } },
+    );
+  }
+  return mode;
 }
 
 /**
- * Schema evolution: the table's schema plus the batch columns it lacks (null when there are
- * none). Under `schemaEvolution: 'fail'` (the engine's default) they are a SchemaError naming
- * the columns and the files whose rows hold values for them.
+ * Schema evolution: the table's schema plus the batch columns it lacks, and the metaData to
+ * commit with it (null when there are none). Under column mapping the new columns, nested fields
+ * included, get fresh ids and physical names and maxColumnId is raised. Under
+ * `schemaEvolution: 'fail'` (the engine's default) they are a SchemaError naming the columns and
+ * the files whose rows hold values for them.
  */
 async function evolve(
   session: DuckSession,
   target: WriteTarget,
   snapshot: Snapshot,
   sourceColumns: readonly ColumnType[],
-): Promise<{ schema: StructType; added: string[] } | null> {
+): Promise<{ schema: StructType; metadata: Metadata; added: string[] } | null> {
   const extra = newColumns(sourceColumns, snapshot.schema, target.internalColumns ?? []);
   if (extra.length === 0) return null;
-  if (target.schemaEvolution === 'addColumns') return { schema: evolveSchema(snapshot.schema, extra), added: extra.map((c) => c.name) };
+  if (target.schemaEvolution === 'addColumns') {
+    const schema = evolveSchema(snapshot.schema, extra);
+    const added = extra.map((c) => c.name);
+    if (columnMappingMode(snapshot.protocol, snapshot.metadata) !== 'none') return { ...evolveMappedMetadata(snapshot.metadata, schema), added };
+    return { schema, metadata: { ...snapshot.metadata, schemaString: JSON.stringify(schema) }, added };
+  }
   const fileColumn = target.sourceFileColumn ?? DEFAULT_SOURCE_FILE_COLUMN;
   const hasFiles = sourceColumns.some((c) => c.name.toLowerCase() === fileColumn.toLowerCase());
   const files = hasFiles ? await filesWithValues(session, target.batch, extra, fileColumn) : [];

@@ -47,6 +47,8 @@ export interface TempTables {
   changes: string;
   /** Ids of the files each write mode takes: (file, mode 'rewrite' | 'dv'). */
   modes: string;
+  /** Full stored rows of the updated and deleted rows, for the change data feed (./change-plan.ts). */
+  preimages: string;
 }
 
 /** Fresh temp table names for one write. */
@@ -60,6 +62,7 @@ export function tempTables(): TempTables {
     actions: `__tm_actions_${n}`,
     changes: `__tm_changes_${n}`,
     modes: `__tm_modes_${n}`,
+    preimages: `__tm_preimages_${n}`,
   };
 }
 

@@ -71,7 +71,8 @@ function lineageList(keys: readonly string[], lineage: Lineage): string {
   return cols.join(', ');
 }
 
-function describeLineage(row: Row, lineage: Lineage): { text: string; context: { key?: string; row?: number } } {
+/** How an error names a batch row's source: ` (file f, row n)` and the context fields `key` and `row`. */
+export function describeLineage(row: Row, lineage: Lineage): { text: string; context: { key?: string; row?: number } } {
   const file = lineage.file && row[SOURCE_FILE] != null ? String(row[SOURCE_FILE]) : undefined;
   const rowNo = lineage.row && row[SOURCE_ROW] != null ? Number(row[SOURCE_ROW]) : undefined;
   const parts: string[] = [];
@@ -83,7 +84,8 @@ function describeLineage(row: Row, lineage: Lineage): { text: string; context: {
   };
 }
 
-function formatValue(v: unknown): string {
+/** A key value as error messages show it (strings quoted, NULL spelled out). */
+export function formatValue(v: unknown): string {
   if (v === null || v === undefined) return 'NULL';
   if (typeof v === 'string') return JSON.stringify(v);
   if (v instanceof Date) return v.toISOString();

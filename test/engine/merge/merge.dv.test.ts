@@ -11,7 +11,7 @@ import { commitKey } from '../../../src/delta/log-files.js';
 import { DuckSession } from '../../../src/engine/duckdb.js';
 import { CommitConflictError } from '../../../src/errors.js';
 import { localFixture, makeBatch, merge, readRows, snapshotOf, type Fixture } from './helpers.js';
-import { mergeAndCommit, openTable } from '../../../scripts/lib/tables.js';
+import { appendAndCommit, mergeAndCommit, openTable } from '../../../scripts/lib/tables.js';
 
 let session: DuckSession;
 let f: Fixture;
@@ -186,6 +186,19 @@ describe('deletion vectors and concurrent writers', () => {
     await merge(f, { batch: 'b2', ...DV });
     const rows = await readRows(f, 'id');
     expect(rows.filter((x) => [3, 4].includes(Number(x['id']))).map((x) => x['name'])).toEqual(['first', 'second']);
+  });
+
+  it('a blind append committed meanwhile does not conflict with a MERGE that writes DVs: it commits on top, both changes stay', async () => {
+    await seed();
+    const planned = await snapshotOf(f);
+    await makeBatch(session, 'more', `SELECT 5000 AS id, 'appended' AS name, 1 AS v`);
+    const appended = await appendAndCommit(f.table, session, { batch: 'more' });
+    await makeBatch(session, 'b', `SELECT 3 AS id, 'merged' AS name, 2 AS v`);
+    const merged = await mergeAndCommit(f.table, session, { batch: 'b', ...DV, snapshot: planned });
+    expect(merged.version).toBe(appended.version! + 1);
+    expect(merged.filesWithNewDv).toBe(1);
+    const rows = await readRows(f, 'id');
+    expect(rows.filter((x) => [3, 5000].includes(Number(x['id']))).map((x) => x['name'])).toEqual(['merged', 'appended']);
   });
 
   it('a checkpoint holds the DV adds and a reader of the checkpoint sees the same rows', async () => {
