@@ -110,8 +110,12 @@ export class DeltaTable {
     return snapshot;
   }
 
-  /** Probe once per table object that the store honours put-if-absent (local disk always does). */
-  private async checkCommitsSafe(): Promise<void> {
+  /**
+   * Probe once per table object that the store honours put-if-absent (local disk always does);
+   * ConditionalWriteUnsupportedError otherwise, unless declared the only writer. Commits call it;
+   * a job calls it first, so a store that cannot take commits fails before anything is loaded.
+   */
+  async checkCommitsSafe(): Promise<void> {
     if (this.commitsChecked || this.uri.startsWith('file:')) return;
     await assertSafeCommits(this.storage, { singleWriter: this.opts.singleWriter ?? false });
     this.commitsChecked = true;

@@ -55,7 +55,8 @@ export interface PreflightOptions {
 
 /**
  * The start of a job: its source exists (and, with `survey`, fits the layout), its target can be
- * written. Throws the first problem: ConfigError for the source, StorageError for the target.
+ * written and takes commits (put-if-absent, unless `singleWriter`). Throws the first problem:
+ * ConfigError for the source, StorageError or ConditionalWriteUnsupportedError for the target.
  */
 export async function preflightJob(scope: JobScope, opts: PreflightOptions): Promise<void> {
   const { job, source, table, ctx } = scope;
@@ -70,7 +71,10 @@ export async function preflightJob(scope: JobScope, opts: PreflightOptions): Pro
     const root = (await source.inspectRoot?.()) ?? 'unknown';
     if (root === 'missing' || root === 'file') throw await rootError(source.uri, root, job.name);
   }
-  if (opts.probeTarget) await probeWritable(table.storage, job.name);
+  if (opts.probeTarget) {
+    await probeWritable(table.storage, job.name);
+    await table.checkCommitsSafe();
+  }
 }
 
 /**

@@ -227,6 +227,27 @@ describe('a target that cannot be written fails at the start, naming the real er
     }
   });
 
+  it('a target store that ignores conditional writes (s3rver) without singleWriter: exit 2 before anything is fetched or uploaded', async () => {
+    process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
+    process.env['AWS_SECRET_ACCESS_KEY'] = S3RVER_CREDENTIALS.secretAccessKey;
+    const { landing } = await daily();
+    const prefix = `lake-${Date.now()}/orders/`;
+    const spy = fetchSpy();
+    const file = await configFile(dirs, {
+      storage: { ...s3.landingZone('unused').storageConfig, singleWriter: false },
+      jobs: [mergeJob(landing, `s3://${s3.bucket}/${prefix}`)],
+    });
+    const r = await cli(['run', '--config', file, '--json'], { hooks: spy.hooks });
+    expect(r.code).toBe(2);
+    const report = reportOf(r);
+    expect(report).toMatchObject({ status: 'failed', commits: 0, error: { type: 'ConditionalWriteUnsupportedError' } });
+    expect(report.error!.message).toMatch(/ignores conditional writes \(If-None-Match: \*\).*storage\.singleWriter: true/);
+    expect(spy.fetched).toEqual([]);
+    // Only the probes' own objects were ever written: no data file, no commit.
+    const left = (await s3.makeStorage(prefix).listAll({ prefix: '' })).objects.map((o) => o.key);
+    expect(left.filter((k) => !k.startsWith('_tidemark/'))).toEqual([]);
+  });
+
   it('--dry-run writes no probe: the target folder is not even created', async () => {
     const { landing, target } = await daily();
     const file = await configFile(dirs, { jobs: [mergeJob(landing, target)] });

@@ -25,9 +25,13 @@ export async function checkDeleteExpression(session: DuckSession, expr: string):
   if (problem !== null) throw badDeleteWhen(expr, problem);
 }
 
-/** MergeInputError for a deleteWhen that does not parse or evaluate. */
+/**
+ * MergeInputError for a deleteWhen that does not parse or evaluate: the config is at fault, not
+ * the data (exit 2, as `tidemark validate` reports it).
+ */
 export function badDeleteWhen(expr: string, why: string, cause?: unknown): MergeInputError {
   return new MergeInputError(`[merge] invalid deleteWhen expression ${JSON.stringify(expr)}: ${why}`, {
+    kind: 'usage',
     context: { field: 'deleteWhen', expression: expr },
     cause,
   });

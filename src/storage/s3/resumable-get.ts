@@ -88,7 +88,11 @@ class BodyReader {
 
   constructor(private readonly opts: OpenOptions) {
     this.pos = opts.range?.start ?? 0;
-    this.signal = opts.signal ? AbortSignal.any([opts.signal, this.controller.signal]) : this.controller.signal;
+    // The caller's signal aborts this read through our own controller, with a listener removed
+    // when the read ends (AbortSignal.any would keep one per read on a long-lived job signal).
+    this.signal = this.controller.signal;
+    if (opts.signal?.aborted) this.close();
+    else opts.signal?.addEventListener('abort', this.onAbort, { once: true });
   }
 
   async open(): Promise<'ok' | 'missing' | 'empty'> {
@@ -97,6 +101,7 @@ class BodyReader {
     try {
       out = await this.request(range ? `bytes=${range.start}-${range.end ?? ''}` : undefined);
     } catch (err) {
+      this.opts.signal?.removeEventListener('abort', this.onAbort);
       if (statusOf(err) === 404) return 'missing';
       if (statusOf(err) === 416) return 'empty'; // the range starts at or past the end
       throw err;
@@ -106,7 +111,6 @@ class BodyReader {
     const wantEnd = range?.end === undefined ? Number.POSITIVE_INFINITY : range.end + 1;
     this.endExcl = Math.min(wantEnd, span.total ?? span.end);
     this.current = attach(out, span);
-    this.opts.signal?.addEventListener('abort', this.onAbort, { once: true });
     return 'ok';
   }
 
