@@ -1,6 +1,7 @@
 /**
  * Benchmarks: `npm run bench -- merge`, `npm run bench -- ingest` (targets in the README,
- * Benchmarks) and `npm run bench -- memory` (a batch larger than DuckDB's memory limit: peak RSS per limit).
+ * Benchmarks), `npm run bench -- memory` (a batch larger than DuckDB's memory limit: peak RSS per
+ * limit) and `npm run bench -- backfill` (sharded backfills, docs/scaling.md).
  * Each prints its figures as ratios against a baseline measured in the same run, and writes
  * the full result as JSON under `.bench/results/`. Scratch files live in `.bench/` and are
  * removed at the end. `--rows N` runs smaller for a quick check.
@@ -10,11 +11,12 @@ import { join } from 'node:path';
 import { benchMerge } from './bench/merge.js';
 import { benchIngest } from './bench/ingest.js';
 import { benchMemory, memoryRun } from './bench/memory.js';
+import { benchBackfill } from './bench/backfill.js';
 import { BENCH_ROOT } from './bench/workspace.js';
 import type { DeletionVectorSetting } from '../src/engine/merge/write-mode.js';
 import { parseSize } from '../src/config/units.js';
 
-const USAGE = `usage: npm run bench -- <merge|ingest|memory> [options]
+const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill> [options]
 
   merge   MERGE of changed orders into a clustered table vs a full rewrite
     --rows N       table rows (default 10000000)
@@ -38,6 +40,14 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory> [options]
     --files N      landing files (default 50)
     --limits L,…   engine.memoryLimit values (default 256MiB,1GiB,3GiB)
     --repeat N     interleaved repetitions, medians reported (default 3)
+
+  backfill  a backfill of daily partitions by 1, 2 and 4 shards (one process each)
+    --days N           day partitions in the range (default 90)
+    --files N          files per day (default 4)
+    --rows N           rows per file (default 5000)
+    --shards LIST      shard counts, the first the baseline (default 1,2,4)
+    --partitions-per-commit N  whole partitions per commit of every shard (default 1)
+    --repeat N         interleaved repetitions, medians reported (default 2)
 
   common
     --keep         keep the scratch folder under .bench/
@@ -82,6 +92,9 @@ async function main(argv: string[]): Promise<void> {
       changes: { type: 'string' },
       commits: { type: 'string' },
       repeat: { type: 'string' },
+      days: { type: 'string' },
+      shards: { type: 'string' },
+      'partitions-per-commit': { type: 'string' },
       'what-if-rows': { type: 'string' },
       limits: { type: 'string' },
       'no-lean': { type: 'boolean', default: false },
@@ -93,9 +106,23 @@ async function main(argv: string[]): Promise<void> {
   });
   const bench = positionals[0];
   const command = `npm run bench -- ${argv.join(' ')}`;
-  if (values.help || (bench !== 'merge' && bench !== 'ingest' && bench !== 'memory')) {
+  if (values.help || !['merge', 'ingest', 'memory', 'backfill'].includes(bench ?? '')) {
     process.stdout.write(USAGE);
     if (!values.help) process.exitCode = 2;
+    return;
+  }
+  if (bench === 'backfill') {
+    await benchBackfill({
+      days: positiveInt('days', values.days, 90),
+      filesPerDay: positiveInt('files', values.files, 4),
+      rowsPerFile: positiveInt('rows', values.rows, 5000),
+      shards: (values.shards ?? '1,2,4').split(',').map((n) => positiveInt('shards', n.trim(), 1)),
+      partitionsPerCommit: positiveInt('partitions-per-commit', values['partitions-per-commit'], 1),
+      repeat: positiveInt('repeat', values.repeat, 2),
+      keep: values.keep,
+      jsonPath: resultPath('backfill', values.json),
+      command,
+    });
     return;
   }
   if (bench === 'merge') {

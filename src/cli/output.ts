@@ -6,7 +6,7 @@ import prettyBytes from 'pretty-bytes';
 import { redactText, redactValue } from '../log/redact.js';
 import { TidemarkError } from '../errors.js';
 import { EXIT_STORAGE_UNAVAILABLE, exitCodeFor } from './exit-codes.js';
-import type { RunReport, StatusReport } from '../job/report.js';
+import type { BackfillStatusReport, RunReport, StatusReport } from '../job/report.js';
 
 export interface Output {
   write(text: string): void;
@@ -59,6 +59,21 @@ export function formatRun(r: RunReport): string {
   return lines.join('\n') + '\n';
 }
 
+/** The status lines of a backfill: one, plus one per shard when it is split. */
+function backfillLines(b: BackfillStatusReport): string[] {
+  if (!b.shards) return [`  backfill ${b.from}..${b.to}: ${b.status === 'done' ? 'done' : `running, done through ${b.doneThrough ?? '-'}`} (${b.updatedAt})`];
+  const done = b.shards.filter((s) => s.status === 'done').length;
+  const head = `  backfill ${b.from}..${b.to} in ${b.shards.length} shards: ${b.status === 'done' ? 'done' : `${done} of ${b.shards.length} shards done`} (${b.updatedAt})`;
+  return [
+    head,
+    ...b.shards.map((s) => {
+      const part = s.part ? `${s.part.from}..${s.part.to}` : '(empty slice)';
+      const where = s.status === 'running' ? `running, done through ${s.doneThrough ?? '-'}` : s.status;
+      return `    shard ${s.shard} ${part}: ${where}; ${s.filesLoaded} files, ${s.rowsLoaded} rows (${s.updatedAt})`;
+    }),
+  ];
+}
+
 /** A few human lines for one job's status. */
 export function formatStatus(s: StatusReport): string {
   const lines = [
@@ -66,10 +81,7 @@ export function formatStatus(s: StatusReport): string {
     `  watermark: ${s.watermark ?? '-'}   last run: ${s.lastRunAt ?? 'never'}`,
     `  table: version ${s.tableVersion ?? '-'}, ${s.files} files, ${(s.bytes / 1024 / 1024).toFixed(1)} MiB, ${s.rows ?? '?'} rows`,
   ];
-  if (s.backfill) {
-    const b = s.backfill;
-    lines.push(`  backfill ${b.from}..${b.to}: ${b.status === 'done' ? 'done' : `running, done through ${b.doneThrough ?? '-'}`} (${b.updatedAt})`);
-  }
+  if (s.backfill) lines.push(...backfillLines(s.backfill));
   if (s.quarantined.length > 0) {
     lines.push(`  quarantined (${s.quarantined.length}):`, ...s.quarantined.map((q) => `    ${q.key}: ${q.error}`));
   }

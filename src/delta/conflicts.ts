@@ -10,7 +10,8 @@
  *   3. ConcurrentDomainMetadata both wrote the same domain (except `delta.rowTracking`: the
  *                               loser's row ids are recounted from the winner's mark, ./commit-stamps.ts)
  *   4. ConcurrentTransaction    the winner wrote a txn for an appId we read (or write)
- *   5. ConcurrentAppend         the winner added data into partitions we read
+ *   5. ConcurrentAppend         the winner added data into partitions we read (and, when we read
+ *                               by key bounds, within them as its files' statistics tell)
  *   6. ConcurrentDeleteRead     the winner removed (dataChange) a file we read
  *   7. ConcurrentDeleteDelete   the winner removed a file we also remove
  *
@@ -19,11 +20,19 @@
  * metadata: the blind append's rows are serialised after ours. A transaction whose file actions
  * are all dataChange=false (OPTIMIZE) runs at snapshot isolation and skips check 5.
  *
+ * Finer than Spark's partition-level check, as the protocol allows: a MERGE declares the key
+ * bounds it read (ReadSet.keyBounds). A winner's add whose min/max statistics lie outside them
+ * holds no row the MERGE read, so writers of disjoint keys in one partition, or in an unpartitioned
+ * table, pass each other (ConcurrentAppend); and since such a reader lists every file that may
+ * hold its keys, only removes of those files count against it, also when it read 'all' partitions.
+ * Without key bounds, having read 'all' partitions means any dataChange remove conflicts.
+ *
  * Stricter than Spark: any winner protocol change conflicts (Spark re-checks that it can still
  * read and write the new protocol). Protocol upgrades are rare and the caller simply re-plans
  * on the new snapshot, which runs the full feature check.
  */
 import type { Action, AddFile, RemoveFile } from './actions.js';
+import { mayHoldKeys } from './key-bounds.js';
 import { ROW_TRACKING_DOMAIN } from './row-tracking.js';
 import type { ReadSet } from './transaction.js';
 
@@ -91,9 +100,10 @@ export function checkConflicts(read: ReadSet, ours: OurTransaction, winner: Winn
   }
 
   if (!isSnapshotIsolation(ours.actions)) {
-    const added = addedFilesToCheck(w, ours.changesMetadata).find((a) => inReadPartitions(a, read.partitions));
+    const added = addedFilesToCheck(w, ours.changesMetadata).find((a) => inReadPartitions(a, read.partitions) && mayHoldKeys(a, read.keyBounds));
     if (added) {
-      return conflict('ConcurrentAppend', `it added ${added.path} in a partition this transaction read`, added.path);
+      const where = read.keyBounds?.length ? 'in a partition and key range this transaction read' : 'in a partition this transaction read';
+      return conflict('ConcurrentAppend', `it added ${added.path} ${where}`, added.path);
     }
   }
 
@@ -167,10 +177,14 @@ function sameValue(a: string | null | undefined, b: string | null | undefined): 
   return norm(a) === norm(b);
 }
 
-/** A dataChange remove of a file we read; having read the whole table, any dataChange remove counts. */
+/**
+ * A dataChange remove of a file we read. Having read the whole table without key bounds, any
+ * dataChange remove counts; with them, `read.files` lists every file that may hold our keys.
+ */
 function deletedReadFile(removes: RemoveFile[], read: ReadSet): RemoveFile | undefined {
   const changing = removes.filter((r) => r.dataChange);
-  if (read.partitions === 'all' && changing.length > 0) return changing[0];
+  const wholeTable = read.partitions === 'all' && !(read.keyBounds && read.keyBounds.length > 0);
+  if (wholeTable && changing.length > 0) return changing[0];
   const readFiles = new Set(read.files);
   return changing.find((r) => readFiles.has(r.path));
 }

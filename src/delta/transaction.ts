@@ -4,6 +4,7 @@
  */
 import type { Storage } from '../storage/storage.js';
 import type { Action, PartitionValues } from './actions.js';
+import type { KeyBound } from './key-bounds.js';
 
 export interface ReadSet {
   /** Snapshot version the transaction was planned on; -1 when creating the table. */
@@ -15,6 +16,13 @@ export interface ReadSet {
   partitions: 'all' | PartitionValues[];
   /** Paths of data files the transaction scanned (a concurrent remove of one conflicts). */
   files: string[];
+  /**
+   * The transaction read only rows whose key columns lie within these bounds, and `files` lists
+   * every file that may hold such rows (./key-bounds.ts). A concurrent add whose statistics lie
+   * outside them, and a concurrent remove of a file not in `files`, then do not conflict, also
+   * when `partitions` is 'all'. Absent: no such promise.
+   */
+  keyBounds?: KeyBound[];
   /** appIds whose txn version the transaction read (a concurrent txn for one conflicts). */
   appIds: string[];
 }

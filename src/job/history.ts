@@ -79,7 +79,8 @@ function matches(entry: HistoryEntry, opts: HistoryOptions): boolean {
 }
 
 const JOB_APP = /^tidemark\.job\.(.+)$/;
-const BACKFILL_APP = /^tidemark\.backfill\.(.+)$/;
+/** A backfill's appId; a shard's ends in `@shard-K-of-N`. */
+const BACKFILL_APP = /^tidemark\.backfill\.([^@]+)(?:@shard-(\d+)-of-(\d+))?$/;
 
 /** One commit's actions as a history entry. Pure. */
 export function describeCommit(version: number, actions: readonly Action[]): HistoryEntry {
@@ -120,12 +121,16 @@ function ownerOf(actions: readonly Action[], params: Record<string, unknown>): O
   for (const a of actions) {
     if (!('txn' in a)) continue;
     const job = JOB_APP.exec(a.txn.appId)?.[1];
-    const backfillOf = BACKFILL_APP.exec(a.txn.appId)?.[1];
+    const backfill = BACKFILL_APP.exec(a.txn.appId);
+    const backfillOf = backfill?.[1];
     if (job !== undefined) {
       return { kind: params['reset'] !== undefined ? 'reset' : 'run', job, backfill: null, batch: a.txn.version };
     }
     if (backfillOf !== undefined) {
-      return { kind: 'backfill', job: backfillOf, backfill: paramText(params['backfill']), batch: a.txn.version };
+      // Data commits carry the MERGE's parameters, not the range; the appId still names the shard.
+      const shard = backfill?.[2] === undefined ? null : `shard ${backfill[2]}/${backfill[3]}`;
+      const what = [paramText(params['backfill']), shard].filter((p) => p !== null).join(' ');
+      return { kind: 'backfill', job: backfillOf, backfill: what === '' ? null : what, batch: a.txn.version };
     }
   }
   return { kind: null, job: null, backfill: null, batch: null };

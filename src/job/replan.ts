@@ -32,6 +32,8 @@ export interface ReplanOptions {
   giveUpHint?: string;
   /** Log message when re-planning. */
   replanMessage: string;
+  /** Told of each re-plan (reports count them). */
+  onReplan?: () => void;
 }
 
 /** Run `planAndLoad`, planning again after each lost commit race, up to `ctx.maxReplans` in a row. */
@@ -54,6 +56,7 @@ export async function withReplans<T>(opts: ReplanOptions, planAndLoad: () => Pro
           { kind: 'conflict', context: { uri: opts.uri, job: opts.job }, cause: err },
         );
       }
+      opts.onReplan?.();
       const delayMs = replanDelayMs(losses);
       opts.ctx.logger.warn({ job: opts.job, conflict: err.conflict, lostInARow, delayMs }, opts.replanMessage);
       await delay(delayMs, undefined, opts.ctx.signal ? { signal: opts.ctx.signal } : {});

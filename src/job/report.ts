@@ -72,6 +72,10 @@ export interface RunReport extends LoadCounts {
   phases: PhaseTimings;
   /** Commits made by this run (one per batch). */
   commits: number;
+  /** Commits retried at a later version: another writer won the race but touched nothing this run read. */
+  commitRetries: number;
+  /** Races lost to a conflicting writer, after which the run planned again. */
+  replans: number;
   batches: number;
   /** Bytes of the source files loaded (as listed). */
   bytesLoaded?: number;
@@ -101,7 +105,33 @@ export interface StatusReport {
   bytes: number;
   quarantined: Array<{ key: string; error: string; at: string }>;
   /** The job's latest backfill (`tidemark backfill`), absent when it never had one. */
-  backfill?: { from: string; to: string; status: 'running' | 'done'; doneThrough: string | null; updatedAt: string };
+  backfill?: BackfillStatusReport;
+}
+
+/** A backfill as `status` shows it; a sharded one lists every shard (done only when all are). */
+export interface BackfillStatusReport {
+  from: string;
+  to: string;
+  status: 'running' | 'done';
+  /** The cursor (unsharded); null for a sharded backfill (each shard has its own). */
+  doneThrough: string | null;
+  /** The newest update of any shard. */
+  updatedAt: string;
+  shards?: ShardStatus[];
+}
+
+/** One shard's progress. */
+export interface ShardStatus {
+  /** `K/N`. */
+  shard: string;
+  /** Its slice of the range (null: the split left it nothing). */
+  part: { from: string; to: string } | null;
+  /** `pending`: opened, nothing committed by the shard yet. */
+  status: 'pending' | 'running' | 'done';
+  doneThrough: string | null;
+  updatedAt: string;
+  filesLoaded: number;
+  rowsLoaded: number;
 }
 
 /**

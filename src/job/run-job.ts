@@ -41,6 +41,7 @@ export async function runJob(job: JobConfig, ctx: RunContext): Promise<JobOutcom
         } finally {
           const requests = requestsOf(scope);
           if (requests) report.requests = requests;
+          Object.assign(report, scope.contention);
         }
       }),
   );
@@ -72,11 +73,12 @@ class JobRun {
         ownAppId: jobOwner(this.job.name, null).appId,
         subsystem: '[job]',
         replanMessage: 'another writer committed first; re-reading its commit and planning again',
+        onReplan: () => void (this.scope.contention.replans += 1),
       },
       () => this.planAndLoad(),
     );
     const requests = requestsOf(this.scope);
-    return { ...this.report, phases: this.timer.timings(), ...(requests ? { requests } : {}) };
+    return { ...this.report, ...this.scope.contention, phases: this.timer.timings(), ...(requests ? { requests } : {}) };
   }
 
   private async planAndLoad(): Promise<void> {
@@ -196,6 +198,8 @@ export function emptyReport(job: string): RunReport {
     durationMs: 0,
     phases: new PhaseTimer().timings(),
     commits: 0,
+    commitRetries: 0,
+    replans: 0,
     batches: 0,
     bytesLoaded: 0,
   };

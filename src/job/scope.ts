@@ -26,6 +26,16 @@ export interface JobScope {
   source: Storage;
   /** The target table (it need not exist yet). */
   table: DeltaTable;
+  /** How often this command met other writers of the table (reports show it). */
+  contention: Contention;
+}
+
+/** Commit races of one command: retries that needed no new plan, and re-plans after a conflict. */
+export interface Contention {
+  /** Commits retried at a later version because a winner touched nothing this commit read. */
+  commitRetries: number;
+  /** Lost races whose winner conflicted with what was read: the command planned again. */
+  replans: number;
 }
 
 /**
@@ -82,7 +92,7 @@ export async function withJobScope<T>(job: JobConfig, ctx: RunContext, label: st
     const { singleWriter } = targetStorageConfig(ctx.storage, job);
     const table = openTable(openTarget(job, ctx.storage, ctx.openStorage, budget), { session, spool }, { singleWriter });
     const source = openSource(job, ctx.storage, ctx.openStorage, budget);
-    return await fn({ job, ctx, spool, session, source, table });
+    return await fn({ job, ctx, spool, session, source, table, contention: { commitRetries: 0, replans: 0 } });
   } catch (err) {
     throw spoolDiskFull(err, spool) ?? err;
   } finally {

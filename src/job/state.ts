@@ -79,7 +79,12 @@ export function stateActions(state: JobState, now = Date.now()): Action[] {
   ];
 }
 
-/** The job as the owner of the state a batch commits; it also reads the tombstones of its backfill. */
+/** The job's tombstones, for another owner's MERGE (its backfill) to read. */
+export function jobTombstones(snapshot: Snapshot | null, job: string): Array<{ folder: string; state: TombstoneState | undefined }> {
+  return [{ folder: job, state: readJobState(snapshot, job).tombstones }];
+}
+
+/** The job as the owner of the state a batch commits; it also reads the tombstones of its backfill (every shard's). */
 export function jobOwner(job: string, snapshot: Snapshot | null): StateOwner<JobState> {
   return {
     appId: jobAppId(job),

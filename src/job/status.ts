@@ -8,9 +8,11 @@ import type { Snapshot } from '../delta/snapshot.js';
 import type { Storage } from '../storage/storage.js';
 import { readHistory } from './history.js';
 import { totalRecords } from '../delta/stats.js';
-import { readBackfillState } from './backfill/state.js';
+import { describeShard } from './backfill/shard.js';
+import { currentBackfill } from './backfill/start.js';
+import { readBackfillStates, shardOf, type BackfillState } from './backfill/state.js';
 import type { RunContext } from './context.js';
-import { outcomeOf, type JobOutcome, type StatusReport } from './report.js';
+import { outcomeOf, type BackfillStatusReport, type JobOutcome, type ShardStatus, type StatusReport } from './report.js';
 import { withJobScope } from './scope.js';
 import { readJobState } from './state.js';
 import { describeWatermark } from './watermark.js';
@@ -59,8 +61,26 @@ function statusOf(job: JobConfig, snapshot: Snapshot | null): StatusReport {
   };
 }
 
-/** The `backfill` field: the latest backfill's range and progress. */
-function backfillOf(snapshot: Snapshot | null, job: string): Pick<StatusReport, 'backfill'> {
-  const b = readBackfillState(snapshot, job);
-  return b ? { backfill: { from: b.from, to: b.to, status: b.status, doneThrough: b.doneThrough, updatedAt: b.updatedAt } } : {};
+/** The `backfill` field: the latest backfill's range and progress (every shard's, when split). */
+function backfillOf(snapshot: Snapshot | null, job: string): { backfill?: BackfillStatusReport } {
+  const states = currentBackfill(readBackfillStates(snapshot, job).values());
+  const first = states[0];
+  if (!first) return {};
+  const updatedAt = states.reduce((max, s) => (s.updatedAt > max ? s.updatedAt : max), first.updatedAt);
+  const status = states.every((s) => s.status === 'done') ? 'done' : 'running';
+  if (!first.shard) return { backfill: { from: first.from, to: first.to, status, doneThrough: first.doneThrough, updatedAt } };
+  return { backfill: { from: first.from, to: first.to, status, doneThrough: null, updatedAt, shards: states.map(shardStatus) } };
+}
+
+function shardStatus(s: BackfillState): ShardStatus {
+  const pending = s.status === 'running' && s.doneThrough === null && s.loaded.length === 0 && s.totals.filesLoaded === 0;
+  return {
+    shard: describeShard(shardOf(s)),
+    part: s.part ?? null,
+    status: pending ? 'pending' : s.status,
+    doneThrough: s.doneThrough,
+    updatedAt: s.updatedAt,
+    filesLoaded: s.totals.filesLoaded,
+    rowsLoaded: s.totals.rowsLoaded,
+  };
 }

@@ -13,7 +13,9 @@
 import type { Action } from '../delta/actions.js';
 import { ENABLE_CHANGE_DATA_FEED } from '../delta/change-data.js';
 import type { Snapshot } from '../delta/snapshot.js';
+import type { KeyBound } from '../delta/key-bounds.js';
 import type { CommitRequest } from '../delta/transaction.js';
+import { batchKeyBounds } from '../engine/batch-key-bounds.js';
 import { SOURCE_FILE, SOURCE_ROW } from '../engine/load.js';
 import { stageAppend, stageMerge, type AppendSummary, type MergeSummary, type StagedWrite, type WriteTarget } from '../engine/merge/index.js';
 import type { LoadedBatch } from './load-batch.js';
@@ -174,7 +176,8 @@ async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pro
       if (staged.summary.filesAdded > 0) await scope.ctx.hooks?.afterWrite?.(opts.batchNo);
       // The tombstone file is written before the commit that lists it: a failed commit leaves an orphan.
       const state = withTombstones(opts.state, await tombstones.own.record(staged.deletes));
-      const version = await commitWith(opts, staged, state);
+      const keyBounds = opts.snapshot ? await batchKeyBounds(scope.session, opts.batch.table, opts.snapshot, job.target.key!) : [];
+      const version = await commitWith(opts, staged, state, keyBounds);
       await tombstones.own.purge();
       const { inserted, updated, deleted, skippedStale, unchanged } = staged.summary;
       return { version, counts: { inserted, updated, deleted, skippedStale, unchanged, ...fileCounts(staged.summary) }, state };
@@ -186,12 +189,17 @@ async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pro
   }
 }
 
-/** Commit the staged write with the owner's state in the same version. */
-async function commitWith<S extends OwnedState>(opts: WriteBatchOptions<S>, staged: StagedWrite, state: S): Promise<number> {
+/**
+ * Commit the staged write with the owner's state in the same version. A MERGE's read names the
+ * batch's key bounds, so a concurrent writer of other keys (another job, another shard) adding
+ * files outside them does not conflict with it (../delta/conflicts.ts).
+ */
+async function commitWith<S extends OwnedState>(opts: WriteBatchOptions<S>, staged: StagedWrite, state: S, keyBounds: KeyBound[] = []): Promise<number> {
+  const read = { ...staged.request.read, appIds: unique([...staged.request.read.appIds, opts.owner.appId]) };
   const request: CommitRequest = {
     ...staged.request,
     actions: [...staged.request.actions, ...opts.owner.actions(state)],
-    read: { ...staged.request.read, appIds: unique([...staged.request.read.appIds, opts.owner.appId]) },
+    read: keyBounds.length > 0 && read.readVersion >= 0 ? { ...read, keyBounds } : read,
   };
   return commit(opts, request);
 }
@@ -218,9 +226,10 @@ async function commitStateOnly<S extends OwnedState>(opts: WriteBatchOptions<S>)
 
 /** The commit point, between the beforeCommit hook and the table's commit loop. */
 async function commit<S extends OwnedState>(opts: WriteBatchOptions<S>, request: CommitRequest): Promise<number> {
-  const { ctx, table } = opts.scope;
+  const { ctx, table, contention } = opts.scope;
   await ctx.hooks?.beforeCommit?.(opts.batchNo);
-  const result = await opts.timer.time('commit', () => table.commit(request, ctx.signal ? { signal: ctx.signal } : {}));
+  const onRetry = () => void (contention.commitRetries += 1);
+  const result = await opts.timer.time('commit', () => table.commit(request, { onRetry, ...(ctx.signal ? { signal: ctx.signal } : {}) }));
   return result.version;
 }
 

@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import type { DiscoveredFile } from '../../src/discovery/index.js';
 import type { PartitionWalk } from '../../src/discovery/partitions.js';
 import { ConfigError } from '../../src/errors.js';
-import { decideStart } from '../../src/job/backfill/run.js';
+import { decideStart } from '../../src/job/backfill/start.js';
+import { WHOLE_RANGE } from '../../src/job/backfill/shard.js';
 import { planPartitionBackfill, startState, stateAfter, type PlannedBatch } from '../../src/job/backfill/plan.js';
 import { parseBackfillRange } from '../../src/job/backfill/range.js';
 import type { BackfillState } from '../../src/job/backfill/state.js';
@@ -54,19 +55,25 @@ describe('parseBackfillRange', () => {
 const range = { mode: 'partition' as const, from: '2026-11-01', to: '2026-11-07' };
 const state = (patch: Partial<BackfillState>): BackfillState => ({ ...startState('orders', range, null, new Date(0)), ...patch });
 
+/** decideStart for the unsharded backfill whose only state is `prev`: the decision's kind. */
+function start(prev: BackfillState | null, r: typeof range, restart: boolean): string {
+  const states = new Map(prev ? [['tidemark.backfill.orders', prev]] : []);
+  return decideStart('orders', states, r, WHOLE_RANGE, restart).kind;
+}
+
 describe('decideStart', () => {
   it('no state: fresh; same range unfinished: resume; same range done: already-done; restart: fresh', () => {
-    expect(decideStart('orders', null, range, false)).toBe('fresh');
-    expect(decideStart('orders', state({ doneThrough: '2026-11-03' }), range, false)).toBe('resume');
-    expect(decideStart('orders', state({ status: 'done' }), range, false)).toBe('already-done');
-    expect(decideStart('orders', state({ status: 'done' }), range, true)).toBe('fresh');
+    expect(start(null, range, false)).toBe('fresh');
+    expect(start(state({ doneThrough: '2026-11-03' }), range, false)).toBe('resume');
+    expect(start(state({ status: 'done' }), range, false)).toBe('already-done');
+    expect(start(state({ status: 'done' }), range, true)).toBe('fresh');
   });
 
   it('another range: fresh when the last one is done, refused (ConfigError) while it is unfinished, unless restart', () => {
     const other = { ...range, to: '2026-11-08' };
-    expect(decideStart('orders', state({ status: 'done' }), other, false)).toBe('fresh');
-    expect(() => decideStart('orders', state({ doneThrough: '2026-11-02' }), other, false)).toThrow(/unfinished \(done through 2026-11-02\)/);
-    expect(decideStart('orders', state({ doneThrough: '2026-11-02' }), other, true)).toBe('fresh');
+    expect(start(state({ status: 'done' }), other, false)).toBe('fresh');
+    expect(() => start(state({ doneThrough: '2026-11-02' }), other, false)).toThrow(/unfinished \(done through 2026-11-02\)/);
+    expect(start(state({ doneThrough: '2026-11-02' }), other, true)).toBe('fresh');
   });
 });
 
@@ -111,6 +118,24 @@ describe('planPartitionBackfill', () => {
     const plan = planPartitionBackfill(walkOf({ '2026-11-01': ['a.csv'], '2026-11-02': ['b.csv', '_SUCCESS'] }), { doneThrough: null, loaded: [] }, { ...limits, requireSuccessMarker: true });
     expect(plan.batches.map((b) => b.partition)).toEqual(['2026-11-02']);
     expect(plan.skipped).toContainEqual({ key: '2026/11/01/a.csv', reason: 'no success marker' });
+  });
+
+  it('partitionsPerCommit: whole consecutive partitions share a batch within the limits; a split partition is never grouped', () => {
+    const walk = walkOf({ '2026-11-01': ['a.csv'], '2026-11-02': ['b.csv'], '2026-11-03': ['c.csv', 'd.csv', 'e.csv'], '2026-11-04': ['f.csv'], '2026-11-05': ['g.csv'], '2026-11-06': ['h.csv'] });
+    const plan = planPartitionBackfill(walk, { doneThrough: null, loaded: [] }, { ...limits, maxFiles: 3, partitionsPerCommit: 3 });
+    expect(plan.batches.map((b) => [b.partition, b.closesPartition, b.files.map((f) => f.key.slice(11))])).toEqual([
+      ['2026-11-02', true, ['a.csv', 'b.csv']],
+      ['2026-11-03', true, ['c.csv', 'd.csv', 'e.csv']],
+      ['2026-11-06', true, ['f.csv', 'g.csv', 'h.csv']],
+    ]);
+    const split = planPartitionBackfill(walk, { doneThrough: null, loaded: [] }, { ...limits, partitionsPerCommit: 3 });
+    expect(split.batches.map((b) => [b.partition, b.closesPartition, b.files.length])).toEqual([
+      ['2026-11-02', true, 2],
+      ['2026-11-03', false, 2],
+      ['2026-11-03', true, 1],
+      ['2026-11-05', true, 2],
+      ['2026-11-06', true, 1],
+    ]);
   });
 
   it('source.include/exclude: a file the filter leaves out is skipped as excluded, matched on its whole key', () => {

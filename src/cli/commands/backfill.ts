@@ -5,12 +5,14 @@
  *
  * Mount with `addBackfillCommands(program, { io, setExitCode })` from main.ts.
  */
-import type { Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { runBackfill } from '../../job/backfill/run.js';
+import type { ShardPlan } from '../../job/backfill/split.js';
 import { resetJob } from '../../job/reset.js';
 import { forEachJob } from '../job-loop.js';
 import type { CliIO, CommandHost } from '../io.js';
 import { jobOption, withCommonOptions, type CommonFlags } from '../options.js';
+import { shardSelectionOf, type ShardFlags } from '../shard-flags.js';
 
 /** The shared flags (`--job` differs: repeatable for backfill, exactly one for reset). */
 interface BaseFlags extends Omit<CommonFlags, 'job'> {
@@ -18,11 +20,12 @@ interface BaseFlags extends Omit<CommonFlags, 'job'> {
   force?: boolean;
 }
 
-interface BackfillFlags extends BaseFlags {
+interface BackfillFlags extends BaseFlags, ShardFlags {
   from: string;
   to: string;
   job?: string[];
   restart?: boolean;
+  partitionsPerCommit?: number;
 }
 
 interface ResetFlags extends BaseFlags {
@@ -47,8 +50,21 @@ Interrupted? Run the same command again: it continues after the last committed p
 A completed range is a no-op (--restart loads it again). Another range is refused while one is
 unfinished (--restart abandons it). Append-mode jobs need --force (rows are appended again).
 
-Example:
+Shards: N workers share one backfill, each running --shard K/N (K = 0 … N-1). Shard K takes
+the K-th of N runs of consecutive partitions of the range (sizes differ by at most one; by
+modified: the K-th of N equal time intervals), keeps its own progress (txn appId
+tidemark.backfill.<job>@shard-K-of-N) and commits per partition. Shards run at the same time as
+each other and as the hourly run; \`tidemark status\` shows every shard. A finished shard's rerun
+is a no-op; --restart starts that shard over. --shard all/N --dry-run shows the split and what
+each shard would load; --shard all/N --restart starts every shard over (then run the workers).
+The index may come from the scheduler: --shards N --shard-index-env JOB_COMPLETION_INDEX
+(Kubernetes Indexed Job) or AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch array job); or set
+TIDEMARK_SHARD=K/N when no shard flag is given.
+
+Examples:
   tidemark backfill --job orders --from 2026-11-01 --to 2026-11-07
+  tidemark backfill --job orders --from 2026-01-01 --to 2026-03-31 --shard 2/4
+  tidemark backfill --job orders --from 2026-01-01 --to 2026-03-31 --shards 4 --shard-index-env JOB_COMPLETION_INDEX
 `;
 
 const RESET_HELP = `
@@ -73,7 +89,15 @@ export function addBackfillCommands(program: Command, cli: CommandHost): void {
     .requiredOption('--from <P>', 'first partition (or timestamp) of the range')
     .requiredOption('--to <P>', 'last partition (or timestamp) of the range, included')
     .addOption(jobOption())
-    .option('--restart', 'load the range from its start again, even when done; abandons an unfinished backfill of another range')
+    .option('--shard <K/N>', 'run shard K (0-based) of N of the range; all/N with --dry-run or --restart: every shard (default: $TIDEMARK_SHARD, else the whole range)')
+    .option('--shards <N>', 'the number of shards, with --shard-index-env')
+    .option('--shard-index-env <NAME>', "read this worker's 0-based shard index from environment variable NAME (JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX)")
+    .option('--restart', 'load the range (or this shard) from its start again, even when done; abandons an unfinished backfill of another range')
+    .addOption(
+      new Option('--partitions-per-commit <N>', 'load up to N consecutive whole partitions in one commit (fewer, larger commits: less contention with many workers)')
+        .argParser(positiveInteger('--partitions-per-commit'))
+        .default(1),
+    )
     .option('--force', 'allow a backfill of an append-mode job (rows already loaded are appended again)')
     .option('--dry-run', 'list the files the backfill would load; change nothing')
     .addHelpText('after', BACKFILL_HELP)
@@ -88,9 +112,26 @@ export function addBackfillCommands(program: Command, cli: CommandHost): void {
     .action(async (flags: ResetFlags) => cli.setExitCode(await resetCommand(flags, cli.io)));
 }
 
+/** A commander parser of a whole number of at least 1. */
+function positiveInteger(flag: string): (value: string) => number {
+  return (value) => {
+    if (!/^\s*\d+\s*$/.test(value) || Number(value) < 1) throw new InvalidArgumentError(`${flag} takes a whole number of at least 1`);
+    return Number(value);
+  };
+}
+
 /** Backfill each selected job over the range; resolves to the exit code. */
 export function backfillCommand(flags: BackfillFlags, io: CliIO): Promise<number> {
-  const opts = { from: flags.from, to: flags.to, restart: flags.restart ?? false, force: flags.force ?? false, dryRun: flags.dryRun ?? false };
+  const shard = shardSelectionOf(flags);
+  const opts = {
+    from: flags.from,
+    to: flags.to,
+    restart: flags.restart ?? false,
+    force: flags.force ?? false,
+    dryRun: flags.dryRun ?? false,
+    partitionsPerCommit: flags.partitionsPerCommit ?? 1,
+    ...(shard ? { shard } : {}),
+  };
   return forEachJob(flags, io, { command: 'backfill', run: (job, ctx) => runBackfill(job, ctx, opts), format: formatReport });
 }
 
@@ -112,13 +153,30 @@ export function formatReport(report: object): string {
       `  the next run loads what follows ${s('watermark')} (${s('filesRemembered')} files up to it stay remembered as loaded)\n`
     );
   }
-  const head = `${s('job')}: backfill ${s('from')}..${s('to')}`;
+  const shard = r['shard'] === undefined ? '' : ` shard ${s('shard')}`;
+  const part = r['part'] === undefined ? '' : r['part'] === null ? ' (empty slice)' : ` (${(r['part'] as { from: string }).from}..${(r['part'] as { to: string }).to})`;
+  const head = `${s('job')}: backfill ${s('from')}..${s('to')}${shard}${part}`;
   if (r['status'] === 'already-done') return `${head} already done (table version ${s('tableVersion')}); --restart loads it again\n`;
+  if (r['status'] === 'reset') return `${head}: every shard starts over (table version ${s('tableVersion')}); now run the shards\n`;
+  if (r['split']) return formatSplit(head, r['split'] as ShardPlan[]);
   const lines = [
     `${head} ${s('status')} in ${(Number(r['durationMs'] ?? 0) / 1000).toFixed(1)}s; table version ${s('tableVersion')}; job watermark ${s('watermark')} (unchanged)`,
     `  ${s('partitionsListed')} partitions listed${r['resumedFrom'] ? `, resumed after ${s('resumedFrom')}` : ''}; ${s('filesLoaded')} of ${s('filesPlanned')} files loaded in ${s('commits')} commits`,
     `  rows: ${s('rowsRead')} read, ${s('rowsAfterDedupe')} after dedupe; ${s('inserted')} inserted, ${s('updated')} updated, ${s('deleted')} deleted, ${s('skippedStale')} stale skipped`,
   ];
+  if (Number(r['replans'] ?? 0) + Number(r['commitRetries'] ?? 0) > 0) {
+    lines.push(`  other writers: ${s('replans')} conflicting commits (planned again), ${s('commitRetries')} commits retried at a later version`);
+  }
   if (r['status'] === 'dry-run') lines.push(...((r['plannedFiles'] as string[] | undefined) ?? []).map((k) => `    + ${k}`));
+  return lines.join('\n') + '\n';
+}
+
+/** `--shard all/N --dry-run`: one line per shard. */
+function formatSplit(head: string, split: readonly ShardPlan[]): string {
+  const lines = [`${head}: dry-run, ${split.length} shards`];
+  for (const p of split) {
+    const part = p.part ? `${p.part.from}..${p.part.to}` : '(empty slice)';
+    lines.push(`  shard ${p.shard} ${part}: ${p.status}${p.doneThrough ? ` through ${p.doneThrough}` : ''}; would load ${p.files} files (${p.bytes} bytes)`);
+  }
   return lines.join('\n') + '\n';
 }

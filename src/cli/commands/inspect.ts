@@ -145,7 +145,7 @@ function byText(c: HistoryEntry): string {
   const batch = c.batch === null ? '' : ` #${c.batch}`;
   if (c.kind === 'run') return `run${batch}`;
   if (c.kind === 'reset') return `reset${batch}`;
-  if (c.kind === 'backfill') return `backfill ${c.backfill ?? ''}${batch}`.trim();
+  if (c.kind === 'backfill') return `backfill${c.backfill ? ` ${c.backfill}` : ''}${batch}`;
   if (c.kind === 'optimize') return 'optimize';
   return 'other writer';
 }

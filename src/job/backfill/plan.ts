@@ -24,8 +24,9 @@ import { describeRange, type BackfillRange } from './range.js';
 import type { BackfillEntry, BackfillState } from './state.js';
 import { withQuarantined } from '../quarantine.js';
 import type { QuarantinedFile } from '../quarantine.js';
+import type { Shard } from './shard.js';
 
-/** Files of one commit; never more than one partition's. */
+/** Files of one commit; never more than one partition's, unless whole partitions are grouped (`partitionsPerCommit`). */
 export interface PlannedBatch {
   files: DiscoveredFile[];
   /** Partition id (partition mode), or null. */
@@ -56,20 +57,24 @@ export interface BackfillCursor {
   loaded: readonly BackfillEntry[];
 }
 
-/** Listing limits. */
+/** Listing limits, and how many whole partitions one commit may take. */
 export interface ListBackfillOptions {
   concurrency: number;
   signal?: AbortSignal;
+  /** Consecutive partitions loaded in one commit, when they fit the batch limits (default 1). */
+  partitionsPerCommit?: number;
 }
 
-/** List what the rest of the range needs and plan it. */
-export async function listBackfill(source: Storage, job: JobConfig, range: BackfillRange, cursor: BackfillCursor, opts: ListBackfillOptions): Promise<BackfillPlan> {
+/** List what the rest of the range needs and plan it (a null range, a shard's empty slice, needs nothing). */
+export async function listBackfill(source: Storage, job: JobConfig, range: BackfillRange | null, cursor: BackfillCursor, opts: ListBackfillOptions): Promise<BackfillPlan> {
+  if (range === null) return emptyPlan();
   const d = job.source.discover;
   const limits: PlanLimits = {
     maxFiles: job.maxFilesPerBatch,
     maxBytes: job.maxBytesPerBatch,
     requireSuccessMarker: d.requireSuccessMarker,
     selects: compileKeyFilter({ ...(job.source.include ? { include: job.source.include } : {}), ...(job.source.exclude ? { exclude: job.source.exclude } : {}) }),
+    partitionsPerCommit: opts.partitionsPerCommit ?? 1,
   };
   if (range.mode === 'partition') {
     if (d.by !== 'partition') throw new Error('[backfill] a partition range for a job discovering by modification time');
@@ -90,6 +95,8 @@ export interface PlanLimits {
   requireSuccessMarker: boolean;
   /** True for keys (relative to the source root) that `source.include`/`source.exclude` let through. */
   selects: KeyFilter;
+  /** Consecutive whole partitions one batch may take (default 1: a commit per partition). */
+  partitionsPerCommit?: number;
 }
 
 /** Plan the partitions of a walk (pure): every data file not yet loaded by this backfill. */
@@ -113,7 +120,41 @@ export function planPartitionBackfill(walk: PartitionWalk, cursor: BackfillCurso
     const batches = splitBatches(files, limits.maxFiles, limits.maxBytes);
     batches.forEach((b, i) => plan.batches.push({ files: b, partition: part.id, closesPartition: i === batches.length - 1 }));
   }
+  plan.batches = groupPartitions(plan.batches, limits);
   return withTotals(plan);
+}
+
+/**
+ * Coarser commits (`partitionsPerCommit` > 1): consecutive partitions that each fit one batch are
+ * loaded together while the group stays within the batch limits. A group's batch names its last
+ * partition, so the cursor moves past the whole group; a partition split over several batches
+ * is never grouped. Fewer commits per shard means less contention on the log (docs/scaling.md).
+ */
+function groupPartitions(batches: readonly PlannedBatch[], limits: PlanLimits): PlannedBatch[] {
+  const most = limits.partitionsPerCommit ?? 1;
+  if (most <= 1) return [...batches];
+  interface Group {
+    batch: PlannedBatch;
+    partitions: number;
+    bytes: number;
+  }
+  const out: PlannedBatch[] = [];
+  let group: Group | null = null;
+  for (const [i, b] of batches.entries()) {
+    const whole = b.closesPartition && (i === 0 || batches[i - 1]!.closesPartition);
+    const bytes = b.files.reduce((n, f) => n + f.size, 0);
+    const fits = group !== null && whole && group.partitions < most && group.batch.files.length + b.files.length <= limits.maxFiles && group.bytes + bytes <= limits.maxBytes;
+    if (group !== null && fits) {
+      group = { batch: { files: [...group.batch.files, ...b.files], partition: b.partition, closesPartition: true }, partitions: group.partitions + 1, bytes: group.bytes + bytes };
+      continue;
+    }
+    if (group !== null) out.push(group.batch);
+    group = null;
+    if (whole) group = { batch: b, partitions: 1, bytes };
+    else out.push(b);
+  }
+  if (group !== null) out.push(group.batch);
+  return out;
 }
 
 /** Plan a listing by LastModified (pure): files in [from, to] after the cursor, oldest first. */
@@ -160,13 +201,18 @@ function withTotals(plan: BackfillPlan): BackfillPlan {
   return { ...plan, files: all.length, bytes: all.reduce((n, f) => n + f.size, 0) };
 }
 
-/** A fresh state for `range`, keeping the txn version and tombstones of the previous backfill. */
-export function startState(job: string, range: BackfillRange, prev: BackfillState | null, now: Date): BackfillState {
+/**
+ * A fresh state for `range` (of shard `part.shard`, loading `part.slice`; of backfill number
+ * `generation`), keeping the txn version and tombstones of the state that held the same appId before.
+ */
+export function startState(job: string, range: BackfillRange, prev: BackfillState | null, now: Date, part?: ShardPart, generation = 0): BackfillState {
   return {
     stateVersion: 1,
     job,
     mode: range.mode,
     ...describeRange(range),
+    ...(part && part.shard.count > 1 ? { shard: part.shard, part: part.slice ? describeRange(part.slice) : null } : {}),
+    ...(generation > 0 ? { generation } : {}),
     status: 'running',
     batch: prev?.batch ?? 0,
     doneThrough: null,
@@ -176,6 +222,17 @@ export function startState(job: string, range: BackfillRange, prev: BackfillStat
     totals: { filesLoaded: 0, rowsLoaded: 0 },
     ...(prev?.tombstones ? { tombstones: prev.tombstones } : {}),
   };
+}
+
+/** One shard and its slice of the range (null: the split left it nothing). */
+export interface ShardPart {
+  shard: Shard;
+  slice: BackfillRange | null;
+}
+
+/** Where the state's cursor ends once done: the end of its slice (or of the range when not split). */
+function endOf(state: BackfillState): string | null {
+  return state.part === undefined ? state.to : (state.part?.to ?? null);
 }
 
 /** What a batch loaded: its files (quarantined ones included: they are done too), rows, files set aside. */
@@ -198,7 +255,7 @@ export function stateAfter(prev: BackfillState, batch: PlannedBatch, done: Loade
     totals: { filesLoaded: prev.totals.filesLoaded + loaded.length - quarantined.length, rowsLoaded: prev.totals.rowsLoaded + rowsRead },
     ...(quarantined.length > 0 ? { quarantined: withQuarantined(prev.quarantined ?? [], quarantined) } : {}),
   };
-  if (opts.last) return { ...base, status: 'done', doneThrough: prev.to, loaded: [] };
+  if (opts.last) return { ...base, status: 'done', doneThrough: endOf(prev), loaded: [] };
   const entries = loaded.map((f) => ({ key: f.key, etag: f.etag }));
   if (batch.partition !== null) {
     return batch.closesPartition ? { ...base, doneThrough: batch.partition, loaded: [] } : { ...base, loaded: [...prev.loaded, ...entries] };
@@ -212,5 +269,5 @@ export function stateAfter(prev: BackfillState, batch: PlannedBatch, done: Loade
 
 /** A state marking the range done without data (the rest of the range held nothing to load). */
 export function doneState(prev: BackfillState, now: Date): BackfillState {
-  return { ...prev, batch: prev.batch + 1, status: 'done', doneThrough: prev.to, loaded: [], updatedAt: now.toISOString() };
+  return { ...prev, batch: prev.batch + 1, status: 'done', doneThrough: endOf(prev), loaded: [], updatedAt: now.toISOString() };
 }

@@ -12,6 +12,9 @@
  *   re-reading the table and planning the rest of the range again, like a run does.
  * - Ranges: the same range after an interruption resumes; a completed range is a no-op unless
  *   `restart`; another range is refused while one is unfinished (unless `restart`, which abandons it).
+ * - Shards (`--shard K/N`, ./shard.ts): each loads its own slice of the range under its own state,
+ *   so N workers share one backfill; ./start.ts decides how each starts, ./open-split.ts opens a
+ *   new split, and `--shard all/N` (./split.ts) shows or restarts every shard at once.
  * - Append mode reloads rows the job may already hold (duplicates): refused unless `force`.
  */
 import type { JobConfig } from '../../config/schema.js';
@@ -25,13 +28,17 @@ import { preflightJob } from '../preflight.js';
 import { withReplans } from '../replan.js';
 import { noLoadCounts, timedOutcome, type JobOutcome, type LoadCounts, type ReportedError } from '../report.js';
 import { requestsOf, withJobScope, type JobScope } from '../scope.js';
-import { readJobState } from '../state.js';
+import { jobTombstones, readJobState } from '../state.js';
 import { describeWatermark } from '../watermark.js';
 import type { StateOwner } from '../write-batch.js';
 import type { RequestCounts } from '../../storage/storage.js';
+import { describeSlice, openedStates, openSplitRequest, sliceOf } from './open-split.js';
 import { doneState, listBackfill, startState, stateAfter, type BackfillPlan } from './plan.js';
 import { describeRange, parseBackfillRange, type BackfillRange } from './range.js';
-import { backfillActions, backfillAppId, backfillTombstoneFolder, readBackfillState, type BackfillState } from './state.js';
+import { describeShard, shardSlice, WHOLE_RANGE, type Shard, type ShardSelection } from './shard.js';
+import { planSplit, type ShardPlan } from './split.js';
+import { decideStart, generationOf } from './start.js';
+import { backfillActions, backfillAppId, backfillTombstoneFolder, backfillTombstones, readBackfillStates, type BackfillState } from './state.js';
 
 /** What to backfill. */
 export interface BackfillOptions {
@@ -39,7 +46,11 @@ export interface BackfillOptions {
   from: string;
   /** Last partition (or timestamp) of the range, included. */
   to: string;
-  /** Start the range over (also when done), abandoning any unfinished backfill of the job. */
+  /** The shard to run (`--shard K/N`), or every shard (`--shard all/N`: dry-run or restart only); default the whole range. */
+  shard?: ShardSelection;
+  /** Consecutive whole partitions per commit (default 1: one commit per partition). */
+  partitionsPerCommit?: number;
+  /** Start the shard (or the range) over, also when done; abandons an unfinished backfill of another range. */
   restart?: boolean;
   /** Allow an append-mode backfill (rows already loaded are appended again). */
   force?: boolean;
@@ -47,8 +58,8 @@ export interface BackfillOptions {
   dryRun?: boolean;
 }
 
-/** succeeded: the range is now done; already-done: it was, nothing to do. */
-export type BackfillStatus = 'succeeded' | 'already-done' | 'dry-run' | 'failed';
+/** succeeded: the range (or shard) is now done; already-done: it was, nothing to do; reset: every shard starts over. */
+export type BackfillStatus = 'succeeded' | 'already-done' | 'dry-run' | 'reset' | 'failed';
 
 /** What a backfill reports (one JSON object per job with --json). */
 export interface BackfillReport extends LoadCounts {
@@ -58,6 +69,12 @@ export interface BackfillReport extends LoadCounts {
   /** The range, normalised (partition ids or ISO timestamps). */
   from: string;
   to: string;
+  /** The shard this command ran (`K/N`); absent when the range is not split. */
+  shard?: string;
+  /** The shard's slice of the range (null: the split left it nothing); absent when not split. */
+  part?: { from: string; to: string } | null;
+  /** With `--shard all/N --dry-run`: what each shard would load. */
+  split?: ShardPlan[];
   /** The cursor an interrupted backfill resumed from; null when it started at `from`. */
   resumedFrom: string | null;
   /** The committed cursor after this invocation (the range end once done). */
@@ -66,6 +83,10 @@ export interface BackfillReport extends LoadCounts {
   filesPlanned: number;
   bytesLoaded: number;
   commits: number;
+  /** Commits retried at a later version: another writer won the race but touched nothing this backfill read. */
+  commitRetries: number;
+  /** Races lost to a conflicting writer, after which the backfill planned the rest again. */
+  replans: number;
   tableVersion: number | null;
   /** The job's own watermark: a backfill leaves it where it was. */
   watermark: string | null;
@@ -82,20 +103,6 @@ export interface BackfillReport extends LoadCounts {
   error?: ReportedError;
 }
 
-/** Decide how a backfill of `range` starts, given the committed state; throws ConfigError to refuse. */
-export function decideStart(job: string, prev: BackfillState | null, range: BackfillRange, restart: boolean): 'fresh' | 'resume' | 'already-done' {
-  if (prev === null || restart) return 'fresh';
-  const { from, to } = describeRange(range);
-  const same = prev.mode === range.mode && prev.from === from && prev.to === to;
-  if (same) return prev.status === 'done' ? 'already-done' : 'resume';
-  if (prev.status === 'done') return 'fresh';
-  throw new ConfigError(
-    `[backfill] job ${job}: a backfill of ${prev.from}..${prev.to} is unfinished (done through ${prev.doneThrough ?? 'nothing yet'}); ` +
-      `run it again with --from ${prev.from} --to ${prev.to} to finish it, or pass --restart to abandon it and backfill ${from}..${to}`,
-    { field: 'from', job, unfinished: `${prev.from}..${prev.to}` },
-  );
-}
-
 /**
  * Backfill `job` over a range. Never throws: a refused range or a failure is a failed outcome
  * whose report says what was committed before it.
@@ -107,7 +114,8 @@ export async function runBackfill(job: JobConfig, ctx: RunContext, opts: Backfil
   const progress = (): BackfillReport => ({ ...(report ?? refused()), phases: timer.timings() });
   return timedOutcome(progress, async () => {
     const range = parseBackfillRange(job, opts.from, opts.to);
-    report = emptyBackfillReport(job.name, range);
+    const selection = opts.shard ?? { kind: 'one', shard: WHOLE_RANGE };
+    report = emptyBackfillReport(job.name, range, selection);
     if (job.target.mode === 'append' && !opts.force && !opts.dryRun) {
       throw new ConfigError(
         `[backfill] job ${job.name} appends (target.mode: append): a backfill appends every row of the range again, duplicating rows already loaded; ` +
@@ -115,13 +123,20 @@ export async function runBackfill(job: JobConfig, ctx: RunContext, opts: Backfil
         { field: 'force', job: job.name },
       );
     }
+    if (selection.kind === 'all' && !opts.dryRun && !opts.restart) {
+      throw new ConfigError(
+        `[backfill] --shard all/${selection.count} shows (--dry-run) or restarts (--restart) every shard; to load, run each shard with --shard K/${selection.count}`,
+        { field: 'shard', job: job.name },
+      );
+    }
     const started = report;
     return withJobScope(job, ctx, `${job.name}-backfill`, async (scope) => {
       try {
-        return await new BackfillRun(scope, started, timer, range, opts).execute();
+        return await new BackfillRun(scope, started, timer, range, opts).execute(selection);
       } finally {
         const requests = requestsOf(scope);
         if (requests) started.requests = requests;
+        Object.assign(started, scope.contention);
       }
     });
   });
@@ -130,6 +145,9 @@ export async function runBackfill(job: JobConfig, ctx: RunContext, opts: Backfil
 class BackfillRun {
   private readonly job: JobConfig;
   private readonly ctx: RunContext;
+  private shard: Shard = WHOLE_RANGE;
+  /** False once the first plan is made: --restart and `resumedFrom` concern the first one only. */
+  private firstPlan = true;
 
   constructor(
     private readonly scope: JobScope,
@@ -143,39 +161,51 @@ class BackfillRun {
   }
 
   /** Plan and load, planning the rest of the range again after each lost commit race (like a run). */
-  async execute(): Promise<BackfillReport> {
+  async execute(selection: ShardSelection): Promise<BackfillReport> {
     // Source there and fitting the layout, target writable: before the first partition loads.
     await preflightJob(this.scope, { survey: true, probeTarget: !this.opts.dryRun });
+    if (selection.kind === 'one') this.shard = selection.shard;
     await withReplans(
       {
         ctx: this.ctx,
         job: this.job.name,
         uri: this.scope.table.uri,
         commits: () => this.report.commits,
-        ownAppId: backfillAppId(this.job.name),
+        ownAppId: backfillAppId(this.job.name, this.shard),
         subsystem: '[backfill]',
         giveUpHint: ' (run the same backfill again to resume)',
         replanMessage: 'backfill: another writer committed first; planning the rest of the range again',
+        onReplan: () => void (this.scope.contention.replans += 1),
       },
-      () => this.planAndLoad(),
+      () => (selection.kind === 'all' ? this.allShards(selection.count) : this.planAndLoad()),
     );
     const requests = requestsOf(this.scope);
-    return { ...this.report, phases: this.timer.timings(), ...(requests ? { requests } : {}) };
+    return { ...this.report, ...this.scope.contention, phases: this.timer.timings(), ...(requests ? { requests } : {}) };
   }
 
   private async planAndLoad(): Promise<void> {
     const snapshot = await this.scope.table.snapshot();
-    const prev = readBackfillState(snapshot, this.job.name);
+    const states = readBackfillStates(snapshot, this.job.name);
     this.report.watermark = describeWatermark(readJobState(snapshot, this.job.name).discovery);
     this.report.tableVersion = snapshot?.version ?? null;
-    // --restart applies until this invocation's first commit; after it the state is its own.
-    const start = decideStart(this.job.name, prev, this.range, (this.opts.restart ?? false) && this.report.commits === 0);
-    if (start === 'already-done') return this.finish('already-done', prev);
-    const initial = start === 'resume' ? prev! : startState(this.job.name, this.range, prev, new Date());
-    if (this.report.commits === 0) this.report.resumedFrom = start === 'resume' ? initial.doneThrough : null;
+    const restart = (this.opts.restart ?? false) && this.report.commits === 0;
+    const start = decideStart(this.job.name, states, this.range, this.shard, restart);
+    if (start.kind === 'already-done') return this.finish('already-done', start.state);
+    // A new split: every shard's state in one commit, then this shard resumes its own (not for a
+    // table that does not exist yet: the first batch creates it, and the shard starts alone).
+    if (start.kind === 'open' && snapshot && !this.opts.dryRun) {
+      await this.openSplit(snapshot, states, this.shard.count, start.generation);
+      return this.planAndLoad();
+    }
+    const own = states.get(backfillAppId(this.job.name, this.shard)) ?? null;
+    const part = { shard: this.shard, slice: shardSlice(this.job, this.range, this.shard) };
+    const initial = start.kind === 'resume' ? start.state : startState(this.job.name, this.range, own, new Date(), part, start.generation);
+    const slice = sliceOf(initial, this.range);
+    if (this.shard.count > 1) this.report.part = describeSlice(slice);
+    if (this.firstPlan) this.report.resumedFrom = start.kind === 'resume' ? initial.doneThrough : null;
+    this.firstPlan = false;
 
-    const listOpts = { concurrency: Math.min(this.job.concurrency, 16), ...(this.ctx.signal ? { signal: this.ctx.signal } : {}) };
-    const plan = await this.timer.time('list', () => listBackfill(this.scope.source, this.job, this.range, initial, listOpts));
+    const plan = await this.timer.time('list', () => listBackfill(this.scope.source, this.job, slice, initial, this.listOptions()));
     this.describePlan(plan);
     if (this.opts.dryRun) return this.finish('dry-run', initial);
     const progress = this.startProgress(plan);
@@ -200,46 +230,98 @@ class BackfillRun {
         r.commits += 1;
         if (b.quarantined.length > 0) r.quarantined = [...(r.quarantined ?? []), ...b.quarantined.map((q) => ({ key: q.key, reason: q.error }))];
         this.ctx.logger.info(
-          { job: this.job.name, partition: plan.batches[i]!.partition ?? undefined, files: b.files, version: b.written.version, doneThrough: b.written.state.doneThrough, ...b.written.counts },
+          {
+            job: this.job.name,
+            ...(this.shard.count > 1 ? { shard: describeShard(this.shard) } : {}),
+            partition: plan.batches[i]!.partition ?? undefined,
+            files: b.files,
+            version: b.written.version,
+            doneThrough: b.written.state.doneThrough,
+            ...b.written.counts,
+          },
           'backfill batch committed',
         );
       },
     });
     progress.done();
     let state = last.state;
-    // Resumed, and the rest of the range held nothing: mark it done without data.
-    if (state.status !== 'done' && start === 'resume' && last.snapshot) {
+    // Resumed (or opened), and the rest of the slice held nothing: mark it done without data.
+    if (state.status !== 'done' && start.kind === 'resume' && last.snapshot) {
       state = doneState(state, new Date());
       this.report.tableVersion = await this.commitState(last.snapshot, state);
     }
     this.finish('succeeded', state);
   }
 
-  /** The backfill as the owner of its state; it reads the job's tombstones too. */
+  /** `--shard all/N`: show what every shard would load (--dry-run), or start every shard over (--restart). */
+  private async allShards(count: number): Promise<void> {
+    const snapshot = await this.scope.table.snapshot();
+    const states = readBackfillStates(snapshot, this.job.name);
+    this.report.watermark = describeWatermark(readJobState(snapshot, this.job.name).discovery);
+    this.report.tableVersion = snapshot?.version ?? null;
+    if (this.opts.dryRun) {
+      const split = await this.timer.time('list', () => planSplit(this.scope.source, this.job, this.range, count, states, this.listOptions()));
+      this.report.split = split;
+      this.report.filesPlanned = split.reduce((n, s) => n + s.files, 0);
+      this.report.partitionsListed = split.reduce((n, s) => n + s.partitionsListed, 0);
+      this.report.status = 'dry-run';
+      return;
+    }
+    // A new generation: every shard starts over; one still loading loses its next commit and starts its slice again.
+    if (snapshot) await this.openSplit(snapshot, states, count, Math.max(0, ...[...states.values()].map(generationOf)) + 1);
+    this.report.status = 'reset';
+  }
+
+  /** Commit fresh states for every shard of the split (see ./open-split.ts). */
+  private async openSplit(snapshot: Snapshot, held: ReadonlyMap<string, BackfillState>, count: number, generation: number): Promise<void> {
+    const states = openedStates(this.job, this.range, count, held, { now: new Date(), generation });
+    const opener = count === this.shard.count && this.shard.count > 1 ? this.shard : undefined;
+    const result = await this.timer.time('commit', () =>
+      this.scope.table.commit(openSplitRequest(snapshot, states, opener), {
+        onRetry: () => void (this.scope.contention.commitRetries += 1),
+        ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
+      }),
+    );
+    this.report.commits += 1;
+    this.report.tableVersion = result.version;
+    this.ctx.logger.info({ job: this.job.name, backfill: `${states[0]!.from}..${states[0]!.to}`, shards: count, version: result.version }, 'backfill: opened a fresh state for every shard');
+  }
+
+  private listOptions() {
+    return {
+      concurrency: Math.min(this.job.concurrency, 16),
+      ...(this.opts.partitionsPerCommit ? { partitionsPerCommit: this.opts.partitionsPerCommit } : {}),
+      ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
+    };
+  }
+
+  /** The backfill (shard) as the owner of its state; it reads the job's and the other shards' tombstones too. */
   private owner(snapshot: Snapshot | null): StateOwner<BackfillState> {
     const job = this.job.name;
+    const appId = backfillAppId(job, this.shard);
     return {
-      appId: backfillAppId(job),
-      tombstoneFolder: backfillTombstoneFolder(job),
+      appId,
+      tombstoneFolder: backfillTombstoneFolder(job, this.shard),
       actions: (s) => backfillActions(s),
-      parameters: (s) => ({ job, backfill: `${s.from}..${s.to}`, batch: s.batch }),
-      others: [{ folder: job, state: readJobState(snapshot, job).tombstones }],
+      parameters: (s) => backfillParameters(s),
+      others: [...jobTombstones(snapshot, job), ...backfillTombstones(snapshot, job, appId)],
     };
   }
 
   /** Commit the backfill state alone (no data). */
   private async commitState(snapshot: Snapshot, state: BackfillState): Promise<number> {
+    const appId = backfillAppId(this.job.name, this.shard);
     const result = await this.timer.time('commit', () =>
       this.scope.table.commit(
         {
           actions: backfillActions(state),
           operation: 'SET TRANSACTION',
-          operationParameters: { job: this.job.name, backfill: `${state.from}..${state.to}`, batch: state.batch, status: state.status },
+          operationParameters: { ...backfillParameters(state), status: state.status },
           operationMetrics: { numFiles: '0', numOutputRows: '0' },
-          read: { readVersion: snapshot.version, partitions: [], files: [], appIds: [backfillAppId(this.job.name)] },
+          read: { readVersion: snapshot.version, partitions: [], files: [], appIds: [appId] },
           isBlindAppend: true,
         },
-        this.ctx.signal ? { signal: this.ctx.signal } : {},
+        { onRetry: () => void (this.scope.contention.commitRetries += 1), ...(this.ctx.signal ? { signal: this.ctx.signal } : {}) },
       ),
     );
     this.report.commits += 1;
@@ -249,8 +331,9 @@ class BackfillRun {
   private startProgress(plan: BackfillPlan): Progress {
     const { from, to } = describeRange(this.range);
     const tty = this.ctx.tty ?? process.stderr.isTTY ?? false;
+    const shard = this.shard.count > 1 ? ` shard ${describeShard(this.shard)}` : '';
     // Off a terminal: one structured line per commit.
-    return startProgress({ label: `${this.job.name}: backfill ${from}..${to}`, total: plan.files, logger: this.ctx.logger, tty, intervalMs: tty ? 100 : 0 });
+    return startProgress({ label: `${this.job.name}: backfill ${from}..${to}${shard}`, total: plan.files, logger: this.ctx.logger, tty, intervalMs: tty ? 100 : 0 });
   }
 
   private describePlan(plan: BackfillPlan): void {
@@ -271,13 +354,21 @@ class BackfillRun {
   }
 }
 
+/** commitInfo.operationParameters of a backfill commit: the job, the range, the shard and the batch. */
+function backfillParameters(s: BackfillState): Record<string, unknown> {
+  return { job: s.job, backfill: `${s.from}..${s.to}`, ...(s.shard ? { shard: describeShard(s.shard) } : {}), batch: s.batch };
+}
+
 /** A report with every counter at zero (range null: the range itself was refused). */
-export function emptyBackfillReport(job: string, range: BackfillRange | null): BackfillReport {
+export function emptyBackfillReport(job: string, range: BackfillRange | null, selection?: ShardSelection): BackfillReport {
+  const shard = selection?.kind === 'one' ? selection.shard : null;
   return {
     job,
     command: 'backfill',
     status: 'succeeded',
     ...(range ? describeRange(range) : { from: '', to: '' }),
+    ...(shard && shard.count > 1 ? { shard: describeShard(shard) } : {}),
+    ...(selection?.kind === 'all' ? { shard: `all/${selection.count}` } : {}),
     resumedFrom: null,
     doneThrough: null,
     partitionsListed: 0,
@@ -285,6 +376,8 @@ export function emptyBackfillReport(job: string, range: BackfillRange | null): B
     bytesLoaded: 0,
     ...noLoadCounts(),
     commits: 0,
+    commitRetries: 0,
+    replans: 0,
     tableVersion: null,
     watermark: null,
     skippedByReason: {},

@@ -10,12 +10,19 @@
  * - modification-time mode: `doneThrough` is the LastModified (ISO) of the last file loaded, in
  *   (LastModified, key) order; `loaded` lists the files loaded with exactly that LastModified.
  * So `loaded` stays as small as one partition (or one timestamp), whatever the range.
+ *
+ * A sharded backfill (`--shard K/N`, ./shard.ts) keeps one state per shard, under its own domain
+ * and appId `tidemark.backfill.<job>@shard-K-of-N`, so shards commit side by side without
+ * conflicting on state. Each shard's state names the whole range (`from`, `to`: what makes shards
+ * part of one backfill), the split (`shard`) and its own slice (`part`); its cursor runs within
+ * the slice. An unsharded backfill is the one shard of a 1-way split and keeps the plain domain.
  */
 import type { Action } from '../../delta/actions.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { DeltaLogError } from '../../errors.js';
 import type { QuarantinedFile } from '../quarantine.js';
 import type { TombstoneState } from '../tombstones/plan.js';
+import { WHOLE_RANGE, type Shard } from './shard.js';
 
 /** Version of the layout below; `readBackfillState` refuses others. */
 export const BACKFILL_STATE_VERSION = 1;
@@ -34,6 +41,15 @@ export interface BackfillState {
   /** The range, normalised: partition ids, or ISO timestamps (both ends included). */
   from: string;
   to: string;
+  /** The split this state is one shard of (absent: not split, the whole range). */
+  shard?: Shard;
+  /** The shard's own slice of the range (null: the split left it nothing); absent when not split. */
+  part?: { from: string; to: string } | null;
+  /**
+   * Which backfill of the job this is: each new backfill takes one more than the highest in the
+   * table, and its shards share it. The highest is the job's current backfill (absent: 0).
+   */
+  generation?: number;
   /** `done` once every file of the range is loaded. */
   status: 'running' | 'done';
   /** Commits made by the job's backfills so far; also the `txn` version. */
@@ -50,19 +66,41 @@ export interface BackfillState {
   tombstones?: TombstoneState;
 }
 
-/** Domain and txn appId of a job's backfill. */
-export function backfillAppId(job: string): string {
-  return `tidemark.backfill.${job}`;
+/** Domain and txn appId of a job's backfill, or of one shard of it (`@` cannot occur in a job name). */
+export function backfillAppId(job: string, shard: Shard = WHOLE_RANGE): string {
+  return shard.count === 1 ? `tidemark.backfill.${job}` : `tidemark.backfill.${job}@shard-${shard.index}-of-${shard.count}`;
 }
 
-/** Folder name of the backfill's tombstone files (`@` cannot occur in a job name). */
-export function backfillTombstoneFolder(job: string): string {
-  return `${job}@backfill`;
+/** Folder name of the backfill's (or the shard's) tombstone files. */
+export function backfillTombstoneFolder(job: string, shard: Shard = WHOLE_RANGE): string {
+  return shard.count === 1 ? `${job}@backfill` : `${job}@backfill-shard-${shard.index}-of-${shard.count}`;
 }
 
-/** The backfill state in a snapshot, or null when no backfill of the job ever committed. */
-export function readBackfillState(snapshot: Snapshot | null, job: string): BackfillState | null {
-  const domain = snapshot?.domains.get(backfillAppId(job));
+/** The split a state belongs to (the whole range when it is not sharded). */
+export function shardOf(state: Pick<BackfillState, 'shard'>): Shard {
+  return state.shard ?? WHOLE_RANGE;
+}
+
+/** The state of the job's (unsharded) backfill, or of one shard, in a snapshot; null when it never committed. */
+export function readBackfillState(snapshot: Snapshot | null, job: string, shard: Shard = WHOLE_RANGE): BackfillState | null {
+  return readStateOf(snapshot, job, backfillAppId(job, shard));
+}
+
+/** Every backfill state of the job in a snapshot (the unsharded one and every shard's), by appId. */
+export function readBackfillStates(snapshot: Snapshot | null, job: string): Map<string, BackfillState> {
+  const states = new Map<string, BackfillState>();
+  if (!snapshot) return states;
+  const plain = backfillAppId(job);
+  for (const domain of snapshot.domains.keys()) {
+    if (domain !== plain && !domain.startsWith(`${plain}@shard-`)) continue;
+    const state = readStateOf(snapshot, job, domain);
+    if (state) states.set(domain, state);
+  }
+  return states;
+}
+
+function readStateOf(snapshot: Snapshot | null, job: string, appId: string): BackfillState | null {
+  const domain = snapshot?.domains.get(appId);
   if (!snapshot || !domain) return null;
   const fail = (why: string, cause?: unknown) =>
     new DeltaLogError(`[backfill] state of the backfill of job ${job} in ${snapshot.tableUri} at version ${snapshot.version} ${why}`, {
@@ -82,17 +120,25 @@ export function readBackfillState(snapshot: Snapshot | null, job: string): Backf
   return s as BackfillState;
 }
 
-/** The tombstones of the job's backfill, for the job's MERGE to read (none when it has none). */
-export function backfillTombstones(snapshot: Snapshot | null, job: string): Array<{ folder: string; state: TombstoneState | undefined }> {
-  const tombstones = readBackfillState(snapshot, job)?.tombstones;
-  return tombstones ? [{ folder: backfillTombstoneFolder(job), state: tombstones }] : [];
+/**
+ * The tombstones of the job's backfills (every shard's), for a MERGE to read; `except` leaves out
+ * one owner's (a shard reads its own through its state).
+ */
+export function backfillTombstones(snapshot: Snapshot | null, job: string, except?: string): Array<{ folder: string; state: TombstoneState | undefined }> {
+  const out: Array<{ folder: string; state: TombstoneState | undefined }> = [];
+  for (const [appId, state] of readBackfillStates(snapshot, job)) {
+    if (appId !== except && state.tombstones) out.push({ folder: backfillTombstoneFolder(job, shardOf(state)), state: state.tombstones });
+  }
+  return out;
 }
 
-/** The actions committing `state` with a backfill batch. */
+/** The actions committing `state` with a backfill batch: its txn and its domain. */
 export function backfillActions(state: BackfillState, now = Date.now()): Action[] {
-  const appId = backfillAppId(state.job);
-  return [
-    { txn: { appId, version: state.batch, lastUpdated: now } },
-    { domainMetadata: { domain: appId, configuration: JSON.stringify(state), removed: false } },
-  ];
+  const appId = backfillAppId(state.job, shardOf(state));
+  return [{ txn: { appId, version: state.batch, lastUpdated: now } }, backfillDomain(state)];
+}
+
+/** The domain action alone: how the first shard of a split opens the other shards' states. */
+export function backfillDomain(state: BackfillState): Action {
+  return { domainMetadata: { domain: backfillAppId(state.job, shardOf(state)), configuration: JSON.stringify(state), removed: false } };
 }
