@@ -1,6 +1,6 @@
 /**
- * Benchmarks: `npm run bench -- merge`, `npm run bench -- ingest` (targets in the README,
- * Benchmarks), `npm run bench -- memory` (a batch larger than DuckDB's memory limit: peak RSS per
+ * Benchmarks: `npm run bench -- merge`, `npm run bench -- ingest` (targets in
+ * docs/benchmarks.md), `npm run bench -- memory` (a batch larger than DuckDB's memory limit: peak RSS per
  * limit) and `npm run bench -- backfill` (sharded backfills, docs/scaling.md).
  * Each prints its figures as ratios against a baseline measured in the same run, and writes
  * the full result as JSON under `.bench/results/`. Scratch files live in `.bench/` and are

@@ -9,7 +9,7 @@ import type { JobProfile } from './job.js';
 import type { LandingSpec } from './landing.js';
 import { count, mib, pct, secs, sqlTable, times, verdict, type TextTable } from './report.js';
 
-/** The ingest targets (README, Benchmarks). */
+/** The ingest targets (docs/benchmarks.md). */
 export const INGEST_TARGETS = { initialRatio: 1.5, incrementalRatio: 0.05, noopMs: 1000 } as const;
 const TARGETS = INGEST_TARGETS;
 

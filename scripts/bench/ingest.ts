@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- ingest` (README, Benchmarks), on local files only:
+ * `npm run bench -- ingest` (docs/benchmarks.md), on local files only:
  *
  *   (a) initial load: ~200 Parquet files, ~5M rows, ~2% duplicate keys — tidemark's job
  *       (runJob) vs a hand-written DuckDB pipeline (one COPY with the same dedupe). Target ≤ 1.5×.

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- merge` (README, Benchmarks): MERGE of 10,000 changed orders into a 10-million-row
+ * `npm run bench -- merge` (docs/benchmarks.md): MERGE of 10,000 changed orders into a 10-million-row
  * table of ~100 files clustered by order_id, against the same change done as a full rewrite.
  *
  *   base table (tidemark's create path)  ──copy──►  MERGE (stageMerge + commit)
@@ -40,7 +40,7 @@ const MERGE_LEGEND = [
 ].join('\n');
 
 /**
- * The MERGE targets (README, Benchmarks): time and bytes written as a share of the full
+ * The MERGE targets (docs/benchmarks.md): time and bytes written as a share of the full
  * rewrite and of the table. Scattered changes are held to 15 % of the rewrite's time, and to
  * 10 % at the seed scale model (50M rows) or above, where peak memory is bounded too.
  */

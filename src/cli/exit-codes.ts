@@ -1,5 +1,5 @@
 /**
- * Exit codes (README, Running from a scheduler): 0 done (also when nothing was new), 1 the run
+ * Exit codes (docs/operations.md, Running from a scheduler): 0 done (also when nothing was new), 1 the run
  * failed, 2 bad usage or config, 3 lost a commit race and gave up after retries, 4 storage
  * unavailable after retries (safe to retry later); 130 for SIGINT/SIGTERM is set by the CLI.
  */

@@ -1,5 +1,5 @@
 /**
- * The config file's schema (README, Configuration reference), validated with zod. Every field has its default here,
+ * The config file's schema (docs/configuration.md), validated with zod. Every field has its default here,
  * so the rest of tidemark sees a complete, typed config. The descriptions go into the JSON
  * schema for editors (`tidemark.schema.json`, ./json-schema.ts).
  */

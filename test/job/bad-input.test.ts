@@ -1,5 +1,5 @@
 /**
- * Bad input through the real job (README, Bad files). Each bad file lands next to a good one
+ * Bad input through the real job (docs/concepts.md, Bad files). Each bad file lands next to a good one
  * after a first load:
  * - `onBadFile: fail` (the default): the run fails with an error naming the file (and line, row
  *   or column where known), nothing is committed and the watermark does not move;

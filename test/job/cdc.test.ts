@@ -1,5 +1,5 @@
 /**
- * Deletes and CDC feeds end to end (README, Deletes and CDC feeds): the real job loads a feed shaped like
+ * Deletes and CDC feeds end to end (docs/concepts.md, Deletes and CDC feeds): the real job loads a feed shaped like
  * AWS DMS output (./cdc-feed.ts) with `deleteWhen: "Op = 'D'"` and `orderBy: cdc_ts`, from
  * s3rver and from a local folder, into a local Delta table. After every day the table equals the
  * source database's state, computed from the change list alone. Tombstones keep deleted keys

@@ -1,5 +1,5 @@
 /**
- * Schema drift through the real job (README, Schema drift): new columns in new files are added to
+ * Schema drift through the real job (docs/concepts.md, Schema drift): new columns in new files are added to
  * the table in the commit of their data (addColumns) or refuse the batch naming columns and files
  * (fail); CSV files whose inferred types differ load in the table's types; a value that does not
  * fit fails naming file, column and row, with nothing committed and the watermark unmoved;

@@ -2,7 +2,7 @@
  * Loading a descriptor's deleted row indexes through Storage: one ranged read of exactly the
  * DV's size field, bitmap and CRC, then every check (size, CRC, bitmap shape, cardinality).
  * A missing `.bin` file is an error, never "no deleted rows": treating it as empty would
- * bring deleted rows back (README table 21, wrong answers).
+ * bring deleted rows back (fixtures/delta-tables/README.md, table 21, wrong answers).
  */
 import type { DeletionVectorDescriptor } from '../actions.js';
 import type { Storage } from '../../storage/storage.js';
