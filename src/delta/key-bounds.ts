@@ -16,7 +16,7 @@
  * Missing, null or unreadable statistics mean "may hold the keys". Pure.
  */
 import type { AddFile } from './actions.js';
-import { parseStats } from './stats.js';
+import { parseStats, statAt } from './stats.js';
 
 /** The bounds of one key column as read. */
 export interface KeyBound {
@@ -41,8 +41,8 @@ export function mayHoldKeys(add: Pick<AddFile, 'stats'>, bounds: readonly KeyBou
   const stats = parseStats(add.stats);
   if (!stats) return true;
   return bounds.every((b) => {
-    const fileMin = lookup(stats.minValues, b.path);
-    const fileMax = lookup(stats.maxValues, b.path);
+    const fileMin = statAt(stats.minValues, b.path);
+    const fileMax = statAt(stats.maxValues, b.path);
     return !(below(b, fileMax) || above(b, fileMin));
   });
 }
@@ -91,13 +91,4 @@ function ordinal(type: string, value: unknown, widenMs: number): bigint | string
 function timestampMs(text: string): number {
   const zoned = /(Z|[+-]\d{2}:?\d{2})$/.test(text) ? text : `${text}Z`;
   return Date.parse(zoned.replace(' ', 'T'));
-}
-
-function lookup(values: Record<string, unknown> | undefined, path: readonly string[]): unknown {
-  let node: unknown = values;
-  for (const part of path) {
-    if (node === null || typeof node !== 'object') return undefined;
-    node = (node as Record<string, unknown>)[part];
-  }
-  return node === null ? undefined : node;
 }

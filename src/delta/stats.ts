@@ -114,17 +114,18 @@ export function statsBounds(file: Pick<LiveFile, 'parsedStats'>, column: string 
   const stats = file.parsedStats;
   if (!stats) return null;
   const path = typeof column === 'string' ? [column] : column;
-  const nullCount = lookup(stats.nullCount, path);
+  const nullCount = statAt(stats.nullCount, path);
   return {
-    min: lookup(stats.minValues, path),
-    max: lookup(stats.maxValues, path),
+    min: statAt(stats.minValues, path),
+    max: statAt(stats.maxValues, path),
     nullCount: typeof nullCount === 'number' ? nullCount : undefined,
     numRecords: stats.numRecords,
     tightBounds: stats.tightBounds ?? true,
   };
 }
 
-function lookup(values: Record<string, unknown> | undefined, path: readonly string[]): unknown {
+/** The value at `path` in nested stats (minValues, maxValues, nullCount); undefined for none or null. */
+export function statAt(values: Record<string, unknown> | undefined, path: readonly string[]): unknown {
   let node: unknown = values;
   for (const part of path) {
     if (node === null || typeof node !== 'object') return undefined;

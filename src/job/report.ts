@@ -21,11 +21,8 @@ export interface ReportedError {
   retryable?: boolean;
 }
 
-/** What loading did, counted the same way by a run and a backfill. */
-export interface LoadCounts {
-  filesLoaded: number;
-  rowsRead: number;
-  rowsAfterDedupe: number;
+/** What one committed write changed: rows per action, and the table's files. */
+export interface WriteCounts {
   inserted: number;
   updated: number;
   deleted: number;
@@ -41,12 +38,16 @@ export interface LoadCounts {
   bytesWritten: number;
 }
 
-/** The load counts of a command that loaded nothing yet. */
-export function noLoadCounts(): LoadCounts {
+/** What loading did, counted the same way by a run and a backfill. */
+export interface LoadCounts extends WriteCounts {
+  filesLoaded: number;
+  rowsRead: number;
+  rowsAfterDedupe: number;
+}
+
+/** The write counts of a batch that wrote nothing. */
+export function noWriteCounts(): WriteCounts {
   return {
-    filesLoaded: 0,
-    rowsRead: 0,
-    rowsAfterDedupe: 0,
     inserted: 0,
     updated: 0,
     deleted: 0,
@@ -57,6 +58,11 @@ export function noLoadCounts(): LoadCounts {
     filesWithNewDeletionVector: 0,
     bytesWritten: 0,
   };
+}
+
+/** The load counts of a command that loaded nothing yet. */
+export function noLoadCounts(): LoadCounts {
+  return { filesLoaded: 0, rowsRead: 0, rowsAfterDedupe: 0, ...noWriteCounts() };
 }
 
 export interface RunReport extends LoadCounts {

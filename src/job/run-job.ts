@@ -24,7 +24,7 @@ import { checkPlannedSource, preflightJob } from './preflight.js';
 import { withQuarantined } from './quarantine.js';
 import { withReplans } from './replan.js';
 import { noLoadCounts, timedOutcome, type JobOutcome, type RunReport } from './report.js';
-import { requestsOf, withJobScope, type JobScope } from './scope.js';
+import { withReportedScope, type JobScope } from './scope.js';
 import { jobOwner, readJobState, type JobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 
@@ -35,15 +35,7 @@ export async function runJob(job: JobConfig, ctx: RunContext): Promise<JobOutcom
   return timedOutcome(
     () => ({ ...report, phases: timer.timings() }),
     () =>
-      withJobScope(job, ctx, job.name, async (scope) => {
-        try {
-          return await new JobRun(scope, report, timer).execute();
-        } finally {
-          const requests = requestsOf(scope);
-          if (requests) report.requests = requests;
-          Object.assign(report, scope.contention);
-        }
-      }),
+      withReportedScope(job, ctx, job.name, report, (scope) => new JobRun(scope, report, timer).execute()),
   );
 }
 
@@ -77,8 +69,9 @@ class JobRun {
       },
       () => this.planAndLoad(),
     );
-    const requests = requestsOf(this.scope);
-    return { ...this.report, ...this.scope.contention, phases: this.timer.timings(), ...(requests ? { requests } : {}) };
+    // The scope adds its S3 requests and contention to this same report as it closes.
+    this.report.phases = this.timer.timings();
+    return this.report;
   }
 
   private async planAndLoad(): Promise<void> {

@@ -42,7 +42,29 @@ export interface Contention {
  * The S3 requests the scope's source and target sent so far, by kind (what the run cost);
  * undefined when neither is on S3.
  */
-export function requestsOf(scope: Pick<JobScope, 'source' | 'table'>): RequestCounts | undefined {
+/**
+ * `withJobScope` for a command that reports: however `fn` ends, `report` gets the scope's S3
+ * requests and commit contention, so a failed run still says what it cost.
+ */
+export function withReportedScope<T>(
+  job: JobConfig,
+  ctx: RunContext,
+  label: string,
+  report: { requests?: RequestCounts } & Partial<Contention>,
+  fn: (scope: JobScope) => Promise<T>,
+): Promise<T> {
+  return withJobScope(job, ctx, label, async (scope) => {
+    try {
+      return await fn(scope);
+    } finally {
+      const requests = requestsOf(scope);
+      if (requests) report.requests = requests;
+      Object.assign(report, scope.contention);
+    }
+  });
+}
+
+function requestsOf(scope: Pick<JobScope, 'source' | 'table'>): RequestCounts | undefined {
   const counts = [scope.source.requestCounts?.(), scope.table.storage.requestCounts?.()].filter((c) => c !== undefined);
   if (counts.length === 0) return undefined;
   const total: RequestCounts = { list: 0, get: 0, put: 0, head: 0, delete: 0 };

@@ -19,6 +19,7 @@ import { batchKeyBounds } from '../engine/batch-key-bounds.js';
 import { SOURCE_FILE, SOURCE_ROW } from '../engine/load.js';
 import { stageAppend, stageMerge, type AppendSummary, type MergeSummary, type StagedWrite, type WriteTarget } from '../engine/merge/index.js';
 import type { LoadedBatch } from './load-batch.js';
+import { noWriteCounts, type WriteCounts } from './report.js';
 import type { PhaseTimer } from './phases.js';
 import type { JobScope } from './scope.js';
 import { unionTombstones } from './tombstones/union.js';
@@ -57,43 +58,16 @@ export interface WriteBatchOptions<S extends OwnedState> {
   now?: number;
 }
 
-/** Rows per action of one batch. */
-export interface BatchCounts {
-  inserted: number;
-  updated: number;
-  deleted: number;
-  skippedStale: number;
-  /** Matched rows equal in every column to the stored row (nothing written). */
-  unchanged: number;
-  dataFilesAdded: number;
-  dataFilesRemoved: number;
-  filesWithNewDeletionVector: number;
-  /** New data files and deletion-vector files. */
-  bytesWritten: number;
-}
-
 export interface WrittenBatch<S extends OwnedState> {
   /** Committed version, or null when nothing could be committed (no rows and no table yet). */
   version: number | null;
-  counts: BatchCounts;
+  counts: WriteCounts;
   /** The state committed (`opts.state` with this batch's tombstones): the next batch starts from it. */
   state: S;
 }
 
-const NO_COUNTS: BatchCounts = {
-  inserted: 0,
-  updated: 0,
-  deleted: 0,
-  skippedStale: 0,
-  unchanged: 0,
-  dataFilesAdded: 0,
-  dataFilesRemoved: 0,
-  filesWithNewDeletionVector: 0,
-  bytesWritten: 0,
-};
-
 /** What a staged write changed in the table's files. */
-function fileCounts(summary: MergeSummary | AppendSummary): Pick<BatchCounts, 'dataFilesAdded' | 'dataFilesRemoved' | 'filesWithNewDeletionVector' | 'bytesWritten'> {
+function fileCounts(summary: MergeSummary | AppendSummary): Pick<WriteCounts, 'dataFilesAdded' | 'dataFilesRemoved' | 'filesWithNewDeletionVector' | 'bytesWritten'> {
   const dv = 'filesWithNewDv' in summary ? { files: summary.filesWithNewDv, bytes: summary.dvBytes } : { files: 0, bytes: 0 };
   return {
     dataFilesAdded: summary.filesAdded,
@@ -137,7 +111,7 @@ async function appendBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pr
   const staged = await opts.timer.time('merge', () => stageAppend(writeTarget(opts)));
   if (staged.summary.filesAdded > 0) await opts.scope.ctx.hooks?.afterWrite?.(opts.batchNo);
   const version = await commitWith(opts, staged, opts.state);
-  return { version, counts: { ...NO_COUNTS, inserted: staged.summary.inserted, ...fileCounts(staged.summary) }, state: opts.state };
+  return { version, counts: { ...noWriteCounts(), inserted: staged.summary.inserted, ...fileCounts(staged.summary) }, state: opts.state };
 }
 
 /**
@@ -212,7 +186,7 @@ function withTombstones<S extends OwnedState>(state: S, tombstones: TombstoneSta
 
 /** Empty files still move the watermark, so they are not listed again; without a table there is nothing to commit to. */
 async function commitStateOnly<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
-  if (!opts.snapshot) return { version: null, counts: NO_COUNTS, state: opts.state };
+  if (!opts.snapshot) return { version: null, counts: noWriteCounts(), state: opts.state };
   const version = await commit(opts, {
     actions: opts.owner.actions(opts.state),
     operation: 'SET TRANSACTION',
@@ -221,7 +195,7 @@ async function commitStateOnly<S extends OwnedState>(opts: WriteBatchOptions<S>)
     read: { readVersion: opts.snapshot.version, partitions: [], files: [], appIds: [opts.owner.appId] },
     isBlindAppend: true,
   });
-  return { version, counts: NO_COUNTS, state: opts.state };
+  return { version, counts: noWriteCounts(), state: opts.state };
 }
 
 /** The commit point, between the beforeCommit hook and the table's commit loop. */

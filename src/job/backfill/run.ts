@@ -27,7 +27,7 @@ import { countBatch, loadBatches } from '../pipeline.js';
 import { preflightJob } from '../preflight.js';
 import { withReplans } from '../replan.js';
 import { noLoadCounts, timedOutcome, type JobOutcome, type LoadCounts, type ReportedError } from '../report.js';
-import { requestsOf, withJobScope, type JobScope } from '../scope.js';
+import { withReportedScope, type JobScope } from '../scope.js';
 import { jobTombstones, readJobState } from '../state.js';
 import { describeWatermark } from '../watermark.js';
 import type { StateOwner } from '../write-batch.js';
@@ -130,15 +130,7 @@ export async function runBackfill(job: JobConfig, ctx: RunContext, opts: Backfil
       );
     }
     const started = report;
-    return withJobScope(job, ctx, `${job.name}-backfill`, async (scope) => {
-      try {
-        return await new BackfillRun(scope, started, timer, range, opts).execute(selection);
-      } finally {
-        const requests = requestsOf(scope);
-        if (requests) started.requests = requests;
-        Object.assign(started, scope.contention);
-      }
-    });
+    return withReportedScope(job, ctx, `${job.name}-backfill`, started, (scope) => new BackfillRun(scope, started, timer, range, opts).execute(selection));
   });
 }
 
@@ -179,8 +171,9 @@ class BackfillRun {
       },
       () => (selection.kind === 'all' ? this.allShards(selection.count) : this.planAndLoad()),
     );
-    const requests = requestsOf(this.scope);
-    return { ...this.report, ...this.scope.contention, phases: this.timer.timings(), ...(requests ? { requests } : {}) };
+    // The scope adds its S3 requests and contention to this same report as it closes.
+    this.report.phases = this.timer.timings();
+    return this.report;
   }
 
   private async planAndLoad(): Promise<void> {
