@@ -77,6 +77,9 @@ class JobRun {
   private async planAndLoad(): Promise<void> {
     const snapshot = await this.scope.table.snapshot();
     const state = readJobState(snapshot, this.job.name);
+    // Known before anything can fail, so a failed run still reports where the table stands.
+    this.report.tableVersion = snapshot?.version ?? null;
+    this.report.watermark = describeWatermark(state.discovery);
     const plan = await this.timer.time('list', () => this.discover(state));
     // "Nothing new" only when the source is there and the layout fits it.
     await checkPlannedSource(this.scope, plan);
@@ -144,8 +147,6 @@ class JobRun {
     this.report.filesDiscovered = plan.files.length;
     this.report.partitionsListed = plan.partitionsListed;
     this.report.skippedByReason = byReason;
-    this.report.tableVersion = snapshot?.version ?? null;
-    this.report.watermark = describeWatermark(state.discovery);
     if (plan.skippedFolders.length > 0) {
       this.ctx.logger.warn({ job: this.job.name, folders: plan.skippedFolders }, 'folders that do not match the layout were skipped');
     }

@@ -173,7 +173,7 @@ describe('backfill ranges: resume, rerun, restart, refusal (source: local)', () 
     const crash = await backfillOutcome(setup, { from: '2025-03-01', to: '2025-03-06' }, {
       hooks: { afterCommit: (b) => { if (b === 1) throw new Error('injected crash'); } },
     });
-    expect(crash).toMatchObject({ ok: false, report: { status: 'failed', commits: 2, doneThrough: '2025-03-02' } });
+    expect(crash).toMatchObject({ ok: false, report: { status: 'failed', commits: 2, doneThrough: '2025-03-02', tableVersion: 1 } });
 
     const refused = await backfill(setup, { from: '2025-03-04', to: '2025-03-05' }).catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(ConfigError);

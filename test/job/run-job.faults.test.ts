@@ -207,6 +207,8 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
       // The failed run's report counts the batches it committed before the crash.
       expect(crash.report).toMatchObject({ status: 'failed', commits: committedBatches, filesLoaded: 2 * committedBatches });
       expect(afterCrash.state.batch).toBe(committedBatches);
+      // ...and where it left the table: the version its last commit made, or the one it found.
+      expect(crash.report.tableVersion).toBe(afterCrash.snapshot?.version ?? null);
       if (point === 'afterWrite' || point === 'beforeCommit') {
         // The crashed batch's data files were uploaded: orphans no snapshot lists.
         const onDisk = await parquetFiles(setup.job.target.uri);
