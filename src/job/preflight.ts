@@ -8,6 +8,7 @@
  *               read-only target fails now with the OS's reason, not after loading
  *   commits     the target honours conditional writes, unless `singleWriter`         (validate)
  *   deleteWhen  parses as one SQL expression and names columns the table has          (validate)
+ *   settings    columnMapping, partitionBy and changeDataFeed fit the existing table (./table-settings.ts)
  *
  * `run`, `backfill` and `reset` run the cheap ones at the start of each job (`preflightJob`; a run
  * leaves the layout to its own discovery, see `sourceProblem`); `tidemark validate` runs them all

@@ -12,8 +12,6 @@
  * of the same job means re-reading the winner's state and planning again.
  */
 import type { JobConfig } from '../config/schema.js';
-import { changeDataFeedEnabled } from '../delta/change-data.js';
-import type { Snapshot } from '../delta/snapshot.js';
 import { discover, nextStateFor, type DiscoveryPlan } from '../discovery/index.js';
 import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
@@ -25,6 +23,7 @@ import { withQuarantined } from './quarantine.js';
 import { withReplans } from './replan.js';
 import { noLoadCounts, timedOutcome, type JobOutcome, type RunReport } from './report.js';
 import { withReportedScope, type JobScope } from './scope.js';
+import { checkTableSettings } from './table-settings.js';
 import { jobOwner, readJobState, type JobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 
@@ -80,10 +79,11 @@ class JobRun {
     // Known before anything can fail, so a failed run still reports where the table stands.
     this.report.tableVersion = snapshot?.version ?? null;
     this.report.watermark = describeWatermark(state.discovery);
+    checkTableSettings(this.scope, snapshot);
     const plan = await this.timer.time('list', () => this.discover(state));
     // "Nothing new" only when the source is there and the layout fits it.
     await checkPlannedSource(this.scope, plan);
-    this.describePlan(plan, snapshot, state);
+    this.describePlan(plan, state);
     if (this.ctx.dryRun) {
       this.report.status = 'dry-run';
       return;
@@ -140,7 +140,7 @@ class JobRun {
     });
   }
 
-  private describePlan(plan: DiscoveryPlan, snapshot: Snapshot | null, state: JobState): void {
+  private describePlan(plan: DiscoveryPlan, state: JobState): void {
     const skipped = plan.decisions.filter((d) => d.action === 'skip');
     const byReason: Record<string, number> = {};
     for (const d of skipped) byReason[d.reason] = (byReason[d.reason] ?? 0) + 1;
@@ -149,13 +149,6 @@ class JobRun {
     this.report.skippedByReason = byReason;
     if (plan.skippedFolders.length > 0) {
       this.ctx.logger.warn({ job: this.job.name, folders: plan.skippedFolders }, 'folders that do not match the layout were skipped');
-    }
-    // The setting shapes only tables the job creates; an existing table keeps its own.
-    if (this.job.target.changeDataFeed && snapshot && !changeDataFeedEnabled(snapshot.metadata)) {
-      this.ctx.logger.warn(
-        { job: this.job.name, table: this.scope.table.uri },
-        'target.changeDataFeed applies to tables the job creates; this table does not record a change data feed (set delta.enableChangeDataFeed on it to start one)',
-      );
     }
     if (this.ctx.dryRun) {
       this.report.plannedFiles = plan.files.map((f) => f.key);

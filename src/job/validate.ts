@@ -30,6 +30,7 @@ import { RetryBudget } from '../storage/s3.js';
 import type { Storage } from '../storage/storage.js';
 import { describeUri, openStorage } from '../storage/uri.js';
 import type { RunContext } from './context.js';
+import { tableSettingFindings, type CreationSettings } from './table-settings.js';
 import { discoveryConfigOf, s3Options } from './open.js';
 import { deleteWhenProblems, nearbyName, probeWritable, problemOf, sourceProblem, type Check, type Problem } from './preflight.js';
 
@@ -53,7 +54,7 @@ interface JobParts {
   index: number;
   name: string;
   source: { uri: string; storage: StorageConfig | null; discover: JobConfig['source']['discover'] | null; include?: string[]; exclude?: string[] } | null;
-  target: { uri: string; storage: StorageConfig | null } | null;
+  target: { uri: string; storage: StorageConfig | null; creation: CreationSettings } | null;
   deleteWhen: string | null;
 }
 
@@ -136,7 +137,7 @@ function partsOf(job: JobConfig, index: number, global: StorageConfig): JobParts
     index,
     name: job.name,
     source: { uri: job.source.uri, storage: sourceStorageConfig(global, job), discover: job.source.discover, ...(include ? { include } : {}), ...(exclude ? { exclude } : {}) },
-    target: { uri: job.target.uri, storage: targetStorageConfig(global, job) },
+    target: { uri: job.target.uri, storage: targetStorageConfig(global, job), creation: job.target },
     deleteWhen: job.target.deleteWhen ?? null,
   };
 }
@@ -187,6 +188,11 @@ async function salvage(file: string, problems: readonly ConfigProblem[]): Promis
       target: targetUri && {
         uri: resolveUri(targetUri.value, baseDir),
         storage: storageOf(valid(targetShape.storage, tgt['storage'], `${at}.target.storage`)),
+        creation: {
+          columnMapping: valid(targetShape.columnMapping, tgt['columnMapping'], `${at}.target.columnMapping`)?.value,
+          partitionBy: valid(targetShape.partitionBy, tgt['partitionBy'], `${at}.target.partitionBy`)?.value,
+          changeDataFeed: valid(targetShape.changeDataFeed, tgt['changeDataFeed'], `${at}.target.changeDataFeed`)?.value,
+        },
       },
       deleteWhen: valid(targetShape.deleteWhen, tgt['deleteWhen'], `${at}.target.deleteWhen`)?.value ?? null,
     };
@@ -290,6 +296,9 @@ async function checkTarget(job: JobParts, target: NonNullable<JobParts['target']
     const snapshot = await openTable(storage, { session: res.session, spool: res.spool }, { singleWriter }).snapshot();
     if (!snapshot) return null;
     assertWritable(snapshot.protocol, snapshot.metadata, storage.uri);
+    const settings = tableSettingFindings(target.creation, snapshot, `${at}.target`);
+    found.problems.push(...settings.problems);
+    found.warnings.push(...settings.warnings);
     return snapshot.schema.fields.map((f) => f.name);
   } catch (err) {
     found.problems.push(problemOf('target', `${at}.target.uri`, err));

@@ -13,7 +13,7 @@ import { S3RVER_CREDENTIALS } from '../../scripts/lib/embedded-s3.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 import { cleanup, tempDir } from '../job/helpers.js';
 import { cli, type CliResult } from '../helpers/cli.js';
-import { configFile, landCsv, mergeJob } from './preflight-helpers.js';
+import { configFile, landCsv, mergeJob, reportOf } from './preflight-helpers.js';
 
 const dirs: string[] = [];
 let s3: S3rverHandle;
@@ -128,6 +128,32 @@ describe('tidemark validate on local folders', () => {
         message: `deleteWhen "stauts = 'cancelled' OR list_any(list_filter([seq], s -> s < 0))" names column "stauts", which the target table does not have; did you mean status?`,
       },
     ]);
+  });
+
+  it('settings for a new table held against the existing one: columnMapping a problem (exit 2), partitionBy and changeDataFeed warnings; a run fails before loading', async () => {
+    const { dir, landing: source } = await landing();
+    const target = path.join(dir, 'table');
+    expect((await cli(['run', '--config', await configFile(dirs, { jobs: [mergeJob(source, target)] })])).code).toBe(0);
+    await landCsv(source, ['2026/12/01/c.csv']);
+    const file = await configFile(dirs, { jobs: [mergeJob(source, target, undefined, { columnMapping: 'name', partitionBy: ['status'], changeDataFeed: true })] });
+    const r = await cli(['validate', '--config', file, '--json']);
+    expect(r.code).toBe(2);
+    const [shown] = reports(r);
+    expect(shown!.problems).toEqual([
+      {
+        check: 'target',
+        field: 'jobs[0].target.columnMapping',
+        message: "jobs[0].target.columnMapping is 'name', but the table has column mapping mode 'none': tidemark never changes a table's mode (remove the setting or make it 'none')",
+      },
+    ]);
+    expect(shown!.warnings.map((w) => w.field)).toEqual(['jobs[0].target.partitionBy', 'jobs[0].target.changeDataFeed']);
+    expect(shown!.warnings[0]!.message).toContain('but the table is not partitioned');
+
+    // The run refuses at once: exit 2, nothing downloaded or loaded, the table as it was.
+    const run = await cli(['run', '--config', file, '--json']);
+    expect(run.code).toBe(2);
+    expect(reportOf(run)).toMatchObject({ status: 'failed', filesLoaded: 0, commits: 0, tableVersion: 0, error: { type: 'ConfigError', context: { field: 'target.columnMapping' } } });
+    expect(reportOf(run).error!.message).toContain("but the table has column mapping mode 'none'");
   });
 
   it('problems of the file as a whole come first (job null); --job names only existing jobs', async () => {

@@ -39,6 +39,7 @@ import { describeShard, shardSlice, WHOLE_RANGE, type Shard, type ShardSelection
 import { planSplit, type ShardPlan } from './split.js';
 import { decideStart, generationOf } from './start.js';
 import { backfillActions, backfillAppId, backfillTombstoneFolder, backfillTombstones, readBackfillStates, type BackfillState } from './state.js';
+import { checkTableSettings } from '../table-settings.js';
 
 /** What to backfill. */
 export interface BackfillOptions {
@@ -181,6 +182,7 @@ class BackfillRun {
     const states = readBackfillStates(snapshot, this.job.name);
     this.report.watermark = describeWatermark(readJobState(snapshot, this.job.name).discovery);
     this.report.tableVersion = snapshot?.version ?? null;
+    if (this.firstPlan) checkTableSettings(this.scope, snapshot);
     const restart = (this.opts.restart ?? false) && this.report.commits === 0;
     const start = decideStart(this.job.name, states, this.range, this.shard, restart);
     if (start.kind === 'already-done') return this.finish('already-done', start.state);
