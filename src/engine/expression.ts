@@ -38,3 +38,22 @@ function hasSubquery(tree: unknown): boolean {
   if (node['class'] === 'SUBQUERY' || node['type'] === 'SUBQUERY') return true;
   return Object.values(node).some(hasSubquery);
 }
+
+/**
+ * The top-level AND terms of a checked expression, each as SQL text DuckDB printed back from its
+ * parse tree (`a = 1 AND (b OR c)` gives `(a = 1)` and `(b OR c)`); the expression itself when it
+ * is not a conjunction. The tree never passes through JavaScript numbers (a BIGINT constant past
+ * 2^53 would change): DuckDB's JSON functions cut it and print each term.
+ */
+export async function conjuncts(session: DuckSession, expr: string): Promise<string[]> {
+  const tree = `json_serialize_sql(${str(`SELECT (${expr})`)})`;
+  const top = `j->'$.statements[0].node.select_list[0]'`;
+  const rows = await session.all(
+    `WITH parsed AS (SELECT ${tree} AS j), ` +
+      `terms AS (SELECT j, unnest(json_extract(j, '$.statements[0].node.select_list[0].children[*]')) AS term FROM parsed WHERE ${top}->>'type' = 'CONJUNCTION_AND' ` +
+      `UNION ALL SELECT j, ${top} AS term FROM parsed WHERE ${top}->>'type' <> 'CONJUNCTION_AND') ` +
+      `SELECT json_deserialize_sql(json_merge_patch(j, json_object('statements', json_array(json_merge_patch(j->'$.statements[0]', ` +
+      `json_object('node', json_merge_patch(j->'$.statements[0].node', json_object('select_list', json_array(term))))))))) AS s FROM terms`,
+  );
+  return rows.map((r) => String(r['s']).replace(/^SELECT /, ''));
+}

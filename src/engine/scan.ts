@@ -248,7 +248,8 @@ function isPartitionColumn(snapshot: Snapshot, name: string): boolean {
   return snapshot.partitionColumns.some((c) => c.toLowerCase() === name.toLowerCase());
 }
 
-function partitionValue(file: LiveFile, column: string): string | null {
+/** The file's partition value of `column` (a key of partitionValues, matched case-insensitively). */
+export function partitionValue(file: LiveFile, column: string): string | null {
   const values = file.partitionValues ?? {};
   if (column in values) return values[column] ?? null;
   const key = Object.keys(values).find((k) => k.toLowerCase() === column.toLowerCase());

@@ -110,7 +110,7 @@ export function formatShow(r: ShowReport & { error?: { message?: string } }): st
   if (r.status === 'failed') return `${r.job}: show failed: ${r.error?.message ?? 'unknown error'}\n`;
   if (r.status === 'no-table') return `${r.job}: no table yet at ${r.table}\n`;
   const cells = r.rows.map((row) => r.columns.map((c) => cellText(row[c])));
-  const foot = `(${r.rows.length} row${r.rows.length === 1 ? '' : 's'}${r.rows.length === r.limit ? `, --limit ${r.limit}` : ''}; table version ${r.tableVersion})`;
+  const foot = `(${r.rows.length} row${r.rows.length === 1 ? '' : 's'}${r.rows.length === r.limit ? `, --limit ${r.limit}` : ''}; table version ${r.tableVersion}${r.filesRead < r.tableFiles ? `; ${r.filesRead} of ${r.tableFiles} files read` : ''})`;
   return formatTable(r.columns, cells) + foot + '\n';
 }
 

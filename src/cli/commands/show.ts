@@ -5,6 +5,7 @@
  */
 import type { JobConfig } from '../../config/schema.js';
 import { expressionProblem } from '../../engine/expression.js';
+import { filesMatchingPartitions } from '../../engine/partition-prune.js';
 import { withTableScan } from '../../engine/scan.js';
 import { ident, identList } from '../../engine/sql.js';
 import { ConfigError } from '../../errors.js';
@@ -27,6 +28,9 @@ export interface ShowReport {
   status: 'ok' | 'no-table' | 'failed';
   tableVersion: number | null;
   columns: string[];
+  /** Data files read, of the table's (fewer when --where names only partition columns). */
+  filesRead: number;
+  tableFiles: number;
   /** JSON-safe rows: BIGINT and DECIMAL as text, timestamps as ISO text. */
   rows: Record<string, unknown>[];
   limit: number;
@@ -36,7 +40,7 @@ export interface ShowReport {
 
 /** Rows of the job's table. Never throws: bad flags are a failed outcome with a ConfigError (exit 2). */
 export async function showJob(job: JobConfig, ctx: RunContext, opts: ShowOptions): Promise<JobOutcome<ShowReport>> {
-  const base: ShowReport = { job: job.name, table: job.target.uri, status: 'failed', tableVersion: null, columns: [], rows: [], limit: opts.limit, durationMs: 0 };
+  const base: ShowReport = { job: job.name, table: job.target.uri, status: 'failed', tableVersion: null, columns: [], filesRead: 0, tableFiles: 0, rows: [], limit: opts.limit, durationMs: 0 };
   return timedOutcome(
     () => base,
     () =>
@@ -61,8 +65,11 @@ export async function showJob(job: JobConfig, ctx: RunContext, opts: ShowOptions
           (opts.where !== undefined ? ` WHERE (${opts.where})` : '') +
           (key.length > 0 ? ` ORDER BY ${identList(key)}` : '') +
           ` LIMIT ${opts.limit}`;
-        const rows = await withTableScan(session, { storage: table.storage, spool }, snapshot, (relation) => session.allJson(sql(relation)));
-        return { ...base, status: 'ok', tableVersion: snapshot.version, columns, rows };
+        // Only the partitions --where can keep are read (downloaded, on S3).
+        const files = opts.where === undefined ? null : await filesMatchingPartitions(session, snapshot, opts.where);
+        const scanned = files === null ? snapshot : { ...snapshot, files };
+        const rows = await withTableScan(session, { storage: table.storage, spool }, scanned, (relation) => session.allJson(sql(relation)));
+        return { ...base, status: 'ok', tableVersion: snapshot.version, columns, filesRead: scanned.files.length, tableFiles: snapshot.files.length, rows };
       }),
   );
 }
