@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBackfillStates } from '../../src/job/backfill/state.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { buildFeed, daysFrom, landFeed, seededRandom } from '../../scripts/lib/daily-feed.js';
+import { buildFeed, daysFrom, landFeed } from '../../scripts/lib/daily-feed.js';
+import { prng } from '../../scripts/lib/prng.js';
 import { cli, sleep } from '../helpers/cli.js';
 import { duplicateOrders, logProblems, readFeedTable } from '../job/feed-table.js';
 import { cleanup, DuckSession, makeConfig, tempDir } from '../job/helpers.js';
@@ -66,7 +67,7 @@ async function committedFiles(dir: string, domain: string): Promise<number> {
 describe('kill -9 of one shard of a sharded backfill', () => {
   it('the killed shard, run again, resumes; the table equals an uninterrupted backfill', async () => {
     const root = await tempDir('kill-shard', dirs);
-    const feed = buildFeed({ days: DAYS, ordersPerDay: 6, updatesPerDay: 4, updateWindowDays: 2, filesPerDay: 3, idBase: 1, tag: 'k', random: seededRandom(11) });
+    const feed = buildFeed({ days: DAYS, ordersPerDay: 6, updatesPerDay: 4, updateWindowDays: 2, filesPerDay: 3, idBase: 1, tag: 'k', random: prng(11) });
     await landFeed(new LocalStorage(path.join(root, 'landing')), feed);
     const sharded = await configFor(root, 'sharded');
     const whole = await configFor(root, 'whole');

@@ -45,7 +45,7 @@ import {
 import { runCli, spawnCli, type CliProcess } from './process.js';
 import { sleep } from '../helpers/cli.js';
 import { stepBudget, withinStep } from '../helpers/machine.js';
-import { prng } from '../helpers/prng.js';
+import { prng } from '../../scripts/lib/prng.js';
 
 const KILLS = 20;
 /** Days of files the kill loop may land before it must have made KILLS kills (about 1.5 days per kill). */

@@ -24,7 +24,8 @@ import { readBackfillStates } from '../../src/job/backfill/state.js';
 import { readJobState } from '../../src/job/state.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { buildCorrections, buildFeed, daysFrom, landFeed, latestByOrder, seededRandom, type Feed, type FeedRow } from '../../scripts/lib/daily-feed.js';
+import { buildCorrections, buildFeed, daysFrom, landFeed, latestByOrder, type Feed, type FeedRow } from '../../scripts/lib/daily-feed.js';
+import { prng } from '../../scripts/lib/prng.js';
 import { cli, sleep } from '../helpers/cli.js';
 import { duplicateOrders, logProblems, readFeedTable } from '../job/feed-table.js';
 import { cleanup, DuckSession, makeConfig, tempDir } from '../job/helpers.js';
@@ -95,7 +96,7 @@ describe('scale-out: shards, two jobs, optimize and vacuum on one table at once 
     for (let round = 0; round < ROUNDS; round++) {
       const seed = baseSeed + round;
       const where = `(round ${round}, seed ${seed}; replay with TIDEMARK_SCALE_SEED=${baseSeed})`;
-      const random = seededRandom(seed);
+      const random = prng(seed);
       const w = await world();
       // Orders change within a day or two of being placed, as they do.
       const feed = { days: DAYS, ordersPerDay: 5, updatesPerDay: 3, updateWindowDays: 1, filesPerDay: 1, random };

@@ -23,7 +23,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { prng } from './prng.js';
+import { prng } from '../../scripts/lib/prng.js';
 
 export const FAULT_KINDS = ['slowDown', 'error500Before', 'error500After', 'resetAfter', 'cutBody', 'silent', 'silentMidBody', 'slow'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];

@@ -18,7 +18,8 @@ import { readJobState } from '../../src/job/state.js';
 import { jobStatus } from '../../src/job/status.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { buildFeed, daysFrom, landFeed, latestByOrder, seededRandom, type FeedRow } from '../../scripts/lib/daily-feed.js';
+import { buildFeed, daysFrom, landFeed, latestByOrder, type FeedRow } from '../../scripts/lib/daily-feed.js';
+import { prng } from '../../scripts/lib/prng.js';
 import { backfill, backfillOutcome } from './backfill-helpers.js';
 import { duplicateOrders, logProblems, readFeedTable } from './feed-table.js';
 import { utimes } from 'node:fs/promises';
@@ -35,7 +36,7 @@ let landed: FeedRow[];
 beforeAll(async () => {
   session = await DuckSession.open();
   sourceRoot = await tempDir('shards-src', dirs);
-  const feed = buildFeed({ days: DAYS, ordersPerDay: 6, updatesPerDay: 4, filesPerDay: 2, idBase: 1, tag: 'eu', random: seededRandom(7) });
+  const feed = buildFeed({ days: DAYS, ordersPerDay: 6, updatesPerDay: 4, filesPerDay: 2, idBase: 1, tag: 'eu', random: prng(7) });
   await landFeed(new LocalStorage(sourceRoot), feed);
   landed = feed.rows;
 });

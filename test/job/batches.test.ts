@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { splitBatches } from '../../src/job/batches.js';
-import { prng } from '../helpers/prng.js';
+import { prng } from '../../scripts/lib/prng.js';
 
 interface File {
   key: string;

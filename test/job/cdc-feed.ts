@@ -18,7 +18,7 @@ import { withTableScan } from '../../src/engine/scan.js';
 import { literal, str } from '../../src/engine/sql.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { scanSource } from '../../scripts/lib/tables.js';
-import { prng } from '../helpers/prng.js';
+import { prng } from '../../scripts/lib/prng.js';
 
 /** One row of the feed; a full-load row has no Op. */
 export interface Change {

@@ -41,6 +41,7 @@ import { openStorage, type S3EndpointOptions } from '../../src/storage/uri.js';
 import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import { openTable, scanSource } from '../../scripts/lib/tables.js';
+import { prng } from '../../scripts/lib/prng.js';
 import {
   closeS3JobEnv,
   DuckSession,
@@ -82,18 +83,6 @@ const DELETES = "status = 'cancelled'";
 /** About 30 s on a quiet 2-core machine; far more while other test files share the cores. */
 const LONG_TEST_MS = 300_000;
 const FILES_PER_DAY = ['a.csv', 'b.parquet', 'c.csv'] as const;
-
-/** The test's own seeded choices (mulberry32), apart from the proxy's. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Order events: a pool of orders, each with its own increasing `seq` (steps of 10, never a tie),

@@ -12,7 +12,7 @@ import type { RequestCounts } from '../../src/storage/storage.js';
 import type { ProxiedRequest } from '../helpers/fault-proxy.js';
 import { startProxiedS3 } from './fault-setup.js';
 import type { ProxiedS3 } from './fault-setup.js';
-import { prng } from '../helpers/prng.js';
+import { prng } from '../../scripts/lib/prng.js';
 
 const SEED = 20_261_201;
 const RATE = 0.12;
