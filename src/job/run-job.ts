@@ -41,6 +41,8 @@ export async function runJob(job: JobConfig, ctx: RunContext): Promise<JobOutcom
 class JobRun {
   private readonly job: JobConfig;
   private readonly ctx: RunContext;
+  /** The table's settings are checked (and warned about) once, not again after each re-plan. */
+  private settingsChecked = false;
 
   constructor(
     private readonly scope: JobScope,
@@ -79,7 +81,8 @@ class JobRun {
     // Known before anything can fail, so a failed run still reports where the table stands.
     this.report.tableVersion = snapshot?.version ?? null;
     this.report.watermark = describeWatermark(state.discovery);
-    checkTableSettings(this.scope, snapshot);
+    if (!this.settingsChecked) checkTableSettings(this.scope, snapshot);
+    this.settingsChecked = true;
     const plan = await this.timer.time('list', () => this.discover(state));
     // "Nothing new" only when the source is there and the layout fits it.
     await checkPlannedSource(this.scope, plan);
