@@ -26,7 +26,12 @@ import type { OwnedState, StateOwner } from './write-batch.js';
 export interface BatchLoop<S extends OwnedState> {
   scope: JobScope;
   timer: PhaseTimer;
-  owner: StateOwner<S>;
+  /**
+   * The owner of the state, as of the snapshot a batch plans on: the other owners' tombstones it
+   * reads are that snapshot's, so a delete committed by another writer between two batches
+   * buries the older rows of the next one.
+   */
+  owner(snapshot: Snapshot | null): StateOwner<S>;
   snapshot: Snapshot | null;
   /** The committed state the first batch starts from. */
   state: S;
@@ -59,7 +64,7 @@ export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Pro
       batchNo,
       progressLabel: loop.progressLabel,
       stateAfter: (loaded, rowsRead, quarantined) => loop.stateAfter(before, index, loaded, rowsRead, quarantined),
-      owner: loop.owner,
+      owner: loop.owner(snapshot),
       timer: loop.timer,
     });
     loop.onCommitted(batch, index);

@@ -96,7 +96,7 @@ class JobRun {
     const last = await loadBatches<JobState>({
       scope: this.scope,
       timer: this.timer,
-      owner: jobOwner(this.job.name, snapshot),
+      owner: (planned) => jobOwner(this.job.name, planned),
       snapshot,
       state,
       batches,

@@ -133,4 +133,42 @@ describe('backfill and hourly run at the same time (target: local)', () => {
     expect(readBackfillState(table.snapshot, 'orders')?.status).toBe('done');
     expect(await run(setup)).toMatchObject({ status: 'nothing-new' });
   });
+
+  it('a delete the job commits between two backfill batches buries the older row of the next batch (fault injection: hook runs the job)', async () => {
+    const root = await tempDir('bfc-del-src', dirs);
+    const source = new LocalStorage(root);
+    const setup = makeConfig({
+      source: { uri: root, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', start: '2025-03-05' } },
+      target: { ...mergeTarget(await tempDir('bfc-del-t', dirs)), deleteWhen: "status = 'cancelled'" },
+      maxFilesPerBatch: 1,
+    });
+    await land(source, session, '2025/03/05/a.csv', orders([50, 'placed', 5]));
+    expect(await run(setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
+    // The backfill's two days: a new key, then an old version of key 50.
+    await land(source, session, '2025/03/01/a.csv', orders([1, 'placed', 1]));
+    await land(source, session, '2025/03/02/a.csv', orders([50, 'old', 2]));
+
+    let jobRan = false;
+    const report = await backfill(
+      setup,
+      { from: '2025-03-01', to: '2025-03-02' },
+      {
+        hooks: {
+          beforeCommit: async (b) => {
+            if (b !== 0 || jobRan) return;
+            jobRan = true;
+            // The job deletes key 50 in a file the first batch never read: that batch retries its
+            // commit on top (no re-plan), and the second batch plans on a version after the delete.
+            await land(source, session, '2025/03/06/a.csv', orders([50, 'cancelled', 6]));
+            expect(await run(setup)).toMatchObject({ status: 'succeeded', deleted: 1 });
+          },
+        },
+      },
+    );
+    expect(jobRan).toBe(true);
+    expect(report).toMatchObject({ status: 'succeeded', commits: 2, replans: 0, skippedStale: 1, inserted: 1 });
+    expect(report.commitRetries).toBeGreaterThan(0);
+    const table = await readTarget(session, setup);
+    expect(table.rows.map((r) => [r.order_id, r.status])).toEqual([[1, 'placed']]);
+  });
 });

@@ -207,7 +207,7 @@ class BackfillRun {
     const last = await loadBatches<BackfillState>({
       scope: this.scope,
       timer: this.timer,
-      owner: this.owner(snapshot),
+      owner: (planned) => this.owner(planned),
       snapshot,
       state: initial,
       batches: plan.batches.map((b) => b.files),
