@@ -11,7 +11,7 @@
 import { rm } from 'node:fs/promises';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { DiscoveredFile } from '../discovery/index.js';
-import { startProgress } from '../log/progress.js';
+import { startProgress, type Progress } from '../log/progress.js';
 import { fetchFiles } from './fetch.js';
 import { loadBatch } from './load-batch.js';
 import type { PhaseTimer } from './phases.js';
@@ -53,14 +53,26 @@ export interface CommittedBatch<S extends OwnedState> {
 
 /** Fetch, load, dedupe and commit one batch with its state. */
 export async function loadAndCommitBatch<S extends OwnedState>(scope: JobScope, spec: BatchSpec<S>): Promise<CommittedBatch<S>> {
-  const { job, ctx } = scope;
-  const signal = ctx.signal ? { signal: ctx.signal } : {};
+  const { ctx } = scope;
   const progress =
     spec.progressLabel === null
       ? undefined
       : (ctx.progress?.fetch(spec.files.length) ??
         startProgress({ label: spec.progressLabel, total: spec.files.length, logger: ctx.logger, ...(ctx.tty !== undefined ? { tty: ctx.tty } : {}) }));
   const spoolDir = await scope.spool.folder('fetch');
+  try {
+    return await fetchLoadAndCommit(scope, spec, spoolDir, progress);
+  } finally {
+    // Also on failure: a terminal bar left running keeps the process alive, and a batch planned
+    // again after a lost race downloads into a new folder.
+    progress?.done();
+    await rm(spoolDir, { recursive: true, force: true });
+  }
+}
+
+async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: BatchSpec<S>, spoolDir: string, progress: Progress | undefined): Promise<CommittedBatch<S>> {
+  const { job, ctx } = scope;
+  const signal = ctx.signal ? { signal: ctx.signal } : {};
   const fetched = await spec.timer.time('fetch', () =>
     fetchFiles(scope.source, spec.files, { spoolDir, concurrency: job.concurrency, ...(progress ? { progress } : {}), ...signal }),
   );
@@ -93,6 +105,5 @@ export async function loadAndCommitBatch<S extends OwnedState>(scope: JobScope, 
     bytes: spec.files.reduce((n, f) => n + f.size, 0),
     quarantined: quarantined.map((q) => q.entry),
   };
-  await rm(spoolDir, { recursive: true, force: true });
   return batch;
 }

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 export interface Progress {
   /** Advance by `n` units (and `bytes`, if the work is measured in bytes too). */
   tick(n?: number, bytes?: number): void;
-  /** Finish: stop the bar, log the final count. */
+  /** Finish: stop the bar, log the final count. Safe to call again (a failure path stops it too). */
   done(): void;
 }
 
@@ -73,6 +73,7 @@ export function startProgress(opts: ProgressOptions): Progress {
   if (tty) {
     const bar = terminalBar(stream);
     bar.start(total, 0, { label: opts.label, unit: '', size: '' } satisfies Payload);
+    let stopped = false;
     return {
       tick(n = 1, b = 0) {
         count += n;
@@ -80,6 +81,8 @@ export function startProgress(opts: ProgressOptions): Progress {
         bar.update(count, { label: opts.label, unit: '', size: sizeText(bytes) } satisfies Payload);
       },
       done() {
+        if (stopped) return;
+        stopped = true;
         bar.stop();
       },
     };
@@ -105,6 +108,7 @@ export function startProgress(opts: ProgressOptions): Progress {
     },
     done() {
       if (reported) log();
+      reported = false;
     },
   };
 }

@@ -9,6 +9,7 @@
  * one, where each of its commits takes longer. So the racing writers get as many re-plans as make
  * the same backoff time scaled to the machine (test/helpers/machine.ts).
  */
+import { promises as fsp } from 'node:fs';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/log/logger.js';
@@ -73,6 +74,12 @@ function scaledReplans(): number {
   return replans;
 }
 
+/** Fetch folders (`fetch-N`) anywhere below the spool root. */
+async function countFetchFolders(root: string): Promise<number> {
+  const entries = await fsp.readdir(root, { recursive: true, withFileTypes: true });
+  return entries.filter((e) => e.isDirectory() && /^fetch-\d+$/.test(e.name)).length;
+}
+
 function comparable(state: JobState) {
   const { lastRunAt: _t, ...rest } = state;
   return rest;
@@ -95,13 +102,17 @@ describe('backfill and hourly run at the same time (target: local)', () => {
     const setup = await setupFor(root);
     const log = warnings();
     let jobRan = false;
+    const spoolRoot = await tempDir('bfc-spool', dirs);
+    const fetchFolders: number[] = [];
     const report = await backfill(
       setup,
       { from: '2025-03-01', to: '2025-03-04' },
       {
         logger: log.logger,
+        spoolRoot,
         hooks: {
           beforeCommit: async (b) => {
+            fetchFolders.push(await countFetchFolders(spoolRoot));
             if (b !== 1 || jobRan) return;
             jobRan = true;
             expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 8 });
@@ -111,6 +122,9 @@ describe('backfill and hourly run at the same time (target: local)', () => {
     );
     expect(jobRan).toBe(true);
     expect(log.messages).toContain('backfill: another writer committed first; planning the rest of the range again');
+    // Each batch's downloads go when it ends, the batch that lost the race included.
+    expect(fetchFolders.length).toBeGreaterThan(8);
+    expect(new Set(fetchFolders)).toEqual(new Set([1]));
     expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 8, commits: 8, watermark: '2025-03-08' });
 
     const table = await readTarget(session, setup);

@@ -204,6 +204,7 @@ class BackfillRun {
     this.describePlan(plan);
     if (this.opts.dryRun) return this.finish('dry-run', initial);
     const progress = this.startProgress(plan);
+    // Stopped on failure too: a terminal bar left running keeps the process alive.
     const last = await loadBatches<BackfillState>({
       scope: this.scope,
       timer: this.timer,
@@ -237,8 +238,7 @@ class BackfillRun {
           'backfill batch committed',
         );
       },
-    });
-    progress.done();
+    }).finally(() => progress.done());
     let state = last.state;
     // Resumed (or opened), and the rest of the slice held nothing: mark it done without data.
     if (state.status !== 'done' && start.kind === 'resume' && last.snapshot) {
