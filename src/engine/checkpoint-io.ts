@@ -3,7 +3,7 @@
  * written by DuckDB on local files, downloaded into (or staged in) the run's spool when the table
  * is not on local disk, so `delta/` never touches DuckDB or scratch files itself.
  */
-import { stat } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CheckpointIO } from '../delta/transaction.js';
 import type { Spool } from '../spool/spool.js';
@@ -17,23 +17,33 @@ export function duckCheckpointIO(session: DuckSession, spool: Spool): Checkpoint
     async readActions(storage, keys) {
       const inPlace = keys.map((key) => storage.localPath(key));
       if (inPlace.every((p): p is string => p !== null)) return readCheckpointActions(session, inPlace);
+      // Scratch copies go as soon as they are read: a run reads and writes many checkpoints.
       const dir = await spool.folder('checkpoint-in');
-      const paths = await Promise.all(
-        keys.map(async (key, i) => {
-          const path = join(dir, `part-${i}.parquet`);
-          await storage.download(key, path);
-          return path;
-        }),
-      );
-      return readCheckpointActions(session, paths);
+      try {
+        const paths = await Promise.all(
+          keys.map(async (key, i) => {
+            const path = join(dir, `part-${i}.parquet`);
+            await storage.download(key, path);
+            return path;
+          }),
+        );
+        return await readCheckpointActions(session, paths);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
     },
     async writeActions(storage, key, actions, opts = {}) {
-      const local = join(await spool.folder('checkpoint-out'), 'checkpoint.parquet');
-      await writeCheckpointActions(session, actions, local, opts.sidecar ? SIDECAR_COLUMNS : CHECKPOINT_COLUMNS);
-      const { size } = await stat(local);
-      // One upload: an S3 PUT and the local driver's rename are both atomic, so no reader sees half a checkpoint.
-      await storage.upload(key, local, { contentType: 'application/octet-stream' });
-      return { sizeInBytes: size };
+      const dir = await spool.folder('checkpoint-out');
+      try {
+        const local = join(dir, 'checkpoint.parquet');
+        await writeCheckpointActions(session, actions, local, opts.sidecar ? SIDECAR_COLUMNS : CHECKPOINT_COLUMNS);
+        const { size } = await stat(local);
+        // One upload: an S3 PUT and the local driver's rename are both atomic, so no reader sees half a checkpoint.
+        await storage.upload(key, local, { contentType: 'application/octet-stream' });
+        return { sizeInBytes: size };
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
     },
   };
 }

@@ -2,6 +2,7 @@
  * Committing through S3Storage on s3rver, which ignores If-None-Match on PUT: the table refuses
  * to commit there unless told it is the only writer, and then works end to end.
  */
+import { readdir } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StructType } from '../../src/delta/schema.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
@@ -9,6 +10,8 @@ import { ConditionalWriteUnsupportedError } from '../../src/errors.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 import { appendRequest } from './commit-helpers.js';
 import { openTable } from '../../scripts/lib/tables.js';
+import { openTable as openEngineTable } from '../../src/engine/table.js';
+import { Spool } from '../../src/spool/spool.js';
 
 const SCHEMA: StructType = {
   type: 'struct',
@@ -64,5 +67,25 @@ describe('DeltaTable on a store that ignores conditional writes', () => {
     expect(keys.filter((k) => k.startsWith('_delta_log/_sidecars/'))).toHaveLength(1);
     const snapshot = (await openTable(storage, session).snapshot())!;
     expect(snapshot.files.map((f) => f.path)).toEqual(['p=a/1.parquet', 'p=a/2.parquet']);
+  });
+
+  it('checkpoint scratch files leave the spool as soon as they are written or read (V1 and V2)', async () => {
+    const spool = await Spool.create('cp-scratch');
+    try {
+      for (const configuration of [{}, { 'delta.checkpointPolicy': 'v2' }] as Record<string, string>[]) {
+        const storage = s3.makeStorage();
+        const engine = { session, spool };
+        const table = openEngineTable(storage, engine, { singleWriter: true, checkpointInterval: 2 });
+        await table.create({ schema: SCHEMA, partitionColumns: ['p'], configuration });
+        await table.commit(appendRequest(0, ['p=a/1.parquet']));
+        expect(await table.commit(appendRequest(1, ['p=a/2.parquet']))).toMatchObject({ checkpoint: { written: true } });
+        expect(await readdir(spool.dir, { recursive: true })).toEqual([]);
+        // A fresh reader downloads the checkpoint (and its sidecar) into the spool, then drops them.
+        expect((await openEngineTable(storage, engine).snapshot())!.files).toHaveLength(2);
+        expect(await readdir(spool.dir, { recursive: true })).toEqual([]);
+      }
+    } finally {
+      await spool.close();
+    }
   });
 });
