@@ -15,6 +15,9 @@ import { partitionValueSql } from './partition-sql.js';
 import { partitionValue } from './scan.js';
 import { ident, identList } from './sql.js';
 
+/** Calls whose value changes from row to row with the same inputs (DuckDB's volatile functions). */
+const VOLATILE = /\b(random|gen_random_uuid|uuid|uuidv4|uuidv7|nextval|currval|setseed)\s*\(/i;
+
 /** The files that can hold rows matching `where` (checked: one expression), or null when no AND term names partition columns only. */
 export async function filesMatchingPartitions(session: DuckSession, snapshot: Snapshot, where: string): Promise<LiveFile[] | null> {
   const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
@@ -35,6 +38,8 @@ export async function filesMatchingPartitions(session: DuckSession, snapshot: Sn
   // Each AND term that names partition columns only narrows the tuples; the others bind to nothing here.
   const keptByTerm: Array<Set<number>> = [];
   for (const term of await conjuncts(session, where)) {
+    // Evaluated once per partition, a random term would drop whole partitions: it prunes nothing.
+    if (VOLATILE.test(term)) continue;
     try {
       const rowsKept = await session.all(`SELECT ${ident('__i')} AS i FROM ${relation} WHERE (${term})`);
       keptByTerm.push(new Set(rowsKept.map((r) => Number(r['i']))));
