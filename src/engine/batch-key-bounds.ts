@@ -4,6 +4,7 @@
  * compares with `add.stats`. Partition columns are left out (the read set's partitions cover
  * them), as are key columns of other types: bounds on fewer columns still enclose every key.
  */
+import { columnMappingMode, physicalName } from '../delta/column-mapping.js';
 import { BOUNDABLE_TYPES, type KeyBound } from '../delta/key-bounds.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { DuckSession } from './duckdb.js';
@@ -12,11 +13,12 @@ import { deltaTypeToDuck } from './type-map-read.js';
 
 /** Key bounds of `batchTable` for a MERGE into `snapshot`'s table; [] when no key column can be bounded. */
 export async function batchKeyBounds(session: DuckSession, batchTable: string, snapshot: Snapshot, keys: readonly string[]): Promise<KeyBound[]> {
+  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
   const columns = keys.flatMap((key) => {
     const field = snapshot.schema.fields.find((f) => f.name.toLowerCase() === key.toLowerCase());
     if (!field || typeof field.type !== 'string' || !BOUNDABLE_TYPES.has(field.type)) return [];
     if (snapshot.partitionColumns.some((p) => p.toLowerCase() === key.toLowerCase())) return [];
-    return [{ key, type: field.type, path: [physicalName(snapshot, field)] }];
+    return [{ key, type: field.type, path: [physicalName(field, mode)] }];
   });
   if (columns.length === 0) return [];
   // In the table's type, so the order is the column's (the batch is read in it already).
@@ -40,11 +42,4 @@ function boundSql(column: string, type: string, i: number): string[] {
     return [`CAST(floor(epoch_us(min(${column})) / 1000) AS BIGINT)::VARCHAR AS min${i}`, `CAST(ceil(epoch_us(max(${column})) / 1000) AS BIGINT)::VARCHAR AS max${i}`];
   }
   return [`min(${column})::VARCHAR AS min${i}`, `max(${column})::VARCHAR AS max${i}`];
-}
-
-/** The column's name in data files and statistics: its physical name under column mapping. */
-function physicalName(snapshot: Snapshot, field: { name: string; metadata: Record<string, unknown> }): string {
-  const mode = snapshot.metadata.configuration['delta.columnMapping.mode'];
-  const physical = field.metadata['delta.columnMapping.physicalName'];
-  return mode !== undefined && mode !== 'none' && typeof physical === 'string' ? physical : field.name;
 }
