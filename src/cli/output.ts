@@ -69,7 +69,7 @@ function backfillLines(b: BackfillStatusReport): string[] {
     ...b.shards.map((s) => {
       const part = s.part ? `${s.part.from}..${s.part.to}` : '(empty slice)';
       const where = s.status === 'running' ? `running, done through ${s.doneThrough ?? '-'}` : s.status;
-      return `    shard ${s.shard} ${part}: ${where}; ${s.filesLoaded} files, ${s.rowsLoaded} rows (${s.updatedAt})`;
+      return `    shard ${s.shard} ${part}: ${where}; ${s.filesLoaded} files, ${s.rowsLoaded} rows (${s.updatedAt ?? 'not started'})`;
     }),
   ];
 }

@@ -135,7 +135,8 @@ export interface ShardStatus {
   /** `pending`: opened, nothing committed by the shard yet. */
   status: 'pending' | 'running' | 'done';
   doneThrough: string | null;
-  updatedAt: string;
+  /** Null for a shard with no state in the table yet (it has not committed anything). */
+  updatedAt: string | null;
   filesLoaded: number;
   rowsLoaded: number;
 }

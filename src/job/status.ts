@@ -8,8 +8,10 @@ import type { Snapshot } from '../delta/snapshot.js';
 import type { Storage } from '../storage/storage.js';
 import { readHistory } from './history.js';
 import { totalRecords } from '../delta/stats.js';
-import { describeShard } from './backfill/shard.js';
-import { currentBackfill } from './backfill/start.js';
+import { describeSlice } from './backfill/open-split.js';
+import type { BackfillRange } from './backfill/range.js';
+import { describeShard, shardSlice, type Shard } from './backfill/shard.js';
+import { currentBackfill, missingShards } from './backfill/start.js';
 import { readBackfillStates, shardOf, type BackfillState } from './backfill/state.js';
 import type { RunContext } from './context.js';
 import { outcomeOf, type BackfillStatusReport, type JobOutcome, type ShardStatus, type StatusReport } from './report.js';
@@ -57,19 +59,29 @@ function statusOf(job: JobConfig, snapshot: Snapshot | null): StatusReport {
     files: files.length,
     bytes: files.reduce((n, f) => n + f.size, 0),
     quarantined: state.quarantined.map(({ key, error, at }) => ({ key, error, at })),
-    ...backfillOf(snapshot, job.name),
+    ...backfillOf(snapshot, job),
   };
 }
 
 /** The `backfill` field: the latest backfill's range and progress (every shard's, when split). */
-function backfillOf(snapshot: Snapshot | null, job: string): { backfill?: BackfillStatusReport } {
-  const states = currentBackfill(readBackfillStates(snapshot, job).values());
+function backfillOf(snapshot: Snapshot | null, job: JobConfig): { backfill?: BackfillStatusReport } {
+  const states = currentBackfill(readBackfillStates(snapshot, job.name).values());
   const first = states[0];
   if (!first) return {};
+  const missing = missingShards(states);
   const updatedAt = states.reduce((max, s) => (s.updatedAt > max ? s.updatedAt : max), first.updatedAt);
-  const status = states.every((s) => s.status === 'done') ? 'done' : 'running';
+  const status = missing.length === 0 && states.every((s) => s.status === 'done') ? 'done' : 'running';
   if (!first.shard) return { backfill: { from: first.from, to: first.to, status, doneThrough: first.doneThrough, updatedAt } };
-  return { backfill: { from: first.from, to: first.to, status, doneThrough: null, updatedAt, shards: states.map(shardStatus) } };
+  const shards = [...states.map((s) => ({ index: shardOf(s).index, status: shardStatus(s) })), ...missing.map((m) => ({ index: m.index, status: notStarted(job, first, m) }))]
+    .sort((a, b) => a.index - b.index)
+    .map((s) => s.status);
+  return { backfill: { from: first.from, to: first.to, status, doneThrough: null, updatedAt, shards } };
+}
+
+/** A shard of the backfill with no state in the table yet (see missingShards): pending, with the slice it will load. */
+function notStarted(job: JobConfig, state: BackfillState, shard: Shard): ShardStatus {
+  const range: BackfillRange = state.mode === 'partition' ? { mode: 'partition', from: state.from, to: state.to } : { mode: 'modified', from: Date.parse(state.from), to: Date.parse(state.to) };
+  return { shard: describeShard(shard), part: describeSlice(shardSlice(job, range, shard)), status: 'pending', doneThrough: null, updatedAt: null, filesLoaded: 0, rowsLoaded: 0 };
 }
 
 function shardStatus(s: BackfillState): ShardStatus {

@@ -183,6 +183,44 @@ describe('sharded backfill (target: local, partitioned by order_date)', () => {
     expect(await backfill(setup, { from: DAYS[0]!, to: DAYS[2]! })).toMatchObject({ status: 'succeeded', filesLoaded: 6 });
   });
 
+  it('on a table that does not exist yet, shards run one at a time: each writes its own state, the others show as not started and hold off another backfill; an empty slice is marked done', async () => {
+    const target = await tempDir('shards-new', dirs);
+    const setup = makeConfig({
+      source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', start: DAYS[6] } },
+      target: { uri: target, mode: 'merge', key: ['order_id'], orderBy: 'seq', partitionBy: ['order_date'] },
+    });
+    // Three days in four shards: one slice is empty.
+    const three = { from: DAYS[0]!, to: DAYS[2]! };
+    const range = parseBackfillRange(setup.job, three.from, three.to);
+    const slices = [0, 1, 2, 3].map((i) => shardSlice(setup.job, range, { index: i, count: 4 }));
+    const empty = slices.findIndex((slice) => slice === null);
+    expect(empty).toBeGreaterThanOrEqual(0);
+    const order = [0, 1, 2, 3].filter((i) => i !== empty);
+    const status = async () => unwrap(await jobStatus(setup.job, { storage: setup.storage, logger: silentLogger(), tty: false }));
+
+    expect(await backfill(setup, { ...three, shard: shard(order[0]!, 4) })).toMatchObject({ status: 'succeeded', filesLoaded: 2 });
+    const first = await status();
+    expect(first.backfill?.status).toBe('running');
+    expect(first.backfill?.shards?.map((s) => s.status)).toEqual([0, 1, 2, 3].map((i) => (i === order[0] ? 'done' : 'pending')));
+    expect(first.backfill?.shards?.[empty]).toMatchObject({ part: null, updatedAt: null });
+    expect(formatStatus(first)).toContain('1 of 4 shards done');
+    expect(formatStatus(first)).toContain('(not started)');
+    const other = await backfillOutcome(setup, RANGE);
+    expect(other.ok ? '' : (other.error as Error).message).toMatch(/in 4 shards is unfinished \(1 of 4 shards done; unfinished: /);
+
+    for (const i of order.slice(1)) expect(await backfill(setup, { ...three, shard: shard(i, 4) })).toMatchObject({ status: 'succeeded', filesLoaded: 2 });
+    expect((await status()).backfill?.status).toBe('running');
+    // The empty slice loads nothing and records that it is done.
+    expect(await backfill(setup, { ...three, shard: shard(empty, 4) })).toMatchObject({ status: 'succeeded', filesLoaded: 0, commits: 1 });
+    const done = await status();
+    expect(done.backfill).toMatchObject({ status: 'done' });
+    expect(done.backfill?.shards?.map((s) => s.status)).toEqual(['done', 'done', 'done', 'done']);
+    const table = await readFeedTable(session, setup);
+    expect(duplicateOrders(table.rows)).toEqual([]);
+    expect(await logProblems(target)).toEqual([]);
+    expect(await backfill(setup, RANGE)).toMatchObject({ status: 'succeeded' });
+  });
+
   it('--partitions-per-commit: each shard commits several whole days at once; the table is the same', async () => {
     const { setup, target } = await tableWithJob();
     const reports = await Promise.all([0, 1].map((i) => backfill(setup, { ...RANGE, shard: shard(i, 2), partitionsPerCommit: 2 })));
@@ -273,7 +311,10 @@ describe('decideStart with shards', () => {
 
   it('another range, or the same range split otherwise, is refused while a shard is unfinished; --restart opens it anew', () => {
     const split = [stateOf(R, four(0), { status: 'done' }), stateOf(R, four(1))];
-    expect(() => decide(split, other, four(0))).toThrow(/in 4 shards is unfinished \(1 of 4 shards done; unfinished: 1\/4\)/);
+    // Shards 2/4 and 3/4 have no state yet (the split was never opened: there was no table): not done either.
+    expect(() => decide(split, other, four(0))).toThrow(/in 4 shards is unfinished \(1 of 4 shards done; unfinished: 1\/4, 2\/4, 3\/4\)/);
+    const twoDone = [stateOf(R, four(0), { status: 'done' }), stateOf(R, four(1), { status: 'done' })];
+    expect(() => decide(twoDone, other, four(0))).toThrow(/\(2 of 4 shards done; unfinished: 2\/4, 3\/4\)/);
     expect(() => decide(split, R, { index: 0, count: 2 })).toThrow(/unfinished/);
     expect(() => decide(split, R, WHOLE_RANGE)).toThrow(/unfinished/);
     expect(decide(split, other, four(0), true)).toBe('open');
@@ -289,7 +330,7 @@ describe('decideStart with shards', () => {
   });
 
   it('once every shard is done another backfill starts; the one started last is current, its older states are left alone', () => {
-    const done = [stateOf(R, four(0), { status: 'done' }), stateOf(R, four(1), { status: 'done' })];
+    const done = [0, 1, 2, 3].map((i) => stateOf(R, four(i), { status: 'done' }));
     expect(decide(done, other, four(0))).toBe('open');
     expect(decide(done, other, WHOLE_RANGE)).toBe('fresh');
     // An unsharded backfill of `other` started later and is unfinished: the old split is no longer current.

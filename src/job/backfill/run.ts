@@ -240,8 +240,10 @@ class BackfillRun {
       },
     }).finally(() => progress.done());
     let state = last.state;
-    // Resumed (or opened), and the rest of the slice held nothing: mark it done without data.
-    if (state.status !== 'done' && start.kind === 'resume' && last.snapshot) {
+    // Resumed (or opened), and the rest of the slice held nothing: mark it done without data. So
+    // does a shard of a split that was never opened (no table then), or `status` would count it missing.
+    const startedWithState = start.kind === 'resume' || (start.kind === 'fresh' && this.shard.count > 1);
+    if (state.status !== 'done' && startedWithState && last.snapshot) {
       state = doneState(state, new Date());
       this.report.tableVersion = await this.commitState(last.snapshot, state);
     }

@@ -76,9 +76,22 @@ export function decideStart(job: string, states: ReadonlyMap<string, BackfillSta
     // leaving the other shards' states as they are.
     return { kind: 'fresh', generation };
   }
-  const unfinished = current.filter((s) => s.status !== 'done');
+  const unfinished = [...current.filter((s) => s.status !== 'done').map(shardOf), ...missingShards(current)].sort((a, b) => a.index - b.index);
   if (unfinished.length > 0) throw refusal(job, current, unfinished, range);
   return startNew;
+}
+
+/**
+ * The shards of a backfill that have no state in the table yet: a split opened before the table
+ * existed is not opened, so each shard writes its state with its first commit, and one that has
+ * not run (or found nothing while there was no table) is missing, not done.
+ */
+export function missingShards(current: readonly BackfillState[]): Shard[] {
+  const first = current[0];
+  if (!first) return [];
+  const { count } = shardOf(first);
+  const held = new Set(current.map((s) => shardOf(s).index));
+  return Array.from({ length: count }, (_, index) => ({ index, count })).filter((s) => !held.has(s.index));
 }
 
 /** A state's generation (states written before generations existed: 0). */
@@ -86,15 +99,15 @@ export function generationOf(state: Pick<BackfillState, 'generation'>): number {
   return state.generation ?? 0;
 }
 
-function refusal(job: string, current: BackfillState[], unfinished: BackfillState[], range: BackfillRange): ConfigError {
+function refusal(job: string, current: BackfillState[], unfinished: Shard[], range: BackfillRange): ConfigError {
   const first = current[0]!;
   const { from, to } = describeRange(range);
   const shards = shardOf(first).count;
   const what =
     shards === 1
       ? `a backfill of ${first.from}..${first.to} is unfinished (done through ${first.doneThrough ?? 'nothing yet'}); run it again with --from ${first.from} --to ${first.to} to finish it`
-      : `a backfill of ${first.from}..${first.to} in ${shards} shards is unfinished (${current.length - unfinished.length} of ${shards} shards done; unfinished: ` +
-        `${unfinished.map((s) => describeShard(shardOf(s))).join(', ')}); run its shards again with --from ${first.from} --to ${first.to} --shard K/${shards} to finish it`;
+      : `a backfill of ${first.from}..${first.to} in ${shards} shards is unfinished (${shards - unfinished.length} of ${shards} shards done; unfinished: ` +
+        `${unfinished.map((s) => describeShard(s)).join(', ')}); run its shards again with --from ${first.from} --to ${first.to} --shard K/${shards} to finish it`;
   return new ConfigError(`[backfill] job ${job}: ${what}, or pass --restart to abandon it and backfill ${from}..${to}`, {
     field: 'from',
     job,
