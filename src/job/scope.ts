@@ -39,10 +39,6 @@ export interface Contention {
 }
 
 /**
- * The S3 requests the scope's source and target sent so far, by kind (what the run cost);
- * undefined when neither is on S3.
- */
-/**
  * `withJobScope` for a command that reports: however `fn` ends, `report` gets the scope's S3
  * requests and commit contention, so a failed run still says what it cost.
  */
@@ -64,6 +60,10 @@ export function withReportedScope<T>(
   });
 }
 
+/**
+ * The S3 requests the scope's source and target sent so far, by kind (what the run cost);
+ * undefined when neither is on S3.
+ */
 function requestsOf(scope: Pick<JobScope, 'source' | 'table'>): RequestCounts | undefined {
   const counts = [scope.source.requestCounts?.(), scope.table.storage.requestCounts?.()].filter((c) => c !== undefined);
   if (counts.length === 0) return undefined;

@@ -187,15 +187,20 @@ function withTombstones<S extends OwnedState>(state: S, tombstones: TombstoneSta
 /** Empty files still move the watermark, so they are not listed again; without a table there is nothing to commit to. */
 async function commitStateOnly<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
   if (!opts.snapshot) return { version: null, counts: noWriteCounts(), state: opts.state };
-  const version = await commit(opts, {
-    actions: opts.owner.actions(opts.state),
-    operation: 'SET TRANSACTION',
-    operationParameters: opts.owner.parameters(opts.state),
-    operationMetrics: { numFiles: '0', numOutputRows: '0' },
-    read: { readVersion: opts.snapshot.version, partitions: [], files: [], appIds: [opts.owner.appId] },
-    isBlindAppend: true,
-  });
+  const version = await commit(opts, stateCommitRequest(opts.owner, opts.state, opts.snapshot));
   return { version, counts: noWriteCounts(), state: opts.state };
+}
+
+/** A commit of the owner's state alone, without data (SET TRANSACTION), read on `snapshot`. */
+export function stateCommitRequest<S extends OwnedState>(owner: StateOwner<S>, state: S, snapshot: Snapshot): CommitRequest {
+  return {
+    actions: owner.actions(state),
+    operation: 'SET TRANSACTION',
+    operationParameters: owner.parameters(state),
+    operationMetrics: { numFiles: '0', numOutputRows: '0' },
+    read: { readVersion: snapshot.version, partitions: [], files: [], appIds: [owner.appId] },
+    isBlindAppend: true,
+  };
 }
 
 /** The commit point, between the beforeCommit hook and the table's commit loop. */

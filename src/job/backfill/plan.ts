@@ -13,13 +13,15 @@
  */
 import type { JobConfig } from '../../config/schema.js';
 import { listModified, type ModifiedListing } from '../../discovery/by-modified.js';
-import { Layout, PartitionClock, type DiscoveredFile } from '../../discovery/index.js';
-import { compileKeyFilter, type KeyFilter } from '../../discovery/filter.js';
+import { resolveDiscovery } from '../../discovery/config.js';
+import type { DiscoveredFile } from '../../discovery/index.js';
+import type { KeyFilter } from '../../discovery/filter.js';
 import { folderOf, isNotData, SUCCESS_MARKER } from '../../discovery/identity.js';
 import { walkPartitions, type PartitionWalk, type SkippedFolder } from '../../discovery/partitions.js';
 import { compareFiles } from '../../discovery/plan.js';
 import type { Storage } from '../../storage/storage.js';
 import { splitBatches } from '../batches.js';
+import { discoveryConfigOf } from '../open.js';
 import { describeRange, type BackfillRange } from './range.js';
 import type { BackfillEntry, BackfillState } from './state.js';
 import { withQuarantined } from '../quarantine.js';
@@ -68,23 +70,23 @@ export interface ListBackfillOptions {
 /** List what the rest of the range needs and plan it (a null range, a shard's empty slice, needs nothing). */
 export async function listBackfill(source: Storage, job: JobConfig, range: BackfillRange | null, cursor: BackfillCursor, opts: ListBackfillOptions): Promise<BackfillPlan> {
   if (range === null) return emptyPlan();
-  const d = job.source.discover;
+  // The job's own discovery settings: the same layout, clock and include/exclude as its runs.
+  const settings = resolveDiscovery(discoveryConfigOf(job));
   const limits: PlanLimits = {
     maxFiles: job.maxFilesPerBatch,
     maxBytes: job.maxBytesPerBatch,
-    requireSuccessMarker: d.requireSuccessMarker,
-    selects: compileKeyFilter({ ...(job.source.include ? { include: job.source.include } : {}), ...(job.source.exclude ? { exclude: job.source.exclude } : {}) }),
+    requireSuccessMarker: settings.requireSuccessMarker,
+    selects: settings.selects,
     partitionsPerCommit: opts.partitionsPerCommit ?? 1,
   };
   if (range.mode === 'partition') {
-    if (d.by !== 'partition') throw new Error('[backfill] a partition range for a job discovering by modification time');
-    const layout = Layout.parse(d.layout);
-    const first = cursor.doneThrough === null ? range.from : new PartitionClock(d.timezone).step(cursor.doneThrough, 1);
+    if (settings.mode !== 'partition') throw new Error('[backfill] a partition range for a job discovering by modification time');
+    const first = cursor.doneThrough === null ? range.from : settings.clock.step(cursor.doneThrough, 1);
     if (first > range.to) return emptyPlan();
-    const walk = await walkPartitions(source, layout, { from: first, until: () => range.to, concurrency: opts.concurrency, signal: opts.signal });
+    const walk = await walkPartitions(source, settings.layout, { from: first, until: () => range.to, concurrency: opts.concurrency, signal: opts.signal });
     return planPartitionBackfill(walk, cursor, limits);
   }
-  const listing = await listModified(source, { floor: range.from - 1, keepAll: d.requireSuccessMarker, concurrency: opts.concurrency, signal: opts.signal });
+  const listing = await listModified(source, { floor: range.from - 1, keepAll: settings.requireSuccessMarker, concurrency: opts.concurrency, signal: opts.signal });
   return planModifiedBackfill(listing, range, cursor, limits);
 }
 

@@ -30,7 +30,7 @@ import { noLoadCounts, timedOutcome, type JobOutcome, type LoadCounts, type Repo
 import { withReportedScope, type JobScope } from '../scope.js';
 import { jobTombstones, readJobState } from '../state.js';
 import { describeWatermark } from '../watermark.js';
-import type { StateOwner } from '../write-batch.js';
+import { stateCommitRequest, type StateOwner } from '../write-batch.js';
 import type { RequestCounts } from '../../storage/storage.js';
 import { describeSlice, openedStates, openSplitRequest, sliceOf } from './open-split.js';
 import { doneState, listBackfill, startState, stateAfter, type BackfillPlan } from './plan.js';
@@ -141,6 +141,8 @@ class BackfillRun {
   private shard: Shard = WHOLE_RANGE;
   /** False once the first plan is made: --restart and `resumedFrom` concern the first one only. */
   private firstPlan = true;
+  /** The table's settings are checked (and warned about) once, not again after opening the split or a re-plan. */
+  private settingsChecked = false;
 
   constructor(
     private readonly scope: JobScope,
@@ -182,7 +184,8 @@ class BackfillRun {
     const states = readBackfillStates(snapshot, this.job.name);
     this.report.watermark = describeWatermark(readJobState(snapshot, this.job.name).discovery);
     this.report.tableVersion = snapshot?.version ?? null;
-    if (this.firstPlan) checkTableSettings(this.scope, snapshot);
+    if (!this.settingsChecked) checkTableSettings(this.scope, snapshot);
+    this.settingsChecked = true;
     const restart = (this.opts.restart ?? false) && this.report.commits === 0;
     const start = decideStart(this.job.name, states, this.range, this.shard, restart);
     if (start.kind === 'already-done') return this.finish('already-done', start.state);
@@ -307,17 +310,10 @@ class BackfillRun {
 
   /** Commit the backfill state alone (no data). */
   private async commitState(snapshot: Snapshot, state: BackfillState): Promise<number> {
-    const appId = backfillAppId(this.job.name, this.shard);
+    const request = stateCommitRequest(this.owner(snapshot), state, snapshot);
     const result = await this.timer.time('commit', () =>
       this.scope.table.commit(
-        {
-          actions: backfillActions(state),
-          operation: 'SET TRANSACTION',
-          operationParameters: { ...backfillParameters(state), status: state.status },
-          operationMetrics: { numFiles: '0', numOutputRows: '0' },
-          read: { readVersion: snapshot.version, partitions: [], files: [], appIds: [appId] },
-          isBlindAppend: true,
-        },
+        { ...request, operationParameters: { ...request.operationParameters, status: state.status } },
         { onRetry: () => void (this.scope.contention.commitRetries += 1), ...(this.ctx.signal ? { signal: this.ctx.signal } : {}) },
       ),
     );

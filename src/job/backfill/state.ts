@@ -138,7 +138,7 @@ export function backfillActions(state: BackfillState, now = Date.now()): Action[
   return [{ txn: { appId, version: state.batch, lastUpdated: now } }, backfillDomain(state)];
 }
 
-/** The domain action alone: how the first shard of a split opens the other shards' states. */
-export function backfillDomain(state: BackfillState): Action {
+/** The domain action holding `state` (JSON), under the shard's appId. */
+function backfillDomain(state: BackfillState): Action {
   return { domainMetadata: { domain: backfillAppId(state.job, shardOf(state)), configuration: JSON.stringify(state), removed: false } };
 }
