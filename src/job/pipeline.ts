@@ -47,10 +47,14 @@ export interface BatchLoop<S extends OwnedState> {
   onCommitted(batch: CommittedBatch<S>, index: number): void;
 }
 
-/** Load and commit every batch; returns the last committed snapshot and state. */
-export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Promise<{ snapshot: Snapshot | null; state: S }> {
+/**
+ * Load and commit every batch; returns the last committed state and the table's version after
+ * them (the starting snapshot's when nothing was committed; null when there is no table).
+ */
+export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Promise<{ version: number | null; state: S }> {
   const { scope } = loop;
   let { snapshot, state } = loop;
+  let committed = snapshot?.version ?? null;
   for (const [index, files] of loop.batches.entries()) {
     // SIGINT/SIGTERM: stop between batches; what is committed stays, the rerun goes on from it.
     scope.ctx.signal?.throwIfAborted();
@@ -71,11 +75,15 @@ export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Pro
     loop.progress?.tick(files.length, batch.bytes);
     await scope.ctx.hooks?.afterCommit?.(batchNo, batch.written.version);
     const { version } = batch.written;
-    snapshot = version === null ? snapshot : await scope.table.snapshot({ version });
+    if (version !== null) {
+      committed = version;
+      // The next batch plans on this version (read only when there is a next batch).
+      if (index < loop.batches.length - 1) snapshot = await scope.table.snapshot({ version });
+    }
     // The committed state: it lists the tombstone files this batch wrote.
     state = batch.written.state;
   }
-  return { snapshot, state };
+  return { version: committed, state };
 }
 
 /** Add a committed batch to a report's load counts. */

@@ -130,7 +130,7 @@ class JobRun {
         );
       },
     });
-    this.report.tableVersion = last.snapshot?.version ?? null;
+    this.report.tableVersion = last.version;
     this.report.watermark = describeWatermark(last.state.discovery);
     this.report.status = this.report.commits > 0 ? 'succeeded' : 'nothing-new';
   }

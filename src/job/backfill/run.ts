@@ -246,9 +246,10 @@ class BackfillRun {
     // Resumed (or opened), and the rest of the slice held nothing: mark it done without data. So
     // does a shard of a split that was never opened (no table then), or `status` would count it missing.
     const startedWithState = start.kind === 'resume' || (start.kind === 'fresh' && this.shard.count > 1);
-    if (state.status !== 'done' && startedWithState && last.snapshot) {
+    if (state.status !== 'done' && startedWithState && last.version !== null) {
       state = doneState(state, new Date());
-      this.report.tableVersion = await this.commitState(last.snapshot, state);
+      const committed = last.version === snapshot?.version ? snapshot : await this.scope.table.snapshot({ version: last.version });
+      this.report.tableVersion = await this.commitState(committed!, state);
     }
     this.finish('succeeded', state);
   }
