@@ -104,21 +104,22 @@ export async function touchedFiles(ctx: MatchContext, hits: HitsResult): Promise
  * With the touched files' modes decided, read what the classification needs (all rows of the
  * 'rewrite' files, the tied rows of the 'dv' files) and build the target, actions and changes.
  */
-export async function classifyChanges(ctx: MatchContext, hits: HitsResult, modes: ReadonlyMap<number, WriteMode>, columns: readonly string[]): Promise<void> {
+export async function classifyChanges(
+  ctx: MatchContext,
+  hits: HitsResult,
+  touched: readonly TouchedFile[],
+  modes: ReadonlyMap<number, WriteMode>,
+  columns: readonly string[],
+): Promise<void> {
   const pick = (want: (id: number) => boolean) => new Map([...hits.scanned].filter(([id]) => want(id)));
   const rewrite = pick((id) => modes.get(id) === 'rewrite');
-  const tied = await tiedFiles(ctx, modes);
+  // The 'dv' files with a tie among their hits: their tied rows are compared in full.
+  const tied = new Set(touched.filter((t) => t.ties && modes.get(t.id) === 'dv').map((t) => t.id));
   await ctx.session.run(modesSql(ctx.tables, modes));
   const read = { ...hits, rowIds: ctx.rowIds };
   await ctx.session.run(targetSql(ctx.tables, perFileScanSql(ctx.snapshot, rewrite, read), perFileScanSql(ctx.snapshot, pick((id) => tied.has(id)), read)));
   await ctx.session.run(actionsSql(ctx.tables, ctx.spec, columns));
   await ctx.session.run(changesSql(ctx.tables));
-}
-
-/** Ids of the 'dv' files with a tie among their hits. */
-async function tiedFiles(ctx: MatchContext, modes: ReadonlyMap<number, WriteMode>): Promise<Set<number>> {
-  const rows = await ctx.session.all(touchedFilesSql(ctx.tables));
-  return new Set(rows.filter((r) => r['ties'] === true && modes.get(Number(r['id'])) === 'dv').map((r) => Number(r['id'])));
 }
 
 /**

@@ -51,6 +51,7 @@ import {
   storedBatchRowsSql,
   type MatchSpec,
   type OutputLayout,
+  type WriteMode,
 } from './plan.js';
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
 import type { MergeCounts, StagedMerge } from './results.js';
@@ -183,10 +184,10 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
     const columns = target.plan.mappings.map((m) => m.target);
     const touched = await touchedFiles(ctx, hits);
     const modes = new Map(touched.map((t) => [t.id, writeModeOf(t.file, t.touched, policy)]));
-    await classifyChanges(ctx, hits, modes, columns);
+    await classifyChanges(ctx, hits, touched, modes, columns);
     const counts = await readCounts(opts.session, tables, target.batch.rows);
     refuseChangesToAppendOnly(snapshot, counts, opts.storage.uri);
-    const changed = await changedFiles(opts.session, tables, hits);
+    const changed = await changedFiles(opts.session, tables, hits, modes);
     await checkStoredRows(run);
     clock.lap('classify');
     const now = Date.now();
@@ -246,7 +247,7 @@ interface ChangedFiles {
   read: number;
 }
 
-async function changedFiles(session: DuckSession, tables: TempTables, hits: HitsResult): Promise<ChangedFiles> {
+async function changedFiles(session: DuckSession, tables: TempTables, hits: HitsResult, modes: ReadonlyMap<number, WriteMode>): Promise<ChangedFiles> {
   const rows = await session.all(changedFilesSql(tables));
   const positions = new Map((await session.all(dvPositionsSql(tables))).map((r) => [Number(r['id']), (r['positions'] as unknown[]).map(Number)]));
   const rewrite: LiveFile[] = [];
@@ -257,7 +258,7 @@ async function changedFiles(session: DuckSession, tables: TempTables, hits: Hits
     if (r['mode'] === 'rewrite') rewrite.push(file);
     else dv.push({ id, file, positions: positions.get(id) ?? [], localPath: hits.localPaths.get(file.path)! });
   }
-  const read = Number((await session.one(`SELECT count(*) AS n FROM ${ident(tables.modes)} WHERE mode = 'rewrite'`))?.['n'] ?? 0);
+  const read = [...modes.values()].filter((mode) => mode === 'rewrite').length;
   return { rewrite, dv, read };
 }
 
