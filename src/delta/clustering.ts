@@ -6,6 +6,7 @@
  * writes new files sorted by the clustering columns so they stay close to clustered.
  */
 import { DeltaLogError } from '../errors.js';
+import { columnMappingMode, physicalName } from './column-mapping.js';
 import { writerFeatures } from './features.js';
 import type { Snapshot } from './snapshot.js';
 
@@ -19,13 +20,12 @@ export const CLUSTERING_DOMAIN = 'delta.clustering';
  * (Spark, Kernel) or a flat list (the protocol's example). Nested columns are left out: they
  * cannot order the rows of a file by themselves.
  */
-export function clusteringColumns(snapshot: Pick<Snapshot, 'protocol' | 'domains' | 'schema' | 'tableUri'>): string[] {
+export function clusteringColumns(snapshot: Pick<Snapshot, 'protocol' | 'metadata' | 'domains' | 'schema' | 'tableUri'>): string[] {
   if (!writerFeatures(snapshot.protocol).includes('clustering')) return [];
   const domain = snapshot.domains.get(CLUSTERING_DOMAIN);
   if (!domain) return [];
-  const logical = new Map(
-    snapshot.schema.fields.map((f) => [String(f.metadata?.['delta.columnMapping.physicalName'] ?? f.name), f.name]),
-  );
+  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
+  const logical = new Map(snapshot.schema.fields.map((f) => [physicalName(f, mode), f.name]));
   return namePaths(domain.configuration, snapshot.tableUri).flatMap((path) => {
     const name = path.length === 1 ? logical.get(path[0]!) : undefined;
     return name === undefined ? [] : [name];

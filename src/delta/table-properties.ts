@@ -18,6 +18,16 @@ export const ENABLE_IN_COMMIT_TIMESTAMPS = 'delta.enableInCommitTimestamps';
 /** `delta.checkpointPolicy`: `v2` asks for V2 (UUID-named) checkpoints (a Spark property, not in PROTOCOL.md). */
 export const CHECKPOINT_POLICY = 'delta.checkpointPolicy';
 
+/** `delta.dataSkippingNumIndexedCols`: how many leaf columns, in schema order, get file statistics (-1: all). */
+export const DATA_SKIPPING_NUM_INDEXED_COLS = 'delta.dataSkippingNumIndexedCols';
+
+/** The table's `delta.dataSkippingNumIndexedCols` as a number, or undefined when unset or not a whole number >= -1. */
+export function numIndexedColumns(configuration: Readonly<Record<string, string>>): number | undefined {
+  const text = configuration[DATA_SKIPPING_NUM_INDEXED_COLS];
+  const n = Number(text);
+  return text !== undefined && text.trim() !== '' && Number.isSafeInteger(n) && n >= -1 ? n : undefined;
+}
+
 /** True when the property is set to `true` (any case). */
 export function isTrue(configuration: Readonly<Record<string, string>> | null | undefined, key: string): boolean {
   return (configuration?.[key] ?? '').trim().toLowerCase() === 'true';

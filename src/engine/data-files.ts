@@ -36,7 +36,7 @@ import type { HiddenColumn } from './row-ids.js';
 import type { WrittenFile } from './written-file.js';
 import { parquetOptions } from './parquet-options.js';
 import type { DuckSession, Row } from './duckdb.js';
-import { DEFAULT_NUM_INDEXED_COLS, statsAggregatesSql, statsFromRow, statsLeaves, type StatsLeaf } from './file-stats.js';
+import { statsAggregatesSql, statsFromRow, statsLeaves, type StatsLeaf, type StatsPolicy } from './file-stats.js';
 import { ident, str } from './sql.js';
 import { castToDeltaSql, deltaTypeToDuckForWrite } from './type-map-write.js';
 
@@ -69,8 +69,8 @@ export interface WriteDataFilesOptions {
   compression?: 'zstd' | 'snappy';
   /** Parquet row group size in rows; DuckDB's default when unset. */
   rowGroupSize?: number;
-  /** Stats for the first N leaf columns (delta.dataSkippingNumIndexedCols; -1 = all). */
-  numIndexedCols?: number;
+  /** Which columns get statistics (the table's `statsPolicyOf`); default: the first 32 leaves. */
+  stats?: StatsPolicy;
   /** The table's column mapping mode (`schema` carries the ids and physical names); default none. */
   columnMapping?: ColumnMappingMode;
   /**
@@ -106,12 +106,14 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
     copyOptions: [fieldIdsOption(dataFields, mode)].filter((o): o is string => o !== null),
     mapped: mode !== 'none',
   };
-  const numIndexedCols = opts.numIndexedCols ?? DEFAULT_NUM_INDEXED_COLS;
+  // The policy names columns as the table does; the files (and so the stats) use physical names.
+  const always = new Set(opts.stats?.alwaysIndexed ?? []);
+  const policy: StatsPolicy = { ...opts.stats, alwaysIndexed: dataFields.filter((f) => always.has(f.name)).map((f) => physicalName(f, mode)) };
   if (partitionFields.length === 0 && keepsOrder && opts.rowGroupSize === undefined && fitsOneFile(opts)) {
     const direct = await writeDirect(session, {
       from,
       select: [...fileFields.map((f, i) => `${dataCasts[i]} AS ${ident(f.name)}`), ...hidden.map((h, i) => `${hiddenCasts[i]} AS ${ident(h.name)}`)],
-      leaves: statsLeaves(fileFields.map((f) => ({ name: f.name, type: f.type, sql: ident(f.name) })), numIndexedCols),
+      leaves: statsLeaves(fileFields.map((f) => ({ name: f.name, type: f.type, sql: ident(f.name) })), policy),
       localDir: opts.localDir,
       folder: layout.mapped ? randomPrefixFolder() : '',
       codec: opts.compression ?? 'zstd',
@@ -125,7 +127,7 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
   const staged = await stage(session, { name, from, dataCasts, hiddenCasts, pvs, targetFileRows: opts.targetFileRows });
   try {
     const columns = fileFields.map((f, i) => ({ name: f.name, type: f.type, sql: `c${i}` }));
-    const leaves = statsLeaves(columns, numIndexedCols);
+    const leaves = statsLeaves(columns, policy);
     const groups = await session.all(fileListSql(staged.keyedSql, pvs.length, leaves));
     await mkdir(opts.localDir, { recursive: true });
     const write = (conn: DuckSession, index: number) =>

@@ -4,8 +4,10 @@
  * nested like the schema.
  *
  * Rules followed (Spark's StatisticsCollection):
- * - Only the first `numIndexedCols` leaf columns (default 32, -1 = all) get stats; arrays and
- *   maps count as one leaf. Partition columns are not in the files and get none.
+ * - Only the first `numIndexedCols` leaf columns (default 32, -1 = all; the table's
+ *   `delta.dataSkippingNumIndexedCols`) get stats; arrays and maps count as one leaf. A clustered
+ *   table's clustering columns always get them (the protocol requires it). Partition columns are
+ *   not in the files and get none.
  * - min/max only for numeric, date, timestamp, timestamp_ntz and string columns; nullCount for
  *   every leaf (for an array or map: rows where the column itself is null).
  * - Strings: min is cut to 32 UTF-16 units; a cut max gets U+007F or U+10FFFF appended so it stays
@@ -16,7 +18,9 @@
  * - Decimals and longs beyond 2^53 are kept as exact JSON number text (JsonNumber).
  */
 import type { DataType } from '../delta/schema.js';
-import type { FileStats } from '../delta/snapshot.js';
+import { clusteringColumns } from '../delta/clustering.js';
+import type { FileStats, Snapshot } from '../delta/snapshot.js';
+import { numIndexedColumns } from '../delta/table-properties.js';
 import { JsonNumber } from '../delta/stats.js';
 import type { Row } from './duckdb.js';
 import { str } from './sql.js';
@@ -44,20 +48,44 @@ export interface StatsLeaf {
 
 const MIN_MAX_TYPES = new Set(['byte', 'short', 'integer', 'long', 'float', 'double', 'date', 'timestamp', 'timestamp_ntz', 'string']);
 
-/** The leaves that get stats, in schema order, at most `numIndexedCols` of them (-1 = all). */
-export function statsLeaves(columns: readonly StatsColumn[], numIndexedCols = DEFAULT_NUM_INDEXED_COLS): StatsLeaf[] {
+/** The stats policy of a table (none yet: the defaults): its `delta.dataSkippingNumIndexedCols` and its clustering columns. */
+export function statsPolicyOf(snapshot: Snapshot | null): StatsPolicy {
+  if (!snapshot) return {};
+  const numIndexedCols = numIndexedColumns(snapshot.metadata.configuration);
+  const clustering = clusteringColumns(snapshot);
+  return { ...(numIndexedCols === undefined ? {} : { numIndexedCols }), ...(clustering.length > 0 ? { alwaysIndexed: clustering } : {}) };
+}
+
+/** Which columns of a table's data files get statistics. */
+export interface StatsPolicy {
+  /** Leaf columns, in schema order, that get stats (-1 = all); default 32. */
+  numIndexedCols?: number;
+  /** Top-level columns (as the files name them) that get stats wherever they stand. */
+  alwaysIndexed?: readonly string[];
+}
+
+/**
+ * The leaves that get stats, in schema order: at most `numIndexedCols` of them (-1 = all), plus
+ * every leaf of the `alwaysIndexed` columns.
+ */
+export function statsLeaves(columns: readonly StatsColumn[], policy: StatsPolicy = {}): StatsLeaf[] {
   const leaves: StatsLeaf[] = [];
+  const numIndexedCols = policy.numIndexedCols ?? DEFAULT_NUM_INDEXED_COLS;
   const limit = numIndexedCols < 0 ? Infinity : numIndexedCols;
-  const visit = (path: string[], type: DataType, sql: string): void => {
-    if (leaves.length >= limit) return;
+  const always = new Set(policy.alwaysIndexed ?? []);
+  // Forced leaves count towards the limit too, as a clustering column among the first N does in Spark.
+  let counted = 0;
+  const visit = (path: string[], type: DataType, sql: string, forced: boolean): void => {
+    if (!forced && counted >= limit) return;
     if (typeof type !== 'string' && type.type === 'struct') {
-      for (const f of type.fields) visit([...path, f.name], f.type, `struct_extract(${sql}, ${str(f.name)})`);
+      for (const f of type.fields) visit([...path, f.name], f.type, `struct_extract(${sql}, ${str(f.name)})`, forced);
       return;
     }
     const minMax = typeof type === 'string' && (MIN_MAX_TYPES.has(type) || type.startsWith('decimal('));
     leaves.push({ path, type, sql, minMax, alias: `s${leaves.length}` });
+    counted += 1;
   };
-  for (const c of columns) visit([c.name], c.type, c.sql);
+  for (const c of columns) visit([c.name], c.type, c.sql, always.has(c.name));
   return leaves;
 }
 

@@ -9,6 +9,7 @@
  * A clustered table's rows are written sorted by its clustering columns.
  */
 import { clusteringColumns } from '../delta/clustering.js';
+import { statsPolicyOf } from '../engine/file-stats.js';
 import { writerFeatures } from '../delta/features.js';
 import { rowTrackingOf } from '../delta/row-tracking.js';
 import { columnMappingMode } from '../delta/column-mapping.js';
@@ -49,7 +50,6 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
     const tracking = rowTrackingOf(writerFeatures(ctx.snapshot.protocol), ctx.snapshot.metadata).materialized;
     const scan = await scanRelation(ctx.session, ctx, bin.files, (f) => local.get(f.path)!, tracking ? { stableRowIds: tracking } : {});
     const rows = targetFileRows(bin, ctx.targetFileBytes);
-    const numIndexedCols = indexedColumns(ctx.snapshot);
     const localDir = await scratch.folder('out');
     const clustering = clusteringColumns(ctx.snapshot);
     const written = await writeDataFiles(ctx.session, {
@@ -60,7 +60,7 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
       columnMapping: columnMappingMode(ctx.snapshot.protocol, ctx.snapshot.metadata),
       localDir,
       ...(rows === undefined ? {} : { targetFileRows: rows, rowsAtMost: totalRecords(bin.files) }),
-      ...(numIndexedCols === undefined ? {} : { numIndexedCols }),
+      stats: statsPolicyOf(ctx.snapshot),
     }).finally(() => scan.deleted?.drop());
     await uploadDataFiles(ctx.storage, written, { concurrency: ctx.concurrency, ...signal });
     // The rows came from this one partition: keep its log strings exactly as they were (the
@@ -79,12 +79,5 @@ export function targetFileRows(bin: CompactionBin, targetFileBytes: number): num
   const rows = totalRecords(bin.files);
   if (rows === undefined || rows === 0 || bin.bytes === 0) return undefined;
   return Math.max(1, Math.floor(targetFileBytes / (bin.bytes / rows)));
-}
-
-/** The table's `delta.dataSkippingNumIndexedCols`, when it is an integer. */
-function indexedColumns(snapshot: Snapshot): number | undefined {
-  const text = snapshot.metadata.configuration['delta.dataSkippingNumIndexedCols'];
-  const n = Number(text);
-  return text !== undefined && Number.isSafeInteger(n) && n >= -1 ? n : undefined;
 }
 

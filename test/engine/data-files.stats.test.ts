@@ -23,7 +23,7 @@ afterAll(async () => {
 /** Write `sql` as one unpartitioned file with a schema derived from its DuckDB types. */
 async function writeOne(sql: string, numIndexedCols?: number): Promise<WrittenFile> {
   const schema = duckSchemaToDelta(await describeColumns(session, `(${sql})`));
-  const files = await writeDataFiles(session, { relationSql: sql, schema, partitionColumns: [], localDir: dir, numIndexedCols });
+  const files = await writeDataFiles(session, { relationSql: sql, schema, partitionColumns: [], localDir: dir, ...(numIndexedCols === undefined ? {} : { stats: { numIndexedCols } }) });
   expect(files).toHaveLength(1);
   return files[0]!;
 }

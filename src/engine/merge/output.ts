@@ -10,6 +10,7 @@ import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
 import { writeDataFiles, type WrittenFile } from '../data-files.js';
 import type { DuckSession } from '../duckdb.js';
+import { statsPolicyOf, type StatsPolicy } from '../file-stats.js';
 import type { HiddenColumn } from '../row-ids.js';
 import { DEFAULT_TRANSFER_CONCURRENCY, type WriteTarget } from './options.js';
 import type { TargetTable } from './target.js';
@@ -26,6 +27,8 @@ export interface OutputOptions {
   signal?: AbortSignal;
   /** Hidden columns written after the schema's (row tracking's stable ids; ../row-ids.ts). */
   hiddenColumns?: readonly HiddenColumn[];
+  /** Which columns get statistics: the table's own setting and clustering columns. */
+  stats: StatsPolicy;
 }
 
 /** The output options of a write into `target`'s table, from the write's own options. */
@@ -38,6 +41,7 @@ export function outputOptionsFor(opts: WriteTarget, target: TargetTable): Output
     columnMapping: target.columnMapping,
     spool: opts.spool,
     concurrency: opts.concurrency ?? DEFAULT_TRANSFER_CONCURRENCY,
+    stats: statsPolicyOf(opts.snapshot),
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
 }
@@ -60,6 +64,7 @@ export async function writeAndUpload(opts: OutputOptions, relationSql: string, f
     ...(sizing.targetFileRows === undefined ? {} : { targetFileRows: sizing.targetFileRows }),
     ...(sizing.rowsAtMost === undefined ? {} : { rowsAtMost: sizing.rowsAtMost }),
     ...(opts.hiddenColumns ? { hiddenColumns: opts.hiddenColumns } : {}),
+    stats: opts.stats,
   });
   await uploadDataFiles(opts.storage, files, { concurrency: opts.concurrency, ...(opts.signal ? { signal: opts.signal } : {}) });
   return files;

@@ -4,10 +4,10 @@
  * sidecars (table 15), and append-only (table 15 with `delta.appendOnly`). Every change is read
  * back row by row, and row ids with an independent reader of the protocol's rules.
  */
-import { readdir, readFile, rm, unlink } from 'node:fs/promises';
+import { readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AddFile, RemoveFile } from '../../../src/delta/actions.js';
+import { serializeCommit, type AddFile, type RemoveFile } from '../../../src/delta/actions.js';
 import { writeCheckpoint } from '../../../src/delta/checkpoint.js';
 import { readCheckpoint } from '../../../src/delta/checkpoint-read.js';
 import { commitKey, LAST_CHECKPOINT_KEY } from '../../../src/delta/log-files.js';
@@ -94,6 +94,30 @@ describe('table 16 with clustering (derived): row tracking and clustering as Dat
       const viaCheckpoint = await snapshotOf(f);
       expect([...viaCheckpoint.domains.values()]).toEqual([...s.domains.values()]);
       expect(viaCheckpoint.files.map((x) => [x.path, x.baseRowId, x.defaultRowCommitVersion])).toEqual(s.files.map((x) => [x.path, x.baseRowId, x.defaultRowCommitVersion]));
+    } finally {
+      await f.close();
+    }
+  });
+});
+
+describe('statistics of the files tidemark writes follow the table', () => {
+  it("delta.dataSkippingNumIndexedCols is honoured, and a clustering column gets stats even past it (the protocol requires them)", async () => {
+    const dir = await clusteredRowTrackingTable();
+    const f = fixtureAt(dir);
+    try {
+      const before = await snapshotOf(f);
+      // ALTER TABLE … SET TBLPROPERTIES ('delta.dataSkippingNumIndexedCols' = '0')
+      const metaData = { ...before.metadata, configuration: { ...before.metadata.configuration, 'delta.dataSkippingNumIndexedCols': '0' } };
+      await writeFile(join(dir, commitKey(1)), serializeCommit([{ commitInfo: { timestamp: Date.now(), operation: 'SET TBLPROPERTIES' } }, { metaData }]));
+      await makeBatch(session, 'b', `SELECT * FROM (VALUES (3::BIGINT, 'three'), (20::BIGINT, 'twenty')) t(id, v)`);
+      expect(await merge(f, { batch: 'b', keyColumns: ['id'], orderBy: 'id', schemaEvolution: 'addColumns' })).toMatchObject({ version: 2, updated: 1, inserted: 1 });
+      const adds = (await commitActions(f.storage, 2)).flatMap((a) => ('add' in a && !a.add.deletionVector ? [a.add] : []));
+      expect(adds.length).toBeGreaterThan(0);
+      for (const add of adds) {
+        const stats = JSON.parse(add.stats!) as { minValues: Record<string, unknown>; nullCount: Record<string, unknown> };
+        expect(Object.keys(stats.minValues)).toEqual(['id']);
+        expect(Object.keys(stats.nullCount)).toEqual(['id']);
+      }
     } finally {
       await f.close();
     }
