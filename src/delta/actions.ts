@@ -3,6 +3,7 @@
  * one top-level key naming the action). Field names follow PROTOCOL.md exactly.
  */
 import { DeltaLogError } from '../errors.js';
+import { dvUniqueId } from './deletion-vectors/descriptor.js';
 
 export interface Protocol {
   minReaderVersion: number;
@@ -175,7 +176,5 @@ export function serializeCommit(actions: readonly Action[]): string {
 
 /** Key of a file action for reconciliation: path plus deletion-vector unique id. */
 export function fileActionKey(path: string, dv: DeletionVectorDescriptor | null | undefined): string {
-  if (!dv) return path;
-  const offset = dv.offset === null || dv.offset === undefined ? '' : `@${dv.offset}`;
-  return `${path}\u0000${dv.storageType}${dv.pathOrInlineDv}${offset}`;
+  return dv ? `${path}\u0000${dvUniqueId(dv)}` : path;
 }

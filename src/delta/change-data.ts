@@ -9,6 +9,7 @@
 import type { AddCDCFile, Metadata } from './actions.js';
 import type { DataFileDescription } from './file-actions.js';
 import type { StructType } from './schema.js';
+import { isTrue } from './table-properties.js';
 
 /** The table property that turns the change data feed on. */
 export const ENABLE_CHANGE_DATA_FEED = 'delta.enableChangeDataFeed';
@@ -25,7 +26,7 @@ const RESERVED_COLUMNS = [CHANGE_TYPE_COLUMN, '_commit_version', '_commit_timest
 
 /** True when the table property asks for a change data feed (whatever the protocol says). */
 export function changeDataFeedEnabled(metadata: Metadata): boolean {
-  return (metadata.configuration?.[ENABLE_CHANGE_DATA_FEED] ?? '').toLowerCase() === 'true';
+  return isTrue(metadata.configuration, ENABLE_CHANGE_DATA_FEED);
 }
 
 /** The first top-level column whose name a change-feed reader reserves (ignoring case), or null. */

@@ -61,7 +61,8 @@ export function removeFileFor(file: LiveFile, opts: { deletionTimestamp: number;
  * The `add` that gives a live file a new deletion vector (PROTOCOL.md "Deletion Vectors"): a copy
  * of the live add with only the DV and the stats changed. Its stats keep their bounds but say they
  * may be wider than the live rows (`tightBounds: false`); `numRecords` still counts every physical
- * row. A file without stats gets `{"numRecords": physicalRows, "tightBounds": false}`.
+ * row. A file without stats gets `{"numRecords": physicalRows, "tightBounds": false}`, and stats
+ * without `numRecords` get it.
  */
 export function addWithDeletionVector(file: LiveFile, dv: DeletionVectorDescriptor, physicalRows: number): AddFile {
   const { parsedStats: _parsed, ...add } = file;
@@ -72,7 +73,9 @@ export function addWithDeletionVector(file: LiveFile, dv: DeletionVectorDescript
 function looseStats(stats: string | null | undefined, physicalRows: number): string {
   const text = stats?.trim();
   if (!text || !text.startsWith('{') || !text.endsWith('}')) return `{"numRecords":${physicalRows},"tightBounds":false}`;
-  if (/"tightBounds"\s*:\s*(true|false)/.test(text)) return text.replace(/"tightBounds"\s*:\s*(true|false)/, '"tightBounds":false');
-  const inner = text.slice(1, -1).trim();
+  // A DV's add must say how many rows the file holds: stats without numRecords get it.
+  const counted = /"numRecords"\s*:/.test(text) ? text : `{"numRecords":${physicalRows},${text.slice(1)}`.replace(/,\s*}$/, '}');
+  if (/"tightBounds"\s*:\s*(true|false)/.test(counted)) return counted.replace(/"tightBounds"\s*:\s*(true|false)/, '"tightBounds":false');
+  const inner = counted.slice(1, -1).trim();
   return inner === '' ? `{"numRecords":${physicalRows},"tightBounds":false}` : `{${inner},"tightBounds":false}`;
 }

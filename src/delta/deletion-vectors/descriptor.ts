@@ -6,8 +6,9 @@
  * the table root; `p` is an absolute, URL-encoded URI that must lie inside the table root;
  * `i` holds the bitmap inline as Z85. Anything else (Spark's `r`) is refused.
  */
-import { UnsupportedFeatureError } from '../../errors.js';
+import { DeltaLogError, UnsupportedFeatureError } from '../../errors.js';
 import type { DeletionVectorDescriptor } from '../actions.js';
+import { decodeLogPath } from '../partition-decode.js';
 import { corruptDv, type DvContext } from './corrupt.js';
 import type { DvFileEntry } from './dv-file.js';
 import { serializeRowIndexSet } from './roaring.js';
@@ -28,8 +29,7 @@ const URI_SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/;
 
 /**
  * The DV's unique id: storageType + pathOrInlineDv, plus `@offset` when offset is present
- * (P#Derived-Fields). It is the DV half of the replay key; `fileActionKey` in ../actions.ts
- * builds the same string after the path.
+ * (P#Derived-Fields). It is the DV half of the replay key (`fileActionKey` in ../actions.ts).
  */
 export function dvUniqueId(dv: DeletionVectorDescriptor): string {
   const offset = dv.offset === null || dv.offset === undefined ? '' : `@${dv.offset}`;
@@ -115,41 +115,23 @@ function inlineBytes(dv: DeletionVectorDescriptor, context: DvContext): Uint8Arr
   return z85Decode(dv.pathOrInlineDv, dv.sizeInBytes, context);
 }
 
-/** Key of a `p` DV: the URI decoded once, which must lie below the table root. */
+/** Key of a `p` DV: an absolute URI, decoded once, which must lie below the table root (as a data file's). */
 function absoluteDvKey(pathOrInlineDv: string, tableUri: string, context: DvContext): string {
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(pathOrInlineDv);
-  } catch (cause) {
-    throw corruptDv(`the 'p' path ${JSON.stringify(pathOrInlineDv)} is not valid percent-encoding`, context, cause);
-  }
-  const file = comparable(decoded);
-  const root = URI_SCHEME.test(decoded) ? rootForms(tableUri).find((r) => file.startsWith(r)) : undefined;
-  const key = root === undefined ? '' : file.slice(root.length);
-  const segments = key.split('/');
-  if (key === '' || segments.some((s) => s === '' || s === '.' || s === '..')) {
-    throw corruptDv(
+  const outside = (cause?: unknown) =>
+    corruptDv(
       `the 'p' path ${JSON.stringify(pathOrInlineDv)} is not a file inside the table root ${tableUri}; tidemark reads only deletion vectors below the table root`,
       { ...context, key: pathOrInlineDv },
+      cause,
     );
-  }
-  return key;
-}
-
-/** The table URI as written and percent-decoded, comparable and ending with `/`. */
-function rootForms(tableUri: string): string[] {
-  const forms = [tableUri];
+  if (!URI_SCHEME.test(pathOrInlineDv)) throw outside();
   try {
-    forms.push(decodeURIComponent(tableUri));
-  } catch {
-    // Not percent-encoded: the raw form is the only one.
+    return decodeLogPath(pathOrInlineDv, tableUri);
+  } catch (err) {
+    if (err instanceof DeltaLogError && /percent-encoding/.test(err.message)) {
+      throw corruptDv(`the 'p' path ${JSON.stringify(pathOrInlineDv)} is not valid percent-encoding`, context, err);
+    }
+    throw outside(err);
   }
-  return forms.map((f) => comparable(f.endsWith('/') ? f : `${f}/`));
-}
-
-/** Hadoop writes `file:/x` and `s3a://`; compare as `file:///x` and `s3://`. */
-function comparable(uri: string): string {
-  return uri.replace(/^file:\/(?!\/)/, 'file:///').replace(/^s3[an]:\/\//, 's3://');
 }
 
 /** offset, sizeInBytes and cardinality must be what the protocol allows. */

@@ -65,6 +65,8 @@ describe('resolving a descriptor to its bytes', () => {
     expect(keyOf(resolveDeletionVector(p('file:///data/my%20table/deletion_vector_a.bin'), ROOT))).toBe('deletion_vector_a.bin');
     expect(keyOf(resolveDeletionVector(p('file:/data/my%20table/dv/x%2520y.bin'), ROOT))).toBe('dv/x%20y.bin');
     expect(keyOf(resolveDeletionVector(p('s3a://bucket/t/deletion_vector_a.bin'), 's3://bucket/t/'))).toBe('deletion_vector_a.bin');
+    // The same rules as a data file's absolute path (a scheme in any case names the same objects).
+    expect(keyOf(resolveDeletionVector(p('S3A://bucket/t/deletion_vector_a.bin'), 's3://bucket/t/'))).toBe('deletion_vector_a.bin');
     expect(resolveDeletionVector(p('file:///data/my%20table/deletion_vector_a.bin'), ROOT)).toMatchObject({ offset: 1, sizeInBytes: 34 });
   });
 
