@@ -3,7 +3,6 @@
  * one top-level key naming the action). Field names follow PROTOCOL.md exactly.
  */
 import { DeltaLogError } from '../errors.js';
-import { dvUniqueId } from './deletion-vectors/descriptor.js';
 
 export interface Protocol {
   minReaderVersion: number;
@@ -172,6 +171,15 @@ export function parseCommit(text: string, version: number, uri: string): Action[
 /** Serialize actions as a commit file: one action per line, trailing newline. */
 export function serializeCommit(actions: readonly Action[]): string {
   return actions.map((a) => JSON.stringify(a)).join('\n') + '\n';
+}
+
+/**
+ * The DV's unique id: storageType + pathOrInlineDv, plus `@offset` when offset is present
+ * (P#Derived-Fields). It is the DV half of the replay key (`fileActionKey`).
+ */
+export function dvUniqueId(dv: DeletionVectorDescriptor): string {
+  const offset = dv.offset === null || dv.offset === undefined ? '' : `@${dv.offset}`;
+  return `${dv.storageType}${dv.pathOrInlineDv}${offset}`;
 }
 
 /** Key of a file action for reconciliation: path plus deletion-vector unique id. */

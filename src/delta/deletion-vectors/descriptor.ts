@@ -27,14 +27,8 @@ const INT32_MAX = 2 ** 31 - 1;
 const PREFIX = /^[A-Za-z0-9]*$/;
 const URI_SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/;
 
-/**
- * The DV's unique id: storageType + pathOrInlineDv, plus `@offset` when offset is present
- * (P#Derived-Fields). It is the DV half of the replay key (`fileActionKey` in ../actions.ts).
- */
-export function dvUniqueId(dv: DeletionVectorDescriptor): string {
-  const offset = dv.offset === null || dv.offset === undefined ? '' : `@${dv.offset}`;
-  return `${dv.storageType}${dv.pathOrInlineDv}${offset}`;
-}
+/** The DV's unique id (defined with the actions: it is half of a file action's replay key). */
+export { dvUniqueId } from '../actions.js';
 
 /**
  * Where the bytes of `dv` are, for a table at `tableUri`. A malformed descriptor is a
