@@ -187,6 +187,17 @@ function serviceError(status: number, name = 'SomeUnrelatedName', message = 'unr
   return new S3ServiceException({ name, $fault: status >= 500 ? 'server' : 'client', $metadata: { httpStatusCode: status }, message });
 }
 
+describe('S3Storage with a host clock 20 minutes slow (s3rver refuses requests signed more than 15 minutes off)', () => {
+  it('the first request of each client is refused as RequestTimeTooSkewed; the SDK takes the server clock and the retry goes through', async () => {
+    const client = new S3Client({ ...s3ClientConfig(s3.clientOptions), systemClockOffset: -20 * 60 * 1000 });
+    const storage = new S3Storage({ bucket: s3.bucket, prefix: `skew-${randomUUID()}/`, client });
+    await storage.write('a.txt', 'written with a slow clock');
+    expect(Buffer.from((await storage.read('a.txt'))!).toString()).toBe('written with a slow clock');
+    // One refused PUT, then every request signed on the server's time.
+    expect(storage.requestCounts()).toMatchObject({ put: 2, get: 1 });
+  });
+});
+
 describe('S3Storage faults (fault injection: mocked S3 client)', () => {
   it('writeIfAbsent returns false on HTTP 412, decided by status code (fault injection: mocked S3 client)', async () => {
     const { storage, sent } = mockedStorage(async () => {

@@ -18,6 +18,10 @@ export const TRANSIENT_CODES = new Set([
   'InternalError',
   'ServiceUnavailable',
   'TimeoutError',
+  // Signed with a clock off by more than 15 minutes: S3 names its own time in the error, the SDK
+  // sets the client's clock offset from it, and the next attempt is signed in time (the SDK's own
+  // retries, which used to resend it, are off).
+  'RequestTimeTooSkewed',
 ]);
 
 /** S3 asks the client to slow down: back off longer than for other faults. */
@@ -67,6 +71,8 @@ export function kindOf(err: unknown, status = statusOf(err), code = codeOf(err))
   if (code && TRANSIENT_CODES.has(code)) return 'transient';
   if (status !== undefined && (status >= 500 || status === 429 || status === 408)) return 'transient';
   if ((err as { $retryable?: unknown } | null)?.$retryable) return 'transient';
+  // Any other answer after which the SDK corrected the client's clock (its Date header was far off).
+  if ((err as { $metadata?: { clockSkewCorrected?: unknown } } | null)?.$metadata?.clockSkewCorrected) return 'transient';
   return 'terminal';
 }
 
