@@ -1,12 +1,13 @@
 /**
  * Upload of a local file: one PutObject when it fits in a part, else a multipart upload by
  * `@aws-sdk/lib-storage`'s `Upload` (parts read from the file, `queueSize` at a time, the upload
- * aborted on failure so no parts are left behind to be billed). Both go through the driver's
- * retry policy as whole objects: a data file's name is unique and nobody reads it before the
- * commit that names it, so sending it again is always safe.
+ * aborted on failure so no parts are left behind to be billed). The PUT, and each part, go
+ * through the driver's retry policy; a multipart upload that fails otherwise starts over as a
+ * whole: a data file's name is unique and nobody reads it before the commit that names it, so
+ * sending it again is always safe.
  */
 import { createReadStream, promises as fsp } from 'node:fs';
-import { AbortMultipartUploadCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { AbortMultipartUploadCommand, PutObjectCommand, UploadPartCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { RequestCounter } from './request-counter.js';
 import type { Operation, RetryPolicy } from './retry.js';
@@ -38,35 +39,61 @@ export async function uploadFile(ctx: UploadContext, localPath: string): Promise
     await ctx.policy.run(op, () => ctx.client.send(ctx.counter.track(new PutObjectCommand({ ...target, Body: body })), sendOpts));
     return;
   }
-  await ctx.policy.run(op, async () => {
-    const upload = new Upload({
-      client: countingClient(ctx.client, ctx.counter),
-      params: { ...target, Body: createReadStream(localPath) },
-      partSize: ctx.partSize,
-      queueSize: ctx.concurrency,
-      leavePartsOnError: false,
-    });
-    const abort = () => void upload.abort().catch(() => undefined);
-    ctx.signal?.addEventListener('abort', abort, { once: true });
+  // A failed part is sent again on its own (its body is a Buffer lib-storage cut from the file);
+  // anything else that fails the upload (its creation, its completion) starts it over, unless a
+  // part has used up its attempts: then the store is unavailable and starting over would only
+  // repeat them.
+  const parts = { gaveUp: false };
+  const attempts = ctx.policy.start(op);
+  for (;;) {
     try {
-      await upload.done();
-    } finally {
-      ctx.signal?.removeEventListener('abort', abort);
+      await multipartUpload(ctx, op, localPath, parts);
+      attempts.succeeded();
+      return;
+    } catch (err) {
+      if (parts.gaveUp) throw err;
+      await attempts.failed(err);
     }
+  }
+}
+
+async function multipartUpload(ctx: UploadContext, op: Operation, localPath: string, parts: { gaveUp: boolean }): Promise<void> {
+  const upload = new Upload({
+    client: countingClient(ctx, op, parts),
+    params: { Bucket: ctx.bucket, Key: ctx.fullKey, ContentType: ctx.contentType, Body: createReadStream(localPath) },
+    partSize: ctx.partSize,
+    queueSize: ctx.concurrency,
+    leavePartsOnError: false,
   });
+  const abort = () => void upload.abort().catch(() => undefined);
+  ctx.signal?.addEventListener('abort', abort, { once: true });
+  try {
+    await upload.done();
+  } finally {
+    ctx.signal?.removeEventListener('abort', abort);
+  }
 }
 
 /**
- * The client as `Upload` sees it: every command it sends is counted like the driver's own, and
- * its abort of a failed upload is best effort, so a store that refuses the abort cannot hide why
- * the upload failed (a bucket lifecycle rule, AbortIncompleteMultipartUpload, cleans up after it).
+ * The client as `Upload` sees it: every command it sends is counted like the driver's own; each
+ * part is retried by the driver's policy (the SDK's own retries are off); and its abort of a
+ * failed upload is best effort, so a store that refuses the abort cannot hide why the upload
+ * failed (a bucket lifecycle rule, AbortIncompleteMultipartUpload, cleans up after it).
  */
-function countingClient(client: S3Client, counter: RequestCounter): S3Client {
+function countingClient(ctx: UploadContext, op: Operation, parts: { gaveUp: boolean }): S3Client {
+  const { client, counter, policy } = ctx;
   return new Proxy(client, {
     get(target, property, receiver) {
       if (property !== 'send') return Reflect.get(target, property, receiver) as unknown;
       return async (command: Parameters<S3Client['send']>[0], options?: unknown) => {
-        const sent = target.send(counter.track(command), options as never);
+        const tracked = counter.track(command);
+        if (command instanceof UploadPartCommand) {
+          return policy.run(op, () => target.send(tracked, options as never)).catch((err: unknown) => {
+            parts.gaveUp = true;
+            throw err;
+          });
+        }
+        const sent = target.send(tracked, options as never);
         return command instanceof AbortMultipartUploadCommand ? sent.catch(() => undefined) : sent;
       };
     },
