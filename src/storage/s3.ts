@@ -11,6 +11,7 @@
  * Credentials come from the SDK's default provider chain (environment, profile, SSO,
  * container and instance roles); tidemark's config never holds them.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createWriteStream, promises as fsp } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
@@ -58,6 +59,11 @@ const MIN_PART_SIZE = 5 * 1024 * 1024;
 const DELETE_BATCH = 1000;
 /** A 409 ConditionalRequestConflict is retried this many times before giving up. */
 const CONDITIONAL_CONFLICT_ATTEMPTS = 3;
+
+/** Pause before retrying a 409: 50 ms doubling, with jitter (the write in flight needs time to land). */
+function conflictBackoffMs(conflicts: number): number {
+  return Math.floor(50 * 2 ** (conflicts - 1) * (0.5 + Math.random()));
+}
 
 export interface S3StorageOptions extends Partial<Timeouts> {
   bucket: string;
@@ -291,10 +297,13 @@ export class S3Storage implements Storage {
         // 412: the key exists. Decided by status code, never by message text.
         if (status === 412) return ambiguous ? this.holds(key, bytes) : false;
         // 409: a concurrent write to the key was in flight (maybe our own lost attempt); AWS
-        // advises retrying, and the retry answers 412 or 200. When it persists, report a loss.
+        // advises retrying, and the retry answers 412 or 200. When it persists, whose write
+        // lands is unknown yet: a transient fault, and the caller reads the key to find out
+        // (reading it now could miss a write still landing, ours included).
         if (status === 409) {
-          if (++conflicts < CONDITIONAL_CONFLICT_ATTEMPTS) continue;
-          return ambiguous ? this.holds(key, bytes) : false;
+          if (++conflicts >= CONDITIONAL_CONFLICT_ATTEMPTS) throw this.conflictPersisted(key, conflicts, err);
+          await sleep(conflictBackoffMs(conflicts), undefined, opts.signal ? { signal: opts.signal } : undefined);
+          continue;
         }
         if (classify(err).transient) ambiguous = true;
         await attempts.failed(err, ambiguous ? { ambiguous: true } : {});
@@ -323,6 +332,15 @@ export class S3Storage implements Storage {
   }
 
   // --- helpers ---------------------------------------------------------------
+
+  /** The transient error of a conditional write whose 409 answers did not stop. */
+  private conflictPersisted(key: string, conflicts: number, last: unknown): StorageError {
+    return new StorageError(
+      `[storage] S3 writeIfAbsent ${JSON.stringify(key)} on ${this.uri}: answered 409 ConditionalRequestConflict ${conflicts} times ` +
+        '(another write to the key was in flight); whether a write landed is not known yet',
+      { kind: 'transient', context: { key, uri: this.uri, op: 'writeIfAbsent', status: 409, attempts: conflicts }, cause: last },
+    );
+  }
 
   private get policy(): RetryPolicy {
     return this.shared.policy;

@@ -210,7 +210,7 @@ describe('S3Storage faults (fault injection: mocked S3 client)', () => {
     expect(put.input).toMatchObject({ Bucket: 'bkt', Key: 'p/_delta_log/00000000000000000001.json', IfNoneMatch: '*' });
   });
 
-  it('writeIfAbsent retries a 409 ConditionalRequestConflict, then reports the outcome (fault injection: mocked S3 client)', async () => {
+  it('writeIfAbsent retries a 409 ConditionalRequestConflict after a pause; a 409 that persists is a transient "not known yet" (fault injection: mocked S3 client)', async () => {
     let calls = 0;
     const { storage } = mockedStorage(async () => {
       calls++;
@@ -222,7 +222,11 @@ describe('S3Storage faults (fault injection: mocked S3 client)', () => {
     const always409 = mockedStorage(async () => {
       throw serviceError(409);
     });
-    expect(await always409.storage.writeIfAbsent('k', 'v')).toBe(false);
+    // Another write to the key is still landing: neither "ours" nor "taken" can be said yet.
+    const err = await always409.storage.writeIfAbsent('k', 'v').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StorageError);
+    expect(isTransient(err)).toBe(true);
+    expect((err as Error).message).toMatch(/answered 409 ConditionalRequestConflict 3 times .*whether a write landed is not known yet/);
     expect(always409.sent).toHaveLength(3);
   });
 
