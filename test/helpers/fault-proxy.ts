@@ -54,6 +54,8 @@ export interface FaultProxyOptions {
   slowMs?: number;
   /** Answer If-None-Match: * and If-Match with 412 like S3 (s3rver ignores both). */
   emulateConditionals?: boolean;
+  /** Send bodies chunked, without Content-Length, as some gateways in front of a store do. */
+  chunked?: boolean;
 }
 
 export interface ProxiedRequest {
@@ -135,8 +137,9 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
         res.on('end', () => {
           const answer = Buffer.concat(chunks);
           const out = answerHeaders(res.headers);
-          // A length, not chunks: a client then knows when a body was cut short.
-          if (method !== 'HEAD') out['content-length'] = answer.length;
+          // A length, not chunks: a client then knows when a body was cut short (unless told to chunk).
+          if (opts.chunked) delete out['content-length'];
+          else if (method !== 'HEAD') out['content-length'] = answer.length;
           resolve({ status: res.statusCode ?? 502, headers: out, body: answer });
         });
         res.on('error', reject);

@@ -134,6 +134,24 @@ describe('resumable GetObject (fault injection: proxy in front of s3rver)', () =
     }
   });
 
+  it('a store answering chunked, without Content-Length: the body\'s end is the object\'s end, read and downloaded in one request each', async () => {
+    const chunked = await startFaultProxy({ target: env.s3.endpoint, chunked: true });
+    try {
+      const storage = env.storage({ endpoint: chunked.endpoint });
+      await env.direct(storage.prefix).write('c.bin', OLD);
+      expect(Buffer.from((await storage.read('c.bin'))!).equals(OLD)).toBe(true);
+      const local = path.join(tmp, 'c.bin');
+      expect(await storage.download('c.bin', local)).toMatchObject({ size: OLD.length });
+      expect((await fsp.readFile(local)).equals(OLD)).toBe(true);
+      expect(chunked.log.filter((r) => r.method === 'GET').map((r) => [r.range, r.status])).toEqual([
+        [undefined, 200],
+        [undefined, 200],
+      ]);
+    } finally {
+      await chunked.stop();
+    }
+  });
+
   it('fault injection: a listing page is retried with its own continuation token', async () => {
     const storage = env.storage();
     const direct = env.direct(storage.prefix);

@@ -124,7 +124,16 @@ class BodyReader {
       }
       try {
         const next = await nextChunk(cur.it, cur.body, this.opts.idleTimeoutMs);
-        if (next.done) throw this.cutShort(cur);
+        if (next.done) {
+          // No length to hold the body to (a chunked answer without Content-Length or Content-Range):
+          // its end is the object's end, not a cut.
+          if (!Number.isFinite(cur.end)) {
+            this.endExcl = Math.min(this.endExcl, cur.at);
+            this.object.size = cur.at;
+            continue;
+          }
+          throw this.cutShort(cur);
+        }
         const chunk = Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value as Uint8Array);
         const from = cur.at;
         cur.at += chunk.length;
