@@ -1,21 +1,21 @@
 /**
  * DuckDB's file readers expand `*`, `?`, `[` and `{` in paths as globs, so a data file named
  * `x?.parquet` would also read `xa.parquet`. Such files are read through a symbolic link with
- * a plain name in a private temp folder (removed when the process exits).
+ * a plain name in a process-wide spool (removed when the process exits, and by the next run's
+ * clean-up of stale spools after a kill).
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { symlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { Spool } from '../spool/spool.js';
 import { needsSafeAlias } from './sql.js';
 
 let aliasDir: string | null = null;
 
 function dir(): string {
   if (aliasDir) return aliasDir;
-  const created = mkdtempSync(join(tmpdir(), 'tidemark-alias-'));
+  const created = Spool.createSync('alias').dir;
   if (needsSafeAlias(created)) throw new Error(`the temp folder ${created} itself contains glob characters`);
-  process.once('exit', () => rmSync(created, { recursive: true, force: true }));
   aliasDir = created;
   return created;
 }
