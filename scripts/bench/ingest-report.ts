@@ -1,6 +1,6 @@
 /**
  * The ingest benchmark's printed tables: the three figures against their targets, where the
- * job's time goes (from the replica profile), and what each run loaded.
+ * job's time goes (a traced real run), and what each run loaded.
  */
 import type { IncrementalResult, IngestBenchOptions, InitialResult, NoopResult } from './ingest.js';
 import type { Samples } from './clock.js';
@@ -29,8 +29,8 @@ export function ingestTables(f: IngestFigures): TextTable[] {
     summaryTable(f),
     phaseTable(f),
     detailTable(f),
-    sqlTable('Slowest SQL, (a) initial load (replica)', f.initial.profile.sql.slice(0, 8)),
-    sqlTable('Slowest SQL, (b) incremental (replica)', f.incremental.profile.sql.slice(0, 6)),
+    sqlTable('Slowest SQL, (a) initial load (traced run)', f.initial.profile.sql.slice(0, 8)),
+    sqlTable('Slowest SQL, (b) incremental (traced run)', f.incremental.profile.sql.slice(0, 6)),
     ...(w ? [sqlTable(`Slowest SQL, (b) what-if with files of ${count(w.targetFileRows)} rows (replica)`, w.profile.sql.slice(0, 6))] : []),
   ];
 }

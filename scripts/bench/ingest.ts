@@ -12,7 +12,8 @@
  *
  * Correctness: (a) the table equals the hand-written output (row count and fingerprint of the
  * data columns); (b) the incremental table equals the full reload; (c) the no-op runs commit
- * nothing. Phase breakdowns and the slowest SQL come from a step-by-step replica of the job.
+ * nothing. Phase breakdowns and the slowest SQL come from one more real run of the job, its
+ * statements traced (./sql-trace.ts).
  */
 import type { Samples } from './clock.js';
 import { samplesOf, timed } from './clock.js';
