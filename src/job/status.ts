@@ -9,7 +9,7 @@ import type { Storage } from '../storage/storage.js';
 import { readHistory } from './history.js';
 import { totalRecords } from '../delta/stats.js';
 import { describeSlice } from './backfill/open-split.js';
-import type { BackfillRange } from './backfill/range.js';
+import { rangeOfDescription } from './backfill/range.js';
 import { describeShard, shardSlice, type Shard } from './backfill/shard.js';
 import { currentBackfill, missingShards } from './backfill/start.js';
 import { readBackfillStates, shardOf, type BackfillState } from './backfill/state.js';
@@ -80,8 +80,7 @@ function backfillOf(snapshot: Snapshot | null, job: JobConfig): { backfill?: Bac
 
 /** A shard of the backfill with no state in the table yet (see missingShards): pending, with the slice it will load. */
 function notStarted(job: JobConfig, state: BackfillState, shard: Shard): ShardStatus {
-  const range: BackfillRange = state.mode === 'partition' ? { mode: 'partition', from: state.from, to: state.to } : { mode: 'modified', from: Date.parse(state.from), to: Date.parse(state.to) };
-  return { shard: describeShard(shard), part: describeSlice(shardSlice(job, range, shard)), status: 'pending', doneThrough: null, updatedAt: null, filesLoaded: 0, rowsLoaded: 0 };
+  return { shard: describeShard(shard), part: describeSlice(shardSlice(job, rangeOfDescription(state.mode, state), shard)), status: 'pending', doneThrough: null, updatedAt: null, filesLoaded: 0, rowsLoaded: 0 };
 }
 
 function shardStatus(s: BackfillState): ShardStatus {

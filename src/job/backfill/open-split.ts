@@ -11,7 +11,7 @@ import type { Snapshot } from '../../delta/snapshot.js';
 import type { CommitRequest } from '../../delta/transaction.js';
 import { startState } from './plan.js';
 import type { BackfillRange } from './range.js';
-import { describeRange } from './range.js';
+import { describeRange, rangeOfDescription } from './range.js';
 import { shardSlice, type Shard } from './shard.js';
 import { backfillActions, backfillAppId, type BackfillState } from './state.js';
 
@@ -58,8 +58,7 @@ export function openSplitRequest(snapshot: Snapshot, states: readonly BackfillSt
 export function sliceOf(state: BackfillState, range: BackfillRange): BackfillRange | null {
   if (state.part === undefined) return range;
   if (state.part === null) return null;
-  if (range.mode === 'partition') return { mode: 'partition', from: state.part.from, to: state.part.to };
-  return { mode: 'modified', from: Date.parse(state.part.from), to: Date.parse(state.part.to) };
+  return rangeOfDescription(range.mode, state.part);
 }
 
 /** A slice as printed (partition ids or ISO timestamps), or null. */

@@ -44,6 +44,13 @@ export function describeRange(range: BackfillRange): { from: string; to: string 
     : { from: new Date(range.from).toISOString(), to: new Date(range.to).toISOString() };
 }
 
+/** The range a stored description names: the inverse of `describeRange`. */
+export function rangeOfDescription(mode: BackfillRange['mode'], described: { from: string; to: string }): BackfillRange {
+  return mode === 'partition'
+    ? { mode: 'partition', from: described.from, to: described.to }
+    : { mode: 'modified', from: Date.parse(described.from), to: Date.parse(described.to) };
+}
+
 /** Run a discovery parser, re-labelling its error as one about the `--<flag>` value. */
 function asFlag<T>(flag: 'from' | 'to', parse: () => T): T {
   try {
