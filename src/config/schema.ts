@@ -73,6 +73,12 @@ const discover = z
   })
   .describe('How new files are found: by partition folder or by modification time');
 
+/** A strptime format (DuckDB's directives: %Y %m %d %H %M %S %f %z %p …); checked for a directive, DuckDB checks the rest. */
+const temporalFormat = z
+  .string()
+  .min(1)
+  .refine((f) => /%[-]?[A-Za-z]/.test(f), 'must be a strptime format with directives such as %Y, %m, %d');
+
 const oneChar = (what: string) => z.string().max(1, `must be one character (or empty for no ${what})`);
 
 /** `source.csv`: one dialect for every CSV/TSV file of the job; nothing of it is sniffed per file. */
@@ -88,7 +94,13 @@ const csvOptions = z
       .describe("Field separator (default ',' for CSV, tab for TSV)"),
     quote: oneChar('quoting').optional().describe('Quote character (default "); empty: fields are never quoted'),
     escape: oneChar('escaping').optional().describe('Escape character inside quotes (default: the quote character, as in "")'),
-    nullstr: z.string().optional().describe('Text read as NULL (default: an empty field)'),
+    nullstr: z.string().optional().describe('Text read as NULL (default: an unquoted empty field; a quoted one, "", is an empty string)'),
+    dateFormat: temporalFormat.optional().describe(
+      "strptime format of every date text of the job, e.g. '%d/%m/%Y' (ISO 2026-01-31 always reads); without it, a text that reads two ways (01/02/2026) fails naming both readings",
+    ),
+    timestampFormat: temporalFormat.optional().describe(
+      "strptime format of every timestamp text of the job, e.g. '%d/%m/%Y %H:%M:%S' (ISO 8601 always reads); without it, a text that reads two ways fails naming both readings",
+    ),
   })
   .superRefine((c, ctx) => {
     if (c.quote && c.delimiter?.includes(c.quote)) {

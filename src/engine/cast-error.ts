@@ -1,6 +1,7 @@
 /**
  * The error for a source value that does not fit its table column's type: it names the value,
- * the column, the file and the row, and says that tidemark does not change column types.
+ * the column, the file and the row (and a CSV file's line), and says that tidemark does not
+ * change column types; and the error for a date text that reads two ways.
  */
 import { BadFileError } from '../errors.js';
 
@@ -17,20 +18,61 @@ export interface Misfit {
   file?: unknown;
   /** 1-based row in the file, when known. */
   row?: unknown;
+  /** 1-based line of a CSV file (the header counted), when known. */
+  line?: unknown;
+}
+
+/** Where in a file: `file s3://…/a.csv, line 3 (data row 2)`, or `file …, row 2`. */
+function place(m: Pick<Misfit, 'file' | 'row' | 'line'>): string {
+  const file = m.file != null ? `file ${String(m.file)}` : '';
+  const at = m.line != null ? `line ${Number(m.line)}${m.row != null ? ` (data row ${Number(m.row)})` : ''}` : m.row != null ? `row ${Number(m.row)}` : '';
+  return [file, at].filter(Boolean).join(', ');
+}
+
+function placeContext(m: Pick<Misfit, 'file' | 'row' | 'line'>): { key?: string; row?: number; line?: number } {
+  return {
+    ...(m.file != null ? { key: String(m.file) } : {}),
+    ...(m.row != null ? { row: Number(m.row) } : {}),
+    ...(m.line != null ? { line: Number(m.line) } : {}),
+  };
 }
 
 /** A BadFileError naming the value, column, file and row; `prefix` is the subsystem (`[load]`). */
 export function castError(m: Misfit, prefix: string, cause?: unknown): BadFileError {
-  const file = m.file != null ? String(m.file) : undefined;
-  const row = m.row != null ? Number(m.row) : undefined;
-  const where = [file !== undefined ? `file ${file}` : '', row !== undefined ? `row ${row}` : ''].filter(Boolean).join(', ');
+  const where = place(m);
+  const source = m.sourceType === 'VARCHAR' ? 'the source has text that does not spell a value of that type exactly' : `the source has ${m.sourceType}`;
   return new BadFileError(
     `${prefix} value ${JSON.stringify(String(m.value))} of column ${JSON.stringify(m.column)} cannot be cast to the table's type ${m.type}` +
       (where ? ` (${where})` : '') +
-      `; the source has ${m.sourceType}, and tidemark does not change a table column's type (that needs Delta's typeWidening feature)`,
+      `; ${source}, and tidemark does not change a table column's type (that needs Delta's typeWidening feature)`,
     {
-      context: { column: m.column, ...(file !== undefined ? { key: file } : {}), ...(row !== undefined ? { row } : {}) },
+      context: { column: m.column, ...placeContext(m) },
       ...(cause === undefined ? {} : { cause }),
     },
+  );
+}
+
+/** A date or timestamp text that reads two ways under the candidate formats. */
+export interface AmbiguousText {
+  column: string;
+  value: unknown;
+  /** The month-first (or year-first) reading, and the day-first one. */
+  readings: [unknown, unknown];
+  /** The setting that would decide: `dateFormat` or `timestampFormat`. */
+  setting: 'dateFormat' | 'timestampFormat';
+  file?: unknown;
+  row?: unknown;
+  line?: unknown;
+}
+
+/** The BadFileError of an ambiguous date text: both readings, and the format setting that decides. */
+export function ambiguityError(a: AmbiguousText, prefix: string): BadFileError {
+  const where = place(a);
+  const [first, second] = a.readings.map((r) => String(r));
+  return new BadFileError(
+    `${prefix} value ${JSON.stringify(String(a.value))} of column ${JSON.stringify(a.column)} reads two ways: ${first} (month first) or ${second} (day first)` +
+      (where ? ` (${where})` : '') +
+      `; set source.csv.${a.setting} (e.g. '${a.setting === 'dateFormat' ? '%d/%m/%Y' : '%d/%m/%Y %H:%M:%S'}') so every file is read the same way`,
+    { context: { column: a.column, ...placeContext(a), readings: [first, second] } },
   );
 }

@@ -6,6 +6,7 @@
 import type { SourceFormat } from './source-format.js';
 import { compressionOf } from './source-format.js';
 import { ident, literal, str } from './sql.js';
+import type { TemporalFormats } from './text-cast.js';
 
 /** Lineage columns every loaded row carries. */
 export const SOURCE_FILE = '_source_file';
@@ -20,6 +21,15 @@ export interface CsvOptions {
   quote?: string;
   escape?: string;
   nullstr?: string;
+  /** strptime format of date texts (`%d/%m/%Y`); ISO dates always read. */
+  dateFormat?: string;
+  /** strptime format of timestamp texts; ISO 8601 timestamps always read. */
+  timestampFormat?: string;
+}
+
+/** The job's date and timestamp formats, for the text conversions (./text-cast.ts). */
+export function temporalFormats(opts: CsvOptions = {}): TemporalFormats {
+  return { ...(opts.dateFormat !== undefined ? { date: opts.dateFormat } : {}), ...(opts.timestampFormat !== undefined ? { timestamp: opts.timestampFormat } : {}) };
 }
 
 /** The one dialect a job reads every CSV/TSV file with. */
@@ -78,6 +88,8 @@ function dialectArgs(d: CsvDialect, path: string): string[] {
     'skip = 0',
     'strict_mode = true',
     'null_padding = false',
+    // RFC 4180: a quoted empty field is an empty string; only an unquoted one is NULL.
+    'allow_quoted_nulls = false',
   ];
   if (d.nullstr !== undefined) args.push(`nullstr = ${str(d.nullstr)}`);
   const compression = compressionOf(path);

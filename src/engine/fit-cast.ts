@@ -8,13 +8,16 @@
  * *checked*: a value fits when it casts and, for numbers and dates, casts back to itself.
  * DuckDB would otherwise round 1.5 to 2, or cut '2024-01-01 10:00' down to a date, silently.
  *
- * Accepted approximations: anything into float/double (a float column is approximate by
- * nature), and text compared through DOUBLE when checked into an integer or decimal column.
- * tidemark never changes a table column's type (that needs Delta's typeWidening feature).
+ * Text (a CSV field, a JSON string) converts only when it spells a value of the type exactly
+ * (./text-cast.ts): no blanks, underscores or exponents into an integer, no rounding into a
+ * decimal, dates read one way only. Accepted approximation: a number into float/double (a float
+ * column is approximate by nature). tidemark never changes a table column's type (that needs
+ * Delta's typeWidening feature).
  */
 import type { DataType } from '../delta/schema.js';
 import { parseDuckType, renderDuckType, type DuckType } from './duck-type.js';
 import { str } from './sql.js';
+import { isTextType, textMisfitSql, textValueSql, type TemporalFormats } from './text-cast.js';
 import { castToDeltaSql, deltaTypeToDuckForWrite } from './type-map-write.js';
 
 /** Signed integer types and their widths; unsigned ones fit the next wider signed type. */
@@ -27,7 +30,6 @@ const INT_DIGITS: Record<string, number> = {
 };
 const FLOATS = new Set(['FLOAT', 'DOUBLE']);
 const TEMPORAL = new Set(['DATE', 'TIMESTAMP', 'TIMESTAMP_NS', 'TIMESTAMP_MS', 'TIMESTAMP_S', 'TIMESTAMP WITH TIME ZONE']);
-const TEXT = new Set(['VARCHAR', 'JSON']);
 
 /** How a source type goes into a target type. */
 export type CastClass = 'lossless' | 'checked';
@@ -70,10 +72,11 @@ function intFits(source: string, targetRank: number): boolean {
  * SQL predicate, true for a non-NULL value of `col` that does not fit the target type;
  * null when the cast is lossless (every value fits).
  */
-export function misfitSql(col: string, sourceDuckType: string, target: DataType): string | null {
+export function misfitSql(col: string, sourceDuckType: string, target: DataType, formats: TemporalFormats = {}): string | null {
   if (castClass(sourceDuckType, target) === 'lossless') return null;
   const source = parseDuckType(sourceDuckType);
   const t = deltaTypeToDuckForWrite(target);
+  if (isTextType(source)) return textMisfitSql(col, parseDuckType(t), formats);
   const cast = `TRY_CAST(${col} AS ${t})`;
   const exact = exactnessSql(col, source, parseDuckType(t), cast);
   return `(${col} IS NOT NULL AND (${cast} IS NULL${exact ? ` OR ${exact}` : ''}))`;
@@ -83,16 +86,13 @@ export function misfitSql(col: string, sourceDuckType: string, target: DataType)
 function exactnessSql(col: string, s: DuckType, t: DuckType, cast: string): string | null {
   const sourceText = renderDuckType(s);
   const numericTarget = t.kind === 'decimal' || (t.kind === 'primitive' && t.name in INT_RANK);
-  const sourceIsText = s.kind === 'primitive' && TEXT.has(s.name);
   if (numericTarget) {
-    if (sourceIsText) return `TRY_CAST(${col} AS DOUBLE) IS DISTINCT FROM CAST(${cast} AS DOUBLE)`;
     if (s.kind === 'decimal' || (s.kind === 'primitive' && (FLOATS.has(s.name) || s.name in INT_DIGITS))) {
       return `CAST(${cast} AS ${sourceText}) IS DISTINCT FROM ${col}`;
     }
     return null;
   }
   if (t.kind === 'primitive' && t.name === 'DATE') {
-    if (sourceIsText) return `TRY_CAST(${col} AS TIMESTAMP) IS DISTINCT FROM CAST(${cast} AS TIMESTAMP)`;
     if (s.kind === 'primitive' && TEMPORAL.has(s.name)) return `CAST(${cast} AS ${sourceText}) IS DISTINCT FROM ${col}`;
   }
   return null;
@@ -103,11 +103,13 @@ function exactnessSql(col: string, s: DuckType, t: DuckType, cast: string): stri
  * lossless, else a checked one that raises a DuckDB error on a value that does not fit (the
  * caller then looks for the row with `misfitSql` to name it).
  */
-export function fitCastSql(col: string, sourceDuckType: string, target: DataType, column = '?'): string {
-  const misfit = misfitSql(col, sourceDuckType, target);
-  if (misfit === null) return castToDeltaSql(col, sourceDuckType, target, column);
+export function fitCastSql(col: string, sourceDuckType: string, target: DataType, column = '?', formats: TemporalFormats = {}): string {
+  const misfit = misfitSql(col, sourceDuckType, target, formats);
   const t = deltaTypeToDuckForWrite(target, column);
+  const text = isTextType(parseDuckType(sourceDuckType)) && t !== 'VARCHAR';
+  if (misfit === null) return text ? textValueSql(col, parseDuckType(t), formats) : castToDeltaSql(col, sourceDuckType, target, column);
   const message = str(`[cast] a value of column ${JSON.stringify(column)} does not fit the table's type ${t}`);
-  return `CASE WHEN ${misfit} THEN error(${message}) ELSE TRY_CAST(${col} AS ${t}) END`;
+  const value = text ? textValueSql(col, parseDuckType(t), formats) : `TRY_CAST(${col} AS ${t})`;
+  return `CASE WHEN ${misfit} THEN error(${message}) ELSE ${value} END`;
 }
 

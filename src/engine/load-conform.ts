@@ -6,16 +6,20 @@
  * load as the table's DECIMAL, the batch's key and orderBy are typed before dedupe, and a value
  * that does not fit fails naming its file, row and column.
  *
- * CSV columns are read as text and cast from it when the sniffed type could lose something on
- * the way (see `needsText`). Columns the table lacks keep their inferred types (schema evolution).
+ * CSV columns the table has are read as text and converted by the exact rules of
+ * ./text-cast.ts, never in the sniffer's types (which trim blanks, read `1e3` as a number and
+ * guess a date format per file). Columns the table lacks keep their inferred types (schema
+ * evolution).
  */
 import type { StructField, StructType } from '../delta/schema.js';
 import { BadFileError, ResourceError } from '../errors.js';
-import { castError } from './cast-error.js';
+import { ambiguityError, castError } from './cast-error.js';
+import { parseDuckType } from './duck-type.js';
 import type { DuckSession } from './duckdb.js';
-import { castClass, fitCastSql, misfitSql } from './fit-cast.js';
-import { fileSelectSql, LINEAGE_COLUMNS, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
+import { fitCastSql, misfitSql } from './fit-cast.js';
+import { csvDialect, fileSelectSql, LINEAGE_COLUMNS, SOURCE_ROW, temporalFormats, type CsvOptions, type LoadFile } from './file-select.js';
 import { ident } from './sql.js';
+import { ambiguitySql } from './text-cast.js';
 import { deltaTypeToDuckForWrite } from './type-map-write.js';
 
 /** A column and its DuckDB type. */
@@ -88,32 +92,16 @@ export async function conformFile(session: DuckSession, file: LoadFile, schema: 
 async function conformWith(session: DuckSession, file: LoadFile, schema: StructType, csv: CsvOptions | undefined, allText: boolean): Promise<ConformedFile> {
   const sniffed = await describeFile(session, file, csv);
   const isCsv = file.format === 'csv' || file.format === 'tsv';
-  const text = isCsv ? sniffed.filter((c) => needsText(c, fieldOf(schema, c.name), allText)).map((c) => c.name) : [];
+  const text = isCsv ? sniffed.filter((c) => allText || fieldOf(schema, c.name)).map((c) => c.name) : [];
   const textSet = new Set(text);
   const columns = sniffed.map((c) => (textSet.has(c.name) ? { name: c.name, type: 'VARCHAR' } : c));
   const projection = columns.map((c) => {
     const field = fieldOf(schema, c.name);
-    return field ? `${fitCastSql(ident(c.name), c.type, field.type, field.name)} AS ${ident(field.name)}` : ident(c.name);
+    return field ? `${fitCastSql(ident(c.name), c.type, field.type, field.name, temporalFormats(csv))} AS ${ident(field.name)}` : ident(c.name);
   });
   const select = `SELECT ${[...projection, ...LINEAGE_COLUMNS.map(ident)].join(', ')} FROM (${fileSelectSql(file, csv, text)})`;
   const newColumns = columns.filter((c) => !fieldOf(schema, c.name)).map((c) => c.name);
   return { file, columns, newColumns, select, projection: projection.join(', ') };
-}
-
-/**
- * A CSV column is read as text when the table's column is a string (a number sniffed from `007`
- * would lose its zeros) or when the sniffed type does not go into the table's losslessly (the
- * sniffer's DOUBLE would round a decimal). A lossless sniffed type is kept, so the sniffer's
- * date and timestamp formats still apply.
- */
-function needsText(c: FileColumn, field: StructField | undefined, allText: boolean): boolean {
-  if (!field) return false;
-  if (allText || field.type === 'string') return true;
-  try {
-    return castClass(c.type, field.type) !== 'lossless';
-  } catch {
-    return true; // a type the cast rules do not know: read the text and let the checked cast decide
-  }
 }
 
 function fieldOf(schema: StructType, name: string): StructField | undefined {
@@ -145,19 +133,28 @@ export async function diagnoseFile(session: DuckSession, file: LoadFile, schema:
   }
 }
 
-/** The first row of the file with a value that does not fit its column, as a BadFileError. */
+/** The first row of the file with a value that does not fit its column (or a date text that reads two ways), as a BadFileError. */
 async function firstMisfit(session: DuckSession, plan: ConformedFile, schema: StructType, csv?: CsvOptions): Promise<BadFileError | null> {
+  const formats = temporalFormats(csv);
   const checks = plan.columns.flatMap((c) => {
     const field = fieldOf(schema, c.name);
-    const sql = field ? misfitSql(ident(c.name), c.type, field.type) : null;
-    return field && sql ? [{ column: c, field, sql }] : [];
+    const sql = field ? misfitSql(ident(c.name), c.type, field.type, formats) : null;
+    if (!field || !sql) return [];
+    const ambiguity = c.type === 'VARCHAR' ? ambiguitySql(ident(c.name), parseDuckType(deltaTypeToDuckForWrite(field.type)), formats) : null;
+    return [{ column: c, field, sql, ambiguity }];
   });
   if (checks.length === 0) return null;
-  const text = plan.columns.filter((c) => c.type === 'VARCHAR' && fieldOf(schema, c.name)).map((c) => c.name);
-  const flags = checks.map((k, i) => `${k.sql} AS m${i}, CAST(${ident(k.column.name)} AS VARCHAR) AS v${i}`);
+  const isCsv = plan.file.format === 'csv' || plan.file.format === 'tsv';
+  const text = plan.columns.filter((c) => c.type === 'VARCHAR').map((c) => c.name);
+  const flags = checks.flatMap((k, i) => [
+    `${k.sql} AS m${i}`,
+    `CAST(${ident(k.column.name)} AS VARCHAR) AS v${i}`,
+    ...(k.ambiguity ? [`${k.ambiguity.predicate} AS a${i}`, `CAST(${k.ambiguity.first} AS VARCHAR) AS f${i}`, `CAST(${k.ambiguity.second} AS VARCHAR) AS s${i}`] : []),
+  ]);
+  const line = isCsv ? `, ${csvLineSql(text, csvDialect(plan.file.format as 'csv' | 'tsv', csv).header)} AS line` : '';
   const sql =
-    `SELECT ${ident(SOURCE_ROW)} AS r, ${flags.join(', ')} FROM (${fileSelectSql(plan.file, csv, text)}) ` +
-    `WHERE ${checks.map((k) => k.sql).join(' OR ')} ORDER BY ${ident(SOURCE_ROW)} LIMIT 1`;
+    `SELECT * FROM (SELECT ${ident(SOURCE_ROW)} AS r${line}, ${flags.join(', ')} FROM (${fileSelectSql(plan.file, csv, text)})) ` +
+    `WHERE ${checks.map((_, i) => `m${i}`).join(' OR ')} ORDER BY r LIMIT 1`;
   let row: Record<string, unknown> | undefined;
   try {
     row = await session.one(sql);
@@ -167,8 +164,20 @@ async function firstMisfit(session: DuckSession, plan: ConformedFile, schema: St
   if (!row) return null;
   const i = checks.findIndex((_, j) => row![`m${j}`] === true);
   const k = checks[i]!;
-  return castError(
-    { column: k.field.name, type: deltaTypeToDuckForWrite(k.field.type, k.field.name), sourceType: k.column.type, value: row[`v${i}`], file: plan.file.key, row: row['r'] },
-    '[load]',
-  );
+  const where = { file: plan.file.key, row: row['r'], ...(isCsv ? { line: row['line'] } : {}) };
+  if (row[`a${i}`] === true) {
+    const temporal = deltaTypeToDuckForWrite(k.field.type) === 'DATE' ? 'dateFormat' : 'timestampFormat';
+    return ambiguityError({ column: k.field.name, value: row[`v${i}`], readings: [row[`f${i}`], row[`s${i}`]], setting: temporal, ...where }, '[load]');
+  }
+  return castError({ column: k.field.name, type: deltaTypeToDuckForWrite(k.field.type, k.field.name), sourceType: k.column.type, value: row[`v${i}`], ...where }, '[load]');
+}
+
+/**
+ * The CSV line a data row starts on (1-based, the header counted): rows before it plus the line
+ * breaks inside their quoted fields. `text` are the file's columns, all read as text.
+ */
+function csvLineSql(text: readonly string[], header: boolean): string {
+  const breaks = text.length === 0 ? '0' : text.map((c) => `coalesce(length(${ident(c)}) - length(replace(${ident(c)}, chr(10), '')), 0)`).join(' + ');
+  const before = `coalesce(sum(${breaks}) OVER (ORDER BY ${ident(SOURCE_ROW)} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)`;
+  return `${ident(SOURCE_ROW)} + ${header ? 1 : 0} + ${before}`;
 }

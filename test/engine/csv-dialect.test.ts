@@ -160,6 +160,22 @@ describe('RFC 4180 by default', () => {
     ]);
   });
 
+  it('a quoted empty field is an empty string, an unquoted one NULL (RFC 4180); nullstr still names the NULL text', async () => {
+    const f = await land('empties.csv', 'id,note\n1,""\n2,\n3,x\n');
+    expect(await rowsOf([f])).toEqual([
+      { id: '1', note: '' },
+      { id: '2', note: null },
+      { id: '3', note: 'x' },
+    ]);
+    const g = await land('empties-na.csv', 'id,note\n1,""\n2,\n3,NA\n4,"NA"\n');
+    expect(await rowsOf([g], { nullstr: 'NA' })).toEqual([
+      { id: '1', note: '' },
+      { id: '2', note: '' },
+      { id: '3', note: null },
+      { id: '4', note: 'NA' },
+    ]);
+  });
+
   it('types are still detected per file (dialect pinned, types not)', async () => {
     const f = await land('typed.csv', 'id,amount,day\n1,1.50,2026-11-01\n');
     const cols = await session.all(`DESCRIBE ${fileSelectSql(f)}`);

@@ -1,0 +1,168 @@
+/**
+ * Text into typed columns (../../src/engine/text-cast.ts), evaluated by real DuckDB: a text
+ * converts only when it spells a value of the type exactly. Each refused text here is one DuckDB
+ * casts without a word (`' 42 '`, `1_000`, `1e3` and `0x10` to integers, `1.505` rounded, `26`
+ * as the year 26, blanks skipped by strptime).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseDuckType } from '../../src/engine/duck-type.js';
+import { DuckSession } from '../../src/engine/duckdb.js';
+import { str } from '../../src/engine/sql.js';
+import { ambiguitySql, formatPattern, textMisfitSql, textValueSql, type TemporalFormats } from '../../src/engine/text-cast.js';
+
+let session: DuckSession;
+beforeAll(async () => {
+  session = await DuckSession.open({ threads: 1 });
+});
+afterAll(() => session.close());
+
+/** The text's value in `type` (JSON text), 'refused', or 'ambiguous: a | b'. */
+async function convert(text: string, type: string, formats: TemporalFormats = {}): Promise<unknown> {
+  const t = parseDuckType(type);
+  const col = str(text);
+  const misfit = textMisfitSql(col, t, formats) ?? 'false';
+  const ambiguity = ambiguitySql(col, t, formats);
+  const amb = ambiguity ? `${ambiguity.predicate} AS a, CAST(${ambiguity.first} AS VARCHAR) AS f, CAST(${ambiguity.second} AS VARCHAR) AS s` : 'false AS a';
+  const row = (await session.allJson(`SELECT ${misfit} AS m, ${amb}, ${textValueSql(col, t, formats)} AS v`))[0]!;
+  if (row['a'] === true) return `ambiguous: ${String(row['f'])} | ${String(row['s'])}`;
+  if (row['m'] === true) return 'refused';
+  return row['v'];
+}
+
+describe('numbers', () => {
+  it.each([
+    ['42', 'BIGINT', '42'],
+    ['-42', 'BIGINT', '-42'],
+    ['+42', 'BIGINT', '42'],
+    ['007', 'INTEGER', 7],
+    ['9223372036854775807', 'BIGINT', '9223372036854775807'],
+    ['12345678901234567890', 'DECIMAL(38,0)', '12345678901234567890'],
+    ['12345678901234567890.123456789', 'DECIMAL(38,9)', '12345678901234567890.123456789'],
+    ['-12.50', 'DECIMAL(10,2)', '-12.50'],
+    ['1.500', 'DECIMAL(10,2)', '1.50'],
+    ['.5', 'DECIMAL(10,2)', '0.50'],
+    ['5', 'DECIMAL(10,2)', '5.00'],
+    ['1.5', 'DOUBLE', 1.5],
+    ['1e3', 'DOUBLE', 1000],
+    ['-2.5E-3', 'DOUBLE', -0.0025],
+    ['TRUE', 'BOOLEAN', true],
+    ['false', 'BOOLEAN', false],
+  ])('%j into %s is %j', async (text, type, expected) => {
+    expect(await convert(text, type)).toEqual(expected);
+  });
+
+  it.each([
+    [' 42 ', 'BIGINT'],
+    ['42 ', 'BIGINT'],
+    ['1_000', 'BIGINT'],
+    ['1e3', 'BIGINT'],
+    ['0x10', 'BIGINT'],
+    ['12.5', 'BIGINT'],
+    ['1.0', 'BIGINT'],
+    ['9223372036854775808', 'BIGINT'],
+    ['', 'BIGINT'],
+    ['-', 'BIGINT'],
+    ['1.505', 'DECIMAL(10,2)'],
+    ['123456789.5', 'DECIMAL(10,2)'],
+    ['1e3', 'DECIMAL(10,2)'],
+    ['1_000.5', 'DECIMAL(10,2)'],
+    ['.', 'DECIMAL(10,2)'],
+    [' 1.5', 'DOUBLE'],
+    ['1_000.5', 'DOUBLE'],
+    ['inf', 'DOUBLE'],
+    ['NaN', 'DOUBLE'],
+    ['1e400', 'DOUBLE'],
+    ['t', 'BOOLEAN'],
+    ['1', 'BOOLEAN'],
+    ['yes', 'BOOLEAN'],
+    ['{"x": 1}', 'STRUCT(x BIGINT)'],
+    ['[1]', 'BIGINT[]'],
+  ])('%j into %s is refused', async (text, type) => {
+    expect(await convert(text, type)).toBe('refused');
+  });
+
+  it('text, and the text bytes of binary, take anything as it is', async () => {
+    expect(await convert(' 1e3 ', 'VARCHAR')).toBe(' 1e3 ');
+    const blob = textValueSql(str('\\x41'), parseDuckType('BLOB'));
+    expect((await session.one(`SELECT hex(${blob}) AS h`))!['h']).toBe('5C783431');
+  });
+});
+
+describe('dates and timestamps without a format', () => {
+  it.each([
+    ['2026-01-02', 'DATE', '2026-01-02'],
+    ['2026-1-2', 'DATE', '2026-01-02'],
+    ['2026-01-02 00:00:00', 'DATE', '2026-01-02'],
+    ['13/02/2026', 'DATE', '2026-02-13'],
+    ['02/13/2026', 'DATE', '2026-02-13'],
+    ['13.02.2026', 'DATE', '2026-02-13'],
+    ['02-02-2026', 'DATE', '2026-02-02'],
+    ['2026/02/13', 'DATE', '2026-02-13'],
+    ['2026-01-02T10:00:00', 'TIMESTAMP WITH TIME ZONE', '2026-01-02 10:00:00+00'],
+    ['2026-01-02 10:00', 'TIMESTAMP WITH TIME ZONE', '2026-01-02 10:00:00+00'],
+    ['2026-01-02T10:00:00.123456+02:00', 'TIMESTAMP WITH TIME ZONE', '2026-01-02 08:00:00.123456+00'],
+    ['2026-01-02T10:00:00Z', 'TIMESTAMP WITH TIME ZONE', '2026-01-02 10:00:00+00'],
+    ['2026-01-02', 'TIMESTAMP WITH TIME ZONE', '2026-01-02 00:00:00+00'],
+    ['13/02/2026 10:30:00', 'TIMESTAMP WITH TIME ZONE', '2026-02-13 10:30:00+00'],
+    ['2026-01-02 10:00:00', 'TIMESTAMP', '2026-01-02 10:00:00'],
+  ])('%j into %s is %j', async (text, type, expected) => {
+    expect(await convert(text, type)).toBe(expected);
+  });
+
+  it.each([
+    ['01/02/2026', 'DATE', 'ambiguous: 2026-01-02 | 2026-02-01'],
+    ['01.02.2026', 'DATE', 'ambiguous: 2026-01-02 | 2026-02-01'],
+    ['01/02/2026 10:00', 'TIMESTAMP WITH TIME ZONE', 'ambiguous: 2026-01-02 10:00 | 2026-02-01 10:00'],
+  ])('%j into %s reads two ways', async (text, type, expected) => {
+    expect(await convert(text, type)).toBe(expected);
+  });
+
+  it.each([
+    [' 2026-01-02', 'DATE'],
+    ['2026-01-02 ', 'DATE'],
+    ['2026-02-30', 'DATE'],
+    ['01/02/26', 'DATE'],
+    ['26-01-02', 'DATE'],
+    ['01/02-2026', 'DATE'],
+    ['2026-01-02 10:00', 'DATE'],
+    ['20260102', 'DATE'],
+    ['2026-01-02 10:00:00.1234567', 'TIMESTAMP WITH TIME ZONE'],
+    ['2026-01-02 10:00:00+02', 'TIMESTAMP'],
+    ['2026-01-02 25:00', 'TIMESTAMP WITH TIME ZONE'],
+    ['10:30:00', 'TIMESTAMP WITH TIME ZONE'],
+  ])('%j into %s is refused', async (text, type) => {
+    expect(await convert(text, type)).toBe('refused');
+  });
+});
+
+describe('dates and timestamps with the job formats', () => {
+  const formats = { date: '%d/%m/%Y', timestamp: '%d/%m/%Y %H:%M' };
+  it.each([
+    ['01/02/2026', 'DATE', '2026-02-01'],
+    ['1/2/2026', 'DATE', '2026-02-01'],
+    ['2026-02-01', 'DATE', '2026-02-01'],
+    ['01/02/2026 10:30', 'TIMESTAMP WITH TIME ZONE', '2026-02-01 10:30:00+00'],
+  ])('%j into %s is %j', async (text, type, expected) => {
+    expect(await convert(text, type, formats)).toBe(expected);
+  });
+
+  it.each([
+    ['02/13/2026', 'DATE'],
+    ['01/02/26', 'DATE'],
+    [' 01/02/2026', 'DATE'],
+    ['01/02/2026', 'TIMESTAMP WITH TIME ZONE'],
+  ])('%j into %s is refused', async (text, type) => {
+    expect(await convert(text, type, formats)).toBe('refused');
+  });
+
+  it('a format with %z gives instants, which a wall-clock column refuses', async () => {
+    const zoned = { timestamp: '%d/%m/%Y %H:%M %z' };
+    expect(await convert('01/02/2026 10:30 +0100', 'TIMESTAMP WITH TIME ZONE', zoned)).toBe('2026-02-01 09:30:00+00');
+    expect(await convert('01/02/2026 10:30 +0100', 'TIMESTAMP', zoned)).toBe('refused');
+  });
+
+  it('formatPattern: four-digit %Y, nothing around the value, literals escaped', () => {
+    expect(formatPattern('%d/%m/%Y')).toBe('[0-9]{1,2}\\/[0-9]{1,2}\\/[0-9]{4}');
+    expect(formatPattern('%-d.%-m.%Y %H:%M')).toBe('[0-9]{1,2}\\.[0-9]{1,2}\\.[0-9]{4} [0-9]{1,2}:[0-9]{2}');
+  });
+});
