@@ -1,5 +1,5 @@
 /**
- * The layers of src/, enforced (npm test runs this). From the top: cli → job → maintenance →
+ * The layers of src/, enforced (npm test runs this). From the top: cli → observe → job → maintenance →
  * engine → delta → storage, with config, discovery, log, spool and errors beside them; every
  * arrow points down. See docs/architecture.md.
  */
@@ -30,6 +30,9 @@ module.exports = {
     forbid('config-below-job', layer('config'), anyOf('job', 'cli', 'engine', 'delta', 'maintenance', 'storage'),
       'The config is read by the CLI and the job, and reads only discovery (to validate layouts).'),
     forbid('job-below-cli', layer('job'), layer('cli'), 'The job returns outcomes as values; the CLI prints them.'),
+    forbid('observe-below-cli', layer('observe'), layer('cli'), 'Lineage and metrics wrap a job run for the CLI; they print nothing of their own.'),
+    forbid('observe-above-the-rest', anyOf('job', 'maintenance', 'config', 'discovery', 'engine', 'delta', 'storage', 'spool', 'log'), layer('observe'),
+      'A run knows nothing of its observers: the CLI wraps it in them.'),
     forbid('errors-at-the-bottom', '^src/errors\\.ts$', '^src/(?!errors\\.ts$)', 'Typed errors depend on nothing.'),
     {
       name: 'no-cycles',

@@ -3,9 +3,12 @@
  * SIGINT/SIGTERM abort the run: it stops between steps (nothing half-committed: the commit is
  * atomic), reports the job as interrupted and exits 130 (SPEC §5, for SIGTERM too); the 'exit'
  * handler removes spool folders. A second signal, or a run still going 10 s later, exits 130 at once.
+ *
+ * The handlers come first and the CLI is imported after them: loading it (the AWS SDK, DuckDB)
+ * takes most of a second, and a signal in that time would otherwise kill the process with 143
+ * and nothing on stdout. A signal that arrives before the CLI runs ends it at once with 130
+ * (and the --json failure object).
  */
-import { main } from './main.js';
-
 // tidemark supports Node 20; the AWS SDK's notice about newer Node versions would only clutter logs.
 process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
 
@@ -21,5 +24,6 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
+const { main } = await import('./main.js');
 const code = await main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, signal: controller.signal });
 process.exitCode = code;

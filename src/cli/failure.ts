@@ -30,3 +30,8 @@ export function interruptedError(signal: AbortSignal): ReportedError & { retryab
   const reason = signal.reason instanceof Error ? signal.reason.message : 'interrupted';
   return { type: 'Interrupted', message: `${reason}; nothing partial is committed, run it again to continue`, retryable: true };
 }
+
+/** The failure report of a command stopped by a signal before any job ran. */
+export function interruptedReport(signal: AbortSignal, runId: string): FailureReport {
+  return { runId, status: 'failed', exitCode: EXIT_INTERRUPTED, retryable: true, error: interruptedError(signal) };
+}

@@ -10,7 +10,7 @@ import { addInspectCommands } from './commands/inspect.js';
 import { addRunCommands } from './commands/run.js';
 import { addValidateCommand } from './commands/validate.js';
 import { EXIT_OK, EXIT_USAGE, exitCodeFor } from './exit-codes.js';
-import { failureReport } from './failure.js';
+import { EXIT_INTERRUPTED, failureReport, interruptedReport } from './failure.js';
 import type { CliIO } from './io.js';
 import { errorInfo, printJson } from './output.js';
 import { tidemarkVersion } from './version.js';
@@ -22,6 +22,11 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   let exitCode = EXIT_OK;
   const runId = io.runId ?? randomUUID();
   io = { ...io, runId };
+  // Stopped before anything ran (a signal while the process was starting): nothing to run.
+  if (io.signal?.aborted) {
+    if (argv.includes('--json')) printJson(io.stdout, interruptedReport(io.signal, runId));
+    return EXIT_INTERRUPTED;
+  }
   const program = new Command('tidemark')
     .description('Load new files from S3 landing zones into Delta Lake tables, exactly once.')
     .version(tidemarkVersion())

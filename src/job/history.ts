@@ -127,13 +127,26 @@ function ownerOf(actions: readonly Action[], params: Record<string, unknown>): O
       return { kind: params['reset'] !== undefined ? 'reset' : 'run', job, backfill: null, batch: a.txn.version };
     }
     if (backfillOf !== undefined) {
-      // Data commits carry the MERGE's parameters, not the range; the appId still names the shard.
+      // Data commits carry the MERGE's parameters, not the range: the state committed with them has it.
       const shard = backfill?.[2] === undefined ? null : `shard ${backfill[2]}/${backfill[3]}`;
-      const what = [paramText(params['backfill']), shard].filter((p) => p !== null).join(' ');
+      const range = paramText(params['backfill']) ?? committedRange(actions, a.txn.appId);
+      const what = [range, shard].filter((p) => p !== null).join(' ');
       return { kind: 'backfill', job: backfillOf, backfill: what === '' ? null : what, batch: a.txn.version };
     }
   }
   return { kind: null, job: null, backfill: null, batch: null };
+}
+
+/** `FROM..TO` of the backfill state the commit writes under `domain`, or null. */
+function committedRange(actions: readonly Action[], domain: string): string | null {
+  const d = actions.find((a): a is Extract<Action, { domainMetadata: unknown }> => 'domainMetadata' in a && a.domainMetadata.domain === domain);
+  if (!d) return null;
+  try {
+    const state = JSON.parse(d.domainMetadata.configuration) as { from?: unknown; to?: unknown };
+    return typeof state.from === 'string' && typeof state.to === 'string' ? `${state.from}..${state.to}` : null;
+  } catch {
+    return null;
+  }
 }
 
 /** operationParameters values are JSON text (Spark's convention): `"2026-11-01..2026-11-07"` → the string. */

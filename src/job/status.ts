@@ -90,7 +90,8 @@ function shardStatus(s: BackfillState): ShardStatus {
     part: s.part ?? null,
     status: pending ? 'pending' : s.status,
     doneThrough: s.doneThrough,
-    updatedAt: s.updatedAt,
+    // The opening commit wrote a pending shard's state, not the shard: it has committed nothing yet.
+    updatedAt: pending ? null : s.updatedAt,
     filesLoaded: s.totals.filesLoaded,
     rowsLoaded: s.totals.rowsLoaded,
   };

@@ -3,10 +3,11 @@
  * endpoint (OpenLineage's HTTP transport: one event per request, e.g. Marquez's /api/v1/lineage).
  * Lineage is a side channel: a failed send is logged as a warning and never fails the run.
  */
-import { appendFile, mkdir } from 'node:fs/promises';
+import { appendFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import { redactText } from '../log/redact.js';
+import { makeFolder } from '../storage/make-folder.js';
 import type { RunEvent } from './lineage-event.js';
 
 /** Where to send events. */
@@ -43,7 +44,7 @@ export function lineageSink(target: LineageTarget, logger: Logger): LineageSink 
 }
 
 async function appendEvent(file: string, event: RunEvent): Promise<void> {
-  await mkdir(dirname(file), { recursive: true });
+  await makeFolder(dirname(file));
   await appendFile(file, JSON.stringify(event) + '\n');
 }
 

@@ -9,13 +9,14 @@
  * invocation.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { JobConfig } from '../config/schema.js';
 import { PartitionClock } from '../discovery/index.js';
 import { PHASES } from '../job/phases.js';
 import type { RunReport } from '../job/report.js';
+import { makeFolder } from '../storage/make-folder.js';
 
 /** The metrics of one file. */
 class RunMetrics {
@@ -98,7 +99,7 @@ function setCounter<T extends string>(counter: Counter<T>, labels: Partial<Recor
 
 /** Write `text` to `file` through a temp file in the same folder and a rename. */
 async function writeAtomically(file: string, text: string): Promise<void> {
-  await mkdir(dirname(file), { recursive: true });
+  await makeFolder(dirname(file));
   const temp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
   try {
     await writeFile(temp, text);

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { StorageError, TidemarkError, UnsafeKeyError } from '../errors.js';
+import { makeFolder } from './make-folder.js';
 import {
   bodyBytes,
   checkRange,
@@ -163,7 +164,7 @@ export class LocalStorage implements Storage {
     const info = await this.head(key);
     if (!info) throw notFoundError(key, this.uri);
     const dest = path.resolve(localPath);
-    await fsp.mkdir(path.dirname(dest), { recursive: true });
+    await makeFolder(path.dirname(dest));
     const tmp = tempPath(path.dirname(dest));
     try {
       await fsp.copyFile(src, tmp);
@@ -337,7 +338,7 @@ export class LocalStorage implements Storage {
     const dir = path.dirname(file);
     for (let attempt = 1; ; attempt++) {
       try {
-        await fsp.mkdir(dir, { recursive: true });
+        await makeFolder(dir);
         return await fn(dir);
       } catch (err) {
         if (errCode(err) === 'ENOENT' && attempt < 3) continue;

@@ -27,6 +27,7 @@ import {
 } from '@aws-sdk/client-s3';
 import type { GetObjectCommandOutput, S3ClientConfig, _Object } from '@aws-sdk/client-s3';
 import { StorageError, UnsafeKeyError } from '../errors.js';
+import { makeFolder } from './make-folder.js';
 import { bodyBytes, checkRange, gatherPages, notFoundError, pageSizeOf } from './driver-helpers.js';
 import { TRANSIENT_CODES, classify, isNotFound, mapS3Error, statusOf } from './s3/faults.js';
 import { RequestCounter } from './s3/request-counter.js';
@@ -228,7 +229,7 @@ export class S3Storage implements Storage {
 
   async download(key: string, localPath: string, opts: { signal?: AbortSignal } = {}): Promise<ObjectInfo> {
     const dest = path.resolve(localPath);
-    await fsp.mkdir(path.dirname(dest), { recursive: true });
+    await makeFolder(path.dirname(dest));
     // Stream to a temp name, then rename: a partial download is never seen under the final name.
     const tmp = path.join(path.dirname(dest), `.tmp-${randomUUID()}`);
     try {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.js';
 import { cleanup, DuckSession, land, orders, tempDir } from '../job/helpers.js';
-import { runCli } from './process.js';
+import { runCli, spawnCli } from './process.js';
 
 let session: DuckSession;
 const dirs: string[] = [];
@@ -88,4 +88,38 @@ describe('the tidemark binary', () => {
     expect(invalid.stderr).toContain('jobs[0].source.discover.settle: expected a duration');
     expect(invalid.stdout).toBe('');
   });
+
+  it('SIGTERM while the process is still starting (the CLI not loaded yet) exits 130 with the --json failure object, not 143 and nothing', async () => {
+    const root = await tempDir('bin-src', dirs);
+    await land(new LocalStorage(root), session, 'in/a.csv', orders([1, 'placed', 1]));
+    const config = await configWith([{ name: 'feed', source: { uri: root, discover: { by: 'modified' } }, target: { uri: await tempDir('bin-t', dirs), mode: 'append' } }]);
+    // Starting takes most of `--version`'s time (loading the AWS SDK and DuckDB); the signal comes
+    // halfway through it, long before any job could run. A machine so slow that Node itself has
+    // not started tidemark by then (killed by the signal) gets a later try.
+    const { ms: startup } = await runCli(['--version']);
+    let delay = startup * 0.5;
+    for (let attempt = 1; ; attempt++) {
+      const proc = spawnCli(['run', '--config', config, '--json']);
+      const timer = setTimeout(() => proc.child.kill('SIGTERM'), delay);
+      const exit = await proc.done;
+      clearTimeout(timer);
+      if (exit.signal === 'SIGTERM' && attempt < 3) {
+        delay *= 1.25;
+        continue;
+      }
+      expect(exit.signal, `signal after ${Math.round(delay)} of ${startup} ms`).toBeNull();
+      expect(exit.code, exit.stderr).toBe(130);
+      expect(exit.stderr).toContain('SIGTERM received');
+      // One failure object: no job had started.
+      expect(exit.stdout.trimEnd().split('\n')).toHaveLength(1);
+      expect(JSON.parse(exit.stdout)).toEqual({
+        runId: expect.any(String),
+        status: 'failed',
+        exitCode: 130,
+        retryable: true,
+        error: { type: 'Interrupted', message: expect.stringContaining('interrupted by SIGTERM'), retryable: true },
+      });
+      return;
+    }
+  }, 60_000);
 });

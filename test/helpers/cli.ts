@@ -16,8 +16,8 @@ export interface CliResult {
   out: string;
 }
 
-/** Run `tidemark <argv>` in this process, capturing stdout and stderr; `context` overrides the run context. */
-export async function cli(argv: string[], context?: Partial<RunContext>): Promise<CliResult> {
+/** Run `tidemark <argv>` in this process, capturing stdout and stderr; `context` overrides the run context; `signal` stands for SIGINT/SIGTERM. */
+export async function cli(argv: string[], context?: Partial<RunContext>, signal?: AbortSignal): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
   let out = '';
@@ -30,7 +30,7 @@ export async function cli(argv: string[], context?: Partial<RunContext>): Promis
     stdout += s;
     out += s;
   };
-  const io: CliIO = { stdout: { write }, stderr: err, ...(context ? { context } : {}) };
+  const io: CliIO = { stdout: { write }, stderr: err, ...(context ? { context } : {}), ...(signal ? { signal } : {}) };
   const code = await main(argv, io);
   await new Promise((resolve) => setImmediate(resolve)); // let the logger's stream drain
   return { code, stdout, stderr, out };

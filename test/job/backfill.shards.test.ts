@@ -16,6 +16,8 @@ import { decideStart } from '../../src/job/backfill/start.js';
 import { PartitionClock } from '../../src/discovery/index.js';
 import { readJobState } from '../../src/job/state.js';
 import { jobStatus } from '../../src/job/status.js';
+import { readHistory } from '../../src/job/history.js';
+import { openTarget } from '../../src/job/open.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { buildFeed, daysFrom, landFeed, latestByOrder, type FeedRow } from '../../scripts/lib/daily-feed.js';
@@ -172,6 +174,15 @@ describe('sharded backfill (target: local, partitioned by order_date)', () => {
     const status = unwrap(await jobStatus(setup.job, { storage: setup.storage, logger: silentLogger(), tty: false }));
     expect(status.backfill?.shards?.map((s) => s.status)).toEqual(['done', 'pending', 'pending', 'pending']);
     expect(formatStatus(status)).toContain('1 of 4 shards done');
+    // A pending shard has committed nothing itself (the opening commit wrote its state): no updatedAt (docs/operations.md).
+    expect(status.backfill?.shards?.map((s) => s.updatedAt === null)).toEqual([false, true, true, true]);
+    expect(formatStatus(status)).toContain(`    shard 1/4 ${DAYS[2]}..${DAYS[3]}: pending; 0 files, 0 rows (not started)`);
+    // history labels a shard's data commits with the range and the shard, as the docs show.
+    const { entries } = await readHistory(openTarget(setup.job, setup.storage), { limit: 5, job: 'orders' });
+    const shardCommits = entries.filter((e) => e.kind === 'backfill');
+    expect(shardCommits.length).toBeGreaterThan(1);
+    for (const e of shardCommits) expect(e.backfill).toMatch(new RegExp(`^${RANGE.from}\\.\\.${RANGE.to}( shard 0/4)?$`));
+    expect(shardCommits.filter((e) => e.operation === 'MERGE').map((e) => e.backfill)).toContain(`${RANGE.from}..${RANGE.to} shard 0/4`);
 
     const other = await backfillOutcome(setup, { from: DAYS[0]!, to: DAYS[2]! });
     expect(other.ok).toBe(false);

@@ -95,6 +95,14 @@ describe('OpenLineage events', () => {
     expect(ok.stderr).toContain('HTTP 503');
   });
 
+  it('a lineage file that cannot be written (under /proc) is a warning; the run ends with exit 0', async () => {
+    const { config } = await orderJob(session, dirs, { lineage: { file: '/proc/nope/events.ndjson' } });
+    const r = await cli(['run', '--config', config, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('lineage event not delivered');
+    expect(r.stderr).toContain('/proc/nope');
+  }, 20_000);
+
   it('the schema check catches a broken event (so the tests above prove something)', () => {
     const broken = { eventType: 'START', eventTime: 'yesterday', producer: 'urn:x', schemaURL: 'https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent', run: { runId: 'not-a-uuid', facets: { errorMessage: { _producer: 'urn:x', _schemaURL: 'https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet', message: 'x' } } }, job: { namespace: 'n' } };
     const problems = openLineageProblems(broken).join('\n');

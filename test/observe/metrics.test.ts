@@ -74,6 +74,18 @@ describe('metrics file', () => {
     expect(await fsp.readdir(path.join(dir, 'prom'))).toEqual(['orders.prom']);
   });
 
+  it('a metrics file that cannot be written (under /proc) is a warning naming it; the run ends with exit 0 and its report', async () => {
+    const file = '/proc/nope/m.prom';
+    const { config } = await orderJob(session, dirs, { metrics: { file } });
+    // Node's recursive mkdir loops forever on /proc/nope: the run used to hang after its commit.
+    const r = await cli(['run', '--config', config, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'succeeded', filesLoaded: 2 });
+    const warning = r.stderr.split('\n').find((l) => l.includes('metrics file not written'));
+    expect(warning).toBeDefined();
+    expect(warning).toContain('/proc/nope');
+  }, 20_000);
+
   it('watermark lag: partition mode counts from the end of the partition in its zone; modified mode from the watermark', () => {
     const base = { storage: {}, jobs: [] as unknown[] };
     const job = (discover: Record<string, unknown>) =>
