@@ -131,19 +131,3 @@ export function mismatch(doc: string, actual: string, opts: MatchOptions = {}): 
   if (docPattern(doc, opts).test(text)) return null;
   return `the docs say:\n${steady(doc)}\n\ntidemark says:\n${text}`;
 }
-
-/** The `$ tidemark …` commands of a transcript block, and the other lines (what they print). */
-export function transcriptCommands(block: string): string[][] {
-  return block
-    .split('\n')
-    .filter((l) => l.startsWith('$ '))
-    .map((l) => splitArgs(l.slice(2).replace(/\s+#.*$/, '')));
-}
-
-/** Shell-like words: spaces separate, '…' and "…" quote. */
-function splitArgs(line: string): string[] {
-  const words: string[] = [];
-  const re = /'([^']*)'|"([^"]*)"|(\S+)/g;
-  for (const m of line.matchAll(re)) words.push(m[1] ?? m[2] ?? m[3]!);
-  return words;
-}
