@@ -4,6 +4,7 @@
  * casts without a word (`' 42 '`, `1_000`, `1e3` and `0x10` to integers, `1.505` rounded, `26`
  * as the year 26, blanks skipped by strptime).
  */
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDuckType } from '../../src/engine/duck-type.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
@@ -164,5 +165,45 @@ describe('dates and timestamps with the job formats', () => {
   it('formatPattern: four-digit %Y, nothing around the value, literals escaped', () => {
     expect(formatPattern('%d/%m/%Y')).toBe('[0-9]{1,2}\\/[0-9]{1,2}\\/[0-9]{4}');
     expect(formatPattern('%-d.%-m.%Y %H:%M')).toBe('[0-9]{1,2}\\.[0-9]{1,2}\\.[0-9]{4} [0-9]{1,2}:[0-9]{2}');
+  });
+});
+
+describe('properties: a text converts to exactly the value it spells, or is refused', () => {
+  // Generated integer texts (signs, leading zeros, any length up to 25 digits) into BIGINT:
+  // the stored value is the text's value when it is in range, and the text is refused otherwise.
+  it('integer texts into BIGINT', async () => {
+    const text = fc.tuple(fc.constantFrom('', '+', '-'), fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: 1, maxLength: 25 }));
+    await fc.assert(
+      fc.asyncProperty(text, async ([sign, digits]) => {
+        const spelled = BigInt(`${sign === '-' ? '-' : ''}${digits}`);
+        const inRange = spelled >= -(2n ** 63n) && spelled < 2n ** 63n;
+        const got = await convert(`${sign}${digits}`, 'BIGINT');
+        expect(got).toEqual(inRange ? spelled.toString() : 'refused'); // BIGINTs come back as JSON text
+      }),
+      { numRuns: 150, seed: 18 },
+    );
+  });
+
+  // Generated decimal texts into DECIMAL(12,3): stored exactly when the digits fit (digits past
+  // the scale only zeros), refused otherwise; never rounded.
+  it('decimal texts into DECIMAL(12,3)', async () => {
+    const digits = (max: number) => fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: 0, maxLength: max });
+    const text = fc.tuple(fc.constantFrom('', '-'), digits(11), digits(6)).filter(([, w, f]) => w.length + f.length > 0);
+    await fc.assert(
+      fc.asyncProperty(text, async ([sign, whole, frac]) => {
+        const src = frac === '' ? `${sign}${whole}` : `${sign}${whole}.${frac}`;
+        const wholeDigits = whole.replace(/^0+/, '');
+        const fits = wholeDigits.length <= 9 && frac.slice(3).replace(/0/g, '') === '';
+        const got = await convert(src, 'DECIMAL(12,3)');
+        if (!fits) {
+          expect(got).toBe('refused');
+          return;
+        }
+        const scaled = BigInt(`${whole || '0'}${frac.slice(0, 3).padEnd(3, '0')}`);
+        const expected = `${sign === '-' && scaled !== 0n ? '-' : ''}${scaled / 1000n}.${(scaled % 1000n).toString().padStart(3, '0')}`;
+        expect(got).toBe(expected);
+      }),
+      { numRuns: 150, seed: 18 },
+    );
   });
 });
