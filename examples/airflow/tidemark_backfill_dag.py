@@ -4,8 +4,9 @@ Trigger it by hand with the range (and, if you like, the number of shards) as pa
 
     airflow dags trigger tidemark_backfill --conf '{"from": "2026-01-01", "to": "2026-03-31", "shards": 4}'
 
-`backfill_shard.expand(shard=...)` maps the task over the shard indexes 0 … N-1 (dynamic task
-mapping), each run of the CLI getting TIDEMARK_SHARD=K/N in its environment. Each shard keeps its
+`backfill_shard.expand(shard=...)` maps the task over the shard numbers 1 … N (dynamic task
+mapping), each run of the CLI getting TIDEMARK_SHARD=K/N in its environment (K from 1, as
+--shard counts; Airflow's own map_index counts from 0). Each shard keeps its
 own progress in the table and commits per partition, so a retried task instance resumes after
 its last commit, and one whose shard is done exits 0 at once. The hourly DAG (tidemark_dag.py)
 may keep running meanwhile. The last task prints `tidemark status`, which lists every shard.
@@ -64,9 +65,9 @@ def tidemark(args: list, env: dict) -> dict:
 )
 def tidemark_backfill():
     @task
-    def shard_indexes() -> list:
-        """0 … N-1: what the shard task is mapped over."""
-        return list(range(int(get_current_context()["params"]["shards"])))
+    def shard_numbers() -> list:
+        """1 … N: what the shard task is mapped over (--shard K/N counts from 1)."""
+        return list(range(1, int(get_current_context()["params"]["shards"]) + 1))
 
     @task(max_active_tis_per_dagrun=MAX_SHARDS)
     def backfill_shard(shard: int) -> dict:
@@ -80,7 +81,7 @@ def tidemark_backfill():
         """Every shard's progress, also when some failed."""
         return tidemark(["status", "--config", CONFIG, "--job", JOB], {})
 
-    backfill_shard.expand(shard=shard_indexes()) >> status()
+    backfill_shard.expand(shard=shard_numbers()) >> status()
 
 
 tidemark_backfill()

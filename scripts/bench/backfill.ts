@@ -146,7 +146,7 @@ async function backfillWith(
   const args = (k: number) => [
     'backfill',
     ...['-c', config, '--from', range.from, '--to', range.to, '--partitions-per-commit', String(opts.partitionsPerCommit)],
-    ...(shards > 1 ? ['--shard', `${k}/${shards}`] : []),
+    ...(shards > 1 ? ['--shard', `${k + 1}/${shards}`] : []),
     '--json',
   ];
   const { ms, value: exits } = await timed(() => Promise.all(Array.from({ length: shards }, (_, k) => runCli(args(k)))));

@@ -1,10 +1,12 @@
 /**
  * Which shard of a backfill this worker runs, from the command line or the environment:
  *
- *   --shard K/N                          explicit (0-based K); also `all/N` for --dry-run / --restart
- *   --shards N --shard-index-env NAME    K from a scheduler's variable: JOB_COMPLETION_INDEX
- *                                        (Kubernetes Indexed Job), AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch)
- *   TIDEMARK_SHARD=K/N                   when neither flag is given (Airflow's mapped `env`, a pod spec)
+ *   --shard K/N                          explicit, K from 1 (1/4 … 4/4); also `all/N` for --dry-run / --restart
+ *   --shards N --shard-index-env NAME    a scheduler's 0-based index, as it gives it (0 is shard 1/N):
+ *                                        JOB_COMPLETION_INDEX (Kubernetes Indexed Job),
+ *                                        AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch)
+ *   TIDEMARK_SHARD=K/N                   as --shard (K from 1), when neither flag is given (Airflow's
+ *                                        mapped `env`, a pod spec)
  *
  * Flags win over TIDEMARK_SHARD; anything unclear is refused as bad usage (exit 2), never guessed.
  */

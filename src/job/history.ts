@@ -13,6 +13,7 @@ import { readCommits } from '../delta/replay.js';
 import type { JobConfig } from '../config/schema.js';
 import type { Storage } from '../storage/storage.js';
 import type { RunContext } from './context.js';
+import { describeShard } from './backfill/shard.js';
 import { openTarget } from './open.js';
 import { timedOutcome, type JobOutcome, type ReportedError } from './report.js';
 
@@ -79,7 +80,7 @@ function matches(entry: HistoryEntry, opts: HistoryOptions): boolean {
 }
 
 const JOB_APP = /^tidemark\.job\.(.+)$/;
-/** A backfill's appId; a shard's ends in `@shard-K-of-N`. */
+/** A backfill's appId; a shard's ends in `@shard-I-of-N`, I its 0-based index (shown as `I+1/N`, as --shard takes it). */
 const BACKFILL_APP = /^tidemark\.backfill\.([^@]+)(?:@shard-(\d+)-of-(\d+))?$/;
 
 /** One commit's actions as a history entry. Pure. */
@@ -128,7 +129,7 @@ function ownerOf(actions: readonly Action[], params: Record<string, unknown>): O
     }
     if (backfillOf !== undefined) {
       // Data commits carry the MERGE's parameters, not the range: the state committed with them has it.
-      const shard = backfill?.[2] === undefined ? null : `shard ${backfill[2]}/${backfill[3]}`;
+      const shard = backfill?.[2] === undefined ? null : `shard ${describeShard({ index: Number(backfill[2]), count: Number(backfill[3]) })}`;
       const range = paramText(params['backfill']) ?? committedRange(actions, a.txn.appId);
       const what = [range, shard].filter((p) => p !== null).join(' ');
       return { kind: 'backfill', job: backfillOf, backfill: what === '' ? null : what, batch: a.txn.version };

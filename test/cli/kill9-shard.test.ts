@@ -76,8 +76,8 @@ describe('kill -9 of one shard of a sharded backfill', () => {
     expect((await cli(['backfill', '-c', whole, ...range], { logger: silentLogger() })).code).toBe(0);
 
     const table = path.join(root, 'sharded');
-    const procs = [0, 1, 2, 3].map((k) => spawnCli(['backfill', '-c', sharded, ...range, '--shard', `${k}/4`, '--json']));
-    // Shard 1 (days 4-6, nine commits of one file each) dies right after its first commit.
+    const procs = [0, 1, 2, 3].map((k) => spawnCli(['backfill', '-c', sharded, ...range, '--shard', `${k + 1}/4`, '--json']));
+    // Shard 2/4 (index 1: days 4-6, nine commits of one file each) dies right after its first commit.
     const domain = 'tidemark.backfill.orders@shard-1-of-4';
     const deadline = Date.now() + 60_000;
     while ((await committedFiles(table, domain)) === 0 && Date.now() < deadline) await sleep(10);
@@ -90,10 +90,10 @@ describe('kill -9 of one shard of a sharded backfill', () => {
     expect(killedAt.totals.filesLoaded).toBeGreaterThan(0);
     expect(killedAt.totals.filesLoaded).toBeLessThan(9);
 
-    const rerun = await runCli(['backfill', '-c', sharded, ...range, '--shard', '1/4', '--json']);
+    const rerun = await runCli(['backfill', '-c', sharded, ...range, '--shard', '2/4', '--json']);
     expect(rerun.code, rerun.stderr.slice(-2000)).toBe(0);
     const report = JSON.parse(rerun.stdout) as Record<string, unknown>;
-    expect(report).toMatchObject({ status: 'succeeded', shard: '1/4', part: { from: DAYS[3], to: DAYS[5] }, doneThrough: DAYS[5] });
+    expect(report).toMatchObject({ status: 'succeeded', shard: '2/4', part: { from: DAYS[3], to: DAYS[5] }, doneThrough: DAYS[5] });
     expect(Number(report['filesLoaded'])).toBe(9 - killedAt.totals.filesLoaded);
 
     const got = await readFeedTable(session, setupOf(table));

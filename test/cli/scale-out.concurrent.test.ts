@@ -115,7 +115,7 @@ describe('scale-out: shards, two jobs, optimize and vacuum on one table at once 
 
       const c = ['-c', w.config];
       const commands: Array<[string, string[]]> = [
-        ...[0, 1, 2, 3].map((k): [string, string[]] => [`shard ${k}/4`, ['backfill', ...c, '--job', 'eu', '--from', OLD[0]!, '--to', OLD.at(-1)!, '--shard', `${k}/4`]]),
+        ...[0, 1, 2, 3].map((k): [string, string[]] => [`shard ${k + 1}/4`, ['backfill', ...c, '--job', 'eu', '--from', OLD[0]!, '--to', OLD.at(-1)!, '--shard', `${k + 1}/4`]]),
         ['run eu #1', ['run', ...c, '--job', 'eu']],
         ['run eu #2', ['run', ...c, '--job', 'eu']],
         ['run us #1', ['run', ...c, '--job', 'us']],

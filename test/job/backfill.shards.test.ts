@@ -9,7 +9,7 @@ import { formatStatus } from '../../src/cli/output.js';
 import { shardSelectionOf } from '../../src/cli/shard-flags.js';
 import type { BackfillOptions } from '../../src/job/backfill/run.js';
 import { parseBackfillRange } from '../../src/job/backfill/range.js';
-import { parseShardSelection, partitionsOf, shardFromIndexVariable, shardSlice, WHOLE_RANGE, type Shard } from '../../src/job/backfill/shard.js';
+import { describeShard, parseShardSelection, partitionsOf, shardFromIndexVariable, shardSlice, WHOLE_RANGE, type Shard } from '../../src/job/backfill/shard.js';
 import { backfillAppId, readBackfillState, readBackfillStates, type BackfillState } from '../../src/job/backfill/state.js';
 import { startState } from '../../src/job/backfill/plan.js';
 import { decideStart } from '../../src/job/backfill/start.js';
@@ -104,25 +104,30 @@ describe('the split', () => {
     expect(slices.map((s) => s && new Date(s.to).toISOString())).toEqual(['2026-01-01T23:59:59.999Z', '2026-01-02T23:59:59.999Z', '2026-01-03T23:59:59.999Z', '2026-01-04T23:59:59.999Z']);
   });
 
-  it('K/N is 0-based; all/N; bad values are refused naming where they came from', () => {
-    expect(parseShardSelection('2/4', '--shard')).toEqual({ kind: 'one', shard: { index: 2, count: 4 } });
+  it('K/N counts from 1 (1/4 … 4/4, as Playwright, Jest and Vitest); an index variable counts from 0; all/N; bad values are refused naming where they came from', () => {
+    expect(parseShardSelection('1/4', '--shard')).toEqual({ kind: 'one', shard: { index: 0, count: 4 } });
+    expect(parseShardSelection('4/4', '--shard')).toEqual({ kind: 'one', shard: { index: 3, count: 4 } });
+    expect(parseShardSelection('3/4', 'TIDEMARK_SHARD')).toEqual({ kind: 'one', shard: { index: 2, count: 4 } });
+    expect(describeShard({ index: 0, count: 4 })).toBe('1/4');
     expect(parseShardSelection(' ALL / 4 ', '--shard')).toEqual({ kind: 'all', count: 4 });
-    expect(() => parseShardSelection('4/4', '--shard')).toThrow(/--shard "4\/4": shard index 4 is not below the number of shards 4: indexes are 0-based \(0\/4 … 3\/4\)/);
+    expect(() => parseShardSelection('0/4', '--shard')).toThrow(/--shard "0\/4": shard 0 is not one of 1 … 4: shards count from 1 \(1\/4 … 4\/4\); a scheduler's 0-based index goes in --shards 4 --shard-index-env NAME/);
+    expect(() => parseShardSelection('5/4', '--shard')).toThrow(/--shard "5\/4": shard 5 is not one of 1 … 4/);
     expect(() => parseShardSelection('1/0', 'TIDEMARK_SHARD')).toThrow(/TIDEMARK_SHARD "1\/0": the number of shards must be a whole number of at least 1/);
     expect(() => parseShardSelection('1 of 4', '--shard')).toThrow(/expected K\/N/);
     expect(shardFromIndexVariable('JOB_COMPLETION_INDEX', '3', 4)).toEqual({ index: 3, count: 4 });
+    expect(describeShard(shardFromIndexVariable('AWS_BATCH_JOB_ARRAY_INDEX', '0', 4))).toBe('1/4');
     expect(() => shardFromIndexVariable('AWS_BATCH_JOB_ARRAY_INDEX', '4', 4)).toThrow(/is 4, not below --shards 4.*does the array size match/);
     expect(() => shardFromIndexVariable('JOB_COMPLETION_INDEX', undefined, 4)).toThrow(/JOB_COMPLETION_INDEX is not set/);
   });
 
   it('the CLI takes --shard, else --shards N with --shard-index-env NAME, else TIDEMARK_SHARD; mixing is refused', () => {
-    const env = { TIDEMARK_SHARD: '1/3', JOB_COMPLETION_INDEX: '2' };
+    const env = { TIDEMARK_SHARD: '2/3', JOB_COMPLETION_INDEX: '2' };
     const one = (index: number, count: number) => ({ kind: 'one', shard: { index, count } satisfies Shard });
-    expect(shardSelectionOf({ shard: '0/2' }, env)).toEqual(one(0, 2));
+    expect(shardSelectionOf({ shard: '1/2' }, env)).toEqual(one(0, 2));
     expect(shardSelectionOf({ shards: '4', shardIndexEnv: 'JOB_COMPLETION_INDEX' }, env)).toEqual(one(2, 4));
     expect(shardSelectionOf({}, env)).toEqual(one(1, 3));
     expect(shardSelectionOf({}, {})).toBeUndefined();
-    expect(() => shardSelectionOf({ shard: '0/2', shards: '4' }, env)).toThrow(/either --shard K\/N, or --shards N/);
+    expect(() => shardSelectionOf({ shard: '1/2', shards: '4' }, env)).toThrow(/either --shard K\/N, or --shards N/);
     expect(() => shardSelectionOf({ shards: '4' }, env)).toThrow(/go together/);
     expect(() => shardSelectionOf({ shards: 'four', shardIndexEnv: 'X' }, env)).toThrow(/--shards "four"/);
   });
@@ -143,10 +148,10 @@ describe('sharded backfill (target: local, partitioned by order_date)', () => {
     const jobBefore = readJobState((await readFeedTable(session, setup)).snapshot, 'orders');
     const reports = await Promise.all([0, 1, 2, 3].map((i) => backfill(setup, { ...RANGE, shard: shard(i, 4) })));
     expect(reports.map((r) => [r.shard, r.part, r.status, r.doneThrough])).toEqual([
-      ['0/4', { from: DAYS[0], to: DAYS[1] }, 'succeeded', DAYS[1]],
-      ['1/4', { from: DAYS[2], to: DAYS[3] }, 'succeeded', DAYS[3]],
-      ['2/4', { from: DAYS[4], to: DAYS[5] }, 'succeeded', DAYS[5]],
-      ['3/4', { from: DAYS[6], to: DAYS[7] }, 'succeeded', DAYS[7]],
+      ['1/4', { from: DAYS[0], to: DAYS[1] }, 'succeeded', DAYS[1]],
+      ['2/4', { from: DAYS[2], to: DAYS[3] }, 'succeeded', DAYS[3]],
+      ['3/4', { from: DAYS[4], to: DAYS[5] }, 'succeeded', DAYS[5]],
+      ['4/4', { from: DAYS[6], to: DAYS[7] }, 'succeeded', DAYS[7]],
     ]);
     expect(reports.reduce((n, r) => n + r.filesLoaded, 0)).toBe(16);
     expect(reports.every((r) => r.watermark === DAYS[7])).toBe(true);
@@ -161,9 +166,9 @@ describe('sharded backfill (target: local, partitioned by order_date)', () => {
 
     // status: every shard; a rerun of a finished shard is a no-op.
     const status = unwrap(await jobStatus(setup.job, { storage: setup.storage, logger: silentLogger(), tty: false }));
-    expect(status.backfill).toMatchObject({ from: RANGE.from, to: RANGE.to, status: 'done', shards: [{ shard: '0/4', status: 'done', filesLoaded: 4 }, {}, {}, { shard: '3/4', part: { from: DAYS[6], to: DAYS[7] } }] });
+    expect(status.backfill).toMatchObject({ from: RANGE.from, to: RANGE.to, status: 'done', shards: [{ shard: '1/4', status: 'done', filesLoaded: 4 }, {}, {}, { shard: '4/4', part: { from: DAYS[6], to: DAYS[7] } }] });
     expect(formatStatus(status)).toContain(`backfill ${RANGE.from}..${RANGE.to} in 4 shards: done`);
-    expect(formatStatus(status)).toContain(`    shard 2/4 ${DAYS[4]}..${DAYS[5]}: done; 4 files`);
+    expect(formatStatus(status)).toContain(`    shard 3/4 ${DAYS[4]}..${DAYS[5]}: done; 4 files`);
     const again = await backfill(setup, { ...RANGE, shard: shard(1, 4) });
     expect(again).toMatchObject({ status: 'already-done', commits: 0, tableVersion: table.snapshot!.version });
   });
@@ -176,17 +181,17 @@ describe('sharded backfill (target: local, partitioned by order_date)', () => {
     expect(formatStatus(status)).toContain('1 of 4 shards done');
     // A pending shard has committed nothing itself (the opening commit wrote its state): no updatedAt (docs/operations.md).
     expect(status.backfill?.shards?.map((s) => s.updatedAt === null)).toEqual([false, true, true, true]);
-    expect(formatStatus(status)).toContain(`    shard 1/4 ${DAYS[2]}..${DAYS[3]}: pending; 0 files, 0 rows (not started)`);
+    expect(formatStatus(status)).toContain(`    shard 2/4 ${DAYS[2]}..${DAYS[3]}: pending; 0 files, 0 rows (not started)`);
     // history labels a shard's data commits with the range and the shard, as the docs show.
     const { entries } = await readHistory(openTarget(setup.job, setup.storage), { limit: 5, job: 'orders' });
     const shardCommits = entries.filter((e) => e.kind === 'backfill');
     expect(shardCommits.length).toBeGreaterThan(1);
-    for (const e of shardCommits) expect(e.backfill).toMatch(new RegExp(`^${RANGE.from}\\.\\.${RANGE.to}( shard 0/4)?$`));
-    expect(shardCommits.filter((e) => e.operation === 'MERGE').map((e) => e.backfill)).toContain(`${RANGE.from}..${RANGE.to} shard 0/4`);
+    for (const e of shardCommits) expect(e.backfill).toMatch(new RegExp(`^${RANGE.from}\\.\\.${RANGE.to}( shard 1/4)?$`));
+    expect(shardCommits.filter((e) => e.operation === 'MERGE').map((e) => e.backfill)).toContain(`${RANGE.from}..${RANGE.to} shard 1/4`);
 
     const other = await backfillOutcome(setup, { from: DAYS[0]!, to: DAYS[2]! });
     expect(other.ok).toBe(false);
-    expect(String(other.ok ? '' : (other.error as Error).message)).toMatch(/in 4 shards is unfinished \(1 of 4 shards done; unfinished: 1\/4, 2\/4, 3\/4\).*--shard K\/4.*--restart/);
+    expect(String(other.ok ? '' : (other.error as Error).message)).toMatch(/in 4 shards is unfinished \(1 of 4 shards done; unfinished: 2\/4, 3\/4, 4\/4\).*--shard K\/4.*--restart/);
     const twoWay = await backfillOutcome(setup, { ...RANGE, shard: shard(0, 2) });
     expect(twoWay.ok).toBe(false);
 
@@ -251,7 +256,7 @@ describe('sharded backfill (target: local, partitioned by order_date)', () => {
     expect(readBackfillState(snap, 'orders', { index: 0, count: 4 })?.batch).toBe(3);
 
     const dry = await backfill(setup, { ...RANGE, shard: all(4), dryRun: true });
-    expect(dry.split?.map((s) => [s.shard, s.status, s.files])).toEqual([['0/4', 'done', 0], ['1/4', 'done', 0], ['2/4', 'done', 0], ['3/4', 'done', 0]]);
+    expect(dry.split?.map((s) => [s.shard, s.status, s.files])).toEqual([['1/4', 'done', 0], ['2/4', 'done', 0], ['3/4', 'done', 0], ['4/4', 'done', 0]]);
     expect(dry.tableVersion).toBe(snap!.version);
 
     expect(await backfill(setup, { ...RANGE, shard: all(4), restart: true })).toMatchObject({ status: 'reset', commits: 1 });
@@ -322,10 +327,10 @@ describe('decideStart with shards', () => {
 
   it('another range, or the same range split otherwise, is refused while a shard is unfinished; --restart opens it anew', () => {
     const split = [stateOf(R, four(0), { status: 'done' }), stateOf(R, four(1))];
-    // Shards 2/4 and 3/4 have no state yet (the split was never opened: there was no table): not done either.
-    expect(() => decide(split, other, four(0))).toThrow(/in 4 shards is unfinished \(1 of 4 shards done; unfinished: 1\/4, 2\/4, 3\/4\)/);
+    // Shards 3/4 and 4/4 (indexes 2 and 3) have no state yet (the split was never opened: there was no table): not done either.
+    expect(() => decide(split, other, four(0))).toThrow(/in 4 shards is unfinished \(1 of 4 shards done; unfinished: 2\/4, 3\/4, 4\/4\)/);
     const twoDone = [stateOf(R, four(0), { status: 'done' }), stateOf(R, four(1), { status: 'done' })];
-    expect(() => decide(twoDone, other, four(0))).toThrow(/\(2 of 4 shards done; unfinished: 2\/4, 3\/4\)/);
+    expect(() => decide(twoDone, other, four(0))).toThrow(/\(2 of 4 shards done; unfinished: 3\/4, 4\/4\)/);
     expect(() => decide(split, R, { index: 0, count: 2 })).toThrow(/unfinished/);
     expect(() => decide(split, R, WHOLE_RANGE)).toThrow(/unfinished/);
     expect(decide(split, other, four(0), true)).toBe('open');

@@ -135,7 +135,7 @@ describe('examples/ of sharded backfills', () => {
     expect(spec['backoffLimitPerIndex']).toBeGreaterThan(0);
     expect(spec['podFailurePolicy']['rules'][0]).toMatchObject({ action: 'FailIndex', onExitCodes: { operator: 'In', values: [1, 2] } });
     for (let k = 0; k < shards; k++) {
-      expect(await dryRun(args, { JOB_COMPLETION_INDEX: String(k) })).toMatchObject({ command: 'backfill', status: 'dry-run', shard: `${k}/${shards}`, from: '2026-01-01', to: '2026-03-31' });
+      expect(await dryRun(args, { JOB_COMPLETION_INDEX: String(k) })).toMatchObject({ command: 'backfill', status: 'dry-run', shard: `${k + 1}/${shards}`, from: '2026-01-01', to: '2026-03-31' });
     }
   });
 
@@ -152,16 +152,17 @@ describe('examples/ of sharded backfills', () => {
     const action = (code: string) => rules.find((r) => r.onExitCode === code)?.action;
     expect(['1', '2', '3', '4', '130'].map(action)).toEqual(['EXIT', 'EXIT', 'RETRY', 'RETRY', 'RETRY']);
     for (let k = 0; k < shards; k++) {
-      expect(await dryRun(args, { AWS_BATCH_JOB_ARRAY_INDEX: String(k) })).toMatchObject({ status: 'dry-run', shard: `${k}/${shards}`, from: params['from'], to: params['to'] });
+      expect(await dryRun(args, { AWS_BATCH_JOB_ARRAY_INDEX: String(k) })).toMatchObject({ status: 'dry-run', shard: `${k + 1}/${shards}`, from: params['from'], to: params['to'] });
     }
   });
 
-  it('the Airflow DAG maps a task over the shard indexes and passes TIDEMARK_SHARD=K/N, which the CLI takes', async () => {
+  it('the Airflow DAG maps a task over the shard numbers 1 … N and passes TIDEMARK_SHARD=K/N, which the CLI takes', async () => {
     const dag = read('airflow/tidemark_backfill_dag.py');
     expect(dag).toMatch(/\.expand\(shard=/);
+    expect(dag).toMatch(/range\(1, int\(.*\) \+ 1\)/);
     expect(dag).toMatch(/"TIDEMARK_SHARD": f"\{shard\}\/\{int\(params\['shards'\]\)\}"/);
     const args = ['backfill', '--config', '/opt/tidemark/tidemark.yaml', '--job', 'orders', '--from', '2026-01-01', '--to', '2026-03-31'];
-    expect(await dryRun(args, { TIDEMARK_SHARD: '3/4' })).toMatchObject({ status: 'dry-run', shard: '3/4' });
+    expect(await dryRun(args, { TIDEMARK_SHARD: '4/4' })).toMatchObject({ status: 'dry-run', shard: '4/4' });
     if (hasPython()) execFileSync('python3', ['-c', 'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec")', new URL('airflow/tidemark_backfill_dag.py', EXAMPLES).pathname]);
   });
 });

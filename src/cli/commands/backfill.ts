@@ -50,16 +50,18 @@ Interrupted? Run the same command again: it continues after the last committed p
 A completed range is a no-op (--restart loads it again). Another range is refused while one is
 unfinished (--restart abandons it). Append-mode jobs need --force (rows are appended again).
 
-Shards: N workers share one backfill, each running --shard K/N (K = 0 … N-1). Shard K takes
-the K-th of N runs of consecutive partitions of the range (sizes differ by at most one; by
-modified: the K-th of N equal time intervals), keeps its own progress (txn appId
-tidemark.backfill.<job>@shard-K-of-N) and commits per partition. Shards run at the same time as
+Shards: N workers share one backfill, each running --shard K/N, counting from 1 (1/4 … 4/4,
+as in Playwright, Jest and Vitest). Shard K takes the K-th of N runs of consecutive partitions
+of the range (sizes differ by at most one; by modified: the K-th of N equal time intervals),
+keeps its own progress (txn appId tidemark.backfill.<job>@shard-I-of-N, I = K-1) and commits
+per partition. Shards run at the same time as
 each other and as the hourly run; \`tidemark status\` shows every shard. A finished shard's rerun
 is a no-op; --restart starts that shard over. --shard all/N --dry-run shows the split and what
 each shard would load; --shard all/N --restart starts every shard over (then run the workers).
-The index may come from the scheduler: --shards N --shard-index-env JOB_COMPLETION_INDEX
-(Kubernetes Indexed Job) or AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch array job); or set
-TIDEMARK_SHARD=K/N when no shard flag is given.
+The index may come from the scheduler, counting from 0 as schedulers do: --shards N
+--shard-index-env JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or AWS_BATCH_JOB_ARRAY_INDEX
+(AWS Batch array job); index 0 is shard 1/N. Or set TIDEMARK_SHARD=K/N (K from 1, as --shard)
+when no shard flag is given.
 
 Examples:
   tidemark backfill --job orders --from 2026-11-01 --to 2026-11-07
@@ -89,9 +91,9 @@ export function addBackfillCommands(program: Command, cli: CommandHost): void {
     .requiredOption('--from <P>', 'first partition (or timestamp) of the range')
     .requiredOption('--to <P>', 'last partition (or timestamp) of the range, included')
     .addOption(jobOption())
-    .option('--shard <K/N>', 'run shard K (0-based) of N of the range; all/N with --dry-run or --restart: every shard (default: $TIDEMARK_SHARD, else the whole range)')
+    .option('--shard <K/N>', 'run shard K of N of the range, K from 1 (1/4 … 4/4); all/N with --dry-run or --restart: every shard (default: $TIDEMARK_SHARD, else the whole range)')
     .option('--shards <N>', 'the number of shards, with --shard-index-env')
-    .option('--shard-index-env <NAME>', "read this worker's 0-based shard index from environment variable NAME (JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX)")
+    .option('--shard-index-env <NAME>', "read this worker's shard index, 0-based as schedulers give it (0 is shard 1/N), from environment variable NAME (JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX)")
     .option('--restart', 'load the range (or this shard) from its start again, even when done; abandons an unfinished backfill of another range')
     .addOption(
       new Option('--partitions-per-commit <N>', 'load up to N consecutive whole partitions in one commit (fewer, larger commits: less contention with many workers)')

@@ -1,7 +1,9 @@
 /**
- * Shards of a backfill: `--shard K/N` runs part K (0-based) of an N-way split of the range, so N
- * workers of a scheduler (a Kubernetes Indexed Job, an Airflow mapped task, an AWS Batch array
- * job) share one backfill.
+ * Shards of a backfill: `--shard K/N` runs part K of an N-way split of the range, counting from 1
+ * (`1/4` … `4/4`, as Playwright's, Jest's and Vitest's `--shard` do), so N workers of a scheduler
+ * (a Kubernetes Indexed Job, an Airflow mapped task, an AWS Batch array job) share one backfill.
+ * A scheduler's own index variable (JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX) counts from 0,
+ * and is taken as it is given. Inside, a shard is its 0-based `index`, which the stored state keeps.
  *
  * The split is contiguous and balanced, and depends only on the range, N and the calendar:
  * - partition mode: the range's partitions, as the layout's calendar counts them (folders need not
@@ -17,7 +19,7 @@ import { PartitionClock } from '../../discovery/index.js';
 import { ConfigError } from '../../errors.js';
 import type { BackfillRange } from './range.js';
 
-/** Part `index` (0-based) of a `count`-way split. */
+/** Part `index` (0-based: `--shard K/N` is index K-1) of a `count`-way split. */
 export interface Shard {
   index: number;
   count: number;
@@ -33,7 +35,7 @@ export const MAX_SHARDS = 1024;
 export type ShardSelection = { kind: 'one'; shard: Shard } | { kind: 'all'; count: number };
 
 /**
- * Parse `K/N` or `all/N`; `origin` names where the text came from (`--shard`, `TIDEMARK_SHARD`) in
+ * Parse `K/N` (1 ≤ K ≤ N) or `all/N`; `origin` names where the text came from (`--shard`, `TIDEMARK_SHARD`) in
  * the ConfigError (field `shard`) that refuses it.
  */
 export function parseShardSelection(text: string, origin: string): ShardSelection {
@@ -41,12 +43,12 @@ export function parseShardSelection(text: string, origin: string): ShardSelectio
   const fail = (why: string): never => {
     throw new ConfigError(`${origin} ${JSON.stringify(text)}: ${why}`, { field: 'shard', value: text });
   };
-  if (!m) return fail('expected K/N, the 0-based shard index K of N shards (0/4 … 3/4), or all/N');
+  if (!m) return fail('expected K/N, shard K of N shards counting from 1 (1/4 … 4/4), or all/N');
   const count = checkCount(Number(m[2]), fail);
   if (m[1]!.toLowerCase() === 'all') return { kind: 'all', count };
-  const index = Number(m[1]);
-  if (index >= count) fail(`shard index ${index} is not below the number of shards ${count}: indexes are 0-based (0/${count} … ${count - 1}/${count})`);
-  return { kind: 'one', shard: { index, count } };
+  const k = Number(m[1]);
+  if (k < 1 || k > count) fail(`shard ${k} is not one of 1 … ${count}: shards count from 1 (1/${count} … ${count}/${count}); a scheduler's 0-based index goes in --shards ${count} --shard-index-env NAME`);
+  return { kind: 'one', shard: { index: k - 1, count } };
 }
 
 /**
@@ -73,9 +75,9 @@ function checkCount(count: number, fail: (why: string) => never): number {
   return count;
 }
 
-/** `K/N` as written on the command line. */
+/** `K/N` as written on the command line (K counts from 1). */
 export function describeShard(shard: Shard): string {
-  return `${shard.index}/${shard.count}`;
+  return `${shard.index + 1}/${shard.count}`;
 }
 
 /** The part of `range` that `shard` loads, or null when the split leaves it nothing (more shards than partitions). */

@@ -12,7 +12,8 @@
  * So `loaded` stays as small as one partition (or one timestamp), whatever the range.
  *
  * A sharded backfill (`--shard K/N`, ./shard.ts) keeps one state per shard, under its own domain
- * and appId `tidemark.backfill.<job>@shard-K-of-N`, so shards commit side by side without
+ * and appId `tidemark.backfill.<job>@shard-I-of-N` (I the 0-based index: `--shard 1/4` is
+ * `@shard-0-of-4`), so shards commit side by side without
  * conflicting on state. Each shard's state names the whole range (`from`, `to`: what makes shards
  * part of one backfill), the split (`shard`) and its own slice (`part`); its cursor runs within
  * the slice. An unsharded backfill is the one shard of a 1-way split and keeps the plain domain.
