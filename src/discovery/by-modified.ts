@@ -111,7 +111,7 @@ export function planModified(listing: ModifiedListing, settings: ModifiedSetting
     const decision = decide(o, remembered.get(o.key), marker !== undefined, settings);
     decisions.push({ key: o.key, ...decision });
     const file = { ...o, arrival: new Date(arrival) };
-    if (decision.action === 'load') files.push(file);
+    if (decision.action === 'load') files.push(decision.reason === 'overwritten, reloading' ? { ...file, loadedBefore: true as const } : file);
     else if (decision.reason === 'overwritten, ignored') ignored.push(file);
   }
   files.sort(compareFiles);

@@ -49,7 +49,7 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
       const decision = decide(o.key, part.prefix, remembered.get(o.key), o.etag, hasMarker, settings);
       decisions.push({ key: o.key, ...decision, partition: part.id });
       const file = { ...o, partition: part.id, arrival: o.lastModified };
-      if (decision.action === 'load') files.push(file);
+      if (decision.action === 'load') files.push(decision.reason === 'overwritten, reloading' ? { ...file, loadedBefore: true as const } : file);
       else if (decision.reason === 'overwritten, ignored') ignored.push(file);
     }
   }

@@ -23,6 +23,12 @@ export interface DiscoveredFile {
    * discovery with `requireSuccessMarker`) its folder's `_SUCCESS` time when that is later.
    */
   arrival: Date;
+  /**
+   * The table may hold rows of an earlier version of this file (an overwrite being reloaded, a
+   * file a backfill covered): in append mode they are replaced, or the file is not appended again
+   * when it is unchanged (../engine/merge/source-files.ts).
+   */
+  loadedBefore?: true;
 }
 
 /** Why a file is loaded or skipped (`excluded`: left out by `source.include`/`source.exclude`). */

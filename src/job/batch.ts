@@ -13,7 +13,7 @@ import type { Snapshot } from '../delta/snapshot.js';
 import type { DiscoveredFile } from '../discovery/index.js';
 import { startProgress, type Progress } from '../log/progress.js';
 import { fetchFiles } from './fetch.js';
-import { loadBatch } from './load-batch.js';
+import { loadBatch, sourceName } from './load-batch.js';
 import type { PhaseTimer } from './phases.js';
 import { loadQuarantining } from './quarantine.js';
 import type { JobScope } from './scope.js';
@@ -89,6 +89,7 @@ async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: B
         scope,
         snapshot: spec.snapshot,
         batch: loaded,
+        loadedBefore: kept.filter((f) => f.file.loadedBefore).map((f) => sourceName(scope.source.uri, f.file.key)),
         state,
         owner: spec.owner,
         batchNo: spec.batchNo,

@@ -101,4 +101,10 @@ export function countBatch(counts: LoadCounts, batch: CommittedBatch<OwnedState>
   counts.dataFilesRemoved += c.dataFilesRemoved;
   counts.filesWithNewDeletionVector += c.filesWithNewDeletionVector;
   counts.bytesWritten += c.bytesWritten;
+  const sources = batch.written.sources;
+  if (sources && sources.filesReplaced.length > 0) {
+    counts.filesReplaced = (counts.filesReplaced ?? 0) + sources.filesReplaced.length;
+    counts.rowsReplaced = (counts.rowsReplaced ?? 0) + sources.rowsReplaced;
+  }
+  if (sources && sources.filesAlreadyHeld.length > 0) counts.filesAlreadyLoaded = (counts.filesAlreadyLoaded ?? 0) + sources.filesAlreadyHeld.length;
 }

@@ -43,6 +43,11 @@ export interface LoadCounts extends WriteCounts {
   filesLoaded: number;
   rowsRead: number;
   rowsAfterDedupe: number;
+  /** Append mode: overwritten files whose earlier rows were replaced by their new version, and those rows. */
+  filesReplaced?: number;
+  rowsReplaced?: number;
+  /** Append mode: files the table already held unchanged (or, under onOverwrite: ignore, at all): not appended again. */
+  filesAlreadyLoaded?: number;
 }
 
 /** The write counts of a batch that wrote nothing. */

@@ -16,7 +16,7 @@ import type { Snapshot } from '../delta/snapshot.js';
 import type { KeyBound } from '../delta/key-bounds.js';
 import type { CommitRequest } from '../delta/transaction.js';
 import { batchKeyBounds } from '../engine/batch-key-bounds.js';
-import { SOURCE_FILE, SOURCE_ROW } from '../engine/load.js';
+import { SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW } from '../engine/load.js';
 import { stageAppend, stageMerge, type AppendSummary, type MergeSummary, type StagedWrite, type WriteTarget } from '../engine/merge/index.js';
 import type { LoadedBatch } from './load-batch.js';
 import { noWriteCounts, type WriteCounts } from './report.js';
@@ -48,6 +48,11 @@ export interface WriteBatchOptions<S extends OwnedState> {
   scope: JobScope;
   snapshot: Snapshot | null;
   batch: LoadedBatch;
+  /**
+   * Source files (as `_source_file` names them) the table may already hold an earlier version of:
+   * an append replaces their rows, or leaves an unchanged file out (../engine/merge/source-files.ts).
+   */
+  loadedBefore?: readonly string[];
   /** The state after this batch, committed with it (its tombstones are those before the batch). */
   state: S;
   owner: StateOwner<S>;
@@ -64,16 +69,17 @@ export interface WrittenBatch<S extends OwnedState> {
   counts: WriteCounts;
   /** The state committed (`opts.state` with this batch's tombstones): the next batch starts from it. */
   state: S;
+  /** Append mode: source files whose earlier rows were replaced, and files the table already held (not appended). */
+  sources?: { filesReplaced: string[]; filesAlreadyHeld: string[]; rowsReplaced: number };
 }
 
 /** What a staged write changed in the table's files. */
 function fileCounts(summary: MergeSummary | AppendSummary): Pick<WriteCounts, 'dataFilesAdded' | 'dataFilesRemoved' | 'filesWithNewDeletionVector' | 'bytesWritten'> {
-  const dv = 'filesWithNewDv' in summary ? { files: summary.filesWithNewDv, bytes: summary.dvBytes } : { files: 0, bytes: 0 };
   return {
     dataFilesAdded: summary.filesAdded,
-    dataFilesRemoved: 'filesRemoved' in summary ? summary.filesRemoved : 0,
-    filesWithNewDeletionVector: dv.files,
-    bytesWritten: summary.bytesAdded + dv.bytes,
+    dataFilesRemoved: summary.filesRemoved,
+    filesWithNewDeletionVector: summary.filesWithNewDv,
+    bytesWritten: summary.bytesAdded + summary.dvBytes,
   };
 }
 
@@ -107,11 +113,34 @@ function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>): WriteTar
   };
 }
 
+/**
+ * Append, exactly once per file version: the files the table may hold already are looked up by
+ * `_source_file`; under `onOverwrite: reload` their earlier rows are replaced in this commit (an
+ * unchanged file is left out), under `ignore` they are not appended again.
+ */
 async function appendBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
-  const staged = await opts.timer.time('merge', () => stageAppend(writeTarget(opts)));
+  const { job } = opts.scope;
+  const loadedBefore = opts.loadedBefore ?? [];
+  const existingSources = {
+    onExisting: job.source.discover.onOverwrite === 'ignore' ? ('keep' as const) : ('replace' as const),
+    files: loadedBefore,
+    ignoreColumns: [SOURCE_MODIFIED],
+    deletionVectors: dvSetting(job),
+    rewriteBelowBytes: job.target.rewriteFilesBelow,
+    rewriteDeletedShare: job.target.rewriteDeletedShare,
+  };
+  const staged = await opts.timer.time('merge', () => stageAppend({ ...writeTarget(opts), ...(loadedBefore.length > 0 ? { existingSources } : {}) }));
   if (staged.summary.filesAdded > 0) await opts.scope.ctx.hooks?.afterWrite?.(opts.batchNo);
   const version = await commitWith(opts, staged, opts.state);
-  return { version, counts: { ...noWriteCounts(), inserted: staged.summary.inserted, ...fileCounts(staged.summary) }, state: opts.state };
+  const { summary } = staged;
+  const counts = { ...noWriteCounts(), inserted: summary.inserted, ...fileCounts(summary) };
+  const sources = { filesReplaced: summary.sourcesReplaced, filesAlreadyHeld: summary.sourcesAlreadyHeld, rowsReplaced: summary.rowsReplaced };
+  return { version, counts, state: opts.state, sources };
+}
+
+/** `target.deletionVectors` as the engine takes it. */
+function dvSetting(job: JobScope['job']): 'auto' | 'on' | 'off' {
+  return job.target.deletionVectors === 'auto' ? 'auto' : job.target.deletionVectors ? 'on' : 'off';
 }
 
 /**
@@ -139,7 +168,7 @@ async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pro
         keyColumns: job.target.key!,
         orderBy: job.target.orderBy!,
         keysUnique: true, // loadBatch reduced the batch to one row per key
-        deletionVectors: job.target.deletionVectors === 'auto' ? 'auto' : job.target.deletionVectors ? 'on' : 'off',
+        deletionVectors: dvSetting(job),
         rewriteBelowBytes: job.target.rewriteFilesBelow,
         rewriteDeletedShare: job.target.rewriteDeletedShare,
         ...(job.target.deleteWhen ? { deleteWhen: job.target.deleteWhen } : {}),

@@ -7,6 +7,9 @@
  * the table's constraints before any file is written. An append needs no change data files even
  * when the table records a change data feed: readers take its adds as inserts. Rows go to new
  * files in the batch's order, or sorted by the clustering columns of a clustered table.
+ * Source files the caller says the table may hold already (`existingSources`) are looked up by
+ * their lineage column: their earlier rows are replaced in the same commit, or an unchanged file is
+ * left out (./source-files.ts); such a commit reads the files it scanned and is no blind append.
  */
 import { clusteringColumns } from '../../delta/clustering.js';
 import { addFileFor } from '../../delta/file-actions.js';
@@ -17,7 +20,9 @@ import type { AppendOptions } from './options.js';
 import { bytesOf, outputOptionsFor, writeAndUpload } from './output.js';
 import type { StagedAppend } from './results.js';
 import { checkConstraints, prepareConstraintChecks } from './constraints.js';
-import { prepareTarget, schemaActions, type TargetTable } from './target.js';
+import { DEFAULT_SOURCE_FILE_COLUMN } from './options.js';
+import { appendMetadataActions, stageSourceReplacement } from './source-files.js';
+import { prepareTarget, type TargetTable } from './target.js';
 import { dropAll, tempTables } from './temp-names.js';
 
 /** Stage the append of the batch; see the module comment. The caller commits `request`. */
@@ -30,18 +35,42 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
     const { snapshot } = opts;
     const target = await prepareTarget(opts.session, opts, { snapshot, batchTable: tables.batch });
     await checkEveryRow(opts, target, tables.batch);
-    const prepared = performance.now();
     const out = outputOptionsFor({ ...opts, spool: scratch }, target);
+    const now = Date.now();
+    // Exactly once per file version: what the table already holds of the batch's files (./source-files.ts).
+    const sources =
+      snapshot !== null && opts.existingSources !== undefined
+        ? await stageSourceReplacement({
+            session: opts.session,
+            snapshot,
+            target,
+            batch: tables.batch,
+            sourceColumn: opts.sourceFileColumn ?? DEFAULT_SOURCE_FILE_COLUMN,
+            out,
+            existing: opts.existingSources,
+            uri: opts.storage.uri,
+            now,
+            ...(opts.signal ? { signal: opts.signal } : {}),
+          })
+        : null;
+    const rows = sources && sources.alreadyHeld.length > 0 ? await countRows(opts, tables.batch) : target.batch.rows;
+    const prepared = performance.now();
     const columns = target.plan.mappings.map((m) => ident(m.target)).join(', ');
-    const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: target.batch.rows };
+    const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: rows };
     // A clustered table's new files are sorted by its clustering columns, so they stay prunable by their stats.
     const clustering = snapshot ? clusteringColumns(snapshot) : [];
     const order = clustering.length > 0 ? ` ORDER BY ${clustering.map(ident).join(', ')}` : '';
-    const added = target.batch.rows > 0 ? await writeAndUpload(out, `SELECT ${columns} FROM ${ident(tables.batch)}${order}`, 'append', sizing) : [];
+    const added = rows > 0 ? await writeAndUpload(out, `SELECT ${columns} FROM ${ident(tables.batch)}${order}`, 'append', sizing) : [];
     const written = performance.now();
-    const now = Date.now();
     const adds = added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) }));
-    const metrics = { numFiles: String(added.length), numOutputRows: String(target.batch.rows), numOutputBytes: String(bytesOf(added)) };
+    const replacing = sources !== null && sources.actions.length > 0;
+    const allAdded = [...added, ...(sources?.added ?? [])];
+    const metrics = {
+      numFiles: String(added.length),
+      numOutputRows: String(rows),
+      numOutputBytes: String(bytesOf(added)),
+      ...(replacing ? { numDeletedRows: String(sources.rowsDeleted), numRemovedFiles: String(sources.removed.length) } : {}),
+    };
     const request: CommitRequest =
       snapshot === null
         ? createTableRequest(
@@ -55,20 +84,31 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
             now,
           )
         : {
-            actions: [...schemaActions(target), ...adds],
+            actions: [...appendMetadataActions(target, snapshot, sources?.enableDvs ?? false), ...(sources?.actions ?? []), ...adds],
             operation: 'WRITE',
-            operationParameters: { mode: 'Append', partitionBy: target.partitionColumns },
+            operationParameters: {
+              mode: 'Append',
+              partitionBy: target.partitionColumns,
+              ...(replacing ? { replacedSourceFiles: sources.replaced } : {}),
+            },
             operationMetrics: metrics,
-            read: { readVersion: snapshot.version, partitions: [], files: [], appIds: [...(opts.appIds ?? [])] },
-            isBlindAppend: true,
+            // Replacing reads the files it scanned: a concurrent remove of one of them conflicts.
+            read: { readVersion: snapshot.version, partitions: [], files: sources?.scanned ?? [], appIds: [...(opts.appIds ?? [])] },
+            isBlindAppend: !replacing,
           };
     return {
       request,
       changesTable: request.actions.length > 0,
       summary: {
-        inserted: target.batch.rows,
-        filesAdded: added.length,
-        bytesAdded: bytesOf(added),
+        inserted: rows,
+        filesAdded: allAdded.length,
+        bytesAdded: bytesOf(allAdded),
+        filesRemoved: sources?.removed.length ?? 0,
+        filesWithNewDv: sources?.dvFiles ?? 0,
+        dvBytes: sources?.dvBytes ?? 0,
+        sourcesReplaced: sources?.replaced ?? [],
+        sourcesAlreadyHeld: sources?.alreadyHeld ?? [],
+        rowsReplaced: sources?.rowsDeleted ?? 0,
         created: snapshot === null,
         durations: { prepare: Math.round(prepared - started), write: Math.round(written - prepared), total: Math.round(written - started) },
       },
@@ -88,4 +128,9 @@ async function checkEveryRow(opts: AppendOptions, target: TargetTable, batch: st
     relation: batch,
   });
   await checkConstraints(opts.session, checks, { sql: `SELECT * FROM ${ident(batch)}`, keys: [], lineage: target.batch.lineage, uri: opts.storage.uri });
+}
+
+async function countRows(opts: AppendOptions, table: string): Promise<number> {
+  const row = await opts.session.one(`SELECT count(*) AS n FROM ${ident(table)}`);
+  return Number(row?.['n'] ?? 0);
 }

@@ -106,5 +106,22 @@ export interface MergeOptions extends WriteTarget {
   rewriteDeletedShare?: number;
 }
 
+/** What an append does with source files the table already holds. */
+export interface ExistingSources {
+  /** 'replace': delete their stored rows (unless unchanged); 'keep': do not append them again. */
+  onExisting: 'replace' | 'keep';
+  /** Source files (as the lineage column names them) to look up; the others are taken as new. */
+  files: readonly string[];
+  /** Table columns left out when comparing stored and new rows (the file's modification time). */
+  ignoreColumns: readonly string[];
+  /** Deletion vectors for the deleted rows: 'auto' follows the table; the thresholds as for a MERGE. */
+  deletionVectors: DeletionVectorSetting;
+  rewriteBelowBytes?: number;
+  rewriteDeletedShare?: number;
+}
+
 /** Options of `stageAppend`. */
-export type AppendOptions = WriteTarget;
+export interface AppendOptions extends WriteTarget {
+  /** Source files the table may already hold, and what to do with them (./source-files.ts). */
+  existingSources?: ExistingSources;
+}

@@ -102,6 +102,17 @@ export interface AppendSummary {
   inserted: number;
   filesAdded: number;
   bytesAdded: number;
+  /** Files removed (rewritten without the replaced rows, or emptied). */
+  filesRemoved: number;
+  /** Files given a (new) deletion vector, and the bytes of the DV file. */
+  filesWithNewDv: number;
+  dvBytes: number;
+  /** Source files whose earlier rows this append deleted (their new versions appended). */
+  sourcesReplaced: string[];
+  /** Source files the table already held, not appended again (unchanged, or `keep`). */
+  sourcesAlreadyHeld: string[];
+  /** Stored rows deleted with the replaced files. */
+  rowsReplaced: number;
   created: boolean;
   durations: { prepare: number; write: number; total: number };
 }

@@ -1,0 +1,93 @@
+/**
+ * Append mode is exactly once per file version (issue 20, item 1): through the real job, with
+ * sources in local folders (and one on s3rver), real DuckDB and real Delta logs.
+ *   - onOverwrite: reload: an overwritten file's earlier rows are replaced in the commit that
+ *     appends its new version (the table holds the new version once, the old one not at all);
+ *   - a file rewritten with the same rows (a `touch`, a copy in place) appends nothing;
+ *   - onOverwrite: ignore: an overwritten file is never appended again.
+ */
+import { utimes } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalStorage } from '../../src/storage/local.js';
+import { checkTarget, cleanup, DuckSession, land, makeConfig, orders, readTarget, run, tempDir } from './helpers.js';
+
+let session: DuckSession;
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  session = await DuckSession.open();
+});
+afterAll(async () => {
+  session.close();
+  await cleanup(dirs);
+});
+
+const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 };
+
+async function zone(): Promise<{ dir: string; storage: LocalStorage }> {
+  const dir = await tempDir('src', dirs);
+  return { dir, storage: new LocalStorage(dir) };
+}
+
+/** [order_id, status] of every row, sorted. */
+function contents(rows: ReadonlyArray<{ order_id: number; status: string }>): Array<[number, string]> {
+  return rows.map((r): [number, string] => [r.order_id, r.status]).sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : 1));
+}
+
+describe('append mode: exactly once per file version', () => {
+  it('partition discovery, onOverwrite reload: a file rewritten with corrected rows replaces its earlier rows in one commit', async () => {
+    const src = await zone();
+    const setup = makeConfig({ source: { uri: src.dir, discover: byDay }, target: { uri: await tempDir('t', dirs), mode: 'append' } });
+    await land(src.storage, session, '2026/11/29/a.csv', orders([1, 'a', 1], [2, 'b', 1]));
+    await land(src.storage, session, '2026/11/29/other.csv', orders([9, 'z', 1]));
+    expect(await run(setup)).toMatchObject({ status: 'succeeded', inserted: 3 });
+
+    await land(src.storage, session, '2026/11/29/a.csv', orders([1, 'a-fixed', 1], [2, 'b-fixed', 1], [3, 'c', 1]));
+    const second = await run(setup);
+    expect(second).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 3, filesReplaced: 1, rowsReplaced: 2, commits: 1 });
+    expect(second.skippedByReason).toEqual({ 'already loaded': 1 });
+
+    const table = await readTarget(session, setup);
+    expect(contents(table.rows)).toEqual([[1, 'a-fixed'], [2, 'b-fixed'], [3, 'c'], [9, 'z']]);
+    // One commit removed the old rows and added the new ones.
+    const log = await checkTarget(session, setup);
+    expect(log.problems).toEqual([]);
+    expect(await run(setup)).toMatchObject({ status: 'nothing-new' });
+  });
+
+  it('a file rewritten with the same rows (new mtime and inode) appends nothing: counted as already loaded', async () => {
+    const src = await zone();
+    const setup = makeConfig({ source: { uri: src.dir, discover: { by: 'modified', settle: '1h' } }, target: { uri: await tempDir('t', dirs), mode: 'append' } });
+    const rows = orders([1, 'a', 1], [2, 'b', 1], [3, 'c', 1]);
+    await land(src.storage, session, 'feed/a.csv', rows);
+    const first = await run(setup);
+    expect(first).toMatchObject({ status: 'succeeded', inserted: 3 });
+    // The same content written again, with a later modification time (a `touch` after a copy in place).
+    await land(src.storage, session, 'feed/a.csv', rows);
+    const later = new Date(Date.now() + 5_000);
+    await utimes(join(src.dir, 'feed/a.csv'), later, later);
+    const second = await run(setup);
+    expect(second).toMatchObject({ status: 'succeeded', inserted: 0, filesAlreadyLoaded: 1 });
+    expect(second.filesReplaced).toBeUndefined();
+    const table = await readTarget(session, setup);
+    expect(contents(table.rows)).toEqual([[1, 'a'], [2, 'b'], [3, 'c']]);
+    expect(await run(setup)).toMatchObject({ status: 'nothing-new' });
+  });
+
+  it('the earlier rows go into a deletion vector when the table takes them (target.deletionVectors: true)', async () => {
+    const src = await zone();
+    const target = { uri: await tempDir('t', dirs), mode: 'append', deletionVectors: true, rewriteFilesBelow: 0 };
+    const setup = makeConfig({ source: { uri: src.dir, discover: byDay }, target });
+    await land(src.storage, session, '2026/11/29/a.csv', orders([1, 'a', 1], [2, 'b', 1]));
+    await land(src.storage, session, '2026/11/29/b.csv', orders([5, 'e', 1], [6, 'f', 1], [7, 'g', 1], [8, 'h', 1]));
+    await run(setup);
+    await land(src.storage, session, '2026/11/29/a.csv', orders([1, 'a-fixed', 1]));
+    const second = await run(setup);
+    expect(second).toMatchObject({ inserted: 1, filesReplaced: 1, rowsReplaced: 2, filesWithNewDeletionVector: 1, dataFilesRemoved: 0 });
+    const table = await readTarget(session, setup);
+    expect(contents(table.rows)).toEqual([[1, 'a-fixed'], [5, 'e'], [6, 'f'], [7, 'g'], [8, 'h']]);
+    const log = await checkTarget(session, setup);
+    expect(log).toMatchObject({ problems: [], filesWithDv: 1 });
+  });
+});
