@@ -25,14 +25,14 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
-import type { GetObjectCommandOutput, S3ClientConfig, _Object } from '@aws-sdk/client-s3';
+import type { GetObjectCommandOutput, HeadObjectCommandOutput, S3ClientConfig, _Object } from '@aws-sdk/client-s3';
 import { StorageError, UnsafeKeyError } from '../errors.js';
 import { makeFolder } from './make-folder.js';
 import { bodyBytes, checkRange, gatherPages, notFoundError, pageSizeOf } from './driver-helpers.js';
 import { TRANSIENT_CODES, classify, isNotFound, mapS3Error, statusOf } from './s3/faults.js';
 import { RequestCounter } from './s3/request-counter.js';
-import { isObjectChanged, openObject } from './s3/resumable-get.js';
-import type { GetRequest, ObjectVersion, Opened } from './s3/resumable-get.js';
+import { mustStartOver, openObject } from './s3/resumable-get.js';
+import type { GetRequest, HeadRequest, ObjectVersion, Opened } from './s3/resumable-get.js';
 import { DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_DELAY_MS, RetryBudget, RetryPolicy } from './s3/retry.js';
 import type { Attempts, Operation } from './s3/retry.js';
 import { handlerOptions, resolveTimeouts } from './s3/timeouts.js';
@@ -366,12 +366,18 @@ export class S3Storage implements Storage {
     return this.client.send(this.track(command), { abortSignal: req.signal });
   }
 
+  private sendHead(key: string, req: HeadRequest): Promise<HeadObjectCommandOutput> {
+    const command = new HeadObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key), IfMatch: req.ifMatch });
+    return this.client.send(this.track(command), { abortSignal: req.signal });
+  }
+
   /** A resumable GetObject; `attempts` is the operation's retry state. */
   private open(key: string, range: ByteRange | undefined, signal: AbortSignal | undefined, attempts: Attempts): Promise<Opened> {
     checkRange(range, key);
     this.fullKey(key);
     return openObject({
       get: (req) => this.sendGet(key, req),
+      head: (req) => this.sendHead(key, req),
       ...(range ? { range } : {}),
       attempts,
       idleTimeoutMs: this.shared.idleTimeoutMs,
@@ -380,8 +386,9 @@ export class S3Storage implements Storage {
   }
 
   /**
-   * A whole-object read (into memory or a file): when the object is replaced mid-read, nothing
-   * has been handed out yet, so it starts over on the new version (an attempt like any other).
+   * A whole-object read (into memory or a file): when the object is replaced mid-read, or the
+   * store's answers disagree about its size, nothing has been handed out yet, so it starts over
+   * (an attempt like any other).
    */
   private async readWhole<T>(
     op: string,
@@ -398,7 +405,7 @@ export class S3Storage implements Storage {
         return await consume(opened.body, opened.object);
       } catch (err) {
         opened.body.destroy();
-        if (!isObjectChanged(err)) throw err;
+        if (!mustStartOver(err)) throw err;
         await attempts.failed(err);
       }
     }

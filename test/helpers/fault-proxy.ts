@@ -11,6 +11,18 @@
  * - silentMidBody   the store's headers and half its body, then nothing
  * - slow            answered normally after `slowMs`
  *
+ * and, on GetObject answers only (ANSWER_FAULT_KINDS, not in the default random set), answers
+ * that are whole and well-formed HTTP but wrong about the object, as a gateway or a store still
+ * writing the object can give:
+ *
+ * - shortObject     a 200 of the object's first three quarters, its Content-Length theirs (as if
+ *                   the object were shorter; only a checksum can tell); a 206 ends early, its
+ *                   Content-Range saying so
+ * - wrongTotal      a 206 whose Content-Range total is off (4 KiB more, or no more than its
+ *                   last byte); a 200 becomes a 206 of an object 4 KiB longer
+ * - lateStart       the answer starts 100 bytes later than asked (a 206 saying so)
+ * - noLength        no Content-Length (chunked), and the body ends cleanly half-way
+ *
  * Faults come at random (`rate`, `kinds`, a seeded PRNG, so a seed replays the same run when
  * requests are sequential) or deterministically (`faultNext`: the next request matching a method
  * and path). Requests are counted by method and logged with their Range and If-Match headers.
@@ -26,7 +38,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { prng } from '../../scripts/lib/prng.js';
 
 export const FAULT_KINDS = ['slowDown', 'error500Before', 'error500After', 'resetAfter', 'cutBody', 'silent', 'silentMidBody', 'slow'] as const;
-export type FaultKind = (typeof FAULT_KINDS)[number];
+/** Wrong GetObject answers; a request of another kind they are drawn for goes through unfaulted. */
+export const ANSWER_FAULT_KINDS = ['shortObject', 'wrongTotal', 'lateStart', 'noLength'] as const;
+type AnswerFault = (typeof ANSWER_FAULT_KINDS)[number];
+export type FaultKind = (typeof FAULT_KINDS)[number] | AnswerFault;
+
+/** How much later than asked a `lateStart` answer starts, and how much longer a `wrongTotal` object is. */
+const LATE_BYTES = 100;
+const EXTRA_TOTAL = 4096;
 
 export interface FaultMatch {
   /** HTTP method, e.g. `PUT`. */
@@ -113,14 +132,18 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
   const slowMs = opts.slowMs ?? 50;
 
   function pick(method: string, path: string, body: Buffer): { kind?: FaultKind; before?: () => Promise<void> } {
-    const rule = rules.find((r) => (!r.method || r.method === method) && matches(r.path, path) && (!r.body || body.includes(r.body)));
+    const applies = (kind: FaultKind) => !isAnswerFault(kind) || isObjectGet(method, path);
+    const rule = rules.find(
+      (r) => (!r.method || r.method === method) && matches(r.path, path) && (!r.body || body.includes(r.body)) && applies(r.kind),
+    );
     if (rule) {
       rule.hits++;
       if (--rule.left <= 0) rules.splice(rules.indexOf(rule), 1);
       return { kind: rule.kind, ...(rule.before ? { before: rule.before } : {}) };
     }
     if (random.rate > 0 && random.next() < random.rate) {
-      return { kind: random.kinds[Math.floor(random.next() * random.kinds.length)] };
+      const kind = random.kinds[Math.floor(random.next() * random.kinds.length)]!;
+      return applies(kind) ? { kind } : {};
     }
     return {};
   }
@@ -138,7 +161,7 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
           const answer = Buffer.concat(chunks);
           const out = answerHeaders(res.headers);
           // A length, not chunks: a client then knows when a body was cut short (unless told to chunk).
-          if (opts.chunked) delete out['content-length'];
+          if (opts.chunked && method !== 'HEAD') delete out['content-length'];
           else if (method !== 'HEAD') out['content-length'] = answer.length;
           resolve({ status: res.statusCode ?? 502, headers: out, body: answer });
         });
@@ -231,6 +254,19 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       case 'resetAfter':
         req.socket.destroy();
         return;
+      case 'shortObject':
+      case 'wrongTotal':
+      case 'lateStart':
+        return answer(wrongAnswer(kind, up, random.next));
+      case 'noLength': {
+        if (up.status !== 200 && up.status !== 206) return answer(up);
+        entry.status = up.status;
+        const headers = { ...up.headers };
+        delete headers['content-length'];
+        res.writeHead(up.status, headers);
+        res.end(up.body.subarray(0, Math.floor(up.body.length / 2)));
+        return;
+      }
       case 'cutBody':
       case 'silentMidBody': {
         entry.status = up.status;
@@ -280,6 +316,48 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+function isAnswerFault(kind: FaultKind): kind is AnswerFault {
+  return (ANSWER_FAULT_KINDS as readonly string[]).includes(kind);
+}
+
+/** A GetObject (a key below the bucket), not a listing or another bucket request. */
+function isObjectGet(method: string, path: string): boolean {
+  const url = new URL(path, 'http://proxy');
+  return method === 'GET' && /^\/[^/]+\/./.test(url.pathname) && !url.searchParams.has('list-type');
+}
+
+/** The store's GetObject answer made wrong in the way `kind` names (other answers as they are). */
+function wrongAnswer(kind: 'shortObject' | 'wrongTotal' | 'lateStart', up: Upstream, random: () => number): Upstream {
+  if (up.status !== 200 && up.status !== 206) return up;
+  const range = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(String(up.headers['content-range'] ?? ''));
+  const start = range ? Number(range[1]) : 0;
+  const total = range ? Number(range[3]) : up.body.length;
+  const partial = (from: number, body: Buffer, size = total): Upstream => ({
+    status: 206,
+    headers: { ...up.headers, 'content-range': `bytes ${from}-${from + body.length - 1}/${size}`, 'content-length': body.length },
+    body,
+  });
+  const length = up.body.length;
+  switch (kind) {
+    case 'shortObject': {
+      const short = up.body.subarray(0, Math.floor((length * 3) / 4));
+      if (short.length === 0) return up;
+      if (!range) return { ...up, headers: { ...up.headers, 'content-length': short.length }, body: short };
+      return partial(start, short);
+    }
+    case 'wrongTotal': {
+      if (length === 0) return up;
+      const last = start + length - 1;
+      return partial(start, up.body, !range || random() < 0.5 ? total + EXTRA_TOTAL : Math.max(0, last - Math.floor(random() * 3)));
+    }
+    case 'lateStart': {
+      const late = Math.min(LATE_BYTES, length - 1);
+      if (late <= 0) return up;
+      return partial(start + late, up.body.subarray(late));
+    }
+  }
 }
 
 function matches(pattern: string | RegExp | undefined, path: string): boolean {

@@ -6,12 +6,19 @@
  * versions of an object are never joined: a replaced object fails with ObjectChanged (412, or a
  * different ETag from a store that ignores If-Match), and only whole-object readers that have
  * handed nothing out yet (read, download) start over.
+ *
+ * A read ends where the object ends, never where a response happens to stop: the object's size
+ * comes from the first response and every resumed response's Content-Range must confirm it; a
+ * response must start where it was asked (./response-span.ts); a body without any length is
+ * held to the size a HEAD reports. Anything else is a transient fault, retried like a cut body.
  */
 import { Readable } from 'node:stream';
-import type { GetObjectCommandOutput } from '@aws-sdk/client-s3';
+import type { GetObjectCommandOutput, HeadObjectCommandOutput } from '@aws-sdk/client-s3';
 import { StorageError } from '../../errors.js';
 import type { ByteRange } from '../storage.js';
 import { statusOf } from './faults.js';
+import { spanOf } from './response-span.js';
+import type { Span } from './response-span.js';
 import type { Attempts } from './retry.js';
 import { nextChunk } from './timeouts.js';
 
@@ -25,9 +32,13 @@ export interface GetRequest {
 
 /** One GetObject request (counted and signed by the driver). */
 export type GetFn = (req: GetRequest) => Promise<GetObjectCommandOutput>;
+export type HeadRequest = Omit<GetRequest, 'range'>;
+/** One HeadObject request, for the size of an object whose body came without a length. */
+export type HeadFn = (req: HeadRequest) => Promise<HeadObjectCommandOutput>;
 
 export interface OpenOptions {
   get: GetFn;
+  head: HeadFn;
   range?: ByteRange;
   /** The operation's retry state: every request and resume draws on it. */
   attempts: Attempts;
@@ -37,7 +48,7 @@ export interface OpenOptions {
 
 /** The version of the object being read. */
 export interface ObjectVersion {
-  /** Size of the whole object. */
+  /** Size of the whole object (known at the latest when the read ends). */
   size: number;
   /** As the store sent it (quoted). */
   etag: string;
@@ -53,9 +64,13 @@ export async function openObject(opts: OpenOptions): Promise<Opened> {
   return opened === 'ok' ? { object: reader.object, body: new PullStream(reader) } : opened;
 }
 
-/** True for the error a replaced object gives (read and download start over on it). */
-export function isObjectChanged(err: unknown): boolean {
-  return err instanceof StorageError && err.context['changed'] === true;
+/**
+ * True for the errors after which a whole-object read starts over (read and download; a stream
+ * cannot take back what it handed out): the object was replaced, or the store's answers
+ * disagreed about its size.
+ */
+export function mustStartOver(err: unknown): boolean {
+  return err instanceof StorageError && err.context['startOver'] === true;
 }
 
 /** One response body being read: its iterator and the absolute position of its next byte. */
@@ -63,23 +78,18 @@ interface Current {
   body: Readable;
   it: AsyncIterator<unknown>;
   at: number;
-  /** Absolute position just past the response's last byte. */
+  /** Absolute position just past the response's last byte (Infinity: no length given). */
   end: number;
-}
-
-/** Bytes a response covers: [start, end) of an object of `total` bytes (when known). */
-interface Span {
-  start: number;
-  end: number;
-  total?: number;
 }
 
 class BodyReader {
   object: ObjectVersion = { size: 0, etag: '' };
+  /** Size of the whole object, once a response or a HEAD has said it. */
+  private size: number | undefined;
   /** Absolute position of the next byte the reader needs. */
   private pos: number;
-  /** Absolute position just past the last byte the reader needs. */
-  private endExcl = Number.POSITIVE_INFINITY;
+  /** Absolute position just past the last byte the caller asked for. */
+  private readonly wantEnd: number;
   private current: Current | undefined;
   private closed = false;
   private readonly controller = new AbortController();
@@ -88,6 +98,7 @@ class BodyReader {
 
   constructor(private readonly opts: OpenOptions) {
     this.pos = opts.range?.start ?? 0;
+    this.wantEnd = opts.range?.end === undefined ? Number.POSITIVE_INFINITY : opts.range.end + 1;
     // The caller's signal aborts this read through our own controller, with a listener removed
     // when the read ends (AbortSignal.any would keep one per read on a long-lived job signal).
     this.signal = this.controller.signal;
@@ -95,21 +106,25 @@ class BodyReader {
     else opts.signal?.addEventListener('abort', this.onAbort, { once: true });
   }
 
+  /** Just past the last byte to hand out: the caller's end, or the object's. */
+  private get endExcl(): number {
+    return Math.min(this.wantEnd, this.size ?? Number.POSITIVE_INFINITY);
+  }
+
   async open(): Promise<'ok' | 'missing' | 'empty'> {
     const { range } = this.opts;
-    let out: GetObjectCommandOutput;
+    let got: { out: GetObjectCommandOutput; span: Span };
     try {
-      out = await this.request(range ? `bytes=${range.start}-${range.end ?? ''}` : undefined);
+      got = await this.request(range ? `bytes=${range.start}-${range.end ?? ''}` : undefined);
     } catch (err) {
       this.opts.signal?.removeEventListener('abort', this.onAbort);
       if (statusOf(err) === 404) return 'missing';
       if (statusOf(err) === 416) return 'empty'; // the range starts at or past the end
       throw err;
     }
-    const span = spanOf(out);
-    this.object = { size: span.total ?? span.end, etag: out.ETag ?? '', ...(out.LastModified ? { lastModified: out.LastModified } : {}) };
-    const wantEnd = range?.end === undefined ? Number.POSITIVE_INFINITY : range.end + 1;
-    this.endExcl = Math.min(wantEnd, span.total ?? span.end);
+    const { out, span } = got;
+    this.size = span.total;
+    this.object = { size: span.total ?? 0, etag: out.ETag ?? '', ...(out.LastModified ? { lastModified: out.LastModified } : {}) };
     this.current = attach(out, span);
     return 'ok';
   }
@@ -125,20 +140,14 @@ class BodyReader {
       try {
         const next = await nextChunk(cur.it, cur.body, this.opts.idleTimeoutMs);
         if (next.done) {
-          // No length to hold the body to (a chunked answer without Content-Length or Content-Range):
-          // its end is the object's end, not a cut.
-          if (!Number.isFinite(cur.end)) {
-            this.endExcl = Math.min(this.endExcl, cur.at);
-            this.object.size = cur.at;
-            continue;
-          }
-          throw this.cutShort(cur);
+          await this.ended(cur);
+          continue;
         }
         const chunk = Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value as Uint8Array);
         const from = cur.at;
         cur.at += chunk.length;
-        // The store may send bytes before or after the wanted ones (a range it ignored, a resumed
-        // response that starts earlier): keep only [pos, endExcl).
+        // The store may send bytes before the wanted ones (a range it ignored, a resumed response
+        // that starts earlier) or past them: keep only [pos, endExcl).
         const lo = Math.max(0, this.pos - from);
         const hi = Math.min(chunk.length, this.endExcl - from);
         if (hi <= lo) continue;
@@ -146,7 +155,7 @@ class BodyReader {
         this.opts.attempts.progressed();
         return lo === 0 && hi === chunk.length ? chunk : chunk.subarray(lo, hi);
       } catch (err) {
-        if (this.closed) throw err;
+        if (this.closed || mustStartOver(err)) throw err;
         cur.body.destroy();
         this.current = undefined;
         await this.opts.attempts.failed(err);
@@ -164,38 +173,92 @@ class BodyReader {
     this.opts.signal?.removeEventListener('abort', this.onAbort);
   }
 
+  /**
+   * A response body ended before the wanted bytes did. With a length, it was cut short. Without
+   * one (a chunked answer without Content-Length or Content-Range), a clean end may be the
+   * object's end or a cut: a HEAD says the object's size. Returns when the end is verified; throws
+   * the fault to resume from otherwise.
+   */
+  private async ended(cur: Current): Promise<void> {
+    if (Number.isFinite(cur.end) || this.size !== undefined) throw this.cutShort(cur);
+    this.size = await this.sizeByHead();
+    this.object.size = this.size;
+    if (cur.at > this.size) throw this.inconsistent(`sent ${cur.at} bytes of an object of ${this.size} bytes`);
+    if (this.pos < this.endExcl) throw this.cutShort(cur);
+  }
+
   /** Request the rest, on condition that the object is still the version we started reading. */
   private async resume(): Promise<Current> {
     const { etag } = this.object;
     if (!etag) throw this.changed(undefined);
     const last = Number.isFinite(this.endExcl) ? String(this.endExcl - 1) : '';
-    let out: GetObjectCommandOutput;
+    let got: { out: GetObjectCommandOutput; span: Span };
     try {
-      out = await this.request(`bytes=${this.pos}-${last}`, etag);
+      got = await this.request(`bytes=${this.pos}-${last}`, etag);
     } catch (err) {
       const status = statusOf(err);
       if (status === 412 || status === 416) throw this.changed(undefined, err);
       throw err;
     }
-    const span = spanOf(out);
-    // A store that ignores If-Match (s3rver) answers with the new version: compare ETags too.
-    if (out.ETag !== etag || span.start > this.pos) {
-      (out.Body as Readable | undefined)?.destroy();
-      throw this.changed(out.ETag);
-    }
-    return attach(out, span);
+    return attach(got.out, got.span);
   }
 
-  /** One request, retried on transient faults before its headers arrive. */
-  private async request(range: string | undefined, ifMatch?: string): Promise<GetObjectCommandOutput> {
+  /**
+   * One request, retried on transient faults before its headers arrive and on headers that
+   * disagree with what was asked (./response-span.ts). A resumed response must also be the same
+   * version (ETag) and size as the first.
+   */
+  private async request(range: string | undefined, ifMatch?: string): Promise<{ out: GetObjectCommandOutput; span: Span }> {
     for (;;) {
       if (this.closed) throw abortError();
       try {
         const out = await this.opts.get({ ...(range ? { range } : {}), ...(ifMatch ? { ifMatch } : {}), signal: this.signal });
+        const span = this.checked(out, ifMatch);
         this.opts.attempts.succeeded();
-        return out;
+        return { out, span };
       } catch (err) {
-        if (this.closed) throw err;
+        if (this.closed || mustStartOver(err)) throw err;
+        await this.opts.attempts.failed(err);
+      }
+    }
+  }
+
+  /** The response's span, or the fault its headers show (its body is dropped then). */
+  private checked(out: GetObjectCommandOutput, ifMatch: string | undefined): Span {
+    const drop = () => (out.Body as Readable | undefined)?.destroy();
+    // A store that ignores If-Match (s3rver) answers with the new version: compare ETags too.
+    if (ifMatch !== undefined && out.ETag !== ifMatch) {
+      drop();
+      throw this.changed(out.ETag);
+    }
+    const result = spanOf(out, this.pos);
+    if ('fault' in result) {
+      drop();
+      throw this.badResponse(result.fault);
+    }
+    const { total } = result.span;
+    if (ifMatch !== undefined && total !== undefined && this.size !== undefined && total !== this.size) {
+      drop();
+      throw this.inconsistent(`answered a size of ${total} bytes where the first response said ${this.size}`);
+    }
+    return result.span;
+  }
+
+  /** The object's size from a HEAD (same version), retried like any request. */
+  private async sizeByHead(): Promise<number> {
+    const { etag } = this.object;
+    for (;;) {
+      if (this.closed) throw abortError();
+      try {
+        const out = await this.opts.head({ ifMatch: etag, signal: this.signal });
+        if (out.ETag !== etag) throw this.changed(out.ETag);
+        if (out.ContentLength === undefined) throw this.badResponse('answered a HEAD without Content-Length');
+        this.opts.attempts.succeeded();
+        return out.ContentLength;
+      } catch (err) {
+        const status = statusOf(err);
+        if (status === 412 || status === 404) throw this.changed(undefined, err);
+        if (this.closed || mustStartOver(err)) throw err;
         await this.opts.attempts.failed(err);
       }
     }
@@ -206,6 +269,7 @@ class BodyReader {
     const cur = this.current;
     this.current = undefined;
     this.opts.signal?.removeEventListener('abort', this.onAbort);
+    if (this.size !== undefined) this.object.size = this.size;
     if (!cur || cur.body.readableEnded) return;
     if (cur.at < cur.end) return void cur.body.destroy();
     try {
@@ -218,10 +282,32 @@ class BodyReader {
 
   private cutShort(cur: Current): StorageError {
     const { key, uri } = this.opts.attempts.op;
-    return new StorageError(`[storage] S3 response body for ${JSON.stringify(key)} in ${uri} ended after ${cur.at} of ${cur.end} bytes`, {
+    const what =
+      cur.at < cur.end
+        ? `ended after ${cur.at} of ${cur.end} bytes`
+        : `ended at byte ${cur.at}, before byte ${this.endExcl} of an object of ${this.size ?? 'unknown size'}`;
+    return new StorageError(`[storage] S3 response body for ${JSON.stringify(key)} in ${uri} ${what}`, {
       kind: 'transient',
       context: { key, uri, fault: 'body cut short' },
     });
+  }
+
+  /** A response whose headers disagree with the read (retried in place). */
+  private badResponse(what: string): StorageError {
+    const { key, uri } = this.opts.attempts.op;
+    return new StorageError(`[storage] S3 GetObject of ${JSON.stringify(key)} in ${uri} ${what}`, {
+      kind: 'transient',
+      context: { key, uri, fault: 'inconsistent response', position: this.pos },
+    });
+  }
+
+  /** Answers that disagree about the object itself: what was read cannot be trusted, start over. */
+  private inconsistent(what: string): StorageError {
+    const { key, uri } = this.opts.attempts.op;
+    return new StorageError(
+      `[storage] S3 object ${JSON.stringify(key)} in ${uri}: the store ${what}, after ${this.pos} bytes; the read starts over`,
+      { kind: 'transient', context: { key, uri, startOver: true, position: this.pos, fault: 'inconsistent size' } },
+    );
   }
 
   private changed(newEtag: string | undefined, cause?: unknown): StorageError {
@@ -231,7 +317,7 @@ class BodyReader {
     return new StorageError(
       `[storage] S3 object ${JSON.stringify(key)} in ${uri} changed while it was read (ETag ${was}${now}) after ${this.pos} bytes; ` +
         'the bytes read are not joined to the new version',
-      { kind: 'transient', context: { key, uri, changed: true, etag: this.object.etag, position: this.pos, fault: 'object changed' }, cause },
+      { kind: 'transient', context: { key, uri, changed: true, startOver: true, etag: this.object.etag, position: this.pos, fault: 'object changed' }, cause },
     );
   }
 }
@@ -256,17 +342,6 @@ class PullStream extends Readable {
 function attach(out: GetObjectCommandOutput, span: Span): Current {
   const body = (out.Body as Readable | undefined) ?? Readable.from([]);
   return { body, it: body[Symbol.asyncIterator](), at: span.start, end: span.end };
-}
-
-/** From Content-Range (`bytes 2-5/10`), else the whole object from Content-Length. */
-function spanOf(out: GetObjectCommandOutput): Span {
-  const m = out.ContentRange ? /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(out.ContentRange) : null;
-  if (m) {
-    const total = m[3] === '*' ? undefined : Number(m[3]);
-    return { start: Number(m[1]), end: Number(m[2]) + 1, ...(total === undefined ? {} : { total }) };
-  }
-  const length = out.ContentLength ?? Number.POSITIVE_INFINITY;
-  return { start: 0, end: length, ...(out.ContentLength === undefined ? {} : { total: out.ContentLength }) };
 }
 
 function abortError(): Error {
