@@ -55,6 +55,9 @@ export function formatRun(r: RunReport): string {
     lines.push(`  would load (${r.plannedFiles?.length ?? 0}):`, ...(r.plannedFiles ?? []).map((k) => `    + ${k}`));
     for (const s of r.skipped ?? []) lines.push(`    - ${s.key}: ${s.reason}`);
     lines.push(`  watermark after: ${r.watermarkAfter ?? '-'}`);
+  } else {
+    // A run lists only what it could not load and will try again, not every file already loaded.
+    for (const s of r.skipped ?? []) lines.push(`    - ${s.key}: ${s.reason}`);
   }
   return lines.join('\n') + '\n';
 }

@@ -44,6 +44,8 @@ export interface CommittedBatch<S extends OwnedState> {
   written: WrittenBatch<S>;
   /** Files loaded (quarantined ones not counted). */
   files: number;
+  /** Their keys. */
+  keys: string[];
   /** Files set aside by `onBadFile: quarantine` (see ./quarantine.ts). */
   quarantined: QuarantinedFile[];
   bytes: number;
@@ -100,9 +102,11 @@ async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: B
       await loaded.dispose();
     }
   });
+  const setAside = new Set(quarantined.map((q) => q.entry.key));
   const batch: CommittedBatch<S> = {
     ...result,
     files: spec.files.length - quarantined.length,
+    keys: spec.files.map((f) => f.key).filter((k) => !setAside.has(k)),
     bytes: spec.files.reduce((n, f) => n + f.size, 0),
     quarantined: quarantined.map((q) => q.entry),
   };

@@ -23,6 +23,11 @@ export interface LoadedBatch {
   table: string;
   rowsRead: number;
   rowsAfterDedupe: number;
+  /**
+   * Every file of the batch declares its columns' types (Parquet), so even without rows the batch
+   * can create the table; an empty CSV or JSON file declares none.
+   */
+  typesDeclared: boolean;
   /** Drop the batch's temp tables. */
   dispose(): Promise<void>;
 }
@@ -70,14 +75,15 @@ export async function loadBatch(
     throw newColumnsRefused(job, loaded.newColumns);
   }
   const rowsRead = loaded.rows;
+  const typesDeclared = files.length > 0 && files.every((f) => f.format === 'parquet') && loaded.emptyFiles.length === 0;
   if (job.target.mode !== 'merge' || rowsRead === 0) {
-    return { table: RAW_TABLE, rowsRead, rowsAfterDedupe: rowsRead, dispose };
+    return { table: RAW_TABLE, rowsRead, rowsAfterDedupe: rowsRead, typesDeclared, dispose };
   }
   await requireColumns(session, job, files);
   const rowsAfterDedupe = await timer.time('dedupe', () =>
     dedupeLatest(session, { input: RAW_TABLE, output: BATCH_TABLE, keyColumns: job.target.key!, orderBy: job.target.orderBy! }),
   );
-  return { table: BATCH_TABLE, rowsRead, rowsAfterDedupe, dispose };
+  return { table: BATCH_TABLE, rowsRead, rowsAfterDedupe, typesDeclared, dispose };
 }
 
 /**

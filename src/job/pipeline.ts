@@ -17,7 +17,7 @@ import type { DiscoveredFile } from '../discovery/index.js';
 import type { Progress } from '../log/progress.js';
 import { loadAndCommitBatch, type CommittedBatch } from './batch.js';
 import type { PhaseTimer } from './phases.js';
-import type { LoadCounts } from './report.js';
+import type { LoadCounts, SkippedFile } from './report.js';
 import type { JobScope } from './scope.js';
 import type { QuarantinedFile } from './quarantine.js';
 import type { OwnedState, StateOwner } from './write-batch.js';
@@ -47,14 +47,34 @@ export interface BatchLoop<S extends OwnedState> {
   onCommitted(batch: CommittedBatch<S>, index: number): void;
 }
 
+/** What the batches committed, and what waits for a table. */
+export interface LoadedBatches<S extends OwnedState> {
+  /** The table's version after them (the starting snapshot's when nothing was committed; null: no table). */
+  version: number | null;
+  /** The last committed state (the starting one when nothing was committed). */
+  state: S;
+  /**
+   * Files of batches that could not commit (no table yet, and no rows that declare its types:
+   * ./write-batch.ts) and that no later batch committed: not loaded, listed again next time.
+   */
+  waiting: SkippedFile[];
+}
+
+/** Why a batch without rows commits nothing when there is no table. */
+export const NO_TABLE_YET = 'empty, no table yet (loaded with the first file that has rows)';
+
 /**
  * Load and commit every batch; returns the last committed state and the table's version after
- * them (the starting snapshot's when nothing was committed; null when there is no table).
+ * them. A batch that commits nothing (no table yet, no rows: ./write-batch.ts) passes its state
+ * on: the next batch that commits records its files too, and is reported with them, so a file
+ * counts as loaded once, in the commit that records it.
  */
-export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Promise<{ version: number | null; state: S }> {
+export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Promise<LoadedBatches<S>> {
   const { scope } = loop;
   let { snapshot, state } = loop;
   let committed = snapshot?.version ?? null;
+  let committedState = state;
+  let waiting: Array<CommittedBatch<S>> = [];
   for (const [index, files] of loop.batches.entries()) {
     // SIGINT/SIGTERM: stop between batches; what is committed stays, the rerun goes on from it.
     scope.ctx.signal?.throwIfAborted();
@@ -71,19 +91,45 @@ export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Pro
       owner: loop.owner(snapshot),
       timer: loop.timer,
     });
-    loop.onCommitted(batch, index);
     loop.progress?.tick(files.length, batch.bytes);
-    await scope.ctx.hooks?.afterCommit?.(batchNo, batch.written.version);
-    const { version } = batch.written;
-    if (version !== null) {
-      committed = version;
-      // The next batch plans on this version (read only when there is a next batch).
-      if (index < loop.batches.length - 1) snapshot = await scope.table.snapshot({ version });
-    }
-    // The committed state: it lists the tombstone files this batch wrote.
+    // The state after it (committed, or carried on): it lists the tombstone files this batch wrote.
     state = batch.written.state;
+    const { version } = batch.written;
+    if (version === null) {
+      waiting.push(batch);
+      continue;
+    }
+    loop.onCommitted(waiting.length === 0 ? batch : recordedTogether([...waiting, batch]), index);
+    waiting = [];
+    await scope.ctx.hooks?.afterCommit?.(batchNo, version);
+    committed = version;
+    committedState = state;
+    // The next batch plans on this version (read only when there is a next batch).
+    if (index < loop.batches.length - 1) snapshot = await scope.table.snapshot({ version });
   }
-  return { version: committed, state };
+  return { version: committed, state: committedState, waiting: waiting.flatMap(waitingFiles) };
+}
+
+/** Batches that waited, and the one whose commit recorded them: one batch, as reports count it. */
+function recordedTogether<S extends OwnedState>(batches: ReadonlyArray<CommittedBatch<S>>): CommittedBatch<S> {
+  const last = batches.at(-1)!;
+  const sum = (f: (b: CommittedBatch<S>) => number) => batches.reduce((n, b) => n + f(b), 0);
+  return {
+    written: last.written,
+    files: sum((b) => b.files),
+    keys: batches.flatMap((b) => b.keys),
+    quarantined: batches.flatMap((b) => b.quarantined),
+    bytes: sum((b) => b.bytes),
+    rowsRead: sum((b) => b.rowsRead),
+    rowsAfterDedupe: sum((b) => b.rowsAfterDedupe),
+  };
+}
+
+function waitingFiles(batch: CommittedBatch<OwnedState>): SkippedFile[] {
+  return [
+    ...batch.keys.map((key) => ({ key, reason: NO_TABLE_YET })),
+    ...batch.quarantined.map((q) => ({ key: q.key, reason: 'bad, no table yet to record its quarantine (tried again next time)' })),
+  ];
 }
 
 /** Add a committed batch to a report's load counts. */

@@ -50,6 +50,14 @@ export interface LoadCounts extends WriteCounts {
   filesAlreadyLoaded?: number;
 }
 
+/** Add `files` to a report's skipped files and its counts by reason. */
+export function reportSkipped(report: { skipped?: SkippedFile[]; skippedByReason?: Record<string, number> }, files: readonly SkippedFile[]): void {
+  if (files.length === 0) return;
+  report.skipped = [...(report.skipped ?? []), ...files];
+  const byReason = (report.skippedByReason ??= {});
+  for (const f of files) byReason[f.reason] = (byReason[f.reason] ?? 0) + 1;
+}
+
 /** The write counts of a batch that wrote nothing. */
 export function noWriteCounts(): WriteCounts {
   return {

@@ -21,7 +21,7 @@ import { countBatch, loadBatches } from './pipeline.js';
 import { checkPlannedSource, preflightJob } from './preflight.js';
 import { withQuarantined } from './quarantine.js';
 import { withReplans } from './replan.js';
-import { noLoadCounts, timedOutcome, type JobOutcome, type RunReport } from './report.js';
+import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type RunReport } from './report.js';
 import { withReportedScope, type JobScope } from './scope.js';
 import { checkTableSettings } from './table-settings.js';
 import { jobOwner, readJobState, type JobState } from './state.js';
@@ -117,8 +117,7 @@ class JobRun {
         const r = this.report;
         countBatch(r, b);
         r.bytesLoaded = (r.bytesLoaded ?? 0) + b.bytes;
-        const setAside = new Set(b.quarantined.map((q) => q.key));
-        this.ctx.onFilesCommitted?.((batches[index] ?? []).map((f) => f.key).filter((k) => !setAside.has(k)));
+        this.ctx.onFilesCommitted?.(b.keys);
         if (b.written.version !== null) r.tableVersion = b.written.version;
         r.watermark = describeWatermark(b.written.state.discovery);
         r.batches += 1;
@@ -131,7 +130,9 @@ class JobRun {
       },
     });
     this.report.tableVersion = last.version;
-    this.report.watermark = describeWatermark(last.state.discovery);
+    if (this.report.commits > 0) this.report.watermark = describeWatermark(last.state.discovery);
+    // Files no commit recorded (no table yet, no rows: ./pipeline.ts).
+    reportSkipped(this.report, last.waiting);
     this.report.status = this.report.commits > 0 ? 'succeeded' : 'nothing-new';
   }
 

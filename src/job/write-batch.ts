@@ -85,7 +85,13 @@ function fileCounts(summary: MergeSummary | AppendSummary): Pick<WriteCounts, 'd
 
 /** Commit the batch and the state together. */
 export async function writeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
-  if (opts.batch.rowsRead === 0) return commitStateOnly(opts);
+  if (opts.batch.rowsRead === 0) {
+    if (opts.snapshot) return commitStateOnly(opts, opts.snapshot);
+    // No table yet. Empty Parquet files declare their columns' types: they create the table (no
+    // rows), and its first commit records them. Empty CSV or JSON files declare none: creating
+    // the table from them would guess its types, so nothing commits and they wait (version null).
+    if (!opts.batch.typesDeclared) return { version: null, counts: noWriteCounts(), state: opts.state };
+  }
   return opts.scope.job.target.mode === 'append' ? appendBatch(opts) : mergeBatch(opts);
 }
 
@@ -213,10 +219,9 @@ function withTombstones<S extends OwnedState>(state: S, tombstones: TombstoneSta
   return (tombstones ? { ...rest, tombstones } : rest) as S;
 }
 
-/** Empty files still move the watermark, so they are not listed again; without a table there is nothing to commit to. */
-async function commitStateOnly<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
-  if (!opts.snapshot) return { version: null, counts: noWriteCounts(), state: opts.state };
-  const version = await commit(opts, stateCommitRequest(opts.owner, opts.state, opts.snapshot));
+/** Empty files still move the watermark, so they are not listed again. */
+async function commitStateOnly<S extends OwnedState>(opts: WriteBatchOptions<S>, snapshot: Snapshot): Promise<WrittenBatch<S>> {
+  const version = await commit(opts, stateCommitRequest(opts.owner, opts.state, snapshot));
   return { version, counts: noWriteCounts(), state: opts.state };
 }
 

@@ -26,7 +26,7 @@ import { PhaseTimer, type PhaseTimings } from '../phases.js';
 import { countBatch, loadBatches } from '../pipeline.js';
 import { preflightJob } from '../preflight.js';
 import { withReplans } from '../replan.js';
-import { noLoadCounts, timedOutcome, type JobOutcome, type LoadCounts, type ReportedError } from '../report.js';
+import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type LoadCounts, type ReportedError, type SkippedFile } from '../report.js';
 import { withReportedScope, type JobScope } from '../scope.js';
 import { jobTombstones, readJobState } from '../state.js';
 import { describeWatermark } from '../watermark.js';
@@ -92,6 +92,8 @@ export interface BackfillReport extends LoadCounts {
   /** The job's own watermark: a backfill leaves it where it was. */
   watermark: string | null;
   skippedByReason: Record<string, number>;
+  /** Files of the range no commit recorded, with the reason (an empty CSV before the table exists). */
+  skipped?: SkippedFile[];
   /** Files set aside by `onBadFile: quarantine`, with the reason (recorded in the backfill state). */
   quarantined?: Array<{ key: string; reason: string }>;
   /** With dry-run: the files that would load, in order. */
@@ -242,6 +244,8 @@ class BackfillRun {
         );
       },
     }).finally(() => progress.done());
+    // Files no commit recorded (no table yet, no rows: ../pipeline.ts).
+    reportSkipped(this.report, last.waiting);
     let state = last.state;
     // Resumed (or opened), and the rest of the slice held nothing: mark it done without data. So
     // does a shard of a split that was never opened (no table then), or `status` would count it missing.
