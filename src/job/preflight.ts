@@ -7,8 +7,10 @@
  *   target      can be written: a probe object under `_tidemark/` is written and deleted, so a
  *               read-only target fails now with the OS's reason, not after loading
  *   commits     the target honours conditional writes, unless `singleWriter`         (validate)
- *   deleteWhen  parses as one SQL expression and names columns the table has          (validate)
- *   settings    columnMapping, partitionBy and changeDataFeed fit the existing table (./table-settings.ts)
+ *   deleteWhen  parses as one SQL expression and names columns the table has
+ *   settings    key and orderBy are columns of the existing table; columnMapping, partitionBy and
+ *               changeDataFeed fit it (./table-settings.ts, which a run and a backfill call with
+ *               the deleteWhen check once they read the table)
  *
  * `run`, `backfill` and `reset` run the cheap ones at the start of each job (`preflightJob`; a run
  * leaves the layout to its own discovery, see `sourceProblem`); `tidemark validate` runs them all
@@ -151,11 +153,15 @@ export async function deleteWhenProblems(session: DuckSession, expr: string, col
   } catch (err) {
     return [problemOf('deleteWhen', field, err, 'usage')];
   }
-  if (columns === null) return [];
+  return columns === null ? [] : deleteWhenColumnProblems(session, expr, columns, field);
+}
+
+/** The columns a `deleteWhen` that parses names and the table lacks, each a problem naming the table's columns. */
+export async function deleteWhenColumnProblems(session: DuckSession, expr: string, columns: readonly string[], field: string): Promise<Problem[]> {
   return unknownColumns(await columnRefs(session, expr), columns).map(({ name, guess }) => ({
     check: 'deleteWhen' as const,
     field,
-    message: `deleteWhen ${JSON.stringify(expr)} names column ${JSON.stringify(name)}, which the target table does not have${guess ? `; did you mean ${guess}?` : ''}`,
+    message: `deleteWhen ${JSON.stringify(expr)} names column ${JSON.stringify(name)}, which the target table does not have${guess ? `; did you mean ${guess}?` : ''} (its columns: ${columns.join(', ')})`,
     kind: 'usage' as const,
   }));
 }

@@ -81,7 +81,7 @@ class JobRun {
     // Known before anything can fail, so a failed run still reports where the table stands.
     this.report.tableVersion = snapshot?.version ?? null;
     this.report.watermark = describeWatermark(state.discovery);
-    if (!this.settingsChecked) checkTableSettings(this.scope, snapshot);
+    if (!this.settingsChecked) await checkTableSettings(this.scope, snapshot);
     this.settingsChecked = true;
     const plan = await this.timer.time('list', () => this.discover(state));
     // "Nothing new" only when the source is there and the layout fits it.

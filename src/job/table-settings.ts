@@ -1,15 +1,21 @@
 /**
- * Target settings that shape only the table a job creates (`columnMapping`, `partitionBy`,
- * `changeDataFeed`), held against a table that already exists. Column mapping is a problem:
- * tidemark never changes a table's mode, so a run would fail once its batch is loaded. The others
- * are warnings: the table keeps its own partitioning and change-feed setting, and the config
- * setting is ignored. A run and a backfill check as soon as they read the table; `validate` lists them.
+ * Target settings held against a table that already exists, before anything loads:
+ *
+ *   key, orderBy, deleteWhen   name columns the table has (merge mode): a missing key column
+ *                              would be added NULL for every stored row and match nothing, a
+ *                              missing orderBy would make every stored row the oldest version
+ *   columnMapping              the table's mode: tidemark never changes it
+ *   partitionBy, changeDataFeed  shape only a table the job creates: warnings, the table keeps its own
+ *
+ * The problems are config errors (exit 2). A run and a backfill check as soon as they read the
+ * table; `validate` lists them.
  */
 import { changeDataFeedEnabled } from '../delta/change-data.js';
 import { columnMappingMode, type ColumnMappingMode } from '../delta/column-mapping.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { ConfigError } from '../errors.js';
-import type { Problem } from './preflight.js';
+import { checkDeleteExpression } from '../engine/merge/validate.js';
+import { deleteWhenColumnProblems, type Problem } from './preflight.js';
 import type { JobScope } from './scope.js';
 
 /** The settings of `target` that only a new table takes. */
@@ -17,6 +23,35 @@ export interface CreationSettings {
   columnMapping?: ColumnMappingMode | undefined;
   partitionBy?: readonly string[] | undefined;
   changeDataFeed?: boolean | undefined;
+}
+
+/** The columns a merge job's rows are matched and ordered by. */
+export interface MatchColumns {
+  mode?: 'merge' | 'append' | undefined;
+  key?: readonly string[] | undefined;
+  orderBy?: string | undefined;
+}
+
+/**
+ * Key and orderBy columns the existing table lacks (merge mode; compared ignoring case, like Delta),
+ * each naming the column and the table's columns (pure). `at` prefixes fields (`jobs[0].target`).
+ */
+export function missingColumnProblems(target: MatchColumns, snapshot: Snapshot, at: string): Problem[] {
+  if (target.mode === 'append') return [];
+  const columns = snapshot.schema.fields.map((f) => f.name);
+  const known = new Set(columns.map((c) => c.toLowerCase()));
+  const named: Array<{ field: string; role: string; column: string }> = [
+    ...(target.key ?? []).map((column) => ({ field: `${at}.key`, role: 'key column', column })),
+    ...(target.orderBy === undefined ? [] : [{ field: `${at}.orderBy`, role: 'orderBy column', column: target.orderBy }]),
+  ];
+  return named
+    .filter((n) => !known.has(n.column.toLowerCase()))
+    .map((n) => ({
+      check: 'target' as const,
+      field: n.field,
+      message: `${n.field} names ${n.role} ${JSON.stringify(n.column)}, which the table does not have (its columns: ${columns.join(', ')}); a key and orderBy must be columns the table's rows hold`,
+      kind: 'usage' as const,
+    }));
 }
 
 /** Problems and warnings of `target`'s creation settings against the existing table (pure). `at` prefixes fields (`jobs[0].target`). */
@@ -53,11 +88,23 @@ export function tableSettingFindings(target: CreationSettings, snapshot: Snapsho
   return { problems, warnings };
 }
 
-/** At the start of a run or backfill: a contradicting column mapping fails now (exit 2), before anything loads; the rest is logged. */
-export function checkTableSettings(scope: JobScope, snapshot: Snapshot | null): void {
+/**
+ * At the start of a run or backfill: a key, orderBy or deleteWhen column the table lacks, or a
+ * contradicting column mapping, fails now (exit 2), before anything loads; the rest is logged.
+ * A deleteWhen that does not parse fails now too, table or not (its MergeInputError, exit 2).
+ */
+export async function checkTableSettings(scope: JobScope, snapshot: Snapshot | null): Promise<void> {
+  const { target } = scope.job;
+  if (target.deleteWhen !== undefined) await checkDeleteExpression(scope.session, target.deleteWhen);
   if (!snapshot) return;
-  const { problems, warnings } = tableSettingFindings(scope.job.target, snapshot, 'target');
+  const columns = snapshot.schema.fields.map((f) => f.name);
+  const deleteWhen = target.deleteWhen === undefined ? [] : await deleteWhenColumnProblems(scope.session, target.deleteWhen, columns, 'target.deleteWhen');
+  const found = tableSettingFindings(target, snapshot, 'target');
+  const problems = [...missingColumnProblems(target, snapshot, 'target'), ...deleteWhen, ...found.problems];
   const first = problems[0];
-  if (first) throw new ConfigError(`[preflight] job ${scope.job.name}: table ${scope.table.uri}: ${first.message}`, { field: first.field ?? 'target', uri: scope.table.uri });
-  for (const w of warnings) scope.ctx.logger.warn({ job: scope.job.name, table: scope.table.uri, field: w.field }, w.message);
+  if (first) {
+    const column = first.field === 'target.columnMapping' ? {} : { columns };
+    throw new ConfigError(`[preflight] job ${scope.job.name}: table ${scope.table.uri}: ${first.message}`, { field: first.field ?? 'target', uri: scope.table.uri, ...column });
+  }
+  for (const w of found.warnings) scope.ctx.logger.warn({ job: scope.job.name, table: scope.table.uri, field: w.field }, w.message);
 }

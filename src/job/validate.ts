@@ -5,7 +5,8 @@
  *                layouts, time zones, start values, unset ${VAR}s), each given to its job
  *            ──► per job, the parts of its config that are valid on their own (a job with a bad
  *                time zone still has a source to look at and a target to write), checked by
- *                ./preflight.ts: source, target, commits, deleteWhen
+ *                ./preflight.ts and ./table-settings.ts: source, target (key and orderBy columns,
+ *                creation settings), commits, deleteWhen
  *
  * Nothing here throws for a problem: each becomes a Problem in its job's report, so one run lists
  * them all. Only an unknown --job is thrown (a usage error of the command itself).
@@ -30,7 +31,7 @@ import { RetryBudget } from '../storage/s3.js';
 import type { Storage } from '../storage/storage.js';
 import { describeUri, openStorage } from '../storage/uri.js';
 import type { RunContext } from './context.js';
-import { tableSettingFindings, type CreationSettings } from './table-settings.js';
+import { missingColumnProblems, tableSettingFindings, type CreationSettings, type MatchColumns } from './table-settings.js';
 import { discoveryConfigOf, s3Options } from './open.js';
 import { deleteWhenProblems, nearbyName, probeWritable, problemOf, sourceProblem, type Check, type Problem } from './preflight.js';
 
@@ -54,7 +55,7 @@ interface JobParts {
   index: number;
   name: string;
   source: { uri: string; storage: StorageConfig | null; discover: JobConfig['source']['discover'] | null; include?: string[]; exclude?: string[] } | null;
-  target: { uri: string; storage: StorageConfig | null; creation: CreationSettings } | null;
+  target: { uri: string; storage: StorageConfig | null; creation: CreationSettings; match: MatchColumns } | null;
   deleteWhen: string | null;
 }
 
@@ -137,7 +138,7 @@ function partsOf(job: JobConfig, index: number, global: StorageConfig): JobParts
     index,
     name: job.name,
     source: { uri: job.source.uri, storage: sourceStorageConfig(global, job), discover: job.source.discover, ...(include ? { include } : {}), ...(exclude ? { exclude } : {}) },
-    target: { uri: job.target.uri, storage: targetStorageConfig(global, job), creation: job.target },
+    target: { uri: job.target.uri, storage: targetStorageConfig(global, job), creation: job.target, match: job.target },
     deleteWhen: job.target.deleteWhen ?? null,
   };
 }
@@ -192,6 +193,11 @@ async function salvage(file: string, problems: readonly ConfigProblem[]): Promis
           columnMapping: valid(targetShape.columnMapping, tgt['columnMapping'], `${at}.target.columnMapping`)?.value,
           partitionBy: valid(targetShape.partitionBy, tgt['partitionBy'], `${at}.target.partitionBy`)?.value,
           changeDataFeed: valid(targetShape.changeDataFeed, tgt['changeDataFeed'], `${at}.target.changeDataFeed`)?.value,
+        },
+        match: {
+          mode: valid(targetShape.mode, tgt['mode'], `${at}.target.mode`)?.value,
+          key: valid(targetShape.key, tgt['key'], `${at}.target.key`)?.value,
+          orderBy: valid(targetShape.orderBy, tgt['orderBy'], `${at}.target.orderBy`)?.value,
         },
       },
       deleteWhen: valid(targetShape.deleteWhen, tgt['deleteWhen'], `${at}.target.deleteWhen`)?.value ?? null,
@@ -297,7 +303,7 @@ async function checkTarget(job: JobParts, target: NonNullable<JobParts['target']
     if (!snapshot) return null;
     assertWritable(snapshot.protocol, snapshot.metadata, storage.uri);
     const settings = tableSettingFindings(target.creation, snapshot, `${at}.target`);
-    found.problems.push(...settings.problems);
+    found.problems.push(...missingColumnProblems(target.match, snapshot, `${at}.target`), ...settings.problems);
     found.warnings.push(...settings.warnings);
     return snapshot.schema.fields.map((f) => f.name);
   } catch (err) {

@@ -125,7 +125,7 @@ describe('tidemark validate on local folders', () => {
       {
         check: 'deleteWhen',
         field: 'jobs[0].target.deleteWhen',
-        message: `deleteWhen "stauts = 'cancelled' OR list_any(list_filter([seq], s -> s < 0))" names column "stauts", which the target table does not have; did you mean status?`,
+        message: `deleteWhen "stauts = 'cancelled' OR list_any(list_filter([seq], s -> s < 0))" names column "stauts", which the target table does not have; did you mean status? (its columns: order_id, status, seq, rid, _source_file, _source_modified)`,
       },
     ]);
   });
@@ -154,6 +154,38 @@ describe('tidemark validate on local folders', () => {
     expect(run.code).toBe(2);
     expect(reportOf(run)).toMatchObject({ status: 'failed', filesLoaded: 0, commits: 0, tableVersion: 0, error: { type: 'ConfigError', context: { field: 'target.columnMapping' } } });
     expect(reportOf(run).error!.message).toContain("but the table has column mapping mode 'none'");
+  });
+
+  it('a key, orderBy or deleteWhen column the existing table lacks: validate names it and the table\'s columns, a run and a backfill refuse before loading (exit 2)', async () => {
+    const { dir, landing: source } = await landing();
+    const target = path.join(dir, 'table');
+    expect((await cli(['run', '--config', await configFile(dirs, { jobs: [mergeJob(source, target)] })])).code).toBe(0);
+    // A new day whose file carries an op column, as a CDC feed's would: only the config is at fault.
+    await fsp.mkdir(path.join(source, '2026/12/01'), { recursive: true });
+    await fsp.writeFile(path.join(source, '2026/12/01/c.csv'), 'order_id,order_no,status,seq,version,rid,op\n1,1,paid,5,5,c-1,U\n');
+    const columns = 'order_id, status, seq, rid, _source_file, _source_modified';
+    const cases = [
+      { settings: { key: ['order_no'] }, field: 'target.key', message: `names key column "order_no", which the table does not have (its columns: ${columns})` },
+      { settings: { orderBy: 'version' }, field: 'target.orderBy', message: `names orderBy column "version", which the table does not have (its columns: ${columns})` },
+      { settings: { deleteWhen: "op = 'D'" }, field: 'target.deleteWhen', message: `deleteWhen "op = 'D'" names column "op", which the target table does not have (its columns: ${columns})` },
+    ];
+    for (const c of cases) {
+      const file = await configFile(dirs, { jobs: [mergeJob(source, target, undefined, c.settings)] });
+      const v = await cli(['validate', '--config', file, '--json']);
+      expect(v.code).toBe(2);
+      expect(reports(v)[0]!.problems).toEqual([{ check: c.field === 'target.deleteWhen' ? 'deleteWhen' : 'target', field: `jobs[0].${c.field}`, message: expect.stringContaining(c.message) }]);
+
+      const run = await cli(['run', '--config', file, '--json']);
+      expect(run.code).toBe(2);
+      expect(reportOf(run)).toMatchObject({ status: 'failed', filesLoaded: 0, commits: 0, tableVersion: 0, error: { type: 'ConfigError', context: { field: c.field } } });
+      expect(reportOf(run).error!.message).toContain(c.message);
+      const backfill = await cli(['backfill', '--config', file, '--from', '2026-11-29', '--to', '2026-12-01', '--json']);
+      expect(backfill.code).toBe(2);
+      expect(reportOf(backfill).error!.message).toContain(c.message);
+    }
+    // Nothing was committed: the table is still the first run's version 0, its columns unchanged.
+    const status = await cli(['status', '--config', await configFile(dirs, { jobs: [mergeJob(source, target)] }), '--json']);
+    expect(reportOf(status)).toMatchObject({ tableVersion: 0, files: 1 });
   });
 
   it('problems of the file as a whole come first (job null); --job names only existing jobs', async () => {

@@ -131,7 +131,7 @@ describe('column names and config values', () => {
     expect(rows.map((r) => [r[key], r[part], r['v']])).toEqual(regions.map((r, i) => [`k${i}`, r, 'new']));
   });
 
-  it('a deleteWhen with a second statement is refused before anything is written', async () => {
+  it('a deleteWhen with a second statement is refused before anything is loaded', async () => {
     const zone = await zoneOn('local');
     const setup = makeConfig(
       { source: { uri: zone.uri, discover: byDay }, target: { uri: zone.target, key: ['id'], orderBy: 'seq', deleteWhen: '1=1; DROP TABLE x' } },
@@ -143,6 +143,7 @@ describe('column names and config values', () => {
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(MergeInputError);
+    expect((err as MergeInputError).kind).toBe('usage');
     expect((err as Error).message).toContain('invalid deleteWhen expression "1=1; DROP TABLE x"');
     expect((await readTarget(session, setup)).snapshot).toBeNull();
   });

@@ -57,7 +57,7 @@ describe('deleteWhen against DuckDB', () => {
   it('without a table, only the parse is checked; with one, every column it names', async () => {
     expect(await deleteWhenProblems(session, "Op = 'D'", null, field)).toEqual([]);
     expect(await deleteWhenProblems(session, "Op = 'D' AND is_deleted", ['Op', 'id'], field)).toEqual([
-      { check: 'deleteWhen', field, message: `deleteWhen "Op = 'D' AND is_deleted" names column "is_deleted", which the target table does not have`, kind: 'usage' },
+      { check: 'deleteWhen', field, message: `deleteWhen "Op = 'D' AND is_deleted" names column "is_deleted", which the target table does not have (its columns: Op, id)`, kind: 'usage' },
     ]);
     expect(await deleteWhenProblems(session, 'list_any(list_filter(tags, t -> t = 1))', ['tags'], field)).toEqual([]);
   });

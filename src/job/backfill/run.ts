@@ -186,7 +186,7 @@ class BackfillRun {
     const states = readBackfillStates(snapshot, this.job.name);
     this.report.watermark = describeWatermark(readJobState(snapshot, this.job.name).discovery);
     this.report.tableVersion = snapshot?.version ?? null;
-    if (!this.settingsChecked) checkTableSettings(this.scope, snapshot);
+    if (!this.settingsChecked) await checkTableSettings(this.scope, snapshot);
     this.settingsChecked = true;
     const restart = (this.opts.restart ?? false) && this.report.commits === 0;
     const start = decideStart(this.job.name, states, this.range, this.shard, restart);
