@@ -23,6 +23,8 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill> [options]
     --files N      data files in the table (default 100)
     --changes N    changed rows per batch (default 10000, or rows/1000 with --rows)
     --no-lean      skip the lean DuckDB COPY lower bound
+    --partition-by C  partition the table by column C (order_date: one partition per day;
+                   implies --no-lean, whose COPY reads the files without their partition values)
     --repeat N     interleaved repetitions, medians reported (default 3)
     --deletion-vectors auto|on|off
                    the MERGE's target.deletionVectors (default auto: the table has them)
@@ -98,6 +100,7 @@ async function main(argv: string[]): Promise<void> {
       'what-if-rows': { type: 'string' },
       limits: { type: 'string' },
       'no-lean': { type: 'boolean', default: false },
+      'partition-by': { type: 'string' },
       'deletion-vectors': { type: 'string', default: 'auto' },
       keep: { type: 'boolean', default: false },
       json: { type: 'string' },
@@ -132,7 +135,8 @@ async function main(argv: string[]): Promise<void> {
       files: positiveInt('files', values.files, 100),
       changes: positiveInt('changes', values.changes, values.rows === undefined ? 10_000 : Math.max(100, Math.round(rows / 1000))),
       insertShare: 0.05,
-      lean: !values['no-lean'],
+      lean: !values['no-lean'] && values['partition-by'] === undefined,
+      partitionBy: values['partition-by'] === undefined ? [] : values['partition-by'].split(',').map((c) => c.trim()),
       deletionVectors: dvSetting(values['deletion-vectors']),
       repeat: positiveInt('repeat', values.repeat, 3),
       keep: values.keep,

@@ -28,7 +28,7 @@ function summaryTable(opts: MergeBenchOptions, base: BaseTable, variants: readon
   return {
     title:
       `MERGE of ${count(opts.changes)} changed rows vs full rewrite — table: ${count(fp.rows)} rows, ${fp.files} files, ${mib(fp.bytes)}; ` +
-      `deletion vectors: ${opts.deletionVectors}${reps}`,
+      `deletion vectors: ${opts.deletionVectors}${opts.partitionBy.length > 0 ? `; partitioned by ${opts.partitionBy.join(', ')}` : ''}${reps}`,
     header: ['changes', 'MERGE', 'full rewrite', 'MERGE/rewrite', 'target', '', 'CPU ratio', 'written', '% of bytes', 'target', '', 'peak RSS', 'target', '', 'rewrite RSS', 'lean COPY', 'MERGE/lean', 'check'],
     rows: variants.map((v) => {
       const time = timeTarget(v.spread, fp.rows);

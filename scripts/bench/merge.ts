@@ -65,8 +65,10 @@ export interface MergeBenchOptions {
   changes: number;
   /** Share of the changes that are new orders. */
   insertShare: number;
-  /** Also time the lean COPY lower bound. */
+  /** Also time the lean COPY lower bound (unpartitioned tables only). */
   lean: boolean;
+  /** Partition columns of the base table (none: unpartitioned). */
+  partitionBy: string[];
   /** The MERGE's `target.deletionVectors` (auto: the table's setting; tables tidemark creates have them). */
   deletionVectors: DeletionVectorSetting;
   /** Interleaved repetitions of each measurement (medians are reported). */
@@ -133,7 +135,7 @@ export interface BaseTable {
 async function buildBase(ws: Workspace, opts: MergeBenchOptions): Promise<BaseTable> {
   const dir = ws.path('base');
   progress(`building the base table: ${count(opts.rows)} orders in ~${opts.files} files`);
-  const built = await withSession((s) => timed(() => createOrdersTable(s, dir, opts.rows, opts.files)));
+  const built = await withSession((s) => timed(() => createOrdersTable(s, dir, opts.rows, opts.files, opts.partitionBy)));
   const fp = await withSession((s) => fingerprint(s, dir, ORDER_COLUMNS));
   progress(`  ${secs(built.ms)}: ${fp.files} files, ${mib(fp.bytes)}`);
   return { dir, buildMs: built.ms, fingerprint: fp };

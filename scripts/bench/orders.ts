@@ -38,8 +38,12 @@ export function orderRowSql(id: string, rows: number, change = false): string {
   ].join(', ');
 }
 
-/** Build the base table (`rows` orders in ~`files` files clustered by order_id) at `dir`. */
-export async function createOrdersTable(session: DuckSession, dir: string, rows: number, files: number): Promise<CommittedMerge> {
+/**
+ * Build the base table (`rows` orders in ~`files` files clustered by order_id) at `dir`,
+ * partitioned by `partitionBy` (each partition's files written apart, so a daily partitioning
+ * gives at least one file per day).
+ */
+export async function createOrdersTable(session: DuckSession, dir: string, rows: number, files: number, partitionBy: readonly string[] = []): Promise<CommittedMerge> {
   const seed = 'bench_orders_seed';
   await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(seed)} AS SELECT ${orderRowSql('i', rows)} FROM range(1, ${rows + 1}) AS r(i)`);
   try {
@@ -50,6 +54,7 @@ export async function createOrdersTable(session: DuckSession, dir: string, rows:
       keyColumns: [ORDER_KEY],
       orderBy: ORDER_VERSION,
       targetFileRows: Math.ceil(rows / files),
+      ...(partitionBy.length > 0 ? { partitionBy: [...partitionBy] } : {}),
     });
   } finally {
     await session.run(`DROP TABLE IF EXISTS ${ident(seed)}`);
