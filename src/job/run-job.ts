@@ -12,7 +12,9 @@
  * of the same job means re-reading the winner's state and planning again.
  */
 import type { JobConfig } from '../config/schema.js';
-import { discover, nextStateFor, type DiscoveryPlan } from '../discovery/index.js';
+import type { Snapshot } from '../delta/snapshot.js';
+import { discover, nextStateFor, type DiscoveredFile, type DiscoveryPlan } from '../discovery/index.js';
+import { backfilledBy } from './backfill/state.js';
 import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
 import { discoveryConfigOf } from './open.js';
@@ -91,7 +93,7 @@ class JobRun {
       this.report.status = 'dry-run';
       return;
     }
-    const batches = splitBatches(plan.files, this.job.maxFilesPerBatch, this.job.maxBytesPerBatch);
+    const batches = splitBatches(this.markBackfilled(plan.files, snapshot), this.job.maxFilesPerBatch, this.job.maxBytesPerBatch);
     if (batches.length > 0) this.ctx.logger.info({ job: this.job.name, files: plan.files.length, batches: batches.length }, 'loading');
     const last = await loadBatches<JobState>({
       scope: this.scope,
@@ -134,6 +136,13 @@ class JobRun {
     // Files no commit recorded (no table yet, no rows: ./pipeline.ts).
     reportSkipped(this.report, last.waiting);
     this.report.status = this.report.commits > 0 ? 'succeeded' : 'nothing-new';
+  }
+
+  /** Append mode: files a backfill of the job may have loaded are looked up in the table before they are appended. */
+  private markBackfilled(files: DiscoveredFile[], snapshot: Snapshot | null): DiscoveredFile[] {
+    if (this.job.target.mode !== 'append') return files;
+    const covered = backfilledBy(snapshot, this.job.name);
+    return files.map((f) => (covered(f) ? { ...f, loadedBefore: true as const } : f));
   }
 
   private async discover(state: JobState): Promise<DiscoveryPlan> {

@@ -82,17 +82,18 @@ describe('tidemark backfill', () => {
     expect(again.stdout).toContain('orders: backfill 2025-05-01..2025-05-02 already done');
   });
 
-  it('a bad --to is a usage error naming the flag (exit 2); so is an append job without --force', async () => {
+  it('a bad --to is a usage error naming the flag (exit 2); an append job needs no --force (it replaces what it reloads)', async () => {
     const bad = await cli(['backfill', '--config', config, '--job', 'orders', '--from', '2025-05-01', '--to', '2025-05-32', '--json']);
     expect(bad.code).toBe(2);
     expect(json(bad.stdout)[0]).toMatchObject({ job: 'orders', command: 'backfill', status: 'failed', error: { type: 'ConfigError', context: { field: 'to' } } });
 
-    const append = await cli(['backfill', '--config', config, '--job', 'events', '--from', '2025-05-01', '--to', '2025-05-01']);
-    expect(append.code).toBe(2);
-    expect(append.stdout).toContain('--force');
-    const forced = await cli(['backfill', '--config', config, '--job', 'events', '--from', '2025-05-01', '--to', '2025-05-01', '--force', '--json']);
+    const append = await cli(['backfill', '--config', config, '--job', 'events', '--from', '2025-05-01', '--to', '2025-05-01', '--json']);
+    expect(append.code).toBe(0);
+    expect(json(append.stdout)[0]).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 1 });
+    // Still accepted, and the range is not appended twice.
+    const forced = await cli(['backfill', '--config', config, '--job', 'events', '--from', '2025-05-01', '--to', '2025-05-01', '--force', '--restart', '--json']);
     expect(forced.code).toBe(0);
-    expect(json(forced.stdout)[0]).toMatchObject({ status: 'succeeded', filesLoaded: 1 });
+    expect(json(forced.stdout)[0]).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 0, filesAlreadyLoaded: 1 });
   });
 
   it('--dry-run lists the files and commits nothing', async () => {

@@ -249,15 +249,19 @@ describe('backfill ranges: resume, rerun, restart, refusal (source: local)', () 
     expect((await readTarget(session, setup)).rows.map((r) => r.order_id).sort()).toEqual([1, 2]);
   });
 
-  it('append mode is refused without --force (duplicates); with it each file of the range is appended once', async () => {
+  it('append mode: a backfill ahead of the job, the run that then reaches the range, and a backfill of a loaded range leave every row once', async () => {
     const zone = await sixDays('local');
     const target = await tempDir('bf-t', dirs);
     const setup = makeConfig({ source: { uri: zone.uri, discover: byDay }, target: { uri: target, mode: 'append' } });
-    const refused = await backfill(setup, { from: '2025-03-01', to: '2025-03-02' }).catch((err: unknown) => err);
-    expect(refused).toBeInstanceOf(ConfigError);
-    expect((refused as ConfigError).context.field).toBe('force');
-    expect(await backfill(setup, { from: '2025-03-01', to: '2025-03-02', force: true })).toMatchObject({ filesLoaded: 3, commits: 2 });
-    expect((await readTarget(session, setup)).rows).toEqual(sortRows(rowsOf(zone, '2025-03-01', '2025-03-02')));
+    // The job has not run yet: the backfill loads 03-03..03-04 first.
+    expect(await backfill(setup, { from: '2025-03-03', to: '2025-03-04' })).toMatchObject({ filesLoaded: 2, inserted: 4, commits: 2 });
+    // The run loads every day; the two files the backfill loaded are found in the table, not appended again.
+    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 7, inserted: 8, filesAlreadyLoaded: 2 });
+    // A backfill of days the run loaded (unchanged files) appends nothing either.
+    expect(await backfill(setup, { from: '2025-03-01', to: '2025-03-02' })).toMatchObject({ filesLoaded: 3, inserted: 0, filesAlreadyLoaded: 3 });
+    const table = await readTarget(session, setup);
+    expect(duplicateRids(table.rows)).toEqual([]);
+    expect(table.rows).toEqual(sortRows(rowsOf(zone, '2025-03-01', '2025-03-06')));
   });
 
   it('rejects a range that is not one: bad dates, an hour on a day layout, --to before --from (ConfigError naming the flag)', async () => {

@@ -48,7 +48,9 @@ kept (MERGE never replaces a row with an older one). A backfill may run while th
 
 Interrupted? Run the same command again: it continues after the last committed partition.
 A completed range is a no-op (--restart loads it again). Another range is refused while one is
-unfinished (--restart abandons it). Append-mode jobs need --force (rows are appended again).
+unfinished (--restart abandons it). In append mode the rows of a file the table holds already
+are replaced by the file's current rows (an unchanged file appends nothing), so a range is never
+appended twice, and the run that later reaches it appends none of it again.
 
 Shards: N workers share one backfill, each running --shard K/N, counting from 1 (1/4 … 4/4,
 as in Playwright, Jest and Vitest). Shard K takes the K-th of N runs of consecutive partitions
@@ -100,7 +102,7 @@ export function addBackfillCommands(program: Command, cli: CommandHost): void {
         .argParser(positiveInteger('--partitions-per-commit'))
         .default(1),
     )
-    .option('--force', 'allow a backfill of an append-mode job (rows already loaded are appended again)')
+    .option('--force', 'accepted for older scripts; append-mode backfills no longer need it (they replace the rows of files loaded before)')
     .option('--dry-run', 'list the files the backfill would load; change nothing')
     .addHelpText('after', BACKFILL_HELP)
     .action(async (flags: BackfillFlags) => cli.setExitCode(await backfillCommand(flags, cli.io)));
@@ -129,7 +131,6 @@ export function backfillCommand(flags: BackfillFlags, io: CliIO): Promise<number
     from: flags.from,
     to: flags.to,
     restart: flags.restart ?? false,
-    force: flags.force ?? false,
     dryRun: flags.dryRun ?? false,
     partitionsPerCommit: flags.partitionsPerCommit ?? 1,
     ...(shard ? { shard } : {}),

@@ -15,7 +15,9 @@
  * - Shards (`--shard K/N`, ./shard.ts): each loads its own slice of the range under its own state,
  *   so N workers share one backfill; ./start.ts decides how each starts, ./open-split.ts opens a
  *   new split, and `--shard all/N` (./split.ts) shows or restarts every shard at once.
- * - Append mode reloads rows the job may already hold (duplicates): refused unless `force`.
+ * - Append mode: every file of the range may be one the table holds already; its earlier rows are
+ *   replaced (an unchanged file appends nothing), so a backfill never loads a file twice, and the
+ *   run that later reaches the range knows it (../../engine/merge/source-files.ts).
  */
 import type { JobConfig } from '../../config/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
@@ -53,8 +55,6 @@ export interface BackfillOptions {
   partitionsPerCommit?: number;
   /** Start the shard (or the range) over, also when done; abandons an unfinished backfill of another range. */
   restart?: boolean;
-  /** Allow an append-mode backfill (rows already loaded are appended again). */
-  force?: boolean;
   /** List and plan only. */
   dryRun?: boolean;
 }
@@ -119,13 +119,6 @@ export async function runBackfill(job: JobConfig, ctx: RunContext, opts: Backfil
     const range = parseBackfillRange(job, opts.from, opts.to);
     const selection = opts.shard ?? { kind: 'one', shard: WHOLE_RANGE };
     report = emptyBackfillReport(job.name, range, selection);
-    if (job.target.mode === 'append' && !opts.force && !opts.dryRun) {
-      throw new ConfigError(
-        `[backfill] job ${job.name} appends (target.mode: append): a backfill appends every row of the range again, duplicating rows already loaded; ` +
-          'pass --force if the range was never loaded (history before the job started)',
-        { field: 'force', job: job.name },
-      );
-    }
     if (selection.kind === 'all' && !opts.dryRun && !opts.restart) {
       throw new ConfigError(
         `[backfill] --shard all/${selection.count} shows (--dry-run) or restarts (--restart) every shard; to load, run each shard with --shard K/${selection.count}`,
@@ -216,7 +209,8 @@ class BackfillRun {
       owner: (planned) => this.owner(planned),
       snapshot,
       state: initial,
-      batches: plan.batches.map((b) => b.files),
+      // The table may hold any file of the range already (loaded by the job, or by an earlier backfill).
+      batches: plan.batches.map((b) => b.files.map((f) => ({ ...f, loadedBefore: true as const }))),
       stateAfter: (before, i, files, rowsRead, quarantined) =>
         stateAfter(before, plan.batches[i]!, { files, rowsRead, quarantined }, { last: i === plan.batches.length - 1, now: new Date() }),
       firstBatchNo: this.report.commits,

@@ -19,6 +19,7 @@
  * the slice. An unsharded backfill is the one shard of a 1-way split and keeps the plain domain.
  */
 import type { Action } from '../../delta/actions.js';
+import type { DiscoveredFile } from '../../discovery/index.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { DeltaLogError } from '../../errors.js';
 import type { QuarantinedFile } from '../quarantine.js';
@@ -131,6 +132,22 @@ export function backfillTombstones(snapshot: Snapshot | null, job: string, excep
     if (appId !== except && state.tombstones) out.push({ folder: backfillTombstoneFolder(job, shardOf(state)), state: state.tombstones });
   }
   return out;
+}
+
+/**
+ * True for a file some backfill of the job may have loaded (it lies in a backfill's range: its
+ * partition, or its LastModified, between the range's ends): in append mode the job's run looks it
+ * up in the table before appending it, so a range loaded ahead of the watermark is not loaded twice.
+ */
+export function backfilledBy(snapshot: Snapshot | null, job: string): (file: DiscoveredFile) => boolean {
+  const ranges = [...readBackfillStates(snapshot, job).values()].filter((s) => s.batch > 0);
+  if (ranges.length === 0) return () => false;
+  return (file) =>
+    ranges.some((r) => {
+      if (r.mode === 'partition') return file.partition !== undefined && r.from <= file.partition && file.partition <= r.to;
+      const t = file.lastModified.getTime();
+      return Date.parse(r.from) <= t && t <= Date.parse(r.to);
+    });
 }
 
 /** The actions committing `state` with a backfill batch: its txn and its domain. */
