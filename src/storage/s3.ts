@@ -12,11 +12,9 @@
  * container and instance roles); tidemark's config never holds them.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createWriteStream, promises as fsp } from 'node:fs';
-import { randomUUID } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -37,6 +35,7 @@ import { DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_DELAY_MS, Retr
 import type { Attempts, Operation } from './s3/retry.js';
 import { handlerOptions, resolveTimeouts } from './s3/timeouts.js';
 import type { Timeouts } from './s3/timeouts.js';
+import { downloadAttempt } from './s3/download.js';
 import { uploadFile } from './s3/upload.js';
 import type {
   Body,
@@ -230,18 +229,17 @@ export class S3Storage implements Storage {
   async download(key: string, localPath: string, opts: { signal?: AbortSignal } = {}): Promise<ObjectInfo> {
     const dest = path.resolve(localPath);
     await makeFolder(path.dirname(dest));
-    // Stream to a temp name, then rename: a partial download is never seen under the final name.
-    const tmp = path.join(path.dirname(dest), `.tmp-${randomUUID()}`);
     try {
-      const got = await this.readWhole('download', key, undefined, opts.signal, async (body, object) => {
-        await pipeline(body, createWriteStream(tmp), opts.signal ? { signal: opts.signal } : {});
-        return object;
-      });
+      const got = await this.readWhole('download', key, undefined, opts.signal, (body, object) =>
+        downloadAttempt(body, object, dest, { key, uri: this.uri, ...(opts.signal ? { signal: opts.signal } : {}) }),
+      );
       if (got === 'missing' || got === 'empty') throw notFoundError(key, this.uri);
-      await fsp.rename(tmp, dest);
-      return infoOf(key, got.size, got.lastModified, got.etag);
+      await fsp.rename(got.file, dest).catch(async (err: unknown) => {
+        await fsp.rm(got.file, { force: true });
+        throw err;
+      });
+      return infoOf(key, got.object.size, got.object.lastModified, got.object.etag);
     } catch (err) {
-      await fsp.rm(tmp, { force: true });
       throw mapS3Error(err, { op: 'download', key, uri: this.uri });
     }
   }
