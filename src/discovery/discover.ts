@@ -13,7 +13,7 @@ import { ConfigError } from '../errors.js';
 import type { Storage } from '../storage/storage.js';
 import { listModified, modifiedStateAfter, planModified, windowFloor } from './by-modified.js';
 import { partitionStateAfter, planPartitions, scanFrom } from './by-partition.js';
-import { granularityOfId } from './calendar.js';
+import { granularityOfId, type Granularity } from './calendar.js';
 import { resolveDiscovery, type DiscoveryConfig, type PartitionSettings } from './config.js';
 import { walkPartitions } from './partitions.js';
 import type { DiscoveredFile, DiscoveryPlan } from './plan.js';
@@ -53,6 +53,7 @@ export async function discover(
       signal: opts.signal,
     });
     const plan = planPartitions(walk, settings, partitionState);
+    if (partitionState === null) refuseFutureStart(settings.start, plan.window.mode === 'partition' ? plan.window.until : null, config.start);
     if (walk.partitions.length > 0) return plan;
     // No partition in range: a new landing zone, or a layout that fits nothing (a few more LISTs).
     const survey = await surveySource(storage, settings.layout, { selects: settings.selects, signal: opts.signal });
@@ -66,6 +67,9 @@ export async function discover(
     signal: opts.signal,
   });
   const plan = planModified(listing, settings, modifiedState);
+  if (modifiedState === null && settings.start !== null && settings.start > listing.serverTime.getTime()) {
+    throw futureStart(config.start, listing.serverTime.toISOString());
+  }
   const nothing = listing.objects.length + listing.olderThanWindow + listing.prefixesListed.length + listing.skippedFolders.length === 0;
   return nothing ? { ...plan, survey: { root: 'unknown', empty: true, mismatch: null, listRequests: 0 } } : plan;
 }
@@ -87,6 +91,21 @@ export function nextStateFor(
   return modifiedStateAfter(prevState as ModifiedState | null, plan.basis, loaded, plan.overwrittenIgnored);
 }
 
+/**
+ * A `start` after the store's clock would make every run find nothing new, without a word, until
+ * that time comes: refused (the first run only; the state decides afterwards).
+ */
+function refuseFutureStart(start: string | null, current: string | null, text: string | undefined): void {
+  if (start !== null && current !== null && start > current) throw futureStart(text, `partition ${current}`);
+}
+
+function futureStart(text: string | undefined, now: string): ConfigError {
+  return new ConfigError(
+    `[discovery] start ${JSON.stringify(text)} is after the store's clock (now ${now}): every run would find nothing new until then; give a start that has come`,
+    { field: 'discover.start' },
+  );
+}
+
 function modeMismatch(state: DiscoveryState, mode: string): ConfigError {
   return new ConfigError(
     `[discovery] the committed state was written by discover.by '${state.mode}' but the job now uses '${mode}'; ` +
@@ -101,11 +120,23 @@ function checkPartitionState(state: DiscoveryState | null, settings: PartitionSe
   const granularity = settings.layout.granularity;
   if (granularityOfId(state.watermark) !== granularity) {
     throw new ConfigError(
-      `[discovery] the committed watermark ${state.watermark} does not fit layout '${settings.layout.text}' (${granularity} partitions); reset the job`,
-      { field: 'discover.layout' },
+      `[discovery] the committed watermark ${state.watermark} does not fit layout '${settings.layout.text}' (${granularity} partitions); ` +
+        `reset the job to ${resetValue(state.watermark, granularity)} (tidemark reset --to ${resetValue(state.watermark, granularity)})`,
+      { field: 'discover.layout', resetTo: resetValue(state.watermark, granularity) },
     );
   }
   return state;
+}
+
+/**
+ * The watermark of the new granularity that loads nothing twice and misses nothing: a day watermark
+ * becomes its last hour; an hour watermark the day before it (its day was partly loaded: a merge
+ * loads it again idempotently).
+ */
+function resetValue(watermark: string, granularity: Granularity): string {
+  if (granularity === 'hour') return `${watermark}T23`;
+  const day = new Date(`${watermark.slice(0, 10)}T00:00:00Z`);
+  return watermark.endsWith('T23') ? watermark.slice(0, 10) : new Date(day.getTime() - 86_400_000).toISOString().slice(0, 10);
 }
 
 function checkModifiedState(state: DiscoveryState | null): ModifiedState | null {

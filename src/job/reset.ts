@@ -166,6 +166,7 @@ async function resetOnce(job: JobConfig, table: DeltaTable, opts: ResetOptions, 
     rewound: plan.rewound,
     filesRemembered: plan.state.loaded.length,
   };
+  refuseFuture(job, plan.state, opts);
   if (job.target.mode === 'append' && plan.rewound && !opts.force && !opts.dryRun) {
     throw new ConfigError(
       `[reset] job ${job.name} appends (target.mode: append): moving its watermark back from ${report.watermarkBefore} to ${report.watermark} ` +
@@ -176,6 +177,25 @@ async function resetOnce(job: JobConfig, table: DeltaTable, opts: ResetOptions, 
   if (opts.dryRun) return { ...report, status: 'dry-run', tableVersion: snapshot.version };
   const version = await commitReset(table, snapshot, { ...prev, batch: prev.batch + 1, discovery: plan.state }, report, signal);
   return { ...report, status: 'reset', tableVersion: version };
+}
+
+/**
+ * A watermark after the current partition (or instant) makes every run find nothing new until
+ * then, without a word: refused unless --force.
+ */
+function refuseFuture(job: JobConfig, state: DiscoveryState, opts: ResetOptions, now = new Date()): void {
+  if (opts.force) return;
+  const d = job.source.discover;
+  const current =
+    state.mode === 'partition' && d.by === 'partition'
+      ? new PartitionClock(d.timezone).partitionOf(now, Layout.parse(d.layout).granularity)
+      : null;
+  const future = state.mode === 'partition' ? current !== null && state.watermark > current : state.watermark > now.getTime();
+  if (!future) return;
+  throw new ConfigError(
+    `[reset] job ${job.name}: --to ${opts.to} is in the future (now ${current ?? now.toISOString()}): every run would find nothing new until then; pass --force to do it anyway`,
+    { field: 'to', job: job.name },
+  );
 }
 
 /** The commit without data: the job's txn and state, read set = the job's appId (a concurrent run conflicts). */

@@ -108,10 +108,27 @@ describe('discover: errors', () => {
     });
   });
 
-  it('refuses a watermark of another granularity than the layout', async () => {
+  it('refuses a watermark of another granularity than the layout, giving the exact value to reset to', async () => {
     await expect(discover(storage, { by: 'partition', layout: '{yyyy}/{mm}/{dd}/{HH}' }, partitionState)).rejects.toThrow(
-      /watermark 2026-03-05 does not fit layout '\{yyyy\}\/\{mm\}\/\{dd\}\/\{HH\}' \(hour partitions\)/,
+      /watermark 2026-03-05 does not fit layout '\{yyyy\}\/\{mm\}\/\{dd\}\/\{HH\}' \(hour partitions\); reset the job to 2026-03-05T23 \(tidemark reset --to 2026-03-05T23\)/,
     );
+    const hourly: DiscoveryState = { ...partitionState, watermark: '2026-03-05T07', rememberedFrom: '2026-03-05T05' };
+    await expect(discover(storage, { by: 'partition', layout: '{yyyy}/{mm}/{dd}' }, hourly)).rejects.toMatchObject({
+      context: { field: 'discover.layout', resetTo: '2026-03-04' },
+    });
+  });
+
+  it('refuses a start after the store clock on the first run (every run would be nothing-new, silently)', async () => {
+    await land('2026/03/01/a.csv', Date.now() - 60_000);
+    const tomorrow = new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10);
+    await expect(discover(storage, { by: 'partition', layout: '{yyyy}/{mm}/{dd}', start: tomorrow }, null)).rejects.toMatchObject({
+      constructor: ConfigError,
+      context: { field: 'discover.start' },
+      message: expect.stringMatching(/is after the store's clock/),
+    });
+    await expect(discover(storage, { by: 'modified', start: `${tomorrow}T00:00:00Z` }, null)).rejects.toMatchObject({ context: { field: 'discover.start' } });
+    // A start that has come is fine.
+    await expect(discover(storage, { by: 'modified', start: '2026-01-01' }, null)).resolves.toMatchObject({ mode: 'modified' });
   });
 
   it.each([

@@ -181,6 +181,18 @@ describe('reset (source: local)', () => {
     expect(duplicateRids((await readTarget(session, setup)).rows)).toEqual([landed[2]!.rid]);
   });
 
+  it('a watermark in the future is refused naming --to (every run would find nothing new until then), unless --force', async () => {
+    const { setup } = await appendSetup();
+    await run(setup);
+    const future = new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10);
+    const refused = await reset(setup, { to: future }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ConfigError);
+    expect((refused as ConfigError).context.field).toBe('to');
+    expect((refused as Error).message).toMatch(/is in the future .*pass --force/);
+    expect((await readTarget(session, setup)).state.discovery).toMatchObject({ watermark: '2025-03-03' });
+    expect(await reset(setup, { to: future, force: true })).toMatchObject({ status: 'reset', watermark: future });
+  });
+
   it('dry run commits nothing; a table that does not exist yet is refused', async () => {
     const { setup } = await appendSetup();
     const none = await reset(setup, { to: '2025-03-01' }).catch((e: unknown) => e);
