@@ -16,7 +16,8 @@ import { partitionStateAfter, planPartitions, scanFrom } from './by-partition.js
 import { granularityOfId, type Granularity } from './calendar.js';
 import { resolveDiscovery, type DiscoveryConfig, type PartitionSettings } from './config.js';
 import { walkPartitions } from './partitions.js';
-import type { DiscoveredFile, DiscoveryPlan } from './plan.js';
+import { compareFiles, type DiscoveredFile, type DiscoveryPlan } from './plan.js';
+import { revisitBeforeWindow, type Revisited, type RevisitFile } from './revisit.js';
 import { upgradeState, type DiscoveryState, type ModifiedState, type PartitionState } from './state.js';
 import { surveySource } from './survey.js';
 
@@ -28,6 +29,11 @@ export interface DiscoverOptions {
   /** Concurrent LIST requests; default 8. */
   concurrency?: number;
   signal?: AbortSignal;
+  /**
+   * Files to look at again wherever they lie (the job's quarantined files): in partition mode,
+   * those before the scan window are planned when overwritten (./revisit.ts).
+   */
+  revisit?: readonly RevisitFile[];
 }
 
 /**
@@ -52,9 +58,9 @@ export async function discover(
       concurrency,
       signal: opts.signal,
     });
-    const plan = planPartitions(walk, settings, partitionState);
+    const plan = withRevisited(planPartitions(walk, settings, partitionState), await revisitBeforeWindow(storage, settings, opts.revisit ?? [], scanFrom(settings, partitionState), opts.signal));
     if (partitionState === null) refuseFutureStart(settings.start, plan.window.mode === 'partition' ? plan.window.until : null, config.start);
-    if (walk.partitions.length > 0) return plan;
+    if (walk.partitions.length > 0 || plan.files.length > 0) return plan;
     // No partition in range: a new landing zone, or a layout that fits nothing (a few more LISTs).
     const survey = await surveySource(storage, settings.layout, { selects: settings.selects, signal: opts.signal });
     return { ...plan, survey, listRequests: plan.listRequests + survey.listRequests };
@@ -72,6 +78,21 @@ export async function discover(
   }
   const nothing = listing.objects.length + listing.olderThanWindow + listing.prefixesListed.length + listing.skippedFolders.length === 0;
   return nothing ? { ...plan, survey: { root: 'unknown', empty: true, mismatch: null, listRequests: 0 } } : plan;
+}
+
+/** A partition plan with the overwritten files found before its window (./revisit.ts). */
+function withRevisited(plan: DiscoveryPlan, revisited: Revisited): DiscoveryPlan {
+  if (revisited.prefixes.length === 0) return plan;
+  const files = [...revisited.files, ...plan.files].sort(compareFiles);
+  const from = plan.window.mode === 'partition' ? plan.window.from : null;
+  return {
+    ...plan,
+    files,
+    decisions: [...revisited.decisions, ...plan.decisions],
+    partitionsListed: [...revisited.prefixes, ...plan.partitionsListed],
+    listRequests: plan.listRequests + revisited.listRequests,
+    nextState: plan.basis.mode === 'partition' ? partitionStateAfter(plan.prevState as PartitionState | null, plan.basis, files, from) : plan.nextState,
+  };
 }
 
 /**

@@ -36,6 +36,7 @@ export type DecisionReason =
   | 'new'
   | 'already loaded'
   | 'overwritten, reloading'
+  | 'overwritten since quarantined, reloading'
   | 'overwritten, ignored'
   | 'no success marker'
   | 'not data'

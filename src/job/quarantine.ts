@@ -36,6 +36,13 @@ export interface QuarantinedFile {
   at: string;
 }
 
+/** A file another owner of the job's states had quarantined, loaded by this owner at `at` (./quarantine-list.ts). */
+export interface ClearedFile {
+  key: string;
+  etag: string;
+  at: string;
+}
+
 /** Quarantined files a job state keeps (the newest). */
 export const MAX_QUARANTINED = 1000;
 /** Longest error text kept per quarantined file. */

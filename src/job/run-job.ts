@@ -21,7 +21,8 @@ import { discoveryConfigOf } from './open.js';
 import { PhaseTimer, type Phase } from './phases.js';
 import { countBatch, loadBatches } from './pipeline.js';
 import { checkPlannedSource, preflightJob } from './preflight.js';
-import { withQuarantined } from './quarantine.js';
+import { withQuarantined, type QuarantinedFile } from './quarantine.js';
+import { quarantinedByOthers, quarantinedFiles, withCleared } from './quarantine-list.js';
 import { withReplans } from './replan.js';
 import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type RunReport } from './report.js';
 import { withReportedScope, type JobScope } from './scope.js';
@@ -85,7 +86,7 @@ class JobRun {
     this.report.watermark = describeWatermark(state.discovery);
     if (!this.settingsChecked) await checkTableSettings(this.scope, snapshot);
     this.settingsChecked = true;
-    const plan = await this.timer.time('list', () => this.discover(state));
+    const plan = await this.timer.time('list', () => this.discover(state, quarantinedFiles(snapshot, this.job.name)));
     // "Nothing new" only when the source is there and the layout fits it.
     await checkPlannedSource(this.scope, plan);
     this.describePlan(plan, state);
@@ -94,6 +95,7 @@ class JobRun {
       return;
     }
     const batches = splitBatches(this.markBackfilled(plan.files, snapshot), this.job.maxFilesPerBatch, this.job.maxBytesPerBatch);
+    const quarantinedByBackfill = quarantinedByOthers(snapshot, this.job.name, jobOwner(this.job.name, null).appId);
     if (batches.length > 0) this.ctx.logger.info({ job: this.job.name, files: plan.files.length, batches: batches.length }, 'loading');
     const last = await loadBatches<JobState>({
       scope: this.scope,
@@ -108,6 +110,7 @@ class JobRun {
         discovery: nextStateFor(before.discovery, plan, loaded),
         lastRunAt: new Date().toISOString(),
         quarantined: withQuarantined(before.quarantined, quarantined, loaded),
+        ...clearedAfter(before, quarantinedByBackfill, loaded, quarantined),
         totals: {
           filesLoaded: before.totals.filesLoaded + loaded.length - quarantined.length,
           rowsLoaded: before.totals.rowsLoaded + rowsRead,
@@ -145,10 +148,12 @@ class JobRun {
     return files.map((f) => (covered(f) ? { ...f, loadedBefore: true as const } : f));
   }
 
-  private async discover(state: JobState): Promise<DiscoveryPlan> {
+  /** Plan the run; quarantined files are looked at again wherever they lie (an overwrite reloads them). */
+  private async discover(state: JobState, quarantined: readonly QuarantinedFile[]): Promise<DiscoveryPlan> {
     this.ctx.logger.debug({ job: this.job.name, source: this.scope.source.uri }, 'discovering');
     return discover(this.scope.source, discoveryConfigOf(this.job), state.discovery, {
       concurrency: Math.min(this.job.concurrency, 16),
+      revisit: quarantined,
       ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
     });
   }
@@ -172,6 +177,13 @@ class JobRun {
       this.report.watermarkAfter = describeWatermark(plan.nextState);
     }
   }
+}
+
+/** The job state's `cleared` after a batch: the loaded files its backfill had quarantined (../quarantine-list.ts). */
+function clearedAfter(before: JobState, byBackfill: readonly QuarantinedFile[], loaded: readonly DiscoveredFile[], setAside: readonly QuarantinedFile[]): Pick<JobState, 'cleared'> {
+  const keys = new Set(setAside.map((q) => q.key));
+  const cleared = withCleared(before.cleared, byBackfill, loaded.filter((f) => !keys.has(f.key)), new Date());
+  return cleared ? { cleared } : {};
 }
 
 /** A PhaseTimer that says when each phase starts (the progress bar shows it). */

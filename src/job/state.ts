@@ -13,7 +13,7 @@ import type { Snapshot } from '../delta/snapshot.js';
 import { upgradeState as upgradeDiscoveryState, type DiscoveryState } from '../discovery/index.js';
 import { DeltaLogError } from '../errors.js';
 import { backfillTombstones } from './backfill/state.js';
-import type { QuarantinedFile } from './quarantine.js';
+import type { ClearedFile, QuarantinedFile } from './quarantine.js';
 import type { TombstoneState } from './tombstones/plan.js';
 import type { StateOwner } from './write-batch.js';
 
@@ -28,6 +28,8 @@ export interface JobState {
   discovery: DiscoveryState | null;
   lastRunAt: string | null;
   quarantined: QuarantinedFile[];
+  /** Files its backfill had quarantined that the job loaded since (absent: none; ./quarantine-list.ts). */
+  cleared?: ClearedFile[];
   totals: { filesLoaded: number; rowsLoaded: number };
   /** Tombstone files of recent deletes (merge mode); absent in states written before them = none. */
   tombstones?: TombstoneState;

@@ -15,6 +15,7 @@ import { currentBackfill, missingShards } from './backfill/start.js';
 import { readBackfillStates, shardOf, type BackfillState } from './backfill/state.js';
 import type { RunContext } from './context.js';
 import { outcomeOf, type BackfillStatusReport, type JobOutcome, type ShardStatus, type StatusReport } from './report.js';
+import { quarantinedFiles } from './quarantine-list.js';
 import { withJobScope } from './scope.js';
 import { readJobState } from './state.js';
 import { describeWatermark } from './watermark.js';
@@ -58,7 +59,8 @@ function statusOf(job: JobConfig, snapshot: Snapshot | null): StatusReport {
     rows,
     files: files.length,
     bytes: files.reduce((n, f) => n + f.size, 0),
-    quarantined: state.quarantined.map(({ key, error, at }) => ({ key, error, at })),
+    // Every owner's (the job's, its backfill's), without files loaded since (./quarantine-list.ts).
+    quarantined: quarantinedFiles(snapshot, job.name).map(({ key, error, at }) => ({ key, error, at })),
     ...backfillOf(snapshot, job),
   };
 }

@@ -25,6 +25,7 @@ import { discoveryConfigOf } from '../open.js';
 import { describeRange, type BackfillRange } from './range.js';
 import type { BackfillEntry, BackfillState } from './state.js';
 import { withQuarantined } from '../quarantine.js';
+import { withCleared } from '../quarantine-list.js';
 import type { QuarantinedFile } from '../quarantine.js';
 import type { Shard } from './shard.js';
 
@@ -242,6 +243,8 @@ export interface LoadedBatchFiles {
   files: readonly DiscoveredFile[];
   rowsRead: number;
   quarantined: readonly QuarantinedFile[];
+  /** Files the other owners of the job's states have quarantined (../quarantine-list.ts). */
+  quarantinedByOthers?: readonly QuarantinedFile[];
 }
 
 /**
@@ -250,12 +253,17 @@ export interface LoadedBatchFiles {
  */
 export function stateAfter(prev: BackfillState, batch: PlannedBatch, done: LoadedBatchFiles, opts: { last: boolean; now: Date }): BackfillState {
   const { files: loaded, rowsRead, quarantined } = done;
+  // A file set aside earlier and loaded now leaves the list; one another owner set aside is cleared.
+  const list = withQuarantined(prev.quarantined ?? [], quarantined, loaded);
+  const setAside = new Set(quarantined.map((q) => q.key));
+  const cleared = withCleared(prev.cleared, done.quarantinedByOthers ?? [], loaded.filter((f) => !setAside.has(f.key)), opts.now);
   const base = {
     ...prev,
     batch: prev.batch + 1,
     updatedAt: opts.now.toISOString(),
     totals: { filesLoaded: prev.totals.filesLoaded + loaded.length - quarantined.length, rowsLoaded: prev.totals.rowsLoaded + rowsRead },
-    ...(quarantined.length > 0 ? { quarantined: withQuarantined(prev.quarantined ?? [], quarantined) } : {}),
+    ...(list.length > 0 || prev.quarantined !== undefined ? { quarantined: list } : {}),
+    ...(cleared ? { cleared } : {}),
   };
   if (opts.last) return { ...base, status: 'done', doneThrough: endOf(prev), loaded: [] };
   const entries = loaded.map((f) => ({ key: f.key, etag: f.etag }));

@@ -26,6 +26,7 @@ import { startProgress, type Progress } from '../../log/progress.js';
 import type { RunContext } from '../context.js';
 import { PhaseTimer, type PhaseTimings } from '../phases.js';
 import { countBatch, loadBatches } from '../pipeline.js';
+import { quarantinedByOthers as quarantinedByOthersOf } from '../quarantine-list.js';
 import { preflightJob } from '../preflight.js';
 import { withReplans } from '../replan.js';
 import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type LoadCounts, type ReportedError, type SkippedFile } from '../report.js';
@@ -202,6 +203,7 @@ class BackfillRun {
     this.describePlan(plan);
     if (this.opts.dryRun) return this.finish('dry-run', initial);
     const progress = this.startProgress(plan);
+    const quarantinedByOthers = quarantinedByOthersOf(snapshot, this.job.name, backfillAppId(this.job.name, this.shard));
     // Stopped on failure too: a terminal bar left running keeps the process alive.
     const last = await loadBatches<BackfillState>({
       scope: this.scope,
@@ -212,7 +214,7 @@ class BackfillRun {
       // The table may hold any file of the range already (loaded by the job, or by an earlier backfill).
       batches: plan.batches.map((b) => b.files.map((f) => ({ ...f, loadedBefore: true as const }))),
       stateAfter: (before, i, files, rowsRead, quarantined) =>
-        stateAfter(before, plan.batches[i]!, { files, rowsRead, quarantined }, { last: i === plan.batches.length - 1, now: new Date() }),
+        stateAfter(before, plan.batches[i]!, { files, rowsRead, quarantined, quarantinedByOthers }, { last: i === plan.batches.length - 1, now: new Date() }),
       firstBatchNo: this.report.commits,
       progressLabel: null,
       progress,

@@ -22,7 +22,7 @@ import type { Action } from '../../delta/actions.js';
 import type { DiscoveredFile } from '../../discovery/index.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { DeltaLogError } from '../../errors.js';
-import type { QuarantinedFile } from '../quarantine.js';
+import type { ClearedFile, QuarantinedFile } from '../quarantine.js';
 import type { TombstoneState } from '../tombstones/plan.js';
 import { WHOLE_RANGE, type Shard } from './shard.js';
 
@@ -64,6 +64,8 @@ export interface BackfillState {
   totals: { filesLoaded: number; rowsLoaded: number };
   /** Files of the range set aside by `onBadFile: quarantine` (absent: none). */
   quarantined?: QuarantinedFile[];
+  /** Files the job (or another shard) had quarantined that this backfill loaded since (absent: none). */
+  cleared?: ClearedFile[];
   /** Tombstone files of the backfill's deletes (merge mode); kept across ranges until they expire. */
   tombstones?: TombstoneState;
 }
