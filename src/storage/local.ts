@@ -446,12 +446,14 @@ function visitFolder(dirKey: string, prefix: string, delimiter?: string, startAf
 }
 
 /**
- * ObjectInfo from stats. The etag is a digest of size, mtime in nanoseconds and inode:
- * every write renames a new file into place (new inode, new mtime), so the etag changes
- * when the content is replaced and stays stable while it is not. It is not a content hash.
+ * ObjectInfo from stats. The etag is a digest of size, mtime and ctime in nanoseconds and inode:
+ * a write renamed into place has a new inode, and a rewrite in place (same inode, same size, the
+ * mtime set back by `cp -p` or `touch -d`) still moves the ctime, which no user can set, so any
+ * change of the content changes the etag. A bare `touch` (or chmod) changes it too: it is not a
+ * content hash; append mode then finds the file's rows unchanged and appends nothing.
  */
 function infoOf(key: string, st: BigIntStats): ObjectInfo {
-  const etag = createHash('sha256').update(`${st.size}:${st.mtimeNs}:${st.ino}`).digest('hex').slice(0, 32);
+  const etag = createHash('sha256').update(`${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.ino}`).digest('hex').slice(0, 32);
   return { key, size: Number(st.size), lastModified: new Date(Number(st.mtimeNs / 1_000_000n)), etag };
 }
 

@@ -6,7 +6,7 @@
  *   - a file rewritten with the same rows (a `touch`, a copy in place) appends nothing;
  *   - onOverwrite: ignore: an overwritten file is never appended again.
  */
-import { utimes } from 'node:fs/promises';
+import { readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.js';
@@ -89,5 +89,28 @@ describe('append mode: exactly once per file version', () => {
     expect(contents(table.rows)).toEqual([[1, 'a-fixed'], [5, 'e'], [6, 'f'], [7, 'g'], [8, 'h']]);
     const log = await checkTarget(session, setup);
     expect(log).toMatchObject({ problems: [], filesWithDv: 1 });
+  });
+});
+
+describe('local folders: a rewrite in place is seen', () => {
+  it('same size, same inode, the modification time set back: the new content loads (merge mode)', async () => {
+    const src = await zone();
+    const setup = makeConfig({
+      source: { uri: src.dir, discover: byDay },
+      target: { uri: await tempDir('t', dirs), mode: 'merge', key: ['order_id'], orderBy: 'seq' },
+    });
+    const file = join(src.dir, '2026/11/29/a.csv');
+    await land(src.storage, session, '2026/11/29/a.csv', orders([1, 'aaaa', 1]));
+    const second = Math.floor(Date.now() / 1000) - 60; // whole seconds: utimes restores them exactly
+    await utimes(file, second, second);
+    const before = await stat(file, { bigint: true });
+    await run(setup);
+    // Rewritten in place (writeFile truncates: same inode), same length, the mtime restored (`cp -p`, `touch -d`).
+    await writeFile(file, (await readFile(file, 'utf8')).replace('aaaa', 'bbbb').replace(',1,', ',2,'));
+    await utimes(file, second, second);
+    const after = await stat(file, { bigint: true });
+    expect([after.ino, after.size, after.mtimeNs]).toEqual([before.ino, before.size, before.mtimeNs]);
+    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 1, updated: 1 });
+    expect(contents((await readTarget(session, setup)).rows)).toEqual([[1, 'bbbb']]);
   });
 });
