@@ -128,6 +128,14 @@ const storageFields = {
   requestTimeout: durationText.optional().describe('Longest wait for the answer to one request, up to its headers (default 2m)'),
   idleTimeout: durationText.optional().describe('Longest silence while a response body streams in (default 30s)'),
   maxAttempts: z.number().int().min(1).max(20).optional().describe('Attempts per request before a run gives up with exit code 4 (default 6)'),
+  uploadChecksum: z
+    .enum(['CRC64NVME', 'CRC32', 'CRC32C', 'SHA1', 'SHA256', 'MD5', 'off'])
+    .optional()
+    .describe('Checksum every upload carries for the store to verify before storing it (default CRC64NVME; MD5 sends Content-MD5; off for a store that refuses the header)'),
+  etagChecksum: z
+    .boolean()
+    .optional()
+    .describe("Check a single-part object without a checksum of its own against its ETag as its MD5 (default true; false for a store whose ETags are not MD5s)"),
 };
 const singleWriterDescription = 'The store ignores conditional writes and tidemark is the table\'s only writer';
 

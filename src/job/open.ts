@@ -26,6 +26,8 @@ export function s3Options(cfg: StorageConfig, budget: RetryBudget | undefined): 
     ...(cfg.requestTimeout !== undefined ? { requestTimeoutMs: cfg.requestTimeout } : {}),
     ...(cfg.idleTimeout !== undefined ? { idleTimeoutMs: cfg.idleTimeout } : {}),
     ...(cfg.maxAttempts !== undefined ? { maxAttempts: cfg.maxAttempts } : {}),
+    ...(cfg.uploadChecksum !== undefined ? { uploadChecksum: cfg.uploadChecksum } : {}),
+    ...(cfg.etagChecksum !== undefined ? { etagChecksum: cfg.etagChecksum } : {}),
     ...(budget ? { retryBudget: budget } : {}),
   };
 }

@@ -2,7 +2,7 @@
  * What a command reports: one object per job, printed as JSON with `--json` (see docs/cli.md),
  * and the outcome that carries it back to the CLI as a value, also when the job failed.
  */
-import type { RequestCounts } from '../storage/storage.js';
+import type { ChecksumCounts, RequestCounts } from '../storage/storage.js';
 import type { PhaseTimings } from './phases.js';
 
 export type RunStatus = 'succeeded' | 'nothing-new' | 'failed' | 'dry-run';
@@ -100,6 +100,8 @@ export interface RunReport extends LoadCounts {
   bytesLoaded?: number;
   /** S3 requests the run sent, by kind (absent when source and target are local). */
   requests?: RequestCounts;
+  /** Whole-object reads and uploads whose bytes were checked, by checksum kind (absent when both are local). */
+  checksums?: ChecksumCounts;
   /** Partition folders (or prefixes) listed by discovery. */
   partitionsListed?: string[];
   /** With --dry-run: the watermark the run would commit. */

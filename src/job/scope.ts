@@ -12,7 +12,7 @@ import { openTable } from '../engine/table.js';
 import { ResourceError } from '../errors.js';
 import { removeStaleSpools, Spool } from '../spool/spool.js';
 import { RetryBudget } from '../storage/s3.js';
-import type { RequestCounts, Storage } from '../storage/storage.js';
+import type { ChecksumCounts, RequestCounts, Storage } from '../storage/storage.js';
 import type { RunContext } from './context.js';
 import { openSource, openTarget } from './open.js';
 
@@ -40,13 +40,13 @@ export interface Contention {
 
 /**
  * `withJobScope` for a command that reports: however `fn` ends, `report` gets the scope's S3
- * requests and commit contention, so a failed run still says what it cost.
+ * requests, checked reads and uploads, and commit contention, so a failed run still says what it cost.
  */
 export function withReportedScope<T>(
   job: JobConfig,
   ctx: RunContext,
   label: string,
-  report: { requests?: RequestCounts } & Partial<Contention>,
+  report: { requests?: RequestCounts; checksums?: ChecksumCounts } & Partial<Contention>,
   fn: (scope: JobScope) => Promise<T>,
 ): Promise<T> {
   return withJobScope(job, ctx, label, async (scope) => {
@@ -55,6 +55,8 @@ export function withReportedScope<T>(
     } finally {
       const requests = requestsOf(scope);
       if (requests) report.requests = requests;
+      const checksums = checksumsOf(scope);
+      if (checksums) report.checksums = checksums;
       Object.assign(report, scope.contention);
     }
   });
@@ -69,6 +71,19 @@ function requestsOf(scope: Pick<JobScope, 'source' | 'table'>): RequestCounts | 
   if (counts.length === 0) return undefined;
   const total: RequestCounts = { list: 0, get: 0, put: 0, head: 0, delete: 0 };
   for (const c of counts) for (const kind of Object.keys(total) as (keyof RequestCounts)[]) total[kind] += c[kind];
+  return total;
+}
+
+/** The reads and uploads the scope's source and target checked, by kind; undefined when neither is on S3. */
+function checksumsOf(scope: Pick<JobScope, 'source' | 'table'>): ChecksumCounts | undefined {
+  const counts = [scope.source.checksumCounts?.(), scope.table.storage.checksumCounts?.()].filter((c) => c !== undefined);
+  if (counts.length === 0) return undefined;
+  const total: ChecksumCounts = { reads: {}, uploads: {} };
+  for (const c of counts) {
+    for (const side of ['reads', 'uploads'] as const) {
+      for (const [kind, n] of Object.entries(c[side])) total[side][kind] = (total[side][kind] ?? 0) + n;
+    }
+  }
   return total;
 }
 

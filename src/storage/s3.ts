@@ -27,6 +27,8 @@ import type { GetObjectCommandOutput, HeadObjectCommandOutput, S3ClientConfig, _
 import { StorageError, UnsafeKeyError } from '../errors.js';
 import { makeFolder } from './make-folder.js';
 import { bodyBytes, checkRange, gatherPages, notFoundError, pageSizeOf } from './driver-helpers.js';
+import { ChecksumCounter, DEFAULT_UPLOAD_CHECKSUM, uploadChecksumParams, uploadKind } from './s3/checksums.js';
+import type { UploadChecksum } from './s3/checksums.js';
 import { TRANSIENT_CODES, classify, isNotFound, mapS3Error, statusOf } from './s3/faults.js';
 import { RequestCounter } from './s3/request-counter.js';
 import { mustStartOver, openObject } from './s3/resumable-get.js';
@@ -40,6 +42,7 @@ import { uploadFile } from './s3/upload.js';
 import type {
   Body,
   ByteRange,
+  ChecksumCounts,
   ListOptions,
   ListPage,
   ListResult,
@@ -50,6 +53,7 @@ import type {
 } from './storage.js';
 
 export { RetryBudget } from './s3/retry.js';
+export type { UploadChecksum } from './s3/checksums.js';
 
 /** Default multipart part size for `upload`. */
 export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
@@ -87,6 +91,17 @@ export interface S3StorageOptions extends Partial<Timeouts> {
   partSize?: number;
   /** Parts uploaded in parallel by `upload`. Default 4. */
   uploadConcurrency?: number;
+  /**
+   * The checksum every upload (PutObject, each multipart part) carries for the store to verify:
+   * CRC64NVME (default; a full-object checksum of a multipart upload on AWS), CRC32, CRC32C, SHA1,
+   * SHA256, MD5 (Content-MD5), or `off` for a store that refuses the header.
+   */
+  uploadChecksum?: UploadChecksum;
+  /**
+   * Check a whole-object read of a single-part object that has no checksum against its ETag, as
+   * its MD5 (s3rver, MinIO, AWS but SSE-KMS/SSE-C). Default true; false for stores whose ETags are not.
+   */
+  etagChecksum?: boolean;
   /**
    * A ready client (tests, embedding). When given, endpoint/region/forcePathStyle and the
    * timeouts are the client's (tidemark's retries still apply; give it maxAttempts 1 so the
@@ -129,6 +144,10 @@ interface Shared {
   idleTimeoutMs: number;
   partSize: number;
   uploadConcurrency: number;
+  uploadChecksum: UploadChecksum;
+  etagIsMd5: boolean;
+  /** Checked reads and uploads, by kind. */
+  checksums: ChecksumCounter;
 }
 
 /** A Storage rooted at `s3://bucket/prefix/`. */
@@ -157,6 +176,11 @@ export class S3Storage implements Storage {
   /** Requests sent so far by this storage, its parent and its children. */
   requestCounts(): RequestCounts {
     return this.shared.counter.snapshot();
+  }
+
+  /** Whole-object reads and uploads checked so far (same tree), by checksum kind. */
+  checksumCounts(): ChecksumCounts {
+    return this.shared.checksums.snapshot();
   }
 
   async *list(opts: ListOptions = {}): AsyncIterable<ListPage> {
@@ -245,13 +269,15 @@ export class S3Storage implements Storage {
   }
 
   async write(key: string, body: Body, opts: WriteOptions = {}): Promise<void> {
-    const params = { ...this.putParams(key, opts), Body: bodyBytes(body) };
+    const bytes = bodyBytes(body);
+    const params = { ...this.putParams(key, opts), Body: bytes, ...uploadChecksumParams(this.shared.uploadChecksum, bytes) };
     // A plain PUT is idempotent: a retry writes the same bytes again.
     await this.run('write', key, opts.signal, () => this.client.send(this.track(new PutObjectCommand(params)), sendOpts(opts.signal)));
+    this.shared.checksums.upload(uploadKind(this.shared.uploadChecksum));
   }
 
   async upload(key: string, localPath: string, opts: WriteOptions = {}): Promise<void> {
-    const { client, counter, policy, partSize, uploadConcurrency } = this.shared;
+    const { client, counter, policy, partSize, uploadConcurrency, uploadChecksum } = this.shared;
     try {
       opts.signal?.throwIfAborted();
       await uploadFile(
@@ -266,10 +292,12 @@ export class S3Storage implements Storage {
           ...(opts.contentType ? { contentType: opts.contentType } : {}),
           partSize,
           concurrency: uploadConcurrency,
+          checksum: uploadChecksum,
           ...(opts.signal ? { signal: opts.signal } : {}),
         },
         localPath,
       );
+      this.shared.checksums.upload(uploadKind(uploadChecksum));
     } catch (err) {
       throw mapS3Error(err, { op: 'upload', key, uri: this.uri, extra: { localPath } });
     }
@@ -282,7 +310,7 @@ export class S3Storage implements Storage {
    */
   async writeIfAbsent(key: string, body: Body, opts: WriteOptions = {}): Promise<boolean> {
     const bytes = bodyBytes(body);
-    const params = { ...this.putParams(key, opts), Body: bytes, IfNoneMatch: '*' };
+    const params = { ...this.putParams(key, opts), Body: bytes, IfNoneMatch: '*', ...uploadChecksumParams(this.shared.uploadChecksum, bytes) };
     const attempts = this.policy.start(this.operation('writeIfAbsent', key, opts.signal));
     let ambiguous = false;
     let conflicts = 0;
@@ -290,6 +318,7 @@ export class S3Storage implements Storage {
       try {
         await this.client.send(this.track(new PutObjectCommand(params)), sendOpts(opts.signal));
         attempts.succeeded();
+        this.shared.checksums.upload(uploadKind(this.shared.uploadChecksum));
         return true;
       } catch (err) {
         const status = statusOf(err);
@@ -361,7 +390,7 @@ export class S3Storage implements Storage {
 
   private sendGet(key: string, req: GetRequest): Promise<GetObjectCommandOutput> {
     const command = new GetObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key), Range: req.range, IfMatch: req.ifMatch });
-    return this.client.send(this.track(command), { abortSignal: req.signal });
+    return this.client.send(this.track(askForChecksum(command)), { abortSignal: req.signal });
   }
 
   private sendHead(key: string, req: HeadRequest): Promise<HeadObjectCommandOutput> {
@@ -380,6 +409,7 @@ export class S3Storage implements Storage {
       attempts,
       idleTimeoutMs: this.shared.idleTimeoutMs,
       ...(signal ? { signal } : {}),
+      checks: { etagIsMd5: this.shared.etagIsMd5, counter: this.shared.checksums },
     });
   }
 
@@ -396,6 +426,8 @@ export class S3Storage implements Storage {
     consume: (body: Readable, object: ObjectVersion) => Promise<T>,
   ): Promise<T | 'missing' | 'empty'> {
     const attempts = this.policy.start(this.operation(op, key, signal));
+    // Each attempt received bytes, so the attempts' own limit (without progress) never applies.
+    let startedOver = 0;
     for (;;) {
       const opened = await this.open(key, range, signal, attempts);
       if (typeof opened === 'string') return opened;
@@ -403,7 +435,7 @@ export class S3Storage implements Storage {
         return await consume(opened.body, opened.object);
       } catch (err) {
         opened.body.destroy();
-        if (!mustStartOver(err)) throw err;
+        if (!mustStartOver(err) || ++startedOver >= this.policy.settings.maxAttempts) throw err;
         await attempts.failed(err);
       }
     }
@@ -487,6 +519,9 @@ function sharedOf(opts: S3StorageOptions): Shared {
     idleTimeoutMs: timeouts.idleTimeoutMs,
     partSize: Math.max(MIN_PART_SIZE, opts.partSize ?? DEFAULT_PART_SIZE),
     uploadConcurrency: opts.uploadConcurrency ?? 4,
+    uploadChecksum: opts.uploadChecksum ?? DEFAULT_UPLOAD_CHECKSUM,
+    etagIsMd5: opts.etagChecksum ?? true,
+    checksums: new ChecksumCounter(),
   };
 }
 
@@ -507,6 +542,23 @@ function stripQuotes(etag: string): string {
 
 function sendOpts(signal: AbortSignal | undefined): { abortSignal?: AbortSignal } {
   return signal ? { abortSignal: signal } : {};
+}
+
+/**
+ * Ask for the object's checksum with the `x-amz-checksum-mode` header itself rather than the
+ * command's ChecksumMode: that would make the SDK check each answer on its own, which a resumed
+ * read cannot use (its range answers carry no full-object checksum); the reader checks the whole.
+ */
+function askForChecksum(command: GetObjectCommand): GetObjectCommand {
+  command.middlewareStack.add(
+    (next) => async (args) => {
+      const request = args.request as { headers?: Record<string, string> };
+      if (request.headers) request.headers['x-amz-checksum-mode'] = 'ENABLED';
+      return next(args);
+    },
+    { step: 'build', name: 'tidemarkChecksumMode' },
+  );
+  return command;
 }
 
 /**

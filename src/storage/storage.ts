@@ -59,6 +59,16 @@ export interface RequestCounts {
 }
 
 /**
+ * How the bytes of whole-object reads and of uploads were checked, by kind: a checksum algorithm
+ * (`CRC64NVME`, `CRC32`, …), `ETag MD5`, `Content-MD5`, or `none` where the store had nothing to
+ * check them against (a multipart object without a full-object checksum, an upload with checks off).
+ */
+export interface ChecksumCounts {
+  reads: Record<string, number>;
+  uploads: Record<string, number>;
+}
+
+/**
  * What a store's root is, on stores with folders of their own (local disk): a folder, a file, or
  * nothing (also when a parent is a file).
  */
@@ -110,6 +120,8 @@ export interface Storage {
   child(prefix: string): Storage;
   /** Requests sent so far by this storage and its parent and children (one shared count); absent on drivers without request costs. */
   requestCounts?(): RequestCounts;
+  /** Reads and uploads checked so far by this storage's tree, by kind; absent on drivers without checksums (local disk). */
+  checksumCounts?(): ChecksumCounts;
   /**
    * What the root is, on stores with folders (local disk), so a missing landing folder is not read
    * as an empty one. Absent on stores without folders (S3): a prefix exists there once an object

@@ -26,6 +26,8 @@ export type S3EndpointOptions = Pick<
   | 'retryBaseDelayMs'
   | 'retryMaxDelayMs'
   | 'retryBudget'
+  | 'uploadChecksum'
+  | 'etagChecksum'
 >;
 
 /** A parsed storage URI. `uri` is canonical: folders end with `/`. */

@@ -35,7 +35,7 @@ describe('tidemark.schema.json', () => {
     const raw = parseDocument('jobs: [{ source: { discover: { by: modified } } }]').toJS();
     expect(fieldsAt(['jobs', 0, 'source', 'discover'], raw)).toEqual(['by', 'settle', 'start', 'requireSuccessMarker', 'onOverwrite']);
     expect(fieldsAt(['jobs', 0, 'source'], raw)).toEqual(['uri', 'format', 'csv', 'include', 'exclude', 'storage', 'discover']);
-    const s3 = ['endpoint', 'region', 'forcePathStyle', 'connectTimeout', 'requestTimeout', 'idleTimeout', 'maxAttempts'];
+    const s3 = ['endpoint', 'region', 'forcePathStyle', 'connectTimeout', 'requestTimeout', 'idleTimeout', 'maxAttempts', 'uploadChecksum', 'etagChecksum'];
     expect(fieldsAt(['jobs', 0, 'target', 'storage'], raw)).toEqual([...s3, 'singleWriter']);
     expect(fieldsAt(['jobs', 0, 'source', 'storage'], raw)).toEqual(s3);
     expect(fieldsAt(['engine'], raw)).toEqual(['memoryLimit', 'threads']);

@@ -54,4 +54,26 @@ describe('storage per source and target', () => {
       ['s3://lake/clicks', { endpoint: 'http://127.0.0.1:9000', region: 'us-east-1', forcePathStyle: true }],
     ]);
   });
+
+  it('uploadChecksum and etagChecksum reach the driver per side; an unknown checksum is refused naming the field', () => {
+    const checked = parseConfig(`
+storage: { uploadChecksum: MD5 }
+jobs:
+  - name: gateway
+    source: { uri: s3://landing/x/, storage: { etagChecksum: false }, discover: { by: modified } }
+    target: { uri: s3://lake/x, mode: append, storage: { uploadChecksum: 'off' } }
+`);
+    const opened: S3EndpointOptions[] = [];
+    const open = (_uri: string, options: S3EndpointOptions) => {
+      opened.push(options);
+      return {} as Storage;
+    };
+    openSource(checked.jobs[0]!, checked.storage, open);
+    openTarget(checked.jobs[0]!, checked.storage, open);
+    expect(opened).toEqual([
+      { uploadChecksum: 'MD5', etagChecksum: false },
+      { uploadChecksum: 'off' },
+    ]);
+    expect(() => parseConfig('storage: { uploadChecksum: crc64 }\njobs: []')).toThrow(/storage\.uploadChecksum/);
+  });
 });

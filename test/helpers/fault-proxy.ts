@@ -22,6 +22,8 @@
  *                   last byte); a 200 becomes a 206 of an object 4 KiB longer
  * - lateStart       the answer starts 100 bytes later than asked (a 206 saying so)
  * - noLength        no Content-Length (chunked), and the body ends cleanly half-way
+ * - corruptBody     one byte of the body flipped: of a GET's answer, or of a PUT on its way to
+ *                   the store (a PUT with no body goes through unfaulted)
  *
  * Faults come at random (`rate`, `kinds`, a seeded PRNG, so a seed replays the same run when
  * requests are sequential) or deterministically (`faultNext`: the next request matching a method
@@ -30,16 +32,19 @@
  * `emulateConditionals` adds what s3rver lacks and S3 has: a PUT with `If-None-Match: *` on an
  * existing key and a GET whose `If-Match` names another ETag are answered 412 (the proxy asks
  * the store with a HEAD first; conditional PUTs to one key are serialised, so it is atomic for
- * requests through the proxy).
+ * requests through the proxy). `emulateChecksums` adds S3's checksums (./checksum-emulation.ts):
+ * uploads whose body does not match their checksum are refused (BadDigest), and whole-object GETs
+ * that ask for it get the object's full-object checksum.
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { prng } from '../../scripts/lib/prng.js';
+import { ChecksumEmulation } from './checksum-emulation.js';
 
 export const FAULT_KINDS = ['slowDown', 'error500Before', 'error500After', 'resetAfter', 'cutBody', 'silent', 'silentMidBody', 'slow'] as const;
 /** Wrong GetObject answers; a request of another kind they are drawn for goes through unfaulted. */
-export const ANSWER_FAULT_KINDS = ['shortObject', 'wrongTotal', 'lateStart', 'noLength'] as const;
+export const ANSWER_FAULT_KINDS = ['shortObject', 'wrongTotal', 'lateStart', 'noLength', 'corruptBody'] as const;
 type AnswerFault = (typeof ANSWER_FAULT_KINDS)[number];
 export type FaultKind = (typeof FAULT_KINDS)[number] | AnswerFault;
 
@@ -75,6 +80,8 @@ export interface FaultProxyOptions {
   emulateConditionals?: boolean;
   /** Send bodies chunked, without Content-Length, as some gateways in front of a store do. */
   chunked?: boolean;
+  /** Verify uploads' checksums and answer GETs' checksum mode like S3 (s3rver does neither). */
+  emulateChecksums?: boolean;
 }
 
 export interface ProxiedRequest {
@@ -130,9 +137,11 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
   const faults: Partial<Record<FaultKind, number>> = {};
   const log: ProxiedRequest[] = [];
   const slowMs = opts.slowMs ?? 50;
+  const checksums = opts.emulateChecksums ? new ChecksumEmulation() : undefined;
 
   function pick(method: string, path: string, body: Buffer): { kind?: FaultKind; before?: () => Promise<void> } {
-    const applies = (kind: FaultKind) => !isAnswerFault(kind) || isObjectGet(method, path);
+    const applies = (kind: FaultKind) =>
+      !isAnswerFault(kind) || isObjectGet(method, path) || (kind === 'corruptBody' && method === 'PUT' && body.length > 0);
     const rule = rules.find(
       (r) => (!r.method || r.method === method) && matches(r.path, path) && (!r.body || body.includes(r.body)) && applies(r.kind),
     );
@@ -172,8 +181,19 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     });
   }
 
-  /** The store's answer, or a 412 where S3 would give one and s3rver does not. */
+  /** The store's answer, with S3's checksums where emulated. */
   async function exchange(req: http.IncomingMessage, body: Buffer): Promise<Upstream> {
+    if (!checksums) return conditionalExchange(req, body);
+    const url = new URL(req.url ?? '/', 'http://proxy');
+    const bad = await checksums.checkUpload(req, url.pathname, url.searchParams, body);
+    if (bad) return s3Error(400, bad.code, bad.message);
+    const up = await conditionalExchange(req, body);
+    if (!isObjectGet(req.method ?? 'GET', req.url ?? '/')) return up;
+    return { ...up, headers: { ...up.headers, ...(await checksums.answerHeaders(req, url.pathname, up.status, up.body)) } };
+  }
+
+  /** The store's answer, or a 412 where S3 would give one and s3rver does not. */
+  async function conditionalExchange(req: http.IncomingMessage, body: Buffer): Promise<Upstream> {
     if (!opts.emulateConditionals) return forward(req, body);
     const url = new URL(req.url ?? '/', 'http://proxy');
     // The SDK adds `?x-id=PutObject`; any other query names a sub-resource (parts, uploads, ACLs).
@@ -216,11 +236,13 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const body = await readAll(req);
+    const received = await readAll(req);
     const method = req.method ?? 'GET';
     const path = req.url ?? '/';
     byMethod[method] = (byMethod[method] ?? 0) + 1;
-    const { kind, before } = pick(method, path, body);
+    const { kind, before } = pick(method, path, received);
+    // A PUT body damaged on its way to the store (the client's checksum no longer matches it).
+    const body = kind === 'corruptBody' && method === 'PUT' ? flipByte(received) : received;
     const entry: ProxiedRequest = { method, path, ...conditionalHeaders(req), ...(kind ? { fault: kind } : {}) };
     log.push(entry);
     if (kind) faults[kind] = (faults[kind] ?? 0) + 1;
@@ -258,6 +280,8 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       case 'wrongTotal':
       case 'lateStart':
         return answer(wrongAnswer(kind, up, random.next));
+      case 'corruptBody':
+        return answer(method === 'GET' && up.body.length > 0 ? { ...up, body: flipByte(up.body) } : up);
       case 'noLength': {
         if (up.status !== 200 && up.status !== 206) return answer(up);
         entry.status = up.status;
@@ -316,6 +340,14 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** A copy of `bytes` with its middle byte inverted. */
+function flipByte(bytes: Buffer): Buffer {
+  const copy = Buffer.from(bytes);
+  const at = Math.floor(copy.length / 2);
+  copy[at] = copy[at]! ^ 0xff;
+  return copy;
 }
 
 function isAnswerFault(kind: FaultKind): kind is AnswerFault {

@@ -7,8 +7,9 @@
  * bytes at the offsets the plan names, so a reader that trusts headers which disagree with each
  * other or with the request is caught by the length or the bytes it returns.
  *
- * ETags are the objects' MD5, as on s3rver, MinIO and AWS without SSE-KMS. Tests using this
- * server say so in their names ("mock S3").
+ * ETags are the objects' MD5, as on s3rver, MinIO and AWS without SSE-KMS, unless `put` is given
+ * another ETag and headers (checksums, encryption) for the object's whole answers. Tests using
+ * this server say so in their names ("mock S3").
  */
 import { createHash } from 'node:crypto';
 import http from 'node:http';
@@ -42,8 +43,8 @@ export type Planner = (req: GetRequestSeen, size: number, honest: AnswerPlan) =>
 
 export interface InconsistentS3 {
   endpoint: string;
-  /** Store `body` under `bucket/key`. */
-  put(key: string, body: Buffer): void;
+  /** Store `body` under `bucket/key`; `headers` go with its 200 answers (not its ranges). */
+  put(key: string, body: Buffer, opts?: { etag?: string; headers?: Record<string, string> }): void;
   /** The planner for the next GETs (default: honest). */
   setPlanner(planner: Planner): void;
   /** GETs and HEADs received. */
@@ -66,7 +67,7 @@ export function honestPlan(req: GetRequestSeen, size: number): AnswerPlan {
 }
 
 export async function startInconsistentS3(bucket: string): Promise<InconsistentS3> {
-  const objects = new Map<string, { body: Buffer; etag: string; modified: Date }>();
+  const objects = new Map<string, { body: Buffer; etag: string; modified: Date; headers: Record<string, string> }>();
   let planner: Planner = (_req, _size, honest) => honest;
   const counts = { get: 0, head: 0 };
   const sockets = new Set<Socket>();
@@ -92,7 +93,7 @@ export async function startInconsistentS3(bucket: string): Promise<InconsistentS
     if (seen.ranged && seen.start >= size) return s3Error(res, 416, 'InvalidRange');
     const plan = planner(seen, size, honestPlan(seen, size));
     if (plan.status >= 500) return s3Error(res, plan.status, plan.status === 503 ? 'SlowDown' : 'InternalError');
-    const headers: http.OutgoingHttpHeaders = { ...common, 'content-type': 'application/octet-stream' };
+    const headers: http.OutgoingHttpHeaders = { ...common, ...(plan.status === 200 ? object.headers : {}), 'content-type': 'application/octet-stream' };
     if (plan.contentRange) {
       const { start, last, total } = plan.contentRange;
       headers['content-range'] = `bytes ${start}-${last}/${total}`;
@@ -120,8 +121,9 @@ export async function startInconsistentS3(bucket: string): Promise<InconsistentS
   return {
     endpoint: `http://127.0.0.1:${port}`,
     counts,
-    put(key, body) {
-      objects.set(key, { body, etag: `"${createHash('md5').update(body).digest('hex')}"`, modified: new Date() });
+    put(key, body, opts = {}) {
+      const etag = opts.etag ?? `"${createHash('md5').update(body).digest('hex')}"`;
+      objects.set(key, { body, etag, modified: new Date(), headers: opts.headers ?? {} });
     },
     setPlanner(p) {
       planner = p;

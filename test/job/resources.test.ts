@@ -22,8 +22,8 @@ beforeAll(async () => {
 });
 afterAll(() => closeS3JobEnv(s3, session, dirs));
 
-describe('a run reports the S3 requests it sent', () => {
-  it('counts list, get, put, head and delete of the source and the target on s3rver; a local run has none', async () => {
+describe('a run reports the S3 requests it sent and the bytes it checked', () => {
+  it('counts list, get, put, head and delete of the source and the target on s3rver, and the checked reads and uploads; a local run has none', async () => {
     const zone = s3.landingZone('requests');
     await land(zone.source, session, '2026/11/01/a.csv', orders([1, 'placed', 1], [2, 'placed', 1]));
     const onS3 = makeConfig(
@@ -38,12 +38,19 @@ describe('a run reports the S3 requests it sent', () => {
     expect(r.list).toBeGreaterThan(0);
     expect(r.get).toBeGreaterThan(0);
     expect(r.put).toBeGreaterThanOrEqual(2);
+    // Every upload (the data file, the commit) carried a CRC64NVME; the landing file's download was
+    // checked against its ETag (s3rver keeps no checksums); reads of the log, if any, likewise.
+    expect(report.checksums?.uploads).toEqual({ CRC64NVME: r.put });
+    expect(report.checksums?.reads['ETag MD5']).toBeGreaterThanOrEqual(1);
+    expect(Object.keys(report.checksums!.reads)).toEqual(['ETag MD5']);
 
     const local = makeConfig({
       source: { uri: await tempDir('req-src', dirs), discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
       target: mergeTarget(await tempDir('req-t', dirs)),
     });
-    expect((await run(local)).requests).toBeUndefined();
+    const localReport = await run(local);
+    expect(localReport.requests).toBeUndefined();
+    expect(localReport.checksums).toBeUndefined();
   });
 });
 

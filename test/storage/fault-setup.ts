@@ -1,6 +1,7 @@
 /**
- * s3rver with the fault proxy in front, and S3Storages through it with short timeouts and
- * backoffs, so fault-injection tests fail over in milliseconds instead of S3's seconds.
+ * s3rver with the fault proxy in front (emulating S3's conditional requests and checksums), and
+ * S3Storages through it with short timeouts and backoffs, so fault-injection tests fail over in
+ * milliseconds instead of S3's seconds.
  */
 import { randomUUID } from 'node:crypto';
 import { S3Storage } from '../../src/storage/s3.js';
@@ -38,7 +39,7 @@ export interface ProxiedS3 {
 
 export async function startProxiedS3(proxyOpts: Omit<FaultProxyOptions, 'target'> = {}): Promise<ProxiedS3> {
   const s3 = await startS3rver();
-  const proxy = await startFaultProxy({ target: s3.endpoint, emulateConditionals: true, ...proxyOpts });
+  const proxy = await startFaultProxy({ target: s3.endpoint, emulateConditionals: true, emulateChecksums: true, ...proxyOpts });
   const made: S3Storage[] = [];
   return {
     s3,

@@ -34,7 +34,7 @@ import { withReportedScope, type JobScope } from '../scope.js';
 import { jobTombstones, readJobState } from '../state.js';
 import { describeWatermark } from '../watermark.js';
 import { stateCommitRequest, type StateOwner } from '../write-batch.js';
-import type { RequestCounts } from '../../storage/storage.js';
+import type { ChecksumCounts, RequestCounts } from '../../storage/storage.js';
 import { describeSlice, openedStates, openSplitRequest, sliceOf } from './open-split.js';
 import { doneState, listBackfill, startState, stateAfter, type BackfillPlan } from './plan.js';
 import { describeRange, parseBackfillRange, type BackfillRange } from './range.js';
@@ -104,6 +104,8 @@ export interface BackfillReport extends LoadCounts {
   phases: PhaseTimings;
   /** S3 requests the backfill sent, by kind (absent when source and target are local). */
   requests?: RequestCounts;
+  /** Whole-object reads and uploads whose bytes were checked, by checksum kind (absent when both are local). */
+  checksums?: ChecksumCounts;
   error?: ReportedError;
 }
 

@@ -22,6 +22,10 @@ export const TRANSIENT_CODES = new Set([
   // sets the client's clock offset from it, and the next attempt is signed in time (the SDK's own
   // retries, which used to resend it, are off).
   'RequestTimeTooSkewed',
+  // The upload's bytes did not match the checksum it carried (./checksums.ts): damaged on the way,
+  // so sent again (AWS's code, and MinIO's for an x-amz-checksum header).
+  'BadDigest',
+  'XAmzContentChecksumMismatch',
 ]);
 
 /** S3 asks the client to slow down: back off longer than for other faults. */
@@ -137,7 +141,7 @@ export function mapS3Error(err: unknown, call: FailedCall): unknown {
   const code = codeOf(err);
   const what = [code, status ? `HTTP ${status}` : undefined].filter(Boolean).join(', ');
   const { op, key, uri } = call;
-  return new StorageError(`[storage] S3 ${op} failed for ${JSON.stringify(key)} in ${uri}${what ? `: ${what}` : ''}${credentialsWhy(err)}${hint(status)}`, {
+  return new StorageError(`[storage] S3 ${op} failed for ${JSON.stringify(key)} in ${uri}${what ? `: ${what}` : ''}${credentialsWhy(err)}${hint(status)}${checksumHint(op, status, code)}`, {
     kind: kindOf(err, status, code),
     context: {
       key,
@@ -179,6 +183,16 @@ export function hideRawResponse(err: unknown): void {
 function credentialsWhy(err: unknown): string {
   if (nameOf(err) !== 'CredentialsProviderError' || !(err instanceof Error) || err.message === '') return '';
   return `: ${err.message} (credentials come from the AWS default chain: environment, profile, SSO, instance role)`;
+}
+
+/** Codes a store may answer an upload whose checksum header it does not take. */
+const CHECKSUM_REFUSALS = new Set(['InvalidArgument', 'InvalidRequest', 'NotImplemented', 'InvalidDigest', 'BadDigest', 'XAmzContentChecksumMismatch']);
+
+/** For an upload a store refused: the setting that changes the checksum it carries. */
+function checksumHint(op: string, status: number | undefined, code: string | undefined): string {
+  const upload = op === 'write' || op === 'upload' || op === 'writeIfAbsent';
+  if (!upload || (status !== 400 && status !== 501) || code === undefined || !CHECKSUM_REFUSALS.has(code)) return '';
+  return ' (if the store does not take the checksum tidemark sends with uploads, set storage.uploadChecksum to another algorithm, or off)';
 }
 
 /** A short pointer for the errors users can fix themselves. */

@@ -11,11 +11,15 @@
  * comes from the first response and every resumed response's Content-Range must confirm it; a
  * response must start where it was asked (./response-span.ts); a body without any length is
  * held to the size a HEAD reports. Anything else is a transient fault, retried like a cut body.
+ * A whole-object read also hashes every byte it hands out, across resumes, and fails at its end
+ * when they do not match the object's checksum (./checksums.ts).
  */
 import { Readable } from 'node:stream';
 import type { GetObjectCommandOutput, HeadObjectCommandOutput } from '@aws-sdk/client-s3';
 import { StorageError } from '../../errors.js';
 import type { ByteRange } from '../storage.js';
+import { expectedChecksum, ReadHash } from './checksums.js';
+import type { ChecksumCounter } from './checksums.js';
 import { statusOf } from './faults.js';
 import { spanOf } from './response-span.js';
 import type { Span } from './response-span.js';
@@ -44,6 +48,8 @@ export interface OpenOptions {
   attempts: Attempts;
   idleTimeoutMs: number;
   signal?: AbortSignal;
+  /** Checking whole-object reads: is the ETag an MD5 where nothing better is given; the tally. */
+  checks: { etagIsMd5: boolean; counter: ChecksumCounter };
 }
 
 /** The version of the object being read. */
@@ -66,8 +72,8 @@ export async function openObject(opts: OpenOptions): Promise<Opened> {
 
 /**
  * True for the errors after which a whole-object read starts over (read and download; a stream
- * cannot take back what it handed out): the object was replaced, or the store's answers
- * disagreed about its size.
+ * cannot take back what it handed out): the object was replaced, the store's answers disagreed
+ * about its size, or its bytes did not match its checksum.
  */
 export function mustStartOver(err: unknown): boolean {
   return err instanceof StorageError && err.context['startOver'] === true;
@@ -91,6 +97,11 @@ class BodyReader {
   /** Absolute position just past the last byte the caller asked for. */
   private readonly wantEnd: number;
   private current: Current | undefined;
+  /** The hash of a whole-object read's bytes, when the object has a checksum to match. */
+  private hash: ReadHash | undefined;
+  /** Does the read cover the whole object (so its checksum applies)? */
+  private whole = false;
+  private verified = false;
   private closed = false;
   private readonly controller = new AbortController();
   private readonly signal: AbortSignal;
@@ -125,6 +136,9 @@ class BodyReader {
     const { out, span } = got;
     this.size = span.total;
     this.object = { size: span.total ?? 0, etag: out.ETag ?? '', ...(out.LastModified ? { lastModified: out.LastModified } : {}) };
+    this.whole = !range || (range.start === 0 && (range.end === undefined || (this.size !== undefined && range.end >= this.size - 1)));
+    const expected = this.whole ? expectedChecksum(out, this.opts.checks.etagIsMd5) : undefined;
+    if (expected) this.hash = new ReadHash(expected);
     this.current = attach(out, span);
     return 'ok';
   }
@@ -133,7 +147,12 @@ class BodyReader {
   async pull(): Promise<Buffer | null> {
     for (;;) {
       const cur = this.current;
-      if (this.pos >= this.endExcl || !cur) {
+      if (this.pos >= this.endExcl) {
+        await this.finish();
+        await this.verify();
+        return null;
+      }
+      if (!cur) {
         await this.finish();
         return null;
       }
@@ -153,7 +172,9 @@ class BodyReader {
         if (hi <= lo) continue;
         this.pos = from + hi;
         this.opts.attempts.progressed();
-        return lo === 0 && hi === chunk.length ? chunk : chunk.subarray(lo, hi);
+        const slice = lo === 0 && hi === chunk.length ? chunk : chunk.subarray(lo, hi);
+        this.hash?.update(slice);
+        return slice;
       } catch (err) {
         if (this.closed || mustStartOver(err)) throw err;
         cur.body.destroy();
@@ -264,6 +285,17 @@ class BodyReader {
     }
   }
 
+  /** At the end of a whole-object read: its bytes must match the object's checksum. */
+  private async verify(): Promise<void> {
+    if (!this.whole || this.verified) return;
+    this.verified = true;
+    const { counter } = this.opts.checks;
+    if (!this.hash) return counter.read('none');
+    const actual = await this.hash.actual();
+    if (actual !== this.hash.expected.value) throw this.mismatch(actual);
+    counter.read(this.hash.expected.kind);
+  }
+
   /** At the end: read the body's end (so its connection is reused) or drop what is left over. */
   private async finish(): Promise<void> {
     const cur = this.current;
@@ -307,6 +339,16 @@ class BodyReader {
     return new StorageError(
       `[storage] S3 object ${JSON.stringify(key)} in ${uri}: the store ${what}, after ${this.pos} bytes; the read starts over`,
       { kind: 'transient', context: { key, uri, startOver: true, position: this.pos, fault: 'inconsistent size' } },
+    );
+  }
+
+  private mismatch(actual: string): StorageError {
+    const { key, uri } = this.opts.attempts.op;
+    const { kind, value } = this.hash!.expected;
+    const why = kind === 'ETag MD5' ? ' (a single-part object\'s ETag is taken for its MD5; for a store whose ETags are not, set storage.etagChecksum: false)' : '';
+    return new StorageError(
+      `[storage] S3 object ${JSON.stringify(key)} in ${uri}: the ${this.pos} bytes read do not match its ${kind} checksum ${value} (they hash to ${actual})${why}; the read starts over`,
+      { kind: 'transient', context: { key, uri, startOver: true, checksum: kind, expected: value, actual, fault: 'checksum mismatch' } },
     );
   }
 

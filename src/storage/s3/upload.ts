@@ -9,6 +9,8 @@
 import { createReadStream, promises as fsp } from 'node:fs';
 import { AbortMultipartUploadCommand, PutObjectCommand, UploadPartCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { uploadChecksumParams } from './checksums.js';
+import type { UploadChecksum } from './checksums.js';
 import type { RequestCounter } from './request-counter.js';
 import type { Operation, RetryPolicy } from './retry.js';
 
@@ -25,6 +27,8 @@ export interface UploadContext {
   contentType?: string;
   partSize: number;
   concurrency: number;
+  /** What the PUT and each part carry for the store to verify (./checksums.ts). */
+  checksum: UploadChecksum;
   signal?: AbortSignal;
 }
 
@@ -36,7 +40,8 @@ export async function uploadFile(ctx: UploadContext, localPath: string): Promise
   if (size <= ctx.partSize) {
     const body = await fsp.readFile(localPath);
     const sendOpts = ctx.signal ? { abortSignal: ctx.signal } : {};
-    await ctx.policy.run(op, () => ctx.client.send(ctx.counter.track(new PutObjectCommand({ ...target, Body: body })), sendOpts));
+    const params = { ...target, Body: body, ...uploadChecksumParams(ctx.checksum, body) };
+    await ctx.policy.run(op, () => ctx.client.send(ctx.counter.track(new PutObjectCommand(params)), sendOpts));
     return;
   }
   // A failed part is sent again on its own (its body is a Buffer lib-storage cut from the file);
@@ -60,7 +65,15 @@ export async function uploadFile(ctx: UploadContext, localPath: string): Promise
 async function multipartUpload(ctx: UploadContext, op: Operation, localPath: string, parts: { gaveUp: boolean }): Promise<void> {
   const upload = new Upload({
     client: countingClient(ctx, op, parts),
-    params: { Bucket: ctx.bucket, Key: ctx.fullKey, ContentType: ctx.contentType, Body: createReadStream(localPath) },
+    // The SDK computes the checksum of each part (a Buffer lib-storage cut from the file); a
+    // Content-MD5 is set on each part by countingClient.
+    params: {
+      Bucket: ctx.bucket,
+      Key: ctx.fullKey,
+      ContentType: ctx.contentType,
+      Body: createReadStream(localPath),
+      ...(ctx.checksum === 'off' || ctx.checksum === 'MD5' ? {} : { ChecksumAlgorithm: ctx.checksum }),
+    },
     partSize: ctx.partSize,
     queueSize: ctx.concurrency,
     leavePartsOnError: false,
@@ -88,6 +101,9 @@ function countingClient(ctx: UploadContext, op: Operation, parts: { gaveUp: bool
       return async (command: Parameters<S3Client['send']>[0], options?: unknown) => {
         const tracked = counter.track(command);
         if (command instanceof UploadPartCommand) {
+          if (ctx.checksum === 'MD5' && command.input.Body instanceof Uint8Array) {
+            command.input.ContentMD5 = uploadChecksumParams('MD5', command.input.Body).ContentMD5;
+          }
           return policy.run(op, () => target.send(tracked, options as never)).catch((err: unknown) => {
             parts.gaveUp = true;
             throw err;

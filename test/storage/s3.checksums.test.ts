@@ -1,0 +1,236 @@
+/**
+ * Checksums end to end. Reads: every byte a whole-object read hands out is hashed, across
+ * resumes, against the object's full-object checksum (the fault proxy answers S3's, see
+ * test/helpers/checksum-emulation.ts) or, without one, the ETag of a single-part object as its
+ * MD5 (s3rver's own); a mismatch is never a success. Uploads: each carries a checksum the store
+ * verifies, so a body damaged on its way is refused and sent again. The storage counts what it
+ * checked, by kind.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StorageError } from '../../src/errors.js';
+import { S3Storage } from '../../src/storage/s3.js';
+import type { S3StorageOptions } from '../../src/storage/s3.js';
+import { startFaultProxy } from '../helpers/fault-proxy.js';
+import type { FaultProxy } from '../helpers/fault-proxy.js';
+import { startInconsistentS3 } from '../helpers/inconsistent-s3.js';
+import type { InconsistentS3 } from '../helpers/inconsistent-s3.js';
+import { FAST_RETRIES, startProxiedS3 } from './fault-setup.js';
+import type { ProxiedS3 } from './fault-setup.js';
+
+let env: ProxiedS3;
+/** The proxy without checksum emulation: s3rver as it is, whose ETags are MD5s. */
+let plain: FaultProxy;
+let mock: InconsistentS3;
+let tmp: string;
+const made: S3Storage[] = [];
+beforeAll(async () => {
+  env = await startProxiedS3();
+  plain = await startFaultProxy({ target: env.s3.endpoint, emulateConditionals: true });
+  mock = await startInconsistentS3('mock');
+  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'tidemark-checksums-'));
+});
+afterAll(async () => {
+  for (const s of made) s.client.destroy();
+  await mock?.stop();
+  await plain?.stop();
+  await env?.stop();
+  await fsp.rm(tmp, { recursive: true, force: true });
+});
+
+const OBJECT = randomBytes(64 * 1024);
+
+async function drain(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** A storage on the mock S3. */
+function onMock(extra: Partial<S3StorageOptions> = {}): S3Storage {
+  const s = new S3Storage({
+    bucket: 'mock',
+    endpoint: mock.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'mock', secretAccessKey: 'mock' },
+    ...FAST_RETRIES,
+    ...extra,
+  });
+  made.push(s);
+  return s;
+}
+
+type Whole = (s: S3Storage, key: string) => Promise<Buffer>;
+const WHOLE: Record<string, Whole> = {
+  read: async (s, key) => Buffer.from((await s.read(key))!),
+  download: async (s, key) => {
+    const dest = path.join(await fsp.mkdtemp(path.join(tmp, 'dl-')), 'o.bin');
+    await s.download(key, dest);
+    expect(await fsp.readdir(path.dirname(dest))).toEqual(['o.bin']);
+    return fsp.readFile(dest);
+  },
+};
+
+/** Proxies and what they check a read against. */
+const STORES = {
+  'CRC64NVME (the proxy answers S3 checksums)': { proxy: () => env.proxy, endpoint: () => env.proxy.endpoint, kind: 'CRC64NVME' },
+  'ETag MD5 (s3rver as it is)': { proxy: () => plain, endpoint: () => plain.endpoint, kind: 'ETag MD5' },
+} as const;
+
+describe('whole-object reads are checked (fault injection: proxy in front of s3rver)', () => {
+  for (const [storeName, store] of Object.entries(STORES)) {
+    for (const [name, run] of Object.entries(WHOLE)) {
+      it(`fault injection: ${name} of a body with a flipped byte fails its ${storeName} check and reads again`, async () => {
+        const storage = env.storage({ endpoint: store.endpoint() });
+        await env.direct(storage.prefix).write('o.bin', OBJECT);
+        const rule = store.proxy().faultNext('corruptBody', { method: 'GET', path: `${storage.prefix}o.bin` });
+        const got = await run(storage, 'o.bin');
+        expect(rule.hits).toBe(1);
+        expect(got.length).toBe(OBJECT.length);
+        expect(got.equals(OBJECT)).toBe(true);
+        expect(storage.requestCounts().get).toBe(2);
+        expect(storage.checksumCounts().reads).toEqual({ [store.kind]: 1 });
+      });
+
+      it(`fault injection: ${name} of a first answer three quarters long (a short object, its length theirs) fails its ${storeName} check and reads again`, async () => {
+        const storage = env.storage({ endpoint: store.endpoint() });
+        await env.direct(storage.prefix).write('o.bin', OBJECT);
+        const rule = store.proxy().faultNext('shortObject', { method: 'GET', path: `${storage.prefix}o.bin` });
+        const got = await run(storage, 'o.bin');
+        expect(rule.hits).toBe(1);
+        expect(got.length).toBe(OBJECT.length);
+        expect(got.equals(OBJECT)).toBe(true);
+      });
+
+      it(`fault injection: ${name} whose resumed range has a flipped byte is caught by the ${storeName} check over the whole (resumes included)`, async () => {
+        const storage = env.storage({ endpoint: store.endpoint() });
+        await env.direct(storage.prefix).write('o.bin', OBJECT);
+        const match = { method: 'GET', path: `${storage.prefix}o.bin` };
+        store.proxy().faultNext('cutBody', match);
+        const rule = store.proxy().faultNext('corruptBody', match);
+        const got = await run(storage, 'o.bin');
+        expect(rule.hits).toBe(1);
+        expect(got.equals(OBJECT)).toBe(true);
+        // The first answer, its resume (damaged), and a fresh read.
+        expect(storage.requestCounts().get).toBe(3);
+      });
+    }
+
+    it(`fault injection: readStream of a body with a flipped byte fails at its end with the ${storeName} mismatch (its bytes were handed out)`, async () => {
+      const storage = env.storage({ endpoint: store.endpoint() });
+      await env.direct(storage.prefix).write('o.bin', OBJECT);
+      store.proxy().faultNext('corruptBody', { method: 'GET', path: `${storage.prefix}o.bin` });
+      const err = await drain(await storage.readStream('o.bin')).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StorageError);
+      expect((err as StorageError).kind).toBe('transient');
+      expect((err as StorageError).message).toMatch(
+        new RegExp(`^\\[storage\\] S3 object "o\\.bin" in s3://.+: the 65536 bytes read do not match its ${store.kind} checksum \\S+ \\(they hash to \\S+\\)`),
+      );
+      expect((err as StorageError).context).toMatchObject({ checksum: store.kind, startOver: true });
+    });
+  }
+
+  it('a ranged read has nothing to be checked against and is not counted', async () => {
+    const storage = env.storage({ endpoint: plain.endpoint });
+    await env.direct(storage.prefix).write('o.bin', OBJECT);
+    expect(Buffer.from((await storage.read('o.bin', { start: 10, end: 99 }))!).equals(OBJECT.subarray(10, 100))).toBe(true);
+    expect(storage.checksumCounts().reads).toEqual({});
+    expect(Buffer.from((await storage.read('o.bin', { start: 0 }))!).equals(OBJECT)).toBe(true);
+    expect(storage.checksumCounts().reads).toEqual({ 'ETag MD5': 1 });
+  });
+
+  it('an object uploaded with SHA256 is read back checked against its SHA256', async () => {
+    const storage = env.storage({ uploadChecksum: 'SHA256' });
+    await storage.write('sha.bin', OBJECT);
+    expect(Buffer.from((await storage.read('sha.bin'))!).equals(OBJECT)).toBe(true);
+    expect(storage.checksumCounts()).toEqual({ reads: { SHA256: 1 }, uploads: { SHA256: 1 } });
+  });
+});
+
+describe('ETags that are not MD5s (mock S3)', () => {
+  const notMd5 = `"${createHash('md5').update('something else').digest('hex')}"`;
+
+  it('mock S3: an SSE-KMS object (its ETag not its MD5) reads without an ETag check', async () => {
+    mock.put('kms.bin', OBJECT, { etag: notMd5, headers: { 'x-amz-server-side-encryption': 'aws:kms' } });
+    const s = onMock();
+    expect(Buffer.from((await s.read('kms.bin'))!).equals(OBJECT)).toBe(true);
+    expect(s.checksumCounts().reads).toEqual({ none: 1 });
+  });
+
+  it('mock S3: a multipart object with a composite checksum (…-3) and a multipart ETag is not checked against either', async () => {
+    mock.put('composite.bin', OBJECT, {
+      etag: `${notMd5.slice(0, -1)}-3"`,
+      headers: { 'x-amz-checksum-crc32': 'AAAAAA==-3', 'x-amz-checksum-type': 'COMPOSITE' },
+    });
+    const s = onMock();
+    expect(Buffer.from((await s.read('composite.bin'))!).equals(OBJECT)).toBe(true);
+    expect(s.checksumCounts().reads).toEqual({ none: 1 });
+  });
+
+  it('mock S3: a store whose 32-hex ETags are not MD5s fails every read after maxAttempts, naming storage.etagChecksum; with etagChecksum false it reads', async () => {
+    mock.put('odd.bin', OBJECT, { etag: notMd5 });
+    const err = await onMock().read('odd.bin').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StorageError);
+    expect((err as StorageError).message).toMatch(/do not match its ETag MD5 checksum .*set storage\.etagChecksum: false/);
+    expect(mock.counts.get).toBeGreaterThanOrEqual(FAST_RETRIES.maxAttempts!);
+    const off = onMock({ etagChecksum: false });
+    expect(Buffer.from((await off.read('odd.bin'))!).equals(OBJECT)).toBe(true);
+    expect(off.checksumCounts().reads).toEqual({ none: 1 });
+  });
+});
+
+describe('uploads carry a checksum the store verifies (fault injection: proxy in front of s3rver, S3 checksums emulated)', () => {
+  const BIG = randomBytes(5 * 1024 * 1024 + 100);
+  beforeAll(async () => {
+    await fsp.writeFile(path.join(tmp, 'small.bin'), OBJECT);
+    await fsp.writeFile(path.join(tmp, 'big-up.bin'), BIG);
+  });
+
+  const UPLOADS: Record<string, { key: string; body: () => Buffer; match: (prefix: string) => RegExp; run: (s: S3Storage) => Promise<unknown> }> = {
+    write: { key: 'w.bin', body: () => OBJECT, match: (p) => new RegExp(`/${p}w\\.bin\\?`), run: (s) => s.write('w.bin', OBJECT) },
+    writeIfAbsent: {
+      key: 'c.json',
+      body: () => OBJECT,
+      match: (p) => new RegExp(`/${p}c\\.json\\?`),
+      run: async (s) => expect(await s.writeIfAbsent('c.json', OBJECT)).toBe(true),
+    },
+    'upload (one PUT)': { key: 'u.bin', body: () => OBJECT, match: (p) => new RegExp(`/${p}u\\.bin\\?`), run: (s) => s.upload('u.bin', path.join(tmp, 'small.bin')) },
+    'upload (multipart, part 2)': {
+      key: 'm.bin',
+      body: () => BIG,
+      match: (p) => new RegExp(`/${p}m\\.bin\\?partNumber=2`),
+      run: (s) => s.upload('m.bin', path.join(tmp, 'big-up.bin')),
+    },
+  };
+
+  for (const checksum of ['CRC64NVME', 'MD5'] as const) {
+    for (const [name, up] of Object.entries(UPLOADS)) {
+      it(`fault injection: ${name} (${checksum}) whose body is damaged on the way is refused by the store (BadDigest) and sent again`, async () => {
+        const storage = env.storage({ uploadChecksum: checksum, ...(name.includes('multipart') ? { idleTimeoutMs: 2_000 } : {}) });
+        const rule = env.proxy.faultNext('corruptBody', { method: 'PUT', path: up.match(storage.prefix) });
+        await up.run(storage);
+        expect(rule.hits).toBe(1);
+        const stored = Buffer.from((await env.direct(storage.prefix).read(up.key))!);
+        expect(stored.length).toBe(up.body().length);
+        expect(stored.equals(up.body())).toBe(true);
+        expect(env.proxy.log.some((r) => r.fault === 'corruptBody' && r.status === 400)).toBe(true);
+        expect(storage.checksumCounts().uploads).toEqual({ [checksum === 'MD5' ? 'Content-MD5' : checksum]: 1 });
+      });
+    }
+  }
+
+  it('fault injection: with uploadChecksum off the store cannot tell, and keeps the damaged body (what the checksum prevents)', async () => {
+    const storage = env.storage({ uploadChecksum: 'off' });
+    env.proxy.faultNext('corruptBody', { method: 'PUT', path: new RegExp(`/${storage.prefix}off\\.bin\\?`) });
+    await storage.write('off.bin', OBJECT);
+    const stored = Buffer.from((await env.direct(storage.prefix).read('off.bin'))!);
+    expect(stored.length).toBe(OBJECT.length);
+    expect(stored.equals(OBJECT)).toBe(false);
+    expect(storage.checksumCounts().uploads).toEqual({ none: 1 });
+  });
+});
