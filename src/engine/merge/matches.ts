@@ -86,7 +86,7 @@ export async function findHits(ctx: MatchContext): Promise<HitsResult> {
   const shapes = scanned.size > 0 ? await inspectFiles(ctx.session, [...localPaths.values()]) : new Map<string, FileShape>();
   const deleted = await loadDeletedRows(snapshot.files, { session: ctx.session, storage: ctx.storage, only: scanned.keys() });
   const result = { scanned, afterPartitions: pruned.afterPartitions, localPaths, shapes, deleted };
-  const columns = unique([...spec.keys, ...spec.partitions, spec.orderBy, ...(ctx.rowIds ? [STABLE_ROW_ID] : [])]);
+  const columns = unique([...spec.keys, spec.orderBy, ...(ctx.rowIds ? [STABLE_ROW_ID] : [])]);
   await ctx.session.run(hitsSql(ctx.tables, spec, perFileScanSql(snapshot, scanned, { ...result, rowIds: ctx.rowIds }, columns)));
   return result;
 }

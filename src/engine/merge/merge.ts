@@ -2,7 +2,8 @@
  * MERGE of a batch into a Delta table (see ./plan.ts for the SQL and its rules):
  *
  *   prepare   batch cast to the table schema (a view when creating); deleteWhen; key checks
- *   prune     partition values, key min/max stats, key-column scan of the candidates → hits;
+ *   prune     key partition values, key min/max stats, key-column scan of the candidates → hits
+ *             (a batch row matches the stored row of its key in whatever partition it sits);
  *             rows of keys without a stored row but with a newer tombstone → stale hits
  *   classify  full read of the files with a non-stale hit; stale/delete/unchanged/update per row
  *   check     the rows to store against the table's constraints (./constraints.ts)
@@ -344,13 +345,9 @@ function unique(names: readonly string[]): string[] {
   return [...new Set(names)];
 }
 
-/** Key, orderBy and matched partition columns in the table's spelling. */
+/** Key and orderBy columns in the table's spelling. */
 function matchSpec(target: TargetTable, opts: MergeOptions): MatchSpec {
-  return {
-    keys: tableNames(target, opts.keyColumns),
-    partitions: opts.matchAcrossPartitions ? [] : target.partitionColumns,
-    orderBy: tableNames(target, [opts.orderBy])[0]!,
-  };
+  return { keys: tableNames(target, opts.keyColumns), orderBy: tableNames(target, [opts.orderBy])[0]! };
 }
 
 function checkOptions(opts: MergeOptions): void {

@@ -76,12 +76,6 @@ export interface MergeOptions extends WriteTarget {
   /** SQL boolean expression over the batch's columns; true = delete the key. NULL counts as false. */
   deleteWhen?: string;
   /**
-   * By default a batch row matches a stored row when the key columns AND the partition columns are
-   * equal (a key never moves partition), which lets partition values prune files. Set true to match
-   * on the key alone across partitions (no partition pruning).
-   */
-  matchAcrossPartitions?: boolean;
-  /**
    * The caller guarantees at most one row per key column tuple (the job dedupes every batch
    * first), so the duplicate-key check (a full aggregation of the batch) is skipped.
    */

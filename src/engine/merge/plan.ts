@@ -14,7 +14,10 @@
  *        rewrite  = T rows of changed 'rewrite' files, minus updated/deleted rows, plus the updated B rows
  *        new rows = B rows with no hit and no delete flag, plus the updated B rows of 'dv' files
  *
- * Matching: key columns equal, plus partition columns equal unless matching across partitions.
+ * Matching: the key columns alone, wherever the stored row sits. A row whose partition value
+ * changes matches its stored row in the old partition: that row is deleted there (rewrite or
+ * deletion vector) and the incoming one written in its new partition; a delete row deletes its key
+ * whatever partition value (or NULL) it carries.
  * Ordering: an incoming row wins when it is not older (incoming >= stored); NULL is the oldest.
  * An incoming row with a newer orderBy differs from the stored one in that column at least, so it
  * is an update without reading the rest of the row; only a tie needs the full compare that tells
@@ -38,8 +41,6 @@ import { ACTION, BATCH_ROW, DELETE_FLAG, FILE_ID, POS, TOMBSTONE_ORDER, type Tem
 /** What a batch row is matched on and ordered by (table column names). */
 export interface MatchSpec {
   keys: string[];
-  /** Partition columns that are part of the match (empty when unpartitioned or matching across partitions). */
-  partitions: string[];
   orderBy: string;
   /** The stored rows' stable row ids and versions are read and written again (row tracking enabled). */
   rowIds?: boolean;
@@ -52,19 +53,17 @@ export interface OutputLayout {
 }
 
 /**
- * Partition columns whose values decide which files can match: those in the match, plus
- * partition columns that are key columns (a key is never NULL, so its value pins the partition).
+ * Partition columns whose values decide which files can match: the partition columns that are key
+ * columns (a key is never NULL and never moves, so its value pins the partition). Other partition
+ * columns prune nothing: a key's row may sit in any of their partitions.
  */
 export function pruningPartitions(spec: MatchSpec, partitionColumns: readonly string[]): string[] {
-  return partitionColumns.filter((p) => spec.partitions.includes(p) || spec.keys.includes(p));
+  return partitionColumns.filter((p) => spec.keys.includes(p));
 }
 
-/** The join condition between stored rows (alias `t`) and batch rows (alias `b`). */
+/** The join condition between stored rows (alias `t`) and batch rows (alias `b`): the key columns. */
 export function matchCondition(spec: MatchSpec, t: string, b: string): string {
-  const keys = spec.keys.map((k) => `${t}.${ident(k)} = ${b}.${ident(k)}`);
-  // Partition values may be NULL (a null partition), and NULL partitions match each other.
-  const parts = spec.partitions.filter((p) => !spec.keys.includes(p)).map((p) => `${t}.${ident(p)} IS NOT DISTINCT FROM ${b}.${ident(p)}`);
-  return [...keys, ...parts].join(' AND ');
+  return spec.keys.map((k) => `${t}.${ident(k)} = ${b}.${ident(k)}`).join(' AND ');
 }
 
 /**
@@ -183,12 +182,21 @@ export function dvPositionsSql(tables: TempTables): string {
   );
 }
 
-/** Batch rows whose stored row in a file of `mode` they update (keeping its stable id when row ids are written). */
+/**
+ * Batch rows that update a stored row in a file of `mode` (keeping its stable id when row ids are
+ * written), each once: a table that holds a key twice (written before keys matched across
+ * partitions) has both rows replaced by one, written with the 'rewrite' files when one of them
+ * is in a 'rewrite' file, else with the new rows.
+ */
 function updatedRowsSql(tables: TempTables, mode: WriteMode, columns: readonly string[], rowIds: boolean): string {
-  const cols = [...columns.map((c) => `b.${ident(c)}`), ...(rowIds ? [`c.${rid}`, `${NULL_ID} AS ${rver}`] : [])].join(', ');
+  const cols = [...columns.map((c) => `b.${ident(c)}`), ...(rowIds ? [`u.${rid}`, `${NULL_ID} AS ${rver}`] : [])].join(', ');
+  const updates = (m: WriteMode) =>
+    `SELECT c.${brow}, c.${rid} FROM ${ident(tables.changes)} AS c JOIN ${ident(tables.modes)} AS m ON m.${fid} = c.${fid} ` +
+    `WHERE m.mode = '${m}' AND c.${act} = 'update'`;
+  const own = mode === 'rewrite' ? updates('rewrite') : `${updates('dv')} AND c.${brow} NOT IN (SELECT ${brow} FROM (${updates('rewrite')}))`;
   return (
-    `SELECT ${cols} FROM ${ident(tables.changes)} AS c JOIN ${ident(tables.modes)} AS m ON m.${fid} = c.${fid} ` +
-    `JOIN ${ident(tables.batch)} AS b ON b.${brow} = c.${brow} WHERE m.mode = '${mode}' AND c.${act} = 'update'`
+    `SELECT ${cols} FROM (SELECT ${brow}, min(${rid}) AS ${rid} FROM (${own}) GROUP BY ${brow}) AS u ` +
+    `JOIN ${ident(tables.batch)} AS b ON b.${brow} = u.${brow}`
   );
 }
 

@@ -52,8 +52,7 @@ export function mergeRequest(input: MergeCommitInput): CommitRequest {
 
 /** Spark-style MERGE parameters: the join predicate and the clauses, as SQL text. */
 export function mergeParameters(spec: MatchSpec, deleteWhen?: string): Record<string, unknown> {
-  const on = [...spec.keys, ...spec.partitions.filter((p) => !spec.keys.includes(p))];
-  const predicate = on.map((c) => `target.${ident(c)} = source.${ident(c)}`).join(' AND ');
+  const predicate = spec.keys.map((c) => `target.${ident(c)} = source.${ident(c)}`).join(' AND ');
   const newer = `source.${ident(spec.orderBy)} >= target.${ident(spec.orderBy)}`;
   const matched: { predicate: string; actionType: string }[] = [];
   if (deleteWhen !== undefined) matched.push({ predicate: `(${deleteWhen}) AND ${newer}`, actionType: 'delete' });

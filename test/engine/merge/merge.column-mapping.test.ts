@@ -153,11 +153,11 @@ describe('writer requirements after a tidemark commit', () => {
     }
   });
 
-  it('a MERGE records the partitions it read by physical name, as the winners’ partitionValues are keyed', async () => {
+  it('a MERGE keyed by the partition column records the partitions it read by physical name, as the winners’ partitionValues are keyed', async () => {
     const f = await copyOf('dv-with-columnmapping');
     try {
       await makeBatch(session, 'b', `SELECT * FROM (VALUES (6, 26, 'back')) t(part, col1, col2)`);
-      const staged = await stageMerge({ session, storage: f.storage, snapshot: await snapshotOf(f), spool: scratchSpool(), batch: 'b', keyColumns: ['col1'], orderBy: 'col2' });
+      const staged = await stageMerge({ session, storage: f.storage, snapshot: await snapshotOf(f), spool: scratchSpool(), batch: 'b', keyColumns: ['part', 'col1'], orderBy: 'col2' });
       try {
         expect(staged.request.read.partitions).toEqual([{ 'col-60c949ca-b8bc-4330-b931-b73fb4c60037': '6' }]);
       } finally {

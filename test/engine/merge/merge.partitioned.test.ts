@@ -1,9 +1,11 @@
 /**
- * MERGE on partitioned tables: partition values prune files, NULL partitions, composite keys,
- * and the choice between matching within a partition (default) and across partitions.
+ * MERGE on partitioned tables: a batch row matches its key's stored row in whatever partition it
+ * sits (a key moves partition; a delete finds it anywhere), key statistics and key partition
+ * columns prune files, NULL partitions, composite keys.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DuckSession } from '../../../src/engine/duckdb.js';
+import { appendAndCommit } from '../../../scripts/lib/tables.js';
 import { localFixture, makeBatch, merge, readRows, snapshotOf, type Fixture } from './helpers.js';
 
 let session: DuckSession;
@@ -44,7 +46,7 @@ describe('partitioned MERGE', () => {
     expect(snapshot.files.find((x) => x.partitionValues['day'] === null)!.path).toMatch(/^day=__HIVE_DEFAULT_PARTITION__\//);
   });
 
-  it('reads and rewrites only the partitions in the batch', async () => {
+  it('reads and rewrites only the files whose key range holds a batch key', async () => {
     await seed();
     const before = await snapshotOf(f);
     await makeBatch(
@@ -54,7 +56,7 @@ describe('partitioned MERGE', () => {
     );
     const r = await merge(f, { batch: 'b', ...KEY });
     expect(r).toMatchObject({ updated: 1, inserted: 2, filesRemoved: 1 });
-    // Day 2 and the NULL partition hold candidates; stats prune the NULL partition's file (ids 100..101).
+    // Key statistics leave day 2's file (ids 10..19) alone: the other days' and the NULL partition's do not hold 12, 40 or 200.
     expect(r.filesScanned).toBe(1);
     const after = await snapshotOf(f);
     const untouched = before.files.filter((x) => partitionOf(x.partitionValues) !== '2024-03-02').map((x) => x.path);
@@ -74,21 +76,56 @@ describe('partitioned MERGE', () => {
     expect((await readRows(f, 'id')).find((x) => x['id'] === '101')).toEqual({ id: '101', day: null, name: 'n2', v: 2 });
   });
 
-  it('by default a key in another partition is a different row (the match includes the partition columns)', async () => {
-    await seed();
-    await makeBatch(session, 'b', `SELECT 1 AS id, DATE '2024-03-03' AS day, 'moved?' AS name, 2 AS v`);
-    const r = await merge(f, { batch: 'b', ...KEY });
-    expect(r).toMatchObject({ inserted: 1, updated: 0, filesScanned: 0 });
-    expect((await readRows(f, 'id, day')).filter((x) => x['id'] === '1')).toHaveLength(2);
-  });
-
-  it('with matchAcrossPartitions a key moves to its new partition', async () => {
+  it('a key moves to its new partition: removed from the old one, written in the new one', async () => {
     await seed();
     await makeBatch(session, 'b', `SELECT 1 AS id, DATE '2024-03-03' AS day, 'moved' AS name, 2 AS v`);
-    const r = await merge(f, { batch: 'b', ...KEY, matchAcrossPartitions: true });
+    const r = await merge(f, { batch: 'b', ...KEY });
     expect(r).toMatchObject({ inserted: 0, updated: 1, filesRemoved: 1, filesAdded: 2 });
     const ones = (await readRows(f, 'id')).filter((x) => x['id'] === '1');
     expect(ones).toEqual([{ id: '1', day: '2024-03-03', name: 'moved', v: 2 }]);
+    expect(await readRows(f, 'id')).toHaveLength(32);
+  });
+
+  it('a key moves into and out of the NULL partition, and an older row in another partition is stale', async () => {
+    await seed();
+    await makeBatch(session, 'b', `SELECT * FROM (VALUES (2, NULL::DATE, 'to null', 2), (100, DATE '2024-03-01', 'from null', 2), (3, DATE '2024-03-02', 'old', 0)) t(id, day, name, v)`);
+    const r = await merge(f, { batch: 'b', ...KEY });
+    expect(r).toMatchObject({ inserted: 0, updated: 2, skippedStale: 1 });
+    const rows = await readRows(f, 'id');
+    expect(rows).toHaveLength(32);
+    expect(rows.filter((x) => ['2', '3', '100'].includes(String(x['id'])))).toEqual([
+      { id: '2', day: null, name: 'to null', v: 2 },
+      { id: '3', day: '2024-03-01', name: 'x', v: 1 },
+      { id: '100', day: '2024-03-01', name: 'from null', v: 2 },
+    ]);
+  });
+
+  it('a delete row deletes its key in whatever partition holds it, its own partition value other or NULL', async () => {
+    await seed();
+    await makeBatch(session, 'b', `SELECT * FROM (VALUES (5, NULL::DATE, 'D', 2), (15, DATE '2024-03-09', 'D', 2), (101, DATE '2024-03-01', 'D', 2)) t(id, day, op, v)`);
+    const r = await merge(f, { batch: 'b', ...KEY, deleteWhen: "op = 'D'", internalColumns: ['op'] });
+    expect(r).toMatchObject({ deleted: 3, inserted: 0 });
+    const ids = (await readRows(f, 'id')).map((x) => String(x['id']));
+    expect(ids).toHaveLength(29);
+    expect(ids).not.toContain('5');
+    expect(ids).not.toContain('15');
+    expect(ids).not.toContain('101');
+  });
+
+  it.each([
+    { label: 'rewritten', opts: { deletionVectors: 'off' as const } },
+    { label: 'given deletion vectors', opts: { deletionVectors: 'on' as const, rewriteBelowBytes: 0 } },
+  ])('a key held twice (in two partitions, as matching by partition once left it) becomes one row; files $label', async ({ opts }) => {
+    await seed();
+    await makeBatch(session, 'dup', `SELECT 3 AS id, DATE '2024-03-03' AS day, 'copy' AS name, 1 AS v`);
+    await appendAndCommit(f.table, session, { batch: 'dup' });
+    expect((await readRows(f, 'id')).filter((x) => x['id'] === '3')).toHaveLength(2);
+    await makeBatch(session, 'b', `SELECT 3 AS id, DATE '2024-03-02' AS day, 'one' AS name, 2 AS v`);
+    const r = await merge(f, { batch: 'b', ...KEY, ...opts });
+    expect(r).toMatchObject({ inserted: 0, updated: 2 });
+    const rows = await readRows(f, 'id');
+    expect(rows.filter((x) => x['id'] === '3')).toEqual([{ id: '3', day: '2024-03-02', name: 'one', v: 2 }]);
+    expect(rows).toHaveLength(32);
   });
 
   it('supports composite keys that include the partition column', async () => {
@@ -109,11 +146,11 @@ describe('partitioned MERGE', () => {
     ]);
   });
 
-  it('prunes by a partition column that is part of the key even when matching across partitions', async () => {
+  it('prunes by a partition column that is part of the key', async () => {
     await makeBatch(session, 'seed', `SELECT * FROM (VALUES ('eu', 1, 'a', 1), ('us', 1, 'b', 1), ('ap', 1, 'c', 1)) t(region, id, name, v)`);
     await merge(f, { batch: 'seed', keyColumns: ['region', 'id'], orderBy: 'v', partitionBy: ['region'] });
     await makeBatch(session, 'b', `SELECT 'us' AS region, 1 AS id, 'B' AS name, 2 AS v`);
-    const r = await merge(f, { batch: 'b', keyColumns: ['region', 'id'], orderBy: 'v', matchAcrossPartitions: true });
+    const r = await merge(f, { batch: 'b', keyColumns: ['region', 'id'], orderBy: 'v' });
     expect(r).toMatchObject({ updated: 1, filesScanned: 1, filesRemoved: 1 });
   });
 

@@ -32,7 +32,7 @@ const COUNTS: MergeCounts = {
   rowsCopied: 7,
 };
 
-const SPEC: MatchSpec = { keys: ['id'], partitions: ['day'], orderBy: 'seq' };
+const SPEC: MatchSpec = { keys: ['id'], orderBy: 'seq' };
 
 function input(overrides: Partial<MergeCommitInput> = {}): MergeCommitInput {
   const removed = [live('day=2025-03-01/old-1.parquet', 1000), live('day=2025-03-02/old-2.parquet', 500, '2025-03-02')];
@@ -94,9 +94,9 @@ describe('mergeRequest', () => {
 });
 
 describe('mergeParameters', () => {
-  it('without deleteWhen: a join on keys then partitions, an update when not older, an insert otherwise', () => {
+  it('without deleteWhen: a join on the keys, an update when not older, an insert otherwise', () => {
     expect(mergeParameters(SPEC)).toEqual({
-      predicate: ['target."id" = source."id" AND target."day" = source."day"'],
+      predicate: ['target."id" = source."id"'],
       matchedPredicates: [{ predicate: 'source."seq" >= target."seq"', actionType: 'update' }],
       notMatchedPredicates: [{ actionType: 'insert' }],
       notMatchedBySourcePredicates: [],
@@ -105,7 +105,7 @@ describe('mergeParameters', () => {
 
   it('with deleteWhen: a delete clause before the update, and inserts only of rows that are not deletes', () => {
     expect(mergeParameters(SPEC, "op = 'D'")).toEqual({
-      predicate: ['target."id" = source."id" AND target."day" = source."day"'],
+      predicate: ['target."id" = source."id"'],
       matchedPredicates: [
         { predicate: `(op = 'D') AND source."seq" >= target."seq"`, actionType: 'delete' },
         { predicate: 'source."seq" >= target."seq"', actionType: 'update' },
@@ -116,14 +116,14 @@ describe('mergeParameters', () => {
   });
 
   it('quotes every column with ident, doubling a quote in a name', () => {
-    const params = mergeParameters({ keys: ['a"b', 'order id'], partitions: [], orderBy: 'x"y' });
+    const params = mergeParameters({ keys: ['a"b', 'order id'], orderBy: 'x"y' });
     expect(params['predicate']).toEqual(['target."a""b" = source."a""b" AND target."order id" = source."order id"']);
     expect(params['matchedPredicates']).toEqual([{ predicate: 'source."x""y" >= target."x""y"', actionType: 'update' }]);
   });
 
-  it('names a partition column that is also a key once, after the keys', () => {
-    const params = mergeParameters({ keys: ['day', 'id'], partitions: ['region', 'day'], orderBy: 'seq' });
-    expect(params['predicate']).toEqual(['target."day" = source."day" AND target."id" = source."id" AND target."region" = source."region"']);
+  it('matches on the key columns alone, partition columns or not', () => {
+    const params = mergeParameters({ keys: ['day', 'id'], orderBy: 'seq' });
+    expect(params['predicate']).toEqual(['target."day" = source."day" AND target."id" = source."id"']);
   });
 });
 
