@@ -173,6 +173,8 @@ async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pro
         ...writeTarget(opts),
         keyColumns: job.target.key!,
         orderBy: job.target.orderBy!,
+        // Ties: the later file by LastModified, then by key; within a file dedupe took the later row (docs/concepts.md).
+        tieBreak: [SOURCE_MODIFIED, SOURCE_FILE],
         keysUnique: true, // loadBatch reduced the batch to one row per key
         deletionVectors: dvSetting(job),
         rewriteBelowBytes: job.target.rewriteFilesBelow,

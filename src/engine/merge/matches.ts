@@ -17,7 +17,7 @@ import { emptyRelationSql, inspectFiles, scanSql, type FileShape } from '../scan
 import { ident } from '../sql.js';
 import { STABLE_ROW_ID, type MaterializedColumns } from '../row-ids.js';
 import { localizeFiles } from './localize.js';
-import { actionsSql, changesSql, hitsSql, modesSql, pruningPartitions, targetSql, touchedFilesSql, type MatchSpec, type WriteMode } from './plan.js';
+import { actionsSql, changesSql, hitsSql, modesSql, pruningPartitions, settleTiesSql, targetSql, touchedFilesSql, type MatchSpec, type WriteMode } from './plan.js';
 import { pruneFiles, type TypedColumn } from './prune.js';
 import { FILE_ID, POS, type TempTables } from './temp-names.js';
 
@@ -119,6 +119,7 @@ export async function classifyChanges(
   const read = { ...hits, rowIds: ctx.rowIds };
   await ctx.session.run(targetSql(ctx.tables, perFileScanSql(ctx.snapshot, rewrite, read), perFileScanSql(ctx.snapshot, pick((id) => tied.has(id)), read)));
   await ctx.session.run(actionsSql(ctx.tables, ctx.spec, columns));
+  if ((ctx.spec.ties ?? []).length > 0) await ctx.session.run(settleTiesSql(ctx.tables));
   await ctx.session.run(changesSql(ctx.tables));
 }
 

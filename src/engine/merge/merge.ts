@@ -77,6 +77,7 @@ export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
       required: [
         { role: 'key', columns: opts.keyColumns },
         { role: 'orderBy', columns: [opts.orderBy] },
+        ...(opts.tieBreak && opts.tieBreak.length > 0 ? [{ role: 'tieBreak', columns: opts.tieBreak }] : []),
       ],
       ...(opts.deleteWhen === undefined ? {} : { deleteWhen: opts.deleteWhen }),
       // Creating, the batch is read a few times (checks, counts, the insert): a view, not a copy.
@@ -345,9 +346,10 @@ function unique(names: readonly string[]): string[] {
   return [...new Set(names)];
 }
 
-/** Key and orderBy columns in the table's spelling. */
+/** Key, orderBy and tie columns in the table's spelling. */
 function matchSpec(target: TargetTable, opts: MergeOptions): MatchSpec {
-  return { keys: tableNames(target, opts.keyColumns), orderBy: tableNames(target, [opts.orderBy])[0]! };
+  const ties = opts.tieBreak ?? [];
+  return { keys: tableNames(target, opts.keyColumns), orderBy: tableNames(target, [opts.orderBy])[0]!, ...(ties.length > 0 ? { ties: tableNames(target, ties) } : {}) };
 }
 
 function checkOptions(opts: MergeOptions): void {

@@ -76,16 +76,26 @@ export interface MergeOptions extends WriteTarget {
   /** SQL boolean expression over the batch's columns; true = delete the key. NULL counts as false. */
   deleteWhen?: string;
   /**
+   * Columns that order rows of equal `orderBy` (the job's: the source file's LastModified, then
+   * its key), compared in turn, NULL the oldest; table columns the batch has. At an equal orderBy
+   * an incoming row, update or delete alike, replaces or deletes the stored row only when it is not
+   * earlier by them, and a tombstone buries an incoming row unless the row is later by them (the
+   * batch's deletes carry them, for the caller's tombstones). None: an incoming row wins every tie
+   * with a stored row, a tombstone every tie with an incoming row.
+   */
+  tieBreak?: string[];
+  /**
    * The caller guarantees at most one row per key column tuple (the job dedupes every batch
    * first), so the duplicate-key check (a full aggregation of the batch) is skipped.
    */
   keysUnique?: boolean;
   /**
-   * Tombstones of keys deleted by earlier batches: a DuckDB table or view with the key columns and
-   * `TOMBSTONE_ORDER` (the delete's orderBy value, typed like orderBy); several rows per key are
-   * fine. An incoming non-delete row whose key has no stored row is skipped as stale when a
-   * tombstone of its key is not older than it (the delete wins ties); a newer row is inserted
-   * (the key comes back). Matched on the key columns alone.
+   * Tombstones of keys deleted by earlier batches: a DuckDB table or view with the key columns,
+   * `TOMBSTONE_ORDER` (the delete's orderBy value, typed like orderBy) and the `tieBreak` columns
+   * (NULL when absent); several rows per key are fine. An incoming non-delete row whose key has no
+   * stored row is skipped as stale when a tombstone of its key is not older than it (at an equal
+   * orderBy, unless the row is later by `tieBreak`); a newer row is inserted (the key comes back).
+   * Matched on the key columns alone.
    */
   tombstones?: string;
   /**

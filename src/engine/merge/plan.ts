@@ -19,6 +19,9 @@
  * deletion vector) and the incoming one written in its new partition; a delete row deletes its key
  * whatever partition value (or NULL) it carries.
  * Ordering: an incoming row wins when it is not older (incoming >= stored); NULL is the oldest.
+ * At an equal orderBy the tie columns (`spec.ties`) decide, for updates and deletes alike: the
+ * incoming row wins unless it is earlier by them, and a tied stored row is classified on its full
+ * row (which holds them) like any tie.
  * An incoming row with a newer orderBy differs from the stored one in that column at least, so it
  * is an update without reading the rest of the row; only a tie needs the full compare that tells
  * an update from an unchanged row (reloads and backfills are ties).
@@ -28,9 +31,10 @@
  * actions and changes, so the rows written again keep them: a copied row its id and version, an
  * updated row its id (its version becomes this commit's: NULL), an inserted row neither.
  *
- * Tombstones (keys deleted by earlier batches, with the delete's orderBy value) act as stored rows
- * that are deleted: an incoming non-delete row whose key has no stored row is stale when a
- * tombstone of its key is not older than it (the delete wins ties), and is added to the hits as
+ * Tombstones (keys deleted by earlier batches, with the delete's orderBy value and tie columns) act
+ * as stored rows that are deleted: an incoming non-delete row whose key has no stored row is stale
+ * when a tombstone of its key is not older than it (at an equal orderBy, unless the row is later by
+ * the tie columns; without them the delete wins ties), and is added to the hits as
  * 'stale' with no file, so it is neither inserted nor read. A stored row, when there is one,
  * decides alone (a key may be deleted and later re-inserted).
  */
@@ -42,6 +46,12 @@ import { ACTION, BATCH_ROW, DELETE_FLAG, FILE_ID, POS, TOMBSTONE_ORDER, type Tem
 export interface MatchSpec {
   keys: string[];
   orderBy: string;
+  /**
+   * Columns that order rows of equal orderBy, compared in turn, NULL the oldest (the job's: the
+   * source file's LastModified, then its key). Empty: an incoming row wins every tie with a stored
+   * row, a tombstone every tie with an incoming row.
+   */
+  ties?: readonly string[];
   /** The stored rows' stable row ids and versions are read and written again (row tracking enabled). */
   rowIds?: boolean;
 }
@@ -79,6 +89,17 @@ export function newer(incoming: string, stored: string): string {
   return `COALESCE(${incoming} > ${stored}, ${incoming} IS NOT NULL AND ${stored} IS NULL)`;
 }
 
+/**
+ * True when row `a` comes after row `b` by `columns` compared in turn (NULL the oldest); when they
+ * agree in all of them, `orEqual`.
+ */
+export function laterBy(columns: readonly string[], a: string, b: string, orEqual: boolean): string {
+  return columns.reduceRight(
+    (rest, c) => `(${newer(`${a}.${ident(c)}`, `${b}.${ident(c)}`)} OR (${a}.${ident(c)} IS NOT DISTINCT FROM ${b}.${ident(c)} AND ${rest}))`,
+    orEqual ? 'TRUE' : 'FALSE',
+  );
+}
+
 /** True when two rows agree in every listed column (NULLs equal). */
 export function sameRow(columns: readonly string[], a: string, b: string): string {
   if (columns.length === 0) return 'TRUE';
@@ -107,11 +128,14 @@ function rowIdOf(spec: MatchSpec, alias: string): string {
  */
 export function hitsSql(tables: TempTables, spec: MatchSpec, keyScanSql: string): string {
   const order = ident(spec.orderBy);
+  const tie = `b.${order} IS NOT DISTINCT FROM s.${order}`;
+  // With tie columns a tied delete is a tie too: its full row (which holds them) decides.
+  const tiedDelete = (spec.ties ?? []).length > 0 ? `WHEN ${tie} THEN 'tie' ` : '';
   return (
     `CREATE OR REPLACE TEMP TABLE ${ident(tables.hits)} AS ` +
     `SELECT s.${fid}, s.${pos}, b.${brow} AS ${brow}, ${rowIdOf(spec, 's')}, ` +
-    `CASE WHEN NOT ${notOlder(`b.${order}`, `s.${order}`)} THEN 'stale' WHEN b.${ident(DELETE_FLAG)} THEN 'delete' ` +
-    `WHEN b.${order} IS NOT DISTINCT FROM s.${order} THEN 'tie' ELSE 'newer' END AS ${act} ` +
+    `CASE WHEN NOT ${notOlder(`b.${order}`, `s.${order}`)} THEN 'stale' ${tiedDelete}WHEN b.${ident(DELETE_FLAG)} THEN 'delete' ` +
+    `WHEN ${tie} THEN 'tie' ELSE 'newer' END AS ${act} ` +
     `FROM (${keyScanSql}) AS s JOIN ${ident(tables.batch)} AS b ON ${matchCondition(spec, 's', 'b')}`
   );
 }
@@ -149,9 +173,26 @@ export function actionsSql(tables: TempTables, spec: MatchSpec, columns: readonl
     `CREATE OR REPLACE TEMP TABLE ${ident(tables.actions)} AS ` +
     `SELECT t.${fid}, t.${pos}, b.${brow} AS ${brow}, ${rowIdOf(spec, 't')}, ` +
     `CASE WHEN NOT ${notOlder(`b.${order}`, `t.${order}`)} THEN 'stale' ` +
+    lostTieSql(spec, 'b', 't') +
     `WHEN b.${ident(DELETE_FLAG)} THEN 'delete' ` +
     `WHEN ${sameRow(columns, 't', 'b')} THEN 'unchanged' ELSE 'update' END AS ${act} ` +
     `FROM ${ident(tables.target)} AS t JOIN ${ident(tables.batch)} AS b ON ${matchCondition(spec, 't', 'b')}`
+  );
+}
+
+/** A CASE branch: at an equal orderBy, an incoming row earlier by the tie columns is stale ('' without tie columns). */
+function lostTieSql(spec: MatchSpec, b: string, t: string): string {
+  const ties = spec.ties ?? [];
+  if (ties.length === 0) return '';
+  const order = ident(spec.orderBy);
+  return `WHEN ${b}.${order} IS NOT DISTINCT FROM ${t}.${order} AND NOT ${laterBy(ties, b, t, true)} THEN 'stale' `;
+}
+
+/** The tied hits whose full compare found them stale (they lost on the tie columns) become stale hits. */
+export function settleTiesSql(tables: TempTables): string {
+  return (
+    `UPDATE ${ident(tables.hits)} AS h SET ${act} = 'stale' FROM ${ident(tables.actions)} AS a ` +
+    `WHERE h.${fid} = a.${fid} AND h.${pos} = a.${pos} AND h.${act} = 'tie' AND a.${act} = 'stale'`
   );
 }
 
@@ -282,24 +323,28 @@ export function emptyMatchSql(tables: TempTables, targetColumnsSql: string): str
  * comment): not flagged for delete, no stored row matched, and a tombstone of the same key whose
  * order is not older than the row's. Tombstones match on the key columns alone.
  */
-export function buriedSql(tables: TempTables, spec: MatchSpec, tombstones: string): string {
+export function buriedSql(tables: TempTables, spec: MatchSpec, tombstonesSql: string): string {
   const order = ident(spec.orderBy);
   const keys = spec.keys.map((k) => `z.${ident(k)} = b.${ident(k)}`).join(' AND ');
+  const zOrder = `z.${ident(TOMBSTONE_ORDER)}`;
+  const ties = spec.ties ?? [];
+  // At an equal orderBy the row escapes only when it is later by the tie columns (equal: the delete wins).
+  const escapes = ties.length > 0 ? ` AND NOT (b.${order} IS NOT DISTINCT FROM ${zOrder} AND ${laterBy(ties, 'b', 'z', false)})` : '';
   return (
     `INSERT INTO ${ident(tables.hits)} (${fid}, ${brow}, ${act}) ` +
     `SELECT NULL, b.${ident(BATCH_ROW)}, 'stale' FROM ${ident(tables.batch)} AS b ` +
     `WHERE NOT b.${ident(DELETE_FLAG)} AND b.${ident(BATCH_ROW)} NOT IN (SELECT ${ident(BATCH_ROW)} FROM ${ident(tables.hits)}) ` +
-    `AND EXISTS (SELECT 1 FROM ${ident(tombstones)} AS z WHERE ${keys} AND NOT ${newer(`b.${order}`, `z.${ident(TOMBSTONE_ORDER)}`)})`
+    `AND EXISTS (SELECT 1 FROM (${tombstonesSql}) AS z WHERE ${keys} AND NOT ${newer(`b.${order}`, zOrder)}${escapes})`
   );
 }
 
 /**
- * The keys this batch deletes, as tombstones: key columns and TOMBSTONE_ORDER of every delete row
+ * The keys this batch deletes, as tombstones: key columns, tie columns and TOMBSTONE_ORDER of every delete row
  * that is not stale against a stored row. That includes deletes of keys not in the table: a CDC
  * delete may arrive before the insert it follows.
  */
 export function deletedKeysSql(tables: TempTables, spec: MatchSpec): string {
-  const cols = spec.keys.map((k) => `b.${ident(k)}`).join(', ');
+  const cols = [...spec.keys, ...(spec.ties ?? [])].map((k) => `b.${ident(k)}`).join(', ');
   return (
     `SELECT ${cols}, b.${ident(spec.orderBy)} AS ${ident(TOMBSTONE_ORDER)} FROM ${ident(tables.batch)} AS b ` +
     `WHERE b.${ident(DELETE_FLAG)} AND b.${ident(BATCH_ROW)} NOT IN ` +

@@ -14,6 +14,8 @@ export interface DeletedKeys {
   rows: number;
   /** Key column names as the relation spells them (the table's spelling). */
   keyColumns: string[];
+  /** The tie columns of each delete (MergeOptions.tieBreak, the table's spelling); a tombstone keeps them. */
+  tieColumns: string[];
 }
 
 /** Time spent per phase of a MERGE, in ms (the commit is the caller's). */

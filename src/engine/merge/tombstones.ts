@@ -6,6 +6,7 @@
  */
 import { MergeInputError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';
+import { ident } from '../sql.js';
 import { describeRelation } from './batch.js';
 import { TOMBSTONE_ORDER, type TempTables } from './temp-names.js';
 import { buriedSql, deletedKeysSql, type MatchSpec } from './plan.js';
@@ -13,6 +14,11 @@ import type { DeletedKeys } from './results.js';
 
 /** Fail unless the tombstone relation has every key column and TOMBSTONE_ORDER. */
 export async function checkTombstones(session: DuckSession, relation: string, keys: readonly string[]): Promise<void> {
+  await tombstoneColumns(session, relation, keys);
+}
+
+/** The tombstone relation's columns (lower case); a MergeInputError unless it has every key column and TOMBSTONE_ORDER. */
+async function tombstoneColumns(session: DuckSession, relation: string, keys: readonly string[]): Promise<string[]> {
   let columns: string[];
   try {
     columns = (await describeRelation(session, relation)).map((c) => c.name.toLowerCase());
@@ -25,12 +31,19 @@ export async function checkTombstones(session: DuckSession, relation: string, ke
       context: { field: 'tombstones', column: missing },
     });
   }
+  return columns;
 }
 
-/** Mark the batch rows that a tombstone buries as stale hits. */
+/**
+ * Mark the batch rows that a tombstone buries as stale hits. Tombstones written without the tie
+ * columns (before ties were recorded) have them NULL: the oldest.
+ */
 export async function buryTombstoned(session: DuckSession, tables: TempTables, spec: MatchSpec, relation: string): Promise<void> {
+  const columns = await tombstoneColumns(session, relation, spec.keys);
+  const absent = (spec.ties ?? []).filter((c) => !columns.includes(c.toLowerCase()));
+  const tombstones = `SELECT *${absent.map((c) => `, NULL AS ${ident(c)}`).join('')} FROM ${ident(relation)}`;
   try {
-    await session.run(buriedSql(tables, spec, relation));
+    await session.run(buriedSql(tables, spec, tombstones));
   } catch (cause) {
     const why = (cause instanceof Error ? cause.message : String(cause)).split('\n')[0];
     throw new MergeInputError(`[merge] tombstones relation ${JSON.stringify(relation)} does not compare with the batch: ${why}`, {
@@ -44,5 +57,5 @@ export async function buryTombstoned(session: DuckSession, tables: TempTables, s
 export async function batchDeletes(session: DuckSession, tables: TempTables, spec: MatchSpec): Promise<DeletedKeys> {
   const sql = deletedKeysSql(tables, spec);
   const row = await session.one(`SELECT count(*) AS n FROM (${sql})`);
-  return { sql, rows: Number(row?.['n'] ?? 0), keyColumns: [...spec.keys] };
+  return { sql, rows: Number(row?.['n'] ?? 0), keyColumns: [...spec.keys], tieColumns: [...(spec.ties ?? [])] };
 }

@@ -101,22 +101,26 @@ export class JobTombstones {
     await this.opts.session.run(`DROP TABLE IF EXISTS ${ident(this.opts.relation ?? RELATION)}`);
   }
 
-  /** The batch's deletes with DELETED_AT = the batch clock. */
+  /** The batch's deletes (key, tie columns, order) with DELETED_AT = the batch clock. */
   private stampedSql(deletes: DeletedKeys): string {
-    const cols = [...deletes.keyColumns, TOMBSTONE_ORDER].map(ident).join(', ');
+    const cols = [...deletes.keyColumns, ...deletes.tieColumns, TOMBSTONE_ORDER].map(ident).join(', ');
     return `SELECT ${cols}, ${instant(this.opts.now)} AS ${ident(DELETED_AT)} FROM (${deletes.sql})`;
   }
 
-  /** Every unexpired tombstone plus the batch's, one row per key: the newest delete, the latest time. */
+  /**
+   * Every unexpired tombstone plus the batch's, one row per key: the latest delete (by order, then
+   * the tie columns, NULL the oldest), with the latest time. The batch's part is always there, if
+   * empty, so tombstones written without tie columns read them as NULL.
+   */
   private compactedSql(deletes: DeletedKeys, adding: boolean): string {
     const keys = deletes.keyColumns.map(ident).join(', ');
-    const parts = [
-      ...(this.relation ? [`SELECT ${keys}, ${ident(TOMBSTONE_ORDER)}, ${ident(DELETED_AT)} FROM ${ident(this.relation)}`] : []),
-      ...(adding ? [this.stampedSql(deletes)] : []),
-    ];
+    const batch = `SELECT * FROM (${this.stampedSql(deletes)}) WHERE ${adding ? 'TRUE' : 'FALSE'}`;
+    const union = this.relation ? `SELECT * FROM ${ident(this.relation)} UNION ALL BY NAME ${batch}` : batch;
+    const latest = [TOMBSTONE_ORDER, ...deletes.tieColumns].map((c) => `${ident(c)} DESC NULLS LAST`).join(', ');
+    const cols = [...deletes.keyColumns, ...deletes.tieColumns, TOMBSTONE_ORDER].map(ident).join(', ');
     return (
-      `SELECT ${keys}, max(${ident(TOMBSTONE_ORDER)}) AS ${ident(TOMBSTONE_ORDER)}, max(${ident(DELETED_AT)}) AS ${ident(DELETED_AT)} ` +
-      `FROM (${parts.join(' UNION ALL ')}) GROUP BY ALL ORDER BY ${keys}`
+      `SELECT ${cols}, max(${ident(DELETED_AT)}) OVER (PARTITION BY ${keys}) AS ${ident(DELETED_AT)} FROM (${union}) ` +
+      `QUALIFY row_number() OVER (PARTITION BY ${keys} ORDER BY ${latest}) = 1 ORDER BY ${keys}`
     );
   }
 

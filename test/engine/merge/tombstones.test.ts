@@ -169,3 +169,57 @@ describe('deleteWhen over a batch that lacks the op column', () => {
     expect((err as MergeInputError).message).toMatch(/invalid deleteWhen expression "opp = 'D'"/);
   });
 });
+
+describe('tieBreak: rows of equal orderBy ordered by further columns', () => {
+  const TIES = { ...CDC, tieBreak: ['stamp'] };
+  /** Ids 1..3 at v = 10, written at `stamp` = 5. */
+  async function seedAt(): Promise<void> {
+    await makeBatch(session, 'seed', `SELECT * FROM (VALUES (1, 'a', 10, 'I', 5), (2, 'b', 10, 'I', 5), (3, 'c', 10, 'I', 5)) t(id, name, v, op, stamp)`);
+    await merge(f, { batch: 'seed', ...TIES });
+  }
+
+  it.each([
+    { label: 'rewritten', opts: { deletionVectors: 'off' as const } },
+    { label: 'given deletion vectors', opts: { deletionVectors: 'on' as const, rewriteBelowBytes: 0, rewriteDeletedShare: 1 } },
+  ])('at an equal orderBy an earlier update or delete is stale, a later one wins; files $label', async ({ opts }) => {
+    await seedAt();
+    await makeBatch(
+      session,
+      'b',
+      `SELECT * FROM (VALUES (1, 'earlier', 10, 'U', 4), (2, 'later', 10, 'U', 6), (3, 'gone?', 10, 'D', 4)) t(id, name, v, op, stamp)`,
+    );
+    let tombstoned = -1;
+    const r = await merge(f, { batch: 'b', ...TIES, ...opts, onDeletes: async (d: DeletedKeys) => ((tombstoned = d.rows), []) });
+    expect(r).toMatchObject({ updated: 1, deleted: 0, skippedStale: 2 });
+    expect(tombstoned).toBe(0); // a stale delete leaves no tombstone
+    await makeBatch(session, 'd', `SELECT 3 AS id, 'gone' AS name, 10 AS v, 'D' AS op, 6 AS stamp`);
+    expect(await merge(f, { batch: 'd', ...TIES, ...opts })).toMatchObject({ deleted: 1 });
+    expect((await rows()).map((x) => [x['id'], x['name']])).toEqual([
+      [1, 'a'],
+      [2, 'later'],
+    ]);
+  });
+
+  it('a tombstone buries a row of equal orderBy unless the row is later; one without the column counts it NULL (the oldest)', async () => {
+    await seedAt();
+    await session.run(`CREATE OR REPLACE TABLE z AS SELECT * FROM (VALUES (5, 20, 5), (6, 20, 5), (7, 20, 5)) t(id, ${ident(TOMBSTONE_ORDER)}, stamp)`);
+    await makeBatch(session, 'b', `SELECT * FROM (VALUES (5, 'earlier', 20, 'U', 4), (6, 'same', 20, 'U', 5), (7, 'later', 20, 'U', 6)) t(id, name, v, op, stamp)`);
+    const r = await merge(f, { batch: 'b', ...TIES, tombstones: 'z' });
+    expect(r).toMatchObject({ inserted: 1, skippedByTombstone: 2 });
+    expect((await rows()).map((x) => x['id'])).toEqual([1, 2, 3, 7]);
+    await tombstones([8, 20]);
+    await makeBatch(session, 'c', `SELECT 8 AS id, 'x' AS name, 20 AS v, 'U' AS op, 1 AS stamp`);
+    expect(await merge(f, { batch: 'c', ...TIES, tombstones: 'z' })).toMatchObject({ inserted: 1, skippedByTombstone: 0 });
+  });
+
+  it("the batch's deletes carry the tie columns for the caller's tombstones", async () => {
+    await seedAt();
+    await makeBatch(session, 'b', `SELECT 1 AS id, 'gone' AS name, 11 AS v, 'D' AS op, 7 AS stamp`);
+    const r = await merge(f, { batch: 'b', ...TIES, onDeletes: async (d: DeletedKeys) => {
+      expect(d.tieColumns).toEqual(['stamp']);
+      expect(await session.allJson(`SELECT id, stamp, ${ident(TOMBSTONE_ORDER)} AS o FROM (${d.sql})`)).toEqual([{ id: 1, stamp: 7, o: 11 }]);
+      return [];
+    } });
+    expect(r).toMatchObject({ deleted: 1 });
+  });
+});
