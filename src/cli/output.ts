@@ -6,7 +6,7 @@ import prettyBytes from 'pretty-bytes';
 import { redactText, redactValue } from '../log/redact.js';
 import { TidemarkError } from '../errors.js';
 import { EXIT_STORAGE_UNAVAILABLE, exitCodeFor } from './exit-codes.js';
-import type { BackfillStatusReport, RunReport, StatusReport } from '../job/report.js';
+import type { BackfillStatusReport, RunReport, StatusReport, WaitingForMarker } from '../job/report.js';
 
 export interface Output {
   write(text: string): void;
@@ -51,6 +51,7 @@ export function formatRun(r: RunReport): string {
   if (reasons.length > 0) lines.push(`  skipped: ${reasons.map(([why, n]) => `${n} ${why}`).join(', ')}`);
   const quarantined = r.quarantined ?? [];
   if (quarantined.length > 0) lines.push(`  quarantined (${quarantined.length}):`, ...quarantined.map((q) => `    ${q.key}: ${q.reason}`));
+  lines.push(...waitingLines(r.waitingForMarker ?? []));
   if (r.status === 'dry-run') {
     lines.push(`  would load (${r.plannedFiles?.length ?? 0}):`, ...(r.plannedFiles ?? []).map((k) => `    + ${k}`));
     for (const s of r.skipped ?? []) lines.push(`    - ${s.key}: ${s.reason}`);
@@ -60,6 +61,15 @@ export function formatRun(r: RunReport): string {
     for (const s of r.skipped ?? []) lines.push(`    - ${s.key}: ${s.reason}`);
   }
   return lines.join('\n') + '\n';
+}
+
+/** Partitions waiting for their success marker: one line each. */
+function waitingLines(waiting: readonly WaitingForMarker[]): string[] {
+  if (waiting.length === 0) return [];
+  return [
+    `  waiting for _SUCCESS (${waiting.length}; the watermark stays before ${waiting[0]!.partition}):`,
+    ...waiting.map((w) => `    ${w.partition}: ${w.files} files since ${w.since}${w.overdue ? ' (overdue: longer than discover.markerTimeout)' : ''}`),
+  ];
 }
 
 /** The status lines of a backfill: one, plus one per shard when it is split. */
@@ -88,5 +98,6 @@ export function formatStatus(s: StatusReport): string {
   if (s.quarantined.length > 0) {
     lines.push(`  quarantined (${s.quarantined.length}):`, ...s.quarantined.map((q) => `    ${q.key}: ${q.error}`));
   }
+  lines.push(...waitingLines(s.waitingForMarker));
   return lines.join('\n') + '\n';
 }

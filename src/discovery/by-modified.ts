@@ -131,6 +131,8 @@ export function planModified(listing: ModifiedListing, settings: ModifiedSetting
     nextState: modifiedStateAfter(state, basis, files, ignored),
     basis,
     overwrittenIgnored: ignored,
+    // A folder's files wait for its marker by their arrival (the marker's time): nothing holds the watermark.
+    waiting: [],
   };
 }
 

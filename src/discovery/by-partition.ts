@@ -11,7 +11,7 @@
 import type { PartitionSettings } from './config.js';
 import { folderOf, isNotData, judgeFile, SUCCESS_MARKER } from './identity.js';
 import type { PartitionWalk } from './partitions.js';
-import { compareFiles, type Decision, type DiscoveredFile, type DiscoveryPlan, type StateBasis } from './plan.js';
+import { compareFiles, type Decision, type DiscoveredFile, type DiscoveryPlan, type StateBasis, type WaitingPartition } from './plan.js';
 import type { PartitionEntry, PartitionState } from './state.js';
 import { PartitionClock } from './zone.js';
 
@@ -35,6 +35,7 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
   }));
   const files: DiscoveredFile[] = [];
   const ignored: DiscoveredFile[] = [];
+  const waiting: WaitingPartition[] = [];
   const partitionsListed: string[] = [];
   let olderThanWindow = 0;
   for (const part of walk.partitions) {
@@ -45,16 +46,20 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
     }
     partitionsListed.push(part.prefix);
     const hasMarker = part.objects.some((o) => o.key === part.prefix + SUCCESS_MARKER);
+    const held: Date[] = [];
     for (const o of part.objects) {
       const decision = decide(o.key, part.prefix, remembered.get(o.key), o.etag, hasMarker, settings);
       decisions.push({ key: o.key, ...decision, partition: part.id });
       const file = { ...o, partition: part.id, arrival: o.lastModified };
       if (decision.action === 'load') files.push(decision.reason === 'overwritten, reloading' ? { ...file, loadedBefore: true as const } : file);
       else if (decision.reason === 'overwritten, ignored') ignored.push(file);
+      else if (decision.reason === 'no success marker') held.push(o.lastModified);
     }
+    if (held.length > 0) waiting.push({ partition: part.id, prefix: part.prefix, files: held.length, since: new Date(Math.min(...held.map((d) => d.getTime()))) });
   }
   files.sort(compareFiles);
-  const basis: StateBasis = { mode: 'partition', lookback: settings.lookback, timezone: settings.clock.zone };
+  // Never past a partition still waiting for its marker: the next runs scan it until it loads.
+  const basis: StateBasis = { mode: 'partition', lookback: settings.lookback, timezone: settings.clock.zone, ...(waiting[0] ? { waitingFrom: waiting[0].partition } : {}) };
   return {
     mode: 'partition',
     files,
@@ -72,6 +77,7 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
     // The remembered entry of the version loaded earlier stays as long as the partition is
     // in range, so an ignored overwrite needs no entry of its own.
     overwrittenIgnored: ignored,
+    waiting,
   };
 }
 
@@ -103,12 +109,22 @@ export function partitionStateAfter(
   scannedFrom: string | null,
 ): PartitionState | null {
   if (loaded.length === 0) return prev;
+  const clock = new PartitionClock(basis.timezone);
   let watermark = prev?.watermark ?? '';
   for (const f of loaded) {
     if (f.partition === undefined) throw new Error(`[discovery] file ${f.key} has no partition`);
     if (f.partition > watermark) watermark = f.partition;
   }
-  const floor = new PartitionClock(basis.timezone).step(watermark, -basis.lookback);
+  // Files loaded while a partition waited lie after the watermark: once it loads, the watermark
+  // moves on to the newest partition loaded, theirs included.
+  for (const e of prev?.loaded ?? []) if (e.partition > watermark) watermark = e.partition;
+  if (basis.waitingFrom !== undefined) {
+    // Stop before the oldest partition waiting for its marker (never moving back): the files
+    // loaded after it stay remembered, so they do not load again while it waits.
+    const before = clock.step(basis.waitingFrom, -1);
+    if (watermark > before) watermark = prev !== null && prev.watermark > before ? prev.watermark : before;
+  }
+  const floor = clock.step(watermark, -basis.lookback);
   // Nothing below the first scanned partition was ever looked at (a first run from `start`),
   // so the state cannot claim to remember it: a later rescan would load files before `start`.
   const knownFrom = prev?.rememberedFrom ?? scannedFrom ?? floor;

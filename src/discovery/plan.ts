@@ -58,7 +58,13 @@ export type DiscoveryWindow =
 
 /** What `nextStateFor` needs to fold loaded files into a state. */
 export type StateBasis =
-  | { mode: 'partition'; lookback: number; timezone: string }
+  | {
+      mode: 'partition';
+      lookback: number;
+      timezone: string;
+      /** The oldest partition waiting for its success marker: the watermark stays before it. */
+      waitingFrom?: string;
+    }
   | { mode: 'modified'; settleMs: number; serverTime: number };
 
 /** The result of discovery: nothing is downloaded yet. */
@@ -91,11 +97,26 @@ export interface DiscoveryPlan {
   /** Overwritten files skipped by `onOverwrite: ignore`; `nextStateFor` remembers them too. */
   overwrittenIgnored: DiscoveredFile[];
   /**
+   * Partitions in the window with files but no success marker yet (`requireSuccessMarker`, by
+   * partition), oldest first: their files wait, and the watermark stays before the oldest.
+   */
+  waiting: WaitingPartition[];
+  /**
    * Set when the listing found nothing to plan from (no partition folder in range, or an empty
    * prefix): what the source holds at all, so the caller can tell "nothing new" from "nothing
    * there" (./survey.ts).
    */
   survey?: SourceSurvey;
+}
+
+/** A partition whose files wait for its `_SUCCESS` marker. */
+export interface WaitingPartition {
+  partition: string;
+  prefix: string;
+  /** Data files waiting in it. */
+  files: number;
+  /** The oldest LastModified of those files: how long the partition has waited. */
+  since: Date;
 }
 
 /** Sort files oldest first: partition, then arrival, then key (byte order is not needed: keys are only a tie-break). */

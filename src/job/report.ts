@@ -12,6 +12,17 @@ export interface SkippedFile {
   reason: string;
 }
 
+/** A partition whose files wait for its `_SUCCESS` marker (`requireSuccessMarker`): the watermark stays before the oldest. */
+export interface WaitingForMarker {
+  partition: string;
+  /** Data files waiting in it. */
+  files: number;
+  /** The oldest LastModified of those files (ISO). */
+  since: string;
+  /** Waiting longer than `discover.markerTimeout`. */
+  overdue: boolean;
+}
+
 /** A failure as reports show it: the error's class, message and what it concerns. */
 export interface ReportedError {
   type: string;
@@ -112,6 +123,8 @@ export interface RunReport extends LoadCounts {
   skipped?: SkippedFile[];
   skippedByReason?: Record<string, number>;
   quarantined?: SkippedFile[];
+  /** Partitions waiting for their success marker, oldest first (absent: none). */
+  waitingForMarker?: WaitingForMarker[];
   error?: ReportedError;
 }
 
@@ -125,6 +138,8 @@ export interface StatusReport {
   files: number;
   bytes: number;
   quarantined: Array<{ key: string; error: string; at: string }>;
+  /** Partitions waiting for their success marker as the last commit saw them (overdue as of now). */
+  waitingForMarker: WaitingForMarker[];
   /** The job's latest backfill (`tidemark backfill`), absent when it never had one. */
   backfill?: BackfillStatusReport;
 }

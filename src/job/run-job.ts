@@ -27,7 +27,9 @@ import { withReplans } from './replan.js';
 import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type RunReport } from './report.js';
 import { withReportedScope, type JobScope } from './scope.js';
 import { checkTableSettings } from './table-settings.js';
-import { jobOwner, readJobState, type JobState } from './state.js';
+import { jobOwner, readJobState, type JobState, type WaitingPartitionState } from './state.js';
+import { reportWaiting, sameWaiting, waitingOf } from './waiting.js';
+import { stateCommitRequest } from './write-batch.js';
 import { describeWatermark } from './watermark.js';
 
 /** Run `job` once. Never throws: a failure is a failed outcome whose report says what was committed. */
@@ -95,6 +97,7 @@ class JobRun {
       return;
     }
     const batches = splitBatches(this.markBackfilled(plan.files, snapshot), this.job.maxFilesPerBatch, this.job.maxBytesPerBatch);
+    const waiting = waitingOf(plan);
     const quarantinedByBackfill = quarantinedByOthers(snapshot, this.job.name, jobOwner(this.job.name, null).appId);
     if (batches.length > 0) this.ctx.logger.info({ job: this.job.name, files: plan.files.length, batches: batches.length }, 'loading');
     const last = await loadBatches<JobState>({
@@ -104,7 +107,7 @@ class JobRun {
       snapshot,
       state,
       batches,
-      stateAfter: (before, _index, loaded, rowsRead, quarantined) => ({
+      stateAfter: (before, _index, loaded, rowsRead, quarantined) => withWaiting({
         ...before,
         batch: before.batch + 1,
         discovery: nextStateFor(before.discovery, plan, loaded),
@@ -115,7 +118,7 @@ class JobRun {
           filesLoaded: before.totals.filesLoaded + loaded.length - quarantined.length,
           rowsLoaded: before.totals.rowsLoaded + rowsRead,
         },
-      }),
+      }, waiting),
       firstBatchNo: this.report.batches,
       progressLabel: `${this.job.name}: fetch`,
       onCommitted: (b, index) => {
@@ -135,6 +138,8 @@ class JobRun {
       },
     });
     this.report.tableVersion = last.version;
+    // Nothing loaded, but which partitions wait for their marker changed: status should know.
+    if (this.report.commits === 0 && snapshot && !sameWaiting(state.waiting, waiting)) await this.commitWaiting(snapshot, state, waiting);
     if (this.report.commits > 0) this.report.watermark = describeWatermark(last.state.discovery);
     // Files no commit recorded (no table yet, no rows: ./pipeline.ts).
     reportSkipped(this.report, last.waiting);
@@ -146,6 +151,19 @@ class JobRun {
     if (this.job.target.mode !== 'append') return files;
     const covered = backfilledBy(snapshot, this.job.name);
     return files.map((f) => (covered(f) ? { ...f, loadedBefore: true as const } : f));
+  }
+
+  /** Commit the job's state alone with the partitions now waiting for their marker. */
+  private async commitWaiting(snapshot: Snapshot, state: JobState, waiting: WaitingPartitionState[]): Promise<void> {
+    const next = withWaiting({ ...state, batch: state.batch + 1, lastRunAt: new Date().toISOString() }, waiting);
+    const result = await this.timer.time('commit', () =>
+      this.scope.table.commit(stateCommitRequest(jobOwner(this.job.name, snapshot), next, snapshot), {
+        onRetry: () => void (this.scope.contention.commitRetries += 1),
+        ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
+      }),
+    );
+    this.report.commits += 1;
+    this.report.tableVersion = result.version;
   }
 
   /** Plan the run; quarantined files are looked at again wherever they lie (an overwrite reloads them). */
@@ -165,18 +183,31 @@ class JobRun {
     this.report.filesDiscovered = plan.files.length;
     this.report.partitionsListed = plan.partitionsListed;
     this.report.skippedByReason = byReason;
-    if (plan.skippedFolders.length > 0) {
+    if (plan.waiting.length > 0) {
+      const waiting = reportWaiting(this.job, waitingOf(plan), plan.serverTime);
+      this.report.waitingForMarker = waiting;
+      const overdue = waiting.filter((w) => w.overdue).map((w) => w.partition);
+      if (overdue.length > 0) this.ctx.logger.warn({ job: this.job.name, partitions: overdue }, 'partitions waiting for their success marker longer than discover.markerTimeout; the watermark stays before them');
+    }
+    const folders = plan.skippedFolders.map((f) => ({ key: f.prefix, reason: f.reason }));
+    if (folders.length > 0) {
       this.ctx.logger.warn({ job: this.job.name, folders: plan.skippedFolders }, 'folders that do not match the layout were skipped');
     }
     if (this.ctx.dryRun) {
       this.report.plannedFiles = plan.files.map((f) => f.key);
-      this.report.skipped = [
-        ...skipped.map((d) => ({ key: d.key, reason: d.reason })),
-        ...plan.skippedFolders.map((f) => ({ key: f.prefix, reason: f.reason })),
-      ];
+      this.report.skipped = [...skipped.map((d) => ({ key: d.key, reason: d.reason })), ...folders];
       this.report.watermarkAfter = describeWatermark(plan.nextState);
+    } else {
+      // A run lists what it passed over that a person may need to act on: folders off the layout.
+      reportSkipped(this.report, folders);
     }
   }
+}
+
+/** `state` with the partitions waiting for their marker now (the field left out when none waits). */
+function withWaiting(state: JobState, waiting: WaitingPartitionState[]): JobState {
+  const { waiting: _before, ...rest } = state;
+  return waiting.length > 0 ? { ...rest, waiting } : rest;
 }
 
 /** The job state's `cleared` after a batch: the loaded files its backfill had quarantined (../quarantine-list.ts). */

@@ -31,8 +31,18 @@ export interface JobState {
   /** Files its backfill had quarantined that the job loaded since (absent: none; ./quarantine-list.ts). */
   cleared?: ClearedFile[];
   totals: { filesLoaded: number; rowsLoaded: number };
+  /** Partitions waiting for their success marker when the state was committed (absent: none). */
+  waiting?: WaitingPartitionState[];
   /** Tombstone files of recent deletes (merge mode); absent in states written before them = none. */
   tombstones?: TombstoneState;
+}
+
+/** A partition waiting for its `_SUCCESS`, as the state records it. */
+export interface WaitingPartitionState {
+  partition: string;
+  files: number;
+  /** The oldest LastModified of its waiting files (ISO). */
+  since: string;
 }
 
 /** Domain and txn appId of a job. */

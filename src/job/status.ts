@@ -17,6 +17,7 @@ import type { RunContext } from './context.js';
 import { outcomeOf, type BackfillStatusReport, type JobOutcome, type ShardStatus, type StatusReport } from './report.js';
 import { quarantinedFiles } from './quarantine-list.js';
 import { withJobScope } from './scope.js';
+import { reportWaiting } from './waiting.js';
 import { readJobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 
@@ -61,6 +62,7 @@ function statusOf(job: JobConfig, snapshot: Snapshot | null): StatusReport {
     bytes: files.reduce((n, f) => n + f.size, 0),
     // Every owner's (the job's, its backfill's), without files loaded since (./quarantine-list.ts).
     quarantined: quarantinedFiles(snapshot, job.name).map(({ key, error, at }) => ({ key, error, at })),
+    waitingForMarker: reportWaiting(job, state.waiting ?? [], new Date()),
     ...backfillOf(snapshot, job),
   };
 }

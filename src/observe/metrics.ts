@@ -31,6 +31,7 @@ class RunMetrics {
   readonly success = new Gauge({ name: 'tidemark_run_success', help: '1 when the last run succeeded (or found nothing new), 0 when it failed', labelNames: this.labels, registers: [this.registry] });
   readonly finished = new Gauge({ name: 'tidemark_run_finished_timestamp_seconds', help: 'When the last run ended (Unix time)', labelNames: this.labels, registers: [this.registry] });
   readonly lag = new Gauge({ name: 'tidemark_watermark_lag_seconds', help: 'How far the watermark is behind now: the end of the watermark partition, or the watermark timestamp', labelNames: this.labels, registers: [this.registry] });
+  readonly waiting = new Gauge({ name: 'tidemark_partitions_waiting_for_marker', help: 'Partitions whose files wait for their _SUCCESS marker, by state (waiting, overdue: longer than discover.markerTimeout)', labelNames: ['job', 'state'], registers: [this.registry] });
   readonly version = new Gauge({ name: 'tidemark_table_version', help: 'Delta table version after the last run', labelNames: this.labels, registers: [this.registry] });
 }
 
@@ -84,6 +85,9 @@ export class MetricsFile {
     const lag = watermarkLagSeconds(job, report.watermark, now);
     if (lag === null) m.lag.remove(l);
     else m.lag.set(l, lag);
+    const waiting = report.waitingForMarker ?? [];
+    m.waiting.set({ ...l, state: 'waiting' }, waiting.length);
+    m.waiting.set({ ...l, state: 'overdue' }, waiting.filter((w) => w.overdue).length);
     if (report.tableVersion === null) m.version.remove(l);
     else m.version.set(l, report.tableVersion);
     await writeAtomically(file, await m.registry.metrics());
