@@ -2,7 +2,7 @@
  * An embedded S3-compatible server (s3rver) on 127.0.0.1 with a random port, for the demo and
  * the tests. s3rver is a development dependency: production tidemark talks to AWS S3 or MinIO.
  *
- * Three s3rver 3.7.1 bugs are patched here, in this process only:
+ * Four s3rver 3.7.1 bugs are patched here, in this process only:
  * - its continuation tokens use single DES, which OpenSSL 3 (Node 17+) no longer offers, so every
  *   truncated listing failed with HTTP 500: DES is mapped to triple DES with three equal keys,
  *   which computes exactly the same thing;
@@ -12,7 +12,9 @@
  * - a PUT (and an upload part) was answered before its file write had finished, so a GET right
  *   after it could read a shorter file than the object (a correct prefix, its size that of the
  *   prefix): the object's file is now written in full under a temporary name, then renamed, before
- *   the answer, as S3 makes an object visible only whole.
+ *   the answer, as S3 makes an object visible only whole;
+ * - a Range on an empty object was answered 206 `bytes 0-0/0` with a length of 1 and no byte, so
+ *   the answer never ended: it is refused as unsatisfiable (416), as S3 does.
  * Still unlike S3/MinIO: it ignores `If-None-Match: *` on PUT (so it cannot host a table that
  * several writers share; tidemark's probe detects this), and `Range: bytes=0-0` returns everything.
  */
@@ -135,6 +137,8 @@ function answerPutsAfterTheirWrite(): void {
       putMetadata(bucket: string, key: string, metadata: unknown, md5: string): Promise<void>;
       putObject(object: StoredObject): Promise<{ size: number; md5: string }>;
       putPart(bucket: string, uploadId: string, partNumber: number, content: Readable): Promise<{ size: number; md5: string }>;
+      getObject(bucket: string, key: string, options?: { start?: number; end?: number }): Promise<unknown>;
+      getMetadata(bucket: string, key: string): Promise<Record<string, unknown>>;
       __tidemarkWholeWrites?: boolean;
     };
   };
@@ -153,6 +157,17 @@ function answerPutsAfterTheirWrite(): void {
     const written = await writeWhole(file, content);
     await fsp.writeFile(`${file}.md5`, written.md5);
     return written;
+  };
+  const getObject = proto.getObject;
+  proto.getObject = async function (bucket, key, options) {
+    const ranged = options !== undefined && (options.start !== undefined || options.end !== undefined);
+    if (!ranged) return getObject.call(this, bucket, key, options);
+    const size = await this.getMetadata(bucket, key).then(
+      (m) => Number(m['content-length']),
+      () => undefined,
+    );
+    // Start past the end: getObject answers the unsatisfiable range itself (416).
+    return getObject.call(this, bucket, key, size === 0 ? { ...options, start: 1 } : options);
   };
   proto.__tidemarkWholeWrites = true;
 }

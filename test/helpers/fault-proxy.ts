@@ -9,6 +9,7 @@
  * - cutBody         the store's headers and half its body, then the connection is destroyed
  * - silent          the connection is accepted and never answered
  * - silentMidBody   the store's headers and half its body, then nothing
+ *                   (both: an answer without a body is sent whole, and its connection closed)
  * - slow            answered normally after `slowMs`
  *
  * and, on GetObject answers only (ANSWER_FAULT_KINDS, not in the default random set), answers
@@ -295,6 +296,9 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       case 'silentMidBody': {
         entry.status = up.status;
         res.writeHead(up.status, up.headers);
+        // An answer without body bytes (HEAD, an empty object) is whole once its headers are out:
+        // the client would reuse a connection this proxy never answers on again, so close it.
+        if (method === 'HEAD' || up.body.length === 0) return void res.end(() => req.socket.destroy());
         const half = up.body.subarray(0, Math.floor(up.body.length / 2));
         if (kind === 'cutBody') res.write(half, () => req.socket.destroy());
         else res.write(half);

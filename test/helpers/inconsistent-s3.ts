@@ -147,3 +147,96 @@ function s3Error(res: http.ServerResponse, status: number, code: string): void {
   res.writeHead(status, { 'content-type': 'application/xml', 'content-length': Buffer.byteLength(body) });
   res.end(body);
 }
+
+/** The lies `lyingPlanner` tells. Those marked whole-only look like a shorter or other object: only a checksum tells. */
+export const LIES = [
+  'cut',
+  'cleanShort',
+  'lateStart',
+  'earlyStart',
+  'wrongTotal',
+  'lengthMismatch',
+  'short206',
+  'missingRange206',
+  'noLength',
+  'serverError',
+  'shortObject',
+  'shiftedBody',
+] as const;
+export type Lie = (typeof LIES)[number];
+
+/**
+ * A planner that answers a share `rate` of GETs with a lie drawn from `random`, the others
+ * honestly; `told` counts the lies told. A lie that cannot apply (an empty body to cut) is honest.
+ * shortObject and shiftedBody (a 200 of fewer bytes, its length theirs) are told to unranged GETs
+ * only: to a range they would be a consistent answer of another object, which nothing can tell.
+ */
+export function lyingPlanner(rate: number, random: () => number): { planner: Planner; told: Partial<Record<Lie, number>> } {
+  const told: Partial<Record<Lie, number>> = {};
+  const below = (n: number) => Math.floor(random() * n);
+  const planner: Planner = (req, size, honest) => {
+    if (random() >= rate) return honest;
+    const lie = LIES[below(LIES.length)]!;
+    const plan = lieOf(lie, req, size, honest, below);
+    if (plan !== honest) told[lie] = (told[lie] ?? 0) + 1;
+    return plan;
+  };
+  return { planner, told };
+}
+
+function lieOf(lie: Lie, req: GetRequestSeen, size: number, honest: AnswerPlan, below: (n: number) => number): AnswerPlan {
+  const length = honest.to - honest.from;
+  const last = honest.to - 1;
+  const partial = (from: number, to: number, total: number | '*' = size): AnswerPlan => ({
+    status: 206,
+    from,
+    to,
+    contentRange: { start: from, last: to - 1, total },
+    contentLength: to - from,
+    ending: 'end',
+  });
+  switch (lie) {
+    case 'cut':
+      return length < 2 ? honest : { ...honest, to: honest.from + 1 + below(length - 1), ending: 'destroy' };
+    case 'cleanShort': {
+      if (length < 2) return honest;
+      const { contentLength: _dropped, ...rest } = honest;
+      return { ...rest, to: honest.from + 1 + below(length - 1), ending: 'end' };
+    }
+    case 'lateStart':
+      return length < 2 ? honest : partial(honest.from + 1 + below(length - 1), honest.to);
+    case 'earlyStart':
+      return req.start === 0 || length === 0 ? honest : partial(Math.max(0, req.start - 1 - below(100)), honest.to);
+    case 'wrongTotal':
+      if (length === 0) return honest;
+      return partial(honest.from, honest.to, below(2) === 0 ? size + 1 + below(5000) : Math.max(0, last - below(3)));
+    case 'lengthMismatch': {
+      if (length < 2 || !honest.contentRange) return honest;
+      const shorter = 1 + below(length - 1);
+      return { ...honest, to: honest.from + shorter, contentLength: shorter };
+    }
+    case 'short206':
+      return length < 2 ? honest : partial(honest.from, honest.from + 1 + below(length - 1));
+    case 'missingRange206': {
+      if (!honest.contentRange) return honest;
+      const { contentRange: _dropped, ...rest } = honest;
+      return { ...rest, status: 206 };
+    }
+    case 'noLength': {
+      const { contentLength: _dropped, ...rest } = honest;
+      return rest;
+    }
+    case 'serverError':
+      return { ...honest, status: below(2) === 0 ? 500 : 503 };
+    case 'shortObject': {
+      if (req.ranged || length < 2) return honest;
+      const shorter = 1 + below(length - 1);
+      return { ...honest, to: shorter, contentLength: shorter };
+    }
+    case 'shiftedBody': {
+      if (req.ranged || length < 2) return honest;
+      const shift = 1 + below(length - 1);
+      return { ...honest, from: shift, contentLength: size - shift };
+    }
+  }
+}

@@ -1,7 +1,8 @@
 /**
- * The embedded s3rver answers a PUT only once the object's file is written in full (a patch in
- * scripts/lib/embedded-s3.ts): a read right after the PUT sees the whole object, as on S3. The
- * disk is made slow on purpose (a mock of fs.write, the only way to widen the window at will).
+ * The embedded s3rver's patches (scripts/lib/embedded-s3.ts): it answers a PUT only once the
+ * object's file is written in full, so a read right after the PUT sees the whole object, as on S3
+ * (the disk is made slow on purpose, a mock of fs.write, the only way to widen the window at will);
+ * and a Range on an empty object is unsatisfiable (416), not an answer that never ends.
  */
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -52,5 +53,14 @@ describe('embedded s3rver', () => {
       expect(got?.length, `object ${i}`).toBe(body.length);
       expect(Buffer.from(got!).equals(body), `object ${i}`).toBe(true);
     }
+  });
+
+  it('refuses a range of an empty object as unsatisfiable, so it reads as empty at once', async () => {
+    const storage = s3.makeStorage();
+    await storage.write('empty', '');
+    expect((await storage.read('empty', { start: 0, end: 0 }))?.length).toBe(0);
+    expect((await storage.read('empty', { start: 0 }))?.length).toBe(0);
+    expect((await storage.read('empty'))?.length).toBe(0);
+    expect(storage.requestCounts().get).toBe(3);
   });
 });
