@@ -37,3 +37,12 @@ export function parseSize(text: string): number | null {
   if (!m) return null;
   return Math.round(Number(m[1]) * SIZE_UNITS[m[2] ?? 'B']!);
 }
+
+/** A duration in ms as the config writes it, in the largest unit that divides it (`90s`, `15m`, `2h`, `7d`). */
+export function durationText(ms: number): string {
+  for (const unit of ['d', 'h', 'm', 's'] as const) {
+    const size = DURATION_UNITS[unit]!;
+    if (ms !== 0 && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}

@@ -44,9 +44,12 @@ export interface ListModifiedOptions {
   signal?: AbortSignal;
 }
 
-/** Lower bound of the candidates: LastModified must be greater than this (epoch ms), or null for all. */
+/**
+ * Lower bound of the candidates: LastModified must be greater than this (epoch ms), or null for
+ * all. Never below what the state remembers in full: a wider `settle` would reload those files.
+ */
 export function windowFloor(settings: ModifiedSettings, state: ModifiedState | null): number | null {
-  if (state !== null) return state.watermark - settings.settleMs;
+  if (state !== null) return Math.max(state.watermark - settings.settleMs, state.rememberedAfter ?? -Infinity);
   return settings.start === null ? null : settings.start - 1; // `start` itself is included
 }
 
@@ -115,7 +118,7 @@ export function planModified(listing: ModifiedListing, settings: ModifiedSetting
     else if (decision.reason === 'overwritten, ignored') ignored.push(file);
   }
   files.sort(compareFiles);
-  const basis: StateBasis = { mode: 'modified', settleMs: settings.settleMs, serverTime: listing.serverTime.getTime() };
+  const basis: StateBasis = { mode: 'modified', settleMs: settings.settleMs, serverTime: listing.serverTime.getTime(), scannedAfter: floor };
   return {
     mode: 'modified',
     files,
@@ -173,7 +176,9 @@ export function modifiedStateAfter(
   if (loaded.length === 0) return prev;
   const newest = loaded.reduce((max, f) => Math.max(max, f.arrival.getTime()), -Infinity);
   const watermark = Math.max(prev?.watermark ?? -Infinity, Math.min(newest, basis.serverTime));
-  const floor = watermark - basis.settleMs;
+  // The state remembers in full only what some run listed: not below a first run's `start`.
+  const knownAfter = prev === null ? basis.scannedAfter : (prev.rememberedAfter ?? prev.watermark - basis.settleMs);
+  const floor = Math.max(watermark - basis.settleMs, knownAfter ?? -Infinity);
   const byKey = new Map<string, ModifiedEntry>();
   for (const e of prev?.loaded ?? []) byKey.set(e.key, e);
   // An ignored overwrite is remembered by its new ETag and time: the entry of the version
@@ -183,5 +188,5 @@ export function modifiedStateAfter(
   // Entries at or below the floor can never be candidates again: the floor only rises.
   const kept = [...byKey.values()].filter((e) => e.lastModified > floor);
   kept.sort((a, b) => a.lastModified - b.lastModified || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  return { stateVersion: 1, mode: 'modified', watermark, loaded: kept };
+  return { stateVersion: 1, mode: 'modified', watermark, rememberedAfter: floor, loaded: kept };
 }

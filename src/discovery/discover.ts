@@ -80,6 +80,23 @@ export async function discover(
   return nothing ? { ...plan, survey: { root: 'unknown', empty: true, mismatch: null, listRequests: 0 } } : plan;
 }
 
+/**
+ * The refusal a run would meet for a committed state written under other settings (another
+ * `discover.by`, a layout of another granularity), or null when the state fits; `validate` asks.
+ */
+export function stateMismatch(config: DiscoveryConfig, state: DiscoveryState | null): ConfigError | null {
+  try {
+    const settings = resolveDiscovery(config);
+    const prev = state === null ? null : upgradeState(state);
+    if (settings.mode === 'partition') checkPartitionState(prev, settings);
+    else checkModifiedState(prev);
+    return null;
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+}
+
 /** A partition plan with the overwritten files found before its window (./revisit.ts). */
 function withRevisited(plan: DiscoveryPlan, revisited: Revisited): DiscoveryPlan {
   if (revisited.prefixes.length === 0) return plan;

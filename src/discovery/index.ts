@@ -2,7 +2,7 @@
  * Discovery: which source files a run loads. `discover` lists and plans (never downloads);
  * `nextStateFor` folds each loaded batch into the state committed with it.
  */
-export { discover, nextStateFor } from './discover.js';
+export { discover, nextStateFor, stateMismatch } from './discover.js';
 export type { DiscoveryConfig } from './config.js';
 export type { DiscoveredFile, DiscoveryPlan } from './plan.js';
 export { upgradeState, type DiscoveryState, type ModifiedState, type PartitionState } from './state.js';

@@ -65,7 +65,7 @@ export type StateBasis =
       /** The oldest partition waiting for its success marker: the watermark stays before it. */
       waitingFrom?: string;
     }
-  | { mode: 'modified'; settleMs: number; serverTime: number };
+  | { mode: 'modified'; settleMs: number; serverTime: number; scannedAfter: number | null };
 
 /** The result of discovery: nothing is downloaded yet. */
 export interface DiscoveryPlan {

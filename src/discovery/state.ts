@@ -47,9 +47,18 @@ export interface ModifiedEntry {
 export interface ModifiedState {
   stateVersion: 1;
   mode: 'modified';
-  /** Epoch ms: newest LastModified loaded (never after the store clock). The next run re-lists from watermark - settle. */
+  /**
+   * Epoch ms: newest LastModified loaded (never after the store clock). The next run re-lists
+   * from watermark - settle, but never from below `rememberedAfter`.
+   */
   watermark: number;
-  /** Files loaded with lastModified > watermark - settle. */
+  /**
+   * Epoch ms: `loaded` lists every loaded file with lastModified after this (absent in states
+   * written before it: watermark - settle). A run never re-lists below it, so a wider `settle`
+   * cannot make it reload files it no longer remembers; it only rises.
+   */
+  rememberedAfter?: number;
+  /** Files loaded with lastModified > rememberedAfter. */
   loaded: ModifiedEntry[];
 }
 
@@ -84,6 +93,9 @@ export function upgradeState(raw: unknown): DiscoveryState {
   }
   if (s.mode === 'modified') {
     if (typeof s.watermark !== 'number' || !Number.isFinite(s.watermark)) throw fail(`bad timestamp watermark ${JSON.stringify(s.watermark)}`);
+    if (s.rememberedAfter !== undefined && (typeof s.rememberedAfter !== 'number' || !Number.isFinite(s.rememberedAfter))) {
+      throw fail(`bad rememberedAfter ${JSON.stringify(s.rememberedAfter)}`);
+    }
     if (!s.loaded.every(isModifiedEntry)) throw fail('a `loaded` entry lacks key, etag or lastModified');
     return raw as ModifiedState;
   }

@@ -39,6 +39,11 @@ export interface RunContext {
   /** Commit attempts after losing a race to another run of the same job, before giving up (exit 3). */
   maxReplans?: number;
   hooks?: RunHooks;
+  /**
+   * `--accept-config-change`: a changed key or orderBy drops the deletes the job remembers
+   * (tombstones) that no longer fit it, instead of being refused (./config-change.ts).
+   */
+  acceptConfigChange?: boolean;
   /** Opens the source and target stores from their URIs; default `openStorage` (tests wrap it to count requests). */
   openStorage?: StorageOpener;
 }

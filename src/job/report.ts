@@ -3,6 +3,7 @@
  * and the outcome that carries it back to the CLI as a value, also when the job failed.
  */
 import type { ChecksumCounts, RequestCounts } from '../storage/storage.js';
+import type { ConfigChange } from './config-change.js';
 import type { PhaseTimings } from './phases.js';
 
 export type RunStatus = 'succeeded' | 'nothing-new' | 'failed' | 'dry-run';
@@ -125,6 +126,8 @@ export interface RunReport extends LoadCounts {
   quarantined?: SkippedFile[];
   /** Partitions waiting for their success marker, oldest first (absent: none). */
   waitingForMarker?: WaitingForMarker[];
+  /** Settings changed since the job's state was committed, and what the run did about each (absent: none). */
+  configChanges?: ConfigChange[];
   error?: ReportedError;
 }
 

@@ -15,6 +15,9 @@
  * In merge mode reloading is idempotent (unchanged rows are no-ops, older rows are skipped as stale),
  * so a rewind leaves the table as it was and then brings in whatever changed. In append mode a
  * rewind appends the reloaded files' rows a second time: refused unless `force`.
+ *
+ * A reset also accepts a changed key or orderBy: the remembered deletes (tombstones) that no
+ * longer fit them are dropped (./tombstones/plan.ts).
  */
 import type { JobConfig } from '../config/schema.js';
 import type { DeltaTable } from '../delta/table.js';
@@ -29,6 +32,7 @@ import { withReplans } from './replan.js';
 import { timedOutcome, type JobOutcome, type ReportedError } from './report.js';
 import { withJobScope } from './scope.js';
 import { jobAppId, readJobState, stateActions, type JobState } from './state.js';
+import { fittedTombstones } from './tombstones/plan.js';
 import { describeWatermark } from './watermark.js';
 
 /** What to reset to. */
@@ -54,6 +58,8 @@ export interface ResetReport {
   rewound: boolean;
   /** Files the state still remembers as loaded (not reloaded unless changed). */
   filesRemembered: number;
+  /** Tombstone files dropped because they no longer fit the job's key or orderBy (absent: none). */
+  tombstoneFilesDropped?: number;
   tableVersion: number | null;
   durationMs: number;
   error?: ReportedError;
@@ -87,7 +93,7 @@ export function planReset(job: JobConfig, prev: DiscoveryState | null, text: str
   const old = prev?.mode === 'modified' ? prev : null;
   const floor = to - d.settle;
   const loaded = (old?.loaded ?? []).filter((e) => e.lastModified > floor && e.lastModified <= to);
-  const state: ModifiedState = { stateVersion: 1, mode: 'modified', watermark: to, loaded };
+  const state: ModifiedState = { stateVersion: 1, mode: 'modified', watermark: to, rememberedAfter: floor, loaded };
   return { state, rewound: prev !== null && (old === null || to < old.watermark) };
 }
 
@@ -174,9 +180,14 @@ async function resetOnce(job: JobConfig, table: DeltaTable, opts: ResetOptions, 
       { field: 'force', job: job.name },
     );
   }
-  if (opts.dryRun) return { ...report, status: 'dry-run', tableVersion: snapshot.version };
-  const version = await commitReset(table, snapshot, { ...prev, batch: prev.batch + 1, discovery: plan.state }, report, signal);
-  return { ...report, status: 'reset', tableVersion: version };
+  // A reset accepts the config as it is: remembered deletes that no longer fit its key or orderBy are dropped.
+  const tombstones = job.target.mode === 'merge' ? fittedTombstones(prev.tombstones, { key: job.target.key!, orderBy: job.target.orderBy! }, Date.now()) : prev.tombstones;
+  const dropped = (prev.tombstones?.files.length ?? 0) - (tombstones?.files.length ?? 0);
+  const withDropped = dropped > 0 ? { ...report, tombstoneFilesDropped: dropped } : report;
+  if (opts.dryRun) return { ...withDropped, status: 'dry-run', tableVersion: snapshot.version };
+  const next: JobState = { ...prev, batch: prev.batch + 1, discovery: plan.state, ...(tombstones ? { tombstones } : {}) };
+  const version = await commitReset(table, snapshot, next, report, signal);
+  return { ...withDropped, status: 'reset', tableVersion: version };
 }
 
 /**

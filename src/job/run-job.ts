@@ -14,7 +14,8 @@
 import type { JobConfig } from '../config/schema.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { discover, nextStateFor, type DiscoveredFile, type DiscoveryPlan } from '../discovery/index.js';
-import { backfilledBy } from './backfill/state.js';
+import { backfilledBy, backfillTombstones } from './backfill/state.js';
+import { configuredAs, findConfigChanges, logConfigChanges } from './config-change.js';
 import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
 import { discoveryConfigOf } from './open.js';
@@ -27,7 +28,7 @@ import { withReplans } from './replan.js';
 import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type RunReport } from './report.js';
 import { withReportedScope, type JobScope } from './scope.js';
 import { checkTableSettings } from './table-settings.js';
-import { jobOwner, readJobState, type JobState, type WaitingPartitionState } from './state.js';
+import { jobAppId, jobOwner, readJobState, type JobState, type WaitingPartitionState } from './state.js';
 import { reportWaiting, sameWaiting, waitingOf } from './waiting.js';
 import { stateCommitRequest } from './write-batch.js';
 import { describeWatermark } from './watermark.js';
@@ -68,7 +69,7 @@ class JobRun {
         job: this.job.name,
         uri: this.scope.table.uri,
         commits: () => this.report.commits,
-        ownAppId: jobOwner(this.job.name, null).appId,
+        ownAppId: jobAppId(this.job.name),
         subsystem: '[job]',
         replanMessage: 'another writer committed first; re-reading its commit and planning again',
         onReplan: () => void (this.scope.contention.replans += 1),
@@ -86,7 +87,10 @@ class JobRun {
     // Known before anything can fail, so a failed run still reports where the table stands.
     this.report.tableVersion = snapshot?.version ?? null;
     this.report.watermark = describeWatermark(state.discovery);
-    if (!this.settingsChecked) await checkTableSettings(this.scope, snapshot);
+    if (!this.settingsChecked) {
+      await checkTableSettings(this.scope, snapshot);
+      await this.checkConfigChanges(state, snapshot);
+    }
     this.settingsChecked = true;
     const plan = await this.timer.time('list', () => this.discover(state, quarantinedFiles(snapshot, this.job.name)));
     // "Nothing new" only when the source is there and the layout fits it.
@@ -98,12 +102,12 @@ class JobRun {
     }
     const batches = splitBatches(this.markBackfilled(plan.files, snapshot), this.job.maxFilesPerBatch, this.job.maxBytesPerBatch);
     const waiting = waitingOf(plan);
-    const quarantinedByBackfill = quarantinedByOthers(snapshot, this.job.name, jobOwner(this.job.name, null).appId);
+    const quarantinedByBackfill = quarantinedByOthers(snapshot, this.job.name, jobAppId(this.job.name));
     if (batches.length > 0) this.ctx.logger.info({ job: this.job.name, files: plan.files.length, batches: batches.length }, 'loading');
     const last = await loadBatches<JobState>({
       scope: this.scope,
       timer: this.timer,
-      owner: (planned) => jobOwner(this.job.name, planned),
+      owner: (planned) => jobOwner(this.job, planned),
       snapshot,
       state,
       batches,
@@ -113,6 +117,7 @@ class JobRun {
         discovery: nextStateFor(before.discovery, plan, loaded),
         lastRunAt: new Date().toISOString(),
         quarantined: withQuarantined(before.quarantined, quarantined, loaded),
+        configuredAs: configuredAs(this.job),
         ...clearedAfter(before, quarantinedByBackfill, loaded, quarantined),
         totals: {
           filesLoaded: before.totals.filesLoaded + loaded.length - quarantined.length,
@@ -146,6 +151,21 @@ class JobRun {
     this.report.status = this.report.commits > 0 ? 'succeeded' : 'nothing-new';
   }
 
+  /**
+   * What changed in the config since the state was committed (./config-change.ts): refused (exit
+   * 2) where loading on would be wrong, else logged and reported.
+   */
+  private async checkConfigChanges(state: JobState, snapshot: Snapshot | null): Promise<void> {
+    const { job, ctx, scope } = this;
+    const found = await findConfigChanges(job, state, snapshot, { session: scope.session, storage: scope.table.storage, spool: scope.spool }, {
+      tombstones: [{ folder: job.name, state: state.tombstones }, ...backfillTombstones(snapshot, job.name)],
+      accept: ctx.acceptConfigChange === true,
+    });
+    if (found.refusals[0]) throw found.refusals[0];
+    logConfigChanges(ctx.logger, job.name, found.changes);
+    if (found.changes.length > 0) this.report.configChanges = found.changes;
+  }
+
   /** Append mode: files a backfill of the job may have loaded are looked up in the table before they are appended. */
   private markBackfilled(files: DiscoveredFile[], snapshot: Snapshot | null): DiscoveredFile[] {
     if (this.job.target.mode !== 'append') return files;
@@ -155,9 +175,9 @@ class JobRun {
 
   /** Commit the job's state alone with the partitions now waiting for their marker. */
   private async commitWaiting(snapshot: Snapshot, state: JobState, waiting: WaitingPartitionState[]): Promise<void> {
-    const next = withWaiting({ ...state, batch: state.batch + 1, lastRunAt: new Date().toISOString() }, waiting);
+    const next = withWaiting({ ...state, batch: state.batch + 1, lastRunAt: new Date().toISOString(), configuredAs: configuredAs(this.job) }, waiting);
     const result = await this.timer.time('commit', () =>
-      this.scope.table.commit(stateCommitRequest(jobOwner(this.job.name, snapshot), next, snapshot), {
+      this.scope.table.commit(stateCommitRequest(jobOwner(this.job, snapshot), next, snapshot), {
         onRetry: () => void (this.scope.contention.commitRetries += 1),
         ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
       }),

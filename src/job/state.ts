@@ -13,6 +13,8 @@ import type { Snapshot } from '../delta/snapshot.js';
 import { upgradeState as upgradeDiscoveryState, type DiscoveryState } from '../discovery/index.js';
 import { DeltaLogError } from '../errors.js';
 import { backfillTombstones } from './backfill/state.js';
+import type { JobConfig } from '../config/schema.js';
+import { acceptedBefore, type ConfiguredAs } from './config-change.js';
 import type { ClearedFile, QuarantinedFile } from './quarantine.js';
 import type { TombstoneState } from './tombstones/plan.js';
 import type { StateOwner } from './write-batch.js';
@@ -35,6 +37,8 @@ export interface JobState {
   waiting?: WaitingPartitionState[];
   /** Tombstone files of recent deletes (merge mode); absent in states written before them = none. */
   tombstones?: TombstoneState;
+  /** The settings the job committed this state with (./config-change.ts); absent in states written before them. */
+  configuredAs?: ConfiguredAs;
 }
 
 /** A partition waiting for its `_SUCCESS`, as the state records it. */
@@ -97,12 +101,14 @@ export function jobTombstones(snapshot: Snapshot | null, job: string): Array<{ f
 }
 
 /** The job as the owner of the state a batch commits; it also reads the tombstones of its backfill (every shard's). */
-export function jobOwner(job: string, snapshot: Snapshot | null): StateOwner<JobState> {
+export function jobOwner(config: JobConfig, snapshot: Snapshot | null): StateOwner<JobState> {
+  const job = config.name;
   return {
     appId: jobAppId(job),
     tombstoneFolder: job,
     actions: (state) => stateActions(state),
     parameters: (state) => ({ job, batch: state.batch }),
     others: backfillTombstones(snapshot, job),
+    configAccepted: acceptedBefore(readJobState(snapshot, job).configuredAs, config),
   };
 }

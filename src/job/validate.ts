@@ -6,7 +6,8 @@
  *            ──► per job, the parts of its config that are valid on their own (a job with a bad
  *                time zone still has a source to look at and a target to write), checked by
  *                ./preflight.ts and ./table-settings.ts: source, target (key and orderBy columns,
- *                creation settings), commits, deleteWhen
+ *                creation settings), commits, deleteWhen; and the settings against those the
+ *                job's state recorded (./config-change.ts: what a run would refuse, what changed)
  *
  * Nothing here throws for a problem: each becomes a Problem in its job's report, so one run lists
  * them all. Only an unknown --job is thrown (a usage error of the command itself).
@@ -20,7 +21,7 @@ import { interpolate } from '../config/interpolate.js';
 import { configSchema, type JobConfig, type StorageConfig, type TidemarkConfig } from '../config/schema.js';
 import { sourceStorageConfig, targetStorageConfig } from '../config/storage.js';
 import { resolveDiscovery } from '../discovery/config.js';
-import { surveySource } from '../discovery/index.js';
+import { stateMismatch, surveySource } from '../discovery/index.js';
 import { assertWritable } from '../delta/features.js';
 import { DuckSession } from '../engine/duckdb.js';
 import { openTable } from '../engine/table.js';
@@ -30,7 +31,11 @@ import { assertSafeCommits } from '../storage/probe.js';
 import { RetryBudget } from '../storage/s3.js';
 import type { Storage } from '../storage/storage.js';
 import { describeUri, openStorage } from '../storage/uri.js';
+import type { Snapshot } from '../delta/snapshot.js';
+import { backfillTombstones } from './backfill/state.js';
+import { findConfigChanges } from './config-change.js';
 import type { RunContext } from './context.js';
+import { readJobState } from './state.js';
 import { missingColumnProblems, tableSettingFindings, type CreationSettings, type MatchColumns } from './table-settings.js';
 import { discoveryConfigOf, s3Options } from './open.js';
 import { deleteWhenProblems, nearbyName, probeWritable, problemOf, sourceProblem, type Check, type Problem } from './preflight.js';
@@ -57,6 +62,8 @@ interface JobParts {
   source: { uri: string; storage: StorageConfig | null; discover: JobConfig['source']['discover'] | null; include?: string[]; exclude?: string[] } | null;
   target: { uri: string; storage: StorageConfig | null; creation: CreationSettings; match: MatchColumns } | null;
   deleteWhen: string | null;
+  /** The whole job when the config is valid: its settings are compared with those its state recorded. */
+  config: JobConfig | null;
 }
 
 /** A config problem as loadConfig words it, with its field path. */
@@ -140,6 +147,7 @@ function partsOf(job: JobConfig, index: number, global: StorageConfig): JobParts
     source: { uri: job.source.uri, storage: sourceStorageConfig(global, job), discover: job.source.discover, ...(include ? { include } : {}), ...(exclude ? { exclude } : {}) },
     target: { uri: job.target.uri, storage: targetStorageConfig(global, job), creation: job.target, match: job.target },
     deleteWhen: job.target.deleteWhen ?? null,
+    config: job,
   };
 }
 
@@ -201,6 +209,7 @@ async function salvage(file: string, problems: readonly ConfigProblem[]): Promis
         },
       },
       deleteWhen: valid(targetShape.deleteWhen, tgt['deleteWhen'], `${at}.target.deleteWhen`)?.value ?? null,
+      config: null,
     };
   });
 }
@@ -303,12 +312,33 @@ async function checkTarget(job: JobParts, target: NonNullable<JobParts['target']
     if (!snapshot) return null;
     assertWritable(snapshot.protocol, snapshot.metadata, storage.uri);
     const settings = tableSettingFindings(target.creation, snapshot, `${at}.target`);
-    found.problems.push(...missingColumnProblems(target.match, snapshot, `${at}.target`), ...settings.problems);
+    const missing = missingColumnProblems(target.match, snapshot, `${at}.target`);
+    found.problems.push(...missing, ...settings.problems);
     found.warnings.push(...settings.warnings);
+    if (job.config && missing.length === 0) await checkConfigChanges(job.config, snapshot, storage, res, found, at);
     return snapshot.schema.fields.map((f) => f.name);
   } catch (err) {
     found.problems.push(problemOf('target', `${at}.target.uri`, err));
     return null;
+  }
+}
+
+/**
+ * The job's settings against those its state recorded (./config-change.ts): what a run would
+ * refuse is a problem, every other change a warning saying what the run will do.
+ */
+async function checkConfigChanges(job: JobConfig, snapshot: Snapshot, storage: Storage, res: Resources, found: Found, at: string): Promise<void> {
+  const state = readJobState(snapshot, job.name);
+  const mismatch = stateMismatch(discoveryConfigOf(job), state.discovery);
+  if (mismatch) found.problems.push(problemOf('discovery', `${at}.source.${String(mismatch.context.field ?? 'discover')}`, mismatch));
+  const findings = await findConfigChanges(job, state, snapshot, { session: res.session, storage, spool: res.spool }, {
+    tombstones: [{ folder: job.name, state: state.tombstones }, ...backfillTombstones(snapshot, job.name)],
+    accept: false,
+  });
+  for (const r of findings.refusals) found.problems.push(problemOf('target', `${at}.${String(r.context.field ?? 'target')}`, r));
+  for (const c of findings.changes) {
+    if (mismatch && c.field === 'source.discover.by') continue;
+    found.warnings.push({ check: 'config', field: `${at}.${c.field}`, message: `${c.field} changed from ${c.from} to ${c.to}: ${c.effect}`, kind: 'usage' });
   }
 }
 

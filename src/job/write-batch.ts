@@ -42,6 +42,11 @@ export interface StateOwner<S extends OwnedState> {
   parameters(state: S): Record<string, unknown>;
   /** Other owners' tombstones, read (never changed) so their deletes bury older rows too. */
   others: Array<{ folder: string; state: TombstoneState | undefined }>;
+  /**
+   * The job's state records its current key and orderBy (./config-change.ts `acceptedBefore`):
+   * tombstones written for older ones are dropped, not refused.
+   */
+  configAccepted: boolean;
 }
 
 export interface WriteBatchOptions<S extends OwnedState> {
@@ -160,7 +165,13 @@ async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pro
   const tombstones = await unionTombstones({
     session: scope.session,
     storage: scope.table.storage,
-    spec: { job: opts.owner.tombstoneFolder, key: job.target.key!, orderBy: job.target.orderBy!, retentionMs: job.target.tombstoneRetention },
+    spec: {
+      job: opts.owner.tombstoneFolder,
+      key: job.target.key!,
+      orderBy: job.target.orderBy!,
+      retentionMs: job.target.tombstoneRetention,
+      dropUnfit: scope.ctx.acceptConfigChange === true || opts.owner.configAccepted,
+    },
     state: opts.state.tombstones,
     others: opts.owner.others,
     now: opts.now ?? Date.now(),

@@ -61,7 +61,7 @@ describe('planReset (pure)', () => {
     const at = Date.parse('2025-04-01T12:00:00Z');
     const modPrev = { stateVersion: 1 as const, mode: 'modified' as const, watermark: at, loaded: [{ key: 'a', etag: '1', lastModified: at - 60_000 }, { key: 'b', etag: '2', lastModified: at }] };
     const plan = planReset(job({ by: 'modified', settle: '15m' }), modPrev, '2025-04-01T11:59:30Z');
-    expect(plan).toEqual({ rewound: true, state: { stateVersion: 1, mode: 'modified', watermark: at - 30_000, loaded: [modPrev.loaded[0]] } });
+    expect(plan).toEqual({ rewound: true, state: { stateVersion: 1, mode: 'modified', watermark: at - 30_000, rememberedAfter: at - 30_000 - 15 * 60_000, loaded: [modPrev.loaded[0]] } });
     expect(planReset(job({ by: 'modified' }), null, '2025-04-01').state).toMatchObject({ watermark: Date.parse('2025-04-01T00:00:00Z') });
   });
 

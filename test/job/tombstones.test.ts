@@ -1,6 +1,6 @@
 /**
  * The tombstone rules without a job run: which files a batch keeps, drops and purges (expiry by
- * the host clock, a changed key, the grace period), compaction past MAX_TOMBSTONE_FILES, paths a
+ * the host clock, a changed key or orderBy, the grace period), compaction past MAX_TOMBSTONE_FILES, paths a
  * state may name, and a missing or foreign file listed in the state failing with its name.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -20,7 +20,7 @@ import {
   type TombstoneSpec,
   type TombstoneState,
 } from '../../src/job/tombstones/plan.js';
-import { DeltaLogError } from '../../src/errors.js';
+import { ConfigError, DeltaLogError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { scratchSpool } from '../../scripts/lib/tables.js';
 
@@ -48,10 +48,16 @@ describe('planTombstones', () => {
     expect(plan.cutoff).toBe(NOW - 7 * DAY);
   });
 
-  it('drops every file when the key or orderBy changed (case aside)', () => {
+  it('a changed key or orderBy (case aside): a narrower key re-keys, anything else is refused unless dropUnfit says so', () => {
+    expect(planTombstones(state([file(1, 0)]), { ...SPEC, key: ['ID'], orderBy: 'TS' }, NOW)).toMatchObject({ rekey: false });
     expect(planTombstones(state([file(1, 0)]), { ...SPEC, key: ['ID'], orderBy: 'TS' }, NOW).live).toHaveLength(1);
-    expect(planTombstones(state([file(1, 0)]), { ...SPEC, key: ['id', 'region'] }, NOW).live).toEqual([]);
-    expect(planTombstones(state([file(1, 0)]), { ...SPEC, orderBy: 'updated_at' }, NOW).dropped).toHaveLength(1);
+    const wide = { ...state([file(1, 0)]), key: ['id', 'region'] };
+    expect(planTombstones(wide, SPEC, NOW)).toMatchObject({ rekey: true, live: wide.files, dropped: [] });
+    expect(() => planTombstones(state([file(1, 0)]), { ...SPEC, key: ['id', 'region'] }, NOW)).toThrow(ConfigError);
+    expect(() => planTombstones(state([file(1, 0)]), { ...SPEC, orderBy: 'updated_at' }, NOW)).toThrow(/target.orderBy changed from ts to updated_at.*1 deleted key.*--accept-config-change/);
+    expect(planTombstones(state([file(1, 0)]), { ...SPEC, orderBy: 'updated_at', dropUnfit: true }, NOW)).toMatchObject({ live: [], dropped: [{ path: file(1, 0).path }] });
+    // Only live tombstones are worth a refusal: expired ones are dropped as always.
+    expect(planTombstones(state([file(1, 8 * DAY)]), { ...SPEC, orderBy: 'updated_at' }, NOW).dropped).toHaveLength(1);
   });
 
   it('purges dropped files after the grace period: the shorter of the retention and an hour', () => {
@@ -66,7 +72,7 @@ describe('planTombstones', () => {
   });
 
   it('has nothing to do for a state without tombstones', () => {
-    expect(planTombstones(undefined, SPEC, NOW)).toEqual({ live: [], dropped: [], purge: [], cutoff: NOW - 7 * DAY });
+    expect(planTombstones(undefined, SPEC, NOW)).toEqual({ live: [], dropped: [], purge: [], cutoff: NOW - 7 * DAY, rekey: false });
   });
 });
 

@@ -16,14 +16,17 @@ export function addRunCommands(program: Command, host: CommandHost): void {
   withCommonOptions(program.command('run'))
     .description('load what is new since the last successful run, one commit per batch')
     .option('--dry-run', 'show the plan and the reason for each decision; change nothing')
-    .action(async (flags: CommonFlags & { dryRun?: boolean }) => host.setExitCode(await runCommand(flags, host.io)));
+    .option('--accept-config-change', 'a changed target.key or orderBy drops the deletes the job remembers (tombstones) that no longer fit it, instead of refusing (exit 2)')
+    .action(async (flags: RunFlags) => host.setExitCode(await runCommand(flags, host.io)));
   withCommonOptions(program.command('status'))
     .description('show watermark, last run, table version, rows, files and quarantined files per job')
     .action(async (flags: CommonFlags) => host.setExitCode(await statusCommand(flags, host.io)));
 }
 
+type RunFlags = CommonFlags & { dryRun?: boolean; acceptConfigChange?: boolean };
+
 /** Run each selected job once; resolves to the exit code. */
-export function runCommand(flags: CommonFlags & { dryRun?: boolean }, io: CliIO): Promise<number> {
+export function runCommand(flags: RunFlags, io: CliIO): Promise<number> {
   // One observer per invocation: lineage's parent run, and one metrics file for its jobs.
   let observer: RunObserver | null = null;
   return forEachJob(flags, io, {
@@ -33,7 +36,7 @@ export function runCommand(flags: CommonFlags & { dryRun?: boolean }, io: CliIO)
       return observer.run(job, ctx, runJob);
     },
     format: formatRun,
-    context: { dryRun: flags.dryRun ?? false },
+    context: { dryRun: flags.dryRun ?? false, ...(flags.acceptConfigChange ? { acceptConfigChange: true } : {}) },
   });
 }
 

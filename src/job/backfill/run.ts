@@ -23,6 +23,7 @@ import type { JobConfig } from '../../config/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { ConfigError } from '../../errors.js';
 import { startProgress, type Progress } from '../../log/progress.js';
+import { acceptedBefore } from '../config-change.js';
 import type { RunContext } from '../context.js';
 import { PhaseTimer, type PhaseTimings } from '../phases.js';
 import { countBatch, loadBatches } from '../pipeline.js';
@@ -308,6 +309,7 @@ class BackfillRun {
       actions: (s) => backfillActions(s),
       parameters: (s) => backfillParameters(s),
       others: [...jobTombstones(snapshot, job), ...backfillTombstones(snapshot, job, appId)],
+      configAccepted: acceptedBefore(readJobState(snapshot, job).configuredAs, this.job),
     };
   }
 

@@ -1,5 +1,5 @@
 /**
- * Reading and writing a job's tombstone files (the rules are in ./tombstones.ts):
+ * Reading and writing a job's tombstone files (the rules are in ./plan.ts):
  *
  *   open     plan the batch; load the unexpired rows of the live files into a temp table,
  *            which the MERGE uses to bury rows older than a delete
@@ -79,7 +79,9 @@ export class JobTombstones {
     const adding = deletes.rows > 0 && spec.retentionMs > 0;
     let files: TombstoneFile[] = this.plan.live;
     let dropped = this.plan.dropped;
-    if (needsCompaction(files.length, adding)) {
+    // Re-keyed tombstones (read as they are: a MERGE buries by the new key, a subset of theirs) are
+    // written back under the new key at once, so the state lists only files of it.
+    if (needsCompaction(files.length, adding) || this.plan.rekey) {
       files = [await this.write(this.compactedSql(deletes, adding))];
       const at = new Date(this.opts.now).toISOString();
       dropped = [...dropped, ...this.plan.live.map((f) => ({ path: f.path, droppedAt: at }))];

@@ -23,8 +23,12 @@
  * out, one row per key: the newest delete). Dropped files stay listed under `dropped` for a grace
  * period (the shorter of the retention and an hour), so a concurrent run that read the older
  * state can still read them, and are then deleted. This module is the pure part; the files are
- * read and written by ./tombstone-files.ts.
+ * read and written by ./files.ts.
+ *
+ * A changed key or orderBy (see `tombstoneFit`): tombstones of a wider key are re-keyed onto the
+ * narrower one; others are refused until the user drops them (`--accept-config-change`, a reset).
  */
+import { ConfigError } from '../../errors.js';
 
 /** Column of a tombstone file: when the delete was committed (TIMESTAMPTZ). */
 export const DELETED_AT = '__tm_deleted_at';
@@ -54,7 +58,7 @@ export interface DroppedTombstoneFile {
 
 /** The `tombstones` field of the job state (absent = none). */
 export interface TombstoneState {
-  /** Key columns and orderBy the tombstones were written for; a change makes them meaningless. */
+  /** Key columns and orderBy the tombstones were written for (see `tombstoneFit`). */
   key: string[];
   orderBy: string;
   files: TombstoneFile[];
@@ -67,6 +71,11 @@ export interface TombstoneSpec {
   key: string[];
   orderBy: string;
   retentionMs: number;
+  /**
+   * Drop live tombstones written for another key or orderBy that cannot be re-keyed (the user
+   * said so: `--accept-config-change`); without it they are refused (see `tombstoneFit`).
+   */
+  dropUnfit?: boolean;
 }
 
 /** What a batch does with the tombstones its state lists (see `planTombstones`). */
@@ -79,22 +88,82 @@ export interface TombstonePlan {
   purge: string[];
   /** Tombstones deleted before this instant (ms) have expired. */
   cutoff: number;
+  /**
+   * The live files were written for a wider key (or the same columns in another order): they are
+   * read projected onto the spec's key (the newest delete per key) and rewritten into one file.
+   */
+  rekey: boolean;
 }
 
 /**
- * The plan for one batch at clock `now` (ms): drop wholly expired files and, when the key or
- * orderBy changed, all files; purge dropped files whose grace period is over.
+ * How tombstones written for `state`'s key and orderBy serve `spec`'s:
+ * - `same`: the same columns;
+ * - `rekey`: the same orderBy and a key whose columns are all in the old key (`[id, region]` ->
+ *   `[id]`): a key deleted under the old key is deleted under the new one; the newest delete wins;
+ * - `unfit`: another orderBy (its values cannot be compared with the old one's), or a key with a
+ *   column the tombstones do not hold.
+ */
+export function tombstoneFit(state: Pick<TombstoneState, 'key' | 'orderBy'>, spec: Pick<TombstoneSpec, 'key' | 'orderBy'>): 'same' | 'rekey' | 'unfit' {
+  if (!sameColumns([state.orderBy], [spec.orderBy])) return 'unfit';
+  if (sameColumns(state.key, spec.key)) return 'same';
+  const held = new Set(state.key.map((c) => c.toLowerCase()));
+  return spec.key.length > 0 && spec.key.every((c) => held.has(c.toLowerCase())) ? 'rekey' : 'unfit';
+}
+
+/** The files of `state` whose tombstones have not expired at clock `now` (ms). */
+export function liveTombstoneFiles(state: TombstoneState | undefined, retentionMs: number, now: number): TombstoneFile[] {
+  const cutoff = now - retentionMs;
+  return (state?.files ?? []).filter((f) => Date.parse(f.maxDeletedAt) >= cutoff);
+}
+
+/**
+ * The plan for one batch at clock `now` (ms): drop wholly expired files; read tombstones of a
+ * wider key re-keyed; purge dropped files whose grace period is over. Live tombstones that do
+ * not fit the spec at all are refused (a ConfigError: dropping them silently would let a late
+ * older row bring a deleted key back), or dropped when `spec.dropUnfit` says so.
  */
 export function planTombstones(state: TombstoneState | undefined, spec: TombstoneSpec, now: number): TombstonePlan {
   const cutoff = now - spec.retentionMs;
-  if (!state) return { live: [], dropped: [], purge: [], cutoff };
-  const valid = sameColumns(state.key, spec.key) && sameColumns([state.orderBy], [spec.orderBy]);
-  const live = valid ? state.files.filter((f) => Date.parse(f.maxDeletedAt) >= cutoff) : [];
+  if (!state) return { live: [], dropped: [], purge: [], cutoff, rekey: false };
+  const fit = tombstoneFit(state, spec);
+  const unexpired = liveTombstoneFiles(state, spec.retentionMs, now);
+  if (fit === 'unfit' && unexpired.length > 0 && !spec.dropUnfit) throw unfitTombstones(state, spec, unexpired);
+  const live = fit === 'unfit' ? [] : unexpired;
   const droppedNow = state.files.filter((f) => !live.includes(f)).map((f) => ({ path: f.path, droppedAt: new Date(now).toISOString() }));
   const grace = Math.min(spec.retentionMs, MAX_DROP_GRACE_MS);
   const due = (d: DroppedTombstoneFile) => Date.parse(d.droppedAt) + grace <= now;
   const all = [...state.dropped, ...droppedNow];
-  return { live, dropped: all.filter((d) => !due(d)), purge: all.filter(due).map((d) => d.path), cutoff };
+  return { live, dropped: all.filter((d) => !due(d)), purge: all.filter(due).map((d) => d.path), cutoff, rekey: fit === 'rekey' && live.length > 0 };
+}
+
+/**
+ * The refusal of live tombstones that do not fit the job's key and orderBy (exit 2): what changed,
+ * how many deletes they remember, and the ways on.
+ */
+export function unfitTombstones(state: TombstoneState, spec: Pick<TombstoneSpec, 'job' | 'key' | 'orderBy'>, live: readonly TombstoneFile[]): ConfigError {
+  const orderChanged = !sameColumns([state.orderBy], [spec.orderBy]);
+  const field = orderChanged ? 'target.orderBy' : 'target.key';
+  const what = orderChanged
+    ? `target.orderBy changed from ${state.orderBy} to ${spec.orderBy}: the remembered deletes carry ${state.orderBy} values, which cannot be compared with ${spec.orderBy}`
+    : `target.key changed from [${state.key.join(', ')}] to [${spec.key.join(', ')}]: the remembered deletes do not hold ${spec.key.filter((c) => !state.key.some((k) => k.toLowerCase() === c.toLowerCase())).join(', ')}`;
+  const rows = live.reduce((n, f) => n + f.rows, 0);
+  const since = live.reduce((min, f) => (f.minDeletedAt < min ? f.minDeletedAt : min), live[0]!.minDeletedAt);
+  return new ConfigError(
+    `[job] ${spec.job}: ${what}. The table remembers ${rows} deleted key${rows === 1 ? '' : 's'} (deleted since ${since}, tombstones in _tidemark/tombstones/${spec.job}/); ` +
+      `without them a late row older than its delete would bring the key back. Run once with --accept-config-change to drop them, ` +
+      `or reset the job (tidemark reset), or change ${field} back`,
+    { field, job: spec.job, from: orderChanged ? state.orderBy : state.key, to: orderChanged ? spec.orderBy : spec.key, tombstones: rows },
+  );
+}
+
+/**
+ * The tombstone state after a reset with `spec`: files that do not fit it are dropped (a reset
+ * accepts the config as it is), the others stay.
+ */
+export function fittedTombstones(state: TombstoneState | undefined, spec: Pick<TombstoneSpec, 'key' | 'orderBy'>, now: number): TombstoneState | undefined {
+  if (!state || tombstoneFit(state, spec) !== 'unfit' || state.files.length === 0) return state;
+  const at = new Date(now).toISOString();
+  return { ...state, files: [], dropped: [...state.dropped, ...state.files.map((f) => ({ path: f.path, droppedAt: at }))] };
 }
 
 /** True when adding a file (or not) would exceed MAX_TOMBSTONE_FILES: rewrite all into one. */

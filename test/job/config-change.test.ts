@@ -1,0 +1,302 @@
+/**
+ * The job remembers what it was configured with (issue 20, item 2), through the real job: sources
+ * in local folders, real DuckDB, real Delta logs. Each case is a config edited between two runs:
+ *   - a wider settle in modification-time mode keeps the files already loaded;
+ *   - a new orderBy (or a key the tombstones do not hold) is refused while deletes are remembered,
+ *     until --accept-config-change or a reset; a narrower key re-keys the tombstones;
+ *   - a narrower key, or append -> merge, is refused while the table holds several rows per new key.
+ */
+import { utimes, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/errors.js';
+import { resetJob } from '../../src/job/reset.js';
+import { validateJobs, type ValidateReport } from '../../src/job/validate.js';
+import { silentLogger } from '../../src/log/logger.js';
+import { LocalStorage } from '../../src/storage/local.js';
+import { readTable } from '../../src/engine/scan.js';
+import { openTarget } from '../../src/job/open.js';
+import { openTable, scanSource } from '../../scripts/lib/tables.js';
+import { backfill, backfillOutcome } from './backfill-helpers.js';
+import { cli } from '../helpers/cli.js';
+import { reportOf } from '../cli/preflight-helpers.js';
+import { cleanup, DuckSession, land, makeConfig, orders, readTarget, run, runOutcome, tempDir, unwrap } from './helpers.js';
+
+let session: DuckSession;
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  session = await DuckSession.open();
+});
+afterAll(async () => {
+  session.close();
+  await cleanup(dirs);
+});
+
+type Setup = ReturnType<typeof makeConfig>;
+
+/** Every row of the job's table, sorted by `by`, with the named columns only. */
+async function rowsOf(setup: Setup, columns: string[]): Promise<Array<Record<string, unknown>>> {
+  const storage = openTarget(setup.job, setup.storage);
+  const snapshot = await openTable(storage, session).snapshot();
+  if (!snapshot) return [];
+  const rows = await readTable(session, scanSource(storage), snapshot);
+  const pick = (r: Record<string, unknown>) => Object.fromEntries(columns.map((c) => [c, typeof r[c] === 'bigint' ? Number(r[c]) : r[c]]));
+  return rows.map(pick).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+}
+
+/** A config file holding the one job `job` (as makeConfig takes it). */
+async function configFile(job: Record<string, unknown>): Promise<string> {
+  const file = join(await tempDir('cfg', dirs), 'tidemark.yaml');
+  await writeFile(file, JSON.stringify({ jobs: [{ name: 'orders', ...job }] }));
+  return file;
+}
+
+/** `tidemark validate` of a config holding the one job `job`. */
+async function validate(job: Record<string, unknown>): Promise<ValidateReport> {
+  const [report] = await validateJobs({ file: await configFile(job) }, { logger: silentLogger() });
+  return report!;
+}
+
+/** `tidemark run --json` in process: its exit code and report. */
+async function cliRun(file: string, ...flags: string[]): Promise<{ code: number; report: ReturnType<typeof reportOf> }> {
+  const r = await cli(['run', '--config', file, '--json', ...flags], { logger: silentLogger(), tty: false });
+  return { code: r.code, report: reportOf(r) };
+}
+
+/** Run and expect a refusal: the ConfigError (exit 2) thrown. */
+async function refused(setup: Setup, extra: Parameters<typeof runOutcome>[1] = {}): Promise<ConfigError> {
+  const outcome = await runOutcome(setup, extra);
+  if (outcome.ok) throw new Error(`expected a refusal, the run ended ${outcome.report.status}`);
+  expect(outcome.error).toBeInstanceOf(ConfigError);
+  return outcome.error as ConfigError;
+}
+
+describe('modification-time mode: a wider settle', () => {
+  it('settle 1m -> 1h: the files loaded 30, 20 and 10 minutes ago are not loaded again (4 rows stay 4)', async () => {
+    const dir = await tempDir('src', dirs);
+    const src = new LocalStorage(dir);
+    const target = { uri: await tempDir('t', dirs), mode: 'append' };
+    const narrow = makeConfig({ source: { uri: dir, discover: { by: 'modified', settle: '1m' } }, target });
+    for (const age of [30, 20, 10, 0]) {
+      await land(src, session, `feed/m${age}.csv`, orders([age, `m${age}`, 1]));
+      const at = new Date(Date.now() - age * 60_000 - 5_000);
+      await utimes(join(dir, `feed/m${age}.csv`), at, at);
+    }
+    expect(await run(narrow)).toMatchObject({ status: 'succeeded', inserted: 4 });
+
+    const wideJob = { source: { uri: dir, discover: { by: 'modified', settle: '1h' } }, target };
+    expect(await validate(wideJob)).toMatchObject({
+      status: 'ok',
+      warnings: [expect.objectContaining({ field: 'jobs[0].source.discover.settle', message: expect.stringMatching(/^source.discover.settle changed from 1m to 1h: .*none is loaded twice/) })],
+    });
+    const wide = makeConfig(wideJob);
+    const second = await run(wide);
+    expect(second).toMatchObject({ status: 'nothing-new', inserted: 0 });
+    expect(second.configChanges).toEqual([
+      expect.objectContaining({ field: 'source.discover.settle', from: '1m', to: '1h', effect: expect.stringMatching(/files loaded before are kept, none is loaded twice/) }),
+    ]);
+    expect((await readTarget(session, wide)).rows).toHaveLength(4);
+
+    // A file landing late within the wider window still loads, once.
+    await land(src, session, 'feed/late.csv', orders([99, 'late', 1]));
+    expect(await run(wide)).toMatchObject({ status: 'succeeded', inserted: 1 });
+    expect(await run(wide)).toMatchObject({ status: 'nothing-new' });
+    const table = await readTarget(session, wide);
+    expect(table.rows).toHaveLength(5);
+    expect(table.state.configuredAs?.discover).toEqual({ by: 'modified', settleMs: 3_600_000 });
+  });
+});
+
+/** A merge feed of `order_id,region,status,seq,seq2,deleted` rows in one partition folder. */
+function cdcFeed(dir: string) {
+  const src = new LocalStorage(dir);
+  let n = 0;
+  return (rows: Array<[number, string, string, number, number, boolean]>) =>
+    src.write(`2026/12/01/f${String(++n).padStart(3, '0')}.csv`, ['order_id,region,status,seq,seq2,deleted', ...rows.map((r) => r.join(','))].join('\n') + '\n');
+}
+
+function mergeSetup(src: string, tableUri: string, target: Record<string, unknown>): Setup {
+  return makeConfig({
+    source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } },
+    target: { uri: tableUri, mode: 'merge', key: ['order_id'], orderBy: 'seq', deleteWhen: 'deleted', ...target },
+  });
+}
+
+describe('a new orderBy or key and the remembered deletes', () => {
+  it('orderBy seq -> seq2 with key 1 deleted: refused (exit 2) until --accept-config-change; a late older row then comes back, as accepted', async () => {
+    const src = await tempDir('src', dirs);
+    const tableUri = await tempDir('t', dirs);
+    const land3 = cdcFeed(src);
+    const bySeq = mergeSetup(src, tableUri, {});
+    await land3([[1, 'EU', 'placed', 1, 1, false], [2, 'EU', 'placed', 1, 1, false]]);
+    await run(bySeq);
+    await land3([[1, 'EU', 'gone', 5, 5, true]]);
+    expect(await run(bySeq)).toMatchObject({ deleted: 1 });
+
+    const bySeq2 = mergeSetup(src, tableUri, { orderBy: 'seq2' });
+    await land3([[1, 'EU', 'late', 3, 3, false]]);
+    const seq2Job = { source: bySeq2.job.source, target: { uri: tableUri, mode: 'merge', key: ['order_id'], orderBy: 'seq2', deleteWhen: 'deleted' } };
+    const checked = await validate(seq2Job);
+    expect(checked.status).toBe('problems');
+    expect(checked.problems).toEqual([expect.objectContaining({ field: 'jobs[0].target.orderBy', message: expect.stringMatching(/changed from seq to seq2.*--accept-config-change/), kind: 'usage' })]);
+    expect(checked.warnings).toEqual([expect.objectContaining({ field: 'jobs[0].target.orderBy', message: expect.stringMatching(/^target.orderBy changed from seq to seq2/) })]);
+    const file = await configFile(seq2Job);
+    const first = await cliRun(file);
+    expect(first.code).toBe(2);
+    expect(first.report.error?.context).toMatchObject({ field: 'target.orderBy', from: 'seq', to: 'seq2', tombstones: 1 });
+    expect(first.report.error?.message).toMatch(/target.orderBy changed from seq to seq2.*1 deleted key.*--accept-config-change.*tidemark reset/);
+    expect(await rowsOf(bySeq2, ['order_id', 'status'])).toEqual([{ order_id: 2, status: 'placed' }]);
+
+    // Accepted: the tombstones are dropped, the run says so, and the late row loads.
+    const { code, report: accepted } = await cliRun(file, '--accept-config-change');
+    expect(code).toBe(0);
+    expect(accepted).toMatchObject({ status: 'succeeded', inserted: 1 });
+    expect(accepted.configChanges).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ field: 'target.orderBy', from: 'seq', to: 'seq2' }),
+        expect.objectContaining({ field: 'target.orderBy (tombstones)', effect: expect.stringMatching(/dropped, as --accept-config-change asks/) }),
+      ]),
+    );
+    expect(await rowsOf(bySeq2, ['order_id', 'status'])).toEqual([{ order_id: 1, status: 'late' }, { order_id: 2, status: 'placed' }]);
+    const state = (await readTarget(session, bySeq2)).state;
+    expect(state.tombstones?.files ?? []).toEqual([]);
+    expect(state.configuredAs?.target).toMatchObject({ orderBy: 'seq2' });
+    // The next run has nothing to refuse.
+    expect(await run(bySeq2)).toMatchObject({ status: 'nothing-new' });
+  });
+
+  it('a reset accepts the new orderBy: the tombstones that do not fit are dropped and the run goes on', async () => {
+    const src = await tempDir('src', dirs);
+    const tableUri = await tempDir('t', dirs);
+    const land3 = cdcFeed(src);
+    const bySeq = mergeSetup(src, tableUri, {});
+    await land3([[1, 'EU', 'placed', 1, 1, false]]);
+    await run(bySeq);
+    await land3([[1, 'EU', 'gone', 5, 5, true]]);
+    await run(bySeq);
+    const bySeq2 = mergeSetup(src, tableUri, { orderBy: 'seq2' });
+    await refused(bySeq2);
+    unwrap(await resetJob(bySeq2.job, { storage: bySeq2.storage, logger: silentLogger(), tty: false }, { to: '2026-12-01' }));
+    expect((await readTarget(session, bySeq2)).state.tombstones?.files ?? []).toEqual([]);
+    expect(await run(bySeq2)).toMatchObject({ status: 'nothing-new' });
+  });
+
+  it('key [order_id, region] -> [order_id]: the tombstones are re-keyed, so a late older row of a deleted key stays deleted', async () => {
+    const src = await tempDir('src', dirs);
+    const tableUri = await tempDir('t', dirs);
+    const land3 = cdcFeed(src);
+    const wide = mergeSetup(src, tableUri, { key: ['order_id', 'region'] });
+    await land3([[1, 'EU', 'placed', 1, 1, false], [2, 'US', 'placed', 1, 1, false]]);
+    await run(wide);
+    await land3([[1, 'EU', 'gone', 5, 5, true]]);
+    expect(await run(wide)).toMatchObject({ deleted: 1 });
+
+    const narrow = mergeSetup(src, tableUri, { key: ['order_id'] });
+    await land3([[1, 'EU', 'late', 3, 3, false]]);
+    const report = await run(narrow);
+    expect(report).toMatchObject({ status: 'succeeded', inserted: 0, skippedStale: 1 });
+    expect(report.configChanges).toEqual(
+      expect.arrayContaining([expect.objectContaining({ field: 'target.key (tombstones)', effect: expect.stringMatching(/re-keyed on \[order_id\]/) })]),
+    );
+    expect(await rowsOf(narrow, ['order_id', 'status'])).toEqual([{ order_id: 2, status: 'placed' }]);
+    // Written back under the new key: later batches read them without re-keying.
+    expect((await readTarget(session, narrow)).state.tombstones).toMatchObject({ key: ['order_id'], files: [expect.objectContaining({ rows: 1 })] });
+    await land3([[1, 'EU', 'later', 4, 4, false]]);
+    expect(await run(narrow)).toMatchObject({ inserted: 0, skippedStale: 1 });
+  });
+
+  it("a backfill's deletes count too: refused until a run accepts the new orderBy, then neither the job nor its backfill refuses", async () => {
+    const src = await tempDir('src', dirs);
+    const tableUri = await tempDir('t', dirs);
+    const at = (day: string, rows: Array<[number, string, string, number, number, boolean]>) =>
+      new LocalStorage(src).write(`2026/11/${day}/f.csv`, ['order_id,region,status,seq,seq2,deleted', ...rows.map((r) => r.join(','))].join('\n') + '\n');
+    await at('20', [[1, 'EU', 'placed', 1, 1, false], [2, 'EU', 'placed', 1, 1, false]]);
+    await at('21', [[2, 'EU', 'gone', 5, 5, true]]);
+    await at('30', [[3, 'EU', 'placed', 1, 1, false]]);
+    const bySeq = makeConfig({
+      source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2, start: '2026-11-30' } },
+      target: { uri: tableUri, mode: 'merge', key: ['order_id'], orderBy: 'seq', deleteWhen: 'deleted' },
+    });
+    await run(bySeq);
+    expect(await backfill(bySeq, { from: '2026-11-20', to: '2026-11-21' })).toMatchObject({ deleted: 1 });
+    const bySeq2 = { ...bySeq, job: { ...bySeq.job, target: { ...bySeq.job.target, orderBy: 'seq2' } } };
+    const err = await refused(bySeq2);
+    expect(err.message).toMatch(/orders@backfill: target.orderBy changed from seq to seq2/);
+    const before = await backfillOutcome(bySeq2, { from: '2026-11-20', to: '2026-11-21', restart: true });
+    expect(before.ok ? null : before.error).toBeInstanceOf(ConfigError);
+
+    expect(await run(bySeq2, { acceptConfigChange: true })).toMatchObject({ status: 'nothing-new' });
+    await at('30', [[3, 'EU', 'paid', 2, 2, false]]);
+    // The acceptance is recorded only with a commit: this run commits, the next ones do not ask again.
+    expect(await run(bySeq2, { acceptConfigChange: true })).toMatchObject({ status: 'succeeded', updated: 1 });
+    await at('30', [[3, 'EU', 'shipped', 3, 3, false]]);
+    expect(await run(bySeq2)).toMatchObject({ status: 'succeeded', updated: 1 });
+    expect(await backfill(bySeq2, { from: '2026-11-20', to: '2026-11-21', restart: true })).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('key [order_id] -> [order_id, region] with a delete remembered: refused, the tombstones do not hold region', async () => {
+    const src = await tempDir('src', dirs);
+    const tableUri = await tempDir('t', dirs);
+    const land3 = cdcFeed(src);
+    await land3([[1, 'EU', 'placed', 1, 1, false]]);
+    await run(mergeSetup(src, tableUri, {}));
+    await land3([[1, 'EU', 'gone', 5, 5, true]]);
+    await run(mergeSetup(src, tableUri, {}));
+    await land3([[1, 'EU', 'late', 3, 3, false]]);
+    const err = await refused(mergeSetup(src, tableUri, { key: ['order_id', 'region'] }));
+    expect(err.message).toMatch(/target.key changed from \[order_id\] to \[order_id, region\]: the remembered deletes do not hold region/);
+    expect(await rowsOf(mergeSetup(src, tableUri, {}), ['order_id'])).toEqual([]);
+  });
+});
+
+describe('a key the stored rows do not hold once', () => {
+  it('key [order_id, region] -> [order_id] on a table with two rows of order 1: refused naming the key, nothing changes', async () => {
+    const src = await tempDir('src', dirs);
+    const tableUri = await tempDir('t', dirs);
+    const land3 = cdcFeed(src);
+    await land3([[1, 'EU', 'placed', 1, 1, false], [1, 'US', 'placed', 1, 1, false], [2, 'US', 'placed', 1, 1, false]]);
+    await run(mergeSetup(src, tableUri, { key: ['order_id', 'region'] }));
+    const narrow = mergeSetup(src, tableUri, { key: ['order_id'] });
+    await land3([[1, 'EU', 'paid', 2, 2, false]]);
+    const err = await refused(narrow);
+    expect(err.context).toMatchObject({ field: 'target.key', duplicateKeys: 1 });
+    expect(err.message).toMatch(/target.key changed from \[order_id, region\] to \[order_id\], but the table holds more than one row for 1 such key: order_id=1 \(2 rows\)/);
+    expect(await rowsOf(narrow, ['order_id', 'region', 'status'])).toEqual([
+      { order_id: 1, region: 'EU', status: 'placed' },
+      { order_id: 1, region: 'US', status: 'placed' },
+      { order_id: 2, region: 'US', status: 'placed' },
+    ]);
+    // --accept-config-change does not override it: the rows conflict, not the tombstones.
+    await refused(narrow, { acceptConfigChange: true });
+  });
+
+  it('append -> merge on a table holding an order twice: refused naming it', async () => {
+    const src = await tempDir('src', dirs);
+    const land3 = cdcFeed(src);
+    const appendTo = async (rows: Array<[number, string, string, number, number, boolean]>) => {
+      const tableUri = await tempDir('t', dirs);
+      await land3(rows);
+      await run(makeConfig({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: tableUri, mode: 'append' } }));
+      return tableUri;
+    };
+    const twice = await appendTo([[7, 'EU', 'placed', 1, 1, false], [7, 'EU', 'paid', 2, 2, false]]);
+    const err = await refused(mergeSetup(src, twice, { deleteWhen: undefined }));
+    expect(err.context).toMatchObject({ field: 'target.mode' });
+    expect(err.message).toMatch(/target.mode changed from append to merge on key \[order_id\], but the table holds more than one row for \d+ such keys?: order_id=7 \(2 rows\)/);
+  });
+
+  it('append -> merge where every key has one row: the run merges and says so', async () => {
+    const src = await tempDir('src', dirs);
+    const tableUri = await tempDir('t', dirs);
+    const land3 = cdcFeed(src);
+    await land3([[1, 'EU', 'placed', 1, 1, false], [2, 'EU', 'placed', 1, 1, false]]);
+    await run(makeConfig({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: tableUri, mode: 'append' } }));
+    const merge = mergeSetup(src, tableUri, { deleteWhen: undefined });
+    await land3([[1, 'EU', 'paid', 2, 2, false]]);
+    const report = await run(merge);
+    expect(report).toMatchObject({ status: 'succeeded', updated: 1 });
+    expect(report.configChanges).toEqual([expect.objectContaining({ field: 'target.mode', from: 'append', to: 'merge' })]);
+    expect(await rowsOf(merge, ['order_id', 'status'])).toEqual([{ order_id: 1, status: 'paid' }, { order_id: 2, status: 'placed' }]);
+  });
+});
