@@ -2,7 +2,7 @@
  * The ingest benchmark's printed tables: the three figures against their targets, where the
  * job's time goes (a traced real run), and what each run loaded.
  */
-import type { IncrementalResult, IngestBenchOptions, InitialResult, NoopResult } from './ingest.js';
+import type { ChecksumResult, IncrementalResult, IngestBenchOptions, InitialResult, NoopResult } from './ingest.js';
 import type { Samples } from './clock.js';
 import { PHASES } from '../../src/job/phases.js';
 import type { JobProfile } from './job.js';
@@ -10,7 +10,7 @@ import type { LandingSpec } from './landing.js';
 import { count, mib, pct, secs, sqlTable, times, verdict, type TextTable } from './report.js';
 
 /** The ingest targets (docs/benchmarks.md). */
-export const INGEST_TARGETS = { initialRatio: 1.5, incrementalRatio: 0.05, noopMs: 1000 } as const;
+export const INGEST_TARGETS = { initialRatio: 1.5, incrementalRatio: 0.05, noopMs: 1000, checksumCost: 0.1 } as const;
 const TARGETS = INGEST_TARGETS;
 
 /** Everything the tables show. */
@@ -20,6 +20,7 @@ export interface IngestFigures {
   initial: InitialResult;
   incremental: IncrementalResult;
   noop: NoopResult;
+  checksums: ChecksumResult;
 }
 
 /** The summary, phase and detail tables, then the slowest statements of the profiled runs. */
@@ -29,6 +30,7 @@ export function ingestTables(f: IngestFigures): TextTable[] {
     summaryTable(f),
     phaseTable(f),
     detailTable(f),
+    checksumTable(f.checksums),
     sqlTable('Slowest SQL, (a) initial load (traced run)', f.initial.profile.sql.slice(0, 8)),
     sqlTable('Slowest SQL, (b) incremental (traced run)', f.incremental.profile.sql.slice(0, 6)),
     ...(w ? [sqlTable(`Slowest SQL, (b) what-if with files of ${count(w.targetFileRows)} rows (replica)`, w.profile.sql.slice(0, 6))] : []),
@@ -48,6 +50,7 @@ function summaryTable(f: IngestFigures): TextTable {
       floorRow(f),
       ...whatIfRow(f),
       [`(c) nothing new, ${c.commits} commits`, spread(c.runs), '-', '-', '-', `< ${secs(TARGETS.noopMs)}`, verdict(c.runs.median < TARGETS.noopMs), '-', ok(c.verified)],
+      checksumRow(f.checksums),
     ],
   };
 }
@@ -65,6 +68,29 @@ function whatIfRow(f: IngestFigures): string[][] {
   if (!w) return [];
   const name = `(b) what-if: ${count(w.tableFiles)} files of ≤ ${count(w.targetFileRows)} rows`;
   return [[name, spread(w.incremental), 'same full reload', spread(f.incremental.fullReload), pct(w.ratio), 'reference', '', '-', 'replica']];
+}
+
+/** (d): the load with checks against the same load without; the ratio column is what they cost. */
+function checksumRow(d: ChecksumResult): string[] {
+  const cost = `${signed(d.cost)} (${times(1 + d.cost)})`;
+  return ['(d) checksums: (a) from and to S3', spread(d.on), 'the same without checks', spread(d.off), cost, `< +${pct(TARGETS.checksumCost)}`, verdict(d.cost < TARGETS.checksumCost), signed(d.cpuCost), ok(d.verified)];
+}
+
+function signed(share: number): string {
+  return `${share >= 0 ? '+' : ''}${pct(share)}`;
+}
+
+/** What the loads of (d) checked, from their run reports. */
+function checksumTable(d: ChecksumResult): TextTable {
+  const kinds = (c: Record<string, number>) => Object.entries(c).map(([k, n]) => `${k} ${count(n)}`).join(', ') || '-';
+  return {
+    title: '(d) what the loads checked (run reports, last load of each)',
+    header: ['load', 'whole-object reads checked', 'uploads verified by the store'],
+    rows: [
+      ['with checks', kinds(d.checked.reads), kinds(d.checked.uploads)],
+      ['without', kinds(d.unchecked.reads), kinds(d.unchecked.uploads)],
+    ],
+  };
 }
 
 /** "median (min–max)" when repeated. */

@@ -9,15 +9,18 @@
  *       loads written files of N rows (replica of the job with `targetFileRows`).
  *   (c) nothing new, on a table with 200 commits (a job with maxFilesPerBatch 1 over 200 tiny
  *       files). Target < 1 s.
+ *   (d) what checksums cost: (a)'s load from and to S3 on the embedded server, with the default
+ *       checks and without (./ingest-checksums.ts). Target: under 10 % of the load.
  *
  * Correctness: (a) the table equals the hand-written output (row count and fingerprint of the
  * data columns); (b) the incremental table equals the full reload; (c) the no-op runs commit
- * nothing. Phase breakdowns and the slowest SQL come from one more real run of the job, its
+ * nothing; (d) both S3 tables equal (a)'s, and the checks were made (or not). Phase breakdowns and the slowest SQL come from one more real run of the job, its
  * statements traced (./sql-trace.ts).
  */
 import type { Samples } from './clock.js';
 import { samplesOf, timed } from './clock.js';
 import { benchEnv, describeEnv, describeOtherLoad, watchOtherLoad } from './env.js';
+import { benchChecksums } from './ingest-checksums.js';
 import { INGEST_TARGETS, ingestTables } from './ingest-report.js';
 import { benchIncremental, benchInitial } from './ingest-steps.js';
 import { ordersJob, runOrdersJob } from './job.js';
@@ -27,6 +30,7 @@ import { progress, withSession } from './session.js';
 import { openWorkspace, type Workspace } from './workspace.js';
 
 export type { IncrementalResult, InitialResult } from './ingest-steps.js';
+export type { ChecksumResult } from './ingest-checksums.js';
 
 /** Sizes of the benchmark; the defaults are the issue's. */
 export interface IngestBenchOptions {
@@ -51,6 +55,8 @@ const INGEST_LEGEND = [
   'floor: hand-written DuckDB doing only the copy-on-write work of (b): dedupe the new files, rewrite the data files holding their keys,',
   '  write the new keys (no Delta log, stats, state or checks): the least a copy-on-write MERGE must do. With deletion',
   '  vectors (the default for a table the job creates) (b) marks the updated rows instead of rewriting their file.',
+  '(d): the job of (a) from an S3 landing zone into an S3 table on the embedded S3 server (loopback): checks on (uploads carry a CRC64NVME',
+  '  the store verifies, downloads hashed against their ETag as MD5) against uploadChecksum off and etagChecksum false.',
 ].join('\n');
 
 const FILES_PER_DAY = 4;
@@ -83,14 +89,15 @@ export async function benchIngest(opts: IngestBenchOptions): Promise<void> {
     };
     const landing = await generate(spec);
     const initial = await benchInitial(ws, spec, landing, opts.repeat);
+    const checksums = await benchChecksums(ws, spec, opts.repeat, initial.table);
     const incremental = await benchIncremental(ws, spec, { repeat: opts.repeat, whatIfRows: opts.whatIfRows });
     const noop = await benchNoop(ws, opts.commits);
     const otherLoad = stopWatch();
-    printTables(ingestTables({ opts, spec, initial, incremental, noop }));
+    printTables(ingestTables({ opts, spec, initial, incremental, noop, checksums }));
     process.stdout.write(`${INGEST_LEGEND}\n${describeOtherLoad(otherLoad)}`);
-    await writeJson(opts.jsonPath, { benchmark: 'ingest', env, otherLoad, options: opts, landing: spec, targets: INGEST_TARGETS, initial, incremental, noop });
+    await writeJson(opts.jsonPath, { benchmark: 'ingest', env, otherLoad, options: opts, landing: spec, targets: INGEST_TARGETS, initial, incremental, noop, checksums });
     process.stdout.write(`result: ${opts.jsonPath}\n`);
-    if (!initial.verified || !incremental.verified || !incremental.floor.verified || !noop.verified) throw new Error('[bench] ingest results failed verification');
+    if (!initial.verified || !incremental.verified || !incremental.floor.verified || !noop.verified || !checksums.verified) throw new Error('[bench] ingest results failed verification');
   } finally {
     await ws.dispose();
   }

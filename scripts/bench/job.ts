@@ -29,6 +29,8 @@ export interface OrdersJobSpec {
   maxRowsPerFile?: number;
   /** Parent of the run's spool folder. */
   spoolRoot: string;
+  /** Settings of the config's `storage` (an S3 endpoint); default none (local folders). */
+  storage?: Record<string, unknown>;
 }
 
 /** A validated job (all defaults applied) and its run context. */
@@ -40,7 +42,7 @@ export interface OrdersJob {
 /** The job as a user would configure it: by partition, MERGE on order_id, latest updated_at. */
 export function ordersJob(spec: OrdersJobSpec): OrdersJob {
   const config = validateConfig({
-    storage: { singleWriter: false },
+    storage: { singleWriter: false, ...spec.storage },
     jobs: [
       {
         name: spec.name,

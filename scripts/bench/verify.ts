@@ -8,6 +8,7 @@ import type { DuckSession, Row } from '../../src/engine/duckdb.js';
 import { withTableScan } from '../../src/engine/scan.js';
 import { ident, identList } from '../../src/engine/sql.js';
 import { LocalStorage } from '../../src/storage/local.js';
+import type { Storage } from '../../src/storage/storage.js';
 
 /** Row count and fingerprint of a table's latest snapshot. */
 export interface TableFingerprint {
@@ -20,10 +21,14 @@ export interface TableFingerprint {
 }
 
 /** Fingerprint the table at `dir` over `columns`. */
-export async function fingerprint(session: DuckSession, dir: string, columns: readonly string[]): Promise<TableFingerprint> {
-  const storage = LocalStorage.at(dir);
+export function fingerprint(session: DuckSession, dir: string, columns: readonly string[]): Promise<TableFingerprint> {
+  return fingerprintAt(session, LocalStorage.at(dir), columns);
+}
+
+/** Fingerprint the table rooted at `storage` (a folder, an S3 prefix) over `columns`. */
+export async function fingerprintAt(session: DuckSession, storage: Storage, columns: readonly string[]): Promise<TableFingerprint> {
   const snapshot = await openTable(storage, session, { singleWriter: true }).snapshot();
-  if (!snapshot) throw new Error(`[bench] no Delta table at ${dir}`);
+  if (!snapshot) throw new Error(`[bench] no Delta table at ${storage.uri}`);
   const row = await withTableScan(session, scanSource(storage), snapshot, (relation) =>
     session.one(`SELECT count(*)::BIGINT AS n, sum(hash(${identList([...columns])}))::VARCHAR AS h FROM (${relation})`),
   );
