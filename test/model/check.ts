@@ -13,11 +13,6 @@ import { describeStep, sequences, World, type Sequence } from './model.js';
 
 /** Sequences per table kind in `npm test`, and in the soak (TIDEMARK_SOAK=1). */
 export const RUNS = process.env['TIDEMARK_SOAK'] === '1' ? Number(process.env['TIDEMARK_SOAK_RUNS'] ?? 2500) : 100;
-/**
- * Equal versions of different rows (the tie order) are generated with TIDEMARK_MODEL_TIES=1 only,
- * until the one total order for ties (issue 19, item 3) is on main.
- */
-export const TIES = process.env['TIDEMARK_MODEL_TIES'] === '1';
 /** TIDEMARK_MODEL_SEED replays one seed (printed by a failure). */
 export const SEED = Number(process.env['TIDEMARK_MODEL_SEED'] ?? 19_2026);
 
@@ -42,9 +37,9 @@ export async function check(session: DuckSession, seq: Sequence): Promise<void> 
 }
 
 /** Run `runs` sequences of the given table kind; on failure, the seed and the shrunk sequence. */
-export async function checkModel(session: DuckSession, opts: { partitioned: boolean; runs: number; seed: number; maxSteps?: number; ties?: boolean }): Promise<void> {
+export async function checkModel(session: DuckSession, opts: { partitioned: boolean; runs: number; seed: number; maxSteps?: number }): Promise<void> {
   const result = await fc.check(
-    fc.asyncProperty(sequences({ partitioned: opts.partitioned, maxSteps: opts.maxSteps ?? 8, ...(opts.ties ? { ties: true } : {}) }), (seq) => check(session, seq)),
+    fc.asyncProperty(sequences({ partitioned: opts.partitioned, maxSteps: opts.maxSteps ?? 8 }), (seq) => check(session, seq)),
     { seed: opts.seed, numRuns: opts.runs, endOnFailure: false },
   );
   if (!result.failed) return;
