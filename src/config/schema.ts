@@ -4,9 +4,8 @@
  * schema for editors (`tidemark.schema.json`, ./json-schema.ts).
  */
 import { z } from 'zod';
-import { resolveDiscovery } from '../discovery/config.js';
+import { checkDiscovery } from '../discovery/config.js';
 import { globProblem } from '../discovery/filter.js';
-import { ConfigError } from '../errors.js';
 import { tableProperties } from './table-properties.js';
 import { parseDuration, parseSize } from './units.js';
 
@@ -64,10 +63,8 @@ const discoverByModified = z.strictObject({
 const discover = z
   .discriminatedUnion('by', [discoverByPartition, discoverByModified])
   .superRefine((d, ctx) => {
-    try {
-      resolveDiscovery(d);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
+    // Every problem of the block at once: an invalid layout does not hide an invalid timezone.
+    for (const err of checkDiscovery(d).problems) {
       const field = String(err.context.field ?? '').replace(/^discover\./, '');
       ctx.addIssue({ code: 'custom', path: field ? [field] : [], message: err.message.replace(/^\[discovery\] /, '') });
     }
@@ -146,6 +143,17 @@ const targetStorage = z
   .strictObject({ ...storageFields, singleWriter: z.boolean().optional().describe(singleWriterDescription) })
   .describe('S3 client settings of this target, over the top-level storage, field by field');
 
+/** Delta type names `source.columns` accepts (simple types; decimal(p,s) with 1 <= p <= 38, 0 <= s <= p). */
+const DECLARABLE_TYPES = ['string', 'long', 'integer', 'short', 'byte', 'double', 'float', 'boolean', 'date', 'timestamp', 'timestamp_ntz', 'binary'];
+const declaredType = z
+  .string()
+  .transform((t) => t.trim().toLowerCase().replace(/\s+/g, ''))
+  .superRefine((t, ctx) => {
+    const dec = /^decimal\((\d+),(\d+)\)$/.exec(t);
+    if (dec ? Number(dec[1]) >= 1 && Number(dec[1]) <= 38 && Number(dec[2]) <= Number(dec[1]) : DECLARABLE_TYPES.includes(t)) return;
+    ctx.addIssue({ code: 'custom', message: `must be a Delta type: ${DECLARABLE_TYPES.join(', ')} or decimal(p,s) (p up to 38), got ${JSON.stringify(t)}` });
+  });
+
 const source = z.strictObject({
   uri: nonEmpty.describe('s3://bucket/prefix/, file:///path or a path (relative to the config file)'),
   format: z
@@ -153,6 +161,12 @@ const source = z.strictObject({
     .optional()
     .describe("Format of every file; default: from each file's name (.parquet, .csv, .tsv, .json, .ndjson; .gz/.zst)"),
   csv: csvOptions.optional(),
+  columns: z
+    .record(nonEmpty, declaredType)
+    .optional()
+    .describe(
+      "The type of the columns that matter (keys, versions, dates), e.g. { id: 'decimal(38,0)', seq: long, day: date }: a table the job creates gets them, an existing table must have them, and every file is read in them (a value that does not convert exactly fails naming file, line and column); other CSV columns are inferred once, from the first batch",
+    ),
   include: globList('Only keys matching one of these globs are loaded (relative to uri; a pattern without / matches the file name)'),
   exclude: globList('Keys matching one of these globs are never loaded (relative to uri; a pattern without / matches the file name)'),
   storage: sourceStorage.optional(),

@@ -83,30 +83,56 @@ export type DiscoverySettings = PartitionSettings | ModifiedSettings;
 
 /** Apply defaults and validate; throws ConfigError naming the `discover.*` field. */
 export function resolveDiscovery(config: DiscoveryConfig): DiscoverySettings {
+  const { settings, problems } = checkDiscovery(config);
+  if (problems[0]) throw problems[0];
+  return settings!;
+}
+
+/**
+ * Every problem of `config` at once (an invalid layout does not hide an invalid timezone), and the
+ * settings when there is none. A start value is checked against the layout only when the layout
+ * itself is valid (its granularity decides what a start may be).
+ */
+export function checkDiscovery(config: DiscoveryConfig): { settings: DiscoverySettings | null; problems: ConfigError[] } {
+  const problems: ConfigError[] = [];
+  const attempt = <T>(check: () => T): T | undefined => {
+    try {
+      return check();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(err);
+      return undefined;
+    }
+  };
   const requireSuccessMarker = config.requireSuccessMarker ?? false;
   const onOverwrite = config.onOverwrite ?? DEFAULT_ON_OVERWRITE;
   if (onOverwrite !== 'reload' && onOverwrite !== 'ignore') {
-    throw new ConfigError(`[discovery] onOverwrite must be 'reload' or 'ignore', got ${JSON.stringify(onOverwrite)}`, { field: 'discover.onOverwrite' });
+    problems.push(new ConfigError(`[discovery] onOverwrite must be 'reload' or 'ignore', got ${JSON.stringify(onOverwrite)}`, { field: 'discover.onOverwrite' }));
   }
-  const selects = compileKeyFilter(config);
+  const selects = attempt(() => compileKeyFilter(config));
+  const done = (settings: DiscoverySettings) => ({ settings: problems.length === 0 ? settings : null, problems });
   if (config.by === 'partition') {
-    const layout = Layout.parse(config.layout);
+    const layout = attempt(() => Layout.parse(config.layout));
+    const clock = attempt(() => new PartitionClock(config.timezone));
     const lookback = config.lookback ?? DEFAULT_LOOKBACK;
     if (!Number.isInteger(lookback) || lookback < 0) {
-      throw new ConfigError(`[discovery] lookback must be a whole number of partitions >= 0, got ${lookback}`, { field: 'discover.lookback' });
+      problems.push(new ConfigError(`[discovery] lookback must be a whole number of partitions >= 0, got ${lookback}`, { field: 'discover.lookback' }));
     }
-    const start = config.start === undefined ? null : parsePartitionStart(config.start, layout.granularity);
-    return { mode: 'partition', layout, clock: new PartitionClock(config.timezone), lookback, start, requireSuccessMarker, onOverwrite, selects };
+    const start = config.start === undefined || !layout ? null : (attempt(() => parsePartitionStart(config.start!, layout.granularity)) ?? null);
+    return done({ mode: 'partition', layout: layout!, clock: clock!, lookback, start, requireSuccessMarker, onOverwrite, selects: selects! });
   }
   if (config.by === 'modified') {
     const settleMs = config.settle ?? DEFAULT_SETTLE_MS;
     if (!Number.isFinite(settleMs) || settleMs < 0) {
-      throw new ConfigError(`[discovery] settle must be a duration >= 0, got ${settleMs}`, { field: 'discover.settle' });
+      problems.push(new ConfigError(`[discovery] settle must be a duration >= 0, got ${settleMs}`, { field: 'discover.settle' }));
     }
-    const start = config.start === undefined ? null : parseTimestampStart(config.start);
-    return { mode: 'modified', settleMs, start, requireSuccessMarker, onOverwrite, selects };
+    const start = config.start === undefined ? null : (attempt(() => parseTimestampStart(config.start!)) ?? null);
+    return done({ mode: 'modified', settleMs, start, requireSuccessMarker, onOverwrite, selects: selects! });
   }
-  throw new ConfigError(`[discovery] discover.by must be 'partition' or 'modified', got ${JSON.stringify((config as { by?: unknown }).by)}`, { field: 'discover.by' });
+  problems.push(
+    new ConfigError(`[discovery] discover.by must be 'partition' or 'modified', got ${JSON.stringify((config as { by?: unknown }).by)}`, { field: 'discover.by' }),
+  );
+  return { settings: null, problems };
 }
 
 const PARTITION_START = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2})(?::00(?::00)?)?)?$/;

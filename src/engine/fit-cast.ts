@@ -16,6 +16,7 @@
  */
 import type { DataType } from '../delta/schema.js';
 import { parseDuckType, renderDuckType, type DuckType } from './duck-type.js';
+import { isNestedDuck, leafChecks } from './nested-fit.js';
 import { str } from './sql.js';
 import { isTextType, textMisfitSql, textValueSql, type TemporalFormats } from './text-cast.js';
 import { castToDeltaSql, deltaTypeToDuckForWrite } from './type-map-write.js';
@@ -79,7 +80,10 @@ export function misfitSql(col: string, sourceDuckType: string, target: DataType,
   if (isTextType(source)) return textMisfitSql(col, parseDuckType(t), formats);
   const cast = `TRY_CAST(${col} AS ${t})`;
   const exact = exactnessSql(col, source, parseDuckType(t), cast);
-  return `(${col} IS NOT NULL AND (${cast} IS NULL${exact ? ` OR ${exact}` : ''}))`;
+  const whole = `(${col} IS NOT NULL AND (${cast} IS NULL${exact ? ` OR ${exact}` : ''}))`;
+  // A struct cast sets a field that does not fit to NULL without an error: every leaf is checked.
+  const leaves = isNestedDuck(source) ? leafChecks(col, source, target, '', misfitSql, formats) : [];
+  return leaves.length === 0 ? whole : `(${[whole, ...leaves.map((l) => l.predicate)].join(' OR ')})`;
 }
 
 /** The "casts back to itself" part of the check, when the target can round or truncate. */

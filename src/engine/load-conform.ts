@@ -12,11 +12,12 @@
  * evolution).
  */
 import type { StructField, StructType } from '../delta/schema.js';
-import { BadFileError, ResourceError } from '../errors.js';
+import { BadFileError, ResourceError, SchemaError } from '../errors.js';
 import { ambiguityError, castError } from './cast-error.js';
 import { parseDuckType } from './duck-type.js';
 import type { DuckSession } from './duckdb.js';
 import { fitCastSql, misfitSql } from './fit-cast.js';
+import { isNestedDuck, leafChecks, newNestedFields } from './nested-fit.js';
 import { csvDialect, fileSelectSql, LINEAGE_COLUMNS, SOURCE_ROW, temporalFormats, type CsvOptions, type LoadFile } from './file-select.js';
 import { ident } from './sql.js';
 import { ambiguitySql } from './text-cast.js';
@@ -33,22 +34,55 @@ export interface ConformedFile {
   file: LoadFile;
   /** The file's data columns as read (CSV columns read as text say VARCHAR). */
   columns: FileColumn[];
-  /** Columns the table lacks. */
-  newColumns: string[];
   /** SELECT of the file's rows in the table's types, plus lineage columns. */
   select: string;
   /** The select list of `select` without the lineage columns (the casts into the table's types). */
   projection: string;
+  /** The file's rows as read, before the casts (CSV columns of the table as text), with lineage. */
+  raw: string;
 }
 
 /** The file's columns as DuckDB reads them; a file DuckDB cannot read is a BadFileError naming it. */
 export async function describeFile(session: DuckSession, file: LoadFile, csv: CsvOptions | undefined, text: readonly string[] = []): Promise<FileColumn[]> {
+  let rows;
   try {
-    const rows = await session.all(`DESCRIBE ${fileSelectSql(file, csv, text)}`);
-    const lineage = new Set<string>(LINEAGE_COLUMNS);
-    return rows.map((r) => ({ name: String(r['column_name']), type: String(r['column_type']) })).filter((c) => !lineage.has(c.name));
+    rows = await session.all(`DESCRIBE ${fileSelectSql(file, csv, text)}`);
   } catch (err) {
     throw unreadable(file, err);
+  }
+  const all = rows.map((r) => ({ name: String(r['column_name']), type: String(r['column_type']) }));
+  // The lineage columns come last, once each; the file's own columns are the ones before them.
+  const columns = all.slice(0, all.length - LINEAGE_COLUMNS.length);
+  checkColumnNames(file, columns.map((c) => c.name));
+  return columns;
+}
+
+/**
+ * A file's column names must mean one thing each: a column named like tidemark's lineage
+ * (`_source_file`, `_source_modified`, `_source_row`, in any case) would share a column with it,
+ * and names that differ only by case (`Amount`, `amount`) are one column to Delta and to every
+ * reader, where DuckDB renames the second (`amount_1`). Both are refused naming the file and the
+ * names. Across files, names are matched ignoring case (`Amount` in one file and `amount` in the
+ * next are the same column).
+ */
+function checkColumnNames(file: LoadFile, names: readonly string[]): void {
+  const reserved = names.find((n) => (LINEAGE_COLUMNS as readonly string[]).includes(n.toLowerCase()));
+  if (reserved !== undefined) {
+    throw new BadFileError(
+      `[load] cannot load ${file.key}: it has a column named ${JSON.stringify(reserved)}, a name tidemark reserves for its lineage columns (${LINEAGE_COLUMNS.join(', ')}); rename the column in the source`,
+      { context: { key: file.key, column: reserved } },
+    );
+  }
+  const lower = new Map(names.map((n) => [n.toLowerCase(), n]));
+  for (const n of names) {
+    const renamed = /^(.*)_\d+$/.exec(n);
+    const first = renamed ? lower.get(renamed[1]!.toLowerCase()) : undefined;
+    if (!renamed || first === undefined || first === renamed[1]) continue;
+    throw new BadFileError(
+      `[load] cannot load ${file.key}: it has columns ${JSON.stringify(first)} and ${JSON.stringify(renamed[1])}, whose names differ only by case: ` +
+        'Delta column names ignore case, so they would be one column; rename one in the source',
+      { context: { key: file.key, column: first, columns: [first, renamed[1]!] } },
+    );
   }
 }
 
@@ -66,15 +100,7 @@ const RESOURCE_FAILURE = /^Out of Memory Error|No space left on device|could not
  * which the job scope names with its spool folder).
  */
 export function unreadable(file: LoadFile, err: unknown): BadFileError {
-  const message = err instanceof Error ? err.message : String(err);
-  if (RESOURCE_FAILURE.test(message)) {
-    if (/No space left on device/i.test(message)) throw err;
-    throw new ResourceError(
-      `[load] DuckDB ran out of memory while reading ${file.key} (the file is not at fault): ${message.split('\n')[0]}; ` +
-        'raise engine.memoryLimit, lower engine.threads or maxFilesPerBatch, then run again',
-      { kind: 'terminal', context: { key: file.key }, cause: err },
-    );
-  }
+  throwIfResourceFailure(file.key, err);
   const lines = (err instanceof Error ? err.message : String(err)).split(file.localPath).join(file.key).split('\n');
   const telling = lines.slice(1).filter((l) => TELLING_LINES.test(l.trim())).map((l) => l.trim());
   const line = /CSV Error on Line: (\d+)/.exec(lines.join('\n'))?.[1];
@@ -84,24 +110,68 @@ export function unreadable(file: LoadFile, err: unknown): BadFileError {
   });
 }
 
-/** Plan how to read `file` in `schema`'s types. */
-export async function conformFile(session: DuckSession, file: LoadFile, schema: StructType, csv?: CsvOptions): Promise<ConformedFile> {
-  return conformWith(session, file, schema, csv, false);
+/** Running out of memory or disk while reading `what` (a file, or a batch's files): thrown as such, never blamed on a file. */
+export function throwIfResourceFailure(what: string, err: unknown, files = 1): void {
+  const message = err instanceof Error ? err.message : String(err);
+  if (!RESOURCE_FAILURE.test(message)) return;
+  if (/No space left on device/i.test(message)) throw err;
+  throw new ResourceError(
+    `[load] DuckDB ran out of memory while reading ${what} (${files === 1 ? 'the file is' : 'the files are'} not at fault): ${message.split('\n')[0]}; ` +
+      'raise engine.memoryLimit, lower engine.threads or maxFilesPerBatch, then run again',
+    { kind: 'terminal', context: { key: what }, cause: err },
+  );
 }
 
-async function conformWith(session: DuckSession, file: LoadFile, schema: StructType, csv: CsvOptions | undefined, allText: boolean): Promise<ConformedFile> {
-  const sniffed = await describeFile(session, file, csv);
+/** Plan how to read `file` in `schema`'s types; `described`: the file's columns, when already described. */
+export async function conformFile(session: DuckSession, file: LoadFile, schema: StructType, csv?: CsvOptions, described?: FileColumn[]): Promise<ConformedFile> {
+  return conformWith(session, file, schema, csv, false, described);
+}
+
+async function conformWith(
+  session: DuckSession,
+  file: LoadFile,
+  schema: StructType,
+  csv: CsvOptions | undefined,
+  allText: boolean,
+  described?: FileColumn[],
+): Promise<ConformedFile> {
+  const sniffed = described ?? (await describeFile(session, file, csv));
   const isCsv = file.format === 'csv' || file.format === 'tsv';
   const text = isCsv ? sniffed.filter((c) => allText || fieldOf(schema, c.name)).map((c) => c.name) : [];
   const textSet = new Set(text);
   const columns = sniffed.map((c) => (textSet.has(c.name) ? { name: c.name, type: 'VARCHAR' } : c));
+  refuseNewNestedFields(file, columns, schema);
   const projection = columns.map((c) => {
     const field = fieldOf(schema, c.name);
     return field ? `${fitCastSql(ident(c.name), c.type, field.type, field.name, temporalFormats(csv))} AS ${ident(field.name)}` : ident(c.name);
   });
-  const select = `SELECT ${[...projection, ...LINEAGE_COLUMNS.map(ident)].join(', ')} FROM (${fileSelectSql(file, csv, text)})`;
-  const newColumns = columns.filter((c) => !fieldOf(schema, c.name)).map((c) => c.name);
-  return { file, columns, newColumns, select, projection: projection.join(', ') };
+  const raw = fileSelectSql(file, csv, text);
+  const select = `SELECT ${[...projection, ...LINEAGE_COLUMNS.map(ident)].join(', ')} FROM (${raw})`;
+  return { file, columns, select, projection: projection.join(', '), raw };
+}
+
+/**
+ * A struct field the table's column lacks (`obj.z`) would be dropped by the cast: refused naming
+ * it, whatever `schemaEvolution` says (tidemark adds top-level columns, not fields inside one).
+ */
+function refuseNewNestedFields(file: LoadFile, columns: readonly FileColumn[], schema: StructType): void {
+  for (const c of columns) {
+    const field = fieldOf(schema, c.name);
+    if (!field || typeof field.type === 'string') continue;
+    let source;
+    try {
+      source = parseDuckType(c.type);
+    } catch {
+      continue;
+    }
+    const added = newNestedFields(source, field.type, field.name);
+    if (added.length === 0) continue;
+    throw new SchemaError(
+      `[load] ${file.key} has ${added.length === 1 ? 'a field' : 'fields'} ${added.map((a) => JSON.stringify(a)).join(', ')} that the table's column ${JSON.stringify(field.name)} lacks; ` +
+        'tidemark adds new top-level columns (schemaEvolution: addColumns) but not new fields inside a struct: add the field to the table (ALTER TABLE … ADD COLUMNS in Spark), or leave it out of the source',
+      { context: { key: file.key, column: added[0]!, columns: added } },
+    );
+  }
 }
 
 function fieldOf(schema: StructType, name: string): StructField | undefined {
@@ -136,19 +206,24 @@ export async function diagnoseFile(session: DuckSession, file: LoadFile, schema:
 /** The first row of the file with a value that does not fit its column (or a date text that reads two ways), as a BadFileError. */
 async function firstMisfit(session: DuckSession, plan: ConformedFile, schema: StructType, csv?: CsvOptions): Promise<BadFileError | null> {
   const formats = temporalFormats(csv);
-  const checks = plan.columns.flatMap((c) => {
+  const checks: MisfitCheck[] = plan.columns.flatMap((c) => {
     const field = fieldOf(schema, c.name);
     const sql = field ? misfitSql(ident(c.name), c.type, field.type, formats) : null;
     if (!field || !sql) return [];
+    const source = parseDuckType(c.type);
+    const leaves = isNestedDuck(source) ? leafChecks(ident(c.name), source, field.type, field.name, misfitSql, formats) : [];
+    // A nested column: its leaves name the field (obj.x); the whole column's check comes last.
+    const nested = leaves.map((l) => ({ name: l.path, sql: l.predicate, value: l.value, type: deltaTypeToDuckForWrite(l.target, l.path), sourceType: l.sourceType, ambiguity: null }));
     const ambiguity = c.type === 'VARCHAR' ? ambiguitySql(ident(c.name), parseDuckType(deltaTypeToDuckForWrite(field.type)), formats) : null;
-    return [{ column: c, field, sql, ambiguity }];
+    const whole = { name: field.name, sql, value: `CAST(${ident(c.name)} AS VARCHAR)`, type: deltaTypeToDuckForWrite(field.type, field.name), sourceType: c.type, ambiguity };
+    return [...nested, whole];
   });
   if (checks.length === 0) return null;
   const isCsv = plan.file.format === 'csv' || plan.file.format === 'tsv';
   const text = plan.columns.filter((c) => c.type === 'VARCHAR').map((c) => c.name);
   const flags = checks.flatMap((k, i) => [
     `${k.sql} AS m${i}`,
-    `CAST(${ident(k.column.name)} AS VARCHAR) AS v${i}`,
+    `CAST(${k.value} AS VARCHAR) AS v${i}`,
     ...(k.ambiguity ? [`${k.ambiguity.predicate} AS a${i}`, `CAST(${k.ambiguity.first} AS VARCHAR) AS f${i}`, `CAST(${k.ambiguity.second} AS VARCHAR) AS s${i}`] : []),
   ]);
   const line = isCsv ? `, ${csvLineSql(text, csvDialect(plan.file.format as 'csv' | 'tsv', csv).header)} AS line` : '';
@@ -166,10 +241,22 @@ async function firstMisfit(session: DuckSession, plan: ConformedFile, schema: St
   const k = checks[i]!;
   const where = { file: plan.file.key, row: row['r'], ...(isCsv ? { line: row['line'] } : {}) };
   if (row[`a${i}`] === true) {
-    const temporal = deltaTypeToDuckForWrite(k.field.type) === 'DATE' ? 'dateFormat' : 'timestampFormat';
-    return ambiguityError({ column: k.field.name, value: row[`v${i}`], readings: [row[`f${i}`], row[`s${i}`]], setting: temporal, ...where }, '[load]');
+    const temporal = k.type === 'DATE' ? 'dateFormat' : 'timestampFormat';
+    return ambiguityError({ column: k.name, value: row[`v${i}`], readings: [row[`f${i}`], row[`s${i}`]], setting: temporal, ...where }, '[load]');
   }
-  return castError({ column: k.field.name, type: deltaTypeToDuckForWrite(k.field.type, k.field.name), sourceType: k.column.type, value: row[`v${i}`], ...where }, '[load]');
+  return castError({ column: k.name, type: k.type, sourceType: k.sourceType, value: row[`v${i}`], ...where }, '[load]');
+}
+
+/** One value check of `firstMisfit`: a column, or a leaf of a nested one (`obj.x`). */
+interface MisfitCheck {
+  name: string;
+  sql: string;
+  /** SQL of the checked value (shown in the message). */
+  value: string;
+  /** DuckDB type written for it, and its source type. */
+  type: string;
+  sourceType: string;
+  ambiguity: { predicate: string; first: string; second: string } | null;
 }
 
 /**

@@ -8,11 +8,12 @@
  * Parquet file is not a Parquet file.
  */
 import { stat } from 'node:fs/promises';
-import type { StructType } from '../delta/schema.js';
+import type { StructField, StructType } from '../delta/schema.js';
 import { BadFileError } from '../errors.js';
 import type { DuckSession } from './duckdb.js';
-import { countCsvFields, csvDialect, csvFirstLineSql, csvStrictReadSql, describeDialect, fileSelectSql, type CsvOptions, type LoadFile } from './file-select.js';
-import { conformFile, diagnoseFile, unreadable, type ConformedFile } from './load-conform.js';
+import { countCsvFields, csvDialect, csvFirstLineSql, csvStrictReadSql, describeDialect, fileSelectSql, LINEAGE_COLUMNS, type CsvOptions, type LoadFile } from './file-select.js';
+import { inferTextColumns } from './infer-text-types.js';
+import { conformFile, describeFile, diagnoseFile, throwIfResourceFailure, unreadable, type ConformedFile, type FileColumn } from './load-conform.js';
 import { parquetListSql } from './parquet-list.js';
 import { ident } from './sql.js';
 
@@ -30,6 +31,10 @@ export interface LoadOptions {
    * types are inferred and the bulk read combines them.
    */
   schema?: StructType;
+  /** Columns whose type the job declares (`source.columns`), for columns the table lacks. */
+  declared?: readonly StructField[];
+  /** The job's key columns: never inferred as a floating type. */
+  keyColumns?: readonly string[];
 }
 
 /** A column the files bring that the target schema lacks. */
@@ -57,26 +62,29 @@ export async function loadFiles(session: DuckSession, files: LoadFile[], opts: L
 export async function loadSourceFiles(session: DuckSession, files: readonly LoadFile[], opts: LoadOptions): Promise<LoadResult> {
   const { readable, emptyFiles } = await skipEmpty(files);
   if (readable.length === 0) return { rows: 0, newColumns: [], emptyFiles };
-  const plans = opts.schema ? await conformAll(session, readable, opts.schema, opts.csv) : null;
+  const described = new Map<LoadFile, FileColumn[]>();
+  const schema = await batchSchema(session, readable, opts, described);
+  const plans = schema ? await conformAll(session, readable, schema, opts.csv, described) : null;
   const units = readUnits(readable, plans, opts.csv);
   const chunkSize = opts.chunkSize ?? 64;
-  if (units.length <= chunkSize) {
+  const readOpts = schema ? { ...opts, schema } : opts;
+  if (units.reduce((n, u) => n + u.scans, 0) <= chunkSize) {
     // The common case: one statement creates the table, with no intermediate copy.
-    await createFrom(session, opts.table, units, opts);
+    await createFrom(session, opts.table, units, readOpts);
   } else {
-    await createInParts(session, units, chunkSize, opts);
+    await createInParts(session, units, chunkSize, readOpts);
   }
   const row = await session.one(`SELECT count(*)::BIGINT AS n FROM ${ident(opts.table)}`);
-  return { rows: Number(row?.['n'] ?? 0), newColumns: plans ? newColumnsOf(plans) : [], emptyFiles };
+  return { rows: Number(row?.['n'] ?? 0), newColumns: plans && opts.schema ? newColumnsOf(plans, opts.schema) : [], emptyFiles };
 }
 
 /** Too many reads for one statement: a temp table per chunk, then one table of them all. */
 async function createInParts(session: DuckSession, units: readonly ReadUnit[], chunkSize: number, opts: LoadOptions): Promise<void> {
   const parts: string[] = [];
   try {
-    for (let i = 0; i < units.length; i += chunkSize) {
+    for (const chunk of chunks(units, chunkSize)) {
       const part = `${opts.table}__part${parts.length}`;
-      await createFrom(session, part, units.slice(i, i + chunkSize), opts);
+      await createFrom(session, part, chunk, opts);
       parts.push(part);
     }
     const all = parts.map((p) => `SELECT * FROM ${ident(p)}`).join('\nUNION ALL BY NAME\n');
@@ -113,44 +121,71 @@ interface ReadUnit {
   files: LoadFile[];
   select: string;
   perFile: string[];
+  /** File scans the SELECT opens at once (a read_parquet of many files is one; each CSV read is one): each holds its buffers. */
+  scans: number;
 }
+
+/** Consecutive units of at most `size` scans each (a unit larger than that alone). */
+function chunks(units: readonly ReadUnit[], size: number): ReadUnit[][] {
+  const out: ReadUnit[][] = [];
+  let current: ReadUnit[] = [];
+  let scans = 0;
+  for (const u of units) {
+    if (current.length > 0 && scans + u.scans > size) out.push(current), (current = []), (scans = 0);
+    current.push(u);
+    scans += u.scans;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+/** Files read together: Parquet files by one read_parquet, CSV files by one union of their texts. */
+interface ReadGroup {
+  kind: 'parquet' | 'text';
+  files: LoadFile[];
+  perFile: string[];
+  raws: string[];
+  projection?: string;
+}
+
+/** CSV files per union: a union of many reads binds slowly. */
+const TEXT_GROUP = 16;
 
 /**
  * How to read `files`: Parquet files that DuckDB reads with the same columns (all of them, without
- * a schema; those of equal described columns, with one) in one read_parquet; the rest (CSV and JSON
- * need per-file options) one by one. Units keep the order of the files' first appearance.
+ * a schema; those of equal described columns, with one) in one read_parquet; CSV files of the same
+ * columns read in the table's types by one union of their texts under one projection (the
+ * conversions are long expressions: compiled once per group, not once per file); JSON files, and
+ * CSV files without a schema, one by one. Units keep the order of the files' first appearance.
  */
 function readUnits(files: readonly LoadFile[], plans: readonly ConformedFile[] | null, csv?: CsvOptions): ReadUnit[] {
-  const units: ReadUnit[] = [];
-  const groups = new Map<string, { files: LoadFile[]; perFile: string[]; projection?: string }>();
-  const order: (ReadUnit | string)[] = [];
+  const open = new Map<string, ReadGroup>();
+  const order: (ReadUnit | ReadGroup)[] = [];
   files.forEach((file, i) => {
     const plan = plans?.[i];
     const select = plan ? plan.select : fileSelectSql(file, csv);
-    if (file.format !== 'parquet') return void order.push({ files: [file], select, perFile: [select] });
-    const signature = plan ? JSON.stringify(plan.columns) : '*';
-    const group = groups.get(signature);
-    if (group) {
-      group.files.push(file);
-      group.perFile.push(select);
-      return;
+    const kind = file.format === 'parquet' ? 'parquet' : plan && (file.format === 'csv' || file.format === 'tsv') ? 'text' : null;
+    if (kind === null) return void order.push({ files: [file], select, perFile: [select], scans: 1 });
+    const signature = `${kind}:${plan ? JSON.stringify(plan.columns) : '*'}`;
+    let group = open.get(signature);
+    if (!group || (kind === 'text' && group.files.length >= TEXT_GROUP)) {
+      group = { kind, files: [], perFile: [], raws: [], ...(plan ? { projection: plan.projection } : {}) };
+      open.set(signature, group);
+      order.push(group);
     }
-    groups.set(signature, { files: [file], perFile: [select], ...(plan ? { projection: plan.projection } : {}) });
-    order.push(signature);
+    group.files.push(file);
+    group.perFile.push(select);
+    if (plan) group.raws.push(plan.raw);
   });
-  for (const entry of order) {
-    if (typeof entry !== 'string') {
-      units.push(entry);
-      continue;
-    }
-    const g = groups.get(entry)!;
-    const select =
-      g.files.length === 1
-        ? g.perFile[0]!
-        : parquetListSql(g.files, { unionByName: g.projection === undefined, ...(g.projection === undefined ? {} : { projection: g.projection }) });
-    units.push({ files: g.files, select, perFile: g.perFile });
-  }
-  return units;
+  return order.map((entry) =>
+    'select' in entry ? entry : { files: entry.files, select: groupSelect(entry), perFile: entry.perFile, scans: entry.kind === 'text' ? entry.files.length : 1 },
+  );
+}
+
+function groupSelect(g: ReadGroup): string {
+  if (g.files.length === 1) return g.perFile[0]!;
+  if (g.kind === 'text') return `SELECT ${[g.projection!, ...LINEAGE_COLUMNS.map(ident)].join(', ')} FROM (${g.raws.join('\nUNION ALL BY NAME\n')})`;
+  return parquetListSql(g.files, { unionByName: g.projection === undefined, ...(g.projection === undefined ? {} : { projection: g.projection }) });
 }
 
 /** Zero-byte files hold no rows, except that a Parquet file cannot be empty. */
@@ -167,11 +202,57 @@ async function skipEmpty(files: readonly LoadFile[]): Promise<{ readable: LoadFi
   return { readable, emptyFiles };
 }
 
-async function conformAll(session: DuckSession, files: readonly LoadFile[], schema: StructType, csv?: CsvOptions): Promise<ConformedFile[]> {
+/**
+ * The types the batch is read in: the table's, then the declared columns it lacks, then the
+ * inferred types of CSV columns still unknown (./infer-text-types.ts: from all the batch's CSV
+ * files together, never per file). Undefined when there is nothing to read in given types (no
+ * table, nothing declared, no CSV): Parquet and JSON files bring their own types.
+ */
+async function batchSchema(session: DuckSession, files: readonly LoadFile[], opts: LoadOptions, described: Map<LoadFile, FileColumn[]>): Promise<StructType | undefined> {
+  const base = [...(opts.schema?.fields ?? [])];
+  const known = new Set(base.map((f) => f.name.toLowerCase()));
+  for (const f of opts.declared ?? []) if (!known.has(f.name.toLowerCase())) base.push(f), known.add(f.name.toLowerCase());
+  // Every file is described once (its names checked, ./load-conform.ts), and CSV columns the
+  // types do not know yet are inferred from their texts.
+  const texts = [];
+  for (const file of files) {
+    try {
+      const columns = await describeFile(session, file, opts.csv);
+      described.set(file, columns);
+      if (file.format === 'csv' || file.format === 'tsv') texts.push({ file, columns: columns.map((c) => c.name) });
+    } catch (err) {
+      throw err instanceof BadFileError ? await withCsvLine(session, file, opts.csv, err) : err;
+    }
+  }
+  let inferred: StructField[];
+  try {
+    inferred = await inferTextColumns(session, { files: texts, known, ...(opts.csv ? { csv: opts.csv } : {}), ...(opts.keyColumns ? { keyColumns: opts.keyColumns } : {}) });
+  } catch (err) {
+    // A file DuckDB cannot read as text past its sniffer sample (a ragged row): name it.
+    for (const { file, columns } of texts) {
+      try {
+        await session.one(`SELECT count(*) AS n FROM (${fileSelectSql(file, opts.csv, columns)})`);
+      } catch (fileErr) {
+        throw await withCsvLine(session, file, opts.csv, unreadable(file, fileErr));
+      }
+    }
+    throw err;
+  }
+  const fields = [...base, ...inferred];
+  return fields.length === 0 && !opts.schema ? undefined : { type: 'struct', fields };
+}
+
+async function conformAll(
+  session: DuckSession,
+  files: readonly LoadFile[],
+  schema: StructType,
+  csv: CsvOptions | undefined,
+  described: ReadonlyMap<LoadFile, FileColumn[]>,
+): Promise<ConformedFile[]> {
   const plans: ConformedFile[] = [];
   for (const file of files) {
     try {
-      plans.push(await conformFile(session, file, schema, csv));
+      plans.push(await conformFile(session, file, schema, csv, described.get(file)));
     } catch (err) {
       throw err instanceof BadFileError ? await withCsvLine(session, file, csv, err) : err;
     }
@@ -179,10 +260,12 @@ async function conformAll(session: DuckSession, files: readonly LoadFile[], sche
   return plans;
 }
 
-function newColumnsOf(plans: readonly ConformedFile[]): NewColumn[] {
+/** The columns the files bring that `schema` (the table's) lacks. */
+function newColumnsOf(plans: readonly ConformedFile[], schema: StructType): NewColumn[] {
   const byName = new Map<string, NewColumn>();
+  const known = new Set(schema.fields.map((f) => f.name.toLowerCase()));
   for (const p of plans) {
-    for (const name of p.newColumns) {
+    for (const { name } of p.columns.filter((c) => !known.has(c.name.toLowerCase()))) {
       const entry = byName.get(name.toLowerCase()) ?? { name, files: [] };
       entry.files.push(p.file.key);
       byName.set(name.toLowerCase(), entry);
@@ -207,9 +290,12 @@ async function diagnose(session: DuckSession, files: readonly LoadFile[], opts: 
       await session.run('DROP TABLE IF EXISTS __tm_probe');
     }
   }
-  // Every file reads alone: the files disagree with each other (e.g. incompatible column types).
+  // Every file reads alone: the files disagree with each other (e.g. incompatible column types),
+  // or the machine could not hold them all at once.
+  throwIfResourceFailure(`${files.length} files`, bulkError, files.length);
   const message = bulkError instanceof Error ? bulkError.message.split('\n')[0] : String(bulkError);
-  throw new BadFileError(`[load] files ${files.map((f) => f.key).join(', ')} cannot be combined: ${message}`, {
+  const named = files.length > 5 ? `${files.slice(0, 5).map((f) => f.key).join(', ')} and ${files.length - 5} more` : files.map((f) => f.key).join(', ');
+  throw new BadFileError(`[load] files ${named} cannot be combined: ${message}`, {
     context: { key: files[0]?.key },
     cause: bulkError,
   });

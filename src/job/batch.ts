@@ -84,6 +84,7 @@ async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: B
   const quarantine = { enabled: job.onBadFile === 'quarantine', sourceUri: scope.source.uri, logger: ctx.logger, job: job.name };
   const { result, quarantined } = await loadQuarantining(fetched, quarantine, async (kept, bad) => {
     const loaded = await loadBatch(scope.session, job, scope.source.uri, kept, { schema: spec.snapshot?.schema ?? null, timer: spec.timer });
+    for (const warning of loaded.warnings) ctx.logger.warn({ job: job.name, table: scope.table.uri }, `[load] job ${job.name}: ${warning}`);
     try {
       // Every fetched file is done: loaded, or quarantined (recorded, and not listed again).
       const state = spec.stateAfter(fetched.map((f) => ({ ...f.file, etag: f.etag })), loaded.rowsRead, bad.map((q) => q.entry));

@@ -5,7 +5,7 @@
  * refused here, naming their files, when the job's schemaEvolution is 'fail'.
  */
 import type { JobConfig } from '../config/schema.js';
-import type { StructType } from '../delta/schema.js';
+import type { StructField, StructType } from '../delta/schema.js';
 import { dedupeLatest } from '../engine/dedupe.js';
 import type { DuckSession } from '../engine/duckdb.js';
 import { loadSourceFiles, type LoadFile, type NewColumn } from '../engine/load.js';
@@ -28,6 +28,8 @@ export interface LoadedBatch {
    * can create the table; an empty CSV or JSON file declares none.
    */
   typesDeclared: boolean;
+  /** Warnings about the types of a table this batch creates (a text or floating key). */
+  warnings: string[];
   /** Drop the batch's temp tables. */
   dispose(): Promise<void>;
 }
@@ -65,6 +67,8 @@ export async function loadBatch(
       table: RAW_TABLE,
       ...(job.source.csv ? { csv: job.source.csv } : {}),
       ...(opts.schema ? { schema: opts.schema } : {}),
+      declared: declaredColumns(job),
+      ...(job.target.key ? { keyColumns: job.target.key } : {}),
     }),
   );
   const dispose = async () => {
@@ -77,21 +81,75 @@ export async function loadBatch(
   const rowsRead = loaded.rows;
   const typesDeclared = files.length > 0 && files.every((f) => f.format === 'parquet') && loaded.emptyFiles.length === 0;
   if (job.target.mode !== 'merge' || rowsRead === 0) {
-    return { table: RAW_TABLE, rowsRead, rowsAfterDedupe: rowsRead, typesDeclared, dispose };
+    return { table: RAW_TABLE, rowsRead, rowsAfterDedupe: rowsRead, typesDeclared, warnings: [], dispose };
   }
-  await requireColumns(session, job, files);
+  let warnings: string[];
+  try {
+    const types = await columnTypes(session);
+    requireColumns(job, files, types);
+    requireOrderedVersion(job, types, opts.schema ? 'table' : 'inferred');
+    warnings = opts.schema ? [] : keyTypeWarnings(job, types);
+  } catch (err) {
+    await dispose();
+    throw err;
+  }
   const rowsAfterDedupe = await timer.time('dedupe', () =>
     dedupeLatest(session, { input: RAW_TABLE, output: BATCH_TABLE, keyColumns: job.target.key!, orderBy: job.target.orderBy! }),
   );
-  return { table: BATCH_TABLE, rowsRead, rowsAfterDedupe, typesDeclared, dispose };
+  return { table: BATCH_TABLE, rowsRead, rowsAfterDedupe, typesDeclared, warnings, dispose };
+}
+
+/** `source.columns` as table fields. */
+function declaredColumns(job: JobConfig): StructField[] {
+  return Object.entries(job.source.columns ?? {}).map(([name, type]) => ({ name, type, nullable: true, metadata: {} }));
+}
+
+/** The batch's columns and their DuckDB types, by lower-cased name. */
+async function columnTypes(session: DuckSession): Promise<Map<string, string>> {
+  const rows = await session.all(`DESCRIBE ${ident(RAW_TABLE)}`);
+  return new Map(rows.map((r) => [String(r['column_name']).toLowerCase(), String(r['column_type'])]));
+}
+
+const TEXT_TYPES = /^(VARCHAR|BLOB|BOOLEAN|JSON|UUID)$/;
+const FLOAT_TYPES = /^(FLOAT|DOUBLE)$/;
+
+function declaredType(job: JobConfig, column: string): string | undefined {
+  const lower = column.toLowerCase();
+  return Object.entries(job.source.columns ?? {}).find(([n]) => n.toLowerCase() === lower)?.[1];
+}
+
+/**
+ * The version column must order as the user means: text compares `9` above `10`, so a text
+ * (or boolean, binary) orderBy is refused unless `source.columns` declares it `string`.
+ */
+function requireOrderedVersion(job: JobConfig, types: ReadonlyMap<string, string>, whose: 'table' | 'inferred'): void {
+  const column = job.target.orderBy!;
+  const type = types.get(column.toLowerCase());
+  if (type === undefined || !TEXT_TYPES.test(type) || declaredType(job, column) === 'string') return;
+  const why = whose === 'table' ? `the table's column is ${type}` : `its values in this batch read as ${type} (no value, or not all numbers or dates)`;
+  throw new SchemaError(
+    `[load] job ${job.name}: orderBy column ${JSON.stringify(column)} would be compared as text (${why}), where "9" sorts above "10"; ` +
+      `declare its type in source.columns (e.g. ${column}: long, or timestamp), or declare it string to compare as text`,
+    { context: { column } },
+  );
+}
+
+/** A new table's key columns typed as text or floating: joined exactly as typed, which the user should confirm. */
+function keyTypeWarnings(job: JobConfig, types: ReadonlyMap<string, string>): string[] {
+  return job.target.key!.flatMap((k) => {
+    const type = types.get(k.toLowerCase());
+    if (type === undefined || declaredType(job, k) !== undefined) return [];
+    if (FLOAT_TYPES.test(type)) return [`key column ${JSON.stringify(k)} is ${type}: keys that differ beyond its precision would merge into one; declare it in source.columns`];
+    if (TEXT_TYPES.test(type)) return [`key column ${JSON.stringify(k)} is inferred as text (${type}): ' 42' and '42' are different keys; declare it in source.columns to confirm or to type it`];
+    return [];
+  });
 }
 
 /**
  * Key and orderBy columns must come from the files. A file of a larger batch that lacks the key
  * fails later as a NULL key naming it; here none has it: with one file that file is named.
  */
-async function requireColumns(session: DuckSession, job: JobConfig, files: readonly LoadFile[]): Promise<void> {
-  const present = new Set((await session.all(`DESCRIBE ${ident(RAW_TABLE)}`)).map((r) => String(r['column_name']).toLowerCase()));
+function requireColumns(job: JobConfig, files: readonly LoadFile[], present: ReadonlyMap<string, string>): void {
   for (const [role, names] of [['key', job.target.key!], ['orderBy', [job.target.orderBy!]]] as const) {
     const missing = names.find((n) => !present.has(n.toLowerCase()));
     if (missing === undefined) continue;

@@ -88,6 +88,22 @@ export function tableSettingFindings(target: CreationSettings, snapshot: Snapsho
   return { problems, warnings };
 }
 
+/** `source.columns` against the table: a declared column the table has must have the declared type (tidemark never changes a column's type). */
+export function declaredTypeProblems(columns: Readonly<Record<string, string>>, snapshot: Snapshot, at: string): Problem[] {
+  return Object.entries(columns).flatMap(([name, type]) => {
+    const field = snapshot.schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase());
+    if (!field || typeof field.type !== 'string' || field.type.replace(/\s+/g, '') === type) return [];
+    return [
+      {
+        check: 'target' as const,
+        field: `${at}.columns.${name}`,
+        message: `${at}.columns.${name} is ${type}, but the table's column ${JSON.stringify(field.name)} is ${field.type}: tidemark never changes a column's type (declare it ${field.type}, or remove it)`,
+        kind: 'usage' as const,
+      },
+    ];
+  });
+}
+
 /**
  * At the start of a run or backfill: a key, orderBy or deleteWhen column the table lacks, or a
  * contradicting column mapping, fails now (exit 2), before anything loads; the rest is logged.
@@ -100,7 +116,7 @@ export async function checkTableSettings(scope: JobScope, snapshot: Snapshot | n
   const columns = snapshot.schema.fields.map((f) => f.name);
   const deleteWhen = target.deleteWhen === undefined ? [] : await deleteWhenColumnProblems(scope.session, target.deleteWhen, columns, 'target.deleteWhen');
   const found = tableSettingFindings(target, snapshot, 'target');
-  const problems = [...missingColumnProblems(target, snapshot, 'target'), ...deleteWhen, ...found.problems];
+  const problems = [...missingColumnProblems(target, snapshot, 'target'), ...deleteWhen, ...found.problems, ...declaredTypeProblems(scope.job.source.columns ?? {}, snapshot, 'source')];
   const first = problems[0];
   if (first) {
     const column = first.field === 'target.columnMapping' ? {} : { columns };

@@ -36,7 +36,7 @@ import { backfillTombstones } from './backfill/state.js';
 import { findConfigChanges } from './config-change.js';
 import type { RunContext } from './context.js';
 import { readJobState } from './state.js';
-import { missingColumnProblems, tableSettingFindings, type CreationSettings, type MatchColumns } from './table-settings.js';
+import { declaredTypeProblems, missingColumnProblems, tableSettingFindings, type CreationSettings, type MatchColumns } from './table-settings.js';
 import { discoveryConfigOf, s3Options } from './open.js';
 import { deleteWhenProblems, nearbyName, probeWritable, problemOf, sourceProblem, type Check, type Problem } from './preflight.js';
 
@@ -64,6 +64,8 @@ interface JobParts {
   deleteWhen: string | null;
   /** The whole job when the config is valid: its settings are compared with those its state recorded. */
   config: JobConfig | null;
+  /** `source.columns`: declared types the table must have. */
+  declared: Record<string, string>;
 }
 
 /** A config problem as loadConfig words it, with its field path. */
@@ -148,6 +150,7 @@ function partsOf(job: JobConfig, index: number, global: StorageConfig): JobParts
     target: { uri: job.target.uri, storage: targetStorageConfig(global, job), creation: job.target, match: job.target },
     deleteWhen: job.target.deleteWhen ?? null,
     config: job,
+    declared: job.source.columns ?? {},
   };
 }
 
@@ -210,6 +213,7 @@ async function salvage(file: string, problems: readonly ConfigProblem[]): Promis
       },
       deleteWhen: valid(targetShape.deleteWhen, tgt['deleteWhen'], `${at}.target.deleteWhen`)?.value ?? null,
       config: null,
+      declared: valid(sourceShape.columns, src['columns'], `${at}.source.columns`)?.value ?? {},
     };
   });
 }
@@ -313,7 +317,7 @@ async function checkTarget(job: JobParts, target: NonNullable<JobParts['target']
     assertWritable(snapshot.protocol, snapshot.metadata, storage.uri);
     const settings = tableSettingFindings(target.creation, snapshot, `${at}.target`);
     const missing = missingColumnProblems(target.match, snapshot, `${at}.target`);
-    found.problems.push(...missing, ...settings.problems);
+    found.problems.push(...missing, ...settings.problems, ...declaredTypeProblems(job.declared, snapshot, `${at}.source`));
     found.warnings.push(...settings.warnings);
     if (job.config && missing.length === 0) await checkConfigChanges(job.config, snapshot, storage, res, found, at);
     return snapshot.schema.fields.map((f) => f.name);

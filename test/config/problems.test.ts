@@ -141,6 +141,19 @@ jobs:
     ]);
   });
 
+  it('reports every problem of a discover block at once: an invalid layout does not hide an invalid time zone', () => {
+    const problems = problemsOf(`
+jobs:
+  - name: a
+    source: { uri: ./s, discover: { by: partition, layout: "{yyyy}/{mm}", timezone: Mars/Olympus, lookback: 2 } }
+    target: { uri: ./t, mode: append }
+`);
+    expect(problems).toEqual([
+      expect.stringMatching(/^jobs\[0\]\.source\.discover\.layout: invalid layout "\{yyyy\}\/\{mm\}"/),
+      expect.stringMatching(/^jobs\[0\]\.source\.discover\.timezone: unknown time zone "Mars\/Olympus"/),
+    ]);
+  });
+
   it('checks the CSV dialect: one-character quote and escape, quote not in the delimiter', () => {
     const problems = problemsOf(`
 jobs:

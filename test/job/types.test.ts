@@ -5,7 +5,7 @@
  * column (or is quarantined), with nothing committed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BadFileError } from '../../src/errors.js';
+import { BadFileError, ConfigError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { failure } from '../helpers/cli.js';
 import { putParquet, tableRows } from './drift-helpers.js';
@@ -122,5 +122,129 @@ describe('one date format per job', () => {
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 4 });
     const rows = await tableRows(session, z.setup, 'order_id');
     expect(rows.map((r) => r['day'])).toEqual(['2026-01-01', '2026-02-01', '2026-02-01', '2026-02-01', '2026-02-13']);
+  });
+});
+
+/** The Delta types of the job's table, by column. */
+async function tableTypes(setup: Awaited<ReturnType<typeof zone>>['setup']): Promise<Record<string, unknown>> {
+  const snapshot = (await readTarget(session, setup)).snapshot!;
+  return Object.fromEntries(snapshot.schema.fields.map((f) => [f.name, f.type]));
+}
+
+describe('a new table: the types are inferred once, from every CSV file of the first batch, losing nothing', () => {
+  it('20-digit ids stay three keys (decimal(38,0), never a double); a long decimal keeps its digits', async () => {
+    const z = await zone();
+    await z.source.write(
+      '2025/03/01/a.csv',
+      'order_id,seq,amount\n12345678901234567890,1,12345678901234567890.123456789\n12345678901234567891,1,1.5\n12345678901234567892,1,2\n',
+    );
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', rowsRead: 3, rowsAfterDedupe: 3, inserted: 3 });
+    expect(await tableTypes(z.setup)).toMatchObject({ order_id: 'decimal(38,0)', seq: 'long', amount: 'decimal(38,9)' });
+    const rows = await tableRows(session, z.setup, 'order_id');
+    expect(rows.map((r) => [r['order_id'], r['amount']])).toEqual([
+      ['12345678901234567890', '12345678901234567890.123456789'],
+      ['12345678901234567891', '1.500000000'],
+      ['12345678901234567892', '2.000000000'],
+    ]);
+  });
+
+  it('codes 1E5, 100000, 1e5 and 100000.0 in a key column are four keys (text), and 007 keeps its zeros', async () => {
+    const z = await zone();
+    await z.source.write('2025/03/01/a.csv', 'order_id,seq,code\n1E5,1,007\n100000,1,7\n1e5,1,10\n100000.0,1,x\n');
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 4 });
+    expect(await tableTypes(z.setup)).toMatchObject({ order_id: 'string', code: 'string' });
+    const rows = await tableRows(session, z.setup, 'order_id');
+    expect(rows.map((r) => r['order_id']).sort()).toEqual(['100000', '100000.0', '1E5', '1e5']);
+    expect(rows.find((r) => r['order_id'] === '1E5')!['code']).toBe('007');
+  });
+
+  it('the types come from all files of the batch together, not from each file', async () => {
+    const z = await zone();
+    await z.source.write('2025/03/01/a.csv', 'order_id,seq,amount,day\n1,1,10,2026-01-31\n');
+    await z.source.write('2025/03/02/b.csv', 'order_id,seq,amount,day\n2,1,10.25,2026-02-01\n');
+    await z.source.write('2025/03/03/c.csv', 'order_id,seq,amount,day\n3,1,,\n');
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 3 });
+    expect(await tableTypes(z.setup)).toMatchObject({ order_id: 'long', seq: 'long', amount: 'double', day: 'date' });
+    const rows = await tableRows(session, z.setup, 'order_id');
+    expect(rows.map((r) => [r['amount'], r['day']])).toEqual([[10, '2026-01-31'], [10.25, '2026-02-01'], [null, null]]);
+  });
+
+  it('01/02/2026 in three files, without a dateFormat, fails naming both readings; nothing is committed', async () => {
+    const z = await zone();
+    await z.source.write('2025/03/01/a.csv', 'order_id,seq,day\n1,1,13/02/2026\n');
+    await z.source.write('2025/03/02/b.csv', 'order_id,seq,day\n2,1,01/02/2026\n');
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(BadFileError);
+    expect(err.message).toContain('"01/02/2026" of column "day" reads two ways');
+    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/02/b.csv`, column: 'day', line: 2 });
+    expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+  });
+
+  it('an orderBy column that would compare as text is refused, naming it; declared in source.columns, seq 10 beats seq 9', async () => {
+    // The first file alone is the first batch, and its seq is empty: nothing says seq is a number.
+    const z = await zone({ maxFilesPerBatch: 1 });
+    await z.source.write('2025/03/01/a.csv', 'order_id,seq,note\n1,,first\n');
+    await z.source.write('2025/03/02/b.csv', 'order_id,seq,note\n1,9,nine\n1,10,ten\n');
+    const err = await failure(run(z.setup));
+    expect(err.message).toContain('orderBy column "seq" would be compared as text');
+    expect(err.message).toContain('source.columns');
+    expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+
+    const declared = await zone({ maxFilesPerBatch: 1 }, { columns: { seq: 'long' } });
+    await declared.source.write('2025/03/01/a.csv', 'order_id,seq,note\n1,,first\n');
+    await declared.source.write('2025/03/02/b.csv', 'order_id,seq,note\n1,9,nine\n1,10,ten\n');
+    expect(await run(declared.setup)).toMatchObject({ status: 'succeeded' });
+    expect(await tableTypes(declared.setup)).toMatchObject({ seq: 'long' });
+    expect(await tableRows(session, declared.setup, 'order_id')).toEqual([{ order_id: '1', seq: '10', note: 'ten' }]);
+  });
+
+  it('source.columns types a column exactly, and a value that does not fit fails naming file, line and column', async () => {
+    const z = await zone({}, { columns: { order_id: 'decimal(20,0)', amount: 'decimal(10,2)' } });
+    await z.source.write('2025/03/01/a.csv', 'order_id,seq,amount\n12345678901234567890,1,1.50\n');
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
+    expect(await tableTypes(z.setup)).toMatchObject({ order_id: 'decimal(20,0)', amount: 'decimal(10,2)' });
+    await z.source.write('2025/03/02/b.csv', 'order_id,seq,amount\n5,2,1.505\n');
+    const err = await failure(run(z.setup));
+    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/02/b.csv`, column: 'amount', line: 2 });
+  });
+});
+
+describe('source.columns against an existing table', () => {
+  it('a declared type the table column does not have is a config error naming both; nothing loads', async () => {
+    const z = await typedTable();
+    const declared = { ...z.setup, job: { ...z.setup.job, source: { ...z.setup.job.source, columns: { seq: 'string' } } } };
+    await z.source.write('2025/03/02/a.csv', 'order_id,seq\n2,2\n');
+    const err = await failure(run(declared));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.message).toContain("source.columns.seq is string, but the table's column \"seq\" is long");
+    expect((await readTarget(session, z.setup)).snapshot!.version).toBe(0);
+  });
+});
+
+describe('column names mean one thing each', () => {
+  it('a source column named like a lineage column is refused naming the file and the column; nothing is committed', async () => {
+    const z = await zone();
+    await z.source.write('2025/03/01/a.csv', 'order_id,seq,_source_file\n1,1,upstream.csv\n');
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(BadFileError);
+    expect(err.message).toContain('"_source_file", a name tidemark reserves for its lineage columns');
+    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/01/a.csv`, column: '_source_file' });
+    expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+  });
+
+  it('names that differ only by case in one file fail with both names; across files they are one column', async () => {
+    const z = await zone({}, { format: 'ndjson' });
+    await z.source.write('2025/03/01/a.ndjson', '{"order_id":1,"seq":1,"Amount":10}\n{"order_id":2,"seq":1,"amount":20}\n');
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(BadFileError);
+    expect(err.message).toContain('columns "Amount" and "amount", whose names differ only by case');
+    expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+
+    const across = await zone({}, { format: 'ndjson' });
+    await across.source.write('2025/03/01/a.ndjson', '{"order_id":1,"seq":1,"Amount":10}\n');
+    await across.source.write('2025/03/02/b.ndjson', '{"order_id":2,"seq":1,"amount":20}\n');
+    expect(await run(across.setup)).toMatchObject({ status: 'succeeded', inserted: 2 });
+    const rows = await tableRows(session, across.setup, 'order_id');
+    expect(rows.map((r) => r['Amount'])).toEqual(['10', '20']);
   });
 });

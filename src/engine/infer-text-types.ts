@@ -1,0 +1,126 @@
+/**
+ * The types of CSV columns a table does not have yet, inferred once per batch from the text of
+ * all its files together (never per file, never by DuckDB's sniffer), by rules that lose nothing
+ * the file spells:
+ *
+ *   boolean        every value is true or false (any case)
+ *   long           every value is a plain integer (`-12`, `0`; no sign `+`, no leading zeros,
+ *                  which a number would drop: `007` stays text) within 64 bits
+ *   decimal(38,0)  plain integers beyond 64 bits, up to 38 digits (never a double, which would
+ *                  fold `12345678901234567890` and `…891` into one value)
+ *   double         plain decimals (`12.50`, `-0.5`) of at most 15 significant digits, which a
+ *                  double gives back exactly; decimal(38,s) beyond that, when it fits; else text
+ *   date           every value a date under the job's rules (ISO, `source.csv.dateFormat`, or a
+ *                  candidate form that reads one way only)
+ *   timestamp      likewise for timestamps (`source.csv.timestampFormat`)
+ *   string         anything else: exponents (`1e5`), separators (`1_000`), blanks around
+ *                  values, a column with no values at all
+ *
+ * A key column is never inferred floating: its decimals become decimal(38,s), or text. A column
+ * `source.columns` declares takes its declared type. A date text that reads two ways
+ * (`01/02/2026` without a dateFormat) still makes a date column, and loading it is refused naming
+ * both readings, as it is for an existing table's date column.
+ */
+import type { DataType, StructField } from '../delta/schema.js';
+import { parseDuckType, type DuckType } from './duck-type.js';
+import type { DuckSession } from './duckdb.js';
+import { fileSelectSql, temporalFormats, type CsvOptions, type LoadFile } from './file-select.js';
+import { ident, str } from './sql.js';
+import { ambiguitySql, textValueSql } from './text-cast.js';
+
+/** What to infer: columns of these CSV files that `known` (lower-cased names) lacks. */
+export interface InferRequest {
+  files: readonly { file: LoadFile; columns: readonly string[] }[];
+  known: ReadonlySet<string>;
+  csv?: CsvOptions;
+  /** Key columns of the job (never inferred floating). */
+  keyColumns?: readonly string[];
+}
+
+/** Significant digits a double gives back exactly (DBL_DIG). */
+const DOUBLE_DIGITS = 15;
+const PLAIN_INTEGER = '-?(0|[1-9][0-9]*)';
+const PLAIN_DECIMAL = '-?(0|[1-9][0-9]*)\\.[0-9]+';
+
+/** The inferred field of every new column (in the order the files first name them). */
+export async function inferTextColumns(session: DuckSession, req: InferRequest): Promise<StructField[]> {
+  const names = new Map<string, string>();
+  for (const f of req.files) for (const c of f.columns) if (!req.known.has(c.toLowerCase()) && !names.has(c.toLowerCase())) names.set(c.toLowerCase(), c);
+  if (names.size === 0) return [];
+  const columns = [...names.values()];
+  const formats = temporalFormats(req.csv);
+  const date = parseDuckType('DATE');
+  const timestamp = parseDuckType('TIMESTAMP WITH TIME ZONE');
+  // A date text that reads two ways still makes a date column: reading the files in it then
+  // refuses the text naming both readings and its line (./load-conform.ts).
+  const readable = (v: string, t: DuckType) => {
+    const ambiguity = ambiguitySql(v, t, formats);
+    return `(${textValueSql(v, t, formats)} IS NOT NULL${ambiguity ? ` OR ${ambiguity.predicate}` : ''})`;
+  };
+  const aggregates = columns.flatMap((c, i) => {
+    const v = ident(c);
+    const all = (predicate: string) => `coalesce(bool_and(${predicate}) FILTER (WHERE ${v} IS NOT NULL), false)`;
+    const fraction = `length(split_part(${v}, '.', 2))`;
+    const whole = `length(ltrim(split_part(${v}, '.', 1), '-'))`;
+    return [
+      `count(${v}) AS n${i}`,
+      `${all(`lower(${v}) IN ('true', 'false')`)} AS b${i}`,
+      `${all(`regexp_full_match(${v}, ${str(PLAIN_INTEGER)})`)} AS i${i}`,
+      `${all(`regexp_full_match(${v}, ${str(`${PLAIN_INTEGER}|${PLAIN_DECIMAL}`)})`)} AS d${i}`,
+      `max(${whole}) AS w${i}`,
+      `max(CASE WHEN contains(${v}, '.') THEN ${fraction} ELSE 0 END) AS s${i}`,
+      `max(length(ltrim(replace(ltrim(${v}, '-'), '.', ''), '0'))) AS g${i}`,
+      `${all(readable(v, date))} AS t${i}`,
+      `${all(readable(v, timestamp))} AS z${i}`,
+    ];
+  });
+  // The texts first, into one table (a bounded number of files per statement, as the load does:
+  // each CSV scan holds its own buffers); then one statement of checks over them all.
+  const table = ident(INFER_TABLE);
+  let row: Record<string, unknown>;
+  try {
+    for (let at = 0; at < req.files.length; at += FILES_PER_STATEMENT) {
+      const union = req.files.slice(at, at + FILES_PER_STATEMENT).map((f) => textSelect(f, columns, req.csv)).join('\nUNION ALL\n');
+      await session.run(at === 0 ? `CREATE OR REPLACE TEMP TABLE ${table} AS ${union}` : `INSERT INTO ${table} ${union}`);
+    }
+    row = (await session.one(`SELECT ${aggregates.join(', ')} FROM ${table}`)) ?? {};
+  } finally {
+    await session.run(`DROP TABLE IF EXISTS ${table}`);
+  }
+  const keys = new Set((req.keyColumns ?? []).map((k) => k.toLowerCase()));
+  const fields: StructField[] = [];
+  for (const [i, name] of columns.entries()) {
+    fields.push({ name, type: decide(row, i, keys.has(name.toLowerCase())), nullable: true, metadata: {} });
+  }
+  return fields;
+}
+
+const FILES_PER_STATEMENT = 64;
+const INFER_TABLE = '__tm_infer';
+
+/** One file's `columns` as text (NULL where the file lacks one). */
+function textSelect({ file, columns: own }: { file: LoadFile; columns: readonly string[] }, columns: readonly string[], csv?: CsvOptions): string {
+  const select = columns.map((c) => {
+    const mine = own.find((m) => m.toLowerCase() === c.toLowerCase());
+    return mine ? `${ident(mine)} AS ${ident(c)}` : `NULL::VARCHAR AS ${ident(c)}`;
+  });
+  return `SELECT ${select.join(', ')} FROM (${fileSelectSql(file, csv, own)})`;
+}
+
+function decide(row: Record<string, unknown>, i: number, isKey: boolean): DataType {
+  const num = (k: string) => Number(row[`${k}${i}`] ?? 0);
+  if (num('n') === 0) return 'string';
+  if (row[`b${i}`] === true) return 'boolean';
+  if (row[`i${i}`] === true) {
+    if (num('w') <= 18) return 'long';
+    return num('w') <= 38 ? 'decimal(38,0)' : 'string';
+  }
+  if (row[`d${i}`] === true) {
+    const scale = num('s');
+    if (!isKey && num('g') <= DOUBLE_DIGITS) return 'double';
+    return num('w') + scale <= 38 ? `decimal(38,${scale})` : 'string';
+  }
+  if (row[`t${i}`] === true) return 'date';
+  if (row[`z${i}`] === true) return 'timestamp';
+  return 'string';
+}
