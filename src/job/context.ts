@@ -44,6 +44,10 @@ export interface RunContext {
    * (tombstones) that no longer fit it, instead of being refused (./config-change.ts).
    */
   acceptConfigChange?: boolean;
+  /** `--adopt-state-of OLD`: the job was renamed from OLD; its state becomes this job's (./renamed.ts). */
+  adoptStateOf?: string;
+  /** `--fresh`: the job is new although another job of its table loads the same source (./renamed.ts). */
+  fresh?: boolean;
   /** Opens the source and target stores from their URIs; default `openStorage` (tests wrap it to count requests). */
   openStorage?: StorageOpener;
 }

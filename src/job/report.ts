@@ -128,6 +128,8 @@ export interface RunReport extends LoadCounts {
   waitingForMarker?: WaitingForMarker[];
   /** Settings changed since the job's state was committed, and what the run did about each (absent: none). */
   configChanges?: ConfigChange[];
+  /** `--adopt-state-of`: the job whose state this run carried over to the job (absent: none). */
+  adoptedStateOf?: string;
   error?: ReportedError;
 }
 

@@ -27,6 +27,7 @@ import { quarantinedByOthers, quarantinedFiles, withCleared } from './quarantine
 import { withReplans } from './replan.js';
 import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type RunReport } from './report.js';
 import { withReportedScope, type JobScope } from './scope.js';
+import { settleIdentity } from './renamed.js';
 import { checkTableSettings } from './table-settings.js';
 import { jobAppId, jobOwner, readJobState, type JobState, type WaitingPartitionState } from './state.js';
 import { reportWaiting, sameWaiting, waitingOf } from './waiting.js';
@@ -82,8 +83,18 @@ class JobRun {
   }
 
   private async planAndLoad(): Promise<void> {
-    const snapshot = await this.scope.table.snapshot();
-    const state = readJobState(snapshot, this.job.name);
+    let snapshot = await this.scope.table.snapshot();
+    let state = readJobState(snapshot, this.job.name);
+    // A job without state beside another of the same source: renamed, or new (./renamed.ts).
+    const identity = await settleIdentity(this.scope, snapshot, { ...(this.ctx.adoptStateOf !== undefined ? { adoptStateOf: this.ctx.adoptStateOf } : {}), fresh: this.ctx.fresh ?? false }, this.ctx.dryRun ?? false);
+    if (identity) {
+      state = identity.state;
+      if (identity.adoptedStateOf !== undefined) this.report.adoptedStateOf = identity.adoptedStateOf;
+      if (identity.version !== null) {
+        this.report.commits += 1;
+        snapshot = await this.scope.table.snapshot({ version: identity.version });
+      }
+    }
     // Known before anything can fail, so a failed run still reports where the table stands.
     this.report.tableVersion = snapshot?.version ?? null;
     this.report.watermark = describeWatermark(state.discovery);

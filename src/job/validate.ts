@@ -35,6 +35,7 @@ import type { Snapshot } from '../delta/snapshot.js';
 import { backfillTombstones } from './backfill/state.js';
 import { findConfigChanges } from './config-change.js';
 import type { RunContext } from './context.js';
+import { renamedJobProblem } from './renamed.js';
 import { readJobState } from './state.js';
 import { declaredTypeProblems, missingColumnProblems, tableSettingFindings, type CreationSettings, type MatchColumns } from './table-settings.js';
 import { discoveryConfigOf, s3Options } from './open.js';
@@ -332,6 +333,8 @@ async function checkTarget(job: JobParts, target: NonNullable<JobParts['target']
  * refuse is a problem, every other change a warning saying what the run will do.
  */
 async function checkConfigChanges(job: JobConfig, snapshot: Snapshot, storage: Storage, res: Resources, found: Found, at: string): Promise<void> {
+  const renamed = renamedJobProblem(snapshot, job);
+  if (renamed) found.problems.push(problemOf('target', `${at}.name`, renamed));
   const state = readJobState(snapshot, job.name);
   const mismatch = stateMismatch(discoveryConfigOf(job), state.discovery);
   if (mismatch) found.problems.push(problemOf('discovery', `${at}.source.${String(mismatch.context.field ?? 'discover')}`, mismatch));
