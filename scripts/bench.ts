@@ -29,7 +29,8 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill> [options]
     --deletion-vectors auto|on|off
                    the MERGE's target.deletionVectors (default auto: the table has them)
 
-  ingest  tidemark job vs a hand-written DuckDB pipeline, incremental and no-op runs
+  ingest  tidemark job vs a hand-written DuckDB pipeline, incremental and no-op runs, and
+          what checksums cost (the initial load from and to S3 on the embedded server)
     --rows N       rows in the landing zone (default 5000000)
     --files N      landing files (default 200)
     --commits N    commits of the no-op run's table (default 200)

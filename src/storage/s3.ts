@@ -118,6 +118,9 @@ export interface S3StorageOptions extends Partial<Timeouts> {
 /**
  * The SDK client config for these options (no credentials unless explicitly given). The SDK's
  * retries are off (tidemark's policy retries, see ./s3/retry.ts); its HTTP handler gets the timeouts.
+ * Its checksums are left to the driver (./s3/checksums.ts), on AWS too: it checks a read across
+ * resumes (the SDK would check one answer, hash it twice and fail it with an untyped error), and
+ * `uploadChecksum` alone decides what an upload carries (the SDK would add CRC32 when it is off).
  */
 export function s3ClientConfig(opts: Omit<S3StorageOptions, 'bucket' | 'client'>): S3ClientConfig {
   const config: S3ClientConfig = {
@@ -125,13 +128,10 @@ export function s3ClientConfig(opts: Omit<S3StorageOptions, 'bucket' | 'client'>
     forcePathStyle: opts.forcePathStyle,
     maxAttempts: 1,
     requestHandler: handlerOptions(resolveTimeouts(opts)),
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
   };
-  if (opts.endpoint) {
-    config.endpoint = opts.endpoint;
-    // Many S3-compatible stores do not accept the SDK's newer default checksum trailers.
-    config.requestChecksumCalculation = 'WHEN_REQUIRED';
-    config.responseChecksumValidation = 'WHEN_REQUIRED';
-  }
+  if (opts.endpoint) config.endpoint = opts.endpoint;
   if (opts.credentials) config.credentials = opts.credentials;
   return config;
 }

@@ -100,6 +100,15 @@ describe('S3Storage on s3rver', () => {
     client.destroy();
   });
 
+  it('leaves checksums to the driver on AWS as on other endpoints: the SDK neither checks answers on its own nor adds its own upload checksum', async () => {
+    for (const opts of [{ region: 'eu-west-1' }, s3.clientOptions]) {
+      const client = new S3Client(s3ClientConfig(opts));
+      expect(await client.config.responseChecksumValidation()).toBe('WHEN_REQUIRED');
+      expect(await client.config.requestChecksumCalculation()).toBe('WHEN_REQUIRED');
+      client.destroy();
+    }
+  });
+
   it("serverTime is the listing's HTTP Date header (fault injection: Date header rewritten)", async () => {
     // A real s3rver exchange whose Date header is rewritten on the way back, to prove the
     // value comes from the response and not from the local clock.
