@@ -152,7 +152,8 @@ async function conformWith(
 
 /**
  * A struct field the table's column lacks (`obj.z`) would be dropped by the cast: refused naming
- * it, whatever `schemaEvolution` says (tidemark adds top-level columns, not fields inside one).
+ * it. Under `schemaEvolution: addColumns` the load widens the column's type first (../engine/load.ts),
+ * so no field is left to refuse here.
  */
 function refuseNewNestedFields(file: LoadFile, columns: readonly FileColumn[], schema: StructType): void {
   for (const c of columns) {
@@ -168,7 +169,7 @@ function refuseNewNestedFields(file: LoadFile, columns: readonly FileColumn[], s
     if (added.length === 0) continue;
     throw new SchemaError(
       `[load] ${file.key} has ${added.length === 1 ? 'a field' : 'fields'} ${added.map((a) => JSON.stringify(a)).join(', ')} that the table's column ${JSON.stringify(field.name)} lacks; ` +
-        'tidemark adds new top-level columns (schemaEvolution: addColumns) but not new fields inside a struct: add the field to the table (ALTER TABLE … ADD COLUMNS in Spark), or leave it out of the source',
+        "schemaEvolution is 'fail' (set it to 'addColumns' to add them)",
       { context: { key: file.key, column: added[0]!, columns: added } },
     );
   }

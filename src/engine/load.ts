@@ -12,7 +12,9 @@ import type { StructField, StructType } from '../delta/schema.js';
 import { BadFileError } from '../errors.js';
 import type { DuckSession } from './duckdb.js';
 import { countCsvFields, csvDialect, csvFirstLineSql, csvStrictReadSql, describeDialect, fileSelectSql, LINEAGE_COLUMNS, type CsvOptions, type LoadFile } from './file-select.js';
+import { parseDuckType } from './duck-type.js';
 import { inferTextColumns } from './infer-text-types.js';
+import { nestedAdditions, withNewFields } from './nested-fit.js';
 import { conformFile, describeFile, diagnoseFile, throwIfResourceFailure, unreadable, type ConformedFile, type FileColumn } from './load-conform.js';
 import { parquetListSql } from './parquet-list.js';
 import { ident } from './sql.js';
@@ -35,6 +37,12 @@ export interface LoadOptions {
   declared?: readonly StructField[];
   /** The job's key columns: never inferred as a floating type. */
   keyColumns?: readonly string[];
+  /**
+   * Struct fields the files add to the table's columns (`obj.z`) are read into the column's type
+   * widened by them (`schemaEvolution: addColumns`; the MERGE then adds them to the table);
+   * otherwise such a file is refused naming the fields.
+   */
+  addNestedFields?: boolean;
 }
 
 /** A column the files bring that the target schema lacks. */
@@ -224,6 +232,7 @@ async function batchSchema(session: DuckSession, files: readonly LoadFile[], opt
       throw err instanceof BadFileError ? await withCsvLine(session, file, opts.csv, err) : err;
     }
   }
+  if (opts.addNestedFields) widenNested(base, described);
   let inferred: StructField[];
   try {
     inferred = await inferTextColumns(session, { files: texts, known, ...(opts.csv ? { csv: opts.csv } : {}), ...(opts.keyColumns ? { keyColumns: opts.keyColumns } : {}) });
@@ -240,6 +249,18 @@ async function batchSchema(session: DuckSession, files: readonly LoadFile[], opt
   }
   const fields = [...base, ...inferred];
   return fields.length === 0 && !opts.schema ? undefined : { type: 'struct', fields };
+}
+
+/** The fields of `fields` widened, in place, by the struct fields the described files add to them. */
+function widenNested(fields: StructField[], described: ReadonlyMap<LoadFile, FileColumn[]>): void {
+  for (const columns of described.values()) {
+    for (const c of columns) {
+      const i = fields.findIndex((f) => f.name.toLowerCase() === c.name.toLowerCase());
+      const field = fields[i];
+      if (!field || nestedAdditions(c.type, field.type, field.name).length === 0) continue;
+      fields[i] = { ...field, type: withNewFields(field.type, parseDuckType(c.type), field.name) };
+    }
+  }
 }
 
 async function conformAll(

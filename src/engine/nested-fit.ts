@@ -6,9 +6,10 @@
  * before anything is cast.
  */
 import type { DataType } from '../delta/schema.js';
-import { renderDuckType, type DuckType } from './duck-type.js';
+import { parseDuckType, renderDuckType, type DuckType } from './duck-type.js';
 import { str } from './sql.js';
 import type { TemporalFormats } from './text-cast.js';
+import { duckTypeToDelta } from './type-map-write.js';
 
 /** One leaf's check: its path (`obj.x`, `tags.element`), a predicate true for a row holding a misfit, and that value as text. */
 export interface LeafCheck {
@@ -85,4 +86,40 @@ export function newNestedFields(source: DuckType, target: DataType, path: string
     return [...newNestedFields(source.key, target.keyType, `${path}.key`), ...newNestedFields(source.value, target.valueType, `${path}.value`)];
   }
   return [];
+}
+
+/**
+ * `target` with the struct fields `source` adds (at any depth) appended as nullable fields of
+ * their own types: the type a column evolves to under `schemaEvolution: addColumns`. Existing
+ * fields keep their order, types and metadata.
+ */
+export function withNewFields(target: DataType, source: DuckType, path: string): DataType {
+  if (typeof target === 'string') return target;
+  if (target.type === 'struct' && source.kind === 'struct') {
+    const kept = target.fields.map((f) => {
+      const s = source.fields.find((sf) => sf.name.toLowerCase() === f.name.toLowerCase());
+      return s ? { ...f, type: withNewFields(f.type, s.type, `${path}.${f.name}`) } : f;
+    });
+    const added = source.fields
+      .filter((s) => !target.fields.some((f) => f.name.toLowerCase() === s.name.toLowerCase()))
+      .map((s) => ({ name: s.name, type: duckTypeToDelta(renderDuckType(s.type), `${path}.${s.name}`), nullable: true, metadata: {} }));
+    return { ...target, fields: [...kept, ...added] };
+  }
+  if (target.type === 'array' && (source.kind === 'list' || source.kind === 'array')) {
+    return { ...target, elementType: withNewFields(target.elementType, source.element, `${path}.element`) };
+  }
+  if (target.type === 'map' && source.kind === 'map') {
+    return { ...target, keyType: withNewFields(target.keyType, source.key, `${path}.key`), valueType: withNewFields(target.valueType, source.value, `${path}.value`) };
+  }
+  return target;
+}
+
+/** The nested fields a source column of DuckDB type `sourceType` adds to `target`, or [] (also when the type does not parse). */
+export function nestedAdditions(sourceType: string, target: DataType, path: string): string[] {
+  if (typeof target === 'string') return [];
+  try {
+    return newNestedFields(parseDuckType(sourceType), target, path);
+  } catch {
+    return [];
+  }
 }

@@ -69,6 +69,7 @@ export async function loadBatch(
       ...(opts.schema ? { schema: opts.schema } : {}),
       declared: declaredColumns(job),
       ...(job.target.key ? { keyColumns: job.target.key } : {}),
+      addNestedFields: job.schemaEvolution === 'addColumns',
     }),
   );
   const dispose = async () => {

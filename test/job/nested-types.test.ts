@@ -9,7 +9,7 @@ import { BadFileError, SchemaError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { failure } from '../helpers/cli.js';
 import { putParquet, tableRows } from './drift-helpers.js';
-import { cleanup, DuckSession, makeConfig, mergeTarget, readTarget, run, tempDir } from './helpers.js';
+import { cleanup, DuckSession, makeConfig, mergeTarget, readTarget, run, targetChecker, tempDir } from './helpers.js';
 
 let session: DuckSession;
 const dirs: string[] = [];
@@ -60,14 +60,30 @@ describe('nested columns', () => {
     expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/02/bad.ndjson`, column: 'obj' });
   });
 
-  it('a struct field the table lacks is never dropped: refused naming it under schemaEvolution fail and addColumns alike', async () => {
-    for (const schemaEvolution of ['fail', 'addColumns']) {
-      const z = await nestedTable({ schemaEvolution });
+  it('a struct field the table lacks is never dropped: refused naming it under schemaEvolution fail; nothing is committed', async () => {
+    const z = await nestedTable({ schemaEvolution: 'fail' });
+    await putParquet(z.source, session, '2025/03/02/new.parquet', `SELECT 2::BIGINT AS order_id, 1::BIGINT AS seq, {'x': 2::BIGINT, 'y': 'b', 'z': 'NEW'} AS obj, [3]::BIGINT[] AS tags`);
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(SchemaError);
+    expect(err.message).toContain('"obj.z"');
+    expect(err.message).toContain("schemaEvolution is 'fail'");
+    expect((await readTarget(session, z.setup)).snapshot!.version).toBe(0);
+  });
+
+  it('under addColumns a new struct field is added to the table: older rows read NULL there', async () => {
+    for (const columnMapping of ['none', 'name'] as const) {
+      const z = await nestedTable({ target: { ...mergeTarget(await tempDir('nested-t', dirs)), columnMapping } });
       await putParquet(z.source, session, '2025/03/02/new.parquet', `SELECT 2::BIGINT AS order_id, 1::BIGINT AS seq, {'x': 2::BIGINT, 'y': 'b', 'z': 'NEW'} AS obj, [3]::BIGINT[] AS tags`);
-      const err = await failure(run(z.setup));
-      expect(err).toBeInstanceOf(SchemaError);
-      expect(err.message).toContain('obj.z');
-      expect((await readTarget(session, z.setup)).snapshot!.version).toBe(0);
+      expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
+      const snapshot = (await readTarget(session, z.setup)).snapshot!;
+      const obj = snapshot.schema.fields.find((f) => f.name === 'obj')!.type as { fields: { name: string }[] };
+      expect(obj.fields.map((f) => f.name)).toEqual(['x', 'y', 'z']);
+      const rows = await tableRows(session, z.setup, 'order_id');
+      expect(rows.map((r) => r['obj'])).toEqual([
+        { x: '1', y: 'a', z: null },
+        { x: '2', y: 'b', z: 'NEW' },
+      ]);
+      expect((await targetChecker(session, z.setup).check()).problems).toEqual([]);
     }
   });
 

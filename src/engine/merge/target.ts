@@ -10,6 +10,8 @@ import type { Snapshot } from '../../delta/snapshot.js';
 import { MATERIALIZED_ROW_ID_COLUMN, MATERIALIZED_ROW_VERSION_COLUMN } from '../../delta/table-properties.js';
 import { MergeInputError, SchemaError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';
+import { parseDuckType } from '../duck-type.js';
+import { nestedAdditions, withNewFields } from '../nested-fit.js';
 import { ident } from '../sql.js';
 import { duckSchemaToDelta } from '../type-map-write.js';
 import { describeRelation, prepareBatch, type PreparedBatch } from './batch.js';
@@ -111,13 +113,20 @@ async function evolve(
   sourceColumns: readonly ColumnType[],
 ): Promise<{ schema: StructType; metadata: Metadata; added: string[] } | null> {
   const extra = newColumns(sourceColumns, snapshot.schema, target.internalColumns ?? []);
-  if (extra.length === 0) return null;
+  const nested = nestedFieldsAdded(sourceColumns, snapshot.schema);
+  if (extra.length === 0 && nested.length === 0) return null;
   refuseHiddenColumnNames(extra.map((c) => c.name), snapshot, target.storage.uri);
   if (target.schemaEvolution === 'addColumns') {
-    const schema = evolveSchema(snapshot.schema, extra);
-    const added = extra.map((c) => c.name);
+    const schema = evolveSchema(withNestedFields(snapshot.schema, sourceColumns), extra);
+    const added = [...extra.map((c) => c.name), ...nested];
     if (columnMappingMode(snapshot.protocol, snapshot.metadata) !== 'none') return { ...evolveMappedMetadata(snapshot.metadata, schema), added };
     return { schema, metadata: { ...snapshot.metadata, schemaString: JSON.stringify(schema) }, added };
+  }
+  if (extra.length === 0) {
+    throw new SchemaError(
+      `[merge] the batch has fields that table ${target.storage.uri} lacks: ${nested.map((n) => JSON.stringify(n)).join(', ')}; schemaEvolution is 'fail' (set it to 'addColumns' to add them)`,
+      { context: { uri: target.storage.uri, column: nested[0]!, columns: nested } },
+    );
   }
   const fileColumn = target.sourceFileColumn ?? DEFAULT_SOURCE_FILE_COLUMN;
   const hasFiles = sourceColumns.some((c) => c.name.toLowerCase() === fileColumn.toLowerCase());
@@ -130,6 +139,25 @@ async function evolve(
       context: { uri: target.storage.uri, column: extra[0]!.name, columns: extra.map((c) => c.name), ...(files[0] ? { key: files[0], files } : {}) },
     },
   );
+}
+
+/** Struct fields the batch's columns add to the table's columns of the same names (`obj.z`). */
+function nestedFieldsAdded(sourceColumns: readonly ColumnType[], schema: StructType): string[] {
+  return sourceColumns.flatMap((c) => {
+    const field = schema.fields.find((f) => f.name.toLowerCase() === c.name.toLowerCase());
+    return field ? nestedAdditions(c.type, field.type, field.name) : [];
+  });
+}
+
+/** The schema with the struct fields the batch adds appended where they belong. */
+function withNestedFields(schema: StructType, sourceColumns: readonly ColumnType[]): StructType {
+  return {
+    ...schema,
+    fields: schema.fields.map((f) => {
+      const c = sourceColumns.find((sc) => sc.name.toLowerCase() === f.name.toLowerCase());
+      return c && nestedAdditions(c.type, f.type, f.name).length > 0 ? { ...f, type: withNewFields(f.type, parseDuckType(c.type), f.name) } : f;
+    }),
+  };
 }
 
 /**
