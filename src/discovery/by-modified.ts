@@ -190,3 +190,33 @@ export function modifiedStateAfter(
   kept.sort((a, b) => a.lastModified - b.lastModified || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return { stateVersion: 1, mode: 'modified', watermark, rememberedAfter: floor, loaded: kept };
 }
+
+/**
+ * A plan whose files taken for new are checked against the files the job loaded before they left
+ * the settle window (`known`: key -> the ETag last loaded, from the job's ledger; pure): the same
+ * ETag is already loaded and skipped; another is an overwrite, reloaded (the table may hold the
+ * earlier version) or skipped as `onOverwrite: ignore` says. A touch or a copy in place long
+ * after a file loaded is so never taken for a new file.
+ */
+export function withKnownFiles(plan: DiscoveryPlan, known: ReadonlyMap<string, string>): DiscoveryPlan {
+  if (plan.basis.mode !== 'modified' || known.size === 0) return plan;
+  const decisions: Decision[] = [];
+  const files: DiscoveredFile[] = [];
+  const ignored = [...plan.overwrittenIgnored];
+  const byKey = new Map(plan.files.map((f) => [f.key, f]));
+  for (const d of plan.decisions) {
+    const etag = d.action === 'load' && d.reason === 'new' ? known.get(d.key) : undefined;
+    const file = byKey.get(d.key);
+    if (etag === undefined || !file) {
+      decisions.push(d);
+      if (d.action === 'load' && file) files.push(file);
+      continue;
+    }
+    const judged = judgeFile(etag, file.etag, plan.onOverwrite);
+    decisions.push({ ...d, ...judged });
+    if (judged.action === 'load') files.push({ ...file, loadedBefore: true as const });
+    else if (judged.reason === 'overwritten, ignored') ignored.push(file);
+  }
+  files.sort(compareFiles);
+  return { ...plan, decisions, files, overwrittenIgnored: ignored, nextState: modifiedStateAfter(plan.prevState as ModifiedState | null, plan.basis, files, ignored) };
+}

@@ -87,7 +87,8 @@ async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: B
     for (const warning of loaded.warnings) ctx.logger.warn({ job: job.name, table: scope.table.uri }, `[load] job ${job.name}: ${warning}`);
     try {
       // Every fetched file is done: loaded, or quarantined (recorded, and not listed again).
-      const state = spec.stateAfter(fetched.map((f) => ({ ...f.file, etag: f.etag })), loaded.rowsRead, bad.map((q) => q.entry));
+      const planned = spec.stateAfter(fetched.map((f) => ({ ...f.file, etag: f.etag })), loaded.rowsRead, bad.map((q) => q.entry));
+      const state = spec.owner.prepare ? await spec.owner.prepare(scope, planned, kept.map((f) => ({ ...f.file, etag: f.etag }))) : planned;
       const written = await writeBatch<S>({
         scope,
         snapshot: spec.snapshot,

@@ -7,7 +7,7 @@
  *
  *   --adopt-state-of OLD   the job was renamed: OLD's state becomes this job's in one commit
  *                          without data (watermark, remembered files, quarantine, counters, the
- *                          tombstone files copied into this job's folder, `configuredAs`, so a
+ *                          tombstone and ledger files copied into this job's folders, `configuredAs`, so a
  *                          config change made with the rename is seen), and OLD's domain is
  *                          removed in it, so a run under the old name is refused the same way
  *   --fresh                another job of the same source: it starts anew; a commit without data
@@ -24,7 +24,8 @@ import { ConfigError, DeltaLogError } from '../errors.js';
 import { configuredAs } from './config-change.js';
 import type { JobScope } from './scope.js';
 import { initialState, jobAppId, readJobState, stateActions, type JobState } from './state.js';
-import { isTombstonePath, tombstonePath, type TombstoneState } from './tombstones/plan.js';
+import { isLedgerPath, ledgerPath } from './ledger.js';
+import { isTombstonePath, tombstonePath } from './tombstones/plan.js';
 import { describeWatermark } from './watermark.js';
 
 const JOB_DOMAIN = jobAppId('');
@@ -123,33 +124,46 @@ async function adopt(scope: JobScope, snapshot: Snapshot | null, old: string, dr
   const before = readJobState(snapshot, old);
   const adopted = { ...before, job: job.name, batch: before.batch + 1 };
   if (dryRun) {
-    const { tombstones: _t, ...state } = adopted;
+    // A dry run plans from the watermark and remembered files; it reads no tombstones or ledger (its ledger lookup is skipped).
+    const { tombstones: _t, ledger: _l, ...state } = adopted;
     return { state, version: null, adoptedStateOf: old };
   }
-  const tombstones = before.tombstones ? await copyTombstones(scope, old, before.tombstones) : undefined;
-  const { tombstones: _old, ...rest } = adopted;
-  const state: JobState = tombstones ? { ...rest, tombstones } : rest;
+  const state = await adoptedFiles(scope, old, adopted);
   return { state, version: await commitIdentity(scope, snapshot!, state, old), adoptedStateOf: old };
 }
 
-/** Copies of the live tombstone files of `old` in this job's folder (the state lists only its own: `isTombstonePath`). */
-async function copyTombstones(scope: JobScope, old: string, tombstones: TombstoneState): Promise<TombstoneState | undefined> {
+/** Copies of `files` (paths of `old`, checked by `isOld`) under this job's names (`pathOf`): a state lists only its own files. */
+async function copyFiles<F extends { path: string }>(scope: JobScope, old: string, files: readonly F[], isOld: (path: string) => boolean, pathOf: (id: string) => string): Promise<F[]> {
   const { storage } = scope.table;
-  const folder = await scope.spool.folder('adopted-tombstones');
-  const files = [];
-  for (const f of tombstones.files) {
-    if (!isTombstonePath(old, f.path)) {
-      throw new DeltaLogError(`[job] job state of ${old} in ${storage.uri} lists ${JSON.stringify(f.path)} as a tombstone file`, { context: { uri: storage.uri, key: f.path, job: old } });
+  const folder = await scope.spool.folder('adopted-files');
+  const signal = scope.ctx.signal ? { signal: scope.ctx.signal } : {};
+  const copies: F[] = [];
+  for (const f of files) {
+    if (!isOld(f.path)) {
+      throw new DeltaLogError(`[job] job state of ${old} in ${storage.uri} lists ${JSON.stringify(f.path)} as one of its files`, { context: { uri: storage.uri, key: f.path, job: old } });
     }
     const id = randomUUID();
     const local = join(folder, `${id}.parquet`);
-    const signal = scope.ctx.signal ? { signal: scope.ctx.signal } : {};
     await storage.download(f.path, local, signal);
-    const path = tombstonePath(scope.job.name, id);
+    const path = pathOf(id);
     await storage.upload(path, local, signal);
-    files.push({ ...f, path });
+    copies.push({ ...f, path });
   }
-  return files.length > 0 ? { ...tombstones, files, dropped: [] } : undefined;
+  return copies;
+}
+
+/** OLD's state as this job's: its tombstone and ledger files copied into this job's folders (their dropped files stay OLD's). */
+async function adoptedFiles(scope: JobScope, old: string, state: JobState): Promise<JobState> {
+  const job = scope.job.name;
+  const { tombstones, ledger, ...rest } = state;
+  const out: JobState = rest;
+  if (tombstones && tombstones.files.length > 0) {
+    out.tombstones = { ...tombstones, files: await copyFiles(scope, old, tombstones.files, (p) => isTombstonePath(old, p), (id) => tombstonePath(job, id)), dropped: [] };
+  }
+  if (ledger && ledger.files.length > 0) {
+    out.ledger = { files: await copyFiles(scope, old, ledger.files, (p) => isLedgerPath(old, p), (id) => ledgerPath(job, id)), dropped: [] };
+  }
+  return out;
 }
 
 /** One commit without data: this job's state, and (adopting) the old job's domain removed. */

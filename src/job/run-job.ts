@@ -13,7 +13,7 @@
  */
 import type { JobConfig } from '../config/schema.js';
 import type { Snapshot } from '../delta/snapshot.js';
-import { discover, nextStateFor, type DiscoveredFile, type DiscoveryPlan } from '../discovery/index.js';
+import { discover, nextStateFor, withKnownFiles, type DiscoveredFile, type DiscoveryPlan } from '../discovery/index.js';
 import { backfilledBy, backfillTombstones } from './backfill/state.js';
 import { configuredAs, findConfigChanges, logConfigChanges } from './config-change.js';
 import { splitBatches } from './batches.js';
@@ -27,6 +27,7 @@ import { quarantinedByOthers, quarantinedFiles, withCleared } from './quarantine
 import { withReplans } from './replan.js';
 import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type RunReport } from './report.js';
 import { withReportedScope, type JobScope } from './scope.js';
+import { keepsLedger, lookUpLedger } from './ledger.js';
 import { settleIdentity } from './renamed.js';
 import { checkTableSettings } from './table-settings.js';
 import { jobAppId, jobOwner, readJobState, type JobState, type WaitingPartitionState } from './state.js';
@@ -103,7 +104,7 @@ class JobRun {
       await this.checkConfigChanges(state, snapshot);
     }
     this.settingsChecked = true;
-    const plan = await this.timer.time('list', () => this.discover(state, quarantinedFiles(snapshot, this.job.name)));
+    const plan = await this.timer.time('list', async () => this.withLedger(await this.discover(state, quarantinedFiles(snapshot, this.job.name)), state));
     // "Nothing new" only when the source is there and the layout fits it.
     await checkPlannedSource(this.scope, plan);
     this.describePlan(plan, state);
@@ -195,6 +196,13 @@ class JobRun {
     );
     this.report.commits += 1;
     this.report.tableVersion = result.version;
+  }
+
+  /** Files the plan takes for new that the job's ledger says it loaded before they left the settle window (./ledger.ts). */
+  private async withLedger(plan: DiscoveryPlan, state: JobState): Promise<DiscoveryPlan> {
+    if (!keepsLedger(this.job) || !state.ledger) return plan;
+    const candidates = plan.decisions.filter((d) => d.action === 'load' && d.reason === 'new').map((d) => d.key);
+    return withKnownFiles(plan, await lookUpLedger(this.scope, state.ledger, candidates));
   }
 
   /** Plan the run; quarantined files are looked at again wherever they lie (an overwrite reloads them). */

@@ -15,7 +15,10 @@ import { DeltaLogError } from '../errors.js';
 import { backfillTombstones } from './backfill/state.js';
 import type { JobConfig } from '../config/schema.js';
 import { acceptedBefore, type ConfiguredAs } from './config-change.js';
+import type { DiscoveredFile } from '../discovery/index.js';
+import { keepsLedger, recordInLedger, type LedgerState } from './ledger.js';
 import type { ClearedFile, QuarantinedFile } from './quarantine.js';
+import type { JobScope } from './scope.js';
 import type { TombstoneState } from './tombstones/plan.js';
 import type { StateOwner } from './write-batch.js';
 
@@ -37,6 +40,8 @@ export interface JobState {
   waiting?: WaitingPartitionState[];
   /** Tombstone files of recent deletes (merge mode); absent in states written before them = none. */
   tombstones?: TombstoneState;
+  /** Files loaded, kept after they left the settle window (append jobs by modification time: ./ledger.ts); absent: none. */
+  ledger?: LedgerState;
   /** The settings the job committed this state with (./config-change.ts); absent in states written before them. */
   configuredAs?: ConfiguredAs;
 }
@@ -110,5 +115,13 @@ export function jobOwner(config: JobConfig, snapshot: Snapshot | null): StateOwn
     parameters: (state) => ({ job, batch: state.batch }),
     others: backfillTombstones(snapshot, job),
     configAccepted: acceptedBefore(readJobState(snapshot, job).configuredAs, config),
+    ...(keepsLedger(config) ? { prepare: withLedger } : {}),
   };
+}
+
+/** The state with the batch's loaded files recorded in the job's ledger (./ledger.ts). */
+async function withLedger(scope: JobScope, state: JobState, loaded: readonly DiscoveredFile[]): Promise<JobState> {
+  const { ledger: _old, ...rest } = state;
+  const ledger = await recordInLedger(scope, state.ledger, loaded, state.batch);
+  return ledger ? { ...rest, ledger } : rest;
 }

@@ -18,6 +18,7 @@ import type { CommitRequest } from '../delta/transaction.js';
 import { batchKeyBounds } from '../engine/batch-key-bounds.js';
 import { SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW } from '../engine/load.js';
 import { stageAppend, stageMerge, type AppendSummary, type MergeSummary, type StagedWrite, type WriteTarget } from '../engine/merge/index.js';
+import type { DiscoveredFile } from '../discovery/index.js';
 import type { LoadedBatch } from './load-batch.js';
 import { noWriteCounts, type WriteCounts } from './report.js';
 import type { PhaseTimer } from './phases.js';
@@ -47,6 +48,8 @@ export interface StateOwner<S extends OwnedState> {
    * tombstones written for older ones are dropped, not refused.
    */
   configAccepted: boolean;
+  /** Writes the state needs before the commit that lists them (the job's ledger: ./ledger.ts), given the files the batch loaded. */
+  prepare?(scope: JobScope, state: S, loaded: readonly DiscoveredFile[]): Promise<S>;
 }
 
 export interface WriteBatchOptions<S extends OwnedState> {

@@ -154,7 +154,9 @@ async function tombstoneFiles(root: string): Promise<string[]> {
  * the names and delete times of tombstone files (random names, stamped with the batch's clock).
  */
 function comparable(state: JobState): Omit<JobState, 'lastRunAt'> {
-  const { lastRunAt: _ignored, ...rest } = state;
+  const { lastRunAt: _ignored, ...withLedger } = state;
+  // Ledger files (append by modification time) are named by a fresh uuid each: their entries count.
+  const rest = withLedger.ledger ? { ...withLedger, ledger: { ...withLedger.ledger, files: withLedger.ledger.files.map((f) => ({ ...f, path: '<ledger file>' })) } } : withLedger;
   if (!rest.tombstones) return rest;
   const files = rest.tombstones.files.map((f) => ({ ...f, path: '<tombstone file>', minDeletedAt: '<time>', maxDeletedAt: '<time>' }));
   return { ...rest, tombstones: { ...rest.tombstones, files } };

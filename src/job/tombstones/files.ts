@@ -9,15 +9,15 @@
  *   dispose  drop the temp table
  */
 import { randomUUID } from 'node:crypto';
-import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckSession } from '../../engine/duckdb.js';
 import { TOMBSTONE_ORDER, type DeletedKeys } from '../../engine/merge/index.js';
 import { safeReadPath } from '../../engine/safe-alias.js';
 import { ident, str } from '../../engine/sql.js';
-import { DeltaLogError, isTransient } from '../../errors.js';
+import { DeltaLogError } from '../../errors.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
+import { localTableFile } from '../table-file.js';
 import {
   DELETED_AT,
   isTombstonePath,
@@ -148,30 +148,26 @@ function instant(ms: number): string {
   return `${str(new Date(ms).toISOString())}::TIMESTAMPTZ`;
 }
 
-/** A local, glob-safe path of a live tombstone file: in place on local storage, else downloaded once per run. */
+/** A local, glob-safe path of a live tombstone file (../table-file.ts). */
 async function localCopy(opts: OpenTombstonesOptions, path: string): Promise<string> {
   const { storage, spec } = opts;
-  // A transient storage fault is not a missing file: it stays transient (exit 4, retry later).
-  const missing = (cause?: unknown) =>
-    isTransient(cause) ? cause : new DeltaLogError(`[job] tombstone file ${path} of job ${spec.job}, listed in the job state of ${storage.uri}, is missing or unreadable`, {
-      context: { uri: storage.uri, key: path, job: spec.job },
-      cause,
-    });
   if (!isTombstonePath(spec.job, path)) {
     throw new DeltaLogError(`[job] job state of ${spec.job} in ${storage.uri} lists ${JSON.stringify(path)} as a tombstone file`, {
       context: { uri: storage.uri, key: path, job: spec.job },
     });
   }
-  const inPlace = storage.localPath(path);
-  if (inPlace !== null) {
-    await access(inPlace).catch((cause: unknown) => {
-      throw missing(cause);
-    });
-    return safeReadPath(inPlace);
-  }
-  // Tombstone files never change once written: later batches of the run read this copy again.
-  const local = join(await opts.spool.shared('tombstones-in'), path.slice(path.lastIndexOf('/') + 1));
-  const cached = await access(local).then(() => true, () => false);
-  if (!cached) await storage.download(path, local, opts.signal ? { signal: opts.signal } : {}).catch((cause: unknown) => Promise.reject(missing(cause)));
-  return safeReadPath(local);
+  return localTableFile(
+    {
+      storage,
+      spool: opts.spool,
+      folder: 'tombstones-in',
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      missing: (cause) =>
+        new DeltaLogError(`[job] tombstone file ${path} of job ${spec.job}, listed in the job state of ${storage.uri}, is missing or unreadable`, {
+          context: { uri: storage.uri, key: path, job: spec.job },
+          cause,
+        }),
+    },
+    path,
+  );
 }

@@ -1,0 +1,103 @@
+/**
+ * The ledger of an append job by modification time (issue 20, item 1): a file touched, copied in
+ * place or overwritten after it left the settle window is not taken for a new file. Through the
+ * real job: local folders and s3rver, real DuckDB and Delta logs.
+ */
+import { utimes } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalStorage } from '../../src/storage/local.js';
+import type { S3rverHandle } from '../helpers/s3rver.js';
+import { sleep } from '../helpers/cli.js';
+import { closeS3JobEnv, DuckSession, duplicateRids, land, makeConfig, openS3JobEnv, orders, readTarget, run, tempDir, type OrderRow } from './helpers.js';
+
+let s3: S3rverHandle;
+let session: DuckSession;
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  ({ s3, session } = await openS3JobEnv());
+});
+afterAll(() => closeS3JobEnv(s3, session, dirs));
+
+/** A local zone with a.csv modified 10 minutes ago and b.csv now, loaded once with settle 1m: a.csv has left the window. */
+async function loadedTwo(onOverwrite: 'reload' | 'ignore'): Promise<{ dir: string; src: LocalStorage; setup: ReturnType<typeof makeConfig>; a: OrderRow[] }> {
+  const dir = await tempDir('src', dirs);
+  const src = new LocalStorage(dir);
+  const setup = makeConfig({ source: { uri: dir, discover: { by: 'modified', settle: '1m', onOverwrite } }, target: { uri: await tempDir('t', dirs), mode: 'append' } });
+  const a = orders([1, 'a', 1], [2, 'b', 1]);
+  await land(src, session, 'feed/a.csv', a);
+  const old = new Date(Date.now() - 10 * 60_000);
+  await utimes(join(dir, 'feed/a.csv'), old, old);
+  await land(src, session, 'feed/b.csv', orders([3, 'c', 1]));
+  expect(await run(setup)).toMatchObject({ status: 'succeeded', inserted: 3 });
+  const state = (await readTarget(session, setup)).state;
+  expect(state.discovery?.loaded.map((e) => e.key)).toEqual(['feed/b.csv']);
+  expect(state.ledger?.files).toHaveLength(1);
+  return { dir, src, setup, a };
+}
+
+describe('append by modification time: a file loaded before it left the settle window', () => {
+  it('onOverwrite ignore: touched after the window, it is not appended again (3 rows stay 3)', async () => {
+    const { dir, setup } = await loadedTwo('ignore');
+    const now = new Date();
+    await utimes(join(dir, 'feed/a.csv'), now, now);
+    const second = await run(setup);
+    expect(second).toMatchObject({ filesLoaded: 0, inserted: 0 });
+    expect(second.skippedByReason).toMatchObject({ 'overwritten, ignored': 1 });
+    expect((await readTarget(session, setup)).rows).toHaveLength(3);
+  });
+
+  it('onOverwrite reload: touched after the window, its rows are found unchanged (nothing appended)', async () => {
+    const { dir, setup } = await loadedTwo('reload');
+    const now = new Date();
+    await utimes(join(dir, 'feed/a.csv'), now, now);
+    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 0, filesAlreadyLoaded: 1 });
+    expect((await readTarget(session, setup)).rows).toHaveLength(3);
+
+  });
+
+  it('onOverwrite reload: rewritten with other rows after the window, its earlier rows are replaced', async () => {
+    const { src, setup } = await loadedTwo('reload');
+    await land(src, session, 'feed/a.csv', orders([1, 'a-fixed', 2]));
+    expect(await run(setup)).toMatchObject({ filesLoaded: 1, inserted: 1, filesReplaced: 1, rowsReplaced: 2 });
+    const rows = (await readTarget(session, setup)).rows;
+    expect(rows.map((r) => [r.order_id, r.status]).sort()).toEqual([[1, 'a-fixed'], [3, 'c']]);
+  });
+
+  it('a renamed job adopting the state takes the ledger along (copied into its folder): a touch is still not appended', async () => {
+    const { dir, setup } = await loadedTwo('ignore');
+    const renamed = { ...setup, job: { ...setup.job, name: 'orders_v2' } };
+    expect(await run(renamed, { adoptStateOf: 'orders' })).toMatchObject({ adoptedStateOf: 'orders' });
+    expect((await readTarget(session, renamed)).state.ledger?.files).toEqual([expect.objectContaining({ path: expect.stringMatching(/^_tidemark\/ledger\/orders_v2\//) })]);
+    const now = new Date();
+    await utimes(join(dir, 'feed/a.csv'), now, now);
+    expect(await run(renamed)).toMatchObject({ filesLoaded: 0, inserted: 0 });
+    expect((await readTarget(session, renamed)).rows).toHaveLength(3);
+  });
+
+  it('S3: the same bytes put again after the window (same ETag, new LastModified) are already loaded', async () => {
+    const zone = s3.landingZone();
+    const setup = makeConfig(
+      { source: { uri: zone.uri, discover: { by: 'modified', settle: '1s' } }, target: { uri: await tempDir('t', dirs), mode: 'append' } },
+      zone.storageConfig,
+    );
+    const a = orders([1, 'a', 1]);
+    await land(zone.source, session, 'feed/a.csv', a);
+    await run(setup);
+    await sleep(2100);
+    await land(zone.source, session, 'feed/b.csv', orders([2, 'b', 1]));
+    expect(await run(setup)).toMatchObject({ filesLoaded: 1 });
+    const before = await zone.source.head('feed/a.csv');
+    await sleep(1100);
+    await land(zone.source, session, 'feed/a.csv', a);
+    const after = await zone.source.head('feed/a.csv');
+    expect(after!.etag).toBe(before!.etag);
+    expect(after!.lastModified.getTime()).toBeGreaterThan(before!.lastModified.getTime());
+    const third = await run(setup);
+    expect(third).toMatchObject({ status: 'nothing-new', filesLoaded: 0, inserted: 0 });
+    const rows = (await readTarget(session, setup)).rows;
+    expect(rows).toHaveLength(2);
+    expect(duplicateRids(rows)).toEqual([]);
+  });
+});
