@@ -8,7 +8,7 @@
  * the batch is set aside and the rest loaded again, in the same commit (./quarantine.ts).
  * Fault-injection hooks (RunContext.hooks) fire at the same points for both.
  */
-import { rm } from 'node:fs/promises';
+import { removeFolder } from '../spool/spool.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { DiscoveredFile } from '../discovery/index.js';
 import { startProgress, type Progress } from '../log/progress.js';
@@ -68,7 +68,7 @@ export async function loadAndCommitBatch<S extends OwnedState>(scope: JobScope, 
     // Also on failure: a terminal bar left running keeps the process alive, and a batch planned
     // again after a lost race downloads into a new folder.
     progress?.done();
-    await rm(spoolDir, { recursive: true, force: true });
+    await removeFolder(spoolDir);
   }
 }
 

@@ -76,9 +76,18 @@ export class Spool {
 
   /** Remove the spool and everything in it. Safe to call twice. */
   async close(): Promise<void> {
-    await rm(this.dir, { recursive: true, force: true });
+    await removeFolder(this.dir);
     if (!this.nested) live.delete(this.dir);
   }
+}
+
+/**
+ * Remove a spool folder while a straggler may still write into it (a download a failing run
+ * abandoned lands its file after the removal started): Node's rm then fails with ENOTEMPTY, so
+ * it retries, with a growing pause, rather than let a cleanup hide the run's own outcome.
+ */
+export async function removeFolder(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 20 });
 }
 
 /** This host's name as one spool-name segment: no `-`, so names parse from the right. */

@@ -48,3 +48,28 @@ describe('spool folders of killed runs', () => {
     expect(await fsp.readdir(root)).toEqual([]);
   });
 });
+
+describe('closing while a straggling write lands', () => {
+  // A download abandoned by a failing run can still create its file while the run removes its
+  // spool: the removal must retry (Node's rm gives ENOTEMPTY), not replace the run's own error.
+  it('close() removes the spool even when files keep appearing in it for a while', async () => {
+    for (let round = 0; round < 20; round++) {
+      const spool = await Spool.create('test', await tempDir('spool-close', dirs));
+      const dir = await spool.shared('tombstones-in');
+      let writing = true;
+      const writer = (async () => {
+        for (let i = 0; writing && i < 200; i++) {
+          await fsp.mkdir(dir, { recursive: true }).catch(() => undefined);
+          await fsp.writeFile(path.join(dir, `f${i}`), 'x').catch(() => undefined);
+        }
+      })();
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      const closed = spool.close();
+      setTimeout(() => (writing = false), 30);
+      await expect(closed).resolves.toBeUndefined();
+      writing = false;
+      await writer;
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
