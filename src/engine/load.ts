@@ -3,7 +3,9 @@
  * files of the same columns by one read_parquet, ./parquet-list.ts); when DuckDB rejects the bulk
  * read, each file is tried alone so the error names the bad file.
  *
- * With the target table's schema, each file is read in the table's types (./load-conform.ts).
+ * Every file is read in one schema (./load-conform.ts): the target table's, the columns the job
+ * declares (`source.columns`), and for CSV columns neither knows, the types inferred once from
+ * all the batch's CSV files together (./infer-text-types.ts).
  * A zero-byte CSV or JSON file holds no rows (some producers write empty files); a zero-byte
  * Parquet file is not a Parquet file.
  */
@@ -29,8 +31,9 @@ export interface LoadOptions {
   chunkSize?: number;
   /**
    * The target table's schema, when it exists: its columns are read in its types, and a value
-   * that does not fit is a BadFileError naming file, row and column. Without it each file's
-   * types are inferred and the bulk read combines them.
+   * that does not fit is a BadFileError naming file, row and column. Without it CSV columns are
+   * inferred from the batch (see the module comment) and Parquet and JSON files bring their own
+   * types, which the bulk read combines.
    */
   schema?: StructType;
   /** Columns whose type the job declares (`source.columns`), for columns the table lacks. */
@@ -139,7 +142,11 @@ function chunks(units: readonly ReadUnit[], size: number): ReadUnit[][] {
   let current: ReadUnit[] = [];
   let scans = 0;
   for (const u of units) {
-    if (current.length > 0 && scans + u.scans > size) out.push(current), (current = []), (scans = 0);
+    if (current.length > 0 && scans + u.scans > size) {
+      out.push(current);
+      current = [];
+      scans = 0;
+    }
     current.push(u);
     scans += u.scans;
   }
@@ -219,7 +226,11 @@ async function skipEmpty(files: readonly LoadFile[]): Promise<{ readable: LoadFi
 async function batchSchema(session: DuckSession, files: readonly LoadFile[], opts: LoadOptions, described: Map<LoadFile, FileColumn[]>): Promise<StructType | undefined> {
   const base = [...(opts.schema?.fields ?? [])];
   const known = new Set(base.map((f) => f.name.toLowerCase()));
-  for (const f of opts.declared ?? []) if (!known.has(f.name.toLowerCase())) base.push(f), known.add(f.name.toLowerCase());
+  for (const f of opts.declared ?? []) {
+    if (known.has(f.name.toLowerCase())) continue;
+    base.push(f);
+    known.add(f.name.toLowerCase());
+  }
   // Every file is described once (its names checked, ./load-conform.ts), and CSV columns the
   // types do not know yet are inferred from their texts.
   const texts = [];
