@@ -22,11 +22,12 @@ const INTEGER_TYPES = new Set(['byte', 'short', 'integer', 'long']);
 
 /**
  * SQL giving the Delta partition-value string for a column already cast to the physical type
- * of `deltaType` (see castToDeltaSql). NULL stays NULL, and so does the empty string, which Delta
- * reads as null. Forms: integers and decimals as DuckDB prints them (decimals with the full
- * scale, `234.00000`); floats as shortest round-trip text with Java's `NaN`/`Infinity`;
- * `true`/`false`; dates `yyyy-MM-dd`; timestamps ISO-8601 UTC `yyyy-MM-ddTHH:mm:ss.ffffffZ`;
- * timestamp_ntz `yyyy-MM-dd HH:mm:ss.ffffff`. Binary and nested types cannot be partition columns.
+ * of `deltaType` (see castToDeltaSql). NULL stays NULL, and so would the empty string, which Delta
+ * reads as null: MERGE and append refuse a row holding one first (merge/partition-strings.ts).
+ * Forms: integers and decimals as DuckDB prints them (decimals with the full scale, `234.00000`);
+ * floats as shortest round-trip text with Java's `NaN`/`Infinity`; `true`/`false`; dates
+ * `yyyy-MM-dd`; timestamps ISO-8601 UTC `yyyy-MM-ddTHH:mm:ss.ffffffZ`; timestamp_ntz
+ * `yyyy-MM-dd HH:mm:ss.ffffff`. Binary and nested types cannot be partition columns.
  */
 export function partitionValueStringSql(columnSql: string, deltaType: DataType, column = '?'): string {
   const x = columnSql;

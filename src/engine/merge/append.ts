@@ -21,6 +21,7 @@ import { bytesOf, outputOptionsFor, writeAndUpload } from './output.js';
 import type { StagedAppend } from './results.js';
 import { checkConstraints, prepareConstraintChecks } from './constraints.js';
 import { DEFAULT_SOURCE_FILE_COLUMN } from './options.js';
+import { refuseEmptyPartitionStrings } from './partition-strings.js';
 import { appendMetadataActions, stageSourceReplacement } from './source-files.js';
 import { prepareTarget, type TargetTable } from './target.js';
 import { dropAll, tempTables } from './temp-names.js';
@@ -119,15 +120,20 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
   }
 }
 
-/** Fail before anything is written when a batch row breaks a table constraint (./constraints.ts). */
+/**
+ * Fail before anything is written when a batch row breaks a table constraint (./constraints.ts)
+ * or holds a value a partition column cannot keep (./partition-strings.ts).
+ */
 async function checkEveryRow(opts: AppendOptions, target: TargetTable, batch: string): Promise<void> {
+  const rows = { sql: `SELECT * FROM ${ident(batch)}`, keys: [], lineage: target.batch.lineage, uri: opts.storage.uri };
+  await refuseEmptyPartitionStrings(opts.session, { ...rows, schema: target.schema, partitionColumns: target.partitionColumns });
   const checks = await prepareConstraintChecks(opts.session, {
     schema: target.schema,
     metadata: opts.snapshot?.metadata ?? { configuration: opts.tableProperties ?? {} },
     uri: opts.storage.uri,
     relation: batch,
   });
-  await checkConstraints(opts.session, checks, { sql: `SELECT * FROM ${ident(batch)}`, keys: [], lineage: target.batch.lineage, uri: opts.storage.uri });
+  await checkConstraints(opts.session, checks, rows);
 }
 
 async function countRows(opts: AppendOptions, table: string): Promise<number> {

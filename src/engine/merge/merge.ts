@@ -37,6 +37,7 @@ import { writeChangeData } from './change-files.js';
 import { PhaseClock } from './clock.js';
 import { checkConstraints, prepareConstraintChecks, type ConstraintCheck } from './constraints.js';
 import { writeDvChanges, type DvChange } from './dv-changes.js';
+import { refuseEmptyPartitionStrings } from './partition-strings.js';
 import { classifyChanges, findHits, touchedFiles, type HitsResult, type MatchContext } from './matches.js';
 import type { MergeOptions } from './options.js';
 import { readCounts, summaryOf } from './outcome.js';
@@ -309,15 +310,15 @@ async function writeChanges(run: MergeRun, input: WriteInput) {
   return { added: [...rewritten, ...added], dv, changeData };
 }
 
-/** Fail before anything is written when a row to store breaks a table constraint (./constraints.ts). */
+/**
+ * Fail before anything is written when a row to store breaks a table constraint (./constraints.ts)
+ * or holds a value a partition column cannot keep (./partition-strings.ts).
+ */
 async function checkStoredRows(run: MergeRun): Promise<void> {
   const { opts, tables, target, spec } = run;
-  await checkConstraints(opts.session, run.constraints, {
-    sql: storedBatchRowsSql(tables),
-    keys: spec.keys,
-    lineage: target.batch.lineage,
-    uri: opts.storage.uri,
-  });
+  const rows = { sql: storedBatchRowsSql(tables), keys: spec.keys, lineage: target.batch.lineage, uri: opts.storage.uri };
+  await refuseEmptyPartitionStrings(opts.session, { ...rows, schema: target.schema, partitionColumns: target.partitionColumns });
+  await checkConstraints(opts.session, run.constraints, rows);
 }
 
 /**
