@@ -18,6 +18,7 @@ HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("TIDEMARK_INTEROP_CACHE", HERE.parent / ".cache"))
 DELTA_SPARK_JAR = "io.delta:delta-spark_2.13:4.4.0"  # the Maven twin of requirements.txt's delta-spark
 
+from support.checks import Reads, filter_for  # noqa: E402
 from support.engines import Engine, deltalake_engine, polars_engine, spark_engine  # noqa: E402
 
 
@@ -81,3 +82,26 @@ def engines(request) -> Engines:
 
 
 ENGINES = ["spark", "deltalake", "polars"]
+
+
+def pytest_generate_tests(metafunc):
+    """The read matrix (support/matrix.py): each test of a table module once per engine, per
+    commit the module's table made (VERSIONS; `version` also once for the latest, read without
+    versionAsOf) and per filter (FILTERS)."""
+    module = metafunc.module
+    if "engine" in metafunc.fixturenames:
+        metafunc.parametrize("engine", getattr(module, "ENGINES", ENGINES))
+    if "version" in metafunc.fixturenames:
+        versions = [*module.VERSIONS, None]
+        metafunc.parametrize("version", versions, ids=[*map(str, module.VERSIONS), "latest"])
+    if "commit" in metafunc.fixturenames:
+        metafunc.parametrize("commit", module.VERSIONS, ids=[str(v) for v in module.VERSIONS])
+    if "filter_name" in metafunc.fixturenames:
+        metafunc.parametrize("filter_name", list(module.FILTERS))
+
+
+@pytest.fixture(scope="module")
+def reads(request, job, engines) -> dict[str, Reads]:
+    """Per engine, every read of the module's table, made together on first use."""
+    filters = {name: filter_for(job, *f) if isinstance(f, tuple) else f for name, f in request.module.FILTERS.items()}
+    return {name: Reads(engines, name, job, request.module.VERSIONS, filters) for name in getattr(request.module, "ENGINES", ENGINES)}

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ENGINES
 from support import delta_log
-from support.checks import KINDS, Reads, assert_filtered, assert_rows_at, assert_spark_detail, assert_spark_history, both, filter_for
+from support.checks import KINDS, both
 from support.data import ORDERS, merge_steps
 from support.filters import Cmp, IsNull
-from support.stats import check_file_stats
+from support.matrix import *  # noqa: F403 (the read matrix's tests)
 from support.tidemark import Job
 
 STEPS = merge_steps()
@@ -52,32 +51,18 @@ FILTERS = {
 }
 
 
-@pytest.fixture(scope="module")
-def reads(job, engines) -> dict[str, Reads]:
-    filters = {name: f if not isinstance(f, tuple) else filter_for(job, *f) for name, f in FILTERS.items()}
-    return {name: Reads(engines, name, job, VERSIONS, filters) for name in ENGINES}
+def test_deltalake_pyarrow_dataset_reads_reader_1_tables_and_refuses_deletion_vectors(job):
+    """delta-rs has a second read path, DeltaTable.to_pyarrow_table() (a pyarrow dataset): it
+    reads the table without deletion vectors and refuses the one with them, by name."""
+    from deltalake import DeltaTable
 
+    from support.canon import canon_rows, diff
+    from support.checks import types_at
 
-@pytest.mark.parametrize("version", [*VERSIONS, None], ids=[*map(str, VERSIONS), "latest"])
-@pytest.mark.parametrize("engine", ENGINES)
-def test_rows_equal_tidemark_show(reads, engine, version):
-    assert_rows_at(reads[engine], version)
-
-
-@pytest.mark.parametrize("name", list(FILTERS))
-@pytest.mark.parametrize("engine", ENGINES)
-def test_filtered_read_keeps_every_matching_row(reads, engine, name):
-    assert_filtered(reads[engine], name)
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_statistics_bound_every_file(job, version):
-    assert check_file_stats(job, version) == []
-
-
-def test_spark_history_counts_what_each_commit_did(spark, job):
-    assert_spark_history(spark, job, ["id"])
-
-
-def test_spark_detail_agrees_with_the_log_and_status(spark, job):
-    assert_spark_detail(spark, job)
+    table = DeltaTable(str(job.table))
+    if SCENARIOS[job.name]["deletionVectors"]:
+        with pytest.raises(Exception, match=r"reader features: \{'deletionVectors'\} but these are not yet supported by the deltalake reader"):
+            table.to_pyarrow_table()
+    else:
+        types = types_at(job, None)
+        assert diff(canon_rows(job.snapshots[job.latest], types), canon_rows(table.to_pyarrow_table().to_pylist(), types)) is None

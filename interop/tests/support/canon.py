@@ -13,12 +13,14 @@ import math
 import re
 import struct
 from collections import Counter
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any, Iterable, Mapping
 
 from .delta_log import DeltaType
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+# decimal(38, s) needs more than the default 28 digits
+DECIMALS = Context(prec=80)
 _INTEGERS = {"byte", "short", "integer", "long"}
 _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 # tidemark show (DuckDB) spells timestamps "2025-01-01 12:00:00.123456+00"
@@ -111,10 +113,12 @@ def canon(value: Any, dtype: DeltaType) -> Any:
     if dtype in ("timestamp", "timestamp_ntz"):
         return micros(value)
     if dtype == "binary":
+        if isinstance(value, str):  # DuckDB's text of a BLOB: printable ASCII, else \\xHH
+            value = re.sub(rb"\\x([0-9A-Fa-f]{2})", lambda m: bytes([int(m.group(1), 16)]), value.encode("latin-1"))
         return bytes(value).hex()
     scale = decimal_scale(dtype)
     if scale:
-        return str(Decimal(str(value)).quantize(Decimal(1).scaleb(-scale[1])))
+        return str(Decimal(str(value)).quantize(Decimal(1).scaleb(-scale[1]), context=DECIMALS))
     raise ValueError(f"unknown Delta type {dtype!r}")
 
 

@@ -92,7 +92,7 @@ def _sql_literal(value: Any, dtype: DeltaType) -> str:
         return f"CAST('{value!r}' AS {'FLOAT' if dtype == 'float' else 'DOUBLE'})"
     if isinstance(value, Decimal):
         p, s = decimal_scale(dtype) or (38, max(0, -value.as_tuple().exponent))
-        return f"CAST('{value}' AS DECIMAL({p},{s}))"
+        return f"CAST('{value:f}' AS DECIMAL({p},{s}))"
     if isinstance(value, dt.datetime):
         utc = value.astimezone(dt.timezone.utc)
         return f"TIMESTAMP '{utc:%Y-%m-%dT%H:%M:%S.%f}Z'"

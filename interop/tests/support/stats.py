@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
@@ -66,7 +67,7 @@ def check_file_stats(job: Job, version: int | None = None) -> list[str]:
         if not raw:
             continue
         stats = json.loads(raw, parse_float=Decimal)
-        data = pq.read_table(job.table / path)
+        data = pq.read_table(job.table / unquote(path))  # add.path is a URI-encoded relative path
         if stats.get("numRecords") != data.num_rows:
             problems.append(f"{path}: numRecords {stats.get('numRecords')}, the file has {data.num_rows} rows")
         fields = [f for f in schema["fields"] if f["name"] not in partition_columns]

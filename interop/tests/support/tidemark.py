@@ -50,7 +50,10 @@ class Job:
             ],
         }
         self.config.write_text(json.dumps(config, indent=2))  # JSON is YAML
+        self.target = target
         self.steps = 0
+        # the Parquet files landed, in the order they were loaded
+        self.landed: list[pa.Table] = []
         # version -> rows `tidemark show` returned right after that commit
         self.snapshots: dict[int, list[dict[str, Any]]] = {}
         # version -> the run report (--json) of the commit
@@ -85,6 +88,7 @@ class Job:
         path = self.landing / f"{day:%Y/%m/%d}" / f"part-{self.steps:03d}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, path)
+        self.landed.append(table)
         return path
 
     def load(self, table: pa.Table) -> dict[str, Any]:
@@ -101,6 +105,10 @@ class Job:
         self.reports[version] = report
         self.snapshots[version] = self.show()
         return version
+
+    @property
+    def key(self) -> list[str] | None:
+        return None if self.target.get("mode") == "append" else self.target["key"]
 
     @property
     def latest(self) -> int:
