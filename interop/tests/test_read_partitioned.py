@@ -32,8 +32,8 @@ FILTERS = {
     "bucket is null": IsNull("bucket"),
     "bucket < 0": Cmp("bucket", "<", 0),
     "partition and data": both(Cmp("bucket", ">=", 0), Cmp("id", "<", 20), IsNull("region", negate=True)),
-    ("id =max"): ("id", "=max"),
-    ("amount >=max"): ("amount", ">=max"),
+    "id =max": ("id", "=max"),
+    "amount =max": ("amount", "=max"),
 }
 
 
