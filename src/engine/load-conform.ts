@@ -17,7 +17,7 @@ import { ambiguityError, castError } from './cast-error.js';
 import { parseDuckType } from './duck-type.js';
 import type { DuckSession } from './duckdb.js';
 import { fitCastSql, misfitSql } from './fit-cast.js';
-import { isNestedDuck, leafChecks, newNestedFields } from './nested-fit.js';
+import { isNestedDuck, leafChecks, nestedAdditions } from './nested-fit.js';
 import { csvDialect, fileSelectSql, LINEAGE_COLUMNS, SOURCE_ROW, temporalFormats, type CsvOptions, type LoadFile } from './file-select.js';
 import { ident } from './sql.js';
 import { ambiguitySql } from './text-cast.js';
@@ -158,17 +158,10 @@ async function conformWith(
 function refuseNewNestedFields(file: LoadFile, columns: readonly FileColumn[], schema: StructType): void {
   for (const c of columns) {
     const field = fieldOf(schema, c.name);
-    if (!field || typeof field.type === 'string') continue;
-    let source;
-    try {
-      source = parseDuckType(c.type);
-    } catch {
-      continue;
-    }
-    const added = newNestedFields(source, field.type, field.name);
+    const added = field ? nestedAdditions(c.type, field.type, field.name) : [];
     if (added.length === 0) continue;
     throw new SchemaError(
-      `[load] ${file.key} has ${added.length === 1 ? 'a field' : 'fields'} ${added.map((a) => JSON.stringify(a)).join(', ')} that the table's column ${JSON.stringify(field.name)} lacks; ` +
+      `[load] ${file.key} has ${added.length === 1 ? 'a field' : 'fields'} ${added.map((a) => JSON.stringify(a)).join(', ')} that the table's column ${JSON.stringify(field!.name)} lacks; ` +
         "schemaEvolution is 'fail' (set it to 'addColumns' to add them)",
       { context: { key: file.key, column: added[0]!, columns: added } },
     );
