@@ -48,6 +48,7 @@ const discoverByPartition = z.strictObject({
   by: z.literal('partition').describe('Files land in time-partitioned folders'),
   layout: nonEmpty.describe('Folder layout, e.g. {yyyy}/{mm}/{dd} or dt={yyyy}-{mm}-{dd}/hour={HH}'),
   lookback: z.number().int().nonnegative().default(2).describe('Partitions before the watermark rescanned for late files'),
+  lateCheck: z.number().int().nonnegative().default(2).describe('Partitions behind the lookback window still listed, so that files landing there too late to load are reported (skipped and named), never passed over in silence; 0 turns it off'),
   timezone: z.string().default('UTC').describe('IANA zone the folder dates are written in'),
   markerTimeout: duration('24h').describe('With requireSuccessMarker: how long a partition may wait for its _SUCCESS before status, the run report and the metrics call it overdue (24h)'),
   ...common,

@@ -7,11 +7,16 @@
  * (today, this hour) stays in reach while files keep arriving: it is the watermark
  * partition itself until a newer partition gets files. The state remembers key+ETag of
  * the files loaded in the scanned partitions, so a rescan loads only what is new there.
+ *
+ * Late check: the state remembers the files of `lateCheck` more partitions behind the window,
+ * and a run lists those too, loading nothing from them: a file that landed there after its
+ * partition left the window (or an overwrite there) is reported by name as skipped, never
+ * passed over in silence. A larger `lookback` then loads it, and nothing twice.
  */
 import type { PartitionSettings } from './config.js';
 import { folderOf, isNotData, judgeFile, SUCCESS_MARKER } from './identity.js';
 import type { PartitionWalk } from './partitions.js';
-import { compareFiles, type Decision, type DiscoveredFile, type DiscoveryPlan, type StateBasis, type WaitingPartition } from './plan.js';
+import { compareFiles, type Decision, type DecisionReason, type DiscoveredFile, type DiscoveryPlan, type StateBasis, type WaitingPartition } from './plan.js';
 import type { PartitionEntry, PartitionState } from './state.js';
 import { PartitionClock } from './zone.js';
 
@@ -23,9 +28,22 @@ export function scanFrom(settings: PartitionSettings, state: PartitionState | nu
   return back > state.rememberedFrom ? back : state.rememberedFrom;
 }
 
+/**
+ * First partition a run lists: `lateCheck` partitions before `scanFrom`, but never below what
+ * the state remembers (an unremembered file there may have loaded long ago). Null: the oldest.
+ */
+export function listFrom(settings: PartitionSettings, state: PartitionState | null): string | null {
+  const from = scanFrom(settings, state);
+  if (state === null || from === null || settings.lateCheck === 0) return from;
+  const back = settings.clock.step(state.watermark, -(settings.lookback + settings.lateCheck));
+  const floor = back > state.rememberedFrom ? back : state.rememberedFrom;
+  return floor < from ? floor : from;
+}
+
 /** Plan a run from a walk of the partition folders (pure). */
 export function planPartitions(walk: PartitionWalk, settings: PartitionSettings, state: PartitionState | null): DiscoveryPlan {
   const from = scanFrom(settings, state);
+  const checkedFrom = listFrom(settings, state);
   const until = settings.clock.partitionOf(walk.serverTime, settings.layout.granularity);
   const remembered = new Map((state?.loaded ?? []).map((e) => [e.key, e.etag]));
   const decisions: Decision[] = walk.strayObjects.map((o) => ({
@@ -39,6 +57,14 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
   const partitionsListed: string[] = [];
   let olderThanWindow = 0;
   for (const part of walk.partitions) {
+    if (checkedFrom !== null && from !== null && part.id >= checkedFrom && part.id < from) {
+      partitionsListed.push(part.prefix);
+      for (const o of part.objects) {
+        const reason = behindWindow(o.key, part.prefix, remembered.get(o.key), o.etag, settings);
+        if (reason !== null) decisions.push({ key: o.key, action: 'skip', reason, partition: part.id });
+      }
+      continue;
+    }
     // A walk only returns partitions in range; a hand-made listing may hold more.
     if ((from !== null && part.id < from) || part.id > until) {
       olderThanWindow += part.id < (from ?? '') ? part.objects.length : 0;
@@ -59,7 +85,7 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
   }
   files.sort(compareFiles);
   // Never past a partition still waiting for its marker: the next runs scan it until it loads.
-  const basis: StateBasis = { mode: 'partition', lookback: settings.lookback, timezone: settings.clock.zone, ...(waiting[0] ? { waitingFrom: waiting[0].partition } : {}) };
+  const basis: StateBasis = { mode: 'partition', lookback: settings.lookback, lateCheck: settings.lateCheck, timezone: settings.clock.zone, ...(waiting[0] ? { waitingFrom: waiting[0].partition } : {}) };
   return {
     mode: 'partition',
     files,
@@ -67,7 +93,7 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
     olderThanWindow,
     partitionsListed,
     skippedFolders: walk.skippedFolders,
-    window: { mode: 'partition', from, until },
+    window: { mode: 'partition', from, until, ...(checkedFrom !== null && checkedFrom !== from ? { checkedFrom } : {}) },
     serverTime: walk.serverTime,
     listRequests: walk.listRequests,
     onOverwrite: settings.onOverwrite,
@@ -79,6 +105,17 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
     overwrittenIgnored: ignored,
     waiting,
   };
+}
+
+/**
+ * A file in a partition behind the lookback window: null when it loaded before (or is no data
+ * file, or is left out by the config), else why it is reported. An overwrite there is reported
+ * only under `onOverwrite: reload` (under `ignore` it would not load inside the window either).
+ */
+function behindWindow(key: string, partitionPrefix: string, rememberedEtag: string | undefined, etag: string, settings: PartitionSettings): DecisionReason | null {
+  if (isNotData(key.slice(partitionPrefix.length)) || !settings.selects(key) || rememberedEtag === etag) return null;
+  if (rememberedEtag === undefined) return 'late, behind the lookback window';
+  return settings.onOverwrite === 'reload' ? 'overwritten behind the lookback window' : null;
 }
 
 function decide(
@@ -124,7 +161,8 @@ export function partitionStateAfter(
     const before = clock.step(basis.waitingFrom, -1);
     if (watermark > before) watermark = prev !== null && prev.watermark > before ? prev.watermark : before;
   }
-  const floor = clock.step(watermark, -basis.lookback);
+  // The state remembers `lateCheck` partitions more than a run rescans: runs list them to report late files.
+  const floor = clock.step(watermark, -(basis.lookback + basis.lateCheck));
   // Nothing below the first scanned partition was ever looked at (a first run from `start`),
   // so the state cannot claim to remember it: a later rescan would load files before `start`.
   const knownFrom = prev?.rememberedFrom ?? scannedFrom ?? floor;

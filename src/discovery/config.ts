@@ -27,6 +27,8 @@ export interface PartitionDiscoveryConfig extends CommonDiscoveryConfig {
   layout: string;
   /** Partitions before the watermark rescanned for late files; default 2. */
   lookback?: number;
+  /** Partitions behind the lookback window listed to report late files there (never loaded); default 2. */
+  lateCheck?: number;
   /** First partition of an initial load: `2026-03-01` or `2026-03-01T05`. */
   start?: string;
   /** IANA zone the folder dates are written in; default UTC. */
@@ -47,6 +49,8 @@ export type DiscoveryConfig = PartitionDiscoveryConfig | ModifiedDiscoveryConfig
 
 /** Default number of lookback partitions. */
 export const DEFAULT_LOOKBACK = 2;
+/** Default number of partitions behind the lookback window checked for late files. */
+export const DEFAULT_LATE_CHECK = 2;
 /** Default settle window: 15 minutes. */
 export const DEFAULT_SETTLE_MS = 15 * 60_000;
 /** Default reaction to a file overwritten in place. */
@@ -58,6 +62,8 @@ export interface PartitionSettings {
   layout: Layout;
   clock: PartitionClock;
   lookback: number;
+  /** Partitions behind the lookback window listed for late files, which are reported, not loaded. */
+  lateCheck: number;
   /** First partition id of an initial load, or null for the oldest. */
   start: string | null;
   requireSuccessMarker: boolean;
@@ -118,8 +124,12 @@ export function checkDiscovery(config: DiscoveryConfig): { settings: DiscoverySe
     if (!Number.isInteger(lookback) || lookback < 0) {
       problems.push(new ConfigError(`[discovery] lookback must be a whole number of partitions >= 0, got ${lookback}`, { field: 'discover.lookback' }));
     }
+    const lateCheck = config.lateCheck ?? DEFAULT_LATE_CHECK;
+    if (!Number.isInteger(lateCheck) || lateCheck < 0) {
+      problems.push(new ConfigError(`[discovery] lateCheck must be a whole number of partitions >= 0, got ${lateCheck}`, { field: 'discover.lateCheck' }));
+    }
     const start = config.start === undefined || !layout ? null : (attempt(() => parsePartitionStart(config.start!, layout.granularity)) ?? null);
-    return done({ mode: 'partition', layout: layout!, clock: clock!, lookback, start, requireSuccessMarker, onOverwrite, selects: selects! });
+    return done({ mode: 'partition', layout: layout!, clock: clock!, lookback, lateCheck, start, requireSuccessMarker, onOverwrite, selects: selects! });
   }
   if (config.by === 'modified') {
     const settleMs = config.settle ?? DEFAULT_SETTLE_MS;

@@ -12,11 +12,11 @@
 import { ConfigError } from '../errors.js';
 import type { Storage } from '../storage/storage.js';
 import { listModified, modifiedStateAfter, planModified, windowFloor } from './by-modified.js';
-import { partitionStateAfter, planPartitions, scanFrom } from './by-partition.js';
+import { listFrom, partitionStateAfter, planPartitions, scanFrom } from './by-partition.js';
 import { granularityOfId, type Granularity } from './calendar.js';
 import { resolveDiscovery, type DiscoveryConfig, type PartitionSettings } from './config.js';
 import { walkPartitions } from './partitions.js';
-import { compareFiles, type DiscoveredFile, type DiscoveryPlan } from './plan.js';
+import { BEHIND_WINDOW_REASONS, compareFiles, type DiscoveredFile, type DiscoveryPlan } from './plan.js';
 import { revisitBeforeWindow, type Revisited, type RevisitFile } from './revisit.js';
 import { upgradeState, type DiscoveryState, type ModifiedState, type PartitionState } from './state.js';
 import { surveySource } from './survey.js';
@@ -53,12 +53,13 @@ export async function discover(
   if (settings.mode === 'partition') {
     const partitionState = checkPartitionState(prev, settings);
     const walk = await walkPartitions(storage, settings.layout, {
-      from: scanFrom(settings, partitionState),
+      from: listFrom(settings, partitionState),
       until: (serverTime) => settings.clock.partitionOf(serverTime, settings.layout.granularity),
       concurrency,
       signal: opts.signal,
     });
-    const plan = withRevisited(planPartitions(walk, settings, partitionState), await revisitBeforeWindow(storage, settings, opts.revisit ?? [], scanFrom(settings, partitionState), opts.signal));
+    const revisit = opts.revisit ?? [];
+    const plan = withRevisited(planPartitions(walk, settings, partitionState), revisit, await revisitBeforeWindow(storage, settings, revisit, scanFrom(settings, partitionState), opts.signal));
     if (partitionState === null) refuseFutureStart(settings.start, plan.window.mode === 'partition' ? plan.window.until : null, config.start);
     if (walk.partitions.length > 0 || plan.files.length > 0) return plan;
     // No partition in range: a new landing zone, or a layout that fits nothing (a few more LISTs).
@@ -97,15 +98,20 @@ export function stateMismatch(config: DiscoveryConfig, state: DiscoveryState | n
   }
 }
 
-/** A partition plan with the overwritten files found before its window (./revisit.ts). */
-function withRevisited(plan: DiscoveryPlan, revisited: Revisited): DiscoveryPlan {
-  if (revisited.prefixes.length === 0) return plan;
+/**
+ * A partition plan with the overwritten files found before its window (./revisit.ts). The files to
+ * revisit are decided there alone: the late check does not report them too.
+ */
+function withRevisited(plan: DiscoveryPlan, revisit: readonly RevisitFile[], revisited: Revisited): DiscoveryPlan {
+  const revisitKeys = new Set(revisit.map((f) => f.key));
+  const own = plan.decisions.filter((d) => !(BEHIND_WINDOW_REASONS.has(d.reason) && revisitKeys.has(d.key)));
+  if (revisited.prefixes.length === 0) return own.length === plan.decisions.length ? plan : { ...plan, decisions: own };
   const files = [...revisited.files, ...plan.files].sort(compareFiles);
   const from = plan.window.mode === 'partition' ? plan.window.from : null;
   return {
     ...plan,
     files,
-    decisions: [...revisited.decisions, ...plan.decisions],
+    decisions: [...revisited.decisions, ...own],
     partitionsListed: [...revisited.prefixes, ...plan.partitionsListed],
     listRequests: plan.listRequests + revisited.listRequests,
     nextState: plan.basis.mode === 'partition' ? partitionStateAfter(plan.prevState as PartitionState | null, plan.basis, files, from) : plan.nextState,

@@ -5,7 +5,7 @@
 export { discover, nextStateFor, stateMismatch } from './discover.js';
 export { withKnownFiles } from './by-modified.js';
 export type { DiscoveryConfig } from './config.js';
-export type { DiscoveredFile, DiscoveryPlan } from './plan.js';
+export { BEHIND_WINDOW_REASONS, type DiscoveredFile, type DiscoveryPlan } from './plan.js';
 export { upgradeState, type DiscoveryState, type ModifiedState, type PartitionState } from './state.js';
 export { Layout } from './layout.js';
 export { describeMismatch, surveySource, type LayoutMismatch, type SourceSurvey } from './survey.js';

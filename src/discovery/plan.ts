@@ -41,7 +41,15 @@ export type DecisionReason =
   | 'no success marker'
   | 'not data'
   | 'excluded'
-  | 'not in a partition folder';
+  | 'not in a partition folder'
+  | 'late, behind the lookback window'
+  | 'overwritten behind the lookback window';
+
+/**
+ * Reasons of files that landed (or changed) in a partition the lookback window has passed
+ * (`discover.lateCheck`): not loaded, and reported by name so nothing is passed over in silence.
+ */
+export const BEHIND_WINDOW_REASONS: ReadonlySet<DecisionReason> = new Set(['late, behind the lookback window', 'overwritten behind the lookback window']);
 
 /** The decision about one listed file. */
 export interface Decision {
@@ -53,7 +61,8 @@ export interface Decision {
 
 /** The range a run looked at, for messages and `--dry-run`. */
 export type DiscoveryWindow =
-  | { mode: 'partition'; from: string | null; until: string }
+  /** `from`: the first partition loaded from; `checkedFrom`: the first listed for late files only (absent: none). */
+  | { mode: 'partition'; from: string | null; until: string; checkedFrom?: string }
   | { mode: 'modified'; after: Date | null };
 
 /** What `nextStateFor` needs to fold loaded files into a state. */
@@ -61,6 +70,8 @@ export type StateBasis =
   | {
       mode: 'partition';
       lookback: number;
+      /** Partitions behind the lookback window the state keeps remembering (`discover.lateCheck`). */
+      lateCheck: number;
       timezone: string;
       /** The oldest partition waiting for its success marker: the watermark stays before it. */
       waitingFrom?: string;

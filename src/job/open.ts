@@ -54,6 +54,6 @@ export function discoveryConfigOf(job: JobConfig): DiscoveryConfig {
     ...(exclude ? { exclude } : {}),
   };
   return d.by === 'partition'
-    ? { by: 'partition', layout: d.layout, lookback: d.lookback, timezone: d.timezone, ...common }
+    ? { by: 'partition', layout: d.layout, lookback: d.lookback, lateCheck: d.lateCheck, timezone: d.timezone, ...common }
     : { by: 'modified', settle: d.settle, ...common };
 }

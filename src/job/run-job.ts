@@ -28,6 +28,7 @@ import { withReplans } from './replan.js';
 import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type RunReport } from './report.js';
 import { withReportedScope, type JobScope } from './scope.js';
 import { keepsLedger, lookUpLedger } from './ledger.js';
+import { lateFiles } from './late-files.js';
 import { settleIdentity } from './renamed.js';
 import { checkTableSettings } from './table-settings.js';
 import { jobAppId, jobOwner, readJobState, type JobState, type WaitingPartitionState } from './state.js';
@@ -232,12 +233,17 @@ class JobRun {
     if (folders.length > 0) {
       this.ctx.logger.warn({ job: this.job.name, folders: plan.skippedFolders }, 'folders that do not match the layout were skipped');
     }
+    const late = lateFiles(this.job, plan);
+    if (late.warning !== null) this.ctx.logger.warn({ job: this.job.name, files: late.files.length, keys: late.files.slice(0, 100).map((f) => f.key) }, late.warning);
     if (this.ctx.dryRun) {
       this.report.plannedFiles = plan.files.map((f) => f.key);
       this.report.skipped = [...skipped.map((d) => ({ key: d.key, reason: d.reason })), ...folders];
       this.report.watermarkAfter = describeWatermark(plan.nextState);
     } else {
-      // A run lists what it passed over that a person may need to act on: folders off the layout.
+      // A run lists what it passed over that a person may need to act on: folders off the layout,
+      // files that landed behind the lookback window.
+      // (skippedByReason counts the late files already, with every decision)
+      if (late.files.length > 0) this.report.skipped = [...(this.report.skipped ?? []), ...late.files];
       reportSkipped(this.report, folders);
     }
   }

@@ -5,6 +5,8 @@ import type { PartitionState } from '../../src/discovery/state.js';
 import { loadedKeys, partitionSettings, reasons, walkOf, type FakeFile } from './fixtures.js';
 
 const daily = partitionSettings({ layout: '{yyyy}/{mm}/{dd}' });
+/** The lookback alone, without the late check of the partitions behind it (tested below). */
+const lookbackOnly = partitionSettings({ layout: '{yyyy}/{mm}/{dd}', lateCheck: 0 });
 const file = (key: string, modified = '2026-03-01T00:00:00Z', etag?: string): FakeFile => ({ key, modified, etag });
 
 /** Run the planner and return the plan with the state committed after loading all of it. */
@@ -27,7 +29,8 @@ describe('partition discovery: first run', () => {
     expect(loadedKeys(plan)).toEqual(['2026/02/27/x.csv', '2026/02/28/early.csv', '2026/02/28/y.csv', '2026/03/01/a.csv', '2026/03/01/b.csv']);
     expect(plan.files.map((f) => f.partition)).toEqual(['2026-02-27', '2026-02-28', '2026-02-28', '2026-03-01', '2026-03-01']);
     expect(plan.window).toEqual({ mode: 'partition', from: null, until: '2026-03-01' });
-    expect(state).toMatchObject({ stateVersion: 1, mode: 'partition', watermark: '2026-03-01', rememberedFrom: '2026-02-27' });
+    // Remembered: the lookback partitions and the lateCheck (2) ones behind them.
+    expect(state).toMatchObject({ stateVersion: 1, mode: 'partition', watermark: '2026-03-01', rememberedFrom: '2026-02-25' });
     expect(state!.loaded.map((e) => e.key)).toHaveLength(5);
   });
 
@@ -91,11 +94,11 @@ describe('partition discovery: incremental runs', () => {
 
   it('loads a late file in a lookback partition, but not one older than the lookback', () => {
     const zone = [file('2026/03/03/a.csv'), file('2026/03/04/b.csv'), file('2026/03/05/c.csv')];
-    const first = run(daily, '2026-03-05T12:00:00Z', zone, null);
+    const first = run(lookbackOnly, '2026-03-05T12:00:00Z', zone, null);
     expect(first.state!.rememberedFrom).toBe('2026-03-03');
 
     const late = [...zone, file('2026/03/03/late.csv'), file('2026/03/02/too-late.csv')];
-    const second = run(daily, '2026-03-05T18:00:00Z', late, first.state);
+    const second = run(lookbackOnly, '2026-03-05T18:00:00Z', late, first.state);
     expect(loadedKeys(second.plan)).toEqual(['2026/03/03/late.csv']);
     expect(second.plan.window).toMatchObject({ from: '2026-03-03', until: '2026-03-05' });
     expect(second.plan.partitionsListed).toEqual(['2026/03/03/', '2026/03/04/', '2026/03/05/']);
@@ -105,23 +108,23 @@ describe('partition discovery: incremental runs', () => {
     expect(second.state!.watermark).toBe('2026-03-05');
   });
 
-  it('prunes the remembered files to the lookback partitions', () => {
+  it('prunes the remembered files to the lookback partitions (and the lateCheck ones behind them)', () => {
     const zone = ['01', '02', '03', '04', '05', '06'].map((d) => file(`2026/03/${d}/f.csv`));
-    const { state } = run(daily, '2026-03-06T12:00:00Z', zone, null);
-    expect(state!.loaded.map((e) => e.partition)).toEqual(['2026-03-04', '2026-03-05', '2026-03-06']);
+    expect(run(lookbackOnly, '2026-03-06T12:00:00Z', zone, null).state!.loaded.map((e) => e.partition)).toEqual(['2026-03-04', '2026-03-05', '2026-03-06']);
+    expect(run(daily, '2026-03-06T12:00:00Z', zone, null).state!.loaded.map((e) => e.partition)).toEqual(['2026-03-02', '2026-03-03', '2026-03-04', '2026-03-05', '2026-03-06']);
   });
 
   it('a larger lookback does not reload partitions the state no longer remembers', () => {
     const zone = ['01', '02', '03', '04', '05', '06'].map((d) => file(`2026/03/${d}/f.csv`));
-    const { state } = run(daily, '2026-03-06T12:00:00Z', zone, null);
-    const wider = partitionSettings({ layout: '{yyyy}/{mm}/{dd}', lookback: 5 });
+    const { state } = run(lookbackOnly, '2026-03-06T12:00:00Z', zone, null);
+    const wider = partitionSettings({ layout: '{yyyy}/{mm}/{dd}', lookback: 5, lateCheck: 0 });
     const { plan } = run(wider, '2026-03-06T13:00:00Z', zone, state);
     expect(plan.files).toEqual([]);
     expect(plan.window).toMatchObject({ from: '2026-03-04' });
   });
 
   it('hour partitions in a zone step back over a DST gap', () => {
-    const hourly = partitionSettings({ layout: 'dt={yyyy}-{mm}-{dd}/hour={HH}', lookback: 1, timezone: 'America/New_York' });
+    const hourly = partitionSettings({ layout: 'dt={yyyy}-{mm}-{dd}/hour={HH}', lookback: 1, lateCheck: 0, timezone: 'America/New_York' });
     const zone = [file('dt=2026-03-08/hour=01/a.json'), file('dt=2026-03-08/hour=03/b.json')];
     // 07:30Z is 03:30 EDT: the open partition is hour 03; one hour back is 01 (02 does not exist).
     const first = run(hourly, '2026-03-08T07:30:00Z', zone, null);
@@ -131,8 +134,52 @@ describe('partition discovery: incremental runs', () => {
   });
 });
 
+describe('partition discovery: the late check behind the lookback window', () => {
+  const days = (ds: string[]) => ds.map((d) => file(`2026/03/${d}/f.csv`));
+
+  it('reports a file that landed behind the window by name, loads nothing from there, and a larger lookback loads it once', () => {
+    const first = run(daily, '2026-03-06T12:00:00Z', days(['01', '02', '03', '04', '05', '06']), null);
+    const second = run(daily, '2026-03-08T12:00:00Z', days(['01', '02', '03', '04', '05', '06', '07', '08']), first.state);
+    expect(loadedKeys(second.plan)).toEqual(['2026/03/07/f.csv', '2026/03/08/f.csv']);
+    expect(second.state).toMatchObject({ watermark: '2026-03-08', rememberedFrom: '2026-03-04' });
+
+    // Then files land in days 04 and 05, behind the window (06..08), and one in day 03.
+    const zone = [
+      ...days(['01', '02', '03', '05', '06', '07', '08']),
+      file('2026/03/04/f.csv', '2026-03-08T12:30:00Z', 'rewritten'),
+      file('2026/03/05/late.csv'),
+      file('2026/03/04/late.csv'),
+      file('2026/03/03/too-late.csv'),
+    ];
+    const third = run(daily, '2026-03-08T13:00:00Z', zone, second.state);
+    expect(third.plan.files).toEqual([]);
+    expect(third.plan.window).toEqual({ mode: 'partition', from: '2026-03-06', until: '2026-03-08', checkedFrom: '2026-03-04' });
+    const behind = Object.entries(reasons(third.plan)).filter(([key]) => key < '2026/03/06/');
+    expect(behind.sort()).toEqual([
+      ['2026/03/04/f.csv', 'overwritten behind the lookback window'],
+      ['2026/03/04/late.csv', 'late, behind the lookback window'],
+      ['2026/03/05/late.csv', 'late, behind the lookback window'],
+    ]);
+    // Below what the state remembers (day 03): not listed, nothing said (the late check's reach).
+    expect(third.plan.partitionsListed).toEqual(['2026/03/04/', '2026/03/05/', '2026/03/06/', '2026/03/07/', '2026/03/08/']);
+    expect(third.plan.nextState).toEqual(second.state);
+
+    // A lookback reaching day 04 loads what is new there, and nothing it remembers again.
+    const wider = partitionSettings({ layout: '{yyyy}/{mm}/{dd}', lookback: 4 });
+    const fourth = run(wider, '2026-03-08T14:00:00Z', zone, second.state);
+    expect(loadedKeys(fourth.plan).sort()).toEqual(['2026/03/04/f.csv', '2026/03/04/late.csv', '2026/03/05/late.csv']);
+  });
+
+  it('under onOverwrite: ignore an overwrite behind the window is not reported (it would not load inside it either)', () => {
+    const ignore = partitionSettings({ layout: '{yyyy}/{mm}/{dd}', onOverwrite: 'ignore' });
+    const first = run(ignore, '2026-03-08T12:00:00Z', days(['04', '05', '06', '07', '08']), null);
+    const second = run(ignore, '2026-03-08T13:00:00Z', [...days(['05', '06', '07', '08']), file('2026/03/04/f.csv', '2026-03-08T12:30:00Z', 'rewritten')], first.state);
+    expect(second.plan.decisions.filter((d) => d.partition === '2026-03-04')).toEqual([]);
+  });
+});
+
 describe('partition discovery: hour folders around DST (America/New_York)', () => {
-  const hourly = partitionSettings({ layout: '{yyyy}/{mm}/{dd}/{HH}', lookback: 1, timezone: 'America/New_York' });
+  const hourly = partitionSettings({ layout: '{yyyy}/{mm}/{dd}/{HH}', lookback: 1, lateCheck: 0, timezone: 'America/New_York' });
 
   it('a folder naming an hour that DST skipped is still loaded: data is never dropped for a clock quirk', () => {
     const zone = [file('2026/03/08/01/a.csv'), file('2026/03/08/02/written-in-utc.csv'), file('2026/03/08/03/b.csv')];

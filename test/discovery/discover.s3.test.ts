@@ -104,9 +104,10 @@ describe('partition discovery on S3: LIST requests', () => {
     const short = await incremental('2025-05-20'); // 24 days
     expect(long.first.files).toHaveLength(224);
     expect(keys(long.plan)).toEqual(['dt=2025-06-13/part-0.csv', 'dt=2025-06-14/part-0.csv', 'dt=2025-06-15/part-0.csv']);
-    expect(long.plan.partitionsListed).toEqual(['10', '11', '12', '13', '14', '15'].map((d) => `dt=2025-06-${d}/`));
-    // One root listing from StartAfter, plus the six partitions.
-    expect(long.requests).toBe(7);
+    // 08, 09 late-checked, 10, 11 lookback, the watermark, 3 new.
+    expect(long.plan.partitionsListed).toEqual(['08', '09', '10', '11', '12', '13', '14', '15'].map((d) => `dt=2025-06-${d}/`));
+    // One root listing from StartAfter, plus the eight partitions.
+    expect(long.requests).toBe(9);
     expect(short.requests).toBe(long.requests);
   });
 });
