@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # npm run test:interop: Spark (Delta Lake), delta-rs and Polars read the tables the real tidemark
-# CLI writes. Needs Python 3.10+ and Java 17+, and the network to PyPI and Maven Central on the
-# first run; the virtual environment (interop/.venv) and the pip and Ivy caches
+# CLI writes; before them, the storage tests run on moto's S3 server (interop/storage-on-moto.sh).
+# Needs Python 3.10+ and Java 17+, and the network to PyPI and Maven Central on the first run; the
+# virtual environment (interop/.venv) and the pip and Ivy caches
 # (interop/.cache/) are reused while interop/requirements.txt is unchanged.
 # Extra arguments go to pytest (e.g. -k merge_dv).
 set -euo pipefail
@@ -56,6 +57,9 @@ if [[ ! -f "$repo/dist/cli/bin.js" ]] || [[ -n "$(find "$repo/src" -newer "$repo
   say "building tidemark (npm run build)"
   (cd "$repo" && npm run --silent build)
 fi
+
+# The storage tests on moto's S3 server, a second real S3 implementation beside s3rver.
+bash "$here/storage-on-moto.sh" "$venv"
 
 export TIDEMARK_INTEROP_CACHE="$cache"
 cd "$repo"

@@ -14,8 +14,9 @@ import { commitKey } from '../../src/delta/log-files.js';
 import { StorageError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
-import { startProxiedS3 } from '../storage/fault-setup.js';
-import type { ProxiedS3 } from '../storage/fault-setup.js';
+import { MOTO_ENDPOINT } from '../helpers/moto.js';
+import { startProxiedMoto, startProxiedS3 } from '../storage/fault-setup.js';
+import type { ProxiedStore } from '../storage/fault-setup.js';
 import { addPaths, appendRequest, commitInfoOf, createRequest, readCommit, replayPaths } from './commit-helpers.js';
 
 type Outcome = 'landed, answered false' | 'landed, then failed' | 'failed, nothing written';
@@ -86,43 +87,61 @@ describe('commitWithRetry when the answer to the commit write is lost (fault inj
   });
 });
 
-describe('commitWithRetry on S3 when the commit PUT lands and its answer is lost (fault injection: proxy in front of s3rver)', () => {
-  let env: ProxiedS3;
-  beforeAll(async () => {
-    env = await startProxiedS3();
-  });
-  afterAll(async () => {
-    await env?.stop();
-  });
+/** On a real S3 implementation: s3rver (the proxy answers its conditional PUTs), and moto when the run has one (its own). */
+function onS3(storeName: string, start: () => Promise<ProxiedStore>): void {
+  describe(`commitWithRetry on S3 when the commit PUT lands and its answer is lost (fault injection: proxy in front of ${storeName})`, () => {
+    let env: ProxiedStore;
+    beforeAll(async () => {
+      env = await start();
+    });
+    afterAll(async () => {
+      await env?.stop();
+    });
 
-  async function tableOnS3(): Promise<Storage & { prefix: string }> {
-    const storage = env.storage({ maxAttempts: 3 });
-    await commitWithRetry(storage, createRequest());
-    return storage;
-  }
-  const commitPath = (storage: { prefix: string }, v: number) => `/${env.s3.bucket}/${storage.prefix}${commitKey(v)}`;
+    async function tableOnS3(): Promise<Storage & { prefix: string }> {
+      const storage = env.storage({ maxAttempts: 3 });
+      await commitWithRetry(storage, createRequest());
+      return storage;
+    }
+    const commitPath = (storage: { prefix: string }, v: number) => `/${env.bucket}/${storage.prefix}${commitKey(v)}`;
 
-  for (const kind of ['resetAfter', 'error500After'] as const) {
-    it(`fault injection: ${kind} on the commit PUT commits once, at version 1`, async () => {
+    for (const kind of ['resetAfter', 'error500After'] as const) {
+      it(`fault injection: ${kind} on the commit PUT commits once, at version 1`, async () => {
+        const storage = await tableOnS3();
+        env.proxy.faultNext(kind, { method: 'PUT', path: commitPath(storage, 1) });
+        expect(await commitWithRetry(storage, appendRequest(0, ['p=a/ours.parquet']))).toEqual({ version: 1, attempts: 1 });
+        const v1 = env.proxy.log.filter((r) => r.path.startsWith(commitPath(storage, 1)));
+        // The lost PUT, the retry refused (412: the key exists), the read that finds our own bytes.
+        expect(v1.map((r) => [r.method, r.fault, r.status])).toEqual([
+          ['PUT', kind, kind === 'resetAfter' ? undefined : 500],
+          ['PUT', undefined, 412],
+          ['GET', undefined, 200],
+        ]);
+        expect(await replayPaths(storage)).toEqual({ version: 1, live: new Set(['p=a/ours.parquet']) });
+      });
+    }
+
+    it('fault injection: a commit PUT that landed before the storage gave up is still recognised by txnId', async () => {
       const storage = await tableOnS3();
-      env.proxy.faultNext(kind, { method: 'PUT', path: commitPath(storage, 1) });
+      env.proxy.faultNext('resetAfter', { method: 'PUT', path: commitPath(storage, 1) });
+      env.proxy.faultNext('slowDown', { method: 'PUT', path: commitPath(storage, 1), times: 2 }); // the storage gives up after 3
       expect(await commitWithRetry(storage, appendRequest(0, ['p=a/ours.parquet']))).toEqual({ version: 1, attempts: 1 });
-      const v1 = env.proxy.log.filter((r) => r.path.startsWith(commitPath(storage, 1)));
-      // The lost PUT, the retry refused (412: the key exists), the read that finds our own bytes.
-      expect(v1.map((r) => [r.method, r.fault, r.status])).toEqual([
-        ['PUT', kind, kind === 'resetAfter' ? undefined : 500],
-        ['PUT', undefined, 412],
-        ['GET', undefined, 200],
-      ]);
       expect(await replayPaths(storage)).toEqual({ version: 1, live: new Set(['p=a/ours.parquet']) });
     });
-  }
 
-  it('fault injection: a commit PUT that landed before the storage gave up is still recognised by txnId', async () => {
-    const storage = await tableOnS3();
-    env.proxy.faultNext('resetAfter', { method: 'PUT', path: commitPath(storage, 1) });
-    env.proxy.faultNext('slowDown', { method: 'PUT', path: commitPath(storage, 1), times: 2 }); // the storage gives up after 3
-    expect(await commitWithRetry(storage, appendRequest(0, ['p=a/ours.parquet']))).toEqual({ version: 1, attempts: 1 });
-    expect(await replayPaths(storage)).toEqual({ version: 1, live: new Set(['p=a/ours.parquet']) });
+    it('8 writers racing for the next version: each commits once, at its own version (real put-if-absent)', async () => {
+      const storage = await tableOnS3();
+      const writers = Array.from({ length: 8 }, (_, i) => commitWithRetry(env.storage({ maxAttempts: 3 }, storage.prefix), appendRequest(0, [`p=a/w${i}.parquet`])));
+      const results = await Promise.all(writers);
+      expect(results.map((r) => r.version).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+      expect(results.some((r) => r.attempts > 1)).toBe(true); // some lost the race and retried
+      expect(await replayPaths(storage)).toEqual({ version: 8, live: new Set(Array.from({ length: 8 }, (_, i) => `p=a/w${i}.parquet`)) });
+    });
   });
-});
+}
+
+onS3('s3rver', () => startProxiedS3());
+if (MOTO_ENDPOINT) {
+  const endpoint = MOTO_ENDPOINT;
+  onS3('moto', () => startProxiedMoto(endpoint));
+}

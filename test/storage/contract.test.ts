@@ -1,6 +1,7 @@
 /**
  * The storage contract against both drivers: LocalStorage on a temp folder and S3Storage
- * on s3rver (127.0.0.1, random port, started once for this file). Then local-only checks.
+ * on s3rver (127.0.0.1, random port, started once for this file), and on moto's S3 server when
+ * the run has one (the interop run starts it: test/helpers/moto.ts). Then local-only checks.
  */
 import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
@@ -9,6 +10,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StorageError, UnsafeKeyError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
+import { connectMoto, MOTO_ENDPOINT } from '../helpers/moto.js';
+import type { MotoHandle } from '../helpers/moto.js';
 import { startS3rver } from '../helpers/s3rver.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import { storageContract } from './contract.js';
@@ -45,6 +48,18 @@ storageContract('S3Storage on s3rver', async () => s3.makeStorage(`c-${randomUUI
   largeUploadBytes: 11 * 1024 * 1024 + 123,
   quirks: { ignoresConditionalWrites: true, utf16StartAfter: true },
 });
+
+if (MOTO_ENDPOINT) {
+  const endpoint = MOTO_ENDPOINT;
+  let moto: MotoHandle;
+  beforeAll(async () => {
+    moto = await connectMoto(endpoint);
+  });
+  afterAll(() => moto?.stop());
+  storageContract('S3Storage on moto', async () => moto.makeStorage(`c-${randomUUID()}/`, { partSize: 5 * 1024 * 1024 }), {
+    largeUploadBytes: 11 * 1024 * 1024 + 123,
+  });
+}
 
 describe('LocalStorage specifics', () => {
   it('stores each key as the file of the same name under the root', async () => {

@@ -1,7 +1,8 @@
 /**
- * s3rver with the fault proxy in front (emulating S3's conditional requests and checksums), and
- * S3Storages through it with short timeouts and backoffs, so fault-injection tests fail over in
- * milliseconds instead of S3's seconds.
+ * s3rver with the fault proxy in front (emulating S3's conditional requests and checksums), or
+ * moto's S3 server with the proxy in front (it has both of its own), and S3Storages through it
+ * with short timeouts and backoffs, so fault-injection tests fail over in milliseconds instead
+ * of S3's seconds.
  */
 import { randomUUID } from 'node:crypto';
 import { S3Storage } from '../../src/storage/s3.js';
@@ -9,6 +10,8 @@ import type { S3StorageOptions } from '../../src/storage/s3.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import type { FaultProxy, FaultProxyOptions } from '../helpers/fault-proxy.js';
 import { scaled } from '../helpers/machine.js';
+import { connectMoto } from '../helpers/moto.js';
+import type { MotoHandle } from '../helpers/moto.js';
 import { startS3rver } from '../helpers/s3rver.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 
@@ -27,14 +30,19 @@ export const FAST_RETRIES: Partial<S3StorageOptions> = {
   partSize: 5 * 1024 * 1024,
 };
 
-export interface ProxiedS3 {
-  s3: S3rverHandle;
+/** A store with the fault proxy in front. */
+export interface ProxiedStore {
   proxy: FaultProxy;
+  bucket: string;
   /** A storage through the proxy on a fresh prefix (or `prefix`). */
   storage(extra?: Partial<S3StorageOptions>, prefix?: string): S3Storage;
-  /** A storage straight on s3rver (no proxy, no faults) for setting up and checking. */
+  /** A storage straight on the store (no proxy, no faults) for setting up and checking. */
   direct(prefix: string): S3Storage;
   stop(): Promise<void>;
+}
+
+export interface ProxiedS3 extends ProxiedStore {
+  s3: S3rverHandle;
 }
 
 export async function startProxiedS3(proxyOpts: Omit<FaultProxyOptions, 'target'> = {}): Promise<ProxiedS3> {
@@ -44,6 +52,7 @@ export async function startProxiedS3(proxyOpts: Omit<FaultProxyOptions, 'target'
   return {
     s3,
     proxy,
+    bucket: s3.bucket,
     storage(extra = {}, prefix = `f-${randomUUID()}/`) {
       const storage = new S3Storage({ bucket: s3.bucket, prefix, ...s3.clientOptions, ...FAST_RETRIES, ...extra, endpoint: extra.endpoint ?? proxy.endpoint });
       made.push(storage);
@@ -54,6 +63,29 @@ export async function startProxiedS3(proxyOpts: Omit<FaultProxyOptions, 'target'
       for (const s of made) s.client.destroy();
       await proxy.stop();
       await s3.stop();
+    },
+  };
+}
+
+/** The fault proxy in front of the run's moto server (test/helpers/moto.ts), forwarding as it is. */
+export async function startProxiedMoto(endpoint: string, proxyOpts: Omit<FaultProxyOptions, 'target'> = {}): Promise<ProxiedStore & { moto: MotoHandle }> {
+  const moto = await connectMoto(endpoint);
+  const proxy = await startFaultProxy({ target: moto.endpoint, ...proxyOpts });
+  const made: S3Storage[] = [];
+  return {
+    moto,
+    proxy,
+    bucket: moto.bucket,
+    storage(extra = {}, prefix = `f-${randomUUID()}/`) {
+      const storage = new S3Storage({ bucket: moto.bucket, prefix, ...moto.clientOptions, ...FAST_RETRIES, ...extra, endpoint: extra.endpoint ?? proxy.endpoint });
+      made.push(storage);
+      return storage;
+    },
+    direct: (prefix) => moto.makeStorage(prefix),
+    async stop() {
+      for (const s of made) s.client.destroy();
+      await proxy.stop();
+      moto.stop();
     },
   };
 }

@@ -5,7 +5,9 @@
  *   responses: wrong totals, late and early starts, lengths that disagree, no length, short 206s,
  *   206s without a range, short and shifted 200s, cuts and 5xx;
  * - by the fault proxy in front of s3rver: every transport fault and every wrong answer, and
- *   flipped bytes for whole-object reads (a read of part of an object has no checksum to catch them).
+ *   flipped bytes for whole-object reads (a read of part of an object has no checksum to catch them);
+ * - the same in front of moto's S3 server when the run has one (the interop run: its own
+ *   checksums and conditional requests, no emulation).
  *
  * `npm test` makes a few hundred reads of each; TIDEMARK_INVARIANT_READS=10000 makes that many
  * per driver. The seed is printed, with the outcome, so a failure replays.
@@ -22,8 +24,9 @@ import type { FaultKind, FaultProxy } from '../helpers/fault-proxy.js';
 import { LIES, lyingPlanner, startInconsistentS3 } from '../helpers/inconsistent-s3.js';
 import type { InconsistentS3 } from '../helpers/inconsistent-s3.js';
 import { scaled } from '../helpers/machine.js';
-import { FAST_RETRIES, startProxiedS3 } from './fault-setup.js';
-import type { ProxiedS3 } from './fault-setup.js';
+import { MOTO_ENDPOINT } from '../helpers/moto.js';
+import { FAST_RETRIES, startProxiedMoto, startProxiedS3 } from './fault-setup.js';
+import type { ProxiedStore } from './fault-setup.js';
 import { checkReads, RANGED_READS, READ_KINDS, WHOLE_READS } from './read-invariant.js';
 import type { InvariantResult } from './read-invariant.js';
 
@@ -84,47 +87,66 @@ describe('the read invariant on a mock S3 answering inconsistently', () => {
   });
 });
 
-describe('the read invariant through the fault proxy in front of s3rver', () => {
-  let env: ProxiedS3;
-  /** Ranged reads go through a proxy of their own that never flips bytes. */
-  let ranged: FaultProxy;
-  beforeAll(async () => {
-    env = await startProxiedS3();
-    ranged = await startFaultProxy({ target: env.s3.endpoint, emulateConditionals: true, emulateChecksums: true });
-  });
-  afterAll(async () => {
-    await ranged?.stop();
-    await env?.stop();
-  });
+/** The invariant through the fault proxy in front of a store; ranged reads through a second proxy that never flips bytes. */
+function throughProxy(storeName: string, start: () => Promise<{ env: ProxiedStore; ranged: FaultProxy }>): void {
+  describe(`the read invariant through the fault proxy in front of ${storeName}`, () => {
+    let env: ProxiedStore;
+    let ranged: FaultProxy;
+    beforeAll(async () => {
+      ({ env, ranged } = await start());
+    });
+    afterAll(async () => {
+      await ranged?.stop();
+      await env?.stop();
+    });
 
-  const reads = FULL || 200;
-  it(`fault injection: ${reads} reads at ${RATE * 100} % faults of every kind raise an error or return exactly the object's bytes`, { timeout: Math.max(120_000, reads * 60) }, async () => {
-    const prefix = `inv-${SEED}/`;
-    const whole = env.storage(PATIENT, prefix);
-    const parts = env.storage({ ...PATIENT, endpoint: ranged.endpoint }, prefix);
-    const direct = env.direct(prefix);
-    const allKinds: FaultKind[] = [...FAULT_KINDS, ...ANSWER_FAULT_KINDS];
-    env.proxy.setRandom({ rate: 0 });
-    ranged.setRandom({ rate: 0 });
-    let seeded = false;
-    const result = await checkReads(
-      {
-        storage: (kind) => {
-          if (!seeded) {
-            env.proxy.setRandom({ rate: RATE, kinds: allKinds, seed: SEED });
-            ranged.setRandom({ rate: RATE, kinds: allKinds.filter((k) => k !== 'corruptBody'), seed: SEED + 2 });
-            seeded = true;
-          }
-          return RANGED_READS.includes(kind) ? parts : whole;
+    const reads = FULL || 200;
+    it(`fault injection: ${reads} reads at ${RATE * 100} % faults of every kind raise an error or return exactly the object's bytes`, { timeout: Math.max(120_000, reads * 60) }, async () => {
+      const prefix = `inv-${SEED}-${Date.now()}/`;
+      const whole = env.storage(PATIENT, prefix);
+      const parts = env.storage({ ...PATIENT, endpoint: ranged.endpoint }, prefix);
+      const direct = env.direct(prefix);
+      const allKinds: FaultKind[] = [...FAULT_KINDS, ...ANSWER_FAULT_KINDS];
+      env.proxy.setRandom({ rate: 0 });
+      ranged.setRandom({ rate: 0 });
+      let seeded = false;
+      const result = await checkReads(
+        {
+          storage: (kind) => {
+            if (!seeded) {
+              env.proxy.setRandom({ rate: RATE, kinds: allKinds, seed: SEED });
+              ranged.setRandom({ rate: RATE, kinds: allKinds.filter((k) => k !== 'corruptBody'), seed: SEED + 2 });
+              seeded = true;
+            }
+            return RANGED_READS.includes(kind) ? parts : whole;
+          },
+          put: (key, body) => direct.write(key, body),
         },
-        put: (key, body) => direct.write(key, body),
-      },
-      { reads, seed: SEED, kinds: [...WHOLE_READS, ...RANGED_READS], objects: 16, maxSize: 70_000, concurrency: 4, tmp: path.join(tmp, 'proxy') },
-    );
-    env.proxy.setRandom({ rate: 0 });
-    ranged.setRandom({ rate: 0 });
-    const faults: Record<string, number> = {};
-    for (const p of [env.proxy, ranged]) for (const [k, n] of Object.entries(p.faults)) faults[k] = (faults[k] ?? 0) + (n ?? 0);
-    judge('proxy + s3rver', result, faults, allKinds);
+        { reads, seed: SEED, kinds: [...WHOLE_READS, ...RANGED_READS], objects: 16, maxSize: 70_000, concurrency: 4, tmp: path.join(tmp, storeName) },
+      );
+      env.proxy.setRandom({ rate: 0 });
+      ranged.setRandom({ rate: 0 });
+      const faults: Record<string, number> = {};
+      for (const p of [env.proxy, ranged]) for (const [k, n] of Object.entries(p.faults)) faults[k] = (faults[k] ?? 0) + (n ?? 0);
+      judge(`proxy + ${storeName}`, result, faults, allKinds);
+      // Whole-object reads were checked against the store's checksum (CRC64NVME, the uploads' default), not merely counted.
+      expect(Object.keys(whole.checksumCounts().reads), `seed ${result.seed}`).toEqual([checkedAs[storeName]]);
+    });
   });
+}
+
+/** What each store's whole-object reads are checked against. */
+const checkedAs: Record<string, string> = { s3rver: 'CRC64NVME', moto: 'CRC64NVME' };
+
+throughProxy('s3rver', async () => {
+  const env = await startProxiedS3();
+  return { env, ranged: await startFaultProxy({ target: env.s3.endpoint, emulateConditionals: true, emulateChecksums: true }) };
 });
+
+if (MOTO_ENDPOINT) {
+  const endpoint = MOTO_ENDPOINT;
+  throughProxy('moto', async () => {
+    const env = await startProxiedMoto(endpoint);
+    return { env, ranged: await startFaultProxy({ target: env.moto.endpoint }) };
+  });
+}
