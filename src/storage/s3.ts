@@ -394,7 +394,7 @@ export class S3Storage implements Storage {
   }
 
   private sendHead(key: string, req: HeadRequest): Promise<HeadObjectCommandOutput> {
-    const command = new HeadObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key), IfMatch: req.ifMatch });
+    const command = new HeadObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key), IfMatch: req.ifMatch, PartNumber: req.partNumber });
     return this.client.send(this.track(command), { abortSignal: req.signal });
   }
 

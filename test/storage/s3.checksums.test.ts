@@ -4,23 +4,26 @@
  * test/helpers/checksum-emulation.ts) or, without one, the ETag of a single-part object as its
  * MD5 (s3rver's own); a mismatch is never a success. Uploads: each carries a checksum the store
  * verifies, so a body damaged on its way is refused and sent again. The storage counts what it
- * checked, by kind.
+ * checked, by kind. On moto's S3 server (the interop run), a multipart upload's composite and
+ * full-object checksums, as moto computes them.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StorageError } from '../../src/errors.js';
+import { Upload } from '@aws-sdk/lib-storage';
 import { S3Storage } from '../../src/storage/s3.js';
 import type { S3StorageOptions } from '../../src/storage/s3.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import type { FaultProxy } from '../helpers/fault-proxy.js';
 import { startInconsistentS3 } from '../helpers/inconsistent-s3.js';
 import type { InconsistentS3 } from '../helpers/inconsistent-s3.js';
-import { FAST_RETRIES, startProxiedS3 } from './fault-setup.js';
-import type { ProxiedS3 } from './fault-setup.js';
+import { MOTO_ENDPOINT } from '../helpers/moto.js';
+import { FAST_RETRIES, startProxiedMoto, startProxiedS3 } from './fault-setup.js';
+import type { ProxiedS3, ProxiedStore } from './fault-setup.js';
 
 let env: ProxiedS3;
 /** The proxy without checksum emulation: s3rver as it is, whose ETags are MD5s. */
@@ -162,14 +165,15 @@ describe('ETags that are not MD5s (mock S3)', () => {
     expect(s.checksumCounts().reads).toEqual({ none: 1 });
   });
 
-  it('mock S3: a multipart object with a composite checksum (…-3) and a multipart ETag is not checked against either', async () => {
+  it('mock S3: a composite checksum (…-3) on a store whose HEAD ignores partNumber fails the read (transient, naming it), never reads it unchecked', async () => {
     mock.put('composite.bin', OBJECT, {
       etag: `${notMd5.slice(0, -1)}-3"`,
       headers: { 'x-amz-checksum-crc32': 'AAAAAA==-3', 'x-amz-checksum-type': 'COMPOSITE' },
     });
-    const s = onMock();
-    expect(Buffer.from((await s.read('composite.bin'))!).equals(OBJECT)).toBe(true);
-    expect(s.checksumCounts().reads).toEqual({ none: 1 });
+    const err = await onMock().read('composite.bin').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StorageError);
+    expect((err as StorageError).kind).toBe('transient');
+    expect((err as StorageError).message).toMatch(/answered parts of 196608 bytes in all for an object of 65536 bytes \(its checksum is composite of 3 parts\)/);
   });
 
   it('mock S3: a store whose 32-hex ETags are not MD5s fails every read after maxAttempts, naming storage.etagChecksum; with etagChecksum false it reads', async () => {
@@ -234,3 +238,67 @@ describe('uploads carry a checksum the store verifies (fault injection: proxy in
     expect(storage.checksumCounts().uploads).toEqual({ none: 1 });
   });
 });
+
+if (MOTO_ENDPOINT) {
+  const endpoint = MOTO_ENDPOINT;
+  describe('multipart checksums on moto: composite (…-N) and full-object', () => {
+    let moto: ProxiedStore & Awaited<ReturnType<typeof startProxiedMoto>>;
+    /** 11 MiB + 7: three parts of 5 MiB, 5 MiB and 1 MiB + 7. */
+    const BIG = randomBytes(11 * 1024 * 1024 + 7);
+    beforeAll(async () => {
+      moto = await startProxiedMoto(endpoint);
+    });
+    afterAll(async () => {
+      await moto?.stop();
+    });
+
+    /** A multipart upload as another writer makes it (boto3, the AWS CLI, lib-storage): 5 MiB parts, the SDK's checksum of each. */
+    async function uploadAsAnotherWriter(prefix: string, key: string, checksum: 'CRC32' | 'CRC32C' | 'SHA256' | 'SHA1', type?: 'FULL_OBJECT'): Promise<void> {
+      const params = { Bucket: moto.bucket, Key: `${prefix}${key}`, Body: BIG, ChecksumAlgorithm: checksum, ...(type ? { ChecksumType: type } : {}) };
+      await new Upload({ client: moto.moto.client, params, partSize: 5 * 1024 * 1024 }).done();
+    }
+
+    for (const checksum of ['CRC32', 'CRC32C', 'SHA256', 'SHA1'] as const) {
+      for (const [name, run] of Object.entries(WHOLE)) {
+        it(`moto: ${name} of a three-part object with a composite ${checksum} checksum (…-3) is checked against it`, async () => {
+          const storage = moto.storage({}, `mc-${randomUUID()}/`);
+          await uploadAsAnotherWriter(storage.prefix, 'c.bin', checksum);
+          const got = await run(storage, 'c.bin');
+          expect(got.equals(BIG)).toBe(true);
+          expect(storage.checksumCounts().reads).toEqual({ [`${checksum} composite`]: 1 });
+          // One GET and a HEAD of each part for its size.
+          expect(storage.requestCounts()).toMatchObject({ get: 1, head: 3 });
+        });
+      }
+    }
+
+    it('fault injection: a read of a composite-checksum object with a flipped byte fails its check and reads again (proxy in front of moto)', async () => {
+      const storage = moto.storage({}, `mc-${randomUUID()}/`);
+      await uploadAsAnotherWriter(storage.prefix, 'c.bin', 'CRC32');
+      const rule = moto.proxy.faultNext('corruptBody', { method: 'GET', path: `/${moto.bucket}/${storage.prefix}c.bin` });
+      expect(Buffer.from((await storage.read('c.bin'))!).equals(BIG)).toBe(true);
+      expect(rule.hits).toBe(1);
+      expect(storage.requestCounts().get).toBe(2);
+      expect(storage.checksumCounts().reads).toEqual({ 'CRC32 composite': 1 });
+    });
+
+    it('fault injection: a readStream of a composite-checksum object with a flipped byte fails at its end naming the composite check', async () => {
+      const storage = moto.storage({}, `mc-${randomUUID()}/`);
+      await uploadAsAnotherWriter(storage.prefix, 'c.bin', 'SHA256');
+      moto.proxy.faultNext('corruptBody', { method: 'GET', path: `/${moto.bucket}/${storage.prefix}c.bin` });
+      const err = await drain(await storage.readStream('c.bin')).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StorageError);
+      expect((err as StorageError).message).toMatch(/the 11534343 bytes read do not match its SHA256 composite checksum \S+-3 \(they hash to \S+-3\)/);
+    });
+
+    for (const checksum of ['CRC32', 'CRC32C'] as const) {
+      it(`moto: a three-part object with a full-object ${checksum} checksum is checked against it`, async () => {
+        const storage = moto.storage({}, `mf-${randomUUID()}/`);
+        await uploadAsAnotherWriter(storage.prefix, 'f.bin', checksum, 'FULL_OBJECT');
+        expect(Buffer.from((await storage.read('f.bin'))!).equals(BIG)).toBe(true);
+        expect(storage.checksumCounts().reads).toEqual({ [checksum]: 1 });
+        expect(storage.requestCounts()).toMatchObject({ get: 1 });
+      });
+    }
+  });
+}

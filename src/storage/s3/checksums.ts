@@ -4,10 +4,12 @@
  * Reads: GetObject asks for the object's checksum (`x-amz-checksum-mode: ENABLED`); the first
  * answer's full-object checksum (CRC64NVME, CRC32, CRC32C, SHA…, whichever the store keeps) is
  * the one every byte handed out is hashed against, resumed ranges included (the SDK's own check
- * covers one answer only, and a range answer carries no full-object checksum). Without one, a
- * single-part object's ETag is its MD5 on s3rver, MinIO and AWS (unless encrypted with SSE-KMS or
- * SSE-C); a multipart ETag (`…-N`) is not. A read of part of an object has nothing to be checked
- * against.
+ * covers one answer only, and a range answer carries no full-object checksum). A multipart
+ * upload's composite checksum (`<checksum of the parts' checksums>-N`, CRC32, CRC32C, SHA1 or
+ * SHA256) is checked the same way once the parts' sizes are known (a HEAD of each part): each
+ * part's bytes are hashed on their own, then their checksums. Without a checksum, a single-part
+ * object's ETag is its MD5 on s3rver, MinIO and AWS (unless encrypted with SSE-KMS or SSE-C); a
+ * multipart ETag (`…-N`) is not. A read of part of an object has nothing to be checked against.
  *
  * Uploads: PutObject and each part of a multipart upload carry a checksum the store verifies
  * before it stores the bytes (CRC64NVME by default, a full-object checksum also for multipart
@@ -47,8 +49,17 @@ const READ_ALGORITHMS = {
 } as const satisfies Record<string, { field: keyof GetObjectCommandOutput; hasher: new () => Checksum }>;
 type ReadAlgorithm = keyof typeof READ_ALGORITHMS;
 
-/** How a whole-object read or an upload was checked: an algorithm, `ETag MD5`, or `none`. */
-export type CheckKind = ReadAlgorithm | 'ETag MD5' | 'Content-MD5' | 'none';
+/** Algorithms a multipart upload's checksum can be composite of (S3 offers no composite CRC64NVME). */
+const COMPOSITE_ALGORITHMS = ['CRC32C', 'CRC32', 'SHA256', 'SHA1'] as const;
+type CompositeAlgorithm = (typeof COMPOSITE_ALGORITHMS)[number];
+/** `<base64>-<parts>`: a composite checksum as GetObject answers it. */
+const COMPOSITE_VALUE = /^([A-Za-z0-9+/]+={0,2})-([1-9][0-9]*)$/;
+
+/**
+ * How a whole-object read or an upload was checked: an algorithm, a composite checksum of one
+ * (`CRC32 composite`), `ETag MD5`, or `none`.
+ */
+export type CheckKind = ReadAlgorithm | `${CompositeAlgorithm} composite` | 'ETag MD5' | 'Content-MD5' | 'none';
 
 /** A shared, mutable tally of checked reads and uploads (the run report shows it); `snapshot` hands out copies. */
 export class ChecksumCounter {
@@ -69,8 +80,10 @@ export class ChecksumCounter {
 /** The checksum a whole-object read's bytes must match. */
 export interface ExpectedChecksum {
   kind: Exclude<CheckKind, 'none' | 'Content-MD5'>;
-  /** As the store gave it: base64 for a checksum header, hex for an ETag. */
+  /** As the store gave it: base64 for a checksum header (`…-N` for a composite one), hex for an ETag. */
   value: string;
+  /** A composite checksum: of the checksums of this many parts. */
+  parts?: number;
 }
 
 const MD5_ETAG = /^"?([0-9a-fA-F]{32})"?$/;
@@ -81,10 +94,16 @@ const MD5_ETAG = /^"?([0-9a-fA-F]{32})"?$/;
  * object's MD5 (`etagIsMd5` false for stores whose ETags are not). Undefined: nothing to check.
  */
 export function expectedChecksum(out: GetObjectCommandOutput, etagIsMd5: boolean): ExpectedChecksum | undefined {
-  if (out.ChecksumType !== 'COMPOSITE') {
-    for (const [kind, { field }] of Object.entries(READ_ALGORITHMS) as [ReadAlgorithm, (typeof READ_ALGORITHMS)[ReadAlgorithm]][]) {
-      const value = out[field];
-      if (typeof value === 'string' && value !== '' && !value.includes('-')) return { kind, value };
+  for (const [kind, { field }] of Object.entries(READ_ALGORITHMS) as [ReadAlgorithm, (typeof READ_ALGORITHMS)[ReadAlgorithm]][]) {
+    const value = out[field];
+    if (typeof value !== 'string' || value === '') continue;
+    const composite = COMPOSITE_VALUE.exec(value);
+    if (composite) {
+      if ((COMPOSITE_ALGORITHMS as readonly string[]).includes(kind)) {
+        return { kind: `${kind as CompositeAlgorithm} composite`, value, parts: Number(composite[2]) };
+      }
+    } else if (out.ChecksumType !== 'COMPOSITE' && !value.includes('-')) {
+      return { kind, value };
     }
   }
   // SSE-KMS and SSE-C objects have ETags that are not the MD5 of their bytes.
@@ -94,17 +113,65 @@ export function expectedChecksum(out: GetObjectCommandOutput, etagIsMd5: boolean
   return undefined;
 }
 
-/** Hashes the bytes of a read as they are handed out, and says whether they match at the end. */
+/** The hasher of an expected checksum's algorithm. */
+function hasherOf(kind: ExpectedChecksum['kind']): new () => Checksum {
+  if (kind === 'ETag MD5') return Md5;
+  const algorithm = kind.endsWith(' composite') ? (kind.slice(0, -' composite'.length) as CompositeAlgorithm) : (kind as ReadAlgorithm);
+  return READ_ALGORITHMS[algorithm].hasher;
+}
+
+/**
+ * Hashes the bytes of a read as they are handed out, and says whether they match at the end. A
+ * composite checksum needs the parts' sizes (`partSizes`, in order): each part is hashed on its
+ * own, and the checksum of their checksums is the object's.
+ */
 export class ReadHash {
-  private readonly hash: Checksum;
-  constructor(readonly expected: ExpectedChecksum) {
-    this.hash = expected.kind === 'ETag MD5' ? new Md5() : new READ_ALGORITHMS[expected.kind].hasher();
+  private readonly Hasher: new () => Checksum;
+  private hash: Checksum;
+  /** Composite: the parts' sizes, the part being hashed, its bytes still to come, the digests so far. */
+  private readonly partSizes: readonly number[];
+  private part = 0;
+  private partLeft: number;
+  private readonly partDigests: Promise<Uint8Array>[] = [];
+  private bytes = 0;
+
+  constructor(
+    readonly expected: ExpectedChecksum,
+    partSizes: readonly number[] = [],
+  ) {
+    this.Hasher = hasherOf(expected.kind);
+    this.hash = new this.Hasher();
+    this.partSizes = partSizes;
+    this.partLeft = partSizes[0] ?? Number.POSITIVE_INFINITY;
   }
+
   update(bytes: Uint8Array): void {
-    this.hash.update(bytes);
+    this.bytes += bytes.length;
+    let rest = bytes;
+    // A part's last byte closes its hash; the next part starts a fresh one.
+    while (rest.length >= this.partLeft && this.part < this.partSizes.length) {
+      this.hash.update(rest.subarray(0, this.partLeft));
+      rest = rest.subarray(this.partLeft);
+      this.partDigests.push(this.hash.digest());
+      this.hash = new this.Hasher();
+      this.part++;
+      this.partLeft = this.partSizes[this.part] ?? Number.POSITIVE_INFINITY;
+    }
+    if (rest.length > 0) {
+      this.hash.update(rest);
+      this.partLeft -= rest.length;
+    }
   }
+
   /** The bytes' checksum, encoded as the expected value is. */
   async actual(): Promise<string> {
+    if (this.expected.parts !== undefined) {
+      const held = this.partSizes.reduce((a, b) => a + b, 0);
+      if (this.bytes !== held) return `(${this.bytes} bytes, where the parts hold ${held})`;
+      const whole = new this.Hasher();
+      for (const digest of await Promise.all(this.partDigests)) whole.update(digest);
+      return `${Buffer.from(await whole.digest()).toString('base64')}-${this.partDigests.length}`;
+    }
     const digest = Buffer.from(await this.hash.digest());
     return digest.toString(this.expected.kind === 'ETag MD5' ? 'hex' : 'base64');
   }

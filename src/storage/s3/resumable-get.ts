@@ -36,8 +36,14 @@ export interface GetRequest {
 
 /** One GetObject request (counted and signed by the driver). */
 export type GetFn = (req: GetRequest) => Promise<GetObjectCommandOutput>;
-export type HeadRequest = Omit<GetRequest, 'range'>;
-/** One HeadObject request, for the size of an object whose body came without a length. */
+export type HeadRequest = Omit<GetRequest, 'range'> & {
+  /** HEAD of this part of a multipart object: its size (Content-Length) and the parts' count. */
+  partNumber?: number;
+};
+/**
+ * One HeadObject request: for the size of an object whose body came without a length, or of the
+ * parts of one whose checksum is composite.
+ */
 export type HeadFn = (req: HeadRequest) => Promise<HeadObjectCommandOutput>;
 
 export interface OpenOptions {
@@ -137,10 +143,58 @@ class BodyReader {
     this.size = span.total;
     this.object = { size: span.total ?? 0, etag: out.ETag ?? '', ...(out.LastModified ? { lastModified: out.LastModified } : {}) };
     this.whole = !range || (range.start === 0 && (range.end === undefined || (this.size !== undefined && range.end >= this.size - 1)));
-    const expected = this.whole ? expectedChecksum(out, this.opts.checks.etagIsMd5) : undefined;
-    if (expected) this.hash = new ReadHash(expected);
     this.current = attach(out, span);
+    const expected = this.whole ? expectedChecksum(out, this.opts.checks.etagIsMd5) : undefined;
+    if (expected?.parts !== undefined) {
+      try {
+        this.hash = new ReadHash(expected, await this.partSizes(expected.parts));
+      } catch (err) {
+        this.close();
+        throw err;
+      }
+    } else if (expected) {
+      this.hash = new ReadHash(expected);
+    }
     return 'ok';
+  }
+
+  /**
+   * The sizes of the parts of a multipart object whose checksum is composite (a HEAD of each, up
+   * to 8 at once): what its bytes are hashed by. They must be `parts` and add up to the object's
+   * size; a store that answers otherwise (the object replaced since, or a store that cannot say)
+   * fails the read with a transient fault, never a read without its check. No If-Match: moto
+   * compares it with the part's own ETag; sizes of another version cannot make wrong bytes match.
+   */
+  private async partSizes(parts: number): Promise<number[]> {
+    const sizes: number[] = [];
+    for (let first = 1; first <= parts; first += 8) {
+      const batch = Array.from({ length: Math.min(8, parts - first + 1) }, (_, i) => this.headPart(first + i, parts));
+      sizes.push(...(await Promise.all(batch)));
+    }
+    const sum = sizes.reduce((a, b) => a + b, 0);
+    if (this.size !== undefined && sum !== this.size) {
+      throw this.badResponse(`answered parts of ${sum} bytes in all for an object of ${this.size} bytes (its checksum is composite of ${parts} parts)`);
+    }
+    return sizes;
+  }
+
+  /** The size of part `partNumber` of `parts`, retried like any request. */
+  private async headPart(partNumber: number, parts: number): Promise<number> {
+    for (;;) {
+      if (this.closed) throw abortError();
+      try {
+        const out = await this.opts.head({ partNumber, signal: this.signal });
+        if (out.ContentLength === undefined) throw this.badResponse(`answered a HEAD of part ${partNumber} without Content-Length`);
+        if (out.PartsCount !== undefined && out.PartsCount !== parts) {
+          throw this.badResponse(`answered a HEAD of part ${partNumber} of ${out.PartsCount} parts where its checksum is composite of ${parts}`);
+        }
+        this.opts.attempts.succeeded();
+        return out.ContentLength;
+      } catch (err) {
+        if (this.closed) throw err;
+        await this.opts.attempts.failed(err);
+      }
+    }
   }
 
   /** The next slice of wanted bytes, or null at the end; resumes a broken body. */
