@@ -78,12 +78,22 @@ export function misfitSql(col: string, sourceDuckType: string, target: DataType,
   const source = parseDuckType(sourceDuckType);
   const t = deltaTypeToDuckForWrite(target);
   if (isTextType(source)) return textMisfitSql(col, parseDuckType(t), formats);
-  const cast = `TRY_CAST(${col} AS ${t})`;
+  const cast = tryCastSql(col, source, t);
   const exact = exactnessSql(col, source, parseDuckType(t), cast);
   const whole = `(${col} IS NOT NULL AND (${cast} IS NULL${exact ? ` OR ${exact}` : ''}))`;
   // A struct cast sets a field that does not fit to NULL without an error: every leaf is checked.
   const leaves = isNestedDuck(source) ? leafChecks(col, source, target, '', misfitSql, formats) : [];
   return leaves.length === 0 ? whole : `(${[whole, ...leaves.map((l) => l.predicate)].join(' OR ')})`;
+}
+
+/**
+ * TRY_CAST of `col` into `t`. A double goes into a decimal through its shortest text (the digits
+ * the number was written with): DuckDB's direct cast works on the binary value and turns
+ * 800000000.3 into 800000000.2999999488, which casts back to the same double, unnoticed.
+ */
+function tryCastSql(col: string, s: DuckType, t: string): string {
+  const floatToDecimal = s.kind === 'primitive' && FLOATS.has(s.name) && parseDuckType(t).kind === 'decimal';
+  return floatToDecimal ? `TRY_CAST(CAST(${col} AS VARCHAR) AS ${t})` : `TRY_CAST(${col} AS ${t})`;
 }
 
 /** The "casts back to itself" part of the check, when the target can round or truncate. */
@@ -113,7 +123,7 @@ export function fitCastSql(col: string, sourceDuckType: string, target: DataType
   const text = isTextType(parseDuckType(sourceDuckType)) && t !== 'VARCHAR';
   if (misfit === null) return text ? textValueSql(col, parseDuckType(t), formats) : castToDeltaSql(col, sourceDuckType, target, column);
   const message = str(`[cast] a value of column ${JSON.stringify(column)} does not fit the table's type ${t}`);
-  const value = text ? textValueSql(col, parseDuckType(t), formats) : `TRY_CAST(${col} AS ${t})`;
+  const value = text ? textValueSql(col, parseDuckType(t), formats) : tryCastSql(col, parseDuckType(sourceDuckType), t);
   return `CASE WHEN ${misfit} THEN error(${message}) ELSE ${value} END`;
 }
 

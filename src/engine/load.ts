@@ -16,6 +16,7 @@ import type { DuckSession } from './duckdb.js';
 import { countCsvFields, csvDialect, csvFirstLineSql, csvStrictReadSql, describeDialect, fileSelectSql, LINEAGE_COLUMNS, type CsvOptions, type LoadFile } from './file-select.js';
 import { parseDuckType } from './duck-type.js';
 import { inferTextColumns } from './infer-text-types.js';
+import { inexactAcrossFiles, inexactNumber, scanJsonNumbers, type ColumnNumbers } from './json-numbers.js';
 import { nestedAdditions, withNewFields } from './nested-fit.js';
 import { conformFile, describeFile, diagnoseFile, throwIfResourceFailure, unreadable, type ConformedFile, type FileColumn } from './load-conform.js';
 import { parquetListSql } from './parquet-list.js';
@@ -234,6 +235,7 @@ async function batchSchema(session: DuckSession, files: readonly LoadFile[], opt
   // Every file is described once (its names checked, ./load-conform.ts), and CSV columns the
   // types do not know yet are inferred from their texts.
   const texts = [];
+  const jsons: { file: LoadFile; numbers: Map<string, ColumnNumbers> }[] = [];
   for (const file of files) {
     try {
       const columns = await describeFile(session, file, opts.csv);
@@ -242,7 +244,16 @@ async function batchSchema(session: DuckSession, files: readonly LoadFile[], opt
     } catch (err) {
       throw err instanceof BadFileError ? await withCsvLine(session, file, opts.csv, err) : err;
     }
+    if (file.format === 'json' || file.format === 'ndjson') {
+      // DuckDB reads JSON numbers through doubles: a number it cannot give back exactly is refused (./json-numbers.ts).
+      const numbers = await scanJsonNumbers(session, file);
+      const bad = inexactNumber(file, numbers);
+      if (bad) throw bad;
+      jsons.push({ file, numbers });
+    }
   }
+  const mixed = inexactAcrossFiles(jsons, known);
+  if (mixed) throw mixed;
   if (opts.addNestedFields) widenNested(base, described);
   let inferred: StructField[];
   try {

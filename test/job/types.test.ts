@@ -248,3 +248,47 @@ describe('column names mean one thing each', () => {
     expect(rows.map((r) => r['Amount'])).toEqual(['10', '20']);
   });
 });
+
+describe('JSON numbers: stored as the file spells them, or refused naming file, line and column', () => {
+  it('ids beyond 64 bits are refused (DuckDB would read them as doubles and fold them into one key); as strings declared decimal(38,0) they load as three keys', async () => {
+    const z = await zone({}, { format: 'ndjson' });
+    const ids = ['12345678901234567890', '12345678901234567891', '12345678901234567892'];
+    await z.source.write('2025/03/01/a.ndjson', ids.map((id) => `{"order_id":${id},"seq":1}`).join('\n') + '\n');
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(BadFileError);
+    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/01/a.ndjson`, line: 1, column: 'order_id', value: ids[0] });
+    expect(err.message).toContain('beyond the 64-bit integer range');
+    expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+
+    const declared = await zone({}, { format: 'ndjson', columns: { order_id: 'decimal(38,0)' } });
+    await declared.source.write('2025/03/01/a.ndjson', ids.map((id) => `{"order_id":"${id}","seq":1}`).join('\n') + '\n');
+    expect(await run(declared.setup)).toMatchObject({ status: 'succeeded', rowsAfterDedupe: 3, inserted: 3 });
+    expect((await tableRows(session, declared.setup, 'order_id')).map((r) => String(r['order_id']))).toEqual(ids);
+  });
+
+  it('a decimal of more than 15 digits, or a long integer in a column read as DOUBLE, is refused; numbers a double holds load', async () => {
+    const digits = await zone({}, { format: 'ndjson' });
+    await digits.source.write('2025/03/01/a.ndjson', '{"order_id":1,"seq":1,"amount":1.5}\n{"order_id":2,"seq":1,"amount":12345678901234567890.123456789}\n');
+    const err = await failure(run(digits.setup));
+    expect((err as BadFileError).context).toMatchObject({ line: 2, column: 'amount', value: '12345678901234567890.123456789' });
+    expect(err.message).toContain('15 significant digits, not its 29');
+
+    // One file's integers, another's decimals: the new column would be DOUBLE, and 9007199254740993 would become …992.
+    const mixed = await zone({}, { format: 'ndjson' });
+    await mixed.source.write('2025/03/01/a.ndjson', '{"order_id":1,"seq":1,"amount":9007199254740993}\n');
+    await mixed.source.write('2025/03/02/b.ndjson', '{"order_id":2,"seq":1,"amount":0.5}\n');
+    const across = await failure(run(mixed.setup));
+    expect((across as BadFileError).context).toMatchObject({ key: `${mixed.uri}2025/03/01/a.ndjson`, line: 1, column: 'amount', value: '9007199254740993' });
+    expect(across.message).toContain(`also holds 0.5 (in ${mixed.uri}2025/03/02/b.ndjson on line 1), so it is read as DOUBLE`);
+
+    const nested = await zone({}, { format: 'ndjson' });
+    await nested.source.write('2025/03/01/a.ndjson', '{"order_id":1,"seq":1,"obj":{"x":[0.1, 0.12345678901234567]}}\n');
+    expect(((await failure(run(nested.setup))) as BadFileError).context).toMatchObject({ line: 1, column: 'obj.x', value: '0.12345678901234567' });
+
+    const fine = await zone({}, { format: 'json' });
+    await fine.source.write('2025/03/01/a.json', '[\n {"order_id": 1, "seq": 1, "amount": 1e3, "big": 9223372036854775807},\n {"order_id": 2, "seq": 1, "amount": 0.1, "big": -9223372036854775808}\n]\n');
+    expect(await run(fine.setup)).toMatchObject({ status: 'succeeded', inserted: 2 });
+    const rows = await tableRows(session, fine.setup, 'order_id');
+    expect(rows.map((r) => [Number(r['amount']), String(r['big'])])).toEqual([[1000, '9223372036854775807'], [0.1, '-9223372036854775808']]);
+  });
+});
