@@ -4,12 +4,11 @@
  * dataChange adds as inserts and dataChange removes as deletes. So a commit that only adds rows
  * needs no change files, and a commit that updates or deletes rows must record every row it
  * changed, its inserts included, in change files. Pure: the engine writes the files; whether the
- * feature is active is `changeDataFeedActive` (./features.ts), the commit's check is in ./table.ts.
+ * feature is active is `TableConfig.recordsChangeData` (./table-config.ts), the commit's check is in ./table.ts.
  */
-import type { AddCDCFile, Metadata } from './actions.js';
+import type { AddCDCFile } from './actions.js';
 import type { DataFileDescription } from './file-actions.js';
 import type { StructType } from './schema.js';
-import { isTrue } from './table-properties.js';
 
 /** The table property that turns the change data feed on. */
 export const ENABLE_CHANGE_DATA_FEED = 'delta.enableChangeDataFeed';
@@ -23,11 +22,6 @@ export type ChangeType = 'insert' | 'update_preimage' | 'update_postimage' | 'de
 
 /** Column names change-feed readers add to every row; a table that records changes must not have them. */
 const RESERVED_COLUMNS = [CHANGE_TYPE_COLUMN, '_commit_version', '_commit_timestamp'];
-
-/** True when the table property asks for a change data feed (whatever the protocol says). */
-export function changeDataFeedEnabled(metadata: Metadata): boolean {
-  return isTrue(metadata.configuration, ENABLE_CHANGE_DATA_FEED);
-}
 
 /** The first top-level column whose name a change-feed reader reserves (ignoring case), or null. */
 export function reservedChangeColumn(schema: StructType): string | null {

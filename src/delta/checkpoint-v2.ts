@@ -1,6 +1,6 @@
 /**
  * Writing a V2 checkpoint (PROTOCOL.md "V2 Spec", "UUID-named checkpoint", "Sidecar Files") for
- * tables with the `v2Checkpoint` feature, in the protocol's order:
+ * tables with the `v2Checkpoint` feature (`TableConfig.v2Checkpoints`), in the protocol's order:
  *
  *   1. the adds and removes, as one Parquet sidecar `_delta_log/_sidecars/<uuid>.parquet`
  *      (none when the table has no file actions);
@@ -13,15 +13,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Storage } from '../storage/storage.js';
-import { serializeCommit, type Action, type Protocol } from './actions.js';
-import { readerFeatures, writerFeatures } from './features.js';
+import { serializeCommit, type Action } from './actions.js';
 import { LOG_DIR, SIDECAR_DIR, v2CheckpointFileName } from './log-files.js';
 import type { CheckpointIO } from './transaction.js';
-
-/** True when the table's checkpoints may (and tidemark's will) follow the V2 spec. */
-export function usesV2Checkpoints(protocol: Protocol): boolean {
-  return readerFeatures(protocol).includes('v2Checkpoint') && writerFeatures(protocol).includes('v2Checkpoint');
-}
 
 /** What to checkpoint: the state's actions (as ./checkpoint.ts builds them) at `version`. */
 export interface V2CheckpointInput {

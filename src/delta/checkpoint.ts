@@ -11,7 +11,8 @@
  */
 import type { Storage } from '../storage/storage.js';
 import type { Action, Protocol } from './actions.js';
-import { usesV2Checkpoints, writeV2Checkpoint } from './checkpoint-v2.js';
+import { writeV2Checkpoint } from './checkpoint-v2.js';
+import { TableConfig } from './table-config.js';
 import { checkpointKey, LAST_CHECKPOINT_KEY, LOG_DIR, padVersion } from './log-files.js';
 import { readLastCheckpoint } from './log-listing.js';
 import type { Snapshot } from './snapshot.js';
@@ -75,7 +76,7 @@ export async function writeCheckpoint(
   const retention = deletedFileRetentionMs(snapshot.metadata.configuration);
   const actions = checkpointActions(snapshot, now() - retention);
   const numOfAddFiles = snapshot.files.length;
-  if (usesV2Checkpoints(snapshot.protocol)) {
+  if (TableConfig.of(snapshot.protocol, snapshot.metadata).v2Checkpoints) {
     const written = await writeV2Checkpoint(storage, io, { version: snapshot.version, actions, numOfAddFiles, now: now() });
     const hint = { version: snapshot.version, size: written.size, sizeInBytes: written.sizeInBytes, numOfAddFiles };
     await updateLastCheckpoint(storage, hint);

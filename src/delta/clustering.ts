@@ -6,9 +6,9 @@
  * writes new files sorted by the clustering columns so they stay close to clustered.
  */
 import { DeltaLogError } from '../errors.js';
-import { columnMappingMode, physicalName } from './column-mapping.js';
-import { writerFeatures } from './features.js';
+import { physicalName } from './column-mapping.js';
 import type { Snapshot } from './snapshot.js';
+import { TableConfig } from './table-config.js';
 
 /** The system domain naming the clustering columns. */
 export const CLUSTERING_DOMAIN = 'delta.clustering';
@@ -21,10 +21,11 @@ export const CLUSTERING_DOMAIN = 'delta.clustering';
  * cannot order the rows of a file by themselves.
  */
 export function clusteringColumns(snapshot: Pick<Snapshot, 'protocol' | 'metadata' | 'domains' | 'schema' | 'tableUri'>): string[] {
-  if (!writerFeatures(snapshot.protocol).includes('clustering')) return [];
+  const table = TableConfig.of(snapshot.protocol, snapshot.metadata);
+  if (!table.clustered) return [];
   const domain = snapshot.domains.get(CLUSTERING_DOMAIN);
   if (!domain) return [];
-  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
+  const mode = table.columnMapping;
   const logical = new Map(snapshot.schema.fields.map((f) => [physicalName(f, mode), f.name]));
   return namePaths(domain.configuration, snapshot.tableUri).flatMap((path) => {
     const name = path.length === 1 ? logical.get(path[0]!) : undefined;

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { DeltaLogError } from '../errors.js';
-import type { Metadata, Protocol } from './actions.js';
+import type { Metadata } from './actions.js';
 import type { DataType, StructField, StructType } from './schema.js';
 
 /** How data files name their columns: by display name, by physical name, or by Parquet field id. */
@@ -18,23 +18,16 @@ const FIELD_ID = 'delta.columnMapping.id';
 export const PHYSICAL_NAME = 'delta.columnMapping.physicalName';
 const MODES: readonly string[] = ['none', 'name', 'id'];
 
-/**
- * True when the protocol supports column mapping for readers: reader 2, or reader 3 listing
- * `columnMapping`. Only then is `delta.columnMapping.mode` honoured (PROTOCOL.md "Column Mapping").
- */
-export function supportsColumnMapping(protocol: Protocol): boolean {
-  if (protocol.minReaderVersion === 2) return true;
-  return protocol.minReaderVersion >= 3 && (protocol.readerFeatures ?? []).includes('columnMapping');
-}
-
 /** The mode property as written, lower-cased; 'none' when unset. */
 function modeProperty(metadata: Metadata): string {
   return (metadata.configuration?.[COLUMN_MAPPING_MODE] ?? 'none').toLowerCase();
 }
 
-/** The table's column mapping mode; a mode the protocol does not support is ignored (it is 'none'). */
-export function columnMappingMode(protocol: Protocol, metadata: Metadata): ColumnMappingMode {
-  if (!supportsColumnMapping(protocol)) return 'none';
+/**
+ * The mode `delta.columnMapping.mode` asks for; DeltaLogError when it is unknown. Honoured only
+ * where the protocol supports column mapping: a table's mode is `TableConfig.columnMapping`.
+ */
+export function mappingModeProperty(metadata: Metadata): ColumnMappingMode {
   const mode = modeProperty(metadata);
   if (!MODES.includes(mode)) {
     throw new DeltaLogError(`[delta] unknown ${COLUMN_MAPPING_MODE} '${mode}'`, { context: { feature: 'columnMapping' } });
@@ -43,11 +36,10 @@ export function columnMappingMode(protocol: Protocol, metadata: Metadata): Colum
 }
 
 /**
- * Why tidemark cannot honour the table's column mapping, or null when it can: an unknown mode,
- * or a field without its id or physical name.
+ * Why tidemark cannot honour the column mapping of a table whose protocol supports it, or null
+ * when it can: an unknown mode, or a field without its id or physical name.
  */
-export function columnMappingProblem(protocol: Protocol, metadata: Metadata, schema: StructType): string | null {
-  if (!supportsColumnMapping(protocol)) return null;
+export function columnMappingProblem(metadata: Metadata, schema: StructType): string | null {
   const mode = modeProperty(metadata);
   if (!MODES.includes(mode)) return `unknown ${COLUMN_MAPPING_MODE} '${mode}'`;
   if (mode === 'none') return null;

@@ -1,15 +1,16 @@
 /**
  * Protocol gates (docs/delta-protocol.md, Protocol and table features): may tidemark read, or write, a table with this protocol
- * and metadata? Legacy versions imply their features; reader 3 / writer 7 list them.
- * Unknown feature names are refused. Refusals are UnsupportedFeatureError naming the feature.
+ * and metadata? Legacy versions imply their features; reader 3 / writer 7 list them (which
+ * features are in force is ./table-config.ts). Unknown feature names are refused. Refusals are
+ * UnsupportedFeatureError naming the feature.
  */
 import { UnsupportedFeatureError } from '../errors.js';
 import type { Metadata, Protocol } from './actions.js';
-import { changeDataFeedEnabled, reservedChangeColumn } from './change-data.js';
+import { reservedChangeColumn } from './change-data.js';
 import { rowTrackingProblem } from './row-tracking.js';
-import { APPEND_ONLY, isTrue } from './table-properties.js';
 import { columnMappingProblem } from './column-mapping.js';
-import { parseSchema, type DataType, type StructField } from './schema.js';
+import { parseSchema, usesType, type DataType, type StructField } from './schema.js';
+import { TableConfig } from './table-config.js';
 import { typeWideningProblem } from './type-widening.js';
 
 /** Features that ask nothing of a reader (writer-only features, and vacuumProtocolCheck). */
@@ -35,18 +36,9 @@ const READER_NEUTRAL = new Set([
   'vacuumProtocolCheck',
 ]);
 
-/** Features implied by legacy writer versions 2..6, cumulatively. */
-const LEGACY_WRITER_FEATURES: ReadonlyArray<[number, string[]]> = [
-  [2, ['appendOnly', 'invariants']],
-  [3, ['checkConstraints']],
-  [4, ['changeDataFeed', 'generatedColumns']],
-  [5, ['columnMapping']],
-  [6, ['identityColumns']],
-];
-
 type Access = 'read' | 'write';
 /** Why a feature cannot be honoured for this table, or null when it can. */
-type Check = (metadata: Metadata, protocol: Protocol) => string | null;
+type Check = (metadata: Metadata, table: TableConfig) => string | null;
 
 const WRITE_CHECKS: Readonly<Record<string, Check>> = {
   // A MERGE that would update or delete rows is refused before it writes (engine/merge), and the commit path refuses dataChange removes.
@@ -61,8 +53,8 @@ const WRITE_CHECKS: Readonly<Record<string, Check>> = {
   invariants: () => null,
   checkConstraints: () => null,
   // Written by MERGE (change files for updates and deletes); appends need none.
-  changeDataFeed: (m) => {
-    const reserved = changeDataFeedEnabled(m) ? reservedChangeColumn(parseSchema(m.schemaString)) : null;
+  changeDataFeed: (m, table) => {
+    const reserved = table.changeDataFeedRequested ? reservedChangeColumn(parseSchema(m.schemaString)) : null;
     return reserved === null ? null : `delta.enableChangeDataFeed is true and column ${reserved} has a name change-feed readers reserve`;
   },
   generatedColumns: (m) =>
@@ -77,14 +69,14 @@ const WRITE_CHECKS: Readonly<Record<string, Check>> = {
   typeWidening: typeWideningCheck,
   'typeWidening-preview': typeWideningCheck,
   // Fresh row ids are assigned per commit attempt (./row-tracking.ts); MERGE and OPTIMIZE preserve stable ids.
-  rowTracking: (m, protocol) => rowTrackingProblem(writerFeatures(protocol), m),
+  rowTracking: (m, table) => rowTrackingProblem(table.writerFeatures, m),
   // Commit attempts carry a monotonic inCommitTimestamp as their first action (./in-commit-timestamp.ts).
   inCommitTimestamp: () => null,
   // Read with sidecars; checkpoints of such tables are written UUID-named (./checkpoint-v2.ts).
   v2Checkpoint: () => null,
   // The domain is carried untouched; new files are sorted by the clustering columns (./clustering.ts).
-  clustering: (m, protocol) => {
-    if (!writerFeatures(protocol).includes('domainMetadata')) return 'clustering is listed without the domainMetadata feature it requires';
+  clustering: (m, table) => {
+    if (!table.supports('domainMetadata')) return 'clustering is listed without the domainMetadata feature it requires';
     return (m.partitionColumns ?? []).length > 0 ? 'a clustered table cannot have partition columns' : null;
   },
 };
@@ -101,8 +93,8 @@ const READ_CHECKS: Readonly<Record<string, Check>> = {
 };
 
 /** Modes name and id are read and written; an unknown mode or an unmapped field is not. */
-function columnMappingCheck(m: Metadata, protocol: Protocol): string | null {
-  return columnMappingProblem(protocol, m, parseSchema(m.schemaString));
+function columnMappingCheck(m: Metadata, table: TableConfig): string | null {
+  return table.columnMappingSupported ? columnMappingProblem(m, parseSchema(m.schemaString)) : null;
 }
 
 function typeWideningCheck(m: Metadata): string | null {
@@ -114,7 +106,7 @@ function typeWideningCheck(m: Metadata): string | null {
  * mapping), or 3 with only supported reader features.
  */
 export function assertReadable(protocol: Protocol, metadata: Metadata, uri: string): void {
-  failOn(readProblems(protocol, metadata), 'read', uri);
+  failOn(readProblems(TableConfig.of(protocol, metadata)), 'read', uri);
 }
 
 /**
@@ -123,60 +115,16 @@ export function assertReadable(protocol: Protocol, metadata: Metadata, uri: stri
  * for this table's schema and configuration.
  */
 export function assertWritable(protocol: Protocol, metadata: Metadata, uri: string): void {
-  const problems = readProblems(protocol, metadata);
+  const table = TableConfig.of(protocol, metadata);
+  const problems = readProblems(table);
   const version = protocol.minWriterVersion;
   if (version > 7) problems.push({ feature: `minWriterVersion=${version}`, detail: 'unknown writer version', blocks: 'write' });
-  for (const feature of writerFeatures(protocol)) {
+  for (const feature of table.writerFeatures) {
     const check = WRITE_CHECKS[feature];
-    const detail = check ? check(metadata, protocol) : 'not supported for writing';
+    const detail = check ? check(metadata, table) : 'not supported for writing';
     if (detail !== null) problems.push({ feature, detail, blocks: 'write' });
   }
   failOn(problems, 'write', uri);
-}
-
-/** True when the table is append-only: the feature supported (writer 2..6, or listed at 7) and `delta.appendOnly` true. */
-export function isAppendOnly(protocol: Protocol, metadata: Metadata): boolean {
-  return writerFeatures(protocol).includes('appendOnly') && isTrue(metadata.configuration, APPEND_ONLY);
-}
-
-/** The reader features in force: listed at reader version 3, `columnMapping` implied by version 2. */
-export function readerFeatures(protocol: Protocol): string[] {
-  if (protocol.minReaderVersion >= 3) return [...(protocol.readerFeatures ?? [])];
-  return protocol.minReaderVersion === 2 ? ['columnMapping'] : [];
-}
-
-/**
- * The protocol with one more table feature: writer 7 with every legacy-implied feature listed
- * (PROTOCOL.md "Table Features for New and Existing Tables"), and, for a feature readers must
- * know (`reader`), reader 3 with it in the reader list too.
- */
-export function withTableFeature(protocol: Protocol, feature: string, opts: { reader: boolean }): Protocol {
-  const writers = [...writerFeatures(protocol)];
-  if (!writers.includes(feature)) writers.push(feature);
-  const upgraded: Protocol = { minReaderVersion: protocol.minReaderVersion, minWriterVersion: 7, writerFeatures: writers };
-  if (opts.reader || protocol.minReaderVersion >= 3) {
-    const readers = readerFeatures(protocol);
-    if (opts.reader && !readers.includes(feature)) readers.push(feature);
-    upgraded.minReaderVersion = 3;
-    upgraded.readerFeatures = readers;
-  }
-  return upgraded;
-}
-
-/**
- * True when writers must record a change data feed (./change-data.ts): the protocol supports
- * `changeDataFeed` (writer 4–6, or listed at 7) and `delta.enableChangeDataFeed` is true.
- */
-export function changeDataFeedActive(protocol: Protocol, metadata: Metadata): boolean {
-  return writerFeatures(protocol).includes('changeDataFeed') && changeDataFeedEnabled(metadata);
-}
-
-/** The writer features in force: implied by versions 2..6, listed at version 7. */
-export function writerFeatures(protocol: Protocol): string[] {
-  if (protocol.minWriterVersion >= 7) {
-    return unique([...(protocol.writerFeatures ?? []), ...(protocol.readerFeatures ?? [])]);
-  }
-  return LEGACY_WRITER_FEATURES.filter(([v]) => protocol.minWriterVersion >= v).flatMap(([, names]) => names);
 }
 
 interface Problem {
@@ -186,16 +134,16 @@ interface Problem {
   blocks: Access;
 }
 
-function readProblems(protocol: Protocol, metadata: Metadata): Problem[] {
+function readProblems(table: TableConfig): Problem[] {
+  const { metadata } = table;
   const problems: Problem[] = [];
-  const version = protocol.minReaderVersion;
-  const features = version >= 3 ? (protocol.readerFeatures ?? []) : version === 2 ? ['columnMapping'] : [];
+  const version = table.protocol.minReaderVersion;
   if (version > 3) problems.push({ feature: `minReaderVersion=${version}`, detail: 'unknown reader version', blocks: 'read' });
   // A columnMapping.mode property the protocol does not support is ignored (PROTOCOL.md "Column Mapping").
-  for (const feature of unique(features)) {
+  for (const feature of unique(table.readerFeatures)) {
     if (READER_NEUTRAL.has(feature)) continue;
     const check = READ_CHECKS[feature];
-    const detail = check ? check(metadata, protocol) : 'not supported for reading';
+    const detail = check ? check(metadata, table) : 'not supported for reading';
     if (detail !== null) problems.push({ feature, detail, blocks: 'read' });
   }
   if (usesType(parseSchema(metadata.schemaString), 'variant')) {
@@ -212,7 +160,7 @@ function failOn(problems: Problem[], access: Access, uri: string): void {
   throw new UnsupportedFeatureError(first.feature, access, uri, detail, first.blocks);
 }
 
-function unique(names: string[]): string[] {
+function unique(names: readonly string[]): string[] {
   return [...new Set(names)];
 }
 
@@ -225,11 +173,4 @@ function anyField(metadata: Metadata, test: (field: StructField) => boolean): bo
     return visit(type.keyType) || visit(type.valueType);
   };
   return visit(parseSchema(metadata.schemaString));
-}
-
-function usesType(type: DataType, name: string): boolean {
-  if (typeof type === 'string') return type === name;
-  if (type.type === 'struct') return type.fields.some((f) => usesType(f.type, name));
-  if (type.type === 'array') return usesType(type.elementType, name);
-  return usesType(type.keyType, name) || usesType(type.valueType, name);
 }

@@ -4,14 +4,9 @@
  * commit's first action is a commitInfo carrying `inCommitTimestamp`, the larger of the attempt's
  * clock and the previous commit's timestamp + 1 ms, so commit times never go backwards whatever
  * the writers' clocks say. Readers then take a commit's time from it, never from the file.
+ * Whether a table writes them is `TableConfig.inCommitTimestamps` (./table-config.ts).
  */
-import type { Action, Metadata } from './actions.js';
-import { ENABLE_IN_COMMIT_TIMESTAMPS, isTrue } from './table-properties.js';
-
-/** True when commits to a table with these writer features and metadata must carry an in-commit timestamp. */
-export function inCommitTimestampsEnabled(writerFeatures: readonly string[], metadata: Metadata): boolean {
-  return writerFeatures.includes('inCommitTimestamp') && isTrue(metadata.configuration, ENABLE_IN_COMMIT_TIMESTAMPS);
-}
+import type { Action } from './actions.js';
 
 /** The timestamp of a commit: `attemptTime`, but at least 1 ms after the previous commit's. */
 export function nextInCommitTimestamp(attemptTime: number, previous: number | null): number {

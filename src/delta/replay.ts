@@ -18,13 +18,14 @@ import {
   type Txn,
 } from './actions.js';
 import { readCheckpoint } from './checkpoint-read.js';
-import { assertReadable, writerFeatures } from './features.js';
-import { inCommitTimestampOf, inCommitTimestampsEnabled } from './in-commit-timestamp.js';
+import { assertReadable } from './features.js';
+import { inCommitTimestampOf } from './in-commit-timestamp.js';
 import { commitKey } from './log-files.js';
 import { locateSnapshot, type CommitRef, type ReplayPlan } from './log-listing.js';
 import { parseSchema } from './schema.js';
 import type { LiveFile, Snapshot } from './snapshot.js';
 import { parseStats } from './stats.js';
+import { TableConfig } from './table-config.js';
 import type { CheckpointIO } from './transaction.js';
 
 /** Commit files read at once. */
@@ -59,7 +60,7 @@ export async function loadSnapshot(
   for (const commit of commits) builder.apply(commit);
   const snapshot = builder.build(plan.version);
   if (opts.checkReadable !== false) assertReadable(snapshot.protocol, snapshot.metadata, storage.uri);
-  if (inCommitTimestampsEnabled(writerFeatures(snapshot.protocol), snapshot.metadata)) {
+  if (TableConfig.of(snapshot.protocol, snapshot.metadata).inCommitTimestamps) {
     const ict = await versionTimestamp(storage, plan, commits);
     if (ict !== null) snapshot.inCommitTimestamp = ict;
   }

@@ -9,7 +9,8 @@
  * winners' mark after a lost race.
  *
  * Preserving ids (the materialized hidden columns) is the writers' part: the MERGE and OPTIMIZE
- * write each moved row's stable id and version into them (see engine/row-ids.ts).
+ * write each moved row's stable id and version into them (see engine/row-ids.ts). What the table
+ * asks of its writers is `TableConfig.rowTracking` (./table-config.ts).
  */
 import { DeltaLogError } from '../errors.js';
 import type { Action, AddFile, DomainMetadata, Metadata } from './actions.js';
@@ -29,28 +30,6 @@ export const PRESERVED_TAG = 'delta.rowTracking.preserved';
 
 /** The high-water mark of a table that never assigned a row id. */
 const NO_ROW_IDS = -1;
-
-/** What row tracking asks of a table's writers. */
-export interface RowTracking {
-  /** New files must get baseRowId and defaultRowCommitVersion (supported, not suspended). */
-  assignsIds: boolean;
-  /**
-   * Rows moved to new files must keep their stable ids and versions (enabled): the names of the
-   * hidden columns to write them to. Null when the table does not ask for it.
-   */
-  materialized: { rowIdColumn: string; versionColumn: string } | null;
-}
-
-/** What row tracking asks of writers of a table with this protocol and metadata. */
-export function rowTrackingOf(writerFeatures: readonly string[], metadata: Metadata): RowTracking {
-  const config = metadata.configuration ?? {};
-  const supported = writerFeatures.includes('rowTracking');
-  const assignsIds = supported && !isTrue(config, ROW_TRACKING_SUSPENDED);
-  const rowIdColumn = config[MATERIALIZED_ROW_ID_COLUMN];
-  const versionColumn = config[MATERIALIZED_ROW_VERSION_COLUMN];
-  const enabled = assignsIds && isTrue(config, ENABLE_ROW_TRACKING) && rowIdColumn && versionColumn;
-  return { assignsIds, materialized: enabled ? { rowIdColumn, versionColumn } : null };
-}
 
 /** Why a table's row-tracking settings cannot be honoured, or null when they can (for ./features.ts). */
 export function rowTrackingProblem(writerFeatures: readonly string[], metadata: Metadata): string | null {

@@ -39,3 +39,11 @@ export function parseSchema(schemaString: string): StructType {
   }
   return parsed;
 }
+
+/** True when a primitive type name appears anywhere in the type. */
+export function usesType(type: DataType, name: string): boolean {
+  if (typeof type === 'string') return type === name;
+  if (type.type === 'struct') return type.fields.some((f) => usesType(f.type, name));
+  if (type.type === 'array') return usesType(type.elementType, name);
+  return usesType(type.keyType, name) || usesType(type.valueType, name);
+}

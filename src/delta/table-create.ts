@@ -8,10 +8,11 @@ import { SchemaError } from '../errors.js';
 import type { Action, Metadata, Protocol } from './actions.js';
 import { ENABLE_CHANGE_DATA_FEED } from './change-data.js';
 import { COLUMN_MAPPING_MODE } from './column-mapping.js';
-import type { DataType, StructField, StructType } from './schema.js';
+import { usesType, type DataType, type StructField, type StructType } from './schema.js';
 import {
   APPEND_ONLY,
   CHECKPOINT_POLICY,
+  ENABLE_DELETION_VECTORS,
   ENABLE_IN_COMMIT_TIMESTAMPS,
   ENABLE_ROW_TRACKING,
   MATERIALIZED_ROW_ID_COLUMN,
@@ -48,7 +49,7 @@ export function protocolFor(schema: StructType, opts: { domainMetadata?: boolean
   const mapped = ['name', 'id'].includes((opts.configuration?.[COLUMN_MAPPING_MODE] ?? 'none').toLowerCase());
   const readers: string[] = [];
   if (usesType(schema, 'timestamp_ntz')) readers.push('timestampNtz');
-  if (flag('delta.enableDeletionVectors')) readers.push('deletionVectors');
+  if (flag(ENABLE_DELETION_VECTORS)) readers.push('deletionVectors');
   if ((opts.configuration?.[CHECKPOINT_POLICY] ?? '').toLowerCase() === 'v2') readers.push('v2Checkpoint');
   const writers: string[] = [];
   if (flag(ENABLE_ROW_TRACKING)) writers.push('rowTracking', 'domainMetadata');
@@ -189,12 +190,4 @@ function checkUniqueNames(type: DataType, prefix: string): void {
 
 function schemaError(message: string, column?: string): SchemaError {
   return new SchemaError(`[delta] cannot create table: ${message}`, { context: column === undefined ? {} : { column } });
-}
-
-/** True when a primitive type name appears anywhere in the type. */
-export function usesType(type: DataType, name: string): boolean {
-  if (typeof type === 'string') return type === name;
-  if (type.type === 'struct') return type.fields.some((f) => usesType(f.type, name));
-  if (type.type === 'array') return usesType(type.elementType, name);
-  return usesType(type.keyType, name) || usesType(type.valueType, name);
 }

@@ -13,6 +13,8 @@ export const ROW_TRACKING_SUSPENDED = 'delta.rowTrackingSuspended';
 export const MATERIALIZED_ROW_ID_COLUMN = 'delta.rowTracking.materializedRowIdColumnName';
 /** The hidden data-file column holding materialized (preserved) row commit versions. */
 export const MATERIALIZED_ROW_VERSION_COLUMN = 'delta.rowTracking.materializedRowCommitVersionColumnName';
+/** `delta.enableDeletionVectors`: writers may add deletion vectors (PROTOCOL.md "Deletion Vectors"). */
+export const ENABLE_DELETION_VECTORS = 'delta.enableDeletionVectors';
 /** `delta.enableInCommitTimestamps`: every commit carries a monotonic `inCommitTimestamp`. */
 export const ENABLE_IN_COMMIT_TIMESTAMPS = 'delta.enableInCommitTimestamps';
 /** `delta.checkpointPolicy`: `v2` asks for V2 (UUID-named) checkpoints (a Spark property, not in PROTOCOL.md). */

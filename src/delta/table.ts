@@ -13,11 +13,11 @@ import type { Metadata, Protocol } from './actions.js';
 import { checkpointInterval, maybeWriteCheckpoint, type CheckpointOutcome } from './checkpoint.js';
 import { commitWithRetry, type RetryInfo } from './commit.js';
 import type { CommitFeatures } from './commit-stamps.js';
-import { assertWritable, changeDataFeedActive, isAppendOnly, withTableFeature, writerFeatures } from './features.js';
-import { inCommitTimestampsEnabled } from './in-commit-timestamp.js';
+import { assertWritable } from './features.js';
 import { loadSnapshot } from './replay.js';
-import { highWaterMarkOf, rowTrackingOf } from './row-tracking.js';
+import { highWaterMarkOf } from './row-tracking.js';
 import type { Snapshot } from './snapshot.js';
+import { TableConfig } from './table-config.js';
 import { createTableRequest, type CreateTableRequest } from './table-create.js';
 import type { CheckpointIO, CommitRequest, CommitResult } from './transaction.js';
 
@@ -87,19 +87,19 @@ export class DeltaTable {
   async commit(request: CommitRequest, opts: TableCommitOptions = {}): Promise<TableCommitResult> {
     const base = await this.baseSnapshot(request.read.readVersion);
     const prepared = prepareRequest(request, base, this.uri);
-    const { protocol, metadata } = effectiveState(prepared, base, this.uri);
-    assertWritable(protocol, metadata, this.uri);
-    assertAppendOnlyRespected(prepared, protocol, metadata, this.uri);
-    assertChangesRecorded(prepared, { protocol, metadata }, this.uri);
+    const after = TableConfig.after(base, prepared.actions, this.uri);
+    assertWritable(after.protocol, after.metadata, this.uri);
+    assertAppendOnlyRespected(prepared, after, this.uri);
+    assertChangesRecorded(prepared, after, this.uri);
     await this.checkCommitsSafe();
     const result = await commitWithRetry(this.storage, prepared, {
       maxAttempts: this.opts.maxAttempts,
       now: this.opts.now,
       signal: opts.signal,
       onRetry: opts.onRetry,
-      features: commitFeatures(prepared, base, protocol, metadata),
+      features: commitFeatures(prepared, base, after),
     });
-    return { ...result, checkpoint: await this.checkpointAfter(result.version, metadata) };
+    return { ...result, checkpoint: await this.checkpointAfter(result.version, after.metadata) };
   }
 
   private async baseSnapshot(readVersion: number): Promise<Snapshot | null> {
@@ -158,8 +158,12 @@ export function prepareRequest(request: CommitRequest, base: Snapshot | null, ur
   if (domains.length === 0) return request;
   const own = request.actions.find((a): a is { protocol: Protocol } => 'protocol' in a);
   const protocol = own?.protocol ?? base?.protocol;
-  if (!protocol || writerFeatures(protocol).includes('domainMetadata')) return request;
-  const upgraded = { protocol: withTableFeature(protocol, 'domainMetadata', { reader: false }) };
+  const metadata = request.actions.find((a): a is { metaData: Metadata } => 'metaData' in a)?.metaData ?? base?.metadata;
+  // Without both, the commit fails on its own (TableConfig.after).
+  if (!protocol || !metadata) return request;
+  const table = TableConfig.of(protocol, metadata);
+  if (table.supports('domainMetadata')) return request;
+  const upgraded = { protocol: table.withFeature('domainMetadata', { reader: false }) };
   if (own) return { ...request, actions: request.actions.map((a) => (a === own ? upgraded : a)) };
   return { ...request, actions: [upgraded, ...request.actions] };
 }
@@ -168,36 +172,21 @@ export function prepareRequest(request: CommitRequest, base: Snapshot | null, ur
  * What the table's features stamp on each attempt of this commit: row ids counted from the read
  * version's high-water mark, an in-commit timestamp after the read version's.
  */
-function commitFeatures(request: CommitRequest, base: Snapshot | null, protocol: Protocol, metadata: Metadata): CommitFeatures {
-  const features = writerFeatures(protocol);
-  const rowTracking = rowTrackingOf(features, metadata);
+function commitFeatures(request: CommitRequest, base: Snapshot | null, table: TableConfig): CommitFeatures {
+  const { rowTracking } = table;
   const stamps: CommitFeatures = {};
   if (rowTracking.assignsIds) {
     // tidemark's writers preserve ids wherever the table asks for it; elsewhere only a commit moving no rows keeps them all.
     const preserved = rowTracking.materialized !== null || !request.actions.some((a) => 'remove' in a);
     stamps.rowIds = { highWaterMark: base ? highWaterMarkOf(base.domains) : -1, preserved };
   }
-  if (inCommitTimestampsEnabled(features, metadata)) stamps.inCommitTimestamp = { previous: base?.inCommitTimestamp ?? null };
+  if (table.inCommitTimestamps) stamps.inCommitTimestamp = { previous: base?.inCommitTimestamp ?? null };
   return stamps;
 }
 
-/** The protocol and metadata the table will have after this commit. */
-function effectiveState(request: CommitRequest, base: Snapshot | null, uri: string): { protocol: Protocol; metadata: Metadata } {
-  let protocol = base?.protocol;
-  let metadata = base?.metadata;
-  for (const a of request.actions) {
-    if ('protocol' in a) protocol = a.protocol;
-    if ('metaData' in a) metadata = a.metaData;
-  }
-  if (!protocol || !metadata) {
-    throw new DeltaLogError(`[delta] commit to ${uri} has no protocol or metaData to commit against`, { context: { uri } });
-  }
-  return { protocol, metadata };
-}
-
 /** `delta.appendOnly=true` tables accept no dataChange removes (compaction's dataChange=false rewrites are fine). */
-function assertAppendOnlyRespected(request: CommitRequest, protocol: Protocol, metadata: Metadata, uri: string): void {
-  if (!isAppendOnly(protocol, metadata)) return;
+function assertAppendOnlyRespected(request: CommitRequest, table: TableConfig, uri: string): void {
+  if (!table.appendOnly) return;
   const removal = request.actions.find((a) => 'remove' in a && a.remove.dataChange);
   if (removal && 'remove' in removal) throw new AppendOnlyTableError(uri, request.operation, `would remove ${removal.remove.path}`);
 }
@@ -208,8 +197,8 @@ function assertAppendOnlyRespected(request: CommitRequest, protocol: Protocol, m
  * them change-feed readers would take the rewritten file's kept rows as deleted and inserted
  * again. A violation is a bug in the writer, so it throws before anything is written.
  */
-function assertChangesRecorded(request: CommitRequest, table: { protocol: Protocol; metadata: Metadata }, uri: string): void {
-  if (!changeDataFeedActive(table.protocol, table.metadata)) return;
+function assertChangesRecorded(request: CommitRequest, table: TableConfig, uri: string): void {
+  if (!table.recordsChangeData) return;
   const removes = request.actions.some((a) => 'remove' in a && a.remove.dataChange);
   if (!removes || request.actions.some((a) => 'cdc' in a)) return;
   throw new DeltaLogError(

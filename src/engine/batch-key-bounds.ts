@@ -4,16 +4,17 @@
  * compares with `add.stats`. Partition columns are left out (the read set's partitions cover
  * them), as are key columns of other types: bounds on fewer columns still enclose every key.
  */
-import { columnMappingMode, physicalName } from '../delta/column-mapping.js';
+import { physicalName } from '../delta/column-mapping.js';
 import { BOUNDABLE_TYPES, type KeyBound } from '../delta/key-bounds.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { DuckSession } from './duckdb.js';
 import { ident } from './sql.js';
 import { deltaTypeToDuck } from './type-map-read.js';
+import { TableConfig } from '../delta/table-config.js';
 
 /** Key bounds of `batchTable` for a MERGE into `snapshot`'s table; [] when no key column can be bounded. */
 export async function batchKeyBounds(session: DuckSession, batchTable: string, snapshot: Snapshot, keys: readonly string[]): Promise<KeyBound[]> {
-  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
+  const mode = TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping;
   const columns = keys.flatMap((key) => {
     const field = snapshot.schema.fields.find((f) => f.name.toLowerCase() === key.toLowerCase());
     if (!field || typeof field.type !== 'string' || !BOUNDABLE_TYPES.has(field.type)) return [];

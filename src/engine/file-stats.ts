@@ -20,7 +20,7 @@
 import type { DataType } from '../delta/schema.js';
 import { clusteringColumns } from '../delta/clustering.js';
 import type { FileStats, Snapshot } from '../delta/snapshot.js';
-import { numIndexedColumns } from '../delta/table-properties.js';
+import { TableConfig } from '../delta/table-config.js';
 import { JsonNumber } from '../delta/stats.js';
 import type { Row } from './duckdb.js';
 import { str } from './sql.js';
@@ -51,7 +51,7 @@ const MIN_MAX_TYPES = new Set(['byte', 'short', 'integer', 'long', 'float', 'dou
 /** The stats policy of a table (none yet: the defaults): its `delta.dataSkippingNumIndexedCols` and its clustering columns. */
 export function statsPolicyOf(snapshot: Snapshot | null): StatsPolicy {
   if (!snapshot) return {};
-  const numIndexedCols = numIndexedColumns(snapshot.metadata.configuration);
+  const numIndexedCols = TableConfig.of(snapshot.protocol, snapshot.metadata).numIndexedColumns;
   const clustering = clusteringColumns(snapshot);
   return { ...(numIndexedCols === undefined ? {} : { numIndexedCols }), ...(clustering.length > 0 ? { alwaysIndexed: clustering } : {}) };
 }

@@ -7,20 +7,21 @@
  * file is read. A file left out holds no row the condition keeps: each of its rows has the file's
  * partition values, and a row the condition keeps satisfies every AND term.
  */
-import { columnMappingMode, physicalName } from '../delta/column-mapping.js';
+import { physicalName } from '../delta/column-mapping.js';
 import type { LiveFile, Snapshot } from '../delta/snapshot.js';
 import type { DuckSession } from './duckdb.js';
 import { conjuncts } from './expression.js';
 import { partitionValueSql } from './partition-sql.js';
 import { partitionValue } from './scan.js';
 import { ident, identList } from './sql.js';
+import { TableConfig } from '../delta/table-config.js';
 
 /** Calls whose value changes from row to row with the same inputs (DuckDB's volatile functions). */
 const VOLATILE = /\b(random|gen_random_uuid|uuid|uuidv4|uuidv7|nextval|currval|setseed)\s*\(/i;
 
 /** The files that can hold rows matching `where` (checked: one expression), or null when no AND term names partition columns only. */
 export async function filesMatchingPartitions(session: DuckSession, snapshot: Snapshot, where: string): Promise<LiveFile[] | null> {
-  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
+  const mode = TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping;
   const fields = snapshot.partitionColumns.map((name) => snapshot.schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase()));
   if (fields.length === 0 || fields.some((f) => f === undefined) || snapshot.files.length === 0) return null;
   const columns = fields.map((f) => ({ field: f!, key: physicalName(f!, mode) }));

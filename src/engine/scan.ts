@@ -15,7 +15,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { BadFileError } from '../errors.js';
-import { columnMappingMode, physicalName, type ColumnMappingMode } from '../delta/column-mapping.js';
+import { physicalName, type ColumnMappingMode } from '../delta/column-mapping.js';
 import { decodeLogPath } from '../delta/partition-decode.js';
 import { partitionValueSql } from './partition-sql.js';
 import type { StructField } from '../delta/schema.js';
@@ -29,6 +29,7 @@ import { STABLE_ROW_ID, STABLE_ROW_VERSION, stableRowIdsSql, type MaterializedCo
 import { safeReadPath } from './safe-alias.js';
 import { ident, str } from './sql.js';
 import { deltaTypeToDuck } from './type-map-read.js';
+import { TableConfig } from '../delta/table-config.js';
 
 /** The top-level columns of a Parquet file (names, and the schema tree with field ids), and a signature of its whole schema. */
 export interface FileShape {
@@ -216,7 +217,7 @@ interface ReadColumn {
 }
 
 function readColumns(snapshot: Snapshot): ReadColumn[] {
-  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
+  const mode = TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping;
   return snapshot.schema.fields.map((field) => ({
     field,
     partition: isPartitionColumn(snapshot, field.name),

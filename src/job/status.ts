@@ -2,8 +2,7 @@
  * `tidemark status`: what the table says about a job, read from its latest snapshot.
  */
 import type { JobConfig } from '../config/schema.js';
-import { writerFeatures } from '../delta/features.js';
-import { inCommitTimestampsEnabled } from '../delta/in-commit-timestamp.js';
+import { TableConfig } from '../delta/table-config.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { Storage } from '../storage/storage.js';
 import { readHistory } from './history.js';
@@ -40,7 +39,7 @@ export async function jobStatus(job: JobConfig, ctx: RunContext): Promise<JobOut
  * (or when that commit was cleaned up from the log) the time the run recorded in its state.
  */
 async function lastRunTime(storage: Storage, snapshot: Snapshot, job: string, recorded: string | null): Promise<string | null> {
-  if (recorded === null || !inCommitTimestampsEnabled(writerFeatures(snapshot.protocol), snapshot.metadata)) return recorded;
+  if (recorded === null || !TableConfig.of(snapshot.protocol, snapshot.metadata).inCommitTimestamps) return recorded;
   const { entries } = await readHistory(storage, { limit: 1, job, kinds: ['run'] });
   return entries[0]?.time ?? recorded;
 }

@@ -10,13 +10,13 @@
  * The problems are config errors (exit 2). A run and a backfill check as soon as they read the
  * table; `validate` lists them.
  */
-import { changeDataFeedEnabled } from '../delta/change-data.js';
-import { columnMappingMode, type ColumnMappingMode } from '../delta/column-mapping.js';
+import { type ColumnMappingMode } from '../delta/column-mapping.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { ConfigError } from '../errors.js';
 import { checkDeleteExpression } from '../engine/merge/validate.js';
 import { deleteWhenColumnProblems, type Problem } from './preflight.js';
 import type { JobScope } from './scope.js';
+import { TableConfig } from '../delta/table-config.js';
 
 /** The settings of `target` that only a new table takes. */
 export interface CreationSettings {
@@ -58,7 +58,7 @@ export function missingColumnProblems(target: MatchColumns, snapshot: Snapshot, 
 export function tableSettingFindings(target: CreationSettings, snapshot: Snapshot, at: string): { problems: Problem[]; warnings: Problem[] } {
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
-  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
+  const mode = TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping;
   if (target.columnMapping !== undefined && target.columnMapping !== mode) {
     problems.push({
       check: 'target',
@@ -77,7 +77,7 @@ export function tableSettingFindings(target: CreationSettings, snapshot: Snapsho
       kind: 'usage',
     });
   }
-  if (target.changeDataFeed === true && !changeDataFeedEnabled(snapshot.metadata)) {
+  if (target.changeDataFeed === true && !TableConfig.of(snapshot.protocol, snapshot.metadata).changeDataFeedRequested) {
     warnings.push({
       check: 'target',
       field: `${at}.changeDataFeed`,

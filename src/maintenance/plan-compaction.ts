@@ -12,8 +12,9 @@
  * not one, and only the provider may recluster them (PROTOCOL.md "Clustered Table").
  */
 import type { PartitionValues } from '../delta/actions.js';
-import { columnMappingMode, physicalColumn } from '../delta/column-mapping.js';
+import { physicalColumn } from '../delta/column-mapping.js';
 import type { LiveFile, Snapshot } from '../delta/snapshot.js';
+import { TableConfig } from '../delta/table-config.js';
 
 /** Delta's default OPTIMIZE target (spark.databricks.delta.optimize.maxFileSize). */
 export const DEFAULT_TARGET_FILE_BYTES = 128 * 1024 * 1024;
@@ -113,7 +114,7 @@ export function partitionEquals(values: PartitionValues): (candidate: PartitionV
 
 /** Live files tidemark may rewrite keyed by their partition values (keyed by physical names under column mapping), in the snapshot's path order. */
 function groupByPartition(snapshot: Snapshot): Map<string, LiveFile[]> {
-  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
+  const mode = TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping;
   const keys = snapshot.partitionColumns.map((c) => physicalColumn(snapshot.schema, c, mode));
   const groups = new Map<string, LiveFile[]>();
   for (const file of snapshot.files) {

@@ -10,9 +10,7 @@
  */
 import { clusteringColumns } from '../delta/clustering.js';
 import { statsPolicyOf } from '../engine/file-stats.js';
-import { writerFeatures } from '../delta/features.js';
-import { rowTrackingOf } from '../delta/row-tracking.js';
-import { columnMappingMode } from '../delta/column-mapping.js';
+import { TableConfig } from '../delta/table-config.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { totalRecords } from '../delta/stats.js';
 import { writeDataFiles, type WrittenFile } from '../engine/data-files.js';
@@ -47,7 +45,8 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
   try {
     const inputDir = await scratch.folder('in');
     const local = await localizeFiles(bin.files, { storage: ctx.storage, spoolDir: inputDir, concurrency: ctx.concurrency, ...signal });
-    const tracking = rowTrackingOf(writerFeatures(ctx.snapshot.protocol), ctx.snapshot.metadata).materialized;
+    const table = TableConfig.of(ctx.snapshot.protocol, ctx.snapshot.metadata);
+    const tracking = table.rowTracking.materialized;
     const scan = await scanRelation(ctx.session, ctx, bin.files, (f) => local.get(f.path)!, tracking ? { stableRowIds: tracking } : {});
     const rows = targetFileRows(bin, ctx.targetFileBytes);
     const localDir = await scratch.folder('out');
@@ -57,7 +56,7 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
       ...(tracking ? { hiddenColumns: hiddenRowIdColumns(tracking) } : {}),
       schema: ctx.snapshot.schema,
       partitionColumns: ctx.snapshot.partitionColumns,
-      columnMapping: columnMappingMode(ctx.snapshot.protocol, ctx.snapshot.metadata),
+      columnMapping: table.columnMapping,
       localDir,
       ...(rows === undefined ? {} : { targetFileRows: rows, rowsAtMost: totalRecords(bin.files) }),
       stats: statsPolicyOf(ctx.snapshot),

@@ -4,8 +4,8 @@
  * of a new mapped table.
  */
 import { describe, expect, it } from 'vitest';
-import type { Metadata, Protocol } from '../../src/delta/actions.js';
-import { assignColumnIds, columnMappingMode, evolveMappedMetadata, physicalColumn, physicalType } from '../../src/delta/column-mapping.js';
+import type { Metadata } from '../../src/delta/actions.js';
+import { assignColumnIds, evolveMappedMetadata, physicalColumn, physicalType } from '../../src/delta/column-mapping.js';
 import type { StructField, StructType } from '../../src/delta/schema.js';
 import { protocolFor } from '../../src/delta/table-create.js';
 
@@ -23,15 +23,6 @@ function metadata(schema: StructType, configuration: Record<string, string>): Me
 }
 
 describe('column mapping', () => {
-  it('the mode counts only on a protocol that supports the feature', () => {
-    const m = metadata(struct(mapped('a', 1)), { 'delta.columnMapping.mode': 'Name' });
-    const p = (r: number, w: number, readerFeatures?: string[]): Protocol => ({ minReaderVersion: r, minWriterVersion: w, readerFeatures, writerFeatures: readerFeatures });
-    expect(columnMappingMode(p(2, 5), m)).toBe('name');
-    expect(columnMappingMode(p(3, 7, ['columnMapping']), m)).toBe('name');
-    expect(columnMappingMode(p(3, 7, ['deletionVectors']), m)).toBe('none');
-    expect(columnMappingMode(p(1, 2), m)).toBe('none');
-  });
-
   it('new fields, nested ones inside lists and maps included, get ids above maxColumnId (a dropped column’s id is never reused) and col-<uuid> names', () => {
     const schema = struct(
       mapped('a', 1),

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { UnsupportedFeatureError } from '../../src/errors.js';
 import type { Metadata, Protocol } from '../../src/delta/actions.js';
-import { assertReadable, assertWritable, changeDataFeedActive, writerFeatures } from '../../src/delta/features.js';
+import { assertReadable, assertWritable } from '../../src/delta/features.js';
 
 function metadata(
   opts: { configuration?: Record<string, string>; fieldMetadata?: Record<string, unknown>; idMetadata?: Record<string, unknown>; type?: unknown } = {},
@@ -93,14 +93,6 @@ describe('reader gate', () => {
 });
 
 describe('writer gate', () => {
-  it('legacy writer versions imply their features', () => {
-    expect(writerFeatures(p(1, 1))).toEqual([]);
-    expect(writerFeatures(p(1, 2))).toEqual(['appendOnly', 'invariants']);
-    expect(writerFeatures(p(1, 4))).toEqual(['appendOnly', 'invariants', 'checkConstraints', 'changeDataFeed', 'generatedColumns']);
-    expect(writerFeatures(p(2, 6))).toContain('identityColumns');
-    expect(writerFeatures(p(3, 7, ['timestampNtz'], ['appendOnly']))).toEqual(['appendOnly', 'timestampNtz']);
-  });
-
   it('accepts supported features while their conditions hold', () => {
     for (const w of [1, 2, 3, 4, 6]) expect(writeRefusal(p(1, w)), `writer ${w}`).toBeNull();
     expect(writeRefusal(p(3, 7, ['timestampNtz'], ['timestampNtz', 'appendOnly', 'invariants', 'checkConstraints']))).toBeNull();
@@ -195,19 +187,5 @@ describe('writer gate', () => {
 
   it('accepts deletion vectors for reading and writing (tidemark reads them and writes them in MERGE)', () => {
     expect(writeRefusal(p(3, 7, ['deletionVectors'], ['deletionVectors']))).toBeNull();
-  });
-});
-
-describe('change data feed', () => {
-  const on = metadata({ configuration: { 'delta.enableChangeDataFeed': 'True' } });
-  it('is active while the protocol supports it and delta.enableChangeDataFeed is true (any case)', () => {
-    expect(changeDataFeedActive(p(1, 4), on)).toBe(true);
-    expect(changeDataFeedActive(p(1, 7, null, ['changeDataFeed']), on)).toBe(true);
-    expect(changeDataFeedActive(p(1, 4), metadata())).toBe(false);
-  });
-
-  it('is ignored when the protocol does not support it (a stray property)', () => {
-    expect(changeDataFeedActive(p(1, 3), on)).toBe(false);
-    expect(changeDataFeedActive(p(1, 7, null, ['appendOnly']), on)).toBe(false);
   });
 });

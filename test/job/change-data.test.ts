@@ -9,7 +9,7 @@
  *   is set aside like any bad file and the rest loads.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { withTableFeature } from '../../src/delta/features.js';
+import { TableConfig } from '../../src/delta/table-config.js';
 import { ConstraintViolationError } from '../../src/errors.js';
 import { openTarget } from '../../src/job/open.js';
 import { LocalStorage } from '../../src/storage/local.js';
@@ -101,7 +101,7 @@ async function addConstraint(t: Setup): Promise<void> {
   const snapshot = (await table.snapshot())!;
   const configuration = { ...snapshot.metadata.configuration, 'delta.constraints.seq_positive': 'seq > 0' };
   await table.commit({
-    actions: [{ protocol: withTableFeature(snapshot.protocol, 'checkConstraints', { reader: false }) }, { metaData: { ...snapshot.metadata, configuration } }],
+    actions: [{ protocol: TableConfig.of(snapshot.protocol, snapshot.metadata).withFeature('checkConstraints', { reader: false }) }, { metaData: { ...snapshot.metadata, configuration } }],
     operation: 'ADD CONSTRAINT',
     read: { readVersion: snapshot.version, partitions: 'all', files: [], appIds: [] },
     isBlindAppend: false,

@@ -7,7 +7,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writerFeatures } from '../../src/delta/features.js';
+import { TableConfig } from '../../src/delta/table-config.js';
 import { jobHistory } from '../../src/job/history.js';
 import { jobStatus } from '../../src/job/status.js';
 import { silentLogger } from '../../src/log/logger.js';
@@ -53,7 +53,7 @@ describe('a job creating a table with row tracking, in-commit timestamps and V2 
     const byOrder = table.rows.map((r) => [r.order_id, r.status]).sort((a, b) => Number(a[0]) - Number(b[0]));
     expect(byOrder).toEqual([[1, 'paid'], [2, 'cancelled'], [3, 'placed']]);
     const snapshot = table.snapshot!;
-    expect(writerFeatures(snapshot.protocol)).toEqual(expect.arrayContaining(['rowTracking', 'domainMetadata', 'inCommitTimestamp', 'v2Checkpoint']));
+    expect(TableConfig.of(snapshot.protocol, snapshot.metadata).writerFeatures).toEqual(expect.arrayContaining(['rowTracking', 'domainMetadata', 'inCommitTimestamp', 'v2Checkpoint']));
 
     // Orders 1 and 2 keep the ids of their first insert through their updates; 3 got a fresh one.
     const storage = new LocalStorage(target);

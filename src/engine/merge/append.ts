@@ -22,8 +22,8 @@ import type { StagedAppend } from './results.js';
 import { checkConstraints, prepareConstraintChecks } from './constraints.js';
 import { DEFAULT_SOURCE_FILE_COLUMN } from './options.js';
 import { refuseEmptyPartitionStrings } from './partition-strings.js';
-import { appendMetadataActions, stageSourceReplacement } from './source-files.js';
-import { prepareTarget, type TargetTable } from './target.js';
+import { stageSourceReplacement } from './source-files.js';
+import { metadataActions, prepareTarget, type TargetTable } from './target.js';
 import { dropAll, tempTables } from './temp-names.js';
 
 /** Stage the append of the batch; see the module comment. The caller commits `request`. */
@@ -85,7 +85,7 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
             now,
           )
         : {
-            actions: [...appendMetadataActions(target, snapshot, sources?.enableDvs ?? false), ...(sources?.actions ?? []), ...adds],
+            actions: [...metadataActions(target, sources?.enableDvs ?? false), ...(sources?.actions ?? []), ...adds],
             operation: 'WRITE',
             operationParameters: {
               mode: 'Append',

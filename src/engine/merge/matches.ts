@@ -7,7 +7,7 @@
  *   →  read in full only the 'rewrite' files, and of the 'dv' files only their tied rows;
  *      classify every matched row (the changes).
  */
-import { columnMappingMode, physicalName } from '../../delta/column-mapping.js';
+import { physicalName } from '../../delta/column-mapping.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
@@ -20,6 +20,7 @@ import { localizeFiles } from './localize.js';
 import { actionsSql, changesSql, hitsSql, modesSql, pruningPartitions, settleTiesSql, targetSql, touchedFilesSql, type MatchSpec, type WriteMode } from './plan.js';
 import { pruneFiles, type TypedColumn } from './prune.js';
 import { FILE_ID, POS, type TempTables } from './temp-names.js';
+import { TableConfig } from '../../delta/table-config.js';
 
 /** Everything the matching phase needs. */
 export interface MatchContext {
@@ -63,7 +64,7 @@ export interface TouchedFile {
 /** Prune, load the candidates' deletion vectors, then build the hits table from a key-column scan. */
 export async function findHits(ctx: MatchContext): Promise<HitsResult> {
   const { snapshot, spec } = ctx;
-  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
+  const mode = TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping;
   const typed = (names: readonly string[]): TypedColumn[] =>
     names.map((name) => {
       const field = snapshot.schema.fields.find((f) => f.name === name)!;

@@ -18,15 +18,14 @@
  * that hold an updated or deleted row are rewritten; all others keep their paths. A MERGE that
  * brings new columns (schemaEvolution 'addColumns') puts a metaData action in the request.
  */
-import type { Action, Metadata } from '../../delta/actions.js';
 import { clusteringColumns } from '../../delta/clustering.js';
 import { physicalName } from '../../delta/column-mapping.js';
-import { changeDataFeedActive, isAppendOnly, withTableFeature, writerFeatures } from '../../delta/features.js';
-import { rowTrackingOf } from '../../delta/row-tracking.js';
 import { addFileFor, removeFileFor } from '../../delta/file-actions.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import { totalRecords } from '../../delta/stats.js';
+import { TableConfig } from '../../delta/table-config.js';
 import { createTableRequest } from '../../delta/table-create.js';
+import { ENABLE_DELETION_VECTORS } from '../../delta/table-properties.js';
 import type { ReadSet } from '../../delta/transaction.js';
 import { AppendOnlyTableError, MergeInputError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';
@@ -57,11 +56,11 @@ import {
 } from './plan.js';
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
 import type { MergeCounts, StagedMerge } from './results.js';
-import { prepareTarget, schemaActions, tableNames, type TargetTable } from './target.js';
+import { metadataActions, prepareTarget, tableNames, type TargetTable } from './target.js';
 import { dropAll, FILE_ID, POS, tempTables, type TempTables } from './temp-names.js';
 import { batchDeletes, buryTombstoned, checkTombstones } from './tombstones.js';
 import { checkDuplicateKeys, checkNullKeys } from './validate.js';
-import { ENABLE_DVS, resolvePolicy, writeModeOf } from './write-mode.js';
+import { resolvePolicy, writeModeOf } from './write-mode.js';
 
 /** Stage the MERGE of the batch into the table; see the module comment. Dispose of the result. */
 export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
@@ -84,7 +83,7 @@ export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
       // Creating, the batch is read a few times (checks, counts, the insert): a view, not a copy.
       lazy: snapshot === null,
     });
-    const tracking = snapshot ? rowTrackingOf(writerFeatures(snapshot.protocol), target.metadata ?? snapshot.metadata).materialized : null;
+    const tracking = target.config?.rowTracking.materialized ?? null;
     const spec = { ...matchSpec(target, opts), rowIds: tracking !== null };
     const constraints = await prepareConstraintChecks(opts.session, {
       schema: target.schema,
@@ -146,7 +145,7 @@ async function stageCreate(run: MergeRun): Promise<Staged> {
   const now = Date.now();
   // A table this MERGE creates takes deletion vectors unless told not to ('auto' and 'on').
   const dvs = (opts.deletionVectors ?? 'auto') !== 'off';
-  const configuration = { ...(dvs ? { [ENABLE_DVS]: 'true' } : {}), ...target.properties, ...opts.tableProperties };
+  const configuration = { ...(dvs ? { [ENABLE_DELETION_VECTORS]: 'true' } : {}), ...target.properties, ...opts.tableProperties };
   const request = createTableRequest(
     {
       schema: target.schema,
@@ -179,7 +178,8 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
     concurrency: out.concurrency,
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
-  const policy = resolvePolicy(opts.deletionVectors ?? 'auto', snapshot, opts);
+  const read = TableConfig.of(snapshot.protocol, snapshot.metadata);
+  const policy = resolvePolicy(opts.deletionVectors ?? 'auto', read, opts);
   const hits = await findHits(ctx);
   try {
     if (opts.tombstones !== undefined) await buryTombstoned(opts.session, tables, spec, opts.tombstones);
@@ -189,16 +189,16 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
     const modes = new Map(touched.map((t) => [t.id, writeModeOf(t.file, t.touched, policy)]));
     await classifyChanges(ctx, hits, touched, modes, columns);
     const counts = await readCounts(opts.session, tables, target.batch.rows);
-    refuseChangesToAppendOnly(snapshot, counts, opts.storage.uri);
+    refuseChangesToAppendOnly(read, counts, opts.storage.uri);
     const changed = await changedFiles(opts.session, tables, hits, modes);
     await checkStoredRows(run);
     clock.lap('classify');
     const now = Date.now();
     // Change-feed readers take a commit that only adds rows as inserts; updates and deletes need change files.
-    const recordChanges = changeDataFeedActive(snapshot.protocol, target.metadata ?? snapshot.metadata) && counts.updated + counts.deleted > 0;
+    const recordChanges = target.config!.recordsChangeData && counts.updated + counts.deleted > 0;
     const written = await writeChanges(run, { changed, counts, hits, now, snapshot: ctx.snapshot, recordChanges });
     clock.lap('write');
-    const schemaChange = metadataActions(target, snapshot, policy.upgrade && written.dv.dvFiles > 0);
+    const schemaChange = metadataActions(target, policy.upgrade && written.dv.dvFiles > 0);
     const removed = [...changed.rewrite, ...written.dv.emptied];
     const request = mergeRequest({
       readVersion: snapshot.version,
@@ -322,24 +322,11 @@ async function checkStoredRows(run: MergeRun): Promise<void> {
 }
 
 /**
- * The metaData (and protocol) actions of this commit: the evolved schema when the batch brought
- * new columns, and, the first time this MERGE writes deletion vectors into a table that did not
- * take them, the `deletionVectors` feature and `delta.enableDeletionVectors=true`.
- */
-function metadataActions(target: TargetTable, snapshot: Snapshot, enableDvs: boolean): Action[] {
-  const schema = schemaActions(target);
-  if (!enableDvs) return schema;
-  const base = target.metadata ?? snapshot.metadata;
-  const metaData: Metadata = { ...base, configuration: { ...base.configuration, [ENABLE_DVS]: 'true' } };
-  return [{ protocol: withTableFeature(snapshot.protocol, 'deletionVectors', { reader: true }) }, { metaData }];
-}
-
-/**
  * An append-only table (`delta.appendOnly = true`) takes new rows only: a MERGE that would update
  * or delete stored rows is refused here, after matching and before any data file is written.
  */
-function refuseChangesToAppendOnly(snapshot: Snapshot, counts: MergeCounts, uri: string): void {
-  if (!isAppendOnly(snapshot.protocol, snapshot.metadata) || counts.updated + counts.deleted === 0) return;
+function refuseChangesToAppendOnly(table: TableConfig, counts: MergeCounts, uri: string): void {
+  if (!table.appendOnly || counts.updated + counts.deleted === 0) return;
   throw new AppendOnlyTableError(uri, 'MERGE', `would update ${counts.updated} and delete ${counts.deleted} stored rows`);
 }
 

@@ -14,13 +14,11 @@
  * partition and by the min/max statistics of the lineage column, then that column alone is scanned.
  */
 import type { Action } from '../../delta/actions.js';
-import { columnMappingMode, physicalName } from '../../delta/column-mapping.js';
-import { changeDataFeedActive, isAppendOnly, withTableFeature, writerFeatures } from '../../delta/features.js';
+import { physicalName } from '../../delta/column-mapping.js';
 import { addFileFor, removeFileFor } from '../../delta/file-actions.js';
-import { rowTrackingOf } from '../../delta/row-tracking.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
-import type { Metadata } from '../../delta/actions.js';
 import { totalRecords } from '../../delta/stats.js';
+import { TableConfig, type RowTracking } from '../../delta/table-config.js';
 import { AppendOnlyTableError, MergeInputError } from '../../errors.js';
 import type { WrittenFile } from '../data-files.js';
 import { loadDeletedRows } from '../deleted-rows.js';
@@ -32,7 +30,7 @@ import { writeDvChanges, type DvChange } from './dv-changes.js';
 import { localizeFiles } from './localize.js';
 import { perFileScanSql } from './matches.js';
 import type { ExistingSources } from './options.js';
-import { ENABLE_DVS, resolvePolicy, writeModeOf } from './write-mode.js';
+import { resolvePolicy, writeModeOf } from './write-mode.js';
 import { writeAndUpload, type OutputOptions } from './output.js';
 import { pruneFiles } from './prune.js';
 import type { TargetTable } from './target.js';
@@ -45,7 +43,7 @@ export interface SourceReplacement {
   /** Files the table holds that are not appended again (unchanged, or kept under 'keep'). */
   alreadyHeld: string[];
   rowsDeleted: number;
-  /** The table takes its first deletion vectors in this commit (see appendMetadataActions). */
+  /** The table takes its first deletion vectors in this commit (see metadataActions, ./target.ts). */
   enableDvs: boolean;
   /** removes, DV adds (with the removes of the files' old versions), rewritten files' adds. */
   actions: Action[];
@@ -96,7 +94,8 @@ export async function stageSourceReplacement(ctx: SourceLookup): Promise<SourceR
       `CREATE TEMP TABLE ${ident(t.sources)} AS SELECT DISTINCT b.${ident(SOURCE_FILE)} AS ${ident(column)} FROM ${ident(ctx.batch)} AS b ` +
         `WHERE b.${ident(SOURCE_FILE)} IN (SELECT * FROM (VALUES ${wanted}))`,
     );
-    const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
+    const config = TableConfig.of(snapshot.protocol, snapshot.metadata);
+    const mode = config.columnMapping;
     const pruned = await pruneFiles(session, {
       files: snapshot.files,
       fileTable: t.files,
@@ -115,7 +114,7 @@ export async function stageSourceReplacement(ctx: SourceLookup): Promise<SourceR
     const shapes = await inspectFiles(session, [...localPaths.values()]);
     const deleted = await loadDeletedRows(snapshot.files, { session, storage: ctx.out.storage, only: scanned.keys() });
     try {
-      const tracking = rowTrackingOf(writerFeatures(snapshot.protocol), ctx.target.metadata ?? snapshot.metadata).materialized;
+      const tracking = ctx.target.config!.rowTracking.materialized;
       const evolved: Snapshot = ctx.target.metadata ? { ...snapshot, schema: ctx.target.schema } : snapshot;
       const read = { localPaths, shapes, deleted, ...(tracking ? { rowIds: tracking } : {}) };
       await session.run(
@@ -136,7 +135,7 @@ export async function stageSourceReplacement(ctx: SourceLookup): Promise<SourceR
       if (changed.length === 0) return { ...result, alreadyHeld: unchanged };
       refuseUnsupported(ctx, changed);
       const deletes = await deletesOf(ctx, t.hits, changed, hitFiles, localPaths);
-      const policy = resolvePolicy(ctx.existing.deletionVectors, snapshot, ctx.existing);
+      const policy = resolvePolicy(ctx.existing.deletionVectors, config, ctx.existing);
       const modes = deletes.map((d) => ({ ...d, mode: writeModeOf(d.file, d.positions.length, policy) }));
       const dv = await writeDvChanges(
         modes.filter((m) => m.mode === 'dv'),
@@ -221,7 +220,7 @@ async function rewriteWithout(
     read: Parameters<typeof perFileScanSql>[2];
     evolved: Snapshot;
     rewrite: ReadonlyMap<number, LiveFile>;
-    tracking: ReturnType<typeof rowTrackingOf>['materialized'];
+    tracking: RowTracking['materialized'];
     changed: readonly string[];
   },
 ): Promise<WrittenFile[]> {
@@ -243,29 +242,14 @@ async function rewriteWithout(
  * deletes, and a change data feed would need change files for them (not written by append).
  */
 function refuseUnsupported(ctx: SourceLookup, changed: readonly string[]): void {
-  const { snapshot } = ctx;
-  const metadata = ctx.target.metadata ?? snapshot.metadata;
+  const table = ctx.target.config!;
   const what = `would replace the earlier rows of ${changed.length} overwritten source file(s) (${changed.slice(0, 3).join(', ')})`;
-  if (isAppendOnly(snapshot.protocol, metadata)) throw new AppendOnlyTableError(ctx.uri, 'append', what);
-  if (changeDataFeedActive(snapshot.protocol, metadata)) {
+  if (table.appendOnly) throw new AppendOnlyTableError(ctx.uri, 'append', what);
+  if (table.recordsChangeData) {
     throw new MergeInputError(
       `[append] table ${ctx.uri} records a change data feed; this append ${what}, which tidemark does not record in the feed: ` +
         'set source.discover.onOverwrite: ignore, or load the job with target.mode: merge',
       { kind: 'usage', context: { uri: ctx.uri, key: changed[0], setting: 'onOverwrite' } },
     );
   }
-}
-
-/**
- * The metaData (and protocol) actions of the append: the evolved schema when the batch brought new
- * columns, and, when this commit writes the table's first deletion vectors, the `deletionVectors`
- * feature and `delta.enableDeletionVectors=true` (one metaData action holding both).
- */
-export function appendMetadataActions(target: TargetTable, snapshot: Snapshot, enableDvs: boolean): Action[] {
-  if (!enableDvs) return target.metadata ? [{ metaData: target.metadata }] : [];
-  const base: Metadata = target.metadata ?? snapshot.metadata;
-  return [
-    { protocol: withTableFeature(snapshot.protocol, 'deletionVectors', { reader: true }) },
-    { metaData: { ...base, configuration: { ...base.configuration, [ENABLE_DVS]: 'true' } } },
-  ];
 }

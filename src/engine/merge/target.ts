@@ -3,7 +3,7 @@
  * when the write creates the table), how the batch's columns feed it, and the prepared batch.
  */
 import type { Action, Metadata } from '../../delta/actions.js';
-import { columnMappingMode, evolveMappedMetadata, mapNewTable, type ColumnMappingMode } from '../../delta/column-mapping.js';
+import { evolveMappedMetadata, mapNewTable, type ColumnMappingMode } from '../../delta/column-mapping.js';
 import { assertWritable } from '../../delta/features.js';
 import type { StructType } from '../../delta/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
@@ -18,6 +18,7 @@ import { describeRelation, prepareBatch, type PreparedBatch } from './batch.js';
 import { dataColumns, evolveSchema, newColumns, planColumns, requireColumns, tableName, type ColumnPlan, type ColumnType } from './columns.js';
 import { DELETE_FLAG, SOURCE_FILE, SOURCE_ROW } from './temp-names.js';
 import { DEFAULT_SOURCE_FILE_COLUMN, type WriteTarget } from './options.js';
+import { TableConfig } from '../../delta/table-config.js';
 
 /** The table being written, as this write sees it. */
 export interface TargetTable {
@@ -30,6 +31,11 @@ export interface TargetTable {
    * new columns (schemaEvolution 'addColumns'); null when the schema is unchanged.
    */
   metadata: Metadata | null;
+  /**
+   * The table as this write's commit leaves it (the snapshot's protocol, `metadata` when the schema
+   * evolves): what it asks of the rows and files written. Null when the write creates the table.
+   */
+  config: TableConfig | null;
   /** Names of the columns this write adds to the table. */
   addedColumns: string[];
   /** How data files name the columns (`schema` carries the ids and physical names). */
@@ -82,13 +88,14 @@ export async function prepareTarget(session: DuckSession, target: WriteTarget, o
   // A new column can make a feature unwritable (a name a change data feed reserves): refuse before reading.
   if (metadata && opts.snapshot) assertWritable(opts.snapshot.protocol, metadata, uri);
   const properties = created?.configuration ?? {};
-  return { schema, partitionColumns, creating, metadata, addedColumns: evolved?.added ?? [], columnMapping, properties, plan, batch };
+  const config = opts.snapshot ? TableConfig.after(opts.snapshot, metadata ? [{ metaData: metadata }] : [], uri) : null;
+  return { schema, partitionColumns, creating, metadata, config, addedColumns: evolved?.added ?? [], columnMapping, properties, plan, batch };
 }
 
 /** The table's column mapping mode, or for a new table the one asked for; asking to switch an existing table's mode is refused. */
 function mappingOf(snapshot: Snapshot | null, target: WriteTarget): ColumnMappingMode {
   if (!snapshot) return target.columnMapping ?? 'none';
-  const mode = columnMappingMode(snapshot.protocol, snapshot.metadata);
+  const mode = TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping;
   if (target.columnMapping !== undefined && target.columnMapping !== mode) {
     // A setting that contradicts the table: fix the config (usage), nothing was written.
     throw new SchemaError(
@@ -119,7 +126,7 @@ async function evolve(
   if (target.schemaEvolution === 'addColumns') {
     const schema = evolveSchema(withNestedFields(snapshot.schema, sourceColumns), extra);
     const added = [...extra.map((c) => c.name), ...nested];
-    if (columnMappingMode(snapshot.protocol, snapshot.metadata) !== 'none') return { ...evolveMappedMetadata(snapshot.metadata, schema), added };
+    if (TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping !== 'none') return { ...evolveMappedMetadata(snapshot.metadata, schema), added };
     return { schema, metadata: { ...snapshot.metadata, schemaString: JSON.stringify(schema) }, added };
   }
   if (extra.length === 0) {
@@ -181,8 +188,14 @@ async function filesWithValues(session: DuckSession, batch: string, columns: rea
   return rows.map((r) => String(r['f']));
 }
 
-/** The metaData action of an evolved schema (new columns), to commit with the data; [] when unchanged. */
-export function schemaActions(target: TargetTable): Action[] {
+/**
+ * The metaData (and protocol) actions of this write's commit: the evolved schema when the batch
+ * brought new columns, and, when the commit writes the table's first deletion vectors
+ * (`enableDvs`), the `deletionVectors` feature and `delta.enableDeletionVectors=true` (one
+ * metaData action holding both).
+ */
+export function metadataActions(target: TargetTable, enableDvs: boolean): Action[] {
+  if (enableDvs && target.config) return target.config.enablingDeletionVectors();
   return target.metadata ? [{ metaData: target.metadata }] : [];
 }
 

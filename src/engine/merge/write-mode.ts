@@ -9,9 +9,8 @@
  * writing it costs little, and the table keeps fewer DVs), or when it would keep little live data
  * (most of it deleted: the rewrite is smaller than the file plus the rows written elsewhere).
  */
-import type { Metadata, Protocol } from '../../delta/actions.js';
-import { readerFeatures, writerFeatures } from '../../delta/features.js';
 import type { LiveFile } from '../../delta/snapshot.js';
+import type { TableConfig } from '../../delta/table-config.js';
 import type { WriteMode } from './plan.js';
 
 /** The `target.deletionVectors` setting: follow the table, always, or never. */
@@ -21,9 +20,6 @@ export type DeletionVectorSetting = 'auto' | 'on' | 'off';
 export const DEFAULT_REWRITE_BELOW_BYTES = 1024 * 1024;
 /** Default: a file that would have half its rows or more deleted is rewritten. */
 export const DEFAULT_REWRITE_DELETED_SHARE = 0.5;
-
-/** The table property that lets writers add deletion vectors. */
-export const ENABLE_DVS = 'delta.enableDeletionVectors';
 
 /** What decides the write mode of one MERGE. */
 export interface DeletionVectorPolicy {
@@ -35,27 +31,17 @@ export interface DeletionVectorPolicy {
   rewriteDeletedShare: number;
 }
 
-/** True when the table's protocol lists the `deletionVectors` feature for readers and writers. */
-export function supportsDeletionVectors(protocol: Protocol): boolean {
-  return readerFeatures(protocol).includes('deletionVectors') && writerFeatures(protocol).includes('deletionVectors');
-}
-
-/** True when the table's `delta.enableDeletionVectors` is true (compared as Spark does, ignoring case). */
-export function dvsEnabledByTable(metadata: Metadata): boolean {
-  return (metadata.configuration[ENABLE_DVS] ?? '').toLowerCase() === 'true';
-}
-
 /**
- * The policy for a MERGE into a table with this protocol and metadata: 'auto' follows the table
- * (its property and protocol), 'on' writes DVs and upgrades the table when it must, 'off' never
+ * The policy for a MERGE into this table: 'auto' follows the table (`TableConfig.deletionVectors`:
+ * its property and protocol), 'on' writes DVs and upgrades the table when it must, 'off' never
  * writes them (existing DVs are still honoured).
  */
 export function resolvePolicy(
   setting: DeletionVectorSetting,
-  table: { protocol: Protocol; metadata: Metadata },
+  table: TableConfig,
   thresholds: { rewriteBelowBytes?: number | undefined; rewriteDeletedShare?: number | undefined } = {},
 ): DeletionVectorPolicy {
-  const ready = supportsDeletionVectors(table.protocol) && dvsEnabledByTable(table.metadata);
+  const ready = table.deletionVectors;
   const enabled = setting === 'on' || (setting === 'auto' && ready);
   return {
     enabled,

@@ -9,7 +9,7 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AddFile, RemoveFile } from '../../../src/delta/actions.js';
-import { withTableFeature } from '../../../src/delta/features.js';
+import { TableConfig } from '../../../src/delta/table-config.js';
 import { DuckSession } from '../../../src/engine/duckdb.js';
 import { LocalStorage } from '../../../src/storage/local.js';
 import { DeltaLogError, UnsupportedFeatureError } from '../../../src/errors.js';
@@ -188,7 +188,7 @@ describe('a Spark table with deletion vectors (README 14) given a change data fe
     const before = await snapshotOf(f);
     const configuration = { ...before.metadata.configuration, ...CDF };
     await f.table.commit({
-      actions: [{ protocol: withTableFeature(before.protocol, 'changeDataFeed', { reader: false }) }, { metaData: { ...before.metadata, configuration } }],
+      actions: [{ protocol: TableConfig.of(before.protocol, before.metadata).withFeature('changeDataFeed', { reader: false }) }, { metaData: { ...before.metadata, configuration } }],
       operation: 'SET TBLPROPERTIES',
       read: { readVersion: before.version, partitions: 'all', files: [], appIds: [] },
       isBlindAppend: false,
