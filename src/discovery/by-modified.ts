@@ -18,7 +18,7 @@ import type { ObjectInfo, Storage } from '../storage/storage.js';
 import type { ModifiedSettings } from './config.js';
 import { folderOf, isNotData, judgeFile, SUCCESS_MARKER } from './identity.js';
 import type { SkippedFolder } from './partitions.js';
-import { compareFiles, type Decision, type DiscoveredFile, type DiscoveryPlan, type StateBasis } from './plan.js';
+import { compareFiles, type Decision, type DecisionReason, type DiscoveredFile, type DiscoveryPlan, type StateBasis } from './plan.js';
 import type { ModifiedEntry, ModifiedState } from './state.js';
 
 /** A listing of the source prefix. */
@@ -27,6 +27,8 @@ export interface ModifiedListing {
   objects: ObjectInfo[];
   /** Objects dropped while listing because they are older than the window. */
   olderThanWindow: number;
+  /** Of those, the ones `ListModifiedOptions.behindAfter` asks to keep (absent: none kept). */
+  older?: ObjectInfo[];
   /** Prefixes listed in full. */
   prefixesListed: string[];
   skippedFolders: SkippedFolder[];
@@ -40,6 +42,11 @@ export interface ListModifiedOptions {
   floor: number | null;
   /** Keep every object (the success-marker rule can lift an old file into the window). */
   keepAll: boolean;
+  /**
+   * Keep the objects older than the window with LastModified after this (epoch ms; null: all) in
+   * `older`, to be checked against the files the job loaded (files that arrived with an old time).
+   */
+  behindAfter?: number | null;
   concurrency: number;
   signal?: AbortSignal;
 }
@@ -62,10 +69,16 @@ export async function listModified(storage: Storage, opts: ListModifiedOptions):
   const listing: ModifiedListing = {
     objects: [], olderThanWindow: 0, prefixesListed: [], skippedFolders: [], serverTime: new Date(NaN), listRequests: 0,
   };
+  const behind = opts.behindAfter;
+  if (behind !== undefined) listing.older = [];
   const keep = (o: ObjectInfo) => {
-    const wanted = opts.keepAll || opts.floor === null || o.lastModified.getTime() > opts.floor;
+    const ms = o.lastModified.getTime();
+    const wanted = opts.keepAll || opts.floor === null || ms > opts.floor;
     if (wanted) listing.objects.push(o);
-    else listing.olderThanWindow++;
+    else {
+      listing.olderThanWindow++;
+      if (behind !== undefined && (behind === null || ms > behind)) listing.older!.push(o);
+    }
   };
   let prefixes: string[] = [];
   for await (const page of storage.list({ delimiter: '/', signal: opts.signal })) {
@@ -102,6 +115,12 @@ export function planModified(listing: ModifiedListing, settings: ModifiedSetting
   const decisions: Decision[] = [];
   const files: DiscoveredFile[] = [];
   const ignored: DiscoveredFile[] = [];
+  const behindWindow: DiscoveredFile[] = [];
+  // Data files the window passed over: the job layer checks them against what it loaded.
+  const passedOver = (o: ObjectInfo, arrival: number) => {
+    if (!isNotData(o.key) && settings.selects(o.key)) behindWindow.push({ ...o, arrival: new Date(arrival) });
+  };
+  for (const o of listing.older ?? []) passedOver(o, o.lastModified.getTime());
   let olderThanWindow = listing.olderThanWindow;
   for (const o of listing.objects) {
     const own = o.lastModified.getTime();
@@ -109,6 +128,7 @@ export function planModified(listing: ModifiedListing, settings: ModifiedSetting
     const arrival = settings.requireSuccessMarker && marker !== undefined ? Math.max(own, marker) : own;
     if (!inWindow(arrival)) {
       olderThanWindow++;
+      if (listing.older !== undefined) passedOver(o, arrival);
       continue;
     }
     const decision = decide(o, remembered.get(o.key), marker !== undefined, settings);
@@ -134,6 +154,7 @@ export function planModified(listing: ModifiedListing, settings: ModifiedSetting
     nextState: modifiedStateAfter(state, basis, files, ignored),
     basis,
     overwrittenIgnored: ignored,
+    behindWindow,
     // A folder's files wait for its marker by their arrival (the marker's time): nothing holds the watermark.
     waiting: [],
   };
@@ -195,10 +216,11 @@ export function modifiedStateAfter(
  * A plan whose files taken for new are checked against the files the job loaded before they left
  * the settle window (`known`: key -> the ETag last loaded, from the job's ledger; pure): the same
  * ETag is already loaded and skipped; another is an overwrite, reloaded (the table may hold the
- * earlier version) or skipped as `onOverwrite: ignore` says. A touch or a copy in place long
- * after a file loaded is so never taken for a new file.
+ * earlier version) or skipped as `onOverwrite` says. A touch or a copy in place long after a file
+ * loaded is so never taken for a new file. `null`: loaded before a reset moved the watermark
+ * before it, so loaded again (as a file the table may hold an earlier version of).
  */
-export function withKnownFiles(plan: DiscoveryPlan, known: ReadonlyMap<string, string>): DiscoveryPlan {
+export function withKnownFiles(plan: DiscoveryPlan, known: ReadonlyMap<string, string | null>): DiscoveryPlan {
   if (plan.basis.mode !== 'modified' || known.size === 0) return plan;
   const decisions: Decision[] = [];
   const files: DiscoveredFile[] = [];
@@ -212,11 +234,26 @@ export function withKnownFiles(plan: DiscoveryPlan, known: ReadonlyMap<string, s
       if (d.action === 'load' && file) files.push(file);
       continue;
     }
-    const judged = judgeFile(etag, file.etag, plan.onOverwrite);
+    const judged: Pick<Decision, 'action' | 'reason'> = etag === null ? { action: 'load', reason: 'reloading after a reset' } : judgeFile(etag, file.etag, plan.onOverwrite);
     decisions.push({ ...d, ...judged });
     if (judged.action === 'load') files.push({ ...file, loadedBefore: true as const });
     else if (judged.reason === 'overwritten, ignored') ignored.push(file);
   }
   files.sort(compareFiles);
   return { ...plan, decisions, files, overwrittenIgnored: ignored, nextState: modifiedStateAfter(plan.prevState as ModifiedState | null, plan.basis, files, ignored) };
+}
+
+/** A file of `plan.behindWindow` the job never loaded, or loaded in another version. */
+export interface PassedOver {
+  key: string;
+  reason: Extract<DecisionReason, 'late, behind the settle window' | 'overwritten behind the settle window'>;
+}
+
+/**
+ * A plan that names the files behind the window the job did not load (pure): skip decisions with
+ * their reason, so the dry run lists them and a run counts and names them. Nothing else changes.
+ */
+export function withPassedOver(plan: DiscoveryPlan, found: readonly PassedOver[]): DiscoveryPlan {
+  if (found.length === 0) return plan;
+  return { ...plan, decisions: [...plan.decisions, ...found.map((f) => ({ key: f.key, action: 'skip' as const, reason: f.reason }))] };
 }

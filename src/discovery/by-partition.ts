@@ -103,6 +103,7 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
     // The remembered entry of the version loaded earlier stays as long as the partition is
     // in range, so an ignored overwrite needs no entry of its own.
     overwrittenIgnored: ignored,
+    behindWindow: [],
     waiting,
   };
 }

@@ -34,6 +34,11 @@ export interface DiscoverOptions {
    * those before the scan window are planned when overwritten (./revisit.ts).
    */
   revisit?: readonly RevisitFile[];
+  /**
+   * Modification-time discovery: keep the data files older than the window with a LastModified
+   * after this (epoch ms; null: all) in `plan.behindWindow` (absent: none are kept).
+   */
+  behindWindowAfter?: number | null;
 }
 
 /**
@@ -70,6 +75,7 @@ export async function discover(
   const listing = await listModified(storage, {
     floor: windowFloor(settings, modifiedState),
     keepAll: settings.requireSuccessMarker,
+    ...(opts.behindWindowAfter !== undefined ? { behindAfter: opts.behindWindowAfter } : {}),
     concurrency,
     signal: opts.signal,
   });

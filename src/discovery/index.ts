@@ -3,7 +3,7 @@
  * `nextStateFor` folds each loaded batch into the state committed with it.
  */
 export { discover, nextStateFor, stateMismatch } from './discover.js';
-export { withKnownFiles } from './by-modified.js';
+export { withKnownFiles, withPassedOver, type PassedOver } from './by-modified.js';
 export type { DiscoveryConfig } from './config.js';
 export { BEHIND_WINDOW_REASONS, type DiscoveredFile, type DiscoveryPlan } from './plan.js';
 export { upgradeState, type DiscoveryState, type ModifiedState, type PartitionState } from './state.js';

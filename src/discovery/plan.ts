@@ -38,18 +38,28 @@ export type DecisionReason =
   | 'overwritten, reloading'
   | 'overwritten since quarantined, reloading'
   | 'overwritten, ignored'
+  | 'reloading after a reset'
   | 'no success marker'
   | 'not data'
   | 'excluded'
   | 'not in a partition folder'
   | 'late, behind the lookback window'
-  | 'overwritten behind the lookback window';
+  | 'overwritten behind the lookback window'
+  | 'late, behind the settle window'
+  | 'overwritten behind the settle window';
 
 /**
  * Reasons of files that landed (or changed) in a partition the lookback window has passed
- * (`discover.lateCheck`): not loaded, and reported by name so nothing is passed over in silence.
+ * (`discover.lateCheck`), or, by modification time, that arrived with a LastModified behind the
+ * settle window and the job's ledger lacks (`withPassedOver`): not loaded, and reported by name
+ * so nothing is passed over in silence.
  */
-export const BEHIND_WINDOW_REASONS: ReadonlySet<DecisionReason> = new Set(['late, behind the lookback window', 'overwritten behind the lookback window']);
+export const BEHIND_WINDOW_REASONS: ReadonlySet<DecisionReason> = new Set([
+  'late, behind the lookback window',
+  'overwritten behind the lookback window',
+  'late, behind the settle window',
+  'overwritten behind the settle window',
+]);
 
 /** The decision about one listed file. */
 export interface Decision {
@@ -107,6 +117,12 @@ export interface DiscoveryPlan {
   basis: StateBasis;
   /** Overwritten files skipped by `onOverwrite: ignore`; `nextStateFor` remembers them too. */
   overwrittenIgnored: DiscoveredFile[];
+  /**
+   * Modification-time discovery, when asked (`DiscoverOptions.behindWindowAfter`): the data files
+   * listed older than the window, for the caller to check against the files the job loaded (a
+   * file copied in with its old time kept is never a candidate; `withPassedOver` names it).
+   */
+  behindWindow: DiscoveredFile[];
   /**
    * Partitions in the window with files but no success marker yet (`requireSuccessMarker`, by
    * partition), oldest first: their files wait, and the watermark stays before the oldest.

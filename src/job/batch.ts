@@ -35,6 +35,8 @@ export interface BatchSpec<S extends OwnedState> {
    * `loaded` includes the files set aside by `onBadFile: quarantine`, listed again in `quarantined`.
    */
   stateAfter(loaded: readonly DiscoveredFile[], rowsRead: number, quarantined: readonly QuarantinedFile[]): S;
+  /** The committed state the batch starts from. */
+  before: S;
   owner: StateOwner<S>;
   timer: PhaseTimer;
 }
@@ -88,7 +90,7 @@ async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: B
     try {
       // Every fetched file is done: loaded, or quarantined (recorded, and not listed again).
       const planned = spec.stateAfter(fetched.map((f) => ({ ...f.file, etag: f.etag })), loaded.rowsRead, bad.map((q) => q.entry));
-      const state = spec.owner.prepare ? await spec.owner.prepare(scope, planned, kept.map((f) => ({ ...f.file, etag: f.etag }))) : planned;
+      const state = spec.owner.prepare ? await spec.owner.prepare(scope, spec.before, planned, kept.map((f) => ({ ...f.file, etag: f.etag }))) : planned;
       const written = await writeBatch<S>({
         scope,
         snapshot: spec.snapshot,

@@ -1,22 +1,28 @@
 /**
- * The ledger of an append job discovering by modification time: every file it loaded (key and the
- * ETag loaded), kept after the file left the settle window, so a file touched or copied in place
- * later (a re-sync, a re-delivery, a metadata copy on S3 that keeps the ETag) is not taken for a
- * new one and appended again. The discovery state only remembers the files inside the window.
+ * The ledger of a job discovering by modification time: every file it loaded (key and the ETag
+ * loaded), kept after the file left the settle window, so a file touched or copied in place later
+ * (a re-sync, a re-delivery, a metadata copy on S3 that keeps the ETag) is not taken for a new one
+ * and loaded again, and a file that arrives with an old LastModified (`cp -p`, `rsync -t`, `mv`),
+ * which no window ever takes, is named (`passedOver`). The discovery state only remembers the
+ * files inside the window.
  *
  * Where it lives: small Parquet files in the table folder, `_tidemark/ledger/<job>/<uuid>.parquet`
  * (columns key, etag, batch), listed in the job state (`ledger`). Each batch writes the files it
  * loaded as one new file before its commit, which lists it (a failed commit leaves an unlisted
  * orphan); past MAX_LEDGER_FILES all are rewritten into one (the newest ETag per key). Files
  * rewritten away stay listed under `dropped` for MAX_DROP_GRACE_MS (a concurrent run may still read
- * them), then are deleted. A run looks up only the keys discovery took for new.
+ * them), then are deleted. A run looks up only the keys discovery took for new, and the files
+ * listed behind the window after `since`.
  */
 import { randomUUID } from 'node:crypto';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DiscoveredFile } from '../discovery/index.js';
+import { resolveDiscovery, type OnOverwrite } from '../discovery/config.js';
+import type { DiscoveredFile, DiscoveryState, PassedOver } from '../discovery/index.js';
 import { safeReadPath } from '../engine/safe-alias.js';
 import { str } from '../engine/sql.js';
 import { DeltaLogError } from '../errors.js';
+import { discoveryConfigOf } from './open.js';
 import type { JobScope } from './scope.js';
 import { localTableFile } from './table-file.js';
 import { MAX_DROP_GRACE_MS } from './tombstones/plan.js';
@@ -32,24 +38,65 @@ const CHUNK = 1000;
 export interface LedgerState {
   files: Array<{ path: string; rows: number }>;
   dropped: Array<{ path: string; droppedAt: string }>;
+  /**
+   * The ledger holds every file the job loaded whose arrival (LastModified) is after this (epoch
+   * ms; null: every file), so a file listed behind the window after it that the ledger lacks was
+   * never loaded. Absent (ledgers written before it): no such claim until the next batch sets it.
+   */
+  since?: number | null;
+  /**
+   * The job's last `reset` (its batch, and the watermark it set, epoch ms): files that arrived after
+   * that watermark load again although the ledger recorded them before the reset (a rewind
+   * reloads), as earlier versions the table may hold. Absent: no reset since the ledger began.
+   */
+  reset?: { batch: number; after: number };
 }
 
-/** True when the job keeps a ledger: append mode, discovery by modification time. */
+/** A ledger lookup's answer for a file recorded before the job's last reset moved the watermark before it: load it again. */
+export const RELOAD_AFTER_RESET = null;
+
+/** True when the job keeps a ledger: discovery by modification time (append or merge). */
 export function keepsLedger(job: JobScope['job']): boolean {
-  return job.target.mode === 'append' && job.source.discover.by === 'modified';
+  return job.source.discover.by === 'modified';
 }
 
-/** The ETag last loaded of each of `keys` the ledger holds. */
-export async function lookUpLedger(scope: JobScope, ledger: LedgerState | undefined, keys: readonly string[]): Promise<Map<string, string>> {
-  const found = new Map<string, string>();
-  if (!ledger || ledger.files.length === 0 || keys.length === 0) return found;
+/**
+ * Where the ledger's claim starts when a batch first records one (pure): a job's first state
+ * claims every file from its `start` (it loaded all of them through the ledger); a job with a
+ * state claims from what that state remembers in full, and seeds the ledger with those files
+ * (an overwrite `onOverwrite: ignore` passed over is seeded with an unknown ETag: the table holds
+ * some earlier version).
+ */
+export function ledgerStart(job: JobScope['job'], prev: DiscoveryState | null): { since: number | null; seed: Array<{ key: string; etag: string }> } | null {
+  if (prev === null) {
+    const settings = resolveDiscovery(discoveryConfigOf(job));
+    return { since: settings.mode === 'modified' && settings.start !== null ? settings.start - 1 : null, seed: [] };
+  }
+  if (prev.mode !== 'modified') return null;
+  return { since: prev.rememberedAfter ?? prev.watermark, seed: prev.loaded.map((e) => ({ key: e.key, etag: e.ignored ? '' : e.etag })) };
+}
+
+/**
+ * The ETag last loaded of each of `files` the ledger holds; `RELOAD_AFTER_RESET` for one recorded
+ * before the job's last reset whose arrival is after the watermark that reset set.
+ */
+export async function lookUpLedger(scope: JobScope, ledger: LedgerState | undefined, files: ReadonlyArray<{ key: string; arrival: Date }>): Promise<Map<string, string | typeof RELOAD_AFTER_RESET>> {
+  const found = new Map<string, string | typeof RELOAD_AFTER_RESET>();
+  if (!ledger || ledger.files.length === 0 || files.length === 0) return found;
   const paths = await Promise.all(ledger.files.map((f) => localCopy(scope, f.path)));
+  const arrival = new Map(files.map((f) => [f.key, f.arrival.getTime()]));
+  const keys = [...arrival.keys()];
+  const reset = ledger.reset;
   for (let i = 0; i < keys.length; i += CHUNK) {
     const chunk = keys.slice(i, i + CHUNK);
     const rows = await scope.session.all(
-      `SELECT key, arg_max(etag, batch) AS etag FROM read_parquet([${paths.map(str).join(', ')}]) WHERE key IN (${chunk.map(str).join(', ')}) GROUP BY key`,
+      `SELECT key, arg_max(etag, batch) AS etag, max(batch) AS batch FROM read_parquet([${paths.map(str).join(', ')}]) WHERE key IN (${chunk.map(str).join(', ')}) GROUP BY key`,
     );
-    for (const r of rows) found.set(String(r['key']), String(r['etag']));
+    for (const r of rows) {
+      const key = String(r['key']);
+      const beforeReset = reset !== undefined && Number(r['batch']) < reset.batch && arrival.get(key)! > reset.after;
+      found.set(key, beforeReset ? RELOAD_AFTER_RESET : String(r['etag']));
+    }
   }
   return found;
 }
@@ -59,14 +106,25 @@ export async function lookUpLedger(scope: JobScope, ledger: LedgerState | undefi
  * every entry rewritten into one; dropped files past their grace period deleted. Written before
  * the commit that lists it.
  */
-export async function recordInLedger(scope: JobScope, ledger: LedgerState | undefined, loaded: readonly DiscoveredFile[], batch: number, now = Date.now()): Promise<LedgerState | undefined> {
+export async function recordInLedger(
+  scope: JobScope,
+  ledger: LedgerState | undefined,
+  loaded: readonly DiscoveredFile[],
+  batch: number,
+  prev: DiscoveryState | null,
+  now = Date.now(),
+): Promise<LedgerState | undefined> {
   const before: LedgerState = ledger ?? { files: [], dropped: [] };
   const due = before.dropped.filter((d) => Date.parse(d.droppedAt) + MAX_DROP_GRACE_MS <= now);
   const own = due.map((d) => d.path).filter((p) => isLedgerPath(scope.job.name, p));
   if (own.length > 0) await scope.table.storage.delete(own).catch(() => undefined);
   let dropped = before.dropped.filter((d) => !due.includes(d));
-  if (loaded.length === 0) return before.files.length + dropped.length === 0 ? undefined : { files: before.files, dropped };
-  const values = valuesSql(loaded, batch);
+  const start = before.since === undefined ? ledgerStart(scope.job, prev) : null;
+  const since = start ? { since: start.since } : before.since !== undefined ? { since: before.since } : {};
+  // Seeded entries are older than the batch's own: the newest batch wins per key.
+  const rows = [...(start?.seed ?? []).map((e) => ({ ...e, batch: batch - 1 })), ...loaded.map((f) => ({ key: f.key, etag: f.etag, batch }))];
+  if (rows.length === 0) return before.files.length + dropped.length === 0 && !start ? undefined : { files: before.files, dropped, ...since };
+  const values = valuesSql(rows);
   let files = before.files;
   if (files.length + 1 > MAX_LEDGER_FILES) {
     const paths = await Promise.all(files.map((f) => localCopy(scope, f.path)));
@@ -77,12 +135,32 @@ export async function recordInLedger(scope: JobScope, ledger: LedgerState | unde
   } else {
     files = [...files, await write(scope, values)];
   }
-  return { files, dropped };
+  return { files, dropped, ...since };
 }
 
-/** The loaded files as rows (key, etag, batch). */
-function valuesSql(loaded: readonly DiscoveredFile[], batch: number): string {
-  const rows = loaded.map((f) => `(${str(f.key)}, ${str(f.etag)}, ${batch}::BIGINT)`);
+/**
+ * Of `candidates` (data files listed behind the window, arrival after the ledger's `since`), those
+ * the job never loaded, and (`onOverwrite: reload`) those it loaded in another version: no window
+ * takes them again, so they are named. One anti-join of the listing against the ledger.
+ */
+export async function passedOver(scope: JobScope, ledger: LedgerState, candidates: readonly DiscoveredFile[], onOverwrite: OnOverwrite): Promise<PassedOver[]> {
+  if (candidates.length === 0) return [];
+  const listed = join(await scope.spool.folder('ledger-check'), `${randomUUID()}.jsonl`);
+  await writeFile(listed, candidates.map((f) => JSON.stringify({ key: f.key, etag: f.etag })).join('\n') + '\n');
+  const source = `read_json(${str(safeReadPath(listed))}, format = 'newline_delimited', columns = {key: 'VARCHAR', etag: 'VARCHAR'})`;
+  const paths = await Promise.all(ledger.files.map((f) => localCopy(scope, f.path)));
+  const loaded = paths.length === 0 ? `SELECT NULL::VARCHAR AS key, NULL::VARCHAR AS etag WHERE false` : `SELECT key, arg_max(etag, batch) AS etag FROM read_parquet([${paths.map(str).join(', ')}]) GROUP BY key`;
+  const rows = await scope.session.all(
+    `SELECT c.key, l.etag IS NULL AS never FROM ${source} c LEFT JOIN (${loaded}) l USING (key) ` +
+      `WHERE l.etag IS NULL${onOverwrite === 'reload' ? ' OR l.etag <> c.etag' : ''} ORDER BY c.key`,
+  );
+  await rm(listed, { force: true });
+  return rows.map((r) => ({ key: String(r['key']), reason: r['never'] === true ? 'late, behind the settle window' : 'overwritten behind the settle window' }));
+}
+
+/** Ledger rows as SQL (key, etag, batch). */
+function valuesSql(entries: ReadonlyArray<{ key: string; etag: string; batch: number }>): string {
+  const rows = entries.map((e) => `(${str(e.key)}, ${str(e.etag)}, ${e.batch}::BIGINT)`);
   const parts: string[] = [];
   for (let i = 0; i < rows.length; i += CHUNK) parts.push(`SELECT * FROM (VALUES ${rows.slice(i, i + CHUNK).join(', ')}) AS t(key, etag, batch)`);
   return parts.join(' UNION ALL ');

@@ -88,6 +88,7 @@ export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Pro
       batchNo,
       progressLabel: loop.progressLabel,
       stateAfter: (loaded, rowsRead, quarantined) => loop.stateAfter(before, index, loaded, rowsRead, quarantined),
+      before,
       owner: loop.owner(snapshot),
       timer: loop.timer,
     });

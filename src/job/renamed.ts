@@ -160,8 +160,9 @@ async function adoptedFiles(scope: JobScope, old: string, state: JobState): Prom
   if (tombstones && tombstones.files.length > 0) {
     out.tombstones = { ...tombstones, files: await copyFiles(scope, old, tombstones.files, (p) => isTombstonePath(old, p), (id) => tombstonePath(job, id)), dropped: [] };
   }
-  if (ledger && ledger.files.length > 0) {
-    out.ledger = { files: await copyFiles(scope, old, ledger.files, (p) => isLedgerPath(old, p), (id) => ledgerPath(job, id)), dropped: [] };
+  if (ledger && (ledger.files.length > 0 || ledger.since !== undefined)) {
+    const files = await copyFiles(scope, old, ledger.files, (p) => isLedgerPath(old, p), (id) => ledgerPath(job, id));
+    out.ledger = { files, dropped: [], ...(ledger.since !== undefined ? { since: ledger.since } : {}) };
   }
   return out;
 }

@@ -185,9 +185,23 @@ async function resetOnce(job: JobConfig, table: DeltaTable, opts: ResetOptions, 
   const dropped = (prev.tombstones?.files.length ?? 0) - (tombstones?.files.length ?? 0);
   const withDropped = dropped > 0 ? { ...report, tombstoneFilesDropped: dropped } : report;
   if (opts.dryRun) return { ...withDropped, status: 'dry-run', tableVersion: snapshot.version };
-  const next: JobState = { ...prev, batch: prev.batch + 1, discovery: plan.state, ...(tombstones ? { tombstones } : {}) };
+  const next: JobState = { ...prev, batch: prev.batch + 1, discovery: plan.state, ...(tombstones ? { tombstones } : {}), ...ledgerAfter(prev, plan, prev.batch + 1) };
   const version = await commitReset(table, snapshot, next, report, signal);
   return { ...withDropped, status: 'reset', tableVersion: version };
+}
+
+/**
+ * The job's ledger (./ledger.ts) after the reset: files that arrived after the new watermark load
+ * again although it recorded them (a rewind reloads: `reset`). Moved forward, the files skipped
+ * before the new window were left out on purpose: it no longer names those behind it (`since`).
+ */
+function ledgerAfter(prev: JobState, plan: ResetPlan, batch: number): Pick<JobState, 'ledger'> {
+  const ledger = prev.ledger;
+  if (!ledger || plan.state.mode !== 'modified') return {};
+  const reset = { batch, after: plan.state.watermark };
+  if (ledger.since === undefined || plan.rewound) return { ledger: { ...ledger, reset } };
+  const floor = plan.state.rememberedAfter ?? plan.state.watermark;
+  return { ledger: { ...ledger, reset, since: ledger.since === null ? floor : Math.max(ledger.since, floor) } };
 }
 
 /**

@@ -13,7 +13,7 @@
  */
 import type { JobConfig } from '../config/schema.js';
 import type { Snapshot } from '../delta/snapshot.js';
-import { discover, nextStateFor, withKnownFiles, type DiscoveredFile, type DiscoveryPlan } from '../discovery/index.js';
+import { discover, nextStateFor, withKnownFiles, withPassedOver, type DiscoveredFile, type DiscoveryPlan } from '../discovery/index.js';
 import { backfilledBy, backfillTombstones } from './backfill/state.js';
 import { configuredAs, findConfigChanges, logConfigChanges } from './config-change.js';
 import { splitBatches } from './batches.js';
@@ -27,7 +27,7 @@ import { quarantinedByOthers, quarantinedFiles, withCleared } from './quarantine
 import { withReplans } from './replan.js';
 import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type RunReport } from './report.js';
 import { withReportedScope, type JobScope } from './scope.js';
-import { keepsLedger, lookUpLedger } from './ledger.js';
+import { keepsLedger, lookUpLedger, passedOver } from './ledger.js';
 import { lateFiles } from './late-files.js';
 import { settleIdentity } from './renamed.js';
 import { checkTableSettings } from './table-settings.js';
@@ -105,7 +105,8 @@ class JobRun {
       await this.checkConfigChanges(state, snapshot);
     }
     this.settingsChecked = true;
-    const plan = await this.timer.time('list', async () => this.withLedger(await this.discover(state, quarantinedFiles(snapshot, this.job.name)), state));
+    const quarantined = quarantinedFiles(snapshot, this.job.name);
+    const plan = await this.timer.time('list', async () => this.withLedger(await this.discover(state, quarantined), state, snapshot, quarantined));
     // "Nothing new" only when the source is there and the layout fits it.
     await checkPlannedSource(this.scope, plan);
     this.describePlan(plan, state);
@@ -199,19 +200,34 @@ class JobRun {
     this.report.tableVersion = result.version;
   }
 
-  /** Files the plan takes for new that the job's ledger says it loaded before they left the settle window (./ledger.ts). */
-  private async withLedger(plan: DiscoveryPlan, state: JobState): Promise<DiscoveryPlan> {
-    if (!keepsLedger(this.job) || !state.ledger) return plan;
-    const candidates = plan.decisions.filter((d) => d.action === 'load' && d.reason === 'new').map((d) => d.key);
-    return withKnownFiles(plan, await lookUpLedger(this.scope, state.ledger, candidates));
+  /**
+   * The job's ledger (./ledger.ts) checks the plan: files it takes for new that the job loaded before
+   * they left the settle window, and files behind the window the job never loaded (named: no window
+   * takes them again). Those a backfill of the job covered, or quarantined, are not named.
+   */
+  private async withLedger(plan: DiscoveryPlan, state: JobState, snapshot: Snapshot | null, quarantined: readonly QuarantinedFile[]): Promise<DiscoveryPlan> {
+    const ledger = state.ledger;
+    if (!keepsLedger(this.job) || !ledger) return plan;
+    const taken = new Set(plan.decisions.filter((d) => d.action === 'load' && d.reason === 'new').map((d) => d.key));
+    const candidates = plan.files.filter((f) => taken.has(f.key));
+    const known = withKnownFiles(plan, await lookUpLedger(this.scope, ledger, candidates));
+    const since = ledger.since;
+    if (since === undefined || known.behindWindow.length === 0) return known;
+    const setAside = new Set(quarantined.map((q) => q.key));
+    const covered = backfilledBy(snapshot, this.job.name);
+    const behind = known.behindWindow.filter((f) => (since === null || f.arrival.getTime() > since) && !setAside.has(f.key) && !covered(f));
+    return withPassedOver(known, await passedOver(this.scope, ledger, behind, known.onOverwrite));
   }
 
   /** Plan the run; quarantined files are looked at again wherever they lie (an overwrite reloads them). */
   private async discover(state: JobState, quarantined: readonly QuarantinedFile[]): Promise<DiscoveryPlan> {
     this.ctx.logger.debug({ job: this.job.name, source: this.scope.source.uri }, 'discovering');
+    // The ledger claims every file loaded after `since`: the files behind the window after it are checked.
+    const since = keepsLedger(this.job) ? state.ledger?.since : undefined;
     return discover(this.scope.source, discoveryConfigOf(this.job), state.discovery, {
       concurrency: Math.min(this.job.concurrency, 16),
       revisit: quarantined,
+      ...(since !== undefined ? { behindWindowAfter: since } : {}),
       ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
     });
   }
@@ -234,14 +250,14 @@ class JobRun {
       this.ctx.logger.warn({ job: this.job.name, folders: plan.skippedFolders }, 'folders that do not match the layout were skipped');
     }
     const late = lateFiles(this.job, plan);
-    if (late.warning !== null) this.ctx.logger.warn({ job: this.job.name, files: late.files.length, keys: late.files.slice(0, 100).map((f) => f.key) }, late.warning);
+    if (late.warning !== null) this.ctx.logger.warn({ job: this.job.name, files: late.files.length, keys: late.files.slice(0, 100).map((f) => f.key), ...late.range }, late.warning);
     if (this.ctx.dryRun) {
       this.report.plannedFiles = plan.files.map((f) => f.key);
       this.report.skipped = [...skipped.map((d) => ({ key: d.key, reason: d.reason })), ...folders];
       this.report.watermarkAfter = describeWatermark(plan.nextState);
     } else {
       // A run lists what it passed over that a person may need to act on: folders off the layout,
-      // files that landed behind the lookback window.
+      // files that landed behind the lookback or settle window.
       // (skippedByReason counts the late files already, with every decision)
       if (late.files.length > 0) this.report.skipped = [...(this.report.skipped ?? []), ...late.files];
       reportSkipped(this.report, folders);

@@ -40,7 +40,7 @@ export interface JobState {
   waiting?: WaitingPartitionState[];
   /** Tombstone files of recent deletes (merge mode); absent in states written before them = none. */
   tombstones?: TombstoneState;
-  /** Files loaded, kept after they left the settle window (append jobs by modification time: ./ledger.ts); absent: none. */
+  /** Files loaded, kept after they left the settle window (jobs discovering by modification time: ./ledger.ts); absent: none. */
   ledger?: LedgerState;
   /** The settings the job committed this state with (./config-change.ts); absent in states written before them. */
   configuredAs?: ConfiguredAs;
@@ -120,8 +120,8 @@ export function jobOwner(config: JobConfig, snapshot: Snapshot | null): StateOwn
 }
 
 /** The state with the batch's loaded files recorded in the job's ledger (./ledger.ts). */
-async function withLedger(scope: JobScope, state: JobState, loaded: readonly DiscoveredFile[]): Promise<JobState> {
+async function withLedger(scope: JobScope, before: JobState, state: JobState, loaded: readonly DiscoveredFile[]): Promise<JobState> {
   const { ledger: _old, ...rest } = state;
-  const ledger = await recordInLedger(scope, state.ledger, loaded, state.batch);
+  const ledger = await recordInLedger(scope, state.ledger, loaded, state.batch, before.discovery);
   return ledger ? { ...rest, ledger } : rest;
 }

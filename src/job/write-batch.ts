@@ -48,8 +48,11 @@ export interface StateOwner<S extends OwnedState> {
    * tombstones written for older ones are dropped, not refused.
    */
   configAccepted: boolean;
-  /** Writes the state needs before the commit that lists them (the job's ledger: ./ledger.ts), given the files the batch loaded. */
-  prepare?(scope: JobScope, state: S, loaded: readonly DiscoveredFile[]): Promise<S>;
+  /**
+   * Writes the state needs before the commit that lists them (the job's ledger: ./ledger.ts),
+   * given the state the batch started from, the one it commits, and the files it loaded.
+   */
+  prepare?(scope: JobScope, before: S, state: S, loaded: readonly DiscoveredFile[]): Promise<S>;
 }
 
 export interface WriteBatchOptions<S extends OwnedState> {

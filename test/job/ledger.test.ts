@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import { sleep } from '../helpers/cli.js';
+import { reset } from './backfill-helpers.js';
 import { closeS3JobEnv, DuckSession, duplicateRids, land, makeConfig, openS3JobEnv, orders, readTarget, run, tempDir, type OrderRow } from './helpers.js';
 
 let s3: S3rverHandle;
@@ -98,6 +99,29 @@ describe('append by modification time: a file loaded before it left the settle w
     expect(third).toMatchObject({ status: 'nothing-new', filesLoaded: 0, inserted: 0 });
     const rows = (await readTarget(session, setup)).rows;
     expect(rows).toHaveLength(2);
+    expect(duplicateRids(rows)).toEqual([]);
+  });
+});
+
+describe('the ledger and reset', () => {
+  it('a reset back (--force, append) loads the files after the new watermark again, replacing their rows: no duplicates, none skipped', async () => {
+    const dir = await tempDir('src', dirs);
+    const src = new LocalStorage(dir);
+    const setup = makeConfig({ source: { uri: dir, discover: { by: 'modified', settle: '1m' } }, target: { uri: await tempDir('t', dirs), mode: 'append' } });
+    const t0 = Date.now();
+    for (const [key, rows, ago] of [['feed/a.csv', orders([1, 'a', 1]), 120], ['feed/b.csv', orders([2, 'b', 1]), 60]] as const) {
+      await land(src, session, key, rows);
+      const t = new Date(t0 - ago * 60_000);
+      await utimes(join(dir, key), t, t);
+    }
+    expect(await run(setup)).toMatchObject({ inserted: 2 });
+    await reset(setup, { to: new Date(t0 - 90 * 60_000).toISOString(), force: true });
+    // b.csv lies after the new watermark: loaded again (found unchanged), though the ledger recorded it.
+    const again = await run(setup);
+    expect(again).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 0, filesAlreadyLoaded: 1 });
+    expect(again.skippedByReason?.['already loaded']).toBeUndefined();
+    const rows = (await readTarget(session, setup)).rows;
+    expect(rows.map((r) => r.order_id).sort()).toEqual([1, 2]);
     expect(duplicateRids(rows)).toEqual([]);
   });
 });
