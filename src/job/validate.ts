@@ -39,6 +39,7 @@ import { renamedJobProblem } from './renamed.js';
 import { readJobState } from './state.js';
 import { declaredTypeProblems, missingColumnProblems, tableSettingFindings, type CreationSettings, type MatchColumns } from './table-settings.js';
 import { discoveryConfigOf, s3Options } from './open.js';
+import { sampleFirstBatch } from './sample-types.js';
 import { deleteWhenProblems, nearbyName, probeWritable, problemOf, sourceProblem, type Check, type Problem } from './preflight.js';
 
 /** What validate reports per job; `job: null` holds problems of the file as a whole (top-level `storage`, YAML). */
@@ -249,6 +250,8 @@ interface Resources {
 interface Found {
   problems: Problem[];
   warnings: Problem[];
+  /** The target was read and holds no table yet: the first run creates it. */
+  noTableYet?: boolean;
 }
 
 /** Every pre-flight check a job's valid parts allow. */
@@ -259,7 +262,35 @@ async function checkJob(job: JobParts, res: Resources): Promise<Found> {
   let columns: string[] | null = null;
   if (job.target) columns = await checkTarget(job, job.target, res, found);
   if (job.deleteWhen !== null) found.problems.push(...(await deleteWhenProblems(res.session, job.deleteWhen, columns, `${at}.target.deleteWhen`)));
+  if (job.config && job.source && found.noTableYet && found.problems.length === 0) await checkFirstBatch(job.config, job.source, res, found, at);
   return found;
+}
+
+/**
+ * Before the first run: read a sample of its first batch as the run would (./sample-types.ts), so
+ * a key inferred as text or floating is a warning and an orderBy compared as text a problem now.
+ */
+async function checkFirstBatch(job: JobConfig, parts: NonNullable<JobParts['source']>, res: Resources, found: Found, at: string): Promise<void> {
+  if (job.target.mode !== 'merge') return;
+  try {
+    const source = openWith(parts.uri, parts.storage, res);
+    const sampled = await sampleFirstBatch(job, source, res.session, res.spool);
+    if (!sampled) return;
+    const of = `(read ${sampled.sampled} of the ${sampled.batchFiles} files the first run loads first)`;
+    for (const w of sampled.warnings) found.warnings.push({ check: 'source', field: `${at}.source.columns`, message: `the first run would warn: ${w} ${of}`, kind: 'usage' });
+    const r = sampled.refusal;
+    if (r) {
+      const column = typeof r.context.column === 'string' ? r.context.column : null;
+      const field = column !== null && column === job.target.orderBy ? `${at}.target.orderBy` : `${at}.source.uri`;
+      // An orderBy compared as text is fixed in the config (source.columns): a usage problem, exit 2.
+      const entry = { check: 'source' as const, field, message: `the first run would fail: ${r.message} ${of}`, kind: field.endsWith('.target.orderBy') ? ('usage' as const) : r.kind };
+      // A refusal naming a file: under onBadFile: quarantine the run sets that file aside instead.
+      if (job.onBadFile === 'quarantine' && typeof r.context.key === 'string') found.warnings.push(entry);
+      else found.problems.push(entry);
+    }
+  } catch (err) {
+    found.warnings.push({ check: 'source', field: `${at}.source.uri`, message: `the first batch's types were not checked: ${err instanceof Error ? err.message : String(err)}`, kind: 'terminal' });
+  }
 }
 
 async function checkSource(job: JobParts, source: NonNullable<JobParts['source']>, res: Resources, found: Found): Promise<void> {
@@ -314,7 +345,10 @@ async function checkTarget(job: JobParts, target: NonNullable<JobParts['target']
   }
   try {
     const snapshot = await openTable(storage, { session: res.session, spool: res.spool }, { singleWriter }).snapshot();
-    if (!snapshot) return null;
+    if (!snapshot) {
+      found.noTableYet = true;
+      return null;
+    }
     assertWritable(snapshot.protocol, snapshot.metadata, storage.uri);
     const settings = tableSettingFindings(target.creation, snapshot, `${at}.target`);
     const missing = missingColumnProblems(target.match, snapshot, `${at}.target`);

@@ -88,6 +88,35 @@ describe('tidemark validate on local folders', () => {
     expect(human.stdout).toContain('\nclicks: 1 problem\n');
   });
 
+  it('before the first run, reads a sample of its first batch: a text key is a warning, an orderBy compared as text a problem (exit 2), as the run would say', async () => {
+    const dir = await tempDir('validate-types', dirs);
+    const source = path.join(dir, 'landing');
+    await fsp.mkdir(path.join(source, '2026', '11', '30'), { recursive: true });
+    await fsp.writeFile(path.join(source, '2026', '11', '30', 'a.csv'), 'order_id,status,seq\nA-1,placed,v1\nA-2,placed,v2\n');
+    const file = await configFile(dirs, { jobs: [mergeJob(source, path.join(dir, 'table'))] });
+    const r = await cli(['validate', '--config', file, '--json']);
+    expect(r.code).toBe(2);
+    const [o] = reports(r);
+    expect(o!.problems).toEqual([
+      { check: 'source', field: 'jobs[0].target.orderBy', message: expect.stringMatching(/^the first run would fail: .*orderBy column "seq" would be compared as text .*\(read 1 of the 1 files the first run loads first\)$/) },
+    ]);
+    expect(await fsp.readdir(path.join(dir, 'table'))).toEqual([]);
+
+    // With a numeric version, the text key is what the run would warn about.
+    await fsp.writeFile(path.join(source, '2026', '11', '30', 'a.csv'), 'order_id,status,seq\nA-1,placed,1\nA-2,placed,2\n');
+    const warned = await cli(['validate', '--config', file, '--json']);
+    expect(warned.code).toBe(0);
+    expect(reports(warned)[0]!.warnings).toEqual([
+      { check: 'source', field: 'jobs[0].source.columns', message: expect.stringMatching(/^the first run would warn: key column "order_id" is inferred as text \(VARCHAR\)/) },
+    ]);
+
+    // Declared: what the user means, nothing to say.
+    const declared = await configFile(dirs, { jobs: [{ ...mergeJob(source, path.join(dir, 'table')), source: { uri: source, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' }, columns: { order_id: 'string', seq: 'string' } } }] });
+    const ok = await cli(['validate', '--config', declared, '--json']);
+    expect(reports(ok)).toEqual([{ job: 'orders', status: 'ok', problems: [], warnings: [] }]);
+    expect(ok.code).toBe(0);
+  });
+
   it('a good config: exit 0, status ok for every job, and no probe object left behind', async () => {
     const { dir, landing: source } = await landing();
     const file = await configFile(dirs, { jobs: [mergeJob(source, path.join(dir, 'table')), { ...mergeJob(source, path.join(dir, 't2')), name: 'copy' }] });
