@@ -1,7 +1,8 @@
 /**
  * Benchmarks: `npm run bench -- merge`, `npm run bench -- ingest` (targets in
  * docs/benchmarks.md), `npm run bench -- memory` (a batch larger than DuckDB's memory limit: peak RSS per
- * limit) and `npm run bench -- backfill` (sharded backfills, docs/scaling.md).
+ * limit), `npm run bench -- backfill` (sharded backfills, docs/scaling.md) and `npm run bench -- peers`
+ * (the same work by delta-rs and Spark with Delta Lake; installs its Python environment).
  * Each prints its figures as ratios against a baseline measured in the same run, and writes
  * the full result as JSON under `.bench/results/`. Scratch files live in `.bench/` and are
  * removed at the end. `--rows N` runs smaller for a quick check.
@@ -12,11 +13,13 @@ import { benchMerge } from './bench/merge.js';
 import { benchIngest } from './bench/ingest.js';
 import { benchMemory, memoryRun } from './bench/memory.js';
 import { benchBackfill } from './bench/backfill.js';
+import { WORKLOADS, benchPeers, type WorkloadName } from './bench/peers.js';
+
 import { BENCH_ROOT } from './bench/workspace.js';
 import type { DeletionVectorSetting } from '../src/engine/merge/write-mode.js';
 import { parseSize } from '../src/config/units.js';
 
-const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill> [options]
+const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers> [options]
 
   merge   MERGE of changed orders into a clustered table vs a full rewrite
     --rows N       table rows (default 10000000)
@@ -51,6 +54,14 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill> [options]
     --shards LIST      shard counts, the first the baseline (default 1,2,4)
     --partitions-per-commit N  whole partitions per commit of every shard (default 1)
     --repeat N         interleaved repetitions, medians reported (default 2)
+
+  peers   the same MERGEs and incremental pipeline by tidemark, delta-rs and Spark with Delta
+          Lake (local[2], deletion vectors), interleaved; needs Python 3.10+ and Java 17+, and
+          PyPI and Maven Central on the first run (.bench/python/)
+    --scale X      share of the issue's sizes (default 1: 10M and 50M rows; 0.1 for a quick run)
+    --only LIST    workloads (default all): ${WORKLOADS.join(',')}
+    --repeat N     interleaved repetitions, medians reported (default 3)
+    --driver-memory M  spark.driver.memory (default 4g)
 
   common
     --keep         keep the scratch folder under .bench/
@@ -100,6 +111,10 @@ async function main(argv: string[]): Promise<void> {
       'partitions-per-commit': { type: 'string' },
       'what-if-rows': { type: 'string' },
       limits: { type: 'string' },
+      scale: { type: 'string' },
+      only: { type: 'string' },
+      'driver-memory': { type: 'string' },
+
       'no-lean': { type: 'boolean', default: false },
       'partition-by': { type: 'string' },
       'deletion-vectors': { type: 'string', default: 'auto' },
@@ -110,7 +125,7 @@ async function main(argv: string[]): Promise<void> {
   });
   const bench = positionals[0];
   const command = `npm run bench -- ${argv.join(' ')}`;
-  if (values.help || !['merge', 'ingest', 'memory', 'backfill'].includes(bench ?? '')) {
+  if (values.help || !['merge', 'ingest', 'memory', 'backfill', 'peers'].includes(bench ?? '')) {
     process.stdout.write(USAGE);
     if (!values.help) process.exitCode = 2;
     return;
@@ -125,6 +140,23 @@ async function main(argv: string[]): Promise<void> {
       repeat: positiveInt('repeat', values.repeat, 2),
       keep: values.keep,
       jsonPath: resultPath('backfill', values.json),
+      command,
+    });
+    return;
+  }
+  if (bench === 'peers') {
+    const scale = Number(values.scale ?? '1');
+    if (!(scale > 0 && scale <= 1)) throw new Error(`[bench] --scale must be in (0, 1], got ${values.scale}`);
+    const only = (values.only ?? WORKLOADS.join(',')).split(',').map((w) => w.trim());
+    const unknown = only.filter((w) => !(WORKLOADS as readonly string[]).includes(w));
+    if (unknown.length > 0) throw new Error(`[bench] --only: unknown workload ${unknown.join(', ')} (known: ${WORKLOADS.join(', ')})`);
+    await benchPeers({
+      scale,
+      repeat: positiveInt('repeat', values.repeat, 3),
+      only: only as WorkloadName[],
+      driverMemory: values['driver-memory'] ?? '4g',
+      keep: values.keep,
+      jsonPath: resultPath('peers', values.json),
       command,
     });
     return;
