@@ -14,12 +14,13 @@ import { benchIngest } from './bench/ingest.js';
 import { benchMemory, memoryRun } from './bench/memory.js';
 import { benchBackfill } from './bench/backfill.js';
 import { WORKLOADS, benchPeers, type WorkloadName } from './bench/peers.js';
-
+import { SEED_SCALE_DIR, benchSeedScale } from './bench/seed-scale.js';
+import { seedNight } from './bench/seed-night.js';
 import { BENCH_ROOT } from './bench/workspace.js';
 import type { DeletionVectorSetting } from '../src/engine/merge/write-mode.js';
 import { parseSize } from '../src/config/units.js';
 
-const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers> [options]
+const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers|seed-scale> [options]
 
   merge   MERGE of changed orders into a clustered table vs a full rewrite
     --rows N       table rows (default 10000000)
@@ -63,6 +64,13 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers> [opt
     --repeat N     interleaved repetitions, medians reported (default 3)
     --driver-memory M  spark.driver.memory (default 4g)
 
+  seed-scale  the tutorial's 500M-row orders table (built once, resumable, kept in
+          .bench/seed-scale/) and one night (0.5 % of the keys changed, scattered, + 0.1 % new)
+          through the job, beside a full reload measured on a sample and extrapolated
+    --rows N       orders in the table (default 500000000)
+    --sample X     share of the rows the full reload is measured on (default 0.1)
+    --dir PATH     where the tables are kept (default .bench/seed-scale)
+
   common
     --keep         keep the scratch folder under .bench/
     --json PATH    result file (default .bench/results/<bench>-<time>.json)
@@ -97,6 +105,8 @@ function resultPath(bench: string, given: string | undefined): string {
 async function main(argv: string[]): Promise<void> {
   // The child process of `memory`: one load, its figures as a JSON line (not for direct use).
   if (argv[0] === 'memory-run') return memoryRun(argv.slice(1));
+  // The child process of `seed-scale`: the night's run, its figures as a JSON line.
+  if (argv[0] === 'seed-night') return seedNight(argv.slice(1));
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -114,7 +124,8 @@ async function main(argv: string[]): Promise<void> {
       scale: { type: 'string' },
       only: { type: 'string' },
       'driver-memory': { type: 'string' },
-
+      sample: { type: 'string' },
+      dir: { type: 'string' },
       'no-lean': { type: 'boolean', default: false },
       'partition-by': { type: 'string' },
       'deletion-vectors': { type: 'string', default: 'auto' },
@@ -125,7 +136,7 @@ async function main(argv: string[]): Promise<void> {
   });
   const bench = positionals[0];
   const command = `npm run bench -- ${argv.join(' ')}`;
-  if (values.help || !['merge', 'ingest', 'memory', 'backfill', 'peers'].includes(bench ?? '')) {
+  if (values.help || !['merge', 'ingest', 'memory', 'backfill', 'peers', 'seed-scale'].includes(bench ?? '')) {
     process.stdout.write(USAGE);
     if (!values.help) process.exitCode = 2;
     return;
@@ -140,6 +151,18 @@ async function main(argv: string[]): Promise<void> {
       repeat: positiveInt('repeat', values.repeat, 2),
       keep: values.keep,
       jsonPath: resultPath('backfill', values.json),
+      command,
+    });
+    return;
+  }
+  if (bench === 'seed-scale') {
+    const sample = Number(values.sample ?? '0.1');
+    if (!(sample > 0 && sample < 1)) throw new Error(`[bench] --sample must be in (0, 1), got ${values.sample}`);
+    await benchSeedScale({
+      rows: positiveInt('rows', values.rows, 500_000_000),
+      sample,
+      dir: values.dir ?? SEED_SCALE_DIR,
+      jsonPath: resultPath('seed-scale', values.json),
       command,
     });
     return;
