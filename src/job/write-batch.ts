@@ -192,6 +192,8 @@ async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pro
         orderBy: job.target.orderBy!,
         // Ties: the later file by LastModified, then by key; within a file dedupe took the later row (docs/concepts.md).
         tieBreak: [SOURCE_MODIFIED, SOURCE_FILE],
+        // A file touched or copied in place repeats its rows: those equal to the stored ones are unchanged.
+        ignoreColumns: [SOURCE_MODIFIED],
         keysUnique: true, // loadBatch reduced the batch to one row per key
         deletionVectors: dvSetting(job),
         rewriteBelowBytes: job.target.rewriteFilesBelow,

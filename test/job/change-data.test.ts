@@ -8,6 +8,7 @@
  *   the row, nothing is committed and the watermark stays; under `onBadFile: quarantine` the file
  *   is set aside like any bad file and the rest loads.
  */
+import { utimes } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TableConfig } from '../../src/delta/table-config.js';
 import { ConstraintViolationError } from '../../src/errors.js';
@@ -92,6 +93,24 @@ describe.each(modes)('a job whose table records a change data feed, %s', (mode, 
       [4, 'shipped'],
       [5, 'placed'],
     ]);
+  });
+
+  it('a file touched (the same rows, a new modification time) is reloaded and changes nothing: no update, no deletion vector, no change file (issue 20, item 6)', async () => {
+    const t = await cdfJob(dvSettings);
+    await land(t.source, session, '2025/03/01/a.csv', orders([1, 'placed', 1], [2, 'placed', 1]));
+    const first = await run(t.setup);
+    const before = (await readTarget(session, t.setup)).snapshot!;
+    const stamp = new Date(Date.now() + 5_000);
+    await utimes(t.source.localPath('2025/03/01/a.csv')!, stamp, stamp);
+    const second = await run(t.setup);
+    expect(second).toMatchObject({ filesLoaded: 1, updated: 0, unchanged: 2, inserted: 0, dataFilesAdded: 0, dataFilesRemoved: 0, filesWithNewDeletionVector: 0 });
+    expect(second.tableVersion).toBe(first.tableVersion! + 1); // the job's state alone
+    const actions = await commitActions(t.table, second.tableVersion!);
+    expect(cdcActions(actions)).toEqual([]);
+    expect(actions.filter((a) => 'add' in a || 'remove' in a)).toEqual([]);
+    // The data files are the same ones, holding the rows as first loaded.
+    const after = (await readTarget(session, t.setup)).snapshot!;
+    expect(after.files.map((f) => f.path)).toEqual(before.files.map((f) => f.path));
   });
 });
 

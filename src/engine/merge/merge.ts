@@ -184,10 +184,12 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
   try {
     if (opts.tombstones !== undefined) await buryTombstoned(opts.session, tables, spec, opts.tombstones);
     clock.lap('prune');
-    const columns = target.plan.mappings.map((m) => m.target);
+    // What tells an update from an unchanged row: every column but those the caller ignores.
+    const ignored = new Set(tableNames(target, opts.ignoreColumns ?? []).map((c) => c.toLowerCase()));
+    const compared = target.plan.mappings.map((m) => m.target).filter((c) => !ignored.has(c.toLowerCase()));
     const touched = await touchedFiles(ctx, hits);
     const modes = new Map(touched.map((t) => [t.id, writeModeOf(t.file, t.touched, policy)]));
-    await classifyChanges(ctx, hits, touched, modes, columns);
+    await classifyChanges(ctx, hits, touched, modes, compared);
     const counts = await readCounts(opts.session, tables, target.batch.rows);
     refuseChangesToAppendOnly(read, counts, opts.storage.uri);
     const changed = await changedFiles(opts.session, tables, hits, modes);

@@ -85,6 +85,13 @@ export interface MergeOptions extends WriteTarget {
    */
   tieBreak?: string[];
   /**
+   * Columns left out when telling an update from an unchanged row (the source file's modification
+   * time): a row loaded again from the same file (touched, copied in place) with the same values is
+   * unchanged, so it gets no deletion vector, no rewrite and no change-feed row, and keeps its
+   * stored values of these columns too.
+   */
+  ignoreColumns?: string[];
+  /**
    * The caller guarantees at most one row per key column tuple (the job dedupes every batch
    * first), so the duplicate-key check (a full aggregation of the batch) is skipped.
    */

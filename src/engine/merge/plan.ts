@@ -166,7 +166,10 @@ export function targetSql(tables: TempTables, rewriteScanSql: string, tieScanSql
   return `CREATE OR REPLACE TEMP TABLE ${ident(tables.target)} AS SELECT * FROM (${rewriteScanSql}) UNION ALL BY NAME ${ties}`;
 }
 
-/** The actions table: every target row that matches a batch row, and what happens to it. */
+/**
+ * The actions table: every target row that matches a batch row, and what happens to it; `columns`
+ * are those compared to tell an update from an unchanged row (the caller may leave lineage out).
+ */
 export function actionsSql(tables: TempTables, spec: MatchSpec, columns: readonly string[]): string {
   const order = ident(spec.orderBy);
   return (
