@@ -22,7 +22,7 @@
  * `reset --to P` sets the watermark to P. Reloading a file version adds nothing (its events are
  * already there), which is why the oracle can stay a set of events.
  */
-import { mkdir, rename, rm, stat, utimes } from 'node:fs/promises';
+import { mkdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import fc from 'fast-check';
 import { validateConfig } from '../../src/config/load.js';
@@ -40,6 +40,7 @@ import { runJob } from '../../src/job/run-job.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { openTable, scanSource } from '../../scripts/lib/tables.js';
+import { spawnCli } from '../cli/process.js';
 
 /** Days of the landing zone: partitions 2025-03-01 … 2025-03-08. */
 export const DAYS = 8;
@@ -65,6 +66,8 @@ export type Step =
   | { kind: 'marker'; day: number }
   | { kind: 'run' }
   | { kind: 'crash'; at: 'afterFetch' | 'afterWrite' | 'beforeCommit' | 'afterCommit'; batch: number }
+  /** The real CLI process, SIGKILLed `afterMs` after its first log line, then a run to completion (./kill9.test.ts). */
+  | { kind: 'kill9'; afterMs: number }
   | { kind: 'backfill'; from: number; to: number; shards: number }
   | { kind: 'reset'; to: number }
   | { kind: 'optimize' }
@@ -125,11 +128,18 @@ export interface Sequence {
   steps: Step[];
 }
 
-/** A table setting and 2…`maxSteps` steps, ending with a run so every sequence ends checked after loading. */
-export function sequences(opts: { partitioned: boolean; maxSteps: number }): fc.Arbitrary<Sequence> {
+/** A kill -9 of the real CLI at a random moment of its work (the first log line comes after start-up). */
+const kill9: fc.Arbitrary<Step> = fc.record({ kind: fc.constant('kill9' as const), afterMs: fc.noBias(fc.integer({ min: 0, max: 1500 })) });
+
+/**
+ * A table setting and 2…`maxSteps` steps, ending with a run so every sequence ends checked after
+ * loading. `kill9`: one step in three a kill -9 of the real CLI process (./kill9.test.ts).
+ */
+export function sequences(opts: { partitioned: boolean; maxSteps: number; kill9?: boolean }): fc.Arbitrary<Sequence> {
+  const steps = opts.kill9 ? fc.oneof({ weight: 2, arbitrary: step }, { weight: 1, arbitrary: kill9 }) : step;
   return fc.record({
     table: fc.record({ partitioned: fc.constant(opts.partitioned), markers: fc.boolean(), deletionVectors: fc.boolean(), maxFilesPerBatch: fc.constantFrom(1, 2, 1000) }),
-    steps: fc.array(step, { minLength: 1, maxLength: opts.maxSteps - 1 }).map((s): Step[] => [...s, { kind: 'run' }]),
+    steps: fc.array(steps, { minLength: 1, maxLength: opts.maxSteps - 1 }).map((s): Step[] => [...s, { kind: 'run' }]),
   });
 }
 
@@ -274,6 +284,8 @@ export class World {
   readonly oracle: Oracle;
   private readonly source: LocalStorage;
   private readonly setup: { job: JobConfig; storage: StorageConfig };
+  /** The config as written, for the CLI of a kill9 step. */
+  private readonly rawConfig: Record<string, unknown>;
   private clock = Date.UTC(2025, 2, 10);
   private fileNo = 0;
 
@@ -293,8 +305,7 @@ export class World {
       deletionVectors: table.deletionVectors,
       ...(table.partitioned ? { partitionBy: ['region'] } : {}),
     };
-    const config = validateConfig(
-      {
+    this.rawConfig = {
         jobs: [
           {
             name: 'model',
@@ -305,9 +316,8 @@ export class World {
             concurrency: 2,
           },
         ],
-      },
-      'model config',
-    );
+      };
+    const config = validateConfig(this.rawConfig, 'model config');
     this.setup = { job: config.jobs[0]!, storage: config.storage };
   }
 
@@ -389,6 +399,13 @@ export class World {
         this.oracle.run();
         return;
       }
+      case 'kill9': {
+        await this.killedCli(s.afterMs);
+        // As after a crash: the killed run left the table at its last commit; the next run loads the rest.
+        expectOk(await runJob(this.setup.job, this.ctx()), 'run after kill -9');
+        this.oracle.run();
+        return;
+      }
       case 'backfill': {
         const range = { from: dayId(s.from), to: dayId(s.to), restart: true };
         for (let k = 0; k < s.shards; k++) {
@@ -414,6 +431,21 @@ export class World {
         expectOk(await vacuumJob(this.setup.job, this.ctx(), { retainHours: 0, unsafeAllowShortRetention: true }), 'vacuum');
         return;
     }
+  }
+
+  /** `tidemark run` as a real process, SIGKILLed `afterMs` after its first log line (or left to finish). */
+  private async killedCli(afterMs: number): Promise<void> {
+    const file = path.join(this.root, 'tidemark.yaml');
+    await writeFile(file, JSON.stringify(this.rawConfig));
+    // TMPDIR: the child's spool lies in the world's folder, as the in-process runs' does.
+    const cli = spawnCli(['run', '--config', file], { TIDEMARK_LOG_LEVEL: 'info', TMPDIR: this.root });
+    const started = new Promise<void>((resolve) => cli.child.stderr!.once('data', () => resolve()));
+    await Promise.race([started, cli.done]);
+    await new Promise((resolve) => setTimeout(resolve, afterMs));
+    cli.child.kill('SIGKILL');
+    const exit = await cli.done;
+    // Killed, or done before the kill: anything else is a failure of the run itself.
+    if (exit.signal !== 'SIGKILL' && exit.code !== 0) throw new Error(`tidemark run exited ${exit.code}: ${exit.stderr.slice(-2000)}`);
   }
 
   private async tableExists(): Promise<boolean> {
@@ -462,6 +494,8 @@ export function describeStep(s: Step): string {
       return `${s.kind} file day ${s.day}`;
     case 'marker':
       return `_SUCCESS into day ${s.day}`;
+    case 'kill9':
+      return `tidemark run killed -9 ${s.afterMs} ms after its first log line, then run`;
     case 'crash':
       return `run crashing ${s.at} batch ${s.batch}, then run`;
     case 'backfill':
