@@ -235,6 +235,40 @@ describe('a new orderBy or key and the remembered deletes', () => {
     expect(await backfill(bySeq2, { from: '2026-11-20', to: '2026-11-21', restart: true })).toMatchObject({ status: 'succeeded' });
   });
 
+  it('backfill --accept-config-change drops the deletes that no longer fit, as run does, and says so; without it the backfill is refused (exit 2)', async () => {
+    const src = await tempDir('src', dirs);
+    const tableUri = await tempDir('t', dirs);
+    const at = (day: string, rows: Array<[number, string, string, number, number, boolean]>) =>
+      new LocalStorage(src).write(`2026/11/${day}/f.csv`, ['order_id,region,status,seq,seq2,deleted', ...rows.map((r) => r.join(','))].join('\n') + '\n');
+    await at('29', [[1, 'EU', 'placed', 1, 1, false]]);
+    await at('30', [[1, 'EU', 'gone', 5, 5, true]]);
+    const bySeq = makeConfig({
+      source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } },
+      target: { uri: tableUri, mode: 'merge', key: ['order_id'], orderBy: 'seq', deleteWhen: 'deleted' },
+    });
+    expect(await run(bySeq)).toMatchObject({ deleted: 0 }); // one batch: the delete is the key's last event
+    expect((await readTarget(session, bySeq)).state.tombstones?.files.length).toBeGreaterThan(0);
+    const bySeq2 = { ...bySeq, job: { ...bySeq.job, target: { ...bySeq.job.target, orderBy: 'seq2' } } };
+    // A late row older than the delete on seq, landed for the backfill to load.
+    await at('20', [[1, 'EU', 'late', 2, 2, false]]);
+    const refusedBackfill = await backfillOutcome(bySeq2, { from: '2026-11-20', to: '2026-11-20' });
+    expect(refusedBackfill.ok ? null : refusedBackfill.error).toBeInstanceOf(ConfigError);
+    expect(((refusedBackfill.ok ? null : refusedBackfill.error) as ConfigError).message).toMatch(/target.orderBy changed from seq to seq2/);
+
+    const file = await configFile({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: tableUri, mode: 'merge', key: ['order_id'], orderBy: 'seq2', deleteWhen: 'deleted' } });
+    const backfillCli = (...flags: string[]) => cli(['backfill', '--config', file, '--from', '2026-11-20', '--to', '2026-11-20', '--json', ...flags], { logger: silentLogger(), tty: false });
+    expect((await backfillCli()).code).toBe(2);
+
+    const accepted = await backfill(bySeq2, { from: '2026-11-20', to: '2026-11-20' }, { acceptConfigChange: true });
+    expect(accepted).toMatchObject({ status: 'succeeded', inserted: 1 });
+    expect(accepted.configChanges).toEqual([expect.objectContaining({ field: 'target.orderBy (tombstones)', from: 'seq', to: 'seq2', effect: expect.stringContaining('dropped') })]);
+    // The late row came back, as the flag warns it may.
+    expect((await readTarget(session, bySeq2)).rows.map((r) => r.status)).toEqual(['late']);
+
+    // Through the CLI: the flag is taken, exit 0.
+    expect((await backfillCli('--restart', '--accept-config-change')).code).toBe(0);
+  });
+
   it('key [order_id] -> [order_id, region] with a delete remembered: refused, the tombstones do not hold region', async () => {
     const src = await tempDir('src', dirs);
     const tableUri = await tempDir('t', dirs);

@@ -21,6 +21,7 @@ interface BaseFlags extends Omit<CommonFlags, 'job'> {
 }
 
 interface BackfillFlags extends BaseFlags, ShardFlags {
+  acceptConfigChange?: boolean;
   from: string;
   to: string;
   job?: string[];
@@ -102,6 +103,7 @@ export function addBackfillCommands(program: Command, cli: CommandHost): void {
         .argParser(positiveInteger('--partitions-per-commit'))
         .default(1),
     )
+    .option('--accept-config-change', 'a changed target.key or orderBy drops the deletes the job and its backfills remember (tombstones) that no longer fit it, instead of refusing (exit 2), as run --accept-config-change does')
     .option('--force', 'accepted for older scripts; append-mode backfills no longer need it (they replace the rows of files loaded before)')
     .option('--dry-run', 'list the files the backfill would load; change nothing')
     .addHelpText('after', BACKFILL_HELP)
@@ -135,7 +137,12 @@ export function backfillCommand(flags: BackfillFlags, io: CliIO): Promise<number
     partitionsPerCommit: flags.partitionsPerCommit ?? 1,
     ...(shard ? { shard } : {}),
   };
-  return forEachJob(flags, io, { command: 'backfill', run: (job, ctx) => runBackfill(job, ctx, opts), format: formatReport });
+  return forEachJob(flags, io, {
+    command: 'backfill',
+    run: (job, ctx) => runBackfill(job, ctx, opts),
+    format: formatReport,
+    ...(flags.acceptConfigChange ? { context: { acceptConfigChange: true } } : {}),
+  });
 }
 
 /** Reset one job's watermark; resolves to the exit code. */

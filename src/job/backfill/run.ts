@@ -23,7 +23,7 @@ import type { JobConfig } from '../../config/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { ConfigError } from '../../errors.js';
 import { startProgress, type Progress } from '../../log/progress.js';
-import { acceptedBefore } from '../config-change.js';
+import { acceptedBefore, findConfigChanges, logConfigChanges, type ConfigChange } from '../config-change.js';
 import type { RunContext } from '../context.js';
 import { PhaseTimer, type PhaseTimings } from '../phases.js';
 import { countBatch, loadBatches } from '../pipeline.js';
@@ -98,6 +98,8 @@ export interface BackfillReport extends LoadCounts {
   skipped?: SkippedFile[];
   /** Files set aside by `onBadFile: quarantine`, with the reason (recorded in the backfill state). */
   quarantined?: Array<{ key: string; reason: string }>;
+  /** What the backfill did about a changed key or orderBy: remembered deletes re-keyed, or dropped (`--accept-config-change`); absent: nothing. */
+  configChanges?: ConfigChange[];
   /** With dry-run: the files that would load, in order. */
   plannedFiles?: string[];
   durationMs: number;
@@ -183,7 +185,10 @@ class BackfillRun {
     const states = readBackfillStates(snapshot, this.job.name);
     this.report.watermark = describeWatermark(readJobState(snapshot, this.job.name).discovery);
     this.report.tableVersion = snapshot?.version ?? null;
-    if (!this.settingsChecked) await checkTableSettings(this.scope, snapshot);
+    if (!this.settingsChecked) {
+      await checkTableSettings(this.scope, snapshot);
+      await this.checkConfigChanges(snapshot);
+    }
     this.settingsChecked = true;
     const restart = (this.opts.restart ?? false) && this.report.commits === 0;
     const start = decideStart(this.job.name, states, this.range, this.shard, restart);
@@ -297,6 +302,26 @@ class BackfillRun {
       ...(this.opts.partitionsPerCommit ? { partitionsPerCommit: this.opts.partitionsPerCommit } : {}),
       ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
     };
+  }
+
+  /**
+   * A changed key or orderBy, as a run checks it (../config-change.ts): refused (exit 2) while
+   * remembered deletes (the job's, its backfills') no longer fit, unless `--accept-config-change`
+   * (this backfill's MERGE then reads without them, and its own are dropped), and while the table
+   * holds several rows per new key. The backfill reports what it did about the tombstones; the
+   * other changes are the job's run's to report.
+   */
+  private async checkConfigChanges(snapshot: Snapshot | null): Promise<void> {
+    const { job, ctx, scope } = this;
+    const state = readJobState(snapshot, job.name);
+    const found = await findConfigChanges(job, state, snapshot, { session: scope.session, storage: scope.table.storage, spool: scope.spool }, {
+      tombstones: [{ folder: job.name, state: state.tombstones }, ...backfillTombstones(snapshot, job.name)],
+      accept: ctx.acceptConfigChange === true,
+    });
+    if (found.refusals[0]) throw found.refusals[0];
+    const own = found.changes.filter((c) => c.field.endsWith('(tombstones)'));
+    logConfigChanges(ctx.logger, job.name, own);
+    if (own.length > 0) this.report.configChanges = own;
   }
 
   /** The backfill (shard) as the owner of its state; it reads the job's and the other shards' tombstones too. */
