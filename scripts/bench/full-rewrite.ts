@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { readdir, rm } from 'node:fs/promises';
 import { decodeLogPath } from '../../src/delta/partition-decode.js';
 import { addFileFor, removeFileFor } from '../../src/delta/file-actions.js';
-import { uploadDataFiles } from '../../src/engine/merge/output.js';
+import { uploadDataFiles } from '../../src/engine/data-file-io.js';
 import type { DeltaTable } from '../../src/delta/table.js';
 import { openTable, scanSource } from '../lib/tables.js';
 import type { Snapshot } from '../../src/delta/snapshot.js';

@@ -1,7 +1,7 @@
 /**
  * The engine's implementation of the Delta layer's CheckpointIO: checkpoint Parquet is read and
- * written by DuckDB on local files, downloaded into (or staged in) the run's spool when the table
- * is not on local disk, so `delta/` never touches DuckDB or scratch files itself.
+ * written by DuckDB on local files, downloaded into (./local-copies.ts) or staged in the run's spool
+ * when the table is not on local disk, so `delta/` never touches DuckDB or scratch files itself.
  */
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,26 +10,18 @@ import type { Spool } from '../spool/spool.js';
 import { readCheckpointActions } from './checkpoint-reader.js';
 import { CHECKPOINT_COLUMNS, SIDECAR_COLUMNS, writeCheckpointActions } from './checkpoint-writer.js';
 import type { DuckSession } from './duckdb.js';
+import { localCopies } from './local-copies.js';
 
 /** CheckpointIO backed by a DuckDB session, with scratch files in `spool`. */
 export function duckCheckpointIO(session: DuckSession, spool: Spool): CheckpointIO {
   return {
     async readActions(storage, keys) {
-      const inPlace = keys.map((key) => storage.localPath(key));
-      if (inPlace.every((p): p is string => p !== null)) return readCheckpointActions(session, inPlace);
-      // Scratch copies go as soon as they are read: a run reads and writes many checkpoints.
-      const dir = await spool.folder('checkpoint-in');
+      const copies = await localCopies(storage, keys, spool, { folder: 'checkpoint-in' });
       try {
-        const paths = await Promise.all(
-          keys.map(async (key, i) => {
-            const path = join(dir, `part-${i}.parquet`);
-            await storage.download(key, path);
-            return path;
-          }),
-        );
-        return await readCheckpointActions(session, paths);
+        return await readCheckpointActions(session, keys.map((key) => copies.pathOf(key)));
       } finally {
-        await rm(dir, { recursive: true, force: true });
+        // Scratch copies go as soon as they are read: a run reads and writes many checkpoints.
+        await copies.dispose();
       }
     },
     async writeActions(storage, key, actions, opts = {}) {

@@ -27,7 +27,8 @@ function dir(): string {
 export function safeReadPath(path: string): string {
   if (!needsSafeAlias(path)) return path;
   const target = resolve(path);
-  const ext = /\.[A-Za-z0-9]{1,12}$/.exec(target)?.[0] ?? '';
+  // All the suffixes (`.csv.gz`): readers tell format and compression by them.
+  const ext = /(\.[A-Za-z0-9]{1,12}){1,3}$/.exec(target)?.[0] ?? '';
   const link = join(dir(), createHash('sha256').update(target).digest('hex').slice(0, 32) + ext);
   try {
     symlinkSync(target, link);

@@ -11,18 +11,15 @@
  * `read_parquet([...])`, deletion vectors or not, so an unpartitioned table is one scan whatever
  * its file count.
  */
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import pLimit from 'p-limit';
 import { BadFileError } from '../errors.js';
 import { physicalName, type ColumnMappingMode } from '../delta/column-mapping.js';
-import { decodeLogPath } from '../delta/partition-decode.js';
 import { partitionValueSql } from './partition-sql.js';
 import type { StructField } from '../delta/schema.js';
 import type { LiveFile, Snapshot } from '../delta/snapshot.js';
 import type { Spool } from '../spool/spool.js';
 import type { Storage } from '../storage/storage.js';
 import { mappedColumnSql, type ParquetNode } from './column-mapping-read.js';
+import { localDataFiles } from './data-file-io.js';
 import { DELETED_FILE, DELETED_POS, loadDeletedRows, type DeletedRows } from './deleted-rows.js';
 import type { DuckSession, Row } from './duckdb.js';
 import { STABLE_ROW_ID, STABLE_ROW_VERSION, stableRowIdsSql, type MaterializedColumns } from './row-ids.js';
@@ -41,8 +38,6 @@ export interface FileShape {
 
 /** Files per parquet_schema() query, to bound the SQL text. */
 const INSPECT_BATCH = 500;
-/** Concurrent downloads when the store is remote. */
-const DOWNLOAD_CONCURRENCY = 8;
 
 /** The shape of each Parquet file (keyed by the paths given). Throws BadFileError for unreadable files. */
 export async function inspectFiles(session: DuckSession, paths: readonly string[]): Promise<Map<string, FileShape>> {
@@ -263,7 +258,7 @@ function partitionKey(columns: readonly ReadColumn[], file: LiveFile): Array<str
 
 /**
  * Run `fn` on a relation over the snapshot's files. Files are read in place when the store
- * is local, otherwise downloaded to a spool folder that is removed afterwards.
+ * is local, otherwise downloaded to a spool folder that is removed afterwards (./data-file-io.ts).
  */
 export async function withTableScan<T>(
   session: DuckSession,
@@ -272,33 +267,16 @@ export async function withTableScan<T>(
   fn: (relationSql: string) => Promise<T>,
 ): Promise<T> {
   const { storage, spool } = source;
-  let dir: Promise<string> | null = null;
-  const spoolDir = (): Promise<string> => (dir ??= spool.folder('scan'));
+  const local = await localDataFiles(snapshot.files, { storage, spool, folder: 'scan' });
   try {
-    const paths = new Map<LiveFile, string>();
-    const limit = pLimit(DOWNLOAD_CONCURRENCY);
-    await Promise.all(
-      snapshot.files.map((file, i) =>
-        limit(async () => {
-          const key = decodeLogPath(file.path, storage.uri);
-          let path = storage.localPath(key);
-          if (path === null) {
-            path = join(await spoolDir(), `file-${i}.parquet`);
-            await storage.download(key, path);
-          }
-          paths.set(file, path);
-        }),
-      ),
-    );
-    const { sql, deleted } = await scanRelation(session, { storage, snapshot }, snapshot.files, (f) => paths.get(f)!);
+    const { sql, deleted } = await scanRelation(session, { storage, snapshot }, snapshot.files, (f) => local.paths.get(f.path)!);
     try {
       return await fn(sql);
     } finally {
       await deleted?.drop();
     }
   } finally {
-    const created = dir === null ? null : await (dir as Promise<string>).catch(() => null);
-    if (created !== null) await rm(created, { recursive: true, force: true });
+    await local.dispose();
   }
 }
 

@@ -8,7 +8,7 @@
  * the batch is set aside and the rest loaded again, in the same commit (./quarantine.ts).
  * Fault-injection hooks (RunContext.hooks) fire at the same points for both.
  */
-import { removeFolder } from '../spool/spool.js';
+import type { Spool } from '../spool/spool.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { DiscoveredFile } from '../discovery/index.js';
 import { startProgress, type Progress } from '../log/progress.js';
@@ -63,22 +63,22 @@ export async function loadAndCommitBatch<S extends OwnedState>(scope: JobScope, 
       ? undefined
       : (ctx.progress?.fetch(spec.files.length) ??
         startProgress({ label: spec.progressLabel, total: spec.files.length, logger: ctx.logger, ...(ctx.tty !== undefined ? { tty: ctx.tty } : {}) }));
-  const spoolDir = await scope.spool.folder('fetch');
+  const spool = await scope.spool.child('fetch');
   try {
-    return await fetchLoadAndCommit(scope, spec, spoolDir, progress);
+    return await fetchLoadAndCommit(scope, spec, spool, progress);
   } finally {
     // Also on failure: a terminal bar left running keeps the process alive, and a batch planned
     // again after a lost race downloads into a new folder.
     progress?.done();
-    await removeFolder(spoolDir);
+    await spool.close();
   }
 }
 
-async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: BatchSpec<S>, spoolDir: string, progress: Progress | undefined): Promise<CommittedBatch<S>> {
+async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: BatchSpec<S>, spool: Spool, progress: Progress | undefined): Promise<CommittedBatch<S>> {
   const { job, ctx } = scope;
   const signal = ctx.signal ? { signal: ctx.signal } : {};
   const fetched = await spec.timer.time('fetch', () =>
-    fetchFiles(scope.source, spec.files, { spoolDir, concurrency: job.concurrency, ...(progress ? { progress } : {}), ...signal }),
+    fetchFiles(scope.source, spec.files, { spool, concurrency: job.concurrency, ...(progress ? { progress } : {}), ...signal }),
   );
   progress?.done();
   await ctx.hooks?.afterFetch?.(spec.batchNo);

@@ -19,12 +19,12 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { resolveDiscovery, type OnOverwrite } from '../discovery/config.js';
 import type { DiscoveredFile, DiscoveryState, PassedOver } from '../discovery/index.js';
+import { localCopies } from '../engine/local-copies.js';
 import { safeReadPath } from '../engine/safe-alias.js';
 import { str } from '../engine/sql.js';
 import { DeltaLogError } from '../errors.js';
 import { discoveryConfigOf } from './open.js';
 import type { JobScope } from './scope.js';
-import { localTableFile } from './table-file.js';
 import { MAX_DROP_GRACE_MS } from './tombstones/plan.js';
 
 /** Folder of the jobs' ledgers, relative to the table root. */
@@ -83,7 +83,7 @@ export function ledgerStart(job: JobScope['job'], prev: DiscoveryState | null): 
 export async function lookUpLedger(scope: JobScope, ledger: LedgerState | undefined, files: ReadonlyArray<{ key: string; arrival: Date }>): Promise<Map<string, string | typeof RELOAD_AFTER_RESET>> {
   const found = new Map<string, string | typeof RELOAD_AFTER_RESET>();
   if (!ledger || ledger.files.length === 0 || files.length === 0) return found;
-  const paths = await Promise.all(ledger.files.map((f) => localCopy(scope, f.path)));
+  const paths = await localCopiesOf(scope, ledger.files.map((f) => f.path));
   const arrival = new Map(files.map((f) => [f.key, f.arrival.getTime()]));
   const keys = [...arrival.keys()];
   const reset = ledger.reset;
@@ -127,7 +127,7 @@ export async function recordInLedger(
   const values = valuesSql(rows);
   let files = before.files;
   if (files.length + 1 > MAX_LEDGER_FILES) {
-    const paths = await Promise.all(files.map((f) => localCopy(scope, f.path)));
+    const paths = await localCopiesOf(scope, files.map((f) => f.path));
     const all = `SELECT key, etag, batch FROM read_parquet([${paths.map(str).join(', ')}]) UNION ALL ${values}`;
     files = [await write(scope, `SELECT key, arg_max(etag, batch) AS etag, max(batch) AS batch FROM (${all}) GROUP BY key ORDER BY key`)];
     const at = new Date(now).toISOString();
@@ -148,7 +148,7 @@ export async function passedOver(scope: JobScope, ledger: LedgerState, candidate
   const listed = join(await scope.spool.folder('ledger-check'), `${randomUUID()}.jsonl`);
   await writeFile(listed, candidates.map((f) => JSON.stringify({ key: f.key, etag: f.etag })).join('\n') + '\n');
   const source = `read_json(${str(safeReadPath(listed))}, format = 'newline_delimited', columns = {key: 'VARCHAR', etag: 'VARCHAR'})`;
-  const paths = await Promise.all(ledger.files.map((f) => localCopy(scope, f.path)));
+  const paths = await localCopiesOf(scope, ledger.files.map((f) => f.path));
   const loaded = paths.length === 0 ? `SELECT NULL::VARCHAR AS key, NULL::VARCHAR AS etag WHERE false` : `SELECT key, arg_max(etag, batch) AS etag FROM read_parquet([${paths.map(str).join(', ')}]) GROUP BY key`;
   const rows = await scope.session.all(
     `SELECT c.key, l.etag IS NULL AS never FROM ${source} c LEFT JOIN (${loaded}) l USING (key) ` +
@@ -189,25 +189,25 @@ export function isLedgerPath(job: string, path: string): boolean {
   return path.startsWith(prefix) && /^[0-9a-f-]{36}\.parquet$/.test(path.slice(prefix.length));
 }
 
-/** A local, glob-safe path of a ledger file (./table-file.ts). */
-async function localCopy(scope: JobScope, path: string): Promise<string> {
+/**
+ * Local, glob-safe paths of ledger files: in place, or downloaded once per command into the spool
+ * (they never change once written, so later batches read the same copies).
+ */
+async function localCopiesOf(scope: JobScope, paths: readonly string[]): Promise<string[]> {
   const { storage } = scope.table;
   const job = scope.job.name;
-  if (!isLedgerPath(job, path)) {
-    throw new DeltaLogError(`[job] job state of ${job} in ${storage.uri} lists ${JSON.stringify(path)} as a ledger file`, { context: { uri: storage.uri, key: path, job } });
+  const listed = paths.find((path) => !isLedgerPath(job, path));
+  if (listed !== undefined) {
+    throw new DeltaLogError(`[job] job state of ${job} in ${storage.uri} lists ${JSON.stringify(listed)} as a ledger file`, { context: { uri: storage.uri, key: listed, job } });
   }
-  return localTableFile(
-    {
-      storage,
-      spool: scope.spool,
-      folder: 'ledger-in',
-      ...(scope.ctx.signal ? { signal: scope.ctx.signal } : {}),
-      missing: (cause) =>
-        new DeltaLogError(`[job] ledger file ${path} of job ${job}, listed in the job state of ${storage.uri}, is missing or unreadable`, {
-          context: { uri: storage.uri, key: path, job },
-          cause,
-        }),
-    },
-    path,
-  );
+  const copies = await localCopies(storage, paths, scope.spool, {
+    cache: 'ledger-in',
+    ...(scope.ctx.signal ? { signal: scope.ctx.signal } : {}),
+    missing: (path, cause) =>
+      new DeltaLogError(`[job] ledger file ${path} of job ${job}, listed in the job state of ${storage.uri}, is missing or unreadable`, {
+        context: { uri: storage.uri, key: path, job },
+        cause,
+      }),
+  });
+  return paths.map((path) => copies.pathOf(path));
 }

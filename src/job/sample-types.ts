@@ -37,7 +37,7 @@ export async function sampleFirstBatch(job: JobConfig, source: Storage, session:
   const first = splitBatches(plan.files, job.maxFilesPerBatch, job.maxBytesPerBatch)[0] ?? [];
   if (first.length === 0) return null;
   const sample = first.slice(0, SAMPLE_FILES);
-  const fetched = await fetchFiles(source, sample, { spoolDir: await spool.folder('sample'), concurrency: Math.min(job.concurrency, 8) });
+  const fetched = await fetchFiles(source, sample, { spool, concurrency: Math.min(job.concurrency, 8) });
   const found: SampledTypes = { sampled: sample.length, batchFiles: first.length, warnings: [], refusal: null };
   try {
     const loaded = await loadBatch(session, job, source.uri, fetched);

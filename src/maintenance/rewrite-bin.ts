@@ -15,8 +15,7 @@ import type { Snapshot } from '../delta/snapshot.js';
 import { totalRecords } from '../delta/stats.js';
 import { writeDataFiles, type WrittenFile } from '../engine/data-files.js';
 import type { DuckSession } from '../engine/duckdb.js';
-import { localizeFiles } from '../engine/merge/localize.js';
-import { uploadDataFiles } from '../engine/merge/output.js';
+import { localDataFiles, uploadDataFiles } from '../engine/data-file-io.js';
 import { hiddenRowIdColumns } from '../engine/row-ids.js';
 import { scanRelation } from '../engine/scan.js';
 import { ident } from '../engine/sql.js';
@@ -43,8 +42,7 @@ export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index:
   const scratch = await ctx.spool.child(`optimize-bin-${index}`);
   const signal = ctx.signal ? { signal: ctx.signal } : {};
   try {
-    const inputDir = await scratch.folder('in');
-    const local = await localizeFiles(bin.files, { storage: ctx.storage, spoolDir: inputDir, concurrency: ctx.concurrency, ...signal });
+    const { paths: local } = await localDataFiles(bin.files, { storage: ctx.storage, spool: scratch, folder: 'in', concurrency: ctx.concurrency, ...signal });
     const table = TableConfig.of(ctx.snapshot.protocol, ctx.snapshot.metadata);
     const tracking = table.rowTracking.materialized;
     const scan = await scanRelation(ctx.session, ctx, bin.files, (f) => local.get(f.path)!, tracking ? { stableRowIds: tracking } : {});

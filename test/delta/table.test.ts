@@ -6,7 +6,7 @@ import type { Action } from '../../src/delta/actions.js';
 import type { StructType } from '../../src/delta/schema.js';
 import { addFileFor, removeFileFor } from '../../src/delta/file-actions.js';
 import type { DeltaTable } from '../../src/delta/table.js';
-import { uploadDataFiles } from '../../src/engine/merge/output.js';
+import { uploadDataFiles } from '../../src/engine/data-file-io.js';
 import { writeDataFiles } from '../../src/engine/data-files.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { readTable } from '../../src/engine/scan.js';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTableScan } from '../../src/engine/scan.js';
 import { MergeInputError } from '../../src/errors.js';
-import { spoolName } from '../../src/job/fetch.js';
+import { spoolName } from '../../src/engine/local-copies.js';
 import { openTarget } from '../../src/job/open.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
@@ -154,7 +154,7 @@ describe('object keys never escape the spool folder', () => {
     'spool name of %j is one plain file name inside the spool',
     (key) => {
       const name = spoolName(key);
-      expect(name).toMatch(/^\d{6}-[A-Za-z0-9._-]+$/);
+      expect(name).toMatch(/^[0-9a-f]{16}-[A-Za-z0-9._-]+$/);
       expect(name).not.toContain('/');
       expect(name.startsWith('.')).toBe(false);
       const spool = '/spool/dir';

@@ -15,15 +15,15 @@ import { clusteringColumns } from '../../delta/clustering.js';
 import { addFileFor } from '../../delta/file-actions.js';
 import { createTableRequest } from '../../delta/table-create.js';
 import type { CommitRequest } from '../../delta/transaction.js';
+import { bytesOf, writeAndUpload } from '../data-file-io.js';
 import { ident } from '../sql.js';
 import type { AppendOptions } from './options.js';
-import { bytesOf, outputOptionsFor, writeAndUpload } from './output.js';
 import type { StagedAppend } from './results.js';
 import { checkConstraints, prepareConstraintChecks } from './constraints.js';
 import { DEFAULT_SOURCE_FILE_COLUMN } from './options.js';
 import { refuseEmptyPartitionStrings } from './partition-strings.js';
 import { stageSourceReplacement } from './source-files.js';
-import { metadataActions, prepareTarget, type TargetTable } from './target.js';
+import { metadataActions, outputOptionsFor, prepareTarget, type TargetTable } from './target.js';
 import { dropAll, tempTables } from './temp-names.js';
 
 /** Stage the append of the batch; see the module comment. The caller commits `request`. */

@@ -15,7 +15,7 @@ import type { StructType } from '../../delta/schema.js';
 import { writeDataFiles, type WrittenFile } from '../data-files.js';
 import { changeRowsSql, preimagesSql } from './change-plan.js';
 import { perFileScanSql, type HitsResult } from './matches.js';
-import { uploadDataFiles, type OutputOptions } from './output.js';
+import { uploadDataFiles, type OutputOptions } from '../data-file-io.js';
 import type { TempTables } from './temp-names.js';
 
 /** What the change files of one MERGE are made from. */

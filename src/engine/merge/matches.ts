@@ -11,12 +11,12 @@ import { physicalName } from '../../delta/column-mapping.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
+import { localDataFiles } from '../data-file-io.js';
 import { loadDeletedRows, type DeletedRows } from '../deleted-rows.js';
 import type { DuckSession } from '../duckdb.js';
 import { emptyRelationSql, inspectFiles, scanSql, type FileShape } from '../scan.js';
 import { ident } from '../sql.js';
 import { STABLE_ROW_ID, type MaterializedColumns } from '../row-ids.js';
-import { localizeFiles } from './localize.js';
 import { actionsSql, changesSql, hitsSql, modesSql, pruningPartitions, settleTiesSql, targetSql, touchedFilesSql, type MatchSpec, type WriteMode } from './plan.js';
 import { pruneFiles, type TypedColumn } from './prune.js';
 import { FILE_ID, POS, type TempTables } from './temp-names.js';
@@ -78,9 +78,10 @@ export async function findHits(ctx: MatchContext): Promise<HitsResult> {
     keys: typed(spec.keys.filter((k) => !snapshot.partitionColumns.includes(k))),
   });
   const scanned = new Map(pruned.candidates.map((id) => [id, snapshot.files[id]!]));
-  const localPaths = await localizeFiles([...scanned.values()], {
+  const { paths: localPaths } = await localDataFiles([...scanned.values()], {
     storage: ctx.storage,
-    spoolDir: await ctx.spool.folder('scan'),
+    spool: ctx.spool,
+    folder: 'scan',
     concurrency: ctx.concurrency,
     ...(ctx.signal ? { signal: ctx.signal } : {}),
   });

@@ -28,6 +28,7 @@ import { createTableRequest } from '../../delta/table-create.js';
 import { ENABLE_DELETION_VECTORS } from '../../delta/table-properties.js';
 import type { ReadSet } from '../../delta/transaction.js';
 import { AppendOnlyTableError, MergeInputError } from '../../errors.js';
+import { writeAndUpload, type OutputOptions } from '../data-file-io.js';
 import type { DuckSession } from '../duckdb.js';
 import { partitionValueStringSql } from '../partition-sql.js';
 import { hiddenRowIdColumns, type MaterializedColumns } from '../row-ids.js';
@@ -40,7 +41,6 @@ import { refuseEmptyPartitionStrings } from './partition-strings.js';
 import { classifyChanges, findHits, touchedFiles, type HitsResult, type MatchContext } from './matches.js';
 import type { MergeOptions } from './options.js';
 import { readCounts, summaryOf } from './outcome.js';
-import { outputOptionsFor, writeAndUpload, type OutputOptions } from './output.js';
 import {
   changedFilesSql,
   changesSql,
@@ -56,7 +56,7 @@ import {
 } from './plan.js';
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
 import type { MergeCounts, StagedMerge } from './results.js';
-import { metadataActions, prepareTarget, tableNames, type TargetTable } from './target.js';
+import { metadataActions, outputOptionsFor, prepareTarget, tableNames, type TargetTable } from './target.js';
 import { dropAll, FILE_ID, POS, tempTables, type TempTables } from './temp-names.js';
 import { batchDeletes, buryTombstoned, checkTombstones } from './tombstones.js';
 import { checkDuplicateKeys, checkNullKeys } from './validate.js';

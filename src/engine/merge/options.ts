@@ -10,8 +10,6 @@ import type { DeletionVectorSetting } from './write-mode.js';
 
 /** Lineage column the job adds to a batch; used to name the file (and row) of a bad input row. */
 export const DEFAULT_SOURCE_FILE_COLUMN = '_source_file';
-/** Parallel downloads and uploads of data files from non-local storage. */
-export const DEFAULT_TRANSFER_CONCURRENCY = 8;
 
 /** What both MERGE and append need: where the table is and where the batch is. */
 export interface WriteTarget {

@@ -3,7 +3,7 @@
  */
 import type { DuckSession } from '../duckdb.js';
 import type { PhaseClock } from './clock.js';
-import { bytesOf } from './output.js';
+import { bytesOf } from '../data-file-io.js';
 import { countsSql } from './plan.js';
 import type { MergeCounts, MergeSummary } from './results.js';
 import type { TempTables } from './temp-names.js';

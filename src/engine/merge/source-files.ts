@@ -20,6 +20,7 @@ import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import { totalRecords } from '../../delta/stats.js';
 import { TableConfig, type RowTracking } from '../../delta/table-config.js';
 import { AppendOnlyTableError, MergeInputError } from '../../errors.js';
+import { localDataFiles, writeAndUpload, type OutputOptions } from '../data-file-io.js';
 import type { WrittenFile } from '../data-files.js';
 import { loadDeletedRows } from '../deleted-rows.js';
 import type { DuckSession } from '../duckdb.js';
@@ -27,11 +28,9 @@ import { hiddenRowIdColumns, STABLE_ROW_ID, STABLE_ROW_VERSION } from '../row-id
 import { inspectFiles } from '../scan.js';
 import { ident, str } from '../sql.js';
 import { writeDvChanges, type DvChange } from './dv-changes.js';
-import { localizeFiles } from './localize.js';
 import { perFileScanSql } from './matches.js';
 import type { ExistingSources } from './options.js';
 import { resolvePolicy, writeModeOf } from './write-mode.js';
-import { writeAndUpload, type OutputOptions } from './output.js';
 import { pruneFiles } from './prune.js';
 import type { TargetTable } from './target.js';
 import { FILE_ID, POS, SOURCE_FILE } from './temp-names.js';
@@ -105,9 +104,10 @@ export async function stageSourceReplacement(ctx: SourceLookup): Promise<SourceR
     });
     if (pruned.candidates.length === 0) return none();
     const scanned = new Map(pruned.candidates.map((id) => [id, snapshot.files[id]!]));
-    const localPaths = await localizeFiles([...scanned.values()], {
+    const { paths: localPaths } = await localDataFiles([...scanned.values()], {
       storage: ctx.out.storage,
-      spoolDir: await ctx.out.spool.folder('sources'),
+      spool: ctx.out.spool,
+      folder: 'sources',
       concurrency: ctx.out.concurrency,
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     });

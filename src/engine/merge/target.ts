@@ -9,7 +9,10 @@ import type { StructType } from '../../delta/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { MATERIALIZED_ROW_ID_COLUMN, MATERIALIZED_ROW_VERSION_COLUMN } from '../../delta/table-properties.js';
 import { MergeInputError, SchemaError } from '../../errors.js';
+import type { OutputOptions } from '../data-file-io.js';
 import type { DuckSession } from '../duckdb.js';
+import { statsPolicyOf } from '../file-stats.js';
+import { DEFAULT_TRANSFER_CONCURRENCY } from '../local-copies.js';
 import { parseDuckType } from '../duck-type.js';
 import { nestedAdditions, withNewFields } from '../nested-fit.js';
 import { ident } from '../sql.js';
@@ -226,4 +229,19 @@ function refuseReservedNames(names: readonly string[], batch: string): void {
 /** The table's spelling of each name (names are unique ignoring case). */
 export function tableNames(target: TargetTable, names: readonly string[]): string[] {
   return names.map((n) => tableName(target.plan, n));
+}
+
+/** The output options of a write into `target`'s table, from the write's own options. */
+export function outputOptionsFor(opts: WriteTarget, target: TargetTable): OutputOptions {
+  return {
+    session: opts.session,
+    storage: opts.storage,
+    schema: target.schema,
+    partitionColumns: target.partitionColumns,
+    columnMapping: target.columnMapping,
+    spool: opts.spool,
+    concurrency: opts.concurrency ?? DEFAULT_TRANSFER_CONCURRENCY,
+    stats: statsPolicyOf(opts.snapshot),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  };
 }

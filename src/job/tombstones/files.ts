@@ -12,12 +12,12 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { DuckSession } from '../../engine/duckdb.js';
 import { TOMBSTONE_ORDER, type DeletedKeys } from '../../engine/merge/index.js';
+import { localCopies } from '../../engine/local-copies.js';
 import { safeReadPath } from '../../engine/safe-alias.js';
 import { ident, str } from '../../engine/sql.js';
 import { DeltaLogError } from '../../errors.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
-import { localTableFile } from '../table-file.js';
 import {
   DELETED_AT,
   isTombstonePath,
@@ -64,7 +64,7 @@ export class JobTombstones {
   static async open(opts: OpenTombstonesOptions): Promise<JobTombstones> {
     const plan = planTombstones(opts.state, opts.spec, opts.now);
     if (plan.live.length === 0) return new JobTombstones(opts, plan, undefined);
-    const paths = await Promise.all(plan.live.map((f) => localCopy(opts, f.path)));
+    const paths = await localCopiesOf(opts, plan.live.map((f) => f.path));
     const relation = opts.relation ?? RELATION;
     await opts.session.run(
       `CREATE OR REPLACE TEMP TABLE ${ident(relation)} AS SELECT * FROM read_parquet([${paths.map(str).join(', ')}], union_by_name = true) ` +
@@ -148,26 +148,26 @@ function instant(ms: number): string {
   return `${str(new Date(ms).toISOString())}::TIMESTAMPTZ`;
 }
 
-/** A local, glob-safe path of a live tombstone file (../table-file.ts). */
-async function localCopy(opts: OpenTombstonesOptions, path: string): Promise<string> {
+/**
+ * Local, glob-safe paths of live tombstone files: in place, or downloaded once per command into
+ * the spool (they never change once written, so later batches read the same copies).
+ */
+async function localCopiesOf(opts: OpenTombstonesOptions, paths: readonly string[]): Promise<string[]> {
   const { storage, spec } = opts;
-  if (!isTombstonePath(spec.job, path)) {
-    throw new DeltaLogError(`[job] job state of ${spec.job} in ${storage.uri} lists ${JSON.stringify(path)} as a tombstone file`, {
-      context: { uri: storage.uri, key: path, job: spec.job },
+  const listed = paths.find((path) => !isTombstonePath(spec.job, path));
+  if (listed !== undefined) {
+    throw new DeltaLogError(`[job] job state of ${spec.job} in ${storage.uri} lists ${JSON.stringify(listed)} as a tombstone file`, {
+      context: { uri: storage.uri, key: listed, job: spec.job },
     });
   }
-  return localTableFile(
-    {
-      storage,
-      spool: opts.spool,
-      folder: 'tombstones-in',
-      ...(opts.signal ? { signal: opts.signal } : {}),
-      missing: (cause) =>
-        new DeltaLogError(`[job] tombstone file ${path} of job ${spec.job}, listed in the job state of ${storage.uri}, is missing or unreadable`, {
-          context: { uri: storage.uri, key: path, job: spec.job },
-          cause,
-        }),
-    },
-    path,
-  );
+  const copies = await localCopies(storage, paths, opts.spool, {
+    cache: 'tombstones-in',
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    missing: (path, cause) =>
+      new DeltaLogError(`[job] tombstone file ${path} of job ${spec.job}, listed in the job state of ${storage.uri}, is missing or unreadable`, {
+        context: { uri: storage.uri, key: path, job: spec.job },
+        cause,
+      }),
+  });
+  return paths.map((path) => copies.pathOf(path));
 }
