@@ -5,15 +5,20 @@
  *   {"op": "merge", "table": DIR, "source": PARQUET}
  *
  * reads the file into DuckDB and MERGEs it by order_id (latest updated_at wins) with the engine
- * the job uses (stageMerge + commit, deletion vectors as the table has them), on a fresh session
- * with the job's default memory limit, as `npm run bench -- merge` does.
+ * the job uses (stageMerge + commit, deletion vectors as the table has them) and the job's
+ * defaults (target.maxRowsPerFile, concurrency), on a fresh session with the job's default memory
+ * limit, as `npm run bench -- merge` does.
  */
 import { createInterface } from 'node:readline';
 import { str } from '../../../src/engine/sql.js';
 import { LocalStorage } from '../../../src/storage/local.js';
 import { mergeAndCommit, openTable } from '../../lib/tables.js';
+import { ordersJob } from '../job.js';
 import { ORDER_KEY, ORDER_VERSION } from '../orders.js';
 import { withSession } from '../session.js';
+
+/** A job's defaults, from the config schema. */
+const DEFAULTS = ordersJob({ name: 'peers', source: '.', target: '.', spoolRoot: '.' }).job;
 
 interface Command {
   op: string;
@@ -29,6 +34,8 @@ async function merge(cmd: Command): Promise<Record<string, unknown>> {
       batch: 'changes',
       keyColumns: [ORDER_KEY],
       orderBy: ORDER_VERSION,
+      targetFileRows: DEFAULTS.target.maxRowsPerFile,
+      concurrency: DEFAULTS.concurrency,
     });
     const ms = performance.now() - started;
     return { ms, metrics: { version: m.version, durations: m.durations, bytesAdded: m.bytesAdded, dvBytes: m.dvBytes } };
