@@ -84,6 +84,8 @@ export interface PeerFigures {
   /** Per day (pipeline): median wall time of each day. */
   days?: number[];
   lastAnswer: Record<string, unknown>;
+  /** Why the peer failed the workload (its figures are then NaN). */
+  error?: string;
 }
 
 export interface WorkloadResult {
@@ -228,32 +230,48 @@ async function runMerge(ws: Workspace, opts: PeersBenchOptions, peers: Map<PeerN
   });
   const tableBytes = [...(await filesUnder([base])).values()].reduce((a, b) => a + b, 0);
   const steps = new Map<PeerName, StepUsage[]>(MERGE_PEERS.map((p) => [p, []]));
+  const failed = new Map<PeerName, string>();
   const dirOf = (p: PeerName) => ws.path(`${w.name}-${p}`);
   for (let rep = 0; rep < opts.repeat; rep++) {
     for (const p of rotation(MERGE_PEERS, rep)) {
       const dir = dirOf(p);
       await rm(dir, { recursive: true, force: true });
       await cp(p === 'delta-rs' ? `${base}-no-dv` : base, dir, { recursive: true });
+      if (failed.has(p)) continue;
       progress(`${w.name} (${rep + 1}/${opts.repeat}) ${p}: MERGE of ${count(w.changes)} rows into ${count(w.rows)}`);
-      const step = await peers.get(p)!.step({ op: 'merge', table: dir, source }, [dir]);
-      progress(`  ${secs(step.ms)}, CPU ${secs(step.cpuMs)}, peak RSS ${mib(step.peakRssBytes)}, wrote ${mib(step.bytesWritten)}`);
-      steps.get(p)!.push(step);
+      try {
+        const step = await peers.get(p)!.step({ op: 'merge', table: dir, source }, [dir]);
+        progress(`  ${secs(step.ms)}, CPU ${secs(step.cpuMs)}, peak RSS ${mib(step.peakRssBytes)}, wrote ${mib(step.bytesWritten)}`);
+        steps.get(p)!.push(step);
+      } catch (err) {
+        // A peer that fails (out of memory, killed) is reported as failed; the others go on.
+        if (p === 'tidemark') throw err;
+        failed.set(p, (err instanceof Error ? err.message : String(err)).split('\n').slice(0, 3).join(' '));
+        progress(`  FAILED: ${failed.get(p)}`);
+      }
     }
   }
   progress(`${w.name}: row check`);
-  const checks = await checkRows(dirOf('tidemark'), { 'delta-rs': dirOf('delta-rs'), spark: dirOf('spark') });
+  const ok = (['delta-rs', 'spark'] as const).filter((p) => !failed.has(p));
+  const checks = await checkRows(dirOf('tidemark'), Object.fromEntries(ok.map((p) => [p, dirOf(p)])));
   const own = new Map<PeerName, number | null>();
-  for (const p of ['delta-rs', 'spark'] as const) own.set(p, Number((await peers.get(p)!.step({ op: 'count', table: dirOf(p) }, [])).answer['rows']));
+  for (const p of ok) own.set(p, Number((await peers.get(p)!.step({ op: 'count', table: dirOf(p) }, [])).answer['rows']));
   const result: WorkloadResult = {
     name: w.name,
     title: `${w.title}: ${count(w.changes)} (${count(inserts)} new) into ${count(w.rows)} rows / ${w.files} files`,
     tableRows: w.rows,
     tableBytes,
     loadAverage: { start, end: loads() },
-    peers: MERGE_PEERS.map((p) => figures(p, steps.get(p)!, own.get(p) ?? null, p === 'tidemark' ? null : checks[p]!)),
+    peers: MERGE_PEERS.map((p) =>
+      failed.has(p) ? failedFigures(p, failed.get(p)!, steps.get(p)!) : figures(p, steps.get(p)!, own.get(p) ?? null, p === 'tidemark' ? null : checks[p]!),
+    ),
   };
   for (const p of MERGE_PEERS) await rm(dirOf(p), { recursive: true, force: true });
   return result;
+}
+
+function failedFigures(peer: PeerName, error: string, steps: readonly StepUsage[]): PeerFigures {
+  return { peer, ms: NaN, cpuMs: NaN, peakRssBytes: NaN, bytesWritten: NaN, samples: steps.map((s) => s.ms), ownRows: null, check: null, lastAnswer: {}, error };
 }
 
 function figures(peer: PeerName, steps: readonly StepUsage[], ownRows: number | null, check: RowCheck | null): PeerFigures {
@@ -415,6 +433,10 @@ function peersTable(opts: PeersBenchOptions, results: readonly WorkloadResult[])
     const t = r.peers.find((p) => p.peer === 'tidemark')!;
     for (const p of r.peers) {
       const mine = p.peer === 'tidemark';
+      if (p.error !== undefined) {
+        rows.push(['', p.peer, 'failed', '-', '-', '-', '-', '-', '-', '-', p.error.slice(0, 80), '-', '']);
+        continue;
+      }
       rows.push([
         mine ? r.title : '',
         p.peer === 'spark' && r.name === 'pipeline' ? 'PySpark job' : p.peer,
