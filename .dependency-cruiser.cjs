@@ -31,6 +31,8 @@ module.exports = {
       'The config is read by the CLI and the job, and reads only discovery (to validate layouts).'),
     forbid('job-below-cli', layer('job'), layer('cli'), 'The job returns outcomes as values; the CLI prints them.'),
     forbid('observe-below-cli', layer('observe'), layer('cli'), 'Lineage and metrics wrap a job run for the CLI; they print nothing of their own.'),
+    forbid('observe-reads-reports', layer('observe'), anyOf('engine', 'delta', 'maintenance', 'spool'),
+      'Observers describe a run from its config and report; they never read the table, DuckDB or scratch space themselves, so a failing observer cannot touch the data.'),
     forbid('observe-above-the-rest', anyOf('job', 'maintenance', 'config', 'discovery', 'engine', 'delta', 'storage', 'spool', 'log'), layer('observe'),
       'A run knows nothing of its observers: the CLI wraps it in them.'),
     forbid('errors-at-the-bottom', '^src/errors\\.ts$', '^src/(?!errors\\.ts$)', 'Typed errors depend on nothing.'),

@@ -6,7 +6,7 @@
 import type { Action } from '../../src/delta/actions.js';
 import type { Snapshot } from '../../src/delta/snapshot.js';
 import type { DeltaTable, DeltaTableOptions } from '../../src/delta/table.js';
-import type { CheckpointIO } from '../../src/delta/transaction.js';
+import type { CheckpointIO } from '../../src/delta/checkpoint-io.js';
 import { duckCheckpointIO } from '../../src/engine/checkpoint-io.js';
 import { openTable as openEngineTable } from '../../src/engine/table.js';
 import type { DuckSession } from '../../src/engine/duckdb.js';

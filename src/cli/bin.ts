@@ -1,7 +1,7 @@
 /**
  * Process entry: wire signals to an AbortSignal, run the CLI, exit with its code.
  * SIGINT/SIGTERM abort the run: it stops between steps (nothing half-committed: the commit is
- * atomic), reports the job as interrupted and exits 130 (SPEC §5, for SIGTERM too); the 'exit'
+ * atomic), reports the job as interrupted and exits 130 (docs/operations.md, Running from a scheduler; for SIGTERM too); the 'exit'
  * handler removes spool folders. A second signal, or a run still going 10 s later, exits 130 at once.
  *
  * The handlers come first and the CLI is imported after them: loading it (the AWS SDK, DuckDB)

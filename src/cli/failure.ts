@@ -6,7 +6,7 @@
 import type { ReportedError } from '../job/report.js';
 import { errorInfo } from './output.js';
 
-/** SIGINT or SIGTERM stopped the command (SPEC §5: 130 interrupted); the rerun is safe. */
+/** SIGINT or SIGTERM stopped the command (130 interrupted: docs/operations.md, Running from a scheduler); the rerun is safe. */
 export const EXIT_INTERRUPTED = 130;
 
 /** The --json object of a command that failed before (or outside) the per-job loop. */

@@ -10,7 +10,7 @@ import type { Storage } from '../storage/storage.js';
 import { parseCommit, type Action, type SidecarFile } from './actions.js';
 import type { CheckpointRef } from './log-listing.js';
 import { SIDECAR_DIR } from './log-files.js';
-import type { CheckpointIO } from './transaction.js';
+import type { CheckpointIO } from './checkpoint-io.js';
 
 /** Every action the checkpoint holds, its sidecars' included. */
 export async function readCheckpoint(storage: Storage, io: CheckpointIO, ref: CheckpointRef): Promise<Action[]> {

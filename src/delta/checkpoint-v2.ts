@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { Storage } from '../storage/storage.js';
 import { serializeCommit, type Action } from './actions.js';
 import { LOG_DIR, SIDECAR_DIR, v2CheckpointFileName } from './log-files.js';
-import type { CheckpointIO } from './transaction.js';
+import type { CheckpointIO } from './checkpoint-io.js';
 
 /** What to checkpoint: the state's actions (as ./checkpoint.ts builds them) at `version`. */
 export interface V2CheckpointInput {

@@ -16,7 +16,7 @@ import { TableConfig } from './table-config.js';
 import { checkpointKey, LAST_CHECKPOINT_KEY, LOG_DIR, padVersion } from './log-files.js';
 import { readLastCheckpoint } from './log-listing.js';
 import type { Snapshot } from './snapshot.js';
-import type { CheckpointIO } from './transaction.js';
+import type { CheckpointIO } from './checkpoint-io.js';
 
 /** Spark's default `delta.checkpointInterval`. */
 export const DEFAULT_CHECKPOINT_INTERVAL = 10;

@@ -26,7 +26,7 @@ import { parseSchema } from './schema.js';
 import type { LiveFile, Snapshot } from './snapshot.js';
 import { parseStats } from './stats.js';
 import { TableConfig } from './table-config.js';
-import type { CheckpointIO } from './transaction.js';
+import type { CheckpointIO } from './checkpoint-io.js';
 
 /** Commit files read at once. */
 const COMMIT_READ_CONCURRENCY = 16;

@@ -19,7 +19,8 @@ import { highWaterMarkOf } from './row-tracking.js';
 import type { Snapshot } from './snapshot.js';
 import { TableConfig } from './table-config.js';
 import { createTableRequest, type CreateTableRequest } from './table-create.js';
-import type { CheckpointIO, CommitRequest, CommitResult } from './transaction.js';
+import type { CommitRequest, CommitResult } from './transaction.js';
+import type { CheckpointIO } from './checkpoint-io.js';
 
 export interface DeltaTableOptions {
   /** Commit attempts before giving up (default 15). */

@@ -2,7 +2,6 @@
  * What a transaction read and what it wants to commit. The commit loop (./commit.ts)
  * uses the read side to decide whether a concurrent winner's commit conflicts.
  */
-import type { Storage } from '../storage/storage.js';
 import type { Action, PartitionValues } from './actions.js';
 import type { KeyBound } from './key-bounds.js';
 
@@ -44,19 +43,4 @@ export interface CommitResult {
   version: number;
   /** 1 when the first attempt won. */
   attempts: number;
-}
-
-/**
- * Reads and writes checkpoint files. Checkpoints are Parquet, which the Delta layer does not
- * decode itself: the engine implements this (DuckDB), so `delta/` stays free of DuckDB and of
- * local scratch files.
- */
-export interface CheckpointIO {
-  /** The actions of one checkpoint: all its parts (keys relative to the table root), any schema version. */
-  readActions(storage: Storage, keys: readonly string[]): Promise<Action[]>;
-  /**
-   * Write these actions as checkpoint Parquet at `key` in one visible step; returns its size in
-   * bytes. `sidecar`: a V2 checkpoint's sidecar, whose only columns are `add` and `remove`.
-   */
-  writeActions(storage: Storage, key: string, actions: readonly Action[], opts?: { sidecar?: boolean }): Promise<{ sizeInBytes: number }>;
 }

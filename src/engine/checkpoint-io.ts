@@ -5,7 +5,7 @@
  */
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { CheckpointIO } from '../delta/transaction.js';
+import type { CheckpointIO } from '../delta/checkpoint-io.js';
 import type { Spool } from '../spool/spool.js';
 import { readCheckpointActions } from './checkpoint-reader.js';
 import { CHECKPOINT_COLUMNS, SIDECAR_COLUMNS, writeCheckpointActions } from './checkpoint-writer.js';

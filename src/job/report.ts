@@ -1,5 +1,5 @@
 /**
- * What a command reports: one object per job, printed as JSON with `--json` (see docs/cli.md),
+ * What a command reports: one object per job, printed as JSON with `--json` (see docs/operations.md, Commands),
  * and the outcome that carries it back to the CLI as a value, also when the job failed.
  */
 import type { ChecksumCounts, RequestCounts } from '../storage/storage.js';

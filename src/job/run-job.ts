@@ -271,7 +271,7 @@ function withWaiting(state: JobState, waiting: WaitingPartitionState[]): JobStat
   return waiting.length > 0 ? { ...rest, waiting } : rest;
 }
 
-/** The job state's `cleared` after a batch: the loaded files its backfill had quarantined (../quarantine-list.ts). */
+/** The job state's `cleared` after a batch: the loaded files its backfill had quarantined (./quarantine-list.ts). */
 function clearedAfter(before: JobState, byBackfill: readonly QuarantinedFile[], loaded: readonly DiscoveredFile[], setAside: readonly QuarantinedFile[]): Pick<JobState, 'cleared'> {
   const keys = new Set(setAside.map((q) => q.key));
   const cleared = withCleared(before.cleared, byBackfill, loaded.filter((f) => !keys.has(f.key)), new Date());

@@ -83,7 +83,7 @@ export interface Storage {
   /** Root URI, for messages and for building child storages (`file:///x/`, `s3://b/p/`). */
   readonly uri: string;
   /**
-   * Pages in key order: UTF-8 byte order, as S3 lists (see `compareKeys` in ./common.ts).
+   * Pages in key order: UTF-8 byte order, as S3 lists (see `compareKeys` in ./driver-helpers.ts).
    * Always at least one page, possibly empty.
    */
   list(opts?: ListOptions): AsyncIterable<ListPage>;

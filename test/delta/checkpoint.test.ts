@@ -7,7 +7,7 @@ import { maybeWriteCheckpoint, parseIntervalMs, deletedFileRetentionMs } from '.
 import { commitWithRetry } from '../../src/delta/commit.js';
 import { loadSnapshot } from '../../src/delta/replay.js';
 import type { Snapshot } from '../../src/delta/snapshot.js';
-import type { CheckpointIO } from '../../src/delta/transaction.js';
+import type { CheckpointIO } from '../../src/delta/checkpoint-io.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { str } from '../../src/engine/sql.js';
 import { LocalStorage } from '../../src/storage/local.js';

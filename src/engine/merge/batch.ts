@@ -13,7 +13,7 @@ import { ident } from '../sql.js';
 import { castError } from '../cast-error.js';
 import { misfitSql } from '../fit-cast.js';
 import { mappingExpr, type ColumnPlan, type ColumnType } from './columns.js';
-import { BATCH_ROW, DELETE_FLAG, SOURCE_FILE, SOURCE_ROW } from './temp-names.js';
+import { BATCH_ROW, DELETE_FLAG, BATCH_SOURCE_FILE, BATCH_SOURCE_ROW } from './temp-names.js';
 import { badDeleteWhen, checkDeleteExpression, type Lineage } from './validate.js';
 
 /** The batch in the table's schema, as a temp table or a temp view. */
@@ -56,8 +56,8 @@ export async function prepareBatch(session: DuckSession, opts: PrepareBatchOptio
   const select = [
     ...opts.plan.mappings.map((m) => `${mappingExpr(m, 'b')} AS ${ident(m.target)}`),
     `${flagExpr(opts.deleteWhen)} AS ${ident(DELETE_FLAG)}`,
-    ...(lineage.file ? [`CAST(b.${ident(lineage.file)} AS VARCHAR) AS ${ident(SOURCE_FILE)}`] : []),
-    ...(lineage.row ? [`TRY_CAST(b.${ident(lineage.row)} AS BIGINT) AS ${ident(SOURCE_ROW)}`] : []),
+    ...(lineage.file ? [`CAST(b.${ident(lineage.file)} AS VARCHAR) AS ${ident(BATCH_SOURCE_FILE)}`] : []),
+    ...(lineage.row ? [`TRY_CAST(b.${ident(lineage.row)} AS BIGINT) AS ${ident(BATCH_SOURCE_ROW)}`] : []),
     // The source's rowid is free; a source without one (a view) is numbered once, in the copy.
     `${hasRowid ? `b.${ident(SOURCE_ROWID)}` : 'row_number() OVER ()'} AS ${ident(BATCH_ROW)}`,
   ];

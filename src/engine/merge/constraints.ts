@@ -21,7 +21,7 @@ import type { DuckSession, Row } from '../duckdb.js';
 import { expressionProblem } from '../expression.js';
 import { sparkExpressionToDuck } from '../spark-sql.js';
 import { ident, str } from '../sql.js';
-import { SOURCE_FILE, SOURCE_ROW } from './temp-names.js';
+import { BATCH_SOURCE_FILE, BATCH_SOURCE_ROW } from './temp-names.js';
 import { describeLineage, formatValue, type Lineage } from './validate.js';
 
 /** One rule as DuckDB SQL that is TRUE for a row that keeps it. */
@@ -63,7 +63,7 @@ export async function checkConstraints(
   if (checks.length === 0) return;
   const kept = checks.map((c) => `(${c.sql})`);
   const which = `CASE ${kept.map((k, i) => `WHEN NOT ${k} THEN ${i}`).join(' ')} END AS ${ident(BROKEN)}`;
-  const lineage = [...(rows.lineage.file ? [SOURCE_FILE] : []), ...(rows.lineage.row ? [SOURCE_ROW] : [])].map(ident);
+  const lineage = [...(rows.lineage.file ? [BATCH_SOURCE_FILE] : []), ...(rows.lineage.row ? [BATCH_SOURCE_ROW] : [])].map(ident);
   const order = [...lineage, ...rows.keys.map(ident)];
   const bad = await session.one(
     `SELECT ${[...rows.keys.map(ident), ...lineage, which].join(', ')} FROM (${rows.sql}) AS ${ident(ROW)} ` +

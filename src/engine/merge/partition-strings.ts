@@ -10,7 +10,7 @@ import type { StructType } from '../../delta/schema.js';
 import { BadFileError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';
 import { ident, str } from '../sql.js';
-import { SOURCE_FILE, SOURCE_ROW } from './temp-names.js';
+import { BATCH_SOURCE_FILE, BATCH_SOURCE_ROW } from './temp-names.js';
 import { describeLineage, formatValue, type Lineage } from './validate.js';
 
 const COLUMN = '__tm_empty_partition_column';
@@ -22,7 +22,7 @@ export async function refuseEmptyPartitionStrings(
 ): Promise<void> {
   const columns = rows.schema.fields.filter((f) => f.type === 'string' && rows.partitionColumns.includes(f.name)).map((f) => f.name);
   if (columns.length === 0) return;
-  const lineage = [...(rows.lineage.file ? [SOURCE_FILE] : []), ...(rows.lineage.row ? [SOURCE_ROW] : [])].map(ident);
+  const lineage = [...(rows.lineage.file ? [BATCH_SOURCE_FILE] : []), ...(rows.lineage.row ? [BATCH_SOURCE_ROW] : [])].map(ident);
   const which = `CASE ${columns.map((c) => `WHEN ${ident(c)} = '' THEN ${str(c)}`).join(' ')} END AS ${ident(COLUMN)}`;
   const order = [...lineage, ...rows.keys.map(ident)];
   const bad = await session.one(

@@ -33,7 +33,7 @@ import type { ExistingSources } from './options.js';
 import { resolvePolicy, writeModeOf } from './write-mode.js';
 import { pruneFiles } from './prune.js';
 import type { TargetTable } from './target.js';
-import { FILE_ID, POS, SOURCE_FILE } from './temp-names.js';
+import { FILE_ID, POS, BATCH_SOURCE_FILE } from './temp-names.js';
 
 /** What the lookup found and did; its actions go into the append's commit. */
 export interface SourceReplacement {
@@ -90,8 +90,8 @@ export async function stageSourceReplacement(ctx: SourceLookup): Promise<SourceR
     const wanted = ctx.existing.files.map((f) => `(${str(f)})`).join(', ');
     // The files named that are in this batch: the batch's lineage column (VARCHAR) spelled as the table's.
     await session.run(
-      `CREATE TEMP TABLE ${ident(t.sources)} AS SELECT DISTINCT b.${ident(SOURCE_FILE)} AS ${ident(column)} FROM ${ident(ctx.batch)} AS b ` +
-        `WHERE b.${ident(SOURCE_FILE)} IN (SELECT * FROM (VALUES ${wanted}))`,
+      `CREATE TEMP TABLE ${ident(t.sources)} AS SELECT DISTINCT b.${ident(BATCH_SOURCE_FILE)} AS ${ident(column)} FROM ${ident(ctx.batch)} AS b ` +
+        `WHERE b.${ident(BATCH_SOURCE_FILE)} IN (SELECT * FROM (VALUES ${wanted}))`,
     );
     const config = TableConfig.of(snapshot.protocol, snapshot.metadata);
     const mode = config.columnMapping;
@@ -171,7 +171,7 @@ export async function stageSourceReplacement(ctx: SourceLookup): Promise<SourceR
 /** Remove the rows of `sources` from the batch: they are not appended. */
 async function dropFromBatch(ctx: SourceLookup, sources: readonly string[]): Promise<void> {
   if (sources.length === 0) return;
-  await ctx.session.run(`DELETE FROM ${ident(ctx.batch)} WHERE ${ident(SOURCE_FILE)} IN (${sources.map(str).join(', ')})`);
+  await ctx.session.run(`DELETE FROM ${ident(ctx.batch)} WHERE ${ident(BATCH_SOURCE_FILE)} IN (${sources.map(str).join(', ')})`);
 }
 
 /**
@@ -187,7 +187,7 @@ async function changedSources(ctx: SourceLookup, t: { stored: string }, storedSq
   const srcColumn = columns.find((c) => c.toLowerCase() === sourceCol);
   if (srcColumn === undefined) return [...held];
   await ctx.session.run(`CREATE TEMP TABLE ${ident(t.stored)} AS SELECT ${list} FROM (${storedSql}) WHERE ${ident(srcColumn)} IN (${inHeld})`);
-  const fresh = `SELECT ${list} FROM ${ident(ctx.batch)} WHERE ${ident(SOURCE_FILE)} IN (${inHeld})`;
+  const fresh = `SELECT ${list} FROM ${ident(ctx.batch)} WHERE ${ident(BATCH_SOURCE_FILE)} IN (${inHeld})`;
   const stored = `SELECT ${list} FROM ${ident(t.stored)}`;
   const rows = await ctx.session.all(
     `SELECT DISTINCT ${ident(srcColumn)} AS src FROM ((${stored} EXCEPT ALL ${fresh}) UNION ALL (${fresh} EXCEPT ALL ${stored})) ORDER BY 1`,

@@ -19,7 +19,7 @@ import { ident } from '../sql.js';
 import { duckSchemaToDelta } from '../type-map-write.js';
 import { describeRelation, prepareBatch, type PreparedBatch } from './batch.js';
 import { dataColumns, evolveSchema, newColumns, planColumns, requireColumns, tableName, type ColumnPlan, type ColumnType } from './columns.js';
-import { DELETE_FLAG, SOURCE_FILE, SOURCE_ROW } from './temp-names.js';
+import { DELETE_FLAG, BATCH_SOURCE_FILE, BATCH_SOURCE_ROW } from './temp-names.js';
 import { DEFAULT_SOURCE_FILE_COLUMN, type WriteTarget } from './options.js';
 import { TableConfig } from '../../delta/table-config.js';
 
@@ -217,7 +217,7 @@ function resolvePartitionBy(schema: StructType, partitionBy: readonly string[], 
 
 /** Internal column names could be shadowed by a batch column of the same name. */
 function refuseReservedNames(names: readonly string[], batch: string): void {
-  const reserved = new Set([DELETE_FLAG, SOURCE_FILE, SOURCE_ROW].map((n) => n.toLowerCase()));
+  const reserved = new Set([DELETE_FLAG, BATCH_SOURCE_FILE, BATCH_SOURCE_ROW].map((n) => n.toLowerCase()));
   const clash = names.find((n) => reserved.has(n.toLowerCase()) || n.toLowerCase().startsWith('__tm_'));
   if (clash !== undefined) {
     throw new MergeInputError(`[merge] batch ${batch} has a column named ${JSON.stringify(clash)}; names starting with __tm_ are reserved`, {

@@ -7,10 +7,13 @@ import { ident } from '../sql.js';
 
 /** Internal column: the evaluated `deleteWhen` flag (BOOLEAN, never NULL). */
 export const DELETE_FLAG = '__tm_delete';
-/** Internal column: the batch row's source file, copied from the lineage column when present. */
-export const SOURCE_FILE = '__tm_source_file';
+/**
+ * Internal column: the batch row's source file, copied from the lineage column when present (the
+ * job's lineage column itself is SOURCE_FILE, `_source_file`, in ../file-select.ts).
+ */
+export const BATCH_SOURCE_FILE = '__tm_source_file';
 /** Internal column: the batch row's position in its source file, when present. */
-export const SOURCE_ROW = '__tm_source_row';
+export const BATCH_SOURCE_ROW = '__tm_source_row';
 /** Internal column: the id of the data file a target row was read from. */
 export const FILE_ID = '__tm_file';
 /** Internal column: the id of a batch row (its source's rowid), and the batch row a target row matched. */

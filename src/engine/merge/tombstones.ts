@@ -2,7 +2,7 @@
  * Tombstones in a MERGE: the caller's relation of recently deleted keys is checked, then used to
  * bury incoming rows older than a delete (./plan.ts `buriedSql`); the batch's own deletes are
  * handed back as tombstones (`deletedKeysSql`). Keeping tombstones between batches (files,
- * retention) is the caller's business: see src/job/tombstones.ts.
+ * retention) is the caller's business: see src/job/tombstones/.
  */
 import { MergeInputError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';

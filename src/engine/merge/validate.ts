@@ -7,7 +7,7 @@ import { MergeInputError } from '../../errors.js';
 import type { DuckSession, Row } from '../duckdb.js';
 import { expressionProblem } from '../expression.js';
 import { ident } from '../sql.js';
-import { SOURCE_FILE, SOURCE_ROW } from './temp-names.js';
+import { BATCH_SOURCE_FILE, BATCH_SOURCE_ROW } from './temp-names.js';
 
 /** Which lineage columns the prepared batch carries. */
 export interface Lineage {
@@ -70,15 +70,15 @@ export async function checkDuplicateKeys(session: DuckSession, batch: string, ke
 
 function lineageList(keys: readonly string[], lineage: Lineage): string {
   const cols = keys.map(ident);
-  if (lineage.file) cols.push(ident(SOURCE_FILE));
-  if (lineage.row) cols.push(ident(SOURCE_ROW));
+  if (lineage.file) cols.push(ident(BATCH_SOURCE_FILE));
+  if (lineage.row) cols.push(ident(BATCH_SOURCE_ROW));
   return cols.join(', ');
 }
 
 /** How an error names a batch row's source: ` (file f, row n)` and the context fields `key` and `row`. */
 export function describeLineage(row: Row, lineage: Lineage): { text: string; context: { key?: string; row?: number } } {
-  const file = lineage.file && row[SOURCE_FILE] != null ? String(row[SOURCE_FILE]) : undefined;
-  const rowNo = lineage.row && row[SOURCE_ROW] != null ? Number(row[SOURCE_ROW]) : undefined;
+  const file = lineage.file && row[BATCH_SOURCE_FILE] != null ? String(row[BATCH_SOURCE_FILE]) : undefined;
+  const rowNo = lineage.row && row[BATCH_SOURCE_ROW] != null ? Number(row[BATCH_SOURCE_ROW]) : undefined;
   const parts: string[] = [];
   if (file !== undefined) parts.push(`file ${file}`);
   if (rowNo !== undefined) parts.push(`row ${rowNo}`);

@@ -54,7 +54,7 @@ export interface BackfillPlan {
   listRequests: number;
 }
 
-/** The cursor a plan starts from (see ./backfill-state.ts). */
+/** The cursor a plan starts from (see ./state.ts). */
 export interface BackfillCursor {
   doneThrough: string | null;
   loaded: readonly BackfillEntry[];
