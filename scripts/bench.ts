@@ -16,11 +16,13 @@ import { benchBackfill } from './bench/backfill.js';
 import { WORKLOADS, benchPeers, type WorkloadName } from './bench/peers.js';
 import { SEED_SCALE_DIR, benchSeedScale } from './bench/seed-scale.js';
 import { seedNight } from './bench/seed-night.js';
+import { benchSmallFiles } from './bench/small-files.js';
+import type { SmallFormat } from './bench/small-files-landing.js';
 import { BENCH_ROOT } from './bench/workspace.js';
 import type { DeletionVectorSetting } from '../src/engine/merge/write-mode.js';
 import { parseSize } from '../src/config/units.js';
 
-const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers|seed-scale> [options]
+const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers|seed-scale|small-files> [options]
 
   merge   MERGE of changed orders into a clustered table vs a full rewrite
     --rows N       table rows (default 10000000)
@@ -71,6 +73,13 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers|seed-
     --sample X     share of the rows the full reload is measured on (default 0.1)
     --dir PATH     where the tables are kept (default .bench/seed-scale)
 
+  small-files  many small files (CSV, gzip NDJSON) in one run vs a hand-written DuckDB bulk read
+    --files N          files per format (default 10000), 1-100 rows each
+    --formats LIST     csv,ndjson.gz (default both)
+    --repeat N         interleaved repetitions, medians reported (default 1)
+    --no-s3            skip the runs from the embedded S3 server
+    --trace            one more traced run per format: the slowest statements
+
   common
     --keep         keep the scratch folder under .bench/
     --json PATH    result file (default .bench/results/<bench>-<time>.json)
@@ -94,6 +103,14 @@ function sizes(name: string, value: string): number[] {
     const bytes = parseSize(v);
     if (bytes === null || bytes <= 0) throw new Error(`[bench] --${name} must list sizes such as 256MiB or 1GiB, got ${v}`);
     return bytes;
+  });
+}
+
+function smallFormats(value: string): SmallFormat[] {
+  return value.split(',').map((v) => {
+    const f = v.trim();
+    if (f === 'csv' || f === 'ndjson.gz') return f;
+    throw new Error(`[bench] --formats lists csv and ndjson.gz, got ${v}`);
   });
 }
 
@@ -127,6 +144,9 @@ async function main(argv: string[]): Promise<void> {
       sample: { type: 'string' },
       dir: { type: 'string' },
       'no-lean': { type: 'boolean', default: false },
+      'no-s3': { type: 'boolean', default: false },
+      trace: { type: 'boolean', default: false },
+      formats: { type: 'string' },
       'partition-by': { type: 'string' },
       'deletion-vectors': { type: 'string', default: 'auto' },
       keep: { type: 'boolean', default: false },
@@ -136,7 +156,7 @@ async function main(argv: string[]): Promise<void> {
   });
   const bench = positionals[0];
   const command = `npm run bench -- ${argv.join(' ')}`;
-  if (values.help || !['merge', 'ingest', 'memory', 'backfill', 'peers', 'seed-scale'].includes(bench ?? '')) {
+  if (values.help || !['merge', 'ingest', 'memory', 'backfill', 'peers', 'seed-scale', 'small-files'].includes(bench ?? '')) {
     process.stdout.write(USAGE);
     if (!values.help) process.exitCode = 2;
     return;
@@ -151,6 +171,19 @@ async function main(argv: string[]): Promise<void> {
       repeat: positiveInt('repeat', values.repeat, 2),
       keep: values.keep,
       jsonPath: resultPath('backfill', values.json),
+      command,
+    });
+    return;
+  }
+  if (bench === 'small-files') {
+    await benchSmallFiles({
+      files: positiveInt('files', values.files, 10_000),
+      repeat: positiveInt('repeat', values.repeat, 1),
+      s3: !values['no-s3'],
+      trace: values.trace,
+      formats: smallFormats(values.formats ?? 'csv,ndjson.gz'),
+      keep: values.keep,
+      jsonPath: resultPath('small-files', values.json),
       command,
     });
     return;

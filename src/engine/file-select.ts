@@ -97,6 +97,11 @@ function dialectArgs(d: CsvDialect, path: string): string[] {
   return args;
 }
 
+/** The read_csv options of the job's dialect for files like `path` (its compression), as SQL text. */
+export function csvListArgs(format: 'csv' | 'tsv', opts: CsvOptions | undefined, path: string): string {
+  return dialectArgs(csvDialect(format, opts), path).join(', ');
+}
+
 function csvArgs(format: 'csv' | 'tsv', opts: CsvOptions | undefined, path: string, text: readonly string[]): string {
   const args = [str(path), ...dialectArgs(csvDialect(format, opts), path)];
   if (text.length > 0) args.push(`types = {${text.map((c) => `${str(c)}: 'VARCHAR'`).join(', ')}}`);

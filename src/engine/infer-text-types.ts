@@ -31,6 +31,8 @@ import { ambiguitySql, textValueSql } from './text-cast.js';
 /** What to infer: columns of these CSV files that `known` (lower-cased names) lacks. */
 export interface InferRequest {
   files: readonly { file: LoadFile; columns: readonly string[] }[];
+  /** Files already read as text into tables (./bulk-text.ts), with their columns. */
+  tables?: readonly { table: string; columns: readonly string[] }[];
   known: ReadonlySet<string>;
   csv?: CsvOptions;
   /** Key columns of the job (never inferred floating). */
@@ -45,7 +47,8 @@ const PLAIN_DECIMAL = '-?(0|[1-9][0-9]*)\\.[0-9]+';
 /** The inferred field of every new column (in the order the files first name them). */
 export async function inferTextColumns(session: DuckSession, req: InferRequest): Promise<StructField[]> {
   const names = new Map<string, string>();
-  for (const f of req.files) for (const c of f.columns) if (!req.known.has(c.toLowerCase()) && !names.has(c.toLowerCase())) names.set(c.toLowerCase(), c);
+  const sources = [...req.files, ...(req.tables ?? [])];
+  for (const f of sources) for (const c of f.columns) if (!req.known.has(c.toLowerCase()) && !names.has(c.toLowerCase())) names.set(c.toLowerCase(), c);
   if (names.size === 0) return [];
   const columns = [...names.values()];
   const formats = temporalFormats(req.csv);
@@ -79,8 +82,9 @@ export async function inferTextColumns(session: DuckSession, req: InferRequest):
   const table = ident(INFER_TABLE);
   let row: Record<string, unknown>;
   try {
-    for (let at = 0; at < req.files.length; at += FILES_PER_STATEMENT) {
-      const union = req.files.slice(at, at + FILES_PER_STATEMENT).map((f) => textSelect(f, columns, req.csv)).join('\nUNION ALL\n');
+    const selects = [...req.files.map((f) => textSelect(f, columns, req.csv)), ...(req.tables ?? []).map((t) => tableSelect(t, columns))];
+    for (let at = 0; at < selects.length; at += FILES_PER_STATEMENT) {
+      const union = selects.slice(at, at + FILES_PER_STATEMENT).join('\nUNION ALL\n');
       await session.run(at === 0 ? `CREATE OR REPLACE TEMP TABLE ${table} AS ${union}` : `INSERT INTO ${table} ${union}`);
     }
     row = (await session.one(`SELECT ${aggregates.join(', ')} FROM ${table}`)) ?? {};
@@ -100,11 +104,21 @@ const INFER_TABLE = '__tm_infer';
 
 /** One file's `columns` as text (NULL where the file lacks one). */
 function textSelect({ file, columns: own }: { file: LoadFile; columns: readonly string[] }, columns: readonly string[], csv?: CsvOptions): string {
-  const select = columns.map((c) => {
-    const mine = own.find((m) => m.toLowerCase() === c.toLowerCase());
-    return mine ? `${ident(mine)} AS ${ident(c)}` : `NULL::VARCHAR AS ${ident(c)}`;
-  });
-  return `SELECT ${select.join(', ')} FROM (${fileSelectSql(file, csv, own)})`;
+  return `SELECT ${columnsAs(own, columns)} FROM (${fileSelectSql(file, csv, own)})`;
+}
+
+/** A staged table's `columns` as text (NULL where it lacks one). */
+function tableSelect({ table, columns: own }: { table: string; columns: readonly string[] }, columns: readonly string[]): string {
+  return `SELECT ${columnsAs(own, columns)} FROM ${ident(table)}`;
+}
+
+function columnsAs(own: readonly string[], columns: readonly string[]): string {
+  return columns
+    .map((c) => {
+      const mine = own.find((m) => m.toLowerCase() === c.toLowerCase());
+      return mine ? `${ident(mine)} AS ${ident(c)}` : `NULL::VARCHAR AS ${ident(c)}`;
+    })
+    .join(', ');
 }
 
 function decide(row: Record<string, unknown>, i: number, isKey: boolean): DataType {

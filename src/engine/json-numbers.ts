@@ -20,8 +20,10 @@
  * read line by line: plain and gzip files as a stream, zstd files through DuckDB's decompression.
  */
 import { createReadStream } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { createInterface } from 'node:readline';
-import { createGunzip } from 'node:zlib';
+import { createGunzip, gunzip } from 'node:zlib';
 import { BadFileError } from '../errors.js';
 import type { DuckSession } from './duckdb.js';
 import type { LoadFile } from './file-select.js';
@@ -44,14 +46,22 @@ export interface ColumnNumbers {
   longInteger: NumberAt | null;
 }
 
+const gunzipAsync = promisify(gunzip);
+/** Files up to this size (as stored) are read whole, larger ones as a stream. */
+const WHOLE_FILE_BYTES = 4 * 2 ** 20;
+
 /** Significant digits a double gives back exactly (DBL_DIG). */
 const DOUBLE_DIGITS = 15;
 const INT64_MAX = 9_223_372_036_854_775_807n;
 const INT64_MIN = -9_223_372_036_854_775_808n;
 
-/** The numbers of every column of a JSON or NDJSON file, by path. */
-export async function scanJsonNumbers(session: DuckSession, file: LoadFile): Promise<Map<string, ColumnNumbers>> {
+/**
+ * What one reading of a JSON or NDJSON file's text finds: the numbers of every column, by path,
+ * and its records' top-level keys in order of first appearance (./bulk-text.ts groups files by them).
+ */
+export async function scanJson(session: DuckSession, file: LoadFile): Promise<{ numbers: Map<string, ColumnNumbers>; keys: string[] }> {
   const lexer = new NumberLexer();
+  const result = () => ({ numbers: lexer.columns, keys: [...lexer.keys] });
   if (compressionOf(file.localPath) === 'zstd') {
     // Node 20 has no zstd: DuckDB decompresses, one line per row (JSON holds no raw \x01).
     const rows = await session.all(
@@ -59,7 +69,16 @@ export async function scanJsonNumbers(session: DuckSession, file: LoadFile): Pro
         `compression = 'zstd', max_line_size = 1073741824, skip_blank_lines = false)`,
     );
     rows.forEach((r, i) => lexer.line(String(r['l'] ?? ''), i + 1));
-    return lexer.columns;
+    return result();
+  }
+  if ((await stat(file.localPath)).size <= WHOLE_FILE_BYTES) {
+    // A small file in one read: a stream and a line reader per file cost more than its lexing.
+    const bytes = await readFile(file.localPath);
+    const text = (compressionOf(file.localPath) === 'gzip' ? await gunzipAsync(bytes) : bytes).toString('utf8');
+    const lines = text.split(/\r\n|\n|\r/);
+    if (lines.at(-1) === '') lines.pop();
+    lines.forEach((l, i) => lexer.line(l, i + 1));
+    return result();
   }
   const raw = createReadStream(file.localPath);
   const input = compressionOf(file.localPath) === 'gzip' ? raw.pipe(createGunzip()) : raw;
@@ -69,7 +88,7 @@ export async function scanJsonNumbers(session: DuckSession, file: LoadFile): Pro
   } finally {
     raw.destroy();
   }
-  return lexer.columns;
+  return result();
 }
 
 /** The first number of `numbers` (one file's) that would not be stored as the file spells it, as a BadFileError. */
@@ -134,6 +153,8 @@ type Frame = { kind: 'object'; path: string; key: string | null } | { kind: 'arr
 /** A JSON lexer fed line by line: it keeps the path of every number and records the facts above. */
 class NumberLexer {
   readonly columns = new Map<string, ColumnNumbers>();
+  /** The records' top-level keys, in order of first appearance. */
+  readonly keys = new Set<string>();
   private readonly stack: Frame[] = [];
   /** A top-level array holds the records (JSON's array format); else the top-level values are. */
   private arrayOfRecords: boolean | null = null;
@@ -156,8 +177,10 @@ class NumberLexer {
       } else if (ch === '"') {
         const end = stringEnd(text, i);
         const top = this.stack.at(-1);
-        if (top?.kind === 'object' && top.key === null) top.key = keyText(text.slice(i, end));
-        else this.valueDone();
+        if (top?.kind === 'object' && top.key === null) {
+          top.key = keyText(text.slice(i, end));
+          if (this.stack.length === (this.arrayOfRecords ? 2 : 1)) this.keys.add(top.key);
+        } else this.valueDone();
         i = end;
       } else if (ch === '-' || (ch >= '0' && ch <= '9')) {
         const m = NUMBER.exec(text.slice(i));

@@ -18,7 +18,7 @@ import { parseDuckType } from './duck-type.js';
 import type { DuckSession } from './duckdb.js';
 import { fitCastSql, misfitSql } from './fit-cast.js';
 import { isNestedDuck, leafChecks, nestedAdditions } from './nested-fit.js';
-import { csvDialect, fileSelectSql, LINEAGE_COLUMNS, SOURCE_ROW, temporalFormats, type CsvOptions, type LoadFile } from './file-select.js';
+import { csvDialect, describeDialect, fileSelectSql, LINEAGE_COLUMNS, SOURCE_ROW, temporalFormats, type CsvDialect, type CsvOptions, type LoadFile } from './file-select.js';
 import { ident } from './sql.js';
 import { ambiguitySql } from './text-cast.js';
 import { deltaTypeToDuckForWrite } from './type-map-write.js';
@@ -65,7 +65,7 @@ export async function describeFile(session: DuckSession, file: LoadFile, csv: Cs
  * names. Across files, names are matched ignoring case (`Amount` in one file and `amount` in the
  * next are the same column).
  */
-function checkColumnNames(file: LoadFile, names: readonly string[]): void {
+export function checkColumnNames(file: LoadFile, names: readonly string[]): void {
   const reserved = names.find((n) => (LINEAGE_COLUMNS as readonly string[]).includes(n.toLowerCase()));
   if (reserved !== undefined) {
     throw new BadFileError(
@@ -73,17 +73,51 @@ function checkColumnNames(file: LoadFile, names: readonly string[]): void {
       { context: { key: file.key, column: reserved } },
     );
   }
-  const lower = new Map(names.map((n) => [n.toLowerCase(), n]));
+  const lower = new Map<string, string>();
+  for (const n of names) {
+    // The names as the file spells them (JSON keys), or as DuckDB renamed the second (`amount_1`).
+    const first = lower.get(n.toLowerCase());
+    if (first !== undefined && first !== n) throw caseClash(file, first, n);
+    if (first === undefined) lower.set(n.toLowerCase(), n);
+  }
   for (const n of names) {
     const renamed = /^(.*)_\d+$/.exec(n);
     const first = renamed ? lower.get(renamed[1]!.toLowerCase()) : undefined;
     if (!renamed || first === undefined || first === renamed[1]) continue;
-    throw new BadFileError(
-      `[load] cannot load ${file.key}: it has columns ${JSON.stringify(first)} and ${JSON.stringify(renamed[1])}, whose names differ only by case: ` +
-        'Delta column names ignore case, so they would be one column; rename one in the source',
-      { context: { key: file.key, column: first, columns: [first, renamed[1]!] } },
-    );
+    throw caseClash(file, first, renamed[1]!);
   }
+}
+
+function caseClash(file: LoadFile, first: string, second: string): BadFileError {
+  return new BadFileError(
+    `[load] cannot load ${file.key}: it has columns ${JSON.stringify(first)} and ${JSON.stringify(second)}, whose names differ only by case: ` +
+      'Delta column names ignore case, so they would be one column; rename one in the source',
+    { context: { key: file.key, column: first, columns: [first, second] } },
+  );
+}
+
+/**
+ * A BadFileError for a CSV file that breaks the job's dialect at DuckDB's "CSV Error on Line: N"
+ * (`duckError`), naming the line and what is wrong with it; null when DuckDB named no line.
+ */
+export function csvLineError(file: LoadFile, dialect: CsvDialect, duckError: unknown, cause?: unknown): BadFileError | null {
+  const text = duckError instanceof Error ? duckError.message : String(duckError);
+  const line = /CSV Error on Line: (\d+)/.exec(text)?.[1];
+  if (line === undefined) return null;
+  return new BadFileError(`[load] cannot read ${file.key}: line ${line}: ${csvProblem(text)}; the job reads CSV with ${describeDialect(dialect)} (source.csv)`, {
+    context: { key: file.key, line: Number(line) },
+    cause: cause ?? duckError,
+  });
+}
+
+/** What DuckDB says is wrong with a CSV line. Its message also quotes the line: data, never copied. */
+function csvProblem(duckMessage: string): string {
+  const columns = /Expected Number of Columns: (\d+) Found: (\d+)/.exec(duckMessage);
+  if (columns) return `expected ${columns[1]} fields, found ${columns[2]}`;
+  if (/unterminated quote/i.test(duckMessage)) return 'a quoted field is not closed (unterminated quote)';
+  if (/invalid unicode/i.test(duckMessage)) return 'invalid UTF-8 (is it a text file?)';
+  const size = /Maximum line size of \d+ bytes exceeded/.exec(duckMessage);
+  return size ? size[0] : 'the line does not follow the dialect';
 }
 
 /** Lines of DuckDB's long CSV messages that say what is wrong and where (not the data itself). */

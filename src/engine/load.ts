@@ -1,7 +1,9 @@
 /**
- * Load source files into one DuckDB table with lineage columns. Files are read in bulk (Parquet
- * files of the same columns by one read_parquet, ./parquet-list.ts); when DuckDB rejects the bulk
- * read, each file is tried alone so the error names the bad file.
+ * Load source files into one DuckDB table with lineage columns. Files are read in bulk: Parquet
+ * files of the same columns by one read_parquet (./parquet-list.ts), CSV/TSV and JSON/NDJSON
+ * files by one read_csv or read_json per group of like files into a staged table
+ * (./bulk-text.ts). When DuckDB rejects a bulk read, the files are tried in parts, then alone,
+ * so the error names the bad file (and its line, row and column where there is one).
  *
  * Every file is read in one schema (./load-conform.ts): the target table's, the columns the job
  * declares (`source.columns`), and for CSV columns neither knows, the types inferred once from
@@ -13,14 +15,16 @@ import { stat } from 'node:fs/promises';
 import type { StructField, StructType } from '../delta/schema.js';
 import { BadFileError } from '../errors.js';
 import type { DuckSession } from './duckdb.js';
-import { countCsvFields, csvDialect, csvFirstLineSql, csvStrictReadSql, describeDialect, fileSelectSql, LINEAGE_COLUMNS, type CsvOptions, type LoadFile } from './file-select.js';
+import { countCsvFields, csvDialect, csvFirstLineSql, csvStrictReadSql, fileSelectSql, LINEAGE_COLUMNS, SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
 import { parseDuckType } from './duck-type.js';
 import { inferTextColumns } from './infer-text-types.js';
-import { inexactAcrossFiles, inexactNumber, scanJsonNumbers, type ColumnNumbers } from './json-numbers.js';
+import { inexactAcrossFiles, inexactNumber, scanJson, type ColumnNumbers } from './json-numbers.js';
+import { bisect, dropStaged, FILE_INDEX, stageTextFiles, type StagedGroup } from './bulk-text.js';
+import { sourceFileEnum } from './parquet-list.js';
 import { nestedAdditions, withNewFields } from './nested-fit.js';
-import { conformFile, describeFile, diagnoseFile, throwIfResourceFailure, unreadable, type ConformedFile, type FileColumn } from './load-conform.js';
+import { checkColumnNames, conformFile, csvLineError, describeFile, diagnoseFile, throwIfResourceFailure, unreadable, type ConformedFile, type FileColumn } from './load-conform.js';
 import { parquetListSql } from './parquet-list.js';
-import { ident } from './sql.js';
+import { ident, identList } from './sql.js';
 
 export { fileSelectSql, SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
 
@@ -74,20 +78,80 @@ export async function loadFiles(session: DuckSession, files: LoadFile[], opts: L
 export async function loadSourceFiles(session: DuckSession, files: readonly LoadFile[], opts: LoadOptions): Promise<LoadResult> {
   const { readable, emptyFiles } = await skipEmpty(files);
   if (readable.length === 0) return { rows: 0, newColumns: [], emptyFiles };
-  const described = new Map<LoadFile, FileColumn[]>();
-  const schema = await batchSchema(session, readable, opts, described);
-  const plans = schema ? await conformAll(session, readable, schema, opts.csv, described) : null;
-  const units = readUnits(readable, plans, opts.csv);
-  const chunkSize = opts.chunkSize ?? 64;
-  const readOpts = schema ? { ...opts, schema } : opts;
-  if (units.reduce((n, u) => n + u.scans, 0) <= chunkSize) {
-    // The common case: one statement creates the table, with no intermediate copy.
-    await createFrom(session, opts.table, units, readOpts);
-  } else {
-    await createInParts(session, units, chunkSize, readOpts);
+  const jsons = await scanJsonFiles(session, readable);
+  const staged = await stageAll(session, readable, opts.csv, jsons);
+  try {
+    const described = new Map<LoadFile, FileColumn[]>();
+    for (const g of staged) for (const f of g.files) described.set(f, g.columns);
+    const inStage = new Set(staged.flatMap((g) => g.files));
+    const alone = readable.filter((f) => !inStage.has(f));
+    const schema = await batchSchema(session, readable, opts, described, { staged, jsons });
+    const plans = schema ? await conformAll(session, alone, schema, opts.csv, described) : null;
+    const stagedPlans = schema ? await Promise.all(staged.map((g) => conformFile(session, g.files[0]!, schema, opts.csv, g.columns))) : null;
+    const units = [...readUnits(alone, plans, opts.csv), ...staged.map((g, i) => stagedUnit(g, stagedPlans?.[i] ?? null))];
+    const chunkSize = opts.chunkSize ?? 64;
+    const readOpts = schema ? { ...opts, schema } : opts;
+    if (units.reduce((n, u) => n + u.scans, 0) <= chunkSize) {
+      // The common case: one statement creates the table, with no intermediate copy.
+      await createFrom(session, opts.table, units, readOpts);
+    } else {
+      await createInParts(session, units, chunkSize, readOpts);
+    }
+    const row = await session.one(`SELECT count(*)::BIGINT AS n FROM ${ident(opts.table)}`);
+    const columnsOf = [...(plans ?? []), ...staged.flatMap((g) => g.files.map((file) => ({ file, columns: g.columns })))];
+    return { rows: Number(row?.['n'] ?? 0), newColumns: plans && opts.schema ? newColumnsOf(columnsOf, opts.schema) : [], emptyFiles };
+  } finally {
+    await dropStaged(session, staged);
   }
-  const row = await session.one(`SELECT count(*)::BIGINT AS n FROM ${ident(opts.table)}`);
-  return { rows: Number(row?.['n'] ?? 0), newColumns: plans && opts.schema ? newColumnsOf(plans, opts.schema) : [], emptyFiles };
+}
+
+/**
+ * Every JSON file's text read once (./json-numbers.ts): a number DuckDB would not give back
+ * exactly is refused, naming the first such file of the batch; its top-level keys group it for
+ * the bulk read.
+ */
+async function scanJsonFiles(session: DuckSession, files: readonly LoadFile[]): Promise<Map<LoadFile, { numbers: Map<string, ColumnNumbers>; keys: string[] }>> {
+  const jsonFiles = files.filter((f) => f.format === 'json' || f.format === 'ndjson');
+  const scans = new Map<LoadFile, { numbers: Map<string, ColumnNumbers>; keys: string[] }>();
+  for (let i = 0; i < jsonFiles.length; i += JSON_SCANS) {
+    const batch = jsonFiles.slice(i, i + JSON_SCANS);
+    const results = await Promise.all(batch.map((f) => scanJson(session, f)));
+    batch.forEach((f, j) => scans.set(f, results[j]!));
+    for (const f of batch) {
+      checkColumnNames(f, scans.get(f)!.keys);
+      const bad = inexactNumber(f, scans.get(f)!.numbers);
+      if (bad) throw bad;
+    }
+  }
+  return scans;
+}
+
+/** JSON files scanned at once: reading and gunzip overlap, the lexing itself is one thread. */
+const JSON_SCANS = 16;
+
+/** The batch's text files staged in bulk (./bulk-text.ts); a file that cannot be read is named, with its line for CSV. */
+async function stageAll(session: DuckSession, files: readonly LoadFile[], csv: CsvOptions | undefined, jsons: ReadonlyMap<LoadFile, { keys: string[] }>): Promise<StagedGroup[]> {
+  const jsonKeys = new Map([...jsons].map(([f, s]) => [f, s.keys]));
+  try {
+    return await stageTextFiles(session, files, { ...(csv ? { csv } : {}), jsonKeys });
+  } catch (err) {
+    if (!(err instanceof BadFileError)) throw err;
+    const key = err.context.key;
+    const file = files.find((f) => f.key === key);
+    throw file ? await withCsvLine(session, file, csv, err) : err;
+  }
+}
+
+/**
+ * The read of a staged group: its table's rows in the batch's types (`plan`: the group's
+ * conversions, the same for every file of it), `_source_file` as an ENUM like Parquet's.
+ */
+function stagedUnit(group: StagedGroup, plan: ConformedFile | null): ReadUnit {
+  const file = `CAST(${ident(SOURCE_FILE)} AS ${sourceFileEnum(group.files.map((f) => f.key))})`;
+  const lineage = [`${file} AS ${ident(SOURCE_FILE)}`, ident(SOURCE_MODIFIED), ident(SOURCE_ROW)];
+  const columns = plan ? plan.projection : `* EXCLUDE (${identList([FILE_INDEX, ...LINEAGE_COLUMNS])})`;
+  const selectFrom = (relation: string) => `SELECT ${columns}, ${lineage.join(', ')} FROM ${relation}`;
+  return { files: group.files, select: selectFrom(ident(group.table)), perFile: [], scans: 1, staged: { group, selectFrom } };
 }
 
 /** Too many reads for one statement: a temp table per chunk, then one table of them all. */
@@ -118,11 +182,13 @@ async function createFrom(session: DuckSession, table: string, units: readonly R
     await create(units.map((u) => u.select));
     return;
   } catch (err) {
+    // A staged group whose conversions fail: the file is found within its table, then named.
+    for (const u of units) if (u.staged) await locateInStaged(session, u, opts, err);
     const files = units.flatMap((u) => u.files);
     if (!units.some((u) => u.perFile.length > 1)) return diagnose(session, files, opts, err);
   }
   try {
-    await create(units.flatMap((u) => u.perFile));
+    await create(units.flatMap((u) => (u.staged ? [u.select] : u.perFile)));
   } catch (err) {
     await diagnose(session, units.flatMap((u) => u.files), opts, err);
   }
@@ -135,6 +201,28 @@ interface ReadUnit {
   perFile: string[];
   /** File scans the SELECT opens at once (a read_parquet of many files is one; each CSV read is one): each holds its buffers. */
   scans: number;
+  /** The staged group the SELECT reads (./bulk-text.ts), and the same SELECT from another relation (some of its rows). */
+  staged?: { group: StagedGroup; selectFrom: (relation: string) => string };
+}
+
+/**
+ * When `unit`'s SELECT fails on its own, the first file whose rows fail (halving the group's
+ * files within its table), then named by reading it alone; returns when the SELECT succeeds.
+ */
+async function locateInStaged(session: DuckSession, unit: ReadUnit, opts: LoadOptions, bulkError: unknown): Promise<void> {
+  const attempt = async (lo: number, hi: number): Promise<unknown> => {
+    try {
+      const some = `(SELECT * FROM ${ident(unit.staged!.group.table)} WHERE ${ident(FILE_INDEX)} >= ${lo} AND ${ident(FILE_INDEX)} < ${hi})`;
+      await session.run(`CREATE OR REPLACE TEMP TABLE __tm_probe AS ${unit.staged!.selectFrom(some)}`);
+      return null;
+    } catch (err) {
+      return err;
+    } finally {
+      await session.run('DROP TABLE IF EXISTS __tm_probe');
+    }
+  };
+  const found = await bisect(0, unit.files.length, attempt);
+  if (found) await diagnose(session, [unit.files[found.index]!], opts, bulkError);
 }
 
 /** Consecutive units of at most `size` scans each (a unit larger than that alone). */
@@ -155,24 +243,18 @@ function chunks(units: readonly ReadUnit[], size: number): ReadUnit[][] {
   return out;
 }
 
-/** Files read together: Parquet files by one read_parquet, CSV files by one union of their texts. */
+/** Parquet files read together by one read_parquet. */
 interface ReadGroup {
-  kind: 'parquet' | 'text';
   files: LoadFile[];
   perFile: string[];
-  raws: string[];
   projection?: string;
 }
 
-/** CSV files per union: a union of many reads binds slowly. */
-const TEXT_GROUP = 16;
-
 /**
- * How to read `files`: Parquet files that DuckDB reads with the same columns (all of them, without
- * a schema; those of equal described columns, with one) in one read_parquet; CSV files of the same
- * columns read in the table's types by one union of their texts under one projection (the
- * conversions are long expressions: compiled once per group, not once per file); JSON files, and
- * CSV files without a schema, one by one. Units keep the order of the files' first appearance.
+ * How to read the files not staged (./bulk-text.ts stages every CSV and JSON file): Parquet
+ * files that DuckDB reads with the same columns (all of them, without a schema; those of equal
+ * described columns, with one) in one read_parquet. Units keep the order of the files' first
+ * appearance.
  */
 function readUnits(files: readonly LoadFile[], plans: readonly ConformedFile[] | null, csv?: CsvOptions): ReadUnit[] {
   const open = new Map<string, ReadGroup>();
@@ -180,27 +262,22 @@ function readUnits(files: readonly LoadFile[], plans: readonly ConformedFile[] |
   files.forEach((file, i) => {
     const plan = plans?.[i];
     const select = plan ? plan.select : fileSelectSql(file, csv);
-    const kind = file.format === 'parquet' ? 'parquet' : plan && (file.format === 'csv' || file.format === 'tsv') ? 'text' : null;
-    if (kind === null) return void order.push({ files: [file], select, perFile: [select], scans: 1 });
-    const signature = `${kind}:${plan ? JSON.stringify(plan.columns) : '*'}`;
+    if (file.format !== 'parquet') return void order.push({ files: [file], select, perFile: [select], scans: 1 });
+    const signature = plan ? JSON.stringify(plan.columns) : '*';
     let group = open.get(signature);
-    if (!group || (kind === 'text' && group.files.length >= TEXT_GROUP)) {
-      group = { kind, files: [], perFile: [], raws: [], ...(plan ? { projection: plan.projection } : {}) };
+    if (!group) {
+      group = { files: [], perFile: [], ...(plan ? { projection: plan.projection } : {}) };
       open.set(signature, group);
       order.push(group);
     }
     group.files.push(file);
     group.perFile.push(select);
-    if (plan) group.raws.push(plan.raw);
   });
-  return order.map((entry) =>
-    'select' in entry ? entry : { files: entry.files, select: groupSelect(entry), perFile: entry.perFile, scans: entry.kind === 'text' ? entry.files.length : 1 },
-  );
+  return order.map((entry) => ('select' in entry ? entry : { files: entry.files, select: groupSelect(entry), perFile: entry.perFile, scans: 1 }));
 }
 
 function groupSelect(g: ReadGroup): string {
   if (g.files.length === 1) return g.perFile[0]!;
-  if (g.kind === 'text') return `SELECT ${[g.projection!, ...LINEAGE_COLUMNS.map(ident)].join(', ')} FROM (${g.raws.join('\nUNION ALL BY NAME\n')})`;
   return parquetListSql(g.files, { unionByName: g.projection === undefined, ...(g.projection === undefined ? {} : { projection: g.projection }) });
 }
 
@@ -224,7 +301,13 @@ async function skipEmpty(files: readonly LoadFile[]): Promise<{ readable: LoadFi
  * files together, never per file). Undefined when there is nothing to read in given types (no
  * table, nothing declared, no CSV): Parquet and JSON files bring their own types.
  */
-async function batchSchema(session: DuckSession, files: readonly LoadFile[], opts: LoadOptions, described: Map<LoadFile, FileColumn[]>): Promise<StructType | undefined> {
+async function batchSchema(
+  session: DuckSession,
+  files: readonly LoadFile[],
+  opts: LoadOptions,
+  described: Map<LoadFile, FileColumn[]>,
+  text: { staged: readonly StagedGroup[]; jsons: ReadonlyMap<LoadFile, { numbers: Map<string, ColumnNumbers> }> },
+): Promise<StructType | undefined> {
   const base = [...(opts.schema?.fields ?? [])];
   const known = new Set(base.map((f) => f.name.toLowerCase()));
   for (const f of opts.declared ?? []) {
@@ -232,43 +315,17 @@ async function batchSchema(session: DuckSession, files: readonly LoadFile[], opt
     base.push(f);
     known.add(f.name.toLowerCase());
   }
-  // Every file is described once (its names checked, ./load-conform.ts), and CSV columns the
-  // types do not know yet are inferred from their texts.
-  const texts = [];
-  const jsons: { file: LoadFile; numbers: Map<string, ColumnNumbers> }[] = [];
+  // Every file is described once (its names checked, ./load-conform.ts; staged files by their
+  // group), and CSV columns the types do not know yet are inferred from their texts.
   for (const file of files) {
-    try {
-      const columns = await describeFile(session, file, opts.csv);
-      described.set(file, columns);
-      if (file.format === 'csv' || file.format === 'tsv') texts.push({ file, columns: columns.map((c) => c.name) });
-    } catch (err) {
-      throw err instanceof BadFileError ? await withCsvLine(session, file, opts.csv, err) : err;
-    }
-    if (file.format === 'json' || file.format === 'ndjson') {
-      // DuckDB reads JSON numbers through doubles: a number it cannot give back exactly is refused (./json-numbers.ts).
-      const numbers = await scanJsonNumbers(session, file);
-      const bad = inexactNumber(file, numbers);
-      if (bad) throw bad;
-      jsons.push({ file, numbers });
-    }
+    if (!described.has(file)) described.set(file, await describeFile(session, file, opts.csv));
   }
+  const jsons = [...text.jsons].map(([file, scan]) => ({ file, numbers: scan.numbers }));
   const mixed = inexactAcrossFiles(jsons, known);
   if (mixed) throw mixed;
   if (opts.addNestedFields) widenNested(base, described);
-  let inferred: StructField[];
-  try {
-    inferred = await inferTextColumns(session, { files: texts, known, ...(opts.csv ? { csv: opts.csv } : {}), ...(opts.keyColumns ? { keyColumns: opts.keyColumns } : {}) });
-  } catch (err) {
-    // A file DuckDB cannot read as text past its sniffer sample (a ragged row): name it.
-    for (const { file, columns } of texts) {
-      try {
-        await session.one(`SELECT count(*) AS n FROM (${fileSelectSql(file, opts.csv, columns)})`);
-      } catch (fileErr) {
-        throw await withCsvLine(session, file, opts.csv, unreadable(file, fileErr));
-      }
-    }
-    throw err;
-  }
+  const tables = text.staged.filter((g) => g.kind === 'csv').map((g) => ({ table: g.table, columns: g.columns.map((c) => c.name) }));
+  const inferred = await inferTextColumns(session, { files: [], tables, known, ...(opts.csv ? { csv: opts.csv } : {}), ...(opts.keyColumns ? { keyColumns: opts.keyColumns } : {}) });
   const fields = [...base, ...inferred];
   return fields.length === 0 && !opts.schema ? undefined : { type: 'struct', fields };
 }
@@ -304,7 +361,7 @@ async function conformAll(
 }
 
 /** The columns the files bring that `schema` (the table's) lacks. */
-function newColumnsOf(plans: readonly ConformedFile[], schema: StructType): NewColumn[] {
+function newColumnsOf(plans: readonly Pick<ConformedFile, 'file' | 'columns'>[], schema: StructType): NewColumn[] {
   const byName = new Map<string, NewColumn>();
   const known = new Set(schema.fields.map((f) => f.name.toLowerCase()));
   for (const p of plans) {
@@ -362,22 +419,6 @@ async function withCsvLine(session: DuckSession, file: LoadFile, csv: CsvOptions
     await session.run(csvStrictReadSql(file.localPath, dialect, fields));
     return bad;
   } catch (err) {
-    const text = err instanceof Error ? err.message : String(err);
-    const line = /CSV Error on Line: (\d+)/.exec(text)?.[1];
-    if (line === undefined) return bad;
-    return new BadFileError(`[load] cannot read ${file.key}: line ${line}: ${csvProblem(text)}; the job reads CSV with ${describeDialect(dialect)} (source.csv)`, {
-      context: { key: file.key, line: Number(line) },
-      cause: bad.cause ?? err,
-    });
+    return csvLineError(file, dialect, err, bad.cause ?? err) ?? bad;
   }
-}
-
-/** What DuckDB says is wrong with a CSV line. Its message also quotes the line: data, never copied. */
-function csvProblem(duckMessage: string): string {
-  const columns = /Expected Number of Columns: (\d+) Found: (\d+)/.exec(duckMessage);
-  if (columns) return `expected ${columns[1]} fields, found ${columns[2]}`;
-  if (/unterminated quote/i.test(duckMessage)) return 'a quoted field is not closed (unterminated quote)';
-  if (/invalid unicode/i.test(duckMessage)) return 'invalid UTF-8 (is it a text file?)';
-  const size = /Maximum line size of \d+ bytes exceeded/.exec(duckMessage);
-  return size ? size[0] : 'the line does not follow the dialect';
 }

@@ -80,8 +80,8 @@ const CASES: BadCase[] = [
       lines[24_000] = '77,placed';
       return HEADER + lines.join('\n') + '\n';
     },
-    // Line 24002 of the file: the header is line 1.
-    says: /CSV Error on Line: 24002; Expected Number of Columns: 3 Found: 2/,
+    // Line 24002 of the file: the header is line 1. Named as a break near the start is.
+    says: /line 24002: expected 3 fields, found 2; the job reads CSV with delimiter ','/,
     context: { line: 24_002 },
   },
   { name: 'an invalid JSON line', file: 'bad.ndjson', body: async () => '{"order_id":9,"status":"p","seq":1}\n{"order_id": 10, oops\n', says: /Malformed JSON/ },
