@@ -23,6 +23,7 @@ import { localCopies } from '../engine/local-copies.js';
 import { safeReadPath } from '../engine/safe-alias.js';
 import { str } from '../engine/sql.js';
 import { DeltaLogError } from '../errors.js';
+import { comparableEtags } from '../storage/local.js';
 import { discoveryConfigOf } from './open.js';
 import type { JobScope } from './scope.js';
 import { MAX_DROP_GRACE_MS } from './tombstones/plan.js';
@@ -151,11 +152,18 @@ export async function passedOver(scope: JobScope, ledger: LedgerState, candidate
   const paths = await localCopiesOf(scope, ledger.files.map((f) => f.path));
   const loaded = paths.length === 0 ? `SELECT NULL::VARCHAR AS key, NULL::VARCHAR AS etag WHERE false` : `SELECT key, arg_max(etag, batch) AS etag FROM read_parquet([${paths.map(str).join(', ')}]) GROUP BY key`;
   const rows = await scope.session.all(
-    `SELECT c.key, l.etag IS NULL AS never FROM ${source} c LEFT JOIN (${loaded}) l USING (key) ` +
+    `SELECT c.key, c.etag, l.etag AS loaded FROM ${source} c LEFT JOIN (${loaded}) l USING (key) ` +
       `WHERE l.etag IS NULL${onOverwrite === 'reload' ? ' OR l.etag <> c.etag' : ''} ORDER BY c.key`,
   );
   await rm(listed, { force: true });
-  return rows.map((r) => ({ key: String(r['key']), reason: r['never'] === true ? 'late, behind the settle window' : 'overwritten behind the settle window' }));
+  const found: PassedOver[] = [];
+  for (const r of rows) {
+    const key = String(r['key']);
+    if (r['loaded'] === null) found.push({ key, reason: 'late, behind the settle window' });
+    // An ETag of another kind (a local content digest and one recorded before it) cannot tell a change.
+    else if (comparableEtags(String(r['loaded']), String(r['etag']))) found.push({ key, reason: 'overwritten behind the settle window' });
+  }
+  return found;
 }
 
 /** Ledger rows as SQL (key, etag, batch). */

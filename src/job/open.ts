@@ -5,12 +5,13 @@ import type { StorageConfig } from '../config/schema.js';
 import type { JobConfig } from '../config/schema.js';
 import { sourceStorageConfig, targetStorageConfig } from '../config/storage.js';
 import type { DiscoveryConfig } from '../discovery/index.js';
+import { CONTENT_DIGEST_MAX_BYTES, type LocalStorageOptions } from '../storage/local.js';
 import { RetryBudget } from '../storage/s3.js';
 import { openStorage, type S3EndpointOptions } from '../storage/uri.js';
 import type { Storage } from '../storage/storage.js';
 
 /** Opens a Storage for a URI (the source or the target of a job). */
-export type StorageOpener = (uri: string, s3Options: S3EndpointOptions) => Storage;
+export type StorageOpener = (uri: string, s3Options: S3EndpointOptions, localOptions?: LocalStorageOptions) => Storage;
 
 /**
  * S3 client options of storage settings (already merged for the source or target); `budget`
@@ -34,7 +35,8 @@ export function s3Options(cfg: StorageConfig, budget: RetryBudget | undefined): 
 
 /** Source storage rooted at the source prefix; `source.storage` applies over the global `cfg`. */
 export function openSource(job: JobConfig, cfg: StorageConfig, open: StorageOpener = openStorage, budget?: RetryBudget): Storage {
-  return open(job.source.uri, s3Options(sourceStorageConfig(cfg, job), budget));
+  // Small local source files are known by their content: a touch or a chmod is no new version.
+  return open(job.source.uri, s3Options(sourceStorageConfig(cfg, job), budget), { contentDigestMaxBytes: CONTENT_DIGEST_MAX_BYTES });
 }
 
 /** Target storage rooted at the table root; `target.storage` applies over the global `cfg`. */

@@ -53,13 +53,38 @@ type Entry = { object: ObjectInfo } | { commonPrefix: string };
 /** How to treat a folder during a listing walk: skip it, walk it all, or stop at its first key. */
 type Visit = 'skip' | 'all' | 'one';
 
+/** Options of a LocalStorage. */
+export interface LocalStorageOptions {
+  /**
+   * Files of at most this many bytes are known by a digest of their content (`sha256:…` ETags), so
+   * a touch, a chmod or a copy of the same bytes leaves them the same file; larger files by their
+   * stats. 0 (the default): stats only. A job's source uses CONTENT_DIGEST_MAX_BYTES.
+   */
+  contentDigestMaxBytes?: number;
+}
+
+/** Files up to this size in a job's local source are identified by their content (read and hashed on every listing). */
+export const CONTENT_DIGEST_MAX_BYTES = 1 << 20;
+
+const CONTENT_ETAG_PREFIX = 'sha256:';
+
+/**
+ * False when one ETag is a local content digest and the other is not (one recorded before local
+ * sources digested content, or across the size limit): they cannot tell whether the content changed.
+ */
+export function comparableEtags(a: string, b: string): boolean {
+  return a.startsWith(CONTENT_ETAG_PREFIX) === b.startsWith(CONTENT_ETAG_PREFIX);
+}
+
 /** A Storage rooted at a local folder. */
 export class LocalStorage implements Storage {
   readonly uri: string;
   /** Absolute path of the root folder (need not exist yet). */
   readonly root: string;
+  private readonly digestMax: number;
 
-  constructor(rootDir: string) {
+  constructor(rootDir: string, opts: LocalStorageOptions = {}) {
+    this.digestMax = opts.contentDigestMaxBytes ?? 0;
     this.root = path.resolve(rootDir);
     const href = pathToFileURL(this.root).href;
     this.uri = href.endsWith('/') ? href : `${href}/`;
@@ -116,7 +141,7 @@ export class LocalStorage implements Storage {
   async head(key: string): Promise<ObjectInfo | null> {
     const file = this.localPath(key);
     const st = await this.statOrNull(file, key);
-    return st ? infoOf(key, st) : null;
+    return st ? this.infoOf(key, file, st) : null;
   }
 
   async read(key: string, range?: ByteRange): Promise<Uint8Array | null> {
@@ -233,7 +258,8 @@ export class LocalStorage implements Storage {
 
   child(prefix: string): LocalStorage {
     const clean = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
-    return clean === '' ? new LocalStorage(this.root) : new LocalStorage(this.localPath(clean));
+    const opts = { contentDigestMaxBytes: this.digestMax };
+    return clean === '' ? new LocalStorage(this.root, opts) : new LocalStorage(this.localPath(clean), opts);
   }
 
   // --- listing ---------------------------------------------------------------
@@ -273,8 +299,9 @@ export class LocalStorage implements Storage {
       if (!isDir) {
         const key = dirKey + name;
         if (!accept(key)) continue;
-        const st = await this.statOrNull(path.join(dir, name), key);
-        if (st) yield infoOf(key, st);
+        const file = path.join(dir, name);
+        const st = await this.statOrNull(file, key);
+        if (st) yield await this.infoOf(key, file, st);
         continue;
       }
       const sub = `${dirKey}${name}/`;
@@ -309,6 +336,26 @@ export class LocalStorage implements Storage {
   }
 
   // --- helpers ---------------------------------------------------------------
+
+  /**
+   * ObjectInfo of a file: a small file (`contentDigestMaxBytes`) is known by a digest of its
+   * content, read now; when its stats change while it is read (a writer), by its new stats, so
+   * the ETag never claims a content it did not hash. Others by their stats (`statInfo`).
+   */
+  private async infoOf(key: string, file: string, st: BigIntStats): Promise<ObjectInfo> {
+    if (st.size > BigInt(this.digestMax)) return statInfo(key, st);
+    let bytes: Buffer;
+    try {
+      bytes = await fsp.readFile(file);
+    } catch (err) {
+      if (isMissing(err)) return statInfo(key, st);
+      throw this.fsError('read', key, err);
+    }
+    const after = await this.statOrNull(file, key);
+    if (!after || statDigest(after) !== statDigest(st)) return statInfo(key, after ?? st);
+    const etag = CONTENT_ETAG_PREFIX + createHash('sha256').update(bytes).digest('hex').slice(0, 32);
+    return { ...statInfo(key, st), etag };
+  }
 
   /** Regular-file stats of `file`, or null when missing or not a regular file. */
   private async statOrNull(file: string, key: string): Promise<BigIntStats | null> {
@@ -450,11 +497,15 @@ function visitFolder(dirKey: string, prefix: string, delimiter?: string, startAf
  * a write renamed into place has a new inode, and a rewrite in place (same inode, same size, the
  * mtime set back by `cp -p` or `touch -d`) still moves the ctime, which no user can set, so any
  * change of the content changes the etag. A bare `touch` (or chmod) changes it too: it is not a
- * content hash; append mode then finds the file's rows unchanged and appends nothing.
+ * content hash (small files of a source are known by one: `infoOf`); append mode then finds the
+ * file's rows unchanged and appends nothing, a MERGE counts them unchanged.
  */
-function infoOf(key: string, st: BigIntStats): ObjectInfo {
-  const etag = createHash('sha256').update(`${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.ino}`).digest('hex').slice(0, 32);
-  return { key, size: Number(st.size), lastModified: new Date(Number(st.mtimeNs / 1_000_000n)), etag };
+function statInfo(key: string, st: BigIntStats): ObjectInfo {
+  return { key, size: Number(st.size), lastModified: new Date(Number(st.mtimeNs / 1_000_000n)), etag: statDigest(st) };
+}
+
+function statDigest(st: BigIntStats): string {
+  return createHash('sha256').update(`${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.ino}`).digest('hex').slice(0, 32);
 }
 
 function emptyPage(): ListPage {

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../errors.js';
-import { LocalStorage } from './local.js';
+import { LocalStorage, type LocalStorageOptions } from './local.js';
 import { S3Storage } from './s3.js';
 import type { S3StorageOptions } from './s3.js';
 import type { Storage } from './storage.js';
@@ -57,10 +57,10 @@ export function describeUri(uri: string): StorageLocation {
   });
 }
 
-/** Open the Storage a URI names. S3 options apply to `s3://` URIs only. */
-export function openStorage(uri: string, s3Options: S3EndpointOptions = {}): Storage {
+/** Open the Storage a URI names. S3 options apply to `s3://` URIs only, local options to folders only. */
+export function openStorage(uri: string, s3Options: S3EndpointOptions = {}, localOptions: LocalStorageOptions = {}): Storage {
   const loc = describeUri(uri);
-  if (loc.kind === 'file') return new LocalStorage(loc.path);
+  if (loc.kind === 'file') return new LocalStorage(loc.path, localOptions);
   return new S3Storage({ bucket: loc.bucket, prefix: loc.prefix, ...s3Options });
 }
 

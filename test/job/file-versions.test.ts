@@ -6,7 +6,7 @@
  *   - a file rewritten with the same rows (a `touch`, a copy in place) appends nothing;
  *   - onOverwrite: ignore: an overwritten file is never appended again.
  */
-import { readFile, stat, utimes, writeFile } from 'node:fs/promises';
+import { chmod, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.js';
@@ -56,15 +56,32 @@ describe('append mode: exactly once per file version', () => {
     expect(await run(setup)).toMatchObject({ status: 'nothing-new' });
   });
 
-  it('a file rewritten with the same rows (new mtime and inode) appends nothing: counted as already loaded', async () => {
+  it('a small file written again with the same bytes, or touched, is the same file (issue 20, item 7: known by its content)', async () => {
+    const src = await zone();
+    const setup = makeConfig({ source: { uri: src.dir, discover: { by: 'modified', settle: '1h' } }, target: { uri: await tempDir('t', dirs), mode: 'append' } });
+    const rows = orders([1, 'a', 1], [2, 'b', 1]);
+    await land(src.storage, session, 'feed/a.csv', rows);
+    expect(await run(setup)).toMatchObject({ status: 'succeeded', inserted: 2 });
+    // A copy in place (new inode), then a touch and a chmod: the content is the same.
+    await land(src.storage, session, 'feed/a.csv', rows);
+    const later = new Date(Date.now() + 5_000);
+    await utimes(join(src.dir, 'feed/a.csv'), later, later);
+    await chmod(join(src.dir, 'feed/a.csv'), 0o600);
+    const second = await run(setup);
+    expect(second).toMatchObject({ status: 'nothing-new', filesLoaded: 0 });
+    expect(second.skippedByReason).toMatchObject({ 'already loaded': 1 });
+    expect(contents((await readTarget(session, setup)).rows)).toEqual([[1, 'a'], [2, 'b']]);
+  });
+
+  it('a file rewritten with the same rows in other bytes (new mtime and inode) appends nothing: counted as already loaded', async () => {
     const src = await zone();
     const setup = makeConfig({ source: { uri: src.dir, discover: { by: 'modified', settle: '1h' } }, target: { uri: await tempDir('t', dirs), mode: 'append' } });
     const rows = orders([1, 'a', 1], [2, 'b', 1], [3, 'c', 1]);
     await land(src.storage, session, 'feed/a.csv', rows);
     const first = await run(setup);
     expect(first).toMatchObject({ status: 'succeeded', inserted: 3 });
-    // The same content written again, with a later modification time (a `touch` after a copy in place).
-    await land(src.storage, session, 'feed/a.csv', rows);
+    // The same rows written again with the columns in another order, with a later modification time.
+    await src.storage.write('feed/a.csv', ['rid,seq,status,order_id', ...rows.map((r) => `${r.rid},${r.seq},${r.status},${r.order_id}`)].join('\n') + '\n');
     const later = new Date(Date.now() + 5_000);
     await utimes(join(src.dir, 'feed/a.csv'), later, later);
     const second = await run(setup);
