@@ -72,16 +72,19 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
     }
     partitionsListed.push(part.prefix);
     const hasMarker = part.objects.some((o) => o.key === part.prefix + SUCCESS_MARKER);
-    const held: Date[] = [];
+    const held: { lastModified: Date; size: number }[] = [];
     for (const o of part.objects) {
       const decision = decide(o.key, part.prefix, remembered.get(o.key), o.etag, hasMarker, settings);
       decisions.push({ key: o.key, ...decision, partition: part.id });
       const file = { ...o, partition: part.id, arrival: o.lastModified };
       if (decision.action === 'load') files.push(decision.reason === 'overwritten, reloading' ? { ...file, loadedBefore: true as const } : file);
       else if (decision.reason === 'overwritten, ignored') ignored.push(file);
-      else if (decision.reason === 'no success marker') held.push(o.lastModified);
+      else if (decision.reason === 'no success marker') held.push(o);
     }
-    if (held.length > 0) waiting.push({ partition: part.id, prefix: part.prefix, files: held.length, since: new Date(Math.min(...held.map((d) => d.getTime()))) });
+    if (held.length > 0) {
+      const since = new Date(Math.min(...held.map((o) => o.lastModified.getTime())));
+      waiting.push({ partition: part.id, prefix: part.prefix, files: held.length, bytes: held.reduce((n, o) => n + o.size, 0), since });
+    }
   }
   files.sort(compareFiles);
   // Never past a partition still waiting for its marker: the next runs scan it until it loads.

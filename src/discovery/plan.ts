@@ -140,8 +140,9 @@ export interface DiscoveryPlan {
 export interface WaitingPartition {
   partition: string;
   prefix: string;
-  /** Data files waiting in it. */
+  /** Data files waiting in it, and their bytes. */
   files: number;
+  bytes: number;
   /** The oldest LastModified of those files: how long the partition has waited. */
   since: Date;
 }

@@ -3,6 +3,7 @@
  * and the outcome that carries it back to the CLI as a value, also when the job failed.
  */
 import type { ChecksumCounts, RequestCounts } from '../storage/storage.js';
+import type { Backlog } from './backlog.js';
 import type { ConfigChange } from './config-change.js';
 import type { PhaseTimings } from './phases.js';
 
@@ -126,6 +127,11 @@ export interface RunReport extends LoadCounts {
   quarantined?: SkippedFile[];
   /** Partitions waiting for their success marker, oldest first (absent: none). */
   waitingForMarker?: WaitingForMarker[];
+  /**
+   * Files discovered and not loaded when the run ended (./backlog.ts): of batches it did not
+   * commit, and waiting for their marker; absent when the run failed before planning.
+   */
+  backlog?: Backlog;
   /** Settings changed since the job's state was committed, and what the run did about each (absent: none). */
   configChanges?: ConfigChange[];
   /** `--adopt-state-of`: the job whose state this run carried over to the job (absent: none). */
@@ -145,6 +151,8 @@ export interface StatusReport {
   quarantined: Array<{ key: string; error: string; at: string }>;
   /** Partitions waiting for their success marker as the last commit saw them (overdue as of now). */
   waitingForMarker: WaitingForMarker[];
+  /** Files discovered and not loaded as of the job's last commit (./backlog.ts); null before the first, or when it recorded none. */
+  backlog: Backlog | null;
   /** The job's latest backfill (`tidemark backfill`), absent when it never had one. */
   backfill?: BackfillStatusReport;
 }

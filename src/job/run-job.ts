@@ -15,6 +15,7 @@ import type { JobConfig } from '../config/schema.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { discover, nextStateFor, withKnownFiles, withPassedOver, type DiscoveredFile, type DiscoveryPlan } from '../discovery/index.js';
 import { backfilledBy, backfillTombstones } from './backfill/state.js';
+import { PlanBacklog, reportBacklog, type BacklogState } from './backlog.js';
 import { configuredAs, findConfigChanges, logConfigChanges } from './config-change.js';
 import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
@@ -111,10 +112,14 @@ class JobRun {
     await checkPlannedSource(this.scope, plan);
     this.describePlan(plan, state);
     if (this.ctx.dryRun) {
+      this.report.backlog = reportBacklog(new PlanBacklog([plan.files], plan.waiting).once(0), new Date());
       this.report.status = 'dry-run';
       return;
     }
     const batches = splitBatches(this.markBackfilled(plan.files, snapshot), this.job.maxFilesPerBatch, this.job.maxBytesPerBatch);
+    // What stays outstanding as batches commit: recorded in each commit's state, reported at the end.
+    const backlog = new PlanBacklog(batches, plan.waiting);
+    this.report.backlog = reportBacklog(backlog.once(0), new Date());
     const waiting = waitingOf(plan);
     const quarantinedByBackfill = quarantinedByOthers(snapshot, this.job.name, jobAppId(this.job.name));
     if (batches.length > 0) this.ctx.logger.info({ job: this.job.name, files: plan.files.length, batches: batches.length }, 'loading');
@@ -125,7 +130,7 @@ class JobRun {
       snapshot,
       state,
       batches,
-      stateAfter: (before, _index, loaded, rowsRead, quarantined) => withWaiting({
+      stateAfter: (before, index, loaded, rowsRead, quarantined) => withWaiting({
         ...before,
         batch: before.batch + 1,
         discovery: nextStateFor(before.discovery, plan, loaded),
@@ -137,6 +142,7 @@ class JobRun {
           filesLoaded: before.totals.filesLoaded + loaded.length - quarantined.length,
           rowsLoaded: before.totals.rowsLoaded + rowsRead,
         },
+        backlog: backlog.once(index + 1),
       }, waiting),
       firstBatchNo: this.report.batches,
       progressLabel: `${this.job.name}: fetch`,
@@ -149,6 +155,7 @@ class JobRun {
         r.watermark = describeWatermark(b.written.state.discovery);
         r.batches += 1;
         r.commits += 1;
+        r.backlog = reportBacklog(backlog.once(index + 1), new Date());
         if (b.quarantined.length > 0) r.quarantined = [...(r.quarantined ?? []), ...b.quarantined.map((q) => ({ key: q.key, reason: q.error }))];
         this.ctx.logger.info(
           { job: this.job.name, batch: index + 1, of: batches.length, files: b.files, bytes: b.bytes, rows: b.rowsRead, version: b.written.version, ...b.written.counts },
@@ -158,7 +165,7 @@ class JobRun {
     });
     this.report.tableVersion = last.version;
     // Nothing loaded, but which partitions wait for their marker changed: status should know.
-    if (this.report.commits === 0 && snapshot && !sameWaiting(state.waiting, waiting)) await this.commitWaiting(snapshot, state, waiting);
+    if (this.report.commits === 0 && snapshot && !sameWaiting(state.waiting, waiting)) await this.commitWaiting(snapshot, state, waiting, backlog.once(0));
     if (this.report.commits > 0) this.report.watermark = describeWatermark(last.state.discovery);
     // Files no commit recorded (no table yet, no rows: ./pipeline.ts).
     reportSkipped(this.report, last.waiting);
@@ -188,8 +195,8 @@ class JobRun {
   }
 
   /** Commit the job's state alone with the partitions now waiting for their marker. */
-  private async commitWaiting(snapshot: Snapshot, state: JobState, waiting: WaitingPartitionState[]): Promise<void> {
-    const next = withWaiting({ ...state, batch: state.batch + 1, lastRunAt: new Date().toISOString(), configuredAs: configuredAs(this.job) }, waiting);
+  private async commitWaiting(snapshot: Snapshot, state: JobState, waiting: WaitingPartitionState[], backlog: BacklogState): Promise<void> {
+    const next = withWaiting({ ...state, batch: state.batch + 1, lastRunAt: new Date().toISOString(), configuredAs: configuredAs(this.job), backlog }, waiting);
     const result = await this.timer.time('commit', () =>
       this.scope.table.commit(stateCommitRequest(jobOwner(this.job, snapshot), next, snapshot), {
         onRetry: () => void (this.scope.contention.commitRetries += 1),

@@ -8,6 +8,7 @@
  * Both survive checkpoints, so the state is always the one of the snapshot's version.
  * The format is documented in docs/job-state.md.
  */
+import type { BacklogState } from './backlog.js';
 import type { Action } from '../delta/actions.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { upgradeState as upgradeDiscoveryState, type DiscoveryState } from '../discovery/index.js';
@@ -44,6 +45,8 @@ export interface JobState {
   ledger?: LedgerState;
   /** The settings the job committed this state with (./config-change.ts); absent in states written before them. */
   configuredAs?: ConfiguredAs;
+  /** Files discovered and not loaded as of this commit (./backlog.ts); absent in states written before it. */
+  backlog?: BacklogState;
 }
 
 /** A partition waiting for its `_SUCCESS`, as the state records it. */

@@ -17,6 +17,7 @@ import { outcomeOf, type BackfillStatusReport, type JobOutcome, type ShardStatus
 import { quarantinedFiles } from './quarantine-list.js';
 import { withJobScope } from './scope.js';
 import { reportWaiting } from './waiting.js';
+import { reportBacklog } from './backlog.js';
 import { readJobState } from './state.js';
 import { describeWatermark } from './watermark.js';
 
@@ -62,6 +63,7 @@ function statusOf(job: JobConfig, snapshot: Snapshot | null): StatusReport {
     // Every owner's (the job's, its backfill's), without files loaded since (./quarantine-list.ts).
     quarantined: quarantinedFiles(snapshot, job.name).map(({ key, error, at }) => ({ key, error, at })),
     waitingForMarker: reportWaiting(job, state.waiting ?? [], new Date()),
+    backlog: state.backlog ? reportBacklog(state.backlog, new Date()) : null,
     ...backfillOf(snapshot, job),
   };
 }

@@ -32,6 +32,9 @@ class RunMetrics {
   readonly finished = new Gauge({ name: 'tidemark_run_finished_timestamp_seconds', help: 'When the last run ended (Unix time)', labelNames: this.labels, registers: [this.registry] });
   readonly lag = new Gauge({ name: 'tidemark_watermark_lag_seconds', help: 'How far the watermark is behind now: the end of the watermark partition, or the watermark timestamp', labelNames: this.labels, registers: [this.registry] });
   readonly waiting = new Gauge({ name: 'tidemark_partitions_waiting_for_marker', help: 'Partitions whose files wait for their _SUCCESS marker, by state (waiting, overdue: longer than discover.markerTimeout)', labelNames: ['job', 'state'], registers: [this.registry] });
+  readonly backlogFiles = new Gauge({ name: 'tidemark_backlog_files', help: 'Files discovered and not loaded when the last run ended (batches not committed, files waiting for their marker)', labelNames: this.labels, registers: [this.registry] });
+  readonly backlogBytes = new Gauge({ name: 'tidemark_backlog_bytes', help: 'Bytes of those files', labelNames: this.labels, registers: [this.registry] });
+  readonly backlogAge = new Gauge({ name: 'tidemark_backlog_oldest_age_seconds', help: 'Age of the oldest of those files (its LastModified to the end of the run); absent when there are none', labelNames: this.labels, registers: [this.registry] });
   readonly version = new Gauge({ name: 'tidemark_table_version', help: 'Delta table version after the last run', labelNames: this.labels, registers: [this.registry] });
 }
 
@@ -88,6 +91,12 @@ export class MetricsFile {
     const waiting = report.waitingForMarker ?? [];
     m.waiting.set({ ...l, state: 'waiting' }, waiting.length);
     m.waiting.set({ ...l, state: 'overdue' }, waiting.filter((w) => w.overdue).length);
+    // Unknown when the run failed before planning: the series are left out rather than 0.
+    const backlog = report.backlog;
+    for (const [gauge, value] of [[m.backlogFiles, backlog?.files], [m.backlogBytes, backlog?.bytes], [m.backlogAge, backlog?.oldestAgeSeconds]] as const) {
+      if (value === undefined || value === null) gauge.remove(l);
+      else gauge.set(l, value);
+    }
     if (report.tableVersion === null) m.version.remove(l);
     else m.version.set(l, report.tableVersion);
     await writeAtomically(file, await m.registry.metrics());

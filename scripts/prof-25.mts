@@ -1,0 +1,18 @@
+import { writeSmallLanding } from './bench/small-files-landing.js';
+import { validateConfig } from '../src/config/load.js';
+import { runJob } from '../src/job/run-job.js';
+import { silentLogger } from '../src/log/logger.js';
+import { slowest, traceSql } from './bench/sql-trace.js';
+import { rm } from 'node:fs/promises';
+const n = Number(process.argv[2] ?? 10000);
+const fmt = (process.argv[3] ?? 'csv') as 'csv' | 'ndjson.gz';
+const root = `/tmp/sf/prof-${fmt}-${n}`;
+await writeSmallLanding({ root, format: fmt, files: n, filesPerDay: 100 }).catch(() => {});
+await rm('/tmp/sf/prof-table', { recursive: true, force: true });
+const config = validateConfig({ storage: { singleWriter: true }, jobs: [{ name: 'e', source: { uri: root, format: fmt === 'csv' ? 'csv' : 'ndjson', discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } }, target: { uri: '/tmp/sf/prof-table', mode: 'merge', key: ['event_id'], orderBy: 'ts' }, maxFilesPerBatch: n, maxBytesPerBatch: '64GiB' }] });
+const t0 = performance.now();
+const { value, statements } = await traceSql(() => runJob(config.jobs[0]!, { storage: config.storage, logger: silentLogger(), spoolRoot: '/tmp/sf', tty: false }));
+console.log('total', (performance.now() - t0).toFixed(0), value.ok ? value.report.phases : value.error);
+const sqlMs = statements.reduce((a, s) => a + s.ms, 0);
+console.log('sql total', sqlMs.toFixed(0), 'statements', statements.length);
+for (const s of slowest(statements, 8)) console.log(s.ms.toFixed(0), s.count, s.sql.slice(0, 140));
