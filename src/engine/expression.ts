@@ -57,3 +57,24 @@ export async function conjuncts(session: DuckSession, expr: string): Promise<str
   );
   return rows.map((r) => String(r['s']).replace(/^SELECT /, ''));
 }
+
+/** Column references in an expression, from DuckDB's parse tree; lambda parameters are left out. */
+export async function columnRefs(session: DuckSession, expr: string): Promise<string[][]> {
+  const row = await session.one(`SELECT json_serialize_sql(${str(`SELECT (${expr}) AS flag`)}) AS j`);
+  const refs: string[][] = [];
+  const params = new Set<string>();
+  const walk = (node: unknown, inLambdaParams: boolean): void => {
+    if (Array.isArray(node)) return node.forEach((n) => walk(n, inLambdaParams));
+    if (node === null || typeof node !== 'object') return;
+    const n = node as Record<string, unknown>;
+    if (n['class'] === 'COLUMN_REF' && Array.isArray(n['column_names'])) {
+      const names = n['column_names'].map(String);
+      if (inLambdaParams) names.forEach((p) => params.add(p));
+      else refs.push(names);
+      return;
+    }
+    for (const [k, v] of Object.entries(n)) walk(v, inLambdaParams || (n['class'] === 'LAMBDA' && k === 'lhs'));
+  };
+  walk(JSON.parse(String(row?.['j'] ?? '{}')), false);
+  return refs.filter((parts) => !(parts.length === 1 && params.has(parts[0]!)));
+}

@@ -24,8 +24,7 @@ import { durationText } from '../config/units.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { DiscoveryState } from '../discovery/index.js';
 import type { DuckSession } from '../engine/duckdb.js';
-import { withTableScan } from '../engine/scan.js';
-import { ident } from '../engine/sql.js';
+import { duplicateKeys, type DuplicateKeys } from '../engine/table-queries.js';
 import { ConfigError } from '../errors.js';
 import type { Spool } from '../spool/spool.js';
 import type { Storage } from '../storage/storage.js';
@@ -108,7 +107,7 @@ export async function findConfigChanges(
       if (fit === 'unfit' && !accept) refusals.push(unfitTombstones(s, { ...spec, job: owner.folder }, live));
       else changes.push(tombstoneChange(s, spec, fit, rows, owner.folder));
     }
-    const duplicates = snapshot && mayHoldDuplicates(state.configuredAs, target.key!) ? await duplicateKeys(table, snapshot, target.key!) : null;
+    const duplicates = snapshot && mayHoldDuplicates(state.configuredAs, target.key!) ? await duplicateKeys(table.session, table, snapshot, target.key!, DUPLICATE_EXAMPLES) : null;
     if (duplicates) refusals.push(duplicateRefusal(job, state.configuredAs!, duplicates));
   }
   return { changes, refusals };
@@ -148,32 +147,10 @@ function mayHoldDuplicates(recorded: ConfiguredAs | undefined, key: readonly str
   return !(recorded.target.key ?? []).every((c) => now.has(c.toLowerCase()));
 }
 
-/** Keys the table holds more than one row of (a few, the most rows first), and how many such keys. */
-interface Duplicates {
-  examples: Array<{ key: Record<string, unknown>; rows: number }>;
-  keys: number;
-}
-
+/** Keys with more than one row a refusal names. */
 const DUPLICATE_EXAMPLES = 5;
 
-/** The table's keys with more than one row under `key`; null when every key has one row. */
-async function duplicateKeys(table: TableAccess, snapshot: Snapshot, key: readonly string[]): Promise<Duplicates | null> {
-  if (snapshot.files.length === 0) return null;
-  const cols = key.map(ident).join(', ');
-  const rows = await withTableScan(table.session, table, snapshot, (relation) =>
-    table.session.all(
-      `WITH d AS (SELECT ${cols}, count(*) AS __n FROM (${relation}) GROUP BY ALL HAVING count(*) > 1) ` +
-        `SELECT *, (SELECT count(*) FROM d) AS __keys FROM d ORDER BY __n DESC, ${cols} LIMIT ${DUPLICATE_EXAMPLES}`,
-    ),
-  );
-  if (rows.length === 0) return null;
-  return {
-    keys: Number(rows[0]!['__keys']),
-    examples: rows.map((r) => ({ key: Object.fromEntries(key.map((c) => [c, r[c]])), rows: Number(r['__n']) })),
-  };
-}
-
-function duplicateRefusal(job: JobConfig, recorded: ConfiguredAs, d: Duplicates): ConfigError {
+function duplicateRefusal(job: JobConfig, recorded: ConfiguredAs, d: DuplicateKeys): ConfigError {
   const key = job.target.key!;
   const change =
     recorded.target.mode === 'append'

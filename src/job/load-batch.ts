@@ -9,8 +9,8 @@ import type { StructField, StructType } from '../delta/schema.js';
 import { dedupeLatest } from '../engine/dedupe.js';
 import type { DuckSession } from '../engine/duckdb.js';
 import { loadSourceFiles, type LoadFile, type NewColumn } from '../engine/load.js';
+import { describeRelation, dropTables } from '../engine/relation.js';
 import { resolveFormat } from '../engine/source-format.js';
-import { ident } from '../engine/sql.js';
 import { SchemaError } from '../errors.js';
 import type { FetchedFile } from './fetch.js';
 import { PhaseTimer } from './phases.js';
@@ -73,7 +73,7 @@ export async function loadBatch(
     }),
   );
   const dispose = async () => {
-    await session.run(`DROP TABLE IF EXISTS ${ident(RAW_TABLE)}; DROP TABLE IF EXISTS ${ident(BATCH_TABLE)}`);
+    await dropTables(session, [RAW_TABLE, BATCH_TABLE]);
   };
   if (job.schemaEvolution === 'fail' && loaded.newColumns.length > 0) {
     await dispose();
@@ -107,8 +107,8 @@ function declaredColumns(job: JobConfig): StructField[] {
 
 /** The batch's columns and their DuckDB types, by lower-cased name. */
 async function columnTypes(session: DuckSession): Promise<Map<string, string>> {
-  const rows = await session.all(`DESCRIBE ${ident(RAW_TABLE)}`);
-  return new Map(rows.map((r) => [String(r['column_name']).toLowerCase(), String(r['column_type'])]));
+  const columns = await describeRelation(session, RAW_TABLE);
+  return new Map(columns.map((c) => [c.name.toLowerCase(), c.type]));
 }
 
 const TEXT_TYPES = /^(VARCHAR|BLOB|BOOLEAN|JSON|UUID)$/;

@@ -26,8 +26,8 @@ import { closest } from '../config/suggest.js';
 import { describeMismatch, surveySource, type DiscoveryPlan, type LayoutMismatch, type SourceSurvey } from '../discovery/index.js';
 import { resolveDiscovery } from '../discovery/config.js';
 import type { DuckSession } from '../engine/duckdb.js';
+import { columnRefs } from '../engine/expression.js';
 import { checkDeleteExpression } from '../engine/merge/validate.js';
-import { str } from '../engine/sql.js';
 import { ConfigError, isTransient, StorageError, TidemarkError, type ErrorKind } from '../errors.js';
 import { PROBE_PREFIX } from '../storage/probe.js';
 import type { RootKind, Storage } from '../storage/storage.js';
@@ -182,27 +182,6 @@ export function unknownColumns(refs: readonly (readonly string[])[], columns: re
     out.push({ name, guess: closest(parts.at(-1) ?? name, columns) });
   }
   return out;
-}
-
-/** Column references in an expression, from DuckDB's parse tree; lambda parameters are left out. */
-async function columnRefs(session: DuckSession, expr: string): Promise<string[][]> {
-  const row = await session.one(`SELECT json_serialize_sql(${str(`SELECT (${expr}) AS flag`)}) AS j`);
-  const refs: string[][] = [];
-  const params = new Set<string>();
-  const walk = (node: unknown, inLambdaParams: boolean): void => {
-    if (Array.isArray(node)) return node.forEach((n) => walk(n, inLambdaParams));
-    if (node === null || typeof node !== 'object') return;
-    const n = node as Record<string, unknown>;
-    if (n['class'] === 'COLUMN_REF' && Array.isArray(n['column_names'])) {
-      const names = n['column_names'].map(String);
-      if (inLambdaParams) names.forEach((p) => params.add(p));
-      else refs.push(names);
-      return;
-    }
-    for (const [k, v] of Object.entries(n)) walk(v, inLambdaParams || (n['class'] === 'LAMBDA' && k === 'lhs'));
-  };
-  walk(JSON.parse(String(row?.['j'] ?? '{}')), false);
-  return refs.filter((parts) => !(parts.length === 1 && params.has(parts[0]!)));
 }
 
 /** A problem from an error: its message, and its kind unless the check knows better (`kind`). */

@@ -6,8 +6,7 @@
 import type { JobConfig } from '../../config/schema.js';
 import { expressionProblem } from '../../engine/expression.js';
 import { filesMatchingPartitions } from '../../engine/partition-prune.js';
-import { withTableScan } from '../../engine/scan.js';
-import { ident, identList } from '../../engine/sql.js';
+import { tableRows } from '../../engine/table-queries.js';
 import { ConfigError } from '../../errors.js';
 import type { RunContext } from '../../job/context.js';
 import { timedOutcome, type JobOutcome, type ReportedError } from '../../job/report.js';
@@ -60,15 +59,15 @@ export async function showJob(job: JobConfig, ctx: RunContext, opts: ShowOptions
           });
         }
         const key = (job.target.key ?? []).filter((k) => names.includes(k));
-        const sql = (relation: string) =>
-          `SELECT ${identList(columns)} FROM (${relation}) AS ${ident('t')}` +
-          (opts.where !== undefined ? ` WHERE (${opts.where})` : '') +
-          (key.length > 0 ? ` ORDER BY ${identList(key)}` : '') +
-          ` LIMIT ${opts.limit}`;
         // Only the partitions --where can keep are read (downloaded, on S3).
         const files = opts.where === undefined ? null : await filesMatchingPartitions(session, snapshot, opts.where);
         const scanned = files === null ? snapshot : { ...snapshot, files };
-        const rows = await withTableScan(session, { storage: table.storage, spool }, scanned, (relation) => session.allJson(sql(relation)));
+        const rows = await tableRows(session, { storage: table.storage, spool }, scanned, {
+          columns,
+          ...(opts.where !== undefined ? { where: opts.where } : {}),
+          orderBy: key,
+          limit: opts.limit,
+        });
         return { ...base, status: 'ok', tableVersion: snapshot.version, columns, filesRead: scanned.files.length, tableFiles: snapshot.files.length, rows };
       }),
   );

@@ -41,12 +41,6 @@ export interface PrepareBatchOptions {
   lazy?: boolean;
 }
 
-/** Column names and DuckDB types of a relation. */
-export async function describeRelation(session: DuckSession, name: string): Promise<ColumnType[]> {
-  const rows = await session.all(`DESCRIBE SELECT * FROM ${ident(name)}`);
-  return rows.map((r) => ({ name: String(r['column_name']), type: String(r['column_type']) }));
-}
-
 /** Prepare the batch as a table or a checked view; see the module comment. */
 export async function prepareBatch(session: DuckSession, opts: PrepareBatchOptions): Promise<PreparedBatch> {
   if (opts.deleteWhen !== undefined) await checkDeleteExpression(session, opts.deleteWhen);

@@ -7,7 +7,7 @@
 import { MergeInputError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';
 import { ident } from '../sql.js';
-import { describeRelation } from './batch.js';
+import { describeRelation } from '../relation.js';
 import { TOMBSTONE_ORDER, type TempTables } from './temp-names.js';
 import { buriedSql, deletedKeysSql, type MatchSpec } from './plan.js';
 import type { DeletedKeys } from './results.js';
