@@ -14,6 +14,8 @@
  *     exponent (the column is read as DOUBLE): in one file, or, for a column the table does not
  *     have yet, in the batch's files together (their types are combined).
  *
+ * Into string columns every number is kept as its text instead (./json-texts.ts, from what this
+ * lexer records of every path: the kinds of values it holds, and each record's texts).
  * Numbers written as JSON strings are text and convert by the exact rules of ./text-cast.ts (into
  * a column `source.columns` declares, or the table's), which keeps every digit.
  * A JSON lexeme never spans a line (raw line breaks are not allowed inside strings), so files are
@@ -55,13 +57,8 @@ const DOUBLE_DIGITS = 15;
 const INT64_MAX = 9_223_372_036_854_775_807n;
 const INT64_MIN = -9_223_372_036_854_775_808n;
 
-/**
- * What one reading of a JSON or NDJSON file's text finds: the numbers of every column, by path,
- * and its records' top-level keys in order of first appearance (./bulk-text.ts groups files by them).
- */
-export async function scanJson(session: DuckSession, file: LoadFile): Promise<{ numbers: Map<string, ColumnNumbers>; keys: string[] }> {
-  const lexer = new NumberLexer();
-  const result = () => ({ numbers: lexer.columns, keys: [...lexer.keys] });
+/** Feed every line of a JSON or NDJSON file to `lexer`. */
+async function feed(session: DuckSession, file: LoadFile, lexer: NumberLexer): Promise<void> {
   if (compressionOf(file.localPath) === 'zstd') {
     // Node 20 has no zstd: DuckDB decompresses, one line per row (JSON holds no raw \x01).
     const rows = await session.all(
@@ -69,7 +66,7 @@ export async function scanJson(session: DuckSession, file: LoadFile): Promise<{ 
         `compression = 'zstd', max_line_size = 1073741824, skip_blank_lines = false)`,
     );
     rows.forEach((r, i) => lexer.line(String(r['l'] ?? ''), i + 1));
-    return result();
+    return;
   }
   if ((await stat(file.localPath)).size <= WHOLE_FILE_BYTES) {
     // A small file in one read: a stream and a line reader per file cost more than its lexing.
@@ -78,7 +75,7 @@ export async function scanJson(session: DuckSession, file: LoadFile): Promise<{ 
     const lines = text.split(/\r\n|\n|\r/);
     if (lines.at(-1) === '') lines.pop();
     lines.forEach((l, i) => lexer.line(l, i + 1));
-    return result();
+    return;
   }
   const raw = createReadStream(file.localPath);
   const input = compressionOf(file.localPath) === 'gzip' ? raw.pipe(createGunzip()) : raw;
@@ -88,12 +85,17 @@ export async function scanJson(session: DuckSession, file: LoadFile): Promise<{ 
   } finally {
     raw.destroy();
   }
-  return result();
 }
 
-/** The first number of `numbers` (one file's) that would not be stored as the file spells it, as a BadFileError. */
-export function inexactNumber(file: LoadFile, numbers: ReadonlyMap<string, ColumnNumbers>): BadFileError | null {
+/**
+ * The first number of `numbers` (one file's) that would not be stored as the file spells it, as a
+ * BadFileError. Top-level columns of `text` (lower case: string columns of the table or declared)
+ * store the file's text of every number, also inside their objects and arrays (./json-texts.ts), so
+ * none of theirs is refused.
+ */
+export function inexactNumber(file: LoadFile, numbers: ReadonlyMap<string, ColumnNumbers>, text: ReadonlySet<string> = new Set()): BadFileError | null {
   for (const [column, c] of numbers) {
+    if (text.has(column.toLowerCase()) || text.has(column.split('.')[0]!.toLowerCase())) continue;
     if (c.inexact) return numberError(file.key, column, c.inexact, c.inexact.why);
     if (c.fractional && c.longInteger) return numberError(file.key, column, c.longInteger, mixedWhy(c.fractional, 'on'));
   }
@@ -148,16 +150,93 @@ export function doubleLoss(lexeme: string): string | null {
   return null;
 }
 
-type Frame = { kind: 'object'; path: string; key: string | null } | { kind: 'array'; path: string };
+/** What a path of a file holds (the first value of each kind, where it stands); the input of ./json-texts.ts. */
+export interface PathValues {
+  /** The path's segments: keys, and ELEMENT for the elements of an array. */
+  segments: string[];
+  /** The path as error messages show it (`obj.x`, elements under their array's name). */
+  column: string;
+  first: Partial<Record<ValueKind, NumberAt>>;
+}
 
-/** A JSON lexer fed line by line: it keeps the path of every number and records the facts above. */
+/**
+ * Kinds of JSON values. `integer`: an integer DuckDB prints back as the file spells it (within
+ * 64 bits; not `-0`); `number`: any other number (DuckDB prints its double: `1e3` as `1000.0`).
+ */
+export type ValueKind = 'integer' | 'number' | 'string' | 'boolean' | 'object' | 'array';
+
+/** The segment of an array's elements in `PathValues.segments`. */
+export const ELEMENT = '\u0002[]';
+const SEP = '\u0001';
+
+/** A top-level value of a record, as the file spells it (`text`: a string's value, else the JSON text). */
+export interface RecordText {
+  /** The record's 1-based position in the file (DuckDB's row order: `_source_row`). */
+  row: number;
+  /** The key as the file spells it. */
+  column: string;
+  text: string;
+}
+
+/**
+ * What one reading of a JSON or NDJSON file's text finds: the numbers of every column, by path;
+ * what every path holds; its records' top-level keys in order of first appearance
+ * (./bulk-text.ts groups files by them); how many records it has.
+ */
+export interface JsonScan {
+  numbers: Map<string, ColumnNumbers>;
+  values: Map<string, PathValues>;
+  keys: string[];
+  records: number;
+}
+
+/** The facts of a JSON or NDJSON file (see JsonScan). */
+export async function scanJson(session: DuckSession, file: LoadFile): Promise<JsonScan> {
+  const lexer = new NumberLexer(null);
+  await feed(session, file, lexer);
+  return { numbers: lexer.columns, values: lexer.values, keys: [...lexer.keys], records: lexer.records };
+}
+
+/**
+ * The texts of the top-level `columns` (lower case) of every record of a file, as the file spells
+ * them (numbers, booleans, objects and arrays as their JSON text; strings as their value);
+ * `spansLines` is the first object or array of those columns that spans lines, whose text is not kept.
+ */
+export async function recordTexts(
+  session: DuckSession,
+  file: LoadFile,
+  columns: ReadonlySet<string>,
+): Promise<{ texts: RecordText[]; records: number; spansLines: (NumberAt & { column: string }) | null }> {
+  const lexer = new NumberLexer(columns);
+  await feed(session, file, lexer);
+  return { texts: lexer.texts, records: lexer.records, spansLines: lexer.spansLines };
+}
+
+type Frame = {
+  kind: 'object' | 'array';
+  /** Display path (`obj.x`) and the path's key in `values` (segments joined). */
+  path: string;
+  shape: string;
+  key: string | null;
+  /** Where a captured top-level value started (recordTexts). */
+  capture?: { line: number; index: number; column: string };
+};
+
+/** A JSON lexer fed line by line: it keeps the path of every value and records the facts above. */
 class NumberLexer {
   readonly columns = new Map<string, ColumnNumbers>();
   /** The records' top-level keys, in order of first appearance. */
   readonly keys = new Set<string>();
+  readonly values = new Map<string, PathValues>();
+  readonly texts: RecordText[] = [];
+  spansLines: (NumberAt & { column: string }) | null = null;
+  records = 0;
   private readonly stack: Frame[] = [];
   /** A top-level array holds the records (JSON's array format); else the top-level values are. */
   private arrayOfRecords: boolean | null = null;
+
+  /** `capture`: top-level columns (lower case) whose texts are kept, or null. */
+  constructor(private readonly capture: ReadonlySet<string> | null) {}
 
   line(text: string, lineNo: number): void {
     let i = 0;
@@ -167,11 +246,14 @@ class NumberLexer {
         i++;
       } else if (ch === '{' || ch === '[') {
         if (this.arrayOfRecords === null && this.stack.length === 0) this.arrayOfRecords = ch === '[';
-        const path = this.valuePath();
-        this.stack.push(ch === '{' ? { kind: 'object', path, key: null } : { kind: 'array', path });
+        const at = this.valueAt(ch === '{' ? 'object' : 'array', ch, lineNo);
+        const frame: Frame = { kind: ch === '{' ? 'object' : 'array', path: at.path, shape: at.shape, key: null };
+        if (at.capture !== null) frame.capture = { line: lineNo, index: i, column: at.capture };
+        this.stack.push(frame);
         i++;
       } else if (ch === '}' || ch === ']') {
-        this.stack.pop();
+        const frame = this.stack.pop();
+        if (frame?.capture) this.captured(frame.capture, lineNo, text.slice(frame.capture.index, i + 1));
         this.valueDone();
         i++;
       } else if (ch === '"') {
@@ -180,42 +262,69 @@ class NumberLexer {
         if (top?.kind === 'object' && top.key === null) {
           top.key = keyText(text.slice(i, end));
           if (this.stack.length === (this.arrayOfRecords ? 2 : 1)) this.keys.add(top.key);
-        } else this.valueDone();
+        } else {
+          const quoted = text.slice(i, end);
+          const at = this.valueAt('string', quoted, lineNo);
+          if (at.capture !== null) this.texts.push({ row: this.records + 1, column: at.capture, text: keyText(quoted) });
+          this.valueDone();
+        }
         i = end;
       } else if (ch === '-' || (ch >= '0' && ch <= '9')) {
-        const m = NUMBER.exec(text.slice(i));
+        NUMBER.lastIndex = i;
+        const m = NUMBER.exec(text);
         const lexeme = m ? m[0] : ch;
-        this.number(lexeme, lineNo);
+        const at = this.valueAt(/^-?[1-9][0-9]*$|^0$/.test(lexeme) && doubleLoss(lexeme) === null ? 'integer' : 'number', lexeme, lineNo);
+        if (at.capture !== null) this.texts.push({ row: this.records + 1, column: at.capture, text: lexeme });
+        this.number(at.path, lexeme, lineNo);
         this.valueDone();
         i += lexeme.length;
       } else {
         // true, false, null (or bytes DuckDB's reader will refuse)
+        const start = i;
         while (i < text.length && /[a-zA-Z]/.test(text[i]!)) i++;
         if (!/[a-zA-Z]/.test(ch)) i++;
+        const word = text.slice(start, i);
+        if (word === 'true' || word === 'false') {
+          const at = this.valueAt('boolean', word, lineNo);
+          if (at.capture !== null) this.texts.push({ row: this.records + 1, column: at.capture, text: word });
+        }
         this.valueDone();
       }
     }
   }
 
-  /** The path of the value that starts now: the record's columns, dotted for nested fields. */
-  private valuePath(): string {
+  /**
+   * A value of `kind` starts: its path (display and shape key), recorded in `values`, and the
+   * column whose text is captured when it is a captured top-level value.
+   */
+  private valueAt(kind: ValueKind, text: string, line: number): { path: string; shape: string; capture: string | null } {
     const top = this.stack.at(-1);
-    if (!top) return '';
     const recordLevel = this.arrayOfRecords ? 1 : 0;
-    if (this.stack.length <= recordLevel) return '';
-    if (top.kind === 'array') return top.path;
-    const key = top.key ?? '';
-    return top.path === '' ? key : `${top.path}.${key}`;
+    if (!top || this.stack.length <= recordLevel) return { path: '', shape: '', capture: null };
+    const segment = top.kind === 'array' ? ELEMENT : (top.key ?? '');
+    const path = top.kind === 'array' ? top.path : top.path === '' ? segment : `${top.path}.${segment}`;
+    const shape = top.shape === '' ? segment : `${top.shape}${SEP}${segment}`;
+    let v = this.values.get(shape);
+    if (!v) this.values.set(shape, (v = { segments: shape.split(SEP), column: path, first: {} }));
+    v.first[kind] ??= { line, value: text.length > 200 ? `${text.slice(0, 200)}…` : text };
+    const captured = this.capture !== null && this.stack.length === recordLevel + 1 && top.kind === 'object' && this.capture.has(segment.toLowerCase());
+    return { path, shape, capture: captured ? segment : null };
   }
 
-  /** A value of the current object ended: its next string is a key again. */
+  /** A captured object or array ended: its text, when it stood on one line. */
+  private captured(at: { line: number; index: number; column: string }, line: number, text: string): void {
+    if (at.line === line) this.texts.push({ row: this.records + 1, column: at.column, text });
+    else this.spansLines ??= { line: at.line, value: text.slice(0, 40), column: at.column };
+  }
+
+  /** A value of the current object ended: its next string is a key again; a value at record level is a record. */
   private valueDone(): void {
     const top = this.stack.at(-1);
     if (top?.kind === 'object') top.key = null;
+    if (this.stack.length === (this.arrayOfRecords ? 1 : 0)) this.records++;
   }
 
-  private number(lexeme: string, line: number): void {
-    const column = this.valuePath();
+  private number(column: string, lexeme: string, line: number): void {
     if (column === '') return;
     let c = this.columns.get(column);
     if (!c) this.columns.set(column, (c = { inexact: null, fractional: null, longInteger: null }));
@@ -238,7 +347,7 @@ function keyText(quoted: string): string {
   }
 }
 
-const NUMBER = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/;
+const NUMBER = /-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
 
 /** The index after the closing quote of the string starting at `start` (or the line's end). */
 function stringEnd(text: string, start: number): number {

@@ -177,7 +177,9 @@ async function conformWith(
   refuseNewNestedFields(file, columns, schema);
   const projection = columns.map((c) => {
     const field = fieldOf(schema, c.name);
-    return field ? `${fitCastSql(ident(c.name), c.type, field.type, field.name, temporalFormats(csv))} AS ${ident(field.name)}` : ident(c.name);
+    if (field) return `${fitCastSql(ident(c.name), c.type, field.type, field.name, temporalFormats(csv))} AS ${ident(field.name)}`;
+    // A column DuckDB reads as JSON (texts mixed with other values) is read as text; ./json-texts.ts puts the file's texts in.
+    return c.type === 'JSON' ? `CAST(${ident(c.name)} AS VARCHAR) AS ${ident(c.name)}` : ident(c.name);
   });
   const raw = fileSelectSql(file, csv, text);
   const select = `SELECT ${[...projection, ...LINEAGE_COLUMNS.map(ident)].join(', ')} FROM (${raw})`;

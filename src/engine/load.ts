@@ -18,7 +18,8 @@ import type { DuckSession } from './duckdb.js';
 import { countCsvFields, csvDialect, csvFirstLineSql, csvStrictReadSql, fileSelectSql, LINEAGE_COLUMNS, SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
 import { parseDuckType } from './duck-type.js';
 import { inferTextColumns } from './infer-text-types.js';
-import { inexactAcrossFiles, inexactNumber, scanJson, type ColumnNumbers } from './json-numbers.js';
+import { inexactAcrossFiles, inexactNumber, scanJson, type ColumnNumbers, type JsonScan } from './json-numbers.js';
+import { restoreJsonTexts } from './json-texts.js';
 import { bisect, dropStaged, FILE_INDEX, stageTextFiles, type StagedGroup } from './bulk-text.js';
 import { sourceFileEnum } from './parquet-list.js';
 import { nestedAdditions, withNewFields } from './nested-fit.js';
@@ -78,7 +79,7 @@ export async function loadFiles(session: DuckSession, files: LoadFile[], opts: L
 export async function loadSourceFiles(session: DuckSession, files: readonly LoadFile[], opts: LoadOptions): Promise<LoadResult> {
   const { readable, emptyFiles } = await skipEmpty(files);
   if (readable.length === 0) return { rows: 0, newColumns: [], emptyFiles };
-  const jsons = await scanJsonFiles(session, readable);
+  const jsons = await scanJsonFiles(session, readable, opts);
   const staged = await stageAll(session, readable, opts.csv, jsons);
   try {
     const described = new Map<LoadFile, FileColumn[]>();
@@ -97,6 +98,8 @@ export async function loadSourceFiles(session: DuckSession, files: readonly Load
     } else {
       await createInParts(session, units, chunkSize, readOpts);
     }
+    // String columns get the JSON files' own texts of their numbers and objects (./json-texts.ts).
+    await restoreJsonTexts(session, opts.table, [...jsons].map(([file, scan]) => ({ file, scan, read: described.get(file) ?? [] })));
     const row = await session.one(`SELECT count(*)::BIGINT AS n FROM ${ident(opts.table)}`);
     const columnsOf = [...(plans ?? []), ...staged.flatMap((g) => g.files.map((file) => ({ file, columns: g.columns })))];
     return { rows: Number(row?.['n'] ?? 0), newColumns: plans && opts.schema ? newColumnsOf(columnsOf, opts.schema) : [], emptyFiles };
@@ -110,16 +113,18 @@ export async function loadSourceFiles(session: DuckSession, files: readonly Load
  * exactly is refused, naming the first such file of the batch; its top-level keys group it for
  * the bulk read.
  */
-async function scanJsonFiles(session: DuckSession, files: readonly LoadFile[]): Promise<Map<LoadFile, { numbers: Map<string, ColumnNumbers>; keys: string[] }>> {
+async function scanJsonFiles(session: DuckSession, files: readonly LoadFile[], opts: LoadOptions): Promise<Map<LoadFile, JsonScan>> {
   const jsonFiles = files.filter((f) => f.format === 'json' || f.format === 'ndjson');
-  const scans = new Map<LoadFile, { numbers: Map<string, ColumnNumbers>; keys: string[] }>();
+  const scans = new Map<LoadFile, JsonScan>();
+  // String columns the table has or the job declares keep every number's text: none is refused there.
+  const text = new Set([...(opts.schema?.fields ?? []), ...(opts.declared ?? [])].filter((f) => f.type === 'string').map((f) => f.name.toLowerCase()));
   for (let i = 0; i < jsonFiles.length; i += JSON_SCANS) {
     const batch = jsonFiles.slice(i, i + JSON_SCANS);
     const results = await Promise.all(batch.map((f) => scanJson(session, f)));
     batch.forEach((f, j) => scans.set(f, results[j]!));
     for (const f of batch) {
       checkColumnNames(f, scans.get(f)!.keys);
-      const bad = inexactNumber(f, scans.get(f)!.numbers);
+      const bad = inexactNumber(f, scans.get(f)!.numbers, text);
       if (bad) throw bad;
     }
   }
@@ -149,7 +154,9 @@ async function stageAll(session: DuckSession, files: readonly LoadFile[], csv: C
 function stagedUnit(group: StagedGroup, plan: ConformedFile | null): ReadUnit {
   const file = `CAST(${ident(SOURCE_FILE)} AS ${sourceFileEnum(group.files.map((f) => f.key))})`;
   const lineage = [`${file} AS ${ident(SOURCE_FILE)}`, ident(SOURCE_MODIFIED), ident(SOURCE_ROW)];
-  const columns = plan ? plan.projection : `* EXCLUDE (${identList([FILE_INDEX, ...LINEAGE_COLUMNS])})`;
+  // A column DuckDB reads as JSON (texts mixed with other values) is read as text; ./json-texts.ts puts the file's texts in.
+  const json = group.columns.filter((c) => c.type === 'JSON').map((c) => `CAST(${ident(c.name)} AS VARCHAR) AS ${ident(c.name)}`);
+  const columns = plan ? plan.projection : `* EXCLUDE (${identList([FILE_INDEX, ...LINEAGE_COLUMNS])})${json.length > 0 ? ` REPLACE (${json.join(', ')})` : ''}`;
   const selectFrom = (relation: string) => `SELECT ${columns}, ${lineage.join(', ')} FROM ${relation}`;
   return { files: group.files, select: selectFrom(ident(group.table)), perFile: [], scans: 1, staged: { group, selectFrom } };
 }

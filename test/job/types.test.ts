@@ -292,3 +292,40 @@ describe('JSON numbers: stored as the file spells them, or refused naming file, 
     expect(rows.map((r) => [Number(r['amount']), String(r['big'])])).toEqual([[1000, '9223372036854775807'], [0.1, '-9223372036854775808']]);
   });
 });
+
+describe('JSON values into string columns: stored as the file spells them, or refused naming file, line and column', () => {
+  it("into a table's string column, numbers, booleans and objects keep their text (1e3 stays 1e3, never 1000.0)", async () => {
+    const z = await typedTable();
+    const notes = ['1e3', '0.10', '-0', 'true', '{"a": 1.50}', '[1E+2, "x"]', '"text"'];
+    await z.source.write('2025/03/02/a.ndjson', notes.map((note, i) => `{"order_id":${i + 2},"seq":1,"note":${note}}`).join('\n') + '\n');
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: notes.length });
+    const rows = await tableRows(session, z.setup, 'order_id');
+    expect(rows.map((r) => r['note'])).toEqual(['a', ...notes.slice(0, -1), 'text']);
+  });
+
+  it('a key declared string in source.columns: 1e3, 1000.0 and an id beyond 64 bits are keys as written', async () => {
+    const z = await zone({}, { format: 'ndjson', columns: { order_id: 'string' } });
+    const ids = ['1e3', '1000.0', '1000', '12345678901234567890'];
+    await z.source.write('2025/03/01/a.ndjson', ids.map((id) => `{"order_id":${id},"seq":1}`).join('\n') + '\n');
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', rowsAfterDedupe: 4, inserted: 4 });
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['order_id']).sort()).toEqual([...ids].sort());
+  });
+
+  it('a column that is text because other values or files hold text keeps every number as written, and its texts without quotes', async () => {
+    const z = await zone({}, { format: 'ndjson' });
+    await z.source.write('2025/03/01/a.ndjson', '{"order_id":1,"seq":1,"ref":0.10}\n');
+    await z.source.write('2025/03/01/b.ndjson', '{"order_id":2,"seq":1,"ref":"A-7"}\n');
+    await z.source.write('2025/03/01/c.ndjson', '{"order_id":3,"seq":1,"ref":"x"}\n{"order_id":4,"seq":1,"ref":2.50}\n{"order_id":5,"seq":1,"ref":false}\n');
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 5 });
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['ref'])).toEqual(['0.10', 'A-7', 'x', '2.50', 'false']);
+  });
+
+  it('a number in a string field of a struct is refused naming file, line and field; nothing is committed', async () => {
+    const z = await zone({}, { format: 'ndjson' });
+    await z.source.write('2025/03/01/a.ndjson', '{"order_id":1,"seq":1,"obj":{"s":"a"}}\n{"order_id":2,"seq":1,"obj":{"s":1.50}}\n');
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(BadFileError);
+    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/01/a.ndjson`, line: 2, column: 'obj.s', value: '1.50' });
+    expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+  });
+});
