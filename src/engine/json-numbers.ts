@@ -212,15 +212,24 @@ export async function recordTexts(
   return { texts: lexer.texts, records: lexer.records, spansLines: lexer.spansLines };
 }
 
+/** A path of the file's records: what it holds, its numbers' facts, and the paths below it. */
+interface PathNode extends PathValues {
+  children: Map<string, PathNode>;
+  numbers: ColumnNumbers | null;
+}
+
 type Frame = {
   kind: 'object' | 'array';
-  /** Display path (`obj.x`) and the path's key in `values` (segments joined). */
-  path: string;
-  shape: string;
+  /** The path of the frame's values' parent (the record's root for a record). */
+  node: PathNode;
   key: string | null;
   /** Where a captured top-level value started (recordTexts). */
   capture?: { line: number; index: number; column: string };
 };
+
+/** Integers DuckDB reads as 64-bit integers: no fraction, no exponent, not `-0`, within 64 bits (within 18 digits always). */
+const INTEGER = /^-?[1-9][0-9]*$|^0$/;
+const isInteger = (lexeme: string): boolean => INTEGER.test(lexeme) && (lexeme.length <= 18 || doubleLoss(lexeme) === null);
 
 /** A JSON lexer fed line by line: it keeps the path of every value and records the facts above. */
 class NumberLexer {
@@ -231,9 +240,12 @@ class NumberLexer {
   readonly texts: RecordText[] = [];
   spansLines: (NumberAt & { column: string }) | null = null;
   records = 0;
+  private readonly root: PathNode = { segments: [], column: '', first: {}, children: new Map(), numbers: null };
   private readonly stack: Frame[] = [];
   /** A top-level array holds the records (JSON's array format); else the top-level values are. */
   private arrayOfRecords: boolean | null = null;
+  /** Set by valueAt: the column whose text is kept when the value is a captured top-level value. */
+  private capturing: string | null = null;
 
   /** `capture`: top-level columns (lower case) whose texts are kept, or null. */
   constructor(private readonly capture: ReadonlySet<string> | null) {}
@@ -246,9 +258,9 @@ class NumberLexer {
         i++;
       } else if (ch === '{' || ch === '[') {
         if (this.arrayOfRecords === null && this.stack.length === 0) this.arrayOfRecords = ch === '[';
-        const at = this.valueAt(ch === '{' ? 'object' : 'array', ch, lineNo);
-        const frame: Frame = { kind: ch === '{' ? 'object' : 'array', path: at.path, shape: at.shape, key: null };
-        if (at.capture !== null) frame.capture = { line: lineNo, index: i, column: at.capture };
+        const node = this.valueAt(ch === '{' ? 'object' : 'array', lineNo, text, i, i + 1) ?? this.root;
+        const frame: Frame = { kind: ch === '{' ? 'object' : 'array', node, key: null };
+        if (this.capturing !== null) frame.capture = { line: lineNo, index: i, column: this.capturing };
         this.stack.push(frame);
         i++;
       } else if (ch === '}' || ch === ']') {
@@ -263,9 +275,8 @@ class NumberLexer {
           top.key = keyText(text.slice(i, end));
           if (this.stack.length === (this.arrayOfRecords ? 2 : 1)) this.keys.add(top.key);
         } else {
-          const quoted = text.slice(i, end);
-          const at = this.valueAt('string', quoted, lineNo);
-          if (at.capture !== null) this.texts.push({ row: this.records + 1, column: at.capture, text: keyText(quoted) });
+          this.valueAt('string', lineNo, text, i, end);
+          if (this.capturing !== null) this.texts.push({ row: this.records + 1, column: this.capturing, text: keyText(text.slice(i, end)) });
           this.valueDone();
         }
         i = end;
@@ -273,9 +284,9 @@ class NumberLexer {
         NUMBER.lastIndex = i;
         const m = NUMBER.exec(text);
         const lexeme = m ? m[0] : ch;
-        const at = this.valueAt(/^-?[1-9][0-9]*$|^0$/.test(lexeme) && doubleLoss(lexeme) === null ? 'integer' : 'number', lexeme, lineNo);
-        if (at.capture !== null) this.texts.push({ row: this.records + 1, column: at.capture, text: lexeme });
-        this.number(at.path, lexeme, lineNo);
+        const node = this.valueAt(isInteger(lexeme) ? 'integer' : 'number', lineNo, text, i, i + lexeme.length);
+        if (this.capturing !== null) this.texts.push({ row: this.records + 1, column: this.capturing, text: lexeme });
+        if (node) this.number(node, lexeme, lineNo);
         this.valueDone();
         i += lexeme.length;
       } else {
@@ -285,8 +296,8 @@ class NumberLexer {
         if (!/[a-zA-Z]/.test(ch)) i++;
         const word = text.slice(start, i);
         if (word === 'true' || word === 'false') {
-          const at = this.valueAt('boolean', word, lineNo);
-          if (at.capture !== null) this.texts.push({ row: this.records + 1, column: at.capture, text: word });
+          this.valueAt('boolean', lineNo, text, start, i);
+          if (this.capturing !== null) this.texts.push({ row: this.records + 1, column: this.capturing, text: word });
         }
         this.valueDone();
       }
@@ -294,21 +305,26 @@ class NumberLexer {
   }
 
   /**
-   * A value of `kind` starts: its path (display and shape key), recorded in `values`, and the
-   * column whose text is captured when it is a captured top-level value.
+   * A value of `kind` starts (its text: `text` from `start` to `end`): its path, with the kind
+   * recorded, or null for a record itself; `capturing` says whether its text is kept.
    */
-  private valueAt(kind: ValueKind, text: string, line: number): { path: string; shape: string; capture: string | null } {
+  private valueAt(kind: ValueKind, line: number, text: string, start: number, end: number): PathNode | null {
+    this.capturing = null;
     const top = this.stack.at(-1);
     const recordLevel = this.arrayOfRecords ? 1 : 0;
-    if (!top || this.stack.length <= recordLevel) return { path: '', shape: '', capture: null };
+    if (!top || this.stack.length <= recordLevel) return null;
     const segment = top.kind === 'array' ? ELEMENT : (top.key ?? '');
-    const path = top.kind === 'array' ? top.path : top.path === '' ? segment : `${top.path}.${segment}`;
-    const shape = top.shape === '' ? segment : `${top.shape}${SEP}${segment}`;
-    let v = this.values.get(shape);
-    if (!v) this.values.set(shape, (v = { segments: shape.split(SEP), column: path, first: {} }));
-    v.first[kind] ??= { line, value: text.length > 200 ? `${text.slice(0, 200)}…` : text };
-    const captured = this.capture !== null && this.stack.length === recordLevel + 1 && top.kind === 'object' && this.capture.has(segment.toLowerCase());
-    return { path, shape, capture: captured ? segment : null };
+    const parent = top.node;
+    let node = parent.children.get(segment);
+    if (!node) {
+      const column = top.kind === 'array' ? parent.column : parent.column === '' ? segment : `${parent.column}.${segment}`;
+      node = { segments: [...parent.segments, segment], column, first: {}, children: new Map(), numbers: null };
+      parent.children.set(segment, node);
+      this.values.set(node.segments.join(SEP), node);
+    }
+    node.first[kind] ??= { line, value: end - start > 200 ? `${text.slice(start, start + 200)}…` : text.slice(start, end) };
+    if (this.capture !== null && this.stack.length === recordLevel + 1 && top.kind === 'object' && this.capture.has(segment.toLowerCase())) this.capturing = segment;
+    return node;
   }
 
   /** A captured object or array ended: its text, when it stood on one line. */
@@ -324,10 +340,13 @@ class NumberLexer {
     if (this.stack.length === (this.arrayOfRecords ? 1 : 0)) this.records++;
   }
 
-  private number(column: string, lexeme: string, line: number): void {
-    if (column === '') return;
-    let c = this.columns.get(column);
-    if (!c) this.columns.set(column, (c = { inexact: null, fractional: null, longInteger: null }));
+  private number(node: PathNode, lexeme: string, line: number): void {
+    let c = node.numbers;
+    if (!c) {
+      // Elements are reported under their array's name: the array and its elements share the facts.
+      c = this.columns.get(node.column) ?? { inexact: null, fractional: null, longInteger: null };
+      this.columns.set(node.column, (node.numbers = c));
+    }
     const fractional = /[.eE]/.test(lexeme);
     if (c.inexact === null) {
       const why = doubleLoss(lexeme);
