@@ -44,10 +44,17 @@ export class PeerProcess {
     });
     const lines = createInterface({ input: child.stdout });
     const replies = lines[Symbol.asyncIterator]();
-    const first = await replies.next();
-    if (first.done) throw new Error(`[bench] ${name} exited before it was ready:\n${tail.join('')}`);
-    const hello = JSON.parse(first.value) as PeerProcess['hello'];
-    return new PeerProcess(name, child, lines, replies, hello, performance.now() - started, tail);
+    try {
+      const first = await replies.next();
+      if (first.done) throw new Error(`[bench] ${name} exited before it was ready:\n${tail.join('')}`);
+      const hello = JSON.parse(first.value) as PeerProcess['hello'];
+      return new PeerProcess(name, child, lines, replies, hello, performance.now() - started, tail);
+    } catch (err) {
+      // Not ready: end it (a JVM left running would keep this process alive, and hold its memory).
+      lines.close();
+      child.kill('SIGKILL');
+      throw err;
+    }
   }
 
   /** Send a command and measure it; `writes` are the folders whose new files count as written. */
