@@ -17,12 +17,13 @@ import { WORKLOADS, benchPeers, type WorkloadName } from './bench/peers.js';
 import { SEED_SCALE_DIR, benchSeedScale } from './bench/seed-scale.js';
 import { seedNight } from './bench/seed-night.js';
 import { benchSmallFiles } from './bench/small-files.js';
+import { benchListing } from './bench/listing.js';
 import type { SmallFormat } from './bench/small-files-landing.js';
 import { BENCH_ROOT } from './bench/workspace.js';
 import type { DeletionVectorSetting } from '../src/engine/merge/write-mode.js';
 import { parseSize } from '../src/config/units.js';
 
-const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers|seed-scale|small-files> [options]
+const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers|seed-scale|small-files|listing> [options]
 
   merge   MERGE of changed orders into a clustered table vs a full rewrite
     --rows N       table rows (default 10000000)
@@ -79,6 +80,12 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers|seed-
     --repeat N         interleaved repetitions, medians reported (default 1)
     --no-s3            skip the runs from the embedded S3 server
     --trace            one more traced run per format: the slowest statements
+
+  listing  a run with nothing new over many objects (discover by modified, local folder):
+           time, peak RSS, LIST requests
+    --objects N        objects in the landing zone (default 1000000)
+    --incremental      the job sets discover.incrementalListing (the keys sort by time)
+    --repeat N         no-op runs measured, medians reported (default 3)
 
   common
     --keep         keep the scratch folder under .bench/
@@ -147,6 +154,8 @@ async function main(argv: string[]): Promise<void> {
       'no-s3': { type: 'boolean', default: false },
       trace: { type: 'boolean', default: false },
       formats: { type: 'string' },
+      objects: { type: 'string' },
+      incremental: { type: 'boolean', default: false },
       'partition-by': { type: 'string' },
       'deletion-vectors': { type: 'string', default: 'auto' },
       keep: { type: 'boolean', default: false },
@@ -156,7 +165,7 @@ async function main(argv: string[]): Promise<void> {
   });
   const bench = positionals[0];
   const command = `npm run bench -- ${argv.join(' ')}`;
-  if (values.help || !['merge', 'ingest', 'memory', 'backfill', 'peers', 'seed-scale', 'small-files'].includes(bench ?? '')) {
+  if (values.help || !['merge', 'ingest', 'memory', 'backfill', 'peers', 'seed-scale', 'small-files', 'listing'].includes(bench ?? '')) {
     process.stdout.write(USAGE);
     if (!values.help) process.exitCode = 2;
     return;
@@ -171,6 +180,17 @@ async function main(argv: string[]): Promise<void> {
       repeat: positiveInt('repeat', values.repeat, 2),
       keep: values.keep,
       jsonPath: resultPath('backfill', values.json),
+      command,
+    });
+    return;
+  }
+  if (bench === 'listing') {
+    await benchListing({
+      objects: positiveInt('objects', values.objects, 1_000_000),
+      incremental: values.incremental,
+      repeat: positiveInt('repeat', values.repeat, 3),
+      keep: values.keep,
+      jsonPath: resultPath('listing', values.json),
       command,
     });
     return;

@@ -57,6 +57,10 @@ const discoverByPartition = z.strictObject({
 const discoverByModified = z.strictObject({
   by: z.literal('modified').describe('Files anywhere below the prefix, by LastModified'),
   settle: duration('15m').describe('Settle window: how far below the watermark each run re-lists (30s, 15m, 2h)'),
+  incrementalListing: z
+    .boolean()
+    .default(false)
+    .describe('Keys sort by time (Firehose-style yyyy/mm/dd/hh/ prefixes, timestamped names): each run lists only the keys after the newest one the last load found older than the window (S3 StartAfter)'),
   ...common,
 });
 

@@ -14,6 +14,7 @@
  * the window past files still arriving.
  */
 import pLimit from 'p-limit';
+import { compareKeys } from '../storage/driver-helpers.js';
 import type { ObjectInfo, Storage } from '../storage/storage.js';
 import type { ModifiedSettings } from './config.js';
 import { folderOf, isNotData, judgeFile, SUCCESS_MARKER } from './identity.js';
@@ -34,6 +35,8 @@ export interface ModifiedListing {
   skippedFolders: SkippedFolder[];
   serverTime: Date;
   listRequests: number;
+  /** The newest key (byte order) of the objects older than the window (only with `startAfter` set in the options). */
+  newestOlderKey?: string;
 }
 
 /** Options of `listModified`. */
@@ -49,6 +52,11 @@ export interface ListModifiedOptions {
   behindAfter?: number | null;
   concurrency: number;
   signal?: AbortSignal;
+  /**
+   * Incremental listing (keys sort by time): one listing of every key after this one (null:
+   * from the start), in key order, instead of a listing per first-level prefix in parallel.
+   */
+  startAfter?: string | null;
 }
 
 /**
@@ -77,9 +85,11 @@ export async function listModified(storage: Storage, opts: ListModifiedOptions):
     if (wanted) listing.objects.push(o);
     else {
       listing.olderThanWindow++;
+      if (opts.startAfter !== undefined && (listing.newestOlderKey === undefined || compareKeys(o.key, listing.newestOlderKey) > 0)) listing.newestOlderKey = o.key;
       if (behind !== undefined && (behind === null || ms > behind)) listing.older!.push(o);
     }
   };
+  if (opts.startAfter !== undefined) return listIncrementally(storage, opts, listing, keep);
   let prefixes: string[] = [];
   for await (const page of storage.list({ delimiter: '/', signal: opts.signal })) {
     listing.listRequests++;
@@ -103,6 +113,30 @@ export async function listModified(storage: Storage, opts: ListModifiedOptions):
     ),
   );
   listing.prefixesListed = prefixes;
+  return listing;
+}
+
+/** One listing of every key after `opts.startAfter`, in order; folders starting with `_` or `.` at the top are skipped (named once). */
+async function listIncrementally(storage: Storage, opts: ListModifiedOptions, listing: ModifiedListing, keep: (o: ObjectInfo) => void): Promise<ModifiedListing> {
+  const hidden = new Set<string>();
+  const listed = new Set<string>();
+  const startAfter = opts.startAfter ?? undefined;
+  for await (const page of storage.list({ ...(startAfter !== undefined ? { startAfter } : {}), signal: opts.signal })) {
+    listing.listRequests++;
+    if (Number.isNaN(listing.serverTime.getTime())) listing.serverTime = page.serverTime;
+    for (const o of page.objects) {
+      const cut = o.key.indexOf('/');
+      const top = cut < 0 ? null : o.key.slice(0, cut + 1);
+      if (top !== null && (top.startsWith('_') || top.startsWith('.'))) {
+        hidden.add(top);
+        continue;
+      }
+      if (top !== null) listed.add(top);
+      keep(o);
+    }
+  }
+  listing.skippedFolders = [...hidden].map((prefix) => ({ prefix, reason: 'not data (name starts with _ or .)' }));
+  listing.prefixesListed = [...listed];
   return listing;
 }
 
@@ -138,7 +172,8 @@ export function planModified(listing: ModifiedListing, settings: ModifiedSetting
     else if (decision.reason === 'overwritten, ignored') ignored.push(file);
   }
   files.sort(compareFiles);
-  const basis: StateBasis = { mode: 'modified', settleMs: settings.settleMs, serverTime: listing.serverTime.getTime(), scannedAfter: floor };
+  const listAfter = settings.incrementalListing ? newerKey(state?.listAfter, listing.newestOlderKey) : undefined;
+  const basis: StateBasis = { mode: 'modified', settleMs: settings.settleMs, serverTime: listing.serverTime.getTime(), scannedAfter: floor, ...(listAfter !== undefined ? { listAfter } : {}) };
   return {
     mode: 'modified',
     files,
@@ -158,6 +193,11 @@ export function planModified(listing: ModifiedListing, settings: ModifiedSetting
     // A folder's files wait for its marker by their arrival (the marker's time): nothing holds the watermark.
     waiting: [],
   };
+}
+
+function newerKey(a: string | undefined, b: string | undefined): string | undefined {
+  if (a === undefined) return b;
+  return b === undefined || compareKeys(a, b) >= 0 ? a : b;
 }
 
 function decide(
@@ -209,7 +249,8 @@ export function modifiedStateAfter(
   // Entries at or below the floor can never be candidates again: the floor only rises.
   const kept = [...byKey.values()].filter((e) => e.lastModified > floor);
   kept.sort((a, b) => a.lastModified - b.lastModified || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  return { stateVersion: 1, mode: 'modified', watermark, rememberedAfter: floor, loaded: kept };
+  const listAfter = basis.listAfter ?? prev?.listAfter;
+  return { stateVersion: 1, mode: 'modified', watermark, rememberedAfter: floor, loaded: kept, ...(listAfter !== undefined ? { listAfter } : {}) };
 }
 
 /**

@@ -42,6 +42,8 @@ export interface ModifiedDiscoveryConfig extends CommonDiscoveryConfig {
   settle?: number;
   /** Oldest LastModified of an initial load: an ISO timestamp with offset, or a date (UTC midnight). */
   start?: string;
+  /** Keys sort by time: list only after the newest key found older than the window (./by-modified.ts). */
+  incrementalListing?: boolean;
 }
 
 /** `source.discover` of a job. */
@@ -82,6 +84,8 @@ export interface ModifiedSettings {
   onOverwrite: OnOverwrite;
   /** Whether a key is selected by include/exclude. */
   selects: KeyFilter;
+  /** Keys sort by time: each run lists only after the state's `listAfter` key. */
+  incrementalListing: boolean;
 }
 
 /** Validated settings of either mode. */
@@ -137,7 +141,7 @@ export function checkDiscovery(config: DiscoveryConfig): { settings: DiscoverySe
       problems.push(new ConfigError(`[discovery] settle must be a duration >= 0, got ${settleMs}`, { field: 'discover.settle' }));
     }
     const start = config.start === undefined ? null : (attempt(() => parseTimestampStart(config.start!)) ?? null);
-    return done({ mode: 'modified', settleMs, start, requireSuccessMarker, onOverwrite, selects: selects! });
+    return done({ mode: 'modified', settleMs, start, requireSuccessMarker, onOverwrite, selects: selects!, incrementalListing: config.incrementalListing ?? false });
   }
   problems.push(
     new ConfigError(`[discovery] discover.by must be 'partition' or 'modified', got ${JSON.stringify((config as { by?: unknown }).by)}`, { field: 'discover.by' }),

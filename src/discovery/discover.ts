@@ -78,6 +78,7 @@ export async function discover(
     ...(opts.behindWindowAfter !== undefined ? { behindAfter: opts.behindWindowAfter } : {}),
     concurrency,
     signal: opts.signal,
+    ...(settings.incrementalListing ? { startAfter: modifiedState?.listAfter ?? null } : {}),
   });
   const plan = planModified(listing, settings, modifiedState);
   if (modifiedState === null && settings.start !== null && settings.start > listing.serverTime.getTime()) {

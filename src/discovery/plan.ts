@@ -86,7 +86,7 @@ export type StateBasis =
       /** The oldest partition waiting for its success marker: the watermark stays before it. */
       waitingFrom?: string;
     }
-  | { mode: 'modified'; settleMs: number; serverTime: number; scannedAfter: number | null };
+  | { mode: 'modified'; settleMs: number; serverTime: number; scannedAfter: number | null; /** The next state's `listAfter` (incremental listing). */ listAfter?: string };
 
 /** The result of discovery: nothing is downloaded yet. */
 export interface DiscoveryPlan {

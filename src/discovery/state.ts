@@ -60,6 +60,12 @@ export interface ModifiedState {
   rememberedAfter?: number;
   /** Files loaded with lastModified > rememberedAfter. */
   loaded: ModifiedEntry[];
+  /**
+   * With `incrementalListing`: the newest key (in byte order) a listing found older than its
+   * window; keys sorting by time, every key up to it is older than any later window, so runs
+   * list only after it (S3 StartAfter). Absent: list everything.
+   */
+  listAfter?: string;
 }
 
 /** Persisted discovery state of either mode. */

@@ -57,5 +57,5 @@ export function discoveryConfigOf(job: JobConfig): DiscoveryConfig {
   };
   return d.by === 'partition'
     ? { by: 'partition', layout: d.layout, lookback: d.lookback, lateCheck: d.lateCheck, timezone: d.timezone, ...common }
-    : { by: 'modified', settle: d.settle, ...common };
+    : { by: 'modified', settle: d.settle, incrementalListing: d.incrementalListing, ...common };
 }

@@ -115,6 +115,8 @@ export interface RunReport extends LoadCounts {
   requests?: RequestCounts;
   /** Whole-object reads and uploads whose bytes were checked, by checksum kind (absent when both are local). */
   checksums?: ChecksumCounts;
+  /** LIST requests discovery sent (pages of up to 1,000 keys; a local folder is paged the same way). */
+  listRequests?: number;
   /** Partition folders (or prefixes) listed by discovery. */
   partitionsListed?: string[];
   /** With --dry-run: the watermark the run would commit. */

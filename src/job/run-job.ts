@@ -245,6 +245,7 @@ class JobRun {
     for (const d of skipped) byReason[d.reason] = (byReason[d.reason] ?? 0) + 1;
     this.report.filesDiscovered = plan.files.length;
     this.report.partitionsListed = plan.partitionsListed;
+    this.report.listRequests = plan.listRequests;
     this.report.skippedByReason = byReason;
     if (plan.waiting.length > 0) {
       const waiting = reportWaiting(this.job, waitingOf(plan), plan.serverTime);

@@ -1,0 +1,57 @@
+/**
+ * Incremental listing (issue 25, item 3): with `discover.incrementalListing` (keys sort by time),
+ * a run lists only the keys after the newest key an earlier load found older than its window
+ * (S3 StartAfter), recorded in the job state as `listAfter`. What that means for the user: a file
+ * whose key sorts before it is never listed, even when its LastModified is new (the promise the
+ * option makes), where a full listing loads it. Local folders, real DuckDB, NDJSON, Delta logs.
+ */
+import { utimes } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalStorage } from '../../src/storage/local.js';
+import { cleanup, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir } from './helpers.js';
+
+let session: DuckSession;
+const dirs: string[] = [];
+beforeAll(async () => {
+  session = await DuckSession.open();
+});
+afterAll(async () => {
+  session.close();
+  await cleanup(dirs);
+});
+
+async function zone(incrementalListing: boolean) {
+  const root = await tempDir('incr', dirs);
+  const source = new LocalStorage(root);
+  const setup = makeConfig({ source: { uri: source.uri, discover: { by: 'modified', settle: '1m', incrementalListing } }, target: mergeTarget(await tempDir('incr-t', dirs)) });
+  const put = async (key: string, id: number, hoursAgo: number) => {
+    await land(source, session, key, orders([id, 'placed', 1]));
+    const when = new Date(Date.now() - hoursAgo * 3600_000);
+    await utimes(path.join(root, key), when, when);
+  };
+  return { setup, put };
+}
+
+describe('incremental listing', () => {
+  it('lists after the newest key found older than the window: a file sorting before it is not listed; a full listing loads it', async () => {
+    for (const incremental of [true, false]) {
+      const { setup, put } = await zone(incremental);
+      await put('2026/12/01/00/a.ndjson', 1, 3);
+      await put('2026/12/01/01/b.ndjson', 2, 2);
+      await put('2026/12/01/02/c.ndjson', 3, 1);
+      expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 3 });
+      await put('2026/12/01/03/d.ndjson', 4, 0);
+      // The window is now [c's time - 1m, …): a and b are older; b is the newest key of them.
+      expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 1, listRequests: expect.any(Number) });
+      const state = (await readTarget(session, setup)).state;
+      expect((state?.discovery as { listAfter?: string } | null)?.listAfter).toBe(incremental ? '2026/12/01/01/b.ndjson' : undefined);
+
+      // A file breaking the promise: its key sorts before b, its LastModified is new.
+      await put('2026/12/01/00/late.ndjson', 5, 0);
+      const third = await run(setup);
+      expect(third).toMatchObject(incremental ? { status: 'nothing-new', filesLoaded: 0 } : { status: 'succeeded', filesLoaded: 1 });
+      expect((await readTarget(session, setup)).rows.map((r) => Number(r.order_id)).sort()).toEqual(incremental ? [1, 2, 3, 4] : [1, 2, 3, 4, 5]);
+    }
+  });
+});
