@@ -48,6 +48,8 @@ def spark():
         .config("spark.default.parallelism", "2")
         # Delta rebuilds a snapshot's state in 50 partitions by default: far too many for tiny tables.
         .config("spark.databricks.delta.snapshotPartitions", "1")
+        # VACUUM lists and deletes in this many tasks (default 10000: minutes of empty tasks per VACUUM here)
+        .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "2")
         .config("spark.sql.warehouse.dir", str(CACHE / "spark-warehouse"))
         .getOrCreate()
     )

@@ -172,3 +172,17 @@ def typed_row(id: int, seq: int) -> dict[str, Any]:
 def typed_steps() -> list[pa.Table]:
     rows = lambda items: pa.Table.from_pylist(list(items), schema=TYPES)  # noqa: E731
     return [rows(typed_row(i, 1) for i in range(1, 25)), rows(typed_row(i, 2) for i in (2, 9, 17, 24)), rows(typed_row(i, 3) for i in (3, 9, 30))]
+
+
+# ORDERS with a timestamp_ntz column: wall-clock times, no zone, before and after 1970.
+LOCAL = pa.schema([*ORDERS, ("local_at", pa.timestamp("us"))])
+_LOCAL0 = dt.datetime(1969, 12, 31, 23, 59, 59, 999999)
+
+
+def local_at(id: int, seq: int) -> dt.datetime | None:
+    return None if (id + seq) % 6 == 0 else _LOCAL0 + dt.timedelta(hours=id * 7 + seq - 40, microseconds=id)
+
+
+def local_steps() -> list[pa.Table]:
+    """merge_steps' rows with local_at."""
+    return [pa.Table.from_pylist([{**r, "local_at": local_at(r["id"], r["seq"])} for r in step.to_pylist()], schema=LOCAL) for step in merge_steps()]
