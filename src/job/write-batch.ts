@@ -118,6 +118,7 @@ function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>): WriteTar
     ...(job.target.partitionBy ? { partitionBy: job.target.partitionBy } : {}),
     ...tablePropertiesOf(job),
     ...(job.target.columnMapping ? { columnMapping: job.target.columnMapping } : {}),
+    ...(job.source.columns ? { declaredTypes: job.source.columns } : {}),
     schemaEvolution: job.schemaEvolution,
     internalColumns: [SOURCE_ROW],
     sourceFileColumn: SOURCE_FILE,

@@ -209,6 +209,24 @@ describe('a new table: the types are inferred once, from every CSV file of the f
   });
 });
 
+describe('a column declared timestamp_ntz', () => {
+  it('is created timestamp_ntz, in a new table (Parquet) and as a new column (CSV), and later files load into it unchanged', async () => {
+    // A naive timestamp alone is taken as UTC (`timestamp`); the declaration says it is a wall clock.
+    const z = await zone({}, { columns: { local_at: 'timestamp_ntz', later_at: 'timestamp_ntz' } });
+    await putParquet(z.source, session, '2025/03/01/a.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, TIMESTAMP '1969-12-31 23:59:59.999999' AS local_at`);
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
+    expect(await tableTypes(z.setup)).toMatchObject({ local_at: 'timestamp_ntz' });
+    await z.source.write('2025/03/02/b.csv', 'order_id,seq,local_at,later_at\n1,2,2025-03-02 10:30:00,2025-03-02 11:00:00.5\n2,1,1900-01-01 00:00:00,\n');
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1, updated: 1 });
+    expect(await tableTypes(z.setup)).toMatchObject({ local_at: 'timestamp_ntz', later_at: 'timestamp_ntz' });
+    const rows = await tableRows(session, z.setup, 'order_id');
+    expect(rows.map((r) => [r['order_id'], r['local_at'], r['later_at']])).toEqual([
+      ['1', '2025-03-02 10:30:00', '2025-03-02 11:00:00.5'],
+      ['2', '1900-01-01 00:00:00', null],
+    ]);
+  });
+});
+
 describe('source.columns against an existing table', () => {
   it('a declared type the table column does not have is a config error naming both; nothing loads', async () => {
     const z = await typedTable();

@@ -74,11 +74,24 @@ export function newColumns(batch: readonly ColumnType[], schema: StructType, int
 }
 
 /**
- * The schema with `added` appended as nullable top-level fields (types mapped from DuckDB, empty
- * metadata). Existing fields, their order and their metadata are kept as they are.
+ * The schema with `added` appended as nullable top-level fields (types mapped from DuckDB, or
+ * declared: see newTableSchema; empty metadata). Existing fields, their order and their metadata
+ * are kept as they are.
  */
-export function evolveSchema(schema: StructType, added: readonly ColumnType[]): StructType {
-  return { ...schema, fields: [...schema.fields, ...duckSchemaToDelta(added).fields] };
+export function evolveSchema(schema: StructType, added: readonly ColumnType[], declared: Readonly<Record<string, string>> = {}): StructType {
+  return { ...schema, fields: [...schema.fields, ...newTableSchema(added, declared).fields] };
+}
+
+/**
+ * The Delta schema of batch columns a write creates: types mapped from DuckDB, except that a
+ * naive TIMESTAMP declared `timestamp_ntz` is `timestamp_ntz` (undeclared, it is a UTC
+ * `timestamp`). Every other declared type reaches the batch as its own DuckDB type already.
+ */
+export function newTableSchema(columns: readonly ColumnType[], declared: Readonly<Record<string, string>> = {}): StructType {
+  const ntz = new Set(Object.entries(declared).filter(([, t]) => t === 'timestamp_ntz').map(([name]) => name.toLowerCase()));
+  const schema = duckSchemaToDelta(columns);
+  if (ntz.size === 0) return schema;
+  return { ...schema, fields: schema.fields.map((f) => (f.type === 'timestamp' && ntz.has(f.name.toLowerCase()) ? { ...f, type: 'timestamp_ntz' } : f)) };
 }
 
 /** Batch columns that become table columns when the write creates the table. */

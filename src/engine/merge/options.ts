@@ -35,6 +35,12 @@ export interface WriteTarget {
    */
   columnMapping?: ColumnMappingMode;
   /**
+   * Delta types the job declares for batch columns (`source.columns`, by name, any case). A column
+   * this write creates (a new table's, or a new column) takes `timestamp_ntz` where declared: the
+   * batch holds such a column as a naive DuckDB TIMESTAMP, which alone maps to `timestamp`.
+   */
+  declaredTypes?: Readonly<Record<string, string>>;
+  /**
    * Batch columns that are not table data (lineage, CDC op codes): usable in `deleteWhen` and in
    * error messages, never written. A batch column neither in the table nor listed here is a new
    * column (see `schemaEvolution`).

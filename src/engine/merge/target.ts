@@ -17,9 +17,8 @@ import { parseDuckType } from '../duck-type.js';
 import { nestedAdditions, withNewFields } from '../nested-fit.js';
 import { describeRelation } from '../relation.js';
 import { ident } from '../sql.js';
-import { duckSchemaToDelta } from '../type-map-write.js';
 import { prepareBatch, type PreparedBatch } from './batch.js';
-import { dataColumns, evolveSchema, newColumns, planColumns, requireColumns, tableName, type ColumnPlan, type ColumnType } from './columns.js';
+import { dataColumns, evolveSchema, newColumns, newTableSchema, planColumns, requireColumns, tableName, type ColumnPlan, type ColumnType } from './columns.js';
 import { DELETE_FLAG, BATCH_SOURCE_FILE, BATCH_SOURCE_ROW } from './temp-names.js';
 import { DEFAULT_SOURCE_FILE_COLUMN, type WriteTarget } from './options.js';
 import { TableConfig } from '../../delta/table-config.js';
@@ -72,7 +71,7 @@ export async function prepareTarget(session: DuckSession, target: WriteTarget, o
   const internal = target.internalColumns ?? [];
   const creating = opts.snapshot === null;
   const columnMapping = mappingOf(opts.snapshot, target);
-  const created = creating ? mapNewTable(duckSchemaToDelta(dataColumns(sourceColumns, internal)), columnMapping) : null;
+  const created = creating ? mapNewTable(newTableSchema(dataColumns(sourceColumns, internal), target.declaredTypes), columnMapping) : null;
   const evolved = opts.snapshot ? await evolve(session, target, opts.snapshot, sourceColumns) : null;
   const schema = evolved?.schema ?? opts.snapshot?.schema ?? created!.schema;
   const partitionColumns = opts.snapshot?.partitionColumns ?? resolvePartitionBy(schema, target.partitionBy ?? [], uri);
@@ -128,7 +127,7 @@ async function evolve(
   if (extra.length === 0 && nested.length === 0) return null;
   refuseHiddenColumnNames(extra.map((c) => c.name), snapshot, target.storage.uri);
   if (target.schemaEvolution === 'addColumns') {
-    const schema = evolveSchema(withNestedFields(snapshot.schema, sourceColumns), extra);
+    const schema = evolveSchema(withNestedFields(snapshot.schema, sourceColumns), extra, target.declaredTypes);
     const added = [...extra.map((c) => c.name), ...nested];
     if (TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping !== 'none') return { ...evolveMappedMetadata(snapshot.metadata, schema), added };
     return { schema, metadata: { ...snapshot.metadata, schemaString: JSON.stringify(schema) }, added };
