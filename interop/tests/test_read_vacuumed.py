@@ -1,6 +1,6 @@
 """A merge table with deletion vectors after `tidemark optimize` and `tidemark vacuum` (retention
 0: every file the latest version does not need is deleted): the read matrix at the latest
-version, and Spark's and delta-rs's own VACUUM DRY RUN find nothing more to delete, while every
+version, and Spark's and delta-rs's own VACUUM DRY RUN find nothing more to delete (delta-rs lists the files already gone), while every
 file the log lists is still there."""
 
 from __future__ import annotations
@@ -57,5 +57,7 @@ def test_vacuum_kept_every_live_file_and_left_nothing_for_spark_or_delta_rs(spar
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
     spark_would = [r[0] for r in spark.sql(f"VACUUM delta.`{job.table}` RETAIN 0 HOURS DRY RUN").collect()]
     assert spark_would == [], f"Spark's VACUUM would still delete {spark_would[:5]}"
+    # delta-rs lists the log's expired removes, whether the files are still there or not
     rs_would = DeltaTable(str(job.table)).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=True)
-    assert rs_would == [], f"delta-rs's vacuum would still delete {rs_would[:5]}"
+    still_there = [p for p in rs_would if (job.table / unquote(p)).exists()]
+    assert rs_would and still_there == [], f"delta-rs's vacuum would still delete {still_there[:5]}"

@@ -126,7 +126,8 @@ class Scenario:
     name: str
     # (spark, a work folder) -> the engine that creates the table and is the other writer: its
     # name, create(path, rows, schema), merge(path, rows, schema), optimize(path), vacuum(path);
-    # for_round(r), if it has one, says which writer round r's other writer is
+    # `creator`, if it has one, names the engine that creates the table instead; for_round(r),
+    # if it has one, says which writer round r's other writer is
     writer: Callable[[Any, Path], Any]
     # columns besides ORDERS the table has from the start: name -> (pyarrow type, value of a row)
     extra: Mapping[str, tuple[pa.DataType, Callable[[int, int], Any]]] = field(default_factory=dict)
@@ -197,7 +198,7 @@ class RoundTrip:
 
     def create(self) -> None:
         rows = [self.row(i, 1) for i in range(1, Plan.initial + 1)]
-        self.step(f"{self.writer.name} creates the table", lambda: self.writer.create(self.table, rows, self.schema()), lambda: self.model.tidemark_merge(rows))
+        self.step(f"{getattr(self.writer, 'creator', self.writer.name)} creates the table", lambda: self.writer.create(self.table, rows, self.schema()), lambda: self.model.tidemark_merge(rows))
 
     def tidemark_round(self, r: int) -> None:
         ids = Plan().tidemark_ids(r)

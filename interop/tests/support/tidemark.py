@@ -27,9 +27,9 @@ class CliError(AssertionError):
 
 class Job:
     """One tidemark job whose table the tests read. `target` is the job's target block
-    without `uri`; `job` adds job-level fields."""
+    without `uri`; `job` adds job-level fields, `source` fields of the source block."""
 
-    def __init__(self, root: Path, name: str, target: dict[str, Any], job: dict[str, Any] | None = None):
+    def __init__(self, root: Path, name: str, target: dict[str, Any], job: dict[str, Any] | None = None, source: dict[str, Any] | None = None):
         self.root = root
         self.name = name
         self.landing = root / "landing"
@@ -43,7 +43,7 @@ class Job:
                 {
                     "name": name,
                     "maxFilesPerBatch": 1,
-                    "source": {"uri": str(self.landing), "discover": {"by": "partition", "layout": "{yyyy}/{mm}/{dd}"}},
+                    "source": {"uri": str(self.landing), "discover": {"by": "partition", "layout": "{yyyy}/{mm}/{dd}"}, **(source or {})},
                     "target": {"uri": str(self.table), **target},
                     **(job or {}),
                 }
