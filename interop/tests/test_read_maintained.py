@@ -86,7 +86,8 @@ def test_spark_history_lists_every_commit_at_its_in_commit_timestamp(spark, job)
     assert sorted(history) == VERSIONS
     for v in VERSIONS:
         assert history[v]["timestamp"].replace(tzinfo=dt.timezone.utc) == _ict(job, v), (v, history[v]["timestamp"], _ict(job, v))
-        assert history[v]["operation"] == ("OPTIMIZE" if v in OPTIMIZED else "MERGE"), (v, history[v]["operation"])
+        want = "OPTIMIZE" if v in OPTIMIZED else "CREATE TABLE AS SELECT" if v == 0 else "MERGE"
+        assert history[v]["operation"] == want, (v, history[v]["operation"])
     stamps = [_ict(job, v) for v in VERSIONS]
     assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps), stamps
 
@@ -113,28 +114,24 @@ def test_spark_time_travel_by_timestamp(spark, job):
     assert not problems, "\n".join(problems)
 
 
-def test_deltars_time_travel_by_timestamp(job):
-    """delta-rs's load_as_version(datetime) and Polars' scan_delta(version=datetime)."""
+def test_deltars_and_polars_time_travel_by_file_times_not_in_commit_timestamps(job):
+    """delta-rs 1.6.6 (load_as_version(datetime)) and Polars 2.1 (scan_delta(version=datetime))
+    pick the version by the commit files' modification times: a day after every in-commit
+    timestamp here, so at each of them they read version 0. When a release follows the stamps,
+    this fails: assert the right version as for Spark and update docs/compatibility.md."""
     from deltalake import DeltaTable
     import polars as pl
 
+    first = canon_rows(job.snapshots[0], types_at(job, 0))
     problems = []
     for v, at in _moments(job):
         table = DeltaTable(str(job.table))
-        try:
-            table.load_as_version(at)
-            got = table.version()
-        except Exception as err:  # noqa: BLE001
-            got = f"{type(err).__name__}: {err}"
-        if got != v:
-            problems.append(f"delta-rs at {at.isoformat()}: {got}, not version {v}")
-        try:
-            rows = pl.scan_delta(str(job.table), version=at).collect().to_dicts()
-            types = types_at(job, v)
-            if diff(canon_rows(job.snapshots[v], types), canon_rows(rows, types)):
-                problems.append(f"polars at {at.isoformat()}: not the rows of version {v}")
-        except Exception as err:  # noqa: BLE001
-            problems.append(f"polars at {at.isoformat()}: {type(err).__name__}: {err}")
+        table.load_as_version(at)
+        if table.version() != 0:
+            problems.append(f"delta-rs at {at.isoformat()} (version {v}'s stamp): version {table.version()}")
+        rows = pl.scan_delta(str(job.table), version=at).collect().to_dicts()
+        if diff(first, canon_rows(rows, types_at(job, 0))):
+            problems.append(f"polars at {at.isoformat()} (version {v}'s stamp): not the rows of version 0")
     assert not problems, "\n".join(problems[:6])
 
 

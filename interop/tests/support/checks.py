@@ -115,8 +115,10 @@ def typed(value: Any, dtype: DeltaType) -> Any:
     """A canonical value back as the Python value a filter compares with."""
     if dtype == "date":
         return dt.date.fromisoformat(value)
-    if dtype in ("timestamp", "timestamp_ntz"):
+    if dtype == "timestamp":
         return EPOCH + dt.timedelta(microseconds=value)
+    if dtype == "timestamp_ntz":  # a wall clock: naive (Polars refuses to compare it with a zoned value)
+        return (EPOCH + dt.timedelta(microseconds=value)).replace(tzinfo=None)
     if isinstance(dtype, str) and decimal_scale(dtype):
         return Decimal(value)
     if dtype in ("float", "double"):

@@ -93,6 +93,8 @@ def _sql_literal(value: Any, dtype: DeltaType) -> str:
     if isinstance(value, Decimal):
         p, s = decimal_scale(dtype) or (38, max(0, -value.as_tuple().exponent))
         return f"CAST('{value:f}' AS DECIMAL({p},{s}))"
+    if isinstance(value, dt.datetime) and value.tzinfo is None:  # timestamp_ntz
+        return f"TIMESTAMP '{value:%Y-%m-%dT%H:%M:%S.%f}'"
     if isinstance(value, dt.datetime):
         utc = value.astimezone(dt.timezone.utc)
         return f"TIMESTAMP '{utc:%Y-%m-%dT%H:%M:%S.%f}Z'"
