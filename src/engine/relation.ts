@@ -1,10 +1,17 @@
 /**
- * Temp relations as the layers above the engine see them: what columns one has, and dropping
- * them. Only the engine writes SQL.
+ * Temp relations as the layers above the engine see them. A relation the engine makes for a caller
+ * crosses layers as a handle (its name, and how to drop it), never as SQL text: only the engine
+ * writes SQL (the dependency rule `sql-stays-in-the-engine` holds the job and the CLI to it).
  */
 import type { DuckSession } from './duckdb.js';
 import type { ColumnType } from './merge/columns.js';
 import { ident } from './sql.js';
+
+/** A temp table or view the engine made: its name, and how to drop it. */
+export interface Relation {
+  readonly name: string;
+  dispose(): Promise<void>;
+}
 
 /** Column names and DuckDB types of a relation. */
 export async function describeRelation(session: DuckSession, name: string): Promise<ColumnType[]> {

@@ -12,16 +12,14 @@
  * orphan); past MAX_LEDGER_FILES all are rewritten into one (the newest ETag per key). Files
  * rewritten away stay listed under `dropped` for MAX_DROP_GRACE_MS (a concurrent run may still read
  * them), then are deleted. A run looks up only the keys discovery took for new, and the files
- * listed behind the window after `since`.
+ * listed behind the window after `since`. The SQL over the files is in ../engine/ledger-files.ts.
  */
 import { randomUUID } from 'node:crypto';
-import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { resolveDiscovery, type OnOverwrite } from '../discovery/config.js';
 import type { DiscoveredFile, DiscoveryState, PassedOver } from '../discovery/index.js';
+import { lastLoaded, notInLedger, writeLedgerFile, type LedgerEntry } from '../engine/ledger-files.js';
 import { localCopies } from '../engine/local-copies.js';
-import { safeReadPath } from '../engine/safe-alias.js';
-import { str } from '../engine/sql.js';
 import { DeltaLogError } from '../errors.js';
 import { comparableEtags } from '../storage/local.js';
 import { discoveryConfigOf } from './open.js';
@@ -32,8 +30,6 @@ import { MAX_DROP_GRACE_MS } from './tombstones/plan.js';
 const LEDGER_FOLDER = '_tidemark/ledger';
 /** Ledger files a job keeps before they are rewritten into one. */
 export const MAX_LEDGER_FILES = 16;
-/** Keys per lookup or insert statement. */
-const CHUNK = 1000;
 
 /** The `ledger` field of the job state (absent: nothing recorded yet). */
 export interface LedgerState {
@@ -86,18 +82,10 @@ export async function lookUpLedger(scope: JobScope, ledger: LedgerState | undefi
   if (!ledger || ledger.files.length === 0 || files.length === 0) return found;
   const paths = await localCopiesOf(scope, ledger.files.map((f) => f.path));
   const arrival = new Map(files.map((f) => [f.key, f.arrival.getTime()]));
-  const keys = [...arrival.keys()];
   const reset = ledger.reset;
-  for (let i = 0; i < keys.length; i += CHUNK) {
-    const chunk = keys.slice(i, i + CHUNK);
-    const rows = await scope.session.all(
-      `SELECT key, arg_max(etag, batch) AS etag, max(batch) AS batch FROM read_parquet([${paths.map(str).join(', ')}]) WHERE key IN (${chunk.map(str).join(', ')}) GROUP BY key`,
-    );
-    for (const r of rows) {
-      const key = String(r['key']);
-      const beforeReset = reset !== undefined && Number(r['batch']) < reset.batch && arrival.get(key)! > reset.after;
-      found.set(key, beforeReset ? RELOAD_AFTER_RESET : String(r['etag']));
-    }
+  for (const e of await lastLoaded(scope.session, paths, [...arrival.keys()])) {
+    const beforeReset = reset !== undefined && e.batch < reset.batch && arrival.get(e.key)! > reset.after;
+    found.set(e.key, beforeReset ? RELOAD_AFTER_RESET : e.etag);
   }
   return found;
 }
@@ -123,18 +111,16 @@ export async function recordInLedger(
   const start = before.since === undefined ? ledgerStart(scope.job, prev) : null;
   const since = start ? { since: start.since } : before.since !== undefined ? { since: before.since } : {};
   // Seeded entries are older than the batch's own: the newest batch wins per key.
-  const rows = [...(start?.seed ?? []).map((e) => ({ ...e, batch: batch - 1 })), ...loaded.map((f) => ({ key: f.key, etag: f.etag, batch }))];
+  const rows: LedgerEntry[] = [...(start?.seed ?? []).map((e) => ({ ...e, batch: batch - 1 })), ...loaded.map((f) => ({ key: f.key, etag: f.etag, batch }))];
   if (rows.length === 0) return before.files.length + dropped.length === 0 && !start ? undefined : { files: before.files, dropped, ...since };
-  const values = valuesSql(rows);
   let files = before.files;
   if (files.length + 1 > MAX_LEDGER_FILES) {
     const paths = await localCopiesOf(scope, files.map((f) => f.path));
-    const all = `SELECT key, etag, batch FROM read_parquet([${paths.map(str).join(', ')}]) UNION ALL ${values}`;
-    files = [await write(scope, `SELECT key, arg_max(etag, batch) AS etag, max(batch) AS batch FROM (${all}) GROUP BY key ORDER BY key`)];
+    files = [await write(scope, rows, paths)];
     const at = new Date(now).toISOString();
     dropped = [...dropped, ...before.files.map((f) => ({ path: f.path, droppedAt: at }))];
   } else {
-    files = [...files, await write(scope, values)];
+    files = [...files, await write(scope, rows)];
   }
   return { files, dropped, ...since };
 }
@@ -146,44 +132,26 @@ export async function recordInLedger(
  */
 export async function passedOver(scope: JobScope, ledger: LedgerState, candidates: readonly DiscoveredFile[], onOverwrite: OnOverwrite): Promise<PassedOver[]> {
   if (candidates.length === 0) return [];
-  const listed = join(await scope.spool.folder('ledger-check'), `${randomUUID()}.jsonl`);
-  await writeFile(listed, candidates.map((f) => JSON.stringify({ key: f.key, etag: f.etag })).join('\n') + '\n');
-  const source = `read_json(${str(safeReadPath(listed))}, format = 'newline_delimited', columns = {key: 'VARCHAR', etag: 'VARCHAR'})`;
+  const scratch = join(await scope.spool.folder('ledger-check'), `${randomUUID()}.jsonl`);
   const paths = await localCopiesOf(scope, ledger.files.map((f) => f.path));
-  const loaded = paths.length === 0 ? `SELECT NULL::VARCHAR AS key, NULL::VARCHAR AS etag WHERE false` : `SELECT key, arg_max(etag, batch) AS etag FROM read_parquet([${paths.map(str).join(', ')}]) GROUP BY key`;
-  const rows = await scope.session.all(
-    `SELECT c.key, c.etag, l.etag AS loaded FROM ${source} c LEFT JOIN (${loaded}) l USING (key) ` +
-      `WHERE l.etag IS NULL${onOverwrite === 'reload' ? ' OR l.etag <> c.etag' : ''} ORDER BY c.key`,
-  );
-  await rm(listed, { force: true });
   const found: PassedOver[] = [];
-  for (const r of rows) {
-    const key = String(r['key']);
-    if (r['loaded'] === null) found.push({ key, reason: 'late, behind the settle window' });
+  for (const { key, etag, loaded } of await notInLedger(scope.session, paths, candidates, { scratch, changed: onOverwrite === 'reload' })) {
+    if (loaded === null) found.push({ key, reason: 'late, behind the settle window' });
     // An ETag of another kind (a local content digest and one recorded before it) cannot tell a change.
-    else if (comparableEtags(String(r['loaded']), String(r['etag']))) found.push({ key, reason: 'overwritten behind the settle window' });
+    else if (comparableEtags(loaded, etag)) found.push({ key, reason: 'overwritten behind the settle window' });
   }
   return found;
 }
 
-/** Ledger rows as SQL (key, etag, batch). */
-function valuesSql(entries: ReadonlyArray<{ key: string; etag: string; batch: number }>): string {
-  const rows = entries.map((e) => `(${str(e.key)}, ${str(e.etag)}, ${e.batch}::BIGINT)`);
-  const parts: string[] = [];
-  for (let i = 0; i < rows.length; i += CHUNK) parts.push(`SELECT * FROM (VALUES ${rows.slice(i, i + CHUNK).join(', ')}) AS t(key, etag, batch)`);
-  return parts.join(' UNION ALL ');
-}
-
-/** Write `sql`'s rows as a new ledger file of the job; its state entry. */
-async function write(scope: JobScope, sql: string): Promise<{ path: string; rows: number }> {
+/** Write `entries` (with `mergedWith`'s, rewritten into one) as a new ledger file of the job; its state entry. */
+async function write(scope: JobScope, entries: readonly LedgerEntry[], mergedWith: readonly string[] = []): Promise<{ path: string; rows: number }> {
   const id = randomUUID();
   const local = join(await scope.spool.folder('ledger-out'), `${id}.parquet`);
-  await scope.session.run(`COPY (${sql}) TO ${str(local)} (FORMAT parquet)`);
-  const row = await scope.session.one(`SELECT count(*) AS n FROM read_parquet(${str(safeReadPath(local))})`);
+  const rows = await writeLedgerFile(scope.session, local, entries, mergedWith);
   const path = ledgerPath(scope.job.name, id);
   scope.ctx.signal?.throwIfAborted();
   await scope.table.storage.upload(path, local, scope.ctx.signal ? { signal: scope.ctx.signal } : {});
-  return { path, rows: Number(row?.['n'] ?? 0) };
+  return { path, rows };
 }
 
 /** A new ledger file's key (the job name is validated by the config: letters, digits, `_.-`). */

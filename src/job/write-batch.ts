@@ -200,7 +200,7 @@ async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pro
         rewriteBelowBytes: job.target.rewriteFilesBelow,
         rewriteDeletedShare: job.target.rewriteDeletedShare,
         ...(job.target.deleteWhen ? { deleteWhen: job.target.deleteWhen } : {}),
-        ...(tombstones.relation ? { tombstones: tombstones.relation } : {}),
+        ...(tombstones.relation ? { tombstones: tombstones.relation.name } : {}),
       }),
     );
     try {

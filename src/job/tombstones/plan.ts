@@ -23,15 +23,13 @@
  * out, one row per key: the newest delete). Dropped files stay listed under `dropped` for a grace
  * period (the shorter of the retention and an hour), so a concurrent run that read the older
  * state can still read them, and are then deleted. This module is the pure part; the files are
- * read and written by ./files.ts.
+ * read and written by ./files.ts (their SQL: ../../engine/tombstone-files.ts).
  *
  * A changed key or orderBy (see `tombstoneFit`): tombstones of a wider key are re-keyed onto the
  * narrower one; others are refused until the user drops them (`--accept-config-change`, a reset).
  */
 import { ConfigError } from '../../errors.js';
 
-/** Column of a tombstone file: when the delete was committed (TIMESTAMPTZ). */
-export const DELETED_AT = '__tm_deleted_at';
 /** Live tombstone files a job keeps before they are compacted into one. */
 export const MAX_TOMBSTONE_FILES = 16;
 /** Longest time a file dropped from the state is kept before it is deleted. */

@@ -5,7 +5,8 @@
  * owner's files are ever written, compacted or purged.
  */
 import type { DuckSession } from '../../engine/duckdb.js';
-import { ident } from '../../engine/sql.js';
+import type { Relation } from '../../engine/relation.js';
+import { tombstoneUnion } from '../../engine/tombstone-files.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
 import { JobTombstones } from './files.js';
@@ -31,7 +32,7 @@ export interface UnionTombstonesOptions {
 /** The owner's tombstones plus the relation the MERGE reads (undefined when none is live). */
 export interface UnionTombstones {
   own: JobTombstones;
-  relation: string | undefined;
+  relation: Relation | undefined;
   dispose(): Promise<void>;
 }
 
@@ -40,6 +41,9 @@ export async function unionTombstones(opts: UnionTombstonesOptions): Promise<Uni
   const { others, ...base } = opts;
   const own = await JobTombstones.open(base);
   const opened: JobTombstones[] = [own];
+  const disposeOpened = async () => {
+    for (const t of opened) await t.dispose();
+  };
   try {
     for (const [i, other] of others.entries()) {
       if (!other.state) continue;
@@ -47,17 +51,16 @@ export async function unionTombstones(opts: UnionTombstonesOptions): Promise<Uni
         await JobTombstones.open({ ...base, spec: { ...opts.spec, job: other.folder }, state: other.state, relation: `tidemark_tombstones_${i + 1}` }),
       );
     }
+    const relations = opened.flatMap((t) => (t.relation ? [t.relation] : []));
+    if (relations.length <= 1) return { own, relation: relations[0], dispose: disposeOpened };
+    const union = await tombstoneUnion(opts.session, relations, UNION_VIEW);
+    const dispose = async () => {
+      await union.dispose();
+      await disposeOpened();
+    };
+    return { own, relation: union, dispose };
   } catch (err) {
-    for (const t of opened) await t.dispose();
+    await disposeOpened();
     throw err;
   }
-  const relations = opened.flatMap((t) => (t.relation ? [t.relation] : []));
-  const dispose = async () => {
-    await opts.session.run(`DROP VIEW IF EXISTS ${ident(UNION_VIEW)}`);
-    for (const t of opened) await t.dispose();
-  };
-  if (relations.length <= 1) return { own, relation: relations[0], dispose };
-  const union = relations.map((r) => `SELECT * FROM ${ident(r)}`).join(' UNION ALL BY NAME ');
-  await opts.session.run(`CREATE OR REPLACE TEMP VIEW ${ident(UNION_VIEW)} AS ${union}`);
-  return { own, relation: UNION_VIEW, dispose };
 }

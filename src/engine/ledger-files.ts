@@ -1,0 +1,81 @@
+/**
+ * The SQL of a job's ledger files (../job/ledger.ts decides which files, when and where): Parquet
+ * files of (key, etag, batch), one row per file loaded; the newest batch's ETag of a key is the
+ * one last loaded.
+ */
+import { rm, writeFile } from 'node:fs/promises';
+import type { DuckSession } from './duckdb.js';
+import { safeReadPath } from './safe-alias.js';
+import { str } from './sql.js';
+
+/** Keys per lookup or insert statement. */
+const CHUNK = 1000;
+
+/** One row of a ledger file. */
+export interface LedgerEntry {
+  key: string;
+  etag: string;
+  batch: number;
+}
+
+/** The newest entry of each of `keys` that the local ledger files hold. */
+export async function lastLoaded(session: DuckSession, files: readonly string[], keys: readonly string[]): Promise<LedgerEntry[]> {
+  const found: LedgerEntry[] = [];
+  for (let i = 0; i < keys.length; i += CHUNK) {
+    const chunk = keys.slice(i, i + CHUNK);
+    const rows = await session.all(
+      `SELECT key, arg_max(etag, batch) AS etag, max(batch) AS batch FROM ${readFiles(files)} WHERE key IN (${chunk.map(str).join(', ')}) GROUP BY key`,
+    );
+    for (const r of rows) found.push({ key: String(r['key']), etag: String(r['etag']), batch: Number(r['batch']) });
+  }
+  return found;
+}
+
+/**
+ * Write `entries` as the ledger file `local`; with `mergedWith` (local ledger files), their entries
+ * too, rewritten to the newest per key. Returns its row count.
+ */
+export async function writeLedgerFile(session: DuckSession, local: string, entries: readonly LedgerEntry[], mergedWith: readonly string[] = []): Promise<number> {
+  const values = valuesSql(entries);
+  const sql =
+    mergedWith.length === 0
+      ? values
+      : `SELECT key, arg_max(etag, batch) AS etag, max(batch) AS batch FROM (SELECT key, etag, batch FROM ${readFiles(mergedWith)} UNION ALL ${values}) GROUP BY key ORDER BY key`;
+  await session.run(`COPY (${sql}) TO ${str(local)} (FORMAT parquet)`);
+  const row = await session.one(`SELECT count(*) AS n FROM read_parquet(${str(safeReadPath(local))})`);
+  return Number(row?.['n'] ?? 0);
+}
+
+/**
+ * Of `candidates`, by key, those the local ledger files do not hold (`loaded` null), and with
+ * `changed` those whose ETag last loaded differs (`loaded` that ETag). One anti-join; the
+ * candidates are written to `scratch` (a JSON lines file, removed afterwards) to be read.
+ */
+export async function notInLedger(
+  session: DuckSession,
+  files: readonly string[],
+  candidates: ReadonlyArray<{ key: string; etag: string }>,
+  opts: { scratch: string; changed: boolean },
+): Promise<Array<{ key: string; etag: string; loaded: string | null }>> {
+  await writeFile(opts.scratch, candidates.map((f) => JSON.stringify({ key: f.key, etag: f.etag })).join('\n') + '\n');
+  const source = `read_json(${str(safeReadPath(opts.scratch))}, format = 'newline_delimited', columns = {key: 'VARCHAR', etag: 'VARCHAR'})`;
+  const loaded = files.length === 0 ? `SELECT NULL::VARCHAR AS key, NULL::VARCHAR AS etag WHERE false` : `SELECT key, arg_max(etag, batch) AS etag FROM ${readFiles(files)} GROUP BY key`;
+  const rows = await session.all(
+    `SELECT c.key, c.etag, l.etag AS loaded FROM ${source} c LEFT JOIN (${loaded}) l USING (key) ` +
+      `WHERE l.etag IS NULL${opts.changed ? ' OR l.etag <> c.etag' : ''} ORDER BY c.key`,
+  );
+  await rm(opts.scratch, { force: true });
+  return rows.map((r) => ({ key: String(r['key']), etag: String(r['etag']), loaded: r['loaded'] === null ? null : String(r['loaded']) }));
+}
+
+/** Ledger rows as SQL (key, etag, batch). */
+function valuesSql(entries: readonly LedgerEntry[]): string {
+  const rows = entries.map((e) => `(${str(e.key)}, ${str(e.etag)}, ${e.batch}::BIGINT)`);
+  const parts: string[] = [];
+  for (let i = 0; i < rows.length; i += CHUNK) parts.push(`SELECT * FROM (VALUES ${rows.slice(i, i + CHUNK).join(', ')}) AS t(key, etag, batch)`);
+  return parts.join(' UNION ALL ');
+}
+
+function readFiles(paths: readonly string[]): string {
+  return `read_parquet([${paths.map(str).join(', ')}])`;
+}
