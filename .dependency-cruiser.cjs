@@ -35,6 +35,8 @@ module.exports = {
       'Observers describe a run from its config and report; they never read the table, DuckDB or scratch space themselves, so a failing observer cannot touch the data.'),
     forbid('observe-above-the-rest', anyOf('job', 'maintenance', 'config', 'discovery', 'engine', 'delta', 'storage', 'spool', 'log'), layer('observe'),
       'A run knows nothing of its observers: the CLI wraps it in them.'),
+    forbid('sql-stays-in-the-engine', anyOf('job', 'cli'), '^src/engine/sql\\.ts$',
+      'SQL text is the engine\'s: the job and the CLI call engine functions that say what they do and pass relations as handles, so every identifier and literal is quoted in one layer.'),
     forbid('errors-at-the-bottom', '^src/errors\\.ts$', '^src/(?!errors\\.ts$)', 'Typed errors depend on nothing.'),
     {
       name: 'no-cycles',
