@@ -13,8 +13,9 @@
  *           be run again). Figures: wall, CPU, peak RSS (the kernel's), bytes written, and the
  *           requests the run would send to S3 (./seed-night.ts counts the store's calls).
  *   reload  the full reload of the same night (every row read, the changes applied, every row
- *           written, an overwrite commit: ./full-rewrite.ts), measured on a table of `sample` of
- *           the rows built the same way, and extrapolated linearly to the full table (said so).
+ *           written, an overwrite commit: ./full-rewrite.ts), measured on the table's first
+ *           `sample` of the rows (the table as it was after those chunks: its log cut there, the
+ *           files hard-linked) and extrapolated linearly to the full table (said so).
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -67,11 +68,15 @@ export async function benchSeedScale(opts: SeedScaleOptions): Promise<void> {
   const loadBefore = loadavg();
   const run = await runNight(opts.dir, table.dir, night);
   const loadAfterNight = loadavg();
-  const sample = await build(opts.dir, sampleRows);
-  const reload = await measureReload(opts.dir, sample.dir, sampleRows);
+  const fmtLoad = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
+  progress(
+    `the night: ${secs(run.ms)}, CPU ${secs(run.cpuMs)}, peak RSS ${mib(run.peakRssBytes)}, wrote ${mib(run.bytesWritten)}, ` +
+      `S3-equivalent ${JSON.stringify(run.child.requests)} (GET ${mib(run.child.getBytes)}), rows after ${count(run.rowsAfter)}, changed rows read back: ${run.changedReadBack}, ` +
+      `load ${fmtLoad(loadBefore)} -> ${fmtLoad(loadAfterNight)}`,
+  );
+  const reload = await measureReload(opts.dir, table.dir, sampleRows);
   const loadAfterReload = loadavg();
   const extrapolated = { ms: (reload.ms * opts.rows) / sampleRows, cpuMs: (reload.cpuMs * opts.rows) / sampleRows };
-  const fmtLoad = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
   printTables([
     {
       title: `The tutorial's scale: ${count(opts.rows)} orders, ${table.files} files, ${mib(table.bytes)}; one night: ${count(night.updates)} changed (scattered) + ${count(night.inserts)} new orders in ${NIGHT_FILES} files`,
@@ -131,7 +136,7 @@ async function build(root: string, rows: number): Promise<BuiltTable> {
   const before = existsSync(progressFile) ? (JSON.parse(await readFile(progressFile, 'utf8')) as { buildMs: number }) : { buildMs: 0 };
   let buildMs = before.buildMs;
   let builtNow = 0;
-  await withSession(async (session) => {
+  const live = await withSession(async (session) => {
     const table = openTable(LocalStorage.at(dir), session, { singleWriter: true });
     const done = ((await table.snapshot())?.version ?? -1) + 1;
     if (done < chunks) progress(`building ${count(rows)} orders in ${dir}: chunk ${done + 1} of ${chunks} next (${count(chunkRows)} rows each, resumable)`);
@@ -150,9 +155,10 @@ async function build(root: string, rows: number): Promise<BuiltTable> {
       await writeFile(progressFile, JSON.stringify({ buildMs }));
       progress(`  chunk ${c + 1}/${chunks}: ${secs(ms)} (built so far ${secs(buildMs)}, load ${loadavg()[0]!.toFixed(1)})`);
     }
+    // The live files (an interrupted chunk may have left files no commit lists).
+    return (await table.snapshot())!.files;
   });
-  const files = [...(await filesUnder([dir])).entries()].filter(([p]) => p.endsWith('.parquet') && !p.includes('_delta_log'));
-  return { dir, files: files.length, bytes: files.reduce((n, [, s]) => n + s, 0), chunks, builtNow, buildMs };
+  return { dir, files: live.length, bytes: live.reduce((n, f) => n + f.size, 0), chunks, builtNow, buildMs };
 }
 
 interface Night {
@@ -251,10 +257,23 @@ async function checkNight(target: string, night: Night): Promise<{ rowsAfter: nu
   });
 }
 
-async function measureReload(root: string, sampleDir: string, rows: number) {
+/**
+ * The full reload, on the table's first `rows` orders: a copy of the table as it was when its
+ * chunks up to `rows` were in (data files hard-linked, the log cut after that version, so the
+ * sample is built exactly as the table was), and a night of the same shares for that size.
+ */
+async function measureReload(root: string, tableDir: string, rows: number) {
   const target = join(root, 'reload-run');
-  progress(`the full reload on ${count(rows)} rows: copying the table`);
-  await linkedCopy(sampleDir, target);
+  const chunkRows = Math.min(CHUNK_ROWS, Math.max(ROWS_PER_FILE, Math.ceil(rows / 10)));
+  if (rows % chunkRows !== 0) throw new Error(`[bench] the reload sample (${rows} rows) must be whole chunks of ${chunkRows}`);
+  const version = rows / chunkRows - 1;
+  progress(`the full reload on the first ${count(rows)} orders (the table at version ${version}): copying it`);
+  await linkedCopy(tableDir, target);
+  const log = join(target, '_delta_log');
+  for (const name of await readdir(log)) {
+    const v = /^(\d{20})\./.exec(name)?.[1];
+    if (name === '_last_checkpoint' || (v !== undefined && Number(v) > version)) await rm(join(log, name));
+  }
   const night = await writeNight(root, rows);
   const before = await filesUnder([target]);
   const r = await withSession(async (s) => {
@@ -265,7 +284,8 @@ async function measureReload(root: string, sampleDir: string, rows: number) {
   let bytesWritten = 0;
   for (const [p, size] of after) if (before.get(p) !== size) bytesWritten += size;
   await rm(target, { recursive: true, force: true });
-  progress(`  ${secs(r.ms)}`);
+  progress(`  ${secs(r.ms)}, CPU ${secs(r.cpuMs)}, peak RSS ${mib(r.peakRss.bytes)}, wrote ${mib(bytesWritten)}, ${count(r.value.rows)} rows`);
+  if (r.value.rows !== rows + night.inserts) throw new Error(`[bench] the reload wrote ${r.value.rows} rows, expected ${rows + night.inserts}`);
   return { ms: r.ms, cpuMs: r.cpuMs, peakRssBytes: r.peakRss.bytes, bytesWritten, rows: r.value.rows };
 }
 
