@@ -1,8 +1,10 @@
 /**
  * Benchmarks: `npm run bench -- merge`, `npm run bench -- ingest` (targets in
  * docs/benchmarks.md), `npm run bench -- memory` (a batch larger than DuckDB's memory limit: peak RSS per
- * limit), `npm run bench -- backfill` (sharded backfills, docs/scaling.md) and `npm run bench -- peers`
- * (the same work by delta-rs and Spark with Delta Lake; installs its Python environment).
+ * limit), `npm run bench -- backfill` (sharded backfills, docs/scaling.md), `npm run bench -- peers`
+ * (the same work by delta-rs and Spark with Delta Lake; installs its Python environment),
+ * `npm run bench -- small-files` (many small CSV and JSON files in one run) and
+ * `npm run bench -- listing` (a run with nothing new over a million objects).
  * Each prints its figures as ratios against a baseline measured in the same run, and writes
  * the full result as JSON under `.bench/results/`. Scratch files live in `.bench/` and are
  * removed at the end. `--rows N` runs smaller for a quick check.
