@@ -74,7 +74,7 @@ export async function benchSeedScale(opts: SeedScaleOptions): Promise<void> {
       `S3-equivalent ${JSON.stringify(run.child.requests)} (GET ${mib(run.child.getBytes)}), rows after ${count(run.rowsAfter)}, changed rows read back: ${run.changedReadBack}, ` +
       `load ${fmtLoad(loadBefore)} -> ${fmtLoad(loadAfterNight)}`,
   );
-  const reload = await measureReload(opts.dir, table.dir, sampleRows);
+  const reload = await measureReload(opts.dir, table.dir, opts.rows, sampleRows);
   const loadAfterReload = loadavg();
   const extrapolated = { ms: (reload.ms * opts.rows) / sampleRows, cpuMs: (reload.cpuMs * opts.rows) / sampleRows };
   printTables([
@@ -118,6 +118,11 @@ export async function benchSeedScale(opts: SeedScaleOptions): Promise<void> {
   if (run.rowsAfter !== opts.rows + night.inserts || !run.changedReadBack) throw new Error('[bench] seed-scale: the night\'s table failed its check');
 }
 
+/** Orders per commit of the build of a table of `rows`. */
+function chunkRowsOf(rows: number): number {
+  return Math.min(CHUNK_ROWS, Math.max(ROWS_PER_FILE, Math.ceil(rows / 10)));
+}
+
 interface BuiltTable {
   dir: string;
   files: number;
@@ -131,7 +136,7 @@ interface BuiltTable {
 async function build(root: string, rows: number): Promise<BuiltTable> {
   const dir = join(root, `table-${rows}`);
   const progressFile = join(root, `table-${rows}.build.json`);
-  const chunkRows = Math.min(CHUNK_ROWS, Math.max(ROWS_PER_FILE, Math.ceil(rows / 10)));
+  const chunkRows = chunkRowsOf(rows);
   const chunks = Math.ceil(rows / chunkRows);
   const before = existsSync(progressFile) ? (JSON.parse(await readFile(progressFile, 'utf8')) as { buildMs: number }) : { buildMs: 0 };
   let buildMs = before.buildMs;
@@ -262,9 +267,9 @@ async function checkNight(target: string, night: Night): Promise<{ rowsAfter: nu
  * chunks up to `rows` were in (data files hard-linked, the log cut after that version, so the
  * sample is built exactly as the table was), and a night of the same shares for that size.
  */
-async function measureReload(root: string, tableDir: string, rows: number) {
+async function measureReload(root: string, tableDir: string, tableRows: number, rows: number) {
   const target = join(root, 'reload-run');
-  const chunkRows = Math.min(CHUNK_ROWS, Math.max(ROWS_PER_FILE, Math.ceil(rows / 10)));
+  const chunkRows = chunkRowsOf(tableRows);
   if (rows % chunkRows !== 0) throw new Error(`[bench] the reload sample (${rows} rows) must be whole chunks of ${chunkRows}`);
   const version = rows / chunkRows - 1;
   progress(`the full reload on the first ${count(rows)} orders (the table at version ${version}): copying it`);
