@@ -9,7 +9,7 @@
  * fallback without /usr/bin/time). Every table is checked against the landing: row count and an
  * order-free hash of the latest row per key, computed by DuckDB straight from the files.
  */
-import { spawn } from 'node:child_process';
+import { capture } from '../lib/capture.js';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { cpus } from 'node:os';
@@ -271,17 +271,6 @@ async function folderBytes(dir: string): Promise<number> {
   return total;
 }
 
-function capture(command: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 /** `memory-run`: the child's side. One real run of the job; prints its figures as one JSON line. */
 export async function memoryRun(argv: string[]): Promise<void> {

@@ -17,7 +17,7 @@
  *           `sample` of the rows (the table as it was after those chunks: its log cut there, the
  *           files hard-linked) and extrapolated linearly to the full table (said so).
  */
-import { spawn } from 'node:child_process';
+import { capture } from '../lib/capture.js';
 import { existsSync } from 'node:fs';
 import { cp, link, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
@@ -294,20 +294,6 @@ async function measureReload(root: string, tableDir: string, tableRows: number, 
   return { ms: r.ms, cpuMs: r.cpuMs, peakRssBytes: r.peakRss.bytes, bytesWritten, rows: r.value.rows };
 }
 
-function capture(command: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c.toString('utf8');
-      if (stderr.length > 1e6) stderr = stderr.slice(-1e5);
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 /** Default folder of the persistent tables. */
 export const SEED_SCALE_DIR = join(BENCH_ROOT, 'seed-scale');
