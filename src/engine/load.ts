@@ -25,6 +25,7 @@ import { sourceFileEnum } from './parquet-list.js';
 import { nestedAdditions, withNewFields } from './nested-fit.js';
 import { checkColumnNames, conformFile, csvLineError, describeFile, diagnoseFile, throwIfResourceFailure, unreadable, type ConformedFile, type FileColumn } from './load-conform.js';
 import { parquetListSql } from './parquet-list.js';
+import { naiveParquetTimestamps, refuseInstantsIntoWallClock } from './parquet-timestamps.js';
 import { ident, identList } from './sql.js';
 
 export { fileSelectSql, SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
@@ -68,6 +69,8 @@ export interface LoadResult {
   newColumns: NewColumn[];
   /** Keys of zero-byte files, which hold no rows. */
   emptyFiles: string[];
+  /** Columns the batch creates that Parquet files hold as naive timestamps: wall clocks, so `timestamp_ntz` (./parquet-timestamps.ts). */
+  naiveTimestamps: string[];
 }
 
 /** Load `files` into `opts.table`; returns the row count. Nothing to read creates no table and returns 0. */
@@ -78,7 +81,7 @@ export async function loadFiles(session: DuckSession, files: LoadFile[], opts: L
 /** Load `files` into `opts.table` (see the module comment). Nothing to read creates no table. */
 export async function loadSourceFiles(session: DuckSession, files: readonly LoadFile[], opts: LoadOptions): Promise<LoadResult> {
   const { readable, emptyFiles } = await skipEmpty(files);
-  if (readable.length === 0) return { rows: 0, newColumns: [], emptyFiles };
+  if (readable.length === 0) return { rows: 0, newColumns: [], emptyFiles, naiveTimestamps: [] };
   const jsons = await scanJsonFiles(session, readable, opts);
   const staged = await stageAll(session, readable, opts.csv, jsons);
   try {
@@ -87,6 +90,7 @@ export async function loadSourceFiles(session: DuckSession, files: readonly Load
     const inStage = new Set(staged.flatMap((g) => g.files));
     const alone = readable.filter((f) => !inStage.has(f));
     const schema = await batchSchema(session, readable, opts, described, { staged, jsons });
+    refuseInstantsIntoWallClock(described, opts.schema, opts.declared);
     const plans = schema ? await conformAll(session, alone, schema, opts.csv, described) : null;
     const stagedPlans = schema ? await Promise.all(staged.map((g) => conformFile(session, g.files[0]!, schema, opts.csv, g.columns))) : null;
     const units = [...readUnits(alone, plans, opts.csv), ...staged.map((g, i) => stagedUnit(g, stagedPlans?.[i] ?? null))];
@@ -102,7 +106,12 @@ export async function loadSourceFiles(session: DuckSession, files: readonly Load
     await restoreJsonTexts(session, opts.table, [...jsons].map(([file, scan]) => ({ file, scan, read: described.get(file) ?? [] })));
     const row = await session.one(`SELECT count(*)::BIGINT AS n FROM ${ident(opts.table)}`);
     const columnsOf = [...(plans ?? []), ...staged.flatMap((g) => g.files.map((file) => ({ file, columns: g.columns })))];
-    return { rows: Number(row?.['n'] ?? 0), newColumns: plans && opts.schema ? newColumnsOf(columnsOf, opts.schema) : [], emptyFiles };
+    return {
+      rows: Number(row?.['n'] ?? 0),
+      newColumns: plans && opts.schema ? newColumnsOf(columnsOf, opts.schema) : [],
+      emptyFiles,
+      naiveTimestamps: naiveParquetTimestamps(described, opts.schema, opts.declared),
+    };
   } finally {
     await dropStaged(session, staged);
   }

@@ -3,11 +3,12 @@
  * and the SQL that converts a source column to the exact physical type written to Parquet.
  *
  * Decisions:
- * - A naive DuckDB `TIMESTAMP` (and `TIMESTAMP_NS/_MS/_S`) read from source files is taken to be
- *   UTC and becomes Delta `timestamp`, written as TIMESTAMPTZ so the Parquet field says
- *   isAdjustedToUTC=true and Spark reads the same instant. tidemark never creates
- *   `timestamp_ntz` columns (that would need the timestampNtz table feature), but it writes them
- *   into existing tables that have them (as DuckDB TIMESTAMP).
+ * - A naive DuckDB `TIMESTAMP` (and `TIMESTAMP_NS/_MS/_S`) maps to Delta `timestamp`, taken to be
+ *   UTC and written as TIMESTAMPTZ so the Parquet field says isAdjustedToUTC=true and Spark reads
+ *   the same instant: a CSV or JSON text without an offset is UTC. A column the write creates
+ *   takes `timestamp_ntz` instead where the job declares it, or where a Parquet file holds it as a
+ *   wall clock (../job/write-batch.ts, ./parquet-timestamps.ts); `timestamp_ntz` is written as
+ *   DuckDB TIMESTAMP.
  * - HUGEINT and UHUGEINT become decimal(38,0): values beyond 38 digits fail the cast at write time
  *   rather than being silently rounded (DuckDB would otherwise write HUGEINT as DOUBLE).
  * - Unsigned integers widen to the next signed Delta type; UBIGINT becomes decimal(20,0).

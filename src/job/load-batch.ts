@@ -28,6 +28,8 @@ export interface LoadedBatch {
    * can create the table; an empty CSV or JSON file declares none.
    */
   typesDeclared: boolean;
+  /** Columns this batch creates that Parquet files hold as naive timestamps: they become `timestamp_ntz`. */
+  naiveTimestamps: string[];
   /** Warnings about the types of a table this batch creates (a text or floating key). */
   warnings: string[];
   /** Drop the batch's temp tables. */
@@ -82,7 +84,7 @@ export async function loadBatch(
   const rowsRead = loaded.rows;
   const typesDeclared = files.length > 0 && files.every((f) => f.format === 'parquet') && loaded.emptyFiles.length === 0;
   if (job.target.mode !== 'merge' || rowsRead === 0) {
-    return { table: RAW_TABLE, rowsRead, rowsAfterDedupe: rowsRead, typesDeclared, warnings: [], dispose };
+    return { table: RAW_TABLE, rowsRead, rowsAfterDedupe: rowsRead, typesDeclared, naiveTimestamps: loaded.naiveTimestamps, warnings: [], dispose };
   }
   let warnings: string[];
   try {
@@ -97,7 +99,7 @@ export async function loadBatch(
   const rowsAfterDedupe = await timer.time('dedupe', () =>
     dedupeLatest(session, { input: RAW_TABLE, output: BATCH_TABLE, keyColumns: job.target.key!, orderBy: job.target.orderBy! }),
   );
-  return { table: BATCH_TABLE, rowsRead, rowsAfterDedupe, typesDeclared, warnings, dispose };
+  return { table: BATCH_TABLE, rowsRead, rowsAfterDedupe, typesDeclared, naiveTimestamps: loaded.naiveTimestamps, warnings, dispose };
 }
 
 /** `source.columns` as table fields. */

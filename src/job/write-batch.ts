@@ -10,6 +10,7 @@
  * (`WriteBatchOptions.owner`, see ./backfill/state.ts). Each owner keeps its own tombstones, and a
  * MERGE buries rows older than the deletes of either.
  */
+import type { JobConfig } from '../config/schema.js';
 import type { Action } from '../delta/actions.js';
 import { ENABLE_CHANGE_DATA_FEED } from '../delta/change-data.js';
 import type { Snapshot } from '../delta/snapshot.js';
@@ -106,6 +107,17 @@ export async function writeBatch<S extends OwnedState>(opts: WriteBatchOptions<S
   return opts.scope.job.target.mode === 'append' ? appendBatch(opts) : mergeBatch(opts);
 }
 
+/**
+ * The types a column this write creates takes where the batch's DuckDB type alone would not say:
+ * `source.columns`, and `timestamp_ntz` for a naive Parquet timestamp (a wall clock, as Spark
+ * reads it; ../engine/parquet-timestamps.ts). A declaration wins.
+ */
+function declaredTypesOf(job: JobConfig, batch: LoadedBatch): { declaredTypes?: Record<string, string> } {
+  const naive = Object.fromEntries(batch.naiveTimestamps.map((c) => [c, 'timestamp_ntz']));
+  const declared = { ...naive, ...job.source.columns };
+  return Object.keys(declared).length === 0 ? {} : { declaredTypes: declared };
+}
+
 /** What append and MERGE share. */
 function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>): WriteTarget {
   const { scope } = opts;
@@ -118,7 +130,7 @@ function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>): WriteTar
     ...(job.target.partitionBy ? { partitionBy: job.target.partitionBy } : {}),
     ...tablePropertiesOf(job),
     ...(job.target.columnMapping ? { columnMapping: job.target.columnMapping } : {}),
-    ...(job.source.columns ? { declaredTypes: job.source.columns } : {}),
+    ...declaredTypesOf(job, opts.batch),
     schemaEvolution: job.schemaEvolution,
     internalColumns: [SOURCE_ROW],
     sourceFileColumn: SOURCE_FILE,

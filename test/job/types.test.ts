@@ -5,7 +5,7 @@
  * column (or is quarantined), with nothing committed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BadFileError, ConfigError } from '../../src/errors.js';
+import { BadFileError, ConfigError, SchemaError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { failure } from '../helpers/cli.js';
 import { putParquet, tableRows } from './drift-helpers.js';
@@ -211,7 +211,6 @@ describe('a new table: the types are inferred once, from every CSV file of the f
 
 describe('a column declared timestamp_ntz', () => {
   it('is created timestamp_ntz, in a new table (Parquet) and as a new column (CSV), and later files load into it unchanged', async () => {
-    // A naive timestamp alone is taken as UTC (`timestamp`); the declaration says it is a wall clock.
     const z = await zone({}, { columns: { local_at: 'timestamp_ntz', later_at: 'timestamp_ntz' } });
     await putParquet(z.source, session, '2025/03/01/a.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, TIMESTAMP '1969-12-31 23:59:59.999999' AS local_at`);
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
@@ -223,6 +222,81 @@ describe('a column declared timestamp_ntz', () => {
     expect(rows.map((r) => [r['order_id'], r['local_at'], r['later_at']])).toEqual([
       ['1', '2025-03-02 10:30:00', '2025-03-02 11:00:00.5'],
       ['2', '1900-01-01 00:00:00', null],
+    ]);
+  });
+});
+
+describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () => {
+  // DuckDB writes TIMESTAMP with isAdjustedToUTC=false and TIMESTAMPTZ with isAdjustedToUTC=true.
+  const naive = `TIMESTAMP '1969-12-31 23:59:59.999999'`;
+
+  it('a naive one (not adjusted to UTC) creates a timestamp_ntz column, stored exactly, with the timestampNtz feature', async () => {
+    const z = await zone();
+    await putParquet(z.source, session, '2025/03/01/a.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, ${naive} AS local_at, TIMESTAMPTZ '2025-03-01 10:00:00+02' AS at`);
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
+    expect(await tableTypes(z.setup)).toMatchObject({ local_at: 'timestamp_ntz', at: 'timestamp' });
+    const { snapshot } = await readTarget(session, z.setup);
+    expect(snapshot!.protocol.readerFeatures).toContain('timestampNtz');
+    const rows = await tableRows(session, z.setup, 'order_id');
+    expect(rows.map((r) => r['local_at'])).toEqual(['1969-12-31 23:59:59.999999']);
+  });
+
+  it('declared timestamp in source.columns, a naive one is taken as UTC and the column is timestamp', async () => {
+    const z = await zone({}, { columns: { local_at: 'timestamp' } });
+    await putParquet(z.source, session, '2025/03/01/a.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, ${naive} AS local_at`);
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
+    expect(await tableTypes(z.setup)).toMatchObject({ local_at: 'timestamp' });
+    const rows = await tableRows(session, z.setup, 'order_id');
+    expect(rows.map((r) => r['local_at'])).toEqual(['1969-12-31 23:59:59.999999+00']);
+  });
+
+  it('a naive one into an existing timestamp column loads as UTC (the table declares the column)', async () => {
+    const z = await zone();
+    await putParquet(z.source, session, '2025/03/01/a.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, TIMESTAMPTZ '2025-03-01 10:00:00+00' AS at`);
+    await run(z.setup);
+    await putParquet(z.source, session, '2025/03/02/b.parquet', `SELECT 1::BIGINT AS order_id, 2::BIGINT AS seq, ${naive} AS at`);
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', updated: 1 });
+    expect(await tableTypes(z.setup)).toMatchObject({ at: 'timestamp' });
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['at'])).toEqual(['1969-12-31 23:59:59.999999+00']);
+  });
+
+  it('a new column of a later batch (schemaEvolution addColumns) is timestamp_ntz, and the protocol gains timestampNtz', async () => {
+    const z = await zone({ schemaEvolution: 'addColumns' });
+    await putParquet(z.source, session, '2025/03/01/a.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq`);
+    await run(z.setup);
+    expect((await readTarget(session, z.setup)).snapshot!.protocol.readerFeatures ?? []).not.toContain('timestampNtz');
+    await putParquet(z.source, session, '2025/03/02/b.parquet', `SELECT 2::BIGINT AS order_id, 1::BIGINT AS seq, ${naive} AS local_at`);
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
+    expect(await tableTypes(z.setup)).toMatchObject({ local_at: 'timestamp_ntz' });
+    expect((await readTarget(session, z.setup)).snapshot!.protocol.readerFeatures).toContain('timestampNtz');
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['local_at'])).toEqual([null, '1969-12-31 23:59:59.999999']);
+  });
+
+  it('a UTC-adjusted one into a timestamp_ntz column is refused naming file and column, nothing committed; declared timestamp_ntz it stores the UTC wall clock', async () => {
+    const z = await zone();
+    await putParquet(z.source, session, '2025/03/01/a.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, ${naive} AS local_at`);
+    await run(z.setup);
+    await putParquet(z.source, session, '2025/03/02/zoned.parquet', `SELECT 1::BIGINT AS order_id, 2::BIGINT AS seq, TIMESTAMPTZ '2025-03-02 10:30:00+02' AS local_at`);
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(SchemaError);
+    expect((err as SchemaError).context).toMatchObject({ key: `${z.uri}2025/03/02/zoned.parquet`, column: 'local_at' });
+    expect(err.message).toContain('UTC-adjusted Parquet timestamp');
+    expect(err.message).toContain('local_at: timestamp_ntz in source.columns');
+    expect((await readTarget(session, z.setup)).snapshot!.version).toBe(0);
+    const declared = { ...z.setup, job: { ...z.setup.job, source: { ...z.setup.job.source, columns: { local_at: 'timestamp_ntz' } } } };
+    expect(await run(declared)).toMatchObject({ status: 'succeeded', updated: 1 });
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['local_at'])).toEqual(['2025-03-02 08:30:00']);
+  });
+
+  it('CSV and JSON texts without an offset are not concerned: UTC, a timestamp column', async () => {
+    const z = await zone();
+    await z.source.write('2025/03/01/a.csv', 'order_id,seq,at\n1,1,2025-03-01 10:30:00\n');
+    await z.source.write('2025/03/01/b.ndjson', '{"order_id": 2, "seq": 1, "at": "2025-03-01 11:30:00", "jat": "2025-03-01 12:30:00"}\n');
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 2 });
+    expect(await tableTypes(z.setup)).toMatchObject({ at: 'timestamp', jat: 'timestamp' });
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => [r['at'], r['jat']])).toEqual([
+      ['2025-03-01 10:30:00+00', null],
+      ['2025-03-01 11:30:00+00', '2025-03-01 12:30:00+00'],
     ]);
   });
 });

@@ -84,8 +84,9 @@ export function evolveSchema(schema: StructType, added: readonly ColumnType[], d
 
 /**
  * The Delta schema of batch columns a write creates: types mapped from DuckDB, except that a
- * naive TIMESTAMP declared `timestamp_ntz` is `timestamp_ntz` (undeclared, it is a UTC
- * `timestamp`). Every other declared type reaches the batch as its own DuckDB type already.
+ * naive TIMESTAMP declared `timestamp_ntz` is `timestamp_ntz` (the caller declares so a naive
+ * Parquet timestamp too; otherwise it is a UTC `timestamp`). Every other declared type reaches
+ * the batch as its own DuckDB type already.
  */
 export function newTableSchema(columns: readonly ColumnType[], declared: Readonly<Record<string, string>> = {}): StructType {
   const ntz = new Set(Object.entries(declared).filter(([, t]) => t === 'timestamp_ntz').map(([name]) => name.toLowerCase()));

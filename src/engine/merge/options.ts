@@ -37,7 +37,8 @@ export interface WriteTarget {
   /**
    * Delta types the job declares for batch columns (`source.columns`, by name, any case). A column
    * this write creates (a new table's, or a new column) takes `timestamp_ntz` where declared: the
-   * batch holds such a column as a naive DuckDB TIMESTAMP, which alone maps to `timestamp`.
+   * batch holds such a column as a naive DuckDB TIMESTAMP, which alone maps to `timestamp`. The
+   * job adds `timestamp_ntz` for the naive Parquet timestamps of its batch (../../job/write-batch.ts).
    */
   declaredTypes?: Readonly<Record<string, string>>;
   /**

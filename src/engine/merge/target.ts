@@ -2,10 +2,10 @@
  * The table side of a write: its schema and partitioning (from the snapshot, or from the batch
  * when the write creates the table), how the batch's columns feed it, and the prepared batch.
  */
-import type { Action, Metadata } from '../../delta/actions.js';
+import type { Action, Metadata, Protocol } from '../../delta/actions.js';
 import { evolveMappedMetadata, mapNewTable, type ColumnMappingMode } from '../../delta/column-mapping.js';
 import { assertWritable } from '../../delta/features.js';
-import type { StructType } from '../../delta/schema.js';
+import { usesType, type StructType } from '../../delta/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { MATERIALIZED_ROW_ID_COLUMN, MATERIALIZED_ROW_VERSION_COLUMN } from '../../delta/table-properties.js';
 import { MergeInputError, SchemaError } from '../../errors.js';
@@ -34,6 +34,11 @@ export interface TargetTable {
    * new columns (schemaEvolution 'addColumns'); null when the schema is unchanged.
    */
   metadata: Metadata | null;
+  /**
+   * The protocol with the features a new column needs (`timestampNtz` for a timestamp_ntz column
+   * the table had none of), to commit with `metadata`; null when the protocol is unchanged.
+   */
+  protocol: Protocol | null;
   /**
    * The table as this write's commit leaves it (the snapshot's protocol, `metadata` when the schema
    * evolves): what it asks of the rows and files written. Null when the write creates the table.
@@ -91,8 +96,17 @@ export async function prepareTarget(session: DuckSession, target: WriteTarget, o
   // A new column can make a feature unwritable (a name a change data feed reserves): refuse before reading.
   if (metadata && opts.snapshot) assertWritable(opts.snapshot.protocol, metadata, uri);
   const properties = created?.configuration ?? {};
-  const config = opts.snapshot ? TableConfig.after(opts.snapshot, metadata ? [{ metaData: metadata }] : [], uri) : null;
-  return { schema, partitionColumns, creating, metadata, config, addedColumns: evolved?.added ?? [], columnMapping, properties, plan, batch };
+  const protocol = metadata && opts.snapshot ? protocolForNewColumns(opts.snapshot, schema) : null;
+  const changes: Action[] = [...(protocol ? [{ protocol }] : []), ...(metadata ? [{ metaData: metadata }] : [])];
+  const config = opts.snapshot ? TableConfig.after(opts.snapshot, changes, uri) : null;
+  return { schema, partitionColumns, creating, metadata, protocol, config, addedColumns: evolved?.added ?? [], columnMapping, properties, plan, batch };
+}
+
+/** A column added as timestamp_ntz needs the timestampNtz reader and writer feature (a new table gets it in ../../delta/table-create.ts). */
+function protocolForNewColumns(snapshot: Snapshot, schema: StructType): Protocol | null {
+  const table = TableConfig.of(snapshot.protocol, snapshot.metadata);
+  if (!usesType(schema, 'timestamp_ntz') || table.supports('timestampNtz')) return null;
+  return table.withFeature('timestampNtz', { reader: true });
 }
 
 /** The table's column mapping mode, or for a new table the one asked for; asking to switch an existing table's mode is refused. */
@@ -195,11 +209,11 @@ async function filesWithValues(session: DuckSession, batch: string, columns: rea
  * The metaData (and protocol) actions of this write's commit: the evolved schema when the batch
  * brought new columns, and, when the commit writes the table's first deletion vectors
  * (`enableDvs`), the `deletionVectors` feature and `delta.enableDeletionVectors=true` (one
- * metaData action holding both).
+ * metaData action holding both); a protocol action when a new column needs a feature.
  */
 export function metadataActions(target: TargetTable, enableDvs: boolean): Action[] {
   if (enableDvs && target.config) return target.config.enablingDeletionVectors();
-  return target.metadata ? [{ metaData: target.metadata }] : [];
+  return [...(target.protocol ? [{ protocol: target.protocol }] : []), ...(target.metadata ? [{ metaData: target.metadata }] : [])];
 }
 
 /** partitionBy names in the schema's spelling; an unknown one is a SchemaError. */
