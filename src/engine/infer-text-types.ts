@@ -24,15 +24,13 @@
 import type { DataType, StructField } from '../delta/schema.js';
 import { parseDuckType, type DuckType } from './duck-type.js';
 import type { DuckSession } from './duckdb.js';
-import { fileSelectSql, temporalFormats, type CsvOptions, type LoadFile } from './file-select.js';
+import { temporalFormats, type CsvOptions } from './file-select.js';
 import { ident, str } from './sql.js';
 import { ambiguitySql, textValueSql } from './text-cast.js';
 
-/** What to infer: columns of these CSV files that `known` (lower-cased names) lacks. */
+/** What to infer: the columns of a batch's CSV files, already read as text into tables (./bulk-text.ts), that `known` (lower-cased names) lacks. */
 export interface InferRequest {
-  files: readonly { file: LoadFile; columns: readonly string[] }[];
-  /** Files already read as text into tables (./bulk-text.ts), with their columns. */
-  tables?: readonly { table: string; columns: readonly string[] }[];
+  tables: readonly { table: string; columns: readonly string[] }[];
   known: ReadonlySet<string>;
   csv?: CsvOptions;
   /** Key columns of the job (never inferred floating). */
@@ -47,8 +45,7 @@ const PLAIN_DECIMAL = '-?(0|[1-9][0-9]*)\\.[0-9]+';
 /** The inferred field of every new column (in the order the files first name them). */
 export async function inferTextColumns(session: DuckSession, req: InferRequest): Promise<StructField[]> {
   const names = new Map<string, string>();
-  const sources = [...req.files, ...(req.tables ?? [])];
-  for (const f of sources) for (const c of f.columns) if (!req.known.has(c.toLowerCase()) && !names.has(c.toLowerCase())) names.set(c.toLowerCase(), c);
+  for (const f of req.tables) for (const c of f.columns) if (!req.known.has(c.toLowerCase()) && !names.has(c.toLowerCase())) names.set(c.toLowerCase(), c);
   if (names.size === 0) return [];
   const columns = [...names.values()];
   const formats = temporalFormats(req.csv);
@@ -82,7 +79,7 @@ export async function inferTextColumns(session: DuckSession, req: InferRequest):
   const table = ident(INFER_TABLE);
   let row: Record<string, unknown>;
   try {
-    const selects = [...req.files.map((f) => textSelect(f, columns, req.csv)), ...(req.tables ?? []).map((t) => tableSelect(t, columns))];
+    const selects = req.tables.map((t) => tableSelect(t, columns));
     for (let at = 0; at < selects.length; at += FILES_PER_STATEMENT) {
       const union = selects.slice(at, at + FILES_PER_STATEMENT).join('\nUNION ALL\n');
       await session.run(at === 0 ? `CREATE OR REPLACE TEMP TABLE ${table} AS ${union}` : `INSERT INTO ${table} ${union}`);
@@ -101,11 +98,6 @@ export async function inferTextColumns(session: DuckSession, req: InferRequest):
 
 const FILES_PER_STATEMENT = 64;
 const INFER_TABLE = '__tm_infer';
-
-/** One file's `columns` as text (NULL where the file lacks one). */
-function textSelect({ file, columns: own }: { file: LoadFile; columns: readonly string[] }, columns: readonly string[], csv?: CsvOptions): string {
-  return `SELECT ${columnsAs(own, columns)} FROM (${fileSelectSql(file, csv, own)})`;
-}
 
 /** A staged table's `columns` as text (NULL where it lacks one). */
 function tableSelect({ table, columns: own }: { table: string; columns: readonly string[] }, columns: readonly string[]): string {

@@ -341,7 +341,7 @@ async function batchSchema(
   if (mixed) throw mixed;
   if (opts.addNestedFields) widenNested(base, described);
   const tables = text.staged.filter((g) => g.kind === 'csv').map((g) => ({ table: g.table, columns: g.columns.map((c) => c.name) }));
-  const inferred = await inferTextColumns(session, { files: [], tables, known, ...(opts.csv ? { csv: opts.csv } : {}), ...(opts.keyColumns ? { keyColumns: opts.keyColumns } : {}) });
+  const inferred = await inferTextColumns(session, { tables, known, ...(opts.csv ? { csv: opts.csv } : {}), ...(opts.keyColumns ? { keyColumns: opts.keyColumns } : {}) });
   const fields = [...base, ...inferred];
   return fields.length === 0 && !opts.schema ? undefined : { type: 'struct', fields };
 }
