@@ -181,9 +181,12 @@ const source = z.strictObject({
 const target = z
   .strictObject({
     uri: nonEmpty.describe('Table root: s3://bucket/path, file:///path or a path (relative to the config file)'),
-    mode: z.enum(['merge', 'append']).default('merge').describe('merge by key, or append (immutable event logs)'),
-    key: columnList.optional().describe('Key columns (required for merge)'),
-    orderBy: nonEmpty.optional().describe('Version column: an incoming row wins only if not older (required for merge)'),
+    mode: z
+      .enum(['merge', 'append', 'replace'])
+      .default('merge')
+      .describe('merge by key, append (immutable event logs), or replace (each delivery becomes the whole table: small tables reloaded whole)'),
+    key: columnList.optional().describe('Key columns (required for merge; in replace mode, optional: the delivery keeps its latest row per key)'),
+    orderBy: nonEmpty.optional().describe('Version column: an incoming row wins only if not older (required for merge, and for replace with a key)'),
     partitionBy: z.array(nonEmpty).default([]).describe('Partition columns of a table the job creates'),
     tableProperties: tableProperties
       .optional()
@@ -227,6 +230,13 @@ const target = z
     storage: targetStorage.optional(),
   })
   .superRefine((t, ctx) => {
+    if (t.mode === 'replace') {
+      // A key reduces the delivery to one row per key, which needs the version that picks it.
+      if (t.key && !t.orderBy) ctx.addIssue({ code: 'custom', path: ['orderBy'], message: 'is required when mode is replace with a key' });
+      if (!t.key && t.orderBy) ctx.addIssue({ code: 'custom', path: ['key'], message: 'is required when mode is replace with an orderBy' });
+      if (t.deleteWhen) ctx.addIssue({ code: 'custom', path: ['deleteWhen'], message: 'does not apply when mode is replace (a key the delivery lacks is gone from the table)' });
+      return;
+    }
     if (t.mode !== 'merge') return;
     if (!t.key) ctx.addIssue({ code: 'custom', path: ['key'], message: 'is required when mode is merge' });
     if (!t.orderBy) ctx.addIssue({ code: 'custom', path: ['orderBy'], message: 'is required when mode is merge' });

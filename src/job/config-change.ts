@@ -35,7 +35,7 @@ import { describeWatermark } from './watermark.js';
 export interface ConfiguredAs {
   source: { uri: string; include?: string[]; exclude?: string[] };
   discover: { by: 'partition'; layout: string; lookback: number; timezone: string } | { by: 'modified'; settleMs: number };
-  target: { mode: 'merge' | 'append'; key?: string[]; orderBy?: string; partitionBy: string[] };
+  target: { mode: 'merge' | 'append' | 'replace'; key?: string[]; orderBy?: string; partitionBy: string[] };
 }
 
 /** One setting that differs from what the state recorded, and what tidemark does about it. */
@@ -55,7 +55,7 @@ export function configuredAs(job: JobConfig): ConfiguredAs {
     discover: d.by === 'partition' ? { by: 'partition', layout: d.layout, lookback: d.lookback, timezone: d.timezone } : { by: 'modified', settleMs: d.settle },
     target: {
       mode: target.mode,
-      ...(target.mode === 'merge' ? { key: target.key!, orderBy: target.orderBy! } : {}),
+      ...(target.mode !== 'append' && target.key ? { key: target.key, orderBy: target.orderBy! } : {}),
       partitionBy: target.partitionBy,
     },
   };
@@ -142,7 +142,7 @@ function tombstoneChange(s: TombstoneState, spec: { key: string[]; orderBy: stri
  */
 function mayHoldDuplicates(recorded: ConfiguredAs | undefined, key: readonly string[]): boolean {
   if (!recorded) return false;
-  if (recorded.target.mode === 'append') return true;
+  if (recorded.target.mode === 'append' || (recorded.target.mode === 'replace' && !recorded.target.key)) return true;
   const now = new Set(key.map((c) => c.toLowerCase()));
   return !(recorded.target.key ?? []).every((c) => now.has(c.toLowerCase()));
 }
@@ -186,7 +186,11 @@ export function describeChanges(was: ConfiguredAs | undefined, now: ConfiguredAs
       'target.mode',
       a.mode,
       b.mode,
-      b.mode === 'append' ? 'rows are appended from now: nothing is updated or deleted by key, deleteWhen and tombstones no longer apply' : `rows are merged on key [${(b.key ?? []).join(', ')}] from now`,
+      b.mode === 'append'
+        ? 'rows are appended from now: nothing is updated or deleted by key, deleteWhen and tombstones no longer apply'
+        : b.mode === 'replace'
+          ? 'each delivery replaces the whole table from now: rows it lacks are removed, deleteWhen and tombstones no longer apply'
+          : `rows are merged on key [${(b.key ?? []).join(', ')}] from now`,
     );
   } else if (b.mode === 'merge') {
     if (shown(a.key) !== shown(b.key)) add('target.key', a.key, b.key, `incoming rows are matched with stored rows on [${(b.key ?? []).join(', ')}] from now`);

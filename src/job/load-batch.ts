@@ -19,8 +19,10 @@ const RAW_TABLE = 'tidemark_raw';
 const BATCH_TABLE = 'tidemark_batch';
 
 export interface LoadedBatch {
-  /** DuckDB table holding the batch (deduped in merge mode). */
+  /** DuckDB table holding the batch (deduped in merge mode, and in replace mode with a key). */
   table: string;
+  /** Files read (a replace by an empty delivery still has them; a batch of none commits only state). */
+  files: number;
   rowsRead: number;
   rowsAfterDedupe: number;
   /**
@@ -83,8 +85,9 @@ export async function loadBatch(
   }
   const rowsRead = loaded.rows;
   const typesDeclared = files.length > 0 && files.every((f) => f.format === 'parquet') && loaded.emptyFiles.length === 0;
-  if (job.target.mode !== 'merge' || rowsRead === 0) {
-    return { table: RAW_TABLE, rowsRead, rowsAfterDedupe: rowsRead, typesDeclared, naiveTimestamps: loaded.naiveTimestamps, warnings: [], dispose };
+  // Merge mode, and replace mode with a key, keep the latest row per key.
+  if (job.target.mode === 'append' || !job.target.key || rowsRead === 0) {
+    return { table: RAW_TABLE, files: files.length, rowsRead, rowsAfterDedupe: rowsRead, typesDeclared, naiveTimestamps: loaded.naiveTimestamps, warnings: [], dispose };
   }
   let warnings: string[];
   try {
@@ -99,7 +102,7 @@ export async function loadBatch(
   const rowsAfterDedupe = await timer.time('dedupe', () =>
     dedupeLatest(session, { input: RAW_TABLE, output: BATCH_TABLE, keyColumns: job.target.key!, orderBy: job.target.orderBy! }),
   );
-  return { table: BATCH_TABLE, rowsRead, rowsAfterDedupe, typesDeclared, naiveTimestamps: loaded.naiveTimestamps, warnings, dispose };
+  return { table: BATCH_TABLE, files: files.length, rowsRead, rowsAfterDedupe, typesDeclared, naiveTimestamps: loaded.naiveTimestamps, warnings, dispose };
 }
 
 /** `source.columns` as table fields. */

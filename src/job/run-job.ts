@@ -30,6 +30,7 @@ import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type RunRep
 import { withReportedScope, type JobScope } from './scope.js';
 import { keepsLedger, lookUpLedger, passedOver } from './ledger.js';
 import { lateFiles } from './late-files.js';
+import { newestDelivery, SUPERSEDED } from './deliveries.js';
 import { settleIdentity } from './renamed.js';
 import { checkTableSettings } from './table-settings.js';
 import { jobAppId, jobOwner, readJobState, type JobState, type WaitingPartitionState } from './state.js';
@@ -111,12 +112,22 @@ class JobRun {
     // "Nothing new" only when the source is there and the layout fits it.
     await checkPlannedSource(this.scope, plan);
     this.describePlan(plan, state);
+    // Replace mode loads the newest delivery alone; older ones are superseded (./deliveries.ts).
+    const chosen = this.job.target.mode === 'replace' ? newestDelivery(this.job, plan.files, state.delivery) : null;
+    if (chosen) {
+      reportSkipped(this.report, chosen.superseded.map((f) => ({ key: f.key, reason: SUPERSEDED })));
+      if (this.ctx.dryRun) this.report.plannedFiles = chosen.delivery.map((f) => f.key);
+    }
     if (this.ctx.dryRun) {
       this.report.backlog = reportBacklog(new PlanBacklog([plan.files], plan.waiting).once(0), new Date());
       this.report.status = 'dry-run';
       return;
     }
-    const batches = splitBatches(this.markBackfilled(plan.files, snapshot), this.job.maxFilesPerBatch, this.job.maxBytesPerBatch);
+    const batches = chosen
+      ? chosen.delivery.length > 0 ? [chosen.delivery] : []
+      : splitBatches(this.markBackfilled(plan.files, snapshot), this.job.maxFilesPerBatch, this.job.maxBytesPerBatch);
+    // The files a delivery supersedes are handled by its commit: the watermark passes them.
+    const handled = (loaded: readonly DiscoveredFile[]) => (chosen ? [...loaded, ...chosen.superseded] : loaded);
     // What stays outstanding as batches commit: recorded in each commit's state, reported at the end.
     const backlog = new PlanBacklog(batches, plan.waiting);
     this.report.backlog = reportBacklog(backlog.once(0), new Date());
@@ -133,7 +144,8 @@ class JobRun {
       stateAfter: (before, index, loaded, rowsRead, quarantined) => withWaiting({
         ...before,
         batch: before.batch + 1,
-        discovery: nextStateFor(before.discovery, plan, loaded),
+        discovery: nextStateFor(before.discovery, plan, handled(loaded)),
+        ...(chosen?.mark ? { delivery: chosen.mark } : {}),
         lastRunAt: new Date().toISOString(),
         quarantined: withQuarantined(before.quarantined, quarantined, loaded),
         configuredAs: configuredAs(this.job),
@@ -165,8 +177,11 @@ class JobRun {
     });
     this.report.tableVersion = last.version;
     // Nothing loaded, but which partitions wait for their marker changed: status should know.
-    if (this.report.commits === 0 && snapshot && !sameWaiting(state.waiting, waiting)) await this.commitWaiting(snapshot, state, waiting, backlog.once(0));
-    if (this.report.commits > 0) this.report.watermark = describeWatermark(last.state.discovery);
+    // Replace mode: only deliveries no newer than the one applied were found; the watermark passes them.
+    const passOver = this.report.commits === 0 && snapshot !== null && chosen !== null && chosen.superseded.length > 0;
+    if (passOver && snapshot) await this.commitWaiting(snapshot, { ...state, discovery: nextStateFor(state.discovery, plan, chosen.superseded) }, waiting, backlog.once(0));
+    else if (this.report.commits === 0 && snapshot && !sameWaiting(state.waiting, waiting)) await this.commitWaiting(snapshot, state, waiting, backlog.once(0));
+    if (this.report.commits > 0) this.report.watermark = describeWatermark(passOver ? nextStateFor(state.discovery, plan, chosen.superseded) : last.state.discovery);
     // Files no commit recorded (no table yet, no rows: ./pipeline.ts).
     reportSkipped(this.report, last.waiting);
     this.report.status = this.report.commits > 0 ? 'succeeded' : 'nothing-new';

@@ -9,6 +9,7 @@
  * The format is documented in docs/job-state.md.
  */
 import type { BacklogState } from './backlog.js';
+import type { DeliveryMark } from './deliveries.js';
 import type { Action } from '../delta/actions.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { upgradeState as upgradeDiscoveryState, type DiscoveryState } from '../discovery/index.js';
@@ -47,6 +48,8 @@ export interface JobState {
   configuredAs?: ConfiguredAs;
   /** Files discovered and not loaded as of this commit (./backlog.ts); absent in states written before it. */
   backlog?: BacklogState;
+  /** Replace mode: the newest delivery applied (./deliveries.ts); an older one found later is never loaded. */
+  delivery?: DeliveryMark;
 }
 
 /** A partition waiting for its `_SUCCESS`, as the state records it. */

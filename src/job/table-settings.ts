@@ -27,7 +27,7 @@ export interface CreationSettings {
 
 /** The columns a merge job's rows are matched and ordered by. */
 export interface MatchColumns {
-  mode?: 'merge' | 'append' | undefined;
+  mode?: 'merge' | 'append' | 'replace' | undefined;
   key?: readonly string[] | undefined;
   orderBy?: string | undefined;
 }
@@ -37,7 +37,8 @@ export interface MatchColumns {
  * each naming the column and the table's columns (pure). `at` prefixes fields (`jobs[0].target`).
  */
 export function missingColumnProblems(target: MatchColumns, snapshot: Snapshot, at: string): Problem[] {
-  if (target.mode === 'append') return [];
+  // A replace matches nothing stored: its key only dedupes the delivery (a column new to the table is added).
+  if (target.mode === 'append' || target.mode === 'replace') return [];
   const columns = snapshot.schema.fields.map((f) => f.name);
   const known = new Set(columns.map((c) => c.toLowerCase()));
   const named: Array<{ field: string; role: string; column: string }> = [

@@ -18,7 +18,7 @@ import type { KeyBound } from '../delta/key-bounds.js';
 import type { CommitRequest } from '../delta/transaction.js';
 import { batchKeyBounds } from '../engine/batch-key-bounds.js';
 import { SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW } from '../engine/load.js';
-import { stageAppend, stageMerge, type AppendSummary, type MergeSummary, type StagedWrite, type WriteTarget } from '../engine/merge/index.js';
+import { stageAppend, stageMerge, stageReplace, type AppendSummary, type MergeSummary, type StagedWrite, type WriteTarget } from '../engine/merge/index.js';
 import type { DiscoveredFile } from '../discovery/index.js';
 import type { LoadedBatch } from './load-batch.js';
 import { noWriteCounts, type WriteCounts } from './report.js';
@@ -97,14 +97,17 @@ function fileCounts(summary: MergeSummary | AppendSummary): Pick<WriteCounts, 'd
 
 /** Commit the batch and the state together. */
 export async function writeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
-  if (opts.batch.rowsRead === 0) {
+  const mode = opts.scope.job.target.mode;
+  // A replace by a delivery without rows empties the table: that is what the delivery says.
+  const emptiesTable = mode === 'replace' && opts.snapshot !== null && opts.batch.files > 0;
+  if (opts.batch.rowsRead === 0 && !emptiesTable) {
     if (opts.snapshot) return commitStateOnly(opts, opts.snapshot);
     // No table yet. Empty Parquet files declare their columns' types: they create the table (no
     // rows), and its first commit records them. Empty CSV or JSON files declare none: creating
     // the table from them would guess its types, so nothing commits and they wait (version null).
     if (!opts.batch.typesDeclared) return { version: null, counts: noWriteCounts(), state: opts.state };
   }
-  return opts.scope.job.target.mode === 'append' ? appendBatch(opts) : mergeBatch(opts);
+  return mode === 'append' ? appendBatch(opts) : mode === 'replace' ? replaceBatch(opts) : mergeBatch(opts);
 }
 
 /**
@@ -166,6 +169,26 @@ async function appendBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pr
   const counts = { ...noWriteCounts(), inserted: summary.inserted, ...fileCounts(summary) };
   const sources = { filesReplaced: summary.sourcesReplaced, filesAlreadyHeld: summary.sourcesAlreadyHeld, rowsReplaced: summary.rowsReplaced };
   return { version, counts, state: opts.state, sources };
+}
+
+/**
+ * Replace: every live file removed and the delivery's rows added, with the state, in one commit
+ * (../engine/merge/replace.ts). The job chose the delivery (./deliveries.ts).
+ */
+async function replaceBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
+  const staged = await opts.timer.time('merge', () => stageReplace(writeTarget(opts)));
+  if (staged.summary.filesAdded > 0) await opts.scope.ctx.hooks?.afterWrite?.(opts.batchNo);
+  const version = await commitWith(opts, staged, opts.state);
+  const { summary } = staged;
+  const counts = {
+    ...noWriteCounts(),
+    inserted: summary.inserted,
+    deleted: Math.max(summary.deleted, 0),
+    dataFilesAdded: summary.filesAdded,
+    dataFilesRemoved: summary.filesRemoved,
+    bytesWritten: summary.bytesAdded,
+  };
+  return { version, counts, state: opts.state };
 }
 
 /** `target.deletionVectors` as the engine takes it. */

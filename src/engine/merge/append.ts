@@ -17,7 +17,7 @@ import { createTableRequest } from '../../delta/table-create.js';
 import type { CommitRequest } from '../../delta/transaction.js';
 import { bytesOf, writeAndUpload } from '../data-file-io.js';
 import { ident } from '../sql.js';
-import type { AppendOptions } from './options.js';
+import type { AppendOptions, WriteTarget } from './options.js';
 import type { StagedAppend } from './results.js';
 import { checkConstraints, prepareConstraintChecks } from './constraints.js';
 import { DEFAULT_SOURCE_FILE_COLUMN } from './options.js';
@@ -124,7 +124,7 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
  * Fail before anything is written when a batch row breaks a table constraint (./constraints.ts)
  * or holds a value a partition column cannot keep (./partition-strings.ts).
  */
-async function checkEveryRow(opts: AppendOptions, target: TargetTable, batch: string): Promise<void> {
+export async function checkEveryRow(opts: WriteTarget, target: TargetTable, batch: string): Promise<void> {
   const rows = { sql: `SELECT * FROM ${ident(batch)}`, keys: [], lineage: target.batch.lineage, uri: opts.storage.uri };
   await refuseEmptyPartitionStrings(opts.session, { ...rows, schema: target.schema, partitionColumns: target.partitionColumns });
   const checks = await prepareConstraintChecks(opts.session, {

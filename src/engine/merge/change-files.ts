@@ -43,13 +43,22 @@ export interface ChangeData {
 export async function writeChangeData(out: OutputOptions, input: ChangeDataInput): Promise<ChangeData> {
   out.signal?.throwIfAborted();
   await out.session.run(preimagesSql(input.tables, perFileScanSql(input.snapshot, input.dvFiles, input.hits)));
+  return writeChangeRows(out, changeRowsSql(input.tables, input.columns, input.keys), input.targetFileRows);
+}
+
+/**
+ * Write and upload change files of `relationSql`'s rows: the table's columns plus `_change_type`
+ * (a replace writes every stored row as a delete and every new row as an insert: ./replace.ts).
+ */
+export async function writeChangeRows(out: OutputOptions, relationSql: string, targetFileRows?: number): Promise<ChangeData> {
+  out.signal?.throwIfAborted();
   const written = await writeDataFiles(out.session, {
-    relationSql: changeRowsSql(input.tables, input.columns, input.keys),
+    relationSql,
     schema: withChangeType(out.schema),
     partitionColumns: out.partitionColumns,
     columnMapping: out.columnMapping,
     localDir: await out.spool.folder('change-data'),
-    ...(input.targetFileRows === undefined ? {} : { targetFileRows: input.targetFileRows }),
+    ...(targetFileRows === undefined ? {} : { targetFileRows }),
   });
   const files = written.map(asChangeFile);
   await uploadDataFiles(out.storage, files, { concurrency: out.concurrency, ...(out.signal ? { signal: out.signal } : {}) });

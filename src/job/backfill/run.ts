@@ -122,6 +122,13 @@ export async function runBackfill(job: JobConfig, ctx: RunContext, opts: Backfil
   const refused = (): BackfillReport => ({ ...emptyBackfillReport(job.name, null), from: opts.from, to: opts.to });
   const progress = (): BackfillReport => ({ ...(report ?? refused()), phases: timer.timings() });
   return timedOutcome(progress, async () => {
+    if (job.target.mode === 'replace') {
+      // Each delivery replaces the table: loading a range of old ones would end on an old extract.
+      throw new ConfigError(
+        `[backfill] job ${job.name} has target.mode replace: each delivery replaces the whole table, so a backfill would leave an old extract as the table; run the job instead (it loads the newest delivery), or reset it to reload one`,
+        { field: 'target.mode', job: job.name },
+      );
+    }
     const range = parseBackfillRange(job, opts.from, opts.to);
     const selection = opts.shard ?? { kind: 'one', shard: WHOLE_RANGE };
     report = emptyBackfillReport(job.name, range, selection);
