@@ -60,8 +60,3 @@ export function newestDelivery(job: JobConfig, files: readonly DiscoveredFile[],
   const inIt = (f: DiscoveredFile) => compareDeliveries(deliveryMark(job, f), mark) === 0;
   return { delivery: files.filter(inIt), superseded: files.filter((f) => !inIt(f)), mark };
 }
-
-/** How `status` and the report name a delivery. */
-export function describeDelivery(mark: DeliveryMark): string {
-  return 'partition' in mark ? `partition ${mark.partition}` : `file ${mark.key} (${mark.lastModified})`;
-}

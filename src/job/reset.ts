@@ -185,7 +185,9 @@ async function resetOnce(job: JobConfig, table: DeltaTable, opts: ResetOptions, 
   const dropped = (prev.tombstones?.files.length ?? 0) - (tombstones?.files.length ?? 0);
   const withDropped = dropped > 0 ? { ...report, tombstoneFilesDropped: dropped } : report;
   if (opts.dryRun) return { ...withDropped, status: 'dry-run', tableVersion: snapshot.version };
-  const next: JobState = { ...prev, batch: prev.batch + 1, discovery: plan.state, ...(tombstones ? { tombstones } : {}), ...ledgerAfter(prev, plan, prev.batch + 1) };
+  // The delivery applied is forgotten too (replace mode): the next run loads the newest one after the new watermark.
+  const { delivery: _applied, ...kept } = prev;
+  const next: JobState = { ...kept, batch: prev.batch + 1, discovery: plan.state, ...(tombstones ? { tombstones } : {}), ...ledgerAfter(prev, plan, prev.batch + 1) };
   const version = await commitReset(table, snapshot, next, report, signal);
   return { ...withDropped, status: 'reset', tableVersion: version };
 }

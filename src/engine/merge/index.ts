@@ -4,7 +4,7 @@
  */
 export { stageMerge } from './merge.js';
 export { stageAppend } from './append.js';
-export { stageReplace, type ReplaceSummary, type StagedReplace } from './replace.js';
+export { stageReplace } from './replace.js';
 export { TOMBSTONE_ORDER } from './temp-names.js';
 export type { AppendOptions, MergeOptions, WriteTarget } from './options.js';
 export type { AppendSummary, DeletedKeys, MergeSummary, StagedWrite } from './results.js';

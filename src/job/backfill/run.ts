@@ -125,7 +125,7 @@ export async function runBackfill(job: JobConfig, ctx: RunContext, opts: Backfil
     if (job.target.mode === 'replace') {
       // Each delivery replaces the table: loading a range of old ones would end on an old extract.
       throw new ConfigError(
-        `[backfill] job ${job.name} has target.mode replace: each delivery replaces the whole table, so a backfill would leave an old extract as the table; run the job instead (it loads the newest delivery), or reset it to reload one`,
+        `[backfill] job ${job.name} has target.mode replace: each delivery replaces the whole table, so a backfill would leave an old extract as the table; run the job instead (it loads the newest delivery), or reset --to a partition to load the newest after it again`,
         { field: 'target.mode', job: job.name },
       );
     }
