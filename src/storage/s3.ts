@@ -27,7 +27,7 @@ import type { GetObjectCommandOutput, HeadObjectCommandOutput, S3ClientConfig, _
 import { StorageError, UnsafeKeyError } from '../errors.js';
 import { makeFolder } from './make-folder.js';
 import { bodyBytes, checkRange, gatherPages, notFoundError, pageSizeOf } from './driver-helpers.js';
-import { ChecksumCounter, DEFAULT_UPLOAD_CHECKSUM, uploadChecksumParams, uploadKind } from './s3/checksums.js';
+import { ChecksumCounter, DEFAULT_UPLOAD_CHECKSUM } from './s3/checksums.js';
 import type { UploadChecksum } from './s3/checksums.js';
 import { TRANSIENT_CODES, classify, isNotFound, mapS3Error, statusOf } from './s3/faults.js';
 import { RequestCounter } from './s3/request-counter.js';
@@ -39,6 +39,8 @@ import { handlerOptions, resolveTimeouts } from './s3/timeouts.js';
 import type { Timeouts } from './s3/timeouts.js';
 import { downloadAttempt } from './s3/download.js';
 import { uploadFile } from './s3/upload.js';
+import { settleUpload, singlePart } from './s3/upload-check.js';
+import type { ExpectedUpload, Settle, StoredAnswer } from './s3/upload-check.js';
 import type {
   Body,
   ByteRange,
@@ -270,17 +272,18 @@ export class S3Storage implements Storage {
 
   async write(key: string, body: Body, opts: WriteOptions = {}): Promise<void> {
     const bytes = bodyBytes(body);
-    const params = { ...this.putParams(key, opts), Body: bytes, ...uploadChecksumParams(this.shared.uploadChecksum, bytes) };
+    const { header, expected } = await singlePart(this.shared.uploadChecksum, bytes);
+    const params = { ...this.putParams(key, opts), Body: bytes, ...header };
     // A plain PUT is idempotent: a retry writes the same bytes again.
-    await this.run('write', key, opts.signal, () => this.client.send(this.track(new PutObjectCommand(params)), sendOpts(opts.signal)));
-    this.shared.checksums.upload(uploadKind(this.shared.uploadChecksum));
+    const answer = await this.run('write', key, opts.signal, () => this.client.send(this.track(new PutObjectCommand(params)), sendOpts(opts.signal)));
+    await this.settle('write', key, expected, answer, { remove: true });
   }
 
   async upload(key: string, localPath: string, opts: WriteOptions = {}): Promise<void> {
     const { client, counter, policy, partSize, uploadConcurrency, uploadChecksum } = this.shared;
     try {
       opts.signal?.throwIfAborted();
-      await uploadFile(
+      const uploaded = await uploadFile(
         {
           client,
           counter,
@@ -297,7 +300,7 @@ export class S3Storage implements Storage {
         },
         localPath,
       );
-      this.shared.checksums.upload(uploadKind(uploadChecksum));
+      await this.settle('upload', key, uploaded.expected, uploaded.answer, { remove: true, head: uploaded.multipart });
     } catch (err) {
       throw mapS3Error(err, { op: 'upload', key, uri: this.uri, extra: { localPath } });
     }
@@ -310,15 +313,17 @@ export class S3Storage implements Storage {
    */
   async writeIfAbsent(key: string, body: Body, opts: WriteOptions = {}): Promise<boolean> {
     const bytes = bodyBytes(body);
-    const params = { ...this.putParams(key, opts), Body: bytes, IfNoneMatch: '*', ...uploadChecksumParams(this.shared.uploadChecksum, bytes) };
+    const { header, expected } = await singlePart(this.shared.uploadChecksum, bytes);
+    const params = { ...this.putParams(key, opts), Body: bytes, IfNoneMatch: '*', ...header };
     const attempts = this.policy.start(this.operation('writeIfAbsent', key, opts.signal));
     let ambiguous = false;
     let conflicts = 0;
     for (;;) {
       try {
-        await this.client.send(this.track(new PutObjectCommand(params)), sendOpts(opts.signal));
+        const answer = await this.client.send(this.track(new PutObjectCommand(params)), sendOpts(opts.signal));
         attempts.succeeded();
-        this.shared.checksums.upload(uploadKind(this.shared.uploadChecksum));
+        // A commit that does not hold what was sent is not deleted: a reader may have seen it.
+        await this.settle('writeIfAbsent', key, expected, answer, { remove: false });
         return true;
       } catch (err) {
         const status = statusOf(err);
@@ -360,6 +365,21 @@ export class S3Storage implements Storage {
   }
 
   // --- helpers ---------------------------------------------------------------
+
+  /**
+   * Compare an upload's answer with what was sent (./s3/upload-check.ts) and count it; a multipart
+   * upload whose answer lacks its checksum is asked again with a HEAD. On a mismatch the object
+   * is deleted (`remove`) and an UploadChecksumError thrown.
+   */
+  private async settle(op: string, key: string, expected: ExpectedUpload, answer: StoredAnswer, opts: { remove: boolean; head?: boolean }): Promise<void> {
+    const how: Settle = { op, key, uri: this.uri, etagIsMd5: this.shared.etagIsMd5 };
+    if (opts.head) {
+      const Key = this.fullKey(key);
+      how.head = () => this.run('head', key, undefined, () => this.client.send(this.track(new HeadObjectCommand({ Bucket: this.bucket, Key, ChecksumMode: 'ENABLED' }))));
+    }
+    if (opts.remove) how.remove = () => this.delete([key]);
+    this.shared.checksums.upload(await settleUpload(expected, answer, how));
+  }
 
   /** The transient error of a conditional write whose 409 answers did not stop. */
   private conflictPersisted(key: string, conflicts: number, last: unknown): StorageError {

@@ -4,7 +4,10 @@
  * refused with 400 BadDigest before the store sees it, and a whole-object GET asked with
  * `x-amz-checksum-mode: ENABLED` is answered with a full-object checksum of the object: the
  * algorithm its PutObject (or CreateMultipartUpload) named, else CRC64NVME, which AWS keeps for
- * every object written since 2025.
+ * every object written since 2025. Like AWS, a PutObject's answer carries the checksum of the
+ * bytes stored, and so does a CompleteMultipartUpload's (in its XML) for a full-object checksum
+ * (CRC64NVME, or CRC32/CRC32C created with `x-amz-checksum-type: FULL_OBJECT`), computed from the
+ * object the store then holds.
  */
 import { createHash } from 'node:crypto';
 import type http from 'node:http';
@@ -38,8 +41,10 @@ export class ChecksumEmulation {
   async checkUpload(req: http.IncomingMessage, pathname: string, query: URLSearchParams, body: Buffer): Promise<{ code: string; message: string } | null> {
     const algorithm = namedAlgorithm(req.headers);
     if (req.method === 'POST' && query.has('uploads')) {
-      // CRC64NVME makes a full-object checksum of a multipart upload; the others a composite one.
-      if (algorithm) this.algorithms.set(pathname, algorithm === 'crc64nvme' ? algorithm : null);
+      // CRC64NVME makes a full-object checksum of a multipart upload, and so do CRC32 and CRC32C
+      // when asked to; the others a composite one.
+      const fullObject = algorithm === 'crc64nvme' || (String(req.headers['x-amz-checksum-type']).toUpperCase() === 'FULL_OBJECT' && algorithm?.startsWith('crc'));
+      if (algorithm) this.algorithms.set(pathname, fullObject ? algorithm : null);
       else this.algorithms.delete(pathname);
       return null;
     }
@@ -58,6 +63,37 @@ export class ChecksumEmulation {
       else this.algorithms.delete(pathname);
     }
     return null;
+  }
+
+  /**
+   * An upload's answer as S3 gives it: a PutObject's with the checksum of the bytes stored, a
+   * CompleteMultipartUpload's with the full-object checksum of the object the store now holds
+   * (`stored` reads it).
+   */
+  async answerUpload(
+    req: http.IncomingMessage,
+    pathname: string,
+    query: URLSearchParams,
+    up: { status: number; headers: http.OutgoingHttpHeaders; body: Buffer },
+    stored: { body: Buffer; object: () => Promise<Buffer> },
+  ): Promise<{ headers: http.OutgoingHttpHeaders; body: Buffer }> {
+    const same = { headers: up.headers, body: up.body };
+    const algorithm = this.algorithms.get(pathname);
+    if (up.status !== 200 || !algorithm) return same;
+    if (req.method === 'PUT' && [...query.keys()].every((k) => k === 'x-id')) {
+      return { headers: { ...up.headers, [`x-amz-checksum-${algorithm}`]: await checksumOf(algorithm, stored.body), 'x-amz-checksum-type': 'FULL_OBJECT' }, body: up.body };
+    }
+    if (req.method === 'POST' && query.has('uploadId')) {
+      const tag = `Checksum${algorithm === 'crc64nvme' ? 'CRC64NVME' : algorithm.toUpperCase()}`;
+      const value = await checksumOf(algorithm, await stored.object());
+      const xml = up.body.toString('utf8').replace(
+        '</CompleteMultipartUploadResult>',
+        `<${tag}>${value}</${tag}><ChecksumType>FULL_OBJECT</ChecksumType></CompleteMultipartUploadResult>`,
+      );
+      const body = Buffer.from(xml);
+      return { headers: { ...up.headers, 'content-length': body.length }, body };
+    }
+    return same;
   }
 
   /** Headers to add to a GET's answer: the object's full-object checksum, when asked for and whole. */

@@ -26,6 +26,12 @@
  * - corruptBody     one byte of the body flipped: of a GET's answer, or of a PUT on its way to
  *                   the store (a PUT with no body goes through unfaulted)
  *
+ * and, on PUTs only (an object or a part; not in the default random set):
+ *
+ * - corruptStored   one byte flipped after the store's check of the body's checksum (with
+ *                   `emulateChecksums`): a store that keeps other bytes than it verified, which
+ *                   only the whole object's checksum in its answer can show
+ *
  * Faults come at random (`rate`, `kinds`, a seeded PRNG, so a seed replays the same run when
  * requests are sequential) or deterministically (`faultNext`: the next request matching a method
  * and path). Requests are counted by method and logged with their Range and If-Match headers.
@@ -47,7 +53,7 @@ export const FAULT_KINDS = ['slowDown', 'error500Before', 'error500After', 'rese
 /** Wrong GetObject answers; a request of another kind they are drawn for goes through unfaulted. */
 export const ANSWER_FAULT_KINDS = ['shortObject', 'wrongTotal', 'lateStart', 'noLength', 'corruptBody'] as const;
 type AnswerFault = (typeof ANSWER_FAULT_KINDS)[number];
-export type FaultKind = (typeof FAULT_KINDS)[number] | AnswerFault;
+export type FaultKind = (typeof FAULT_KINDS)[number] | AnswerFault | 'corruptStored';
 
 /** How much later than asked a `lateStart` answer starts, and how much longer a `wrongTotal` object is. */
 const LATE_BYTES = 100;
@@ -142,7 +148,9 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
 
   function pick(method: string, path: string, body: Buffer): { kind?: FaultKind; before?: () => Promise<void> } {
     const applies = (kind: FaultKind) =>
-      !isAnswerFault(kind) || isObjectGet(method, path) || (kind === 'corruptBody' && method === 'PUT' && body.length > 0);
+      kind === 'corruptStored'
+        ? method === 'PUT' && body.length > 0
+        : !isAnswerFault(kind) || isObjectGet(method, path) || (kind === 'corruptBody' && method === 'PUT' && body.length > 0);
     const rule = rules.find(
       (r) => (!r.method || r.method === method) && matches(r.path, path) && (!r.body || body.includes(r.body)) && applies(r.kind),
     );
@@ -182,15 +190,31 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     });
   }
 
-  /** The store's answer, with S3's checksums where emulated. */
-  async function exchange(req: http.IncomingMessage, body: Buffer): Promise<Upstream> {
-    if (!checksums) return conditionalExchange(req, body);
+  /**
+   * The store's answer, with S3's checksums where emulated: `body` is checked, `stored` (the
+   * same, but for corruptStored) goes to the store.
+   */
+  async function exchange(req: http.IncomingMessage, body: Buffer, stored = body): Promise<Upstream> {
+    if (!checksums) return conditionalExchange(req, stored);
     const url = new URL(req.url ?? '/', 'http://proxy');
     const bad = await checksums.checkUpload(req, url.pathname, url.searchParams, body);
     if (bad) return s3Error(400, bad.code, bad.message);
-    const up = await conditionalExchange(req, body);
-    if (!isObjectGet(req.method ?? 'GET', req.url ?? '/')) return up;
+    const up = await conditionalExchange(req, stored);
+    if (!isObjectGet(req.method ?? 'GET', req.url ?? '/')) {
+      const object = () => getObject(url.pathname);
+      return { ...up, ...(await checksums.answerUpload(req, url.pathname, url.searchParams, up, { body: stored, object })) };
+    }
     return { ...up, headers: { ...up.headers, ...(await checksums.answerHeaders(req, url.pathname, up.status, up.body)) } };
+  }
+
+  /** An object's bytes as the store holds them (s3rver serves unsigned requests). */
+  async function getObject(path: string): Promise<Buffer> {
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const up = http.request({ host: target.hostname, port: target.port, method: 'GET', path, agent }, resolve);
+      up.on('error', reject);
+      up.end();
+    });
+    return readAll(res);
   }
 
   /** The store's answer, or a 412 where S3 would give one and s3rver does not. */
@@ -269,7 +293,7 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       default:
         break;
     }
-    const up = await exchange(req, body);
+    const up = await exchange(req, body, kind === 'corruptStored' ? flipByte(body) : body);
     await before?.();
     switch (kind) {
       case 'error500After':

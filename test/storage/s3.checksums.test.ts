@@ -15,7 +15,9 @@ import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StorageError } from '../../src/errors.js';
 import { Upload } from '@aws-sdk/lib-storage';
+import { Crc32c, Crc64Nvme } from '@aws-sdk/checksums/crc';
 import { S3Storage } from '../../src/storage/s3.js';
+import { UploadChecksumError } from '../../src/storage/s3/upload-check.js';
 import type { S3StorageOptions } from '../../src/storage/s3.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import type { FaultProxy } from '../helpers/fault-proxy.js';
@@ -223,7 +225,10 @@ describe('uploads carry a checksum the store verifies (fault injection: proxy in
         expect(stored.length).toBe(up.body().length);
         expect(stored.equals(up.body())).toBe(true);
         expect(env.proxy.log.some((r) => r.fault === 'corruptBody' && r.status === 400)).toBe(true);
-        expect(storage.checksumCounts().uploads).toEqual({ [checksum === 'MD5' ? 'Content-MD5' : checksum]: 1 });
+        // The answer checked: the store's checksum (its CompleteMultipartUpload's too), or the
+        // ETag as the MD5 of a single-part object; s3rver's multipart ETags are not `…-N`.
+        const checked = checksum === 'CRC64NVME' ? checksum : name.includes('multipart') ? 'not available' : 'ETag MD5';
+        expect(storage.checksumCounts().uploads).toEqual({ [checked]: 1 });
       });
     }
   }
@@ -236,6 +241,99 @@ describe('uploads carry a checksum the store verifies (fault injection: proxy in
     expect(stored.length).toBe(OBJECT.length);
     expect(stored.equals(OBJECT)).toBe(false);
     expect(storage.checksumCounts().uploads).toEqual({ none: 1 });
+  });
+});
+
+describe('what the store says it stored is compared with what was sent (fault injection: proxy in front of s3rver)', () => {
+  /** Three parts: 5 MiB, 5 MiB and 7 bytes. */
+  const BIG = randomBytes(10 * 1024 * 1024 + 7);
+  beforeAll(async () => {
+    await fsp.writeFile(path.join(tmp, 'small-v.bin'), OBJECT);
+    await fsp.writeFile(path.join(tmp, 'big-v.bin'), BIG);
+  });
+
+  const CASES = {
+    write: { key: 'w.bin', body: () => OBJECT, part: '', run: (s: S3Storage) => s.write('w.bin', OBJECT), removed: 'deleted' },
+    writeIfAbsent: { key: 'c.json', body: () => OBJECT, part: '', run: (s: S3Storage) => s.writeIfAbsent('c.json', OBJECT), removed: 'kept' },
+    'upload (one PUT)': { key: 'u.bin', body: () => OBJECT, part: '', run: (s: S3Storage) => s.upload('u.bin', path.join(tmp, 'small-v.bin')), removed: 'deleted' },
+    'upload (multipart, part 2 of 3)': {
+      key: 'm.bin',
+      body: () => BIG,
+      part: 'partNumber=2',
+      run: (s: S3Storage) => s.upload('m.bin', path.join(tmp, 'big-v.bin')),
+      removed: 'deleted',
+    },
+  } as const;
+
+  for (const checksum of ['CRC64NVME', 'CRC32C'] as const) {
+    // One algorithm each for the multipart cases, which hash 10 MiB several times.
+    const cases = Object.entries(CASES).filter(([name]) => checksum === 'CRC64NVME' || !name.includes('multipart'));
+    for (const [name, c] of cases) {
+      it(`fault injection: ${name} (${checksum}) whose bytes the store damages after checking them fails naming the key and both checksums; the object is ${c.removed}`, async () => {
+        const storage = env.storage({ uploadChecksum: checksum, idleTimeoutMs: 2_000 });
+        const rule = env.proxy.faultNext('corruptStored', { method: 'PUT', path: new RegExp(`/${storage.prefix}${c.key.replace('.', '\\.')}\\?${c.part}`) });
+        const err = await c.run(storage).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(rule.hits).toBe(1);
+        expect(err).toBeInstanceOf(UploadChecksumError);
+        const e = err as UploadChecksumError;
+        expect(e.kind).toBe('terminal');
+        expect(e.context).toMatchObject({ key: c.key, checksum, removed: c.removed });
+        const { sent, stored } = e.context as { sent: string; stored: string };
+        expect(sent).not.toBe(stored);
+        expect(e.message).toContain(`"${c.key}"`);
+        expect(e.message).toContain(`the store answered the ${checksum} checksum ${stored} for what it stored, where the bytes sent have ${sent}`);
+        // What was sent hashes to `sent`: the local whole-object checksum is the bytes' own.
+        const hash = new (checksum === 'CRC64NVME' ? Crc64Nvme : Crc32c)();
+        hash.update(c.body());
+        expect(Buffer.from(await hash.digest()).toString('base64')).toBe(sent);
+        const left = await env.direct(storage.prefix).read(c.key);
+        if (c.removed === 'deleted') expect(left).toBeNull();
+        else expect(Buffer.from(left!).equals(c.body())).toBe(false);
+        expect(storage.checksumCounts().uploads).toEqual({});
+      });
+    }
+
+  }
+
+  for (const checksum of ['CRC32C'] as const) {
+    it(`a multipart upload (${checksum}) is a full-object checksum, the store's answer matches the parts' CRCs combined, and it reads back checked against it`, async () => {
+      const storage = env.storage({ uploadChecksum: checksum });
+      await storage.upload('m.bin', path.join(tmp, 'big-v.bin'));
+      expect(storage.checksumCounts().uploads).toEqual({ [checksum]: 1 });
+      // The CompleteMultipartUpload answered the checksum: no HEAD was needed.
+      expect(storage.requestCounts().head).toBe(0);
+      expect(Buffer.from((await storage.read('m.bin'))!).equals(BIG)).toBe(true);
+      expect(storage.checksumCounts().reads).toEqual({ [checksum]: 1 });
+    });
+  }
+
+  it('fault injection: a single-part upload (MD5) whose bytes the store damages fails its ETag check (the ETag is the MD5 of what it stored)', async () => {
+    const storage = env.storage({ uploadChecksum: 'MD5' });
+    env.proxy.faultNext('corruptStored', { method: 'PUT', path: new RegExp(`/${storage.prefix}u\\.bin\\?`) });
+    const err = await storage.upload('u.bin', path.join(tmp, 'small-v.bin')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UploadChecksumError);
+    expect((err as UploadChecksumError).context).toMatchObject({ checksum: 'ETag MD5', sent: createHash('md5').update(OBJECT).digest('hex') });
+    expect((err as UploadChecksumError).message).toMatch(/set storage\.etagChecksum: false/);
+  });
+
+  it('s3rver as it is (no checksums answered): a single PUT is checked by its ETag, a multipart upload is "not available", never verified', async () => {
+    const storage = env.storage({ endpoint: plain.endpoint });
+    await storage.upload('u.bin', path.join(tmp, 'small-v.bin'));
+    await storage.upload('m.bin', path.join(tmp, 'big-v.bin'));
+    expect(storage.checksumCounts().uploads).toEqual({ 'ETag MD5': 1, 'not available': 1 });
+    // The multipart upload asked the store again with a HEAD (x-amz-checksum-mode), in vain.
+    expect(storage.requestCounts().head).toBe(1);
+  });
+
+  it('fault injection: s3rver as it is cannot show a multipart upload damaged after its parts were checked: counted "not available" (what the store cannot verify)', async () => {
+    const storage = env.storage({ endpoint: plain.endpoint });
+    plain.faultNext('corruptStored', { method: 'PUT', path: new RegExp(`/${storage.prefix}m\\.bin\\?partNumber=2`) });
+    await storage.upload('m.bin', path.join(tmp, 'big-v.bin'));
+    expect(storage.checksumCounts().uploads).toEqual({ 'not available': 1 });
+    expect(Buffer.from((await env.direct(storage.prefix).read('m.bin'))!).equals(BIG)).toBe(false);
   });
 });
 
@@ -289,6 +387,50 @@ if (MOTO_ENDPOINT) {
       const err = await drain(await storage.readStream('c.bin')).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(StorageError);
       expect((err as StorageError).message).toMatch(/the 11534343 bytes read do not match its SHA256 composite checksum \S+-3 \(they hash to \S+-3\)/);
+    });
+
+    describe('tidemark\'s own multipart uploads on moto: the store\'s full-object checksum (HEAD, x-amz-checksum-mode) against the parts\' CRCs combined', () => {
+      beforeAll(async () => {
+        await fsp.writeFile(path.join(tmp, 'moto-big.bin'), BIG);
+        await fsp.writeFile(path.join(tmp, 'moto-small.bin'), OBJECT);
+      });
+
+      for (const checksum of ['CRC64NVME', 'CRC32', 'CRC32C'] as const) {
+        it(`moto: a three-part upload (${checksum}, FULL_OBJECT) is verified against moto's full-object ${checksum} and reads back checked against it`, async () => {
+          const storage = moto.storage({ uploadChecksum: checksum }, `mu-${randomUUID()}/`);
+          await storage.upload('u.bin', path.join(tmp, 'moto-big.bin'));
+          expect(storage.checksumCounts().uploads).toEqual({ [checksum]: 1 });
+          // moto's CompleteMultipartUpload answers no checksum: a HEAD asked for it.
+          expect(storage.requestCounts().head).toBe(1);
+          expect(Buffer.from((await storage.read('u.bin'))!).equals(BIG)).toBe(true);
+          expect(storage.checksumCounts().reads).toEqual({ [checksum]: 1 });
+        });
+      }
+
+      it('moto: a three-part upload with SHA256 is verified against its composite checksum (…-3)', async () => {
+        const storage = moto.storage({ uploadChecksum: 'SHA256' }, `mu-${randomUUID()}/`);
+        await storage.upload('u.bin', path.join(tmp, 'moto-big.bin'));
+        expect(storage.checksumCounts().uploads).toEqual({ 'SHA256 composite': 1 });
+      });
+
+      it('moto: a single PUT is verified against the checksum moto answers', async () => {
+        const storage = moto.storage({}, `mu-${randomUUID()}/`);
+        await storage.upload('s.bin', path.join(tmp, 'moto-small.bin'));
+        await storage.write('w.bin', OBJECT);
+        expect(await storage.writeIfAbsent('c.json', OBJECT)).toBe(true);
+        expect(storage.checksumCounts().uploads).toEqual({ CRC64NVME: 3 });
+        expect(storage.requestCounts().head).toBe(0);
+      });
+
+      it('fault injection: a part moto stores with a flipped byte under its original checksum (proxy in front of moto) fails the upload naming both full-object checksums; the object is deleted', async () => {
+        const storage = moto.storage({ uploadChecksum: 'CRC64NVME', idleTimeoutMs: 2_000 }, `mu-${randomUUID()}/`);
+        const rule = moto.proxy.faultNext('corruptStored', { method: 'PUT', path: new RegExp(`/${storage.prefix}u\\.bin\\?partNumber=2`) });
+        const err = await storage.upload('u.bin', path.join(tmp, 'moto-big.bin')).catch((e: unknown) => e);
+        expect(rule.hits).toBe(1);
+        expect(err).toBeInstanceOf(UploadChecksumError);
+        expect((err as UploadChecksumError).context).toMatchObject({ key: 'u.bin', checksum: 'CRC64NVME', removed: 'deleted' });
+        expect(await moto.direct(storage.prefix).head('u.bin')).toBeNull();
+      });
     });
 
     for (const checksum of ['CRC32', 'CRC32C'] as const) {

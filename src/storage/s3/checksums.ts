@@ -12,10 +12,10 @@
  * multipart ETag (`…-N`) is not. A read of part of an object has nothing to be checked against.
  *
  * Uploads: PutObject and each part of a multipart upload carry a checksum the store verifies
- * before it stores the bytes (CRC64NVME by default, a full-object checksum also for multipart
- * uploads on AWS), or a Content-MD5; `off` for stores that refuse the header.
+ * before it stores the bytes (CRC64NVME by default), or a Content-MD5; `off` for stores that
+ * refuse the header. What the store then says it stored is compared with what was sent in
+ * ./upload-check.ts.
  */
-import { createHash } from 'node:crypto';
 import { Crc32, Crc32c, Crc64Nvme } from '@aws-sdk/checksums/crc';
 import { Md5 } from '@aws-sdk/checksums/md5';
 import { Sha1, Sha256, Sha512 } from '@aws-sdk/checksums/sha';
@@ -56,10 +56,10 @@ type CompositeAlgorithm = (typeof COMPOSITE_ALGORITHMS)[number];
 const COMPOSITE_VALUE = /^([A-Za-z0-9+/]+={0,2})-([1-9][0-9]*)$/;
 
 /**
- * How a whole-object read or an upload was checked: an algorithm, a composite checksum of one
+ * How a whole-object read was checked: an algorithm, a composite checksum of one
  * (`CRC32 composite`), `ETag MD5`, or `none`.
  */
-export type CheckKind = ReadAlgorithm | `${CompositeAlgorithm} composite` | 'ETag MD5' | 'Content-MD5' | 'none';
+export type CheckKind = ReadAlgorithm | `${CompositeAlgorithm} composite` | 'ETag MD5' | 'none';
 
 /** A shared, mutable tally of checked reads and uploads (the run report shows it); `snapshot` hands out copies. */
 export class ChecksumCounter {
@@ -68,8 +68,8 @@ export class ChecksumCounter {
   read(kind: CheckKind): void {
     this.counts.reads[kind] = (this.counts.reads[kind] ?? 0) + 1;
   }
-  /** An upload (PutObject, multipart upload), by the checksum the store verified. */
-  upload(kind: CheckKind): void {
+  /** An upload (PutObject, multipart upload), by what its answer was checked against (./upload-check.ts). */
+  upload(kind: string): void {
     this.counts.uploads[kind] = (this.counts.uploads[kind] ?? 0) + 1;
   }
   snapshot(): ChecksumCounts {
@@ -79,7 +79,7 @@ export class ChecksumCounter {
 
 /** The checksum a whole-object read's bytes must match. */
 export interface ExpectedChecksum {
-  kind: Exclude<CheckKind, 'none' | 'Content-MD5'>;
+  kind: Exclude<CheckKind, 'none'>;
   /** As the store gave it: base64 for a checksum header (`…-N` for a composite one), hex for an ETag. */
   value: string;
   /** A composite checksum: of the checksums of this many parts. */
@@ -175,23 +175,4 @@ export class ReadHash {
     const digest = Buffer.from(await this.hash.digest());
     return digest.toString(this.expected.kind === 'ETag MD5' ? 'hex' : 'base64');
   }
-}
-
-/**
- * PutObject / UploadPart parameters that make the store verify `body` (ContentMD5 for `MD5`; the
- * SDK computes the others from ChecksumAlgorithm).
- */
-export function uploadChecksumParams(
-  checksum: UploadChecksum,
-  body: Uint8Array,
-): { ChecksumAlgorithm?: Exclude<UploadChecksum, 'MD5' | 'off'>; ContentMD5?: string } {
-  if (checksum === 'off') return {};
-  if (checksum === 'MD5') return { ContentMD5: createHash('md5').update(body).digest('base64') };
-  return { ChecksumAlgorithm: checksum };
-}
-
-/** How an upload with this setting is counted. */
-export function uploadKind(checksum: UploadChecksum): CheckKind {
-  if (checksum === 'off') return 'none';
-  return checksum === 'MD5' ? 'Content-MD5' : checksum;
 }

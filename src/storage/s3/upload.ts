@@ -7,10 +7,17 @@
  * sending it again is always safe.
  */
 import { createReadStream, promises as fsp } from 'node:fs';
-import { AbortMultipartUploadCommand, PutObjectCommand, UploadPartCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { uploadChecksumParams } from './checksums.js';
 import type { UploadChecksum } from './checksums.js';
+import { MultipartSums, singlePart } from './upload-check.js';
+import type { ExpectedUpload, StoredAnswer } from './upload-check.js';
 import type { RequestCounter } from './request-counter.js';
 import type { Operation, RetryPolicy } from './retry.js';
 
@@ -32,17 +39,25 @@ export interface UploadContext {
   signal?: AbortSignal;
 }
 
+/** What an upload sent and what the store answered, for ./upload-check.ts to compare. */
+export interface Uploaded {
+  multipart: boolean;
+  expected: ExpectedUpload;
+  answer: StoredAnswer;
+}
+
 /** Upload `localPath` to the context's key, visible in one step. */
-export async function uploadFile(ctx: UploadContext, localPath: string): Promise<void> {
+export async function uploadFile(ctx: UploadContext, localPath: string): Promise<Uploaded> {
   const { size } = await fsp.stat(localPath);
   const target = { Bucket: ctx.bucket, Key: ctx.fullKey, ContentType: ctx.contentType };
   const op: Operation = { op: 'upload', key: ctx.key, uri: ctx.uri, ...(ctx.signal ? { signal: ctx.signal } : {}) };
   if (size <= ctx.partSize) {
     const body = await fsp.readFile(localPath);
     const sendOpts = ctx.signal ? { abortSignal: ctx.signal } : {};
-    const params = { ...target, Body: body, ...uploadChecksumParams(ctx.checksum, body) };
-    await ctx.policy.run(op, () => ctx.client.send(ctx.counter.track(new PutObjectCommand(params)), sendOpts));
-    return;
+    const { header, expected } = await singlePart(ctx.checksum, body);
+    const params = { ...target, Body: body, ...header };
+    const answer = await ctx.policy.run(op, () => ctx.client.send(ctx.counter.track(new PutObjectCommand(params)), sendOpts));
+    return { multipart: false, expected, answer };
   }
   // A failed part is sent again on its own (its body is a Buffer lib-storage cut from the file);
   // anything else that fails the upload (its creation, its completion) starts it over, unless a
@@ -52,9 +67,9 @@ export async function uploadFile(ctx: UploadContext, localPath: string): Promise
   const attempts = ctx.policy.start(op);
   for (;;) {
     try {
-      await multipartUpload(ctx, op, localPath, parts);
+      const uploaded = await multipartUpload(ctx, op, localPath, parts);
       attempts.succeeded();
-      return;
+      return uploaded;
     } catch (err) {
       if (parts.gaveUp) throw err;
       await attempts.failed(err);
@@ -62,17 +77,18 @@ export async function uploadFile(ctx: UploadContext, localPath: string): Promise
   }
 }
 
-async function multipartUpload(ctx: UploadContext, op: Operation, localPath: string, parts: { gaveUp: boolean }): Promise<void> {
+async function multipartUpload(ctx: UploadContext, op: Operation, localPath: string, parts: { gaveUp: boolean }): Promise<Uploaded> {
+  // Each attempt's parts: their checksums, computed as they are sent (countingClient), make the
+  // whole object's.
+  const sums = new MultipartSums(ctx.checksum);
   const upload = new Upload({
-    client: countingClient(ctx, op, parts),
-    // The SDK computes the checksum of each part (a Buffer lib-storage cut from the file); a
-    // Content-MD5 is set on each part by countingClient.
+    client: countingClient(ctx, op, parts, sums),
     params: {
       Bucket: ctx.bucket,
       Key: ctx.fullKey,
       ContentType: ctx.contentType,
       Body: createReadStream(localPath),
-      ...(ctx.checksum === 'off' || ctx.checksum === 'MD5' ? {} : { ChecksumAlgorithm: ctx.checksum }),
+      ...sums.createParams(),
     },
     partSize: ctx.partSize,
     queueSize: ctx.concurrency,
@@ -81,7 +97,8 @@ async function multipartUpload(ctx: UploadContext, op: Operation, localPath: str
   const abort = () => void upload.abort().catch(() => undefined);
   ctx.signal?.addEventListener('abort', abort, { once: true });
   try {
-    await upload.done();
+    const answer = await upload.done();
+    return { multipart: true, expected: sums.expected(), answer };
   } finally {
     ctx.signal?.removeEventListener('abort', abort);
   }
@@ -89,11 +106,13 @@ async function multipartUpload(ctx: UploadContext, op: Operation, localPath: str
 
 /**
  * The client as `Upload` sees it: every command it sends is counted like the driver's own; each
- * part is retried by the driver's policy (the SDK's own retries are off); and its abort of a
- * failed upload is best effort, so a store that refuses the abort cannot hide why the upload
- * failed (a bucket lifecycle rule, AbortIncompleteMultipartUpload, cleans up after it).
+ * part carries the checksum `sums` computes of it (so the SDK computes none) and is retried by
+ * the driver's policy (the SDK's own retries are off); the completion carries the whole
+ * object's full-object CRC for the store to check; and its abort of a failed upload is best
+ * effort, so a store that refuses the abort cannot hide why the upload failed (a bucket
+ * lifecycle rule, AbortIncompleteMultipartUpload, cleans up after it).
  */
-function countingClient(ctx: UploadContext, op: Operation, parts: { gaveUp: boolean }): S3Client {
+function countingClient(ctx: UploadContext, op: Operation, parts: { gaveUp: boolean }, sums: MultipartSums): S3Client {
   const { client, counter, policy } = ctx;
   return new Proxy(client, {
     get(target, property, receiver) {
@@ -101,14 +120,16 @@ function countingClient(ctx: UploadContext, op: Operation, parts: { gaveUp: bool
       return async (command: Parameters<S3Client['send']>[0], options?: unknown) => {
         const tracked = counter.track(command);
         if (command instanceof UploadPartCommand) {
-          if (ctx.checksum === 'MD5' && command.input.Body instanceof Uint8Array) {
-            command.input.ContentMD5 = uploadChecksumParams('MD5', command.input.Body).ContentMD5;
-          }
+          const { Body, PartNumber } = command.input;
+          // lib-storage cuts every part into a Buffer from the file.
+          if (!(Body instanceof Uint8Array) || PartNumber === undefined) throw new TypeError('upload: a part without a byte body or a number');
+          Object.assign(command.input, await sums.part(PartNumber, Body));
           return policy.run(op, () => target.send(tracked, options as never)).catch((err: unknown) => {
             parts.gaveUp = true;
             throw err;
           });
         }
+        if (command instanceof CompleteMultipartUploadCommand) Object.assign(command.input, sums.completeParams());
         const sent = target.send(tracked, options as never);
         return command instanceof AbortMultipartUploadCommand ? sent.catch(() => undefined) : sent;
       };
