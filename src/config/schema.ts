@@ -134,11 +134,11 @@ const storageFields = {
   uploadChecksum: z
     .enum(['CRC64NVME', 'CRC32', 'CRC32C', 'SHA1', 'SHA256', 'MD5', 'off'])
     .optional()
-    .describe('Checksum every upload carries for the store to verify before storing it (default CRC64NVME; MD5 sends Content-MD5; off for a store that refuses the header)'),
+    .describe("Checksum every upload carries for the store to verify before storing it, and the whole object's checksum in the store's answer is compared with the bytes' own (default CRC64NVME; CRC32, CRC32C full-object for multipart uploads; SHA1, SHA256 composite; MD5 sends Content-MD5; off for a store that refuses the header)"),
   etagChecksum: z
     .boolean()
     .optional()
-    .describe("Check a single-part object without a checksum of its own against its ETag as its MD5 (default true; false for a store whose ETags are not MD5s)"),
+    .describe("Check a single-part object without a checksum of its own, and an upload whose answer carries none, against its ETag as its MD5 (default true; false for a store whose ETags are not MD5s)"),
 };
 const singleWriterDescription = 'The store ignores conditional writes and tidemark is the table\'s only writer';
 

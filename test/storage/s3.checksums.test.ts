@@ -18,6 +18,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { Crc32c, Crc64Nvme } from '@aws-sdk/checksums/crc';
 import { S3Storage } from '../../src/storage/s3.js';
 import { UploadChecksumError } from '../../src/storage/s3/upload-check.js';
+import { PartNumberIgnoredError } from '../../src/storage/s3/checksums.js';
 import type { S3StorageOptions } from '../../src/storage/s3.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import type { FaultProxy } from '../helpers/fault-proxy.js';
@@ -167,15 +168,23 @@ describe('ETags that are not MD5s (mock S3)', () => {
     expect(s.checksumCounts().reads).toEqual({ none: 1 });
   });
 
-  it('mock S3: a composite checksum (…-3) on a store whose HEAD ignores partNumber fails the read (transient, naming it), never reads it unchecked', async () => {
+  it('mock S3: a composite checksum (…-3) on a store whose HEAD ignores partNumber fails the read at once (terminal), naming the key, the part and what the store answered; never reads it unchecked', async () => {
     mock.put('composite.bin', OBJECT, {
       etag: `${notMd5.slice(0, -1)}-3"`,
       headers: { 'x-amz-checksum-crc32': 'AAAAAA==-3', 'x-amz-checksum-type': 'COMPOSITE' },
     });
+    const before = { ...mock.counts };
     const err = await onMock().read('composite.bin').catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(StorageError);
-    expect((err as StorageError).kind).toBe('transient');
-    expect((err as StorageError).message).toMatch(/answered parts of 196608 bytes in all for an object of 65536 bytes \(its checksum is composite of 3 parts\)/);
+    expect(err).toBeInstanceOf(PartNumberIgnoredError);
+    const e = err as PartNumberIgnoredError;
+    expect(e.kind).toBe('terminal');
+    expect(e.context).toMatchObject({ key: 'composite.bin', parts: 3, size: 65536, checksum: 'CRC32 composite' });
+    expect(e.message).toMatch(
+      /^\[storage\] S3 object "composite\.bin" in s3:\/\/mock\/ has a CRC32 composite checksum of 3 parts, checked part by part: the store answered the HEAD of part [1-3] \(partNumber=[1-3]\) with the whole object's 65536 bytes and no x-amz-mp-parts-count, so it ignores partNumber/,
+    );
+    // One GET, one batch of part HEADs: not retried.
+    expect(mock.counts.get - before.get).toBe(1);
+    expect(mock.counts.head - before.head).toBeLessThanOrEqual(3);
   });
 
   it('mock S3: a store whose 32-hex ETags are not MD5s fails every read after maxAttempts, naming storage.etagChecksum; with etagChecksum false it reads', async () => {

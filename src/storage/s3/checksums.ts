@@ -21,6 +21,7 @@ import { Md5 } from '@aws-sdk/checksums/md5';
 import { Sha1, Sha256, Sha512 } from '@aws-sdk/checksums/sha';
 import { Xxh3_128, Xxh3_64, Xxh64 } from '@aws-sdk/checksums/xxh';
 import type { GetObjectCommandOutput } from '@aws-sdk/client-s3';
+import { StorageError } from '../../errors.js';
 import type { ChecksumCounts } from '../storage.js';
 
 /** The SDK's checksum classes, as used here. */
@@ -174,5 +175,24 @@ export class ReadHash {
     }
     const digest = Buffer.from(await this.hash.digest());
     return digest.toString(this.expected.kind === 'ETag MD5' ? 'hex' : 'base64');
+  }
+}
+
+/**
+ * A store answered a HEAD of one part of a multipart object (`partNumber`) as if for the whole
+ * object: its full size and no parts count. The object's composite checksum is checked part by
+ * part and needs the parts' sizes, which such a store cannot give; asking again would get the
+ * same answer, so the read fails at once, never unchecked.
+ */
+export class PartNumberIgnoredError extends StorageError {
+  constructor(args: { key: string; uri: string; partNumber: number; parts: number; size: number; checksum: string }) {
+    const { key, uri, partNumber, parts, size, checksum } = args;
+    super(
+      `[storage] S3 object ${JSON.stringify(key)} in ${uri} has a ${checksum} checksum of ${parts} parts, checked part by part: ` +
+        `the store answered the HEAD of part ${partNumber} (partNumber=${partNumber}) with the whole object's ${size} bytes and no ` +
+        'x-amz-mp-parts-count, so it ignores partNumber and cannot say the sizes of the parts; the object cannot be read with its ' +
+        'checksum checked on this store (written again in one part, or with a full-object checksum, it can)',
+      { kind: 'terminal', context: { key, uri, partNumber, parts, size, checksum, fault: 'HEAD ignores partNumber' } },
+    );
   }
 }

@@ -18,7 +18,7 @@ import { Readable } from 'node:stream';
 import type { GetObjectCommandOutput, HeadObjectCommandOutput } from '@aws-sdk/client-s3';
 import { StorageError } from '../../errors.js';
 import type { ByteRange } from '../storage.js';
-import { expectedChecksum, ReadHash } from './checksums.js';
+import { expectedChecksum, PartNumberIgnoredError, ReadHash } from './checksums.js';
 import type { ChecksumCounter } from './checksums.js';
 import { statusOf } from './faults.js';
 import { spanOf } from './response-span.js';
@@ -105,6 +105,8 @@ class BodyReader {
   private current: Current | undefined;
   /** The hash of a whole-object read's bytes, when the object has a checksum to match. */
   private hash: ReadHash | undefined;
+  /** The composite checksum's kind while the parts' sizes are asked for (for messages). */
+  private expectedKind: string | undefined;
   /** Does the read cover the whole object (so its checksum applies)? */
   private whole = false;
   private verified = false;
@@ -146,6 +148,7 @@ class BodyReader {
     this.current = attach(out, span);
     const expected = this.whole ? expectedChecksum(out, this.opts.checks.etagIsMd5) : undefined;
     if (expected?.parts !== undefined) {
+      this.expectedKind = expected.kind;
       try {
         this.hash = new ReadHash(expected, await this.partSizes(expected.parts));
       } catch (err) {
@@ -185,6 +188,12 @@ class BodyReader {
       try {
         const out = await this.opts.head({ partNumber, signal: this.signal });
         if (out.ContentLength === undefined) throw this.badResponse(`answered a HEAD of part ${partNumber} without Content-Length`);
+        // The whole object's size, and no parts count: the store answered for the object, not the
+        // part. Asking again would get the same answer; say what the store did instead.
+        if (out.PartsCount === undefined && parts > 1 && out.ContentLength === this.size) {
+          const { key, uri } = this.opts.attempts.op;
+          throw new PartNumberIgnoredError({ key, uri, partNumber, parts, size: out.ContentLength, checksum: this.expectedKind ?? 'composite' });
+        }
         if (out.PartsCount !== undefined && out.PartsCount !== parts) {
           throw this.badResponse(`answered a HEAD of part ${partNumber} of ${out.PartsCount} parts where its checksum is composite of ${parts}`);
         }

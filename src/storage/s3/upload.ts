@@ -4,7 +4,9 @@
  * aborted on failure so no parts are left behind to be billed). The PUT, and each part, go
  * through the driver's retry policy; a multipart upload that fails otherwise starts over as a
  * whole: a data file's name is unique and nobody reads it before the commit that names it, so
- * sending it again is always safe.
+ * sending it again is always safe. Each PUT and part carries a checksum computed here, and the
+ * whole object's is returned with the store's answer for the driver to compare
+ * (./upload-check.ts).
  */
 import { createReadStream, promises as fsp } from 'node:fs';
 import {
