@@ -15,7 +15,7 @@
  */
 import pLimit from 'p-limit';
 import { compareKeys } from '../storage/driver-helpers.js';
-import type { ObjectInfo, Storage } from '../storage/storage.js';
+import { identifyObjects, type ObjectInfo, type Storage } from '../storage/storage.js';
 import type { ModifiedSettings } from './config.js';
 import { folderOf, isNotData, judgeFile, SUCCESS_MARKER } from './identity.js';
 import type { SkippedFolder } from './partitions.js';
@@ -52,6 +52,11 @@ export interface ListModifiedOptions {
   behindAfter?: number | null;
   concurrency: number;
   signal?: AbortSignal;
+  /**
+   * List by the cheaper ETags a driver may give (`ListOptions.deferContentEtags`): the caller
+   * identifies the objects it keeps (`identifyCandidates`).
+   */
+  deferContentEtags?: boolean;
   /**
    * Incremental listing (keys sort by time): one listing of every key after this one (null:
    * from the start), in key order, instead of a listing per first-level prefix in parallel.
@@ -90,8 +95,9 @@ export async function listModified(storage: Storage, opts: ListModifiedOptions):
     }
   };
   if (opts.startAfter !== undefined) return listIncrementally(storage, opts, listing, keep);
+  const defer = opts.deferContentEtags ? { deferContentEtags: true } : {};
   let prefixes: string[] = [];
-  for await (const page of storage.list({ delimiter: '/', signal: opts.signal })) {
+  for await (const page of storage.list({ delimiter: '/', ...defer, signal: opts.signal })) {
     listing.listRequests++;
     if (Number.isNaN(listing.serverTime.getTime())) listing.serverTime = page.serverTime;
     page.objects.forEach(keep);
@@ -105,7 +111,7 @@ export async function listModified(storage: Storage, opts: ListModifiedOptions):
   await Promise.all(
     prefixes.map((prefix) =>
       limit(async () => {
-        for await (const page of storage.list({ prefix, signal: opts.signal })) {
+        for await (const page of storage.list({ prefix, ...defer, signal: opts.signal })) {
           listing.listRequests++;
           page.objects.forEach(keep);
         }
@@ -121,7 +127,8 @@ async function listIncrementally(storage: Storage, opts: ListModifiedOptions, li
   const hidden = new Set<string>();
   const listed = new Set<string>();
   const startAfter = opts.startAfter ?? undefined;
-  for await (const page of storage.list({ ...(startAfter !== undefined ? { startAfter } : {}), signal: opts.signal })) {
+  const defer = opts.deferContentEtags ? { deferContentEtags: true } : {};
+  for await (const page of storage.list({ ...(startAfter !== undefined ? { startAfter } : {}), ...defer, signal: opts.signal })) {
     listing.listRequests++;
     if (Number.isNaN(listing.serverTime.getTime())) listing.serverTime = page.serverTime;
     for (const o of page.objects) {
@@ -140,12 +147,43 @@ async function listIncrementally(storage: Storage, opts: ListModifiedOptions, li
   return listing;
 }
 
+/**
+ * A listing made with `deferContentEtags` whose candidates (the data files the window takes, the
+ * ones `planModified` decides on and keeps) carry the ETags a plain listing gives: the state and
+ * the ledger remember those. The files behind the window keep the listing's ETags (the ledger's
+ * check identifies those it compares).
+ */
+export async function identifyCandidates(storage: Storage, listing: ModifiedListing, settings: ModifiedSettings, state: ModifiedState | null, signal?: AbortSignal): Promise<ModifiedListing> {
+  if (!storage.identify) return listing;
+  const inWindow = windowTest(windowFloor(settings, state));
+  const markers = markerTimes(listing.objects);
+  const at: number[] = [];
+  listing.objects.forEach((o, i) => {
+    if (!isNotData(o.key) && settings.selects(o.key) && inWindow(arrivalOf(o, markers, settings))) at.push(i);
+  });
+  const identified = await identifyObjects(storage, at.map((i) => listing.objects[i]!), signal ? { signal } : {});
+  const objects = [...listing.objects];
+  at.forEach((i, n) => (objects[i] = identified[n]!));
+  return { ...listing, objects };
+}
+
+function windowTest(floor: number | null): (ms: number) => boolean {
+  return (ms) => floor === null || ms > floor;
+}
+
+/** When a file arrived: its LastModified, or its folder's success marker's when one is required and newer. */
+function arrivalOf(o: ObjectInfo, markers: ReadonlyMap<string, number>, settings: ModifiedSettings): number {
+  const own = o.lastModified.getTime();
+  const marker = markers.get(folderOf(o.key));
+  return settings.requireSuccessMarker && marker !== undefined ? Math.max(own, marker) : own;
+}
+
 /** Plan a run from a listing of the source prefix (pure). */
 export function planModified(listing: ModifiedListing, settings: ModifiedSettings, state: ModifiedState | null): DiscoveryPlan {
   const floor = windowFloor(settings, state);
   const remembered = new Map((state?.loaded ?? []).map((e) => [e.key, e]));
   const markers = markerTimes(listing.objects);
-  const inWindow = (ms: number) => floor === null || ms > floor;
+  const inWindow = windowTest(floor);
   const decisions: Decision[] = [];
   const files: DiscoveredFile[] = [];
   const ignored: DiscoveredFile[] = [];
@@ -157,9 +195,8 @@ export function planModified(listing: ModifiedListing, settings: ModifiedSetting
   for (const o of listing.older ?? []) passedOver(o, o.lastModified.getTime());
   let olderThanWindow = listing.olderThanWindow;
   for (const o of listing.objects) {
-    const own = o.lastModified.getTime();
     const marker = markers.get(folderOf(o.key));
-    const arrival = settings.requireSuccessMarker && marker !== undefined ? Math.max(own, marker) : own;
+    const arrival = arrivalOf(o, markers, settings);
     if (!inWindow(arrival)) {
       olderThanWindow++;
       if (listing.older !== undefined) passedOver(o, arrival);

@@ -11,7 +11,7 @@
  */
 import { ConfigError } from '../errors.js';
 import type { Storage } from '../storage/storage.js';
-import { listModified, modifiedStateAfter, planModified, windowFloor } from './by-modified.js';
+import { identifyCandidates, listModified, modifiedStateAfter, planModified, windowFloor } from './by-modified.js';
 import { listFrom, partitionStateAfter, planPartitions, scanFrom } from './by-partition.js';
 import { granularityOfId, type Granularity } from './calendar.js';
 import { resolveDiscovery, type DiscoveryConfig, type PartitionSettings } from './config.js';
@@ -72,14 +72,17 @@ export async function discover(
     return { ...plan, survey, listRequests: plan.listRequests + survey.listRequests };
   }
   const modifiedState = checkModifiedState(prev);
-  const listing = await listModified(storage, {
+  // Stats only while listing: a local source's content digests are read for the candidates alone.
+  const listed = await listModified(storage, {
     floor: windowFloor(settings, modifiedState),
     keepAll: settings.requireSuccessMarker,
     ...(opts.behindWindowAfter !== undefined ? { behindAfter: opts.behindWindowAfter } : {}),
     concurrency,
     signal: opts.signal,
+    deferContentEtags: true,
     ...(settings.incrementalListing ? { startAfter: modifiedState?.listAfter ?? null } : {}),
   });
+  const listing = await identifyCandidates(storage, listed, settings, modifiedState, opts.signal);
   const plan = planModified(listing, settings, modifiedState);
   if (modifiedState === null && settings.start !== null && settings.start > listing.serverTime.getTime()) {
     throw futureStart(config.start, listing.serverTime.toISOString());

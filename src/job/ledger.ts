@@ -22,6 +22,7 @@ import { lastLoaded, notInLedger, writeLedgerFile, type LedgerEntry } from '../e
 import { localCopies } from '../engine/local-copies.js';
 import { DeltaLogError } from '../errors.js';
 import { comparableEtags } from '../storage/local.js';
+import { identifyObjects } from '../storage/storage.js';
 import { discoveryConfigOf } from './open.js';
 import type { JobScope } from './scope.js';
 import { MAX_DROP_GRACE_MS } from './tombstones/plan.js';
@@ -135,10 +136,18 @@ export async function passedOver(scope: JobScope, ledger: LedgerState, candidate
   const scratch = join(await scope.spool.folder('ledger-check'), `${randomUUID()}.jsonl`);
   const paths = await localCopiesOf(scope, ledger.files.map((f) => f.path));
   const found: PassedOver[] = [];
-  for (const { key, etag, loaded } of await notInLedger(scope.session, paths, candidates, { scratch, changed: onOverwrite === 'reload' })) {
+  const rows = await notInLedger(scope.session, paths, candidates, { scratch, changed: onOverwrite === 'reload' });
+  // Listed by stats (discovery defers a local source's content digests): the files whose listed ETag
+  // differs from the one loaded are identified before they are taken for changed.
+  const byKey = new Map(candidates.map((f) => [f.key, f]));
+  const changed = rows.filter((r) => r.loaded !== null).map((r) => byKey.get(r.key)!);
+  const signal = scope.ctx.signal;
+  const now = new Map((await identifyObjects(scope.source, changed, signal ? { signal } : {})).map((o) => [o.key, o.etag]));
+  for (const { key, etag: listed, loaded } of rows) {
+    const etag = now.get(key) ?? listed;
     if (loaded === null) found.push({ key, reason: 'late, behind the settle window' });
     // An ETag of another kind (a local content digest and one recorded before it) cannot tell a change.
-    else if (comparableEtags(loaded, etag)) found.push({ key, reason: 'overwritten behind the settle window' });
+    else if (etag !== loaded && comparableEtags(loaded, etag)) found.push({ key, reason: 'overwritten behind the settle window' });
   }
   return found;
 }

@@ -48,6 +48,10 @@ const REFUSED: Record<string, string> = {
 };
 /** Deletes run this many at a time. */
 const DELETE_CONCURRENCY = 32;
+/** Files a listing stats at a time. */
+const STAT_CONCURRENCY = 32;
+/** Files `identify` reads and digests at a time. */
+const IDENTIFY_CONCURRENCY = 16;
 
 type Entry = { object: ObjectInfo } | { commonPrefix: string };
 /** How to treat a folder during a listing walk: skip it, walk it all, or stop at its first key. */
@@ -63,7 +67,10 @@ export interface LocalStorageOptions {
   contentDigestMaxBytes?: number;
 }
 
-/** Files up to this size in a job's local source are identified by their content (read and hashed on every listing). */
+/**
+ * Files up to this size in a job's local source are identified by their content (read and hashed by
+ * a plain listing, by `identify` after one with `deferContentEtags`).
+ */
 export const CONTENT_DIGEST_MAX_BYTES = 1 << 20;
 
 const CONTENT_ETAG_PREFIX = 'sha256:';
@@ -109,7 +116,7 @@ export class LocalStorage implements Storage {
     const pageSize = pageSizeOf(opts);
     let page = emptyPage();
     let yielded = false;
-    for await (const entry of this.entries(opts)) {
+    for await (const entry of this.entries(opts, opts.deferContentEtags === true)) {
       opts.signal?.throwIfAborted();
       if ('object' in entry) page.objects.push(entry.object);
       else page.commonPrefixes.push(entry.commonPrefix);
@@ -136,6 +143,20 @@ export class LocalStorage implements Storage {
       if (isMissing(err)) return 'missing';
       throw this.fsError('stat', '', err);
     }
+  }
+
+  async identify(objects: readonly ObjectInfo[], opts: { signal?: AbortSignal } = {}): Promise<ObjectInfo[]> {
+    const out: ObjectInfo[] = new Array(objects.length);
+    let next = 0;
+    const worker = async () => {
+      for (let i = next++; i < objects.length; i = next++) {
+        opts.signal?.throwIfAborted();
+        const o = objects[i]!;
+        out[i] = this.digestMax === 0 || o.size > this.digestMax || o.etag.startsWith(CONTENT_ETAG_PREFIX) ? o : ((await this.head(o.key)) ?? o);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(IDENTIFY_CONCURRENCY, objects.length) }, worker));
+    return out;
   }
 
   async head(key: string): Promise<ObjectInfo | null> {
@@ -265,7 +286,7 @@ export class LocalStorage implements Storage {
   // --- listing ---------------------------------------------------------------
 
   /** Objects and common prefixes in key order, filtered like S3 ListObjectsV2. */
-  private async *entries(opts: ListOptions): AsyncGenerator<Entry> {
+  private async *entries(opts: ListOptions, byStats: boolean): AsyncGenerator<Entry> {
     const prefix = opts.prefix ?? '';
     const { delimiter, startAfter } = opts;
     const accept = (key: string) =>
@@ -275,7 +296,7 @@ export class LocalStorage implements Storage {
     const startDir = prefix.slice(0, prefix.lastIndexOf('/') + 1);
     if (startDir !== '') this.localPath(startDir.slice(0, -1)); // refuse `../` prefixes
     let lastPrefix: string | undefined;
-    for await (const object of this.walk(startDir, visit, accept)) {
+    for await (const object of this.walk(startDir, visit, accept, byStats)) {
       const cut = delimiter ? object.key.indexOf(delimiter, prefix.length) : -1;
       if (cut < 0) {
         yield { object };
@@ -293,21 +314,27 @@ export class LocalStorage implements Storage {
    * Entries of one folder are sorted by name, with `/` appended to folder names: all keys
    * below folder `a` start with `a/`, so this yields the same order as sorting all keys.
    */
-  private async *walk(dirKey: string, visit: (dirKey: string) => Visit, accept: (key: string) => boolean): AsyncGenerator<ObjectInfo> {
+  private async *walk(dirKey: string, visit: (dirKey: string) => Visit, accept: (key: string) => boolean, byStats: boolean): AsyncGenerator<ObjectInfo> {
     const dir = dirKey === '' ? this.root : path.join(this.root, ...dirKey.slice(0, -1).split('/'));
-    for (const { name, isDir } of await this.sortedEntries(dir, dirKey)) {
+    const entries = await this.sortedEntries(dir, dirKey);
+    for (let i = 0; i < entries.length; ) {
+      const { name, isDir } = entries[i]!;
       if (!isDir) {
-        const key = dirKey + name;
-        if (!accept(key)) continue;
-        const file = path.join(dir, name);
-        const st = await this.statOrNull(file, key);
-        if (st) yield await this.infoOf(key, file, st);
+        // A run of files is statted a few at a time: one by one, a large folder's stats were its listing's time.
+        const run: { key: string; file: string }[] = [];
+        for (; i < entries.length && !entries[i]!.isDir && run.length < STAT_CONCURRENCY; i++) {
+          const key = dirKey + entries[i]!.name;
+          if (accept(key)) run.push({ key, file: path.join(dir, entries[i]!.name) });
+        }
+        const infos = await Promise.all(run.map(({ key, file }) => this.listedInfo(key, file, byStats)));
+        for (const info of infos) if (info) yield info;
         continue;
       }
+      i++;
       const sub = `${dirKey}${name}/`;
       const mode = visit(sub);
       if (mode === 'skip') continue;
-      for await (const info of this.walk(sub, visit, accept)) {
+      for await (const info of this.walk(sub, visit, accept, byStats)) {
         yield info;
         // Every key below this folder falls in one common prefix: one key is enough.
         if (mode === 'one') break;
@@ -337,13 +364,20 @@ export class LocalStorage implements Storage {
 
   // --- helpers ---------------------------------------------------------------
 
+  /** A listed file's ObjectInfo (null when gone or not a regular file): by its stats alone when `byStats`. */
+  private async listedInfo(key: string, file: string, byStats: boolean): Promise<ObjectInfo | null> {
+    const st = await this.statOrNull(file, key);
+    if (!st) return null;
+    return byStats ? statInfo(key, st) : this.infoOf(key, file, st);
+  }
+
   /**
    * ObjectInfo of a file: a small file (`contentDigestMaxBytes`) is known by a digest of its
    * content, read now; when its stats change while it is read (a writer), by its new stats, so
    * the ETag never claims a content it did not hash. Others by their stats (`statInfo`).
    */
   private async infoOf(key: string, file: string, st: BigIntStats): Promise<ObjectInfo> {
-    if (st.size > BigInt(this.digestMax)) return statInfo(key, st);
+    if (this.digestMax === 0 || st.size > BigInt(this.digestMax)) return statInfo(key, st);
     let bytes: Buffer;
     try {
       bytes = await fsp.readFile(file);

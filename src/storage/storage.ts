@@ -23,6 +23,13 @@ export interface ListOptions {
   startAfter?: string;
   /** Page size hint (S3 MaxKeys, at most 1000); objects and common prefixes both count. */
   pageSize?: number;
+  /**
+   * A driver that knows some objects by their content (a job's local source knows small files by a
+   * digest of their bytes, read per file) may list them by a cheaper ETag instead (their stats);
+   * `Storage.identify` then gives the ETag a plain listing would. Only for callers that identify
+   * every object whose ETag they compare or keep (discovery: the candidates it keeps).
+   */
+  deferContentEtags?: boolean;
   signal?: AbortSignal;
 }
 
@@ -116,6 +123,12 @@ export interface Storage {
   writeIfAbsent(key: string, body: Body, opts?: WriteOptions): Promise<boolean>;
   /** Delete keys (batched); missing keys are not an error. */
   delete(keys: string[]): Promise<void>;
+  /**
+   * `objects` (listed with `deferContentEtags`) with the ETags a plain listing would give them now,
+   * in the same order; absent on drivers whose listing has nothing to defer (S3). An object gone
+   * since its listing is returned as listed.
+   */
+  identify?(objects: readonly ObjectInfo[], opts?: { signal?: AbortSignal }): Promise<ObjectInfo[]>;
   /** A storage rooted at `prefix` below this one (prefix is relative and ends without `/`). */
   child(prefix: string): Storage;
   /** Requests sent so far by this storage and its parent and children (one shared count); absent on drivers without request costs. */
@@ -128,4 +141,10 @@ export interface Storage {
    * lies below it, so an empty listing cannot tell "empty" from "missing".
    */
   inspectRoot?(): Promise<RootKind>;
+}
+
+/** `objects` with the ETags a plain listing gives (`Storage.identify`); unchanged on drivers with nothing to defer. */
+export async function identifyObjects(storage: Storage, objects: readonly ObjectInfo[], opts: { signal?: AbortSignal } = {}): Promise<ObjectInfo[]> {
+  if (objects.length === 0 || !storage.identify) return [...objects];
+  return storage.identify(objects, opts);
 }

@@ -131,6 +131,21 @@ describe('modification-time discovery: a file behind the window the job never lo
     }
   });
 
+  it('a loaded file copied in place with its old time kept (cp -p, same bytes) is not named: discovery lists by stats, the check compares content', async () => {
+    const { dir, src, setup } = await zone('append');
+    const rows = orders([1, 'a', 1]);
+    await land(src, session, 'feed/a.csv', rows);
+    const old = await age(dir, 'feed/a.csv', 2 * HOUR);
+    await land(src, session, 'feed/b.csv', orders([2, 'b', 1]));
+    expect(await run(setup)).toMatchObject({ inserted: 2 });
+    // New inode and ctime, so other stats; the same bytes and modification time.
+    await land(src, session, 'feed/a.csv', rows);
+    await utimes(join(dir, 'feed/a.csv'), old, old);
+    const second = await run(setup);
+    expect(second).toMatchObject({ status: 'nothing-new' });
+    expect(second.skipped).toBeUndefined();
+  });
+
   it('a file before discover.start, or before a watermark reset forward, is not named: it was left out on purpose', async () => {
     const { dir, src, setup } = await zone('merge', { start: new Date(Date.now() - 4 * HOUR).toISOString() });
     await land(src, session, 'feed/before-start.csv', orders([1, 'x', 1]));

@@ -52,6 +52,24 @@ describe('local ETags by content', () => {
     expect(comparableEtags(byContent, byContent)).toBe(true);
   });
 
+  it('a listing that defers content ETags gives stats; identify gives what a plain listing gives, and leaves large files and missing ones as listed', async () => {
+    const storage = new LocalStorage(dir, { contentDigestMaxBytes: 8 });
+    await writeFile(join(dir, 'd-small.csv'), 'id\n1\n');
+    await writeFile(join(dir, 'd-large.csv'), 'id\n1\n2\n3\n');
+    await writeFile(join(dir, 'd-gone.csv'), 'id\n');
+    const plain = (await storage.listAll({ prefix: 'd-' })).objects;
+    const deferred = (await storage.listAll({ prefix: 'd-', deferContentEtags: true })).objects;
+    expect(deferred.map((o) => o.key)).toEqual(plain.map((o) => o.key));
+    expect(deferred.every((o) => /^[0-9a-f]{32}$/.test(o.etag))).toBe(true);
+    expect(deferred).toEqual(await new LocalStorage(dir).listAll({ prefix: 'd-' }).then((r) => r.objects));
+    await rm(join(dir, 'd-gone.csv'));
+    const identified = await storage.identify(deferred);
+    const gone = deferred.find((o) => o.key === 'd-gone.csv')!;
+    expect(identified).toEqual(plain.map((o) => (o.key === 'd-gone.csv' ? gone : o)));
+    expect(identified.find((o) => o.key === 'd-small.csv')!.etag).toMatch(/^sha256:/);
+    expect(await new LocalStorage(dir).identify(deferred)).toEqual(deferred);
+  });
+
   it("a job's local source digests small files; a child storage keeps the option", async () => {
     const config = validateConfig({ jobs: [{ name: 'j', source: { uri: dir, discover: { by: 'modified' } }, target: { uri: join(dir, 't'), mode: 'append' } }] }, 'test');
     const source = openSource(config.jobs[0]!, config.storage) as LocalStorage;
