@@ -22,7 +22,7 @@
  * read line by line: plain and gzip files as a stream, zstd files through DuckDB's decompression.
  */
 import { createReadStream } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { createInterface } from 'node:readline';
 import { createGunzip, gunzip } from 'node:zlib';
@@ -68,9 +68,9 @@ async function feed(session: DuckSession, file: LoadFile, lexer: NumberLexer): P
     rows.forEach((r, i) => lexer.line(String(r['l'] ?? ''), i + 1));
     return;
   }
-  if ((await stat(file.localPath)).size <= WHOLE_FILE_BYTES) {
+  const bytes = await smallFileBytes(file.localPath);
+  if (bytes !== null) {
     // A small file in one read: a stream and a line reader per file cost more than its lexing.
-    const bytes = await readFile(file.localPath);
     const text = (compressionOf(file.localPath) === 'gzip' ? await gunzipAsync(bytes) : bytes).toString('utf8');
     const lines = text.split(/\r\n|\n|\r/);
     if (lines.at(-1) === '') lines.pop();
@@ -84,6 +84,16 @@ async function feed(session: DuckSession, file: LoadFile, lexer: NumberLexer): P
     for await (const text of createInterface({ input, crlfDelay: Infinity })) lexer.line(text, ++n);
   } finally {
     raw.destroy();
+  }
+}
+
+/** The bytes of a file of at most WHOLE_FILE_BYTES (one open for the size and the read), else null. */
+async function smallFileBytes(path: string): Promise<Buffer | null> {
+  const handle = await open(path, 'r');
+  try {
+    return (await handle.stat()).size <= WHOLE_FILE_BYTES ? await handle.readFile() : null;
+  } finally {
+    await handle.close();
   }
 }
 
@@ -135,6 +145,29 @@ function numberError(key: string, column: string, at: NumberAt, why: string): Ba
 
 /** Why a double does not hold `lexeme` exactly, or null when it does. */
 export function doubleLoss(lexeme: string): string | null {
+  return surelyExact(lexeme) ? null : lossOf(lexeme);
+}
+
+/**
+ * True for the common numbers `lossOf` finds exact, told from their length alone (most of a file's
+ * numbers; `lossOf` allocates): an integer of at most 18 digits lies within 64 bits; a number with
+ * a fraction, no exponent and at most 15 digits has at most 15 significant ones, and lies between
+ * 1e-15 and 1e15, in a double's normal range.
+ */
+function surelyExact(lexeme: string): boolean {
+  let digits = lexeme.length;
+  let point = false;
+  for (let i = 0; i < lexeme.length; i++) {
+    const c = lexeme.charCodeAt(i);
+    if (c >= 48 && c <= 57) continue;
+    if (c === 46 && !point) point = true;
+    else if (!(c === 45 && i === 0)) return false; // an exponent, or not a number
+    digits--;
+  }
+  return digits > 0 && digits <= (point ? DOUBLE_DIGITS : 18);
+}
+
+function lossOf(lexeme: string): string | null {
   const [mantissa = '', exponent] = lexeme.toLowerCase().split('e');
   const digits = mantissa.replace('-', '').replace('.', '').replace(/^0+/, '');
   if (exponent === undefined && !mantissa.includes('.')) {
@@ -253,10 +286,14 @@ class NumberLexer {
   line(text: string, lineNo: number): void {
     let i = 0;
     while (i < text.length) {
-      const ch = text[i]!;
-      if (ch === ' ' || ch === '\t' || ch === '\r' || ch === ',' || ch === ':') {
+      const code = text.charCodeAt(i);
+      // space, tab, CR, comma, colon
+      if (code === 32 || code === 9 || code === 13 || code === 44 || code === 58) {
         i++;
-      } else if (ch === '{' || ch === '[') {
+        continue;
+      }
+      const ch = text[i]!;
+      if (ch === '{' || ch === '[') {
         if (this.arrayOfRecords === null && this.stack.length === 0) this.arrayOfRecords = ch === '[';
         const node = this.valueAt(ch === '{' ? 'object' : 'array', lineNo, text, i, i + 1) ?? this.root;
         const frame: Frame = { kind: ch === '{' ? 'object' : 'array', node, key: null };
@@ -292,8 +329,8 @@ class NumberLexer {
       } else {
         // true, false, null (or bytes DuckDB's reader will refuse)
         const start = i;
-        while (i < text.length && /[a-zA-Z]/.test(text[i]!)) i++;
-        if (!/[a-zA-Z]/.test(ch)) i++;
+        while (i < text.length && isLetter(text.charCodeAt(i))) i++;
+        if (!isLetter(code)) i++;
         const word = text.slice(start, i);
         if (word === 'true' || word === 'false') {
           this.valueAt('boolean', lineNo, text, start, i);
@@ -353,12 +390,14 @@ class NumberLexer {
       if (why !== null) c.inexact = { line, value: lexeme, why };
     }
     if (fractional) c.fractional ??= { line, value: lexeme };
-    else if (lexeme.replace('-', '').replace(/^0+/, '').length > DOUBLE_DIGITS) c.longInteger ??= { line, value: lexeme };
+    else if (lexeme.length > DOUBLE_DIGITS && lexeme.replace('-', '').replace(/^0+/, '').length > DOUBLE_DIGITS) c.longInteger ??= { line, value: lexeme };
   }
 }
 
 /** A key's text (a malformed one as written: DuckDB's reader refuses the file anyway). */
 function keyText(quoted: string): string {
+  // Without escapes a well-formed string is its inner text (JSON.parse costs more than the lexing).
+  if (quoted.length >= 2 && quoted.charCodeAt(quoted.length - 1) === 34 && !quoted.includes('\\') && !CONTROL.test(quoted)) return quoted.slice(1, -1);
   try {
     return JSON.parse(quoted) as string;
   } catch {
@@ -367,14 +406,21 @@ function keyText(quoted: string): string {
 }
 
 const NUMBER = /-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
+/** Characters JSON strings may not hold raw (JSON.parse refuses them; keyText then keeps the text as written). */
+const CONTROL = /[\u0000-\u001f]/;
+
+/** ASCII letters (the letters of `true`, `false`, `null` and of what DuckDB's reader refuses). */
+function isLetter(code: number): boolean {
+  return (code >= 65 && code <= 90) || (code >= 97 && code <= 122);
+}
 
 /** The index after the closing quote of the string starting at `start` (or the line's end). */
 function stringEnd(text: string, start: number): number {
   let i = start + 1;
   while (i < text.length) {
-    const ch = text[i]!;
-    if (ch === '\\') i += 2;
-    else if (ch === '"') return i + 1;
+    const code = text.charCodeAt(i);
+    if (code === 92) i += 2; // backslash
+    else if (code === 34) return i + 1; // quote
     else i++;
   }
   return text.length;

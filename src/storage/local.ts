@@ -378,17 +378,20 @@ export class LocalStorage implements Storage {
    */
   private async infoOf(key: string, file: string, st: BigIntStats): Promise<ObjectInfo> {
     if (this.digestMax === 0 || st.size > BigInt(this.digestMax)) return statInfo(key, st);
-    let bytes: Buffer;
+    const handle = await this.openOrNull(file, key);
+    if (!handle) return statInfo(key, st);
     try {
-      bytes = await fsp.readFile(file);
+      // Read the size the stats gave, then the stats of what was read: the same stats, the same version.
+      const bytes = await readFully(handle, 0, Number(st.size));
+      const after = await handle.stat({ bigint: true });
+      if (bytes.length !== Number(st.size) || statDigest(after) !== statDigest(st)) return statInfo(key, after.isFile() ? after : st);
+      const etag = CONTENT_ETAG_PREFIX + createHash('sha256').update(bytes).digest('hex').slice(0, 32);
+      return { ...statInfo(key, st), etag };
     } catch (err) {
-      if (isMissing(err)) return statInfo(key, st);
       throw this.fsError('read', key, err);
+    } finally {
+      await handle.close();
     }
-    const after = await this.statOrNull(file, key);
-    if (!after || statDigest(after) !== statDigest(st)) return statInfo(key, after ?? st);
-    const etag = CONTENT_ETAG_PREFIX + createHash('sha256').update(bytes).digest('hex').slice(0, 32);
-    return { ...statInfo(key, st), etag };
   }
 
   /** Regular-file stats of `file`, or null when missing or not a regular file. */
