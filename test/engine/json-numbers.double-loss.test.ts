@@ -14,7 +14,7 @@ const INT64_MIN = -(2n ** 63n);
 /** The rules: an integer must fit 64 bits; any other number at most 15 significant digits and a double's normal range (or zero). */
 function refused(lexeme: string): boolean {
   const m = /^(-?)(0|[1-9][0-9]*)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/.exec(lexeme)!;
-  const [, sign, whole, fraction, exponent] = m;
+  const [, sign = '', whole = '', fraction, exponent] = m;
   if (fraction === undefined && exponent === undefined) {
     const v = BigInt(`${sign}${whole}`);
     return v > INT64_MAX || v < INT64_MIN;
