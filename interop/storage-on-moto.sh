@@ -39,5 +39,5 @@ fi
 say "storage tests on moto $("$venv/bin/python" -c 'import moto; print(moto.__version__)') at http://127.0.0.1:$port"
 cd "$repo"
 TIDEMARK_MOTO_ENDPOINT="http://127.0.0.1:$port" npx vitest run --maxWorkers=2 -t 'moto' "$@" \
-  test/storage/contract.test.ts test/storage/s3.checksums.test.ts test/storage/s3.invariant.test.ts \
-  test/delta/commit.ambiguous.test.ts
+  test/storage/contract.test.ts test/storage/s3.checksums.test.ts test/storage/s3.faults.test.ts \
+  test/storage/s3.invariant.test.ts test/delta/commit.ambiguous.test.ts

@@ -1,7 +1,8 @@
 /**
  * Fault injection: each fault kind of the proxy, alone and deterministically, on each kind of
- * S3Storage operation, against the real embedded S3 server. Every operation must succeed with
- * exact contents, after retrying where the fault broke the exchange.
+ * S3Storage operation, against the real embedded S3 server, and on moto's S3 server in the
+ * interop run (TIDEMARK_MOTO_ENDPOINT). Every operation must succeed with exact contents, after
+ * retrying where the fault broke the exchange.
  */
 import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
@@ -14,8 +15,9 @@ import type { RequestCounts } from '../../src/storage/storage.js';
 import { FAULT_KINDS } from '../helpers/fault-proxy.js';
 import type { FaultKind, FaultMatch } from '../helpers/fault-proxy.js';
 import { scaled } from '../helpers/machine.js';
-import { startProxiedS3 } from './fault-setup.js';
-import type { ProxiedS3 } from './fault-setup.js';
+import { MOTO_ENDPOINT } from '../helpers/moto.js';
+import { startProxiedMoto, startProxiedS3 } from './fault-setup.js';
+import type { ProxiedS3, ProxiedStore } from './fault-setup.js';
 
 let env: ProxiedS3;
 let tmp: string;
@@ -200,15 +202,16 @@ beforeAll(async () => {
 });
 
 /** One test per operation and fault kind; light operations run concurrently (each on its own prefix). */
-function matrix(ops: [string, OpCase][]): void {
+function matrix(ops: [string, OpCase][], store: () => ProxiedStore = () => env, on = ''): void {
   for (const [name, op] of ops) {
-    describe(`fault injection on ${name}`, () => {
+    describe(`fault injection on ${name}${on}`, () => {
       for (const kind of FAULT_KINDS) {
-        it(`fault injection: ${name} survives ${kind}`, async () => {
-          const storage = env.storage(op.heavy ? HEAVY : {});
-          const c: Ctx = { storage, direct: env.direct(storage.prefix), prefix: storage.prefix };
+        it(`fault injection: ${name} survives ${kind}${on}`, async () => {
+          const at = store();
+          const storage = at.storage(op.heavy ? HEAVY : {});
+          const c: Ctx = { storage, direct: at.direct(storage.prefix), prefix: storage.prefix };
           await op.setup?.(c);
-          const rules = [op.match(c), ...(op.also ? [op.also(c)] : [])].map((m) => env.proxy.faultNext(kind, m));
+          const rules = [op.match(c), ...(op.also ? [op.also(c)] : [])].map((m) => at.proxy.faultNext(kind, m));
           await op.run(c);
           for (const rule of rules) expect(rule.hits).toBe(1);
           const sent = storage.requestCounts()[op.counts];
@@ -227,3 +230,17 @@ describe.concurrent('S3Storage under single faults (fault injection: proxy in fr
 describe('S3Storage uploads under single faults, one at a time (fault injection: proxy in front of s3rver)', () => {
   matrix(Object.entries(OPS).filter(([, op]) => op.heavy));
 });
+
+if (MOTO_ENDPOINT) {
+  const endpoint = MOTO_ENDPOINT;
+  describe('S3Storage under single faults on moto (fault injection: proxy in front of moto), one at a time', () => {
+    let moto: ProxiedStore;
+    beforeAll(async () => {
+      moto = await startProxiedMoto(endpoint);
+    });
+    afterAll(async () => {
+      await moto?.stop();
+    });
+    matrix(Object.entries(OPS), () => moto, ' (moto)');
+  });
+}
