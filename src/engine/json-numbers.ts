@@ -206,6 +206,8 @@ const SEP = '\u0001';
 export interface RecordText {
   /** The record's 1-based position in the file (DuckDB's row order: `_source_row`). */
   row: number;
+  /** The 1-based line the value starts on. */
+  line: number;
   /** The key as the file spells it. */
   column: string;
   text: string;
@@ -313,7 +315,7 @@ class NumberLexer {
           if (this.stack.length === (this.arrayOfRecords ? 2 : 1)) this.keys.add(top.key);
         } else {
           this.valueAt('string', lineNo, text, i, end);
-          if (this.capturing !== null) this.texts.push({ row: this.records + 1, column: this.capturing, text: keyText(text.slice(i, end)) });
+          if (this.capturing !== null) this.texts.push({ row: this.records + 1, line: lineNo, column: this.capturing, text: keyText(text.slice(i, end)) });
           this.valueDone();
         }
         i = end;
@@ -322,7 +324,7 @@ class NumberLexer {
         const m = NUMBER.exec(text);
         const lexeme = m ? m[0] : ch;
         const node = this.valueAt(isInteger(lexeme) ? 'integer' : 'number', lineNo, text, i, i + lexeme.length);
-        if (this.capturing !== null) this.texts.push({ row: this.records + 1, column: this.capturing, text: lexeme });
+        if (this.capturing !== null) this.texts.push({ row: this.records + 1, line: lineNo, column: this.capturing, text: lexeme });
         if (node) this.number(node, lexeme, lineNo);
         this.valueDone();
         i += lexeme.length;
@@ -334,7 +336,7 @@ class NumberLexer {
         const word = text.slice(start, i);
         if (word === 'true' || word === 'false') {
           this.valueAt('boolean', lineNo, text, start, i);
-          if (this.capturing !== null) this.texts.push({ row: this.records + 1, column: this.capturing, text: word });
+          if (this.capturing !== null) this.texts.push({ row: this.records + 1, line: lineNo, column: this.capturing, text: word });
         }
         this.valueDone();
       }
@@ -366,7 +368,7 @@ class NumberLexer {
 
   /** A captured object or array ended: its text, when it stood on one line. */
   private captured(at: { line: number; index: number; column: string }, line: number, text: string): void {
-    if (at.line === line) this.texts.push({ row: this.records + 1, column: at.column, text });
+    if (at.line === line) this.texts.push({ row: this.records + 1, line, column: at.column, text });
     else this.spansLines ??= { line: at.line, value: text.slice(0, 40), column: at.column };
   }
 

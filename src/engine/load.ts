@@ -20,6 +20,7 @@ import { parseDuckType } from './duck-type.js';
 import { inferTextColumns } from './infer-text-types.js';
 import { inexactAcrossFiles, inexactNumber, scanJson, type ColumnNumbers, type JsonScan } from './json-numbers.js';
 import { restoreJsonTexts } from './json-texts.js';
+import { refuseShiftedWallClocks } from './json-wall-clocks.js';
 import { bisect, dropStaged, FILE_INDEX, stageTextFiles, type StagedGroup } from './bulk-text.js';
 import { sourceFileEnum } from './parquet-list.js';
 import { nestedAdditions, withNewFields } from './nested-fit.js';
@@ -91,6 +92,7 @@ export async function loadSourceFiles(session: DuckSession, files: readonly Load
     const alone = readable.filter((f) => !inStage.has(f));
     const schema = await batchSchema(session, readable, opts, described, { staged, jsons });
     refuseInstantsIntoWallClock(described, opts.schema, opts.declared);
+    await refuseShiftedWallClocks(session, jsons.keys(), described, schema);
     const plans = schema ? await conformAll(session, alone, schema, opts.csv, described) : null;
     const stagedPlans = schema ? await Promise.all(staged.map((g) => conformFile(session, g.files[0]!, schema, opts.csv, g.columns))) : null;
     const units = [...readUnits(alone, plans, opts.csv), ...staged.map((g, i) => stagedUnit(g, stagedPlans?.[i] ?? null))];

@@ -7,8 +7,9 @@
  * - a UTC-adjusted one is an instant: into a `timestamp_ntz` column it would need a zone to
  *   become a wall clock, so it is refused naming file and column unless `source.columns`
  *   declares the column `timestamp_ntz` (then its UTC wall-clock time is stored).
- * CSV and JSON texts are not concerned: a text without an offset is UTC (DuckDB's JSON reader
- * also turns a text with an offset into UTC, naive), see docs/concepts.md, Types.
+ * CSV and JSON texts are not concerned: a text without an offset is UTC; into a `timestamp_ntz`
+ * column a text with an offset is refused (./text-cast.ts, ./json-wall-clocks.ts), see
+ * docs/concepts.md, Types.
  * Only top-level columns: a timestamp inside a struct, list or map keeps the UTC reading.
  */
 import type { StructField, StructType } from '../delta/schema.js';

@@ -224,6 +224,19 @@ describe('a column declared timestamp_ntz', () => {
       ['2', '1900-01-01 00:00:00', null],
     ]);
   });
+
+  it('a JSON timestamp text with an offset is refused naming file, line and column (DuckDB would store its UTC time); without one it is stored as written', async () => {
+    const z = await zone({}, { columns: { local_at: 'timestamp_ntz' } });
+    // Every text of the file has the same form, so DuckDB's JSON reader detects a timestamp and converts it to UTC (the first record is on line 2).
+    await z.source.write('2025/03/01/zoned.ndjson', '\n{"order_id": 1, "seq": 1, "local_at": "2025-03-01T09:00:00+02:00"}\n{"order_id": 2, "seq": 1, "local_at": "2025-03-01T12:30:00+02:00"}\n');
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(BadFileError);
+    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/01/zoned.ndjson`, line: 2, row: 1, column: 'local_at', value: '2025-03-01T09:00:00+02:00' });
+    expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+    await z.source.write('2025/03/01/zoned.ndjson', '{"order_id": 1, "seq": 1, "local_at": "2025-03-01T09:00:00"}\n{"order_id": 2, "seq": 1, "local_at": "2025-03-01T12:30:00"}\n');
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 2 });
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['local_at'])).toEqual(['2025-03-01 09:00:00', '2025-03-01 12:30:00']);
+  });
 });
 
 describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () => {
