@@ -85,7 +85,7 @@ function checksumTable(d: ChecksumResult): TextTable {
   const kinds = (c: Record<string, number>) => Object.entries(c).map(([k, n]) => `${k} ${count(n)}`).join(', ') || '-';
   return {
     title: '(d) what the loads checked (run reports, last load of each)',
-    header: ['load', 'whole-object reads checked', 'uploads verified by the store'],
+    header: ['load', 'whole-object reads checked', "uploads checked against the store's answer"],
     rows: [
       ['with checks', kinds(d.checked.reads), kinds(d.checked.uploads)],
       ['without', kinds(d.unchecked.reads), kinds(d.unchecked.uploads)],
