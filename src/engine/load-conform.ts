@@ -17,6 +17,7 @@ import { ambiguityError, castError } from './cast-error.js';
 import { parseDuckType } from './duck-type.js';
 import type { DuckSession } from './duckdb.js';
 import { fitCastSql, misfitSql } from './fit-cast.js';
+import { recordTexts } from './json-numbers.js';
 import { isNestedDuck, leafChecks, nestedAdditions } from './nested-fit.js';
 import { csvDialect, describeDialect, fileSelectSql, LINEAGE_COLUMNS, SOURCE_ROW, temporalFormats, type CsvDialect, type CsvOptions, type LoadFile } from './file-select.js';
 import { ident } from './sql.js';
@@ -243,9 +244,9 @@ async function firstMisfit(session: DuckSession, plan: ConformedFile, schema: St
     const source = parseDuckType(c.type);
     const leaves = isNestedDuck(source) ? leafChecks(ident(c.name), source, field.type, field.name, misfitSql, formats) : [];
     // A nested column: its leaves name the field (obj.x); the whole column's check comes last.
-    const nested = leaves.map((l) => ({ name: l.path, sql: l.predicate, value: l.value, type: deltaTypeToDuckForWrite(l.target, l.path), sourceType: l.sourceType, ambiguity: null }));
+    const nested = leaves.map((l) => ({ name: l.path, top: c.name, sql: l.predicate, value: l.value, type: deltaTypeToDuckForWrite(l.target, l.path), sourceType: l.sourceType, ambiguity: null }));
     const ambiguity = c.type === 'VARCHAR' ? ambiguitySql(ident(c.name), parseDuckType(deltaTypeToDuckForWrite(field.type)), formats) : null;
-    const whole = { name: field.name, sql, value: `CAST(${ident(c.name)} AS VARCHAR)`, type: deltaTypeToDuckForWrite(field.type, field.name), sourceType: c.type, ambiguity };
+    const whole = { name: field.name, top: c.name, sql, value: `CAST(${ident(c.name)} AS VARCHAR)`, type: deltaTypeToDuckForWrite(field.type, field.name), sourceType: c.type, ambiguity };
     return [...nested, whole];
   });
   if (checks.length === 0) return null;
@@ -256,9 +257,9 @@ async function firstMisfit(session: DuckSession, plan: ConformedFile, schema: St
     `CAST(${k.value} AS VARCHAR) AS v${i}`,
     ...(k.ambiguity ? [`${k.ambiguity.predicate} AS a${i}`, `CAST(${k.ambiguity.first} AS VARCHAR) AS f${i}`, `CAST(${k.ambiguity.second} AS VARCHAR) AS s${i}`] : []),
   ]);
-  const line = isCsv ? `, ${csvLineSql(text, csvDialect(plan.file.format as 'csv' | 'tsv', csv).header)} AS line` : '';
+  const lineSql = isCsv ? `, ${csvLineSql(text, csvDialect(plan.file.format as 'csv' | 'tsv', csv).header)} AS line` : '';
   const sql =
-    `SELECT * FROM (SELECT ${ident(SOURCE_ROW)} AS r${line}, ${flags.join(', ')} FROM (${fileSelectSql(plan.file, csv, text)})) ` +
+    `SELECT * FROM (SELECT ${ident(SOURCE_ROW)} AS r${lineSql}, ${flags.join(', ')} FROM (${fileSelectSql(plan.file, csv, text)})) ` +
     `WHERE ${checks.map((_, i) => `m${i}`).join(' OR ')} ORDER BY r LIMIT 1`;
   let row: Record<string, unknown> | undefined;
   try {
@@ -269,7 +270,8 @@ async function firstMisfit(session: DuckSession, plan: ConformedFile, schema: St
   if (!row) return null;
   const i = checks.findIndex((_, j) => row![`m${j}`] === true);
   const k = checks[i]!;
-  const where = { file: plan.file.key, row: row['r'], ...(isCsv ? { line: row['line'] } : {}) };
+  const line = isCsv ? row['line'] : await jsonRecordLine(session, plan.file, checks[i]!.top, Number(row['r']));
+  const where = { file: plan.file.key, row: row['r'], ...(line != null ? { line } : {}) };
   if (row[`a${i}`] === true) {
     const temporal = k.type === 'DATE' ? 'dateFormat' : 'timestampFormat';
     return ambiguityError({ column: k.name, value: row[`v${i}`], readings: [row[`f${i}`], row[`s${i}`]], setting: temporal, ...where }, '[load]');
@@ -277,9 +279,25 @@ async function firstMisfit(session: DuckSession, plan: ConformedFile, schema: St
   return castError({ column: k.name, type: k.type, sourceType: k.sourceType, value: row[`v${i}`], ...where }, '[load]');
 }
 
+/**
+ * The line a JSON or NDJSON file's `row`-th record holds its `column` on (read once more, only
+ * for the error); undefined for other formats, or where the record has no such value.
+ */
+async function jsonRecordLine(session: DuckSession, file: LoadFile, column: string, row: number): Promise<number | undefined> {
+  if (file.format !== 'json' && file.format !== 'ndjson') return undefined;
+  try {
+    const { texts } = await recordTexts(session, file, new Set([column.toLowerCase()]));
+    return texts.find((t) => t.row === row)?.line;
+  } catch {
+    return undefined; // the error names the row still
+  }
+}
+
 /** One value check of `firstMisfit`: a column, or a leaf of a nested one (`obj.x`). */
 interface MisfitCheck {
   name: string;
+  /** The file's top-level column the value is in. */
+  top: string;
   sql: string;
   /** SQL of the checked value (shown in the message). */
   value: string;

@@ -233,6 +233,11 @@ describe('a column declared timestamp_ntz', () => {
     expect(err).toBeInstanceOf(BadFileError);
     expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/01/zoned.ndjson`, line: 2, row: 1, column: 'local_at', value: '2025-03-01T09:00:00+02:00' });
     expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+    // Texts of two forms: DuckDB leaves them text, and the CSV rule refuses the offset, also naming the line.
+    await z.source.write('2025/03/01/zoned.ndjson', '{"order_id": 1, "seq": 1, "local_at": "2025-03-01 09:00:00"}\n\n{"order_id": 2, "seq": 1, "local_at": "2025-03-01T12:30:00+02:00"}\n');
+    const mixed = await failure(run(z.setup));
+    expect((mixed as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/01/zoned.ndjson`, line: 3, row: 2, column: 'local_at' });
+    expect(mixed.message).toContain('line 3 (data row 2)');
     await z.source.write('2025/03/01/zoned.ndjson', '{"order_id": 1, "seq": 1, "local_at": "2025-03-01T09:00:00"}\n{"order_id": 2, "seq": 1, "local_at": "2025-03-01T12:30:00"}\n');
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 2 });
     expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['local_at'])).toEqual(['2025-03-01 09:00:00', '2025-03-01 12:30:00']);
