@@ -94,9 +94,10 @@ export interface S3StorageOptions extends Partial<Timeouts> {
   /** Parts uploaded in parallel by `upload`. Default 4. */
   uploadConcurrency?: number;
   /**
-   * The checksum every upload (PutObject, each multipart part) carries for the store to verify:
-   * CRC64NVME (default; a full-object checksum of a multipart upload on AWS), CRC32, CRC32C, SHA1,
-   * SHA256, MD5 (Content-MD5), or `off` for a store that refuses the header.
+   * The checksum every upload (PutObject, each multipart part) carries for the store to verify,
+   * and against which the store's answer for the whole object is compared: CRC64NVME (default),
+   * CRC32, CRC32C (full-object for a multipart upload), SHA1, SHA256 (composite), MD5
+   * (Content-MD5; the ETag compared), or `off` for a store that refuses the header.
    */
   uploadChecksum?: UploadChecksum;
   /**

@@ -67,8 +67,9 @@ export interface RequestCounts {
 
 /**
  * How the bytes of whole-object reads and of uploads were checked, by kind: a checksum algorithm
- * (`CRC64NVME`, `CRC32`, …), `ETag MD5`, `Content-MD5`, or `none` where the store had nothing to
- * check them against (a multipart object without a full-object checksum, an upload with checks off).
+ * (`CRC64NVME`, `CRC32`, …, `SHA256 composite`), `ETag MD5`, `none` where a read had nothing to be
+ * checked against or an upload was sent with checks off, and `not available` for an upload whose
+ * answer said nothing to compare (never counted as verified).
  */
 export interface ChecksumCounts {
   reads: Record<string, number>;
