@@ -64,9 +64,19 @@ const discoverByModified = z.strictObject({
   ...common,
 });
 
+const discoverByNotifications = z.strictObject({
+  by: z.literal('notifications').describe('Files named by S3 event notifications (ObjectCreated) on an SQS queue, with a periodic reconciling listing for events that were lost'),
+  queue: nonEmpty.describe('SQS queue URL the bucket notifications go to: https://sqs.<region>.amazonaws.com/<account>/<name>'),
+  reconcileEvery: duration('24h').describe("How often a run lists the whole prefix to load files whose event was lost, like Auto Loader's backfillInterval (24h); the first run always lists"),
+  visibilityTimeout: duration('5m').describe('How long a received message stays hidden from other consumers (1s to 12h, 5m); a run extends it while it holds the message, so a long run is not redelivered its own messages, and a killed run\'s messages come back after it'),
+  region: z.string().optional().describe("Region the queue's requests are signed for; default: from the queue URL (sqs.<region>.amazonaws.com), else the source storage region"),
+  start: common.start.describe('Oldest LastModified a reconciling listing loads (2026-11-01 or an ISO timestamp with offset); default: every file'),
+  onOverwrite: common.onOverwrite,
+});
+
 /** `source.discover`: the shape here, what only discovery understands (layout, zone, start) there. */
 const discover = z
-  .discriminatedUnion('by', [discoverByPartition, discoverByModified])
+  .discriminatedUnion('by', [discoverByPartition, discoverByModified, discoverByNotifications])
   .superRefine((d, ctx) => {
     // Every problem of the block at once: an invalid layout does not hide an invalid timezone.
     for (const err of checkDiscovery(d).problems) {
@@ -74,7 +84,7 @@ const discover = z
       ctx.addIssue({ code: 'custom', path: field ? [field] : [], message: err.message.replace(/^\[discovery\] /, '') });
     }
   })
-  .describe('How new files are found: by partition folder or by modification time');
+  .describe('How new files are found: by partition folder, by modification time, or by S3 event notifications');
 
 /** A strptime format (DuckDB's directives: %Y %m %d %H %M %S %f %z %p …); checked for a directive, DuckDB checks the rest. */
 const temporalFormat = z
@@ -176,6 +186,11 @@ const source = z.strictObject({
   exclude: globList('Keys matching one of these globs are never loaded (relative to uri; a pattern without / matches the file name)'),
   storage: sourceStorage.optional(),
   discover,
+}).superRefine((src, ctx) => {
+  // S3 sends the events: a local folder has no notifications to read.
+  if (src.discover.by === 'notifications' && !/^s3a?:\/\//i.test(src.uri)) {
+    ctx.addIssue({ code: 'custom', path: ['discover', 'by'], message: `notifications need an s3:// source (S3 sends the events), got ${JSON.stringify(src.uri)}` });
+  }
 });
 
 const target = z

@@ -46,8 +46,25 @@ export interface ModifiedDiscoveryConfig extends CommonDiscoveryConfig {
   incrementalListing?: boolean;
 }
 
+/** Files named by S3 event notifications on an SQS queue, with a periodic reconciling listing (./notifications/). */
+export interface NotificationDiscoveryConfig extends KeyFilterConfig {
+  by: 'notifications';
+  /** The SQS queue URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`). */
+  queue: string;
+  /** Ms between reconciling listings of the whole prefix (files whose event was lost); default 24 hours. */
+  reconcileEvery?: number;
+  /** Ms a received message stays hidden from other consumers, extended while the run holds it; default 5 minutes. */
+  visibilityTimeout?: number;
+  /** Region the queue's requests are signed for; default: from the queue URL's host, else the storage region. */
+  region?: string;
+  /** Oldest LastModified a reconciling listing loads: an ISO timestamp with offset, or a date (UTC midnight). */
+  start?: string;
+  /** Default `reload`. */
+  onOverwrite?: OnOverwrite;
+}
+
 /** `source.discover` of a job. */
-export type DiscoveryConfig = PartitionDiscoveryConfig | ModifiedDiscoveryConfig;
+export type DiscoveryConfig = PartitionDiscoveryConfig | ModifiedDiscoveryConfig | NotificationDiscoveryConfig;
 
 /** Default number of lookback partitions. */
 export const DEFAULT_LOOKBACK = 2;
@@ -55,6 +72,12 @@ export const DEFAULT_LOOKBACK = 2;
 export const DEFAULT_LATE_CHECK = 2;
 /** Default settle window: 15 minutes. */
 export const DEFAULT_SETTLE_MS = 15 * 60_000;
+/** Default time between reconciling listings (notification discovery): 24 hours. */
+export const DEFAULT_RECONCILE_EVERY_MS = 24 * 3_600_000;
+/** Default visibility timeout of a received message: 5 minutes (a killed run's messages come back that soon). */
+export const DEFAULT_VISIBILITY_TIMEOUT_MS = 5 * 60_000;
+/** SQS's bounds of a visibility timeout: 1 second (0 would redeliver at once) to 12 hours. */
+export const MAX_VISIBILITY_TIMEOUT_MS = 12 * 3_600_000;
 /** Default reaction to a file overwritten in place. */
 export const DEFAULT_ON_OVERWRITE: OnOverwrite = 'reload';
 
@@ -88,8 +111,25 @@ export interface ModifiedSettings {
   incrementalListing: boolean;
 }
 
-/** Validated settings of either mode. */
-export type DiscoverySettings = PartitionSettings | ModifiedSettings;
+/** Validated notification-discovery settings. */
+export interface NotificationSettings {
+  mode: 'notifications';
+  queueUrl: string;
+  /** The region named in the config, or null (then the queue URL's, else the storage's). */
+  region: string | null;
+  reconcileEveryMs: number;
+  /** Whole seconds, as SQS takes them. */
+  visibilityTimeoutS: number;
+  /** Epoch ms of the oldest LastModified a reconciling listing loads, or null for all. */
+  start: number | null;
+  onOverwrite: OnOverwrite;
+  selects: KeyFilter;
+  /** Success markers are not a notification concept: always false. */
+  requireSuccessMarker: false;
+}
+
+/** Validated settings of any mode. */
+export type DiscoverySettings = PartitionSettings | ModifiedSettings | NotificationSettings;
 
 /** Apply defaults and validate; throws ConfigError naming the `discover.*` field. */
 export function resolveDiscovery(config: DiscoveryConfig): DiscoverySettings {
@@ -114,6 +154,7 @@ export function checkDiscovery(config: DiscoveryConfig): { settings: DiscoverySe
       return undefined;
     }
   };
+  if (config.by === 'notifications') return checkNotifications(config, problems, attempt);
   const requireSuccessMarker = config.requireSuccessMarker ?? false;
   const onOverwrite = config.onOverwrite ?? DEFAULT_ON_OVERWRITE;
   if (onOverwrite !== 'reload' && onOverwrite !== 'ignore') {
@@ -144,9 +185,69 @@ export function checkDiscovery(config: DiscoveryConfig): { settings: DiscoverySe
     return done({ mode: 'modified', settleMs, start, requireSuccessMarker, onOverwrite, selects: selects!, incrementalListing: config.incrementalListing ?? false });
   }
   problems.push(
-    new ConfigError(`[discovery] discover.by must be 'partition' or 'modified', got ${JSON.stringify((config as { by?: unknown }).by)}`, { field: 'discover.by' }),
+    new ConfigError(`[discovery] discover.by must be 'partition', 'modified' or 'notifications', got ${JSON.stringify((config as { by?: unknown }).by)}`, { field: 'discover.by' }),
   );
   return { settings: null, problems };
+}
+
+/** The notification mode's part of `checkDiscovery`. */
+function checkNotifications(
+  config: NotificationDiscoveryConfig,
+  problems: ConfigError[],
+  attempt: <T>(check: () => T) => T | undefined,
+): { settings: DiscoverySettings | null; problems: ConfigError[] } {
+  const onOverwrite = config.onOverwrite ?? DEFAULT_ON_OVERWRITE;
+  if (onOverwrite !== 'reload' && onOverwrite !== 'ignore') {
+    problems.push(new ConfigError(`[discovery] onOverwrite must be 'reload' or 'ignore', got ${JSON.stringify(onOverwrite)}`, { field: 'discover.onOverwrite' }));
+  }
+  const selects = attempt(() => compileKeyFilter(config));
+  const queueProblem = sqsQueueUrlProblem(config.queue);
+  if (queueProblem !== null) problems.push(new ConfigError(`[discovery] queue ${queueProblem}`, { field: 'discover.queue' }));
+  const reconcileEveryMs = config.reconcileEvery ?? DEFAULT_RECONCILE_EVERY_MS;
+  if (!Number.isFinite(reconcileEveryMs) || reconcileEveryMs <= 0) {
+    problems.push(new ConfigError(`[discovery] reconcileEvery must be a duration > 0 (a listing every run is discover.by: modified), got ${reconcileEveryMs}`, { field: 'discover.reconcileEvery' }));
+  }
+  const visibility = config.visibilityTimeout ?? DEFAULT_VISIBILITY_TIMEOUT_MS;
+  if (!Number.isFinite(visibility) || visibility < 1000 || visibility > MAX_VISIBILITY_TIMEOUT_MS) {
+    problems.push(new ConfigError(`[discovery] visibilityTimeout must be between 1s and 12h (SQS's bounds), got ${visibility} ms`, { field: 'discover.visibilityTimeout' }));
+  }
+  if (config.region !== undefined && !/^[a-z]{2}(-[a-z0-9]+)+-\d+$/.test(config.region)) {
+    problems.push(new ConfigError(`[discovery] region ${JSON.stringify(config.region)} is not an AWS region name (such as eu-west-1)`, { field: 'discover.region' }));
+  }
+  const start = config.start === undefined ? null : (attempt(() => parseTimestampStart(config.start!)) ?? null);
+  const settings: NotificationSettings = {
+    mode: 'notifications',
+    queueUrl: config.queue,
+    region: config.region ?? null,
+    reconcileEveryMs,
+    visibilityTimeoutS: Math.ceil(visibility / 1000),
+    start,
+    onOverwrite,
+    selects: selects!,
+    requireSuccessMarker: false,
+  };
+  return { settings: problems.length === 0 ? settings : null, problems };
+}
+
+/**
+ * Why `url` is not an SQS queue URL, or null when it is one: http(s), a path of exactly
+ * `/<account>/<queue name>` (SQS's form; an ARN or a bare name is the usual mistake).
+ */
+export function sqsQueueUrlProblem(url: string): string | null {
+  if (url.startsWith('arn:')) return `${JSON.stringify(url)} is an ARN; give the queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>)`;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `${JSON.stringify(url)} is not a URL; give the queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>)`;
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return `${JSON.stringify(url)} is not an http(s) URL`;
+  if (parsed.username !== '' || parsed.password !== '') return 'must not carry credentials (they come from the AWS chain)';
+  if (parsed.search !== '' || parsed.hash !== '') return `${JSON.stringify(url)} has a query or fragment; a queue URL has neither`;
+  if (!/^\/[^/]+\/[A-Za-z0-9_-]{1,80}(\.fifo)?$/.test(parsed.pathname)) {
+    return `${JSON.stringify(url)} does not end in /<account>/<queue name> as an SQS queue URL does`;
+  }
+  return null;
 }
 
 const PARTITION_START = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2})(?::00(?::00)?)?)?$/;

@@ -18,8 +18,10 @@ import { resolveDiscovery, type DiscoveryConfig, type PartitionSettings } from '
 import { walkPartitions } from './partitions.js';
 import { BEHIND_WINDOW_REASONS, compareFiles, type DiscoveredFile, type DiscoveryPlan } from './plan.js';
 import { revisitBeforeWindow, type Revisited, type RevisitFile } from './revisit.js';
-import { upgradeState, type DiscoveryState, type ModifiedState, type PartitionState } from './state.js';
+import { upgradeState, type DiscoveryState, type ModifiedState, type NotificationState, type PartitionState } from './state.js';
 import { surveySource } from './survey.js';
+import { notificationStateAfter, planNotified } from './notifications/plan.js';
+import type { ReceivedMessage } from '../storage/sqs.js';
 
 /** Default number of concurrent LIST requests. */
 export const DEFAULT_LIST_CONCURRENCY = 8;
@@ -39,6 +41,11 @@ export interface DiscoverOptions {
    * after this (epoch ms; null: all) in `plan.behindWindow` (absent: none are kept).
    */
   behindWindowAfter?: number | null;
+  /**
+   * Notification discovery: the messages the caller received from the job's queue (it holds them,
+   * and deletes them after the commits), and its clock (epoch ms), which schedules reconciling listings.
+   */
+  notifications?: { received: readonly ReceivedMessage[]; now: number };
 }
 
 /**
@@ -71,6 +78,14 @@ export async function discover(
     const survey = await surveySource(storage, settings.layout, { selects: settings.selects, signal: opts.signal });
     return { ...plan, survey, listRequests: plan.listRequests + survey.listRequests };
   }
+  if (settings.mode === 'notifications') {
+    if (!opts.notifications) throw new Error('[discovery] notification discovery needs the messages received (DiscoverOptions.notifications)');
+    const { received, now } = opts.notifications;
+    const plan = await planNotified(storage, settings, checkNotificationState(prev), received, { concurrency, now, ...(opts.signal ? { signal: opts.signal } : {}) });
+    return plan.notifications?.reconciled && plan.partitionsListed.length === 0 && plan.files.length === 0 && plan.decisions.length === 0
+      ? { ...plan, survey: { root: 'unknown', empty: true, mismatch: null, listRequests: 0 } }
+      : plan;
+  }
   const modifiedState = checkModifiedState(prev);
   // Stats only while listing: a local source's content digests are read for the candidates alone.
   const listed = await listModified(storage, {
@@ -100,6 +115,7 @@ export function stateMismatch(config: DiscoveryConfig, state: DiscoveryState | n
     const settings = resolveDiscovery(config);
     const prev = state === null ? null : upgradeState(state);
     if (settings.mode === 'partition') checkPartitionState(prev, settings);
+    else if (settings.mode === 'notifications') checkNotificationState(prev);
     else checkModifiedState(prev);
     return null;
   } catch (err) {
@@ -142,6 +158,8 @@ export function nextStateFor(
     throw new Error(`[discovery] cannot fold a ${plan.mode} plan into a ${prevState.mode} state`);
   }
   if (plan.basis.mode === 'partition') return partitionStateAfter(prevState as PartitionState | null, plan.basis, loaded, plan.window.mode === 'partition' ? plan.window.from : null);
+  // A reconciling listing is recorded done only with the plan's last files (the caller's `notificationStateAfter`).
+  if (plan.basis.mode === 'notifications') return notificationStateAfter(prevState as NotificationState | null, plan.basis, loaded, false);
   return modifiedStateAfter(prevState as ModifiedState | null, plan.basis, loaded, plan.overwrittenIgnored);
 }
 
@@ -191,6 +209,12 @@ function resetValue(watermark: string, granularity: Granularity): string {
   if (granularity === 'hour') return `${watermark}T23`;
   const day = new Date(`${watermark.slice(0, 10)}T00:00:00Z`);
   return watermark.endsWith('T23') ? watermark.slice(0, 10) : new Date(day.getTime() - 86_400_000).toISOString().slice(0, 10);
+}
+
+function checkNotificationState(state: DiscoveryState | null): NotificationState | null {
+  if (state === null) return null;
+  if (state.mode !== 'notifications') throw modeMismatch(state, 'notifications');
+  return state;
 }
 
 function checkModifiedState(state: DiscoveryState | null): ModifiedState | null {

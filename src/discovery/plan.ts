@@ -3,6 +3,7 @@
  * `--dry-run`), what was listed, and the state to commit with the loaded data.
  */
 import type { OnOverwrite } from './config.js';
+import type { NotificationIntake } from './notifications/intake.js';
 import type { SkippedFolder } from './partitions.js';
 import type { DiscoveryState } from './state.js';
 import type { RootKind } from '../storage/storage.js';
@@ -46,7 +47,9 @@ export type DecisionReason =
   | 'late, behind the lookback window'
   | 'overwritten behind the lookback window'
   | 'late, behind the settle window'
-  | 'overwritten behind the settle window';
+  | 'overwritten behind the settle window'
+  /** Notification discovery: an event named a key the store no longer holds. */
+  | 'gone before it was loaded';
 
 /**
  * Reasons of files that landed (or changed) in a partition the lookback window has passed
@@ -73,7 +76,9 @@ export interface Decision {
 export type DiscoveryWindow =
   /** `from`: the first partition loaded from; `checkedFrom`: the first listed for late files only (absent: none). */
   | { mode: 'partition'; from: string | null; until: string; checkedFrom?: string }
-  | { mode: 'modified'; after: Date | null };
+  | { mode: 'modified'; after: Date | null }
+  /** `reconciling`: the plan includes a listing of the whole prefix. */
+  | { mode: 'notifications'; reconciling: boolean };
 
 /** What `nextStateFor` needs to fold loaded files into a state. */
 export type StateBasis =
@@ -86,11 +91,13 @@ export type StateBasis =
       /** The oldest partition waiting for its success marker: the watermark stays before it. */
       waitingFrom?: string;
     }
-  | { mode: 'modified'; settleMs: number; serverTime: number; scannedAfter: number | null; /** The next state's `listAfter` (incremental listing). */ listAfter?: string };
+  | { mode: 'modified'; settleMs: number; serverTime: number; scannedAfter: number | null; /** The next state's `listAfter` (incremental listing). */ listAfter?: string }
+  /** `reconciledAt`: the store's clock when this plan's reconciling listing began (absent: no listing). */
+  | { mode: 'notifications'; reconciledAt?: number };
 
 /** The result of discovery: nothing is downloaded yet. */
 export interface DiscoveryPlan {
-  mode: 'partition' | 'modified';
+  mode: 'partition' | 'modified' | 'notifications';
   /** Files to load, oldest first (partition, then arrival, then key), so any prefix is a safe batch. */
   files: DiscoveredFile[];
   /**
@@ -134,6 +141,8 @@ export interface DiscoveryPlan {
    * there" (./survey.ts).
    */
   survey?: SourceSurvey;
+  /** Notification discovery: the messages received and what each waits for (./notifications/intake.ts). */
+  notifications?: NotificationIntake;
 }
 
 /** A partition whose files wait for its `_SUCCESS` marker. */

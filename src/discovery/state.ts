@@ -68,8 +68,22 @@ export interface ModifiedState {
   listAfter?: string;
 }
 
-/** Persisted discovery state of either mode. */
-export type DiscoveryState = PartitionState | ModifiedState;
+/**
+ * State of notification discovery. Which files were loaded is the job's ledger (every file, by
+ * key and ETag), committed with the data as in modification-time discovery; this only says when
+ * the last reconciling listing was complete.
+ */
+export interface NotificationState {
+  stateVersion: 1;
+  mode: 'notifications';
+  /** Epoch ms: newest LastModified loaded (what `status` shows; it decides nothing), or null before the first file. */
+  watermark: number | null;
+  /** Epoch ms (the store's clock) when the last reconciling listing whose files all committed began; absent: none yet. */
+  reconciledAt?: number;
+}
+
+/** Persisted discovery state of any mode. */
+export type DiscoveryState = PartitionState | ModifiedState | NotificationState;
 
 /** Discovery state that cannot be read (corrupt, or written by a newer tidemark). */
 export class DiscoveryStateError extends TidemarkError {}
@@ -89,6 +103,11 @@ export function upgradeState(raw: unknown): DiscoveryState {
         ? `it has stateVersion ${s.stateVersion}, written by a newer tidemark (this one reads up to ${STATE_VERSION})`
         : `unknown stateVersion ${JSON.stringify(s.stateVersion)}`,
     );
+  }
+  if (s.mode === 'notifications') {
+    if (s.watermark !== null && (typeof s.watermark !== 'number' || !Number.isFinite(s.watermark))) throw fail(`bad watermark ${JSON.stringify(s.watermark)}`);
+    if (s.reconciledAt !== undefined && (typeof s.reconciledAt !== 'number' || !Number.isFinite(s.reconciledAt))) throw fail(`bad reconciledAt ${JSON.stringify(s.reconciledAt)}`);
+    return raw as NotificationState;
   }
   if (!Array.isArray(s.loaded)) throw fail('`loaded` is not a list');
   if (s.mode === 'partition') {

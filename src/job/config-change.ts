@@ -34,7 +34,7 @@ import { describeWatermark } from './watermark.js';
 /** The settings a job's state records (absent in states written before it: nothing to compare). */
 export interface ConfiguredAs {
   source: { uri: string; include?: string[]; exclude?: string[] };
-  discover: { by: 'partition'; layout: string; lookback: number; timezone: string } | { by: 'modified'; settleMs: number };
+  discover: { by: 'partition'; layout: string; lookback: number; timezone: string } | { by: 'modified'; settleMs: number } | { by: 'notifications'; queue: string };
   target: { mode: 'merge' | 'append' | 'replace'; key?: string[]; orderBy?: string; partitionBy: string[] };
 }
 
@@ -52,7 +52,12 @@ export function configuredAs(job: JobConfig): ConfiguredAs {
   const d = source.discover;
   return {
     source: { uri: source.uri, ...(source.include ? { include: source.include } : {}), ...(source.exclude ? { exclude: source.exclude } : {}) },
-    discover: d.by === 'partition' ? { by: 'partition', layout: d.layout, lookback: d.lookback, timezone: d.timezone } : { by: 'modified', settleMs: d.settle },
+    discover:
+      d.by === 'partition'
+        ? { by: 'partition', layout: d.layout, lookback: d.lookback, timezone: d.timezone }
+        : d.by === 'modified'
+          ? { by: 'modified', settleMs: d.settle }
+          : { by: 'notifications', queue: d.queue },
     target: {
       mode: target.mode,
       ...(target.mode !== 'append' && target.key ? { key: target.key, orderBy: target.orderBy! } : {}),

@@ -48,6 +48,19 @@ export function openTarget(job: JobConfig, cfg: StorageConfig, open: StorageOpen
 export function discoveryConfigOf(job: JobConfig): DiscoveryConfig {
   const d = job.source.discover;
   const { include, exclude } = job.source;
+  if (d.by === 'notifications') {
+    return {
+      by: 'notifications',
+      queue: d.queue,
+      reconcileEvery: d.reconcileEvery,
+      visibilityTimeout: d.visibilityTimeout,
+      onOverwrite: d.onOverwrite,
+      ...(d.region !== undefined ? { region: d.region } : {}),
+      ...(d.start ? { start: d.start } : {}),
+      ...(include ? { include } : {}),
+      ...(exclude ? { exclude } : {}),
+    };
+  }
   const common = {
     requireSuccessMarker: d.requireSuccessMarker,
     onOverwrite: d.onOverwrite,

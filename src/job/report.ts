@@ -143,7 +143,7 @@ export interface RunReport extends LoadCounts {
 
 export interface StatusReport {
   job: string;
-  discovery: 'partition' | 'modified';
+  discovery: 'partition' | 'modified' | 'notifications';
   watermark: string | null;
   tableVersion: number | null;
   lastRunAt: string | null;

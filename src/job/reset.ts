@@ -67,7 +67,7 @@ export interface ResetReport {
 
 /** The discovery state after `reset --to`, and whether it moves the watermark back. */
 export interface ResetPlan {
-  state: DiscoveryState;
+  state: PartitionState | ModifiedState;
   rewound: boolean;
 }
 
@@ -88,6 +88,12 @@ export function planReset(job: JobConfig, prev: DiscoveryState | null, text: str
     const loaded = (old?.loaded ?? []).filter((e) => e.partition >= rememberedFrom && e.partition <= to);
     const state: PartitionState = { stateVersion: 1, mode: 'partition', watermark: to, rememberedFrom, loaded };
     return { state, rewound: prev !== null && (old === null || to < old.watermark) };
+  }
+  if (d.by === 'notifications') {
+    throw new ConfigError(
+      `[reset] job ${job.name} discovers by notifications: its ledger, not a watermark, says which files are loaded, so there is nothing to reset to`,
+      { field: 'source.discover.by', job: job.name },
+    );
   }
   const to = flag(() => parseTimestampStart(text));
   const old = prev?.mode === 'modified' ? prev : null;
@@ -210,7 +216,7 @@ function ledgerAfter(prev: JobState, plan: ResetPlan, batch: number): Pick<JobSt
  * A watermark after the current partition (or instant) makes every run find nothing new until
  * then, without a word: refused unless --force.
  */
-function refuseFuture(job: JobConfig, state: DiscoveryState, opts: ResetOptions, now = new Date()): void {
+function refuseFuture(job: JobConfig, state: PartitionState | ModifiedState, opts: ResetOptions, now = new Date()): void {
   if (opts.force) return;
   const d = job.source.discover;
   const current =

@@ -63,7 +63,7 @@ describe('zero-row files', () => {
     expect(table.rows).toEqual([]);
     expect(table.columns).toEqual(expect.arrayContaining(['order_id', 'status', 'seq', 'rid']));
     expect(table.state.totals.filesLoaded).toBe(1);
-    expect(table.state.discovery?.loaded?.map((f) => f.key)).toEqual(['2025/03/01/empty.parquet']);
+    expect((table.state.discovery as { loaded?: Array<{ key: string }> } | null)?.loaded?.map((f) => f.key)).toEqual(['2025/03/01/empty.parquet']);
 
     expect(await run(setup)).toMatchObject({ status: 'nothing-new', filesLoaded: 0, commits: 0, tableVersion: 0, skippedByReason: { 'already loaded': 1 } });
     await land(source, session, '2025/03/02/a.csv', orders([1, 'placed', 1]));
@@ -100,7 +100,7 @@ describe('zero-row files', () => {
     expect(loaded.skipped).toBeUndefined();
     const table = await readTarget(session, setup);
     expect(table.state.totals.filesLoaded).toBe(2);
-    expect(table.state.discovery?.loaded?.map((f) => f.key).sort()).toEqual([key, '2025/03/02/a.csv']);
+    expect((table.state.discovery as { loaded?: Array<{ key: string }> } | null)?.loaded?.map((f) => f.key).sort()).toEqual([key, '2025/03/02/a.csv']);
     expect(await run(setup)).toMatchObject({ status: 'nothing-new', filesLoaded: 0, commits: 0 });
   });
 

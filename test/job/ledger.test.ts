@@ -33,7 +33,7 @@ async function loadedTwo(onOverwrite: 'reload' | 'ignore'): Promise<{ dir: strin
   await land(src, session, 'feed/b.csv', orders([3, 'c', 1]));
   expect(await run(setup)).toMatchObject({ status: 'succeeded', inserted: 3 });
   const state = (await readTarget(session, setup)).state;
-  expect(state.discovery?.loaded.map((e) => e.key)).toEqual(['feed/b.csv']);
+  expect((state.discovery as { loaded?: Array<{ key: string }> } | null)?.loaded?.map((e) => e.key)).toEqual(['feed/b.csv']);
   expect(state.ledger?.files).toHaveLength(1);
   return { dir, src, setup, a };
 }
