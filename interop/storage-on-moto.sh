@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The storage tests on a second real S3 implementation, moto's S3 server (interop/run.sh calls
+# The storage tests on a second real S3 implementation, moto's S3 server, and notification
+# discovery on moto's SQS (the same server; interop/run.sh calls
 # this with its virtual environment, which holds moto): moto_server on 127.0.0.1 with a port of
 # its choosing, named to vitest in TIDEMARK_MOTO_ENDPOINT (test/helpers/moto.ts), stopped at the
 # end. Extra arguments go to vitest.
@@ -40,4 +41,4 @@ say "storage tests on moto $("$venv/bin/python" -c 'import moto; print(moto.__ve
 cd "$repo"
 TIDEMARK_MOTO_ENDPOINT="http://127.0.0.1:$port" npx vitest run --maxWorkers=2 -t 'moto' "$@" \
   test/storage/contract.test.ts test/storage/s3.checksums.test.ts test/storage/s3.faults.test.ts \
-  test/storage/s3.invariant.test.ts test/delta/commit.ambiguous.test.ts
+  test/storage/s3.invariant.test.ts test/delta/commit.ambiguous.test.ts test/job/notifications.moto.test.ts

@@ -53,9 +53,12 @@ export interface LedgerState {
 /** A ledger lookup's answer for a file recorded before the job's last reset moved the watermark before it: load it again. */
 export const RELOAD_AFTER_RESET = null;
 
-/** True when the job keeps a ledger: discovery by modification time (append or merge). */
+/**
+ * True when the job keeps a ledger: discovery by modification time (append or merge), and by
+ * notifications, where the ledger is the one record of which files are loaded (../discovery/notifications/).
+ */
 export function keepsLedger(job: JobScope['job']): boolean {
-  return job.source.discover.by === 'modified';
+  return job.source.discover.by === 'modified' || job.source.discover.by === 'notifications';
 }
 
 /**
@@ -70,6 +73,8 @@ export function ledgerStart(job: JobScope['job'], prev: DiscoveryState | null): 
     const settings = resolveDiscovery(discoveryConfigOf(job));
     return { since: settings.mode === 'modified' && settings.start !== null ? settings.start - 1 : null, seed: [] };
   }
+  // Notification discovery records every file it loads from its first batch on.
+  if (prev.mode === 'notifications') return { since: null, seed: [] };
   if (prev.mode !== 'modified') return null;
   return { since: prev.rememberedAfter ?? prev.watermark, seed: prev.loaded.map((e) => ({ key: e.key, etag: e.ignored ? '' : e.etag })) };
 }
@@ -178,7 +183,7 @@ export function isLedgerPath(job: string, path: string): boolean {
  * Local, glob-safe paths of ledger files: in place, or downloaded once per command into the spool
  * (they never change once written, so later batches read the same copies).
  */
-async function localCopiesOf(scope: JobScope, paths: readonly string[]): Promise<string[]> {
+export async function localCopiesOf(scope: JobScope, paths: readonly string[]): Promise<string[]> {
   const { storage } = scope.table;
   const job = scope.job.name;
   const listed = paths.find((path) => !isLedgerPath(job, path));

@@ -91,6 +91,27 @@ export function noLoadCounts(): LoadCounts {
   return { filesLoaded: 0, rowsRead: 0, rowsAfterDedupe: 0, ...noWriteCounts() };
 }
 
+/** What the run report says about the queue. */
+export interface NotificationReport {
+  queue: string;
+  /** Messages received, and of them deleted by this run. */
+  received: number;
+  deleted: number;
+  /** Object events in the messages; of them, outside the source (other bucket or prefix), other kinds (removed, test events), and naming objects gone. */
+  events: number;
+  outside: number;
+  notCreated: number;
+  gone: number;
+  /** Messages tidemark could not read: left on the queue (its redrive policy moves them to a dead-letter queue). */
+  unreadable: Array<{ id: string; why: string }>;
+  /** True when the run listed the whole prefix to find files whose event was lost. */
+  reconciled: boolean;
+  /** True when the run received as many as it takes (./notified.ts): the queue may hold more, for the next run. */
+  moreWaiting: boolean;
+  /** Requests sent to the queue, by kind. */
+  requests: { receive: number; changeVisibility: number; delete: number };
+}
+
 export interface RunReport extends LoadCounts {
   job: string;
   status: RunStatus;
@@ -134,6 +155,8 @@ export interface RunReport extends LoadCounts {
    * commit, and waiting for their marker; absent when the run failed before planning.
    */
   backlog?: Backlog;
+  /** Notification discovery: what the queue held and what the run did with it (absent: other modes). */
+  notifications?: NotificationReport;
   /** Settings changed since the job's state was committed, and what the run did about each (absent: none). */
   configChanges?: ConfigChange[];
   /** `--adopt-state-of`: the job whose state this run carried over to the job (absent: none). */

@@ -13,7 +13,7 @@
  */
 import type { JobConfig } from '../config/schema.js';
 import type { Snapshot } from '../delta/snapshot.js';
-import { discover, nextStateFor, withKnownFiles, withPassedOver, type DiscoveredFile, type DiscoveryPlan } from '../discovery/index.js';
+import { discover, nextStateFor, notificationStateAfter, withKnownFiles, withPassedOver, type DiscoveredFile, type DiscoveryPlan, type NotificationState } from '../discovery/index.js';
 import { backfilledBy, backfillTombstones } from './backfill/state.js';
 import { PlanBacklog, reportBacklog, type BacklogState } from './backlog.js';
 import { configuredAs, findConfigChanges, logConfigChanges } from './config-change.js';
@@ -29,6 +29,7 @@ import { withReplans } from './replan.js';
 import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type RunReport } from './report.js';
 import { withReportedScope, type JobScope } from './scope.js';
 import { keepsLedger, lookUpLedger, passedOver } from './ledger.js';
+import { Inbox } from './notified.js';
 import { lateFiles } from './late-files.js';
 import { newestDelivery, SUPERSEDED } from './deliveries.js';
 import { settleIdentity } from './renamed.js';
@@ -54,6 +55,8 @@ class JobRun {
   private readonly ctx: RunContext;
   /** The table's settings are checked (and warned about) once, not again after each re-plan. */
   private settingsChecked = false;
+  /** Notification discovery: the messages this run holds, across re-plans (./notified.ts). */
+  private inbox: Inbox | null = null;
 
   constructor(
     private readonly scope: JobScope,
@@ -68,6 +71,21 @@ class JobRun {
   async execute(): Promise<RunReport> {
     // The source exists and the target takes writes, before anything is listed or loaded.
     await preflightJob(this.scope, { survey: false, probeTarget: !this.ctx.dryRun });
+    if (this.job.source.discover.by === 'notifications') this.inbox = await Inbox.open(this.scope);
+    try {
+      await this.replanning();
+    } finally {
+      if (this.inbox) {
+        await this.inbox.close();
+        this.report.notifications = this.inbox.report();
+      }
+    }
+    // The scope adds its S3 requests and contention to this same report as it closes.
+    this.report.phases = this.timer.timings();
+    return this.report;
+  }
+
+  private async replanning(): Promise<void> {
     await withReplans(
       {
         ctx: this.ctx,
@@ -81,9 +99,6 @@ class JobRun {
       },
       () => this.planAndLoad(),
     );
-    // The scope adds its S3 requests and contention to this same report as it closes.
-    this.report.phases = this.timer.timings();
-    return this.report;
   }
 
   private async planAndLoad(): Promise<void> {
@@ -118,6 +133,8 @@ class JobRun {
       reportSkipped(this.report, chosen.superseded.map((f) => ({ key: f.key, reason: SUPERSEDED })));
       if (this.ctx.dryRun) this.report.plannedFiles = chosen.delivery.map((f) => f.key);
     }
+    // Messages whose files need no load are deleted now (not in a dry run); the others wait for their commit.
+    await this.inbox?.expect(plan);
     if (this.ctx.dryRun) {
       this.report.backlog = reportBacklog(new PlanBacklog([plan.files], plan.waiting).once(0), new Date());
       this.report.status = 'dry-run';
@@ -144,7 +161,10 @@ class JobRun {
       stateAfter: (before, index, loaded, rowsRead, quarantined) => withWaiting({
         ...before,
         batch: before.batch + 1,
-        discovery: nextStateFor(before.discovery, plan, handled(loaded)),
+        discovery:
+          plan.basis.mode === 'notifications'
+            ? notificationStateAfter(before.discovery as NotificationState | null, plan.basis, handled(loaded), index === batches.length - 1)
+            : nextStateFor(before.discovery, plan, handled(loaded)),
         ...(chosen?.mark ? { delivery: chosen.mark } : {}),
         lastRunAt: new Date().toISOString(),
         quarantined: withQuarantined(before.quarantined, quarantined, loaded),
@@ -163,6 +183,8 @@ class JobRun {
         countBatch(r, b);
         r.bytesLoaded = (r.bytesLoaded ?? 0) + b.bytes;
         this.ctx.onFilesCommitted?.(b.keys);
+        // A delivery's commit also handles the deliveries it supersedes (replace mode).
+        this.inbox?.committed(chosen ? [...b.keys, ...chosen.superseded.map((f) => f.key)] : b.keys);
         if (b.written.version !== null) r.tableVersion = b.written.version;
         r.watermark = describeWatermark(b.written.state.discovery);
         r.batches += 1;
@@ -179,8 +201,14 @@ class JobRun {
     // Nothing loaded, but which partitions wait for their marker changed: status should know.
     // Replace mode: only deliveries no newer than the one applied were found; the watermark passes them.
     const passOver = this.report.commits === 0 && snapshot !== null && chosen !== null && chosen.superseded.length > 0;
-    if (passOver && snapshot) await this.commitWaiting(snapshot, { ...state, discovery: nextStateFor(state.discovery, plan, chosen.superseded) }, waiting, backlog.once(0));
-    else if (this.report.commits === 0 && snapshot && !sameWaiting(state.waiting, waiting)) await this.commitWaiting(snapshot, state, waiting, backlog.once(0));
+    // Or (by notifications) a reconciling listing found nothing to load: it is done, and recorded so.
+    const reconciled = plan.mode === 'notifications' && plan.nextState !== state.discovery;
+    if (passOver && snapshot) {
+      await this.commitWaiting(snapshot, { ...state, discovery: nextStateFor(state.discovery, plan, chosen.superseded) }, waiting, backlog.once(0));
+      this.inbox?.committed(chosen.superseded.map((f) => f.key));
+    } else if (this.report.commits === 0 && snapshot && (reconciled || !sameWaiting(state.waiting, waiting))) {
+      await this.commitWaiting(snapshot, reconciled ? { ...state, discovery: plan.nextState } : state, waiting, backlog.once(0));
+    }
     if (this.report.commits > 0) this.report.watermark = describeWatermark(passOver ? nextStateFor(state.discovery, plan, chosen.superseded) : last.state.discovery);
     // Files no commit recorded (no table yet, no rows: ./pipeline.ts).
     reportSkipped(this.report, last.waiting);
@@ -229,6 +257,7 @@ class JobRun {
    */
   private async withLedger(plan: DiscoveryPlan, state: JobState, snapshot: Snapshot | null, quarantined: readonly QuarantinedFile[]): Promise<DiscoveryPlan> {
     const ledger = state.ledger;
+    if (this.inbox) return this.inbox.checkPlan(plan, ledger);
     if (!keepsLedger(this.job) || !ledger) return plan;
     const taken = new Set(plan.decisions.filter((d) => d.action === 'load' && d.reason === 'new').map((d) => d.key));
     const candidates = plan.files.filter((f) => taken.has(f.key));
@@ -249,7 +278,8 @@ class JobRun {
     return discover(this.scope.source, discoveryConfigOf(this.job), state.discovery, {
       concurrency: Math.min(this.job.concurrency, 16),
       revisit: quarantined,
-      ...(since !== undefined ? { behindWindowAfter: since } : {}),
+      ...(since !== undefined && !this.inbox ? { behindWindowAfter: since } : {}),
+      ...(this.inbox ? { notifications: { received: this.inbox.messages, now: Date.now() } } : {}),
       ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
     });
   }

@@ -4,8 +4,8 @@
  * timeout and extend it while they are held, delete them (only ever after the commit that loaded
  * their files: the caller's rule), or hand them back at once.
  *
- * The client sends each request to the queue URL's own host (the SDK's `useQueueUrlAsEndpoint`),
- * so a queue on a local SQS implementation (moto's server in the tests) needs no endpoint setting.
+ * The client sends each request to the queue URL's own host, so a queue on a local SQS
+ * implementation (moto's server in the tests) needs no endpoint setting.
  * Credentials come from the standard AWS chain. Requests are retried by the SDK (standard mode);
  * a queue still failing is a StorageError the run may retry later (exit 4).
  */
@@ -63,8 +63,12 @@ export class SqsQueue {
 
   constructor(opts: SqsQueueOptions) {
     this.url = opts.url;
+    // An AWS queue URL names its endpoint; any other (a local SQS) is the endpoint itself, set so the
+    // SDK does not warn on every request that the URL's host differs from the region's.
+    const local = queueRegion(opts.url) === null;
     this.client = new SQSClient({
       region: opts.region,
+      ...(local ? { endpoint: new URL(opts.url).origin } : {}),
       maxAttempts: opts.maxAttempts ?? 5,
       ...(opts.credentials ? { credentials: opts.credentials } : {}),
     });
@@ -72,10 +76,11 @@ export class SqsQueue {
 
   /**
    * Receive up to `max` messages, hidden for `visibilityS` seconds from now, until a long poll
-   * comes back empty. Messages SQS hands out twice within the call (its at-least-once delivery)
-   * come back once, with the newest receipt.
+   * comes back empty; each is told to `onReceived` as it arrives (to be extended while the rest are
+   * received). Messages SQS hands out twice within the call (its at-least-once delivery) come back
+   * once, with the newest receipt.
    */
-  async receiveAll(max: number, visibilityS: number, signal?: AbortSignal): Promise<ReceivedMessage[]> {
+  async receiveAll(max: number, visibilityS: number, onReceived: (m: ReceivedMessage) => void, signal?: AbortSignal): Promise<ReceivedMessage[]> {
     const byId = new Map<string, ReceivedMessage>();
     while (byId.size < max) {
       signal?.throwIfAborted();
@@ -95,12 +100,9 @@ export class SqsQueue {
       if (messages.length === 0) break;
       for (const m of messages) {
         if (m.MessageId === undefined || m.ReceiptHandle === undefined) continue;
-        byId.set(m.MessageId, {
-          id: m.MessageId,
-          receipt: m.ReceiptHandle,
-          body: m.Body ?? '',
-          receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? '1'),
-        });
+        const received = { id: m.MessageId, receipt: m.ReceiptHandle, body: m.Body ?? '', receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? '1') };
+        byId.set(m.MessageId, received);
+        onReceived(received);
       }
     }
     return [...byId.values()];
