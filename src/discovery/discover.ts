@@ -179,6 +179,14 @@ function futureStart(text: string | undefined, now: string): ConfigError {
 }
 
 function modeMismatch(state: DiscoveryState, mode: string): ConfigError {
+  if (state.mode === 'notifications' || mode === 'notifications') {
+    // Notification discovery has no watermark to reset to, and a ledger the other modes read otherwise.
+    return new ConfigError(
+      `[discovery] the committed state was written by discover.by '${state.mode}' but the job now uses '${mode}'; ` +
+        'a job cannot change to or from notifications: load with a new job (another name, run once with --fresh) or a new target',
+      { field: 'discover.by' },
+    );
+  }
   return new ConfigError(
     `[discovery] the committed state was written by discover.by '${state.mode}' but the job now uses '${mode}'; ` +
       'reset the job to a watermark of the new mode (tidemark reset)',

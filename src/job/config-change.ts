@@ -209,7 +209,8 @@ type Add = (field: string, from: unknown, to: unknown, effect: string) => void;
 
 function discoverChanges(was: ConfiguredAs['discover'], now: ConfiguredAs['discover'], discovery: DiscoveryState | null, add: Add): void {
   if (was.by !== now.by) {
-    add('source.discover.by', was.by, now.by, 'refused until the job is reset to a watermark of the new mode (tidemark reset)');
+    const notified = was.by === 'notifications' || now.by === 'notifications';
+    add('source.discover.by', was.by, now.by, notified ? 'refused: a job cannot change to or from notifications (a new job or target loads that way)' : 'refused until the job is reset to a watermark of the new mode (tidemark reset)');
     return;
   }
   if (was.by === 'modified' && now.by === 'modified') {

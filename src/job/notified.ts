@@ -20,6 +20,7 @@
  */
 import { withLedgerAnswers, type DiscoveryPlan, type HeldMessage, type NotificationIntake } from '../discovery/index.js';
 import { resolveDiscovery, type NotificationSettings } from '../discovery/config.js';
+import { sourceStorageConfig } from '../config/storage.js';
 import { notInLedger } from '../engine/ledger-files.js';
 import { queueRegion, SqsQueue, type ReceivedMessage } from '../storage/sqs.js';
 import { randomUUID } from 'node:crypto';
@@ -49,7 +50,7 @@ export class Inbox {
 
   private constructor(private readonly scope: JobScope, settings: NotificationSettings) {
     this.settings = settings;
-    const region = settings.region ?? queueRegion(settings.queueUrl) ?? scope.ctx.storage.region ?? 'us-east-1';
+    const region = settings.region ?? queueRegion(settings.queueUrl) ?? sourceStorageConfig(scope.ctx.storage, scope.job).region ?? 'us-east-1';
     this.queue = new SqsQueue({ url: settings.queueUrl, region });
   }
 

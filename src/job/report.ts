@@ -109,7 +109,7 @@ export interface NotificationReport {
   /** True when the run received as many as it takes (./notified.ts): the queue may hold more, for the next run. */
   moreWaiting: boolean;
   /** Requests sent to the queue, by kind. */
-  requests: { receive: number; changeVisibility: number; delete: number };
+  requests: { receive: number; changeVisibility: number; delete: number; attributes: number };
 }
 
 export interface RunReport extends LoadCounts {

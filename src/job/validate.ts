@@ -20,7 +20,7 @@ import { loadConfig, resolveUri } from '../config/load.js';
 import { interpolate } from '../config/interpolate.js';
 import { configSchema, type JobConfig, type StorageConfig, type TidemarkConfig } from '../config/schema.js';
 import { sourceStorageConfig, targetStorageConfig } from '../config/storage.js';
-import { resolveDiscovery } from '../discovery/config.js';
+import { resolveDiscovery, type NotificationSettings } from '../discovery/config.js';
 import { stateMismatch, surveySource } from '../discovery/index.js';
 import { assertWritable } from '../delta/features.js';
 import { DuckSession } from '../engine/duckdb.js';
@@ -28,6 +28,7 @@ import { openTable } from '../engine/table.js';
 import { ConfigError, TidemarkError } from '../errors.js';
 import { Spool } from '../spool/spool.js';
 import { assertSafeCommits } from '../storage/probe.js';
+import { queueRegion, SqsQueue } from '../storage/sqs.js';
 import { RetryBudget } from '../storage/s3.js';
 import type { Storage } from '../storage/storage.js';
 import { describeUri, openStorage } from '../storage/uri.js';
@@ -317,8 +318,30 @@ async function checkSource(job: JobParts, source: NonNullable<JobParts['source']
       });
     }
     if (!source.discover) found.warnings.push(notChecked('source', field, 'the layout', 'source.discover'));
+    if (settings?.mode === 'notifications') await checkQueue(settings, job.index, source.storage?.region, found);
   } catch (err) {
     found.problems.push(problemOf('source', field, err));
+  }
+}
+
+/** The queue of notification discovery answers (GetQueueAttributes), and has a dead-letter queue for what tidemark cannot read. */
+async function checkQueue(settings: NotificationSettings, index: number, storageRegion: string | undefined, found: Found): Promise<void> {
+  const field = `jobs[${index}].source.discover.queue`;
+  const queue = new SqsQueue({ url: settings.queueUrl, region: settings.region ?? queueRegion(settings.queueUrl) ?? storageRegion ?? 'us-east-1', maxAttempts: 2 });
+  try {
+    const { redrive } = await queue.describe();
+    if (!redrive) {
+      found.warnings.push({
+        check: 'source',
+        field,
+        message: `queue ${settings.queueUrl} has no redrive policy: a message tidemark cannot read stays on it and is received by every run; give it a dead-letter queue (examples/notifications)`,
+        kind: 'usage',
+      });
+    }
+  } catch (err) {
+    found.problems.push(problemOf('source', field, err));
+  } finally {
+    queue.close();
   }
 }
 

@@ -12,6 +12,7 @@
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SQSClient,
   type SQSClientConfig,
@@ -59,7 +60,7 @@ export class SqsQueue {
   readonly url: string;
   private readonly client: SQSClient;
   /** Requests sent, by kind, for the run report. */
-  readonly requests = { receive: 0, changeVisibility: 0, delete: 0 };
+  readonly requests = { receive: 0, changeVisibility: 0, delete: 0, attributes: 0 };
 
   constructor(opts: SqsQueueOptions) {
     this.url = opts.url;
@@ -137,6 +138,14 @@ export class SqsQueue {
       for (const f of answer.Failed ?? []) failed.push(chunk[Number(f.Id)]!);
     }
     return failed;
+  }
+
+  /** What `validate` looks at: messages waiting (approximately), and whether a dead-letter queue takes the unreadable ones. */
+  async describe(): Promise<{ messages: number; redrive: boolean }> {
+    const answer = await this.send('attributes', () =>
+      this.client.send(new GetQueueAttributesCommand({ QueueUrl: this.url, AttributeNames: ['ApproximateNumberOfMessages', 'RedrivePolicy'] })),
+    );
+    return { messages: Number(answer.Attributes?.ApproximateNumberOfMessages ?? 0), redrive: (answer.Attributes?.RedrivePolicy ?? '') !== '' };
   }
 
   close(): void {

@@ -19,10 +19,13 @@ import path from 'node:path';
 import { CreateQueueCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { parseBody } from '../../src/discovery/notifications/envelope.js';
 import type { S3Storage } from '../../src/storage/s3.js';
 import { connectMoto, MOTO_ENDPOINT, type MotoHandle } from '../helpers/moto.js';
 import { sleep } from '../helpers/cli.js';
 import { spawnCli } from '../cli/process.js';
+import { validateJobs } from '../../src/job/validate.js';
+import { silentLogger } from '../../src/log/logger.js';
 import { cleanup, DuckSession, duplicateRids, land, makeConfig, orders, readTarget, run, tempDir, type OrderRow } from './helpers.js';
 
 const CREDENTIALS = { accessKeyId: 'moto', secretAccessKey: 'moto' };
@@ -62,6 +65,16 @@ function bodyIn(envelope: Envelope, bucket: string, key: string, etag: string, s
     detail: { version: '0', bucket: { name: bucket }, object: { key, size, etag, sequencer: Date.now().toString(16) }, reason: 'PutObject' },
   });
 }
+
+// Without moto (npm test): the bodies these tests publish are read as the envelopes they stand for.
+describe('the event bodies the moto tests publish', () => {
+  it('read as S3, SNS and EventBridge envelopes naming the object, its key decoded', () => {
+    for (const envelope of ['s3', 'sns', 'eventbridge'] as const) {
+      const parsed = parseBody(bodyIn(envelope, 'landing', 'p/2026/a b+c.csv', 'etag1', 12));
+      expect(parsed).toEqual({ kind: envelope, events: [expect.objectContaining({ bucket: 'landing', key: 'p/2026/a b+c.csv', created: true, etag: 'etag1', size: 12 })] });
+    }
+  });
+});
 
 if (MOTO_ENDPOINT) {
   const endpoint = MOTO_ENDPOINT;
@@ -234,7 +247,7 @@ if (MOTO_ENDPOINT) {
     });
 
     it('a run longer than the visibility timeout keeps its messages hidden (the run extends them)', async () => {
-      const f = await fixture({ visibilityTimeout: '1s' });
+      const f = await fixture({ visibilityTimeout: '2s' });
       const setup = { ...f.settings(), job: { ...f.settings().job, maxFilesPerBatch: 1 } };
       await seeded(f, setup);
       await f.publish(await f.put('p.csv', orders([8, 'p', 1])));
@@ -242,10 +255,10 @@ if (MOTO_ENDPOINT) {
       let seenMidRun: number | null = null;
       const report = await run(setup, {
         hooks: {
-          // After the first commit, 3 visibility timeouts pass: the second batch's message must stay hidden.
+          // After the first commit, 2.5 visibility timeouts pass: the second batch's message must stay hidden.
           afterCommit: async (batch) => {
             if (batch !== 0) return;
-            await sleep(3_000);
+            await sleep(5_000);
             seenMidRun = (await f.visible()).length;
           },
         },
@@ -254,6 +267,19 @@ if (MOTO_ENDPOINT) {
       expect(seenMidRun).toBe(0);
       expect(report.notifications!.requests.changeVisibility).toBeGreaterThan(0);
       expect(await f.visible()).toEqual([]);
+    });
+
+    it('validate asks the queue: a missing one is a problem, one without a dead-letter queue a warning', async () => {
+      const f = await fixture();
+      const dir = await tempDir('notify-validate', dirs);
+      const configFile = path.join(dir, 'tidemark.yaml');
+      const missing = f.queueUrl.replace(/q-[^/]+$/, 'no-such-queue');
+      const jobs = [rawJob(f.settings().job), { ...rawJob(f.settings().job), name: 'missing', source: { ...(rawJob(f.settings().job)['source'] as object), discover: { by: 'notifications', queue: missing } } }];
+      await fsp.writeFile(configFile, stringify({ storage: { endpoint, region: 'us-east-1', forcePathStyle: true }, jobs }));
+      const [ok, bad] = await validateJobs({ file: configFile }, { logger: silentLogger() });
+      expect(ok!.warnings).toContainEqual(expect.objectContaining({ field: 'jobs[0].source.discover.queue', message: expect.stringMatching(/has no redrive policy/) }));
+      expect(ok!.problems).toEqual([]);
+      expect(bad!.problems).toContainEqual(expect.objectContaining({ field: 'jobs[1].source.discover.queue', message: expect.stringMatching(/\[sqs\] attributes on queue .*no-such-queue failed/) }));
     });
 
     it('kill -9 between the commit and the deletion of its messages: redelivered, found loaded, nothing loaded twice', async () => {
@@ -276,9 +302,11 @@ if (MOTO_ENDPOINT) {
         await waitFor(() => /"msg":"loading"/.test(stderr()), 60_000, 'the run to plan', cli);
         proxy.hold();
         await waitFor(async () => (await commitsIn(f.target)) > before, 60_000, 'the commit', cli);
+        // Give the run a moment to send the deletion (held, never forwarded); then kill it.
+        await waitFor(() => proxy.held() > 0, 3_000, 'a request to SQS').catch(() => undefined);
         cli.child.kill('SIGKILL');
         expect((await cli.done).signal).toBe('SIGKILL');
-        expect(proxy.dropAll()).toBeGreaterThan(0);
+        proxy.dropAll();
         let rows = await rowsOf(setup);
         expect(rows.map((r) => r.status)).toEqual(['k1', 'k2']);
         // The messages were never deleted: hidden until their timeout, then redelivered.
@@ -333,7 +361,7 @@ async function commitsIn(table: string): Promise<number> {
  * send is kept back, and `dropAll()` closes those connections without forwarding it (what a killed
  * process's unsent requests amount to); it returns how many connections held data.
  */
-async function holdingProxy(target: URL): Promise<{ endpoint: string; hold(): void; dropAll(): number; close(): Promise<void> }> {
+async function holdingProxy(target: URL): Promise<{ endpoint: string; hold(): void; held(): number; dropAll(): number; close(): Promise<void> }> {
   let holding = false;
   const sockets = new Set<Socket>();
   const withHeldData = new Set<Socket>();
@@ -360,6 +388,7 @@ async function holdingProxy(target: URL): Promise<{ endpoint: string; hold(): vo
   return {
     endpoint: `http://127.0.0.1:${port}`,
     hold: () => void (holding = true),
+    held: () => withHeldData.size,
     dropAll: () => {
       const n = withHeldData.size;
       for (const s of sockets) s.destroy();
