@@ -128,3 +128,9 @@ export class ConfigError extends TidemarkError {
 export function isTransient(err: unknown): boolean {
   return err instanceof TidemarkError && err.kind === 'transient';
 }
+
+/**
+ * A snapshot source's newest extract would delete more of the table's keys than
+ * `source.maxDeleteShare` allows (an empty or cut-off extract): nothing is committed; names the counts.
+ */
+export class SnapshotDeleteRefusedError extends TidemarkError {}

@@ -186,11 +186,25 @@ const source = z.strictObject({
   exclude: globList('Keys matching one of these globs are never loaded (relative to uri; a pattern without / matches the file name)'),
   storage: sourceStorage.optional(),
   discover,
+  snapshot: z
+    .boolean()
+    .default(false)
+    .describe('Each delivery is a full extract of the source table (a partition, or each file matching snapshotPattern): after the newest one is merged, keys the table holds and it lacks are deleted in the same commit (merge mode)'),
+  snapshotPattern: glob
+    .optional()
+    .describe('With snapshot: the files that are full extracts, each its own (a glob like source.include); other files are changes, merged as usual'),
+  maxDeleteShare: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(0.5)
+    .describe('With snapshot: the largest share of the table\'s keys one snapshot may delete (0.5); a larger one (an empty or cut-off extract) is refused, exit 1, unless run --allow-large-delete'),
 }).superRefine((src, ctx) => {
   // S3 sends the events: a local folder has no notifications to read.
   if (src.discover.by === 'notifications' && !/^s3a?:\/\//i.test(src.uri)) {
     ctx.addIssue({ code: 'custom', path: ['discover', 'by'], message: `notifications need an s3:// source (S3 sends the events), got ${JSON.stringify(src.uri)}` });
   }
+  if (src.snapshotPattern !== undefined && !src.snapshot) ctx.addIssue({ code: 'custom', path: ['snapshotPattern'], message: 'applies only with snapshot: true' });
 });
 
 const target = z
@@ -269,6 +283,9 @@ const job = z.strictObject({
   onBadFile: z.enum(['fail', 'quarantine']).default('fail').describe('fail the batch, or quarantine the bad file and load the rest'),
   schemaEvolution: z.enum(['addColumns', 'fail']).default('addColumns').describe('Add new columns of new files, or fail naming them'),
   concurrency: z.number().int().min(1).max(256).default(16).describe('Parallel fetches'),
+}).superRefine((j, ctx) => {
+  // Deleting the keys a snapshot lacks is a MERGE by key.
+  if (j.source.snapshot && j.target.mode !== 'merge') ctx.addIssue({ code: 'custom', path: ['source', 'snapshot'], message: `applies only when target.mode is merge (it is ${j.target.mode})` });
 });
 
 const storage = z

@@ -39,6 +39,8 @@ export interface BatchSpec<S extends OwnedState> {
   before: S;
   owner: StateOwner<S>;
   timer: PhaseTimer;
+  /** The batch is a snapshot source's full extract (./snapshot-deletes.ts). */
+  fullExtract?: boolean;
 }
 
 /** A committed batch. */
@@ -100,6 +102,7 @@ async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: B
         owner: spec.owner,
         batchNo: spec.batchNo,
         timer: spec.timer,
+        ...(spec.fullExtract ? { fullExtract: true } : {}),
       });
       return { written, rowsRead: loaded.rowsRead, rowsAfterDedupe: loaded.rowsAfterDedupe };
     } finally {

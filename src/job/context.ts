@@ -44,6 +44,8 @@ export interface RunContext {
    * (tombstones) that no longer fit it, instead of being refused (./config-change.ts).
    */
   acceptConfigChange?: boolean;
+  /** `--allow-large-delete`: a snapshot source may delete more than `source.maxDeleteShare` of the keys, this run (./snapshot-deletes.ts). */
+  allowLargeDelete?: boolean;
   /** `--adopt-state-of OLD`: the job was renamed from OLD; its state becomes this job's (./renamed.ts). */
   adoptStateOf?: string;
   /** `--fresh`: the job is new although another job of its table loads the same source (./renamed.ts). */

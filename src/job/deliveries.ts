@@ -1,10 +1,13 @@
 /**
- * Deliveries: in replace mode each delivery is a full extract of the source table, and only the
- * newest one should become the table (pure).
+ * Deliveries: in replace mode, and for snapshot sources (`source.snapshot`), each delivery is a
+ * full extract of the source table, and only the newest one counts (pure): replace makes it the
+ * table; a snapshot is merged and the keys it lacks are deleted (./snapshot-deletes.ts).
  *
  * - Discovering by partition, a delivery is a partition: every file of it the run found (several
  *   part files make one extract; `requireSuccessMarker` makes sure it is complete).
  * - Discovering by modification time, a delivery is one file: the newest by LastModified, then key.
+ * - With `source.snapshotPattern`, each file matching it is a delivery of its own; the other files
+ *   are changes, merged as usual after the delivery (so a change newer than the extract is kept).
  *
  * A run loads only the newest delivery it found, in one commit whatever `maxFilesPerBatch` says;
  * the older ones it found are superseded: recorded as handled in the same commit's state (the
@@ -15,9 +18,10 @@
  */
 import type { JobConfig } from '../config/schema.js';
 import type { DiscoveredFile } from '../discovery/index.js';
+import { compileKeyFilter } from '../discovery/filter.js';
 
 /** Why a run passes over a file of a replace job (the run report counts files by reason). */
-export const SUPERSEDED = 'superseded by a newer delivery (replace mode)';
+export const SUPERSEDED = 'superseded by a newer delivery';
 
 /** Which delivery a file belongs to: its partition, or the file itself (LastModified ISO, key). */
 export type DeliveryMark = { partition: string } | { lastModified: string; key: string };
@@ -30,11 +34,18 @@ export interface DeliveryPlan {
   superseded: DiscoveredFile[];
   /** The mark to record with the delivery (null when none is loaded). */
   mark: DeliveryMark | null;
+  /** Files that are no full extract (not matching `snapshotPattern`): merged as usual. */
+  changes: DiscoveredFile[];
+}
+
+/** True when the job loads deliveries (full extracts) rather than every file. */
+export function loadsDeliveries(job: JobConfig): boolean {
+  return job.target.mode === 'replace' || job.source.snapshot;
 }
 
 /** The delivery `file` belongs to. */
 export function deliveryMark(job: JobConfig, file: DiscoveredFile): DeliveryMark {
-  if (job.source.discover.by === 'partition' && file.partition !== undefined) return { partition: file.partition };
+  if (job.source.snapshotPattern === undefined && job.source.discover.by === 'partition' && file.partition !== undefined) return { partition: file.partition };
   return { lastModified: file.lastModified.toISOString(), key: file.key };
 }
 
@@ -49,14 +60,18 @@ function sortKey(m: DeliveryMark): string {
 }
 
 /** The newest delivery among `files` newer than `applied`, and the files it supersedes. */
-export function newestDelivery(job: JobConfig, files: readonly DiscoveredFile[], applied: DeliveryMark | undefined): DeliveryPlan {
+export function newestDelivery(job: JobConfig, found: readonly DiscoveredFile[], applied: DeliveryMark | undefined): DeliveryPlan {
+  const pattern = job.source.snapshotPattern;
+  const extract = pattern === undefined ? () => true : compileKeyFilter({ include: [pattern] });
+  const files = found.filter((f) => extract(f.key));
+  const changes = found.filter((f) => !extract(f.key));
   let newest: DeliveryMark | null = null;
   for (const f of files) {
     const mark = deliveryMark(job, f);
     if (newest === null || compareDeliveries(mark, newest) > 0) newest = mark;
   }
-  if (newest === null || (applied !== undefined && compareDeliveries(newest, applied) <= 0)) return { delivery: [], superseded: [...files], mark: null };
+  if (newest === null || (applied !== undefined && compareDeliveries(newest, applied) <= 0)) return { delivery: [], superseded: files, mark: null, changes };
   const mark = newest;
   const inIt = (f: DiscoveredFile) => compareDeliveries(deliveryMark(job, f), mark) === 0;
-  return { delivery: files.filter(inIt), superseded: files.filter((f) => !inIt(f)), mark };
+  return { delivery: files.filter(inIt), superseded: files.filter((f) => !inIt(f)), mark, changes };
 }

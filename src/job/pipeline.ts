@@ -40,6 +40,8 @@ export interface BatchLoop<S extends OwnedState> {
   stateAfter(before: S, index: number, loaded: readonly DiscoveredFile[], rowsRead: number, quarantined: readonly QuarantinedFile[]): S;
   /** Number of the first batch (batches committed earlier in this command), for the hooks. */
   firstBatchNo: number;
+  /** True for the batch that is a snapshot source's full extract: keys it lacks are deleted (./snapshot-deletes.ts). */
+  fullExtract?(index: number): boolean;
   /** Label of each batch's fetch progress bar; null when the caller shows its own (`progress`). */
   progressLabel: string | null;
   progress?: Progress;
@@ -91,6 +93,7 @@ export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Pro
       before,
       owner: loop.owner(snapshot),
       timer: loop.timer,
+      ...(loop.fullExtract?.(index) ? { fullExtract: true } : {}),
     });
     loop.progress?.tick(files.length, batch.bytes);
     // The state after it (committed, or carried on): it lists the tombstone files this batch wrote.

@@ -31,7 +31,7 @@ import { withReportedScope, type JobScope } from './scope.js';
 import { keepsLedger, lookUpLedger, passedOver } from './ledger.js';
 import { Inbox } from './notified.js';
 import { lateFiles } from './late-files.js';
-import { newestDelivery, SUPERSEDED } from './deliveries.js';
+import { loadsDeliveries, newestDelivery, SUPERSEDED } from './deliveries.js';
 import { settleIdentity } from './renamed.js';
 import { checkTableSettings } from './table-settings.js';
 import { jobAppId, jobOwner, readJobState, type JobState, type WaitingPartitionState } from './state.js';
@@ -128,10 +128,11 @@ class JobRun {
     await checkPlannedSource(this.scope, plan);
     this.describePlan(plan, state);
     // Replace mode loads the newest delivery alone; older ones are superseded (./deliveries.ts).
-    const chosen = this.job.target.mode === 'replace' ? newestDelivery(this.job, plan.files, state.delivery) : null;
+    // Snapshot sources: the newest full extract, merged with its deletes, then the change files.
+    const chosen = loadsDeliveries(this.job) ? newestDelivery(this.job, plan.files, state.delivery) : null;
     if (chosen) {
       reportSkipped(this.report, chosen.superseded.map((f) => ({ key: f.key, reason: SUPERSEDED })));
-      if (this.ctx.dryRun) this.report.plannedFiles = chosen.delivery.map((f) => f.key);
+      if (this.ctx.dryRun) this.report.plannedFiles = [...chosen.delivery, ...chosen.changes].map((f) => f.key);
     }
     // Messages whose files need no load are deleted now (not in a dry run); the others wait for their commit.
     await this.inbox?.expect(plan);
@@ -141,8 +142,10 @@ class JobRun {
       return;
     }
     const batches = chosen
-      ? chosen.delivery.length > 0 ? [chosen.delivery] : []
+      ? [...(chosen.delivery.length > 0 ? [chosen.delivery] : []), ...splitBatches(chosen.changes, this.job.maxFilesPerBatch, this.job.maxBytesPerBatch)]
       : splitBatches(this.markBackfilled(plan.files, snapshot), this.job.maxFilesPerBatch, this.job.maxBytesPerBatch);
+    // The delivery's batch of a snapshot source deletes the keys it lacks.
+    const extractBatch = this.job.source.snapshot && chosen !== null && chosen.delivery.length > 0 ? 0 : -1;
     // The files a delivery supersedes are handled by its commit: the watermark passes them.
     const handled = (loaded: readonly DiscoveredFile[]) => (chosen ? [...loaded, ...chosen.superseded] : loaded);
     // What stays outstanding as batches commit: recorded in each commit's state, reported at the end.
@@ -177,6 +180,7 @@ class JobRun {
         backlog: backlog.once(index + 1),
       }, waiting),
       firstBatchNo: this.report.batches,
+      fullExtract: (index) => index === extractBatch,
       progressLabel: `${this.job.name}: fetch`,
       onCommitted: (b, index) => {
         const r = this.report;

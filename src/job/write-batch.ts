@@ -24,6 +24,7 @@ import type { LoadedBatch } from './load-batch.js';
 import { noWriteCounts, type WriteCounts } from './report.js';
 import type { PhaseTimer } from './phases.js';
 import type { JobScope } from './scope.js';
+import { extractBatch, type ExtractBatch } from './snapshot-deletes.js';
 import { unionTombstones } from './tombstones/union.js';
 import type { TombstoneState } from './tombstones/plan.js';
 
@@ -71,6 +72,8 @@ export interface WriteBatchOptions<S extends OwnedState> {
   /** The batch's number within the command (0-based), passed to the hooks. */
   batchNo: number;
   timer: PhaseTimer;
+  /** The batch is a snapshot source's newest full extract: keys it lacks are deleted too (./snapshot-deletes.ts). */
+  fullExtract?: boolean;
   /** The batch's clock in ms (tombstone expiry and stamps); default Date.now(). */
   now?: number;
 }
@@ -99,7 +102,7 @@ function fileCounts(summary: MergeSummary | AppendSummary): Pick<WriteCounts, 'd
 export async function writeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
   const mode = opts.scope.job.target.mode;
   // A replace by a delivery without rows empties the table: that is what the delivery says.
-  const emptiesTable = mode === 'replace' && opts.snapshot !== null && opts.batch.files > 0;
+  const emptiesTable = (mode === 'replace' || opts.fullExtract === true) && opts.snapshot !== null && opts.batch.files > 0;
   if (opts.batch.rowsRead === 0 && !emptiesTable) {
     if (opts.snapshot) return commitStateOnly(opts, opts.snapshot);
     // No table yet. Empty Parquet files declare their columns' types: they create the table (no
@@ -203,7 +206,20 @@ function dvSetting(job: JobScope['job']): 'auto' | 'on' | 'off' {
  */
 async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
   const { scope } = opts;
+  // A full extract: the batch with delete rows of the keys it lacks (refused past the bound before anything is written).
+  const extract = opts.fullExtract && opts.snapshot ? await extractBatch(scope, opts.snapshot, opts.batch) : null;
+  try {
+    return await mergeInto(opts, extract);
+  } finally {
+    await extract?.drop();
+  }
+}
+
+async function mergeInto<S extends OwnedState>(opts: WriteBatchOptions<S>, extract: ExtractBatch | null): Promise<WrittenBatch<S>> {
+  const { scope } = opts;
   const { job } = scope;
+  const target = writeTarget(opts);
+  const deleteWhen = extract?.deleteWhen ?? job.target.deleteWhen;
   const tombstones = await unionTombstones({
     session: scope.session,
     storage: scope.table.storage,
@@ -223,7 +239,8 @@ async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pro
   try {
     const staged = await opts.timer.time('merge', () =>
       stageMerge({
-        ...writeTarget(opts),
+        ...target,
+        ...(extract ? { batch: extract.table, internalColumns: [...(target.internalColumns ?? []), extract.flagColumn] } : {}),
         keyColumns: job.target.key!,
         orderBy: job.target.orderBy!,
         // Ties: the later file by LastModified, then by key; within a file dedupe took the later row (docs/concepts.md).
@@ -234,7 +251,7 @@ async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pro
         deletionVectors: dvSetting(job),
         rewriteBelowBytes: job.target.rewriteFilesBelow,
         rewriteDeletedShare: job.target.rewriteDeletedShare,
-        ...(job.target.deleteWhen ? { deleteWhen: job.target.deleteWhen } : {}),
+        ...(deleteWhen ? { deleteWhen } : {}),
         ...(tombstones.relation ? { tombstones: tombstones.relation.name } : {}),
       }),
     );

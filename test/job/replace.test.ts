@@ -61,7 +61,7 @@ describe('replace mode', () => {
     await land(source, session, '2025/03/03/part-1.parquet', day3b);
     const second = await run(config);
     expect(second).toMatchObject({ status: 'succeeded', commits: 1, filesLoaded: 2, inserted: 3, deleted: 3, dataFilesRemoved: 1, tableVersion: 1, watermark: '2025-03-03' });
-    expect(second.skippedByReason?.['superseded by a newer delivery (replace mode)']).toBe(1);
+    expect(second.skippedByReason?.['superseded by a newer delivery']).toBe(1);
     let view = await readTarget(session, config);
     expect(view.rows).toEqual(ofRows(day3a, day3b));
     expect(view.state.delivery).toEqual({ partition: '2025-03-03' });
@@ -71,7 +71,7 @@ describe('replace mode', () => {
     await land(source, session, '2025/03/03/part-2.csv', orders([8, 'placed', 9]));
     const late = await run(config);
     expect(late).toMatchObject({ status: 'succeeded', commits: 1, filesLoaded: 0, inserted: 0, tableVersion: 2 });
-    expect(late.skippedByReason?.['superseded by a newer delivery (replace mode)']).toBe(2);
+    expect(late.skippedByReason?.['superseded by a newer delivery']).toBe(2);
     view = await readTarget(session, config);
     expect(view.rows).toEqual(ofRows(day3a, day3b));
     // …and not listed again.

@@ -19,6 +19,7 @@ export function addRunCommands(program: Command, host: CommandHost): void {
     .option('--dry-run', 'show the plan and the reason for each decision; change nothing')
     .option('--accept-config-change', 'a changed target.key or orderBy drops the deletes the job remembers (tombstones) that no longer fit it, instead of refusing (exit 2)')
     .option('--adopt-state-of <old>', 'the job (one --job) was renamed from OLD: carry OLD\'s state in the table over to it (watermark, remembered files, tombstones), in a commit of its own')
+    .option('--allow-large-delete', 'a snapshot source may delete more than source.maxDeleteShare of the table\'s keys, this run only')
     .option('--fresh', 'the job is not a renamed one although another job in its table loads the same source: start it anew')
     .action(async (flags: RunFlags) => host.setExitCode(await runCommand(flags, host.io)));
   withCommonOptions(program.command('status'))
@@ -26,7 +27,7 @@ export function addRunCommands(program: Command, host: CommandHost): void {
     .action(async (flags: CommonFlags) => host.setExitCode(await statusCommand(flags, host.io)));
 }
 
-type RunFlags = CommonFlags & { dryRun?: boolean; acceptConfigChange?: boolean; adoptStateOf?: string; fresh?: boolean };
+type RunFlags = CommonFlags & { dryRun?: boolean; acceptConfigChange?: boolean; allowLargeDelete?: boolean; adoptStateOf?: string; fresh?: boolean };
 
 /** Run each selected job once; resolves to the exit code. */
 export async function runCommand(flags: RunFlags, io: CliIO): Promise<number> {
@@ -46,6 +47,7 @@ export async function runCommand(flags: RunFlags, io: CliIO): Promise<number> {
     context: {
       dryRun: flags.dryRun ?? false,
       ...(flags.acceptConfigChange ? { acceptConfigChange: true } : {}),
+      ...(flags.allowLargeDelete ? { allowLargeDelete: true } : {}),
       ...(flags.adoptStateOf !== undefined ? { adoptStateOf: flags.adoptStateOf } : {}),
       ...(flags.fresh ? { fresh: true } : {}),
     },
