@@ -60,7 +60,7 @@ describe('snapshot sources', () => {
     expect(refused.ok).toBe(false);
     if (refused.ok) return;
     expect(refused.error).toBeInstanceOf(SnapshotDeleteRefusedError);
-    expect(refused.error.message).toMatch(/would delete 2 of the 3 keys .*\(66\.7 %\), more than source\.maxDeleteShare \(50 %\).*--allow-large-delete/);
+    expect((refused.error as Error).message).toMatch(/would delete 2 of the 3 keys .*\(66\.7 %\), more than source\.maxDeleteShare \(50 %\).*--allow-large-delete/);
     expect(exitCodeFor(refused.error)).toBe(1);
     view = await readTarget(session, config);
     expect(view.snapshot?.version).toBe(1);
