@@ -1,7 +1,9 @@
 /**
  * The SQL of a job's ledger files (../job/ledger.ts decides which files, when and where): Parquet
- * files of (key, etag, batch), one row per file loaded; the newest batch's ETag of a key is the
- * one last loaded.
+ * files of (key, etag, batch, modified), one row per file loaded; the newest batch's ETag of a key
+ * is the one last loaded. `modified` is the LastModified (epoch ms) at which that ETag was first
+ * loaded, the file's place in the tie order; files written before it have no such column (read as
+ * NULL: not recorded).
  */
 import { rm, writeFile } from 'node:fs/promises';
 import type { DuckSession } from './duckdb.js';
@@ -16,6 +18,8 @@ export interface LedgerEntry {
   key: string;
   etag: string;
   batch: number;
+  /** Epoch ms: the LastModified at which this ETag was first loaded (null: not recorded). */
+  modified: number | null;
 }
 
 /** The newest entry of each of `keys` that the local ledger files hold. */
@@ -24,9 +28,32 @@ export async function lastLoaded(session: DuckSession, files: readonly string[],
   for (let i = 0; i < keys.length; i += CHUNK) {
     const chunk = keys.slice(i, i + CHUNK);
     const rows = await session.all(
-      `SELECT key, arg_max(etag, batch) AS etag, max(batch) AS batch FROM ${readFiles(files)} WHERE key IN (${chunk.map(str).join(', ')}) GROUP BY key`,
+      `SELECT key, arg_max({'etag': etag, 'modified': modified}, batch) AS last, max(batch) AS batch FROM ${readFiles(files)} WHERE key IN (${chunk.map(str).join(', ')}) GROUP BY key`,
     );
-    for (const r of rows) found.push({ key: String(r['key']), etag: String(r['etag']), batch: Number(r['batch']) });
+    for (const r of rows) {
+      const last = r['last'] as { etag: unknown; modified: unknown };
+      found.push({ key: String(r['key']), etag: String(last.etag), batch: Number(r['batch']), modified: last.modified === null ? null : Number(last.modified) });
+    }
+  }
+  return found;
+}
+
+/**
+ * For each of `wanted` (key and ETag) the local ledger files hold in that ETag: the earliest
+ * LastModified its loads recorded (epoch ms), or null when an entry recorded none (written before
+ * ledgers kept it: its first load's time is unknown). Keys the ledger lacks in that ETag are left
+ * out. The files may be several ledgers' (a job's and its backfills'), whose batches do not compare.
+ */
+export async function firstLoaded(session: DuckSession, files: readonly string[], wanted: ReadonlyArray<{ key: string; etag: string }>): Promise<Map<string, number | null>> {
+  const found = new Map<string, number | null>();
+  for (let i = 0; i < wanted.length; i += CHUNK) {
+    const chunk = wanted.slice(i, i + CHUNK);
+    const pairs = chunk.map((w) => `(${str(w.key)}, ${str(w.etag)})`).join(', ');
+    const rows = await session.all(
+      `SELECT l.key, CASE WHEN count(*) > count(l.modified) THEN NULL ELSE min(l.modified) END AS first FROM ${readFiles(files)} l ` +
+        `JOIN (VALUES ${pairs}) AS w(key, etag) ON l.key = w.key AND l.etag = w.etag GROUP BY l.key`,
+    );
+    for (const r of rows) found.set(String(r['key']), r['first'] === null ? null : Number(r['first']));
   }
   return found;
 }
@@ -40,7 +67,8 @@ export async function writeLedgerFile(session: DuckSession, local: string, entri
   const sql =
     mergedWith.length === 0
       ? values
-      : `SELECT key, arg_max(etag, batch) AS etag, max(batch) AS batch FROM (SELECT key, etag, batch FROM ${readFiles(mergedWith)} UNION ALL ${values}) GROUP BY key ORDER BY key`;
+      : `SELECT key, last.etag AS etag, batch, last.modified AS modified FROM (SELECT key, arg_max({'etag': etag, 'modified': modified}, batch) AS last, max(batch) AS batch ` +
+        `FROM (SELECT key, etag, batch, modified FROM ${readFiles(mergedWith)} UNION ALL ${values}) GROUP BY key) ORDER BY key`;
   await session.run(`COPY (${sql}) TO ${str(local)} (FORMAT parquet)`);
   const row = await session.one(`SELECT count(*) AS n FROM read_parquet(${str(safeReadPath(local))})`);
   return Number(row?.['n'] ?? 0);
@@ -68,14 +96,16 @@ export async function notInLedger(
   return rows.map((r) => ({ key: String(r['key']), etag: String(r['etag']), loaded: r['loaded'] === null ? null : String(r['loaded']) }));
 }
 
-/** Ledger rows as SQL (key, etag, batch). */
+/** Ledger rows as SQL (key, etag, batch, modified). */
 function valuesSql(entries: readonly LedgerEntry[]): string {
-  const rows = entries.map((e) => `(${str(e.key)}, ${str(e.etag)}, ${e.batch}::BIGINT)`);
+  const rows = entries.map((e) => `(${str(e.key)}, ${str(e.etag)}, ${e.batch}::BIGINT, ${e.modified === null ? 'NULL' : e.modified}::BIGINT)`);
   const parts: string[] = [];
-  for (let i = 0; i < rows.length; i += CHUNK) parts.push(`SELECT * FROM (VALUES ${rows.slice(i, i + CHUNK).join(', ')}) AS t(key, etag, batch)`);
+  for (let i = 0; i < rows.length; i += CHUNK) parts.push(`SELECT * FROM (VALUES ${rows.slice(i, i + CHUNK).join(', ')}) AS t(key, etag, batch, modified)`);
   return parts.join(' UNION ALL ');
 }
 
+/** The ledger files as one relation of (key, etag, batch, modified): files written before `modified` was kept read it as NULL. */
 function readFiles(paths: readonly string[]): string {
-  return `read_parquet([${paths.map(str).join(', ')}])`;
+  const columns = 'SELECT NULL::VARCHAR AS key, NULL::VARCHAR AS etag, NULL::BIGINT AS batch, NULL::BIGINT AS modified WHERE false';
+  return `(${columns} UNION ALL BY NAME SELECT * FROM read_parquet([${paths.map(str).join(', ')}], union_by_name = true))`;
 }

@@ -12,7 +12,8 @@ import type { Spool } from '../spool/spool.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { DiscoveredFile } from '../discovery/index.js';
 import { startProgress, type Progress } from '../log/progress.js';
-import { fetchFiles } from './fetch.js';
+import { fetchFiles, type FetchedFile } from './fetch.js';
+import { orderTimes } from './ledger.js';
 import { loadBatch, sourceName } from './load-batch.js';
 import type { PhaseTimer } from './phases.js';
 import { loadQuarantining } from './quarantine.js';
@@ -76,6 +77,21 @@ export async function loadAndCommitBatch<S extends OwnedState>(scope: JobScope, 
   }
 }
 
+/**
+ * Where the ledger places fetched files whose content it recorded a first load of, with a time
+ * other than their LastModified (a touch, a copy in place of the same bytes): the tie order takes
+ * that first time, so reloading them never makes their rows win a tie they lost (docs/concepts.md).
+ */
+async function placeInOrder(scope: JobScope, owner: StateOwner<OwnedState>, fetched: readonly FetchedFile[]): Promise<Map<string, Date>> {
+  const placed = new Map<string, Date>();
+  const known = await orderTimes(scope, owner.ledgers, fetched.map((f) => ({ key: f.file.key, etag: f.etag })));
+  for (const f of fetched) {
+    const first = known.get(f.file.key);
+    if (first && first.getTime() !== f.file.lastModified.getTime()) placed.set(f.file.key, first);
+  }
+  return placed;
+}
+
 async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: BatchSpec<S>, spool: Spool, progress: Progress | undefined): Promise<CommittedBatch<S>> {
   const { job, ctx } = scope;
   const signal = ctx.signal ? { signal: ctx.signal } : {};
@@ -84,15 +100,17 @@ async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: B
   );
   progress?.done();
   await ctx.hooks?.afterFetch?.(spec.batchNo);
+  const placed = await placeInOrder(scope, spec.owner, fetched);
 
   const quarantine = { enabled: job.onBadFile === 'quarantine', sourceUri: scope.source.uri, logger: ctx.logger, job: job.name };
   const { result, quarantined } = await loadQuarantining(fetched, quarantine, async (kept, bad) => {
-    const loaded = await loadBatch(scope.session, job, scope.source.uri, kept, { schema: spec.snapshot?.schema ?? null, timer: spec.timer });
+    const loaded = await loadBatch(scope.session, job, scope.source.uri, kept, { schema: spec.snapshot?.schema ?? null, timer: spec.timer, placed });
     for (const warning of loaded.warnings) ctx.logger.warn({ job: job.name, table: scope.table.uri }, `[load] job ${job.name}: ${warning}`);
     try {
       // Every fetched file is done: loaded, or quarantined (recorded, and not listed again).
       const planned = spec.stateAfter(fetched.map((f) => ({ ...f.file, etag: f.etag })), loaded.rowsRead, bad.map((q) => q.entry));
-      const state = spec.owner.prepare ? await spec.owner.prepare(scope, spec.before, planned, kept.map((f) => ({ ...f.file, etag: f.etag }))) : planned;
+      const asLoaded = kept.map((f) => ({ ...f.file, etag: f.etag, lastModified: placed.get(f.file.key) ?? f.file.lastModified }));
+      const state = spec.owner.prepare ? await spec.owner.prepare(scope, spec.before, planned, asLoaded) : planned;
       const written = await writeBatch<S>({
         scope,
         snapshot: spec.snapshot,

@@ -1,13 +1,17 @@
 /**
- * The ledger of a job discovering by modification time: every file it loaded (key and the ETag
- * loaded), kept after the file left the settle window, so a file touched or copied in place later
+ * The ledger of a job: every file it loaded (key, the ETag loaded, and the LastModified at which
+ * that ETag was first loaded), kept after the file left the window. Every job records it, since
+ * the first-load time is a file's place in the tie order (`orderTimes`): a file touched or copied
+ * in place with the same bytes and loaded again (a backfill, a run after `reset`) keeps the place
+ * its content first had, so its rows never win a tie they lost. A job discovering by modification
+ * time also looks files up in it, kept after the file left the settle window, so a file touched or copied in place later
  * (a re-sync, a re-delivery, a metadata copy on S3 that keeps the ETag) is not taken for a new one
  * and loaded again, and a file that arrives with an old LastModified (`cp -p`, `rsync -t`, `mv`),
  * which no window ever takes, is named (`passedOver`). The discovery state only remembers the
  * files inside the window.
  *
  * Where it lives: small Parquet files in the table folder, `_tidemark/ledger/<job>/<uuid>.parquet`
- * (columns key, etag, batch), listed in the job state (`ledger`). Each batch writes the files it
+ * (columns key, etag, batch, modified), listed in the job state (`ledger`). Each batch writes the files it
  * loaded as one new file before its commit, which lists it (a failed commit leaves an unlisted
  * orphan); past MAX_LEDGER_FILES all are rewritten into one (the newest ETag per key). Files
  * rewritten away stay listed under `dropped` for MAX_DROP_GRACE_MS (a concurrent run may still read
@@ -18,7 +22,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { resolveDiscovery, type OnOverwrite } from '../discovery/config.js';
 import type { DiscoveredFile, DiscoveryState, PassedOver } from '../discovery/index.js';
-import { lastLoaded, notInLedger, writeLedgerFile, type LedgerEntry } from '../engine/ledger-files.js';
+import { firstLoaded, lastLoaded, notInLedger, writeLedgerFile, type LedgerEntry } from '../engine/ledger-files.js';
 import { localCopies } from '../engine/local-copies.js';
 import { DeltaLogError } from '../errors.js';
 import { comparableEtags } from '../storage/local.js';
@@ -54,11 +58,27 @@ export interface LedgerState {
 export const RELOAD_AFTER_RESET = null;
 
 /**
- * True when the job keeps a ledger: discovery by modification time (append or merge), and by
- * notifications, where the ledger is the one record of which files are loaded (../discovery/notifications/).
+ * True when the job looks files up in its ledger as discovery takes them (every job records one):
+ * discovery by modification time, and by notifications, where the ledger is the one record of
+ * which files are loaded (../discovery/notifications/).
  */
 export function keepsLedger(job: JobScope['job']): boolean {
   return job.source.discover.by === 'modified' || job.source.discover.by === 'notifications';
+}
+
+/**
+ * Each file's place in the tie order (docs/concepts.md, *Ties*), for those of `files` (key and the
+ * ETag fetched) the ledgers (the job's, its backfills') hold in that ETag: the LastModified its first
+ * load recorded, or null when an entry recorded none (ledger files written before the time was kept, and entries seeded
+ * from a discovery state). A file the ledger lacks in its ETag is new content: its own LastModified.
+ */
+export async function orderTimes(scope: JobScope, ledgers: readonly LedgerState[], files: ReadonlyArray<{ key: string; etag: string }>): Promise<Map<string, Date | null>> {
+  const found = new Map<string, Date | null>();
+  const listed = ledgers.flatMap((l) => l.files.map((f) => f.path));
+  if (listed.length === 0 || files.length === 0) return found;
+  const paths = await localCopiesOf(scope, listed);
+  for (const [key, modified] of await firstLoaded(scope.session, paths, files)) found.set(key, modified === null ? null : new Date(modified));
+  return found;
 }
 
 /**
@@ -75,6 +95,7 @@ export function ledgerStart(job: JobScope['job'], prev: DiscoveryState | null): 
   }
   // Notification discovery records every file it loads from its first batch on.
   if (prev.mode === 'notifications') return { since: null, seed: [] };
+  // Partition mode makes no claim (`since` is for lookups behind the settle window) and seeds nothing.
   if (prev.mode !== 'modified') return null;
   return { since: prev.rememberedAfter ?? prev.watermark, seed: prev.loaded.map((e) => ({ key: e.key, etag: e.ignored ? '' : e.etag })) };
 }
@@ -97,9 +118,9 @@ export async function lookUpLedger(scope: JobScope, ledger: LedgerState | undefi
 }
 
 /**
- * The ledger after a batch that loaded `loaded` (as batch number `batch`): a new file of them, or
- * every entry rewritten into one; dropped files past their grace period deleted. Written before
- * the commit that lists it.
+ * The ledger after a batch that loaded `loaded` (as batch number `batch`; each file's lastModified
+ * its place in the order, as loaded): a new file of them, or every entry rewritten into one;
+ * dropped files past their grace period deleted. Written before the commit that lists it.
  */
 export async function recordInLedger(
   scope: JobScope,
@@ -117,7 +138,10 @@ export async function recordInLedger(
   const start = before.since === undefined ? ledgerStart(scope.job, prev) : null;
   const since = start ? { since: start.since } : before.since !== undefined ? { since: before.since } : {};
   // Seeded entries are older than the batch's own: the newest batch wins per key.
-  const rows: LedgerEntry[] = [...(start?.seed ?? []).map((e) => ({ ...e, batch: batch - 1 })), ...loaded.map((f) => ({ key: f.key, etag: f.etag, batch }))];
+  const rows: LedgerEntry[] = [
+    ...(start?.seed ?? []).map((e) => ({ ...e, batch: batch - 1, modified: null })),
+    ...loaded.map((f) => ({ key: f.key, etag: f.etag, batch, modified: f.lastModified.getTime() })),
+  ];
   if (rows.length === 0) return before.files.length + dropped.length === 0 && !start ? undefined : { files: before.files, dropped, ...since };
   let files = before.files;
   if (files.length + 1 > MAX_LEDGER_FILES) {

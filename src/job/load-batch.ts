@@ -44,6 +44,8 @@ export interface LoadBatchOptions {
   schema?: StructType | null;
   /** Adds the time spent reading to `load` and deduping to `dedupe`. */
   timer?: PhaseTimer;
+  /** Files placed in the tie order at another time than their LastModified (`_source_modified`): where their content first loaded. */
+  placed?: ReadonlyMap<string, Date>;
 }
 
 /** The file's full URI (`s3://landing/orders/2026/11/01/a.csv`): lineage and error messages name it. */
@@ -51,9 +53,9 @@ export function sourceName(sourceUri: string, key: string): string {
   return sourceUri.endsWith('/') ? sourceUri + key : `${sourceUri}/${key}`;
 }
 
-function toLoadFile(job: JobConfig, sourceUri: string, f: FetchedFile): LoadFile {
+function toLoadFile(job: JobConfig, sourceUri: string, f: FetchedFile, placed: ReadonlyMap<string, Date> | undefined): LoadFile {
   const key = sourceName(sourceUri, f.file.key);
-  return { localPath: f.localPath, key, lastModified: f.file.lastModified, format: resolveFormat(key, job.source.format) };
+  return { localPath: f.localPath, key, lastModified: placed?.get(f.file.key) ?? f.file.lastModified, format: resolveFormat(key, job.source.format) };
 }
 
 /** Read, and dedupe when the job merges by key. */
@@ -65,7 +67,7 @@ export async function loadBatch(
   opts: LoadBatchOptions = {},
 ): Promise<LoadedBatch> {
   const timer = opts.timer ?? new PhaseTimer();
-  const files = fetched.map((f) => toLoadFile(job, sourceUri, f));
+  const files = fetched.map((f) => toLoadFile(job, sourceUri, f, opts.placed));
   const loaded = await timer.time('load', () =>
     loadSourceFiles(session, files, {
       table: RAW_TABLE,

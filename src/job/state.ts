@@ -14,11 +14,11 @@ import type { Action } from '../delta/actions.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { upgradeState as upgradeDiscoveryState, type DiscoveryState } from '../discovery/index.js';
 import { DeltaLogError } from '../errors.js';
-import { backfillTombstones } from './backfill/state.js';
+import { backfillTombstones, readBackfillStates } from './backfill/state.js';
 import type { JobConfig } from '../config/schema.js';
 import { acceptedBefore, type ConfiguredAs } from './config-change.js';
 import type { DiscoveredFile } from '../discovery/index.js';
-import { keepsLedger, recordInLedger, type LedgerState } from './ledger.js';
+import { recordInLedger, type LedgerState } from './ledger.js';
 import type { ClearedFile, QuarantinedFile } from './quarantine.js';
 import type { JobScope } from './scope.js';
 import type { TombstoneState } from './tombstones/plan.js';
@@ -111,6 +111,13 @@ export function jobTombstones(snapshot: Snapshot | null, job: string): Array<{ f
   return [{ folder: job, state: readJobState(snapshot, job).tombstones }];
 }
 
+/** The ledgers of the job and of its backfills (every shard's) in a snapshot: where files' first loads are recorded (./ledger.ts). */
+export function jobLedgers(snapshot: Snapshot | null, job: string): LedgerState[] {
+  const own = readJobState(snapshot, job).ledger;
+  const backfills = [...readBackfillStates(snapshot, job).values()].flatMap((s) => (s.ledger ? [s.ledger] : []));
+  return [...(own ? [own] : []), ...backfills];
+}
+
 /** The job as the owner of the state a batch commits; it also reads the tombstones of its backfill (every shard's). */
 export function jobOwner(config: JobConfig, snapshot: Snapshot | null): StateOwner<JobState> {
   const job = config.name;
@@ -121,7 +128,8 @@ export function jobOwner(config: JobConfig, snapshot: Snapshot | null): StateOwn
     parameters: (state) => ({ job, batch: state.batch }),
     others: backfillTombstones(snapshot, job),
     configAccepted: acceptedBefore(readJobState(snapshot, job).configuredAs, config),
-    ...(keepsLedger(config) ? { prepare: withLedger } : {}),
+    ledgers: jobLedgers(snapshot, job),
+    prepare: withLedger,
   };
 }
 

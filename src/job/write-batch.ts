@@ -27,6 +27,7 @@ import type { JobScope } from './scope.js';
 import { extractBatch, type ExtractBatch } from './snapshot-deletes.js';
 import { unionTombstones } from './tombstones/union.js';
 import type { TombstoneState } from './tombstones/plan.js';
+import type { LedgerState } from './ledger.js';
 
 /** A state committed with a batch: it lists its owner's tombstone files. */
 export interface OwnedState {
@@ -51,8 +52,14 @@ export interface StateOwner<S extends OwnedState> {
    */
   configAccepted: boolean;
   /**
+   * The ledgers of the job and its backfills as of the snapshot the batch plans on (./ledger.ts):
+   * where a file's first load of its current content is recorded, its place in the tie order.
+   */
+  ledgers: readonly LedgerState[];
+  /**
    * Writes the state needs before the commit that lists them (the job's ledger: ./ledger.ts),
-   * given the state the batch started from, the one it commits, and the files it loaded.
+   * given the state the batch started from, the one it commits, and the files it loaded (each
+   * file's lastModified its place in the order, as loaded).
    */
   prepare?(scope: JobScope, before: S, state: S, loaded: readonly DiscoveredFile[]): Promise<S>;
 }

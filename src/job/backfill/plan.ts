@@ -39,7 +39,40 @@ export interface PlannedBatch {
 }
 
 /** Why a listed file is not loaded. */
-export type BackfillSkipReason = 'not data' | 'excluded' | 'no success marker' | 'already loaded by this backfill';
+export type BackfillSkipReason = 'not data' | 'excluded' | 'no success marker' | 'already loaded by this backfill' | typeof UNCHANGED_UNPLACED;
+
+/**
+ * A file the job (or a backfill) loaded in this very content, at a time its ledger did not record
+ * (ledger files written before tidemark kept it): loaded again it could not keep its place in the
+ * tie order, so it is left out; its rows are in the table as they are (docs/concepts.md).
+ */
+export const UNCHANGED_UNPLACED = 'already loaded, unchanged' as const;
+
+/**
+ * `plan` without the files `unplaced` names (skipped as UNCHANGED_UNPLACED; pure). A batch left
+ * empty is dropped; when it closed its partition, the partition's last batch left closes it (a
+ * partition with nothing left is passed over: the next partition's close, or the last batch, moves
+ * the cursor past it).
+ */
+export function withoutUnplaced(plan: BackfillPlan, unplaced: ReadonlySet<string>): BackfillPlan {
+  if (unplaced.size === 0) return plan;
+  const batches: PlannedBatch[] = [];
+  for (const b of plan.batches) {
+    const files = b.files.filter((f) => !unplaced.has(f.key));
+    const prev = batches.at(-1);
+    if (files.length > 0) batches.push({ ...b, files });
+    else if (b.closesPartition && prev && b.partition !== null && prev.partition === b.partition) batches[batches.length - 1] = { ...prev, closesPartition: true };
+  }
+  const left = batches.flatMap((b) => b.files);
+  const skipped = plan.batches.flatMap((b) => b.files).filter((f) => unplaced.has(f.key));
+  return {
+    ...plan,
+    batches,
+    files: left.length,
+    bytes: left.reduce((n, f) => n + f.size, 0),
+    skipped: [...plan.skipped, ...skipped.map((f) => ({ key: f.key, reason: UNCHANGED_UNPLACED }))],
+  };
+}
 
 /** The rest of the range to load. */
 export interface BackfillPlan {
@@ -224,6 +257,7 @@ export function startState(job: string, range: BackfillRange, prev: BackfillStat
     updatedAt: now.toISOString(),
     totals: { filesLoaded: 0, rowsLoaded: 0 },
     ...(prev?.tombstones ? { tombstones: prev.tombstones } : {}),
+    ...(prev?.ledger ? { ledger: prev.ledger } : {}),
   };
 }
 

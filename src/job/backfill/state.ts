@@ -22,6 +22,7 @@ import type { Action } from '../../delta/actions.js';
 import type { DiscoveredFile } from '../../discovery/index.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { DeltaLogError } from '../../errors.js';
+import type { LedgerState } from '../ledger.js';
 import type { ClearedFile, QuarantinedFile } from '../quarantine.js';
 import type { TombstoneState } from '../tombstones/plan.js';
 import { WHOLE_RANGE, type Shard } from './shard.js';
@@ -68,6 +69,11 @@ export interface BackfillState {
   cleared?: ClearedFile[];
   /** Tombstone files of the backfill's deletes (merge mode); kept across ranges until they expire. */
   tombstones?: TombstoneState;
+  /**
+   * The backfill's ledger of the files it loaded (../ledger.ts), kept across ranges: a file a
+   * backfill loaded first keeps that first load's place in the tie order when it loads again.
+   */
+  ledger?: LedgerState;
 }
 
 /** Domain and txn appId of a job's backfill, or of one shard of it (`@` cannot occur in a job name). */
