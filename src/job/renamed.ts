@@ -8,8 +8,10 @@
  *   --adopt-state-of OLD   the job was renamed: OLD's state becomes this job's in one commit
  *                          without data (watermark, remembered files, quarantine, counters, the
  *                          tombstone and ledger files copied into this job's folders, `configuredAs`, so a
- *                          config change made with the rename is seen), and OLD's domain is
- *                          removed in it, so a run under the old name is refused the same way
+ *                          config change made with the rename is seen), and so do OLD's backfill
+ *                          states (every shard's, their tombstone and ledger files copied: a key
+ *                          a backfill deleted stays deleted); OLD's domains are removed in it, so
+ *                          a run under the old name is refused the same way
  *   --fresh                another job of the same source: it starts anew; a commit without data
  *                          records its first state, so later runs need no flag
  *
@@ -24,7 +26,10 @@ import { ConfigError, DeltaLogError } from '../errors.js';
 import { configuredAs } from './config-change.js';
 import type { JobScope } from './scope.js';
 import { initialState, jobAppId, readJobState, stateActions, type JobState } from './state.js';
-import { isLedgerPath, ledgerPath } from './ledger.js';
+import { isLedgerPath, ledgerPath, type LedgerState } from './ledger.js';
+import { backfillActions, backfillAppId, backfillTombstoneFolder, readBackfillStates, shardOf, type BackfillState } from './backfill/state.js';
+import type { Action } from '../delta/actions.js';
+import type { TombstoneState } from './tombstones/plan.js';
 import { isTombstonePath, tombstonePath } from './tombstones/plan.js';
 import { describeWatermark } from './watermark.js';
 
@@ -129,7 +134,37 @@ async function adopt(scope: JobScope, snapshot: Snapshot | null, old: string, dr
     return { state, version: null, adoptedStateOf: old };
   }
   const state = await adoptedFiles(scope, old, adopted);
-  return { state, version: await commitIdentity(scope, snapshot!, state, old), adoptedStateOf: old };
+  const backfills = await adoptedBackfills(scope, snapshot!, old);
+  return { state, version: await commitIdentity(scope, snapshot!, state, old, backfills), adoptedStateOf: old };
+}
+
+/** OLD's backfill states (every shard's) as this job's, and the actions that write them and remove OLD's. */
+async function adoptedBackfills(scope: JobScope, snapshot: Snapshot, old: string): Promise<{ actions: Action[]; appIds: string[] }> {
+  const job = scope.job.name;
+  const actions: Action[] = [];
+  const appIds: string[] = [];
+  for (const [appId, state] of readBackfillStates(snapshot, old)) {
+    const shard = shardOf(state);
+    const { tombstones, ledger, ...rest } = state;
+    const out: BackfillState = { ...rest, job };
+    if (tombstones) out.tombstones = await copiedTombstones(scope, old, tombstones, backfillTombstoneFolder(old, shard), backfillTombstoneFolder(job, shard));
+    if (ledger) out.ledger = await copiedLedger(scope, old, ledger);
+    actions.push(...backfillActions(out), { domainMetadata: { ...snapshot.domains.get(appId)!, removed: true } });
+    appIds.push(appId, backfillAppId(job, shard));
+  }
+  return { actions, appIds };
+}
+
+/** Tombstone files of folder `from` (of job `old`) copied into folder `to`; their dropped files stay. */
+async function copiedTombstones(scope: JobScope, old: string, tombstones: TombstoneState, from: string, to: string): Promise<TombstoneState> {
+  return { ...tombstones, files: await copyFiles(scope, old, tombstones.files, (p) => isTombstonePath(from, p), (id) => tombstonePath(to, id)), dropped: [] };
+}
+
+/** Ledger files of `old` copied into this job's ledger folder; their dropped files stay. */
+async function copiedLedger(scope: JobScope, old: string, ledger: LedgerState): Promise<LedgerState> {
+  const files = await copyFiles(scope, old, ledger.files, (p) => isLedgerPath(old, p), (id) => ledgerPath(scope.job.name, id));
+  const { dropped: _d, files: _f, ...rest } = ledger;
+  return { ...rest, files, dropped: [] };
 }
 
 /** Copies of `files` (paths of `old`, checked by `isOld`) under this job's names (`pathOf`): a state lists only its own files. */
@@ -157,26 +192,24 @@ async function adoptedFiles(scope: JobScope, old: string, state: JobState): Prom
   const job = scope.job.name;
   const { tombstones, ledger, ...rest } = state;
   const out: JobState = rest;
-  if (tombstones && tombstones.files.length > 0) {
-    out.tombstones = { ...tombstones, files: await copyFiles(scope, old, tombstones.files, (p) => isTombstonePath(old, p), (id) => tombstonePath(job, id)), dropped: [] };
-  }
+  if (tombstones && tombstones.files.length > 0) out.tombstones = await copiedTombstones(scope, old, tombstones, old, job);
   if (ledger && (ledger.files.length > 0 || ledger.since !== undefined)) {
-    const files = await copyFiles(scope, old, ledger.files, (p) => isLedgerPath(old, p), (id) => ledgerPath(job, id));
-    out.ledger = { files, dropped: [], ...(ledger.since !== undefined ? { since: ledger.since } : {}) };
+    const copied = await copiedLedger(scope, old, ledger);
+    out.ledger = { files: copied.files, dropped: [], ...(ledger.since !== undefined ? { since: ledger.since } : {}) };
   }
   return out;
 }
 
 /** One commit without data: this job's state, and (adopting) the old job's domain removed. */
-async function commitIdentity(scope: JobScope, snapshot: Snapshot, state: JobState, old: string | null): Promise<number> {
+async function commitIdentity(scope: JobScope, snapshot: Snapshot, state: JobState, old: string | null, backfills: { actions: Action[]; appIds: string[] } = { actions: [], appIds: [] }): Promise<number> {
   const oldDomain = old === null ? undefined : snapshot.domains.get(jobAppId(old));
   const result = await scope.table.commit(
     {
-      actions: [...stateActions(state), ...(oldDomain ? [{ domainMetadata: { ...oldDomain, removed: true } }] : [])],
+      actions: [...stateActions(state), ...(oldDomain ? [{ domainMetadata: { ...oldDomain, removed: true } }] : []), ...backfills.actions],
       operation: 'SET TRANSACTION',
       operationParameters: { job: state.job, batch: state.batch, ...(old === null ? { fresh: true } : { adoptedStateOf: old }) },
       operationMetrics: { numFiles: '0', numOutputRows: '0' },
-      read: { readVersion: snapshot.version, partitions: [], files: [], appIds: [jobAppId(state.job), ...(old === null ? [] : [jobAppId(old)])] },
+      read: { readVersion: snapshot.version, partitions: [], files: [], appIds: [jobAppId(state.job), ...(old === null ? [] : [jobAppId(old)]), ...backfills.appIds] },
       isBlindAppend: true,
     },
     {

@@ -2,7 +2,7 @@
  * A renamed job (issue 20, item 3), through the real job: local folders, real DuckDB, real Delta
  * logs. A job without state in a table holding the state of another job of the same source is
  * refused (exit 2) naming it; `--adopt-state-of OLD` carries the state over (watermark, remembered
- * files, tombstones), `--fresh` starts anew; jobs of other sources share a table without a word.
+ * files, tombstones, ledger, and the backfill states with theirs), `--fresh` starts anew; jobs of other sources share a table without a word.
  */
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,6 +13,10 @@ import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { reportOf } from '../cli/preflight-helpers.js';
 import { cli } from '../helpers/cli.js';
+import { openTarget } from '../../src/job/open.js';
+import { readBackfillState, readBackfillStates } from '../../src/job/backfill/state.js';
+import { openTable } from '../../scripts/lib/tables.js';
+import { backfill } from './backfill-helpers.js';
 import { cleanup, DuckSession, duplicateRids, land, makeConfig, orders, readTarget, run, runOutcome, tempDir } from './helpers.js';
 
 let session: DuckSession;
@@ -92,6 +96,33 @@ describe('a renamed job', () => {
 
     await land(src.storage, session, '2026/12/01/late.csv', orders([1, 'late', 3]));
     expect(await run(renamed)).toMatchObject({ status: 'succeeded', inserted: 0, skippedStale: 1 });
+    expect((await readTarget(session, renamed)).rows.map((r) => r.order_id)).toEqual([2]);
+  });
+
+  it('merge: the backfill states move too (tombstones and ledgers copied), so a key a backfill of the old name deleted stays deleted', async () => {
+    const src = await zone();
+    const table = await tempDir('t', dirs);
+    const merge = { mode: 'merge', key: ['order_id'], orderBy: 'seq', deleteWhen: "status = 'deleted'" };
+    await land(src.storage, session, '2026/12/01/a.csv', orders([1, 'placed', 1], [2, 'placed', 1]));
+    expect(await run(jobNamed('orders', src.dir, table, merge))).toMatchObject({ inserted: 2 });
+    // A delete in a partition behind the lookback: only a backfill loads it, and its tombstone is the backfill's.
+    await land(src.storage, session, '2026/11/20/del.csv', orders([1, 'deleted', 5]));
+    expect(await backfill(jobNamed('orders', src.dir, table, merge), { from: '2026-11-20', to: '2026-11-20' })).toMatchObject({ status: 'succeeded', deleted: 1 });
+
+    const renamed = jobNamed('orders_v2', src.dir, table, merge);
+    expect(await run(renamed, { adoptStateOf: 'orders' })).toMatchObject({ adoptedStateOf: 'orders' });
+    const snapshot = await openTable(openTarget(renamed.job, renamed.storage), session).snapshot();
+    expect(readBackfillStates(snapshot, 'orders').size).toBe(0);
+    const adopted = readBackfillState(snapshot, 'orders_v2');
+    expect(adopted).toMatchObject({ job: 'orders_v2', status: 'done', from: '2026-11-20' });
+    expect(adopted?.tombstones?.files).toEqual([expect.objectContaining({ path: expect.stringMatching(/^_tidemark\/tombstones\/orders_v2@backfill\/[0-9a-f-]{36}\.parquet$/), rows: 1 })]);
+    expect(adopted?.ledger?.files).toEqual([expect.objectContaining({ path: expect.stringMatching(/^_tidemark\/ledger\/orders_v2\/[0-9a-f-]{36}\.parquet$/), rows: 1 })]);
+
+    // A late row older than the delete: buried by the adopted backfill tombstone, in a run and in a backfill.
+    await land(src.storage, session, '2026/12/01/late.csv', orders([1, 'late', 3]));
+    expect(await run(renamed)).toMatchObject({ status: 'succeeded', inserted: 0, skippedStale: 1 });
+    await land(src.storage, session, '2026/11/20/late.csv', orders([1, 'late', 4]));
+    expect(await backfill(renamed, { from: '2026-11-20', to: '2026-11-20', restart: true })).toMatchObject({ status: 'succeeded', inserted: 0 });
     expect((await readTarget(session, renamed)).rows.map((r) => r.order_id)).toEqual([2]);
   });
 
