@@ -76,7 +76,8 @@ export async function orderTimes(scope: JobScope, ledgers: readonly LedgerState[
   const found = new Map<string, Date | null>();
   const listed = ledgers.flatMap((l) => l.files.map((f) => f.path));
   if (listed.length === 0 || files.length === 0) return found;
-  const paths = await localCopiesOf(scope, listed);
+  // Other jobs' ledgers too (a job of the same source): each path under some job's ledger folder.
+  const paths = await localCopiesOf(scope, listed, isSomeLedgerPath);
   for (const [key, modified] of await firstLoaded(scope.session, paths, files)) found.set(key, modified === null ? null : new Date(modified));
   return found;
 }
@@ -203,14 +204,21 @@ export function isLedgerPath(job: string, path: string): boolean {
   return path.startsWith(prefix) && /^[0-9a-f-]{36}\.parquet$/.test(path.slice(prefix.length));
 }
 
+/** True for a path this module could have written for some job (a job name: letters, digits, `_.-`, not dots alone). */
+function isSomeLedgerPath(path: string): boolean {
+  const m = /^_tidemark\/ledger\/([A-Za-z0-9_.-]+)\/[0-9a-f-]{36}\.parquet$/.exec(path);
+  return m !== null && !/^\.+$/.test(m[1]!);
+}
+
 /**
  * Local, glob-safe paths of ledger files: in place, or downloaded once per command into the spool
- * (they never change once written, so later batches read the same copies).
+ * (they never change once written, so later batches read the same copies). Each must be one of
+ * the job's own (`allowed`: another rule, for other jobs' ledgers read too).
  */
-export async function localCopiesOf(scope: JobScope, paths: readonly string[]): Promise<string[]> {
+export async function localCopiesOf(scope: JobScope, paths: readonly string[], allowed: (path: string) => boolean = (p) => isLedgerPath(scope.job.name, p)): Promise<string[]> {
   const { storage } = scope.table;
   const job = scope.job.name;
-  const listed = paths.find((path) => !isLedgerPath(job, path));
+  const listed = paths.find((path) => !allowed(path));
   if (listed !== undefined) {
     throw new DeltaLogError(`[job] job state of ${job} in ${storage.uri} lists ${JSON.stringify(listed)} as a ledger file`, { context: { uri: storage.uri, key: listed, job } });
   }

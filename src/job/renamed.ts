@@ -25,7 +25,7 @@ import type { Snapshot } from '../delta/snapshot.js';
 import { ConfigError, DeltaLogError } from '../errors.js';
 import { configuredAs } from './config-change.js';
 import type { JobScope } from './scope.js';
-import { initialState, jobAppId, readJobState, stateActions, type JobState } from './state.js';
+import { initialState, jobAppId, readJobState, sourceJobs, stateActions, type JobState } from './state.js';
 import { isLedgerPath, ledgerPath, type LedgerState } from './ledger.js';
 import { backfillActions, backfillAppId, backfillTombstoneFolder, readBackfillStates, shardOf, type BackfillState } from './backfill/state.js';
 import type { Action } from '../delta/actions.js';
@@ -43,21 +43,7 @@ export interface IdentityChoice {
 
 /** The names of the other jobs whose state the table holds and whose recorded source is `job`'s. */
 export function sameSourceJobs(snapshot: Snapshot | null, job: JobConfig): string[] {
-  if (!snapshot) return [];
-  const names: string[] = [];
-  for (const domain of snapshot.domains.keys()) {
-    if (!domain.startsWith(JOB_DOMAIN)) continue;
-    const name = domain.slice(JOB_DOMAIN.length);
-    if (name === job.name) continue;
-    let uri: string | undefined;
-    try {
-      uri = readJobState(snapshot, name).configuredAs?.source.uri;
-    } catch {
-      continue; // another job's unreadable state is that job's problem
-    }
-    if (uri !== undefined && sameUri(uri, job.source.uri)) names.push(name);
-  }
-  return names.sort();
+  return sourceJobs(snapshot, job.source.uri).filter((name) => name !== job.name);
 }
 
 /** True when the table holds a state of `job`. */
@@ -218,9 +204,4 @@ async function commitIdentity(scope: JobScope, snapshot: Snapshot, state: JobSta
     },
   );
   return result.version;
-}
-
-function sameUri(a: string, b: string): boolean {
-  const norm = (u: string) => u.replace(/\/+$/, '');
-  return norm(a) === norm(b);
 }

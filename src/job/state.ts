@@ -111,11 +111,42 @@ export function jobTombstones(snapshot: Snapshot | null, job: string): Array<{ f
   return [{ folder: job, state: readJobState(snapshot, job).tombstones }];
 }
 
-/** The ledgers of the job and of its backfills (every shard's) in a snapshot: where files' first loads are recorded (./ledger.ts). */
-export function jobLedgers(snapshot: Snapshot | null, job: string): LedgerState[] {
-  const own = readJobState(snapshot, job).ledger;
-  const backfills = [...readBackfillStates(snapshot, job).values()].flatMap((s) => (s.ledger ? [s.ledger] : []));
-  return [...(own ? [own] : []), ...backfills];
+/**
+ * The ledgers in a snapshot where the first loads of `job`'s source files are recorded
+ * (./ledger.ts): the job's and its backfills' (every shard's), and those of every other job whose
+ * recorded source is the same (a job started `--fresh` beside it loads the same files).
+ */
+export function jobLedgers(snapshot: Snapshot | null, job: JobConfig): LedgerState[] {
+  const names = [job.name, ...sourceJobs(snapshot, job.source.uri).filter((n) => n !== job.name)];
+  return names.flatMap((name) => {
+    const own = readJobState(snapshot, name).ledger;
+    const backfills = [...readBackfillStates(snapshot, name).values()].flatMap((s) => (s.ledger ? [s.ledger] : []));
+    return [...(own ? [own] : []), ...backfills];
+  });
+}
+
+/** The names of the jobs whose state the table holds and whose recorded source (`configuredAs`) is `uri`. */
+export function sourceJobs(snapshot: Snapshot | null, uri: string): string[] {
+  if (!snapshot) return [];
+  const names: string[] = [];
+  const prefix = jobAppId('');
+  for (const domain of snapshot.domains.keys()) {
+    if (!domain.startsWith(prefix)) continue;
+    const name = domain.slice(prefix.length);
+    let recorded: string | undefined;
+    try {
+      recorded = readJobState(snapshot, name).configuredAs?.source.uri;
+    } catch {
+      continue; // another job's unreadable state is that job's problem
+    }
+    if (recorded !== undefined && sameUri(recorded, uri)) names.push(name);
+  }
+  return names.sort();
+}
+
+function sameUri(a: string, b: string): boolean {
+  const norm = (u: string) => u.replace(/\/+$/, '');
+  return norm(a) === norm(b);
 }
 
 /** The job as the owner of the state a batch commits; it also reads the tombstones of its backfill (every shard's). */
@@ -128,7 +159,7 @@ export function jobOwner(config: JobConfig, snapshot: Snapshot | null): StateOwn
     parameters: (state) => ({ job, batch: state.batch }),
     others: backfillTombstones(snapshot, job),
     configAccepted: acceptedBefore(readJobState(snapshot, job).configuredAs, config),
-    ledgers: jobLedgers(snapshot, job),
+    ledgers: jobLedgers(snapshot, config),
     prepare: withLedger,
   };
 }

@@ -16,7 +16,7 @@ export const RUNS = process.env['TIDEMARK_SOAK'] === '1' ? Number(process.env['T
 /** TIDEMARK_MODEL_SEED replays one seed (printed by a failure). */
 export const SEED = Number(process.env['TIDEMARK_MODEL_SEED'] ?? 19_2026);
 
-const COMMANDS = new Set(['run', 'crash', 'kill9', 'backfill', 'reset', 'optimize', 'vacuum']);
+const COMMANDS = new Set(['run', 'crash', 'kill9', 'backfill', 'reset', 'optimize', 'vacuum', 'rename']);
 
 /** Apply `seq` and compare the table with the oracle after each command; throws naming the step. */
 export async function check(session: DuckSession, seq: Sequence): Promise<void> {
@@ -37,9 +37,9 @@ export async function check(session: DuckSession, seq: Sequence): Promise<void> 
 }
 
 /** Run `runs` sequences of the given table kind; on failure, the seed and the shrunk sequence. */
-export async function checkModel(session: DuckSession, opts: { partitioned: boolean; runs: number; seed: number; maxSteps?: number; kill9?: boolean }): Promise<void> {
+export async function checkModel(session: DuckSession, opts: { partitioned: boolean; runs: number; seed: number; maxSteps?: number; kill9?: boolean; mode?: 'merge' | 'append' }): Promise<void> {
   const result = await fc.check(
-    fc.asyncProperty(sequences({ partitioned: opts.partitioned, maxSteps: opts.maxSteps ?? 8, kill9: opts.kill9 ?? false }), (seq) => check(session, seq)),
+    fc.asyncProperty(sequences({ partitioned: opts.partitioned, maxSteps: opts.maxSteps ?? 8, kill9: opts.kill9 ?? false, ...(opts.mode ? { mode: opts.mode } : {}) }), (seq) => check(session, seq)),
     { seed: opts.seed, numRuns: opts.runs, endOnFailure: false },
   );
   if (!result.failed) return;

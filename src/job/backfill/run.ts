@@ -345,7 +345,7 @@ class BackfillRun {
       others: [...jobTombstones(snapshot, job), ...backfillTombstones(snapshot, job, appId)],
       configAccepted: acceptedBefore(readJobState(snapshot, job).configuredAs, this.job),
       // The ledgers place a reloaded file where its content first loaded; the backfill records its own.
-      ledgers: jobLedgers(snapshot, job),
+      ledgers: jobLedgers(snapshot, this.job),
       prepare: async (scope, _before, state, loaded) => {
         const { ledger: _old, ...rest } = state;
         const ledger = await recordInLedger(scope, state.ledger, loaded, state.batch, null);
@@ -361,7 +361,7 @@ class BackfillRun {
    */
   private async unplaced(snapshot: Snapshot | null, plan: BackfillPlan): Promise<Set<string>> {
     const files = plan.batches.flatMap((b) => b.files);
-    const known = await orderTimes(this.scope, jobLedgers(snapshot, this.job.name), files);
+    const known = await orderTimes(this.scope, jobLedgers(snapshot, this.job), files);
     return new Set([...known].filter(([, at]) => at === null).map(([key]) => key));
   }
 
