@@ -189,11 +189,14 @@ function tableUri(name: string): string {
 }
 
 /**
- * The state minus what differs between two correct runs: the wall-clock time of the last run, and
- * the names and delete times of tombstone files (random names, stamped with the batch's clock).
+ * The state minus what differs between two correct runs: the wall-clock time of the last run, the
+ * names and delete times of tombstone files (random names, stamped with the batch's clock), and the
+ * ledger's files (one per batch: their entries count).
  */
-function comparable(state: JobState): Omit<JobState, 'lastRunAt'> {
-  const { lastRunAt: _ignored, ...rest } = state;
+function comparable(state: JobState): Omit<JobState, 'lastRunAt' | 'ledger'> & { ledgerEntries: number } {
+  const { lastRunAt: _ignored, ledger, ...kept } = state;
+  // Ledger files are named by a fresh uuid each, one per committed batch: the entries they hold count.
+  const rest = { ...kept, ledgerEntries: (ledger?.files ?? []).reduce((n, f) => n + f.rows, 0) };
   if (!rest.tombstones) return rest;
   const files = rest.tombstones.files.map((f) => ({ ...f, path: '<tombstone file>', minDeletedAt: '<time>', maxDeletedAt: '<time>' }));
   const dropped = rest.tombstones.dropped.map(() => ({ path: '<tombstone file>', droppedAt: '<time>' }));
