@@ -157,16 +157,29 @@ export async function recordInLedger(
 }
 
 /**
+ * Of `files`, by key, those the ledger does not hold (`loaded` null), and with `changed` those
+ * whose ETag last loaded differs (`loaded` that ETag): one anti-join of the files against it.
+ */
+export async function unloaded(
+  scope: JobScope,
+  ledger: LedgerState,
+  files: ReadonlyArray<{ key: string; etag: string }>,
+  changed: boolean,
+): Promise<Array<{ key: string; etag: string; loaded: string | null }>> {
+  const scratch = join(await scope.spool.folder('ledger-check'), `${randomUUID()}.jsonl`);
+  const paths = await localCopiesOf(scope, ledger.files.map((f) => f.path));
+  return notInLedger(scope.session, paths, files, { scratch, changed });
+}
+
+/**
  * Of `candidates` (data files listed behind the window, arrival after the ledger's `since`), those
  * the job never loaded, and (`onOverwrite: reload`) those it loaded in another version: no window
  * takes them again, so they are named. One anti-join of the listing against the ledger.
  */
 export async function passedOver(scope: JobScope, ledger: LedgerState, candidates: readonly DiscoveredFile[], onOverwrite: OnOverwrite): Promise<PassedOver[]> {
   if (candidates.length === 0) return [];
-  const scratch = join(await scope.spool.folder('ledger-check'), `${randomUUID()}.jsonl`);
-  const paths = await localCopiesOf(scope, ledger.files.map((f) => f.path));
   const found: PassedOver[] = [];
-  const rows = await notInLedger(scope.session, paths, candidates, { scratch, changed: onOverwrite === 'reload' });
+  const rows = await unloaded(scope, ledger, candidates, onOverwrite === 'reload');
   // Listed by stats (discovery defers a local source's content digests): the files whose listed ETag
   // differs from the one loaded are identified before they are taken for changed.
   const byKey = new Map(candidates.map((f) => [f.key, f]));
@@ -215,7 +228,7 @@ function isSomeLedgerPath(path: string): boolean {
  * (they never change once written, so later batches read the same copies). Each must be one of
  * the job's own (`allowed`: another rule, for other jobs' ledgers read too).
  */
-export async function localCopiesOf(scope: JobScope, paths: readonly string[], allowed: (path: string) => boolean = (p) => isLedgerPath(scope.job.name, p)): Promise<string[]> {
+async function localCopiesOf(scope: JobScope, paths: readonly string[], allowed: (path: string) => boolean = (p) => isLedgerPath(scope.job.name, p)): Promise<string[]> {
   const { storage } = scope.table;
   const job = scope.job.name;
   const listed = paths.find((path) => !allowed(path));

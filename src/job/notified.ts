@@ -21,11 +21,8 @@
 import { withLedgerAnswers, type DiscoveryPlan, type HeldMessage, type NotificationIntake } from '../discovery/index.js';
 import { resolveDiscovery, type NotificationSettings } from '../discovery/config.js';
 import { sourceStorageConfig } from '../config/storage.js';
-import { notInLedger } from '../engine/ledger-files.js';
 import { queueRegion, SqsQueue, type ReceivedMessage } from '../storage/sqs.js';
-import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
-import { localCopiesOf, type LedgerState } from './ledger.js';
+import { unloaded, type LedgerState } from './ledger.js';
 import { discoveryConfigOf } from './open.js';
 import type { NotificationReport } from './report.js';
 import type { JobScope } from './scope.js';
@@ -85,9 +82,7 @@ export class Inbox {
     const notLoaded = new Map<string, string | null>(plan.files.map((f) => [f.key, null]));
     if (ledger && ledger.files.length > 0) {
       notLoaded.clear();
-      const scratch = join(await scope.spool.folder('ledger-check'), `${randomUUID()}.jsonl`);
-      const paths = await localCopiesOf(scope, ledger.files.map((f) => f.path));
-      for (const { key, loaded } of await notInLedger(scope.session, paths, plan.files, { scratch, changed: true })) notLoaded.set(key, loaded);
+      for (const { key, loaded } of await unloaded(scope, ledger, plan.files, true)) notLoaded.set(key, loaded);
     }
     return withLedgerAnswers(plan, notLoaded);
   }
