@@ -154,13 +154,13 @@ export function checkDiscovery(config: DiscoveryConfig): { settings: DiscoverySe
       return undefined;
     }
   };
-  if (config.by === 'notifications') return checkNotifications(config, problems, attempt);
-  const requireSuccessMarker = config.requireSuccessMarker ?? false;
   const onOverwrite = config.onOverwrite ?? DEFAULT_ON_OVERWRITE;
   if (onOverwrite !== 'reload' && onOverwrite !== 'ignore') {
     problems.push(new ConfigError(`[discovery] onOverwrite must be 'reload' or 'ignore', got ${JSON.stringify(onOverwrite)}`, { field: 'discover.onOverwrite' }));
   }
   const selects = attempt(() => compileKeyFilter(config));
+  if (config.by === 'notifications') return checkNotifications(config, problems, attempt, { onOverwrite, selects });
+  const requireSuccessMarker = config.requireSuccessMarker ?? false;
   const done = (settings: DiscoverySettings) => ({ settings: problems.length === 0 ? settings : null, problems });
   if (config.by === 'partition') {
     const layout = attempt(() => Layout.parse(config.layout));
@@ -190,17 +190,14 @@ export function checkDiscovery(config: DiscoveryConfig): { settings: DiscoverySe
   return { settings: null, problems };
 }
 
-/** The notification mode's part of `checkDiscovery`. */
+/** The notification mode's part of `checkDiscovery` (given the checks every mode shares). */
 function checkNotifications(
   config: NotificationDiscoveryConfig,
   problems: ConfigError[],
   attempt: <T>(check: () => T) => T | undefined,
+  common: { onOverwrite: OnOverwrite; selects: KeyFilter | undefined },
 ): { settings: DiscoverySettings | null; problems: ConfigError[] } {
-  const onOverwrite = config.onOverwrite ?? DEFAULT_ON_OVERWRITE;
-  if (onOverwrite !== 'reload' && onOverwrite !== 'ignore') {
-    problems.push(new ConfigError(`[discovery] onOverwrite must be 'reload' or 'ignore', got ${JSON.stringify(onOverwrite)}`, { field: 'discover.onOverwrite' }));
-  }
-  const selects = attempt(() => compileKeyFilter(config));
+  const { onOverwrite, selects } = common;
   const queueProblem = sqsQueueUrlProblem(config.queue);
   if (queueProblem !== null) problems.push(new ConfigError(`[discovery] queue ${queueProblem}`, { field: 'discover.queue' }));
   const reconcileEveryMs = config.reconcileEvery ?? DEFAULT_RECONCILE_EVERY_MS;
