@@ -204,16 +204,19 @@ class JobRun {
     this.report.tableVersion = last.version;
     // Nothing loaded, but which partitions wait for their marker changed: status should know.
     // Replace mode: only deliveries no newer than the one applied were found; the watermark passes them.
-    const passOver = this.report.commits === 0 && snapshot !== null && chosen !== null && chosen.superseded.length > 0;
+    const passed =
+      this.report.commits === 0 && snapshot !== null && chosen !== null && chosen.superseded.length > 0
+        ? { snapshot, discovery: nextStateFor(state.discovery, plan, chosen.superseded), keys: chosen.superseded.map((f) => f.key) }
+        : null;
     // Or (by notifications) a reconciling listing found nothing to load: it is done, and recorded so.
     const reconciled = plan.mode === 'notifications' && plan.nextState !== state.discovery;
-    if (passOver && snapshot) {
-      await this.commitWaiting(snapshot, { ...state, discovery: nextStateFor(state.discovery, plan, chosen.superseded) }, waiting, backlog.once(0));
-      this.inbox?.committed(chosen.superseded.map((f) => f.key));
+    if (passed) {
+      await this.commitWaiting(passed.snapshot, { ...state, discovery: passed.discovery }, waiting, backlog.once(0));
+      this.inbox?.committed(passed.keys);
     } else if (this.report.commits === 0 && snapshot && (reconciled || !sameWaiting(state.waiting, waiting))) {
       await this.commitWaiting(snapshot, reconciled ? { ...state, discovery: plan.nextState } : state, waiting, backlog.once(0));
     }
-    if (this.report.commits > 0) this.report.watermark = describeWatermark(passOver ? nextStateFor(state.discovery, plan, chosen.superseded) : last.state.discovery);
+    if (this.report.commits > 0) this.report.watermark = describeWatermark(passed ? passed.discovery : last.state.discovery);
     // Files no commit recorded (no table yet, no rows: ./pipeline.ts).
     reportSkipped(this.report, last.waiting);
     this.report.status = this.report.commits > 0 ? 'succeeded' : 'nothing-new';
