@@ -18,7 +18,7 @@ import type { DuckSession } from './duckdb.js';
 import type { FileColumn } from './load-conform.js';
 import { SOURCE_FILE, SOURCE_ROW, type LoadFile } from './file-select.js';
 import { ELEMENT, recordTexts, type JsonScan, type NumberAt, type PathValues, type RecordText, type ValueKind } from './json-numbers.js';
-import { ident, str } from './sql.js';
+import { ident, jsonRows, str } from './sql.js';
 
 /** A JSON file of the batch, what ./json-numbers.ts found in it, and its columns as DuckDB read them (with its group's files, ./bulk-text.ts). */
 export interface ScannedJson {
@@ -87,10 +87,11 @@ function asWritten(v: PathValues, read: DuckType): boolean {
 
 async function insertTexts(session: DuckSession, file: LoadFile, texts: readonly RecordText[]): Promise<void> {
   if (texts.length === 0) return;
-  const rows = JSON.stringify(texts.map((t) => ({ f: file.key, c: t.column.toLowerCase(), r: t.row, t: t.text })));
-  await session.run(
-    `INSERT INTO __tm_json_texts SELECT u.f, u.c, u.r, u.t FROM (SELECT unnest(from_json(${str(rows)}, '[{"f":"VARCHAR","c":"VARCHAR","r":"BIGINT","t":"VARCHAR"}]'), recursive := true)) AS u`,
+  const rows = jsonRows(
+    texts.map((t) => ({ f: file.key, c: t.column.toLowerCase(), r: t.row, t: t.text })),
+    { f: 'VARCHAR', c: 'VARCHAR', r: 'BIGINT', t: 'VARCHAR' },
   );
+  await session.run(`INSERT INTO __tm_json_texts SELECT u.f, u.c, u.r, u.t FROM ${rows} AS u`);
 }
 
 /**

@@ -15,7 +15,7 @@ import type { DuckSession } from './duckdb.js';
 import type { LoadFile } from './file-select.js';
 import { recordTexts, type RecordText } from './json-numbers.js';
 import type { FileColumn } from './load-conform.js';
-import { str } from './sql.js';
+import { jsonRows } from './sql.js';
 import { textValueSql } from './text-cast.js';
 
 /** DuckDB's types for a timestamp it detected in a JSON text. */
@@ -53,10 +53,8 @@ export async function refuseShiftedWallClocks(
 /** The first of `texts` that does not spell a timestamp without a zone, or null. */
 async function firstZoned(session: DuckSession, texts: readonly RecordText[]): Promise<RecordText | null> {
   if (texts.length === 0) return null;
-  const rows = JSON.stringify(texts.map((t, i) => ({ i, t: t.text })));
+  const rows = jsonRows(texts.map((t, i) => ({ i, t: t.text })), { i: 'BIGINT', t: 'VARCHAR' });
   const wallClock = textValueSql('u.t', parseDuckType('TIMESTAMP'));
-  const row = await session.one(
-    `SELECT u.i FROM (SELECT unnest(from_json(${str(rows)}, '[{"i":"BIGINT","t":"VARCHAR"}]'), recursive := true)) AS u WHERE ${wallClock} IS NULL ORDER BY u.i LIMIT 1`,
-  );
+  const row = await session.one(`SELECT u.i FROM ${rows} AS u WHERE ${wallClock} IS NULL ORDER BY u.i LIMIT 1`);
   return row ? texts[Number(row['i'])]! : null;
 }

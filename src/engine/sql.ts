@@ -25,6 +25,14 @@ export function literal(value: string | number | bigint | boolean | null): strin
   return String(value);
 }
 
+/**
+ * Many small rows as one relation (one column per key of `types`, a DuckDB type each): a single
+ * string literal of their JSON, which DuckDB's from_json reads, instead of a VALUES list.
+ */
+export function jsonRows(rows: ReadonlyArray<Record<string, string | number | null>>, types: Readonly<Record<string, string>>): string {
+  return `(SELECT unnest(from_json(${str(JSON.stringify(rows))}, ${str(JSON.stringify([types]))}), recursive := true))`;
+}
+
 /** A list of quoted identifiers, comma separated. */
 export function identList(names: readonly string[]): string {
   return names.map(ident).join(', ');
