@@ -12,6 +12,7 @@ import type { BigIntStats } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
+import pLimit from 'p-limit';
 import { StorageError, TidemarkError, UnsafeKeyError } from '../errors.js';
 import { makeFolder } from './make-folder.js';
 import {
@@ -146,17 +147,15 @@ export class LocalStorage implements Storage {
   }
 
   async identify(objects: readonly ObjectInfo[], opts: { signal?: AbortSignal } = {}): Promise<ObjectInfo[]> {
-    const out: ObjectInfo[] = new Array(objects.length);
-    let next = 0;
-    const worker = async () => {
-      for (let i = next++; i < objects.length; i = next++) {
-        opts.signal?.throwIfAborted();
-        const o = objects[i]!;
-        out[i] = this.digestMax === 0 || o.size > this.digestMax || o.etag.startsWith(CONTENT_ETAG_PREFIX) ? o : ((await this.head(o.key)) ?? o);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(IDENTIFY_CONCURRENCY, objects.length) }, worker));
-    return out;
+    const limit = pLimit(IDENTIFY_CONCURRENCY);
+    return Promise.all(
+      objects.map((o) =>
+        limit(async () => {
+          opts.signal?.throwIfAborted();
+          return this.digestMax === 0 || o.size > this.digestMax || o.etag.startsWith(CONTENT_ETAG_PREFIX) ? o : ((await this.head(o.key)) ?? o);
+        }),
+      ),
+    );
   }
 
   async head(key: string): Promise<ObjectInfo | null> {
