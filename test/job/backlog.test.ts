@@ -7,23 +7,16 @@
  */
 import { readFile, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { JobConfig, StorageConfig } from '../../src/config/schema.js';
 import { jobStatus } from '../../src/job/status.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { MetricsFile } from '../../src/observe/metrics.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { cleanup, DuckSession, land, makeConfig, mergeTarget, orders, run, runOutcome, tempDir, unwrap } from './helpers.js';
+import { DuckSession, land, makeConfig, mergeTarget, orders, run, runOutcome, sessionPerFile, tempDir, unwrap } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open();
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s));
 
 type Setup = { job: JobConfig; storage: StorageConfig };
 const statusOf = async (setup: Setup) => unwrap(await jobStatus(setup.job, { storage: setup.storage, logger: silentLogger() }));

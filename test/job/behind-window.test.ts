@@ -8,25 +8,17 @@
 import { utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openTarget } from '../../src/job/open.js';
 import { jobAppId, stateActions, type JobState } from '../../src/job/state.js';
 import { createLogger, type Logger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { openTable } from '../../scripts/lib/tables.js';
 import { backfill, reset } from './backfill-helpers.js';
-import { cleanup, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir } from './helpers.js';
+import { DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  session = await DuckSession.open();
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s));
 
 const NEVER = 'late, behind the settle window';
 const CHANGED = 'overwritten behind the settle window';

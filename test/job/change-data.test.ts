@@ -9,24 +9,17 @@
  *   is set aside like any bad file and the rest loads.
  */
 import { utimes } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TableConfig } from '../../src/delta/table-config.js';
 import { ConstraintViolationError } from '../../src/errors.js';
 import { openTarget } from '../../src/job/open.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { cdcActions, changeRows, commitActions } from '../helpers/change-data.js';
-import { cleanup, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, runOutcome, tempDir } from './helpers.js';
+import { DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, runOutcome, sessionPerFile, tempDir } from './helpers.js';
 import { openTable } from '../../scripts/lib/tables.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open({ threads: 2 });
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
 
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 };
 

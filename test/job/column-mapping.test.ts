@@ -4,22 +4,15 @@
  * users see logical names everywhere (key, orderBy, deleteWhen, partitionBy in the config, rows,
  * `status`, `show`), while the log and files use physical ones. Sources and target in local folders.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { showJob } from '../../src/cli/commands/show.js';
 import { jobStatus } from '../../src/job/status.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { cleanup, DuckSession, makeConfig, readTarget, run, tempDir, unwrap } from './helpers.js';
+import { DuckSession, makeConfig, readTarget, run, sessionPerFile, tempDir, unwrap } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open({ threads: 2 });
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
 
 describe('a job with target.columnMapping: name', () => {
   it('creates a mapped table, then merges into it on a second run; logical names in config, rows, status and show', async () => {

@@ -8,7 +8,7 @@
  */
 import { utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { resetJob } from '../../src/job/reset.js';
 import { validateJobs, type ValidateReport } from '../../src/job/validate.js';
@@ -20,18 +20,10 @@ import { openTable, scanSource } from '../../scripts/lib/tables.js';
 import { backfill, backfillOutcome } from './backfill-helpers.js';
 import { cli } from '../helpers/cli.js';
 import { reportOf } from '../cli/preflight-helpers.js';
-import { cleanup, DuckSession, land, makeConfig, orders, readTarget, run, runOutcome, tempDir, unwrap } from './helpers.js';
+import { DuckSession, land, makeConfig, orders, readTarget, run, runOutcome, sessionPerFile, tempDir, unwrap } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  session = await DuckSession.open();
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s));
 
 type Setup = ReturnType<typeof makeConfig>;
 

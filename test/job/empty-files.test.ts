@@ -8,25 +8,18 @@
  *   the first file that has rows, counted once.
  * Real DuckDB, real Parquet/CSV files, real Delta logs in local folders.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { str } from '../../src/engine/sql.js';
 import { NO_TABLE_YET } from '../../src/job/pipeline.js';
 import { jobStatus } from '../../src/job/status.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { backfill } from './backfill-helpers.js';
-import { cleanup, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, runOutcome, tempDir, unwrap } from './helpers.js';
+import { DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, runOutcome, sessionPerFile, tempDir, unwrap } from './helpers.js';
 import type { JobConfig, StorageConfig } from '../../src/config/schema.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open();
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s));
 
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 };
 type Setup = { job: JobConfig; storage: StorageConfig };

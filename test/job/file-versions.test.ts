@@ -8,20 +8,12 @@
  */
 import { chmod, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.js';
-import { checkTarget, cleanup, DuckSession, land, makeConfig, orders, readTarget, run, tempDir } from './helpers.js';
+import { checkTarget, DuckSession, land, makeConfig, orders, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  session = await DuckSession.open();
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s));
 
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 };
 

@@ -7,6 +7,7 @@
  * and merge-mode tests compare with `expectedLatest` (the highest `seq` per `order_id`).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
+import { afterAll, beforeAll } from 'vitest';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validateConfig } from '../../src/config/load.js';
@@ -175,6 +176,25 @@ export async function cleanup(dirs: string[]): Promise<void> {
 }
 
 export { DuckSession };
+
+/**
+ * The DuckDB session and temp folders of a job test file: the session opens before the file's
+ * tests and is handed to `use`; after them it closes and the folders `tempDir` added to the list
+ * returned are removed. `let session: DuckSession; const dirs = sessionPerFile((s) => (session = s));`
+ */
+export function sessionPerFile(use: (session: DuckSession) => void, opts: DuckSessionOptions = {}): string[] {
+  const dirs: string[] = [];
+  let session: DuckSession | undefined;
+  beforeAll(async () => {
+    session = await DuckSession.open(opts);
+    use(session);
+  });
+  afterAll(async () => {
+    session?.close();
+    await cleanup(dirs);
+  });
+  return dirs;
+}
 
 /**
  * What a job test file on s3rver needs: the server, with its credentials in the environment

@@ -7,19 +7,12 @@
  */
 import { utimes } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.js';
-import { cleanup, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir } from './helpers.js';
+import { DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open();
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s));
 
 async function zone(incrementalListing: boolean) {
   const root = await tempDir('incr', dirs);

@@ -7,19 +7,12 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { tableRows } from './drift-helpers.js';
-import { checkTarget, cleanup, DuckSession, makeConfig, readTarget, run, tempDir } from './helpers.js';
+import { checkTarget, DuckSession, makeConfig, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open({ threads: 2 });
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
 
 /** A landing folder and a table folder. */
 async function zone(): Promise<{ landing: string; table: string }> {

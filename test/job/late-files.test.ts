@@ -6,21 +6,14 @@
  * real CSV files and Delta logs.
  */
 import { PassThrough } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log/logger.js';
 import { formatRun } from '../../src/cli/output.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { cleanup, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir } from './helpers.js';
+import { DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open();
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s));
 
 /** A logger whose JSON lines are kept. */
 function keptLogger() {

@@ -4,22 +4,15 @@
  * row and column; a scalar where a struct is expected fails; a struct field the table lacks is
  * never dropped.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BadFileError, SchemaError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { failure } from '../helpers/cli.js';
 import { putParquet, tableRows } from './drift-helpers.js';
-import { cleanup, DuckSession, makeConfig, mergeTarget, readTarget, run, targetChecker, tempDir } from './helpers.js';
+import { DuckSession, makeConfig, mergeTarget, readTarget, run, sessionPerFile, targetChecker, tempDir } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open({ threads: 2 });
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
 
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 };
 

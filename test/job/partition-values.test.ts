@@ -9,19 +9,12 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BadFileError } from '../../src/errors.js';
-import { cleanup, DuckSession, makeConfig, readTarget, run, runOutcome, tempDir } from './helpers.js';
+import { DuckSession, makeConfig, readTarget, run, runOutcome, sessionPerFile, tempDir } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open({ threads: 2 });
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
 
 async function landCsv(landing: string, key: string, text: string): Promise<string> {
   const file = path.join(landing, ...key.split('/'));

@@ -5,24 +5,17 @@
  * backfill loads it, and a file the backfill set aside is listed by `status` and leaves the list
  * when the job loads it. Local folders, real DuckDB, real CSV files and Delta logs.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { JobConfig, StorageConfig } from '../../src/config/schema.js';
 import { readBackfillStates } from '../../src/job/backfill/state.js';
 import { jobStatus } from '../../src/job/status.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { backfill } from './backfill-helpers.js';
-import { cleanup, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir, unwrap } from './helpers.js';
+import { DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, sessionPerFile, tempDir, unwrap } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open();
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s));
 
 type Setup = { job: JobConfig; storage: StorageConfig };
 const HEADER = 'order_id,status,seq,rid\n';

@@ -6,7 +6,7 @@
  */
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { validateJobs } from '../../src/job/validate.js';
 import { silentLogger } from '../../src/log/logger.js';
@@ -17,18 +17,10 @@ import { openTarget } from '../../src/job/open.js';
 import { readBackfillState, readBackfillStates } from '../../src/job/backfill/state.js';
 import { openTable } from '../../scripts/lib/tables.js';
 import { backfill } from './backfill-helpers.js';
-import { cleanup, DuckSession, duplicateRids, land, makeConfig, orders, readTarget, run, runOutcome, tempDir } from './helpers.js';
+import { DuckSession, duplicateRids, land, makeConfig, orders, readTarget, run, runOutcome, sessionPerFile, tempDir } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  session = await DuckSession.open();
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s));
 
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 };
 

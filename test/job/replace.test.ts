@@ -8,7 +8,7 @@
  * crash (an exception thrown from a RunContext hook: fault injection standing in for a process
  * dying there) before the commit leaves the previous table intact, and the rerun completes it.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { readHistory } from '../../src/job/history.js';
 import { openTarget } from '../../src/job/open.js';
@@ -16,18 +16,10 @@ import { runBackfill } from '../../src/job/backfill/run.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { changeRows, commitActions } from '../helpers/change-data.js';
-import { checkTarget, cleanup, DuckSession, land, makeConfig, orders, readTarget, run, runOutcome, sortRows, tempDir, type OrderRow } from './helpers.js';
+import { checkTarget, DuckSession, land, makeConfig, orders, readTarget, run, runOutcome, sessionPerFile, sortRows, tempDir, type OrderRow } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  session = await DuckSession.open();
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s));
 
 /** A fresh landing zone and target; `target` settings over replace mode. */
 async function setup(target: Record<string, unknown> = {}, job: Record<string, unknown> = {}) {

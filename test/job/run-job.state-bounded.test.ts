@@ -12,11 +12,11 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { jobAppId } from '../../src/job/state.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { stepBudget, withinStep } from '../helpers/machine.js';
-import { cleanup, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir } from './helpers.js';
+import { DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
 
 const RUNS = 120;
 /** Limit of one step (land two files, run the job, read its commit) on a quiet machine, where it takes about 0.2 s. */
@@ -25,15 +25,7 @@ const HOUR_MS = 3_600_000;
 const T0 = Date.parse('2025-01-01T00:00:00Z');
 
 let session: DuckSession;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  session = await DuckSession.open();
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s));
 
 /** `yyyy/mm/dd/HH/` of an instant. */
 function hourFolder(ms: number): string {

@@ -13,18 +13,11 @@ import { BadFileError, SchemaError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 import { commitOf, putParquet, tableRows } from './drift-helpers.js';
-import { cleanup, DuckSession, makeConfig, mergeTarget, readTarget, run, tempDir } from './helpers.js';
+import { DuckSession, makeConfig, mergeTarget, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
 import { failure } from '../helpers/cli.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open({ threads: 2 });
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
 
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 };
 

@@ -7,23 +7,16 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { showJob, type ShowOptions } from '../../src/cli/commands/show.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { cleanup, DuckSession, makeConfig, readTarget, run, tempDir } from './helpers.js';
+import { DuckSession, makeConfig, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
 
 type Setup = ReturnType<typeof makeConfig>;
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open({ threads: 2 });
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
 
 /** Three days of orders, partitioned by their DATE column (and mapped by name when asked). */
 async function threeDays(columnMapping?: 'name'): Promise<Setup> {

@@ -7,22 +7,14 @@
  * exception thrown from a RunContext hook: fault injection standing in for a process dying there)
  * before the commit leaves the table as it was, and the rerun ends where an uninterrupted run does.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SnapshotDeleteRefusedError } from '../../src/errors.js';
 import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { checkTarget, cleanup, DuckSession, expectedLatest, land, makeConfig, orders, readTarget, run, runOutcome, tempDir, type OrderRow } from './helpers.js';
+import { checkTarget, DuckSession, expectedLatest, land, makeConfig, orders, readTarget, run, runOutcome, sessionPerFile, tempDir, type OrderRow } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  session = await DuckSession.open();
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s));
 
 async function setup(source: Record<string, unknown> = {}) {
   const src = await tempDir('snap-src', dirs);

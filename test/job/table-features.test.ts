@@ -6,24 +6,17 @@
  */
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TableConfig } from '../../src/delta/table-config.js';
 import { jobHistory } from '../../src/job/history.js';
 import { jobStatus } from '../../src/job/status.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { checkRowIdInvariants, commitActions, trackedRows } from '../helpers/row-tracking.js';
-import { checkTarget, cleanup, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir, unwrap } from './helpers.js';
+import { checkTarget, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, sessionPerFile, tempDir, unwrap } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open({ threads: 2 });
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
 
 const PROPERTIES = {
   'delta.enableRowTracking': true,

@@ -10,19 +10,12 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { tableRows } from './drift-helpers.js';
-import { checkTarget, cleanup, DuckSession, makeConfig, run, tempDir } from './helpers.js';
+import { checkTarget, DuckSession, makeConfig, run, sessionPerFile, tempDir } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open({ threads: 2 });
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
 
 /** One landed row: key, version (null: empty field), delete or not, and a value telling rows apart. */
 interface Event {

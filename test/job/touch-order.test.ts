@@ -9,7 +9,7 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { str } from '../../src/engine/sql.js';
 import { readJobState } from '../../src/job/state.js';
 import { openTarget } from '../../src/job/open.js';
@@ -17,17 +17,10 @@ import { withTableScan } from '../../src/engine/scan.js';
 import { openTable, scanSource } from '../../scripts/lib/tables.js';
 import { backfill, reset } from './backfill-helpers.js';
 import { tableRows } from './drift-helpers.js';
-import { cleanup, DuckSession, makeConfig, run, tempDir } from './helpers.js';
+import { DuckSession, makeConfig, run, sessionPerFile, tempDir } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open({ threads: 2 });
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
 
 const T1 = Date.parse('2026-03-25T10:00:00Z');
 const DAY = '2026/03/25';

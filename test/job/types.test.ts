@@ -4,22 +4,15 @@
  * a text that does not spell a value of the column's type fails the batch naming file, line and
  * column (or is quarantined), with nothing committed.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BadFileError, ConfigError, SchemaError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { failure } from '../helpers/cli.js';
 import { putParquet, tableRows } from './drift-helpers.js';
-import { cleanup, DuckSession, makeConfig, mergeTarget, readTarget, run, tempDir } from './helpers.js';
+import { DuckSession, makeConfig, mergeTarget, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
 
 let session: DuckSession;
-const dirs: string[] = [];
-beforeAll(async () => {
-  session = await DuckSession.open({ threads: 2 });
-});
-afterAll(async () => {
-  session.close();
-  await cleanup(dirs);
-});
+const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
 
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 };
 
