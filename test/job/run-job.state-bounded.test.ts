@@ -12,7 +12,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { jobAppId } from '../../src/job/state.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { stepBudget, withinStep } from '../helpers/machine.js';
@@ -41,6 +41,10 @@ async function committedStateBytes(tableRoot: string, version: number): Promise<
   return Buffer.byteLength(line);
 }
 
+afterEach(() => {
+  vi.useRealTimers();
+});
+
 describe('committed job state over many real runs', () => {
   it(`${RUNS} hourly runs over a growing landing zone: the state committed with each run stays the same size`, { timeout: stepBudget(RUNS + 1, RUN_MS) }, async () => {
     const sourceRoot = await tempDir('bounded-src', dirs);
@@ -52,8 +56,12 @@ describe('committed job state over many real runs', () => {
     });
     const sizes: number[] = [];
     let loaded = 0;
+    // The runs are an hour apart on the job's clock too: state kept for a wall-clock time (ledger
+    // files rewritten away stay listed for MAX_DROP_GRACE_MS) expires as it would between hourly runs.
+    vi.useFakeTimers({ toFake: ['Date'] });
     for (let hour = 0; hour < RUNS; hour++) {
       const start = T0 + hour * HOUR_MS;
+      vi.setSystemTime(start + HOUR_MS + 60_000);
       const report = await withinStep(`run ${hour}`, RUN_MS, async () => {
         await land(source, session, `${hourFolder(start)}events.csv`, orders([hour % 50, 'placed', 2 * hour], [1000 + hour, 'placed', 1]));
         if (hour > 0) await land(source, session, `${hourFolder(start - HOUR_MS)}late-${hour}.csv`, orders([hour % 50, 'late', 2 * hour + 1]));
