@@ -111,30 +111,25 @@ export class SqsQueue {
 
   /** Set the visibility timeout of held messages to `seconds` from now (0: visible again at once); the receipts SQS refused. */
   async changeVisibility(receipts: readonly string[], seconds: number): Promise<string[]> {
-    const failed: string[] = [];
-    for (const chunk of chunks(receipts, RECEIVE_BATCH)) {
-      const answer = await this.send('changeVisibility', () =>
-        this.client.send(
-          new ChangeMessageVisibilityBatchCommand({
-            QueueUrl: this.url,
-            Entries: chunk.map((receipt, i) => ({ Id: String(i), ReceiptHandle: receipt, VisibilityTimeout: seconds })),
-          }),
-        ),
-      );
-      for (const f of answer.Failed ?? []) failed.push(chunk[Number(f.Id)]!);
-    }
-    return failed;
+    return this.perReceipt('changeVisibility', receipts, (entries) =>
+      this.client.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: this.url, Entries: entries.map((e) => ({ ...e, VisibilityTimeout: seconds })) })),
+    );
   }
 
   /** Delete messages by receipt; the receipts SQS refused (their messages come back and are found loaded). */
   async delete(receipts: readonly string[]): Promise<string[]> {
+    return this.perReceipt('delete', receipts, (entries) => this.client.send(new DeleteMessageBatchCommand({ QueueUrl: this.url, Entries: entries })));
+  }
+
+  /** One batch request per RECEIVE_BATCH receipts (SQS's most per batch); the receipts SQS refused. */
+  private async perReceipt(
+    kind: 'changeVisibility' | 'delete',
+    receipts: readonly string[],
+    request: (entries: Array<{ Id: string; ReceiptHandle: string }>) => Promise<{ Failed?: Array<{ Id?: string }> }>,
+  ): Promise<string[]> {
     const failed: string[] = [];
     for (const chunk of chunks(receipts, RECEIVE_BATCH)) {
-      const answer = await this.send('delete', () =>
-        this.client.send(
-          new DeleteMessageBatchCommand({ QueueUrl: this.url, Entries: chunk.map((receipt, i) => ({ Id: String(i), ReceiptHandle: receipt })) }),
-        ),
-      );
+      const answer = await this.send(kind, () => request(chunk.map((receipt, i) => ({ Id: String(i), ReceiptHandle: receipt }))));
       for (const f of answer.Failed ?? []) failed.push(chunk[Number(f.Id)]!);
     }
     return failed;
