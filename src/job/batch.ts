@@ -110,13 +110,14 @@ async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: B
       // Every fetched file is done: loaded, or quarantined (recorded, and not listed again).
       const planned = spec.stateAfter(fetched.map((f) => ({ ...f.file, etag: f.etag })), loaded.rowsRead, bad.map((q) => q.entry));
       const asLoaded = kept.map((f) => ({ ...f.file, etag: f.etag, lastModified: placed.get(f.file.key) ?? f.file.lastModified }));
-      const state = spec.owner.prepare ? await spec.owner.prepare(scope, spec.before, planned, asLoaded) : planned;
+      const { prepare } = spec.owner;
       const written = await writeBatch<S>({
         scope,
         snapshot: spec.snapshot,
         batch: loaded,
         loadedBefore: kept.filter((f) => f.file.loadedBefore).map((f) => sourceName(scope.source.uri, f.file.key)),
-        state,
+        state: planned,
+        ...(prepare ? { prepare: (state: S) => prepare(scope, spec.before, state, asLoaded) } : {}),
         owner: spec.owner,
         batchNo: spec.batchNo,
         timer: spec.timer,

@@ -75,6 +75,12 @@ export interface WriteBatchOptions<S extends OwnedState> {
   loadedBefore?: readonly string[];
   /** The state after this batch, committed with it (its tombstones are those before the batch). */
   state: S;
+  /**
+   * The owner's writes for `state` (its `prepare`, bound to the batch's files), made at the commit
+   * point, once the write is staged: a batch refused before then (an unsupported table feature, a
+   * constraint) leaves no file behind.
+   */
+  prepare?: (state: S) => Promise<S>;
   owner: StateOwner<S>;
   /** The batch's number within the command (0-based), passed to the hooks. */
   batchNo: number;
@@ -174,11 +180,12 @@ async function appendBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pr
   };
   const staged = await opts.timer.time('merge', () => stageAppend({ ...writeTarget(opts), ...(loadedBefore.length > 0 ? { existingSources } : {}) }));
   if (staged.summary.filesAdded > 0) await opts.scope.ctx.hooks?.afterWrite?.(opts.batchNo);
-  const version = await commitWith(opts, staged, opts.state);
+  const state = await preparedState(opts, opts.state);
+  const version = await commitWith(opts, staged, state);
   const { summary } = staged;
   const counts = { ...noWriteCounts(), inserted: summary.inserted, ...fileCounts(summary) };
   const sources = { filesReplaced: summary.sourcesReplaced, filesAlreadyHeld: summary.sourcesAlreadyHeld, rowsReplaced: summary.rowsReplaced };
-  return { version, counts, state: opts.state, sources };
+  return { version, counts, state, sources };
 }
 
 /**
@@ -188,7 +195,8 @@ async function appendBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pr
 async function replaceBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
   const staged = await opts.timer.time('merge', () => stageReplace(writeTarget(opts)));
   if (staged.summary.filesAdded > 0) await opts.scope.ctx.hooks?.afterWrite?.(opts.batchNo);
-  const version = await commitWith(opts, staged, opts.state);
+  const state = await preparedState(opts, opts.state);
+  const version = await commitWith(opts, staged, state);
   const { summary } = staged;
   const counts = {
     ...noWriteCounts(),
@@ -198,7 +206,7 @@ async function replaceBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): P
     dataFilesRemoved: summary.filesRemoved,
     bytesWritten: summary.bytesAdded,
   };
-  return { version, counts, state: opts.state };
+  return { version, counts, state };
 }
 
 /** `target.deletionVectors` as the engine takes it. */
@@ -265,7 +273,7 @@ async function mergeInto<S extends OwnedState>(opts: WriteBatchOptions<S>, extra
     try {
       if (staged.summary.filesAdded > 0) await scope.ctx.hooks?.afterWrite?.(opts.batchNo);
       // The tombstone file is written before the commit that lists it: a failed commit leaves an orphan.
-      const state = withTombstones(opts.state, await tombstones.own.record(staged.deletes));
+      const state = await preparedState(opts, withTombstones(opts.state, await tombstones.own.record(staged.deletes)));
       const keyBounds = opts.snapshot ? await batchKeyBounds(scope.session, opts.batch.table, opts.snapshot, job.target.key!) : [];
       const version = await commitWith(opts, staged, state, keyBounds);
       await tombstones.own.purge();
@@ -302,8 +310,14 @@ function withTombstones<S extends OwnedState>(state: S, tombstones: TombstoneSta
 
 /** Empty files still move the watermark, so they are not listed again. */
 async function commitStateOnly<S extends OwnedState>(opts: WriteBatchOptions<S>, snapshot: Snapshot): Promise<WrittenBatch<S>> {
-  const version = await commit(opts, stateCommitRequest(opts.owner, opts.state, snapshot));
-  return { version, counts: noWriteCounts(), state: opts.state };
+  const state = await preparedState(opts, opts.state);
+  const version = await commit(opts, stateCommitRequest(opts.owner, state, snapshot));
+  return { version, counts: noWriteCounts(), state };
+}
+
+/** `state` after the owner's writes (`opts.prepare`): called once the commit is all that is left. */
+async function preparedState<S extends OwnedState>(opts: WriteBatchOptions<S>, state: S): Promise<S> {
+  return opts.prepare ? opts.prepare(state) : state;
 }
 
 /** A commit of the owner's state alone, without data (SET TRANSACTION), read on `snapshot`. */

@@ -8,7 +8,8 @@
  *   the row, nothing is committed and the watermark stays; under `onBadFile: quarantine` the file
  *   is set aside like any bad file and the rest loads.
  */
-import { utimes } from 'node:fs/promises';
+import { readdir, utimes } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TableConfig } from '../../src/delta/table-config.js';
 import { ConstraintViolationError } from '../../src/errors.js';
@@ -26,12 +27,19 @@ const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 };
 /** A job over a fresh local landing zone into a fresh local table that records changes. */
 async function cdfJob(target: Record<string, unknown> = {}, job: Record<string, unknown> = {}) {
   const sourceDir = await tempDir('cdf-src', dirs);
+  const tableDir = await tempDir('cdf-t', dirs);
   const setup = makeConfig({
     source: { uri: sourceDir, discover: byDay },
-    target: { ...mergeTarget(await tempDir('cdf-t', dirs)), deleteWhen: "status = 'cancelled'", changeDataFeed: true, ...target },
+    target: { ...mergeTarget(tableDir), deleteWhen: "status = 'cancelled'", changeDataFeed: true, ...target },
     ...job,
   });
-  return { setup, source: new LocalStorage(sourceDir), table: openTarget(setup.job, setup.storage) };
+  return { setup, tableDir, source: new LocalStorage(sourceDir), table: openTarget(setup.job, setup.storage) };
+}
+
+/** Every file under the table's folder: data, log and tidemark's own (ledger, tombstones). */
+async function tableFiles(t: { tableDir: string }): Promise<string[]> {
+  const entries = await readdir(t.tableDir, { recursive: true, withFileTypes: true });
+  return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name)).sort();
 }
 
 type Setup = Awaited<ReturnType<typeof cdfJob>>;
@@ -123,12 +131,13 @@ async function addConstraint(t: Setup): Promise<void> {
 }
 
 describe('a job whose table has a CHECK constraint', () => {
-  it('fails the run on a breaking row, naming the constraint, the file and the row; nothing is committed', async () => {
+  it('fails the run on a breaking row, naming the constraint, the file and the row; nothing is committed or written', async () => {
     const t = await cdfJob();
     await land(t.source, session, '2025/03/01/a.csv', orders([1, 'placed', 1]));
     await run(t.setup);
     await addConstraint(t);
     const before = await readTarget(session, t.setup);
+    const filesBefore = await tableFiles(t);
     await land(t.source, session, '2025/03/02/good.csv', orders([2, 'placed', 1]));
     await land(t.source, session, '2025/03/02/bad.csv', orders([3, 'placed', 1], [4, 'placed', -1]));
     const outcome = await runOutcome(t.setup);
@@ -141,6 +150,8 @@ describe('a job whose table has a CHECK constraint', () => {
     const after = await readTarget(session, t.setup);
     expect(after.snapshot!.version).toBe(before.snapshot!.version);
     expect(after.state.discovery).toEqual(before.state.discovery);
+    // Refused before the commit point: not even the batch's ledger file is written.
+    expect(await tableFiles(t)).toEqual(filesBefore);
   });
 
   it('under onBadFile: quarantine, sets the file aside and loads the rest', async () => {

@@ -48,12 +48,12 @@ describe('a data file the store damages after checking it', () => {
     expect(String(e.context.key)).toMatch(/^part-.*\.parquet$/);
     expect(e.message).toContain(`the store answered the CRC64NVME checksum ${String(e.context['stored'])} for what it stored, where the bytes sent have ${String(e.context['sent'])}`);
     expect(exitCodeFor(error)).toBe(EXIT_FAILED);
-    // Nothing committed, and the damaged file is gone: no data file is left (the batch's ledger
-    // file, written before the data, stays an unlisted orphan, as after any failed commit).
+    // Nothing committed, and the damaged file is gone: no Parquet file is left (the batch's ledger
+    // file is written only at the commit point, after the data is verified).
     expect((await readTarget(session, setup)).snapshot).toBeNull();
     const table = openTarget(setup.job, setup.storage);
     const left = (await table.listAll()).objects.filter((o) => o.key.endsWith('.parquet')).map((o) => o.key);
-    expect(left.filter((k) => !k.startsWith('_tidemark/ledger/'))).toEqual([]);
+    expect(left).toEqual([]);
 
     const ok = await runOutcome(setup);
     expect(ok.ok).toBe(true);
