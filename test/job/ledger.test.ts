@@ -70,6 +70,19 @@ describe('append by modification time: a file loaded before it left the settle w
     expect(rows.map((r) => [r.order_id, r.status]).sort()).toEqual([[1, 'a-fixed'], [3, 'c']]);
   });
 
+  it('onOverwrite ignore: rewritten with other rows after the window, it is not appended (skipped as overwritten, ignored)', async () => {
+    const { src, setup } = await loadedTwo('ignore');
+    await land(src, session, 'feed/a.csv', orders([1, 'a-fixed', 2], [4, 'd', 1]));
+    const second = await run(setup);
+    expect(second).toMatchObject({ filesLoaded: 0, inserted: 0 });
+    expect(second.skippedByReason).toMatchObject({ 'overwritten, ignored': 1 });
+    const rows = (await readTarget(session, setup)).rows;
+    expect(rows.map((r) => [r.order_id, r.status]).sort()).toEqual([[1, 'a'], [2, 'b'], [3, 'c']]);
+    // Remembered as ignored: the next run does not take it for new either.
+    expect(await run(setup)).toMatchObject({ status: 'nothing-new', inserted: 0 });
+    expect((await readTarget(session, setup)).rows).toHaveLength(3);
+  });
+
   it('a renamed job adopting the state takes the ledger along (copied into its folder): a touch is still not appended', async () => {
     const { dir, setup } = await loadedTwo('ignore');
     const renamed = { ...setup, job: { ...setup.job, name: 'orders_v2' } };
