@@ -4,6 +4,8 @@
  * tests read back. A backfill loads exactly its range, oldest first, one commit per partition
  * (or per batch), resumes, and never writes the job's state nor rolls back the job's newer rows.
  */
+import { utimes } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { readBackfillState } from '../../src/job/backfill/state.js';
@@ -308,5 +310,32 @@ describe('backfill by modification time (source: s3rver)', () => {
       ['done', '2025-04-01T03:00:00.000Z', []],
     ]);
     expect(await backfill(setup, { from: '2025-04-01T01:00:00Z', to: '2025-04-01T03:00:00Z' })).toMatchObject({ status: 'already-done' });
+  });
+});
+
+describe('append backfill by modification time (source: local)', () => {
+  it('a backfill beyond the watermark, then the run that reaches it, then a backfill of the loaded range: every row once', async () => {
+    const zone = await emptyZone('local');
+    const t0 = Math.floor(Date.now() / 1000) * 1000 - 5 * 3_600_000; // whole seconds: utimes keeps them exactly
+    const at = (h: number) => new Date(t0 + h * 3_600_000);
+    const land1 = async (key: string, rows: OrderRow[], h: number) => {
+      await land(zone.source, session, key, rows);
+      await utimes(path.join(zone.uri, key), at(h), at(h));
+    };
+    const setup = makeConfig({ source: { uri: zone.uri, discover: { by: 'modified', settle: '15m' } }, target: { uri: await tempDir('bf-t', dirs), mode: 'append' } });
+    await land1('a.csv', orders([1, 'placed', 1]), 0);
+    expect(await run(setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
+    await land1('b.csv', orders([2, 'placed', 1], [3, 'placed', 1]), 1);
+    await land1('c.csv', orders([4, 'placed', 1]), 2);
+    await land1('d.csv', orders([5, 'placed', 1]), 3);
+    // Ahead of the job's watermark (a.csv's time): b.csv and c.csv.
+    expect(await backfill(setup, { from: at(1).toISOString(), to: at(2).toISOString() })).toMatchObject({ status: 'succeeded', filesLoaded: 2, inserted: 3 });
+    // The run takes b, c and d for new: b and c are found in the table, only d appends.
+    expect(await run(setup)).toMatchObject({ status: 'succeeded', inserted: 1, filesAlreadyLoaded: 2 });
+    expect(await backfill(setup, { from: at(0).toISOString(), to: at(3).toISOString() })).toMatchObject({ status: 'succeeded', inserted: 0 });
+    expect(await run(setup)).toMatchObject({ status: 'nothing-new' });
+    const rows = (await readTarget(session, setup)).rows;
+    expect(duplicateRids(rows)).toEqual([]);
+    expect(rows.map((r) => r.order_id).sort()).toEqual([1, 2, 3, 4, 5]);
   });
 });
