@@ -12,9 +12,9 @@ export interface Output {
   write(text: string): void;
 }
 
-/** One JSON line. */
+/** One JSON line. A bigint is written as a number (its text when beyond 2^53), never a TypeError in place of the report. */
 export function printJson(out: Output, value: unknown): void {
-  out.write(JSON.stringify(redactValue(value)) + '\n');
+  out.write(JSON.stringify(redactValue(value), (_k, v: unknown) => (typeof v === 'bigint' ? (Number.isSafeInteger(Number(v)) ? Number(v) : v.toString()) : v)) + '\n');
 }
 
 /**

@@ -51,8 +51,9 @@ export async function duplicateKeys(
 ): Promise<DuplicateKeys | null> {
   if (snapshot.files.length === 0) return null;
   const cols = key.map(ident).join(', ');
+  // JSON-safe values (a BIGINT key as its text): the examples go into an error's context, which --json prints.
   const rows = await withTableScan(session, source, snapshot, (relation) =>
-    session.all(
+    session.allJson(
       `WITH d AS (SELECT ${cols}, count(*) AS __n FROM (${relation}) GROUP BY ALL HAVING count(*) > 1) ` +
         `SELECT *, (SELECT count(*) FROM d) AS __keys FROM d ORDER BY __n DESC, ${cols} LIMIT ${examples}`,
     ),

@@ -78,6 +78,17 @@ async function landing(dir: string, files: Record<string, ReturnType<typeof orde
   for (const [key, rows] of Object.entries(files)) await land(source, session, key, rows);
 }
 
+/** The config file of `w` holding the one job `job` now (edited between runs). */
+async function rewrite(w: World, job: unknown): Promise<void> {
+  await fsp.writeFile(w.config, JSON.stringify({ jobs: [job] }, null, 2));
+}
+
+/** Land a CSV of orders with a second version column and a delete flag (region: EU unless given) under `<dir>/landing`. */
+async function feed(dir: string, key: string, rows: Array<[number, string, number, number, boolean, string?]>): Promise<void> {
+  const lines = rows.map(([id, status, seq, seq2, deleted, region]) => [id, status, seq, seq2, deleted, region ?? 'EU'].join(','));
+  await new LocalStorage(path.join(dir, 'landing')).write(key, ['order_id,status,seq,seq2,deleted,region', ...lines].join('\n') + '\n');
+}
+
 /** The message of the failed job's --json report, and the exit code. */
 async function failedRun(w: World, argv = ['run']): Promise<Found> {
   const r = await w.run([...argv, '--json']);
@@ -151,6 +162,51 @@ const scenarios: Record<string, () => Promise<Found>> = {
     expect((await w.run(['run'])).code).toBe(0);
     await fsp.writeFile(w.config, JSON.stringify({ jobs: [ordersJob(w.dir, { discover: { by: 'modified' } })] }));
     return failedRun(w);
+  },
+  // When files or the config change (issue 20): the refusals troubleshooting.md lists.
+  'layout-granularity': async () => {
+    const hourly = { by: 'partition', layout: '{yyyy}/{mm}/{dd}/{HH}' };
+    const w = await world((dir) => [ordersJob(dir, { discover: hourly })]);
+    await landing(w.dir, { '2026/11/30/05/a.csv': orders([1, 'placed', 1]) });
+    expect((await w.run(['run'])).code).toBe(0);
+    await rewrite(w, ordersJob(w.dir));
+    return failedRun(w);
+  },
+  'renamed-job': async () => {
+    const w = await world((dir) => [ordersJob(dir)]);
+    await landing(w.dir, { '2026/11/30/a.csv': orders([1, 'placed', 1]) });
+    expect((await w.run(['run'])).code).toBe(0);
+    await rewrite(w, { ...ordersJob(w.dir), name: 'orders_v2' });
+    return failedRun(w);
+  },
+  'orderby-changed': async () => {
+    const w = await world((dir) => [ordersJob(dir, {}, { deleteWhen: 'deleted' })]);
+    await feed(w.dir, '2026/11/30/a.csv', [[1, 'placed', 1, 1, false], [2, 'placed', 1, 1, false]]);
+    expect((await w.run(['run'])).code).toBe(0);
+    await feed(w.dir, '2026/11/30/b.csv', [[1, 'gone', 5, 5, true], [2, 'gone', 5, 5, true]]);
+    expect((await w.run(['run'])).code).toBe(0);
+    await rewrite(w, ordersJob(w.dir, {}, { deleteWhen: 'deleted', orderBy: 'seq2' }));
+    return failedRun(w);
+  },
+  'key-duplicates': async () => {
+    const w = await world((dir) => [ordersJob(dir, {}, { key: ['order_id', 'region'] })]);
+    await feed(w.dir, '2026/11/30/a.csv', [[1, 'placed', 1, 1, false, 'EU'], [1, 'placed', 1, 1, false, 'US'], [2, 'placed', 1, 1, false, 'EU'], [2, 'placed', 1, 1, false, 'US']]);
+    expect((await w.run(['run'])).code).toBe(0);
+    await rewrite(w, ordersJob(w.dir));
+    return failedRun(w);
+  },
+  'future-start': async () => {
+    const w = await world((dir) => [ordersJob(dir, { discover: { ...byDay, start: '2099-01-01' } })]);
+    await landing(w.dir, { '2026/11/30/a.csv': orders([1, 'placed', 1]) });
+    return failedRun(w);
+  },
+  'future-reset': async () => {
+    const w = await world((dir) => [ordersJob(dir)]);
+    await landing(w.dir, { '2026/11/30/a.csv': orders([1, 'placed', 1]) });
+    expect((await w.run(['run'])).code).toBe(0);
+    const r = await w.run(['reset', '--job', 'orders', '--to', '2099-01-01', '--json']);
+    const { error } = JSON.parse(r.stdout.trimEnd().split('\n').at(-1)!) as { error: { message: string } };
+    return { text: w.asDocs(error.message), exit: r.code };
   },
   'bad-delete-when': async () => {
     const w = await world((dir) => [ordersJob(dir, {}, { deleteWhen: 'status = = 1' })]);
