@@ -208,6 +208,21 @@ const scenarios: Record<string, () => Promise<Found>> = {
     const { error } = JSON.parse(r.stdout.trimEnd().split('\n').at(-1)!) as { error: { message: string } };
     return { text: w.asDocs(error.message), exit: r.code };
   },
+  'behind-settle-window': async () => {
+    const w = await world((dir) => [ordersJob(dir, { discover: { by: 'modified', settle: '15m' } })]);
+    await landing(w.dir, { 'feed/a.csv': orders([1, 'placed', 1]) });
+    expect((await w.run(['run'])).code).toBe(0);
+    // Copied in with their old times kept (cp -p): two and three hours old.
+    await landing(w.dir, { 'feed/late-1.csv': orders([2, 'placed', 1]), 'feed/late-2.csv': orders([3, 'placed', 1]) });
+    for (const [key, hours] of [['feed/late-1.csv', 3], ['feed/late-2.csv', 2]] as const) {
+      const t = new Date(Date.now() - hours * 3_600_000);
+      await fsp.utimes(path.join(w.dir, 'landing', key), t, t);
+    }
+    const r = await w.run(['run']);
+    expect(r.code).toBe(0);
+    const warning = r.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string }).find((l) => l.msg.includes('behind the settle window'));
+    return { text: warning?.msg ?? r.stderr };
+  },
   'bad-delete-when': async () => {
     const w = await world((dir) => [ordersJob(dir, {}, { deleteWhen: 'status = = 1' })]);
     await landing(w.dir, { '2026/11/30/a.csv': orders([1, 'placed', 1]) });
