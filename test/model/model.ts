@@ -10,14 +10,17 @@
  * a bad file, quarantined, later overwritten with good content; with `requireSuccessMarker`, files
  * landing with their partition's `_SUCCESS` or without it, and markers arriving late) and commands (`run`, `run`
  * crashing at a random commit point then run again, `backfill` of a range in N shards, `reset --to`,
- * `optimize`, `vacuum`, the job renamed: `--adopt-state-of` the old name, or `--fresh`). Table
+ * `optimize`, `vacuum`, the job renamed: `--adopt-state-of` the old name, or `--fresh`), and the
+ * config edited between runs (`lookback` 1 … 5). Table
  * kinds: merge (the newest row per key) and append (every loaded file version's rows, once). The job is driven in-process through the functions the CLI calls, on
  * local folders, real DuckDB, real Parquet files and real Delta logs; tables are tiny.
  *
  * The oracle is small and knows nothing of tidemark's code: the events of every file version the
  * promise says has been loaded by now, and the newest event per key. Which files a command loads
  * follows the documented discovery: `run` loads the current version of every file in the
- * partitions from `lookback` before the watermark on (all, on the first run), and a quarantined
+ * partitions from `lookback` before the watermark on (all, on the first run; never below the oldest
+ * partition the job's state remembers, `rememberedFrom`: `lookback` + `lateCheck` before the
+ * watermark it committed, or `lookback` before a `reset --to`), and a quarantined
  * file wherever it lies once it was overwritten with good content; its watermark becomes the
  * newest partition it loaded, but stays before the oldest partition waiting for its marker
  * (files of such a partition wait, in runs and backfills alike); a backfill loads every file of its range and leaves the watermark;
@@ -51,7 +54,10 @@ import { spawnCli } from '../cli/process.js';
 
 /** Days of the landing zone: partitions 2025-03-01 … 2025-03-08. */
 export const DAYS = 8;
+/** The lookback a sequence starts with; a `lookback` step edits it (1 … 5: beyond lookback + lateCheck, where only what the state remembers keeps a file from loading twice). */
 const LOOKBACK = 1;
+/** The default `lateCheck`: the state remembers the files of `lookback` + this many partitions. */
+const LATE_CHECK = 2;
 const KEYS = 5;
 
 /** One landed row: key, version (null: NULL), value, region (the partition column; null: NULL), operation (D: a delete). */
@@ -70,6 +76,8 @@ export type Step =
   | { kind: 'touch'; of: number; inPlace: boolean }
   /** The job renamed, and run: adopting the old name's state, or as another job of the source. */
   | { kind: 'rename'; how: 'adopt' | 'fresh' }
+  /** The config edited between runs: `source.discover.lookback` becomes `to`. */
+  | { kind: 'lookback'; to: number }
   | { kind: 'overwrite'; of: number; rows: Row[] }
   | { kind: 'empty'; day: number }
   | { kind: 'bad'; day: number }
@@ -117,6 +125,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('copy' as const), of: fileRef }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('touch' as const), of: fileRef, inPlace: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('rename' as const), how: fc.constantFrom('adopt' as const, 'fresh' as const) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('lookback' as const), to: fc.integer({ min: 1, max: 5 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('overwrite' as const), of: fileRef, rows }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('empty' as const), day }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('bad' as const), day }) },
@@ -199,6 +208,13 @@ export class Oracle {
   /** Files set aside: key → the version quarantined. */
   private readonly quarantined = new Map<string, number>();
   watermark: number | null = null;
+  /** `discover.lookback` as configured now. */
+  lookback = LOOKBACK;
+  /**
+   * The oldest partition whose loaded files the job's state remembers in full (docs/job-state.md
+   * rememberedFrom): a run never rescans below it, however large `lookback` grows. Null: no state.
+   */
+  rememberedFrom: number | null = null;
   /** A good file (even one of no rows: Parquet declares its types) creates the table. */
   tableExists = false;
   /** Days with a `_SUCCESS` marker (null: markers are not required). */
@@ -244,12 +260,20 @@ export class Oracle {
     for (const [k, v] of before.quarantined) this.quarantined.set(k, v);
   }
 
-  run(): void {
+  /** A run; `loadedFiles`: it (or the run it followed) loaded files, so the job's state was committed. */
+  run(loadedFiles: boolean): void {
+    const before = this.watermark;
     this.committing(() => this.runCommand());
+    // A committed state remembers `lookback` + `lateCheck` partitions before its watermark, never fewer than it did.
+    if (this.watermark !== null && (loadedFiles || this.watermark !== before)) {
+      const floor = this.watermark - this.lookback - LATE_CHECK;
+      this.rememberedFrom = this.rememberedFrom === null || floor > this.rememberedFrom ? floor : this.rememberedFrom;
+    }
   }
 
   private runCommand(): void {
-    const from = this.watermark === null ? 1 : this.watermark - LOOKBACK;
+    const back = this.watermark === null ? 1 : this.watermark - this.lookback;
+    const from = this.rememberedFrom !== null && this.rememberedFrom > back ? this.rememberedFrom : back;
     let newest = this.watermark;
     let waiting: number | null = null;
     for (const f of this.files.values()) {
@@ -277,13 +301,18 @@ export class Oracle {
     });
   }
 
+  /** `reset --to`: the state remembers from `lookback` before `to`, or from where the old state did when that lies in between. */
   reset(to: number): void {
+    const base = to - this.lookback;
+    const old = this.rememberedFrom;
+    this.rememberedFrom = old !== null && old <= to && old > base ? old : base;
     this.watermark = to;
   }
 
   /** A job of the same source started anew: no watermark, nothing quarantined; what it loads is already loaded or new. */
   fresh(): void {
     this.watermark = null;
+    this.rememberedFrom = null;
     this.quarantined.clear();
   }
 
@@ -323,6 +352,7 @@ export class World {
   private clock = Date.UTC(2025, 2, 10);
   private fileNo = 0;
   private renames = 0;
+  private lookback = LOOKBACK;
 
   constructor(
     private readonly session: DuckSession,
@@ -351,7 +381,7 @@ export class World {
         jobs: [
           {
             name,
-            source: { uri: this.source.uri, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: LOOKBACK, requireSuccessMarker: table.markers } },
+            source: { uri: this.source.uri, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: this.lookback, requireSuccessMarker: table.markers } },
             target,
             onBadFile: 'quarantine',
             maxFilesPerBatch: table.maxFilesPerBatch,
@@ -437,9 +467,19 @@ export class World {
         const config = validateConfig(this.rawConfig, 'model config');
         this.setup = { job: config.jobs[0]!, storage: config.storage };
         const identity = !hadState ? {} : how === 'adopt' ? { adoptStateOf: old } : { fresh: true };
-        expectOk(await runJob(this.setup.job, this.ctx(identity)), `run renamed (${how}) from ${old}`);
+        const renamed = await runJob(this.setup.job, this.ctx(identity));
+        expectOk(renamed, `run renamed (${how}) from ${old}`);
         if (hadState && how === 'fresh') this.oracle.fresh();
-        this.oracle.run();
+        this.oracle.run(loaded(renamed));
+        return;
+      }
+      case 'lookback': {
+        // Edited in the config between runs (the job's name as it is now); the next command runs with it.
+        this.lookback = s.to;
+        this.rawConfig = this.configFor(this.setup.job.name);
+        const config = validateConfig(this.rawConfig, 'model config');
+        this.setup = { job: config.jobs[0]!, storage: config.storage };
+        this.oracle.lookback = s.to;
         return;
       }
       case 'copy': {
@@ -455,25 +495,30 @@ export class World {
         if (f) return this.write(f.key, f.day, s.rows);
         return;
       }
-      case 'run':
-        expectOk(await runJob(this.setup.job, this.ctx()), 'run');
-        this.oracle.run();
+      case 'run': {
+        const ran = await runJob(this.setup.job, this.ctx());
+        expectOk(ran, 'run');
+        this.oracle.run(loaded(ran));
         return;
+      }
       case 'crash': {
         const hooks: RunHooks = { [s.at]: (batch: number) => {
           if (batch === s.batch) throw new Error('injected crash');
         } };
         // The crashed run leaves the table at its last commit; the run after it loads the rest.
-        await runJob(this.setup.job, this.ctx({ hooks }));
-        expectOk(await runJob(this.setup.job, this.ctx()), 'run after a crash');
-        this.oracle.run();
+        const crashed = await runJob(this.setup.job, this.ctx({ hooks }));
+        const after = await runJob(this.setup.job, this.ctx());
+        expectOk(after, 'run after a crash');
+        this.oracle.run(loaded(crashed) || loaded(after));
         return;
       }
       case 'kill9': {
         await this.killedCli(s.afterMs);
         // As after a crash: the killed run left the table at its last commit; the next run loads the rest.
-        expectOk(await runJob(this.setup.job, this.ctx()), 'run after kill -9');
-        this.oracle.run();
+        const after = await runJob(this.setup.job, this.ctx());
+        expectOk(after, 'run after kill -9');
+        // What the killed run committed is not known here: its watermark, if it moved, is.
+        this.oracle.run(loaded(after));
         return;
       }
       case 'backfill': {
@@ -549,6 +594,11 @@ export class World {
   }
 }
 
+/** The run loaded files (in a batch it committed, or a crashed run before its crash: its report counts those). */
+function loaded(outcome: JobOutcome<{ filesLoaded: number }>): boolean {
+  return outcome.report.filesLoaded > 0;
+}
+
 function expectOk(outcome: JobOutcome<unknown>, what: string): void {
   if (!outcome.ok) throw new Error(`${what} failed: ${(outcome.error as Error).message}`, { cause: outcome.error });
 }
@@ -581,6 +631,8 @@ export function describeStep(s: Step): string {
       return `backfill day ${s.from}..${s.to} in ${s.shards} shard(s)`;
     case 'reset':
       return `reset --to day ${s.to}`;
+    case 'lookback':
+      return `config: discover.lookback ${s.to}`;
     default:
       return s.kind;
   }
