@@ -16,7 +16,7 @@ export const RUNS = process.env['TIDEMARK_SOAK'] === '1' ? Number(process.env['T
 /** TIDEMARK_MODEL_SEED replays one seed (printed by a failure). */
 export const SEED = Number(process.env['TIDEMARK_MODEL_SEED'] ?? 19_2026);
 
-const COMMANDS = new Set(['run', 'crash', 'kill9', 'backfill', 'reset', 'optimize', 'vacuum', 'rename']);
+const COMMANDS = new Set(['run', 'crash', 'kill9', 'backfill', 'reset', 'optimize', 'vacuum', 'rename', 'orderBy']);
 
 /** Apply `seq` and compare the table with the oracle after each command; throws naming the step. */
 export async function check(session: DuckSession, seq: Sequence): Promise<void> {

@@ -11,7 +11,8 @@
  * landing with their partition's `_SUCCESS` or without it, and markers arriving late) and commands (`run`, `run`
  * crashing at a random commit point then run again, `backfill` of a range in N shards, `reset --to`,
  * `optimize`, `vacuum`, the job renamed: `--adopt-state-of` the old name, or `--fresh`), and the
- * config edited between runs (`lookback` 1 … 5). Table
+ * config edited between runs (`lookback` 1 … 5; `orderBy` switched to a column of the same values,
+ * then a run: refused while a delete is remembered, and the config put back). Table
  * kinds: merge (the newest row per key) and append (every loaded file version's rows, once). The job is driven in-process through the functions the CLI calls, on
  * local folders, real DuckDB, real Parquet files and real Delta logs; tables are tiny.
  *
@@ -36,6 +37,7 @@ import { mkdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/pr
 import path from 'node:path';
 import fc from 'fast-check';
 import { validateConfig } from '../../src/config/load.js';
+import { ConfigError } from '../../src/errors.js';
 import type { JobConfig, StorageConfig } from '../../src/config/schema.js';
 import type { DuckSession } from '../../src/engine/duckdb.js';
 import { readTable } from '../../src/engine/scan.js';
@@ -78,6 +80,8 @@ export type Step =
   | { kind: 'rename'; how: 'adopt' | 'fresh' }
   /** The config edited between runs: `source.discover.lookback` becomes `to`. */
   | { kind: 'lookback'; to: number }
+  /** The config edited between runs: `target.orderBy` switches to the other version column (`ver2` holds the same values as `ver`), then a run. */
+  | { kind: 'orderBy' }
   | { kind: 'overwrite'; of: number; rows: Row[] }
   | { kind: 'empty'; day: number }
   | { kind: 'bad'; day: number }
@@ -126,6 +130,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('touch' as const), of: fileRef, inPlace: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('rename' as const), how: fc.constantFrom('adopt' as const, 'fresh' as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('lookback' as const), to: fc.integer({ min: 1, max: 5 }) }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'orderBy' as const }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('overwrite' as const), of: fileRef, rows }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('empty' as const), day }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('bad' as const), day }) },
@@ -316,6 +321,11 @@ export class Oracle {
     this.quarantined.clear();
   }
 
+  /** Some file loaded held a delete (only then can the job remember one). */
+  loadedDelete(): boolean {
+    return this.events.some((e) => e.op === 'D');
+  }
+
   /** The table the promise says: per key the newest event, unless it is a delete; by key (append: every row loaded, sorted). */
   expected(): Array<Pick<Row, 'id' | 'ver' | 'val' | 'region'>> {
     if (this.mode === 'append') return sortRows([...this.appended.values()].flat().map(({ id, ver, val, region }) => ({ id, ver, val, region })));
@@ -353,6 +363,7 @@ export class World {
   private fileNo = 0;
   private renames = 0;
   private lookback = LOOKBACK;
+  private orderBy: 'ver' | 'ver2' = 'ver';
 
   constructor(
     private readonly session: DuckSession,
@@ -369,7 +380,7 @@ export class World {
   /** The model's config, its job named `name`. */
   private configFor(name: string): Record<string, unknown> {
     const table = this.table;
-    const keyed = table.mode === 'merge' ? { key: ['id'], orderBy: 'ver', deleteWhen: "op = 'D'" } : {};
+    const keyed = table.mode === 'merge' ? { key: ['id'], orderBy: this.orderBy, deleteWhen: "op = 'D'" } : {};
     const target = {
       uri: path.join(this.root, 'table'),
       mode: table.mode,
@@ -391,6 +402,13 @@ export class World {
       };
   }
 
+  /** The config rewritten with the settings as they are now (the job's name kept). */
+  private reconfigure(): void {
+    this.rawConfig = this.configFor(this.setup.job.name);
+    const config = validateConfig(this.rawConfig, 'model config');
+    this.setup = { job: config.jobs[0]!, storage: config.storage };
+  }
+
   private ctx(extra: Partial<RunContext> = {}): RunContext {
     return { storage: this.setup.storage, logger: silentLogger(), tty: false, spoolRoot: this.root, ...extra };
   }
@@ -408,11 +426,15 @@ export class World {
       await this.source.write(key, 'PAR1 this is not a parquet file');
     } else {
       const tmp = path.join(this.root, `tmp-${this.fileNo}.parquet`);
-      const values = rows.map((r) => `(${r.id}::BIGINT, ${r.ver === null ? 'NULL::BIGINT' : `${r.ver}::BIGINT`}, ${literal(r.val)}, ${r.region === null ? 'NULL::VARCHAR' : literal(r.region)}, ${literal(r.op)})`);
+      // ver2: the same version again, so an orderBy step can switch columns without changing the order.
+      const values = rows.map((r) => {
+        const ver = r.ver === null ? 'NULL::BIGINT' : `${r.ver}::BIGINT`;
+        return `(${r.id}::BIGINT, ${ver}, ${literal(r.val)}, ${r.region === null ? 'NULL::VARCHAR' : literal(r.region)}, ${literal(r.op)}, ${ver})`;
+      });
       const select =
         rows.length === 0
-          ? "SELECT 1::BIGINT AS id, 1::BIGINT AS ver, '' AS val, ''::VARCHAR AS region, '' AS op WHERE false"
-          : `SELECT * FROM (VALUES ${values.join(', ')}) AS t(id, ver, val, region, op)`;
+          ? "SELECT 1::BIGINT AS id, 1::BIGINT AS ver, '' AS val, ''::VARCHAR AS region, '' AS op, 1::BIGINT AS ver2 WHERE false"
+          : `SELECT * FROM (VALUES ${values.join(', ')}) AS t(id, ver, val, region, op, ver2)`;
       await this.session.run(`COPY (${select}) TO ${str(tmp)} (FORMAT parquet)`);
       // A rename: a new inode, so the file's ETag changes as an overwrite's does in S3.
       await this.source.write(key, '');
@@ -473,12 +495,29 @@ export class World {
         this.oracle.run(loaded(renamed));
         return;
       }
+      case 'orderBy': {
+        if (this.table.mode !== 'merge') return;
+        const before = this.orderBy;
+        this.orderBy = before === 'ver' ? 'ver2' : 'ver';
+        this.reconfigure();
+        const ran = await runJob(this.setup.job, this.ctx());
+        if (!ran.ok && ran.error instanceof ConfigError && ran.error.context.field === 'target.orderBy') {
+          // Refused (exit 2) while deletes are remembered: they carry the old column's values. Only a
+          // delete loaded can be remembered; the table is as before (checked after this step). The
+          // config goes back, as the refusal offers.
+          if (!this.oracle.loadedDelete()) throw new Error(`orderBy ${before} -> ${this.orderBy} refused with no delete ever loaded: ${ran.error.message}`);
+          this.orderBy = before;
+          this.reconfigure();
+          return;
+        }
+        expectOk(ran, `run with orderBy ${this.orderBy}`);
+        this.oracle.run(loaded(ran));
+        return;
+      }
       case 'lookback': {
         // Edited in the config between runs (the job's name as it is now); the next command runs with it.
         this.lookback = s.to;
-        this.rawConfig = this.configFor(this.setup.job.name);
-        const config = validateConfig(this.rawConfig, 'model config');
-        this.setup = { job: config.jobs[0]!, storage: config.storage };
+        this.reconfigure();
         this.oracle.lookback = s.to;
         return;
       }
@@ -633,6 +672,8 @@ export function describeStep(s: Step): string {
       return `reset --to day ${s.to}`;
     case 'lookback':
       return `config: discover.lookback ${s.to}`;
+    case 'orderBy':
+      return 'config: target.orderBy switched (ver <-> ver2), then run';
     default:
       return s.kind;
   }

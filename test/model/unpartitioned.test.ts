@@ -22,6 +22,23 @@ describe('the promise, as a model (unpartitioned table)', () => {
 });
 
 describe('sequences the model found, kept as regressions', () => {
+  it('target.orderBy switched while a delete is remembered: refused, the config goes back, and a late older row stays deleted', async () => {
+    await check(session, {
+      table: { mode: 'merge', partitioned: false, markers: false, deletionVectors: false, maxFilesPerBatch: 1000 },
+      steps: [
+        { kind: 'land', day: 1, rows: [{ id: 1, ver: 1, val: 'a', region: 'eu', op: 'I' }], complete: false },
+        { kind: 'run' },
+        { kind: 'land', day: 2, rows: [{ id: 1, ver: 5, val: 'a', region: 'eu', op: 'D' }], complete: false },
+        { kind: 'run' },
+        // Refused (the tombstone holds ver, not ver2); the model then puts the config back.
+        { kind: 'orderBy' },
+        { kind: 'land', day: 2, rows: [{ id: 1, ver: 3, val: 'late', region: 'eu', op: 'I' }], complete: false },
+        { kind: 'run' },
+        { kind: 'backfill', from: 1, to: 2, shards: 1 },
+      ],
+    });
+  }, scaled(60_000));
+
   const tied = (val: string): Row => ({ id: 1, ver: 5, val, region: 'eu', op: 'I' });
   it('a touched file reloaded (a backfill, a job started --fresh beside it, a run after reset) keeps its place in the tie order: the later file still wins', async () => {
     await check(session, {
