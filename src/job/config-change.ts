@@ -157,12 +157,13 @@ const DUPLICATE_EXAMPLES = 5;
 
 function duplicateRefusal(job: JobConfig, recorded: ConfiguredAs, d: DuplicateKeys): ConfigError {
   const key = job.target.key!;
-  const change =
-    recorded.target.mode === 'append'
-      ? `target.mode changed from append to merge on key [${key.join(', ')}]`
-      : `target.key changed from [${(recorded.target.key ?? []).join(', ')}] to [${key.join(', ')}]`;
+  // From append or replace the mode changed (a replace table's key, if it had one, may have too).
+  const modeChanged = recorded.target.mode !== 'merge';
+  const change = modeChanged
+    ? `target.mode changed from ${recorded.target.mode} to merge on key [${key.join(', ')}]`
+    : `target.key changed from [${(recorded.target.key ?? []).join(', ')}] to [${key.join(', ')}]`;
   const shown = d.examples.map((e) => `${Object.entries(e.key).map(([c, v]) => `${c}=${String(v)}`).join(', ')} (${e.rows} rows)`).join('; ');
-  const field = recorded.target.mode === 'append' ? 'target.mode' : 'target.key';
+  const field = modeChanged ? 'target.mode' : 'target.key';
   return new ConfigError(
     `[job] ${job.name}: ${change}, but the table holds more than one row for ${d.keys} such key${d.keys === 1 ? '' : 's'}: ${shown}${d.keys > d.examples.length ? '; …' : ''}. ` +
       `A MERGE would update every one of them alike, leaving identical duplicates. Keep ${field} as it was, or remove the extra rows from the table first`,

@@ -312,6 +312,18 @@ describe('a key the stored rows do not hold once', () => {
     expect(err.message).toMatch(/target.mode changed from append to merge on key \[order_id\], but the table holds more than one row for \d+ such keys?: order_id=7 \(2 rows\)/);
   });
 
+  it('replace (without a key) -> merge on a table holding an order twice: refused naming the mode change', async () => {
+    const src = await tempDir('src', dirs);
+    const tableUri = await tempDir('t', dirs);
+    const land3 = cdcFeed(src);
+    await land3([[7, 'EU', 'placed', 1, 1, false], [7, 'EU', 'paid', 2, 2, false]]);
+    await run(makeConfig({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: tableUri, mode: 'replace' } }));
+    const err = await refused(mergeSetup(src, tableUri, { deleteWhen: undefined }));
+    expect(err.context).toMatchObject({ field: 'target.mode' });
+    expect(err.message).toMatch(/target.mode changed from replace to merge on key \[order_id\], but the table holds more than one row for 1 such key: order_id=7 \(2 rows\)/);
+    expect(err.message).toMatch(/Keep target.mode as it was/);
+  });
+
   it('append -> merge where every key has one row: the run merges and says so', async () => {
     const src = await tempDir('src', dirs);
     const tableUri = await tempDir('t', dirs);
