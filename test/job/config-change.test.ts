@@ -100,6 +100,32 @@ describe('modification-time mode: a wider settle', () => {
   });
 });
 
+describe('source filters edited', () => {
+  it('include widened: the watermark carries over, a newly selected file behind it is not loaded (said, with the backfill that loads it), one after it is', async () => {
+    const dir = await tempDir('src', dirs);
+    const src = new LocalStorage(dir);
+    const target = { uri: await tempDir('t', dirs), mode: 'append' };
+    const discover = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 0, lateCheck: 0 };
+    const csvOnly = makeConfig({ source: { uri: dir, include: ['*.csv'], discover }, target });
+    await land(src, session, '2026/11/28/a.csv', orders([1, 'a', 1]));
+    await land(src, session, '2026/11/28/b.ndjson', orders([2, 'b', 1]));
+    await land(src, session, '2026/11/29/c.csv', orders([3, 'c', 1]));
+    expect(await run(csvOnly)).toMatchObject({ status: 'succeeded', inserted: 2, watermark: '2026-11-29' });
+
+    const widerJob = { source: { uri: dir, include: ['*.csv', '*.ndjson'], discover }, target };
+    expect((await validate(widerJob)).warnings).toEqual([expect.objectContaining({ field: 'jobs[0].source.include', message: expect.stringMatching(/^source.include changed from \[\*.csv\] to \[\*.csv, \*.ndjson\]: files it newly selects behind the watermark \(2026-11-29\) are not loaded \(backfill them\)/) })]);
+    const wider = makeConfig(widerJob);
+    await land(src, session, '2026/11/30/d.ndjson', orders([4, 'd', 1]));
+    const second = await run(wider);
+    expect(second).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 1 });
+    expect(second.configChanges).toEqual([expect.objectContaining({ field: 'source.include', effect: expect.stringMatching(/not loaded \(backfill them\)/) })]);
+    expect((await readTarget(session, wider)).rows.map((r) => r.order_id).sort()).toEqual([1, 3, 4]);
+    // The backfill the change names loads b.ndjson, once; a.csv is already there.
+    expect(await backfill(wider, { from: '2026-11-28', to: '2026-11-28' })).toMatchObject({ status: 'succeeded', inserted: 1 });
+    expect((await readTarget(session, wider)).rows.map((r) => r.order_id).sort()).toEqual([1, 2, 3, 4]);
+  });
+});
+
 /** A merge feed of `order_id,region,status,seq,seq2,deleted` rows in one partition folder. */
 function cdcFeed(dir: string) {
   const src = new LocalStorage(dir);
