@@ -4,6 +4,8 @@ import { scaled } from './test/helpers/machine.js';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Compiles the CLI once for the tests that start it as a process (test/cli/process.ts).
+    globalSetup: ['test/helpers/cli-bundle.setup.ts'],
     // A default for tests and hooks of a few steps; tests that loop set their own timeout from
     // their step count (test/helpers/machine.ts). Both scale with how busy the machine is.
     testTimeout: scaled(60_000),

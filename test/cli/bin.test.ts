@@ -1,5 +1,5 @@
 /**
- * The real `tidemark` process (src/cli/bin.ts under tsx), stdout and stderr piped as under a
+ * The real `tidemark` process (src/cli/bin.ts, compiled once per test run: ./process.ts), stdout and stderr piped as under a
  * scheduler: exit codes, and `--json` output that is exactly one JSON object per job on
  * stdout while the logs go to stderr as JSON lines.
  */
@@ -95,7 +95,7 @@ describe('the tidemark binary', () => {
     const config = await configWith([{ name: 'feed', source: { uri: root, discover: { by: 'modified' } }, target: { uri: await tempDir('bin-t', dirs), mode: 'append' } }]);
     // Starting takes most of `--version`'s time (loading the AWS SDK and DuckDB); the signal comes
     // halfway through it, long before any job could run. `--version` runs twice: the first start
-    // of a fresh clone also fills tsx's cache, and would put "halfway" after the CLI is loaded.
+    // of a process after a fresh clone or boot reads its modules from disk, and would put "halfway" after the CLI is loaded.
     // Timing on a shared machine still varies, so the window is searched: a signal so early that
     // Node had not started tidemark (killed by it) comes later next time; one so late that the job
     // had started (its own report, also exit 130) comes earlier.

@@ -8,7 +8,7 @@
  * latest row per key of everything landed and `events` holds every landed row exactly once.
  *
  * Kill moments are uniform over the work phase of a run (from its first log line, i.e. after
- * the Node/tsx/DuckDB start-up, to the typical end of an uninterrupted run), so they land in
+ * the Node, AWS SDK and DuckDB start-up, to the typical end of an uninterrupted run), so they land in
  * discovery, fetch, load, data-file upload, commit and checkpoint. The seed is printed on
  * failure; set TIDEMARK_KILL_SEED to replay a sequence.
  *
@@ -54,7 +54,7 @@ const MAX_DAYS = 90;
 const FILES_PER_DAY = 9;
 /**
  * Limit of one day of the loop on a quiet machine, where it takes 2–4 s: land the day's files,
- * start the CLI (Node, tsx and DuckDB start-up), kill it or let it finish, read both tables.
+ * start the CLI (Node, AWS SDK and DuckDB start-up), kill it or let it finish, read both tables.
  */
 const DAY_MS = 30_000;
 /**

@@ -1,9 +1,12 @@
 /**
- * The real `tidemark` process for tests: `node --import tsx src/cli/bin.ts ...` from the repo
- * root, with pipes for stdout and stderr (so neither is a terminal, as under a scheduler).
+ * The real `tidemark` process for tests: `node <bundle>/bin.js ...` from the repo root, with pipes
+ * for stdout and stderr (so neither is a terminal, as under a scheduler). The bundle is
+ * src/cli/bin.ts compiled once per test run by the global setup (../helpers/cli-bundle.setup.ts);
+ * outside a vitest run with that setup, `node --import tsx src/cli/bin.ts`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -22,14 +25,16 @@ export interface CliExit {
   ms: number;
 }
 
-/** tsx's loader and the CLI entry by absolute path, so the CLI also starts from another working directory. */
+/** The CLI entry by absolute path (and tsx's loader without the bundle), so the CLI also starts from another working directory. */
+const BUNDLE = inject('cliBundle');
 const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
-const BIN = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url));
+/** Node's arguments before the CLI's own: `node ...CLI_ENTRY run --config ...`. */
+export const CLI_ENTRY = BUNDLE ? [BUNDLE] : ['--import', TSX, fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url))];
 
 /** Start the CLI with `args`; `env` is added to the test's environment; `cwd` defaults to the repo root. */
 export function spawnCli(args: string[], env: Record<string, string> = {}, cwd = REPO): CliProcess {
   const started = Date.now();
-  const child = spawn(process.execPath, ['--import', TSX, BIN, ...args], {
+  const child = spawn(process.execPath, [...CLI_ENTRY, ...args], {
     cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

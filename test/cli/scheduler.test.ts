@@ -53,7 +53,7 @@ describe('tidemark under a scheduler', () => {
     expect(report).toMatchObject({ job: 'feed', status: 'failed', error: { type: 'Interrupted', retryable: true } });
     expect(report['filesLoaded']).toBeGreaterThanOrEqual(1);
     expect(report['filesLoaded']).toBeLessThan(FILES);
-    // (tsx keeps its compile cache in TMPDIR too)
+    // (only the run's own folders: other tools keep caches in TMPDIR too)
     expect((await fsp.readdir(tmp)).filter((n) => n.startsWith('tidemark-'))).toEqual([]);
 
     const rerun = await runCli(['run', '--config', config, '--json'], { TMPDIR: tmp });

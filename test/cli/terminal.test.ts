@@ -7,23 +7,21 @@
 import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { withinStep } from '../helpers/machine.js';
 import { cleanup, tempDir } from '../job/helpers.js';
+import { CLI_ENTRY } from './process.js';
 
 const dirs: string[] = [];
 afterAll(async () => {
   await cleanup(dirs);
 });
 
-const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url));
-const BIN = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url));
 const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
 /** Run the CLI under script(1): its exit code, and what the terminal showed. */
 function onTerminal(args: string[]): { done: Promise<{ code: number | null; screen: string }>; kill: () => void } {
-  const command = [process.execPath, '--import', TSX, BIN, ...args].map(quote).join(' ');
+  const command = [process.execPath, ...CLI_ENTRY, ...args].map(quote).join(' ');
   const child = spawn('script', ['-qec', command, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let screen = '';
   child.stdout.on('data', (c: Buffer) => (screen += c.toString('utf8')));

@@ -1,6 +1,6 @@
 /**
  * The model-based test (./model.ts) with real kill -9s: besides the in-process crashes at commit
- * points, one step in three starts `tidemark run` as its own process (Node, tsx, DuckDB) and
+ * points, one step in three starts `tidemark run` as its own process (Node, AWS SDK, DuckDB) and
  * SIGKILLs it at a random moment of its work (0-1.5 s after its first log line), then runs the job
  * to completion; the table must equal the oracle after each command, as everywhere in the model.
  * Each kill costs a process start-up (seconds), so `npm test` runs a few sequences;
