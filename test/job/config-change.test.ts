@@ -350,6 +350,21 @@ describe('a key the stored rows do not hold once', () => {
     expect(err.message).toMatch(/Keep target.mode as it was/);
   });
 
+  it('merge -> replace: the next delivery is the whole table, and the run says so', async () => {
+    const src = await tempDir('src', dirs);
+    const tableUri = await tempDir('t', dirs);
+    const land3 = cdcFeed(src);
+    await land3([[1, 'EU', 'placed', 1, 1, false], [2, 'EU', 'placed', 1, 1, false]]);
+    await run(mergeSetup(src, tableUri, { deleteWhen: undefined }));
+    const source = new LocalStorage(src);
+    await source.write('2026/12/02/full.csv', 'order_id,region,status,seq,seq2,deleted\n2,EU,paid,2,2,false\n3,EU,placed,1,1,false\n');
+    const replace = makeConfig({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: tableUri, mode: 'replace' } });
+    const report = await run(replace);
+    expect(report).toMatchObject({ status: 'succeeded' });
+    expect(report.configChanges).toEqual([expect.objectContaining({ field: 'target.mode', from: 'merge', to: 'replace', effect: expect.stringMatching(/replaces the whole table from now/) })]);
+    expect(await rowsOf(replace, ['order_id', 'status'])).toEqual([{ order_id: 2, status: 'paid' }, { order_id: 3, status: 'placed' }]);
+  });
+
   it('append -> merge where every key has one row: the run merges and says so', async () => {
     const src = await tempDir('src', dirs);
     const tableUri = await tempDir('t', dirs);
