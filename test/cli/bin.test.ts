@@ -89,6 +89,34 @@ describe('the tidemark binary', () => {
     expect(invalid.stdout).toBe('');
   });
 
+  it('run --allow-large-delete lets one snapshot through that source.maxDeleteShare refused (exit 1, nothing committed); the next refusal stands', async () => {
+    const root = await tempDir('bin-src', dirs);
+    const source = new LocalStorage(root);
+    const tableDir = await tempDir('bin-t', dirs);
+    const snapshotJob = {
+      name: 'extract',
+      source: { uri: root, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 3 }, snapshot: true },
+      target: { uri: tableDir, key: ['order_id'], orderBy: 'seq' },
+    };
+    const config = await configWith([snapshotJob]);
+    await land(source, session, '2025/03/01/part-0.csv', orders([1, 'placed', 1], [2, 'placed', 1], [3, 'placed', 1]));
+    expect((await runCli(['run', '--config', config, '--json'])).code).toBe(0);
+    // A cut-off extract: 2 of 3 keys would go (67 % > 50 %).
+    await land(source, session, '2025/03/02/part-0.csv', orders([1, 'placed', 1]));
+    const refused = await runCli(['run', '--config', config, '--json']);
+    expect(refused.code, refused.stderr).toBe(1);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ job: 'extract', status: 'failed', tableVersion: 0, error: { type: 'SnapshotDeleteRefusedError' } });
+    expect(JSON.parse(refused.stdout).error.message).toMatch(/would delete 2 of the 3 keys .*--allow-large-delete/);
+    const allowed = await runCli(['run', '--config', config, '--json', '--allow-large-delete']);
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(JSON.parse(allowed.stdout)).toMatchObject({ job: 'extract', status: 'succeeded', deleted: 2, tableVersion: 1 });
+    // The flag was for that run only: the next cut-off extract is refused again.
+    await land(source, session, '2025/03/03/part-0.csv', orders([4, 'placed', 1]));
+    const again = await runCli(['run', '--config', config, '--json']);
+    expect(again.code, again.stderr).toBe(1);
+    expect(JSON.parse(again.stdout)).toMatchObject({ status: 'failed', error: { type: 'SnapshotDeleteRefusedError' } });
+  });
+
   it('SIGTERM while the process is still starting (the CLI not loaded yet) exits 130 with the --json failure object, not 143 and nothing', async () => {
     const root = await tempDir('bin-src', dirs);
     await land(new LocalStorage(root), session, 'in/a.csv', orders([1, 'placed', 1]));
