@@ -13,8 +13,10 @@
  *   before W for files it does not remember; remembered files modified up to W are kept.
  *
  * In merge mode reloading is idempotent (unchanged rows are no-ops, older rows are skipped as stale),
- * so a rewind leaves the table as it was and then brings in whatever changed. In append mode a
- * rewind appends the reloaded files' rows a second time: refused unless `force`.
+ * so a rewind leaves the table as it was and then brings in whatever changed. In append mode the
+ * run after a rewind looks the reloaded files up in the table through the job's ledger: their rows
+ * are replaced by the files' current content, never appended twice. Still refused unless `force`:
+ * a rewind reloads whole partitions, and rows of files gone from the source stay.
  *
  * A reset also accepts a changed key or orderBy: the remembered deletes (tombstones) that no
  * longer fit them are dropped (./tombstones/plan.ts).
@@ -182,7 +184,7 @@ async function resetOnce(job: JobConfig, table: DeltaTable, opts: ResetOptions, 
   if (job.target.mode === 'append' && plan.rewound && !opts.force && !opts.dryRun) {
     throw new ConfigError(
       `[reset] job ${job.name} appends (target.mode: append): moving its watermark back from ${report.watermarkBefore} to ${report.watermark} ` +
-        'makes the next run append the reloaded files again (duplicate rows); pass --force to do it anyway',
+        'makes the next run reload the files after it (their rows replaced by the current content, not appended twice; rows of files gone from the source stay); pass --force to do it',
       { field: 'force', job: job.name },
     );
   }

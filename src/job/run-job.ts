@@ -143,7 +143,7 @@ class JobRun {
     }
     const batches = chosen
       ? [...(chosen.delivery.length > 0 ? [chosen.delivery] : []), ...splitBatches(chosen.changes, this.job.maxFilesPerBatch, this.job.maxBytesPerBatch)]
-      : splitBatches(this.markBackfilled(plan.files, snapshot), this.job.maxFilesPerBatch, this.job.maxBytesPerBatch);
+      : splitBatches(await this.markLoadedBefore(plan.files, snapshot, state), this.job.maxFilesPerBatch, this.job.maxBytesPerBatch);
     // The delivery's batch of a snapshot source deletes the keys it lacks.
     const extractBatch = this.job.source.snapshot && chosen !== null && chosen.delivery.length > 0 ? 0 : -1;
     // The files a delivery supersedes are handled by its commit: the watermark passes them.
@@ -237,11 +237,18 @@ class JobRun {
     if (found.changes.length > 0) this.report.configChanges = found.changes;
   }
 
-  /** Append mode: files a backfill of the job may have loaded are looked up in the table before they are appended. */
-  private markBackfilled(files: DiscoveredFile[], snapshot: Snapshot | null): DiscoveredFile[] {
+  /**
+   * Append mode: files the table may hold already are looked up in it before they are appended
+   * (their rows replaced, or nothing appended when unchanged): those a backfill of the job may have
+   * loaded, and by partition those the job's ledger records although its state forgot them (a
+   * `reset --to` back; by modification time the ledger check of the plan marks them).
+   */
+  private async markLoadedBefore(files: DiscoveredFile[], snapshot: Snapshot | null, state: JobState): Promise<DiscoveredFile[]> {
     if (this.job.target.mode !== 'append') return files;
     const covered = backfilledBy(snapshot, this.job.name);
-    return files.map((f) => (covered(f) ? { ...f, loadedBefore: true as const } : f));
+    const fresh = files.filter((f) => !f.loadedBefore && !covered(f));
+    const ledgered = this.job.source.discover.by === 'partition' ? await lookUpLedger(this.scope, state.ledger, fresh) : new Map<string, unknown>();
+    return files.map((f) => (covered(f) || ledgered.has(f.key) ? { ...f, loadedBefore: true as const } : f));
   }
 
   /** Commit the job's state alone with the partitions now waiting for their marker. */

@@ -174,12 +174,18 @@ describe('reset (source: local)', () => {
     expect((await readTarget(session, setup)).rows).toEqual(sortRows([...landed, ...lookback, ...after]));
   });
 
-  it('append with --force: the days after the new watermark are appended again, as documented; files it still remembers are not', async () => {
-    const { setup, landed } = await appendSetup();
+  it('append with --force: the days after the new watermark are reloaded through the ledger, their rows replaced, never appended twice', async () => {
+    const { setup, landed, root } = await appendSetup();
     await run(setup);
-    expect(await reset(setup, { to: '2025-03-02', force: true })).toMatchObject({ status: 'reset', rewound: true, filesRemembered: 1 });
-    expect(await run(setup)).toMatchObject({ filesLoaded: 1 });
-    expect(duplicateRids((await readTarget(session, setup)).rows)).toEqual([landed[2]!.rid]);
+    expect(await reset(setup, { to: '2025-03-01', force: true })).toMatchObject({ status: 'reset', rewound: true });
+    // 03-01 (behind what the old state remembered, so not remembered now) and 03-02 unchanged: found in
+    // the table, nothing appended; 03-03 corrected upstream since: its rows replaced.
+    const corrected = orders([3, 'corrected', 2]);
+    await land(new LocalStorage(root), session, '2025/03/03/part.csv', corrected);
+    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 3, inserted: 1, filesAlreadyLoaded: 2, filesReplaced: 1, rowsReplaced: 1 });
+    const rows = (await readTarget(session, setup)).rows;
+    expect(duplicateRids(rows)).toEqual([]);
+    expect(rows).toEqual(sortRows([...landed.slice(0, 2), ...corrected]));
   });
 
   it('a watermark in the future is refused naming --to (every run would find nothing new until then), unless --force', async () => {

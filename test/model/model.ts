@@ -30,8 +30,8 @@
  * a file's events keep the LastModified of its content's first load (docs/concepts.md, *Ties*).
  * A job renamed with `--adopt-state-of` goes on as before; one started `--fresh` loads every file
  * again (from no watermark). In append mode the table holds, per file, the rows of the version
- * loaded last (an overwrite's earlier rows replaced), and `reset` is left out (a rewind appends again
- * by design, refused without `--force`), as is `--fresh` (a second job appends every row again).
+ * loaded last (an overwrite's earlier rows replaced; a file reloaded after `reset --to --force`
+ * too), and `--fresh` is left out (a second job appends every row again).
  */
 import { mkdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -571,8 +571,9 @@ export class World {
         return;
       }
       case 'reset': {
-        if (this.oracle.watermark === null || this.table.mode === 'append') return;
-        expectOk(await resetJob(this.setup.job, this.ctx(), { to: dayId(s.to) }), 'reset');
+        if (this.oracle.watermark === null) return;
+        // An append job rewinds only with --force; the files it reloads replace their rows.
+        expectOk(await resetJob(this.setup.job, this.ctx(), { to: dayId(s.to), ...(this.table.mode === 'append' ? { force: true } : {}) }), 'reset');
         this.oracle.reset(s.to);
         return;
       }
