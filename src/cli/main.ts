@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Command, CommanderError } from 'commander';
 import { addBackfillCommands } from './commands/backfill.js';
+import { addCleanupCommand } from './commands/cleanup.js';
 import { addMaintenanceCommands } from './commands/maintenance.js';
 import { addInspectCommands } from './commands/inspect.js';
 import { addRunCommands } from './commands/run.js';
@@ -37,6 +38,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   const host = { io, setExitCode: (code: number) => (exitCode = code) };
   addRunCommands(program, host);
   addMaintenanceCommands(program, host);
+  addCleanupCommand(program, host);
   addBackfillCommands(program, host);
   addValidateCommand(program, host);
   addInspectCommands(program, host);

@@ -148,7 +148,11 @@ function resolvePaths(config: TidemarkConfig, baseDir: string): TidemarkConfig {
     ...config,
     jobs: config.jobs.map((job) => ({
       ...job,
-      source: { ...job.source, uri: resolveUri(job.source.uri, baseDir) },
+      source: {
+        ...job.source,
+        uri: resolveUri(job.source.uri, baseDir),
+        ...(job.source.afterLoad?.move !== undefined ? { afterLoad: { ...job.source.afterLoad, move: resolveUri(job.source.afterLoad.move, baseDir) } } : {}),
+      },
       target: { ...job.target, uri: resolveUri(job.target.uri, baseDir) },
     })),
   };

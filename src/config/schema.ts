@@ -8,6 +8,7 @@ import { checkDiscovery } from '../discovery/config.js';
 import { globProblem } from '../discovery/filter.js';
 import { tableProperties } from './table-properties.js';
 import { parseDuration, parseSize } from './units.js';
+import { urisOverlap } from './uri-overlap.js';
 
 const toMs = (v: string | number, ctx: z.RefinementCtx): number => {
   const ms = typeof v === 'number' ? v : parseDuration(v);
@@ -169,6 +170,24 @@ const declaredType = z
     ctx.addIssue({ code: 'custom', message: `must be a Delta type: ${DECLARABLE_TYPES.join(', ')} or decimal(p,s) (p up to 38), got ${JSON.stringify(t)}` });
   });
 
+/**
+ * `source.afterLoad`: what `tidemark cleanup` (and, with atEndOfRun, a successful run) does with a
+ * source file whose load committed at least `after` ago (../job/cleanup-plan.ts decides which).
+ */
+const afterLoad = z
+  .strictObject({
+    delete: z.literal(true).optional().describe('Delete each file whose load committed at least `after` ago'),
+    move: nonEmpty
+      .optional()
+      .describe('Move each such file below this URI (s3://bucket/archive/, file:///path or a path relative to the config file), keeping its key; never inside the source or the target table'),
+    after: duration('30d').describe('How long after the commit that loaded a file it is kept in place (30d)'),
+    atEndOfRun: z.boolean().default(false).describe('Also clean up at the end of every successful run (default: only `tidemark cleanup --apply` does)'),
+  })
+  .superRefine((a, ctx) => {
+    if ((a.delete === undefined) === (a.move === undefined)) ctx.addIssue({ code: 'custom', message: 'needs exactly one of move: <uri> or delete: true' });
+  })
+  .describe('Move or delete the source files some time after their load committed (off by default; `tidemark cleanup` shows what it would do first)');
+
 const source = z.strictObject({
   uri: nonEmpty.describe('s3://bucket/prefix/, file:///path or a path (relative to the config file)'),
   format: z
@@ -199,6 +218,7 @@ const source = z.strictObject({
     .max(1)
     .default(0.5)
     .describe('With snapshot: the largest share of the table\'s keys one snapshot may delete (0.5); a larger one (an empty or cut-off extract) is refused, exit 1, unless run --allow-large-delete'),
+  afterLoad: afterLoad.optional(),
 }).superRefine((src, ctx) => {
   // S3 sends the events: a local folder has no notifications to read.
   if (src.discover.by === 'notifications' && !/^s3a?:\/\//i.test(src.uri)) {
@@ -286,6 +306,13 @@ const job = z.strictObject({
 }).superRefine((j, ctx) => {
   // Deleting the keys a snapshot lacks is a MERGE by key.
   if (j.source.snapshot && j.target.mode !== 'merge') ctx.addIssue({ code: 'custom', path: ['source', 'snapshot'], message: `applies only when target.mode is merge (it is ${j.target.mode})` });
+  // A moved file must leave what discovery lists (it would come back as a new file) and the table folder.
+  const move = j.source.afterLoad?.move;
+  if (move !== undefined) {
+    for (const [what, uri] of [['source.uri', j.source.uri], ['target.uri', j.target.uri]] as const) {
+      if (urisOverlap(move, uri)) ctx.addIssue({ code: 'custom', path: ['source', 'afterLoad', 'move'], message: `must not be inside ${what} ${JSON.stringify(uri)} or contain it, got ${JSON.stringify(move)}` });
+    }
+  }
 });
 
 const storage = z

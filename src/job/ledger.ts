@@ -118,6 +118,12 @@ export async function lookUpLedger(scope: JobScope, ledger: LedgerState | undefi
   return found;
 }
 
+/** The newest entry (ETag, batch) of each of `keys` the job's ledger holds (`tidemark cleanup` decides by them: ./cleanup-plan.ts). */
+export async function lastLedgerEntries(scope: JobScope, ledger: LedgerState | undefined, keys: readonly string[]): Promise<LedgerEntry[]> {
+  if (!ledger || ledger.files.length === 0 || keys.length === 0) return [];
+  return lastLoaded(scope.session, await localCopiesOf(scope, ledger.files.map((f) => f.path)), keys);
+}
+
 /**
  * The ledger after a batch that loaded `loaded` (as batch number `batch`; each file's lastModified
  * its place in the order, as loaded): a new file of them, or every entry rewritten into one;
