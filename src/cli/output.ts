@@ -52,6 +52,11 @@ export function formatRun(r: RunReport): string {
   const quarantined = r.quarantined ?? [];
   if (quarantined.length > 0) lines.push(`  quarantined (${quarantined.length}):`, ...quarantined.map((q) => `    ${q.key}: ${q.reason}`));
   lines.push(...waitingLines(r.waitingForMarker ?? []));
+  if (r.cleanup) {
+    const verb = r.cleanup.action === 'move' ? 'moved' : 'deleted';
+    lines.push(`  cleanup: ${r.cleanup.status}, ${verb} ${plural(r.cleanup.files, 'source file')} (${prettyBytes(r.cleanup.bytes, { binary: true })})${r.cleanup.record ? `, recorded in ${r.cleanup.record}` : ''}`);
+    for (const l of r.cleanup.left) lines.push(`    left ${l.key}: ${l.reason}`);
+  }
   if (r.status === 'dry-run') {
     lines.push(`  would load (${r.plannedFiles?.length ?? 0}):`, ...(r.plannedFiles ?? []).map((k) => `    + ${k}`));
     for (const s of r.skipped ?? []) lines.push(`    - ${s.key}: ${s.reason}`);

@@ -29,7 +29,7 @@ import { openStorage } from '../storage/uri.js';
 import { planCleanup, type CleanupSkipReason, type EligibleFile, type SkippedCleanupFile } from './cleanup-plan.js';
 import type { RunContext } from './context.js';
 import { s3Options } from './open.js';
-import { timedOutcome, type JobOutcome, type ReportedError } from './report.js';
+import { timedOutcome, type JobOutcome, type ReportedError, type RunReport } from './report.js';
 import { withJobScope, type JobScope } from './scope.js';
 
 /** Folder of the cleanup records, relative to the table root. */
@@ -233,4 +233,17 @@ async function writeRecord(scope: JobScope, key: string, report: CleanupReport, 
     left: report.left,
   };
   await scope.table.storage.write(key, JSON.stringify(body, null, 2) + '\n', { contentType: 'application/json' });
+}
+
+/**
+ * After a run (`source.afterLoad.atEndOfRun`): a run that succeeded, and was no dry run, is followed
+ * by an acting cleanup, summed up in its report. A cleanup that fails fails the outcome (the exit
+ * code says so) while the run's commits stay, as the report shows.
+ */
+export async function cleanupAfterRun(job: JobConfig, ctx: RunContext, outcome: JobOutcome<RunReport>): Promise<JobOutcome<RunReport>> {
+  if (!outcome.ok || ctx.dryRun || job.source.afterLoad?.atEndOfRun !== true) return outcome;
+  const done = await cleanupJob(job, ctx, { apply: true });
+  const r = done.report;
+  const report: RunReport = { ...outcome.report, cleanup: { status: r.status, action: r.action, files: r.files.length, bytes: r.bytes, left: r.left, record: r.record } };
+  return done.ok ? { ok: true, report } : { ok: false, report, error: done.error };
 }

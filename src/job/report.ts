@@ -112,9 +112,24 @@ export interface NotificationReport {
   requests: { receive: number; changeVisibility: number; delete: number; attributes: number };
 }
 
+/** The cleanup a run did at its end (`source.afterLoad.atEndOfRun`), in brief; `tidemark cleanup` reports it in full. */
+export interface RunCleanup {
+  status: string;
+  action: 'move' | 'delete' | null;
+  /** Files moved or deleted, and their bytes. */
+  files: number;
+  bytes: number;
+  /** Files planned and left in place when their turn came (changed or gone since the plan, a different file at the move target). */
+  left: Array<{ key: string; reason: string }>;
+  /** The record under the table's `_tidemark/cleanup/`, or null. */
+  record: string | null;
+}
+
 export interface RunReport extends LoadCounts {
   job: string;
   status: RunStatus;
+  /** With `source.afterLoad.atEndOfRun`: what the cleanup after the run did (../job/cleanup.ts); absent: none ran. */
+  cleanup?: RunCleanup;
   filesDiscovered: number;
   /** Table version after the run (unchanged when nothing was committed; null when no table yet). */
   tableVersion: number | null;

@@ -6,16 +6,13 @@
  */
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
-import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addCleanupCommand } from '../../src/cli/commands/cleanup.js';
-import type { CliIO } from '../../src/cli/main.js';
 import { ConfigError } from '../../src/errors.js';
 import { cleanupJob, type CleanupReport } from '../../src/job/cleanup.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
+import { cli } from '../helpers/cli.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import { closeS3JobEnv, DuckSession, land, makeConfig, mergeTarget, openS3JobEnv, orders, readTarget, run, tempDir, unwrap } from './helpers.js';
 
@@ -160,21 +157,18 @@ describe('cleanup on a local folder: move', () => {
   });
 });
 
-describe('the cleanup command', () => {
-  async function cli(argv: string[]): Promise<{ code: number; stdout: string }> {
-    let stdout = '';
-    let code = 0;
-    const io: CliIO = { stdout: { write: (s) => void (stdout += s) }, stderr: new PassThrough(), context: { logger: silentLogger() } };
-    const program = new Command('tidemark').exitOverride();
-    addCleanupCommand(program, { io, setExitCode: (c) => (code = c) });
-    await program.parseAsync(argv, { from: 'user' });
-    return { code, stdout };
+describe('the cleanup command, and cleanup at the end of a run', () => {
+  /** A config file of one job on `dir` into `table`, its afterLoad deleting at once. */
+  async function configFile(dir: string, table: string, atEndOfRun: boolean): Promise<string> {
+    const config = join(await tempDir('cfg', dirs), 'tidemark.json');
+    const source = { uri: dir, discover: { by: 'modified', settle: '1s' }, afterLoad: { delete: true, after: '0s', atEndOfRun } };
+    await writeFile(config, JSON.stringify({ jobs: [{ name: 'orders', source, target: mergeTarget(table) }] }));
+    return config;
   }
 
   it('is a dry run unless --apply (text and --json)', async () => {
     const { dir, src, setup } = await loaded({ delete: true, after: '0s' });
-    const config = join(await tempDir('cfg', dirs), 'tidemark.json');
-    await writeFile(config, JSON.stringify({ jobs: [{ name: 'orders', source: { uri: dir, discover: { by: 'modified', settle: '1s' }, afterLoad: { delete: true, after: '0s' } }, target: mergeTarget(setup.job.target.uri) }] }));
+    const config = await configFile(dir, setup.job.target.uri, false);
     const text = await cli(['cleanup', '-c', config]);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^orders: cleanup dry-run: would delete 2 files .* nothing changed \(--apply acts\)\n {4}delete feed\/a\.csv/);
@@ -186,6 +180,25 @@ describe('the cleanup command', () => {
     expect(applied.stdout).toMatch(/^orders: cleanup cleaned: deleted 2 files/);
     expect(await keysOf(src)).toEqual([]);
     expect(await readdir(join(setup.job.target.uri, '_tidemark', 'cleanup', 'orders'))).toHaveLength(1);
+  });
+
+  it('atEndOfRun: a run cleans up what it loaded; a dry run does not', async () => {
+    const dir = await tempDir('src', dirs);
+    const src = new LocalStorage(dir);
+    const config = await configFile(dir, await tempDir('t', dirs), true);
+    await land(src, session, 'feed/a.csv', orders([1, 'a', 1]));
+    expect((await cli(['run', '-c', config, '--dry-run'])).code).toBe(0);
+    expect(await keysOf(src)).toEqual(['feed/a.csv']);
+    const first = await cli(['run', '-c', config, '--json']);
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({ status: 'succeeded', filesLoaded: 1, cleanup: { status: 'cleaned', action: 'delete', files: 1, left: [] } });
+    expect(await keysOf(src)).toEqual([]);
+    await land(src, session, 'feed/b.csv', orders([2, 'b', 1]));
+    const second = await cli(['run', '-c', config]);
+    expect(second.stdout).toMatch(/\n {2}cleanup: cleaned, deleted 1 source file \(/);
+    expect(await keysOf(src)).toEqual([]);
+    const job = JSON.parse(await readFile(config, 'utf8')) as { jobs: Array<Record<string, unknown>> };
+    expect((await readTarget(session, makeConfig(job.jobs[0]!))).rows.map((r) => r.order_id)).toEqual([1, 2]);
   });
 });
 

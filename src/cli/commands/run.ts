@@ -3,6 +3,7 @@
  */
 import type { Command } from 'commander';
 import { ConfigError } from '../../errors.js';
+import { cleanupAfterRun } from '../../job/cleanup.js';
 import { runJob } from '../../job/run-job.js';
 import { jobStatus } from '../../job/status.js';
 import { RunObserver } from '../../observe/observed-run.js';
@@ -41,7 +42,7 @@ export async function runCommand(flags: RunFlags, io: CliIO): Promise<number> {
     command: 'run',
     run: (job, ctx, invocation) => {
       observer ??= new RunObserver({ ...invocation, producer: `urn:tidemark:${tidemarkVersion()}` });
-      return observer.run(job, ctx, runJob);
+      return observer.run(job, ctx, async (j, c) => cleanupAfterRun(j, c, await runJob(j, c)));
     },
     format: formatRun,
     context: {
