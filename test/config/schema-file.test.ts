@@ -34,7 +34,7 @@ describe('tidemark.schema.json', () => {
   it('knows the fields at each place of a config, by discover variant', () => {
     const raw = parseDocument('jobs: [{ source: { discover: { by: modified } } }]').toJS();
     expect(fieldsAt(['jobs', 0, 'source', 'discover'], raw)).toEqual(['by', 'settle', 'incrementalListing', 'start', 'requireSuccessMarker', 'onOverwrite']);
-    expect(fieldsAt(['jobs', 0, 'source'], raw)).toEqual(['uri', 'format', 'csv', 'columns', 'include', 'exclude', 'storage', 'discover', 'snapshot', 'snapshotPattern', 'maxDeleteShare']);
+    expect(fieldsAt(['jobs', 0, 'source'], raw)).toEqual(['uri', 'format', 'csv', 'columns', 'include', 'exclude', 'storage', 'discover', 'snapshot', 'snapshotPattern', 'maxDeleteShare', 'afterLoad']);
     const s3 = ['endpoint', 'region', 'forcePathStyle', 'connectTimeout', 'requestTimeout', 'idleTimeout', 'maxAttempts', 'uploadChecksum', 'etagChecksum'];
     expect(fieldsAt(['jobs', 0, 'target', 'storage'], raw)).toEqual([...s3, 'singleWriter']);
     expect(fieldsAt(['jobs', 0, 'source', 'storage'], raw)).toEqual(s3);
