@@ -80,8 +80,9 @@ W is forgotten. Formats: a partition id of the layout's granularity (2026-11-03,
 for hourly layouts), or a timestamp (2026-11-03T00:00:00Z; a date is its UTC midnight).
 
 The commit holds no data (operation SET TRANSACTION with the job's txn and state). In merge mode
-reloading is idempotent: the table ends the same. In append mode moving the watermark back
-appends the reloaded rows again: refused unless --force.
+reloading is idempotent: the table ends the same. In append mode moving the watermark back is
+refused unless --force: the next run looks each reloaded file up in the table and replaces its
+rows (never appended twice); rows of files gone from the source stay.
 
 Example (reload everything after November 3rd):
   tidemark reset --job orders --to 2026-11-03 && tidemark run --job orders
@@ -112,7 +113,7 @@ export function addBackfillCommands(program: Command, cli: CommandHost): void {
     .description("move a job's watermark back (or forward) in a commit without data; the next run loads from there")
     .requiredOption('-j, --job <name>', 'the job to reset')
     .requiredOption('--to <watermark>', 'the last partition (or instant) to consider loaded')
-    .option('--force', 'allow moving the watermark of an append-mode job back (duplicates rows)')
+    .option('--force', 'allow moving the watermark of an append-mode job back (reloaded files replace their rows), or into the future')
     .option('--dry-run', 'show the watermark change; commit nothing')
     .addHelpText('after', RESET_HELP)
     .action(async (flags: ResetFlags) => cli.setExitCode(await resetCommand(flags, cli.io)));
