@@ -13,6 +13,11 @@ export default defineConfig({
     // DuckDB and s3rver are real; two cores, so keep parallelism modest.
     pool: 'forks',
     maxWorkers: 2,
+    // Files share a worker and its module cache: DuckDB, the AWS SDK and src/ load once per
+    // worker, not once per file (about a second per file). Each file still starts from the
+    // worker's own environment, cwd and real timers (test/helpers/per-file.setup.ts).
+    isolate: false,
+    setupFiles: ['test/helpers/per-file.setup.ts'],
     // tidemark supports Node 20; silence the AWS SDK's notice about newer Node versions.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
   },

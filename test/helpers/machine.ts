@@ -5,8 +5,9 @@
  * times that limit, so a busy machine makes them slower but not red: they fail when a step is
  * really stuck, not because two other processes share the cores.
  *
- * The slowness factor is measured once per process (vitest runs every test file in a fork of its
- * own, and the config in the main process), clamped to [1, 4], as the larger of:
+ * The slowness factor is measured when first asked for and again when the last measurement is
+ * older than REMEASURE_MS (test files share a worker process, which lives for the whole run; the
+ * config measures once in the main process), clamped to [1, 4], as the larger of:
  * - the run queue per core, `os.loadavg()[0] / os.availableParallelism()` (the minute before);
  * - the CPU share a busy loop gets right now: wall time over CPU time of a 50 ms spin (2 when
  *   twice as many threads want to run as there are cores).
@@ -18,6 +19,7 @@ import os from 'node:os';
 const MIN = 1;
 const MAX = 4;
 const SPIN_NS = 50_000_000n;
+const REMEASURE_MS = 30_000;
 
 /** Wall time over CPU time while this thread spins for SPIN_NS: 1 on an idle core. */
 function spinContention(): number {
@@ -37,12 +39,17 @@ function measure(): number {
   return Math.round(Math.min(MAX, Math.max(MIN, raw)) * 100) / 100;
 }
 
+let measured: { at: number; factor: number } | undefined;
+
 /** How many times slower than a quiet machine this one runs, in [1, 4]; see the module comment. */
-const SLOWNESS = measure();
+function slowness(): number {
+  if (!measured || performance.now() - measured.at > REMEASURE_MS) measured = { at: performance.now(), factor: measure() };
+  return measured.factor;
+}
 
 /** `ms`, a limit on a quiet machine, scaled to this one. */
 export function scaled(ms: number): number {
-  return Math.ceil(ms * SLOWNESS);
+  return Math.ceil(ms * slowness());
 }
 
 /** A test's timeout: `steps` steps of at most `stepMs` each on a quiet machine, scaled to this one. */
@@ -56,12 +63,13 @@ export function stepBudget(steps: number, stepMs: number): number {
  * child process); otherwise the work is left to finish on its own while the test fails.
  */
 export async function withinStep<T>(what: string, stepMs: number, work: () => Promise<T>, onOverrun?: () => void): Promise<T> {
-  const limit = scaled(stepMs);
+  const factor = slowness();
+  const limit = Math.ceil(stepMs * factor);
   let timer: NodeJS.Timeout | undefined;
   const overrun = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       onOverrun?.();
-      reject(new Error(`${what} took longer than ${limit} ms (${stepMs} ms on a quiet machine × slowness ${SLOWNESS}): stuck`));
+      reject(new Error(`${what} took longer than ${limit} ms (${stepMs} ms on a quiet machine × slowness ${factor}): stuck`));
     }, limit);
   });
   const started = performance.now();
