@@ -69,7 +69,9 @@ export async function planCleanup(scope: JobScope, snapshot: Snapshot | null, af
   // Only files the ledger holds are compared: a local source's small files by their content digest.
   const recorded = objects.filter((o) => entries.has(o.key));
   const current = new Map((await identifyObjects(scope.source, recorded, signal ? { signal } : {})).map((o) => [o.key, o]));
-  const times = snapshot === null ? new Map<number, number>() : await batchTimes(scope, snapshot);
+  const { times, resetPending } = snapshot === null ? { times: new Map<number, number>(), resetPending: false } : await batchTimes(scope, snapshot);
+  // By partition, a reset records nothing in the ledger: until a run follows it, any loaded file may be one it reloads.
+  const reloadsAll = resetPending && state.discovery?.mode === 'partition';
   const oldest = [...times.keys()].reduce((min, b) => Math.min(min, b), Infinity);
   const quarantined = new Set(state.quarantined.map((q) => q.key));
   const reset = state.ledger?.reset;
@@ -88,7 +90,7 @@ export async function planCleanup(scope: JobScope, snapshot: Snapshot | null, af
     const o: ObjectInfo = current.get(listed.key) ?? listed;
     if (!comparableEtags(entry.etag, o.etag)) skip('ETag not comparable', { batch: entry.batch });
     else if (entry.etag !== o.etag) skip('changed since its load', { batch: entry.batch });
-    else if (reset !== undefined && entry.batch < reset.batch && o.lastModified.getTime() > reset.after) skip('to be loaded again after a reset', { batch: entry.batch });
+    else if (reloadsAll || (reset !== undefined && entry.batch < reset.batch && o.lastModified.getTime() > reset.after)) skip('to be loaded again after a reset', { batch: entry.batch });
     else {
       const at = times.get(entry.batch) ?? (entry.batch < oldest ? times.get(oldest) : undefined);
       if (at === undefined) skip('load commit unknown', { batch: entry.batch });
@@ -99,14 +101,15 @@ export async function planCleanup(scope: JobScope, snapshot: Snapshot | null, af
   return plan;
 }
 
-/** The commit time (epoch ms) of each of the job's batches the Delta log still holds. */
-async function batchTimes(scope: JobScope, snapshot: Snapshot): Promise<Map<number, number>> {
+/**
+ * The commit time (epoch ms) of each of the job's batches the Delta log still holds, and whether
+ * the job's newest commit is a reset (no run has loaded what it rewound to yet).
+ */
+async function batchTimes(scope: JobScope, snapshot: Snapshot): Promise<{ times: Map<number, number>; resetPending: boolean }> {
   const { entries } = await readHistory(scope.table.storage, { limit: Number.POSITIVE_INFINITY, job: scope.job.name, kinds: ['run', 'reset'] });
+  // Commits after the snapshot read are a concurrent run's, not yet part of what was planned from.
+  const seen = entries.filter((e) => e.version <= snapshot.version);
   const times = new Map<number, number>();
-  for (const e of entries) {
-    // Commits after the snapshot read are a concurrent run's, not yet part of what was planned from.
-    if (e.batch === null || e.time === null || e.version > snapshot.version) continue;
-    times.set(e.batch, Date.parse(e.time));
-  }
-  return times;
+  for (const e of seen) if (e.batch !== null && e.time !== null && !times.has(e.batch)) times.set(e.batch, Date.parse(e.time));
+  return { times, resetPending: seen[0]?.kind === 'reset' };
 }

@@ -9,10 +9,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { cleanupJob, type CleanupReport } from '../../src/job/cleanup.js';
+import type { StorageOpener } from '../../src/job/open.js';
 import { silentLogger } from '../../src/log/logger.js';
+import { openStorage as openStorageOf } from '../../src/storage/uri.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { cli } from '../helpers/cli.js';
+import { reset } from './backfill-helpers.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import { closeS3JobEnv, DuckSession, land, makeConfig, mergeTarget, openS3JobEnv, orders, readTarget, run, tempDir, unwrap } from './helpers.js';
 
@@ -114,6 +117,33 @@ describe('cleanup on a local folder: delete', () => {
   });
 });
 
+describe('cleanup after a reset', () => {
+  it('by modification time: files a reset will load again are kept until a run has', async () => {
+    const { src, setup } = await loaded({ delete: true, after: '30d' });
+    await reset(setup, { to: new Date(Date.now() - 3_600_000).toISOString(), force: true });
+    const report = await cleanup(setup, true);
+    expect(report).toMatchObject({ status: 'nothing-to-do', skippedByReason: { 'to be loaded again after a reset': 2 } });
+    expect(await keysOf(src)).toEqual(['feed/a.csv', 'feed/b.csv']);
+    await run(setup);
+    expect((await cleanup(setup, false)).files.map((f) => f.key)).toEqual(['feed/a.csv', 'feed/b.csv']);
+  });
+
+  it('by partition: after a reset, no loaded file is touched until a run has followed it', async () => {
+    const dir = await tempDir('src', dirs);
+    const src = new LocalStorage(dir);
+    const setup = makeConfig({ source: { uri: dir, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 0 }, afterLoad: { delete: true } }, target: mergeTarget(await tempDir('t', dirs)) });
+    await land(src, session, '2025/03/01/a.csv', orders([1, 'a', 1]));
+    await land(src, session, '2025/03/02/b.csv', orders([2, 'b', 1]));
+    expect(await run(setup)).toMatchObject({ filesLoaded: 2 });
+    await reset(setup, { to: '2025-03-01', force: true });
+    const report = await cleanup(setup, true);
+    expect(report).toMatchObject({ status: 'nothing-to-do', skippedByReason: { 'to be loaded again after a reset': 2 } });
+    expect(await keysOf(src)).toEqual(['2025/03/01/a.csv', '2025/03/02/b.csv']);
+    await run(setup);
+    expect((await cleanup(setup, false)).files.map((f) => f.key)).toEqual(['2025/03/01/a.csv', '2025/03/02/b.csv']);
+  });
+});
+
 describe('cleanup on a local folder: move', () => {
   it('moves each file below the target with its bytes, keeps the table, and a rerun is a no-op', async () => {
     const archiveDir = await tempDir('archive', dirs);
@@ -144,6 +174,27 @@ describe('cleanup on a local folder: move', () => {
     expect(report.left).toEqual([{ key: 'feed/b.csv', reason: 'move target holds another file' }]);
     expect(await keysOf(src)).toEqual(['feed/b.csv']);
     expect(await readFile(join(archiveDir, 'feed/b.csv'), 'utf8')).toBe('someone else\n');
+  });
+
+  it('a copy that does not hold the original\'s bytes (fault injected: the target stores other bytes) fails the cleanup and keeps the original', async () => {
+    const archiveDir = await tempDir('archive', dirs);
+    const { src, setup } = await loaded({ move: archiveDir, after: '30d' });
+    const archiveUri = setup.job.source.afterLoad!.move!;
+    const openStorage: StorageOpener = (uri, s3Options, localOptions) => {
+      const storage = openStorageOf(uri, s3Options, localOptions);
+      if (uri !== archiveUri) return storage;
+      return new Proxy(storage, {
+        get: (target, prop) => {
+          if (prop === 'upload') return (key: string) => target.write(key, 'bytes lost in transit\n');
+          const value = Reflect.get(target, prop) as unknown;
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+    };
+    const outcome = await cleanupJob(setup.job, { storage: setup.storage, logger: silentLogger(), tty: false, openStorage }, { apply: true, now: later() });
+    expect(outcome.ok).toBe(false);
+    expect(String((outcome as { error: unknown }).error)).toMatch(/does not hold the bytes of the original/);
+    expect(await keysOf(src)).toEqual(['feed/a.csv', 'feed/b.csv']);
   });
 
   it('validate refuses a move target inside the source or the table', () => {
