@@ -14,7 +14,7 @@
 import type { JobConfig } from '../config/schema.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { discover, nextStateFor, notificationStateAfter, withKnownFiles, withPassedOver, type DiscoveredFile, type DiscoveryPlan, type NotificationState } from '../discovery/index.js';
-import { backfilledBy, backfillTombstones } from './backfill/state.js';
+import { backfilledBy, backfillJobs, backfillTombstones } from './backfill/state.js';
 import { PlanBacklog, reportBacklog, type BacklogState } from './backlog.js';
 import { configuredAs, findConfigChanges, logConfigChanges } from './config-change.js';
 import { splitBatches } from './batches.js';
@@ -245,7 +245,11 @@ class JobRun {
    */
   private async markLoadedBefore(files: DiscoveredFile[], snapshot: Snapshot | null, state: JobState): Promise<DiscoveredFile[]> {
     if (this.job.target.mode !== 'append') return files;
-    const covered = backfilledBy(snapshot, this.job.name);
+    // A job without a state of its own yet (a first run, or a renamed job that adopted nothing)
+    // looks up the files every job's backfills may have loaded too: _source_file holds the source's
+    // URI, so another source's files are not found, and appended as new.
+    const own = snapshot?.domains.has(jobAppId(this.job.name)) ?? false;
+    const covered = backfilledBy(snapshot, own ? this.job.name : backfillJobs(snapshot));
     const fresh = files.filter((f) => !f.loadedBefore && !covered(f));
     const ledgered = this.job.source.discover.by === 'partition' ? await lookUpLedger(this.scope, state.ledger, fresh) : new Map<string, unknown>();
     return files.map((f) => (covered(f) || ledgered.has(f.key) ? { ...f, loadedBefore: true as const } : f));

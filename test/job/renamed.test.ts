@@ -71,6 +71,21 @@ describe('a renamed job', () => {
     expect(back.ok ? null : (back.error as ConfigError).context).toMatchObject({ sameSource: ['orders_v2'] });
   });
 
+  it('append: a job that only backfilled (no state of its own), then renamed: the new name does not append the backfilled files again', async () => {
+    const src = await zone();
+    const table = await tempDir('t', dirs);
+    await land(src.storage, session, '2026/11/30/a.csv', orders([1, 'a', 1], [2, 'b', 1]));
+    const old = jobNamed('orders', src.dir, table);
+    expect(await backfill(old, { from: '2026-11-30', to: '2026-11-30' })).toMatchObject({ inserted: 2 });
+    // Nothing to adopt (no job state under the old name): the new name's first run looks the backfilled files up.
+    const renamed = jobNamed('orders_v2', src.dir, table);
+    await land(src.storage, session, '2026/12/01/b.csv', orders([3, 'c', 1]));
+    expect(await run(renamed)).toMatchObject({ status: 'succeeded', inserted: 1, filesAlreadyLoaded: 1 });
+    const rows = (await readTarget(session, renamed)).rows;
+    expect(rows.map((r) => r.order_id).sort()).toEqual([1, 2, 3]);
+    expect(duplicateRids(rows)).toEqual([]);
+  });
+
   it('merge: the tombstones move with the state (copied into the new job folder), so a deleted key stays deleted', async () => {
     const src = await zone();
     const table = await tempDir('t', dirs);

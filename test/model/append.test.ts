@@ -44,4 +44,17 @@ describe('sequences kept as regressions (append table)', () => {
       ],
     });
   }, scaled(60_000));
+
+  it('a job that only backfilled, renamed (nothing to adopt): the new name does not append the backfilled file again (found by the soak, seed 192028)', async () => {
+    await check(session, {
+      table: { mode: 'append', partitioned: true, markers: false, deletionVectors: false, maxFilesPerBatch: 1 },
+      steps: [
+        { kind: 'land', day: 1, rows: [{ id: 1, ver: null, val: 'a', region: null, op: 'I' }], complete: false },
+        { kind: 'backfill', from: 1, to: 1, shards: 1 },
+        { kind: 'rename', how: 'adopt' },
+        { kind: 'touch', of: 0, inPlace: false },
+        { kind: 'run' },
+      ],
+    });
+  }, scaled(60_000));
 });

@@ -142,13 +142,21 @@ export function backfillTombstones(snapshot: Snapshot | null, job: string, excep
   return out;
 }
 
+/** The names of the jobs whose backfill states (any shard's) the snapshot holds. */
+export function backfillJobs(snapshot: Snapshot | null): string[] {
+  const prefix = backfillAppId('');
+  const names = new Set<string>();
+  for (const domain of snapshot?.domains.keys() ?? []) if (domain.startsWith(prefix)) names.add(domain.slice(prefix.length).split('@')[0]!);
+  return [...names].sort();
+}
+
 /**
- * True for a file some backfill of the job may have loaded (it lies in a backfill's range: its
+ * True for a file some backfill of the jobs may have loaded (it lies in a backfill's range: its
  * partition, or its LastModified, between the range's ends): in append mode the job's run looks it
  * up in the table before appending it, so a range loaded ahead of the watermark is not loaded twice.
  */
-export function backfilledBy(snapshot: Snapshot | null, job: string): (file: DiscoveredFile) => boolean {
-  const ranges = [...readBackfillStates(snapshot, job).values()].filter((s) => s.batch > 0);
+export function backfilledBy(snapshot: Snapshot | null, jobs: string | readonly string[]): (file: DiscoveredFile) => boolean {
+  const ranges = (typeof jobs === 'string' ? [jobs] : jobs).flatMap((job) => [...readBackfillStates(snapshot, job).values()]).filter((s) => s.batch > 0);
   if (ranges.length === 0) return () => false;
   return (file) =>
     ranges.some((r) => {
