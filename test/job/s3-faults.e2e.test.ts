@@ -237,6 +237,10 @@ describe('the job at 12 % faults on source and target (fault injection: proxy in
     const setup = jobOn(landing, tableUri('orders'), storageAt(proxy.endpoint));
     const spoolRoot = await tempDir('e2e-spool', dirs);
     const ctx: Partial<RunContext> = { openStorage: fastBackoff, spoolRoot };
+    // The same landing loaded without faults, into a local table, by the same runs: each day's
+    // unfaulted run goes alongside the faulted one (it reads s3rver directly, not through the
+    // proxy, so the proxy's counts are the faulted job's alone), overlapping its timeouts.
+    const reference = jobOn(landing, await tempDir('e2e-ref', dirs), storageAt(s3.endpoint));
     proxy.reset();
     proxy.setRandom({ rate: 0, seed: SEED });
     const outcomes: Array<{ run: number; ok: boolean; reruns: number; error?: string }> = [];
@@ -247,7 +251,8 @@ describe('the job at 12 % faults on source and target (fault injection: proxy in
         await landing.landDay(run);
         proxy.setRandom({ rate: RATE });
       }
-      const first = await runOutcome(setup, ctx);
+      const [first, unfaulted] = await Promise.all([runOutcome(setup, ctx), runOutcome(reference)]);
+      expect(unfaulted.ok, `reference run ${run}`).toBe(true);
       expectTransient(first, `run ${run}`);
       let reruns = 0;
       let last = first;
@@ -274,10 +279,6 @@ describe('the job at 12 % faults on source and target (fault injection: proxy in
     // Every run removed its spool folder, the failed ones too.
     expect(await fsp.readdir(spoolRoot)).toEqual([]);
 
-    // The same landing loaded without faults, into a local table, one run.
-    const reference = jobOn(landing, await tempDir('e2e-ref', dirs), storageAt(s3.endpoint));
-    const refOutcome = await runOutcome(reference);
-    expect(refOutcome.ok).toBe(true);
     const expected = await readTarget(session, reference);
     expect(expected.rows).toEqual(expectedMerged(landing.files.flatMap((f) => f.rows)));
     expectSameTable(await readTarget(session, direct(setup)), expected);
