@@ -14,11 +14,12 @@ import { identifyObjects, type ObjectInfo } from '../storage/storage.js';
 import { readHistory } from './history.js';
 import { lastLedgerEntries } from './ledger.js';
 import type { JobScope } from './scope.js';
-import { readJobState } from './state.js';
+import { readJobState, sourceJobs } from './state.js';
 
 /** Why a listed file is left where it is (fixed texts: the report counts them). */
 export type CleanupSkipReason =
   | 'not loaded'
+  | 'not loaded by another job'
   | 'quarantined'
   | 'changed since its load'
   | 'ETag not comparable'
@@ -29,6 +30,7 @@ export type CleanupSkipReason =
 /** What each reason means, for the human report and the docs. */
 export const SKIP_REASON_TEXT: Record<CleanupSkipReason, string> = {
   'not loaded': 'the job has not loaded this file (it is not in its ledger)',
+  'not loaded by another job': 'another job of the table reads the same source and has not loaded this content',
   quarantined: 'the file is quarantined',
   'changed since its load': 'its content changed since its load (another ETag): the version in place was never loaded',
   'ETag not comparable': 'its ETag is of another kind than the one recorded at its load, so a change cannot be ruled out',
@@ -73,6 +75,12 @@ export async function planCleanup(scope: JobScope, snapshot: Snapshot | null, af
   // By partition, a reset records nothing in the ledger: until a run follows it, any loaded file may be one it reloads.
   const reloadsAll = resetPending && state.discovery?.mode === 'partition';
   const oldest = [...times.keys()].reduce((min, b) => Math.min(min, b), Infinity);
+  // Another job of the table on the same source (one started --fresh beside it) must have loaded the content too.
+  const others = await Promise.all(
+    sourceJobs(snapshot, scope.job.source.uri)
+      .filter((name) => name !== scope.job.name)
+      .map(async (name) => new Map((await lastLedgerEntries(scope, readJobState(snapshot, name).ledger, recorded.map((o) => o.key), true)).map((e) => [e.key, e.etag]))),
+  );
   const quarantined = new Set(state.quarantined.map((q) => q.key));
   const reset = state.ledger?.reset;
   const plan: CleanupPlan = { eligible: [], skipped: [] };
@@ -90,6 +98,7 @@ export async function planCleanup(scope: JobScope, snapshot: Snapshot | null, af
     const o: ObjectInfo = current.get(listed.key) ?? listed;
     if (!comparableEtags(entry.etag, o.etag)) skip('ETag not comparable', { batch: entry.batch });
     else if (entry.etag !== o.etag) skip('changed since its load', { batch: entry.batch });
+    else if (others.some((loaded) => loaded.get(o.key) !== o.etag)) skip('not loaded by another job', { batch: entry.batch });
     else if (reloadsAll || (reset !== undefined && entry.batch < reset.batch && o.lastModified.getTime() > reset.after)) skip('to be loaded again after a reset', { batch: entry.batch });
     else {
       const at = times.get(entry.batch) ?? (entry.batch < oldest ? times.get(oldest) : undefined);

@@ -118,10 +118,14 @@ export async function lookUpLedger(scope: JobScope, ledger: LedgerState | undefi
   return found;
 }
 
-/** The newest entry (ETag, batch) of each of `keys` the job's ledger holds (`tidemark cleanup` decides by them: ./cleanup-plan.ts). */
-export async function lastLedgerEntries(scope: JobScope, ledger: LedgerState | undefined, keys: readonly string[]): Promise<LedgerEntry[]> {
+/**
+ * The newest entry (ETag, batch) of each of `keys` a ledger holds (`tidemark cleanup` decides by
+ * them: ./cleanup-plan.ts); `ofOtherJob`: the ledger of another job of the table.
+ */
+export async function lastLedgerEntries(scope: JobScope, ledger: LedgerState | undefined, keys: readonly string[], ofOtherJob = false): Promise<LedgerEntry[]> {
   if (!ledger || ledger.files.length === 0 || keys.length === 0) return [];
-  return lastLoaded(scope.session, await localCopiesOf(scope, ledger.files.map((f) => f.path)), keys);
+  const paths = await localCopiesOf(scope, ledger.files.map((f) => f.path), ofOtherJob ? isSomeLedgerPath : undefined);
+  return lastLoaded(scope.session, paths, keys);
 }
 
 /**

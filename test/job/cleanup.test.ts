@@ -117,6 +117,24 @@ describe('cleanup on a local folder: delete', () => {
   });
 });
 
+describe('cleanup of a source two jobs of the table load', () => {
+  it('a file the other job (started --fresh beside it) has not loaded is kept', async () => {
+    const dir = await tempDir('src', dirs);
+    const src = new LocalStorage(dir);
+    const table = await tempDir('t', dirs);
+    const job = (name: string) => makeConfig({ name, source: { uri: dir, discover: { by: 'modified', settle: '1s' }, afterLoad: { delete: true } }, target: mergeTarget(table) });
+    await land(src, session, 'feed/a.csv', orders([1, 'a', 1]));
+    expect(await run(job('orders'))).toMatchObject({ filesLoaded: 1 });
+    expect(await run(job('orders2'), { fresh: true })).toMatchObject({ filesLoaded: 1 });
+    await land(src, session, 'feed/b.csv', orders([2, 'b', 1]));
+    expect(await run(job('orders'))).toMatchObject({ filesLoaded: 1 });
+    const report = await cleanup(job('orders'), true);
+    expect(report.files.map((f) => f.key)).toEqual(['feed/a.csv']);
+    expect(report.skipped).toEqual([{ key: 'feed/b.csv', reason: 'not loaded by another job', batch: 2 }]);
+    expect(await keysOf(src)).toEqual(['feed/b.csv']);
+  });
+});
+
 describe('cleanup after a reset', () => {
   it('by modification time: files a reset will load again are kept until a run has', async () => {
     const { src, setup } = await loaded({ delete: true, after: '30d' });
