@@ -4,7 +4,8 @@
 # Needs Python 3.10+ and Java 17+, and the network to PyPI and Maven Central on the first run; the
 # virtual environment (interop/.venv) and the pip and Ivy caches
 # (interop/.cache/) are reused while interop/requirements.txt is unchanged.
-# Extra arguments go to pytest (e.g. -k merge_dv).
+# Extra arguments go to pytest (e.g. -k merge_dv). At the end it prints the total time and each
+# phase's (issue 22: the cold run, from a clean clone, must stay under 20 minutes on 2 cores).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -18,9 +19,21 @@ fail() {
   say "$*"
   exit 1
 }
+# phase NAME: the phase before ends here (its time is kept for the last line), NAME begins.
+phase_name=""
+phase_started=$started
+phases=""
+phase() {
+  local now
+  now=$(date +%s)
+  [[ -n "$phase_name" ]] && phases+="${phases:+, }$phase_name $((now - phase_started)) s"
+  phase_name="$1"
+  phase_started=$now
+}
 report_time() {
   local code=$?
-  say "finished in $(($(date +%s) - started)) s (exit $code)"
+  phase ""
+  say "finished in $(($(date +%s) - started)) s (exit $code): ${phases:-nothing ran}"
 }
 trap report_time EXIT
 
@@ -40,6 +53,7 @@ java_major="${java_version%%.*}"
 stamp="$venv/requirements.sha256"
 wanted="$(sha256sum "$here/requirements.txt" | cut -d' ' -f1)"
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
+  phase "Python environment"
   say "creating $venv from requirements.txt"
   rm -rf "$venv"
   "$python" -m venv "$venv"
@@ -54,13 +68,16 @@ fi
 
 # tidemark's CLI runs from dist/: build it when it is missing or older than a source file.
 if [[ ! -f "$repo/dist/cli/bin.js" ]] || [[ -n "$(find "$repo/src" -newer "$repo/dist/cli/bin.js" -print -quit)" ]]; then
+  phase "npm run build"
   say "building tidemark (npm run build)"
   (cd "$repo" && npm run --silent build)
 fi
 
 # The storage tests on moto's S3 server, a second real S3 implementation beside s3rver.
+phase "storage tests on moto"
 bash "$here/storage-on-moto.sh" "$venv"
 
 export TIDEMARK_INTEROP_CACHE="$cache"
 cd "$repo"
+phase "pytest"
 "$venv/bin/python" -m pytest -c "$here/pytest.ini" --rootdir "$here" "$@" "$here/tests"
