@@ -11,7 +11,9 @@
 import type { Snapshot } from '../delta/snapshot.js';
 import { comparableEtags } from '../storage/local.js';
 import { identifyObjects, type ObjectInfo } from '../storage/storage.js';
-import { readHistory } from './history.js';
+import { listLog } from '../delta/log-listing.js';
+import { readCommits } from '../delta/replay.js';
+import { describeCommit } from './history.js';
 import { lastLedgerEntries } from './ledger.js';
 import type { JobScope } from './scope.js';
 import { readJobState, sourceJobs } from './state.js';
@@ -71,7 +73,8 @@ export async function planCleanup(scope: JobScope, snapshot: Snapshot | null, af
   // Only files the ledger holds are compared: a local source's small files by their content digest.
   const recorded = objects.filter((o) => entries.has(o.key));
   const current = new Map((await identifyObjects(scope.source, recorded, signal ? { signal } : {})).map((o) => [o.key, o]));
-  const { times, resetPending } = snapshot === null ? { times: new Map<number, number>(), resetPending: false } : await batchTimes(scope, snapshot);
+  const down = [...entries.values()].reduce((min, e) => Math.min(min, e.batch), Infinity);
+  const { times, resetPending } = snapshot === null ? { times: new Map<number, number>(), resetPending: false } : await batchTimes(scope, snapshot, down);
   // By partition, a reset records nothing in the ledger: until a run follows it, any loaded file may be one it reloads.
   const reloadsAll = resetPending && state.discovery?.mode === 'partition';
   const oldest = [...times.keys()].reduce((min, b) => Math.min(min, b), Infinity);
@@ -110,15 +113,30 @@ export async function planCleanup(scope: JobScope, snapshot: Snapshot | null, af
   return plan;
 }
 
+/** Commit files read per round, newest first. */
+const READ_CHUNK = 64;
+
 /**
- * The commit time (epoch ms) of each of the job's batches the Delta log still holds, and whether
- * the job's newest commit is a reset (no run has loaded what it rewound to yet).
+ * The commit time (epoch ms) of the job's batches from the newest down to batch `down` (or the
+ * oldest the Delta log still holds), and whether the job's newest commit is a reset (no run has
+ * loaded what it rewound to yet). Commits after the snapshot read are a concurrent run's, not
+ * part of what was planned from.
  */
-async function batchTimes(scope: JobScope, snapshot: Snapshot): Promise<{ times: Map<number, number>; resetPending: boolean }> {
-  const { entries } = await readHistory(scope.table.storage, { limit: Number.POSITIVE_INFINITY, job: scope.job.name, kinds: ['run', 'reset'] });
-  // Commits after the snapshot read are a concurrent run's, not yet part of what was planned from.
-  const seen = entries.filter((e) => e.version <= snapshot.version);
+async function batchTimes(scope: JobScope, snapshot: Snapshot, down: number): Promise<{ times: Map<number, number>; resetPending: boolean }> {
+  const storage = scope.table.storage;
+  const commits = (await listLog(storage)).commits.filter((c) => c.version <= snapshot.version);
   const times = new Map<number, number>();
-  for (const e of seen) if (e.batch !== null && e.time !== null && !times.has(e.batch)) times.set(e.batch, Date.parse(e.time));
-  return { times, resetPending: seen[0]?.kind === 'reset' };
+  let resetPending: boolean | null = null;
+  for (let end = commits.length; end > 0; end -= READ_CHUNK) {
+    const refs = commits.slice(Math.max(0, end - READ_CHUNK), end);
+    const read = await readCommits(storage, refs);
+    for (let i = refs.length - 1; i >= 0; i--) {
+      const e = describeCommit(refs[i]!.version, read[i]!);
+      if (e.job !== scope.job.name || (e.kind !== 'run' && e.kind !== 'reset') || e.batch === null) continue;
+      resetPending ??= e.kind === 'reset';
+      if (e.time !== null && !times.has(e.batch)) times.set(e.batch, Date.parse(e.time));
+      if (e.batch <= down) return { times, resetPending };
+    }
+  }
+  return { times, resetPending: resetPending ?? false };
 }
