@@ -15,6 +15,7 @@ import { ConfigError } from '../errors.js';
 import { fieldPath } from './field-path.js';
 import { interpolate, type Environment } from './interpolate.js';
 import { fieldsAt } from './json-schema.js';
+import { urisOverlap } from './uri-overlap.js';
 import { configSchema, type TidemarkConfig } from './schema.js';
 import { closest } from './suggest.js';
 
@@ -103,7 +104,23 @@ export function validateConfig(raw: unknown, source = 'config', opts: ParseOptio
     problems.push(...result.error.issues.flatMap((issue) => describeIssue(issue, expanded.value)).filter((p) => !named.has(p.field)));
   }
   if (problems.length > 0 || !result.success) fail(source, problems);
-  return opts.baseDir === undefined ? result.data : resolvePaths(result.data, opts.baseDir);
+  if (opts.baseDir === undefined) return result.data;
+  const resolved = resolvePaths(result.data, opts.baseDir);
+  // The schema compared the URIs as written; resolved, a relative move target may overlap an absolute source.
+  const overlaps = resolved.jobs.flatMap((job, i) => {
+    const move = job.source.afterLoad?.move;
+    if (move === undefined) return [];
+    return (
+      [
+        ['source.uri', job.source.uri],
+        ['target.uri', job.target.uri],
+      ] as const
+    )
+      .filter(([, uri]) => urisOverlap(move, uri))
+      .map(([what, uri]) => ({ field: fieldPath(['jobs', i, 'source', 'afterLoad', 'move']), message: `must not be inside ${what} ${JSON.stringify(uri)} or contain it, got ${JSON.stringify(move)}` }));
+  });
+  if (overlaps.length > 0) fail(source, overlaps);
+  return resolved;
 }
 
 /** Parse YAML text (errors carry line numbers) and validate it. */

@@ -7,6 +7,7 @@
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
 import { cleanupJob, type CleanupReport } from '../../src/job/cleanup.js';
 import type { StorageOpener } from '../../src/job/open.js';
@@ -222,6 +223,8 @@ describe('cleanup on a local folder: move', () => {
     expect(() => makeConfig({ source: source('/data/table/old'), target })).toThrow(/must not be inside target\.uri/);
     expect(() => makeConfig({ source: source('/data'), target })).toThrow(/must not be inside source\.uri/);
     expect(() => makeConfig({ source: { ...source('/data/archive'), afterLoad: { move: '/data/archive', delete: true } }, target })).toThrow(/exactly one of move/);
+    // Resolved against the config's folder: a relative target inside an absolute source.
+    expect(() => validateConfig({ jobs: [{ name: 'orders', source: source('archive'), target }] }, 'test config', { baseDir: '/data/landing' })).toThrow(/afterLoad\.move.*must not be inside source\.uri/s);
     expect(makeConfig({ source: source('/data/archive'), target }).job.source.afterLoad).toMatchObject({ move: '/data/archive', after: 30 * DAY, atEndOfRun: false });
   });
 });
