@@ -18,12 +18,12 @@ HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("TIDEMARK_INTEROP_CACHE", HERE.parent / ".cache"))
 DELTA_SPARK_JAR = "io.delta:delta-spark_2.13:4.4.0"  # the Maven twin of requirements.txt's delta-spark
 
+from support.ahead import Ahead, Once  # noqa: E402
 from support.checks import Reads, filter_for  # noqa: E402
 from support.engines import Engine, deltalake_engine, polars_engine, spark_engine  # noqa: E402
 
 
-@pytest.fixture(scope="session")
-def spark():
+def start_spark():
     from pyspark.sql import SparkSession
 
     session = (
@@ -54,8 +54,61 @@ def spark():
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    return session
+
+
+def _needs_spark(item) -> bool:
+    params = getattr(item, "callspec", None)
+    return "spark" in item.fixturenames or (params is not None and params.params.get("engine") == "spark")
+
+
+# The fixtures a module's `build(root, name)` makes (support/ahead.py): a read matrix table (a
+# Job), a write matrix round trip; one per name in the module's TABLES, if it has them.
+BUILT = ("job", "roundtrip")
+
+
+@pytest.fixture(scope="session")
+def spark_start(request):
+    """The Spark session, started in a thread of its own as the session begins when a selected
+    test needs it (else on first use), and stopped once every build has ended."""
+    once = Once(start_spark, "spark-start")
+    if any(map(_needs_spark, request.session.items)):
+        once.start()
+    yield once
+    session = once.made()
+    if session is not None:
+        session.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ahead(request, tmp_path_factory, spark_start) -> Ahead:
+    """From the first test on, the tables of the selected tests are built by two workers, in the
+    order the tests need them (support/ahead.py)."""
+    work = Ahead(lambda name: tmp_path_factory.mktemp(name), spark_start)
+    for item in request.session.items:
+        built = [f for f in BUILT if f in item.fixturenames]
+        if built and hasattr(item.module, "build"):
+            params = getattr(item, "callspec", None)
+            work.build(item.module, params.params.get(built[0]) if params is not None else None)
+    yield work
+    work.close()
+
+
+@pytest.fixture(scope="session")
+def spark(spark_start):
+    return spark_start.result()
+
+
+@pytest.fixture(scope="module")
+def job(request, ahead: Ahead):
+    """The module's table (its `build(root, name)`, made ahead)."""
+    return ahead.table(request.module, getattr(request, "param", None))
+
+
+@pytest.fixture(scope="module")
+def roundtrip(request, ahead: Ahead, spark):
+    """The module's round trip (its `build(root, name, spark)`, run ahead)."""
+    return ahead.table(request.module, getattr(request, "param", None))
 
 
 class Engines(dict):
@@ -87,10 +140,14 @@ ENGINES = ["spark", "deltalake", "polars"]
 
 
 def pytest_generate_tests(metafunc):
-    """The read matrix (support/matrix.py): each test of a table module once per engine, per
+    """The read matrix (support/matrix.py): each test of a table module once per table it builds
+    (TABLES, if it builds several), per engine, per
     commit the module's table made (VERSIONS; `version` also once for the latest, read without
     versionAsOf) and per filter (FILTERS)."""
     module = metafunc.module
+    for built in BUILT:
+        if built in metafunc.fixturenames and hasattr(module, "TABLES"):
+            metafunc.parametrize(built, module.TABLES, indirect=True, scope="module")
     if "engine" in metafunc.fixturenames:
         metafunc.parametrize("engine", getattr(module, "ENGINES", ENGINES))
     if "version" in metafunc.fixturenames:

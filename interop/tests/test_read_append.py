@@ -3,8 +3,6 @@ by every engine."""
 
 from __future__ import annotations
 
-import pytest
-
 from support import delta_log
 from support.checks import KINDS
 from support.data import ORDERS, append_steps
@@ -16,9 +14,8 @@ VERSIONS = list(range(len(STEPS)))
 FILTERS = {f"{column} {kind}": (column, kind) for column in ORDERS.names for kind in KINDS if column != "active" or kind.startswith("is")}
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory) -> Job:
-    j = Job(tmp_path_factory.mktemp("append"), "append", {"mode": "append", "maxRowsPerFile": 10})
+def build(root, _) -> Job:
+    j = Job(root, "append", {"mode": "append", "maxRowsPerFile": 10})
     for step in STEPS:
         j.load(step)
     assert sorted(j.snapshots) == VERSIONS

@@ -5,7 +5,6 @@ what the commit did to the rows. Polars has no change feed reader."""
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
 from support import delta_log
 from support.checks import KINDS, assert_change_feed
@@ -18,10 +17,9 @@ VERSIONS = list(range(len(STEPS)))
 FILTERS = {f"{column} {kind}": (column, kind) for column in ("id", "customer", "amount", "at") for kind in KINDS}
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory) -> Job:
+def build(root, _) -> Job:
     target = {"key": ["id"], "orderBy": "seq", "deleteWhen": "op = 'D'", "changeDataFeed": True, "maxRowsPerFile": 10, "rewriteFilesBelow": 0}
-    j = Job(tmp_path_factory.mktemp("change_feed"), "change_feed", target)
+    j = Job(root, "change_feed", target)
     for step in STEPS:
         j.load(step)
     assert sorted(j.snapshots) == VERSIONS

@@ -4,8 +4,6 @@ them. (V2 checkpoints: test_read_checkpoints_v2.py.)"""
 
 from __future__ import annotations
 
-import pytest
-
 from support.checks import KINDS
 from support.data import small_steps
 from support.matrix import *  # noqa: F403 (the read matrix's tests)
@@ -26,9 +24,8 @@ def checkpointed_job(root, name: str, properties: dict[str, object]) -> Job:
     return j
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory) -> Job:
-    j = checkpointed_job(tmp_path_factory.mktemp("checkpoint_classic"), "checkpoint_classic", {})
+def build(root, _) -> Job:
+    j = checkpointed_job(root, "checkpoint_classic", {})
     log = j.table / "_delta_log"
     assert sorted(p.name for p in log.glob("*.checkpoint.parquet")) == [f"{v:020d}.checkpoint.parquet" for v in CHECKPOINTS]
     return j

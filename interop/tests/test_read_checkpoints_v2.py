@@ -13,9 +13,8 @@ from test_read_checkpoints import CHECKPOINTS, FILTERS, STEPS, VERSIONS, checkpo
 ENGINES = ["spark", "deltalake"]
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory) -> Job:
-    j = checkpointed_job(tmp_path_factory.mktemp("checkpoint_v2"), "checkpoint_v2", {"delta.checkpointPolicy": "v2"})
+def build(root, _) -> Job:
+    j = checkpointed_job(root, "checkpoint_v2", {"delta.checkpointPolicy": "v2"})
     log = j.table / "_delta_log"
     assert sorted(p.name[:20] for p in log.glob("*.checkpoint.*.json")) == [f"{v:020d}" for v in CHECKPOINTS]
     assert list((log / "_sidecars").glob("*.parquet")), "no V2 sidecar"

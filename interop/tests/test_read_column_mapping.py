@@ -23,11 +23,12 @@ FILTERS = {
 }
 
 
-@pytest.fixture(scope="module", params=["name", "id"])
-def job(request, tmp_path_factory) -> Job:
-    mode = request.param
+TABLES = ["name", "id"]
+
+
+def build(root, mode: str) -> Job:
     target = {"key": ["id"], "orderBy": "seq", "columnMapping": mode, "maxRowsPerFile": 8, "rewriteFilesBelow": 0}
-    j = Job(tmp_path_factory.mktemp(f"mapping_{mode}"), f"mapping_{mode}", target)
+    j = Job(root, f"mapping_{mode}", target)
     for step in STEPS:
         j.load(step)
     assert sorted(j.snapshots) == VERSIONS

@@ -23,11 +23,12 @@ SCENARIOS = {
 }
 
 
-@pytest.fixture(scope="module", params=list(SCENARIOS))
-def job(request, tmp_path_factory) -> Job:
-    name = request.param
+TABLES = list(SCENARIOS)
+
+
+def build(root, name: str) -> Job:
     target = {"key": ["id"], "orderBy": "seq", "deleteWhen": "op = 'D'", "maxRowsPerFile": 10, **SCENARIOS[name]}
-    j = Job(tmp_path_factory.mktemp(name), name, target)
+    j = Job(root, name, target)
     for step in STEPS:
         j.load(step)
     assert sorted(j.snapshots) == VERSIONS

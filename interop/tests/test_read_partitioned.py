@@ -5,8 +5,6 @@ partitions. Partition filters on each value."""
 
 from __future__ import annotations
 
-import pytest
-
 from support import delta_log
 from support.checks import both
 from support.data import BUCKETS, PARTITION_DAYS, REGIONS, partitioned_steps
@@ -37,9 +35,11 @@ FILTERS = {
 }
 
 
-@pytest.fixture(scope="module", params=list(SCENARIOS))
-def job(request, tmp_path_factory) -> Job:
-    j = Job(tmp_path_factory.mktemp(request.param), request.param, {"partitionBy": PARTITION_BY, **SCENARIOS[request.param]})
+TABLES = list(SCENARIOS)
+
+
+def build(root, name: str) -> Job:
+    j = Job(root, name, {"partitionBy": PARTITION_BY, **SCENARIOS[name]})
     for step in STEPS:
         j.load(step)
     assert sorted(j.snapshots) == VERSIONS

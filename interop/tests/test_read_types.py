@@ -5,8 +5,6 @@ structs, maps of decimals and of lists."""
 
 from __future__ import annotations
 
-import pytest
-
 from support.checks import KINDS
 from support.data import typed_steps
 from support.matrix import *  # noqa: F403 (the read matrix's tests)
@@ -20,9 +18,8 @@ FILTERS = {
 }
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory) -> Job:
-    j = Job(tmp_path_factory.mktemp("types"), "types", {"key": ["id"], "orderBy": "seq", "maxRowsPerFile": 8, "rewriteFilesBelow": 0})
+def build(root, _) -> Job:
+    j = Job(root, "types", {"key": ["id"], "orderBy": "seq", "maxRowsPerFile": 8, "rewriteFilesBelow": 0})
     for step in STEPS:
         j.load(step)
     assert sorted(j.snapshots) == VERSIONS

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from urllib.parse import unquote
 
-import pytest
-
 from support import delta_log
 from support.checks import KINDS
 from support.data import small_steps
@@ -28,10 +26,9 @@ VERSIONS = [len(STEPS)]
 FILTERS = {f"{column} {kind}": (column, kind) for column in ("id", "seq", "amount", "at") for kind in KINDS}
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory) -> Job:
+def build(root, _) -> Job:
     target = {"key": ["id"], "orderBy": "seq", "maxRowsPerFile": 2, "rewriteFilesBelow": 0}
-    j = Job(tmp_path_factory.mktemp("vacuumed"), "vacuumed", target)
+    j = Job(root, "vacuumed", target)
     for step in STEPS:
         j.load(step)
     j.cli_json("optimize", "--job", j.name, "--purge")

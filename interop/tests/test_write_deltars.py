@@ -16,12 +16,11 @@ from support.roundtrip import RoundTrip, Scenario
 SCENARIOS = {
     "deltars_created": Scenario("deltars_created", CreatedByDeltaRs),
 }
+TABLES = list(SCENARIOS)
 
 
-@pytest.fixture(scope="module", params=list(SCENARIOS))
-def roundtrip(request, spark, tmp_path_factory) -> RoundTrip:
-    scenario = SCENARIOS[request.param]
-    rt = RoundTrip(tmp_path_factory.mktemp(scenario.name), scenario, spark)
+def build(root, name: str, spark) -> RoundTrip:
+    rt = RoundTrip(root, SCENARIOS[name], spark)
     rt.run(rounds=3)
     return rt
 

@@ -49,9 +49,26 @@ class Engine:
         return out
 
 
-def spark_engine(spark) -> Engine:
+def spark_collect_each(frames: list) -> list[Rows]:
+    """The rows of each Spark DataFrame, as if each were collected alone, in one Spark job: each
+    is its own scan (its own version, its own file skipping), and a union of all of them, each
+    tagged, costs one job instead of one per frame (a job costs seconds here). A column only some
+    frames have comes back as NULL in the others' rows."""
     from pyspark.sql import functions as F
 
+    tag = "__frame"
+    union = None
+    for i, df in enumerate(frames):
+        tagged = df.withColumn(tag, F.lit(i))
+        union = tagged if union is None else union.unionByName(tagged, allowMissingColumns=True)
+    out: list[Rows] = [[] for _ in frames]
+    for row in union.collect() if union is not None else []:
+        d = row.asDict(recursive=True)
+        out[d.pop(tag)].append(d)
+    return out
+
+
+def spark_engine(spark) -> Engine:
     def frame(table: Path, version: int | None, where: Filter | None):
         reader = spark.read.format("delta")
         if version is not None:
@@ -63,21 +80,9 @@ def spark_engine(spark) -> Engine:
         return [r.asDict(recursive=True) for r in frame(table, version, where).collect()]
 
     def read_many(table: Path, requests: list[Request]) -> list[Rows]:
-        # Each request is its own scan of the table, with its own file skipping; a union of all
-        # of them, tagged, is one Spark job instead of one per request (a job costs seconds here).
-        tag = "__request"
-        frames = [frame(table, v, f).withColumn(tag, F.lit(i)) for i, (v, f, _) in enumerate(requests)]
-        union = frames[0]
-        for df in frames[1:]:
-            union = union.unionByName(df, allowMissingColumns=True)
-        out: list[Rows] = [[] for _ in requests]
-        for row in union.collect():
-            d = row.asDict(recursive=True)
-            i = d.pop(tag)
-            types = requests[i][2]
-            # columns only a later version has come back as NULL
-            out[i].append({k: v for k, v in d.items() if k in types or v is not None})
-        return out
+        each = spark_collect_each([frame(table, v, f) for v, f, _ in requests])
+        # columns only a later version has come back as NULL
+        return [[{k: v for k, v in d.items() if k in types or v is not None} for d in rows] for rows, (_, _, types) in zip(each, requests)]
 
     return Engine("spark", f"Spark {spark.version}, delta-spark {dist_version('delta-spark')}", read, read_many)
 

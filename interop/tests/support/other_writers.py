@@ -4,6 +4,7 @@ DeltaTable.merge, optimize.compact, vacuum)."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -37,15 +38,21 @@ class SparkWriter:
     per column name (`NOT NULL`, `GENERATED ...`), `clauses` what comes after USING DELTA."""
 
     name = "Spark"
+    # Round trips run side by side in one Spark session (support/ahead.py): each writer's
+    # temporary views have names of their own.
+    _writers = itertools.count(1)
 
     def __init__(self, spark, work: Path, properties: Mapping[str, Any], clauses: str = "", constraints: Mapping[str, str] | None = None, columns: Mapping[str, str] | None = None):
         self.spark, self.work = spark, work
+        self.views = f"writer{next(self._writers)}"
         self.properties, self.clauses = dict(properties), clauses
         self.constraints, self.columns = dict(constraints or {}), dict(columns or {})
 
-    def _view(self, rows: list[Row], schema: pa.Schema, name: str) -> None:
+    def _view(self, rows: list[Row], schema: pa.Schema, name: str) -> str:
         path = parquet_input(self.work, rows, schema)
-        self.spark.read.parquet(str(path)).createOrReplaceTempView(name)
+        view = f"{name}_{self.views}"
+        self.spark.read.parquet(str(path)).createOrReplaceTempView(view)
+        return view
 
     def create_sql(self, path: Path, schema: pa.Schema) -> str:
         cols = ", ".join(f"{sql_name(f.name)} {spark_type(f.type)} {self.columns.get(f.name, '')}".rstrip() for f in schema)
@@ -56,13 +63,13 @@ class SparkWriter:
         self.spark.sql(self.create_sql(path, schema))
         for name, expr in self.constraints.items():
             self.spark.sql(f"ALTER TABLE delta.`{path}` ADD CONSTRAINT {name} CHECK ({expr})")
-        self._view(rows, schema, "initial_rows")
+        view = self._view(rows, schema, "initial_rows")
         names = ", ".join(sql_name(f.name) for f in schema if "GENERATED" not in self.columns.get(f.name, ""))
-        self.spark.sql(f"INSERT INTO delta.`{path}` ({names}) SELECT {names} FROM initial_rows")
+        self.spark.sql(f"INSERT INTO delta.`{path}` ({names}) SELECT {names} FROM {view}")
 
     def merge(self, path: Path, rows: list[Row], schema: pa.Schema) -> None:
-        self._view(rows, schema, "merge_rows")
-        self.spark.sql(merge_sql(f"delta.`{path}`", "merge_rows", schema.names))
+        view = self._view(rows, schema, "merge_rows")
+        self.spark.sql(merge_sql(f"delta.`{path}`", view, schema.names))
 
     def optimize(self, path: Path) -> None:
         self.spark.sql(f"OPTIMIZE delta.`{path}`")

@@ -153,6 +153,8 @@ class RoundTrip:
         self.steps: list[str] = []
         # after each step: its name, the versions it committed, the rows read (canonical)
         self.history: list[tuple[str, range, list[Row]]] = []
+        # Spark's DESCRIBE DETAIL after the latest step (check)
+        self.detail: dict[str, Any] = {}
         self.writer = scenario.writer(spark, root / "other-input")
         # seconds spent per activity (printed by the tests, to keep the suite's time in view)
         self.seconds: dict[str, float] = defaultdict(float)
@@ -253,16 +255,14 @@ class RoundTrip:
         types = delta_log.column_types(self.table)
         version = latest_version(self.table)
         where = f"after {step} (version {version})"
-        with self.timed("check: tidemark show"):
-            shown = canon_rows(self.job.show(), types)
+        showing = self.job.show_later()  # nothing writes the table until the check is done
         with self.timed("check: Spark read"):
             spark_rows = canon_rows([r.asDict(recursive=True) for r in self.spark.read.format("delta").load(str(self.table)).collect()], types)
-        problem = diff(shown, spark_rows)
-        assert problem is None, f"{where}: Spark vs tidemark show:\n{problem}"
 
         live = {unquote(a["path"]) for a in delta_log.live_files(self.table)}
         with self.timed("check: Spark DESCRIBE DETAIL"):
             detail = self.spark.sql(f"DESCRIBE DETAIL delta.`{self.table}`").collect()[0]
+        self.detail = detail.asDict()  # the step's DESCRIBE DETAIL, for the feature checks after it
         assert detail["numFiles"] == len(live), f"{where}: Spark DESCRIBE DETAIL numFiles {detail['numFiles']}, the log has {len(live)} live files"
 
         started = time.monotonic()
@@ -272,6 +272,10 @@ class RoundTrip:
         assert files == live, f"{where}: delta-rs file_uris() differ from the log: only delta-rs {sorted(files - live)[:3]}, only the log {sorted(live - files)[:3]}"
         rs_rows = canon_rows(pa.table(QueryBuilder().register("t", table).execute("SELECT * FROM t").read_all()).to_pylist(), types)
         self.seconds["check: delta-rs"] += time.monotonic() - started
+        with self.timed("check: tidemark show (the wait for it)"):
+            shown = canon_rows(showing.result(), types)
+        problem = diff(shown, spark_rows)
+        assert problem is None, f"{where}: Spark vs tidemark show:\n{problem}"
         problem = diff(shown, rs_rows)
         assert problem is None, f"{where}: delta-rs vs tidemark show:\n{problem}"
         self.check_model(shown, step)

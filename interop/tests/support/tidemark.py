@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import subprocess
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ BIN = REPO / "bin" / "tidemark.js"
 FIRST_DAY = dt.date(2025, 1, 1)
 # Every row of a table (show's --limit); the tables here are small.
 ALL_ROWS = 1_000_000
+# `show` started while the caller reads the same version with other engines (Job.show_later)
+_SHOWS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tidemark-show")
 
 
 class CliError(AssertionError):
@@ -73,6 +76,10 @@ class Job:
     def show(self) -> list[dict[str, Any]]:
         out = self.cli("show", "--job", self.name, "--json", "--limit", str(ALL_ROWS), "--log-level", "warn").stdout
         return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    def show_later(self) -> Future:
+        """`show` in a thread: its process start overlaps what the caller does until result()."""
+        return _SHOWS.submit(self.show)
 
     def history(self) -> list[dict[str, Any]]:
         return self.cli_json("history", "--limit", "1000")["commits"]
