@@ -15,7 +15,6 @@ from support import delta_log
 from support.canon import canon_rows, diff
 from support.checks import KINDS, types_at
 from support.data import LOCAL, local_at, local_steps, order
-from support.engines import spark_collect_each
 from support.matrix import (  # noqa: F401 (the read matrix's tests)
     test_filtered_read_keeps_every_matching_row,
     test_rows_are_what_the_source_files_say,
@@ -25,7 +24,7 @@ from support.matrix import (  # noqa: F401 (the read matrix's tests)
 )
 from support.roundtrip import latest_version
 from support.tidemark import Job
-from support.write_checks import row_id_problems, row_ids_of, spark_row_ids_frame
+from support.write_checks import row_id_problems, spark_row_ids
 
 AFTER_PURGE = pa.Table.from_pylist([{**order(i, 6), "local_at": local_at(i, 6)} for i in (1, 17, 25, 36)], schema=LOCAL)
 # 0-4: merges; 5: optimize --purge; 6: a merge; 7: optimize
@@ -102,13 +101,11 @@ def _moments(job: Job):
 def test_spark_time_travel_by_timestamp(spark, job):
     """At each commit's in-commit timestamp, and 1 ms before the next, Spark reads the rows
     tidemark showed after that commit (the files' times are a day off: it uses the stamps)."""
-    moments = [(v, at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]) for v, at in _moments(job)]
-    # every read in one Spark job (each its own timestampAsOf scan)
-    reads = spark_collect_each([spark.read.format("delta").option("timestampAsOf", text).load(str(job.table)) for _, text in moments])
     problems = []
-    for (v, text), rows in zip(moments, reads):
+    for v, at in _moments(job):
+        text = at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        rows = [r.asDict(recursive=True) for r in spark.read.format("delta").option("timestampAsOf", text).load(str(job.table)).collect()]
         types = types_at(job, v)
-        rows = [{k: x for k, x in r.items() if k in types or x is not None} for r in rows]  # the union's NULLs for other versions' columns
         problem = diff(canon_rows(job.snapshots[v], types), canon_rows(rows, types))
         if problem:
             problems.append(f"timestampAsOf {text} (version {v}): {problem}")
@@ -141,10 +138,8 @@ def test_spark_row_ids_unique_and_stable(spark, job):
     merges (updated rows too) and both optimizes; an unchanged row keeps its commit version."""
     previous = None
     problems = []
-    # every version's ids in one Spark job (each its own versionAsOf scan)
-    each = spark_collect_each([spark_row_ids_frame(spark, job.table, v) for v in VERSIONS])
-    for v, rows in zip(VERSIONS, each):
-        now = row_ids_of(rows)
+    for v in VERSIONS:
+        now = spark_row_ids(spark, job.table, v)
         types = types_at(job, v)
         before = canon_rows(job.snapshots[v - 1], types_at(job, v - 1)) if v else []
         after = canon_rows(job.snapshots[v], types)

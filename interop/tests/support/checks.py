@@ -21,8 +21,8 @@ def types_at(job: Job, version: int | None) -> dict[str, DeltaType]:
 
 
 class Reads:
-    """Every read one engine makes of one table, made together on first use (for Spark, one
-    job): the table at each version, and at the latest version through each named filter."""
+    """Every read one engine makes of one table, made together on first use: the table at each
+    version, and at the latest version through each named filter."""
 
     def __init__(self, engines: Mapping[str, Engine], name: str, job: Job, versions: list[int], filters: Mapping[str, Filter]):
         self.engines, self.name, self.job, self.versions, self.filters = engines, name, job, versions, dict(filters)

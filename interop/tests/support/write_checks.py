@@ -75,20 +75,13 @@ def change_feed(rt: RoundTrip, step: str, versions: range) -> None:
         assert not unknown, f"after {step}: {who}: change types {unknown}"
 
 
-def spark_row_ids_frame(spark, table, version: int | None = None):
+def spark_row_ids(spark, table, version: int | None = None) -> dict[int, tuple[int, int]]:
+    """id -> (_metadata.row_id, _metadata.row_commit_version), as Spark reads them."""
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", version)
-    return reader.load(str(table)).select("id", "_metadata.row_id", "_metadata.row_commit_version")
-
-
-def row_ids_of(rows) -> dict[int, tuple[int, int]]:
-    return {r["id"]: (r["row_id"], r["row_commit_version"]) for r in rows}
-
-
-def spark_row_ids(spark, table, version: int | None = None) -> dict[int, tuple[int, int]]:
-    """id -> (_metadata.row_id, _metadata.row_commit_version), as Spark reads them."""
-    return row_ids_of(spark_row_ids_frame(spark, table, version).collect())
+    frame = reader.load(str(table)).select("id", "_metadata.row_id", "_metadata.row_commit_version")
+    return {r["id"]: (r["row_id"], r["row_commit_version"]) for r in frame.collect()}
 
 
 def row_id_problems(previous: dict[int, tuple[int, int]] | None, now: dict[int, tuple[int, int]], before: list[Row], after: list[Row], versions: range) -> list[str]:
