@@ -141,6 +141,11 @@ function mergeSetup(src: string, tableUri: string, target: Record<string, unknow
   });
 }
 
+/** The same source into a table written without a key: appended to, or replaced by each delivery. */
+function keylessSetup(src: string, tableUri: string, mode: 'append' | 'replace'): Setup {
+  return makeConfig({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: tableUri, mode } });
+}
+
 describe('a new orderBy or key and the remembered deletes', () => {
   it('orderBy seq -> seq2 with key 1 deleted: refused (exit 2) until --accept-config-change; a late older row then comes back, as accepted', async () => {
     const src = await tempDir('src', dirs);
@@ -329,7 +334,7 @@ describe('a key the stored rows do not hold once', () => {
     const appendTo = async (rows: Array<[number, string, string, number, number, boolean]>) => {
       const tableUri = await tempDir('t', dirs);
       await land3(rows);
-      await run(makeConfig({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: tableUri, mode: 'append' } }));
+      await run(keylessSetup(src, tableUri, 'append'));
       return tableUri;
     };
     const twice = await appendTo([[7, 'EU', 'placed', 1, 1, false], [7, 'EU', 'paid', 2, 2, false]]);
@@ -343,7 +348,7 @@ describe('a key the stored rows do not hold once', () => {
     const tableUri = await tempDir('t', dirs);
     const land3 = cdcFeed(src);
     await land3([[7, 'EU', 'placed', 1, 1, false], [7, 'EU', 'paid', 2, 2, false]]);
-    await run(makeConfig({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: tableUri, mode: 'replace' } }));
+    await run(keylessSetup(src, tableUri, 'replace'));
     const err = await refused(mergeSetup(src, tableUri, { deleteWhen: undefined }));
     expect(err.context).toMatchObject({ field: 'target.mode' });
     expect(err.message).toMatch(/target.mode changed from replace to merge on key \[order_id\], but the table holds more than one row for 1 such key: order_id=7 \(2 rows\)/);
@@ -358,7 +363,7 @@ describe('a key the stored rows do not hold once', () => {
     await run(mergeSetup(src, tableUri, { deleteWhen: undefined }));
     const source = new LocalStorage(src);
     await source.write('2026/12/02/full.csv', 'order_id,region,status,seq,seq2,deleted\n2,EU,paid,2,2,false\n3,EU,placed,1,1,false\n');
-    const replace = makeConfig({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: tableUri, mode: 'replace' } });
+    const replace = keylessSetup(src, tableUri, 'replace');
     const report = await run(replace);
     expect(report).toMatchObject({ status: 'succeeded' });
     expect(report.configChanges).toEqual([expect.objectContaining({ field: 'target.mode', from: 'merge', to: 'replace', effect: expect.stringMatching(/replaces the whole table from now/) })]);
@@ -370,7 +375,7 @@ describe('a key the stored rows do not hold once', () => {
     const tableUri = await tempDir('t', dirs);
     const land3 = cdcFeed(src);
     await land3([[1, 'EU', 'placed', 1, 1, false], [2, 'EU', 'placed', 1, 1, false]]);
-    await run(makeConfig({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: tableUri, mode: 'append' } }));
+    await run(keylessSetup(src, tableUri, 'append'));
     const merge = mergeSetup(src, tableUri, { deleteWhen: undefined });
     await land3([[1, 'EU', 'paid', 2, 2, false]]);
     const report = await run(merge);
