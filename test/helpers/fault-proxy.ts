@@ -161,7 +161,11 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     }
     if (random.rate > 0 && random.next() < random.rate) {
       const kind = random.kinds[Math.floor(random.next() * random.kinds.length)]!;
-      return applies(kind) ? { kind } : {};
+      if (applies(kind)) return { kind };
+      // A kind that cannot apply here gives way to one not yet injected that can, so a run injects
+      // every kind however its requests interleave (which kind meets which request is timing).
+      const untried = random.kinds.find((k) => !faults[k] && applies(k));
+      return untried ? { kind: untried } : {};
     }
     return {};
   }

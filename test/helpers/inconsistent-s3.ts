@@ -167,7 +167,7 @@ export type Lie = (typeof LIES)[number];
 
 /**
  * A planner that answers a share `rate` of GETs with a lie drawn from `random`, the others
- * honestly; `told` counts the lies told. A lie that cannot apply (an empty body to cut) is honest.
+ * honestly; `told` counts the lies told. A lie that cannot apply (an empty body to cut) gives way to one not yet told that can, else the answer is honest.
  * shortObject and shiftedBody (a 200 of fewer bytes, its length theirs) are told to unranged GETs
  * only: to a range they would be a consistent answer of another object, which nothing can tell.
  */
@@ -176,10 +176,16 @@ export function lyingPlanner(rate: number, random: () => number): { planner: Pla
   const below = (n: number) => Math.floor(random() * n);
   const planner: Planner = (req, size, honest) => {
     if (random() >= rate) return honest;
-    const lie = LIES[below(LIES.length)]!;
-    const plan = lieOf(lie, req, size, honest, below);
-    if (plan !== honest) told[lie] = (told[lie] ?? 0) + 1;
-    return plan;
+    const drawn = LIES[below(LIES.length)]!;
+    // A lie that cannot apply to this request gives way to one not yet told that can, so a run
+    // tells every lie however its requests interleave (which lie meets which request is timing).
+    for (const lie of [drawn, ...LIES.filter((l) => l !== drawn && !told[l])]) {
+      const plan = lieOf(lie, req, size, honest, below);
+      if (plan === honest) continue;
+      told[lie] = (told[lie] ?? 0) + 1;
+      return plan;
+    }
+    return honest;
   };
   return { planner, told };
 }
