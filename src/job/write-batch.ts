@@ -201,7 +201,7 @@ async function replaceBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): P
   const counts = {
     ...noWriteCounts(),
     inserted: summary.inserted,
-    deleted: Math.max(summary.deleted, 0),
+    deleted: summary.deleted,
     dataFilesAdded: summary.filesAdded,
     dataFilesRemoved: summary.filesRemoved,
     bytesWritten: summary.bytesAdded,

@@ -9,6 +9,7 @@
  * dying there) before the commit leaves the previous table intact, and the rerun completes it.
  */
 import { describe, expect, it } from 'vitest';
+import { commitKey } from '../../src/delta/log-files.js';
 import { ConfigError } from '../../src/errors.js';
 import { readHistory } from '../../src/job/history.js';
 import { openTarget } from '../../src/job/open.js';
@@ -95,6 +96,27 @@ describe('replace mode', () => {
     await land(source, session, '2025/03/03/part-0.csv', day3);
     await run(config);
     expect((await readTarget(session, config)).rows).toEqual(ofRows(day3));
+  });
+
+  it('counts the rows it removes from files written without statistics (another tool may leave numRecords out)', async () => {
+    const { source, config } = await setup();
+    await land(source, session, '2025/03/01/part-0.csv', orders([1, 'placed', 1], [2, 'placed', 1], [3, 'placed', 1]));
+    await run(config);
+    // The table as a writer that records no stats leaves it: the add actions of version 0 without `stats`.
+    const table = new LocalStorage(config.job.target.uri);
+    const log = Buffer.from((await table.read(commitKey(0)))!).toString('utf8');
+    const stripped = log.split('\n').map((line) => {
+      if (!line.includes('"add"')) return line;
+      const action = JSON.parse(line) as { add: Record<string, unknown> };
+      delete action.add['stats'];
+      return JSON.stringify(action);
+    });
+    expect(stripped.join('\n')).not.toContain('numRecords');
+    await table.write(commitKey(0), stripped.join('\n'));
+    await land(source, session, '2025/03/02/part-0.csv', orders([4, 'placed', 1]));
+    expect(await run(config)).toMatchObject({ status: 'succeeded', inserted: 1, deleted: 3, dataFilesRemoved: 1 });
+    const info = (await commitActions(table, 1)).flatMap((a) => ('commitInfo' in a ? [a.commitInfo] : []));
+    expect(info[0]?.operationMetrics).toMatchObject({ numDeletedRows: '3', numOutputRows: '1' });
   });
 
   it('records the change feed: every stored row a delete, every new row an insert', async () => {

@@ -75,11 +75,9 @@ export async function stageReplace(opts: WriteTarget): Promise<StagedReplace> {
       return staged(request, { inserted: rows, deleted: 0, added, removed: 0, changeFiles: 0, created: true }, started, prepared);
     }
     const config = target.config ?? TableConfig.of(snapshot.protocol, snapshot.metadata);
-    const stored = totalRecords(snapshot.files);
     const change = config.recordsChangeData && (snapshot.files.length > 0 || rows > 0) ? await changeFiles(opts, out, target, snapshot, newRows) : null;
     const removes = snapshot.files.map((f) => ({ remove: removeFileFor(f, { deletionTimestamp: now }) }));
-    // Without stats or a change feed the stored rows are not counted (the metric says -1: unknown).
-    const deleted = change?.deleted ?? stored ?? -1;
+    const deleted = change?.deleted ?? (await storedRows(opts, out, snapshot));
     const request: CommitRequest = {
       actions: [...metadataActions(target, false), ...removes, ...adds, ...(change?.data.actions ?? [])],
       operation: 'WRITE',
@@ -140,6 +138,30 @@ async function changeFiles(opts: WriteTarget, out: OutputOptions, target: Target
       const [count] = await opts.session.all(`SELECT count(*) AS n FROM (${scan.sql})`);
       const relation = `SELECT ${columns}, ${str('delete')} AS _change_type FROM (${scan.sql}) UNION ALL SELECT ${columns}, ${str('insert')} AS _change_type FROM (${newRowsSql})`;
       return { data: await writeChangeRows(out, relation, opts.targetFileRows), deleted: Number(count?.['n'] ?? 0) };
+    } finally {
+      await scan.deleted?.drop();
+    }
+  } finally {
+    await local.dispose();
+  }
+}
+
+/**
+ * The rows the table holds (deletion vectors applied): from the files' statistics, and for files
+ * written without them (other tools may leave `numRecords` out) by counting their rows, so the
+ * report and the commit's `numDeletedRows` never say fewer rows were removed than were.
+ */
+async function storedRows(opts: WriteTarget, out: OutputOptions, snapshot: Snapshot): Promise<number> {
+  const counted = snapshot.files.filter((f) => f.parsedStats?.numRecords !== undefined);
+  const uncounted = snapshot.files.filter((f) => f.parsedStats?.numRecords === undefined);
+  const fromStats = totalRecords(counted) ?? 0;
+  if (uncounted.length === 0) return fromStats;
+  const local = await localDataFiles(uncounted, { storage: opts.storage, spool: out.spool, folder: 'replace-count', concurrency: out.concurrency, ...(opts.signal ? { signal: opts.signal } : {}) });
+  try {
+    const scan = await scanRelation(opts.session, { storage: opts.storage, snapshot }, uncounted, (f) => local.paths.get(f.path)!);
+    try {
+      const [count] = await opts.session.all(`SELECT count(*) AS n FROM (${scan.sql})`);
+      return fromStats + Number(count?.['n'] ?? 0);
     } finally {
       await scan.deleted?.drop();
     }
