@@ -285,12 +285,16 @@ export function storedBatchRowsSql(tables: TempTables): string {
   );
 }
 
-/** One row of counts: rows per action, inserts, no-op deletes, updates in 'dv' files and copied rows. */
+/**
+ * One row of counts: rows per action, inserts, no-op deletes, updates in 'dv' files and copied rows.
+ * One pass over each of hits, changes and batch (FILTERed counts), not one scalar subquery per
+ * count: this statement was the slowest of a small MERGE (19 ms of its 130 ms of SQL).
+ */
 export function countsSql(tables: TempTables): string {
   const h = ident(tables.hits);
   const b = ident(tables.batch);
   const c = ident(tables.changes);
-  const changes = (what: string) => `(SELECT count(*) FROM ${c} WHERE ${act} = '${what}')`;
+  const changes = (what: string, as: string) => `count(*) FILTER (WHERE ${act} = '${what}') AS ${as}`;
   const rewritten =
     `SELECT x.${fid} FROM ${c} AS x JOIN ${ident(tables.modes)} AS m ON m.${fid} = x.${fid} ` +
     `WHERE m.mode = 'rewrite' AND x.${act} IN ('update', 'delete')`;
@@ -298,13 +302,14 @@ export function countsSql(tables: TempTables): string {
     `(SELECT count(*) FROM ${ident(tables.target)} AS t ANTI JOIN (SELECT ${fid}, ${pos} FROM ${c} WHERE ${act} IN ('update', 'delete')) AS x ` +
     `ON x.${fid} = t.${fid} AND x.${pos} = t.${pos} WHERE t.${fid} IN (${rewritten}))`;
   const unmatched = `b.${brow} NOT IN (SELECT ${brow} FROM ${h})`;
+  const flag = `b.${ident(DELETE_FLAG)}`;
   return (
-    `SELECT (SELECT count(*) FROM ${h} WHERE ${act} = 'stale') AS stale, ` +
-    `(SELECT count(*) FROM ${h} WHERE ${act} = 'stale' AND ${fid} IS NULL) AS buried, ` +
-    `${changes('update')} AS updated, ${changes('delete')} AS deleted, ${changes('unchanged')} AS unchanged, ` +
-    `(SELECT count(*) FROM ${b} AS b WHERE NOT b.${ident(DELETE_FLAG)} AND ${unmatched}) AS inserted, ` +
-    `(SELECT count(*) FROM ${b} AS b WHERE b.${ident(DELETE_FLAG)} AND ${unmatched}) AS delete_not_found, ` +
-    `${copied} AS rows_copied`
+    'SELECT hc.stale, hc.buried, cc.updated, cc.deleted, cc.unchanged, bc.inserted, bc.delete_not_found, ' +
+    `${copied} AS rows_copied FROM ` +
+    `(SELECT count(*) FILTER (WHERE ${act} = 'stale') AS stale, count(*) FILTER (WHERE ${act} = 'stale' AND ${fid} IS NULL) AS buried FROM ${h}) AS hc, ` +
+    `(SELECT ${changes('update', 'updated')}, ${changes('delete', 'deleted')}, ${changes('unchanged', 'unchanged')} FROM ${c}) AS cc, ` +
+    `(SELECT count(*) FILTER (WHERE NOT ${flag} AND ${unmatched}) AS inserted, ` +
+    `count(*) FILTER (WHERE ${flag} AND ${unmatched}) AS delete_not_found FROM ${b} AS b) AS bc`
   );
 }
 

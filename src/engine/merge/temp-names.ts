@@ -69,9 +69,14 @@ export function tempTables(): TempTables {
   };
 }
 
-/** Drop every temp table (or view: the batch may be one) of a write; missing ones are fine; never throws. */
+/**
+ * Drop every temp table (or view: the batch may be one, ./batch.ts) of a write; missing ones are
+ * fine; never throws. The tables go in one statement, the batch as either kind: trying both kinds
+ * for each name took 16 statements per write.
+ */
 export async function dropAll(session: DuckSession, tables: TempTables): Promise<void> {
-  for (const name of Object.values(tables)) {
+  const { batch, ...others } = tables;
+  const dropBoth = async (name: string) => {
     for (const kind of ['TABLE', 'VIEW']) {
       try {
         await session.run(`DROP ${kind} IF EXISTS ${ident(name)}`);
@@ -79,5 +84,11 @@ export async function dropAll(session: DuckSession, tables: TempTables): Promise
         // The name is the other kind, or cleanup failed: it must not hide the error that got us here.
       }
     }
+  };
+  try {
+    await session.run(Object.values(others).map((name) => `DROP TABLE IF EXISTS ${ident(name)}`).join('; '));
+  } catch {
+    for (const name of Object.values(others)) await dropBoth(name);
   }
+  await dropBoth(batch);
 }
