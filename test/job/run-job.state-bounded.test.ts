@@ -4,9 +4,13 @@
  * before), each committing its state in the Delta log. The state committed by the last runs is no
  * bigger than the one committed once the lookback window first filled.
  *
- * 120 runs (five days of hours) at about 0.2 s each on a quiet machine; each run has a limit of its
- * own (RUN_MS, scaled to the machine: test/helpers/machine.ts) and the test RUNS of them, so a busy
- * machine slows it down without failing it. The 500-run version, for both discovery modes, drives
+ * 56 runs (two days and a third of hours; TIDEMARK_STATE_RUNS=120 for five days) at about 0.2 s each
+ * on a quiet machine: past the window's filling (run 5) and the first runs compared (20), the ledger
+ * is rewritten into one file twice (every MAX_LEDGER_FILES = 16 batches), and rewritten files are
+ * dropped after MAX_DROP_GRACE_MS (an hour of the job's clock), so each way the state can grow comes
+ * round more than once. Each run has a limit of its own (RUN_MS, scaled to the machine:
+ * test/helpers/machine.ts) and the test RUNS of them, so a busy machine slows it down without
+ * failing it. The 500-run version, for both discovery modes, drives
  * the planner and the state's JSON round trip without I/O (test/discovery/state.bounded.test.ts).
  * Sources and targets are local folders: the state does not depend on the store.
  */
@@ -18,7 +22,7 @@ import { LocalStorage } from '../../src/storage/local.js';
 import { stepBudget, withinStep } from '../helpers/machine.js';
 import { DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
 
-const RUNS = 120;
+const RUNS = Number(process.env['TIDEMARK_STATE_RUNS'] ?? 56);
 /** Limit of one step (land two files, run the job, read its commit) on a quiet machine, where it takes about 0.2 s. */
 const RUN_MS = 5_000;
 const HOUR_MS = 3_600_000;
