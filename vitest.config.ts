@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { scaled } from './test/helpers/machine.js';
+import LongestFirst from './test/helpers/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -18,6 +19,8 @@ export default defineConfig({
     // worker's own environment, cwd and real timers (test/helpers/per-file.setup.ts).
     isolate: false,
     setupFiles: ['test/helpers/per-file.setup.ts'],
+    // The longest files first, so both workers finish together, on a fresh clone too (no cached durations).
+    sequence: { sequencer: LongestFirst },
     // tidemark supports Node 20; silence the AWS SDK's notice about newer Node versions.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
   },
