@@ -7,7 +7,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.js';
-import { cleanup, DuckSession, land, orders, tempDir } from '../job/helpers.js';
+import { cleanup, DuckSession, land, makeConfig, orders, run, tempDir } from '../job/helpers.js';
 import { runCli, spawnCli } from './process.js';
 
 let session: DuckSession;
@@ -100,7 +100,8 @@ describe('the tidemark binary', () => {
     };
     const config = await configWith([snapshotJob]);
     await land(source, session, '2025/03/01/part-0.csv', orders([1, 'placed', 1], [2, 'placed', 1], [3, 'placed', 1]));
-    expect((await runCli(['run', '--config', config, '--json'])).code).toBe(0);
+    // The first extract loads in-process (a plain run); the process runs are the ones the flag concerns.
+    expect(await run(makeConfig(snapshotJob))).toMatchObject({ status: 'succeeded', tableVersion: 0 });
     // A cut-off extract: 2 of 3 keys would go (67 % > 50 %).
     await land(source, session, '2025/03/02/part-0.csv', orders([1, 'placed', 1]));
     const refused = await runCli(['run', '--config', config, '--json']);
