@@ -14,11 +14,10 @@ import {
   stageAppend,
   stageMerge,
   type AppendOptions,
-  type AppendSummary,
   type DeletedKeys,
   type MergeOptions,
-  type MergeSummary,
   type StagedWrite,
+  type WriteSummary,
 } from '../../src/engine/merge/index.js';
 import { Spool } from '../../src/spool/spool.js';
 import type { Storage } from '../../src/storage/storage.js';
@@ -52,7 +51,7 @@ export interface CommitExtras {
 }
 
 /** A committed MERGE: its summary, the version (null: nothing committed) and the commit's time. */
-export type CommittedMerge = MergeSummary & { version: number | null; durations: MergeSummary['durations'] & { commit: number } };
+export type CommittedMerge = WriteSummary & { version: number | null; durations: WriteSummary['durations'] & { commit: number } };
 
 type EngineOptions<O> = Omit<O, 'session' | 'storage' | 'snapshot' | 'spool'> & CommitExtras & { spool?: Spool };
 
@@ -82,7 +81,7 @@ export async function mergeAndCommit(table: DeltaTable, session: DuckSession, op
 }
 
 /** Stage an append and commit it with the extras; version null when nothing was committed. */
-export async function appendAndCommit(table: DeltaTable, session: DuckSession, opts: EngineOptions<AppendOptions>): Promise<AppendSummary & { version: number | null }> {
+export async function appendAndCommit(table: DeltaTable, session: DuckSession, opts: EngineOptions<AppendOptions>): Promise<WriteSummary & { version: number | null }> {
   const { extraActions = [], snapshot, spool, onDeletes: _unused, ...rest } = opts;
   const staged = await stageAppend({
     ...rest,

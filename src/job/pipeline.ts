@@ -17,7 +17,7 @@ import type { DiscoveredFile } from '../discovery/index.js';
 import type { Progress } from '../log/progress.js';
 import { loadAndCommitBatch, type CommittedBatch } from './batch.js';
 import type { PhaseTimer } from './phases.js';
-import type { LoadCounts, SkippedFile } from './report.js';
+import { addWrite, type LoadCounts, type SkippedFile } from './report.js';
 import type { JobScope } from './scope.js';
 import type { QuarantinedFile } from './quarantine.js';
 import type { OwnedState, StateOwner } from './write-batch.js';
@@ -141,20 +141,5 @@ export function countBatch(counts: LoadCounts, batch: CommittedBatch<OwnedState>
   counts.filesLoaded += batch.files;
   counts.rowsRead += batch.rowsRead;
   counts.rowsAfterDedupe += batch.rowsAfterDedupe;
-  const c = batch.written.counts;
-  counts.inserted += c.inserted;
-  counts.updated += c.updated;
-  counts.deleted += c.deleted;
-  counts.skippedStale += c.skippedStale;
-  counts.unchanged += c.unchanged;
-  counts.dataFilesAdded += c.dataFilesAdded;
-  counts.dataFilesRemoved += c.dataFilesRemoved;
-  counts.filesWithNewDeletionVector += c.filesWithNewDeletionVector;
-  counts.bytesWritten += c.bytesWritten;
-  const sources = batch.written.sources;
-  if (sources && sources.filesReplaced.length > 0) {
-    counts.filesReplaced = (counts.filesReplaced ?? 0) + sources.filesReplaced.length;
-    counts.rowsReplaced = (counts.rowsReplaced ?? 0) + sources.rowsReplaced;
-  }
-  if (sources && sources.filesAlreadyHeld.length > 0) counts.filesAlreadyLoaded = (counts.filesAlreadyLoaded ?? 0) + sources.filesAlreadyHeld.length;
+  addWrite(counts, batch.written.summary);
 }

@@ -2,6 +2,7 @@
  * What a command reports: one object per job, printed as JSON with `--json` (see docs/operations.md, Commands),
  * and the outcome that carries it back to the CLI as a value, also when the job failed.
  */
+import { writeSummary, type WriteSummary } from '../engine/merge/index.js';
 import type { ChecksumCounts, RequestCounts } from '../storage/storage.js';
 import type { Backlog } from './backlog.js';
 import type { ConfigChange } from './config-change.js';
@@ -71,24 +72,39 @@ export function reportSkipped(report: { skipped?: SkippedFile[]; skippedByReason
   for (const f of files) byReason[f.reason] = (byReason[f.reason] ?? 0) + 1;
 }
 
-/** The write counts of a batch that wrote nothing. */
-export function noWriteCounts(): WriteCounts {
+/**
+ * A write's figures under the report's names: the one place the engine's summary
+ * (../engine/merge/results.ts), carried unchanged from MERGE, append or replace, meets the
+ * report's JSON (docs/operations.md), whose names are older.
+ */
+export function writeCounts(s: WriteSummary): WriteCounts {
   return {
-    inserted: 0,
-    updated: 0,
-    deleted: 0,
-    skippedStale: 0,
-    unchanged: 0,
-    dataFilesAdded: 0,
-    dataFilesRemoved: 0,
-    filesWithNewDeletionVector: 0,
-    bytesWritten: 0,
+    inserted: s.inserted,
+    updated: s.updated,
+    deleted: s.deleted,
+    skippedStale: s.skippedStale,
+    unchanged: s.unchanged,
+    dataFilesAdded: s.filesAdded,
+    dataFilesRemoved: s.filesRemoved,
+    filesWithNewDeletionVector: s.filesWithNewDv,
+    bytesWritten: s.bytesAdded + s.dvBytes,
   };
+}
+
+/** Add a committed write to a report's counts (append's source-file figures only once there are some). */
+export function addWrite(counts: LoadCounts, s: WriteSummary): void {
+  const w = writeCounts(s);
+  for (const k of Object.keys(w) as Array<keyof WriteCounts>) counts[k] += w[k];
+  if (s.sourcesReplaced.length > 0) {
+    counts.filesReplaced = (counts.filesReplaced ?? 0) + s.sourcesReplaced.length;
+    counts.rowsReplaced = (counts.rowsReplaced ?? 0) + s.rowsReplaced;
+  }
+  if (s.sourcesAlreadyHeld.length > 0) counts.filesAlreadyLoaded = (counts.filesAlreadyLoaded ?? 0) + s.sourcesAlreadyHeld.length;
 }
 
 /** The load counts of a command that loaded nothing yet. */
 export function noLoadCounts(): LoadCounts {
-  return { filesLoaded: 0, rowsRead: 0, rowsAfterDedupe: 0, ...noWriteCounts() };
+  return { filesLoaded: 0, rowsRead: 0, rowsAfterDedupe: 0, ...writeCounts(writeSummary({}, null)) };
 }
 
 /** What the run report says about the queue. */

@@ -26,7 +26,7 @@ import { checkPlannedSource, preflightJob } from './preflight.js';
 import { withQuarantined, type QuarantinedFile } from './quarantine.js';
 import { quarantinedByOthers, quarantinedFiles, withCleared } from './quarantine-list.js';
 import { withReplans } from './replan.js';
-import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type RunReport } from './report.js';
+import { noLoadCounts, reportSkipped, timedOutcome, writeCounts, type JobOutcome, type RunReport } from './report.js';
 import { withReportedScope, type JobScope } from './scope.js';
 import { keepsLedger, lookUpLedger, passedOver } from './ledger.js';
 import { Inbox } from './notified.js';
@@ -196,7 +196,7 @@ class JobRun {
         r.backlog = reportBacklog(backlog.once(index + 1), new Date());
         if (b.quarantined.length > 0) r.quarantined = [...(r.quarantined ?? []), ...b.quarantined.map((q) => ({ key: q.key, reason: q.error }))];
         this.ctx.logger.info(
-          { job: this.job.name, batch: index + 1, of: batches.length, files: b.files, bytes: b.bytes, rows: b.rowsRead, version: b.written.version, ...b.written.counts },
+          { job: this.job.name, batch: index + 1, of: batches.length, files: b.files, bytes: b.bytes, rows: b.rowsRead, version: b.written.version, ...writeCounts(b.written.summary) },
           'batch committed',
         );
       },

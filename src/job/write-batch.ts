@@ -18,10 +18,9 @@ import type { KeyBound } from '../delta/key-bounds.js';
 import type { CommitRequest } from '../delta/transaction.js';
 import { batchKeyBounds } from '../engine/batch-key-bounds.js';
 import { SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW } from '../engine/load.js';
-import { stageAppend, stageMerge, stageReplace, type AppendSummary, type MergeSummary, type StagedWrite, type WriteTarget } from '../engine/merge/index.js';
+import { stageAppend, stageMerge, stageReplace, writeSummary, type StagedWrite, type WriteSummary, type WriteTarget } from '../engine/merge/index.js';
 import type { DiscoveredFile } from '../discovery/index.js';
 import type { LoadedBatch } from './load-batch.js';
-import { noWriteCounts, type WriteCounts } from './report.js';
 import type { PhaseTimer } from './phases.js';
 import type { JobScope } from './scope.js';
 import { extractBatch, type ExtractBatch } from './snapshot-deletes.js';
@@ -94,21 +93,10 @@ export interface WriteBatchOptions<S extends OwnedState> {
 export interface WrittenBatch<S extends OwnedState> {
   /** Committed version, or null when nothing could be committed (no rows and no table yet). */
   version: number | null;
-  counts: WriteCounts;
+  /** What the write did, as the engine staged it (all 0 when only the state was committed); ./report.ts adds it up. */
+  summary: WriteSummary;
   /** The state committed (`opts.state` with this batch's tombstones): the next batch starts from it. */
   state: S;
-  /** Append mode: source files whose earlier rows were replaced, and files the table already held (not appended). */
-  sources?: { filesReplaced: string[]; filesAlreadyHeld: string[]; rowsReplaced: number };
-}
-
-/** What a staged write changed in the table's files. */
-function fileCounts(summary: MergeSummary | AppendSummary): Pick<WriteCounts, 'dataFilesAdded' | 'dataFilesRemoved' | 'filesWithNewDeletionVector' | 'bytesWritten'> {
-  return {
-    dataFilesAdded: summary.filesAdded,
-    dataFilesRemoved: summary.filesRemoved,
-    filesWithNewDeletionVector: summary.filesWithNewDv,
-    bytesWritten: summary.bytesAdded + summary.dvBytes,
-  };
 }
 
 /** Commit the batch and the state together. */
@@ -121,7 +109,7 @@ export async function writeBatch<S extends OwnedState>(opts: WriteBatchOptions<S
     // No table yet. Empty Parquet files declare their columns' types: they create the table (no
     // rows), and its first commit records them. Empty CSV or JSON files declare none: creating
     // the table from them would guess its types, so nothing commits and they wait (version null).
-    if (!opts.batch.typesDeclared) return { version: null, counts: noWriteCounts(), state: opts.state };
+    if (!opts.batch.typesDeclared) return { version: null, summary: writeSummary({}, null), state: opts.state };
   }
   return mode === 'append' ? appendBatch(opts) : mode === 'replace' ? replaceBatch(opts) : mergeBatch(opts);
 }
@@ -182,10 +170,7 @@ async function appendBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pr
   if (staged.summary.filesAdded > 0) await opts.scope.ctx.hooks?.afterWrite?.(opts.batchNo);
   const state = await preparedState(opts, opts.state);
   const version = await commitWith(opts, staged, state);
-  const { summary } = staged;
-  const counts = { ...noWriteCounts(), inserted: summary.inserted, ...fileCounts(summary) };
-  const sources = { filesReplaced: summary.sourcesReplaced, filesAlreadyHeld: summary.sourcesAlreadyHeld, rowsReplaced: summary.rowsReplaced };
-  return { version, counts, state, sources };
+  return { version, summary: staged.summary, state };
 }
 
 /**
@@ -197,16 +182,7 @@ async function replaceBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): P
   if (staged.summary.filesAdded > 0) await opts.scope.ctx.hooks?.afterWrite?.(opts.batchNo);
   const state = await preparedState(opts, opts.state);
   const version = await commitWith(opts, staged, state);
-  const { summary } = staged;
-  const counts = {
-    ...noWriteCounts(),
-    inserted: summary.inserted,
-    deleted: summary.deleted,
-    dataFilesAdded: summary.filesAdded,
-    dataFilesRemoved: summary.filesRemoved,
-    bytesWritten: summary.bytesAdded,
-  };
-  return { version, counts, state };
+  return { version, summary: staged.summary, state };
 }
 
 /** `target.deletionVectors` as the engine takes it. */
@@ -277,8 +253,7 @@ async function mergeInto<S extends OwnedState>(opts: WriteBatchOptions<S>, extra
       const keyBounds = opts.snapshot ? await batchKeyBounds(scope.session, opts.batch.table, opts.snapshot, job.target.key!) : [];
       const version = await commitWith(opts, staged, state, keyBounds);
       await tombstones.own.purge();
-      const { inserted, updated, deleted, skippedStale, unchanged } = staged.summary;
-      return { version, counts: { inserted, updated, deleted, skippedStale, unchanged, ...fileCounts(staged.summary) }, state };
+      return { version, summary: staged.summary, state };
     } finally {
       await staged.dispose();
     }
@@ -312,7 +287,7 @@ function withTombstones<S extends OwnedState>(state: S, tombstones: TombstoneSta
 async function commitStateOnly<S extends OwnedState>(opts: WriteBatchOptions<S>, snapshot: Snapshot): Promise<WrittenBatch<S>> {
   const state = await preparedState(opts, opts.state);
   const version = await commit(opts, stateCommitRequest(opts.owner, state, snapshot));
-  return { version, counts: noWriteCounts(), state };
+  return { version, summary: writeSummary({}, null), state };
 }
 
 /** `state` after the owner's writes (`opts.prepare`): called once the commit is all that is left. */

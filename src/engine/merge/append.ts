@@ -17,8 +17,9 @@ import { createTableRequest } from '../../delta/table-create.js';
 import type { CommitRequest } from '../../delta/transaction.js';
 import { bytesOf, writeAndUpload } from '../data-file-io.js';
 import { ident } from '../sql.js';
+import { Stopwatch } from '../stopwatch.js';
 import type { AppendOptions, WriteTarget } from './options.js';
-import type { StagedAppend } from './results.js';
+import { WRITE_PHASES, writeSummary, type StagedWrite, type WriteWatch } from './results.js';
 import { checkConstraints, prepareConstraintChecks } from './constraints.js';
 import { DEFAULT_SOURCE_FILE_COLUMN } from './options.js';
 import { refuseEmptyPartitionStrings } from './partition-strings.js';
@@ -27,8 +28,8 @@ import { metadataActions, outputOptionsFor, prepareTarget, type TargetTable } fr
 import { dropAll, tempTables } from './temp-names.js';
 
 /** Stage the append of the batch; see the module comment. The caller commits `request`. */
-export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
-  const started = performance.now();
+export async function stageAppend(opts: AppendOptions): Promise<StagedWrite> {
+  const clock: WriteWatch = new Stopwatch(WRITE_PHASES);
   const tables = tempTables();
   // Written files are not needed once uploaded.
   const scratch = await opts.spool.child('append');
@@ -55,14 +56,14 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
           })
         : null;
     const rows = sources && sources.alreadyHeld.length > 0 ? await countRows(opts, tables.batch) : target.batch.rows;
-    const prepared = performance.now();
+    clock.lap('prepare');
     const columns = target.plan.mappings.map((m) => ident(m.target)).join(', ');
     const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: rows };
     // A clustered table's new files are sorted by its clustering columns, so they stay prunable by their stats.
     const clustering = snapshot ? clusteringColumns(snapshot) : [];
     const order = clustering.length > 0 ? ` ORDER BY ${clustering.map(ident).join(', ')}` : '';
     const added = rows > 0 ? await writeAndUpload(out, `SELECT ${columns} FROM ${ident(tables.batch)}${order}`, 'append', sizing) : [];
-    const written = performance.now();
+    clock.lap('write');
     const adds = added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) }));
     const replacing = sources !== null && sources.actions.length > 0;
     const allAdded = [...added, ...(sources?.added ?? [])];
@@ -100,19 +101,22 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedAppend> {
     return {
       request,
       changesTable: request.actions.length > 0,
-      summary: {
-        inserted: rows,
-        filesAdded: allAdded.length,
-        bytesAdded: bytesOf(allAdded),
-        filesRemoved: sources?.removed.length ?? 0,
-        filesWithNewDv: sources?.dvFiles ?? 0,
-        dvBytes: sources?.dvBytes ?? 0,
-        sourcesReplaced: sources?.replaced ?? [],
-        sourcesAlreadyHeld: sources?.alreadyHeld ?? [],
-        rowsReplaced: sources?.rowsDeleted ?? 0,
-        created: snapshot === null,
-        durations: { prepare: Math.round(prepared - started), write: Math.round(written - prepared), total: Math.round(written - started) },
-      },
+      summary: writeSummary(
+        {
+          sourceRows: target.batch.rows,
+          inserted: rows,
+          filesAdded: allAdded.length,
+          bytesAdded: bytesOf(allAdded),
+          filesRemoved: sources?.removed.length ?? 0,
+          filesWithNewDv: sources?.dvFiles ?? 0,
+          dvBytes: sources?.dvBytes ?? 0,
+          sourcesReplaced: sources?.replaced ?? [],
+          sourcesAlreadyHeld: sources?.alreadyHeld ?? [],
+          rowsReplaced: sources?.rowsDeleted ?? 0,
+          created: snapshot === null,
+        },
+        clock,
+      ),
     };
   } finally {
     await dropAll(opts.session, tables);

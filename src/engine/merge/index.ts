@@ -1,5 +1,5 @@
 /**
- * The MERGE engine and append mode: stage a DuckDB batch's write into a Delta table (data files
+ * The MERGE engine, append and replace: stage a DuckDB batch's write into a Delta table (data files
  * uploaded, commit planned); the caller commits.
  */
 export { stageMerge } from './merge.js';
@@ -7,4 +7,5 @@ export { stageAppend } from './append.js';
 export { stageReplace } from './replace.js';
 export { TOMBSTONE_ORDER } from './temp-names.js';
 export type { AppendOptions, MergeOptions, WriteTarget } from './options.js';
-export type { AppendSummary, DeletedKeys, MergeSummary, StagedWrite } from './results.js';
+export { writeSummary } from './results.js';
+export type { DeletedKeys, StagedWrite, WriteSummary } from './results.js';

@@ -28,19 +28,19 @@ import { createTableRequest } from '../../delta/table-create.js';
 import { ENABLE_DELETION_VECTORS } from '../../delta/table-properties.js';
 import type { ReadSet } from '../../delta/transaction.js';
 import { AppendOnlyTableError, MergeInputError } from '../../errors.js';
-import { writeAndUpload, type OutputOptions } from '../data-file-io.js';
+import { bytesOf, writeAndUpload, type OutputOptions } from '../data-file-io.js';
 import type { DuckSession } from '../duckdb.js';
 import { partitionValueStringSql } from '../partition-sql.js';
 import { hiddenRowIdColumns, type MaterializedColumns } from '../row-ids.js';
 import { ident } from '../sql.js';
+import { Stopwatch } from '../stopwatch.js';
 import { writeChangeData } from './change-files.js';
-import { PhaseClock } from './clock.js';
 import { checkConstraints, prepareConstraintChecks, type ConstraintCheck } from './constraints.js';
 import { writeDvChanges, type DvChange } from './dv-changes.js';
 import { refuseEmptyPartitionStrings } from './partition-strings.js';
 import { classifyChanges, findHits, touchedFiles, type HitsResult, type MatchContext } from './matches.js';
 import type { MergeOptions } from './options.js';
-import { readCounts, summaryOf } from './outcome.js';
+import { readCounts } from './outcome.js';
 import {
   changedFilesSql,
   changesSql,
@@ -55,7 +55,7 @@ import {
   type WriteMode,
 } from './plan.js';
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
-import type { MergeCounts, StagedMerge } from './results.js';
+import { WRITE_PHASES, writeSummary, type MergeCounts, type StagedMerge, type WriteWatch } from './results.js';
 import { metadataActions, outputOptionsFor, prepareTarget, tableNames, type TargetTable } from './target.js';
 import { dropAll, FILE_ID, POS, tempTables, type TempTables } from './temp-names.js';
 import { batchDeletes, buryTombstoned, checkTombstones } from './tombstones.js';
@@ -65,7 +65,7 @@ import { resolvePolicy, writeModeOf } from './write-mode.js';
 /** Stage the MERGE of the batch into the table; see the module comment. Dispose of the result. */
 export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
   checkOptions(opts);
-  const clock = new PhaseClock(opts.signal);
+  const clock: WriteWatch = new Stopwatch(WRITE_PHASES, opts.signal);
   const tables = tempTables();
   // Downloads and written files are not needed once the data files are uploaded.
   const scratch = await opts.spool.child('merge');
@@ -123,7 +123,7 @@ interface MergeRun {
   layout: OutputLayout;
   /** The hidden columns keeping moved rows' ids, when the table preserves them (row tracking enabled). */
   tracking: MaterializedColumns | null;
-  clock: PhaseClock;
+  clock: WriteWatch;
 }
 
 type Staged = Omit<StagedMerge, 'deletes' | 'dispose'>;
@@ -153,12 +153,11 @@ async function stageCreate(run: MergeRun): Promise<Staged> {
       ...(Object.keys(configuration).length > 0 ? { configuration } : {}),
       actions: added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })),
       operationParameters: mergeParameters(spec, opts.deleteWhen),
-      operationMetrics: mergeMetrics({ added, removed: [], counts, timings: clock.timings() }),
+      operationMetrics: mergeMetrics({ added, removed: [], counts, timings: metricTimings(clock) }),
     },
     now,
   );
-  const created = { counts, added, removed: [], rewritten: [], filesScanned: 0, filesRead: 0, dvFiles: 0, dvBytes: 0, changeFiles: 0, created: true };
-  const summary = summaryOf(created, clock);
+  const summary = writeSummary({ ...counts, filesAdded: added.length, bytesAdded: bytesOf(added), created: true }, clock);
   return { request, changesTable: true, summary };
 }
 
@@ -221,20 +220,20 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
       counts,
       dvFiles: written.dv.dvFiles,
       changeFiles: written.changeData.files,
-      timings: clock.timings(),
+      timings: metricTimings(clock),
     });
-    const summary = summaryOf(
+    const summary = writeSummary(
       {
-        counts,
-        added: written.added,
-        removed,
-        rewritten: changed.rewrite,
+        ...counts,
+        filesAdded: written.added.length,
+        filesRemoved: removed.length,
+        bytesRewritten: bytesOf(changed.rewrite),
+        bytesAdded: bytesOf(written.added),
         filesScanned: hits.scanned.size,
         filesRead: changed.read,
-        dvFiles: written.dv.dvFiles,
+        filesWithNewDv: written.dv.dvFiles,
         dvBytes: written.dv.binBytes,
-        changeFiles: written.changeData.files.length,
-        created: false,
+        changeFilesAdded: written.changeData.files.length,
       },
       clock,
     );
@@ -242,6 +241,11 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
   } finally {
     await hits.deleted?.drop();
   }
+}
+
+/** For operationMetrics: the time so far, scan (prune and classify) and rewrite (write), in ms. */
+function metricTimings(clock: WriteWatch): { total: number; scan: number; rewrite: number } {
+  return { total: clock.elapsed(), scan: clock.spent('prune') + clock.spent('classify'), rewrite: clock.spent('write') };
 }
 
 /** The files this MERGE changes, by write mode. */

@@ -21,34 +21,17 @@ import { AppendOnlyTableError } from '../../errors.js';
 import { bytesOf, localDataFiles, writeAndUpload, type OutputOptions } from '../data-file-io.js';
 import { scanRelation } from '../scan.js';
 import { ident, str } from '../sql.js';
+import { Stopwatch } from '../stopwatch.js';
 import { checkEveryRow } from './append.js';
 import { writeChangeRows, type ChangeData } from './change-files.js';
 import type { WriteTarget } from './options.js';
-import type { StagedWrite } from './results.js';
+import { WRITE_PHASES, writeSummary, type StagedWrite, type WriteWatch } from './results.js';
 import { metadataActions, outputOptionsFor, prepareTarget, type TargetTable } from './target.js';
 import { dropAll, tempTables } from './temp-names.js';
 
-/** The figures of a staged replace. */
-export interface ReplaceSummary {
-  /** Rows the table holds after it. */
-  inserted: number;
-  /** Rows the table held before it (deletion vectors applied). */
-  deleted: number;
-  filesAdded: number;
-  bytesAdded: number;
-  filesRemoved: number;
-  changeFilesAdded: number;
-  created: boolean;
-  durations: { prepare: number; write: number; total: number };
-}
-
-export interface StagedReplace extends StagedWrite {
-  summary: ReplaceSummary;
-}
-
 /** Stage the replacement of the table by the batch; see the module comment. The caller commits `request`. */
-export async function stageReplace(opts: WriteTarget): Promise<StagedReplace> {
-  const started = performance.now();
+export async function stageReplace(opts: WriteTarget): Promise<StagedWrite> {
+  const clock: WriteWatch = new Stopwatch(WRITE_PHASES);
   const tables = tempTables();
   const scratch = await opts.spool.child('replace');
   try {
@@ -58,7 +41,7 @@ export async function stageReplace(opts: WriteTarget): Promise<StagedReplace> {
     await checkEveryRow(opts, target, tables.batch);
     const out = outputOptionsFor({ ...opts, spool: scratch }, target);
     const rows = target.batch.rows;
-    const prepared = performance.now();
+    clock.lap('prepare');
     const columns = target.plan.mappings.map((m) => ident(m.target));
     const clustering = snapshot ? clusteringColumns(snapshot) : [];
     const order = clustering.length > 0 ? ` ORDER BY ${clustering.map(ident).join(', ')}` : '';
@@ -72,7 +55,7 @@ export async function stageReplace(opts: WriteTarget): Promise<StagedReplace> {
         { schema: target.schema, partitionColumns: target.partitionColumns, configuration: { ...target.properties, ...opts.tableProperties }, actions: adds, operationMetrics: metrics },
         now,
       );
-      return staged(request, { inserted: rows, deleted: 0, added, removed: 0, changeFiles: 0, created: true }, started, prepared);
+      return staged(request, clock, { sourceRows: rows, inserted: rows, filesAdded: added.length, bytesAdded: bytesOf(added), created: true });
     }
     const config = target.config ?? TableConfig.of(snapshot.protocol, snapshot.metadata);
     const change = config.recordsChangeData && (snapshot.files.length > 0 || rows > 0) ? await changeFiles(opts, out, target, snapshot, newRows) : null;
@@ -95,35 +78,18 @@ export async function stageReplace(opts: WriteTarget): Promise<StagedReplace> {
       read: { readVersion: snapshot.version, partitions: 'all', files: snapshot.files.map((f) => f.path), appIds: [...(opts.appIds ?? [])] },
       isBlindAppend: false,
     };
-    const counts = { inserted: rows, deleted, added, removed: snapshot.files.length, changeFiles: change?.data.files.length ?? 0, created: false };
-    return staged(request, counts, started, prepared);
+    const counts = { sourceRows: rows, inserted: rows, deleted, filesAdded: added.length, bytesAdded: bytesOf(added), filesRemoved: snapshot.files.length, changeFilesAdded: change?.data.files.length ?? 0 };
+    return staged(request, clock, counts);
   } finally {
     await dropAll(opts.session, tables);
     await scratch.close();
   }
 }
 
-function staged(
-  request: CommitRequest,
-  c: { inserted: number; deleted: number; added: readonly { size: number }[]; removed: number; changeFiles: number; created: boolean },
-  started: number,
-  prepared: number,
-): StagedReplace {
-  const written = performance.now();
-  return {
-    request,
-    changesTable: request.actions.length > 0,
-    summary: {
-      inserted: c.inserted,
-      deleted: c.deleted,
-      filesAdded: c.added.length,
-      bytesAdded: bytesOf(c.added),
-      filesRemoved: c.removed,
-      changeFilesAdded: c.changeFiles,
-      created: c.created,
-      durations: { prepare: Math.round(prepared - started), write: Math.round(written - prepared), total: Math.round(written - started) },
-    },
-  };
+/** The write phase ends once the data and change files are uploaded and the commit is planned. */
+function staged(request: CommitRequest, clock: WriteWatch, counted: Parameters<typeof writeSummary>[0]): StagedWrite {
+  clock.lap('write');
+  return { request, changesTable: request.actions.length > 0, summary: writeSummary(counted, clock) };
 }
 
 /** Change files of the replace: every stored row a delete, every new row an insert; and the stored rows counted. */

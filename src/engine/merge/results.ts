@@ -1,8 +1,9 @@
 /**
- * What the MERGE engine and append mode hand back: a staged write (data files uploaded, the
+ * What the MERGE engine, append and replace hand back: a staged write (data files uploaded, the
  * commit planned but not made: the caller adds its own actions and commits) and its figures.
  */
 import type { CommitRequest } from '../../delta/transaction.js';
+import type { Stopwatch } from '../stopwatch.js';
 
 /**
  * A batch's deletes, valid until the staged MERGE is disposed: a SELECT yielding the key columns
@@ -18,25 +19,33 @@ export interface DeletedKeys {
   tieColumns: string[];
 }
 
-/** Time spent per phase of a MERGE, in ms (the commit is the caller's). */
-export interface MergeDurations {
-  /** Batch preparation and validation. */
-  prepare: number;
-  /** Partition and stats pruning plus the key-column scan. */
-  prune: number;
-  /** Full read of hit files and row classification. */
-  classify: number;
-  /** Writing new data files and uploading them. */
-  write: number;
-  total: number;
-}
+/** The phases of a write, in order (the commit is the caller's); append and replace have no prune or classify. */
+export const WRITE_PHASES = ['prepare', 'prune', 'classify', 'write'] as const;
 
-/** Row counts of a MERGE, per target row (like Delta's operation metrics). */
-export interface MergeCounts {
+export type WritePhase = (typeof WRITE_PHASES)[number];
+
+/** The timer of a write's phases. */
+export type WriteWatch = Stopwatch<WritePhase>;
+
+/**
+ * Time spent per phase of a write, in ms: prepare is batch preparation and validation; prune,
+ * partition and stats pruning plus the key-column scan; classify, the full read of hit files and
+ * row classification; write, writing new data files and uploading them.
+ */
+export type WriteDurations = Record<WritePhase | 'total', number>;
+
+/**
+ * What a staged write did, one shape for MERGE, append and replace (a figure a mode does not
+ * count is 0), carried unchanged up to the job, whose report adds it up (../../job/report.ts).
+ * Row counts are per target row, like Delta's operation metrics.
+ */
+export interface WriteSummary {
   /** Rows in the batch. */
   sourceRows: number;
+  /** Rows inserted (replace: the rows the table holds after it). */
   inserted: number;
   updated: number;
+  /** Rows deleted (replace: the rows the table held before it, deletion vectors applied). */
   deleted: number;
   /**
    * Incoming rows older than the stored one (stored row kept), including rows buried by a
@@ -51,11 +60,8 @@ export interface MergeCounts {
   deleteNotFound: number;
   /** Unchanged rows copied from rewritten files into their replacements. */
   rowsCopied: number;
-}
-
-/** What a MERGE did to the table's files, besides its row counts. */
-export interface MergeFiles {
   filesAdded: number;
+  /** Files no longer in the table: rewritten ones, and those whose every row is now deleted. */
   filesRemoved: number;
   /** Sum of the sizes of the files rewritten (a file that gets a deletion vector is not). */
   bytesRewritten: number;
@@ -71,14 +77,51 @@ export interface MergeFiles {
   dvBytes: number;
   /** Change data files written (`_change_data/`; only when the table records a change data feed). */
   changeFilesAdded: number;
-  /** True when this MERGE creates the table. */
+  /** Append: source files whose earlier rows this append deleted (their new versions appended). */
+  sourcesReplaced: string[];
+  /** Append: source files the table already held, not appended again (unchanged, or `keep`). */
+  sourcesAlreadyHeld: string[];
+  /** Append: stored rows deleted with the replaced source files (not in `deleted`). */
+  rowsReplaced: number;
+  /** True when this write creates the table. */
   created: boolean;
+  durations: WriteDurations;
 }
 
-/** The figures of a staged MERGE. */
-export interface MergeSummary extends MergeCounts, MergeFiles {
-  durations: MergeDurations;
+/** A MERGE's row counts, read from its classification tables (./outcome.ts). */
+export type MergeCounts = Pick<
+  WriteSummary,
+  'sourceRows' | 'inserted' | 'updated' | 'deleted' | 'skippedStale' | 'skippedByTombstone' | 'unchanged' | 'deleteNotFound' | 'rowsCopied'
+>;
+
+/** The figures a write counted (the rest are 0) and the durations of its phases so far. */
+export function writeSummary(counted: Partial<Omit<WriteSummary, 'durations'>>, watch: WriteWatch | null): WriteSummary {
+  const durations = watch ? { ...watch.timings(), total: Math.round(watch.elapsed()) } : { prepare: 0, prune: 0, classify: 0, write: 0, total: 0 };
+  return { ...NOTHING_WRITTEN, sourcesReplaced: [], sourcesAlreadyHeld: [], ...counted, durations };
 }
+
+const NOTHING_WRITTEN: Omit<WriteSummary, 'durations' | 'sourcesReplaced' | 'sourcesAlreadyHeld'> = {
+  sourceRows: 0,
+  inserted: 0,
+  updated: 0,
+  deleted: 0,
+  skippedStale: 0,
+  skippedByTombstone: 0,
+  unchanged: 0,
+  deleteNotFound: 0,
+  rowsCopied: 0,
+  filesAdded: 0,
+  filesRemoved: 0,
+  bytesRewritten: 0,
+  bytesAdded: 0,
+  filesScanned: 0,
+  filesRead: 0,
+  filesWithNewDv: 0,
+  dvBytes: 0,
+  changeFilesAdded: 0,
+  rowsReplaced: 0,
+  created: false,
+};
 
 /** A write whose data files are uploaded and whose commit is planned. */
 export interface StagedWrite {
@@ -90,36 +133,11 @@ export interface StagedWrite {
   request: CommitRequest;
   /** False when the write changes nothing in the table (every row stale or unchanged, or no rows). */
   changesTable: boolean;
+  summary: WriteSummary;
 }
 
 /** A staged MERGE; `dispose` drops its temp tables (after which `deletes` cannot be read). */
 export interface StagedMerge extends StagedWrite {
-  summary: MergeSummary;
   deletes: DeletedKeys;
   dispose(): Promise<void>;
-}
-
-/** The figures of a staged append. */
-export interface AppendSummary {
-  inserted: number;
-  filesAdded: number;
-  bytesAdded: number;
-  /** Files removed (rewritten without the replaced rows, or emptied). */
-  filesRemoved: number;
-  /** Files given a (new) deletion vector, and the bytes of the DV file. */
-  filesWithNewDv: number;
-  dvBytes: number;
-  /** Source files whose earlier rows this append deleted (their new versions appended). */
-  sourcesReplaced: string[];
-  /** Source files the table already held, not appended again (unchanged, or `keep`). */
-  sourcesAlreadyHeld: string[];
-  /** Stored rows deleted with the replaced files. */
-  rowsReplaced: number;
-  created: boolean;
-  durations: { prepare: number; write: number; total: number };
-}
-
-/** A staged append. */
-export interface StagedAppend extends StagedWrite {
-  summary: AppendSummary;
 }

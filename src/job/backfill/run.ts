@@ -30,7 +30,7 @@ import { countBatch, loadBatches } from '../pipeline.js';
 import { quarantinedByOthers as quarantinedByOthersOf } from '../quarantine-list.js';
 import { preflightJob } from '../preflight.js';
 import { withReplans } from '../replan.js';
-import { noLoadCounts, reportSkipped, timedOutcome, type JobOutcome, type LoadCounts, type ReportedError, type SkippedFile } from '../report.js';
+import { noLoadCounts, reportSkipped, timedOutcome, writeCounts, type JobOutcome, type LoadCounts, type ReportedError, type SkippedFile } from '../report.js';
 import { withReportedScope, type JobScope } from '../scope.js';
 import { jobLedgers, jobTombstones, readJobState } from '../state.js';
 import { orderTimes, recordInLedger } from '../ledger.js';
@@ -251,7 +251,7 @@ class BackfillRun {
             files: b.files,
             version: b.written.version,
             doneThrough: b.written.state.doneThrough,
-            ...b.written.counts,
+            ...writeCounts(b.written.summary),
           },
           'backfill batch committed',
         );
