@@ -21,6 +21,18 @@ import type { JobScope } from './scope.js';
 import type { QuarantinedFile } from './quarantine.js';
 import { writeBatch, type OwnedState, type StateOwner, type WrittenBatch } from './write-batch.js';
 
+/** A batch's files as loaded: what the state committed with it is computed from. */
+export interface BatchLoaded {
+  /**
+   * Its files, with the ETag of the content actually fetched (a file overwritten since the listing
+   * is known by its new ETag), including those set aside by `onBadFile: quarantine`.
+   */
+  loaded: readonly DiscoveredFile[];
+  rowsRead: number;
+  /** The files set aside, also in `loaded`. */
+  quarantined: readonly QuarantinedFile[];
+}
+
 /** One batch to load and commit. */
 export interface BatchSpec<S extends OwnedState> {
   files: readonly DiscoveredFile[];
@@ -30,12 +42,8 @@ export interface BatchSpec<S extends OwnedState> {
   batchNo: number;
   /** Label of the fetch progress bar; null for none (the caller shows its own progress). */
   progressLabel: string | null;
-  /**
-   * The state to commit with the batch, given its files as loaded (with the ETag of the content
-   * actually fetched: a file overwritten since the listing is known by its new ETag) and rows read.
-   * `loaded` includes the files set aside by `onBadFile: quarantine`, listed again in `quarantined`.
-   */
-  stateAfter(loaded: readonly DiscoveredFile[], rowsRead: number, quarantined: readonly QuarantinedFile[]): S;
+  /** The state to commit with the batch, given its files as loaded. */
+  stateAfter(done: BatchLoaded): S;
   /** The committed state the batch starts from. */
   before: S;
   owner: StateOwner<S>;
@@ -108,7 +116,7 @@ async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: B
     for (const warning of loaded.warnings) ctx.logger.warn({ job: job.name, table: scope.table.uri }, `[load] job ${job.name}: ${warning}`);
     try {
       // Every fetched file is done: loaded, or quarantined (recorded, and not listed again).
-      const planned = spec.stateAfter(fetched.map((f) => ({ ...f.file, etag: f.etag })), loaded.rowsRead, bad.map((q) => q.entry));
+      const planned = spec.stateAfter({ loaded: fetched.map((f) => ({ ...f.file, etag: f.etag })), rowsRead: loaded.rowsRead, quarantined: bad.map((q) => q.entry) });
       const asLoaded = kept.map((f) => ({ ...f.file, etag: f.etag, lastModified: placed.get(f.file.key) ?? f.file.lastModified }));
       const { prepare } = spec.owner;
       const written = await writeBatch<S>({

@@ -15,12 +15,19 @@
 import type { Snapshot } from '../delta/snapshot.js';
 import type { DiscoveredFile } from '../discovery/index.js';
 import type { Progress } from '../log/progress.js';
-import { loadAndCommitBatch, type CommittedBatch } from './batch.js';
+import { loadAndCommitBatch, type BatchLoaded, type CommittedBatch } from './batch.js';
 import type { PhaseTimer } from './phases.js';
 import { addWrite, type LoadCounts, type SkippedFile } from './report.js';
 import type { JobScope } from './scope.js';
-import type { QuarantinedFile } from './quarantine.js';
 import type { OwnedState, StateOwner } from './write-batch.js';
+
+/** A batch loaded, as the command computes the state committed with it. */
+export interface BatchDone<S> extends BatchLoaded {
+  /** The state before the batch (committed, or carried on from a batch that could not commit). */
+  before: S;
+  /** The batch's index in `BatchLoop.batches`. */
+  index: number;
+}
 
 /** Batches to load one after another, from a state, planned on a snapshot. */
 export interface BatchLoop<S extends OwnedState> {
@@ -36,8 +43,8 @@ export interface BatchLoop<S extends OwnedState> {
   /** The committed state the first batch starts from. */
   state: S;
   batches: ReadonlyArray<readonly DiscoveredFile[]>;
-  /** The state to commit after batch `index`, given the state before it and what it loaded. */
-  stateAfter(before: S, index: number, loaded: readonly DiscoveredFile[], rowsRead: number, quarantined: readonly QuarantinedFile[]): S;
+  /** The state to commit after a batch, given the state before it, its index and what it loaded. */
+  stateAfter(done: BatchDone<S>): S;
   /** Number of the first batch (batches committed earlier in this command), for the hooks. */
   firstBatchNo: number;
   /** True for the batch that is a snapshot source's full extract: keys it lacks are deleted (./snapshot-deletes.ts). */
@@ -89,7 +96,7 @@ export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Pro
       snapshot,
       batchNo,
       progressLabel: loop.progressLabel,
-      stateAfter: (loaded, rowsRead, quarantined) => loop.stateAfter(before, index, loaded, rowsRead, quarantined),
+      stateAfter: (done) => loop.stateAfter({ ...done, before, index }),
       before,
       owner: loop.owner(snapshot),
       timer: loop.timer,
@@ -136,10 +143,22 @@ function waitingFiles(batch: CommittedBatch<OwnedState>): SkippedFile[] {
   ];
 }
 
-/** Add a committed batch to a report's load counts. */
-export function countBatch(counts: LoadCounts, batch: CommittedBatch<OwnedState>): void {
-  counts.filesLoaded += batch.files;
-  counts.rowsRead += batch.rowsRead;
-  counts.rowsAfterDedupe += batch.rowsAfterDedupe;
-  addWrite(counts, batch.written.summary);
+/** What `run` and `backfill` report alike of the batches they commit. */
+export interface CommittedReport extends LoadCounts {
+  tableVersion: number | null;
+  bytesLoaded?: number;
+  commits: number;
+  quarantined?: SkippedFile[];
+}
+
+/** Add a committed batch to a command's report: its counts, bytes, commit, version and the files it set aside. */
+export function reportBatch(report: CommittedReport, batch: CommittedBatch<OwnedState>): void {
+  report.filesLoaded += batch.files;
+  report.rowsRead += batch.rowsRead;
+  report.rowsAfterDedupe += batch.rowsAfterDedupe;
+  addWrite(report, batch.written.summary);
+  report.bytesLoaded = (report.bytesLoaded ?? 0) + batch.bytes;
+  if (batch.written.version !== null) report.tableVersion = batch.written.version;
+  report.commits += 1;
+  if (batch.quarantined.length > 0) report.quarantined = [...(report.quarantined ?? []), ...batch.quarantined.map((q) => ({ key: q.key, reason: q.error }))];
 }

@@ -21,7 +21,7 @@ import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
 import { discoveryConfigOf } from './open.js';
 import { PhaseTimer, type Phase } from './phases.js';
-import { countBatch, loadBatches } from './pipeline.js';
+import { loadBatches, reportBatch } from './pipeline.js';
 import { checkPlannedSource, preflightJob } from './preflight.js';
 import { withQuarantined, type QuarantinedFile } from './quarantine.js';
 import { quarantinedByOthers, quarantinedFiles, withCleared } from './quarantine-list.js';
@@ -161,7 +161,7 @@ class JobRun {
       snapshot,
       state,
       batches,
-      stateAfter: (before, index, loaded, rowsRead, quarantined) => withWaiting({
+      stateAfter: ({ before, index, loaded, rowsRead, quarantined }) => withWaiting({
         ...before,
         batch: before.batch + 1,
         discovery:
@@ -184,17 +184,13 @@ class JobRun {
       progressLabel: `${this.job.name}: fetch`,
       onCommitted: (b, index) => {
         const r = this.report;
-        countBatch(r, b);
-        r.bytesLoaded = (r.bytesLoaded ?? 0) + b.bytes;
+        reportBatch(r, b);
         this.ctx.onFilesCommitted?.(b.keys);
         // A delivery's commit also handles the deliveries it supersedes (replace mode).
         this.inbox?.committed(chosen ? [...b.keys, ...chosen.superseded.map((f) => f.key)] : b.keys);
-        if (b.written.version !== null) r.tableVersion = b.written.version;
         r.watermark = describeWatermark(b.written.state.discovery);
         r.batches += 1;
-        r.commits += 1;
         r.backlog = reportBacklog(backlog.once(index + 1), new Date());
-        if (b.quarantined.length > 0) r.quarantined = [...(r.quarantined ?? []), ...b.quarantined.map((q) => ({ key: q.key, reason: q.error }))];
         this.ctx.logger.info(
           { job: this.job.name, batch: index + 1, of: batches.length, files: b.files, bytes: b.bytes, rows: b.rowsRead, version: b.written.version, ...writeCounts(b.written.summary) },
           'batch committed',

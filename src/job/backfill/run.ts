@@ -26,7 +26,7 @@ import { startProgress, type Progress } from '../../log/progress.js';
 import { acceptedBefore, findConfigChanges, logConfigChanges, type ConfigChange } from '../config-change.js';
 import type { RunContext } from '../context.js';
 import { PhaseTimer, type PhaseTimings } from '../phases.js';
-import { countBatch, loadBatches } from '../pipeline.js';
+import { loadBatches, reportBatch } from '../pipeline.js';
 import { quarantinedByOthers as quarantinedByOthersOf } from '../quarantine-list.js';
 import { preflightJob } from '../preflight.js';
 import { withReplans } from '../replan.js';
@@ -230,19 +230,14 @@ class BackfillRun {
       state: initial,
       // The table may hold any file of the range already (loaded by the job, or by an earlier backfill).
       batches: plan.batches.map((b) => b.files.map((f) => ({ ...f, loadedBefore: true as const }))),
-      stateAfter: (before, i, files, rowsRead, quarantined) =>
-        stateAfter(before, plan.batches[i]!, { files, rowsRead, quarantined, quarantinedByOthers }, { last: i === plan.batches.length - 1, now: new Date() }),
+      stateAfter: ({ before, index, loaded, rowsRead, quarantined }) =>
+        stateAfter(before, plan.batches[index]!, { files: loaded, rowsRead, quarantined, quarantinedByOthers }, { last: index === plan.batches.length - 1, now: new Date() }),
       firstBatchNo: this.report.commits,
       progressLabel: null,
       progress,
       onCommitted: (b, i) => {
-        const r = this.report;
-        countBatch(r, b);
-        if (b.written.version !== null) r.tableVersion = b.written.version;
-        r.doneThrough = b.written.state.doneThrough;
-        r.bytesLoaded += b.bytes;
-        r.commits += 1;
-        if (b.quarantined.length > 0) r.quarantined = [...(r.quarantined ?? []), ...b.quarantined.map((q) => ({ key: q.key, reason: q.error }))];
+        reportBatch(this.report, b);
+        this.report.doneThrough = b.written.state.doneThrough;
         this.ctx.logger.info(
           {
             job: this.job.name,
