@@ -52,7 +52,9 @@ export interface BatchLoop<S extends OwnedState> {
   /** Label of each batch's fetch progress bar; null when the caller shows its own (`progress`). */
   progressLabel: string | null;
   progress?: Progress;
-  /** Called right after each commit, before the afterCommit hook (a failed run's report keeps the batch). */
+  /** The command's report: each committed batch is added to it (`reportBatch`) right after its commit. */
+  report: CommittedReport;
+  /** Called right after each commit and its report, before the afterCommit hook (a failed run's report keeps the batch). */
   onCommitted(batch: CommittedBatch<S>, index: number): void;
 }
 
@@ -110,7 +112,9 @@ export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Pro
       waiting.push(batch);
       continue;
     }
-    loop.onCommitted(waiting.length === 0 ? batch : recordedTogether([...waiting, batch]), index);
+    const recorded = waiting.length === 0 ? batch : recordedTogether([...waiting, batch]);
+    reportBatch(loop.report, recorded);
+    loop.onCommitted(recorded, index);
     waiting = [];
     await scope.ctx.hooks?.afterCommit?.(batchNo, version);
     committed = version;
@@ -152,7 +156,7 @@ export interface CommittedReport extends LoadCounts {
 }
 
 /** Add a committed batch to a command's report: its counts, bytes, commit, version and the files it set aside. */
-export function reportBatch(report: CommittedReport, batch: CommittedBatch<OwnedState>): void {
+function reportBatch(report: CommittedReport, batch: CommittedBatch<OwnedState>): void {
   report.filesLoaded += batch.files;
   report.rowsRead += batch.rowsRead;
   report.rowsAfterDedupe += batch.rowsAfterDedupe;

@@ -21,7 +21,7 @@ import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
 import { discoveryConfigOf } from './open.js';
 import { PhaseTimer, type Phase } from './phases.js';
-import { loadBatches, reportBatch } from './pipeline.js';
+import { loadBatches } from './pipeline.js';
 import { checkPlannedSource, preflightJob } from './preflight.js';
 import { withQuarantined, type QuarantinedFile } from './quarantine.js';
 import { quarantinedByOthers, quarantinedFiles, withCleared } from './quarantine-list.js';
@@ -182,9 +182,9 @@ class JobRun {
       firstBatchNo: this.report.batches,
       fullExtract: (index) => index === extractBatch,
       progressLabel: `${this.job.name}: fetch`,
+      report: this.report,
       onCommitted: (b, index) => {
         const r = this.report;
-        reportBatch(r, b);
         this.ctx.onFilesCommitted?.(b.keys);
         // A delivery's commit also handles the deliveries it supersedes (replace mode).
         this.inbox?.committed(chosen ? [...b.keys, ...chosen.superseded.map((f) => f.key)] : b.keys);

@@ -26,7 +26,7 @@ import { startProgress, type Progress } from '../../log/progress.js';
 import { acceptedBefore, findConfigChanges, logConfigChanges, type ConfigChange } from '../config-change.js';
 import type { RunContext } from '../context.js';
 import { PhaseTimer, type PhaseTimings } from '../phases.js';
-import { loadBatches, reportBatch } from '../pipeline.js';
+import { loadBatches } from '../pipeline.js';
 import { quarantinedByOthers as quarantinedByOthersOf } from '../quarantine-list.js';
 import { preflightJob } from '../preflight.js';
 import { withReplans } from '../replan.js';
@@ -235,8 +235,8 @@ class BackfillRun {
       firstBatchNo: this.report.commits,
       progressLabel: null,
       progress,
+      report: this.report,
       onCommitted: (b, i) => {
-        reportBatch(this.report, b);
         this.report.doneThrough = b.written.state.doneThrough;
         this.ctx.logger.info(
           {
