@@ -97,7 +97,8 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers|seed-
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value.replaceAll('_', ''));
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`[bench] --${name} must be a positive integer, got ${value}`);
+  if (!Number.isInteger(n) || n <= 0)
+    throw new Error(`[bench] --${name} must be a positive integer, got ${value}`);
   return n;
 }
 
@@ -110,7 +111,8 @@ function dvSetting(value: string): DeletionVectorSetting {
 function sizes(name: string, value: string): number[] {
   return value.split(',').map((v) => {
     const bytes = parseSize(v);
-    if (bytes === null || bytes <= 0) throw new Error(`[bench] --${name} must list sizes such as 256MiB or 1GiB, got ${v}`);
+    if (bytes === null || bytes <= 0)
+      throw new Error(`[bench] --${name} must list sizes such as 256MiB or 1GiB, got ${v}`);
     return bytes;
   });
 }
@@ -167,7 +169,19 @@ async function main(argv: string[]): Promise<void> {
   });
   const bench = positionals[0];
   const command = `npm run bench -- ${argv.join(' ')}`;
-  if (values.help || !['merge', 'ingest', 'memory', 'backfill', 'peers', 'seed-scale', 'small-files', 'listing'].includes(bench ?? '')) {
+  if (
+    values.help ||
+    ![
+      'merge',
+      'ingest',
+      'memory',
+      'backfill',
+      'peers',
+      'seed-scale',
+      'small-files',
+      'listing',
+    ].includes(bench ?? '')
+  ) {
     process.stdout.write(USAGE);
     if (!values.help) process.exitCode = 2;
     return;
@@ -212,7 +226,8 @@ async function main(argv: string[]): Promise<void> {
   }
   if (bench === 'seed-scale') {
     const sample = Number(values.sample ?? '0.1');
-    if (!(sample > 0 && sample < 1)) throw new Error(`[bench] --sample must be in (0, 1), got ${values.sample}`);
+    if (!(sample > 0 && sample < 1))
+      throw new Error(`[bench] --sample must be in (0, 1), got ${values.sample}`);
     await benchSeedScale({
       rows: positiveInt('rows', values.rows, 500_000_000),
       sample,
@@ -224,10 +239,14 @@ async function main(argv: string[]): Promise<void> {
   }
   if (bench === 'peers') {
     const scale = Number(values.scale ?? '1');
-    if (!(scale > 0 && scale <= 1)) throw new Error(`[bench] --scale must be in (0, 1], got ${values.scale}`);
+    if (!(scale > 0 && scale <= 1))
+      throw new Error(`[bench] --scale must be in (0, 1], got ${values.scale}`);
     const only = (values.only ?? WORKLOADS.join(',')).split(',').map((w) => w.trim());
     const unknown = only.filter((w) => !(WORKLOADS as readonly string[]).includes(w));
-    if (unknown.length > 0) throw new Error(`[bench] --only: unknown workload ${unknown.join(', ')} (known: ${WORKLOADS.join(', ')})`);
+    if (unknown.length > 0)
+      throw new Error(
+        `[bench] --only: unknown workload ${unknown.join(', ')} (known: ${WORKLOADS.join(', ')})`,
+      );
     await benchPeers({
       scale,
       repeat: positiveInt('repeat', values.repeat, 3),
@@ -244,10 +263,17 @@ async function main(argv: string[]): Promise<void> {
     await benchMerge({
       rows,
       files: positiveInt('files', values.files, 100),
-      changes: positiveInt('changes', values.changes, values.rows === undefined ? 10_000 : Math.max(100, Math.round(rows / 1000))),
+      changes: positiveInt(
+        'changes',
+        values.changes,
+        values.rows === undefined ? 10_000 : Math.max(100, Math.round(rows / 1000)),
+      ),
       insertShare: 0.05,
       lean: !values['no-lean'] && values['partition-by'] === undefined,
-      partitionBy: values['partition-by'] === undefined ? [] : values['partition-by'].split(',').map((c) => c.trim()),
+      partitionBy:
+        values['partition-by'] === undefined
+          ? []
+          : values['partition-by'].split(',').map((c) => c.trim()),
       deletionVectors: dvSetting(values['deletion-vectors']),
       repeat: positiveInt('repeat', values.repeat, 3),
       keep: values.keep,
@@ -274,7 +300,10 @@ async function main(argv: string[]): Promise<void> {
     files: positiveInt('files', values.files, 200),
     commits: positiveInt('commits', values.commits, 200),
     repeat: positiveInt('repeat', values.repeat, 3),
-    whatIfRows: values['what-if-rows'] === undefined || values['what-if-rows'] === '0' ? 0 : positiveInt('what-if-rows', values['what-if-rows'], 0),
+    whatIfRows:
+      values['what-if-rows'] === undefined || values['what-if-rows'] === '0'
+        ? 0
+        : positiveInt('what-if-rows', values['what-if-rows'], 0),
     keep: values.keep,
     jsonPath: resultPath('ingest', values.json),
     command,

@@ -46,7 +46,10 @@ function heading(text: string): void {
 
 async function tidemark(...args: string[]): Promise<number> {
   process.stdout.write(`$ tidemark ${args.join(' ')}\n`);
-  const code = await main([...args, '--config', configPath, '--log-level', 'warn'], { stdout: process.stdout, stderr: process.stderr });
+  const code = await main([...args, '--config', configPath, '--log-level', 'warn'], {
+    stdout: process.stdout,
+    stderr: process.stderr,
+  });
   if (code !== 0) throw new Error(`tidemark ${args[0]} exited with ${code}`);
   return code;
 }
@@ -70,9 +73,13 @@ async function showRows(session: DuckSession): Promise<void> {
   );
   console.table(rows);
   const [count] = await withTableScan(session, scanSource(table.storage), snapshot, (relation) =>
-    session.allJson(`SELECT count(*) AS rows, count(DISTINCT order_id) AS orders FROM (${relation})`),
+    session.allJson(
+      `SELECT count(*) AS rows, count(DISTINCT order_id) AS orders FROM (${relation})`,
+    ),
   );
-  process.stdout.write(`table ${tableDir}: ${count?.['rows']} rows for ${count?.['orders']} orders (one row per order)\n`);
+  process.stdout.write(
+    `table ${tableDir}: ${count?.['rows']} rows for ${count?.['orders']} orders (one row per order)\n`,
+  );
 }
 
 async function run(): Promise<void> {
@@ -89,7 +96,13 @@ async function run(): Promise<void> {
     process.env['AWS_REGION'] = server.region;
     process.stdout.write(`embedded S3 (s3rver) listening on ${endpoint}\n`);
   }
-  const landing = new S3Storage({ bucket: 'landing', prefix: 'orders/', endpoint, region: process.env['AWS_REGION'] ?? 'us-east-1', forcePathStyle: true });
+  const landing = new S3Storage({
+    bucket: 'landing',
+    prefix: 'orders/',
+    endpoint,
+    region: process.env['AWS_REGION'] ?? 'us-east-1',
+    forcePathStyle: true,
+  });
   const session = await DuckSession.open();
   try {
     await writeFile(
@@ -114,7 +127,8 @@ async function run(): Promise<void> {
     process.stdout.write(`config: ${configPath}\n`);
 
     heading('Day -3 .. day -1 land (Parquet and CSV, status changes, duplicates)');
-    for (const offset of [-3, -2, -1]) await land(landing, await buildDay(session, day(offset), offset + 4));
+    for (const offset of [-3, -2, -1])
+      await land(landing, await buildDay(session, day(offset), offset + 4));
     heading('First run: the initial load');
     await tidemark('run');
     await tidemark('status');

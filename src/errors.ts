@@ -25,7 +25,10 @@ export interface ErrorContext {
 export class TidemarkError extends Error {
   readonly kind: ErrorKind;
   readonly context: ErrorContext;
-  constructor(message: string, opts: { kind?: ErrorKind; context?: ErrorContext; cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    opts: { kind?: ErrorKind; context?: ErrorContext; cause?: unknown } = {},
+  ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = new.target.name;
     this.kind = opts.kind ?? 'terminal';
@@ -39,7 +42,10 @@ export class StorageError extends TidemarkError {}
 /** A key that would resolve outside the storage root (`../`, absolute paths). */
 export class UnsafeKeyError extends TidemarkError {
   constructor(key: string, uri: string) {
-    super(`[storage] key escapes the root folder: ${JSON.stringify(key)}`, { kind: 'terminal', context: { key, uri } });
+    super(`[storage] key escapes the root folder: ${JSON.stringify(key)}`, {
+      kind: 'terminal',
+      context: { key, uri },
+    });
   }
 }
 
@@ -55,12 +61,23 @@ export class DeltaLogError extends TidemarkError {}
  */
 export class UnsupportedFeatureError extends TidemarkError {
   readonly feature: string;
-  constructor(feature: string, access: 'read' | 'write', uri: string, detail?: string, blocks: 'read' | 'write' = access) {
-    const what = blocks === 'read' ? 'which tidemark cannot read' : 'which tidemark can read but not write';
-    super(`[delta] cannot ${access} table ${uri}: it uses the table feature '${feature}', ${what}` + (detail ? ` (${detail})` : ''), {
-      kind: 'terminal',
-      context: { uri, feature, access, blocks },
-    });
+  constructor(
+    feature: string,
+    access: 'read' | 'write',
+    uri: string,
+    detail?: string,
+    blocks: 'read' | 'write' = access,
+  ) {
+    const what =
+      blocks === 'read' ? 'which tidemark cannot read' : 'which tidemark can read but not write';
+    super(
+      `[delta] cannot ${access} table ${uri}: it uses the table feature '${feature}', ${what}` +
+        (detail ? ` (${detail})` : ''),
+      {
+        kind: 'terminal',
+        context: { uri, feature, access, blocks },
+      },
+    );
     this.feature = feature;
   }
 }

@@ -61,7 +61,8 @@ interface ShardedRun {
 const START_DAY = '2026-01-01';
 const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
 /** Preloaded into each CLI process: prints the process's CPU time on stderr as it exits. */
-const CPU_AT_EXIT = 'data:text/javascript,import{writeSync}from"node:fs";process.on("exit",()=>writeSync(2,"\\n@@cpu "+JSON.stringify(process.cpuUsage())+"\\n"))';
+const CPU_AT_EXIT =
+  'data:text/javascript,import{writeSync}from"node:fs";process.on("exit",()=>writeSync(2,"\\n@@cpu "+JSON.stringify(process.cpuUsage())+"\\n"))';
 const BIN = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url));
 
 /** Run the benchmark, print its table and write the JSON result. */
@@ -71,27 +72,61 @@ export async function benchBackfill(opts: BackfillBenchOptions): Promise<void> {
   const ws = await openWorkspace('backfill', { keep: opts.keep });
   const stopWatch = watchOtherLoad();
   try {
-    const spec: LandingSpec = { root: ws.path('landing'), startDay: START_DAY, files: opts.days * opts.filesPerDay, rowsPerFile: opts.rowsPerFile, filesPerDay: opts.filesPerDay, dupShare: 0.05 };
-    progress(`landing ${count(spec.files)} files of ${count(spec.rowsPerFile)} rows in ${opts.days} day folders`);
+    const spec: LandingSpec = {
+      root: ws.path('landing'),
+      startDay: START_DAY,
+      files: opts.days * opts.filesPerDay,
+      rowsPerFile: opts.rowsPerFile,
+      filesPerDay: opts.filesPerDay,
+      dupShare: 0.05,
+    };
+    progress(
+      `landing ${count(spec.files)} files of ${count(spec.rowsPerFile)} rows in ${opts.days} day folders`,
+    );
     await withSession((session) => writeLanding(session, spec));
-    const lastDay = landingKey(spec, spec.files - 1).slice(0, 10).replaceAll('/', '-');
+    const lastDay = landingKey(spec, spec.files - 1)
+      .slice(0, 10)
+      .replaceAll('/', '-');
     const base = await baseTable(ws, lastDay);
     const runs: ShardedRun[] = [];
     for (let r = 0; r < opts.repeat; r++) {
       for (const shards of opts.shards) {
         progress(`round ${r + 1}/${opts.repeat}: ${shards} shard${shards === 1 ? '' : 's'}`);
-        runs.push(await backfillWith(ws, base, shards, { from: START_DAY, to: lastDay }, { round: r, keep: opts.keep, partitionsPerCommit: opts.partitionsPerCommit }));
+        runs.push(
+          await backfillWith(
+            ws,
+            base,
+            shards,
+            { from: START_DAY, to: lastDay },
+            { round: r, keep: opts.keep, partitionsPerCommit: opts.partitionsPerCommit },
+          ),
+        );
       }
     }
     const fingerprints = new Set(runs.map((x) => x.fingerprint));
-    if (fingerprints.size !== 1) throw new Error(`[bench] the configurations left different tables: ${[...fingerprints].join(' / ')}`);
+    if (fingerprints.size !== 1)
+      throw new Error(
+        `[bench] the configurations left different tables: ${[...fingerprints].join(' / ')}`,
+      );
     const summary = summarize(runs, opts.shards);
     printTables([
       {
         title:
           `Backfill of ${opts.days} daily partitions (${count(spec.files)} files, ${count(summary[0]!.rows)} rows), one process per shard, ` +
           `${opts.partitionsPerCommit} partition${opts.partitionsPerCommit === 1 ? '' : 's'} per commit; medians of ${opts.repeat}`,
-        header: ['shards', 'wall time', 'rows/s', 'throughput vs 1', 'CPU time', 'CPU vs 1', 'commits', 'commit retries', 're-plans', 'conflict rate', 'ms per commit'],
+        header: [
+          'shards',
+          'wall time',
+          'rows/s',
+          'throughput vs 1',
+          'CPU time',
+          'CPU vs 1',
+          'commits',
+          'commit retries',
+          're-plans',
+          'conflict rate',
+          'ms per commit',
+        ],
         rows: summary.map((s) => [
           String(s.shards),
           secs(s.ms),
@@ -127,7 +162,8 @@ export async function benchBackfill(opts: BackfillBenchOptions): Promise<void> {
 async function baseTable(ws: Workspace, lastDay: string): Promise<string> {
   const config = await configFile(ws, 'base', lastDay);
   const exit = await runCli(['run', '-c', config, '--json']);
-  if (exit.code !== 0) throw new Error(`[bench] the hourly run failed: ${exit.stderr.slice(-2000)}`);
+  if (exit.code !== 0)
+    throw new Error(`[bench] the hourly run failed: ${exit.stderr.slice(-2000)}`);
   return ws.path('table-base');
 }
 
@@ -145,15 +181,47 @@ async function backfillWith(
   // One shard is the plain, unsharded backfill.
   const args = (k: number) => [
     'backfill',
-    ...['-c', config, '--from', range.from, '--to', range.to, '--partitions-per-commit', String(opts.partitionsPerCommit)],
+    ...[
+      '-c',
+      config,
+      '--from',
+      range.from,
+      '--to',
+      range.to,
+      '--partitions-per-commit',
+      String(opts.partitionsPerCommit),
+    ],
     ...(shards > 1 ? ['--shard', `${k + 1}/${shards}`] : []),
     '--json',
   ];
-  const { ms, value: exits } = await timed(() => Promise.all(Array.from({ length: shards }, (_, k) => runCli(args(k)))));
-  const run: ShardedRun = { shards, ms, rows: 0, files: 0, commits: 0, commitRetries: 0, replans: 0, commitMs: 0, cpuMs: 0, fingerprint: '' };
+  const { ms, value: exits } = await timed(() =>
+    Promise.all(Array.from({ length: shards }, (_, k) => runCli(args(k)))),
+  );
+  const run: ShardedRun = {
+    shards,
+    ms,
+    rows: 0,
+    files: 0,
+    commits: 0,
+    commitRetries: 0,
+    replans: 0,
+    commitMs: 0,
+    cpuMs: 0,
+    fingerprint: '',
+  };
   for (const exit of exits) {
-    if (exit.code !== 0) throw new Error(`[bench] a shard of ${shards} exited ${exit.code}: ${exit.stderr.slice(-2000)}`);
-    const report = JSON.parse(exit.stdout) as { rowsRead: number; filesLoaded: number; commits: number; commitRetries: number; replans: number; phases: { commit?: number } };
+    if (exit.code !== 0)
+      throw new Error(
+        `[bench] a shard of ${shards} exited ${exit.code}: ${exit.stderr.slice(-2000)}`,
+      );
+    const report = JSON.parse(exit.stdout) as {
+      rowsRead: number;
+      filesLoaded: number;
+      commits: number;
+      commitRetries: number;
+      replans: number;
+      phases: { commit?: number };
+    };
     run.rows += report.rowsRead;
     run.files += report.filesLoaded;
     run.commits += report.commits;
@@ -176,7 +244,12 @@ function cpuOf(stderr: string): number {
 }
 
 /** The job's config: landing zone, the table folder `table`, hourly run starting at `start`. */
-async function configFile(ws: Workspace, label: string, start: string, table = 'table-base'): Promise<string> {
+async function configFile(
+  ws: Workspace,
+  label: string,
+  start: string,
+  table = 'table-base',
+): Promise<string> {
   const file = ws.path(`tidemark-${label}.yaml`);
   await writeFile(
     file,
@@ -197,7 +270,9 @@ async function fingerprint(dir: string): Promise<string> {
     const snapshot = await openTable(storage, session).snapshot();
     if (!snapshot) return 'no table';
     const row = await withTableScan(session, scanSource(storage), snapshot, (relation) =>
-      session.one(`SELECT count(*) AS n, sum(hash(order_id, status, updated_at, order_date, amount) % 1000000007) AS h FROM (${relation})`),
+      session.one(
+        `SELECT count(*) AS n, sum(hash(order_id, status, updated_at, order_date, amount) % 1000000007) AS h FROM (${relation})`,
+      ),
     );
     return `${String(row?.['n'])} rows, hash ${String(row?.['h'])}`;
   });
@@ -223,7 +298,9 @@ interface Summary {
 function summarize(runs: readonly ShardedRun[], order: readonly number[]): Summary[] {
   const median = (xs: number[]) => {
     const s = [...xs].sort((a, b) => a - b);
-    return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+    return s.length % 2 === 1
+      ? s[(s.length - 1) / 2]!
+      : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
   };
   const out = order.map((shards) => {
     const mine = runs.filter((r) => r.shards === shards);
@@ -247,7 +324,11 @@ function summarize(runs: readonly ShardedRun[], order: readonly number[]): Summa
     };
   });
   const base = out[0]!;
-  return out.map((s) => ({ ...s, speedup: s.rowsPerSecond / base.rowsPerSecond, cpuRatio: base.cpuMs === 0 ? 0 : s.cpuMs / base.cpuMs }));
+  return out.map((s) => ({
+    ...s,
+    speedup: s.rowsPerSecond / base.rowsPerSecond,
+    cpuRatio: base.cpuMs === 0 ? 0 : s.cpuMs / base.cpuMs,
+  }));
 }
 
 interface Exit {
@@ -259,7 +340,11 @@ interface Exit {
 /** Run the tidemark CLI (through tsx, like `npx tidemark` from a checkout) to its end. */
 function runCli(args: string[]): Promise<Exit> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', CPU_AT_EXIT, '--import', TSX, BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TIDEMARK_LOG_LEVEL: 'warn' } });
+    const child = spawn(
+      process.execPath,
+      ['--import', CPU_AT_EXIT, '--import', TSX, BIN, ...args],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TIDEMARK_LOG_LEVEL: 'warn' } },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));

@@ -22,7 +22,12 @@ export async function timed<T>(fn: () => Promise<T>): Promise<Timed<T>> {
   const start = performance.now();
   const value = await fn();
   const used = process.cpuUsage(cpu);
-  return { ms: performance.now() - start, cpuMs: (used.user + used.system) / 1000, peakRss: readPeakRss(perStep), value };
+  return {
+    ms: performance.now() - start,
+    cpuMs: (used.user + used.system) / 1000,
+    peakRss: readPeakRss(perStep),
+    value,
+  };
 }
 
 /** Named laps: each `lap(name)` records the time since the previous lap (or the start). */

@@ -51,7 +51,9 @@ export async function runCowFloor(spec: CowFloorSpec): Promise<Timed<CowFloorOut
 }
 
 async function keyedFiles(spec: CowFloorSpec): Promise<KeyedFile[]> {
-  const snapshot = await withSession((s) => openTable(LocalStorage.at(spec.table), s, { singleWriter: true }).snapshot());
+  const snapshot = await withSession((s) =>
+    openTable(LocalStorage.at(spec.table), s, { singleWriter: true }).snapshot(),
+  );
   if (!snapshot) throw new Error(`[bench] no Delta table at ${spec.table}`);
   return snapshot.files.map((f) => ({
     path: join(spec.table, ...f.path.split('/')),
@@ -60,10 +62,16 @@ async function keyedFiles(spec: CowFloorSpec): Promise<KeyedFile[]> {
   }));
 }
 
-async function applyBatch(s: DuckSession, spec: CowFloorSpec, files: readonly KeyedFile[]): Promise<CowFloorOutput> {
+async function applyBatch(
+  s: DuckSession,
+  spec: CowFloorSpec,
+  files: readonly KeyedFile[],
+): Promise<CowFloorOutput> {
   const k = ident(spec.key);
   // The table's columns, in its order: the landing columns plus the job's lineage columns.
-  const columns = (await s.all(`DESCRIBE SELECT * FROM read_parquet(${str(files[0]!.path)})`)).map((r) => ident(String(r['column_name'])));
+  const columns = (await s.all(`DESCRIBE SELECT * FROM read_parquet(${str(files[0]!.path)})`)).map(
+    (r) => ident(String(r['column_name'])),
+  );
   const list = columns.join(', ');
   await s.run(
     `CREATE TEMP TABLE batch AS SELECT * EXCLUDE (filename), filename AS _source_file, now() AS _source_modified ` +
@@ -71,13 +79,20 @@ async function applyBatch(s: DuckSession, spec: CowFloorSpec, files: readonly Ke
       `QUALIFY row_number() OVER (PARTITION BY ${k} ORDER BY ${ident(spec.orderBy)} DESC) = 1`,
   );
   const range = await s.one(`SELECT min(${k}) AS lo, max(${k}) AS hi FROM batch`);
-  const candidates = files.filter((f) => f.min === undefined || f.max === undefined || (Number(f.max) >= Number(range?.['lo']) && Number(f.min) <= Number(range?.['hi'])));
+  const candidates = files.filter(
+    (f) =>
+      f.min === undefined ||
+      f.max === undefined ||
+      (Number(f.max) >= Number(range?.['lo']) && Number(f.min) <= Number(range?.['hi'])),
+  );
   await s.run(
     candidates.length === 0
       ? `CREATE TEMP TABLE hits (f VARCHAR, ${k} BIGINT)`
       : `CREATE TEMP TABLE hits AS SELECT filename AS f, ${k} FROM read_parquet([${candidates.map((c) => str(c.path)).join(', ')}], filename = true) WHERE ${k} IN (SELECT ${k} FROM batch)`,
   );
-  const touched = (await s.all(`SELECT DISTINCT f FROM hits ORDER BY f`)).map((r) => String(r['f']));
+  const touched = (await s.all(`SELECT DISTINCT f FROM hits ORDER BY f`)).map((r) =>
+    String(r['f']),
+  );
   let rowsRewritten = 0;
   for (const [i, path] of touched.entries()) {
     const mine = `(SELECT ${k} FROM hits WHERE f = ${str(path)})`;
@@ -94,7 +109,12 @@ async function applyBatch(s: DuckSession, spec: CowFloorSpec, files: readonly Ke
       `TO ${str(inserts)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1)`,
   );
   const updated = Number((await s.one('SELECT count(*) AS n FROM hits'))?.['n'] ?? 0);
-  return { filesRewritten: touched.length, rowsRewritten, updated, inserted: await rowsIn(s, inserts) };
+  return {
+    filesRewritten: touched.length,
+    rowsRewritten,
+    updated,
+    inserted: await rowsIn(s, inserts),
+  };
 }
 
 async function rowsIn(s: DuckSession, path: string): Promise<number> {

@@ -27,7 +27,9 @@ export interface BenchEnv {
 export async function benchEnv(command: string): Promise<BenchEnv> {
   const session = await DuckSession.open();
   try {
-    const row = await session.one(`SELECT version() AS v, current_setting('threads')::INTEGER AS t`);
+    const row = await session.one(
+      `SELECT version() AS v, current_setting('threads')::INTEGER AS t`,
+    );
     return {
       startedAt: new Date().toISOString(),
       node: process.version,
@@ -47,7 +49,10 @@ export async function benchEnv(command: string): Promise<BenchEnv> {
 
 function gitCommit(): string | null {
   try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
   } catch {
     return null;
   }
@@ -70,7 +75,7 @@ export interface OtherLoad {
 }
 
 /** Start measuring other processes' CPU use; call the result to stop. Null off Linux. */
-export function watchOtherLoad(): (() => OtherLoad | null) {
+export function watchOtherLoad(): () => OtherLoad | null {
   const start = { busy: busyTicks(), own: process.cpuUsage(), at: performance.now() };
   return () => {
     const end = busyTicks();
@@ -97,6 +102,9 @@ function busyTicks(): number | null {
 /** A line about other processes' CPU use, for the end of a report. */
 export function describeOtherLoad(load: OtherLoad | null): string {
   if (load === null) return '';
-  const note = load.share > 0.1 ? ': other work shared the CPUs, so times are inflated; the ratios (same-run baselines, interleaved) hold better' : '';
+  const note =
+    load.share > 0.1
+      ? ': other work shared the CPUs, so times are inflated; the ratios (same-run baselines, interleaved) hold better'
+      : '';
   return `other processes used ${(load.share * 100).toFixed(0)} % of the machine's CPU time during the benchmark${note}\n`;
 }

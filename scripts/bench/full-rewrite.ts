@@ -52,12 +52,19 @@ export function upsertSql(relation: string, spec: UpsertSpec): string {
   const k = ident(spec.key);
   const o = ident(spec.orderBy);
   const takeBatch = `t.${k} IS NULL OR (b.${k} IS NOT NULL AND (t.${o} IS NULL OR b.${o} >= t.${o}))`;
-  const cols = spec.columns.map((c) => `CASE WHEN ${takeBatch} THEN b.${ident(c)} ELSE t.${ident(c)} END AS ${ident(c)}`);
+  const cols = spec.columns.map(
+    (c) => `CASE WHEN ${takeBatch} THEN b.${ident(c)} ELSE t.${ident(c)} END AS ${ident(c)}`,
+  );
   return `SELECT ${cols.join(', ')} FROM (${relation}) AS t FULL OUTER JOIN ${ident(spec.batch)} AS b ON t.${k} = b.${k} ORDER BY ${ident(spec.key)}`;
 }
 
 /** Rewrite the table at `dir` with the upsert applied, `targetFileRows` rows per file. */
-export async function fullRewrite(session: DuckSession, dir: string, spec: UpsertSpec, targetFileRows: number): Promise<RewriteResult> {
+export async function fullRewrite(
+  session: DuckSession,
+  dir: string,
+  spec: UpsertSpec,
+  targetFileRows: number,
+): Promise<RewriteResult> {
   const laps = new Laps();
   const storage = LocalStorage.at(dir);
   const table = openTable(storage, session, { singleWriter: true });
@@ -93,7 +100,11 @@ export async function fullRewrite(session: DuckSession, dir: string, spec: Upser
 }
 
 /** Remove every live file, add the new ones: Spark's `WRITE` in Overwrite mode. */
-async function commitOverwrite(table: DeltaTable, snapshot: Snapshot, files: readonly WrittenFile[]): Promise<number> {
+async function commitOverwrite(
+  table: DeltaTable,
+  snapshot: Snapshot,
+  files: readonly WrittenFile[],
+): Promise<number> {
   const now = Date.now();
   const result = await table.commit({
     actions: [
@@ -107,7 +118,12 @@ async function commitOverwrite(table: DeltaTable, snapshot: Snapshot, files: rea
       numOutputRows: String(files.reduce((n, f) => n + (f.stats.numRecords ?? 0), 0)),
       numOutputBytes: String(files.reduce((n, f) => n + f.size, 0)),
     },
-    read: { readVersion: snapshot.version, partitions: 'all', files: snapshot.files.map((f) => f.path), appIds: [] },
+    read: {
+      readVersion: snapshot.version,
+      partitions: 'all',
+      files: snapshot.files.map((f) => f.path),
+      appIds: [],
+    },
     isBlindAppend: false,
   });
   return result.version;
@@ -123,7 +139,13 @@ export interface LeanCopyResult {
  * One COPY of the upserted table's live files into `outDir`, `targetFileRows` rows per row
  * group and one row group per file: no stats, no commit (a lower bound, not a Delta write).
  */
-export async function leanCopy(session: DuckSession, dir: string, outDir: string, spec: UpsertSpec, targetFileRows: number): Promise<LeanCopyResult> {
+export async function leanCopy(
+  session: DuckSession,
+  dir: string,
+  outDir: string,
+  spec: UpsertSpec,
+  targetFileRows: number,
+): Promise<LeanCopyResult> {
   const laps = new Laps();
   const storage = LocalStorage.at(dir);
   const snapshot = await openTable(storage, session, { singleWriter: true }).snapshot();

@@ -29,7 +29,13 @@ export async function runHandwritten(session: DuckSession, spec: HandwrittenSpec
 }
 
 /** Row count and fingerprint of the pipeline's output over `columns`. */
-export async function parquetFingerprint(session: DuckSession, path: string, columns: readonly string[]): Promise<{ rows: number; hash: string }> {
-  const row = await session.one(`SELECT count(*)::BIGINT AS n, sum(hash(${columns.map(ident).join(', ')}))::VARCHAR AS h FROM read_parquet(${str(path)})`);
+export async function parquetFingerprint(
+  session: DuckSession,
+  path: string,
+  columns: readonly string[],
+): Promise<{ rows: number; hash: string }> {
+  const row = await session.one(
+    `SELECT count(*)::BIGINT AS n, sum(hash(${columns.map(ident).join(', ')}))::VARCHAR AS h FROM read_parquet(${str(path)})`,
+  );
   return { rows: Number(row?.['n'] ?? 0), hash: String(row?.['h'] ?? '') };
 }

@@ -40,19 +40,34 @@ export interface ChecksumResult {
 }
 
 /** Run (d); `expected` is (a)'s table, which both loads must equal. */
-export async function benchChecksums(ws: Workspace, spec: LandingSpec, repeat: number, expected: TableFingerprint): Promise<ChecksumResult> {
+export async function benchChecksums(
+  ws: Workspace,
+  spec: LandingSpec,
+  repeat: number,
+  expected: TableFingerprint,
+): Promise<ChecksumResult> {
   const server = await startEmbeddedS3({ buckets: [BUCKET], directory: ws.path('s3') });
-  const saved = { id: process.env['AWS_ACCESS_KEY_ID'], secret: process.env['AWS_SECRET_ACCESS_KEY'] };
+  const saved = {
+    id: process.env['AWS_ACCESS_KEY_ID'],
+    secret: process.env['AWS_SECRET_ACCESS_KEY'],
+  };
   // The job's S3 client takes credentials from the default chain, as in production.
   process.env['AWS_ACCESS_KEY_ID'] = server.credentials.accessKeyId;
   process.env['AWS_SECRET_ACCESS_KEY'] = server.credentials.secretAccessKey;
   const endpoint = { endpoint: server.endpoint, region: server.region, forcePathStyle: true };
   try {
     progress('(d) copying the landing zone to the embedded S3 server');
-    const bucket = new S3Storage({ bucket: BUCKET, ...endpoint, credentials: server.credentials, ...CHECKS_OFF });
+    const bucket = new S3Storage({
+      bucket: BUCKET,
+      ...endpoint,
+      credentials: server.credentials,
+      ...CHECKS_OFF,
+    });
     const files = await filesBelow(spec.root);
-    for (const file of files) await bucket.upload(`landing/${relative(spec.root, file).split('\\').join('/')}`, file);
-    for (const file of files.slice(0, 2)) await bucket.upload(`warm-up/${relative(spec.root, file).split('\\').join('/')}`, file);
+    for (const file of files)
+      await bucket.upload(`landing/${relative(spec.root, file).split('\\').join('/')}`, file);
+    for (const file of files.slice(0, 2))
+      await bucket.upload(`warm-up/${relative(spec.root, file).split('\\').join('/')}`, file);
     bucket.client.destroy();
     const load = (variant: 'on' | 'off', source: string, target: string) =>
       runOrdersJob(
@@ -65,19 +80,35 @@ export async function benchChecksums(ws: Workspace, spec: LandingSpec, repeat: n
         }),
       );
     // One-time costs of the first S3 load (clients, the credential chain, connections) fall on neither side.
-    for (const variant of ['on', 'off'] as const) await load(variant, 'warm-up', `warm-up-${variant}`);
-    const runs = { on: [] as Array<Awaited<ReturnType<typeof runOrdersJob>>>, off: [] as Array<Awaited<ReturnType<typeof runOrdersJob>>> };
+    for (const variant of ['on', 'off'] as const)
+      await load(variant, 'warm-up', `warm-up-${variant}`);
+    const runs = {
+      on: [] as Array<Awaited<ReturnType<typeof runOrdersJob>>>,
+      off: [] as Array<Awaited<ReturnType<typeof runOrdersJob>>>,
+    };
     for (let rep = 1; rep <= repeat; rep++) {
       // Alternate which goes first, so neither always meets a warmer server.
       const order = rep % 2 === 1 ? (['on', 'off'] as const) : (['off', 'on'] as const);
-      progress(`(d ${rep}/${repeat}) the initial load from and to S3, checks ${order.join(' then ')}`);
-      for (const variant of order) runs[variant].push(await load(variant, 'landing', `table-${variant}-${rep}`));
-      progress(`  on ${secs(runs.on[runs.on.length - 1]!.ms)}, off ${secs(runs.off[runs.off.length - 1]!.ms)}`);
+      progress(
+        `(d ${rep}/${repeat}) the initial load from and to S3, checks ${order.join(' then ')}`,
+      );
+      for (const variant of order)
+        runs[variant].push(await load(variant, 'landing', `table-${variant}-${rep}`));
+      progress(
+        `  on ${secs(runs.on[runs.on.length - 1]!.ms)}, off ${secs(runs.off[runs.off.length - 1]!.ms)}`,
+      );
     }
     const tables = await Promise.all(
       (['on', 'off'] as const).map((variant) => {
-        const table = new S3Storage({ bucket: BUCKET, prefix: `table-${variant}-${repeat}/`, ...endpoint, credentials: server.credentials });
-        return withSession((s) => fingerprintAt(s, table, ORDER_COLUMNS)).finally(() => table.client.destroy());
+        const table = new S3Storage({
+          bucket: BUCKET,
+          prefix: `table-${variant}-${repeat}/`,
+          ...endpoint,
+          credentials: server.credentials,
+        });
+        return withSession((s) => fingerprintAt(s, table, ORDER_COLUMNS)).finally(() =>
+          table.client.destroy(),
+        );
       }),
     );
     const [on, off] = [samplesOf(runs.on.map((r) => r.ms)), samplesOf(runs.off.map((r) => r.ms))];
@@ -88,7 +119,10 @@ export async function benchChecksums(ws: Workspace, spec: LandingSpec, repeat: n
       on,
       off,
       cost: on.median / off.median - 1,
-      cpuCost: samplesOf(runs.on.map((r) => r.cpuMs)).median / samplesOf(runs.off.map((r) => r.cpuMs)).median - 1,
+      cpuCost:
+        samplesOf(runs.on.map((r) => r.cpuMs)).median /
+          samplesOf(runs.off.map((r) => r.cpuMs)).median -
+        1,
       checked,
       unchecked,
       verified:
@@ -110,5 +144,8 @@ export async function benchChecksums(ws: Workspace, spec: LandingSpec, repeat: n
 
 async function filesBelow(root: string): Promise<string[]> {
   const entries = await readdir(root, { recursive: true, withFileTypes: true });
-  return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name)).sort();
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name))
+    .sort();
 }

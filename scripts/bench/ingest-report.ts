@@ -2,7 +2,13 @@
  * The ingest benchmark's printed tables: the three figures against their targets, where the
  * job's time goes (a traced real run), and what each run loaded.
  */
-import type { ChecksumResult, IncrementalResult, IngestBenchOptions, InitialResult, NoopResult } from './ingest.js';
+import type {
+  ChecksumResult,
+  IncrementalResult,
+  IngestBenchOptions,
+  InitialResult,
+  NoopResult,
+} from './ingest.js';
 import type { Samples } from './clock.js';
 import { PHASES } from '../../src/job/phases.js';
 import type { JobProfile } from './job.js';
@@ -10,7 +16,12 @@ import type { LandingSpec } from './landing.js';
 import { count, mib, pct, secs, sqlTable, times, verdict, type TextTable } from './report.js';
 
 /** The ingest targets (docs/benchmarks.md). */
-export const INGEST_TARGETS = { initialRatio: 1.5, incrementalRatio: 0.05, noopMs: 1000, checksumCost: 0.1 } as const;
+export const INGEST_TARGETS = {
+  initialRatio: 1.5,
+  incrementalRatio: 0.05,
+  noopMs: 1000,
+  checksumCost: 0.1,
+} as const;
 const TARGETS = INGEST_TARGETS;
 
 /** Everything the tables show. */
@@ -33,23 +44,73 @@ export function ingestTables(f: IngestFigures): TextTable[] {
     checksumTable(f.checksums),
     sqlTable('Slowest SQL, (a) initial load (traced run)', f.initial.profile.sql.slice(0, 8)),
     sqlTable('Slowest SQL, (b) incremental (traced run)', f.incremental.profile.sql.slice(0, 6)),
-    ...(w ? [sqlTable(`Slowest SQL, (b) what-if with files of ${count(w.targetFileRows)} rows (replica)`, w.profile.sql.slice(0, 6))] : []),
+    ...(w
+      ? [
+          sqlTable(
+            `Slowest SQL, (b) what-if with files of ${count(w.targetFileRows)} rows (replica)`,
+            w.profile.sql.slice(0, 6),
+          ),
+        ]
+      : []),
   ];
 }
 
 function summaryTable(f: IngestFigures): TextTable {
   const { initial: a, incremental: b, noop: c } = f;
   const landing = `${count(f.spec.files)} files, ${count(a.landingRows)} rows`;
-  const reps = f.opts.repeat > 1 ? `; times: median (min–max) of ${f.opts.repeat} interleaved runs, (c) of ${c.runs.ms.length}` : '';
+  const reps =
+    f.opts.repeat > 1
+      ? `; times: median (min–max) of ${f.opts.repeat} interleaved runs, (c) of ${c.runs.ms.length}`
+      : '';
   return {
     title: `tidemark ingest — landing zone: ${landing}, ${pct(f.spec.dupShare)} repeated keys, ${f.spec.filesPerDay} files/day${reps}`,
-    header: ['run', 'tidemark', 'baseline', 'baseline time', 'ratio', 'target', '', 'CPU ratio', 'check'],
+    header: [
+      'run',
+      'tidemark',
+      'baseline',
+      'baseline time',
+      'ratio',
+      'target',
+      '',
+      'CPU ratio',
+      'check',
+    ],
     rows: [
-      ['(a) initial load', spread(a.tidemark), 'hand-written DuckDB COPY', spread(a.handwritten), times(a.ratio), `≤ ${times(TARGETS.initialRatio)}`, verdict(a.ratio <= TARGETS.initialRatio), times(a.cpuRatio), ok(a.verified)],
-      [`(b) incremental, ${b.newFiles} new files`, spread(b.incremental), `full reload (${f.spec.files + b.newFiles} files)`, spread(b.fullReload), pct(b.ratio), `≤ ${pct(TARGETS.incrementalRatio)}`, verdict(b.ratio <= TARGETS.incrementalRatio), pct(b.cpuRatio), ok(b.verified)],
+      [
+        '(a) initial load',
+        spread(a.tidemark),
+        'hand-written DuckDB COPY',
+        spread(a.handwritten),
+        times(a.ratio),
+        `≤ ${times(TARGETS.initialRatio)}`,
+        verdict(a.ratio <= TARGETS.initialRatio),
+        times(a.cpuRatio),
+        ok(a.verified),
+      ],
+      [
+        `(b) incremental, ${b.newFiles} new files`,
+        spread(b.incremental),
+        `full reload (${f.spec.files + b.newFiles} files)`,
+        spread(b.fullReload),
+        pct(b.ratio),
+        `≤ ${pct(TARGETS.incrementalRatio)}`,
+        verdict(b.ratio <= TARGETS.incrementalRatio),
+        pct(b.cpuRatio),
+        ok(b.verified),
+      ],
       floorRow(f),
       ...whatIfRow(f),
-      [`(c) nothing new, ${c.commits} commits`, spread(c.runs), '-', '-', '-', `< ${secs(TARGETS.noopMs)}`, verdict(c.runs.median < TARGETS.noopMs), '-', ok(c.verified)],
+      [
+        `(c) nothing new, ${c.commits} commits`,
+        spread(c.runs),
+        '-',
+        '-',
+        '-',
+        `< ${secs(TARGETS.noopMs)}`,
+        verdict(c.runs.median < TARGETS.noopMs),
+        '-',
+        ok(c.verified),
+      ],
       checksumRow(f.checksums),
     ],
   };
@@ -59,7 +120,17 @@ function summaryTable(f: IngestFigures): TextTable {
 function floorRow(f: IngestFigures): string[] {
   const { floor, fullReload } = f.incremental;
   const name = `(b) floor: hand-written copy-on-write`;
-  return [name, spread(floor.runs), 'same full reload', spread(fullReload), pct(floor.ratio), 'reference', '', '-', ok(floor.verified)];
+  return [
+    name,
+    spread(floor.runs),
+    'same full reload',
+    spread(fullReload),
+    pct(floor.ratio),
+    'reference',
+    '',
+    '-',
+    ok(floor.verified),
+  ];
 }
 
 /** (b) again, had the loads written files of N rows (so an update rewrites one small file). */
@@ -67,13 +138,35 @@ function whatIfRow(f: IngestFigures): string[][] {
   const w = f.incremental.whatIf;
   if (!w) return [];
   const name = `(b) what-if: ${count(w.tableFiles)} files of ≤ ${count(w.targetFileRows)} rows`;
-  return [[name, spread(w.incremental), 'same full reload', spread(f.incremental.fullReload), pct(w.ratio), 'reference', '', '-', 'replica']];
+  return [
+    [
+      name,
+      spread(w.incremental),
+      'same full reload',
+      spread(f.incremental.fullReload),
+      pct(w.ratio),
+      'reference',
+      '',
+      '-',
+      'replica',
+    ],
+  ];
 }
 
 /** (d): the load with checks against the same load without; the ratio column is what they cost. */
 function checksumRow(d: ChecksumResult): string[] {
   const cost = `${signed(d.cost)} (${times(1 + d.cost)})`;
-  return ['(d) checksums: (a) from and to S3', spread(d.on), 'the same without checks', spread(d.off), cost, `< +${pct(TARGETS.checksumCost)}`, verdict(d.cost < TARGETS.checksumCost), signed(d.cpuCost), ok(d.verified)];
+  return [
+    '(d) checksums: (a) from and to S3',
+    spread(d.on),
+    'the same without checks',
+    spread(d.off),
+    cost,
+    `< +${pct(TARGETS.checksumCost)}`,
+    verdict(d.cost < TARGETS.checksumCost),
+    signed(d.cpuCost),
+    ok(d.verified),
+  ];
 }
 
 function signed(share: number): string {
@@ -82,7 +175,10 @@ function signed(share: number): string {
 
 /** What the loads of (d) checked, from their run reports. */
 function checksumTable(d: ChecksumResult): TextTable {
-  const kinds = (c: Record<string, number>) => Object.entries(c).map(([k, n]) => `${k} ${count(n)}`).join(', ') || '-';
+  const kinds = (c: Record<string, number>) =>
+    Object.entries(c)
+      .map(([k, n]) => `${k} ${count(n)}`)
+      .join(', ') || '-';
   return {
     title: '(d) what the loads checked (run reports, last load of each)',
     header: ['load', 'whole-object reads checked', "uploads checked against the store's answer"],
@@ -95,18 +191,34 @@ function checksumTable(d: ChecksumResult): TextTable {
 
 /** "median (min–max)" when repeated. */
 function spread(s: Samples): string {
-  return s.ms.length === 1 ? secs(s.median) : `${secs(s.median)} (${(s.min / 1000).toFixed(2)}–${(s.max / 1000).toFixed(2)})`;
+  return s.ms.length === 1
+    ? secs(s.median)
+    : `${secs(s.median)} (${(s.min / 1000).toFixed(2)}–${(s.max / 1000).toFixed(2)})`;
 }
 
 function phaseTable(f: IngestFigures): TextTable {
-  const row = (name: string, p: JobProfile, realMs: number) => [name, ...PHASES.map((s) => secs(p.phases[s])), secs(p.totalMs), secs(realMs)];
+  const row = (name: string, p: JobProfile, realMs: number) => [
+    name,
+    ...PHASES.map((s) => secs(p.phases[s])),
+    secs(p.totalMs),
+    secs(realMs),
+  ];
   return {
-    title: "Where the job spends its time (the run report's phase timings of one more run, statements traced)",
+    title:
+      "Where the job spends its time (the run report's phase timings of one more run, statements traced)",
     header: ['run', ...PHASES, 'profiled run', 'measured (median)'],
     rows: [
       row('(a) initial load', f.initial.profile, f.initial.tidemark.median),
       row('(b) incremental', f.incremental.profile, f.incremental.incremental.median),
-      ...(f.incremental.whatIf ? [row('(b) what-if', f.incremental.whatIf.profile, f.incremental.whatIf.incremental.median)] : []),
+      ...(f.incremental.whatIf
+        ? [
+            row(
+              '(b) what-if',
+              f.incremental.whatIf.profile,
+              f.incremental.whatIf.incremental.median,
+            ),
+          ]
+        : []),
     ],
   };
 }
@@ -128,7 +240,19 @@ function detailTable(f: IngestFigures): TextTable {
   ];
   return {
     title: `Runs (last of each; c: table of ${c.commits} commits built in ${secs(c.buildMs)}, version ${c.tableVersion}; no-op runs: ${c.runs.ms.map(secs).join(', ')})`,
-    header: ['run', 'files', 'rows read', 'after dedupe', 'inserted', 'updated', 'commits', 'version', 'table files', 'table size', 'table rows'],
+    header: [
+      'run',
+      'files',
+      'rows read',
+      'after dedupe',
+      'inserted',
+      'updated',
+      'commits',
+      'version',
+      'table files',
+      'table size',
+      'table rows',
+    ],
     rows: [r('(a) initial load', a.report, a.table), r('(b) incremental', b.report, b.table)],
   };
 }

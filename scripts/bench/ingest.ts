@@ -90,21 +90,44 @@ export async function benchIngest(opts: IngestBenchOptions): Promise<void> {
     const landing = await generate(spec);
     const initial = await benchInitial(ws, spec, landing, opts.repeat);
     const checksums = await benchChecksums(ws, spec, opts.repeat, initial.table);
-    const incremental = await benchIncremental(ws, spec, { repeat: opts.repeat, whatIfRows: opts.whatIfRows });
+    const incremental = await benchIncremental(ws, spec, {
+      repeat: opts.repeat,
+      whatIfRows: opts.whatIfRows,
+    });
     const noop = await benchNoop(ws, opts.commits);
     const otherLoad = stopWatch();
     printTables(ingestTables({ opts, spec, initial, incremental, noop, checksums }));
     process.stdout.write(`${INGEST_LEGEND}\n${describeOtherLoad(otherLoad)}`);
-    await writeJson(opts.jsonPath, { benchmark: 'ingest', env, otherLoad, options: opts, landing: spec, targets: INGEST_TARGETS, initial, incremental, noop, checksums });
+    await writeJson(opts.jsonPath, {
+      benchmark: 'ingest',
+      env,
+      otherLoad,
+      options: opts,
+      landing: spec,
+      targets: INGEST_TARGETS,
+      initial,
+      incremental,
+      noop,
+      checksums,
+    });
     process.stdout.write(`result: ${opts.jsonPath}\n`);
-    if (!initial.verified || !incremental.verified || !incremental.floor.verified || !noop.verified || !checksums.verified) throw new Error('[bench] ingest results failed verification');
+    if (
+      !initial.verified ||
+      !incremental.verified ||
+      !incremental.floor.verified ||
+      !noop.verified ||
+      !checksums.verified
+    )
+      throw new Error('[bench] ingest results failed verification');
   } finally {
     await ws.dispose();
   }
 }
 
 async function generate(spec: LandingSpec): Promise<LandingFile[]> {
-  progress(`writing the landing zone: ${spec.files} files × ${spec.rowsPerFile.toLocaleString('en-US')} rows`);
+  progress(
+    `writing the landing zone: ${spec.files} files × ${spec.rowsPerFile.toLocaleString('en-US')} rows`,
+  );
   const { ms, value } = await timed(() => withSession((s) => writeLanding(s, spec)));
   progress(`  ${secs(ms)}`);
   return value;
@@ -112,9 +135,22 @@ async function generate(spec: LandingSpec): Promise<LandingFile[]> {
 
 /** (c) A table of `commits` commits (one tiny file per batch), then runs that find nothing new. */
 async function benchNoop(ws: Workspace, commits: number): Promise<NoopResult> {
-  const spec: LandingSpec = { root: ws.path('tiny'), startDay: '2025-01-01', files: commits, rowsPerFile: 50, filesPerDay: FILES_PER_DAY, dupShare: DUP_SHARE };
+  const spec: LandingSpec = {
+    root: ws.path('tiny'),
+    startDay: '2025-01-01',
+    files: commits,
+    rowsPerFile: 50,
+    filesPerDay: FILES_PER_DAY,
+    dupShare: DUP_SHARE,
+  };
   await withSession((s) => writeLanding(s, spec));
-  const tiny = ordersJob({ name: 'tiny', source: spec.root, target: ws.path('table-commits'), maxFilesPerBatch: 1, spoolRoot: ws.dir });
+  const tiny = ordersJob({
+    name: 'tiny',
+    source: spec.root,
+    target: ws.path('table-commits'),
+    maxFilesPerBatch: 1,
+    spoolRoot: ws.dir,
+  });
   progress(`(c) building a table with ${commits} commits (one file per batch)`);
   const built = await runOrdersJob(tiny);
   progress(`  ${secs(built.ms)}; ${NOOP_RUNS} runs with nothing new`);
@@ -128,6 +164,11 @@ async function benchNoop(ws: Workspace, commits: number): Promise<NoopResult> {
     runs: samplesOf(runs.map((r) => r.ms)),
     verified:
       built.report.commits === commits &&
-      runs.every((r) => r.report.status === 'nothing-new' && r.report.commits === 0 && r.report.tableVersion === version),
+      runs.every(
+        (r) =>
+          r.report.status === 'nothing-new' &&
+          r.report.commits === 0 &&
+          r.report.tableVersion === version,
+      ),
   };
 }

@@ -46,7 +46,11 @@ export function ordersJob(spec: OrdersJobSpec): OrdersJob {
     jobs: [
       {
         name: spec.name,
-        source: { uri: spec.source, format: 'parquet', discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+        source: {
+          uri: spec.source,
+          format: 'parquet',
+          discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' },
+        },
         target: {
           uri: spec.target,
           mode: 'merge',
@@ -59,12 +63,19 @@ export function ordersJob(spec: OrdersJobSpec): OrdersJob {
       },
     ],
   });
-  const ctx: RunContext = { storage: config.storage, logger: silentLogger(), spoolRoot: spec.spoolRoot, tty: false };
+  const ctx: RunContext = {
+    storage: config.storage,
+    logger: silentLogger(),
+    spoolRoot: spec.spoolRoot,
+    tty: false,
+  };
   return { job: config.jobs[0]!, ctx };
 }
 
 /** One real run, timed (wall and process CPU); a failed run throws its error. */
-export async function runOrdersJob(j: OrdersJob): Promise<{ ms: number; cpuMs: number; report: RunReport }> {
+export async function runOrdersJob(
+  j: OrdersJob,
+): Promise<{ ms: number; cpuMs: number; report: RunReport }> {
   const { ms, cpuMs, value } = await timed(() => runJob(j.job, j.ctx));
   if (!value.ok) throw value.error;
   return { ms, cpuMs, report: value.report };
@@ -80,5 +91,9 @@ export interface JobProfile {
 /** One real run with every DuckDB statement traced; keeps the `top` slowest shapes. */
 export async function tracedProfile(j: OrdersJob, top = 8): Promise<JobProfile> {
   const { value, statements } = await traceSql(() => runOrdersJob(j));
-  return { totalMs: value.report.durationMs, phases: value.report.phases, sql: slowest(statements, top) };
+  return {
+    totalMs: value.report.durationMs,
+    phases: value.report.phases,
+    sql: slowest(statements, top),
+  };
 }

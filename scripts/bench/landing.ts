@@ -32,14 +32,19 @@ export interface LandingFile {
 }
 
 /** Write the zone's files; returns their keys (relative to `root`) in order. */
-export async function writeLanding(session: DuckSession, spec: LandingSpec): Promise<LandingFile[]> {
+export async function writeLanding(
+  session: DuckSession,
+  spec: LandingSpec,
+): Promise<LandingFile[]> {
   const out: LandingFile[] = [];
   const first = spec.firstFile ?? 0;
   for (let f = first; f < first + spec.files; f++) {
     const key = landingKey(spec, f);
     const path = join(spec.root, ...key.split('/'));
     await mkdir(join(path, '..'), { recursive: true });
-    await session.run(`COPY (${fileRowsSql(spec, f)}) TO ${str(path)} (FORMAT parquet, COMPRESSION zstd)`);
+    await session.run(
+      `COPY (${fileRowsSql(spec, f)}) TO ${str(path)} (FORMAT parquet, COMPRESSION zstd)`,
+    );
     out.push({ key, rows: spec.rowsPerFile });
   }
   return out;
@@ -47,7 +52,9 @@ export async function writeLanding(session: DuckSession, spec: LandingSpec): Pro
 
 /** `yyyy/mm/dd/orders-NNNNN.parquet` of file `f`. */
 export function landingKey(spec: LandingSpec, f: number): string {
-  const day = new Date(Date.parse(`${spec.startDay}T00:00:00Z`) + Math.floor(f / spec.filesPerDay) * 86_400_000);
+  const day = new Date(
+    Date.parse(`${spec.startDay}T00:00:00Z`) + Math.floor(f / spec.filesPerDay) * 86_400_000,
+  );
   const [y, m, d] = day.toISOString().slice(0, 10).split('-');
   return `${y}/${m}/${d}/orders-${String(f).padStart(5, '0')}.parquet`;
 }

@@ -60,11 +60,31 @@ export async function benchListing(opts: ListingBenchOptions): Promise<void> {
     printTables([
       {
         title: `a run with nothing new over ${count(result.objects)} objects (discover by modified${opts.incremental ? ', incrementalListing' : ''}, local folder)`,
-        header: ['objects', 'no-op run', 'CPU time', 'peak RSS', 'LIST requests', 'first run (loads 1 file)', 'verified'],
-        rows: [[count(result.objects), secs(result.runs.median), secs(result.cpu.median), mib(Math.max(...result.peakRssBytes)), count(result.listRequests), secs(result.firstRun.ms), result.verified ? 'yes' : 'NO']],
+        header: [
+          'objects',
+          'no-op run',
+          'CPU time',
+          'peak RSS',
+          'LIST requests',
+          'first run (loads 1 file)',
+          'verified',
+        ],
+        rows: [
+          [
+            count(result.objects),
+            secs(result.runs.median),
+            secs(result.cpu.median),
+            mib(Math.max(...result.peakRssBytes)),
+            count(result.listRequests),
+            secs(result.firstRun.ms),
+            result.verified ? 'yes' : 'NO',
+          ],
+        ],
       },
     ]);
-    process.stdout.write(`medians of ${opts.repeat} runs; peak RSS is the largest of the runs (the process's high-water mark, reset before each)\n${describeOtherLoad(otherLoad)}`);
+    process.stdout.write(
+      `medians of ${opts.repeat} runs; peak RSS is the largest of the runs (the process's high-water mark, reset before each)\n${describeOtherLoad(otherLoad)}`,
+    );
     await writeJson(opts.jsonPath, { benchmark: 'listing', env, otherLoad, options: opts, result });
     process.stdout.write(`result: ${opts.jsonPath}\n`);
     if (!result.verified) throw new Error('[bench] listing results failed verification');
@@ -79,16 +99,27 @@ function listingJob(ws: Workspace, start: string, incrementalListing: boolean) {
     jobs: [
       {
         name: 'events',
-        source: { uri: ws.path('landing'), format: 'ndjson', discover: { by: 'modified', start, incrementalListing } },
+        source: {
+          uri: ws.path('landing'),
+          format: 'ndjson',
+          discover: { by: 'modified', start, incrementalListing },
+        },
         target: { uri: ws.path('table'), mode: 'merge', key: ['id'], orderBy: 'seq' },
       },
     ],
   });
-  const ctx: RunContext = { storage: config.storage, logger: silentLogger(), spoolRoot: ws.dir, tty: false };
+  const ctx: RunContext = {
+    storage: config.storage,
+    logger: silentLogger(),
+    spoolRoot: ws.dir,
+    tty: false,
+  };
   return { job: config.jobs[0]!, ctx };
 }
 
-async function run(j: ReturnType<typeof listingJob>): Promise<{ ms: number; cpuMs: number; peak: number; report: RunReport }> {
+async function run(
+  j: ReturnType<typeof listingJob>,
+): Promise<{ ms: number; cpuMs: number; peak: number; report: RunReport }> {
   const { ms, cpuMs, peakRss, value } = await timed(() => runJob(j.job, j.ctx));
   if (!value.ok) throw value.error;
   return { ms, cpuMs, peak: peakRss.bytes, report: value.report };
@@ -103,7 +134,11 @@ async function measure(ws: Workspace, opts: ListingBenchOptions): Promise<Listin
       const dir = ws.path('landing', `batch-${String(f).padStart(5, '0')}`);
       await mkdir(dir, { recursive: true });
       const n = Math.min(PER_FOLDER, opts.objects - f * PER_FOLDER);
-      await Promise.all(Array.from({ length: n }, (_, i) => limit(() => writeFile(join(dir, `e-${String(i).padStart(4, '0')}.ndjson`), ''))));
+      await Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          limit(() => writeFile(join(dir, `e-${String(i).padStart(4, '0')}.ndjson`), '')),
+        ),
+      );
       if (f % 100 === 99) progress(`  ${count((f + 1) * PER_FOLDER)}`);
     }
   });
@@ -121,7 +156,9 @@ async function measure(ws: Workspace, opts: ListingBenchOptions): Promise<Listin
   const runs = [];
   for (let i = 0; i < opts.repeat; i++) {
     const r = await run(j);
-    progress(`no-op run ${i + 1}/${opts.repeat}: ${secs(r.ms)}, peak RSS ${mib(r.peak)}, ${r.report.listRequests ?? '?'} LIST requests`);
+    progress(
+      `no-op run ${i + 1}/${opts.repeat}: ${secs(r.ms)}, peak RSS ${mib(r.peak)}, ${r.report.listRequests ?? '?'} LIST requests`,
+    );
     runs.push(r);
   }
   return {
@@ -132,6 +169,8 @@ async function measure(ws: Workspace, opts: ListingBenchOptions): Promise<Listin
     cpu: samplesOf(runs.map((r) => r.cpuMs)),
     peakRssBytes: runs.map((r) => r.peak),
     listRequests: runs[0]?.report.listRequests ?? 0,
-    verified: first.report.filesLoaded === 1 && runs.every((r) => r.report.status === 'nothing-new' && r.report.commits === 0),
+    verified:
+      first.report.filesLoaded === 1 &&
+      runs.every((r) => r.report.status === 'nothing-new' && r.report.commits === 0),
   };
 }

@@ -39,7 +39,19 @@ export interface MemoryBenchOptions {
 }
 
 /** Columns of the landing, the table's data columns (the job adds lineage columns). */
-const COLUMNS = ['order_id', 'customer_id', 'status', 'amount', 'updated_at', 'note_1', 'note_2', 'note_3', 'note_4', 'note_5', 'note_6'];
+const COLUMNS = [
+  'order_id',
+  'customer_id',
+  'status',
+  'amount',
+  'updated_at',
+  'note_1',
+  'note_2',
+  'note_3',
+  'note_4',
+  'note_5',
+  'note_6',
+];
 /** Share of rows repeating an earlier order with a later updated_at (the dedupe has work). */
 const DUP_SHARE = 0.02;
 /** All files go in one batch: far more than the landing's files and bytes. */
@@ -96,9 +108,13 @@ export async function benchMemory(opts: MemoryBenchOptions): Promise<void> {
   const stopWatch = watchOtherLoad();
   try {
     const landing = ws.path('landing');
-    progress(`writing the landing zone: ${opts.files} Parquet files, ${count(opts.rows)} wide rows`);
+    progress(
+      `writing the landing zone: ${opts.files} Parquet files, ${count(opts.rows)} wide rows`,
+    );
     const written = await timed(() => withSession((s) => writeWideLanding(s, landing, opts)));
-    progress(`  ${secs(written.ms)}; ${mib(written.value.duckBytes)} in DuckDB, ${mib(written.value.fileBytes)} of Parquet`);
+    progress(
+      `  ${secs(written.ms)}; ${mib(written.value.duckBytes)} in DuckDB, ${mib(written.value.fileBytes)} of Parquet`,
+    );
     const expected = await withSession((s) => landingFingerprint(s, landing));
 
     // Interleaved, so a burst of other work on the machine spreads over all limits.
@@ -106,36 +122,68 @@ export async function benchMemory(opts: MemoryBenchOptions): Promise<void> {
     const samples = new Map<number | null, LoadSample[]>(limits.map((l) => [l, []]));
     for (let rep = 1; rep <= opts.repeat; rep++) {
       for (const limit of limits) {
-        progress(`(${rep}/${opts.repeat}) loading with memory limit ${limit === null ? 'unlimited' : mib(limit)}`);
+        progress(
+          `(${rep}/${opts.repeat}) loading with memory limit ${limit === null ? 'unlimited' : mib(limit)}`,
+        );
         const target = ws.path('table');
         const child = await runChild({ landing, target, spoolRoot: ws.path('spool'), limit });
-        const table = child.status === 'succeeded' ? await withSession((s) => fingerprint(s, target, COLUMNS)) : null;
+        const table =
+          child.status === 'succeeded'
+            ? await withSession((s) => fingerprint(s, target, COLUMNS))
+            : null;
         await rm(target, { recursive: true, force: true });
-        const verified = table !== null && table.rows === expected.rows && table.hash === expected.hash;
+        const verified =
+          table !== null && table.rows === expected.rows && table.hash === expected.hash;
         samples.get(limit)!.push({ ...child, tableRows: table?.rows ?? null, verified });
-        progress(`  ${secs(child.ms)}, CPU ${secs(child.cpuMs)}, peak RSS ${mib(child.peakRss)}, spool ${mib(child.peakSpool)}${child.error ? `, FAILED: ${child.error}` : ''}`);
+        progress(
+          `  ${secs(child.ms)}, CPU ${secs(child.cpuMs)}, peak RSS ${mib(child.peakRss)}, spool ${mib(child.peakSpool)}${child.error ? `, FAILED: ${child.error}` : ''}`,
+        );
       }
     }
     const baseline = summarise(null, samples.get(null)!, null);
-    const loads = limits.map((limit) => (limit === null ? baseline : summarise(limit, samples.get(limit)!, baseline)));
+    const loads = limits.map((limit) =>
+      limit === null ? baseline : summarise(limit, samples.get(limit)!, baseline),
+    );
     const childCpuSeconds = [...samples.values()].flat().reduce((n, l) => n + l.cpuMs / 1000, 0);
     const otherLoad = stopWatch();
     printTables([memoryTable(opts, written.value, loads)]);
-    for (const l of loads.filter((x) => x.error)) process.stdout.write(`${l.limit === null ? 'unlimited' : mib(l.limit)} failed: ${l.error}\n`);
+    for (const l of loads.filter((x) => x.error))
+      process.stdout.write(`${l.limit === null ? 'unlimited' : mib(l.limit)} failed: ${l.error}\n`);
     // The children's CPU is not this process's, so watchOtherLoad counts it as others': take it out.
     const othersShare =
-      otherLoad === null ? null : otherLoad.cpuSeconds === 0 ? 0 : (Math.max(0, otherLoad.cpuSeconds - childCpuSeconds) / otherLoad.cpuSeconds) * otherLoad.share;
-    if (othersShare !== null) process.stdout.write(`other processes used ${(othersShare * 100).toFixed(0)} % of the machine's CPU time during the benchmark\n`);
-    await writeJson(opts.jsonPath, { benchmark: 'memory', env, options: opts, landing: written.value, expected, loads, otherLoadShare: othersShare });
+      otherLoad === null
+        ? null
+        : otherLoad.cpuSeconds === 0
+          ? 0
+          : (Math.max(0, otherLoad.cpuSeconds - childCpuSeconds) / otherLoad.cpuSeconds) *
+            otherLoad.share;
+    if (othersShare !== null)
+      process.stdout.write(
+        `other processes used ${(othersShare * 100).toFixed(0)} % of the machine's CPU time during the benchmark\n`,
+      );
+    await writeJson(opts.jsonPath, {
+      benchmark: 'memory',
+      env,
+      options: opts,
+      landing: written.value,
+      expected,
+      loads,
+      otherLoadShare: othersShare,
+    });
     process.stdout.write(`result: ${opts.jsonPath}\n`);
-    if (!loads.every((l) => l.verified)) throw new Error('[bench] memory: a load failed or its table differs from the landing');
+    if (!loads.every((l) => l.verified))
+      throw new Error('[bench] memory: a load failed or its table differs from the landing');
   } finally {
     await ws.dispose();
   }
 }
 
 /** Medians of the times, the worst peaks; ratios against the baseline's medians (1 for the baseline). */
-function summarise(limit: number | null, samples: LoadSample[], baseline: LoadResult | null): LoadResult {
+function summarise(
+  limit: number | null,
+  samples: LoadSample[],
+  baseline: LoadResult | null,
+): LoadResult {
   const ms = samplesOf(samples.map((x) => x.ms)).median;
   const cpuMs = samplesOf(samples.map((x) => x.cpuMs)).median;
   const error = samples.find((x) => x.error)?.error;
@@ -167,7 +215,11 @@ interface WrittenLanding {
  * `files` Parquet files of wide order rows in one day folder (one batch). Six 32-character notes
  * per row (md5 text: incompressible in memory) make a row about 300 bytes in DuckDB.
  */
-async function writeWideLanding(session: DuckSession, root: string, opts: MemoryBenchOptions): Promise<WrittenLanding> {
+async function writeWideLanding(
+  session: DuckSession,
+  root: string,
+  opts: MemoryBenchOptions,
+): Promise<WrittenLanding> {
   const perFile = Math.ceil(opts.rows / opts.files);
   const dups = Math.round(perFile * DUP_SHARE);
   const day = join(root, '2026', '01', '01');
@@ -176,14 +228,18 @@ async function writeWideLanding(session: DuckSession, root: string, opts: Memory
     const fresh = `SELECT (${f * perFile} + j)::BIGINT AS order_id, 0 AS later FROM range(1, ${perFile - dups + 1}) AS r(j)`;
     // Repeats of orders of this file or earlier ones, an hour later.
     const repeats = `SELECT (1 + hash(${f}, j) % ${(f + 1) * perFile - dups})::BIGINT AS order_id, j AS later FROM range(1, ${dups + 1}) AS r(j)`;
-    const notes = [1, 2, 3, 4, 5, 6].map((n) => `md5(concat(order_id, '/', later, '/${n}')) AS note_${n}`).join(', ');
+    const notes = [1, 2, 3, 4, 5, 6]
+      .map((n) => `md5(concat(order_id, '/', later, '/${n}')) AS note_${n}`)
+      .join(', ');
     const sql =
       `SELECT order_id, (hash(order_id) % 500000 + 1)::BIGINT AS customer_id, ` +
       `(['new', 'paid', 'shipped', 'delivered'])[(hash(order_id, later) % 4 + 1)::INTEGER] AS status, ` +
       `((hash(order_id * 13 + later) % 100000)::DECIMAL(12, 2) / 100)::DECIMAL(12, 2) AS amount, ` +
       `TIMESTAMPTZ '2026-01-01 00:00:00+00' + to_milliseconds(order_id) + to_hours(later::BIGINT) AS updated_at, ${notes} ` +
       `FROM (${fresh} UNION ALL ${repeats})`;
-    await session.run(`COPY (${sql}) TO ${str(join(day, `orders-${String(f).padStart(4, '0')}.parquet`))} (FORMAT parquet, COMPRESSION zstd)`);
+    await session.run(
+      `COPY (${sql}) TO ${str(join(day, `orders-${String(f).padStart(4, '0')}.parquet`))} (FORMAT parquet, COMPRESSION zstd)`,
+    );
   }
   const glob = str(join(root, '**', '*.parquet'));
   await session.run(`CREATE TEMP TABLE landed AS SELECT * FROM read_parquet(${glob})`);
@@ -193,15 +249,26 @@ async function writeWideLanding(session: DuckSession, root: string, opts: Memory
       `(SELECT sum(total_compressed_size)::BIGINT FROM parquet_metadata(${glob})) AS disk`,
   );
   // duckdb_tables().estimated_size counts rows only; measure the blocks the table holds instead.
-  const used = await session.one(`SELECT sum(memory_usage_bytes)::BIGINT AS b FROM duckdb_memory() WHERE tag IN ('IN_MEMORY_TABLE', 'OVERFLOW_STRINGS')`);
+  const used = await session.one(
+    `SELECT sum(memory_usage_bytes)::BIGINT AS b FROM duckdb_memory() WHERE tag IN ('IN_MEMORY_TABLE', 'OVERFLOW_STRINGS')`,
+  );
   await session.run('DROP TABLE landed');
-  return { rows: Number(sizes?.['n'] ?? 0), duckBytes: Number(used?.['b'] ?? sizes?.['est'] ?? 0), fileBytes: Number(sizes?.['disk'] ?? 0) };
+  return {
+    rows: Number(sizes?.['n'] ?? 0),
+    duckBytes: Number(used?.['b'] ?? sizes?.['est'] ?? 0),
+    fileBytes: Number(sizes?.['disk'] ?? 0),
+  };
 }
 
 /** Row count and hash of the latest row per order, straight from the landing's files. */
-async function landingFingerprint(session: DuckSession, root: string): Promise<{ rows: number; hash: string }> {
+async function landingFingerprint(
+  session: DuckSession,
+  root: string,
+): Promise<{ rows: number; hash: string }> {
   const latest = `SELECT * FROM read_parquet(${str(join(root, '**', '*.parquet'))}) QUALIFY row_number() OVER (PARTITION BY order_id ORDER BY updated_at DESC) = 1`;
-  const row = await session.one(`SELECT count(*)::BIGINT AS n, sum(hash(${COLUMNS.map(ident).join(', ')}))::VARCHAR AS h FROM (${latest})`);
+  const row = await session.one(
+    `SELECT count(*)::BIGINT AS n, sum(hash(${COLUMNS.map(ident).join(', ')}))::VARCHAR AS h FROM (${latest})`,
+  );
   return { rows: Number(row?.['n'] ?? 0), hash: String(row?.['h'] ?? '') };
 }
 
@@ -222,13 +289,18 @@ async function runChild(spec: ChildSpec): Promise<Omit<LoadSample, 'tableRows' |
     ...process.execArgv,
     script,
     'memory-run',
-    '--landing', spec.landing,
-    '--target', spec.target,
-    '--spool', spec.spoolRoot,
+    '--landing',
+    spec.landing,
+    '--target',
+    spec.target,
+    '--spool',
+    spec.spoolRoot,
     ...(spec.limit === null ? [] : ['--limit', String(spec.limit)]),
   ];
   const useTime = existsSync(TIME_BINARY);
-  const [command, argv] = useTime ? [TIME_BINARY, ['-v', process.execPath, ...args]] : [process.execPath, args];
+  const [command, argv] = useTime
+    ? [TIME_BINARY, ['-v', process.execPath, ...args]]
+    : [process.execPath, args];
   await mkdir(spec.spoolRoot, { recursive: true });
   const spool = watchFolderSize(spec.spoolRoot);
   const { code, stdout, stderr } = await capture(command, argv).finally(() => spool.stop());
@@ -237,9 +309,13 @@ async function runChild(spec: ChildSpec): Promise<Omit<LoadSample, 'tableRows' |
   try {
     result = JSON.parse(line) as ChildResult;
   } catch {
-    throw new Error(`[bench] memory: the child exited ${code} without a result\n${stderr.slice(-4000)}`);
+    throw new Error(
+      `[bench] memory: the child exited ${code} without a result\n${stderr.slice(-4000)}`,
+    );
   }
-  const timeKiB = useTime ? /Maximum resident set size \(kbytes\): (\d+)/.exec(stderr)?.[1] : undefined;
+  const timeKiB = useTime
+    ? /Maximum resident set size \(kbytes\): (\d+)/.exec(stderr)?.[1]
+    : undefined;
   const peakSpool = spool.peak();
   return timeKiB === undefined
     ? { ...result, peakSpool, peakRss: result.maxRssKiB * 1024, peakRssSource: 'resourceUsage' }
@@ -266,20 +342,34 @@ async function folderBytes(dir: string): Promise<number> {
   for (const e of entries) {
     if (!e.isFile()) continue;
     // Spill files come and go while the child works.
-    total += await stat(join(e.parentPath, e.name)).then((st) => st.size, () => 0);
+    total += await stat(join(e.parentPath, e.name)).then(
+      (st) => st.size,
+      () => 0,
+    );
   }
   return total;
 }
-
 
 /** `memory-run`: the child's side. One real run of the job; prints its figures as one JSON line. */
 export async function memoryRun(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { landing: { type: 'string' }, target: { type: 'string' }, spool: { type: 'string' }, limit: { type: 'string' } },
+    options: {
+      landing: { type: 'string' },
+      target: { type: 'string' },
+      spool: { type: 'string' },
+      limit: { type: 'string' },
+    },
   });
-  if (!values.landing || !values.target || !values.spool) throw new Error('[bench] memory-run needs --landing, --target and --spool');
-  const j = ordersJob({ name: 'wide', source: values.landing, target: values.target, spoolRoot: values.spool, ...ONE_BATCH });
+  if (!values.landing || !values.target || !values.spool)
+    throw new Error('[bench] memory-run needs --landing, --target and --spool');
+  const j = ordersJob({
+    name: 'wide',
+    source: values.landing,
+    target: values.target,
+    spoolRoot: values.spool,
+    ...ONE_BATCH,
+  });
   // As the CLI passes the config's `engine`; threads left to DuckDB (one per core), like the default config.
   if (values.limit) j.ctx.engine = { memoryLimit: Number(values.limit) };
   let result: ChildResult;
@@ -288,18 +378,42 @@ export async function memoryRun(argv: string[]): Promise<void> {
     const { status, rowsRead, rowsAfterDedupe, commits } = report;
     result = { ms, cpuMs, maxRssKiB: 0, status, rowsRead, rowsAfterDedupe, commits };
   } catch (err) {
-    result = { ms: 0, cpuMs: 0, maxRssKiB: 0, status: 'failed', rowsRead: 0, rowsAfterDedupe: 0, commits: 0, error: (err instanceof Error ? err.message : String(err)).split('\n')[0] };
+    result = {
+      ms: 0,
+      cpuMs: 0,
+      maxRssKiB: 0,
+      status: 'failed',
+      rowsRead: 0,
+      rowsAfterDedupe: 0,
+      commits: 0,
+      error: (err instanceof Error ? err.message : String(err)).split('\n')[0],
+    };
   }
   result.maxRssKiB = process.resourceUsage().maxRSS;
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
-function memoryTable(opts: MemoryBenchOptions, landing: WrittenLanding, loads: readonly LoadResult[]): TextTable {
+function memoryTable(
+  opts: MemoryBenchOptions,
+  landing: WrittenLanding,
+  loads: readonly LoadResult[],
+): TextTable {
   return {
     title:
       `One batch of ${count(landing.rows)} wide rows (${mib(landing.duckBytes)} as a DuckDB table, ${mib(landing.fileBytes)} of Parquet in ${opts.files} files), ` +
       `loaded by the job in one commit (MERGE creating the table), ${cpus().length} DuckDB threads; medians of ${opts.repeat}`,
-    header: ['engine.memoryLimit', 'batch / limit', 'time', 'vs unlimited', 'CPU', 'vs unlimited', 'peak RSS', 'peak spool', 'rows', 'verified'],
+    header: [
+      'engine.memoryLimit',
+      'batch / limit',
+      'time',
+      'vs unlimited',
+      'CPU',
+      'vs unlimited',
+      'peak RSS',
+      'peak spool',
+      'rows',
+      'verified',
+    ],
     rows: loads.map((l) => [
       l.limit === null ? 'unlimited (DuckDB: 80 % of RAM)' : mib(l.limit),
       l.limit === null ? '-' : times(landing.duckBytes / l.limit),

@@ -3,33 +3,76 @@
  * MERGE and of the full rewrite, and what the MERGE did.
  */
 import type { Samples } from './clock.js';
-import { MERGE_TARGETS, bytesWritten, isVerified, timeTarget, type BaseTable, type MergeBenchOptions, type VariantResult } from './merge.js';
+import {
+  MERGE_TARGETS,
+  bytesWritten,
+  isVerified,
+  timeTarget,
+  type BaseTable,
+  type MergeBenchOptions,
+  type VariantResult,
+} from './merge.js';
 import type { PeakRss } from './peak-rss.js';
 import { count, mib, pct, secs, sqlTable, verdict, type TextTable } from './report.js';
 
 /** The summary, phase and outcome tables, then the slowest statements of each MERGE. */
-export function mergeTables(opts: MergeBenchOptions, base: BaseTable, variants: readonly VariantResult[]): TextTable[] {
+export function mergeTables(
+  opts: MergeBenchOptions,
+  base: BaseTable,
+  variants: readonly VariantResult[],
+): TextTable[] {
   return [
     summaryTable(opts, base, variants),
     phaseTable(variants),
     outcomeTable(variants),
-    ...variants.map((v) => sqlTable(`Slowest SQL of the last MERGE, ${v.spread} (full rewrite's in the JSON result)`, v.sql.merge.slice(0, 6))),
+    ...variants.map((v) =>
+      sqlTable(
+        `Slowest SQL of the last MERGE, ${v.spread} (full rewrite's in the JSON result)`,
+        v.sql.merge.slice(0, 6),
+      ),
+    ),
   ];
 }
 
 /** "median (min–max)" when repeated. */
 function spread(s: Samples): string {
-  return s.ms.length === 1 ? secs(s.median) : `${secs(s.median)} (${(s.min / 1000).toFixed(2)}–${(s.max / 1000).toFixed(2)})`;
+  return s.ms.length === 1
+    ? secs(s.median)
+    : `${secs(s.median)} (${(s.min / 1000).toFixed(2)}–${(s.max / 1000).toFixed(2)})`;
 }
 
-function summaryTable(opts: MergeBenchOptions, base: BaseTable, variants: readonly VariantResult[]): TextTable {
+function summaryTable(
+  opts: MergeBenchOptions,
+  base: BaseTable,
+  variants: readonly VariantResult[],
+): TextTable {
   const fp = base.fingerprint;
-  const reps = opts.repeat > 1 ? `; times: median (min–max) of ${opts.repeat} interleaved runs` : '';
+  const reps =
+    opts.repeat > 1 ? `; times: median (min–max) of ${opts.repeat} interleaved runs` : '';
   return {
     title:
       `MERGE of ${count(opts.changes)} changed rows vs full rewrite — table: ${count(fp.rows)} rows, ${fp.files} files, ${mib(fp.bytes)}; ` +
       `deletion vectors: ${opts.deletionVectors}${opts.partitionBy.length > 0 ? `; partitioned by ${opts.partitionBy.join(', ')}` : ''}${reps}`,
-    header: ['changes', 'MERGE', 'full rewrite', 'MERGE/rewrite', 'target', '', 'CPU ratio', 'written', '% of bytes', 'target', '', 'peak RSS', 'target', '', 'rewrite RSS', 'lean COPY', 'MERGE/lean', 'check'],
+    header: [
+      'changes',
+      'MERGE',
+      'full rewrite',
+      'MERGE/rewrite',
+      'target',
+      '',
+      'CPU ratio',
+      'written',
+      '% of bytes',
+      'target',
+      '',
+      'peak RSS',
+      'target',
+      '',
+      'rewrite RSS',
+      'lean COPY',
+      'MERGE/lean',
+      'check',
+    ],
     rows: variants.map((v) => {
       const time = timeTarget(v.spread, fp.rows);
       const bytes = MERGE_TARGETS[v.spread].bytesRatio;
@@ -71,8 +114,14 @@ function phaseTable(variants: readonly VariantResult[]): TextTable {
   const phases = ['prepare', 'prune', 'classify', 'write', 'commit'] as const;
   const rw = ['snapshot', 'rewrite', 'upload', 'commit'] as const;
   return {
-    title: 'Phases of the last run (MERGE: its staged durations and the commit; full rewrite: snapshot, read+upsert+sort+write, upload, commit)',
-    header: ['changes', ...phases.map((p) => `MERGE ${p}`), 'MERGE total', ...rw.map((p) => `rewrite ${p}`)],
+    title:
+      'Phases of the last run (MERGE: its staged durations and the commit; full rewrite: snapshot, read+upsert+sort+write, upload, commit)',
+    header: [
+      'changes',
+      ...phases.map((p) => `MERGE ${p}`),
+      'MERGE total',
+      ...rw.map((p) => `rewrite ${p}`),
+    ],
     rows: variants.map((v) => [
       v.spread,
       ...phases.map((p) => secs(v.lastMerge.durations[p])),
@@ -85,7 +134,24 @@ function phaseTable(variants: readonly VariantResult[]): TextTable {
 function outcomeTable(variants: readonly VariantResult[]): TextTable {
   return {
     title: 'MERGE outcome (last run) and checks',
-    header: ['changes', 'inserted', 'updated', 'stale', 'scanned', 'read', 'removed', 'rewritten', 'added', 'new DVs', 'DV bytes', 'rows copied', 'rows after', 'expected', '= rewrite', 'samples'],
+    header: [
+      'changes',
+      'inserted',
+      'updated',
+      'stale',
+      'scanned',
+      'read',
+      'removed',
+      'rewritten',
+      'added',
+      'new DVs',
+      'DV bytes',
+      'rows copied',
+      'rows after',
+      'expected',
+      '= rewrite',
+      'samples',
+    ],
     rows: variants.map((v) => {
       const m = v.lastMerge;
       return [

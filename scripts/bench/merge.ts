@@ -20,7 +20,15 @@ import { rm } from 'node:fs/promises';
 import { samplesOf, timed, type Samples } from './clock.js';
 import { benchEnv, describeEnv, describeOtherLoad, watchOtherLoad } from './env.js';
 import { fullRewrite, leanCopy, type RewriteResult, type UpsertSpec } from './full-rewrite.js';
-import { ORDER_COLUMNS, ORDER_KEY, ORDER_VERSION, createChangeBatch, createOrdersTable, type ChangeSpec, type ChangeSpread } from './orders.js';
+import {
+  ORDER_COLUMNS,
+  ORDER_KEY,
+  ORDER_VERSION,
+  createChangeBatch,
+  createOrdersTable,
+  type ChangeSpec,
+  type ChangeSpread,
+} from './orders.js';
 import { mergeTables } from './merge-report.js';
 import type { PeakRss } from './peak-rss.js';
 import { count, mib, printTables, secs, writeJson } from './report.js';
@@ -35,7 +43,7 @@ const SQL_TOP = 8;
 /** What the baselines are, printed under the tables. */
 const MERGE_LEGEND = [
   'full rewrite: read every live file with DuckDB, upsert the batch in SQL (incoming wins when not older), sort by order_id,',
-  '  write through tidemark\'s writeDataFiles (same rows per file, stats, zstd) and commit an overwrite (remove all, add all).',
+  "  write through tidemark's writeDataFiles (same rows per file, stats, zstd) and commit an overwrite (remove all, add all).",
   'lean COPY: the same upsert and sort as one DuckDB COPY into files of the same row count, no stats, no Delta commit (a lower bound).',
 ].join('\n');
 
@@ -54,7 +62,9 @@ export const MERGE_TARGETS = {
 /** The time target of a variant at this table size. */
 export function timeTarget(spread: ChangeSpread, rows: number): number {
   if (spread === 'newest') return MERGE_TARGETS.newest.timeRatio;
-  return rows >= MERGE_TARGETS.scatteredAtScale.rows ? MERGE_TARGETS.scatteredAtScale.timeRatio : MERGE_TARGETS.scattered.timeRatio;
+  return rows >= MERGE_TARGETS.scatteredAtScale.rows
+    ? MERGE_TARGETS.scatteredAtScale.timeRatio
+    : MERGE_TARGETS.scattered.timeRatio;
 }
 
 /** Sizes of the benchmark; the defaults are the issue's. */
@@ -100,7 +110,13 @@ export interface VariantResult {
   bytesRatio: number;
   /** Slowest statements of the last repetition. */
   sql: { merge: SlowSql[]; rewrite: SlowSql[] };
-  verified: { rowsExpected: number; mergeRows: number; rewriteRows: number; fingerprintsEqual: boolean; sampledMismatches: number };
+  verified: {
+    rowsExpected: number;
+    mergeRows: number;
+    rewriteRows: number;
+    fingerprintsEqual: boolean;
+    sampledMismatches: number;
+  };
 }
 
 /** Run the benchmark, print its tables and write the JSON result. */
@@ -112,14 +128,26 @@ export async function benchMerge(opts: MergeBenchOptions): Promise<void> {
   try {
     const base = await buildBase(ws, opts);
     const variants: VariantResult[] = [];
-    for (const spread of ['newest', 'scattered'] as const) variants.push(await runVariant(ws, opts, base, spread));
+    for (const spread of ['newest', 'scattered'] as const)
+      variants.push(await runVariant(ws, opts, base, spread));
     const otherLoad = stopWatch();
     printTables(mergeTables(opts, base, variants));
     process.stdout.write(`${MERGE_LEGEND}\n${describeOtherLoad(otherLoad)}`);
-    await writeJson(opts.jsonPath, { benchmark: 'merge', env, otherLoad, options: opts, base, targets: MERGE_TARGETS, variants });
+    await writeJson(opts.jsonPath, {
+      benchmark: 'merge',
+      env,
+      otherLoad,
+      options: opts,
+      base,
+      targets: MERGE_TARGETS,
+      variants,
+    });
     process.stdout.write(`result: ${opts.jsonPath}\n`);
     const failed = variants.filter((v) => !isVerified(v));
-    if (failed.length > 0) throw new Error(`[bench] merge results failed verification: ${failed.map((v) => v.spread).join(', ')}`);
+    if (failed.length > 0)
+      throw new Error(
+        `[bench] merge results failed verification: ${failed.map((v) => v.spread).join(', ')}`,
+      );
   } finally {
     await ws.dispose();
   }
@@ -135,29 +163,59 @@ export interface BaseTable {
 async function buildBase(ws: Workspace, opts: MergeBenchOptions): Promise<BaseTable> {
   const dir = ws.path('base');
   progress(`building the base table: ${count(opts.rows)} orders in ~${opts.files} files`);
-  const built = await withSession((s) => timed(() => createOrdersTable(s, dir, opts.rows, opts.files, opts.partitionBy)));
+  const built = await withSession((s) =>
+    timed(() => createOrdersTable(s, dir, opts.rows, opts.files, opts.partitionBy)),
+  );
   const fp = await withSession((s) => fingerprint(s, dir, ORDER_COLUMNS));
   progress(`  ${secs(built.ms)}: ${fp.files} files, ${mib(fp.bytes)}`);
   return { dir, buildMs: built.ms, fingerprint: fp };
 }
 
-async function runVariant(ws: Workspace, opts: MergeBenchOptions, base: BaseTable, spread: ChangeSpread): Promise<VariantResult> {
+async function runVariant(
+  ws: Workspace,
+  opts: MergeBenchOptions,
+  base: BaseTable,
+  spread: ChangeSpread,
+): Promise<VariantResult> {
   const inserts = Math.round(opts.changes * opts.insertShare);
   const batch: ChangeSpec = { rows: opts.rows, updates: opts.changes - inserts, inserts, spread };
-  const spec: UpsertSpec = { columns: ORDER_COLUMNS, key: ORDER_KEY, orderBy: ORDER_VERSION, batch: 'bench_changes' };
+  const spec: UpsertSpec = {
+    columns: ORDER_COLUMNS,
+    key: ORDER_KEY,
+    orderBy: ORDER_VERSION,
+    batch: 'bench_changes',
+  };
   const reps: Repetition[] = [];
   for (let rep = 1; rep <= opts.repeat; rep++) {
-    progress(`${spread} (${rep}/${opts.repeat}): MERGE of ${count(opts.changes)} rows, full rewrite${opts.lean ? ', lean COPY' : ''}`);
-    if (rep > 1) await Promise.all([rm(ws.path(`${spread}-merge`), { recursive: true }), rm(ws.path(`${spread}-rewrite`), { recursive: true })]);
-    reps.push(await repetition(ws, opts, base, { spread, batch, spec, trace: rep === opts.repeat }));
+    progress(
+      `${spread} (${rep}/${opts.repeat}): MERGE of ${count(opts.changes)} rows, full rewrite${opts.lean ? ', lean COPY' : ''}`,
+    );
+    if (rep > 1)
+      await Promise.all([
+        rm(ws.path(`${spread}-merge`), { recursive: true }),
+        rm(ws.path(`${spread}-rewrite`), { recursive: true }),
+      ]);
+    reps.push(
+      await repetition(ws, opts, base, { spread, batch, spec, trace: rep === opts.repeat }),
+    );
     const r = reps[reps.length - 1]!;
-    progress(`  ${secs(r.mergeMs)}, ${secs(r.rewriteMs)}${r.leanMs === null ? '' : `, ${secs(r.leanMs)}`}`);
+    progress(
+      `  ${secs(r.mergeMs)}, ${secs(r.rewriteMs)}${r.leanMs === null ? '' : `, ${secs(r.leanMs)}`}`,
+    );
   }
   const last = reps[reps.length - 1]!;
   const merge = samplesOf(reps.map((r) => r.mergeMs));
   const rewrite = samplesOf(reps.map((r) => r.rewriteMs));
-  const cpu = { merge: samplesOf(reps.map((r) => r.mergeCpuMs)), rewrite: samplesOf(reps.map((r) => r.rewriteCpuMs)) };
-  const verified = await verifyVariant(spec, batch, { merge: ws.path(`${spread}-merge`), rewrite: ws.path(`${spread}-rewrite`) }, base.fingerprint.rows + inserts);
+  const cpu = {
+    merge: samplesOf(reps.map((r) => r.mergeCpuMs)),
+    rewrite: samplesOf(reps.map((r) => r.rewriteCpuMs)),
+  };
+  const verified = await verifyVariant(
+    spec,
+    batch,
+    { merge: ws.path(`${spread}-merge`), rewrite: ws.path(`${spread}-rewrite`) },
+    base.fingerprint.rows + inserts,
+  );
   return {
     spread,
     batch,
@@ -168,7 +226,10 @@ async function runVariant(ws: Workspace, opts: MergeBenchOptions, base: BaseTabl
     lastRewrite: last.rewrite,
     timeRatio: merge.median / rewrite.median,
     cpuRatio: cpu.merge.median / cpu.rewrite.median,
-    peakRss: { merge: largest(reps.map((r) => r.mergeRss)), rewrite: largest(reps.map((r) => r.rewriteRss)) },
+    peakRss: {
+      merge: largest(reps.map((r) => r.mergeRss)),
+      rewrite: largest(reps.map((r) => r.rewriteRss)),
+    },
     pairedRatios: reps.map((r) => r.mergeMs / r.rewriteMs),
     bytesRatio: bytesWritten(last.merge) / base.fingerprint.bytes,
     sql: last.sql,
@@ -196,12 +257,17 @@ async function repetition(
   base: BaseTable,
   run: { spread: ChangeSpread; batch: ChangeSpec; spec: UpsertSpec; trace: boolean },
 ): Promise<Repetition> {
-  const dirs = { merge: ws.path(`${run.spread}-merge`), rewrite: ws.path(`${run.spread}-rewrite`), lean: ws.path(`${run.spread}-lean`) };
+  const dirs = {
+    merge: ws.path(`${run.spread}-merge`),
+    rewrite: ws.path(`${run.spread}-rewrite`),
+    lean: ws.path(`${run.spread}-lean`),
+  };
   const { spec, batch } = run;
   const rowsPerFile = Math.ceil(opts.rows / opts.files);
   await copyFolder(base.dir, dirs.merge);
   await copyFolder(base.dir, dirs.rewrite);
-  const maybeTrace = <T>(fn: () => Promise<T>) => (run.trace ? traceSql(fn) : fn().then((value) => ({ value, statements: [] })));
+  const maybeTrace = <T>(fn: () => Promise<T>) =>
+    run.trace ? traceSql(fn) : fn().then((value) => ({ value, statements: [] }));
   const merged = await withBatch(spec.batch, batch, (s) =>
     maybeTrace(() =>
       timed(() =>
@@ -214,10 +280,16 @@ async function repetition(
       ),
     ),
   );
-  const rewrite = await withBatch(spec.batch, batch, (s) => maybeTrace(() => timed(() => fullRewrite(s, dirs.rewrite, spec, rowsPerFile))));
+  const rewrite = await withBatch(spec.batch, batch, (s) =>
+    maybeTrace(() => timed(() => fullRewrite(s, dirs.rewrite, spec, rowsPerFile))),
+  );
   let leanMs: number | null = null;
   if (opts.lean) {
-    leanMs = (await withBatch(spec.batch, batch, (s) => timed(() => leanCopy(s, base.dir, dirs.lean, spec, rowsPerFile)))).ms;
+    leanMs = (
+      await withBatch(spec.batch, batch, (s) =>
+        timed(() => leanCopy(s, base.dir, dirs.lean, spec, rowsPerFile)),
+      )
+    ).ms;
     await rm(dirs.lean, { recursive: true, force: true });
   }
   return {
@@ -230,20 +302,49 @@ async function repetition(
     rewriteRss: rewrite.value.peakRss,
     rewrite: rewrite.value.value,
     leanMs,
-    sql: { merge: slowest(merged.statements, SQL_TOP), rewrite: slowest(rewrite.statements, SQL_TOP) },
+    sql: {
+      merge: slowest(merged.statements, SQL_TOP),
+      rewrite: slowest(rewrite.statements, SQL_TOP),
+    },
   };
 }
 
-async function verifyVariant(spec: UpsertSpec, batch: ChangeSpec, dirs: { merge: string; rewrite: string }, rowsExpected: number) {
-  const [m, r] = [await withSession((s) => fingerprint(s, dirs.merge, ORDER_COLUMNS)), await withSession((s) => fingerprint(s, dirs.rewrite, ORDER_COLUMNS))];
-  const bad = await withBatch(spec.batch, batch, (s) => sampledMismatches(s, dirs.merge, { batch: spec.batch, key: ORDER_KEY, columns: ORDER_COLUMNS, sample: 20 }));
-  return { rowsExpected, mergeRows: m.rows, rewriteRows: r.rows, fingerprintsEqual: m.hash === r.hash, sampledMismatches: bad.length };
+async function verifyVariant(
+  spec: UpsertSpec,
+  batch: ChangeSpec,
+  dirs: { merge: string; rewrite: string },
+  rowsExpected: number,
+) {
+  const [m, r] = [
+    await withSession((s) => fingerprint(s, dirs.merge, ORDER_COLUMNS)),
+    await withSession((s) => fingerprint(s, dirs.rewrite, ORDER_COLUMNS)),
+  ];
+  const bad = await withBatch(spec.batch, batch, (s) =>
+    sampledMismatches(s, dirs.merge, {
+      batch: spec.batch,
+      key: ORDER_KEY,
+      columns: ORDER_COLUMNS,
+      sample: 20,
+    }),
+  );
+  return {
+    rowsExpected,
+    mergeRows: m.rows,
+    rewriteRows: r.rows,
+    fingerprintsEqual: m.hash === r.hash,
+    sampledMismatches: bad.length,
+  };
 }
 
 /** All correctness checks of a variant passed. */
 export function isVerified(v: VariantResult): boolean {
   const c = v.verified;
-  return c.fingerprintsEqual && c.sampledMismatches === 0 && c.mergeRows === c.rowsExpected && c.rewriteRows === c.rowsExpected;
+  return (
+    c.fingerprintsEqual &&
+    c.sampledMismatches === 0 &&
+    c.mergeRows === c.rowsExpected &&
+    c.rewriteRows === c.rowsExpected
+  );
 }
 
 /** What a MERGE wrote: its new data files and its deletion-vector file. */
@@ -259,9 +360,12 @@ function openTable(dir: string, session: DuckSession): DeltaTable {
   return openAt(LocalStorage.at(dir), session, { singleWriter: true });
 }
 
-
 /** A fresh session holding the change batch as a temp table (created before any timing). */
-function withBatch<T>(name: string, batch: ChangeSpec, fn: (session: DuckSession) => Promise<T>): Promise<T> {
+function withBatch<T>(
+  name: string,
+  batch: ChangeSpec,
+  fn: (session: DuckSession) => Promise<T>,
+): Promise<T> {
   return withSession(async (s) => {
     await createChangeBatch(s, name, batch);
     return fn(s);

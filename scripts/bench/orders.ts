@@ -9,7 +9,14 @@ import { LocalStorage } from '../../src/storage/local.js';
 import { ident } from '../../src/engine/sql.js';
 
 /** The table's columns, in order. */
-export const ORDER_COLUMNS = ['order_id', 'customer_id', 'status', 'amount', 'order_date', 'updated_at'] as const;
+export const ORDER_COLUMNS = [
+  'order_id',
+  'customer_id',
+  'status',
+  'amount',
+  'order_date',
+  'updated_at',
+] as const;
 export const ORDER_KEY = 'order_id';
 export const ORDER_VERSION = 'updated_at';
 
@@ -23,7 +30,9 @@ const DAYS = 1826;
  */
 export function orderRowSql(id: string, rows: number, change = false): string {
   const spread = `(${id} * ${DAYS} // ${rows})`;
-  const status = change ? `'refunded'` : `(['new', 'paid', 'shipped', 'delivered', 'cancelled'])[(hash(${id} * 7) % 5 + 1)::INTEGER]`;
+  const status = change
+    ? `'refunded'`
+    : `(['new', 'paid', 'shipped', 'delivered', 'cancelled'])[(hash(${id} * 7) % 5 + 1)::INTEGER]`;
   const amount = `((hash(${id} * 13) % 100000)::DECIMAL(12, 2) / 100${change ? ' + 1' : ''})::DECIMAL(12, 2)`;
   const updated = change
     ? `TIMESTAMPTZ '2026-07-01 00:00:00+00' + to_seconds((hash(${id}) % 86400)::BIGINT)`
@@ -43,9 +52,17 @@ export function orderRowSql(id: string, rows: number, change = false): string {
  * partitioned by `partitionBy` (each partition's files written apart, so a daily partitioning
  * gives at least one file per day).
  */
-export async function createOrdersTable(session: DuckSession, dir: string, rows: number, files: number, partitionBy: readonly string[] = []): Promise<CommittedMerge> {
+export async function createOrdersTable(
+  session: DuckSession,
+  dir: string,
+  rows: number,
+  files: number,
+  partitionBy: readonly string[] = [],
+): Promise<CommittedMerge> {
   const seed = 'bench_orders_seed';
-  await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(seed)} AS SELECT ${orderRowSql('i', rows)} FROM range(1, ${rows + 1}) AS r(i)`);
+  await session.run(
+    `CREATE OR REPLACE TEMP TABLE ${ident(seed)} AS SELECT ${orderRowSql('i', rows)} FROM range(1, ${rows + 1}) AS r(i)`,
+  );
   try {
     const table = openTable(LocalStorage.at(dir), session, { singleWriter: true });
     return await mergeAndCommit(table, session, {
@@ -78,7 +95,11 @@ export interface ChangeSpec {
  * Create the temp table `name` with the change batch: `updates` distinct existing ids (a
  * repeatable sample) with changed values, plus `inserts` new ids above the table's range.
  */
-export async function createChangeBatch(session: DuckSession, name: string, spec: ChangeSpec): Promise<void> {
+export async function createChangeBatch(
+  session: DuckSession,
+  name: string,
+  spec: ChangeSpec,
+): Promise<void> {
   const low = spec.spread === 'newest' ? spec.rows - Math.floor(spec.rows / 100) + 1 : 1;
   const sample = `SELECT i FROM range(${low}, ${spec.rows + 1}) AS r(i) USING SAMPLE reservoir(${spec.updates} ROWS) REPEATABLE (42)`;
   const fresh = `SELECT i FROM range(${spec.rows + 1}, ${spec.rows + spec.inserts + 1}) AS r(i)`;

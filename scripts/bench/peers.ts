@@ -58,7 +58,12 @@ export interface PeersBenchOptions {
   command: string;
 }
 
-export const WORKLOADS = ['merge-newest', 'merge-scattered', 'merge-50m-scattered', 'pipeline'] as const;
+export const WORKLOADS = [
+  'merge-newest',
+  'merge-scattered',
+  'merge-50m-scattered',
+  'pipeline',
+] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
 
 interface MergeWorkload {
@@ -107,20 +112,60 @@ export async function benchPeers(opts: PeersBenchOptions): Promise<void> {
   const peers = new Map<PeerName, PeerProcess>();
   try {
     progress('starting the peers (the JVM once; its start-up is not counted in any step)');
-    peers.set('tidemark', await PeerProcess.start('tidemark', process.execPath, ['--import', TSX, TIDEMARK_WORKER]));
+    peers.set(
+      'tidemark',
+      await PeerProcess.start('tidemark', process.execPath, ['--import', TSX, TIDEMARK_WORKER]),
+    );
     peers.set('delta-rs', await PeerProcess.start('delta-rs', python, [WORKER_PY, 'deltalake']));
     const cache = join(REPO, '.bench/python/cache');
-    peers.set('spark', await PeerProcess.start('spark', python, [WORKER_PY, 'spark', cache, join(REPO, 'interop/ivysettings.xml'), opts.driverMemory]));
+    peers.set(
+      'spark',
+      await PeerProcess.start('spark', python, [
+        WORKER_PY,
+        'spark',
+        cache,
+        join(REPO, 'interop/ivysettings.xml'),
+        opts.driverMemory,
+      ]),
+    );
     const warm = await warmUp(ws, peers);
-    const startup = Object.fromEntries([...peers].map(([n, p]) => [n, { ms: p.startupMs, warmUpMs: warm.get(n)!, version: p.hello.version }]));
-    progress(`  started: ${[...peers].map(([n, p]) => `${n} ${secs(p.startupMs)} + warm-up ${secs(warm.get(n)!)}`).join(', ')}`);
+    const startup = Object.fromEntries(
+      [...peers].map(([n, p]) => [
+        n,
+        { ms: p.startupMs, warmUpMs: warm.get(n)!, version: p.hello.version },
+      ]),
+    );
+    progress(
+      `  started: ${[...peers].map(([n, p]) => `${n} ${secs(p.startupMs)} + warm-up ${secs(warm.get(n)!)}`).join(', ')}`,
+    );
 
     const results: WorkloadResult[] = [];
     const s = opts.scale;
     const merges: MergeWorkload[] = [
-      { name: 'merge-newest', title: 'MERGE newest keys', rows: Math.round(10_000_000 * s), files: 100, changes: Math.round(10_000 * s), spread: 'newest' },
-      { name: 'merge-scattered', title: 'MERGE scattered keys', rows: Math.round(10_000_000 * s), files: 100, changes: Math.round(10_000 * s), spread: 'scattered' },
-      { name: 'merge-50m-scattered', title: 'MERGE scattered keys', rows: Math.round(50_000_000 * s), files: 500, changes: Math.round(250_000 * s), spread: 'scattered' },
+      {
+        name: 'merge-newest',
+        title: 'MERGE newest keys',
+        rows: Math.round(10_000_000 * s),
+        files: 100,
+        changes: Math.round(10_000 * s),
+        spread: 'newest',
+      },
+      {
+        name: 'merge-scattered',
+        title: 'MERGE scattered keys',
+        rows: Math.round(10_000_000 * s),
+        files: 100,
+        changes: Math.round(10_000 * s),
+        spread: 'scattered',
+      },
+      {
+        name: 'merge-50m-scattered',
+        title: 'MERGE scattered keys',
+        rows: Math.round(50_000_000 * s),
+        files: 500,
+        changes: Math.round(250_000 * s),
+        spread: 'scattered',
+      },
     ];
     let base: { rows: number; files: number; dir: string } | null = null;
     for (const w of merges) {
@@ -142,9 +187,18 @@ export async function benchPeers(opts: PeersBenchOptions): Promise<void> {
     const otherLoad = stopWatch();
     printTables([peersTable(opts, results)]);
     process.stdout.write(`${legend(startup, opts)}\n${describeOtherLoad(otherLoad)}`);
-    await writeJson(opts.jsonPath, { benchmark: 'peers', env, otherLoad, options: opts, startup, results });
+    await writeJson(opts.jsonPath, {
+      benchmark: 'peers',
+      env,
+      otherLoad,
+      options: opts,
+      startup,
+      results,
+    });
     process.stdout.write(`result: ${opts.jsonPath}\n`);
-    const bad = results.flatMap((r) => r.peers.filter((p) => p.check && !p.check.same).map((p) => `${r.name}/${p.peer}`));
+    const bad = results.flatMap((r) =>
+      r.peers.filter((p) => p.check && !p.check.same).map((p) => `${r.name}/${p.peer}`),
+    );
     if (bad.length > 0) throw new Error(`[bench] tables differ from tidemark's: ${bad.join(', ')}`);
   } finally {
     for (const p of peers.values()) await p.stop().catch(() => undefined);
@@ -157,11 +211,19 @@ export async function benchPeers(opts: PeersBenchOptions): Promise<void> {
  * start-up): the JVM compiles Spark's and Delta's code paths on their first use, a one-off cost
  * a long-lived session does not pay again.
  */
-async function warmUp(ws: Workspace, peers: Map<PeerName, PeerProcess>): Promise<Map<PeerName, number>> {
+async function warmUp(
+  ws: Workspace,
+  peers: Map<PeerName, PeerProcess>,
+): Promise<Map<PeerName, number>> {
   const base = await buildBase(ws, 20_000, 10);
   const source = ws.path('warm-up-changes.parquet');
   await withSession(async (s) => {
-    await createChangeBatch(s, 'changes', { rows: 20_000, updates: 190, inserts: 10, spread: 'scattered' });
+    await createChangeBatch(s, 'changes', {
+      rows: 20_000,
+      updates: 190,
+      inserts: 10,
+      spread: 'scattered',
+    });
     await s.run(`COPY changes TO ${str(source)} (FORMAT parquet, COMPRESSION zstd)`);
   });
   const out = new Map<PeerName, number>();
@@ -187,9 +249,15 @@ async function removeBase(dir: string): Promise<void> {
   await rm(`${dir}-no-dv`, { recursive: true, force: true });
 }
 
-async function buildBase(ws: Workspace, rows: number, files: number): Promise<{ rows: number; files: number; dir: string }> {
+async function buildBase(
+  ws: Workspace,
+  rows: number,
+  files: number,
+): Promise<{ rows: number; files: number; dir: string }> {
   const dir = ws.path(`base-${rows}`);
-  progress(`building the base table: ${count(rows)} orders in ~${files} files (tidemark's create path)`);
+  progress(
+    `building the base table: ${count(rows)} orders in ~${files} files (tidemark's create path)`,
+  );
   await withSession((s) => createOrdersTable(s, dir, rows, files));
   await withoutDeletionVectors(dir, `${dir}-no-dv`);
   return { rows, files, dir };
@@ -203,7 +271,10 @@ async function buildBase(ws: Workspace, rows: number, files: number): Promise<{ 
 async function withoutDeletionVectors(from: string, to: string): Promise<void> {
   await cp(from, to, { recursive: true });
   const log = join(to, '_delta_log', '00000000000000000000.json');
-  const lines = (await readFile(log, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+  const lines = (await readFile(log, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, any>);
   for (const action of lines) {
     if (action['protocol']) action['protocol'] = { minReaderVersion: 1, minWriterVersion: 2 };
     if (action['metaData']) delete action['metaData'].configuration['delta.enableDeletionVectors'];
@@ -220,12 +291,23 @@ function loads(): number[] {
   return loadavg().map((l) => Math.round(l * 100) / 100);
 }
 
-async function runMerge(ws: Workspace, opts: PeersBenchOptions, peers: Map<PeerName, PeerProcess>, w: MergeWorkload, base: string): Promise<WorkloadResult> {
+async function runMerge(
+  ws: Workspace,
+  opts: PeersBenchOptions,
+  peers: Map<PeerName, PeerProcess>,
+  w: MergeWorkload,
+  base: string,
+): Promise<WorkloadResult> {
   const start = loads();
   const source = ws.path(`${w.name}-changes.parquet`);
   const inserts = Math.round(w.changes * 0.05);
   await withSession(async (s) => {
-    await createChangeBatch(s, 'changes', { rows: w.rows, updates: w.changes - inserts, inserts, spread: w.spread });
+    await createChangeBatch(s, 'changes', {
+      rows: w.rows,
+      updates: w.changes - inserts,
+      inserts,
+      spread: w.spread,
+    });
     await s.run(`COPY changes TO ${str(source)} (FORMAT parquet, COMPRESSION zstd)`);
   });
   const tableBytes = [...(await filesUnder([base])).values()].reduce((a, b) => a + b, 0);
@@ -238,24 +320,38 @@ async function runMerge(ws: Workspace, opts: PeersBenchOptions, peers: Map<PeerN
       await rm(dir, { recursive: true, force: true });
       await cp(p === 'delta-rs' ? `${base}-no-dv` : base, dir, { recursive: true });
       if (failed.has(p)) continue;
-      progress(`${w.name} (${rep + 1}/${opts.repeat}) ${p}: MERGE of ${count(w.changes)} rows into ${count(w.rows)}`);
+      progress(
+        `${w.name} (${rep + 1}/${opts.repeat}) ${p}: MERGE of ${count(w.changes)} rows into ${count(w.rows)}`,
+      );
       try {
         const step = await peers.get(p)!.step({ op: 'merge', table: dir, source }, [dir]);
-        progress(`  ${secs(step.ms)}, CPU ${secs(step.cpuMs)}, peak RSS ${mib(step.peakRssBytes)}, wrote ${mib(step.bytesWritten)}`);
+        progress(
+          `  ${secs(step.ms)}, CPU ${secs(step.cpuMs)}, peak RSS ${mib(step.peakRssBytes)}, wrote ${mib(step.bytesWritten)}`,
+        );
         steps.get(p)!.push(step);
       } catch (err) {
         // A peer that fails (out of memory, killed) is reported as failed; the others go on.
         if (p === 'tidemark') throw err;
-        failed.set(p, (err instanceof Error ? err.message : String(err)).split('\n').slice(0, 3).join(' '));
+        failed.set(
+          p,
+          (err instanceof Error ? err.message : String(err)).split('\n').slice(0, 3).join(' '),
+        );
         progress(`  FAILED: ${failed.get(p)}`);
       }
     }
   }
   progress(`${w.name}: row check`);
   const ok = (['delta-rs', 'spark'] as const).filter((p) => !failed.has(p));
-  const checks = await checkRows(dirOf('tidemark'), Object.fromEntries(ok.map((p) => [p, dirOf(p)])));
+  const checks = await checkRows(
+    dirOf('tidemark'),
+    Object.fromEntries(ok.map((p) => [p, dirOf(p)])),
+  );
   const own = new Map<PeerName, number | null>();
-  for (const p of ok) own.set(p, Number((await peers.get(p)!.step({ op: 'count', table: dirOf(p) }, [])).answer['rows']));
+  for (const p of ok)
+    own.set(
+      p,
+      Number((await peers.get(p)!.step({ op: 'count', table: dirOf(p) }, [])).answer['rows']),
+    );
   const result: WorkloadResult = {
     name: w.name,
     title: `${w.title}: ${count(w.changes)} (${count(inserts)} new) into ${count(w.rows)} rows / ${w.files} files`,
@@ -263,7 +359,9 @@ async function runMerge(ws: Workspace, opts: PeersBenchOptions, peers: Map<PeerN
     tableBytes,
     loadAverage: { start, end: loads() },
     peers: MERGE_PEERS.map((p) =>
-      failed.has(p) ? failedFigures(p, failed.get(p)!, steps.get(p)!) : figures(p, steps.get(p)!, own.get(p) ?? null, p === 'tidemark' ? null : checks[p]!),
+      failed.has(p)
+        ? failedFigures(p, failed.get(p)!, steps.get(p)!)
+        : figures(p, steps.get(p)!, own.get(p) ?? null, p === 'tidemark' ? null : checks[p]!),
     ),
   };
   for (const p of MERGE_PEERS) await rm(dirOf(p), { recursive: true, force: true });
@@ -271,10 +369,26 @@ async function runMerge(ws: Workspace, opts: PeersBenchOptions, peers: Map<PeerN
 }
 
 function failedFigures(peer: PeerName, error: string, steps: readonly StepUsage[]): PeerFigures {
-  return { peer, ms: NaN, cpuMs: NaN, peakRssBytes: NaN, bytesWritten: NaN, samples: steps.map((s) => s.ms), ownRows: null, check: null, lastAnswer: {}, error };
+  return {
+    peer,
+    ms: NaN,
+    cpuMs: NaN,
+    peakRssBytes: NaN,
+    bytesWritten: NaN,
+    samples: steps.map((s) => s.ms),
+    ownRows: null,
+    check: null,
+    lastAnswer: {},
+    error,
+  };
 }
 
-function figures(peer: PeerName, steps: readonly StepUsage[], ownRows: number | null, check: RowCheck | null): PeerFigures {
+function figures(
+  peer: PeerName,
+  steps: readonly StepUsage[],
+  ownRows: number | null,
+  check: RowCheck | null,
+): PeerFigures {
   const med = (f: (s: StepUsage) => number) => samplesOf(steps.map(f)).median;
   return {
     peer,
@@ -290,21 +404,35 @@ function figures(peer: PeerName, steps: readonly StepUsage[], ownRows: number | 
 }
 
 /** The incremental pipeline: per repetition, fresh tables and landing zone, day by day, both loaders. */
-async function runPipeline(ws: Workspace, opts: PeersBenchOptions, peers: Map<PeerName, PeerProcess>, base: string, rows: number): Promise<WorkloadResult> {
+async function runPipeline(
+  ws: Workspace,
+  opts: PeersBenchOptions,
+  peers: Map<PeerName, PeerProcess>,
+  base: string,
+  rows: number,
+): Promise<WorkloadResult> {
   const start = loads();
-  const perFile = { insertsPerFile: Math.max(10, Math.round(10_000 * opts.scale)), updatesPerFile: Math.max(10, Math.round(5_000 * opts.scale)) };
+  const perFile = {
+    insertsPerFile: Math.max(10, Math.round(10_000 * opts.scale)),
+    updatesPerFile: Math.max(10, Math.round(5_000 * opts.scale)),
+  };
   const spec = { rows, ...perFile, duplicatesPerDay: Math.round(perFile.insertsPerFile / 10) };
   const staged = ws.path('pipeline-files');
   const days = await withSession((s) => writePipelineFiles(s, staged, spec));
   const tableBytes = [...(await filesUnder([base])).values()].reduce((a, b) => a + b, 0);
   const landing = ws.path('pipeline-landing');
-  const dirs = { tidemark: ws.path('pipeline-tidemark'), spark: ws.path('pipeline-spark'), control: ws.path('pipeline-spark-control') };
+  const dirs = {
+    tidemark: ws.path('pipeline-tidemark'),
+    spark: ws.path('pipeline-spark'),
+    control: ws.path('pipeline-spark-control'),
+  };
   const config = ws.path('pipeline-tidemark.yaml');
   await writeFile(config, tidemarkConfig(landing, dirs.tidemark));
   const cli = await tidemarkCli();
   const runs: Record<'tidemark' | 'spark', StepUsage[][]> = { tidemark: [], spark: [] };
   for (let rep = 0; rep < opts.repeat; rep++) {
-    for (const d of [landing, dirs.tidemark, dirs.spark, dirs.control]) await rm(d, { recursive: true, force: true });
+    for (const d of [landing, dirs.tidemark, dirs.spark, dirs.control])
+      await rm(d, { recursive: true, force: true });
     await cp(base, dirs.tidemark, { recursive: true });
     await cp(base, dirs.spark, { recursive: true });
     const mine = { tidemark: [] as StepUsage[], spark: [] as StepUsage[] };
@@ -314,17 +442,26 @@ async function runPipeline(ws: Workspace, opts: PeersBenchOptions, peers: Map<Pe
         const step =
           p === 'tidemark'
             ? await tidemarkRun(cli, config, dirs.tidemark)
-            : await peers.get('spark')!.step({ op: 'day', table: dirs.spark, landing, control: dirs.control }, [dirs.spark, dirs.control]);
+            : await peers
+                .get('spark')!
+                .step({ op: 'day', table: dirs.spark, landing, control: dirs.control }, [
+                  dirs.spark,
+                  dirs.control,
+                ]);
         mine[p].push(step);
       }
-      progress(`pipeline (${rep + 1}/${opts.repeat}) day ${d + 1}: ${days[d]!.length} files, tidemark ${secs(mine.tidemark[d]!.ms)}, PySpark job ${secs(mine.spark[d]!.ms)}`);
+      progress(
+        `pipeline (${rep + 1}/${opts.repeat}) day ${d + 1}: ${days[d]!.length} files, tidemark ${secs(mine.tidemark[d]!.ms)}, PySpark job ${secs(mine.spark[d]!.ms)}`,
+      );
     }
     runs.tidemark.push(mine.tidemark);
     runs.spark.push(mine.spark);
   }
   progress('pipeline: row check');
   const checks = await checkRows(dirs.tidemark, { spark: dirs.spark });
-  const ownSpark = Number((await peers.get('spark')!.step({ op: 'count', table: dirs.spark }, [])).answer['rows']);
+  const ownSpark = Number(
+    (await peers.get('spark')!.step({ op: 'count', table: dirs.spark }, [])).answer['rows'],
+  );
   const total = (reps: StepUsage[][]): StepUsage[] =>
     reps.map((days) => ({
       ms: days.reduce((n, s) => n + s.ms, 0),
@@ -333,7 +470,8 @@ async function runPipeline(ws: Workspace, opts: PeersBenchOptions, peers: Map<Pe
       bytesWritten: days.reduce((n, s) => n + s.bytesWritten, 0),
       answer: days[days.length - 1]!.answer,
     }));
-  const perDay = (reps: StepUsage[][]) => Array.from({ length: PIPELINE_DAYS }, (_, d) => samplesOf(reps.map((r) => r[d]!.ms)).median);
+  const perDay = (reps: StepUsage[][]) =>
+    Array.from({ length: PIPELINE_DAYS }, (_, d) => samplesOf(reps.map((r) => r[d]!.ms)).median);
   const landed = days.flat().reduce((n, f) => n + f.rows, 0);
   return {
     name: 'pipeline',
@@ -343,13 +481,20 @@ async function runPipeline(ws: Workspace, opts: PeersBenchOptions, peers: Map<Pe
     loadAverage: { start, end: loads() },
     peers: [
       { ...figures('tidemark', total(runs.tidemark), null, null), days: perDay(runs.tidemark) },
-      { ...figures('spark', total(runs.spark), ownSpark, checks['spark']!), days: perDay(runs.spark) },
+      {
+        ...figures('spark', total(runs.spark), ownSpark, checks['spark']!),
+        days: perDay(runs.spark),
+      },
     ],
   };
 }
 
 /** Copy a day's files into the landing zone (their modification time: now, as files arrive). */
-async function land(staged: string, landing: string, files: readonly PipelineFile[]): Promise<void> {
+async function land(
+  staged: string,
+  landing: string,
+  files: readonly PipelineFile[],
+): Promise<void> {
   for (const f of files) {
     await mkdir(dirname(join(landing, f.key)), { recursive: true });
     await cp(join(staged, f.key), join(landing, f.key));
@@ -398,19 +543,46 @@ async function newestUnder(dir: string): Promise<number> {
 async function tidemarkRun(cli: string, config: string, table: string): Promise<StepUsage> {
   const before = await filesUnder([table]);
   const started = performance.now();
-  const { code, stdout, stderr } = await run(TIME_BINARY, ['-f', '@@time %U %S %M', process.execPath, cli, 'run', '-c', config, '--json', '--log-level', 'warn'], 'pipe');
+  const { code, stdout, stderr } = await run(
+    TIME_BINARY,
+    [
+      '-f',
+      '@@time %U %S %M',
+      process.execPath,
+      cli,
+      'run',
+      '-c',
+      config,
+      '--json',
+      '--log-level',
+      'warn',
+    ],
+    'pipe',
+  );
   const ms = performance.now() - started;
-  if (code !== 0) throw new Error(`[bench] tidemark run failed (exit ${code}):\n${stderr.slice(-3000)}`);
+  if (code !== 0)
+    throw new Error(`[bench] tidemark run failed (exit ${code}):\n${stderr.slice(-3000)}`);
   const m = /@@time (\S+) (\S+) (\d+)/.exec(stderr);
   if (!m) throw new Error(`[bench] no /usr/bin/time figures in:\n${stderr.slice(-2000)}`);
   const after = await filesUnder([table]);
   let bytesWritten = 0;
   for (const [path, size] of after) if (before.get(path) !== size) bytesWritten += size;
   const report = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
-  return { ms, cpuMs: (Number(m[1]) + Number(m[2])) * 1000, peakRssBytes: Number(m[3]) * 1024, bytesWritten, answer: report };
+  return {
+    ms,
+    cpuMs: (Number(m[1]) + Number(m[2])) * 1000,
+    peakRssBytes: Number(m[3]) * 1024,
+    bytesWritten,
+    answer: report,
+  };
 }
 
-function run(command: string, args: string[], stderr: 'inherit' | 'pipe', cwd = REPO): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  command: string,
+  args: string[],
+  stderr: 'inherit' | 'pipe',
+  cwd = REPO,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', stderr] });
     let out = '';
@@ -434,7 +606,21 @@ function peersTable(opts: PeersBenchOptions, results: readonly WorkloadResult[])
     for (const p of r.peers) {
       const mine = p.peer === 'tidemark';
       if (p.error !== undefined) {
-        rows.push(['', p.peer, 'failed', '-', '-', '-', '-', '-', '-', '-', p.error.slice(0, 80), '-', '']);
+        rows.push([
+          '',
+          p.peer,
+          'failed',
+          '-',
+          '-',
+          '-',
+          '-',
+          '-',
+          '-',
+          '-',
+          p.error.slice(0, 80),
+          '-',
+          '',
+        ]);
         continue;
       }
       rows.push([
@@ -448,7 +634,13 @@ function peersTable(opts: PeersBenchOptions, results: readonly WorkloadResult[])
         mine ? '1.00 ×' : times(p.peakRssBytes / t.peakRssBytes),
         size(p.bytesWritten),
         p.days ? `${secs(samplesOf(p.days).median)}` : '-',
-        p.check === null ? (mine ? 'reference' : '-') : p.check.same ? `same ${count(p.check.rows)} rows` : `DIFFERS: ${p.check.missing} missing, ${p.check.extra} extra`,
+        p.check === null
+          ? mine
+            ? 'reference'
+            : '-'
+          : p.check.same
+            ? `same ${count(p.check.rows)} rows`
+            : `DIFFERS: ${p.check.missing} missing, ${p.check.extra} extra`,
         p.ownRows === null ? '-' : count(p.ownRows),
         mine ? `${r.loadAverage.start.join(' ')} → ${r.loadAverage.end.join(' ')}` : '',
       ]);
@@ -456,16 +648,38 @@ function peersTable(opts: PeersBenchOptions, results: readonly WorkloadResult[])
   }
   return {
     title: `Beside other tools (scale ${opts.scale}): medians of ${opts.repeat} interleaved repetitions; × = peer / tidemark (above 1: tidemark is faster / smaller)`,
-    header: ['workload', 'peer', 'wall', '× tidemark', 'CPU', '×', 'peak RSS', '×', 'written', 'median day', 'rows vs tidemark', 'own count', 'load avg (1/5/15 min) start → end'],
+    header: [
+      'workload',
+      'peer',
+      'wall',
+      '× tidemark',
+      'CPU',
+      '×',
+      'peak RSS',
+      '×',
+      'written',
+      'median day',
+      'rows vs tidemark',
+      'own count',
+      'load avg (1/5/15 min) start → end',
+    ],
     rows,
   };
 }
 
-function legend(startup: Record<string, { ms: number; warmUpMs: number; version: string }>, opts: PeersBenchOptions): string {
+function legend(
+  startup: Record<string, { ms: number; warmUpMs: number; version: string }>,
+  opts: PeersBenchOptions,
+): string {
   return [
-    `peers: ${Object.entries(startup).map(([n, s]) => `${n} (${s.version}) started in ${secs(s.ms)}, warm-up MERGE ${secs(s.warmUpMs)}`).join('; ')} — not counted in any step`,
+    `peers: ${Object.entries(startup)
+      .map(
+        ([n, s]) =>
+          `${n} (${s.version}) started in ${secs(s.ms)}, warm-up MERGE ${secs(s.warmUpMs)}`,
+      )
+      .join('; ')} — not counted in any step`,
     `Spark: local[2], spark.driver.memory ${opts.driverMemory}, 4 shuffle partitions, deletion vectors on. delta-rs: no deletion vectors (it writes none); predicate with the source's key range.`,
     'MERGE steps: read the change file + MERGE + commit. Pipeline: tidemark = one `tidemark run` process per day (Node start-up counted); PySpark job = one call per day in the warm session.',
-    'peak RSS: the peer\'s processes (Python + JVM for Spark; each peak reset before the step, summed). written: bytes of the files the step added to the table (and control table).',
+    "peak RSS: the peer's processes (Python + JVM for Spark; each peak reset before the step, summed). written: bytes of the files the step added to the table (and control table).",
   ].join('\n');
 }

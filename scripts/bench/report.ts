@@ -16,9 +16,14 @@ export interface TextTable {
 export function renderTable(table: TextTable): string {
   const all = [table.header, ...table.rows];
   const widths = table.header.map((_, c) => Math.max(...all.map((r) => (r[c] ?? '').length)));
-  const numeric = table.header.map((_, c) => table.rows.every((r) => /^[-+\d.,%×≤<>~ ]*(s|ms|MiB|GiB|KiB|B|%|×)?$/.test(r[c] ?? '')));
+  const numeric = table.header.map((_, c) =>
+    table.rows.every((r) => /^[-+\d.,%×≤<>~ ]*(s|ms|MiB|GiB|KiB|B|%|×)?$/.test(r[c] ?? '')),
+  );
   const line = (r: string[]) =>
-    r.map((cell, c) => (numeric[c] && c > 0 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ').trimEnd();
+    r
+      .map((cell, c) => (numeric[c] && c > 0 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!)))
+      .join('  ')
+      .trimEnd();
   const rule = widths.map((w) => '-'.repeat(w)).join('  ');
   return [table.title, line(table.header), rule, ...table.rows.map(line)].join('\n');
 }
@@ -66,10 +71,18 @@ export function verdict(met: boolean): string {
 }
 
 /** The slowest statements of a traced run, as a table (statements cut to `width` characters). */
-export function sqlTable(title: string, entries: ReadonlyArray<{ ms: number; count: number; sql: string }>, width = 150): TextTable {
+export function sqlTable(
+  title: string,
+  entries: ReadonlyArray<{ ms: number; count: number; sql: string }>,
+  width = 150,
+): TextTable {
   return {
     title,
     header: ['time', 'runs', 'statement (ids, paths and numbers folded)'],
-    rows: entries.map((e) => [secs(e.ms), String(e.count), e.sql.length > width ? `${e.sql.slice(0, width - 1)}…` : e.sql]),
+    rows: entries.map((e) => [
+      secs(e.ms),
+      String(e.count),
+      e.sql.length > width ? `${e.sql.slice(0, width - 1)}…` : e.sql,
+    ]),
   };
 }

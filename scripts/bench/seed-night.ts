@@ -73,10 +73,21 @@ function countCalls(): void {
 }
 
 export async function seedNight(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { landing: { type: 'string' }, target: { type: 'string' }, spool: { type: 'string' } } });
-  if (!values.landing || !values.target || !values.spool) throw new Error('[bench] seed-night needs --landing, --target and --spool');
+  const { values } = parseArgs({
+    args: argv,
+    options: { landing: { type: 'string' }, target: { type: 'string' }, spool: { type: 'string' } },
+  });
+  if (!values.landing || !values.target || !values.spool)
+    throw new Error('[bench] seed-night needs --landing, --target and --spool');
   countCalls();
-  const j = ordersJob({ name: 'orders', source: values.landing, target: values.target, spoolRoot: values.spool, maxFilesPerBatch: 100_000, maxBytesPerBatch: 1024 ** 4 });
+  const j = ordersJob({
+    name: 'orders',
+    source: values.landing,
+    target: values.target,
+    spoolRoot: values.spool,
+    maxFilesPerBatch: 100_000,
+    maxBytesPerBatch: 1024 ** 4,
+  });
   const { ms, report } = await runOrdersJob(j);
   const result: NightResult = {
     ms,

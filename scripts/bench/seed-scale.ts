@@ -76,11 +76,24 @@ export async function benchSeedScale(opts: SeedScaleOptions): Promise<void> {
   );
   const reload = await measureReload(opts.dir, table.dir, opts.rows, sampleRows);
   const loadAfterReload = loadavg();
-  const extrapolated = { ms: (reload.ms * opts.rows) / sampleRows, cpuMs: (reload.cpuMs * opts.rows) / sampleRows };
+  const extrapolated = {
+    ms: (reload.ms * opts.rows) / sampleRows,
+    cpuMs: (reload.cpuMs * opts.rows) / sampleRows,
+  };
   printTables([
     {
       title: `The tutorial's scale: ${count(opts.rows)} orders, ${table.files} files, ${mib(table.bytes)}; one night: ${count(night.updates)} changed (scattered) + ${count(night.inserts)} new orders in ${NIGHT_FILES} files`,
-      header: ['step', 'wall', 'CPU', 'peak RSS', 'written', 'S3-equivalent requests', 'S3 GET bytes', 'vs tidemark run', 'load avg (1/5/15) before → after'],
+      header: [
+        'step',
+        'wall',
+        'CPU',
+        'peak RSS',
+        'written',
+        'S3-equivalent requests',
+        'S3 GET bytes',
+        'vs tidemark run',
+        'load avg (1/5/15) before → after',
+      ],
       rows: [
         [
           'tidemark run (the night)',
@@ -88,7 +101,9 @@ export async function benchSeedScale(opts: SeedScaleOptions): Promise<void> {
           secs(run.cpuMs),
           mib(run.peakRssBytes),
           mib(run.bytesWritten),
-          Object.entries(run.child.requests).map(([k, v]) => `${k} ${v}`).join(', '),
+          Object.entries(run.child.requests)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', '),
           mib(run.child.getBytes),
           '1.00 ×',
           `${fmtLoad(loadBefore)} → ${fmtLoad(loadAfterNight)}`,
@@ -104,7 +119,17 @@ export async function benchSeedScale(opts: SeedScaleOptions): Promise<void> {
           times(reload.ms / run.ms),
           `${fmtLoad(loadAfterNight)} → ${fmtLoad(loadAfterReload)}`,
         ],
-        ['full reload, extrapolated ×' + (opts.rows / sampleRows).toFixed(0) + ' (linear)', secs(extrapolated.ms), secs(extrapolated.cpuMs), '-', mib((reload.bytesWritten * opts.rows) / sampleRows), '-', '-', times(extrapolated.ms / run.ms), ''],
+        [
+          'full reload, extrapolated ×' + (opts.rows / sampleRows).toFixed(0) + ' (linear)',
+          secs(extrapolated.ms),
+          secs(extrapolated.cpuMs),
+          '-',
+          mib((reload.bytesWritten * opts.rows) / sampleRows),
+          '-',
+          '-',
+          times(extrapolated.ms / run.ms),
+          '',
+        ],
       ],
     },
   ]);
@@ -113,9 +138,19 @@ export async function benchSeedScale(opts: SeedScaleOptions): Promise<void> {
       `night: ${count(run.child.rowsRead)} rows read, ${count(run.child.rowsAfterDedupe)} after dedupe, ${run.child.commits} commit(s), status ${run.child.status}; phases ${JSON.stringify(run.child.phases)}\n` +
       `rows after the night: ${count(run.rowsAfter)} (expected ${count(opts.rows + night.inserts)}), changed rows read back: ${run.changedReadBack ? 'all match' : 'MISMATCH'}\n`,
   );
-  await writeJson(opts.jsonPath, { benchmark: 'seed-scale', env, options: opts, table, night, run, reload: { ...reload, sampleRows, extrapolated }, load: { loadBefore, loadAfterNight, loadAfterReload } });
+  await writeJson(opts.jsonPath, {
+    benchmark: 'seed-scale',
+    env,
+    options: opts,
+    table,
+    night,
+    run,
+    reload: { ...reload, sampleRows, extrapolated },
+    load: { loadBefore, loadAfterNight, loadAfterReload },
+  });
   process.stdout.write(`result: ${opts.jsonPath}\n`);
-  if (run.rowsAfter !== opts.rows + night.inserts || !run.changedReadBack) throw new Error('[bench] seed-scale: the night\'s table failed its check');
+  if (run.rowsAfter !== opts.rows + night.inserts || !run.changedReadBack)
+    throw new Error("[bench] seed-scale: the night's table failed its check");
 }
 
 /** Orders per commit of the build of a table of `rows`. */
@@ -138,32 +173,54 @@ async function build(root: string, rows: number): Promise<BuiltTable> {
   const progressFile = join(root, `table-${rows}.build.json`);
   const chunkRows = chunkRowsOf(rows);
   const chunks = Math.ceil(rows / chunkRows);
-  const before = existsSync(progressFile) ? (JSON.parse(await readFile(progressFile, 'utf8')) as { buildMs: number }) : { buildMs: 0 };
+  const before = existsSync(progressFile)
+    ? (JSON.parse(await readFile(progressFile, 'utf8')) as { buildMs: number })
+    : { buildMs: 0 };
   let buildMs = before.buildMs;
   let builtNow = 0;
   const live = await withSession(async (session) => {
     const table = openTable(LocalStorage.at(dir), session, { singleWriter: true });
     const done = ((await table.snapshot())?.version ?? -1) + 1;
-    if (done < chunks) progress(`building ${count(rows)} orders in ${dir}: chunk ${done + 1} of ${chunks} next (${count(chunkRows)} rows each, resumable)`);
+    if (done < chunks)
+      progress(
+        `building ${count(rows)} orders in ${dir}: chunk ${done + 1} of ${chunks} next (${count(chunkRows)} rows each, resumable)`,
+      );
     for (let c = done; c < chunks; c++) {
       const started = performance.now();
       const lo = c * chunkRows + 1;
       const hi = Math.min(rows, (c + 1) * chunkRows);
-      await session.run(`CREATE OR REPLACE TEMP TABLE chunk AS SELECT ${orderRowSql('i', rows)} FROM range(${lo}, ${hi + 1}) AS r(i)`);
+      await session.run(
+        `CREATE OR REPLACE TEMP TABLE chunk AS SELECT ${orderRowSql('i', rows)} FROM range(${lo}, ${hi + 1}) AS r(i)`,
+      );
       const common = { batch: 'chunk', targetFileRows: ROWS_PER_FILE };
-      if (c === 0) await mergeAndCommit(table, session, { ...common, snapshot: null, keyColumns: [ORDER_KEY], orderBy: ORDER_VERSION });
+      if (c === 0)
+        await mergeAndCommit(table, session, {
+          ...common,
+          snapshot: null,
+          keyColumns: [ORDER_KEY],
+          orderBy: ORDER_VERSION,
+        });
       else await appendAndCommit(table, session, common);
       await session.run('DROP TABLE chunk');
       const ms = performance.now() - started;
       buildMs += ms;
       builtNow++;
       await writeFile(progressFile, JSON.stringify({ buildMs }));
-      progress(`  chunk ${c + 1}/${chunks}: ${secs(ms)} (built so far ${secs(buildMs)}, load ${loadavg()[0]!.toFixed(1)})`);
+      progress(
+        `  chunk ${c + 1}/${chunks}: ${secs(ms)} (built so far ${secs(buildMs)}, load ${loadavg()[0]!.toFixed(1)})`,
+      );
     }
     // The live files (an interrupted chunk may have left files no commit lists).
     return (await table.snapshot())!.files;
   });
-  return { dir, files: live.length, bytes: live.reduce((n, f) => n + f.size, 0), chunks, builtNow, buildMs };
+  return {
+    dir,
+    files: live.length,
+    bytes: live.reduce((n, f) => n + f.size, 0),
+    chunks,
+    builtNow,
+    buildMs,
+  };
 }
 
 interface Night {
@@ -188,11 +245,17 @@ async function writeNight(root: string, rows: number): Promise<Night> {
     await s.run(
       `CREATE TEMP TABLE night_ids AS SELECT id FROM (SELECT DISTINCT (1 + hash(j, 7) % ${rows})::BIGINT AS id FROM range(${Math.ceil(updates * 1.01)}) r(j)) LIMIT ${updates}`,
     );
-    await s.run(`INSERT INTO night_ids SELECT i FROM range(${rows + 1}, ${rows + inserts + 1}) r(i)`);
-    await s.run(`CREATE TEMP TABLE night AS SELECT ${orderRowSql('id', rows, true)}, hash(id, 3) % ${NIGHT_FILES} AS f FROM night_ids`);
+    await s.run(
+      `INSERT INTO night_ids SELECT i FROM range(${rows + 1}, ${rows + inserts + 1}) r(i)`,
+    );
+    await s.run(
+      `CREATE TEMP TABLE night AS SELECT ${orderRowSql('id', rows, true)}, hash(id, 3) % ${NIGHT_FILES} AS f FROM night_ids`,
+    );
     for (let f = 0; f < NIGHT_FILES; f++) {
       const path = join(day, `orders-${String(f).padStart(2, '0')}.parquet`);
-      await s.run(`COPY (SELECT ${ORDER_COLUMNS.map(ident).join(', ')} FROM night WHERE f = ${f}) TO ${str(path)} (FORMAT parquet, COMPRESSION zstd)`);
+      await s.run(
+        `COPY (SELECT ${ORDER_COLUMNS.map(ident).join(', ')} FROM night WHERE f = ${f}) TO ${str(path)} (FORMAT parquet, COMPRESSION zstd)`,
+      );
     }
   });
   const night = { dir, updates, inserts };
@@ -237,27 +300,61 @@ async function runNight(root: string, tableDir: string, night: Night): Promise<N
   const before = await filesUnder([target]);
   progress('the night: tidemark run');
   const started = performance.now();
-  const out = await capture(TIME_BINARY, ['-f', '@@time %U %S %M', process.execPath, '--import', TSX, BENCH, 'seed-night', '--landing', night.dir, '--target', target, '--spool', spool]);
+  const out = await capture(TIME_BINARY, [
+    '-f',
+    '@@time %U %S %M',
+    process.execPath,
+    '--import',
+    TSX,
+    BENCH,
+    'seed-night',
+    '--landing',
+    night.dir,
+    '--target',
+    target,
+    '--spool',
+    spool,
+  ]);
   const wall = performance.now() - started;
   const m = /@@time (\S+) (\S+) (\d+)/.exec(out.stderr);
   const line = out.stdout.trim().split('\n').pop() ?? '';
-  if (out.code !== 0 || !m) throw new Error(`[bench] the night failed (exit ${out.code}):\n${out.stderr.slice(-3000)}`);
+  if (out.code !== 0 || !m)
+    throw new Error(`[bench] the night failed (exit ${out.code}):\n${out.stderr.slice(-3000)}`);
   const child = JSON.parse(line) as NightResult;
   const after = await filesUnder([target]);
   let bytesWritten = 0;
   for (const [p, size] of after) if (before.get(p) !== size) bytesWritten += size;
-  progress(`  ${secs(child.ms)} in the run (${secs(wall)} with the process start), checking the table`);
+  progress(
+    `  ${secs(child.ms)} in the run (${secs(wall)} with the process start), checking the table`,
+  );
   const check = await checkNight(target, night);
-  return { ms: child.ms, cpuMs: (Number(m[1]) + Number(m[2])) * 1000, peakRssBytes: Number(m[3]) * 1024, bytesWritten, child, ...check };
+  return {
+    ms: child.ms,
+    cpuMs: (Number(m[1]) + Number(m[2])) * 1000,
+    peakRssBytes: Number(m[3]) * 1024,
+    bytesWritten,
+    child,
+    ...check,
+  };
 }
 
 /** Row count after the night, and every changed row read back with the night's values. */
-async function checkNight(target: string, night: Night): Promise<{ rowsAfter: number; changedReadBack: boolean }> {
+async function checkNight(
+  target: string,
+  night: Night,
+): Promise<{ rowsAfter: number; changedReadBack: boolean }> {
   const { fingerprint, sampledMismatches } = await import('./verify.js');
   return withSession(async (s) => {
     const fp = await fingerprint(s, target, ORDER_COLUMNS);
-    await s.run(`CREATE TEMP TABLE night AS SELECT * FROM read_parquet(${str(join(night.dir, '**', '*.parquet'))})`);
-    const bad = await sampledMismatches(s, target, { batch: 'night', key: ORDER_KEY, columns: ORDER_COLUMNS, sample: 1000 });
+    await s.run(
+      `CREATE TEMP TABLE night AS SELECT * FROM read_parquet(${str(join(night.dir, '**', '*.parquet'))})`,
+    );
+    const bad = await sampledMismatches(s, target, {
+      batch: 'night',
+      key: ORDER_KEY,
+      columns: ORDER_COLUMNS,
+      sample: 1000,
+    });
     return { rowsAfter: fp.rows, changedReadBack: bad.length === 0 };
   });
 }
@@ -270,30 +367,55 @@ async function checkNight(target: string, night: Night): Promise<{ rowsAfter: nu
 async function measureReload(root: string, tableDir: string, tableRows: number, rows: number) {
   const target = join(root, 'reload-run');
   const chunkRows = chunkRowsOf(tableRows);
-  if (rows % chunkRows !== 0) throw new Error(`[bench] the reload sample (${rows} rows) must be whole chunks of ${chunkRows}`);
+  if (rows % chunkRows !== 0)
+    throw new Error(
+      `[bench] the reload sample (${rows} rows) must be whole chunks of ${chunkRows}`,
+    );
   const version = rows / chunkRows - 1;
-  progress(`the full reload on the first ${count(rows)} orders (the table at version ${version}): copying it`);
+  progress(
+    `the full reload on the first ${count(rows)} orders (the table at version ${version}): copying it`,
+  );
   await linkedCopy(tableDir, target);
   const log = join(target, '_delta_log');
   for (const name of await readdir(log)) {
     const v = /^(\d{20})\./.exec(name)?.[1];
-    if (name === '_last_checkpoint' || (v !== undefined && Number(v) > version)) await rm(join(log, name));
+    if (name === '_last_checkpoint' || (v !== undefined && Number(v) > version))
+      await rm(join(log, name));
   }
   const night = await writeNight(root, rows);
   const before = await filesUnder([target]);
   const r = await withSession(async (s) => {
-    await s.run(`CREATE TEMP TABLE night AS SELECT * FROM read_parquet(${str(join(night.dir, '**', '*.parquet'))})`);
-    return timed(() => fullRewrite(s, target, { columns: ORDER_COLUMNS, key: ORDER_KEY, orderBy: ORDER_VERSION, batch: 'night' }, ROWS_PER_FILE));
+    await s.run(
+      `CREATE TEMP TABLE night AS SELECT * FROM read_parquet(${str(join(night.dir, '**', '*.parquet'))})`,
+    );
+    return timed(() =>
+      fullRewrite(
+        s,
+        target,
+        { columns: ORDER_COLUMNS, key: ORDER_KEY, orderBy: ORDER_VERSION, batch: 'night' },
+        ROWS_PER_FILE,
+      ),
+    );
   });
   const after = await filesUnder([target]);
   let bytesWritten = 0;
   for (const [p, size] of after) if (before.get(p) !== size) bytesWritten += size;
   await rm(target, { recursive: true, force: true });
-  progress(`  ${secs(r.ms)}, CPU ${secs(r.cpuMs)}, peak RSS ${mib(r.peakRss.bytes)}, wrote ${mib(bytesWritten)}, ${count(r.value.rows)} rows`);
-  if (r.value.rows !== rows + night.inserts) throw new Error(`[bench] the reload wrote ${r.value.rows} rows, expected ${rows + night.inserts}`);
-  return { ms: r.ms, cpuMs: r.cpuMs, peakRssBytes: r.peakRss.bytes, bytesWritten, rows: r.value.rows };
+  progress(
+    `  ${secs(r.ms)}, CPU ${secs(r.cpuMs)}, peak RSS ${mib(r.peakRss.bytes)}, wrote ${mib(bytesWritten)}, ${count(r.value.rows)} rows`,
+  );
+  if (r.value.rows !== rows + night.inserts)
+    throw new Error(
+      `[bench] the reload wrote ${r.value.rows} rows, expected ${rows + night.inserts}`,
+    );
+  return {
+    ms: r.ms,
+    cpuMs: r.cpuMs,
+    peakRssBytes: r.peakRss.bytes,
+    bytesWritten,
+    rows: r.value.rows,
+  };
 }
-
 
 /** Default folder of the persistent tables. */
 export const SEED_SCALE_DIR = join(BENCH_ROOT, 'seed-scale');

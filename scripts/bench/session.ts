@@ -13,7 +13,10 @@ const MEMORY_LIMIT = 3 * 2 ** 30;
 
 /** Run `fn` on a new session and close it afterwards. */
 export async function withSession<T>(fn: (session: DuckSession) => Promise<T>): Promise<T> {
-  const session = await DuckSession.open({ memoryLimit: MEMORY_LIMIT, tempDirectory: join(BENCH_ROOT, 'spill') });
+  const session = await DuckSession.open({
+    memoryLimit: MEMORY_LIMIT,
+    tempDirectory: join(BENCH_ROOT, 'spill'),
+  });
   try {
     return await fn(session);
   } finally {

@@ -67,14 +67,25 @@ function eventsOf(f: number, firstId: number): Event[] {
 }
 
 function render(format: SmallFormat, events: readonly Event[]): Buffer {
-  if (format === 'csv') return Buffer.from(`event_id,device,reading,ts\n${events.map((e) => `${e.event_id},${e.device},${e.reading},${e.ts}`).join('\n')}\n`);
-  const lines = events.map((e) => `{"event_id":${e.event_id},"device":"${e.device}","reading":${e.reading},"ts":"${e.ts}"}`).join('\n');
+  if (format === 'csv')
+    return Buffer.from(
+      `event_id,device,reading,ts\n${events.map((e) => `${e.event_id},${e.device},${e.reading},${e.ts}`).join('\n')}\n`,
+    );
+  const lines = events
+    .map(
+      (e) =>
+        `{"event_id":${e.event_id},"device":"${e.device}","reading":${e.reading},"ts":"${e.ts}"}`,
+    )
+    .join('\n');
   return gzipSync(Buffer.from(`${lines}\n`));
 }
 
 /** `yyyy/mm/dd/events-NNNNNN.<ext>` of file `f`. */
 export function smallKey(spec: SmallLandingSpec, f: number): string {
-  const day = new Date(START + Math.floor(f / spec.filesPerDay) * 86_400_000).toISOString().slice(0, 10).split('-');
+  const day = new Date(START + Math.floor(f / spec.filesPerDay) * 86_400_000)
+    .toISOString()
+    .slice(0, 10)
+    .split('-');
   return `${day.join('/')}/events-${String(f).padStart(6, '0')}.${spec.format}`;
 }
 

@@ -31,9 +31,24 @@ import { openTable, scanSource } from '../lib/tables.js';
 import { startEmbeddedS3 } from '../lib/embedded-s3.js';
 import { samplesOf, timed, type Samples } from './clock.js';
 import { benchEnv, describeEnv, describeOtherLoad, watchOtherLoad } from './env.js';
-import { count, printTables, secs, times, verdict, writeJson, sqlTable, type TextTable } from './report.js';
+import {
+  count,
+  printTables,
+  secs,
+  times,
+  verdict,
+  writeJson,
+  sqlTable,
+  type TextTable,
+} from './report.js';
 import { progress, withSession } from './session.js';
-import { EVENT_KEY, EVENT_ORDER, writeSmallLanding, type SmallFormat, type SmallLandingSpec } from './small-files-landing.js';
+import {
+  EVENT_KEY,
+  EVENT_ORDER,
+  writeSmallLanding,
+  type SmallFormat,
+  type SmallLandingSpec,
+} from './small-files-landing.js';
 import { slowest, traceSql, type SlowSql } from './sql-trace.js';
 import { openWorkspace, type Workspace } from './workspace.js';
 
@@ -103,9 +118,17 @@ export async function benchSmallFiles(opts: SmallFilesBenchOptions): Promise<voi
     const otherLoad = stopWatch();
     printTables(tables(results, opts));
     process.stdout.write(`${LEGEND}\n${describeOtherLoad(otherLoad)}`);
-    await writeJson(opts.jsonPath, { benchmark: 'small-files', env, otherLoad, options: opts, target: TARGET, results });
+    await writeJson(opts.jsonPath, {
+      benchmark: 'small-files',
+      env,
+      otherLoad,
+      options: opts,
+      target: TARGET,
+      results,
+    });
     process.stdout.write(`result: ${opts.jsonPath}\n`);
-    if (!results.every((r) => r.verified && (r.s3?.verified ?? true))) throw new Error('[bench] small-files results failed verification');
+    if (!results.every((r) => r.verified && (r.s3?.verified ?? true)))
+      throw new Error('[bench] small-files results failed verification');
   } finally {
     await ws.dispose();
   }
@@ -124,7 +147,21 @@ function tables(results: readonly SmallFormatResult[], opts: SmallFilesBenchOpti
   const out: TextTable[] = [
     {
       title: `small files: ${count(opts.files)} files of 1-100 rows, one run (target ≤ ${TARGET} ×)`,
-      header: ['format', 'rows', 'hand-written', 'tidemark', 'ratio', 'target', 'list', 'fetch', 'load', 'dedupe', 'merge', 'commit', 'verified'],
+      header: [
+        'format',
+        'rows',
+        'hand-written',
+        'tidemark',
+        'ratio',
+        'target',
+        'list',
+        'fetch',
+        'load',
+        'dedupe',
+        'merge',
+        'commit',
+        'verified',
+      ],
       rows: results.map((r) => [
         r.format,
         count(r.rows),
@@ -132,7 +169,9 @@ function tables(results: readonly SmallFormatResult[], opts: SmallFilesBenchOpti
         secs(r.tidemark.median),
         times(r.ratio),
         verdict(r.ratio <= TARGET),
-        ...(['list', 'fetch', 'load', 'dedupe', 'merge', 'commit'] as const).map((p) => secs(r.phases[p])),
+        ...(['list', 'fetch', 'load', 'dedupe', 'merge', 'commit'] as const).map((p) =>
+          secs(r.phases[p]),
+        ),
         r.verified ? 'yes' : 'NO',
       ]),
     },
@@ -141,7 +180,19 @@ function tables(results: readonly SmallFormatResult[], opts: SmallFilesBenchOpti
   if (s3.length > 0) {
     out.push({
       title: 'small files from the embedded S3 server (loopback)',
-      header: ['format', 'hand-written', 'tidemark', 'ratio', 'target', 'GETs', 'GETs/s (fetch)', 'list', 'fetch', 'load', 'verified'],
+      header: [
+        'format',
+        'hand-written',
+        'tidemark',
+        'ratio',
+        'target',
+        'GETs',
+        'GETs/s (fetch)',
+        'list',
+        'fetch',
+        'load',
+        'verified',
+      ],
       rows: s3.map((r) => [
         r.format,
         secs(r.s3!.handwritten),
@@ -157,28 +208,48 @@ function tables(results: readonly SmallFormatResult[], opts: SmallFilesBenchOpti
       ]),
     });
   }
-  for (const r of results) if (r.sql) out.push(sqlTable(`slowest statements of a traced ${r.format} run`, r.sql));
+  for (const r of results)
+    if (r.sql) out.push(sqlTable(`slowest statements of a traced ${r.format} run`, r.sql));
   return out;
 }
 
-function smallJob(ws: Workspace, name: string, format: SmallFormat, source: string, target: string, files: number, storage: Record<string, unknown> = {}) {
+function smallJob(
+  ws: Workspace,
+  name: string,
+  format: SmallFormat,
+  source: string,
+  target: string,
+  files: number,
+  storage: Record<string, unknown> = {},
+) {
   const config = validateConfig({
     storage: { singleWriter: true, ...storage },
     jobs: [
       {
         name,
-        source: { uri: source, format: format === 'csv' ? 'csv' : 'ndjson', discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+        source: {
+          uri: source,
+          format: format === 'csv' ? 'csv' : 'ndjson',
+          discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' },
+        },
         target: { uri: target, mode: 'merge', key: [EVENT_KEY], orderBy: EVENT_ORDER },
         maxFilesPerBatch: files,
         maxBytesPerBatch: '64GiB',
       },
     ],
   });
-  const ctx: RunContext = { storage: config.storage, logger: silentLogger(), spoolRoot: ws.dir, tty: false };
+  const ctx: RunContext = {
+    storage: config.storage,
+    logger: silentLogger(),
+    spoolRoot: ws.dir,
+    tty: false,
+  };
   return { job: config.jobs[0]!, ctx };
 }
 
-async function runSmallJob(j: ReturnType<typeof smallJob>): Promise<{ ms: number; report: RunReport }> {
+async function runSmallJob(
+  j: ReturnType<typeof smallJob>,
+): Promise<{ ms: number; report: RunReport }> {
   const { ms, value } = await timed(() => runJob(j.job, j.ctx));
   if (!value.ok) throw value.error;
   return { ms, report: value.report };
@@ -186,7 +257,9 @@ async function runSmallJob(j: ReturnType<typeof smallJob>): Promise<{ ms: number
 
 function readerSql(format: SmallFormat, paths: readonly string[]): string {
   const list = `[${paths.map(str).join(', ')}]`;
-  return format === 'csv' ? `read_csv(${list}, union_by_name = true)` : `read_json(${list}, format = 'newline_delimited')`;
+  return format === 'csv'
+    ? `read_csv(${list}, union_by_name = true)`
+    : `read_json(${list}, format = 'newline_delimited')`;
 }
 
 function handwrittenSql(format: SmallFormat, paths: readonly string[], out: string): string {
@@ -197,7 +270,9 @@ function handwrittenSql(format: SmallFormat, paths: readonly string[], out: stri
 async function tableFingerprint(session: DuckSession, storage: Storage): Promise<Fingerprint> {
   const snapshot = await openTable(storage, session, { singleWriter: true }).snapshot();
   if (!snapshot) throw new Error(`[bench] no Delta table at ${storage.uri}`);
-  const row = await withTableScan(session, scanSource(storage), snapshot, (relation) => session.one(FINGERPRINT_SQL(relation)));
+  const row = await withTableScan(session, scanSource(storage), snapshot, (relation) =>
+    session.one(FINGERPRINT_SQL(relation)),
+  );
   return { rows: Number(row?.['n'] ?? 0), hash: String(row?.['h'] ?? '') };
 }
 
@@ -208,12 +283,24 @@ async function parquetFingerprint(session: DuckSession, path: string): Promise<F
 
 async function filesBelow(root: string): Promise<string[]> {
   const entries = await readdir(root, { recursive: true, withFileTypes: true });
-  return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name)).sort();
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name))
+    .sort();
 }
 
-async function benchFormat(ws: Workspace, format: SmallFormat, opts: SmallFilesBenchOptions): Promise<SmallFormatResult> {
+async function benchFormat(
+  ws: Workspace,
+  format: SmallFormat,
+  opts: SmallFilesBenchOptions,
+): Promise<SmallFormatResult> {
   const tag = format.replace('.', '-');
-  const spec: SmallLandingSpec = { root: ws.path(`landing-${tag}`), format, files: opts.files, filesPerDay: FILES_PER_DAY };
+  const spec: SmallLandingSpec = {
+    root: ws.path(`landing-${tag}`),
+    format,
+    files: opts.files,
+    filesPerDay: FILES_PER_DAY,
+  };
   progress(`writing ${count(opts.files)} ${format} files`);
   const written = await writeSmallLanding(spec);
   const paths = await filesBelow(spec.root);
@@ -226,10 +313,14 @@ async function benchFormat(ws: Workspace, format: SmallFormat, opts: SmallFilesB
     handOut = ws.path(`hand-${tag}-${rep}.parquet`);
     const h = await timed(() => withSession((s) => s.run(handwrittenSql(format, paths, handOut))));
     hand.push(h.ms);
-    const t = await runSmallJob(smallJob(ws, 'events', format, spec.root, ws.path(`table-${tag}-${rep}`), opts.files));
+    const t = await runSmallJob(
+      smallJob(ws, 'events', format, spec.root, ws.path(`table-${tag}-${rep}`), opts.files),
+    );
     tide.push(t.ms);
     report = t.report;
-    progress(`(${format} ${rep}/${opts.repeat}) hand-written ${secs(h.ms)}, tidemark ${secs(t.ms)}`);
+    progress(
+      `(${format} ${rep}/${opts.repeat}) hand-written ${secs(h.ms)}, tidemark ${secs(t.ms)}`,
+    );
   }
   const [expected, actual] = await withSession(async (s) => [
     await parquetFingerprint(s, handOut),
@@ -237,7 +328,11 @@ async function benchFormat(ws: Workspace, format: SmallFormat, opts: SmallFilesB
   ]);
   let sql: SlowSql[] | null = null;
   if (opts.trace) {
-    const traced = await traceSql(() => runSmallJob(smallJob(ws, 'events', format, spec.root, ws.path(`table-${tag}-traced`), opts.files)));
+    const traced = await traceSql(() =>
+      runSmallJob(
+        smallJob(ws, 'events', format, spec.root, ws.path(`table-${tag}-traced`), opts.files),
+      ),
+    );
     sql = slowest(traced.statements, 10);
   }
   const s3 = opts.s3 ? await benchFromS3(ws, format, spec, paths, expected) : null;
@@ -253,16 +348,29 @@ async function benchFormat(ws: Workspace, format: SmallFormat, opts: SmallFilesB
     ratio: tidemark.median / handwritten.median,
     phases: report!.phases,
     fingerprint: actual,
-    verified: actual.rows === expected.rows && actual.hash === expected.hash && report!.filesLoaded === opts.files && report!.commits === 1,
+    verified:
+      actual.rows === expected.rows &&
+      actual.hash === expected.hash &&
+      report!.filesLoaded === opts.files &&
+      report!.commits === 1,
     sql,
     s3,
   };
 }
 
-async function benchFromS3(ws: Workspace, format: SmallFormat, spec: SmallLandingSpec, paths: readonly string[], expected: Fingerprint): Promise<SmallS3Result> {
+async function benchFromS3(
+  ws: Workspace,
+  format: SmallFormat,
+  spec: SmallLandingSpec,
+  paths: readonly string[],
+  expected: Fingerprint,
+): Promise<SmallS3Result> {
   const tag = format.replace('.', '-');
   const server = await startEmbeddedS3({ buckets: [BUCKET], directory: ws.path(`s3-${tag}`) });
-  const saved = { id: process.env['AWS_ACCESS_KEY_ID'], secret: process.env['AWS_SECRET_ACCESS_KEY'] };
+  const saved = {
+    id: process.env['AWS_ACCESS_KEY_ID'],
+    secret: process.env['AWS_SECRET_ACCESS_KEY'],
+  };
   process.env['AWS_ACCESS_KEY_ID'] = server.credentials.accessKeyId;
   process.env['AWS_SECRET_ACCESS_KEY'] = server.credentials.secretAccessKey;
   const endpoint = { endpoint: server.endpoint, region: server.region, forcePathStyle: true };
@@ -280,9 +388,21 @@ async function benchFromS3(ws: Workspace, format: SmallFormat, spec: SmallLandin
       await Promise.all(keys.map((k, i) => limit(() => bucket.download(k, local[i]!))));
       await withSession((s) => s.run(handwrittenSql(format, local, out)));
     });
-    const t = await runSmallJob(smallJob(ws, 'events', format, `s3://${BUCKET}/landing/`, ws.path(`table-s3-${tag}`), paths.length, endpoint));
+    const t = await runSmallJob(
+      smallJob(
+        ws,
+        'events',
+        format,
+        `s3://${BUCKET}/landing/`,
+        ws.path(`table-s3-${tag}`),
+        paths.length,
+        endpoint,
+      ),
+    );
     progress(`(${format} S3) hand-written ${secs(h.ms)}, tidemark ${secs(t.ms)}`);
-    const actual = await withSession((s) => tableFingerprint(s, LocalStorage.at(ws.path(`table-s3-${tag}`))));
+    const actual = await withSession((s) =>
+      tableFingerprint(s, LocalStorage.at(ws.path(`table-s3-${tag}`))),
+    );
     const gets = t.report.requests?.get ?? 0;
     return {
       handwritten: h.ms,
@@ -291,7 +411,10 @@ async function benchFromS3(ws: Workspace, format: SmallFormat, spec: SmallLandin
       phases: t.report.phases,
       gets,
       getsPerSecond: gets / Math.max(0.001, t.report.phases.fetch / 1000),
-      verified: actual.rows === expected.rows && actual.hash === expected.hash && t.report.filesLoaded === paths.length,
+      verified:
+        actual.rows === expected.rows &&
+        actual.hash === expected.hash &&
+        t.report.filesLoaded === paths.length,
     };
   } finally {
     bucket.client.destroy();

@@ -21,7 +21,10 @@ let installed = false;
 function install(): void {
   if (installed) return;
   installed = true;
-  const proto = DuckSession.prototype as unknown as Record<Method, (sql: string) => Promise<unknown>>;
+  const proto = DuckSession.prototype as unknown as Record<
+    Method,
+    (sql: string) => Promise<unknown>
+  >;
   for (const name of METHODS) {
     const original = proto[name];
     proto[name] = async function (this: unknown, sql: string): Promise<unknown> {
@@ -36,7 +39,9 @@ function install(): void {
 }
 
 /** Record every statement `fn` runs (statements run by `one` count once, through `all`). */
-export async function traceSql<T>(fn: () => Promise<T>): Promise<{ value: T; statements: TracedSql[] }> {
+export async function traceSql<T>(
+  fn: () => Promise<T>,
+): Promise<{ value: T; statements: TracedSql[] }> {
   install();
   const statements: TracedSql[] = [];
   const outer = active;

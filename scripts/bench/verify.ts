@@ -21,16 +21,26 @@ export interface TableFingerprint {
 }
 
 /** Fingerprint the table at `dir` over `columns`. */
-export function fingerprint(session: DuckSession, dir: string, columns: readonly string[]): Promise<TableFingerprint> {
+export function fingerprint(
+  session: DuckSession,
+  dir: string,
+  columns: readonly string[],
+): Promise<TableFingerprint> {
   return fingerprintAt(session, LocalStorage.at(dir), columns);
 }
 
 /** Fingerprint the table rooted at `storage` (a folder, an S3 prefix) over `columns`. */
-export async function fingerprintAt(session: DuckSession, storage: Storage, columns: readonly string[]): Promise<TableFingerprint> {
+export async function fingerprintAt(
+  session: DuckSession,
+  storage: Storage,
+  columns: readonly string[],
+): Promise<TableFingerprint> {
   const snapshot = await openTable(storage, session, { singleWriter: true }).snapshot();
   if (!snapshot) throw new Error(`[bench] no Delta table at ${storage.uri}`);
   const row = await withTableScan(session, scanSource(storage), snapshot, (relation) =>
-    session.one(`SELECT count(*)::BIGINT AS n, sum(hash(${identList([...columns])}))::VARCHAR AS h FROM (${relation})`),
+    session.one(
+      `SELECT count(*)::BIGINT AS n, sum(hash(${identList([...columns])}))::VARCHAR AS h FROM (${relation})`,
+    ),
   );
   return {
     version: snapshot.version,
@@ -56,12 +66,13 @@ export async function sampledMismatches(
   const k = ident(spec.key);
   const picked = `SELECT * FROM ${ident(spec.batch)} QUALIFY (row_number() OVER (ORDER BY ${k})) % (count(*) OVER () // ${spec.sample} + 1) = 0`;
   const cols = spec.columns.map(ident).join(', ');
-  const rowOf = (alias: string) => `row(${spec.columns.map((c) => `${alias}.${ident(c)}`).join(', ')})`;
+  const rowOf = (alias: string) =>
+    `row(${spec.columns.map((c) => `${alias}.${ident(c)}`).join(', ')})`;
   return withTableScan(session, scanSource(storage), snapshot, (relation) =>
     session.allJson(
       `WITH s AS (${picked}) SELECT s.${k} AS key FROM s LEFT JOIN ` +
         `(SELECT ${cols} FROM (${relation}) WHERE ${k} IN (SELECT ${k} FROM s)) AS t ON t.${k} = s.${k} ` +
         `WHERE t.${k} IS NULL OR ${rowOf('t')} IS DISTINCT FROM ${rowOf('s')}`,
-    )
+    ),
   );
 }

@@ -18,12 +18,18 @@ export interface Workspace {
 }
 
 /** Create `.bench/<name>-<pid>`; it is removed on dispose and on SIGINT/SIGTERM unless `keep`. */
-export async function openWorkspace(name: string, opts: { keep?: boolean } = {}): Promise<Workspace> {
+export async function openWorkspace(
+  name: string,
+  opts: { keep?: boolean } = {},
+): Promise<Workspace> {
   const dir = join(BENCH_ROOT, `${name}-${process.pid}`);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   const onSignal = (signal: NodeJS.Signals) => {
-    if (!opts.keep) void rm(dir, { recursive: true, force: true }).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    if (!opts.keep)
+      void rm(dir, { recursive: true, force: true }).finally(() =>
+        process.exit(signal === 'SIGINT' ? 130 : 143),
+      );
     else process.exit(130);
   };
   process.once('SIGINT', onSignal);

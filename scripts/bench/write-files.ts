@@ -40,16 +40,25 @@ await session.run(`CREATE TABLE src AS SELECT i AS id, 'customer-' || (i % 50000
 
 const timings = new Map<string, number>();
 const orig = { run: session.run.bind(session), all: session.all.bind(session) };
-const kind = (sql: string) => (/^COPY/.test(sql) ? 'copy' : /^CREATE TEMP TABLE|^CREATE TABLE/.test(sql) ? 'stage' : /GROUP BY g/.test(sql) || /count\(\*\) AS n/.test(sql) ? 'stats' : 'other');
-const timed = <A extends unknown[], R>(f: (sql: string, ...a: A) => Promise<R>) => async (sql: string, ...a: A) => {
-  const t0 = performance.now();
-  try {
-    return await f(sql, ...a);
-  } finally {
-    const k = kind(sql);
-    timings.set(k, (timings.get(k) ?? 0) + performance.now() - t0);
-  }
-};
+const kind = (sql: string) =>
+  /^COPY/.test(sql)
+    ? 'copy'
+    : /^CREATE TEMP TABLE|^CREATE TABLE/.test(sql)
+      ? 'stage'
+      : /GROUP BY g/.test(sql) || /count\(\*\) AS n/.test(sql)
+        ? 'stats'
+        : 'other';
+const timed =
+  <A extends unknown[], R>(f: (sql: string, ...a: A) => Promise<R>) =>
+  async (sql: string, ...a: A) => {
+    const t0 = performance.now();
+    try {
+      return await f(sql, ...a);
+    } finally {
+      const k = kind(sql);
+      timings.set(k, (timings.get(k) ?? 0) + performance.now() - t0);
+    }
+  };
 session.run = timed(orig.run);
 session.all = timed(orig.all);
 
@@ -58,11 +67,19 @@ for (let run = 0; run < 3; run++) {
   timings.clear();
   const dir = await mkdtemp(join(tmpdir(), 'bench-write-'));
   const t0 = performance.now();
-  const files = await writeDataFiles(session, { relationSql: 'src', schema, partitionColumns, localDir: dir, targetFileRows: target });
+  const files = await writeDataFiles(session, {
+    relationSql: 'src',
+    schema,
+    partitionColumns,
+    localDir: dir,
+    targetFileRows: target,
+  });
   const ms = performance.now() - t0;
   const bytes = files.reduce((s, f) => s + f.size, 0);
   const parts = [...timings].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ');
-  console.log(`rows ${rows} target ${target ?? '-'} partitions ${partitions}: ${files.length} files, ${(bytes / 1e6).toFixed(1)} MB, ${ms.toFixed(0)} ms (${parts})`);
+  console.log(
+    `rows ${rows} target ${target ?? '-'} partitions ${partitions}: ${files.length} files, ${(bytes / 1e6).toFixed(1)} MB, ${ms.toFixed(0)} ms (${parts})`,
+  );
   await rm(dir, { recursive: true, force: true });
 }
 session.close();

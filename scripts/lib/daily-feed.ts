@@ -55,13 +55,30 @@ export function buildFeed(opts: FeedOptions): Feed {
   const rid = () => `${opts.tag}-${++ridCounter}`;
   for (const day of opts.days) {
     const today: FeedRow[] = [];
-    for (let i = 0; i < opts.ordersPerDay; i++) today.push({ order_id: nextId++, order_date: day, status: 'placed', seq: ++seqCounter, rid: rid() });
-    const window = opts.updateWindowDays === undefined ? created : created.filter((o) => dayDiff(o.date, day) <= opts.updateWindowDays!);
+    for (let i = 0; i < opts.ordersPerDay; i++)
+      today.push({
+        order_id: nextId++,
+        order_date: day,
+        status: 'placed',
+        seq: ++seqCounter,
+        rid: rid(),
+      });
+    const window =
+      opts.updateWindowDays === undefined
+        ? created
+        : created.filter((o) => dayDiff(o.date, day) <= opts.updateWindowDays!);
     for (let i = 0; i < opts.updatesPerDay && window.length > 0; i++) {
       const o = window[Math.floor(opts.random() * window.length)]!;
-      today.push({ order_id: o.id, order_date: o.date, status: STATUSES[Math.floor(opts.random() * STATUSES.length)]!, seq: ++seqCounter, rid: rid() });
+      today.push({
+        order_id: o.id,
+        order_date: o.date,
+        status: STATUSES[Math.floor(opts.random() * STATUSES.length)]!,
+        seq: ++seqCounter,
+        rid: rid(),
+      });
     }
-    for (const r of today) if (r.status === 'placed') created.push({ id: r.order_id, date: r.order_date });
+    for (const r of today)
+      if (r.status === 'placed') created.push({ id: r.order_id, date: r.order_date });
     const folder = day.replaceAll('-', '/');
     for (let f = 0; f < opts.filesPerDay; f++) {
       const part = today.filter((_, i) => i % opts.filesPerDay === f);
@@ -77,17 +94,32 @@ export function buildFeed(opts: FeedOptions): Feed {
  * rows for `perDay` random orders of the earlier feed (of the last `windowDays` days), with a
  * newer `seq`.
  */
-export function buildCorrections(earlier: Feed, days: readonly string[], perDay: number, tag: string, random: () => number, windowDays = Infinity): Feed {
+export function buildCorrections(
+  earlier: Feed,
+  days: readonly string[],
+  perDay: number,
+  tag: string,
+  random: () => number,
+  windowDays = Infinity,
+): Feed {
   const files = new Map<string, FeedRow[]>();
   const rows: FeedRow[] = [];
   let ridCounter = 0;
   for (const day of days) {
-    const candidates = earlier.rows.filter((r) => r.order_date <= day && dayDiff(r.order_date, day) <= windowDays);
+    const candidates = earlier.rows.filter(
+      (r) => r.order_date <= day && dayDiff(r.order_date, day) <= windowDays,
+    );
     if (candidates.length === 0) continue;
     const fixes: FeedRow[] = [];
     for (let i = 0; i < perDay; i++) {
       const o = candidates[Math.floor(random() * candidates.length)]!;
-      fixes.push({ order_id: o.order_id, order_date: o.order_date, status: `fixed-${tag}`, seq: ++seqCounter, rid: `${tag}-${++ridCounter}` });
+      fixes.push({
+        order_id: o.order_id,
+        order_date: o.order_date,
+        status: `fixed-${tag}`,
+        seq: ++seqCounter,
+        rid: `${tag}-${++ridCounter}`,
+      });
     }
     files.set(`${day.replaceAll('-', '/')}/${tag}.csv`, fixes);
     rows.push(...fixes);
@@ -105,7 +137,12 @@ export async function landFeed(storage: Storage, feed: Feed): Promise<void> {
 }
 
 function csvOf(rows: readonly FeedRow[]): string {
-  return ['order_id,order_date,status,seq,rid', ...rows.map((r) => `${r.order_id},${r.order_date},${r.status},${r.seq},${r.rid}`)].join('\n') + '\n';
+  return (
+    [
+      'order_id,order_date,status,seq,rid',
+      ...rows.map((r) => `${r.order_id},${r.order_date},${r.status},${r.seq},${r.rid}`),
+    ].join('\n') + '\n'
+  );
 }
 
 /** The expected table: per order, the row with the highest seq; ordered by order_id. */
@@ -121,5 +158,7 @@ export function latestByOrder(rows: readonly FeedRow[]): FeedRow[] {
 /** `count` consecutive days from `first` (`yyyy-mm-dd`), as `yyyy-mm-dd`. */
 export function daysFrom(first: string, count: number): string[] {
   const start = Date.parse(`${first}T00:00:00Z`);
-  return Array.from({ length: count }, (_, i) => new Date(start + i * 86_400_000).toISOString().slice(0, 10));
+  return Array.from({ length: count }, (_, i) =>
+    new Date(start + i * 86_400_000).toISOString().slice(0, 10),
+  );
 }

@@ -52,7 +52,8 @@ function allowDesContinuationTokens(): void {
   if (mutable.__tidemarkDesShim) return;
   const wrap = (original: (...args: any[]) => unknown) =>
     function (this: unknown, algorithm: string, key: Buffer, iv: Buffer, ...rest: unknown[]) {
-      if (algorithm === 'des' && key.length === 8) return original.call(this, 'des-ede3-cbc', Buffer.concat([key, key, key]), iv, ...rest);
+      if (algorithm === 'des' && key.length === 8)
+        return original.call(this, 'des-ede3-cbc', Buffer.concat([key, key, key]), iv, ...rest);
       return original.call(this, algorithm, key, iv, ...rest);
     };
   mutable['createCipheriv'] = wrap(crypto.createCipheriv);
@@ -74,7 +75,10 @@ interface ListResult {
 
 function fixNestedCommonPrefixes(): void {
   const FilesystemStore = require('s3rver/lib/stores/filesystem.js') as {
-    prototype: { listObjects(bucket: string, o: ListOptions): Promise<ListResult>; __tidemarkFixed?: boolean };
+    prototype: {
+      listObjects(bucket: string, o: ListOptions): Promise<ListResult>;
+      __tidemarkFixed?: boolean;
+    };
   };
   const proto = FilesystemStore.prototype;
   if (proto.__tidemarkFixed) return;
@@ -90,7 +94,8 @@ function fixNestedCommonPrefixes(): void {
     for (const object of all.objects) {
       const idx = object.key.slice(prefix.length).indexOf(delimiter);
       if (idx !== -1) {
-        if (!isTruncated) commonPrefixes.add(object.key.slice(0, prefix.length + idx + delimiter.length));
+        if (!isTruncated)
+          commonPrefixes.add(object.key.slice(0, prefix.length + idx + delimiter.length));
         continue;
       }
       if (objects.length < maxKeys) objects.push(object);
@@ -109,7 +114,10 @@ interface StoredObject {
 }
 
 /** Write `content` to `file` in full (through a temporary name); its size and MD5 (hex). */
-async function writeWhole(file: string, content: Buffer | Readable): Promise<{ size: number; md5: string }> {
+async function writeWhole(
+  file: string,
+  content: Buffer | Readable,
+): Promise<{ size: number; md5: string }> {
   const md5 = crypto.createHash('md5');
   let size = 0;
   const tally = new Transform({
@@ -121,7 +129,11 @@ async function writeWhole(file: string, content: Buffer | Readable): Promise<{ s
   });
   const tmp = `${file}.tmp-${crypto.randomUUID()}`;
   try {
-    await pipeline(Buffer.isBuffer(content) ? Readable.from([content]) : content, tally, createWriteStream(tmp));
+    await pipeline(
+      Buffer.isBuffer(content) ? Readable.from([content]) : content,
+      tally,
+      createWriteStream(tmp),
+    );
     await fsp.rename(tmp, file);
   } catch (err) {
     await fsp.rm(tmp, { force: true });
@@ -136,8 +148,17 @@ function answerPutsAfterTheirWrite(): void {
       getResourcePath(bucket: string, key?: string, resource?: string): string;
       putMetadata(bucket: string, key: string, metadata: unknown, md5: string): Promise<void>;
       putObject(object: StoredObject): Promise<{ size: number; md5: string }>;
-      putPart(bucket: string, uploadId: string, partNumber: number, content: Readable): Promise<{ size: number; md5: string }>;
-      getObject(bucket: string, key: string, options?: { start?: number; end?: number }): Promise<unknown>;
+      putPart(
+        bucket: string,
+        uploadId: string,
+        partNumber: number,
+        content: Readable,
+      ): Promise<{ size: number; md5: string }>;
+      getObject(
+        bucket: string,
+        key: string,
+        options?: { start?: number; end?: number },
+      ): Promise<unknown>;
       getMetadata(bucket: string, key: string): Promise<Record<string, unknown>>;
       __tidemarkWholeWrites?: boolean;
     };
@@ -152,7 +173,11 @@ function answerPutsAfterTheirWrite(): void {
     return written;
   };
   proto.putPart = async function (bucket, uploadId, partNumber, content) {
-    const file = path.join(this.getResourcePath(bucket, undefined, 'uploads'), uploadId, String(partNumber));
+    const file = path.join(
+      this.getResourcePath(bucket, undefined, 'uploads'),
+      uploadId,
+      String(partNumber),
+    );
     await fsp.mkdir(path.dirname(file), { recursive: true });
     const written = await writeWhole(file, content);
     await fsp.writeFile(`${file}.md5`, written.md5);
@@ -160,7 +185,8 @@ function answerPutsAfterTheirWrite(): void {
   };
   const getObject = proto.getObject;
   proto.getObject = async function (bucket, key, options) {
-    const ranged = options !== undefined && (options.start !== undefined || options.end !== undefined);
+    const ranged =
+      options !== undefined && (options.start !== undefined || options.end !== undefined);
     if (!ranged) return getObject.call(this, bucket, key, options);
     const size = await this.getMetadata(bucket, key).then(
       (m) => Number(m['content-length']),
@@ -178,7 +204,8 @@ export async function startEmbeddedS3(opts: EmbeddedS3Options): Promise<Embedded
   fixNestedCommonPrefixes();
   answerPutsAfterTheirWrite();
   const ownDirectory = opts.directory === undefined;
-  const directory = opts.directory ?? (await fsp.mkdtemp(path.join(os.tmpdir(), 'tidemark-s3rver-')));
+  const directory =
+    opts.directory ?? (await fsp.mkdtemp(path.join(os.tmpdir(), 'tidemark-s3rver-')));
   const server = new S3rver({
     address: '127.0.0.1',
     port: 0,

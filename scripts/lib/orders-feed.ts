@@ -23,8 +23,14 @@ interface Change {
 
 /** What happens on feed day 1..4 (5 = a late file for an earlier day). */
 const PLAN: Record<number, { parquet: Change[]; csv: Change[] }> = {
-  1: { parquet: [{ ids: [1, 20], status: 'new', hour: 9 }], csv: [{ ids: [1, 5], status: 'paid', hour: 15 }] },
-  2: { parquet: [{ ids: [21, 35], status: 'new', hour: 9 }], csv: [{ ids: [1, 10], status: 'shipped', hour: 14 }] },
+  1: {
+    parquet: [{ ids: [1, 20], status: 'new', hour: 9 }],
+    csv: [{ ids: [1, 5], status: 'paid', hour: 15 }],
+  },
+  2: {
+    parquet: [{ ids: [21, 35], status: 'new', hour: 9 }],
+    csv: [{ ids: [1, 10], status: 'shipped', hour: 14 }],
+  },
   3: {
     parquet: [{ ids: [36, 50], status: 'new', hour: 9 }],
     csv: [
@@ -64,7 +70,12 @@ function rowsSql(date: Date, changes: Change[], duplicate: boolean): string {
   return duplicate ? `${all} UNION ALL (SELECT * FROM (${all}) LIMIT 2)` : all;
 }
 
-async function export_(session: DuckSession, dir: string, sql: string, format: 'parquet' | 'csv'): Promise<{ body: Uint8Array; rows: number }> {
+async function export_(
+  session: DuckSession,
+  dir: string,
+  sql: string,
+  format: 'parquet' | 'csv',
+): Promise<{ body: Uint8Array; rows: number }> {
   const path = join(dir, `out.${format}`);
   const options = format === 'parquet' ? '(FORMAT parquet)' : '(FORMAT csv, HEADER true)';
   await session.run(`COPY (${sql}) TO ${str(path)} ${options}`);
@@ -73,7 +84,12 @@ async function export_(session: DuckSession, dir: string, sql: string, format: '
 }
 
 /** The files that land for feed day `n` in the folder of `date`. */
-export async function buildDay(session: DuckSession, date: Date, n: number, opts: { late?: boolean } = {}): Promise<DayFile[]> {
+export async function buildDay(
+  session: DuckSession,
+  date: Date,
+  n: number,
+  opts: { late?: boolean } = {},
+): Promise<DayFile[]> {
   const plan = PLAN[n];
   if (!plan) throw new Error(`no feed day ${n}`);
   const folder = date.toISOString().slice(0, 10).replaceAll('-', '/');
@@ -81,10 +97,16 @@ export async function buildDay(session: DuckSession, date: Date, n: number, opts
   try {
     const files: DayFile[] = [];
     if (plan.parquet.length > 0) {
-      files.push({ key: `${folder}/orders-${n}.parquet`, ...(await export_(session, dir, rowsSql(date, plan.parquet, false), 'parquet')) });
+      files.push({
+        key: `${folder}/orders-${n}.parquet`,
+        ...(await export_(session, dir, rowsSql(date, plan.parquet, false), 'parquet')),
+      });
     }
     const name = opts.late ? `late-updates-${n}.csv` : `status-changes-${n}.csv`;
-    files.push({ key: `${folder}/${name}`, ...(await export_(session, dir, rowsSql(date, plan.csv, !opts.late), 'csv')) });
+    files.push({
+      key: `${folder}/${name}`,
+      ...(await export_(session, dir, rowsSql(date, plan.csv, !opts.late), 'csv')),
+    });
     return files;
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -36,7 +36,11 @@ export function checkpointIO(session: DuckSession): CheckpointIO {
 }
 
 /** The table at `storage`'s root, its checkpoints handled by `session`. */
-export function openTable(storage: Storage, session: DuckSession, opts: Omit<DeltaTableOptions, 'checkpointIO'> = {}): DeltaTable {
+export function openTable(
+  storage: Storage,
+  session: DuckSession,
+  opts: Omit<DeltaTableOptions, 'checkpointIO'> = {},
+): DeltaTable {
   return openEngineTable(storage, { session, spool: scratchSpool() }, opts);
 }
 
@@ -51,15 +55,23 @@ export interface CommitExtras {
 }
 
 /** A committed MERGE: its summary, the version (null: nothing committed) and the commit's time. */
-export type CommittedMerge = WriteSummary & { version: number | null; durations: WriteSummary['durations'] & { commit: number } };
+export type CommittedMerge = WriteSummary & {
+  version: number | null;
+  durations: WriteSummary['durations'] & { commit: number };
+};
 
-type EngineOptions<O> = Omit<O, 'session' | 'storage' | 'snapshot' | 'spool'> & CommitExtras & { spool?: Spool };
+type EngineOptions<O> = Omit<O, 'session' | 'storage' | 'snapshot' | 'spool'> &
+  CommitExtras & { spool?: Spool };
 
 /**
  * Stage a MERGE and commit it with the extras, as the job does; the version is null when the
  * MERGE changed nothing and there were no extras (nothing committed).
  */
-export async function mergeAndCommit(table: DeltaTable, session: DuckSession, opts: EngineOptions<MergeOptions>): Promise<CommittedMerge> {
+export async function mergeAndCommit(
+  table: DeltaTable,
+  session: DuckSession,
+  opts: EngineOptions<MergeOptions>,
+): Promise<CommittedMerge> {
   const { extraActions = [], onDeletes, snapshot, spool, ...rest } = opts;
   const staged = await stageMerge({
     ...rest,
@@ -74,14 +86,22 @@ export async function mergeAndCommit(table: DeltaTable, session: DuckSession, op
     const version = await commitStaged(table, staged, extra);
     const commit = Math.round(performance.now() - started);
     const { durations } = staged.summary;
-    return { ...staged.summary, version, durations: { ...durations, commit, total: durations.total + commit } };
+    return {
+      ...staged.summary,
+      version,
+      durations: { ...durations, commit, total: durations.total + commit },
+    };
   } finally {
     await staged.dispose();
   }
 }
 
 /** Stage an append and commit it with the extras; version null when nothing was committed. */
-export async function appendAndCommit(table: DeltaTable, session: DuckSession, opts: EngineOptions<AppendOptions>): Promise<WriteSummary & { version: number | null }> {
+export async function appendAndCommit(
+  table: DeltaTable,
+  session: DuckSession,
+  opts: EngineOptions<AppendOptions>,
+): Promise<WriteSummary & { version: number | null }> {
   const { extraActions = [], snapshot, spool, onDeletes: _unused, ...rest } = opts;
   const staged = await stageAppend({
     ...rest,
@@ -93,7 +113,11 @@ export async function appendAndCommit(table: DeltaTable, session: DuckSession, o
   return { ...staged.summary, version: await commitStaged(table, staged, extraActions) };
 }
 
-async function commitStaged(table: DeltaTable, staged: StagedWrite, extra: Action[]): Promise<number | null> {
+async function commitStaged(
+  table: DeltaTable,
+  staged: StagedWrite,
+  extra: Action[],
+): Promise<number | null> {
   if (!staged.changesTable && extra.length === 0) return null;
   const { request } = staged;
   return (await table.commit({ ...request, actions: [...request.actions, ...extra] })).version;

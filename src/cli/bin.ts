@@ -25,5 +25,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 const { main } = await import('./main.js');
-const code = await main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, signal: controller.signal });
+const code = await main(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  signal: controller.signal,
+});
 process.exitCode = code;

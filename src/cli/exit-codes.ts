@@ -27,7 +27,8 @@ export function exitCodeFor(err: unknown): number {
  * unavailable (4, retry later): retrying the whole command would not fix the first two.
  */
 export function worstExitCode(a: number, b: number): number {
-  const rank = (code: number) => [EXIT_OK, EXIT_STORAGE_UNAVAILABLE, EXIT_LOST_RACE, EXIT_FAILED, EXIT_USAGE].indexOf(code);
+  const rank = (code: number) =>
+    [EXIT_OK, EXIT_STORAGE_UNAVAILABLE, EXIT_LOST_RACE, EXIT_FAILED, EXIT_USAGE].indexOf(code);
   return rank(a) >= rank(b) ? a : b;
 }
 

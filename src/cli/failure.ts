@@ -28,10 +28,20 @@ export function failureReport(err: unknown, exitCode: number, runId: string): Fa
 /** The error a report shows for a run stopped by a signal, whatever the abort surfaced as: retryable, the rerun goes on. */
 export function interruptedError(signal: AbortSignal): ReportedError & { retryable: boolean } {
   const reason = signal.reason instanceof Error ? signal.reason.message : 'interrupted';
-  return { type: 'Interrupted', message: `${reason}; nothing partial is committed, run it again to continue`, retryable: true };
+  return {
+    type: 'Interrupted',
+    message: `${reason}; nothing partial is committed, run it again to continue`,
+    retryable: true,
+  };
 }
 
 /** The failure report of a command stopped by a signal before any job ran. */
 export function interruptedReport(signal: AbortSignal, runId: string): FailureReport {
-  return { runId, status: 'failed', exitCode: EXIT_INTERRUPTED, retryable: true, error: interruptedError(signal) };
+  return {
+    runId,
+    status: 'failed',
+    exitCode: EXIT_INTERRUPTED,
+    retryable: true,
+    error: interruptedError(signal),
+  };
 }

@@ -43,12 +43,26 @@ export async function forEachJob<R extends object>(
   const runId = io.runId ?? 'unknown';
   const logger = loggerFor(flags, io);
   const config = await loadConfig(flags.config);
-  const names = flags.job === undefined ? undefined : Array.isArray(flags.job) ? flags.job : [flags.job];
+  const names =
+    flags.job === undefined ? undefined : Array.isArray(flags.job) ? flags.job : [flags.job];
   const invocation: Invocation = { config, configPath: flags.config, runId };
   let worst = EXIT_OK;
   for (const job of selectJobs(config, names)) {
-    const progress = startRunProgress({ job: job.name, logger, ...(io.context?.tty !== undefined ? { tty: io.context.tty } : {}), stream: io.stderr });
-    const ctx: RunContext = { storage: config.storage, engine: config.engine, progress, ...(io.signal ? { signal: io.signal } : {}), ...perJob.context, ...io.context, logger };
+    const progress = startRunProgress({
+      job: job.name,
+      logger,
+      ...(io.context?.tty !== undefined ? { tty: io.context.tty } : {}),
+      stream: io.stderr,
+    });
+    const ctx: RunContext = {
+      storage: config.storage,
+      engine: config.engine,
+      progress,
+      ...(io.signal ? { signal: io.signal } : {}),
+      ...perJob.context,
+      ...io.context,
+      logger,
+    };
     const outcome = await perJob.run(job, ctx, invocation).finally(() => progress.done());
     let report: R & { error?: unknown; runId?: string } = outcome.report;
     if (!outcome.ok) {
@@ -70,6 +84,11 @@ export async function forEachJob<R extends object>(
 
 /** The logger of a command: the test's, or JSON/pretty lines on stderr at the flag's level; every line carries the runId. */
 export function loggerFor(flags: Pick<CommonFlags, 'logLevel'>, io: CliIO): Logger {
-  const base = io.context?.logger ?? createLogger({ stream: io.stderr, ...(flags.logLevel ? { level: flags.logLevel as 'info' } : {}) });
+  const base =
+    io.context?.logger ??
+    createLogger({
+      stream: io.stderr,
+      ...(flags.logLevel ? { level: flags.logLevel as 'info' } : {}),
+    });
   return io.runId ? base.child({ runId: io.runId }) : base;
 }

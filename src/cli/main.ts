@@ -47,10 +47,16 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {
-    const code = err instanceof CommanderError ? (err.exitCode === 0 ? EXIT_OK : EXIT_USAGE) : exitCodeFor(err);
+    const code =
+      err instanceof CommanderError
+        ? err.exitCode === 0
+          ? EXIT_OK
+          : EXIT_USAGE
+        : exitCodeFor(err);
     if (!(err instanceof CommanderError)) io.stderr.write(`tidemark: ${errorInfo(err).message}\n`);
     // A scheduler reading --json gets an object for every outcome, also before any job ran.
-    if (code !== EXIT_OK && argv.includes('--json')) printJson(io.stdout, failureReport(err, code, runId));
+    if (code !== EXIT_OK && argv.includes('--json'))
+      printJson(io.stdout, failureReport(err, code, runId));
     return code;
   }
   return exitCode;

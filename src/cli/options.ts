@@ -25,5 +25,14 @@ export function withCommonOptions(command: Command, opts: { job?: boolean } = {}
   if (opts.job !== false) command.addOption(jobOption());
   return command
     .addOption(new Option('--json', 'print one JSON object per job on stdout'))
-    .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']));
+    .addOption(
+      new Option('--log-level <level>', 'log level').choices([
+        'trace',
+        'debug',
+        'info',
+        'warn',
+        'error',
+        'silent',
+      ]),
+    );
 }

@@ -10,7 +10,10 @@ export function selectJobs(config: TidemarkConfig, names: string[] | undefined):
   return names.map((name) => {
     const job = config.jobs.find((j) => j.name === name);
     if (!job) {
-      throw new ConfigError(`no job named ${JSON.stringify(name)} in the config (jobs: ${config.jobs.map((j) => j.name).join(', ')})`, { field: 'job' });
+      throw new ConfigError(
+        `no job named ${JSON.stringify(name)} in the config (jobs: ${config.jobs.map((j) => j.name).join(', ')})`,
+        { field: 'job' },
+      );
     }
     return job;
   });

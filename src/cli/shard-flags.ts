@@ -11,7 +11,11 @@
  * Flags win over TIDEMARK_SHARD; anything unclear is refused as bad usage (exit 2), never guessed.
  */
 import { ConfigError } from '../errors.js';
-import { parseShardSelection, shardFromIndexVariable, type ShardSelection } from '../job/backfill/shard.js';
+import {
+  parseShardSelection,
+  shardFromIndexVariable,
+  type ShardSelection,
+} from '../job/backfill/shard.js';
 
 /** The environment variable read when no shard flag is given. */
 export const SHARD_VARIABLE = 'TIDEMARK_SHARD';
@@ -23,19 +27,41 @@ export interface ShardFlags {
 }
 
 /** The shard selection of the flags and `env`; undefined: the whole range, unsharded. */
-export function shardSelectionOf(flags: ShardFlags, env: NodeJS.ProcessEnv = process.env): ShardSelection | undefined {
+export function shardSelectionOf(
+  flags: ShardFlags,
+  env: NodeJS.ProcessEnv = process.env,
+): ShardSelection | undefined {
   const byIndex = flags.shards !== undefined || flags.shardIndexEnv !== undefined;
   if (flags.shard !== undefined && byIndex) {
-    throw new ConfigError('give either --shard K/N, or --shards N with --shard-index-env NAME, not both', { field: 'shard' });
+    throw new ConfigError(
+      'give either --shard K/N, or --shards N with --shard-index-env NAME, not both',
+      { field: 'shard' },
+    );
   }
   if (flags.shard !== undefined) return parseShardSelection(flags.shard, '--shard');
   if (byIndex) {
     if (flags.shards === undefined || flags.shardIndexEnv === undefined) {
-      throw new ConfigError('--shards N and --shard-index-env NAME go together: N shards, this worker\'s 0-based index in variable NAME', { field: 'shard' });
+      throw new ConfigError(
+        "--shards N and --shard-index-env NAME go together: N shards, this worker's 0-based index in variable NAME",
+        { field: 'shard' },
+      );
     }
-    if (!/^\s*\d+\s*$/.test(flags.shards)) throw new ConfigError(`--shards ${JSON.stringify(flags.shards)}: expected a whole number of shards`, { field: 'shards' });
-    return { kind: 'one', shard: shardFromIndexVariable(flags.shardIndexEnv, env[flags.shardIndexEnv], Number(flags.shards)) };
+    if (!/^\s*\d+\s*$/.test(flags.shards))
+      throw new ConfigError(
+        `--shards ${JSON.stringify(flags.shards)}: expected a whole number of shards`,
+        { field: 'shards' },
+      );
+    return {
+      kind: 'one',
+      shard: shardFromIndexVariable(
+        flags.shardIndexEnv,
+        env[flags.shardIndexEnv],
+        Number(flags.shards),
+      ),
+    };
   }
   const fromEnv = env[SHARD_VARIABLE];
-  return fromEnv === undefined || fromEnv.trim() === '' ? undefined : parseShardSelection(fromEnv, SHARD_VARIABLE);
+  return fromEnv === undefined || fromEnv.trim() === ''
+    ? undefined
+    : parseShardSelection(fromEnv, SHARD_VARIABLE);
 }

@@ -13,12 +13,20 @@ export interface TableTextOptions {
 }
 
 /** The table as text, every line ending in a newline. */
-export function formatTable(header: readonly string[], rows: readonly (readonly string[])[], opts: TableTextOptions = {}): string {
-  const cut = (s: string) => (s.length > MAX_CELL ? s.slice(0, MAX_CELL - 1) + '…' : s.replace(/[\r\n\t]/g, ' '));
+export function formatTable(
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  opts: TableTextOptions = {},
+): string {
+  const cut = (s: string) =>
+    s.length > MAX_CELL ? s.slice(0, MAX_CELL - 1) + '…' : s.replace(/[\r\n\t]/g, ' ');
   const body = rows.map((r) => r.map(cut));
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? '').length)));
   const right = new Set(opts.right ?? []);
   const line = (cells: readonly string[]) =>
-    cells.map((c, i) => (right.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd() + '\n';
+    cells
+      .map((c, i) => (right.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd() + '\n';
   return line(header) + line(widths.map((w) => '-'.repeat(w))) + body.map(line).join('');
 }

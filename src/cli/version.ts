@@ -8,6 +8,10 @@ let cached: string | null = null;
 
 /** The `version` field of tidemark's package.json. */
 export function tidemarkVersion(): string {
-  cached ??= (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  cached ??= (
+    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    }
+  ).version;
   return cached;
 }

@@ -20,7 +20,10 @@ export interface InterpolationProblem {
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Expand one string; problems carry no path. */
-export function expandString(text: string, env: Environment): { value: string; problems: string[] } {
+export function expandString(
+  text: string,
+  env: Environment,
+): { value: string; problems: string[] } {
   let value = '';
   const problems: string[] = [];
   let i = 0;
@@ -43,7 +46,9 @@ export function expandString(text: string, env: Environment): { value: string; p
     const ref = body === null ? null : parseReference(body);
     if (ref === null) {
       const shown = close < 0 ? text.slice(at) : text.slice(at, close + 1);
-      problems.push(`${JSON.stringify(shown)} is not a variable reference: write \${NAME} or \${NAME:-default} (or $\${ for a literal \${)`);
+      problems.push(
+        `${JSON.stringify(shown)} is not a variable reference: write \${NAME} or \${NAME:-default} (or $\${ for a literal \${)`,
+      );
       value += shown;
       i = close < 0 ? text.length : close + 1;
       continue;
@@ -52,7 +57,9 @@ export function expandString(text: string, env: Environment): { value: string; p
     if (ref.fallback !== undefined) value += set === undefined || set === '' ? ref.fallback : set;
     else if (set !== undefined) value += set;
     else {
-      problems.push(`environment variable ${ref.name} is not set (write \${${ref.name}:-default} to give a default)`);
+      problems.push(
+        `environment variable ${ref.name} is not set (write \${${ref.name}:-default} to give a default)`,
+      );
       value += text.slice(at, close + 1);
     }
     i = close + 1;
@@ -78,7 +85,10 @@ function parseReference(body: string): { name: string; fallback?: string } | nul
 }
 
 /** Expand every string scalar of a parsed YAML document (a new tree; the input is not changed). */
-export function interpolate(value: unknown, env: Environment): { value: unknown; problems: InterpolationProblem[] } {
+export function interpolate(
+  value: unknown,
+  env: Environment,
+): { value: unknown; problems: InterpolationProblem[] } {
   const problems: InterpolationProblem[] = [];
   const walk = (v: unknown, path: PropertyKey[]): unknown => {
     if (typeof v === 'string') {
@@ -88,7 +98,9 @@ export function interpolate(value: unknown, env: Environment): { value: unknown;
     }
     if (Array.isArray(v)) return v.map((item, i) => walk(item, [...path, i]));
     if (v !== null && typeof v === 'object') {
-      return Object.fromEntries(Object.entries(v).map(([k, item]) => [k, walk(item, [...path, k])]));
+      return Object.fromEntries(
+        Object.entries(v).map(([k, item]) => [k, walk(item, [...path, k])]),
+      );
     }
     return v;
   };

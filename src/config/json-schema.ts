@@ -25,7 +25,8 @@ export function configJsonSchema(): Record<string, unknown> {
   cached ??= {
     ...z.toJSONSchema(configSchema, { io: 'input', target: 'draft-07' }),
     title: 'tidemark config',
-    description: 'Jobs that load new files from a landing zone into Delta Lake tables (tidemark.yaml)',
+    description:
+      'Jobs that load new files from a landing zone into Delta Lake tables (tidemark.yaml)',
   };
   return cached;
 }
@@ -43,15 +44,27 @@ export function fieldsAt(path: readonly PropertyKey[], raw: unknown): string[] {
   let nodes: Node[] = [configJsonSchema() as Node];
   let value = raw;
   for (const part of path) {
-    value = value !== null && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[part] : undefined;
+    value =
+      value !== null && typeof value === 'object'
+        ? (value as Record<PropertyKey, unknown>)[part]
+        : undefined;
     nodes = nodes.flatMap(variants).flatMap((n) => {
       const next = typeof part === 'number' ? n.items : n.properties?.[String(part)];
       return next ? [next] : [];
     });
   }
   const objects = nodes.flatMap(variants).filter((n) => n.properties);
-  const matching = objects.filter((n) => Object.entries(n.properties!).every(([k, p]) => p.const === undefined || p.const === (value as Record<string, unknown> | undefined)?.[k]));
-  return [...new Set((matching.length > 0 ? matching : objects).flatMap((n) => Object.keys(n.properties!)))];
+  const matching = objects.filter((n) =>
+    Object.entries(n.properties!).every(
+      ([k, p]) =>
+        p.const === undefined || p.const === (value as Record<string, unknown> | undefined)?.[k],
+    ),
+  );
+  return [
+    ...new Set(
+      (matching.length > 0 ? matching : objects).flatMap((n) => Object.keys(n.properties!)),
+    ),
+  ];
 }
 
 function variants(node: Node): Node[] {

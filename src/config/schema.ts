@@ -13,7 +13,10 @@ import { urisOverlap } from './uri-overlap.js';
 const toMs = (v: string | number, ctx: z.RefinementCtx): number => {
   const ms = typeof v === 'number' ? v : parseDuration(v);
   if (ms === null) {
-    ctx.addIssue({ code: 'custom', message: `expected a duration such as 30s, 15m, 2h or 7d, got ${JSON.stringify(v)}` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected a duration such as 30s, 15m, 2h or 7d, got ${JSON.stringify(v)}`,
+    });
     return z.NEVER;
   }
   return ms;
@@ -30,7 +33,10 @@ const size = (fallback: string, opts: { zero?: boolean } = {}) =>
     .transform((v, ctx) => {
       const bytes = typeof v === 'number' ? v : parseSize(v);
       if (bytes === null || bytes < 0 || (bytes === 0 && !opts.zero)) {
-        ctx.addIssue({ code: 'custom', message: `expected a size such as 64MiB or 1GiB${opts.zero ? ' (or 0)' : ''}, got ${JSON.stringify(v)}` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected a size such as 64MiB or 1GiB${opts.zero ? ' (or 0)' : ''}, got ${JSON.stringify(v)}`,
+        });
         return z.NEVER;
       }
       return bytes;
@@ -40,38 +46,86 @@ const nonEmpty = z.string().trim().min(1, 'must not be empty');
 const columnList = z.array(nonEmpty).min(1, 'must name at least one column');
 
 const common = {
-  start: z.string().optional().describe('First partition (2026-11-01, 2026-11-01T05) or timestamp of an initial load; default: the oldest'),
-  requireSuccessMarker: z.boolean().default(false).describe('Load a partition (or folder) only once its _SUCCESS marker exists'),
-  onOverwrite: z.enum(['reload', 'ignore']).default('reload').describe('What to do with a file overwritten in place (new ETag)'),
+  start: z
+    .string()
+    .optional()
+    .describe(
+      'First partition (2026-11-01, 2026-11-01T05) or timestamp of an initial load; default: the oldest',
+    ),
+  requireSuccessMarker: z
+    .boolean()
+    .default(false)
+    .describe('Load a partition (or folder) only once its _SUCCESS marker exists'),
+  onOverwrite: z
+    .enum(['reload', 'ignore'])
+    .default('reload')
+    .describe('What to do with a file overwritten in place (new ETag)'),
 };
 
 const discoverByPartition = z.strictObject({
   by: z.literal('partition').describe('Files land in time-partitioned folders'),
-  layout: nonEmpty.describe('Folder layout, e.g. {yyyy}/{mm}/{dd} or dt={yyyy}-{mm}-{dd}/hour={HH}'),
-  lookback: z.number().int().nonnegative().default(2).describe('Partitions before the watermark rescanned for late files'),
-  lateCheck: z.number().int().nonnegative().default(2).describe('Partitions behind the lookback window still listed, so that files landing there too late to load are reported (skipped and named), never passed over in silence; 0 turns it off'),
+  layout: nonEmpty.describe(
+    'Folder layout, e.g. {yyyy}/{mm}/{dd} or dt={yyyy}-{mm}-{dd}/hour={HH}',
+  ),
+  lookback: z
+    .number()
+    .int()
+    .nonnegative()
+    .default(2)
+    .describe('Partitions before the watermark rescanned for late files'),
+  lateCheck: z
+    .number()
+    .int()
+    .nonnegative()
+    .default(2)
+    .describe(
+      'Partitions behind the lookback window still listed, so that files landing there too late to load are reported (skipped and named), never passed over in silence; 0 turns it off',
+    ),
   timezone: z.string().default('UTC').describe('IANA zone the folder dates are written in'),
-  markerTimeout: duration('24h').describe('With requireSuccessMarker: how long a partition may wait for its _SUCCESS before status, the run report and the metrics call it overdue (24h)'),
+  markerTimeout: duration('24h').describe(
+    'With requireSuccessMarker: how long a partition may wait for its _SUCCESS before status, the run report and the metrics call it overdue (24h)',
+  ),
   ...common,
 });
 
 const discoverByModified = z.strictObject({
   by: z.literal('modified').describe('Files anywhere below the prefix, by LastModified'),
-  settle: duration('15m').describe('Settle window: how far below the watermark each run re-lists (30s, 15m, 2h)'),
+  settle: duration('15m').describe(
+    'Settle window: how far below the watermark each run re-lists (30s, 15m, 2h)',
+  ),
   incrementalListing: z
     .boolean()
     .default(false)
-    .describe('Keys sort by time (Firehose-style yyyy/mm/dd/hh/ prefixes, timestamped names): each run lists only the keys after the newest one the last load found older than the window (S3 StartAfter)'),
+    .describe(
+      'Keys sort by time (Firehose-style yyyy/mm/dd/hh/ prefixes, timestamped names): each run lists only the keys after the newest one the last load found older than the window (S3 StartAfter)',
+    ),
   ...common,
 });
 
 const discoverByNotifications = z.strictObject({
-  by: z.literal('notifications').describe('Files named by S3 event notifications (ObjectCreated) on an SQS queue, with a periodic reconciling listing for events that were lost'),
-  queue: nonEmpty.describe('SQS queue URL the bucket notifications go to: https://sqs.<region>.amazonaws.com/<account>/<name>'),
-  reconcileEvery: duration('24h').describe("How often a run lists the whole prefix to load files whose event was lost, like Auto Loader's backfillInterval (24h); the first run always lists"),
-  visibilityTimeout: duration('5m').describe('How long a received message stays hidden from other consumers (1s to 12h, 5m); a run extends it while it holds the message, so a long run is not redelivered its own messages, and a killed run\'s messages come back after it'),
-  region: z.string().optional().describe("Region the queue's requests are signed for; default: from the queue URL (sqs.<region>.amazonaws.com), else the source storage region"),
-  start: common.start.describe('Oldest LastModified a reconciling listing loads (2026-11-01 or an ISO timestamp with offset); default: every file'),
+  by: z
+    .literal('notifications')
+    .describe(
+      'Files named by S3 event notifications (ObjectCreated) on an SQS queue, with a periodic reconciling listing for events that were lost',
+    ),
+  queue: nonEmpty.describe(
+    'SQS queue URL the bucket notifications go to: https://sqs.<region>.amazonaws.com/<account>/<name>',
+  ),
+  reconcileEvery: duration('24h').describe(
+    "How often a run lists the whole prefix to load files whose event was lost, like Auto Loader's backfillInterval (24h); the first run always lists",
+  ),
+  visibilityTimeout: duration('5m').describe(
+    "How long a received message stays hidden from other consumers (1s to 12h, 5m); a run extends it while it holds the message, so a long run is not redelivered its own messages, and a killed run's messages come back after it",
+  ),
+  region: z
+    .string()
+    .optional()
+    .describe(
+      "Region the queue's requests are signed for; default: from the queue URL (sqs.<region>.amazonaws.com), else the source storage region",
+    ),
+  start: common.start.describe(
+    'Oldest LastModified a reconciling listing loads (2026-11-01 or an ISO timestamp with offset); default: every file',
+  ),
   onOverwrite: common.onOverwrite,
 });
 
@@ -82,18 +136,28 @@ const discover = z
     // Every problem of the block at once: an invalid layout does not hide an invalid timezone.
     for (const err of checkDiscovery(d).problems) {
       const field = String(err.context.field ?? '').replace(/^discover\./, '');
-      ctx.addIssue({ code: 'custom', path: field ? [field] : [], message: err.message.replace(/^\[discovery\] /, '') });
+      ctx.addIssue({
+        code: 'custom',
+        path: field ? [field] : [],
+        message: err.message.replace(/^\[discovery\] /, ''),
+      });
     }
   })
-  .describe('How new files are found: by partition folder, by modification time, or by S3 event notifications');
+  .describe(
+    'How new files are found: by partition folder, by modification time, or by S3 event notifications',
+  );
 
 /** A strptime format (DuckDB's directives: %Y %m %d %H %M %S %f %z %p …); checked for a directive, DuckDB checks the rest. */
 const temporalFormat = z
   .string()
   .min(1)
-  .refine((f) => /%[-]?[A-Za-z]/.test(f), 'must be a strptime format with directives such as %Y, %m, %d');
+  .refine(
+    (f) => /%[-]?[A-Za-z]/.test(f),
+    'must be a strptime format with directives such as %Y, %m, %d',
+  );
 
-const oneChar = (what: string) => z.string().max(1, `must be one character (or empty for no ${what})`);
+const oneChar = (what: string) =>
+  z.string().max(1, `must be one character (or empty for no ${what})`);
 
 /** `source.csv`: one dialect for every CSV/TSV file of the job; nothing of it is sniffed per file. */
 const csvOptions = z
@@ -106,22 +170,37 @@ const csvOptions = z
       .refine((d) => !/[\r\n]/.test(d), 'must not contain a line break')
       .optional()
       .describe("Field separator (default ',' for CSV, tab for TSV)"),
-    quote: oneChar('quoting').optional().describe('Quote character (default "); empty: fields are never quoted'),
-    escape: oneChar('escaping').optional().describe('Escape character inside quotes (default: the quote character, as in "")'),
-    nullstr: z.string().optional().describe('Text read as NULL (default: an unquoted empty field; a quoted one, "", is an empty string)'),
-    dateFormat: temporalFormat.optional().describe(
-      "strptime format of every date text of the job, e.g. '%d/%m/%Y' (ISO 2026-01-31 always reads); without it, a text that reads two ways (01/02/2026) fails naming both readings",
-    ),
-    timestampFormat: temporalFormat.optional().describe(
-      "strptime format of every timestamp text of the job, e.g. '%d/%m/%Y %H:%M:%S' (ISO 8601 always reads); without it, a text that reads two ways fails naming both readings",
-    ),
+    quote: oneChar('quoting')
+      .optional()
+      .describe('Quote character (default "); empty: fields are never quoted'),
+    escape: oneChar('escaping')
+      .optional()
+      .describe('Escape character inside quotes (default: the quote character, as in "")'),
+    nullstr: z
+      .string()
+      .optional()
+      .describe(
+        'Text read as NULL (default: an unquoted empty field; a quoted one, "", is an empty string)',
+      ),
+    dateFormat: temporalFormat
+      .optional()
+      .describe(
+        "strptime format of every date text of the job, e.g. '%d/%m/%Y' (ISO 2026-01-31 always reads); without it, a text that reads two ways (01/02/2026) fails naming both readings",
+      ),
+    timestampFormat: temporalFormat
+      .optional()
+      .describe(
+        "strptime format of every timestamp text of the job, e.g. '%d/%m/%Y %H:%M:%S' (ISO 8601 always reads); without it, a text that reads two ways fails naming both readings",
+      ),
   })
   .superRefine((c, ctx) => {
     if (c.quote && c.delimiter?.includes(c.quote)) {
       ctx.addIssue({ code: 'custom', path: ['quote'], message: 'must differ from the delimiter' });
     }
   })
-  .describe('CSV/TSV dialect of every file of the job (RFC 4180 by default: comma, " quotes, "" escapes, header row)');
+  .describe(
+    'CSV/TSV dialect of every file of the job (RFC 4180 by default: comma, " quotes, "" escapes, header row)',
+  );
 
 const glob = z.string().superRefine((pattern, ctx) => {
   const problem = globProblem(pattern);
@@ -137,37 +216,83 @@ const globList = (what: string) =>
 const storageFields = {
   endpoint: z.url().optional().describe('S3 endpoint URL (MinIO, other S3-compatible stores)'),
   region: z.string().optional().describe('AWS region'),
-  forcePathStyle: z.boolean().optional().describe('Path-style addressing (http://host/bucket/key), as MinIO needs'),
-  connectTimeout: durationText.optional().describe('Longest wait for a connection to the store (default 3s)'),
-  requestTimeout: durationText.optional().describe('Longest wait for the answer to one request, up to its headers (default 2m)'),
-  idleTimeout: durationText.optional().describe('Longest silence while a response body streams in (default 30s)'),
-  maxAttempts: z.number().int().min(1).max(20).optional().describe('Attempts per request before a run gives up with exit code 4 (default 6)'),
+  forcePathStyle: z
+    .boolean()
+    .optional()
+    .describe('Path-style addressing (http://host/bucket/key), as MinIO needs'),
+  connectTimeout: durationText
+    .optional()
+    .describe('Longest wait for a connection to the store (default 3s)'),
+  requestTimeout: durationText
+    .optional()
+    .describe('Longest wait for the answer to one request, up to its headers (default 2m)'),
+  idleTimeout: durationText
+    .optional()
+    .describe('Longest silence while a response body streams in (default 30s)'),
+  maxAttempts: z
+    .number()
+    .int()
+    .min(1)
+    .max(20)
+    .optional()
+    .describe('Attempts per request before a run gives up with exit code 4 (default 6)'),
   uploadChecksum: z
     .enum(['CRC64NVME', 'CRC32', 'CRC32C', 'SHA1', 'SHA256', 'MD5', 'off'])
     .optional()
-    .describe("Checksum every upload carries for the store to verify before storing it, and the whole object's checksum in the store's answer is compared with the bytes' own (default CRC64NVME; CRC32, CRC32C full-object for multipart uploads; SHA1, SHA256 composite; MD5 sends Content-MD5; off for a store that refuses the header)"),
+    .describe(
+      "Checksum every upload carries for the store to verify before storing it, and the whole object's checksum in the store's answer is compared with the bytes' own (default CRC64NVME; CRC32, CRC32C full-object for multipart uploads; SHA1, SHA256 composite; MD5 sends Content-MD5; off for a store that refuses the header)",
+    ),
   etagChecksum: z
     .boolean()
     .optional()
-    .describe("Check a single-part object without a checksum of its own, and an upload whose answer carries none, against its ETag as its MD5 (default true; false for a store whose ETags are not MD5s)"),
+    .describe(
+      'Check a single-part object without a checksum of its own, and an upload whose answer carries none, against its ETag as its MD5 (default true; false for a store whose ETags are not MD5s)',
+    ),
 };
-const singleWriterDescription = 'The store ignores conditional writes and tidemark is the table\'s only writer';
+const singleWriterDescription =
+  "The store ignores conditional writes and tidemark is the table's only writer";
 
 /** Settings over the global `storage`, field by field. */
-const sourceStorage = z.strictObject(storageFields).describe('S3 client settings of this source, over the top-level storage, field by field');
+const sourceStorage = z
+  .strictObject(storageFields)
+  .describe('S3 client settings of this source, over the top-level storage, field by field');
 const targetStorage = z
-  .strictObject({ ...storageFields, singleWriter: z.boolean().optional().describe(singleWriterDescription) })
+  .strictObject({
+    ...storageFields,
+    singleWriter: z.boolean().optional().describe(singleWriterDescription),
+  })
   .describe('S3 client settings of this target, over the top-level storage, field by field');
 
 /** Delta type names `source.columns` accepts (simple types; decimal(p,s) with 1 <= p <= 38, 0 <= s <= p). */
-const DECLARABLE_TYPES = ['string', 'long', 'integer', 'short', 'byte', 'double', 'float', 'boolean', 'date', 'timestamp', 'timestamp_ntz', 'binary'];
+const DECLARABLE_TYPES = [
+  'string',
+  'long',
+  'integer',
+  'short',
+  'byte',
+  'double',
+  'float',
+  'boolean',
+  'date',
+  'timestamp',
+  'timestamp_ntz',
+  'binary',
+];
 const declaredType = z
   .string()
   .transform((t) => t.trim().toLowerCase().replace(/\s+/g, ''))
   .superRefine((t, ctx) => {
     const dec = /^decimal\((\d+),(\d+)\)$/.exec(t);
-    if (dec ? Number(dec[1]) >= 1 && Number(dec[1]) <= 38 && Number(dec[2]) <= Number(dec[1]) : DECLARABLE_TYPES.includes(t)) return;
-    ctx.addIssue({ code: 'custom', message: `must be a Delta type: ${DECLARABLE_TYPES.join(', ')} or decimal(p,s) (p up to 38), got ${JSON.stringify(t)}` });
+    if (
+      dec
+        ? Number(dec[1]) >= 1 && Number(dec[1]) <= 38 && Number(dec[2]) <= Number(dec[1])
+        : DECLARABLE_TYPES.includes(t)
+    )
+      return;
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a Delta type: ${DECLARABLE_TYPES.join(', ')} or decimal(p,s) (p up to 38), got ${JSON.stringify(t)}`,
+    });
   });
 
 /**
@@ -176,67 +301,122 @@ const declaredType = z
  */
 const afterLoad = z
   .strictObject({
-    delete: z.literal(true).optional().describe('Delete each file whose load committed at least `after` ago'),
+    delete: z
+      .literal(true)
+      .optional()
+      .describe('Delete each file whose load committed at least `after` ago'),
     move: nonEmpty
       .optional()
-      .describe('Move each such file below this URI (s3://bucket/archive/, file:///path or a path relative to the config file), keeping its key; never inside the source or the target table'),
-    after: duration('30d').describe('How long after the commit that loaded a file it is kept in place (30d)'),
-    atEndOfRun: z.boolean().default(false).describe('Also clean up at the end of every successful run (default: only `tidemark cleanup --apply` does)'),
+      .describe(
+        'Move each such file below this URI (s3://bucket/archive/, file:///path or a path relative to the config file), keeping its key; never inside the source or the target table',
+      ),
+    after: duration('30d').describe(
+      'How long after the commit that loaded a file it is kept in place (30d)',
+    ),
+    atEndOfRun: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Also clean up at the end of every successful run (default: only `tidemark cleanup --apply` does)',
+      ),
   })
   .superRefine((a, ctx) => {
-    if ((a.delete === undefined) === (a.move === undefined)) ctx.addIssue({ code: 'custom', message: 'needs exactly one of move: <uri> or delete: true' });
+    if ((a.delete === undefined) === (a.move === undefined))
+      ctx.addIssue({ code: 'custom', message: 'needs exactly one of move: <uri> or delete: true' });
   })
-  .describe('Move or delete the source files some time after their load committed (off by default; `tidemark cleanup` shows what it would do first)');
+  .describe(
+    'Move or delete the source files some time after their load committed (off by default; `tidemark cleanup` shows what it would do first)',
+  );
 
-const source = z.strictObject({
-  uri: nonEmpty.describe('s3://bucket/prefix/, file:///path or a path (relative to the config file)'),
-  format: z
-    .enum(['parquet', 'csv', 'tsv', 'json', 'ndjson'])
-    .optional()
-    .describe("Format of every file; default: from each file's name (.parquet, .csv, .tsv, .json, .ndjson; .gz/.zst)"),
-  csv: csvOptions.optional(),
-  columns: z
-    .record(nonEmpty, declaredType)
-    .optional()
-    .describe(
-      "The type of the columns that matter (keys, versions, dates), e.g. { id: 'decimal(38,0)', seq: long, day: date }: a table the job creates gets them, an existing table must have them, and every file is read in them (a value that does not convert exactly fails naming file, line and column); other CSV columns are inferred once, from the first batch",
+const source = z
+  .strictObject({
+    uri: nonEmpty.describe(
+      's3://bucket/prefix/, file:///path or a path (relative to the config file)',
     ),
-  include: globList('Only keys matching one of these globs are loaded (relative to uri; a pattern without / matches the file name)'),
-  exclude: globList('Keys matching one of these globs are never loaded (relative to uri; a pattern without / matches the file name)'),
-  storage: sourceStorage.optional(),
-  discover,
-  snapshot: z
-    .boolean()
-    .default(false)
-    .describe('Each delivery is a full extract of the source table (a partition, or each file matching snapshotPattern): after the newest one is merged, keys the table holds and it lacks are deleted in the same commit (merge mode)'),
-  snapshotPattern: glob
-    .optional()
-    .describe('With snapshot: the files that are full extracts, each its own (a glob like source.include); other files are changes, merged as usual'),
-  maxDeleteShare: z
-    .number()
-    .min(0)
-    .max(1)
-    .default(0.5)
-    .describe('With snapshot: the largest share of the table\'s keys one snapshot may delete (0.5); a larger one (an empty or cut-off extract) is refused, exit 1, unless run --allow-large-delete'),
-  afterLoad: afterLoad.optional(),
-}).superRefine((src, ctx) => {
-  // S3 sends the events: a local folder has no notifications to read.
-  if (src.discover.by === 'notifications' && !/^s3a?:\/\//i.test(src.uri)) {
-    ctx.addIssue({ code: 'custom', path: ['discover', 'by'], message: `notifications need an s3:// source (S3 sends the events), got ${JSON.stringify(src.uri)}` });
-  }
-  if (src.snapshotPattern !== undefined && !src.snapshot) ctx.addIssue({ code: 'custom', path: ['snapshotPattern'], message: 'applies only with snapshot: true' });
-});
+    format: z
+      .enum(['parquet', 'csv', 'tsv', 'json', 'ndjson'])
+      .optional()
+      .describe(
+        "Format of every file; default: from each file's name (.parquet, .csv, .tsv, .json, .ndjson; .gz/.zst)",
+      ),
+    csv: csvOptions.optional(),
+    columns: z
+      .record(nonEmpty, declaredType)
+      .optional()
+      .describe(
+        "The type of the columns that matter (keys, versions, dates), e.g. { id: 'decimal(38,0)', seq: long, day: date }: a table the job creates gets them, an existing table must have them, and every file is read in them (a value that does not convert exactly fails naming file, line and column); other CSV columns are inferred once, from the first batch",
+      ),
+    include: globList(
+      'Only keys matching one of these globs are loaded (relative to uri; a pattern without / matches the file name)',
+    ),
+    exclude: globList(
+      'Keys matching one of these globs are never loaded (relative to uri; a pattern without / matches the file name)',
+    ),
+    storage: sourceStorage.optional(),
+    discover,
+    snapshot: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Each delivery is a full extract of the source table (a partition, or each file matching snapshotPattern): after the newest one is merged, keys the table holds and it lacks are deleted in the same commit (merge mode)',
+      ),
+    snapshotPattern: glob
+      .optional()
+      .describe(
+        'With snapshot: the files that are full extracts, each its own (a glob like source.include); other files are changes, merged as usual',
+      ),
+    maxDeleteShare: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.5)
+      .describe(
+        "With snapshot: the largest share of the table's keys one snapshot may delete (0.5); a larger one (an empty or cut-off extract) is refused, exit 1, unless run --allow-large-delete",
+      ),
+    afterLoad: afterLoad.optional(),
+  })
+  .superRefine((src, ctx) => {
+    // S3 sends the events: a local folder has no notifications to read.
+    if (src.discover.by === 'notifications' && !/^s3a?:\/\//i.test(src.uri)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['discover', 'by'],
+        message: `notifications need an s3:// source (S3 sends the events), got ${JSON.stringify(src.uri)}`,
+      });
+    }
+    if (src.snapshotPattern !== undefined && !src.snapshot)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['snapshotPattern'],
+        message: 'applies only with snapshot: true',
+      });
+  });
 
 const target = z
   .strictObject({
-    uri: nonEmpty.describe('Table root: s3://bucket/path, file:///path or a path (relative to the config file)'),
+    uri: nonEmpty.describe(
+      'Table root: s3://bucket/path, file:///path or a path (relative to the config file)',
+    ),
     mode: z
       .enum(['merge', 'append', 'replace'])
       .default('merge')
-      .describe('merge by key, append (immutable event logs), or replace (each delivery becomes the whole table: small tables reloaded whole)'),
-    key: columnList.optional().describe('Key columns (required for merge; in replace mode, optional: the delivery keeps its latest row per key)'),
-    orderBy: nonEmpty.optional().describe('Version column: an incoming row wins only if not older (required for merge, and for replace with a key)'),
-    partitionBy: z.array(nonEmpty).default([]).describe('Partition columns of a table the job creates'),
+      .describe(
+        'merge by key, append (immutable event logs), or replace (each delivery becomes the whole table: small tables reloaded whole)',
+      ),
+    key: columnList
+      .optional()
+      .describe(
+        'Key columns (required for merge; in replace mode, optional: the delivery keeps its latest row per key)',
+      ),
+    orderBy: nonEmpty
+      .optional()
+      .describe(
+        'Version column: an incoming row wins only if not older (required for merge, and for replace with a key)',
+      ),
+    partitionBy: z
+      .array(nonEmpty)
+      .default([])
+      .describe('Partition columns of a table the job creates'),
     tableProperties: tableProperties
       .optional()
       .describe(
@@ -248,13 +428,20 @@ const target = z
       .describe(
         "Column mapping of a table the job creates: none (the default), name or id (columns get physical names and ids, so readers can rename and drop them); for an existing table, if set, it must be the table's mode",
       ),
-    deleteWhen: nonEmpty.optional().describe("SQL condition on the incoming row that deletes its key (is_deleted, Op = 'D')"),
+    deleteWhen: nonEmpty
+      .optional()
+      .describe("SQL condition on the incoming row that deletes its key (is_deleted, Op = 'D')"),
     tombstoneRetention: duration('7d').describe('How long a deleted key is remembered (7d)'),
     /**
      * Rows per data file the job writes. Smaller files make a MERGE rewrite less (cost follows
      * the change); `tidemark optimize` compacts small files later.
      */
-    maxRowsPerFile: z.number().int().positive().default(250_000).describe('Rows per data file written'),
+    maxRowsPerFile: z
+      .number()
+      .int()
+      .positive()
+      .default(250_000)
+      .describe('Rows per data file written'),
     deletionVectors: z
       .union([z.literal('auto'), z.boolean()])
       .default('auto')
@@ -275,45 +462,93 @@ const target = z
       .gt(0)
       .max(1)
       .default(0.5)
-      .describe('A MERGE rewrites a changed file that would have this share of its rows or more deleted (0.5)'),
+      .describe(
+        'A MERGE rewrites a changed file that would have this share of its rows or more deleted (0.5)',
+      ),
     storage: targetStorage.optional(),
   })
   .superRefine((t, ctx) => {
     if (t.mode === 'replace') {
       // A key reduces the delivery to one row per key, which needs the version that picks it.
-      if (t.key && !t.orderBy) ctx.addIssue({ code: 'custom', path: ['orderBy'], message: 'is required when mode is replace with a key' });
-      if (!t.key && t.orderBy) ctx.addIssue({ code: 'custom', path: ['key'], message: 'is required when mode is replace with an orderBy' });
-      if (t.deleteWhen) ctx.addIssue({ code: 'custom', path: ['deleteWhen'], message: 'does not apply when mode is replace (a key the delivery lacks is gone from the table)' });
+      if (t.key && !t.orderBy)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['orderBy'],
+          message: 'is required when mode is replace with a key',
+        });
+      if (!t.key && t.orderBy)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['key'],
+          message: 'is required when mode is replace with an orderBy',
+        });
+      if (t.deleteWhen)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['deleteWhen'],
+          message:
+            'does not apply when mode is replace (a key the delivery lacks is gone from the table)',
+        });
       return;
     }
     if (t.mode !== 'merge') return;
-    if (!t.key) ctx.addIssue({ code: 'custom', path: ['key'], message: 'is required when mode is merge' });
-    if (!t.orderBy) ctx.addIssue({ code: 'custom', path: ['orderBy'], message: 'is required when mode is merge' });
+    if (!t.key)
+      ctx.addIssue({ code: 'custom', path: ['key'], message: 'is required when mode is merge' });
+    if (!t.orderBy)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['orderBy'],
+        message: 'is required when mode is merge',
+      });
   });
 
-const job = z.strictObject({
-  name: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be letters, digits, _ . - (starting with a letter or digit)')
-    .describe('Unique job name'),
-  source,
-  target,
-  maxFilesPerBatch: z.number().int().positive().default(1000).describe('Files per commit'),
-  maxBytesPerBatch: size('1GiB').describe('Bytes per commit (64MiB, 1GiB)'),
-  onBadFile: z.enum(['fail', 'quarantine']).default('fail').describe('fail the batch, or quarantine the bad file and load the rest'),
-  schemaEvolution: z.enum(['addColumns', 'fail']).default('addColumns').describe('Add new columns of new files, or fail naming them'),
-  concurrency: z.number().int().min(1).max(256).default(16).describe('Parallel fetches'),
-}).superRefine((j, ctx) => {
-  // Deleting the keys a snapshot lacks is a MERGE by key.
-  if (j.source.snapshot && j.target.mode !== 'merge') ctx.addIssue({ code: 'custom', path: ['source', 'snapshot'], message: `applies only when target.mode is merge (it is ${j.target.mode})` });
-  // A moved file must leave what discovery lists (it would come back as a new file) and the table folder.
-  const move = j.source.afterLoad?.move;
-  if (move !== undefined) {
-    for (const [what, uri] of [['source.uri', j.source.uri], ['target.uri', j.target.uri]] as const) {
-      if (urisOverlap(move, uri)) ctx.addIssue({ code: 'custom', path: ['source', 'afterLoad', 'move'], message: `must not be inside ${what} ${JSON.stringify(uri)} or contain it, got ${JSON.stringify(move)}` });
+const job = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
+        'must be letters, digits, _ . - (starting with a letter or digit)',
+      )
+      .describe('Unique job name'),
+    source,
+    target,
+    maxFilesPerBatch: z.number().int().positive().default(1000).describe('Files per commit'),
+    maxBytesPerBatch: size('1GiB').describe('Bytes per commit (64MiB, 1GiB)'),
+    onBadFile: z
+      .enum(['fail', 'quarantine'])
+      .default('fail')
+      .describe('fail the batch, or quarantine the bad file and load the rest'),
+    schemaEvolution: z
+      .enum(['addColumns', 'fail'])
+      .default('addColumns')
+      .describe('Add new columns of new files, or fail naming them'),
+    concurrency: z.number().int().min(1).max(256).default(16).describe('Parallel fetches'),
+  })
+  .superRefine((j, ctx) => {
+    // Deleting the keys a snapshot lacks is a MERGE by key.
+    if (j.source.snapshot && j.target.mode !== 'merge')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['source', 'snapshot'],
+        message: `applies only when target.mode is merge (it is ${j.target.mode})`,
+      });
+    // A moved file must leave what discovery lists (it would come back as a new file) and the table folder.
+    const move = j.source.afterLoad?.move;
+    if (move !== undefined) {
+      for (const [what, uri] of [
+        ['source.uri', j.source.uri],
+        ['target.uri', j.target.uri],
+      ] as const) {
+        if (urisOverlap(move, uri))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['source', 'afterLoad', 'move'],
+            message: `must not be inside ${what} ${JSON.stringify(uri)} or contain it, got ${JSON.stringify(move)}`,
+          });
+      }
     }
-  }
-});
+  });
 
 const storage = z
   .strictObject({
@@ -321,7 +556,9 @@ const storage = z
     /** The operator asserts tidemark is the table's only writer (stores without conditional PUT). */
     singleWriter: z.boolean().default(false).describe(singleWriterDescription),
   })
-  .describe('S3 client settings of every source and target (credentials come from the AWS default chain)');
+  .describe(
+    'S3 client settings of every source and target (credentials come from the AWS default chain)',
+  );
 
 /**
  * DuckDB's resources. The defaults suit a node shared with other jobs: a memory limit DuckDB
@@ -329,31 +566,48 @@ const storage = z
  */
 const engine = z
   .strictObject({
-    memoryLimit: size('3GiB').describe("DuckDB's memory limit; past it, work spills to the spool folder (3GiB)"),
-    threads: z.number().int().min(1).max(256).optional().describe("DuckDB's threads (default: the machine's cores)"),
+    memoryLimit: size('3GiB').describe(
+      "DuckDB's memory limit; past it, work spills to the spool folder (3GiB)",
+    ),
+    threads: z
+      .number()
+      .int()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe("DuckDB's threads (default: the machine's cores)"),
   })
   .describe('DuckDB resources of every job');
 
 /** OpenLineage run events (off unless a file or url is given). */
 const lineage = z
   .strictObject({
-    file: nonEmpty.optional().describe('NDJSON file the events are appended to (relative to the config file)'),
+    file: nonEmpty
+      .optional()
+      .describe('NDJSON file the events are appended to (relative to the config file)'),
     url: z
       .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
       .optional()
-      .describe('HTTP(S) endpoint each event is POSTed to, e.g. Marquez http://marquez:5000/api/v1/lineage'),
+      .describe(
+        'HTTP(S) endpoint each event is POSTed to, e.g. Marquez http://marquez:5000/api/v1/lineage',
+      ),
     namespace: nonEmpty.default('tidemark').describe('OpenLineage namespace of the jobs'),
-    timeout: duration('10s').describe('Timeout of one HTTP POST (a failed send is logged, never fails the run)'),
+    timeout: duration('10s').describe(
+      'Timeout of one HTTP POST (a failed send is logged, never fails the run)',
+    ),
   })
   .superRefine((l, ctx) => {
-    if (!l.file && !l.url) ctx.addIssue({ code: 'custom', message: 'needs file or url (or leave lineage out)' });
+    if (!l.file && !l.url)
+      ctx.addIssue({ code: 'custom', message: 'needs file or url (or leave lineage out)' });
   })
   .describe('OpenLineage START/COMPLETE/FAIL events per job run (off by default)');
 
 /** A Prometheus text-format file per run (off unless given). */
 const metrics = z
   .strictObject({
-    file: nonEmpty.describe('Metrics file, replaced after each job (relative to the config file); {job} in it: one file per job'),
+    file: nonEmpty.describe(
+      'Metrics file, replaced after each job (relative to the config file); {job} in it: one file per job',
+    ),
   })
   .describe('Prometheus metrics of each run, written to a file (off by default)');
 
@@ -363,14 +617,21 @@ export const configSchema = z
     engine: engine.prefault({}),
     lineage: lineage.optional(),
     metrics: metrics.optional(),
-    jobs: z.array(job).min(1, 'must list at least one job').describe('The jobs, each a source loaded into a target table'),
+    jobs: z
+      .array(job)
+      .min(1, 'must list at least one job')
+      .describe('The jobs, each a source loaded into a target table'),
   })
   .superRefine((cfg, ctx) => {
     const seen = new Map<string, number>();
     cfg.jobs.forEach((j, i) => {
       const first = seen.get(j.name);
       if (first !== undefined) {
-        ctx.addIssue({ code: 'custom', path: ['jobs', i, 'name'], message: `duplicates jobs[${first}].name ${JSON.stringify(j.name)}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['jobs', i, 'name'],
+          message: `duplicates jobs[${first}].name ${JSON.stringify(j.name)}`,
+        });
       } else seen.set(j.name, i);
     });
   });

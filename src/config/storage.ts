@@ -20,7 +20,10 @@ function merge(global: StorageConfig, own: StorageOverride | undefined): Storage
 }
 
 /** The job's target storage settings, including `singleWriter` (which only a target has). */
-export function targetStorageConfig(global: GlobalStorage, job: Pick<JobConfig, 'target'>): StorageConfig {
+export function targetStorageConfig(
+  global: GlobalStorage,
+  job: Pick<JobConfig, 'target'>,
+): StorageConfig {
   return merge(globalOf(global), job.target.storage);
 }
 
@@ -28,6 +31,9 @@ export function targetStorageConfig(global: GlobalStorage, job: Pick<JobConfig, 
  * The job's source storage settings. `singleWriter` is the global one: a source is only read,
  * so it has none of its own.
  */
-export function sourceStorageConfig(global: GlobalStorage, job: Pick<JobConfig, 'source'>): StorageConfig {
+export function sourceStorageConfig(
+  global: GlobalStorage,
+  job: Pick<JobConfig, 'source'>,
+): StorageConfig {
   return merge(globalOf(global), job.source.storage);
 }

@@ -11,9 +11,14 @@ import { z } from 'zod';
 type ValueCheck = (value: string) => string | null;
 
 const boolean: ValueCheck = (v) => (/^(true|false)$/i.test(v) ? null : 'must be true or false');
-const positiveInteger: ValueCheck = (v) => (/^[1-9]\d*$/.test(v) ? null : 'must be a positive integer');
-const indexedColumns: ValueCheck = (v) => (/^(-1|0|[1-9]\d*)$/.test(v) ? null : 'must be an integer of -1 or more');
-const interval: ValueCheck = (v) => (/^(interval\s+)?(\d+\s+[a-z]+\s*)+$/i.test(v.trim()) ? null : "must be an interval such as 'interval 7 days'");
+const positiveInteger: ValueCheck = (v) =>
+  /^[1-9]\d*$/.test(v) ? null : 'must be a positive integer';
+const indexedColumns: ValueCheck = (v) =>
+  /^(-1|0|[1-9]\d*)$/.test(v) ? null : 'must be an integer of -1 or more';
+const interval: ValueCheck = (v) =>
+  /^(interval\s+)?(\d+\s+[a-z]+\s*)+$/i.test(v.trim())
+    ? null
+    : "must be an interval such as 'interval 7 days'";
 const oneOf =
   (...values: string[]): ValueCheck =>
   (v) =>
@@ -37,19 +42,28 @@ const DELTA_PROPERTIES: Readonly<Record<string, ValueCheck>> = {
 function propertyProblem(key: string, value: string): string | null {
   if (!key.toLowerCase().startsWith('delta.')) return null;
   const check = DELTA_PROPERTIES[key];
-  if (!check) return `is not a Delta table property tidemark sets (it sets ${Object.keys(DELTA_PROPERTIES).join(', ')})`;
+  if (!check)
+    return `is not a Delta table property tidemark sets (it sets ${Object.keys(DELTA_PROPERTIES).join(', ')})`;
   return check(value);
 }
 
 /** The `target.tableProperties` field: string, boolean or number values, validated and turned into strings. */
 export const tableProperties = z
-  .record(z.string().trim().min(1, 'a property name must not be empty'), z.union([z.string(), z.boolean(), z.number()]))
+  .record(
+    z.string().trim().min(1, 'a property name must not be empty'),
+    z.union([z.string(), z.boolean(), z.number()]),
+  )
   .transform((props, ctx) => {
     const out: Record<string, string> = {};
     for (const [key, raw] of Object.entries(props)) {
       const value = String(raw);
       const problem = propertyProblem(key, value);
-      if (problem) ctx.addIssue({ code: 'custom', path: [key], message: `${problem}, got ${JSON.stringify(raw)}` });
+      if (problem)
+        ctx.addIssue({
+          code: 'custom',
+          path: [key],
+          message: `${problem}, got ${JSON.stringify(raw)}`,
+        });
       out[key] = value;
     }
     return out;

@@ -2,7 +2,13 @@
  * Durations (`30s`, `15m`, `2h`, `7d`) and sizes (`64MiB`, `1GiB`) as written in the config.
  */
 
-const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const DURATION_UNITS: Record<string, number> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
 const SIZE_UNITS: Record<string, number> = {
   B: 1,
   KB: 1000,

@@ -151,18 +151,25 @@ export function parseCommit(text: string, version: number, uri: string): Action[
     try {
       obj = JSON.parse(line);
     } catch (cause) {
-      throw new DeltaLogError(`[delta] commit ${version} of ${uri} has invalid JSON on line ${i + 1}`, {
-        context: { uri, version, row: i + 1 },
-        cause,
-      });
+      throw new DeltaLogError(
+        `[delta] commit ${version} of ${uri} has invalid JSON on line ${i + 1}`,
+        {
+          context: { uri, version, row: i + 1 },
+          cause,
+        },
+      );
     }
     if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
-      throw new DeltaLogError(`[delta] commit ${version} of ${uri}: line ${i + 1} is not an action object`, {
-        context: { uri, version, row: i + 1 },
-      });
+      throw new DeltaLogError(
+        `[delta] commit ${version} of ${uri}: line ${i + 1} is not an action object`,
+        {
+          context: { uri, version, row: i + 1 },
+        },
+      );
     }
     for (const [key, value] of Object.entries(obj)) {
-      if (KNOWN_ACTIONS.has(key) && value !== null && value !== undefined) actions.push({ [key]: value } as Action);
+      if (KNOWN_ACTIONS.has(key) && value !== null && value !== undefined)
+        actions.push({ [key]: value } as Action);
     }
   }
   return actions;
@@ -183,6 +190,9 @@ export function dvUniqueId(dv: DeletionVectorDescriptor): string {
 }
 
 /** Key of a file action for reconciliation: path plus deletion-vector unique id. */
-export function fileActionKey(path: string, dv: DeletionVectorDescriptor | null | undefined): string {
+export function fileActionKey(
+  path: string,
+  dv: DeletionVectorDescriptor | null | undefined,
+): string {
   return dv ? `${path}\u0000${dvUniqueId(dv)}` : path;
 }

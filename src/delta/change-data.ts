@@ -30,5 +30,10 @@ export function reservedChangeColumn(schema: StructType): string | null {
 
 /** The `cdc` action of an uploaded change file. */
 export function cdcFileFor(file: DataFileDescription): AddCDCFile {
-  return { path: file.logPath, partitionValues: file.partitionValues, size: file.size, dataChange: false };
+  return {
+    path: file.logPath,
+    partitionValues: file.partitionValues,
+    size: file.size,
+    dataChange: false,
+  };
 }

@@ -17,5 +17,10 @@ export interface CheckpointIO {
    * Write these actions as checkpoint Parquet at `key` in one visible step; returns its size in
    * bytes. `sidecar`: a V2 checkpoint's sidecar, whose only columns are `add` and `remove`.
    */
-  writeActions(storage: Storage, key: string, actions: readonly Action[], opts?: { sidecar?: boolean }): Promise<{ sizeInBytes: number }>;
+  writeActions(
+    storage: Storage,
+    key: string,
+    actions: readonly Action[],
+    opts?: { sidecar?: boolean },
+  ): Promise<{ sizeInBytes: number }>;
 }

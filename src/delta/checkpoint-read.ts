@@ -13,29 +13,44 @@ import { SIDECAR_DIR } from './log-files.js';
 import type { CheckpointIO } from './checkpoint-io.js';
 
 /** Every action the checkpoint holds, its sidecars' included. */
-export async function readCheckpoint(storage: Storage, io: CheckpointIO, ref: CheckpointRef): Promise<Action[]> {
+export async function readCheckpoint(
+  storage: Storage,
+  io: CheckpointIO,
+  ref: CheckpointRef,
+): Promise<Action[]> {
   const top = await readTopLevel(storage, io, ref);
   const sidecars: SidecarFile[] = [];
   const actions: Action[] = [];
   for (const action of top) {
     if ('sidecar' in action) sidecars.push(action.sidecar);
-    else if ('checkpointMetadata' in action) checkVersion(action.checkpointMetadata.version, ref, storage.uri);
+    else if ('checkpointMetadata' in action)
+      checkVersion(action.checkpointMetadata.version, ref, storage.uri);
     else actions.push(action);
   }
   if (sidecars.length === 0) return actions;
   const keys = sidecars.map((s) => sidecarKey(s, ref, storage.uri));
-  return [...actions, ...(await io.readActions(storage, keys)).filter((a) => 'add' in a || 'remove' in a)];
+  return [
+    ...actions,
+    ...(await io.readActions(storage, keys)).filter((a) => 'add' in a || 'remove' in a),
+  ];
 }
 
 /** The checkpoint's own file(s): a JSON V2 checkpoint is one action per line, like a commit. */
-async function readTopLevel(storage: Storage, io: CheckpointIO, ref: CheckpointRef): Promise<Action[]> {
+async function readTopLevel(
+  storage: Storage,
+  io: CheckpointIO,
+  ref: CheckpointRef,
+): Promise<Action[]> {
   const key = ref.keys[0]!;
   if (ref.kind !== 'v2' || !key.endsWith('.json')) return io.readActions(storage, ref.keys);
   const bytes = await storage.read(key);
   if (bytes === null) {
-    throw new DeltaLogError(`[delta] checkpoint ${key} of ${storage.uri} disappeared while reading the log`, {
-      context: { uri: storage.uri, version: ref.version, key },
-    });
+    throw new DeltaLogError(
+      `[delta] checkpoint ${key} of ${storage.uri} disappeared while reading the log`,
+      {
+        context: { uri: storage.uri, version: ref.version, key },
+      },
+    );
   }
   return parseCommit(new TextDecoder().decode(bytes), ref.version, storage.uri);
 }
@@ -43,9 +58,12 @@ async function readTopLevel(storage: Storage, io: CheckpointIO, ref: CheckpointR
 /** A V2 checkpoint names its own version; one that names another is not this version's state. */
 function checkVersion(version: number, ref: CheckpointRef, uri: string): void {
   if (Number(version) === ref.version) return;
-  throw new DeltaLogError(`[delta] checkpoint ${ref.keys[0]} of ${uri} says it holds version ${version}, not ${ref.version}`, {
-    context: { uri, version: ref.version, key: ref.keys[0] },
-  });
+  throw new DeltaLogError(
+    `[delta] checkpoint ${ref.keys[0]} of ${uri} says it holds version ${version}, not ${ref.version}`,
+    {
+      context: { uri, version: ref.version, key: ref.keys[0] },
+    },
+  );
 }
 
 /** The key of a sidecar: its (URI-encoded) path is relative to `_delta_log/_sidecars/`. */
@@ -54,15 +72,25 @@ function sidecarKey(sidecar: SidecarFile, ref: CheckpointRef, uri: string): stri
   try {
     name = decodeURIComponent(sidecar.path);
   } catch (cause) {
-    throw new DeltaLogError(`[delta] checkpoint ${ref.keys[0]} of ${uri} names a sidecar with a malformed path: ${sidecar.path}`, {
-      context: { uri, version: ref.version, key: sidecar.path },
-      cause,
-    });
+    throw new DeltaLogError(
+      `[delta] checkpoint ${ref.keys[0]} of ${uri} names a sidecar with a malformed path: ${sidecar.path}`,
+      {
+        context: { uri, version: ref.version, key: sidecar.path },
+        cause,
+      },
+    );
   }
-  if (name === '' || name.split('/').some((part) => part === '..' || part === '') || /^[a-z][a-z0-9+.-]*:/i.test(name)) {
-    throw new DeltaLogError(`[delta] checkpoint ${ref.keys[0]} of ${uri} names a sidecar outside _delta_log/_sidecars/: ${sidecar.path}`, {
-      context: { uri, version: ref.version, key: sidecar.path },
-    });
+  if (
+    name === '' ||
+    name.split('/').some((part) => part === '..' || part === '') ||
+    /^[a-z][a-z0-9+.-]*:/i.test(name)
+  ) {
+    throw new DeltaLogError(
+      `[delta] checkpoint ${ref.keys[0]} of ${uri} names a sidecar outside _delta_log/_sidecars/: ${sidecar.path}`,
+      {
+        context: { uri, version: ref.version, key: sidecar.path },
+      },
+    );
   }
   return SIDECAR_DIR + name;
 }

@@ -34,19 +34,37 @@ export interface WrittenV2Checkpoint {
 }
 
 /** Write the sidecar, then the top-level file; see the module comment. */
-export async function writeV2Checkpoint(storage: Storage, io: CheckpointIO, input: V2CheckpointInput): Promise<WrittenV2Checkpoint> {
+export async function writeV2Checkpoint(
+  storage: Storage,
+  io: CheckpointIO,
+  input: V2CheckpointInput,
+): Promise<WrittenV2Checkpoint> {
   const fileActions = input.actions.filter((a) => 'add' in a || 'remove' in a);
   const otherActions = input.actions.filter((a) => !('add' in a || 'remove' in a));
-  const top: Action[] = [{ checkpointMetadata: { version: input.version, tags: { numOfAddFiles: String(input.numOfAddFiles) } } }, ...otherActions];
+  const top: Action[] = [
+    {
+      checkpointMetadata: {
+        version: input.version,
+        tags: { numOfAddFiles: String(input.numOfAddFiles) },
+      },
+    },
+    ...otherActions,
+  ];
   let sidecarBytes = 0;
   if (fileActions.length > 0) {
     const name = `${randomUUID()}.parquet`;
-    const { sizeInBytes } = await io.writeActions(storage, SIDECAR_DIR + name, fileActions, { sidecar: true });
+    const { sizeInBytes } = await io.writeActions(storage, SIDECAR_DIR + name, fileActions, {
+      sidecar: true,
+    });
     sidecarBytes = sizeInBytes;
     top.push({ sidecar: { path: name, sizeInBytes, modificationTime: input.now, tags: {} } });
   }
   const key = LOG_DIR + v2CheckpointFileName(input.version, randomUUID(), 'json');
   const body = serializeCommit(top);
   await storage.write(key, body, { contentType: 'application/json' });
-  return { key, size: top.length + fileActions.length, sizeInBytes: Buffer.byteLength(body) + sidecarBytes };
+  return {
+    key,
+    size: top.length + fileActions.length,
+    sizeInBytes: Buffer.byteLength(body) + sidecarBytes,
+  };
 }

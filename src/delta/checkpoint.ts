@@ -47,7 +47,8 @@ export async function maybeWriteCheckpoint(
   opts: CheckpointOptions = {},
 ): Promise<CheckpointOutcome> {
   const interval = opts.interval ?? checkpointInterval(snapshot.metadata.configuration);
-  if (snapshot.version === 0 || snapshot.version % interval !== 0) return { written: false, reason: 'not-due' };
+  if (snapshot.version === 0 || snapshot.version % interval !== 0)
+    return { written: false, reason: 'not-due' };
   try {
     if (await hasCheckpoint(storage, snapshot.version)) return { written: false, reason: 'exists' };
     return await writeCheckpoint(storage, io, snapshot, opts.now ?? Date.now);
@@ -58,7 +59,11 @@ export async function maybeWriteCheckpoint(
 
 /** True when a checkpoint of any kind (classic, multi-part, UUID-named) exists for the version. */
 async function hasCheckpoint(storage: Storage, version: number): Promise<boolean> {
-  const listing = await storage.listAll({ prefix: `${LOG_DIR}${padVersion(version)}.checkpoint.`, delimiter: '/', pageSize: 1 });
+  const listing = await storage.listAll({
+    prefix: `${LOG_DIR}${padVersion(version)}.checkpoint.`,
+    delimiter: '/',
+    pageSize: 1,
+  });
   return listing.objects.length > 0;
 }
 
@@ -77,8 +82,18 @@ export async function writeCheckpoint(
   const actions = checkpointActions(snapshot, now() - retention);
   const numOfAddFiles = snapshot.files.length;
   if (TableConfig.of(snapshot.protocol, snapshot.metadata).v2Checkpoints) {
-    const written = await writeV2Checkpoint(storage, io, { version: snapshot.version, actions, numOfAddFiles, now: now() });
-    const hint = { version: snapshot.version, size: written.size, sizeInBytes: written.sizeInBytes, numOfAddFiles };
+    const written = await writeV2Checkpoint(storage, io, {
+      version: snapshot.version,
+      actions,
+      numOfAddFiles,
+      now: now(),
+    });
+    const hint = {
+      version: snapshot.version,
+      size: written.size,
+      sizeInBytes: written.sizeInBytes,
+      numOfAddFiles,
+    };
     await updateLastCheckpoint(storage, hint);
     return { written: true, ...hint };
   }
@@ -95,7 +110,9 @@ export async function writeCheckpoint(
 async function updateLastCheckpoint(storage: Storage, hint: { version: number }): Promise<void> {
   const current = await readLastCheckpoint(storage);
   if (current && current.version > hint.version) return;
-  await storage.write(LAST_CHECKPOINT_KEY, JSON.stringify(hint), { contentType: 'application/json' });
+  await storage.write(LAST_CHECKPOINT_KEY, JSON.stringify(hint), {
+    contentType: 'application/json',
+  });
 }
 
 /**
@@ -104,14 +121,19 @@ async function updateLastCheckpoint(storage: Storage, hint: { version: number })
  * File actions carry dataChange=false, as Spark writes them.
  */
 export function checkpointActions(snapshot: Snapshot, removeCutoff: number): Action[] {
-  const actions: Action[] = [{ protocol: checkpointProtocol(snapshot.protocol) }, { metaData: snapshot.metadata }];
+  const actions: Action[] = [
+    { protocol: checkpointProtocol(snapshot.protocol) },
+    { metaData: snapshot.metadata },
+  ];
   for (const txn of snapshot.txns.values()) actions.push({ txn });
   for (const domainMetadata of snapshot.domains.values()) {
     if (!domainMetadata.removed) actions.push({ domainMetadata });
   }
-  for (const { parsedStats: _parsed, ...add } of snapshot.files) actions.push({ add: { ...add, dataChange: false } });
+  for (const { parsedStats: _parsed, ...add } of snapshot.files)
+    actions.push({ add: { ...add, dataChange: false } });
   for (const remove of snapshot.removes) {
-    if ((remove.deletionTimestamp ?? 0) > removeCutoff) actions.push({ remove: { ...remove, dataChange: false } });
+    if ((remove.deletionTimestamp ?? 0) > removeCutoff)
+      actions.push({ remove: { ...remove, dataChange: false } });
   }
   return actions;
 }
@@ -147,14 +169,23 @@ const UNIT_MS: Readonly<Record<string, number>> = {
   millisecond: 1,
   microsecond: 0.001,
 };
-const UNIT_ALIASES: Readonly<Record<string, string>> = { min: 'minute', sec: 'second', ms: 'millisecond', us: 'microsecond' };
+const UNIT_ALIASES: Readonly<Record<string, string>> = {
+  min: 'minute',
+  sec: 'second',
+  ms: 'millisecond',
+  us: 'microsecond',
+};
 
 /**
  * Parse a Spark calendar interval loosely: `interval 1 weeks`, `7 days`, `interval 1 week 12 hours`,
  * `30 minutes`. Months and years (Spark refuses them for durations) and anything else give null.
  */
 export function parseIntervalMs(text: string): number | null {
-  const words = text.trim().toLowerCase().replace(/^interval\s+/, '').split(/\s+/);
+  const words = text
+    .trim()
+    .toLowerCase()
+    .replace(/^interval\s+/, '')
+    .split(/\s+/);
   if (words.length === 0 || words.length % 2 !== 0) return null;
   let total = 0;
   for (let i = 0; i < words.length; i += 2) {

@@ -20,7 +20,9 @@ export const CLUSTERING_DOMAIN = 'delta.clustering';
  * (Spark, Kernel) or a flat list (the protocol's example). Nested columns are left out: they
  * cannot order the rows of a file by themselves.
  */
-export function clusteringColumns(snapshot: Pick<Snapshot, 'protocol' | 'metadata' | 'domains' | 'schema' | 'tableUri'>): string[] {
+export function clusteringColumns(
+  snapshot: Pick<Snapshot, 'protocol' | 'metadata' | 'domains' | 'schema' | 'tableUri'>,
+): string[] {
   const table = TableConfig.of(snapshot.protocol, snapshot.metadata);
   if (!table.clustered) return [];
   const domain = snapshot.domains.get(CLUSTERING_DOMAIN);
@@ -39,7 +41,10 @@ function namePaths(configuration: string, uri: string): string[][] {
   try {
     parsed = JSON.parse(configuration);
   } catch (cause) {
-    throw new DeltaLogError(`[delta] the ${CLUSTERING_DOMAIN} domain of ${uri} is not JSON: ${configuration}`, { context: { uri }, cause });
+    throw new DeltaLogError(
+      `[delta] the ${CLUSTERING_DOMAIN} domain of ${uri} is not JSON: ${configuration}`,
+      { context: { uri }, cause },
+    );
   }
   const columns = (parsed as { clusteringColumns?: unknown } | null)?.clusteringColumns;
   if (!Array.isArray(columns)) return [];

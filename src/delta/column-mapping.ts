@@ -30,7 +30,9 @@ function modeProperty(metadata: Metadata): string {
 export function mappingModeProperty(metadata: Metadata): ColumnMappingMode {
   const mode = modeProperty(metadata);
   if (!MODES.includes(mode)) {
-    throw new DeltaLogError(`[delta] unknown ${COLUMN_MAPPING_MODE} '${mode}'`, { context: { feature: 'columnMapping' } });
+    throw new DeltaLogError(`[delta] unknown ${COLUMN_MAPPING_MODE} '${mode}'`, {
+      context: { feature: 'columnMapping' },
+    });
   }
   return mode as ColumnMappingMode;
 }
@@ -43,7 +45,10 @@ export function columnMappingProblem(metadata: Metadata, schema: StructType): st
   const mode = modeProperty(metadata);
   if (!MODES.includes(mode)) return `unknown ${COLUMN_MAPPING_MODE} '${mode}'`;
   if (mode === 'none') return null;
-  const unmapped = fieldPaths(schema).find(({ field }) => fieldIdOf(field) === undefined || typeof field.metadata?.[PHYSICAL_NAME] !== 'string');
+  const unmapped = fieldPaths(schema).find(
+    ({ field }) =>
+      fieldIdOf(field) === undefined || typeof field.metadata?.[PHYSICAL_NAME] !== 'string',
+  );
   return unmapped ? `column '${unmapped.path}' has no ${FIELD_ID} or ${PHYSICAL_NAME}` : null;
 }
 
@@ -52,7 +57,9 @@ export function physicalName(field: StructField, mode: ColumnMappingMode): strin
   if (mode === 'none') return field.name;
   const name = field.metadata?.[PHYSICAL_NAME];
   if (typeof name !== 'string' || name === '') {
-    throw new DeltaLogError(`[delta] column '${field.name}' has no ${PHYSICAL_NAME}`, { context: { column: field.name } });
+    throw new DeltaLogError(`[delta] column '${field.name}' has no ${PHYSICAL_NAME}`, {
+      context: { column: field.name },
+    });
   }
   return name;
 }
@@ -66,9 +73,14 @@ export function fieldIdOf(field: StructField): number | undefined {
 /** The type with every struct field, at any depth, named by its physical name. */
 export function physicalType(type: DataType, mode: ColumnMappingMode): DataType {
   if (mode === 'none' || typeof type === 'string') return type;
-  if (type.type === 'struct') return { type: 'struct', fields: type.fields.map((f) => physicalField(f, mode)) };
+  if (type.type === 'struct')
+    return { type: 'struct', fields: type.fields.map((f) => physicalField(f, mode)) };
   if (type.type === 'array') return { ...type, elementType: physicalType(type.elementType, mode) };
-  return { ...type, keyType: physicalType(type.keyType, mode), valueType: physicalType(type.valueType, mode) };
+  return {
+    ...type,
+    keyType: physicalType(type.keyType, mode),
+    valueType: physicalType(type.valueType, mode),
+  };
 }
 
 /** The field as data files hold it: physical name, physical nested names, the same metadata (ids). */
@@ -81,10 +93,16 @@ export function physicalField(field: StructField, mode: ColumnMappingMode): Stru
  * The physical name of the top-level column `column` (matched exactly, else ignoring case, as
  * Delta names are); the name itself when the schema has no such column or the mode is none.
  */
-export function physicalColumn(schema: StructType, column: string, mode: ColumnMappingMode): string {
+export function physicalColumn(
+  schema: StructType,
+  column: string,
+  mode: ColumnMappingMode,
+): string {
   if (mode === 'none') return column;
   const lower = column.toLowerCase();
-  const field = schema.fields.find((f) => f.name === column) ?? schema.fields.find((f) => f.name.toLowerCase() === lower);
+  const field =
+    schema.fields.find((f) => f.name === column) ??
+    schema.fields.find((f) => f.name.toLowerCase() === lower);
   return field ? physicalName(field, mode) : column;
 }
 
@@ -94,12 +112,16 @@ export function physicalColumn(schema: StructType, column: string, mode: ColumnM
  * (ids are never reused; PROTOCOL.md "Writer Requirements for Column Mapping"). Returns the new
  * maximum for `delta.columnMapping.maxColumnId`.
  */
-export function assignColumnIds(schema: StructType, maxColumnId = 0): { schema: StructType; maxColumnId: number } {
+export function assignColumnIds(
+  schema: StructType,
+  maxColumnId = 0,
+): { schema: StructType; maxColumnId: number } {
   let max = Math.max(maxColumnId, ...fieldPaths(schema).map(({ field }) => fieldIdOf(field) ?? 0));
   const assignField = (field: StructField): StructField => {
     const metadata = { ...(field.metadata ?? {}) };
     if (fieldIdOf(field) === undefined) metadata[FIELD_ID] = ++max;
-    if (typeof metadata[PHYSICAL_NAME] !== 'string') metadata[PHYSICAL_NAME] = `col-${randomUUID()}`;
+    if (typeof metadata[PHYSICAL_NAME] !== 'string')
+      metadata[PHYSICAL_NAME] = `col-${randomUUID()}`;
     return { ...field, metadata, type: assignType(field.type) };
   };
   const assignType = (type: DataType): DataType => {
@@ -122,17 +144,26 @@ export function recordedMaxColumnId(metadata: Metadata): number {
  * A new table's schema and properties in `mode`: every field given an id and a physical name,
  * and the mode and maxColumnId properties. Mode none changes nothing.
  */
-export function mapNewTable(schema: StructType, mode: ColumnMappingMode): { schema: StructType; configuration: Record<string, string> } {
+export function mapNewTable(
+  schema: StructType,
+  mode: ColumnMappingMode,
+): { schema: StructType; configuration: Record<string, string> } {
   if (mode === 'none') return { schema, configuration: {} };
   const assigned = assignColumnIds(schema);
-  return { schema: assigned.schema, configuration: { [COLUMN_MAPPING_MODE]: mode, [MAX_COLUMN_ID]: String(assigned.maxColumnId) } };
+  return {
+    schema: assigned.schema,
+    configuration: { [COLUMN_MAPPING_MODE]: mode, [MAX_COLUMN_ID]: String(assigned.maxColumnId) },
+  };
 }
 
 /**
  * The metaData of a mapped table whose schema gained columns: the new fields get ids and
  * physical names, `delta.columnMapping.maxColumnId` is raised, every other key kept.
  */
-export function evolveMappedMetadata(metadata: Metadata, schema: StructType): { metadata: Metadata; schema: StructType } {
+export function evolveMappedMetadata(
+  metadata: Metadata,
+  schema: StructType,
+): { metadata: Metadata; schema: StructType } {
   const assigned = assignColumnIds(schema, recordedMaxColumnId(metadata));
   return {
     schema: assigned.schema,
@@ -156,6 +187,13 @@ export function containsStruct(type: DataType): boolean {
 function fieldPaths(type: DataType, prefix = ''): Array<{ field: StructField; path: string }> {
   if (typeof type === 'string') return [];
   if (type.type === 'array') return fieldPaths(type.elementType, `${prefix}element.`);
-  if (type.type === 'map') return [...fieldPaths(type.keyType, `${prefix}key.`), ...fieldPaths(type.valueType, `${prefix}value.`)];
-  return type.fields.flatMap((field) => [{ field, path: prefix + field.name }, ...fieldPaths(field.type, `${prefix}${field.name}.`)]);
+  if (type.type === 'map')
+    return [
+      ...fieldPaths(type.keyType, `${prefix}key.`),
+      ...fieldPaths(type.valueType, `${prefix}value.`),
+    ];
+  return type.fields.flatMap((field) => [
+    { field, path: prefix + field.name },
+    ...fieldPaths(field.type, `${prefix}${field.name}.`),
+  ]);
 }

@@ -63,11 +63,18 @@ export class CommitStamps {
   }
 
   /** Learn the row-id mark and the timestamp of a commit that won a version this commit wanted. */
-  async learnFrom(winner: { version: number; actions: readonly Action[] }, storage: Storage): Promise<void> {
-    if (this.highWaterMark !== null) this.highWaterMark = highWaterMarkAfter(winner.actions, this.highWaterMark);
+  async learnFrom(
+    winner: { version: number; actions: readonly Action[] },
+    storage: Storage,
+  ): Promise<void> {
+    if (this.highWaterMark !== null)
+      this.highWaterMark = highWaterMarkAfter(winner.actions, this.highWaterMark);
     if (this.features.inCommitTimestamp) {
       // A winner without one was written by a writer ignoring the feature: its file time stands in.
-      const ict = inCommitTimestampOf(winner.actions) ?? (await storage.head(commitKey(winner.version)))?.lastModified.getTime() ?? null;
+      const ict =
+        inCommitTimestampOf(winner.actions) ??
+        (await storage.head(commitKey(winner.version)))?.lastModified.getTime() ??
+        null;
       if (ict !== null) this.previousTimestamp = Math.max(this.previousTimestamp ?? ict, ict);
     }
   }

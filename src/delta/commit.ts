@@ -28,11 +28,27 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CommitConflictError, CommitRetriesExhaustedError, DeltaLogError, isTransient } from '../errors.js';
+import {
+  CommitConflictError,
+  CommitRetriesExhaustedError,
+  DeltaLogError,
+  isTransient,
+} from '../errors.js';
 import type { Storage } from '../storage/storage.js';
-import { fileActionKey, parseCommit, serializeCommit, type Action, type CommitInfo } from './actions.js';
+import {
+  fileActionKey,
+  parseCommit,
+  serializeCommit,
+  type Action,
+  type CommitInfo,
+} from './actions.js';
 import { CommitStamps, type CommitFeatures } from './commit-stamps.js';
-import { checkConflicts, ISOLATION_LEVEL, type OurTransaction, type WinningCommit } from './conflicts.js';
+import {
+  checkConflicts,
+  ISOLATION_LEVEL,
+  type OurTransaction,
+  type WinningCommit,
+} from './conflicts.js';
 import { commitKey } from './log-files.js';
 import type { CommitRequest, CommitResult } from './transaction.js';
 
@@ -70,7 +86,11 @@ export interface CommitOptions {
  * Throws CommitConflictError when a concurrent commit invalidates what this transaction read,
  * CommitRetriesExhaustedError after `maxAttempts` lost races, DeltaLogError for an invalid request.
  */
-export async function commitWithRetry(storage: Storage, request: CommitRequest, opts: CommitOptions = {}): Promise<CommitResult> {
+export async function commitWithRetry(
+  storage: Storage,
+  request: CommitRequest,
+  opts: CommitOptions = {},
+): Promise<CommitResult> {
   validateRequest(request, storage.uri);
   const maxAttempts = opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   const now = opts.now ?? Date.now;
@@ -84,7 +104,10 @@ export async function commitWithRetry(storage: Storage, request: CommitRequest, 
     opts.signal?.throwIfAborted();
     const version = readVersion + 1;
     const stamped = stamps.forVersion(request.actions, version, storage.uri);
-    const commitInfo = { ...buildCommitInfo(request, { readVersion, txnId, timestamp: now(), engineInfo }), ...stamped.commitInfo };
+    const commitInfo = {
+      ...buildCommitInfo(request, { readVersion, txnId, timestamp: now(), engineInfo }),
+      ...stamped.commitInfo,
+    };
     // commitInfo is always the first line, as in-commit timestamps require.
     const body = serializeCommit([{ commitInfo }, ...stamped.actions]);
     if ((await writeVersion(storage, version, body, txnId, opts.signal)) === 'ours') {
@@ -118,10 +141,17 @@ export async function commitWithRetry(storage: Storage, request: CommitRequest, 
  * way version N is read back; a commitInfo.txnId equal to ours means the commit is our own.
  * Nothing at N after a transient error means nothing was committed: the error stands.
  */
-async function writeVersion(storage: Storage, version: number, body: string, txnId: string, signal?: AbortSignal): Promise<'ours' | 'taken'> {
+async function writeVersion(
+  storage: Storage,
+  version: number,
+  body: string,
+  txnId: string,
+  signal?: AbortSignal,
+): Promise<'ours' | 'taken'> {
   const key = commitKey(version);
   try {
-    if (await storage.writeIfAbsent(key, body, { contentType: 'application/json', signal })) return 'ours';
+    if (await storage.writeIfAbsent(key, body, { contentType: 'application/json', signal }))
+      return 'ours';
   } catch (err) {
     if (!isTransient(err)) throw err;
     const existing = await storage.read(key).catch(() => null);
@@ -137,7 +167,9 @@ function txnIdOf(bytes: Uint8Array): string | undefined {
   const text = Buffer.from(bytes).toString('utf8');
   const end = text.indexOf('\n');
   try {
-    const first = JSON.parse(end < 0 ? text : text.slice(0, end)) as { commitInfo?: { txnId?: unknown } };
+    const first = JSON.parse(end < 0 ? text : text.slice(0, end)) as {
+      commitInfo?: { txnId?: unknown };
+    };
     return typeof first.commitInfo?.txnId === 'string' ? first.commitInfo.txnId : undefined;
   } catch {
     return undefined; // not a commit we wrote; readWinners reports a malformed one
@@ -178,7 +210,10 @@ async function readWinners(storage: Storage, from: number): Promise<WinningCommi
   for (let version = from; ; version++) {
     const bytes = await storage.read(commitKey(version));
     if (bytes === null) break;
-    winners.push({ version, actions: parseCommit(Buffer.from(bytes).toString('utf8'), version, storage.uri) });
+    winners.push({
+      version,
+      actions: parseCommit(Buffer.from(bytes).toString('utf8'), version, storage.uri),
+    });
   }
   if (winners.length === 0) {
     throw new DeltaLogError(
@@ -209,7 +244,8 @@ export function validateRequest(request: CommitRequest, uri: string): void {
     });
   };
   const { readVersion } = request.read;
-  if (!Number.isSafeInteger(readVersion) || readVersion < -1) fail(`readVersion ${readVersion} is not an integer >= -1`);
+  if (!Number.isSafeInteger(readVersion) || readVersion < -1)
+    fail(`readVersion ${readVersion} is not an integer >= -1`);
   const counts = { metaData: 0, protocol: 0 };
   const appIds = new Set<string>();
   const adds = new Set<string>();
@@ -231,13 +267,26 @@ interface Seen {
 
 function checkAction(a: Action, seen: Seen, fail: (why: string) => never): void {
   if ('commitInfo' in a) fail('commitInfo is added by the commit loop, not the request');
-  else if ('sidecar' in a || 'checkpointMetadata' in a) fail(`a '${Object.keys(a)[0]}' action belongs in checkpoints only`);
+  else if ('sidecar' in a || 'checkpointMetadata' in a)
+    fail(`a '${Object.keys(a)[0]}' action belongs in checkpoints only`);
   else if ('metaData' in a) seen.counts.metaData++;
   else if ('protocol' in a) seen.counts.protocol++;
-  else if ('txn' in a) addOnce(seen.appIds, a.txn.appId, `two txn actions for appId '${a.txn.appId}'`, fail);
-  else if ('add' in a) addOnce(seen.adds, fileActionKey(a.add.path, a.add.deletionVector), `two adds of ${a.add.path}`, fail);
+  else if ('txn' in a)
+    addOnce(seen.appIds, a.txn.appId, `two txn actions for appId '${a.txn.appId}'`, fail);
+  else if ('add' in a)
+    addOnce(
+      seen.adds,
+      fileActionKey(a.add.path, a.add.deletionVector),
+      `two adds of ${a.add.path}`,
+      fail,
+    );
   else if ('remove' in a) {
-    addOnce(seen.removes, fileActionKey(a.remove.path, a.remove.deletionVector), `two removes of ${a.remove.path}`, fail);
+    addOnce(
+      seen.removes,
+      fileActionKey(a.remove.path, a.remove.deletionVector),
+      `two removes of ${a.remove.path}`,
+      fail,
+    );
   }
 }
 
@@ -247,10 +296,14 @@ function addOnce(set: Set<string>, key: string, why: string, fail: (why: string)
 }
 
 function tableExists(uri: string): CommitConflictError {
-  return new CommitConflictError('TableAlreadyExists', `[delta] cannot create table ${uri}: another writer created it first`, {
-    uri,
-    version: 0,
-  });
+  return new CommitConflictError(
+    'TableAlreadyExists',
+    `[delta] cannot create table ${uri}: another writer created it first`,
+    {
+      uri,
+      version: 0,
+    },
+  );
 }
 
 function exhausted(uri: string, attempts: number, latest: number): CommitRetriesExhaustedError {
@@ -273,7 +326,9 @@ export function defaultEngineInfo(): string {
   if (engineInfoCache === undefined) {
     let version = 'unknown';
     try {
-      const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+      const pkg = JSON.parse(
+        readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+      ) as { version?: string };
       version = pkg.version ?? version;
     } catch {
       // A missing package.json only makes engineInfo less precise.

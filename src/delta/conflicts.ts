@@ -74,7 +74,11 @@ export interface WinningCommit {
 export const ISOLATION_LEVEL = 'WriteSerializable';
 
 /** The first conflict between our transaction and one winning commit, or null when there is none. */
-export function checkConflicts(read: ReadSet, ours: OurTransaction, winner: WinningCommit): Conflict | null {
+export function checkConflicts(
+  read: ReadSet,
+  ours: OurTransaction,
+  winner: WinningCommit,
+): Conflict | null {
   const w = summarize(winner.actions);
   const conflict = (type: ConflictType, message: string, subject?: string): Conflict => ({
     type,
@@ -84,37 +88,57 @@ export function checkConflicts(read: ReadSet, ours: OurTransaction, winner: Winn
   });
 
   if (w.hasProtocol) {
-    const why = ours.changesProtocol ? 'both transactions change the protocol' : 'it changed the protocol';
+    const why = ours.changesProtocol
+      ? 'both transactions change the protocol'
+      : 'it changed the protocol';
     return conflict('ProtocolChanged', why);
   }
-  if (w.hasMetadata) return conflict('MetadataChanged', 'it changed the table metadata (schema, partitioning or properties)');
+  if (w.hasMetadata)
+    return conflict(
+      'MetadataChanged',
+      'it changed the table metadata (schema, partitioning or properties)',
+    );
 
   const ourDomains = new Set(domainsOf(ours.actions).filter((d) => d !== ROW_TRACKING_DOMAIN));
   const domain = domainsOf(winner.actions).find((d) => ourDomains.has(d));
-  if (domain !== undefined) return conflict('ConcurrentDomainMetadata', `both wrote domain '${domain}'`, domain);
+  if (domain !== undefined)
+    return conflict('ConcurrentDomainMetadata', `both wrote domain '${domain}'`, domain);
 
   const appIds = new Set([...read.appIds, ...txnAppIdsOf(ours.actions)]);
   const appId = w.txnAppIds.find((id) => appIds.has(id));
   if (appId !== undefined) {
-    return conflict('ConcurrentTransaction', `it committed a txn for appId '${appId}' that this transaction read`, appId);
+    return conflict(
+      'ConcurrentTransaction',
+      `it committed a txn for appId '${appId}' that this transaction read`,
+      appId,
+    );
   }
 
   if (!isSnapshotIsolation(ours.actions)) {
-    const added = addedFilesToCheck(w, ours.changesMetadata).find((a) => inReadPartitions(a, read.partitions) && mayHoldKeys(a, read.keyBounds));
+    const added = addedFilesToCheck(w, ours.changesMetadata).find(
+      (a) => inReadPartitions(a, read.partitions) && mayHoldKeys(a, read.keyBounds),
+    );
     if (added) {
-      const where = read.keyBounds?.length ? 'in a partition and key range this transaction read' : 'in a partition this transaction read';
+      const where = read.keyBounds?.length
+        ? 'in a partition and key range this transaction read'
+        : 'in a partition this transaction read';
       return conflict('ConcurrentAppend', `it added ${added.path} ${where}`, added.path);
     }
   }
 
   const deletedRead = deletedReadFile(w.removes, read);
   if (deletedRead) {
-    return conflict('ConcurrentDeleteRead', `it removed ${deletedRead.path}, which this transaction read`, deletedRead.path);
+    return conflict(
+      'ConcurrentDeleteRead',
+      `it removed ${deletedRead.path}, which this transaction read`,
+      deletedRead.path,
+    );
   }
 
   const ourRemoves = new Set(removesOf(ours.actions).map((r) => r.path));
   const both = w.removes.find((r) => ourRemoves.has(r.path));
-  if (both) return conflict('ConcurrentDeleteDelete', `both transactions remove ${both.path}`, both.path);
+  if (both)
+    return conflict('ConcurrentDeleteDelete', `both transactions remove ${both.path}`, both.path);
   return null;
 }
 
@@ -128,7 +152,14 @@ interface WinnerSummary {
 }
 
 function summarize(actions: readonly Action[]): WinnerSummary {
-  const s: WinnerSummary = { hasProtocol: false, hasMetadata: false, isBlindAppend: false, txnAppIds: [], adds: [], removes: [] };
+  const s: WinnerSummary = {
+    hasProtocol: false,
+    hasMetadata: false,
+    isBlindAppend: false,
+    txnAppIds: [],
+    adds: [],
+    removes: [],
+  };
   for (const a of actions) {
     if ('protocol' in a) s.hasProtocol = true;
     else if ('metaData' in a) s.hasMetadata = true;
@@ -168,12 +199,15 @@ function isSnapshotIsolation(actions: readonly Action[]): boolean {
  */
 function inReadPartitions(add: AddFile, partitions: ReadSet['partitions']): boolean {
   if (partitions === 'all') return true;
-  return partitions.some((p) => Object.entries(p).every(([k, v]) => sameValue(add.partitionValues[k], v)));
+  return partitions.some((p) =>
+    Object.entries(p).every(([k, v]) => sameValue(add.partitionValues[k], v)),
+  );
 }
 
 /** Partition values compare with '' and missing meaning null (PROTOCOL.md#Partition-Value-Serialization). */
 function sameValue(a: string | null | undefined, b: string | null | undefined): boolean {
-  const norm = (v: string | null | undefined): string | null => (v === undefined || v === '' ? null : v);
+  const norm = (v: string | null | undefined): string | null =>
+    v === undefined || v === '' ? null : v;
   return norm(a) === norm(b);
 }
 
@@ -200,4 +234,3 @@ function txnAppIdsOf(actions: readonly Action[]): string[] {
 function removesOf(actions: readonly Action[]): RemoveFile[] {
   return actions.flatMap((a) => ('remove' in a ? [a.remove] : []));
 }
-

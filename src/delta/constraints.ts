@@ -42,11 +42,19 @@ export type TableConstraint =
 const CONSTRAINT_PREFIX = 'delta.constraints.';
 
 /** Every rule of the table: CHECK constraints (by name), then invariants and NOT NULLs in schema order. */
-export function tableConstraints(schema: StructType, metadata: Pick<Metadata, 'configuration'>, uri: string): TableConstraint[] {
+export function tableConstraints(
+  schema: StructType,
+  metadata: Pick<Metadata, 'configuration'>,
+  uri: string,
+): TableConstraint[] {
   const checks = Object.entries(metadata.configuration ?? {})
     .filter(([key]) => key.toLowerCase().startsWith(CONSTRAINT_PREFIX))
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([key, expression]): TableConstraint => ({ kind: 'check', name: key.slice(CONSTRAINT_PREFIX.length), expression }));
+    .map(([key, expression]): TableConstraint => ({
+      kind: 'check',
+      name: key.slice(CONSTRAINT_PREFIX.length),
+      expression,
+    }));
   return [...checks, ...fieldConstraints(schema, [], uri)];
 }
 
@@ -55,7 +63,9 @@ export function describeConstraint(c: TableConstraint): string {
   if (c.kind === 'check') return `CHECK constraint ${c.name}`;
   const path = c.column.join('.');
   if (c.kind === 'invariant') return `invariant on column ${path}`;
-  return c.within ? `NOT NULL ${c.within === 'elements' ? 'elements of' : 'values of'} column ${path}` : `NOT NULL column ${path}`;
+  return c.within
+    ? `NOT NULL ${c.within === 'elements' ? 'elements of' : 'values of'} column ${path}`
+    : `NOT NULL column ${path}`;
 }
 
 /** The table feature a rule belongs to (what a refusal names). */
@@ -78,7 +88,8 @@ function fieldConstraints(struct: StructType, parent: string[], uri: string): Ta
 function nestedConstraints(type: DataType, column: string[], uri: string): TableConstraint[] {
   if (typeof type === 'string') return [];
   if (type.type === 'struct') return fieldConstraints(type, column, uri);
-  if (type.type === 'array') return type.containsNull === false ? [{ kind: 'notNull', column, within: 'elements' }] : [];
+  if (type.type === 'array')
+    return type.containsNull === false ? [{ kind: 'notNull', column, within: 'elements' }] : [];
   return type.valueContainsNull === false ? [{ kind: 'notNull', column, within: 'values' }] : [];
 }
 
@@ -86,7 +97,9 @@ function nestedConstraints(type: DataType, column: string[], uri: string): Table
 function invariantExpression(value: unknown, column: string[], uri: string): string | null {
   if (value === undefined || value === null) return null;
   try {
-    const parsed = (typeof value === 'string' ? JSON.parse(value) : value) as { expression?: { expression?: unknown } };
+    const parsed = (typeof value === 'string' ? JSON.parse(value) : value) as {
+      expression?: { expression?: unknown };
+    };
     const expression = parsed?.expression?.expression;
     if (typeof expression === 'string' && expression.trim() !== '') return expression;
   } catch {

@@ -54,11 +54,17 @@ const WRITE_CHECKS: Readonly<Record<string, Check>> = {
   checkConstraints: () => null,
   // Written by MERGE (change files for updates and deletes); appends need none.
   changeDataFeed: (m, table) => {
-    const reserved = table.changeDataFeedRequested ? reservedChangeColumn(parseSchema(m.schemaString)) : null;
-    return reserved === null ? null : `delta.enableChangeDataFeed is true and column ${reserved} has a name change-feed readers reserve`;
+    const reserved = table.changeDataFeedRequested
+      ? reservedChangeColumn(parseSchema(m.schemaString))
+      : null;
+    return reserved === null
+      ? null
+      : `delta.enableChangeDataFeed is true and column ${reserved} has a name change-feed readers reserve`;
   },
   generatedColumns: (m) =>
-    anyField(m, (f) => 'delta.generationExpression' in f.metadata) ? 'a column is a generated column' : null,
+    anyField(m, (f) => 'delta.generationExpression' in f.metadata)
+      ? 'a column is a generated column'
+      : null,
   identityColumns: (m) =>
     anyField(m, (f) => Object.keys(f.metadata).some((k) => k.startsWith('delta.identity.')))
       ? 'a column is an identity column'
@@ -76,8 +82,11 @@ const WRITE_CHECKS: Readonly<Record<string, Check>> = {
   v2Checkpoint: () => null,
   // The domain is carried untouched; new files are sorted by the clustering columns (./clustering.ts).
   clustering: (m, table) => {
-    if (!table.supports('domainMetadata')) return 'clustering is listed without the domainMetadata feature it requires';
-    return (m.partitionColumns ?? []).length > 0 ? 'a clustered table cannot have partition columns' : null;
+    if (!table.supports('domainMetadata'))
+      return 'clustering is listed without the domainMetadata feature it requires';
+    return (m.partitionColumns ?? []).length > 0
+      ? 'a clustered table cannot have partition columns'
+      : null;
   },
 };
 
@@ -118,7 +127,12 @@ export function assertWritable(protocol: Protocol, metadata: Metadata, uri: stri
   const table = TableConfig.of(protocol, metadata);
   const problems = readProblems(table);
   const version = protocol.minWriterVersion;
-  if (version > 7) problems.push({ feature: `minWriterVersion=${version}`, detail: 'unknown writer version', blocks: 'write' });
+  if (version > 7)
+    problems.push({
+      feature: `minWriterVersion=${version}`,
+      detail: 'unknown writer version',
+      blocks: 'write',
+    });
   for (const feature of table.writerFeatures) {
     const check = WRITE_CHECKS[feature];
     const detail = check ? check(metadata, table) : 'not supported for writing';
@@ -138,7 +152,12 @@ function readProblems(table: TableConfig): Problem[] {
   const { metadata } = table;
   const problems: Problem[] = [];
   const version = table.protocol.minReaderVersion;
-  if (version > 3) problems.push({ feature: `minReaderVersion=${version}`, detail: 'unknown reader version', blocks: 'read' });
+  if (version > 3)
+    problems.push({
+      feature: `minReaderVersion=${version}`,
+      detail: 'unknown reader version',
+      blocks: 'read',
+    });
   // A columnMapping.mode property the protocol does not support is ignored (PROTOCOL.md "Column Mapping").
   for (const feature of unique(table.readerFeatures)) {
     if (READER_NEUTRAL.has(feature)) continue;
@@ -168,7 +187,8 @@ function unique(names: readonly string[]): string[] {
 function anyField(metadata: Metadata, test: (field: StructField) => boolean): boolean {
   const visit = (type: DataType): boolean => {
     if (typeof type === 'string') return false;
-    if (type.type === 'struct') return type.fields.some((f) => test({ ...f, metadata: f.metadata ?? {} }) || visit(f.type));
+    if (type.type === 'struct')
+      return type.fields.some((f) => test({ ...f, metadata: f.metadata ?? {} }) || visit(f.type));
     if (type.type === 'array') return visit(type.elementType);
     return visit(type.keyType) || visit(type.valueType);
   };

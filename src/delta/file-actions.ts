@@ -23,7 +23,10 @@ export interface DataFileDescription {
  * The `add` action for an uploaded data file, uploaded at `modificationTime` (ms). `dataChange`
  * is true for appends and MERGE output; false only for rewrites that keep the rows (compaction).
  */
-export function addFileFor(file: DataFileDescription, opts: { modificationTime: number; dataChange?: boolean }): AddFile {
+export function addFileFor(
+  file: DataFileDescription,
+  opts: { modificationTime: number; dataChange?: boolean },
+): AddFile {
   return {
     path: file.logPath,
     partitionValues: file.partitionValues,
@@ -38,7 +41,10 @@ export function addFileFor(file: DataFileDescription, opts: { modificationTime: 
  * The `remove` action for a live file, as Spark writes it: extended metadata (partition values,
  * size), the file's tags, and its exact deletion vector so the (path, DV) key matches.
  */
-export function removeFileFor(file: LiveFile, opts: { deletionTimestamp: number; dataChange?: boolean }): RemoveFile {
+export function removeFileFor(
+  file: LiveFile,
+  opts: { deletionTimestamp: number; dataChange?: boolean },
+): RemoveFile {
   const remove: RemoveFile = {
     path: file.path,
     deletionTimestamp: opts.deletionTimestamp,
@@ -64,18 +70,33 @@ export function removeFileFor(file: LiveFile, opts: { deletionTimestamp: number;
  * row. A file without stats gets `{"numRecords": physicalRows, "tightBounds": false}`, and stats
  * without `numRecords` get it.
  */
-export function addWithDeletionVector(file: LiveFile, dv: DeletionVectorDescriptor, physicalRows: number): AddFile {
+export function addWithDeletionVector(
+  file: LiveFile,
+  dv: DeletionVectorDescriptor,
+  physicalRows: number,
+): AddFile {
   const { parsedStats: _parsed, ...add } = file;
-  return { ...add, deletionVector: dv, dataChange: true, stats: looseStats(file.stats, physicalRows) };
+  return {
+    ...add,
+    deletionVector: dv,
+    dataChange: true,
+    stats: looseStats(file.stats, physicalRows),
+  };
 }
 
 /** Stats text with `tightBounds: false`, every other byte as it was (numbers keep their exact text). */
 function looseStats(stats: string | null | undefined, physicalRows: number): string {
   const text = stats?.trim();
-  if (!text || !text.startsWith('{') || !text.endsWith('}')) return `{"numRecords":${physicalRows},"tightBounds":false}`;
+  if (!text || !text.startsWith('{') || !text.endsWith('}'))
+    return `{"numRecords":${physicalRows},"tightBounds":false}`;
   // A DV's add must say how many rows the file holds: stats without numRecords get it.
-  const counted = /"numRecords"\s*:/.test(text) ? text : `{"numRecords":${physicalRows},${text.slice(1)}`.replace(/,\s*}$/, '}');
-  if (/"tightBounds"\s*:\s*(true|false)/.test(counted)) return counted.replace(/"tightBounds"\s*:\s*(true|false)/, '"tightBounds":false');
+  const counted = /"numRecords"\s*:/.test(text)
+    ? text
+    : `{"numRecords":${physicalRows},${text.slice(1)}`.replace(/,\s*}$/, '}');
+  if (/"tightBounds"\s*:\s*(true|false)/.test(counted))
+    return counted.replace(/"tightBounds"\s*:\s*(true|false)/, '"tightBounds":false');
   const inner = counted.slice(1, -1).trim();
-  return inner === '' ? `{"numRecords":${physicalRows},"tightBounds":false}` : `{${inner},"tightBounds":false}`;
+  return inner === ''
+    ? `{"numRecords":${physicalRows},"tightBounds":false}`
+    : `{${inner},"tightBounds":false}`;
 }

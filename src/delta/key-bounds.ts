@@ -30,13 +30,25 @@ export interface KeyBound {
 }
 
 /** Key column types whose statistics can exclude a file. */
-export const BOUNDABLE_TYPES: ReadonlySet<string> = new Set(['byte', 'short', 'integer', 'long', 'string', 'date', 'timestamp', 'timestamp_ntz']);
+export const BOUNDABLE_TYPES: ReadonlySet<string> = new Set([
+  'byte',
+  'short',
+  'integer',
+  'long',
+  'string',
+  'date',
+  'timestamp',
+  'timestamp_ntz',
+]);
 
 /** Characters Delta writers keep of a string statistic; a longer max may have been cut and padded. */
 const STRING_STATS_PREFIX = 32;
 
 /** False only when the file's statistics prove it holds no row inside every bound. */
-export function mayHoldKeys(add: Pick<AddFile, 'stats'>, bounds: readonly KeyBound[] | undefined): boolean {
+export function mayHoldKeys(
+  add: Pick<AddFile, 'stats'>,
+  bounds: readonly KeyBound[] | undefined,
+): boolean {
   if (!bounds || bounds.length === 0) return true;
   const stats = parseStats(add.stats);
   if (!stats) return true;
@@ -64,7 +76,10 @@ function above(b: KeyBound, fileMin: unknown): boolean {
   if (fileMin === undefined) return false;
   if (b.type === 'string') {
     // A cut min is a prefix of the true min, so never greater than it: always safe to compare.
-    return typeof fileMin === 'string' && Buffer.compare(Buffer.from(String(b.max)), Buffer.from(fileMin)) < 0;
+    return (
+      typeof fileMin === 'string' &&
+      Buffer.compare(Buffer.from(String(b.max)), Buffer.from(fileMin)) < 0
+    );
   }
   const ours = ordinal(b.type, b.max, 0);
   const theirs = ordinal(b.type, fileMin, 0);
@@ -78,7 +93,8 @@ function isTimestamp(type: string): boolean {
 /** A comparable value of a bound or statistic (`widenMs` added to timestamps), or null when unreadable. */
 function ordinal(type: string, value: unknown, widenMs: number): bigint | string | null {
   if (typeof value !== 'number' && typeof value !== 'string') return null;
-  if (type === 'date') return typeof value === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(value) ? value : null;
+  if (type === 'date')
+    return typeof value === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(value) ? value : null;
   if (isTimestamp(type)) {
     const ms = typeof value === 'number' ? value : timestampMs(value);
     return Number.isFinite(ms) ? BigInt(Math.trunc(ms) + widenMs) : null;

@@ -17,7 +17,13 @@ export type LogFile =
   | { kind: 'commit'; version: number; name: string }
   | { kind: 'checkpoint'; version: number; name: string }
   | { kind: 'checkpoint-part'; version: number; part: number; parts: number; name: string }
-  | { kind: 'checkpoint-v2'; version: number; uuid: string; format: 'json' | 'parquet'; name: string }
+  | {
+      kind: 'checkpoint-v2';
+      version: number;
+      uuid: string;
+      format: 'json' | 'parquet';
+      name: string;
+    }
   | { kind: 'checksum'; version: number; name: string }
   | { kind: 'compaction'; from: number; to: number; name: string }
   | { kind: 'last-checkpoint'; name: string };
@@ -59,7 +65,13 @@ export function classifyLogFile(name: string): LogFile | null {
   if ((m = CHECKPOINT_V2.exec(name))) {
     const version = versionOf(m[1]);
     if (version === null) return null;
-    return { kind: 'checkpoint-v2', version, uuid: m[2]!, format: m[3] as 'json' | 'parquet', name };
+    return {
+      kind: 'checkpoint-v2',
+      version,
+      uuid: m[2]!,
+      format: m[3] as 'json' | 'parquet',
+      name,
+    };
   }
   if ((m = COMPACTION.exec(name))) {
     const from = versionOf(m[1]);
@@ -119,6 +131,10 @@ export function checkpointKey(version: number): string {
 }
 
 /** Name of a UUID-named (V2) checkpoint for a version. */
-export function v2CheckpointFileName(version: number, uuid: string, format: 'json' | 'parquet'): string {
+export function v2CheckpointFileName(
+  version: number,
+  uuid: string,
+  format: 'json' | 'parquet',
+): string {
   return `${padVersion(version)}.checkpoint.${uuid}.${format}`;
 }

@@ -7,7 +7,13 @@
  */
 import { DeltaLogError } from '../errors.js';
 import type { Storage } from '../storage/storage.js';
-import { classifyLogKey, LAST_CHECKPOINT_KEY, LOG_DIR, padVersion, type LogFile } from './log-files.js';
+import {
+  classifyLogKey,
+  LAST_CHECKPOINT_KEY,
+  LOG_DIR,
+  padVersion,
+  type LogFile,
+} from './log-files.js';
 
 /** The fields of `_last_checkpoint` that tidemark uses. */
 export interface LastCheckpointHint {
@@ -105,13 +111,22 @@ const KIND_ORDER = { classic: 0, multipart: 1, v2: 2 } as const;
 function collectCheckpoints(files: Array<{ file: LogFile; key: string }>): CheckpointRef[] {
   const checkpoints: CheckpointRef[] = [];
   // Multi-part checkpoints are grouped by (version, part count); only complete groups count.
-  const partGroups = new Map<string, { version: number; parts: number; keys: Map<number, string> }>();
+  const partGroups = new Map<
+    string,
+    { version: number; parts: number; keys: Map<number, string> }
+  >();
   for (const { file, key } of files) {
-    if (file.kind === 'checkpoint') checkpoints.push({ version: file.version, kind: 'classic', keys: [key] });
-    if (file.kind === 'checkpoint-v2') checkpoints.push({ version: file.version, kind: 'v2', keys: [key] });
+    if (file.kind === 'checkpoint')
+      checkpoints.push({ version: file.version, kind: 'classic', keys: [key] });
+    if (file.kind === 'checkpoint-v2')
+      checkpoints.push({ version: file.version, kind: 'v2', keys: [key] });
     if (file.kind !== 'checkpoint-part') continue;
     const id = `${file.version}/${file.parts}`;
-    const group = partGroups.get(id) ?? { version: file.version, parts: file.parts, keys: new Map() };
+    const group = partGroups.get(id) ?? {
+      version: file.version,
+      parts: file.parts,
+      keys: new Map(),
+    };
     group.keys.set(file.part, key);
     partGroups.set(id, group);
   }
@@ -120,7 +135,9 @@ function collectCheckpoints(files: Array<{ file: LogFile; key: string }>): Check
     const keys = [...group.keys.entries()].sort((a, b) => a[0] - b[0]).map(([, key]) => key);
     checkpoints.push({ version: group.version, kind: 'multipart', keys });
   }
-  return checkpoints.sort((a, b) => a.version - b.version || KIND_ORDER[a.kind] - KIND_ORDER[b.kind]);
+  return checkpoints.sort(
+    (a, b) => a.version - b.version || KIND_ORDER[a.kind] - KIND_ORDER[b.kind],
+  );
 }
 
 /** Newest version the listing knows of, or -1 when it is empty. */
@@ -139,10 +156,13 @@ export function planReplay(listing: LogListing, uri: string, target?: number): R
   const latest = latestVersion(listing);
   const version = target ?? latest;
   if (!Number.isSafeInteger(version) || version < 0 || version > latest) {
-    throw new DeltaLogError(`[delta] table ${uri} has no version ${version}; the latest is ${latest}`, {
-      kind: 'usage',
-      context: { uri, version },
-    });
+    throw new DeltaLogError(
+      `[delta] table ${uri} has no version ${version}; the latest is ${latest}`,
+      {
+        kind: 'usage',
+        context: { uri, version },
+      },
+    );
   }
   const usable = listing.checkpoints.filter((c) => c.version <= version);
   const newest = usable.at(-1)?.version;
@@ -158,8 +178,15 @@ export function planReplay(listing: LogListing, uri: string, target?: number): R
   return { version, checkpoint, commits };
 }
 
-function missingCommit(uri: string, missing: number, version: number, checkpoint: CheckpointRef | null): Error {
-  const base = checkpoint ? `checkpoint ${checkpoint.version}` : 'the start of the log (no checkpoint at or below it)';
+function missingCommit(
+  uri: string,
+  missing: number,
+  version: number,
+  checkpoint: CheckpointRef | null,
+): Error {
+  const base = checkpoint
+    ? `checkpoint ${checkpoint.version}`
+    : 'the start of the log (no checkpoint at or below it)';
   return new DeltaLogError(
     `[delta] table ${uri}: commit ${missing} is missing, so version ${version} cannot be rebuilt from ${base}`,
     { context: { uri, version: missing, key: LOG_DIR + padVersion(missing) + '.json' } },
@@ -171,7 +198,10 @@ function missingCommit(uri: string, missing: number, version: number, checkpoint
  * Uses `_last_checkpoint` to list only the tail of the log; falls back to a full listing
  * when the hint is missing, corrupt, stale, or newer than the target.
  */
-export async function locateSnapshot(storage: Storage, target?: number): Promise<ReplayPlan | null> {
+export async function locateSnapshot(
+  storage: Storage,
+  target?: number,
+): Promise<ReplayPlan | null> {
   const hint = await readLastCheckpoint(storage);
   if (hint && (target === undefined || target >= hint.version)) {
     const tail = await listLog(storage, hint.version);

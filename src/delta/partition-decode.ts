@@ -56,19 +56,29 @@ function percentDecode(path: string): string {
   try {
     return decodeURIComponent(path);
   } catch (cause) {
-    throw new DeltaLogError(`[delta] data file path ${JSON.stringify(path)} is not valid percent-encoding`, {
-      context: { key: path },
-      cause,
-    });
+    throw new DeltaLogError(
+      `[delta] data file path ${JSON.stringify(path)} is not valid percent-encoding`,
+      {
+        context: { key: path },
+        cause,
+      },
+    );
   }
 }
 
 function checkRelative(key: string, original: string): string {
   const segments = key.split('/');
-  if (key === '' || key.startsWith('/') || segments.some((s) => s === '..' || s === '.' || s === '')) {
-    throw new DeltaLogError(`[delta] data file path ${JSON.stringify(original)} does not name a file below the table root`, {
-      context: { key: original },
-    });
+  if (
+    key === '' ||
+    key.startsWith('/') ||
+    segments.some((s) => s === '..' || s === '.' || s === '')
+  ) {
+    throw new DeltaLogError(
+      `[delta] data file path ${JSON.stringify(original)} does not name a file below the table root`,
+      {
+        context: { key: original },
+      },
+    );
   }
   return key;
 }
@@ -78,7 +88,8 @@ const DECIMAL = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
 const FLOAT = /^([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|NaN|[-+]?Infinity)$/;
 const DATE = /^\d{4,}-\d{2}-\d{2}$/;
 /** `yyyy-MM-dd HH:mm:ss[.ffffff]` or ISO `yyyy-MM-ddTHH:mm:ss[.ffffff][Z|±hh:mm]`. */
-const TIMESTAMP = /^(\d{4,}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?)(Z|[+-]\d{2}(?::?\d{2})?)?$/;
+const TIMESTAMP =
+  /^(\d{4,}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?)(Z|[+-]\d{2}(?::?\d{2})?)?$/;
 
 /**
  * A partition value from the log in canonical text, or null for NULL. null and "" mean NULL;
@@ -87,12 +98,19 @@ const TIMESTAMP = /^(\d{4,}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?)(Z|
  * one. A value that is not valid for its type is a DeltaLogError naming the column.
  * `column` only names the column in error messages.
  */
-export function normalizePartitionValue(value: string | null, deltaType: DataType, column?: string): string | null {
+export function normalizePartitionValue(
+  value: string | null,
+  deltaType: DataType,
+  column?: string,
+): string | null {
   if (value === null || value === '' || deltaType === 'void') return null;
   if (typeof deltaType !== 'string') {
-    throw new SchemaError(`[delta] partition column ${column ?? ''} has a nested type, which Delta does not allow`, {
-      context: { column },
-    });
+    throw new SchemaError(
+      `[delta] partition column ${column ?? ''} has a nested type, which Delta does not allow`,
+      {
+        context: { column },
+      },
+    );
   }
   return normalizedValue(value, deltaType, column);
 }
@@ -101,13 +119,17 @@ export function normalizePartitionValue(value: string | null, deltaType: DataTyp
 function normalizedValue(value: string, type: string, column?: string): string {
   const bad = (): never => {
     const shown = JSON.stringify(value);
-    throw new DeltaLogError(`[delta] partition value ${shown} of column ${column ?? '?'} is not a valid ${type}`, {
-      context: { column, value },
-    });
+    throw new DeltaLogError(
+      `[delta] partition value ${shown} of column ${column ?? '?'} is not a valid ${type}`,
+      {
+        context: { column, value },
+      },
+    );
   };
   if (type === 'string' || type === 'binary') return value;
   if (type === 'boolean') return value === 'true' || value === 'false' ? value : bad();
-  if (['byte', 'short', 'integer', 'long'].includes(type)) return INTEGER.test(value) ? value : bad();
+  if (['byte', 'short', 'integer', 'long'].includes(type))
+    return INTEGER.test(value) ? value : bad();
   if (type === 'float' || type === 'double') return FLOAT.test(value) ? value : bad();
   if (type.startsWith('decimal')) return DECIMAL.test(value) ? value : bad();
   if (type === 'date') return DATE.test(value) ? value : bad();
@@ -115,9 +137,12 @@ function normalizedValue(value: string, type: string, column?: string): string {
   if (type === 'timestamp') return m ? `${m[1]} ${m[2]}${zoneSuffix(m[3])}` : bad();
   // A wall-clock type cannot carry a zone; DuckDB would silently drop it.
   if (type === 'timestamp_ntz') return m && m[3] === undefined ? `${m[1]} ${m[2]}` : bad();
-  throw new SchemaError(`[delta] partition column ${column ?? '?'} has type ${type}, which cannot be a partition type`, {
-    context: { column },
-  });
+  throw new SchemaError(
+    `[delta] partition column ${column ?? '?'} has type ${type}, which cannot be a partition type`,
+    {
+      context: { column },
+    },
+  );
 }
 
 /** A zone DuckDB understands: none or `Z` means UTC. */

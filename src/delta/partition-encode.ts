@@ -15,7 +15,23 @@ import type { PartitionValues } from './actions.js';
 export const HIVE_DEFAULT_PARTITION = '__HIVE_DEFAULT_PARTITION__';
 
 /** Characters Spark escapes in partition folder names (ExternalCatalogUtils, Linux). */
-const HIVE_ESCAPED = new Set(['"', '#', '%', "'", '*', '/', ':', '=', '?', '\\', '\u007F', '{', '[', ']', '^']);
+const HIVE_ESCAPED = new Set([
+  '"',
+  '#',
+  '%',
+  "'",
+  '*',
+  '/',
+  ':',
+  '=',
+  '?',
+  '\\',
+  '\u007F',
+  '{',
+  '[',
+  ']',
+  '^',
+]);
 
 /** Spark's escapePathName: `%XX` (upper-case hex) for control characters and HIVE_ESCAPED. */
 export function escapePartitionName(s: string): string {
@@ -39,7 +55,8 @@ export function hivePartitionFolder(columns: readonly string[], values: Partitio
   return columns
     .map((col) => {
       const v = values[col];
-      const folderValue = v === null || v === undefined || v === '' ? HIVE_DEFAULT_PARTITION : escapePartitionName(v);
+      const folderValue =
+        v === null || v === undefined || v === '' ? HIVE_DEFAULT_PARTITION : escapePartitionName(v);
       return `${escapePartitionName(col)}=${folderValue}`;
     })
     .join('/');
@@ -47,7 +64,14 @@ export function hivePartitionFolder(columns: readonly string[], values: Partitio
 
 /** Characters encodeURIComponent escapes but a Delta log path keeps (Spark keeps them too). */
 const KEPT_IN_LOG_PATH: Record<string, string> = {
-  '%2F': '/', '%3D': '=', '%2B': '+', '%40': '@', '%2C': ',', '%3B': ';', '%24': '$', '%26': '&',
+  '%2F': '/',
+  '%3D': '=',
+  '%2B': '+',
+  '%40': '@',
+  '%2C': ',',
+  '%3B': ';',
+  '%24': '$',
+  '%26': '&',
 };
 
 /**
@@ -61,10 +85,13 @@ export function encodeLogPath(relativePath: string): string {
   try {
     encoded = encodeURIComponent(relativePath);
   } catch (cause) {
-    throw new SchemaError(`[partition] path is not valid Unicode: ${JSON.stringify(relativePath)}`, {
-      context: { key: relativePath },
-      cause,
-    });
+    throw new SchemaError(
+      `[partition] path is not valid Unicode: ${JSON.stringify(relativePath)}`,
+      {
+        context: { key: relativePath },
+        cause,
+      },
+    );
   }
   return encoded.replace(/%(2F|3D|2B|40|2C|3B|24|26)/g, (m) => KEPT_IN_LOG_PATH[m]!);
 }

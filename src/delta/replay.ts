@@ -59,7 +59,8 @@ export async function loadSnapshot(
   const commits = await readCommits(storage, plan.commits);
   for (const commit of commits) builder.apply(commit);
   const snapshot = builder.build(plan.version);
-  if (opts.checkReadable !== false) assertReadable(snapshot.protocol, snapshot.metadata, storage.uri);
+  if (opts.checkReadable !== false)
+    assertReadable(snapshot.protocol, snapshot.metadata, storage.uri);
   if (TableConfig.of(snapshot.protocol, snapshot.metadata).inCommitTimestamps) {
     const ict = await versionTimestamp(storage, plan, commits);
     if (ict !== null) snapshot.inCommitTimestamp = ict;
@@ -71,10 +72,17 @@ export async function loadSnapshot(
  * The in-commit timestamp of the plan's version: from its commit when replay read it, else (the
  * version is a checkpoint's, which keeps no commitInfo) from its commit file, when it is still there.
  */
-async function versionTimestamp(storage: Storage, plan: ReplayPlan, commits: readonly Action[][]): Promise<number | null> {
-  if (plan.commits.at(-1)?.version === plan.version) return inCommitTimestampOf(commits.at(-1) ?? []);
+async function versionTimestamp(
+  storage: Storage,
+  plan: ReplayPlan,
+  commits: readonly Action[][],
+): Promise<number | null> {
+  if (plan.commits.at(-1)?.version === plan.version)
+    return inCommitTimestampOf(commits.at(-1) ?? []);
   const bytes = await storage.read(commitKey(plan.version));
-  return bytes === null ? null : inCommitTimestampOf(parseCommit(new TextDecoder().decode(bytes), plan.version, storage.uri));
+  return bytes === null
+    ? null
+    : inCommitTimestampOf(parseCommit(new TextDecoder().decode(bytes), plan.version, storage.uri));
 }
 
 /** The actions of each commit, in the order given. */
@@ -85,9 +93,12 @@ export async function readCommits(storage: Storage, commits: CommitRef[]): Promi
       limit(async () => {
         const bytes = await storage.read(commit.key);
         if (bytes === null) {
-          throw new DeltaLogError(`[delta] commit ${commit.version} of ${storage.uri} disappeared while reading the log`, {
-            context: { uri: storage.uri, version: commit.version, key: commit.key },
-          });
+          throw new DeltaLogError(
+            `[delta] commit ${commit.version} of ${storage.uri} disappeared while reading the log`,
+            {
+              context: { uri: storage.uri, version: commit.version, key: commit.key },
+            },
+          );
         }
         return parseCommit(new TextDecoder().decode(bytes), commit.version, storage.uri);
       }),
@@ -162,9 +173,12 @@ export class SnapshotBuilder {
     const { protocol, metadata } = this;
     if (!protocol || !metadata) {
       const missing = !protocol ? 'protocol' : 'metaData';
-      throw new DeltaLogError(`[delta] table ${this.uri} has no ${missing} action at version ${version}`, {
-        context: { uri: this.uri, version },
-      });
+      throw new DeltaLogError(
+        `[delta] table ${this.uri} has no ${missing} action at version ${version}`,
+        {
+          context: { uri: this.uri, version },
+        },
+      );
     }
     return {
       tableUri: this.uri,
@@ -184,15 +198,21 @@ export class SnapshotBuilder {
     try {
       return parseSchema(metadata.schemaString);
     } catch (cause) {
-      throw new DeltaLogError(`[delta] table ${this.uri} has an unreadable schemaString at version ${version}`, {
-        context: { uri: this.uri, version },
-        cause,
-      });
+      throw new DeltaLogError(
+        `[delta] table ${this.uri} has an unreadable schemaString at version ${version}`,
+        {
+          context: { uri: this.uri, version },
+          cause,
+        },
+      );
     }
   }
 
   private liveFiles(): LiveFile[] {
-    const files = [...this.files.values()].map((add) => ({ ...add, parsedStats: parseStats(add.stats) }));
+    const files = [...this.files.values()].map((add) => ({
+      ...add,
+      parsedStats: parseStats(add.stats),
+    }));
     return files.sort((a, b) => compare(a.path, b.path));
   }
 }

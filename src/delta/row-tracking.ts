@@ -32,11 +32,16 @@ export const PRESERVED_TAG = 'delta.rowTracking.preserved';
 const NO_ROW_IDS = -1;
 
 /** Why a table's row-tracking settings cannot be honoured, or null when they can (for ./features.ts). */
-export function rowTrackingProblem(writerFeatures: readonly string[], metadata: Metadata): string | null {
+export function rowTrackingProblem(
+  writerFeatures: readonly string[],
+  metadata: Metadata,
+): string | null {
   const config = metadata.configuration ?? {};
-  if (!writerFeatures.includes('domainMetadata')) return 'rowTracking is listed without the domainMetadata feature it requires';
+  if (!writerFeatures.includes('domainMetadata'))
+    return 'rowTracking is listed without the domainMetadata feature it requires';
   if (!isTrue(config, ENABLE_ROW_TRACKING)) return null;
-  if (isTrue(config, ROW_TRACKING_SUSPENDED)) return `${ENABLE_ROW_TRACKING} and ${ROW_TRACKING_SUSPENDED} are both true`;
+  if (isTrue(config, ROW_TRACKING_SUSPENDED))
+    return `${ENABLE_ROW_TRACKING} and ${ROW_TRACKING_SUSPENDED} are both true`;
   if (!config[MATERIALIZED_ROW_ID_COLUMN] || !config[MATERIALIZED_ROW_VERSION_COLUMN]) {
     return `${ENABLE_ROW_TRACKING} is true but ${MATERIALIZED_ROW_ID_COLUMN} or ${MATERIALIZED_ROW_VERSION_COLUMN} is not set`;
   }
@@ -53,7 +58,11 @@ export function highWaterMarkOf(domains: ReadonlyMap<string, DomainMetadata>): n
 export function highWaterMarkAfter(actions: readonly Action[], current: number): number {
   let mark = current;
   for (const a of actions) {
-    if ('domainMetadata' in a && a.domainMetadata.domain === ROW_TRACKING_DOMAIN && !a.domainMetadata.removed) {
+    if (
+      'domainMetadata' in a &&
+      a.domainMetadata.domain === ROW_TRACKING_DOMAIN &&
+      !a.domainMetadata.removed
+    ) {
       mark = Math.max(mark, parseHighWaterMark(a.domainMetadata));
     }
   }
@@ -66,11 +75,16 @@ function parseHighWaterMark(domain: DomainMetadata): number {
   try {
     parsed = JSON.parse(domain.configuration);
   } catch (cause) {
-    throw new DeltaLogError(`[delta] the ${ROW_TRACKING_DOMAIN} domain is not JSON: ${domain.configuration}`, { cause });
+    throw new DeltaLogError(
+      `[delta] the ${ROW_TRACKING_DOMAIN} domain is not JSON: ${domain.configuration}`,
+      { cause },
+    );
   }
   const mark = (parsed as { rowIdHighWaterMark?: unknown } | null)?.rowIdHighWaterMark;
   if (typeof mark !== 'number' || !Number.isSafeInteger(mark)) {
-    throw new DeltaLogError(`[delta] the ${ROW_TRACKING_DOMAIN} domain has no integer rowIdHighWaterMark: ${domain.configuration}`);
+    throw new DeltaLogError(
+      `[delta] the ${ROW_TRACKING_DOMAIN} domain has no integer rowIdHighWaterMark: ${domain.configuration}`,
+    );
   }
   return mark;
 }
@@ -87,7 +101,10 @@ export interface AssignedRowIds {
  * domain when the mark moved. Adds that carry the fields (a file re-added with a deletion vector)
  * keep them. Pure; throws DeltaLogError for an add without a row count.
  */
-export function assignRowIds(actions: readonly Action[], opts: { version: number; highWaterMark: number; uri: string }): AssignedRowIds {
+export function assignRowIds(
+  actions: readonly Action[],
+  opts: { version: number; highWaterMark: number; uri: string },
+): AssignedRowIds {
   let mark = opts.highWaterMark;
   const assigned = actions.map((a): Action => {
     if (!('add' in a)) return a;
@@ -96,7 +113,8 @@ export function assignRowIds(actions: readonly Action[], opts: { version: number
       add.baseRowId = mark + 1;
       mark += physicalRows(add, opts.uri, opts.version);
     }
-    if (add.defaultRowCommitVersion === undefined || add.defaultRowCommitVersion === null) add.defaultRowCommitVersion = opts.version;
+    if (add.defaultRowCommitVersion === undefined || add.defaultRowCommitVersion === null)
+      add.defaultRowCommitVersion = opts.version;
     return { add };
   });
   if (mark > opts.highWaterMark) assigned.push({ domainMetadata: highWaterMarkDomain(mark) });
@@ -105,16 +123,23 @@ export function assignRowIds(actions: readonly Action[], opts: { version: number
 
 /** The `delta.rowTracking` domain recording `mark`: a single key, as the protocol asks. */
 export function highWaterMarkDomain(mark: number): DomainMetadata {
-  return { domain: ROW_TRACKING_DOMAIN, configuration: JSON.stringify({ rowIdHighWaterMark: mark }), removed: false };
+  return {
+    domain: ROW_TRACKING_DOMAIN,
+    configuration: JSON.stringify({ rowIdHighWaterMark: mark }),
+    removed: false,
+  };
 }
 
 /** Rows stored in an add's file (deleted ones included): fresh ids cover every physical row. */
 function physicalRows(add: AddFile, uri: string, version: number): number {
   const rows = parseStats(add.stats)?.numRecords;
   if (rows === undefined) {
-    throw new DeltaLogError(`[delta] cannot assign row ids in commit ${version} to ${uri}: the add of ${add.path} has no numRecords in its stats`, {
-      context: { uri, version, key: add.path },
-    });
+    throw new DeltaLogError(
+      `[delta] cannot assign row ids in commit ${version} to ${uri}: the add of ${add.path} has no numRecords in its stats`,
+      {
+        context: { uri, version, key: add.path },
+      },
+    );
   }
   return rows;
 }

@@ -17,7 +17,9 @@ export class JsonNumber {
  * The files' live rows from their stats (numRecords counts every stored row; a deletion vector's
  * cardinality says how many of them are deleted); undefined when a file has no row count.
  */
-export function totalRecords(files: readonly Pick<LiveFile, 'parsedStats' | 'deletionVector'>[]): number | undefined {
+export function totalRecords(
+  files: readonly Pick<LiveFile, 'parsedStats' | 'deletionVector'>[],
+): number | undefined {
   let rows = 0;
   for (const f of files) {
     const n = f.parsedStats?.numRecords;
@@ -46,10 +48,12 @@ export function parseStats(text: string | null | undefined): FileStats | null {
   const raw = parsed as Record<string, unknown>;
   const stats: FileStats = {};
   const numRecords = Number(raw['numRecords']);
-  if (raw['numRecords'] !== undefined && Number.isSafeInteger(numRecords)) stats.numRecords = numRecords;
+  if (raw['numRecords'] !== undefined && Number.isSafeInteger(numRecords))
+    stats.numRecords = numRecords;
   for (const key of ['minValues', 'maxValues', 'nullCount'] as const) {
     const value = raw[key];
-    if (value !== null && typeof value === 'object' && !Array.isArray(value)) stats[key] = value as Record<string, unknown>;
+    if (value !== null && typeof value === 'object' && !Array.isArray(value))
+      stats[key] = value as Record<string, unknown>;
   }
   if (typeof raw['tightBounds'] === 'boolean') stats.tightBounds = raw['tightBounds'];
   return stats;
@@ -91,7 +95,10 @@ function endOfString(json: string, start: number): number {
 }
 
 function significantDigits(token: string): number {
-  const mantissa = token.replace(/^-/, '').replace(/[eE].*$/, '').replace('.', '');
+  const mantissa = token
+    .replace(/^-/, '')
+    .replace(/[eE].*$/, '')
+    .replace('.', '');
   return mantissa.replace(/^0+/, '').replace(/0+$/, '').length;
 }
 
@@ -110,7 +117,10 @@ export interface ColumnBounds {
  * The bounds recorded for `column` (a top-level name, or a path into nested structs) in a
  * file's stats, or null when the file has no stats at all (then it cannot be skipped).
  */
-export function statsBounds(file: Pick<LiveFile, 'parsedStats'>, column: string | readonly string[]): ColumnBounds | null {
+export function statsBounds(
+  file: Pick<LiveFile, 'parsedStats'>,
+  column: string | readonly string[],
+): ColumnBounds | null {
   const stats = file.parsedStats;
   if (!stats) return null;
   const path = typeof column === 'string' ? [column] : column;
@@ -125,7 +135,10 @@ export function statsBounds(file: Pick<LiveFile, 'parsedStats'>, column: string 
 }
 
 /** The value at `path` in nested stats (minValues, maxValues, nullCount); undefined for none or null. */
-export function statAt(values: Record<string, unknown> | undefined, path: readonly string[]): unknown {
+export function statAt(
+  values: Record<string, unknown> | undefined,
+  path: readonly string[],
+): unknown {
   let node: unknown = values;
   for (const part of path) {
     if (node === null || typeof node !== 'object') return undefined;

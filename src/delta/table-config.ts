@@ -65,7 +65,11 @@ export class TableConfig {
    * The table after a commit of `actions` on `base` (null when the commit creates the table): the
    * last protocol and metaData actions win over the base's. DeltaLogError when neither has them.
    */
-  static after(base: { protocol: Protocol; metadata: Metadata } | null, actions: readonly Action[], uri: string): TableConfig {
+  static after(
+    base: { protocol: Protocol; metadata: Metadata } | null,
+    actions: readonly Action[],
+    uri: string,
+  ): TableConfig {
     let protocol = base?.protocol;
     let metadata = base?.metadata;
     for (const a of actions) {
@@ -73,7 +77,10 @@ export class TableConfig {
       if ('metaData' in a) metadata = a.metaData;
     }
     if (!protocol || !metadata) {
-      throw new DeltaLogError(`[delta] commit to ${uri} has no protocol or metaData to commit against`, { context: { uri } });
+      throw new DeltaLogError(
+        `[delta] commit to ${uri} has no protocol or metaData to commit against`,
+        { context: { uri } },
+      );
     }
     return new TableConfig(protocol, metadata);
   }
@@ -120,13 +127,17 @@ export class TableConfig {
     const assignsIds = this.supports('rowTracking') && !isTrue(config, ROW_TRACKING_SUSPENDED);
     const rowIdColumn = config[MATERIALIZED_ROW_ID_COLUMN];
     const versionColumn = config[MATERIALIZED_ROW_VERSION_COLUMN];
-    const enabled = assignsIds && isTrue(config, ENABLE_ROW_TRACKING) && rowIdColumn && versionColumn;
+    const enabled =
+      assignsIds && isTrue(config, ENABLE_ROW_TRACKING) && rowIdColumn && versionColumn;
     return { assignsIds, materialized: enabled ? { rowIdColumn, versionColumn } : null };
   }
 
   /** Commits must carry an in-commit timestamp (./in-commit-timestamp.ts): the feature listed and `delta.enableInCommitTimestamps` true. */
   get inCommitTimestamps(): boolean {
-    return this.supports('inCommitTimestamp') && isTrue(this.metadata.configuration, ENABLE_IN_COMMIT_TIMESTAMPS);
+    return (
+      this.supports('inCommitTimestamp') &&
+      isTrue(this.metadata.configuration, ENABLE_IN_COMMIT_TIMESTAMPS)
+    );
   }
 
   /** Checkpoints are V2 (UUID-named, ./checkpoint-v2.ts): `v2Checkpoint` listed for readers and writers. */
@@ -137,8 +148,11 @@ export class TableConfig {
   /** Writers may add deletion vectors: `deletionVectors` listed for readers and writers, and `delta.enableDeletionVectors` true. */
   get deletionVectors(): boolean {
     // Compared ignoring case but not trimmed, as the MERGE always has (isTrue also trims).
-    const enabled = (this.metadata.configuration[ENABLE_DELETION_VECTORS] ?? '').toLowerCase() === 'true';
-    return enabled && this.readerFeatures.includes('deletionVectors') && this.supports('deletionVectors');
+    const enabled =
+      (this.metadata.configuration[ENABLE_DELETION_VECTORS] ?? '').toLowerCase() === 'true';
+    return (
+      enabled && this.readerFeatures.includes('deletionVectors') && this.supports('deletionVectors')
+    );
   }
 
   /** The table is clustered: the `clustering` writer feature (its columns are in a domain, ./clustering.ts). */
@@ -160,7 +174,11 @@ export class TableConfig {
     const { protocol } = this;
     const writers = [...this.writerFeatures];
     if (!writers.includes(feature)) writers.push(feature);
-    const upgraded: Protocol = { minReaderVersion: protocol.minReaderVersion, minWriterVersion: 7, writerFeatures: writers };
+    const upgraded: Protocol = {
+      minReaderVersion: protocol.minReaderVersion,
+      minWriterVersion: 7,
+      writerFeatures: writers,
+    };
     if (opts.reader || protocol.minReaderVersion >= 3) {
       const readers = [...this.readerFeatures];
       if (opts.reader && !readers.includes(feature)) readers.push(feature);
@@ -179,7 +197,12 @@ export class TableConfig {
     const { metadata } = this;
     return [
       { protocol: this.withFeature('deletionVectors', { reader: true }) },
-      { metaData: { ...metadata, configuration: { ...metadata.configuration, [ENABLE_DELETION_VECTORS]: 'true' } } },
+      {
+        metaData: {
+          ...metadata,
+          configuration: { ...metadata.configuration, [ENABLE_DELETION_VECTORS]: 'true' },
+        },
+      },
     ];
   }
 }
@@ -193,5 +216,7 @@ function writerFeaturesOf(protocol: Protocol): string[] {
   if (protocol.minWriterVersion >= 7) {
     return [...new Set([...(protocol.writerFeatures ?? []), ...(protocol.readerFeatures ?? [])])];
   }
-  return LEGACY_WRITER_FEATURES.filter(([v]) => protocol.minWriterVersion >= v).flatMap(([, names]) => names);
+  return LEGACY_WRITER_FEATURES.filter(([v]) => protocol.minWriterVersion >= v).flatMap(
+    ([, names]) => names,
+  );
 }

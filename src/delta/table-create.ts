@@ -43,14 +43,20 @@ export interface NewTableSpec {
  * in-commit timestamps (`delta.enableInCommitTimestamps`), or the commits carry domain metadata.
  * At writer 7, `appendOnly` and `changeDataFeed` are listed when their properties are set.
  */
-export function protocolFor(schema: StructType, opts: { domainMetadata?: boolean; configuration?: Record<string, string> } = {}): Protocol {
+export function protocolFor(
+  schema: StructType,
+  opts: { domainMetadata?: boolean; configuration?: Record<string, string> } = {},
+): Protocol {
   const flag = (key: string) => isTrue(opts.configuration, key);
   const changeDataFeed = flag(ENABLE_CHANGE_DATA_FEED);
-  const mapped = ['name', 'id'].includes((opts.configuration?.[COLUMN_MAPPING_MODE] ?? 'none').toLowerCase());
+  const mapped = ['name', 'id'].includes(
+    (opts.configuration?.[COLUMN_MAPPING_MODE] ?? 'none').toLowerCase(),
+  );
   const readers: string[] = [];
   if (usesType(schema, 'timestamp_ntz')) readers.push('timestampNtz');
   if (flag(ENABLE_DELETION_VECTORS)) readers.push('deletionVectors');
-  if ((opts.configuration?.[CHECKPOINT_POLICY] ?? '').toLowerCase() === 'v2') readers.push('v2Checkpoint');
+  if ((opts.configuration?.[CHECKPOINT_POLICY] ?? '').toLowerCase() === 'v2')
+    readers.push('v2Checkpoint');
   const writers: string[] = [];
   if (flag(ENABLE_ROW_TRACKING)) writers.push('rowTracking', 'domainMetadata');
   else if (opts.domainMetadata) writers.push('domainMetadata');
@@ -73,7 +79,9 @@ export function protocolFor(schema: StructType, opts: { domainMetadata?: boolean
  * that keep preserved row ids and commit versions when row tracking is enabled (fresh UUID names,
  * as Spark assigns them, so they never clash with a data column).
  */
-function configurationFor(configuration: Record<string, string> | undefined): Record<string, string> {
+function configurationFor(
+  configuration: Record<string, string> | undefined,
+): Record<string, string> {
   const config = { ...(configuration ?? {}) };
   if (isTrue(config, ENABLE_ROW_TRACKING)) {
     config[MATERIALIZED_ROW_ID_COLUMN] ??= `_row-id-col-${randomUUID()}`;
@@ -99,9 +107,15 @@ export function metadataFor(spec: NewTableSpec, createdTime: number): Metadata {
 }
 
 /** protocol + metaData for version 0. */
-export function createActions(spec: NewTableSpec, opts: { createdTime: number; domainMetadata?: boolean }): Action[] {
+export function createActions(
+  spec: NewTableSpec,
+  opts: { createdTime: number; domainMetadata?: boolean },
+): Action[] {
   const metaData = metadataFor(spec, opts.createdTime);
-  const protocol = protocolFor(spec.schema, { domainMetadata: opts.domainMetadata, configuration: metaData.configuration });
+  const protocol = protocolFor(spec.schema, {
+    domainMetadata: opts.domainMetadata,
+    configuration: metaData.configuration,
+  });
   return [{ protocol }, { metaData }];
 }
 
@@ -117,7 +131,10 @@ export interface CreateTableRequest extends NewTableSpec {
  * The commit creating the table as version 0 (read version -1): protocol and metaData, then the
  * request's actions. Operation `CREATE TABLE AS SELECT` when it holds data, as Spark writes it.
  */
-export function createTableRequest(request: CreateTableRequest, createdTime: number): CommitRequest {
+export function createTableRequest(
+  request: CreateTableRequest,
+  createdTime: number,
+): CommitRequest {
   const extra = request.actions ?? [];
   const domainMetadata = extra.some((a) => 'domainMetadata' in a);
   return {
@@ -144,7 +161,12 @@ export function schemaString(schema: StructType): string {
 function normalizeType(type: DataType): DataType {
   if (typeof type === 'string') return type;
   if (type.type === 'struct') return { type: 'struct', fields: type.fields.map(normalizeField) };
-  if (type.type === 'array') return { type: 'array', elementType: normalizeType(type.elementType), containsNull: type.containsNull ?? true };
+  if (type.type === 'array')
+    return {
+      type: 'array',
+      elementType: normalizeType(type.elementType),
+      containsNull: type.containsNull ?? true,
+    };
   return {
     type: 'map',
     keyType: normalizeType(type.keyType),
@@ -154,7 +176,12 @@ function normalizeType(type: DataType): DataType {
 }
 
 function normalizeField(field: StructField): StructField {
-  return { name: field.name, type: normalizeType(field.type), nullable: field.nullable ?? true, metadata: field.metadata ?? {} };
+  return {
+    name: field.name,
+    type: normalizeType(field.type),
+    nullable: field.nullable ?? true,
+    metadata: field.metadata ?? {},
+  };
 }
 
 /** Column names unique ignoring case (at every level); partition columns top-level primitives, not all columns. */
@@ -164,11 +191,15 @@ function checkSchema(schema: StructType, partitionColumns: string[]): void {
   for (const column of partitionColumns) {
     const field = byName.get(column);
     if (!field) throw schemaError(`partition column '${column}' is not in the schema`, column);
-    if (typeof field.type !== 'string') throw schemaError(`partition column '${column}' must have a primitive type`, column);
+    if (typeof field.type !== 'string')
+      throw schemaError(`partition column '${column}' must have a primitive type`, column);
   }
-  if (new Set(partitionColumns).size !== partitionColumns.length) throw schemaError('a partition column is listed twice');
+  if (new Set(partitionColumns).size !== partitionColumns.length)
+    throw schemaError('a partition column is listed twice');
   if (partitionColumns.length > 0 && partitionColumns.length >= schema.fields.length) {
-    throw schemaError('every column is a partition column; a Delta table needs at least one data column');
+    throw schemaError(
+      'every column is a partition column; a Delta table needs at least one data column',
+    );
   }
 }
 
@@ -182,12 +213,18 @@ function checkUniqueNames(type: DataType, prefix: string): void {
   const seen = new Set<string>();
   for (const field of type.fields) {
     const lower = field.name.toLowerCase();
-    if (seen.has(lower)) throw schemaError(`column names must be unique ignoring case: '${prefix}${field.name}'`, prefix + field.name);
+    if (seen.has(lower))
+      throw schemaError(
+        `column names must be unique ignoring case: '${prefix}${field.name}'`,
+        prefix + field.name,
+      );
     seen.add(lower);
     checkUniqueNames(field.type, `${prefix}${field.name}.`);
   }
 }
 
 function schemaError(message: string, column?: string): SchemaError {
-  return new SchemaError(`[delta] cannot create table: ${message}`, { context: column === undefined ? {} : { column } });
+  return new SchemaError(`[delta] cannot create table: ${message}`, {
+    context: column === undefined ? {} : { column },
+  });
 }

@@ -12,7 +12,8 @@ export const ROW_TRACKING_SUSPENDED = 'delta.rowTrackingSuspended';
 /** The hidden data-file column holding materialized (preserved) row ids. */
 export const MATERIALIZED_ROW_ID_COLUMN = 'delta.rowTracking.materializedRowIdColumnName';
 /** The hidden data-file column holding materialized (preserved) row commit versions. */
-export const MATERIALIZED_ROW_VERSION_COLUMN = 'delta.rowTracking.materializedRowCommitVersionColumnName';
+export const MATERIALIZED_ROW_VERSION_COLUMN =
+  'delta.rowTracking.materializedRowCommitVersionColumnName';
 /** `delta.enableDeletionVectors`: writers may add deletion vectors (PROTOCOL.md "Deletion Vectors"). */
 export const ENABLE_DELETION_VECTORS = 'delta.enableDeletionVectors';
 /** `delta.enableInCommitTimestamps`: every commit carries a monotonic `inCommitTimestamp`. */
@@ -24,13 +25,20 @@ export const CHECKPOINT_POLICY = 'delta.checkpointPolicy';
 export const DATA_SKIPPING_NUM_INDEXED_COLS = 'delta.dataSkippingNumIndexedCols';
 
 /** The table's `delta.dataSkippingNumIndexedCols` as a number, or undefined when unset or not a whole number >= -1. */
-export function numIndexedColumns(configuration: Readonly<Record<string, string>>): number | undefined {
+export function numIndexedColumns(
+  configuration: Readonly<Record<string, string>>,
+): number | undefined {
   const text = configuration[DATA_SKIPPING_NUM_INDEXED_COLS];
   const n = Number(text);
-  return text !== undefined && text.trim() !== '' && Number.isSafeInteger(n) && n >= -1 ? n : undefined;
+  return text !== undefined && text.trim() !== '' && Number.isSafeInteger(n) && n >= -1
+    ? n
+    : undefined;
 }
 
 /** True when the property is set to `true` (any case). */
-export function isTrue(configuration: Readonly<Record<string, string>> | null | undefined, key: string): boolean {
+export function isTrue(
+  configuration: Readonly<Record<string, string>> | null | undefined,
+  key: string,
+): boolean {
   return (configuration?.[key] ?? '').trim().toLowerCase() === 'true';
 }

@@ -6,7 +6,12 @@
  * data files (their names are unique, so a lost race leaves harmless orphans), then the caller
  * `commit`s the add/remove actions describing them. Retrying a commit never rewrites data.
  */
-import { AppendOnlyTableError, CommitConflictError, DeltaLogError, UnsupportedFeatureError } from '../errors.js';
+import {
+  AppendOnlyTableError,
+  CommitConflictError,
+  DeltaLogError,
+  UnsupportedFeatureError,
+} from '../errors.js';
 import { assertSafeCommits } from '../storage/probe.js';
 import type { Storage } from '../storage/storage.js';
 import type { Metadata, Protocol } from './actions.js';
@@ -68,7 +73,11 @@ export class DeltaTable {
 
   /** The snapshot at the latest (or the given) version, or null when the table does not exist. */
   async snapshot(opts: { version?: number } = {}): Promise<Snapshot | null> {
-    const snapshot = await loadSnapshot(this.storage, this.io, opts.version === undefined ? {} : { version: opts.version });
+    const snapshot = await loadSnapshot(
+      this.storage,
+      this.io,
+      opts.version === undefined ? {} : { version: opts.version },
+    );
     if (snapshot) this.cached = snapshot;
     return snapshot;
   }
@@ -77,7 +86,10 @@ export class DeltaTable {
    * Create the table as version 0. Losing a creation race fails with CommitConflictError
    * 'TableAlreadyExists'; re-open the table and write to it normally.
    */
-  async create(request: CreateTableRequest, opts: TableCommitOptions = {}): Promise<TableCommitResult> {
+  async create(
+    request: CreateTableRequest,
+    opts: TableCommitOptions = {},
+  ): Promise<TableCommitResult> {
     return this.commit(createTableRequest(request, this.now()), opts);
   }
 
@@ -108,9 +120,12 @@ export class DeltaTable {
     if (this.cached?.version === readVersion) return this.cached;
     const snapshot = await this.snapshot({ version: readVersion });
     if (!snapshot) {
-      throw new DeltaLogError(`[delta] cannot commit to ${this.uri}: the table has no version ${readVersion}`, {
-        context: { uri: this.uri, version: readVersion },
-      });
+      throw new DeltaLogError(
+        `[delta] cannot commit to ${this.uri}: the table has no version ${readVersion}`,
+        {
+          context: { uri: this.uri, version: readVersion },
+        },
+      );
     }
     return snapshot;
   }
@@ -126,13 +141,19 @@ export class DeltaTable {
     this.commitsChecked = true;
   }
 
-  private async checkpointAfter(version: number, metadata: Metadata): Promise<CheckpointOutcome | null> {
+  private async checkpointAfter(
+    version: number,
+    metadata: Metadata,
+  ): Promise<CheckpointOutcome | null> {
     const interval = this.opts.checkpointInterval ?? checkpointInterval(metadata.configuration);
     if (version === 0 || version % interval !== 0) return null;
     try {
       const snapshot = await this.snapshot({ version });
       if (!snapshot) return null;
-      return await maybeWriteCheckpoint(this.storage, this.io, snapshot, { interval, now: this.opts.now });
+      return await maybeWriteCheckpoint(this.storage, this.io, snapshot, {
+        interval,
+        now: this.opts.now,
+      });
     } catch (error) {
       // The commit stands; a missing checkpoint only slows readers down.
       return { written: false, reason: 'failed', error };
@@ -150,16 +171,29 @@ export class DeltaTable {
  * also when the commit creates the table or already carries a protocol action.
  * System domains (`delta.*`) are never written by tidemark.
  */
-export function prepareRequest(request: CommitRequest, base: Snapshot | null, uri: string): CommitRequest {
-  const domains = request.actions.flatMap((a) => ('domainMetadata' in a ? [a.domainMetadata.domain] : []));
+export function prepareRequest(
+  request: CommitRequest,
+  base: Snapshot | null,
+  uri: string,
+): CommitRequest {
+  const domains = request.actions.flatMap((a) =>
+    'domainMetadata' in a ? [a.domainMetadata.domain] : [],
+  );
   const system = domains.find((d) => d.startsWith('delta.'));
   if (system !== undefined) {
-    throw new UnsupportedFeatureError('domainMetadata', 'write', uri, `tidemark does not write the system domain '${system}'`);
+    throw new UnsupportedFeatureError(
+      'domainMetadata',
+      'write',
+      uri,
+      `tidemark does not write the system domain '${system}'`,
+    );
   }
   if (domains.length === 0) return request;
   const own = request.actions.find((a): a is { protocol: Protocol } => 'protocol' in a);
   const protocol = own?.protocol ?? base?.protocol;
-  const metadata = request.actions.find((a): a is { metaData: Metadata } => 'metaData' in a)?.metaData ?? base?.metadata;
+  const metadata =
+    request.actions.find((a): a is { metaData: Metadata } => 'metaData' in a)?.metaData ??
+    base?.metadata;
   // Without both, the commit fails on its own (TableConfig.after).
   if (!protocol || !metadata) return request;
   const table = TableConfig.of(protocol, metadata);
@@ -173,15 +207,21 @@ export function prepareRequest(request: CommitRequest, base: Snapshot | null, ur
  * What the table's features stamp on each attempt of this commit: row ids counted from the read
  * version's high-water mark, an in-commit timestamp after the read version's.
  */
-function commitFeatures(request: CommitRequest, base: Snapshot | null, table: TableConfig): CommitFeatures {
+function commitFeatures(
+  request: CommitRequest,
+  base: Snapshot | null,
+  table: TableConfig,
+): CommitFeatures {
   const { rowTracking } = table;
   const stamps: CommitFeatures = {};
   if (rowTracking.assignsIds) {
     // tidemark's writers preserve ids wherever the table asks for it; elsewhere only a commit moving no rows keeps them all.
-    const preserved = rowTracking.materialized !== null || !request.actions.some((a) => 'remove' in a);
+    const preserved =
+      rowTracking.materialized !== null || !request.actions.some((a) => 'remove' in a);
     stamps.rowIds = { highWaterMark: base ? highWaterMarkOf(base.domains) : -1, preserved };
   }
-  if (table.inCommitTimestamps) stamps.inCommitTimestamp = { previous: base?.inCommitTimestamp ?? null };
+  if (table.inCommitTimestamps)
+    stamps.inCommitTimestamp = { previous: base?.inCommitTimestamp ?? null };
   return stamps;
 }
 
@@ -189,7 +229,8 @@ function commitFeatures(request: CommitRequest, base: Snapshot | null, table: Ta
 function assertAppendOnlyRespected(request: CommitRequest, table: TableConfig, uri: string): void {
   if (!table.appendOnly) return;
   const removal = request.actions.find((a) => 'remove' in a && a.remove.dataChange);
-  if (removal && 'remove' in removal) throw new AppendOnlyTableError(uri, request.operation, `would remove ${removal.remove.path}`);
+  if (removal && 'remove' in removal)
+    throw new AppendOnlyTableError(uri, request.operation, `would remove ${removal.remove.path}`);
 }
 
 /**

@@ -10,7 +10,12 @@ import type { DataType, StructField, StructType } from './schema.js';
 const TYPE_CHANGES = 'delta.typeChanges';
 const INTEGER_RANK: Readonly<Record<string, number>> = { byte: 1, short: 2, integer: 3, long: 4 };
 /** Decimal digits an integer type needs (Spark: byte 3, short 5, int 10, long 20). */
-const INTEGER_DIGITS: Readonly<Record<string, number>> = { byte: 3, short: 5, integer: 10, long: 20 };
+const INTEGER_DIGITS: Readonly<Record<string, number>> = {
+  byte: 3,
+  short: 5,
+  integer: 10,
+  long: 20,
+};
 const DECIMAL = /^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$/;
 
 /**
@@ -20,14 +25,21 @@ const DECIMAL = /^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$/;
  * with room for every value. A widened partition column must still parse its old values, so
  * only integer widenings are accepted there.
  */
-export function typeWideningProblem(schema: StructType, partitionColumns: readonly string[]): string | null {
+export function typeWideningProblem(
+  schema: StructType,
+  partitionColumns: readonly string[],
+): string | null {
   const partitions = new Set(partitionColumns.map((c) => c.toLowerCase()));
   for (const { field, path } of fieldsWithChanges(schema)) {
     const changes = field.metadata[TYPE_CHANGES];
     if (!Array.isArray(changes)) return `column '${path}' has a malformed ${TYPE_CHANGES}`;
     for (const change of changes as unknown[]) {
       const { fromType, toType } = (change ?? {}) as { fromType?: unknown; toType?: unknown };
-      if (typeof fromType !== 'string' || typeof toType !== 'string' || !isWidening(fromType, toType)) {
+      if (
+        typeof fromType !== 'string' ||
+        typeof toType !== 'string' ||
+        !isWidening(fromType, toType)
+      ) {
         return `column '${path}' changed type from ${String(fromType)} to ${String(toType)}, which tidemark cannot read`;
       }
       if (partitions.has(path.toLowerCase()) && !(fromType in INTEGER_RANK)) {
@@ -56,12 +68,21 @@ export function isWidening(from: string, to: string): boolean {
 }
 
 /** Fields (at any depth) whose metadata records type changes, with their dotted logical path. */
-function fieldsWithChanges(type: DataType, prefix = ''): Array<{ field: StructField; path: string }> {
+function fieldsWithChanges(
+  type: DataType,
+  prefix = '',
+): Array<{ field: StructField; path: string }> {
   if (typeof type === 'string') return [];
   if (type.type === 'array') return fieldsWithChanges(type.elementType, prefix);
-  if (type.type === 'map') return [...fieldsWithChanges(type.keyType, prefix), ...fieldsWithChanges(type.valueType, prefix)];
+  if (type.type === 'map')
+    return [
+      ...fieldsWithChanges(type.keyType, prefix),
+      ...fieldsWithChanges(type.valueType, prefix),
+    ];
   return type.fields.flatMap((field) => [
-    ...(field.metadata && TYPE_CHANGES in field.metadata ? [{ field, path: prefix + field.name }] : []),
+    ...(field.metadata && TYPE_CHANGES in field.metadata
+      ? [{ field, path: prefix + field.name }]
+      : []),
     ...fieldsWithChanges(field.type, `${prefix}${field.name}.`),
   ]);
 }

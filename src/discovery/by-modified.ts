@@ -19,7 +19,14 @@ import { identifyObjects, type ObjectInfo, type Storage } from '../storage/stora
 import type { ModifiedSettings } from './config.js';
 import { folderOf, isNotData, judgeFile, SUCCESS_MARKER } from './identity.js';
 import type { SkippedFolder } from './partitions.js';
-import { compareFiles, type Decision, type DecisionReason, type DiscoveredFile, type DiscoveryPlan, type StateBasis } from './plan.js';
+import {
+  compareFiles,
+  type Decision,
+  type DecisionReason,
+  type DiscoveredFile,
+  type DiscoveryPlan,
+  type StateBasis,
+} from './plan.js';
 import type { ModifiedEntry, ModifiedState } from './state.js';
 
 /** A listing of the source prefix. */
@@ -68,8 +75,12 @@ export interface ListModifiedOptions {
  * Lower bound of the candidates: LastModified must be greater than this (epoch ms), or null for
  * all. Never below what the state remembers in full: a wider `settle` would reload those files.
  */
-export function windowFloor(settings: ModifiedSettings, state: ModifiedState | null): number | null {
-  if (state !== null) return Math.max(state.watermark - settings.settleMs, state.rememberedAfter ?? -Infinity);
+export function windowFloor(
+  settings: ModifiedSettings,
+  state: ModifiedState | null,
+): number | null {
+  if (state !== null)
+    return Math.max(state.watermark - settings.settleMs, state.rememberedAfter ?? -Infinity);
   return settings.start === null ? null : settings.start - 1; // `start` itself is included
 }
 
@@ -77,10 +88,18 @@ export function windowFloor(settings: ModifiedSettings, state: ModifiedState | n
  * List the whole source prefix: the first level with delimiter `/` once, then every
  * first-level prefix recursively, in parallel. Folders starting with `_` or `.` are skipped.
  */
-export async function listModified(storage: Storage, opts: ListModifiedOptions): Promise<ModifiedListing> {
+export async function listModified(
+  storage: Storage,
+  opts: ListModifiedOptions,
+): Promise<ModifiedListing> {
   const limit = pLimit(opts.concurrency);
   const listing: ModifiedListing = {
-    objects: [], olderThanWindow: 0, prefixesListed: [], skippedFolders: [], serverTime: new Date(NaN), listRequests: 0,
+    objects: [],
+    olderThanWindow: 0,
+    prefixesListed: [],
+    skippedFolders: [],
+    serverTime: new Date(NaN),
+    listRequests: 0,
   };
   const behind = opts.behindAfter;
   if (behind !== undefined) listing.older = [];
@@ -90,7 +109,11 @@ export async function listModified(storage: Storage, opts: ListModifiedOptions):
     if (wanted) listing.objects.push(o);
     else {
       listing.olderThanWindow++;
-      if (opts.startAfter !== undefined && (listing.newestOlderKey === undefined || compareKeys(o.key, listing.newestOlderKey) > 0)) listing.newestOlderKey = o.key;
+      if (
+        opts.startAfter !== undefined &&
+        (listing.newestOlderKey === undefined || compareKeys(o.key, listing.newestOlderKey) > 0)
+      )
+        listing.newestOlderKey = o.key;
       if (behind !== undefined && (behind === null || ms > behind)) listing.older!.push(o);
     }
   };
@@ -105,7 +128,8 @@ export async function listModified(storage: Storage, opts: ListModifiedOptions):
   }
   prefixes = prefixes.filter((p) => {
     const hidden = p.startsWith('_') || p.startsWith('.');
-    if (hidden) listing.skippedFolders.push({ prefix: p, reason: 'not data (name starts with _ or .)' });
+    if (hidden)
+      listing.skippedFolders.push({ prefix: p, reason: 'not data (name starts with _ or .)' });
     return !hidden;
   });
   await Promise.all(
@@ -123,12 +147,21 @@ export async function listModified(storage: Storage, opts: ListModifiedOptions):
 }
 
 /** One listing of every key after `opts.startAfter`, in order; folders starting with `_` or `.` at the top are skipped (named once). */
-async function listIncrementally(storage: Storage, opts: ListModifiedOptions, listing: ModifiedListing, keep: (o: ObjectInfo) => void): Promise<ModifiedListing> {
+async function listIncrementally(
+  storage: Storage,
+  opts: ListModifiedOptions,
+  listing: ModifiedListing,
+  keep: (o: ObjectInfo) => void,
+): Promise<ModifiedListing> {
   const hidden = new Set<string>();
   const listed = new Set<string>();
   const startAfter = opts.startAfter ?? undefined;
   const defer = opts.deferContentEtags ? { deferContentEtags: true } : {};
-  for await (const page of storage.list({ ...(startAfter !== undefined ? { startAfter } : {}), ...defer, signal: opts.signal })) {
+  for await (const page of storage.list({
+    ...(startAfter !== undefined ? { startAfter } : {}),
+    ...defer,
+    signal: opts.signal,
+  })) {
     listing.listRequests++;
     if (Number.isNaN(listing.serverTime.getTime())) listing.serverTime = page.serverTime;
     for (const o of page.objects) {
@@ -142,7 +175,10 @@ async function listIncrementally(storage: Storage, opts: ListModifiedOptions, li
       keep(o);
     }
   }
-  listing.skippedFolders = [...hidden].map((prefix) => ({ prefix, reason: 'not data (name starts with _ or .)' }));
+  listing.skippedFolders = [...hidden].map((prefix) => ({
+    prefix,
+    reason: 'not data (name starts with _ or .)',
+  }));
   listing.prefixesListed = [...listed];
   return listing;
 }
@@ -153,15 +189,26 @@ async function listIncrementally(storage: Storage, opts: ListModifiedOptions, li
  * the ledger remember those. The files behind the window keep the listing's ETags (the ledger's
  * check identifies those it compares).
  */
-export async function identifyCandidates(storage: Storage, listing: ModifiedListing, settings: ModifiedSettings, state: ModifiedState | null, signal?: AbortSignal): Promise<ModifiedListing> {
+export async function identifyCandidates(
+  storage: Storage,
+  listing: ModifiedListing,
+  settings: ModifiedSettings,
+  state: ModifiedState | null,
+  signal?: AbortSignal,
+): Promise<ModifiedListing> {
   if (!storage.identify) return listing;
   const inWindow = windowTest(windowFloor(settings, state));
   const markers = markerTimes(listing.objects);
   const at: number[] = [];
   listing.objects.forEach((o, i) => {
-    if (!isNotData(o.key) && settings.selects(o.key) && inWindow(arrivalOf(o, markers, settings))) at.push(i);
+    if (!isNotData(o.key) && settings.selects(o.key) && inWindow(arrivalOf(o, markers, settings)))
+      at.push(i);
   });
-  const identified = await identifyObjects(storage, at.map((i) => listing.objects[i]!), signal ? { signal } : {});
+  const identified = await identifyObjects(
+    storage,
+    at.map((i) => listing.objects[i]!),
+    signal ? { signal } : {},
+  );
   const objects = [...listing.objects];
   at.forEach((i, n) => (objects[i] = identified[n]!));
   return { ...listing, objects };
@@ -172,14 +219,22 @@ function windowTest(floor: number | null): (ms: number) => boolean {
 }
 
 /** When a file arrived: its LastModified, or its folder's success marker's when one is required and newer. */
-function arrivalOf(o: ObjectInfo, markers: ReadonlyMap<string, number>, settings: ModifiedSettings): number {
+function arrivalOf(
+  o: ObjectInfo,
+  markers: ReadonlyMap<string, number>,
+  settings: ModifiedSettings,
+): number {
   const own = o.lastModified.getTime();
   const marker = markers.get(folderOf(o.key));
   return settings.requireSuccessMarker && marker !== undefined ? Math.max(own, marker) : own;
 }
 
 /** Plan a run from a listing of the source prefix (pure). */
-export function planModified(listing: ModifiedListing, settings: ModifiedSettings, state: ModifiedState | null): DiscoveryPlan {
+export function planModified(
+  listing: ModifiedListing,
+  settings: ModifiedSettings,
+  state: ModifiedState | null,
+): DiscoveryPlan {
   const floor = windowFloor(settings, state);
   const remembered = new Map((state?.loaded ?? []).map((e) => [e.key, e]));
   const markers = markerTimes(listing.objects);
@@ -190,7 +245,8 @@ export function planModified(listing: ModifiedListing, settings: ModifiedSetting
   const behindWindow: DiscoveredFile[] = [];
   // Data files the window passed over: the job layer checks them against what it loaded.
   const passedOver = (o: ObjectInfo, arrival: number) => {
-    if (!isNotData(o.key) && settings.selects(o.key)) behindWindow.push({ ...o, arrival: new Date(arrival) });
+    if (!isNotData(o.key) && settings.selects(o.key))
+      behindWindow.push({ ...o, arrival: new Date(arrival) });
   };
   for (const o of listing.older ?? []) passedOver(o, o.lastModified.getTime());
   let olderThanWindow = listing.olderThanWindow;
@@ -205,12 +261,25 @@ export function planModified(listing: ModifiedListing, settings: ModifiedSetting
     const decision = decide(o, remembered.get(o.key), marker !== undefined, settings);
     decisions.push({ key: o.key, ...decision });
     const file = { ...o, arrival: new Date(arrival) };
-    if (decision.action === 'load') files.push(decision.reason === 'overwritten, reloading' ? { ...file, loadedBefore: true as const } : file);
+    if (decision.action === 'load')
+      files.push(
+        decision.reason === 'overwritten, reloading'
+          ? { ...file, loadedBefore: true as const }
+          : file,
+      );
     else if (decision.reason === 'overwritten, ignored') ignored.push(file);
   }
   files.sort(compareFiles);
-  const listAfter = settings.incrementalListing ? newerKey(state?.listAfter, listing.newestOlderKey) : undefined;
-  const basis: StateBasis = { mode: 'modified', settleMs: settings.settleMs, serverTime: listing.serverTime.getTime(), scannedAfter: floor, ...(listAfter !== undefined ? { listAfter } : {}) };
+  const listAfter = settings.incrementalListing
+    ? newerKey(state?.listAfter, listing.newestOlderKey)
+    : undefined;
+  const basis: StateBasis = {
+    mode: 'modified',
+    settleMs: settings.settleMs,
+    serverTime: listing.serverTime.getTime(),
+    scannedAfter: floor,
+    ...(listAfter !== undefined ? { listAfter } : {}),
+  };
   return {
     mode: 'modified',
     files,
@@ -245,8 +314,10 @@ function decide(
 ): Pick<Decision, 'action' | 'reason'> {
   if (isNotData(o.key)) return { action: 'skip', reason: 'not data' };
   if (!settings.selects(o.key)) return { action: 'skip', reason: 'excluded' };
-  if (known?.etag === o.etag) return { action: 'skip', reason: known.ignored ? 'overwritten, ignored' : 'already loaded' };
-  if (settings.requireSuccessMarker && !hasMarker) return { action: 'skip', reason: 'no success marker' };
+  if (known?.etag === o.etag)
+    return { action: 'skip', reason: known.ignored ? 'overwritten, ignored' : 'already loaded' };
+  if (settings.requireSuccessMarker && !hasMarker)
+    return { action: 'skip', reason: 'no success marker' };
   return judgeFile(known?.etag, o.etag, settings.onOverwrite);
 }
 
@@ -275,19 +346,36 @@ export function modifiedStateAfter(
   const newest = loaded.reduce((max, f) => Math.max(max, f.arrival.getTime()), -Infinity);
   const watermark = Math.max(prev?.watermark ?? -Infinity, Math.min(newest, basis.serverTime));
   // The state remembers in full only what some run listed: not below a first run's `start`.
-  const knownAfter = prev === null ? basis.scannedAfter : (prev.rememberedAfter ?? prev.watermark - basis.settleMs);
+  const knownAfter =
+    prev === null ? basis.scannedAfter : (prev.rememberedAfter ?? prev.watermark - basis.settleMs);
   const floor = Math.max(watermark - basis.settleMs, knownAfter ?? -Infinity);
   const byKey = new Map<string, ModifiedEntry>();
   for (const e of prev?.loaded ?? []) byKey.set(e.key, e);
   // An ignored overwrite is remembered by its new ETag and time: the entry of the version
   // loaded earlier may leave the window before the new version does.
-  for (const f of ignored) byKey.set(f.key, { key: f.key, etag: f.etag, lastModified: f.arrival.getTime(), ignored: true });
-  for (const f of loaded) byKey.set(f.key, { key: f.key, etag: f.etag, lastModified: f.arrival.getTime() });
+  for (const f of ignored)
+    byKey.set(f.key, {
+      key: f.key,
+      etag: f.etag,
+      lastModified: f.arrival.getTime(),
+      ignored: true,
+    });
+  for (const f of loaded)
+    byKey.set(f.key, { key: f.key, etag: f.etag, lastModified: f.arrival.getTime() });
   // Entries at or below the floor can never be candidates again: the floor only rises.
   const kept = [...byKey.values()].filter((e) => e.lastModified > floor);
-  kept.sort((a, b) => a.lastModified - b.lastModified || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  kept.sort(
+    (a, b) => a.lastModified - b.lastModified || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
+  );
   const listAfter = basis.listAfter ?? prev?.listAfter;
-  return { stateVersion: 1, mode: 'modified', watermark, rememberedAfter: floor, loaded: kept, ...(listAfter !== undefined ? { listAfter } : {}) };
+  return {
+    stateVersion: 1,
+    mode: 'modified',
+    watermark,
+    rememberedAfter: floor,
+    loaded: kept,
+    ...(listAfter !== undefined ? { listAfter } : {}),
+  };
 }
 
 /**
@@ -298,7 +386,10 @@ export function modifiedStateAfter(
  * loaded is so never taken for a new file. `null`: loaded before a reset moved the watermark
  * before it, so loaded again (as a file the table may hold an earlier version of).
  */
-export function withKnownFiles(plan: DiscoveryPlan, known: ReadonlyMap<string, string | null>): DiscoveryPlan {
+export function withKnownFiles(
+  plan: DiscoveryPlan,
+  known: ReadonlyMap<string, string | null>,
+): DiscoveryPlan {
   if (plan.basis.mode !== 'modified' || known.size === 0) return plan;
   const decisions: Decision[] = [];
   const files: DiscoveredFile[] = [];
@@ -312,19 +403,36 @@ export function withKnownFiles(plan: DiscoveryPlan, known: ReadonlyMap<string, s
       if (d.action === 'load' && file) files.push(file);
       continue;
     }
-    const judged: Pick<Decision, 'action' | 'reason'> = etag === null ? { action: 'load', reason: 'reloading after a reset' } : judgeFile(etag, file.etag, plan.onOverwrite);
+    const judged: Pick<Decision, 'action' | 'reason'> =
+      etag === null
+        ? { action: 'load', reason: 'reloading after a reset' }
+        : judgeFile(etag, file.etag, plan.onOverwrite);
     decisions.push({ ...d, ...judged });
     if (judged.action === 'load') files.push({ ...file, loadedBefore: true as const });
     else if (judged.reason === 'overwritten, ignored') ignored.push(file);
   }
   files.sort(compareFiles);
-  return { ...plan, decisions, files, overwrittenIgnored: ignored, nextState: modifiedStateAfter(plan.prevState as ModifiedState | null, plan.basis, files, ignored) };
+  return {
+    ...plan,
+    decisions,
+    files,
+    overwrittenIgnored: ignored,
+    nextState: modifiedStateAfter(
+      plan.prevState as ModifiedState | null,
+      plan.basis,
+      files,
+      ignored,
+    ),
+  };
 }
 
 /** A file of `plan.behindWindow` the job never loaded, or loaded in another version. */
 export interface PassedOver {
   key: string;
-  reason: Extract<DecisionReason, 'late, behind the settle window' | 'overwritten behind the settle window'>;
+  reason: Extract<
+    DecisionReason,
+    'late, behind the settle window' | 'overwritten behind the settle window'
+  >;
 }
 
 /**
@@ -333,5 +441,11 @@ export interface PassedOver {
  */
 export function withPassedOver(plan: DiscoveryPlan, found: readonly PassedOver[]): DiscoveryPlan {
   if (found.length === 0) return plan;
-  return { ...plan, decisions: [...plan.decisions, ...found.map((f) => ({ key: f.key, action: 'skip' as const, reason: f.reason }))] };
+  return {
+    ...plan,
+    decisions: [
+      ...plan.decisions,
+      ...found.map((f) => ({ key: f.key, action: 'skip' as const, reason: f.reason })),
+    ],
+  };
 }

@@ -16,7 +16,15 @@
 import type { PartitionSettings } from './config.js';
 import { folderOf, isNotData, judgeFile, SUCCESS_MARKER } from './identity.js';
 import type { PartitionWalk } from './partitions.js';
-import { compareFiles, type Decision, type DecisionReason, type DiscoveredFile, type DiscoveryPlan, type StateBasis, type WaitingPartition } from './plan.js';
+import {
+  compareFiles,
+  type Decision,
+  type DecisionReason,
+  type DiscoveredFile,
+  type DiscoveryPlan,
+  type StateBasis,
+  type WaitingPartition,
+} from './plan.js';
 import type { PartitionEntry, PartitionState } from './state.js';
 import { PartitionClock } from './zone.js';
 
@@ -41,7 +49,11 @@ export function listFrom(settings: PartitionSettings, state: PartitionState | nu
 }
 
 /** Plan a run from a walk of the partition folders (pure). */
-export function planPartitions(walk: PartitionWalk, settings: PartitionSettings, state: PartitionState | null): DiscoveryPlan {
+export function planPartitions(
+  walk: PartitionWalk,
+  settings: PartitionSettings,
+  state: PartitionState | null,
+): DiscoveryPlan {
   const from = scanFrom(settings, state);
   const checkedFrom = listFrom(settings, state);
   const until = settings.clock.partitionOf(walk.serverTime, settings.layout.granularity);
@@ -49,7 +61,11 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
   const decisions: Decision[] = walk.strayObjects.map((o) => ({
     key: o.key,
     action: 'skip',
-    reason: isNotData(o.key.slice(folderOf(o.key).length)) ? 'not data' : settings.selects(o.key) ? 'not in a partition folder' : 'excluded',
+    reason: isNotData(o.key.slice(folderOf(o.key).length))
+      ? 'not data'
+      : settings.selects(o.key)
+        ? 'not in a partition folder'
+        : 'excluded',
   }));
   const files: DiscoveredFile[] = [];
   const ignored: DiscoveredFile[] = [];
@@ -61,7 +77,8 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
       partitionsListed.push(part.prefix);
       for (const o of part.objects) {
         const reason = behindWindow(o.key, part.prefix, remembered.get(o.key), o.etag, settings);
-        if (reason !== null) decisions.push({ key: o.key, action: 'skip', reason, partition: part.id });
+        if (reason !== null)
+          decisions.push({ key: o.key, action: 'skip', reason, partition: part.id });
       }
       continue;
     }
@@ -74,21 +91,45 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
     const hasMarker = part.objects.some((o) => o.key === part.prefix + SUCCESS_MARKER);
     const held: { lastModified: Date; size: number }[] = [];
     for (const o of part.objects) {
-      const decision = decide(o.key, part.prefix, remembered.get(o.key), o.etag, hasMarker, settings);
+      const decision = decide(
+        o.key,
+        part.prefix,
+        remembered.get(o.key),
+        o.etag,
+        hasMarker,
+        settings,
+      );
       decisions.push({ key: o.key, ...decision, partition: part.id });
       const file = { ...o, partition: part.id, arrival: o.lastModified };
-      if (decision.action === 'load') files.push(decision.reason === 'overwritten, reloading' ? { ...file, loadedBefore: true as const } : file);
+      if (decision.action === 'load')
+        files.push(
+          decision.reason === 'overwritten, reloading'
+            ? { ...file, loadedBefore: true as const }
+            : file,
+        );
       else if (decision.reason === 'overwritten, ignored') ignored.push(file);
       else if (decision.reason === 'no success marker') held.push(o);
     }
     if (held.length > 0) {
       const since = new Date(Math.min(...held.map((o) => o.lastModified.getTime())));
-      waiting.push({ partition: part.id, prefix: part.prefix, files: held.length, bytes: held.reduce((n, o) => n + o.size, 0), since });
+      waiting.push({
+        partition: part.id,
+        prefix: part.prefix,
+        files: held.length,
+        bytes: held.reduce((n, o) => n + o.size, 0),
+        since,
+      });
     }
   }
   files.sort(compareFiles);
   // Never past a partition still waiting for its marker: the next runs scan it until it loads.
-  const basis: StateBasis = { mode: 'partition', lookback: settings.lookback, lateCheck: settings.lateCheck, timezone: settings.clock.zone, ...(waiting[0] ? { waitingFrom: waiting[0].partition } : {}) };
+  const basis: StateBasis = {
+    mode: 'partition',
+    lookback: settings.lookback,
+    lateCheck: settings.lateCheck,
+    timezone: settings.clock.zone,
+    ...(waiting[0] ? { waitingFrom: waiting[0].partition } : {}),
+  };
   return {
     mode: 'partition',
     files,
@@ -96,7 +137,12 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
     olderThanWindow,
     partitionsListed,
     skippedFolders: walk.skippedFolders,
-    window: { mode: 'partition', from, until, ...(checkedFrom !== null && checkedFrom !== from ? { checkedFrom } : {}) },
+    window: {
+      mode: 'partition',
+      from,
+      until,
+      ...(checkedFrom !== null && checkedFrom !== from ? { checkedFrom } : {}),
+    },
     serverTime: walk.serverTime,
     listRequests: walk.listRequests,
     onOverwrite: settings.onOverwrite,
@@ -116,8 +162,19 @@ export function planPartitions(walk: PartitionWalk, settings: PartitionSettings,
  * file, or is left out by the config), else why it is reported. An overwrite there is reported
  * only under `onOverwrite: reload` (under `ignore` it would not load inside the window either).
  */
-function behindWindow(key: string, partitionPrefix: string, rememberedEtag: string | undefined, etag: string, settings: PartitionSettings): DecisionReason | null {
-  if (isNotData(key.slice(partitionPrefix.length)) || !settings.selects(key) || rememberedEtag === etag) return null;
+function behindWindow(
+  key: string,
+  partitionPrefix: string,
+  rememberedEtag: string | undefined,
+  etag: string,
+  settings: PartitionSettings,
+): DecisionReason | null {
+  if (
+    isNotData(key.slice(partitionPrefix.length)) ||
+    !settings.selects(key) ||
+    rememberedEtag === etag
+  )
+    return null;
   if (rememberedEtag === undefined) return 'late, behind the lookback window';
   return settings.onOverwrite === 'reload' ? 'overwritten behind the lookback window' : null;
 }
@@ -134,7 +191,8 @@ function decide(
   if (isNotData(key.slice(partitionPrefix.length))) return { action: 'skip', reason: 'not data' };
   if (!settings.selects(key)) return { action: 'skip', reason: 'excluded' };
   if (rememberedEtag === etag) return { action: 'skip', reason: 'already loaded' };
-  if (settings.requireSuccessMarker && !hasMarker) return { action: 'skip', reason: 'no success marker' };
+  if (settings.requireSuccessMarker && !hasMarker)
+    return { action: 'skip', reason: 'no success marker' };
   return judgeFile(rememberedEtag, etag, settings.onOverwrite);
 }
 
@@ -163,7 +221,8 @@ export function partitionStateAfter(
     // Stop before the oldest partition waiting for its marker (never moving back): the files
     // loaded after it stay remembered, so they do not load again while it waits.
     const before = clock.step(basis.waitingFrom, -1);
-    if (watermark > before) watermark = prev !== null && prev.watermark > before ? prev.watermark : before;
+    if (watermark > before)
+      watermark = prev !== null && prev.watermark > before ? prev.watermark : before;
   }
   // The state remembers `lateCheck` partitions more than a run rescans: runs list them to report late files.
   const floor = clock.step(watermark, -(basis.lookback + basis.lateCheck));
@@ -175,6 +234,16 @@ export function partitionStateAfter(
   for (const e of prev?.loaded ?? []) byKey.set(e.key, e);
   for (const f of loaded) byKey.set(f.key, { key: f.key, etag: f.etag, partition: f.partition! });
   const kept = [...byKey.values()].filter((e) => e.partition >= rememberedFrom);
-  kept.sort((a, b) => (a.partition !== b.partition ? (a.partition < b.partition ? -1 : 1) : a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  kept.sort((a, b) =>
+    a.partition !== b.partition
+      ? a.partition < b.partition
+        ? -1
+        : 1
+      : a.key < b.key
+        ? -1
+        : a.key > b.key
+          ? 1
+          : 0,
+  );
   return { stateVersion: 1, mode: 'partition', watermark, rememberedFrom, loaded: kept };
 }

@@ -58,7 +58,8 @@ export function daysInMonth(year: number, month: number): number {
  */
 export function impossibleDate(t: Partial<WallTime>): string | null {
   if (t.year !== undefined && t.year < 1) return `year ${pad(t.year, 4)} does not exist`;
-  if (t.month !== undefined && (t.month < 1 || t.month > 12)) return `month ${pad(t.month, 2)} does not exist`;
+  if (t.month !== undefined && (t.month < 1 || t.month > 12))
+    return `month ${pad(t.month, 2)} does not exist`;
   if (t.day !== undefined) {
     const max = t.year !== undefined && t.month !== undefined ? daysInMonth(t.year, t.month) : 31;
     if (t.day < 1 || t.day > max) {
@@ -67,7 +68,8 @@ export function impossibleDate(t: Partial<WallTime>): string | null {
         : `day ${pad(t.day, 2)} does not exist`;
     }
   }
-  if (t.hour !== undefined && (t.hour < 0 || t.hour > 23)) return `hour ${pad(t.hour, 2)} does not exist`;
+  if (t.hour !== undefined && (t.hour < 0 || t.hour > 23))
+    return `hour ${pad(t.hour, 2)} does not exist`;
   return null;
 }
 
@@ -75,7 +77,14 @@ export function impossibleDate(t: Partial<WallTime>): string | null {
  * Milliseconds of the wall-clock fields read as UTC. Unlike Date.UTC, years 0..99 are not
  * shifted to 1900..1999; out-of-range fields roll over (day 0 is the last day of the month before).
  */
-export function utcMs(t: { year: number; month: number; day: number; hour?: number; minute?: number; second?: number }): number {
+export function utcMs(t: {
+  year: number;
+  month: number;
+  day: number;
+  hour?: number;
+  minute?: number;
+  second?: number;
+}): number {
   const d = new Date(0);
   d.setUTCFullYear(t.year, t.month - 1, t.day);
   d.setUTCHours(t.hour ?? 0, t.minute ?? 0, t.second ?? 0, 0);

@@ -64,7 +64,8 @@ export interface NotificationDiscoveryConfig extends KeyFilterConfig {
 }
 
 /** `source.discover` of a job. */
-export type DiscoveryConfig = PartitionDiscoveryConfig | ModifiedDiscoveryConfig | NotificationDiscoveryConfig;
+export type DiscoveryConfig =
+  PartitionDiscoveryConfig | ModifiedDiscoveryConfig | NotificationDiscoveryConfig;
 
 /** Default number of lookback partitions. */
 export const DEFAULT_LOOKBACK = 2;
@@ -143,7 +144,10 @@ export function resolveDiscovery(config: DiscoveryConfig): DiscoverySettings {
  * settings when there is none. A start value is checked against the layout only when the layout
  * itself is valid (its granularity decides what a start may be).
  */
-export function checkDiscovery(config: DiscoveryConfig): { settings: DiscoverySettings | null; problems: ConfigError[] } {
+export function checkDiscovery(config: DiscoveryConfig): {
+  settings: DiscoverySettings | null;
+  problems: ConfigError[];
+} {
   const problems: ConfigError[] = [];
   const attempt = <T>(check: () => T): T | undefined => {
     try {
@@ -156,36 +160,86 @@ export function checkDiscovery(config: DiscoveryConfig): { settings: DiscoverySe
   };
   const onOverwrite = config.onOverwrite ?? DEFAULT_ON_OVERWRITE;
   if (onOverwrite !== 'reload' && onOverwrite !== 'ignore') {
-    problems.push(new ConfigError(`[discovery] onOverwrite must be 'reload' or 'ignore', got ${JSON.stringify(onOverwrite)}`, { field: 'discover.onOverwrite' }));
+    problems.push(
+      new ConfigError(
+        `[discovery] onOverwrite must be 'reload' or 'ignore', got ${JSON.stringify(onOverwrite)}`,
+        { field: 'discover.onOverwrite' },
+      ),
+    );
   }
   const selects = attempt(() => compileKeyFilter(config));
-  if (config.by === 'notifications') return checkNotifications(config, problems, attempt, { onOverwrite, selects });
+  if (config.by === 'notifications')
+    return checkNotifications(config, problems, attempt, { onOverwrite, selects });
   const requireSuccessMarker = config.requireSuccessMarker ?? false;
-  const done = (settings: DiscoverySettings) => ({ settings: problems.length === 0 ? settings : null, problems });
+  const done = (settings: DiscoverySettings) => ({
+    settings: problems.length === 0 ? settings : null,
+    problems,
+  });
   if (config.by === 'partition') {
     const layout = attempt(() => Layout.parse(config.layout));
     const clock = attempt(() => new PartitionClock(config.timezone));
     const lookback = config.lookback ?? DEFAULT_LOOKBACK;
     if (!Number.isInteger(lookback) || lookback < 0) {
-      problems.push(new ConfigError(`[discovery] lookback must be a whole number of partitions >= 0, got ${lookback}`, { field: 'discover.lookback' }));
+      problems.push(
+        new ConfigError(
+          `[discovery] lookback must be a whole number of partitions >= 0, got ${lookback}`,
+          { field: 'discover.lookback' },
+        ),
+      );
     }
     const lateCheck = config.lateCheck ?? DEFAULT_LATE_CHECK;
     if (!Number.isInteger(lateCheck) || lateCheck < 0) {
-      problems.push(new ConfigError(`[discovery] lateCheck must be a whole number of partitions >= 0, got ${lateCheck}`, { field: 'discover.lateCheck' }));
+      problems.push(
+        new ConfigError(
+          `[discovery] lateCheck must be a whole number of partitions >= 0, got ${lateCheck}`,
+          { field: 'discover.lateCheck' },
+        ),
+      );
     }
-    const start = config.start === undefined || !layout ? null : (attempt(() => parsePartitionStart(config.start!, layout.granularity)) ?? null);
-    return done({ mode: 'partition', layout: layout!, clock: clock!, lookback, lateCheck, start, requireSuccessMarker, onOverwrite, selects: selects! });
+    const start =
+      config.start === undefined || !layout
+        ? null
+        : (attempt(() => parsePartitionStart(config.start!, layout.granularity)) ?? null);
+    return done({
+      mode: 'partition',
+      layout: layout!,
+      clock: clock!,
+      lookback,
+      lateCheck,
+      start,
+      requireSuccessMarker,
+      onOverwrite,
+      selects: selects!,
+    });
   }
   if (config.by === 'modified') {
     const settleMs = config.settle ?? DEFAULT_SETTLE_MS;
     if (!Number.isFinite(settleMs) || settleMs < 0) {
-      problems.push(new ConfigError(`[discovery] settle must be a duration >= 0, got ${settleMs}`, { field: 'discover.settle' }));
+      problems.push(
+        new ConfigError(`[discovery] settle must be a duration >= 0, got ${settleMs}`, {
+          field: 'discover.settle',
+        }),
+      );
     }
-    const start = config.start === undefined ? null : (attempt(() => parseTimestampStart(config.start!)) ?? null);
-    return done({ mode: 'modified', settleMs, start, requireSuccessMarker, onOverwrite, selects: selects!, incrementalListing: config.incrementalListing ?? false });
+    const start =
+      config.start === undefined
+        ? null
+        : (attempt(() => parseTimestampStart(config.start!)) ?? null);
+    return done({
+      mode: 'modified',
+      settleMs,
+      start,
+      requireSuccessMarker,
+      onOverwrite,
+      selects: selects!,
+      incrementalListing: config.incrementalListing ?? false,
+    });
   }
   problems.push(
-    new ConfigError(`[discovery] discover.by must be 'partition', 'modified' or 'notifications', got ${JSON.stringify((config as { by?: unknown }).by)}`, { field: 'discover.by' }),
+    new ConfigError(
+      `[discovery] discover.by must be 'partition', 'modified' or 'notifications', got ${JSON.stringify((config as { by?: unknown }).by)}`,
+      { field: 'discover.by' },
+    ),
   );
   return { settings: null, problems };
 }
@@ -199,19 +253,38 @@ function checkNotifications(
 ): { settings: DiscoverySettings | null; problems: ConfigError[] } {
   const { onOverwrite, selects } = common;
   const queueProblem = sqsQueueUrlProblem(config.queue);
-  if (queueProblem !== null) problems.push(new ConfigError(`[discovery] queue ${queueProblem}`, { field: 'discover.queue' }));
+  if (queueProblem !== null)
+    problems.push(
+      new ConfigError(`[discovery] queue ${queueProblem}`, { field: 'discover.queue' }),
+    );
   const reconcileEveryMs = config.reconcileEvery ?? DEFAULT_RECONCILE_EVERY_MS;
   if (!Number.isFinite(reconcileEveryMs) || reconcileEveryMs <= 0) {
-    problems.push(new ConfigError(`[discovery] reconcileEvery must be a duration > 0 (a listing every run is discover.by: modified), got ${reconcileEveryMs}`, { field: 'discover.reconcileEvery' }));
+    problems.push(
+      new ConfigError(
+        `[discovery] reconcileEvery must be a duration > 0 (a listing every run is discover.by: modified), got ${reconcileEveryMs}`,
+        { field: 'discover.reconcileEvery' },
+      ),
+    );
   }
   const visibility = config.visibilityTimeout ?? DEFAULT_VISIBILITY_TIMEOUT_MS;
   if (!Number.isFinite(visibility) || visibility < 1000 || visibility > MAX_VISIBILITY_TIMEOUT_MS) {
-    problems.push(new ConfigError(`[discovery] visibilityTimeout must be between 1s and 12h (SQS's bounds), got ${visibility} ms`, { field: 'discover.visibilityTimeout' }));
+    problems.push(
+      new ConfigError(
+        `[discovery] visibilityTimeout must be between 1s and 12h (SQS's bounds), got ${visibility} ms`,
+        { field: 'discover.visibilityTimeout' },
+      ),
+    );
   }
   if (config.region !== undefined && !/^[a-z]{2}(-[a-z0-9]+)+-\d+$/.test(config.region)) {
-    problems.push(new ConfigError(`[discovery] region ${JSON.stringify(config.region)} is not an AWS region name (such as eu-west-1)`, { field: 'discover.region' }));
+    problems.push(
+      new ConfigError(
+        `[discovery] region ${JSON.stringify(config.region)} is not an AWS region name (such as eu-west-1)`,
+        { field: 'discover.region' },
+      ),
+    );
   }
-  const start = config.start === undefined ? null : (attempt(() => parseTimestampStart(config.start!)) ?? null);
+  const start =
+    config.start === undefined ? null : (attempt(() => parseTimestampStart(config.start!)) ?? null);
   const settings: NotificationSettings = {
     mode: 'notifications',
     queueUrl: config.queue,
@@ -231,16 +304,20 @@ function checkNotifications(
  * `/<account>/<queue name>` (SQS's form; an ARN or a bare name is the usual mistake).
  */
 export function sqsQueueUrlProblem(url: string): string | null {
-  if (url.startsWith('arn:')) return `${JSON.stringify(url)} is an ARN; give the queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>)`;
+  if (url.startsWith('arn:'))
+    return `${JSON.stringify(url)} is an ARN; give the queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>)`;
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
     return `${JSON.stringify(url)} is not a URL; give the queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>)`;
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return `${JSON.stringify(url)} is not an http(s) URL`;
-  if (parsed.username !== '' || parsed.password !== '') return 'must not carry credentials (they come from the AWS chain)';
-  if (parsed.search !== '' || parsed.hash !== '') return `${JSON.stringify(url)} has a query or fragment; a queue URL has neither`;
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+    return `${JSON.stringify(url)} is not an http(s) URL`;
+  if (parsed.username !== '' || parsed.password !== '')
+    return 'must not carry credentials (they come from the AWS chain)';
+  if (parsed.search !== '' || parsed.hash !== '')
+    return `${JSON.stringify(url)} has a query or fragment; a queue URL has neither`;
   if (!/^\/[^/]+\/[A-Za-z0-9_-]{1,80}(\.fifo)?$/.test(parsed.pathname)) {
     return `${JSON.stringify(url)} does not end in /<account>/<queue name> as an SQS queue URL does`;
   }
@@ -252,10 +329,16 @@ const PARTITION_START = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2})(?::00(?::00)?)?)?$/;
 /** `2026-03-01` or `2026-03-01T05` (`T05:00`, `T05:00:00`) as a partition id of `granularity`. */
 export function parsePartitionStart(text: string, granularity: Granularity): string {
   const fail = (why: string) =>
-    new ConfigError(`[discovery] start ${JSON.stringify(text)} ${why}`, { field: 'discover.start' });
+    new ConfigError(`[discovery] start ${JSON.stringify(text)} ${why}`, {
+      field: 'discover.start',
+    });
   const m = PARTITION_START.exec(text);
-  if (!m) throw fail('is not a partition date (expected YYYY-MM-DD, or YYYY-MM-DDTHH for hourly layouts)');
-  if (m[2] !== undefined && granularity === 'day') throw fail('names an hour but the layout has day partitions');
+  if (!m)
+    throw fail(
+      'is not a partition date (expected YYYY-MM-DD, or YYYY-MM-DDTHH for hourly layouts)',
+    );
+  if (m[2] !== undefined && granularity === 'day')
+    throw fail('names an hour but the layout has day partitions');
   const id = granularity === 'hour' ? `${m[1]}T${m[2] ?? '00'}` : m[1]!;
   if (!parseId(id)) throw fail('is not a real date');
   return id;

@@ -11,14 +11,31 @@
  */
 import { ConfigError } from '../errors.js';
 import type { Storage } from '../storage/storage.js';
-import { identifyCandidates, listModified, modifiedStateAfter, planModified, windowFloor } from './by-modified.js';
+import {
+  identifyCandidates,
+  listModified,
+  modifiedStateAfter,
+  planModified,
+  windowFloor,
+} from './by-modified.js';
 import { listFrom, partitionStateAfter, planPartitions, scanFrom } from './by-partition.js';
 import { granularityOfId, type Granularity } from './calendar.js';
 import { resolveDiscovery, type DiscoveryConfig, type PartitionSettings } from './config.js';
 import { walkPartitions } from './partitions.js';
-import { BEHIND_WINDOW_REASONS, compareFiles, type DiscoveredFile, type DiscoveryPlan } from './plan.js';
+import {
+  BEHIND_WINDOW_REASONS,
+  compareFiles,
+  type DiscoveredFile,
+  type DiscoveryPlan,
+} from './plan.js';
 import { revisitBeforeWindow, type Revisited, type RevisitFile } from './revisit.js';
-import { upgradeState, type DiscoveryState, type ModifiedState, type NotificationState, type PartitionState } from './state.js';
+import {
+  upgradeState,
+  type DiscoveryState,
+  type ModifiedState,
+  type NotificationState,
+  type PartitionState,
+} from './state.js';
 import { surveySource } from './survey.js';
 import { notificationStateAfter, planNotified } from './notifications/plan.js';
 import type { ReceivedMessage } from '../storage/sqs.js';
@@ -71,18 +88,46 @@ export async function discover(
       signal: opts.signal,
     });
     const revisit = opts.revisit ?? [];
-    const plan = withRevisited(planPartitions(walk, settings, partitionState), revisit, await revisitBeforeWindow(storage, settings, revisit, scanFrom(settings, partitionState), opts.signal));
-    if (partitionState === null) refuseFutureStart(settings.start, plan.window.mode === 'partition' ? plan.window.until : null, config.start);
+    const plan = withRevisited(
+      planPartitions(walk, settings, partitionState),
+      revisit,
+      await revisitBeforeWindow(
+        storage,
+        settings,
+        revisit,
+        scanFrom(settings, partitionState),
+        opts.signal,
+      ),
+    );
+    if (partitionState === null)
+      refuseFutureStart(
+        settings.start,
+        plan.window.mode === 'partition' ? plan.window.until : null,
+        config.start,
+      );
     if (walk.partitions.length > 0 || plan.files.length > 0) return plan;
     // No partition in range: a new landing zone, or a layout that fits nothing (a few more LISTs).
-    const survey = await surveySource(storage, settings.layout, { selects: settings.selects, signal: opts.signal });
+    const survey = await surveySource(storage, settings.layout, {
+      selects: settings.selects,
+      signal: opts.signal,
+    });
     return { ...plan, survey, listRequests: plan.listRequests + survey.listRequests };
   }
   if (settings.mode === 'notifications') {
-    if (!opts.notifications) throw new Error('[discovery] notification discovery needs the messages received (DiscoverOptions.notifications)');
+    if (!opts.notifications)
+      throw new Error(
+        '[discovery] notification discovery needs the messages received (DiscoverOptions.notifications)',
+      );
     const { received, now } = opts.notifications;
-    const plan = await planNotified(storage, settings, checkNotificationState(prev), received, { concurrency, now, ...(opts.signal ? { signal: opts.signal } : {}) });
-    return plan.notifications?.reconciled && plan.partitionsListed.length === 0 && plan.files.length === 0 && plan.decisions.length === 0
+    const plan = await planNotified(storage, settings, checkNotificationState(prev), received, {
+      concurrency,
+      now,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    return plan.notifications?.reconciled &&
+      plan.partitionsListed.length === 0 &&
+      plan.files.length === 0 &&
+      plan.decisions.length === 0
       ? { ...plan, survey: { root: 'unknown', empty: true, mismatch: null, listRequests: 0 } }
       : plan;
   }
@@ -99,18 +144,32 @@ export async function discover(
   });
   const listing = await identifyCandidates(storage, listed, settings, modifiedState, opts.signal);
   const plan = planModified(listing, settings, modifiedState);
-  if (modifiedState === null && settings.start !== null && settings.start > listing.serverTime.getTime()) {
+  if (
+    modifiedState === null &&
+    settings.start !== null &&
+    settings.start > listing.serverTime.getTime()
+  ) {
     throw futureStart(config.start, listing.serverTime.toISOString());
   }
-  const nothing = listing.objects.length + listing.olderThanWindow + listing.prefixesListed.length + listing.skippedFolders.length === 0;
-  return nothing ? { ...plan, survey: { root: 'unknown', empty: true, mismatch: null, listRequests: 0 } } : plan;
+  const nothing =
+    listing.objects.length +
+      listing.olderThanWindow +
+      listing.prefixesListed.length +
+      listing.skippedFolders.length ===
+    0;
+  return nothing
+    ? { ...plan, survey: { root: 'unknown', empty: true, mismatch: null, listRequests: 0 } }
+    : plan;
 }
 
 /**
  * The refusal a run would meet for a committed state written under other settings (another
  * `discover.by`, a layout of another granularity), or null when the state fits; `validate` asks.
  */
-export function stateMismatch(config: DiscoveryConfig, state: DiscoveryState | null): ConfigError | null {
+export function stateMismatch(
+  config: DiscoveryConfig,
+  state: DiscoveryState | null,
+): ConfigError | null {
   try {
     const settings = resolveDiscovery(config);
     const prev = state === null ? null : upgradeState(state);
@@ -128,10 +187,17 @@ export function stateMismatch(config: DiscoveryConfig, state: DiscoveryState | n
  * A partition plan with the overwritten files found before its window (./revisit.ts). The files to
  * revisit are decided there alone: the late check does not report them too.
  */
-function withRevisited(plan: DiscoveryPlan, revisit: readonly RevisitFile[], revisited: Revisited): DiscoveryPlan {
+function withRevisited(
+  plan: DiscoveryPlan,
+  revisit: readonly RevisitFile[],
+  revisited: Revisited,
+): DiscoveryPlan {
   const revisitKeys = new Set(revisit.map((f) => f.key));
-  const own = plan.decisions.filter((d) => !(BEHIND_WINDOW_REASONS.has(d.reason) && revisitKeys.has(d.key)));
-  if (revisited.prefixes.length === 0) return own.length === plan.decisions.length ? plan : { ...plan, decisions: own };
+  const own = plan.decisions.filter(
+    (d) => !(BEHIND_WINDOW_REASONS.has(d.reason) && revisitKeys.has(d.key)),
+  );
+  if (revisited.prefixes.length === 0)
+    return own.length === plan.decisions.length ? plan : { ...plan, decisions: own };
   const files = [...revisited.files, ...plan.files].sort(compareFiles);
   const from = plan.window.mode === 'partition' ? plan.window.from : null;
   return {
@@ -140,7 +206,10 @@ function withRevisited(plan: DiscoveryPlan, revisit: readonly RevisitFile[], rev
     decisions: [...revisited.decisions, ...own],
     partitionsListed: [...revisited.prefixes, ...plan.partitionsListed],
     listRequests: plan.listRequests + revisited.listRequests,
-    nextState: plan.basis.mode === 'partition' ? partitionStateAfter(plan.prevState as PartitionState | null, plan.basis, files, from) : plan.nextState,
+    nextState:
+      plan.basis.mode === 'partition'
+        ? partitionStateAfter(plan.prevState as PartitionState | null, plan.basis, files, from)
+        : plan.nextState,
   };
 }
 
@@ -157,18 +226,35 @@ export function nextStateFor(
   if (prevState !== null && prevState.mode !== plan.mode) {
     throw new Error(`[discovery] cannot fold a ${plan.mode} plan into a ${prevState.mode} state`);
   }
-  if (plan.basis.mode === 'partition') return partitionStateAfter(prevState as PartitionState | null, plan.basis, loaded, plan.window.mode === 'partition' ? plan.window.from : null);
+  if (plan.basis.mode === 'partition')
+    return partitionStateAfter(
+      prevState as PartitionState | null,
+      plan.basis,
+      loaded,
+      plan.window.mode === 'partition' ? plan.window.from : null,
+    );
   // A reconciling listing is recorded done only with the plan's last files (the caller's `notificationStateAfter`).
-  if (plan.basis.mode === 'notifications') return notificationStateAfter(prevState as NotificationState | null, plan.basis, loaded, false);
-  return modifiedStateAfter(prevState as ModifiedState | null, plan.basis, loaded, plan.overwrittenIgnored);
+  if (plan.basis.mode === 'notifications')
+    return notificationStateAfter(prevState as NotificationState | null, plan.basis, loaded, false);
+  return modifiedStateAfter(
+    prevState as ModifiedState | null,
+    plan.basis,
+    loaded,
+    plan.overwrittenIgnored,
+  );
 }
 
 /**
  * A `start` after the store's clock would make every run find nothing new, without a word, until
  * that time comes: refused (the first run only; the state decides afterwards).
  */
-function refuseFutureStart(start: string | null, current: string | null, text: string | undefined): void {
-  if (start !== null && current !== null && start > current) throw futureStart(text, `partition ${current}`);
+function refuseFutureStart(
+  start: string | null,
+  current: string | null,
+  text: string | undefined,
+): void {
+  if (start !== null && current !== null && start > current)
+    throw futureStart(text, `partition ${current}`);
 }
 
 function futureStart(text: string | undefined, now: string): ConfigError {
@@ -194,7 +280,10 @@ function modeMismatch(state: DiscoveryState, mode: string): ConfigError {
   );
 }
 
-function checkPartitionState(state: DiscoveryState | null, settings: PartitionSettings): PartitionState | null {
+function checkPartitionState(
+  state: DiscoveryState | null,
+  settings: PartitionSettings,
+): PartitionState | null {
   if (state === null) return null;
   if (state.mode !== 'partition') throw modeMismatch(state, 'partition');
   const granularity = settings.layout.granularity;
@@ -216,7 +305,9 @@ function checkPartitionState(state: DiscoveryState | null, settings: PartitionSe
 function resetValue(watermark: string, granularity: Granularity): string {
   if (granularity === 'hour') return `${watermark}T23`;
   const day = new Date(`${watermark.slice(0, 10)}T00:00:00Z`);
-  return watermark.endsWith('T23') ? watermark.slice(0, 10) : new Date(day.getTime() - 86_400_000).toISOString().slice(0, 10);
+  return watermark.endsWith('T23')
+    ? watermark.slice(0, 10)
+    : new Date(day.getTime() - 86_400_000).toISOString().slice(0, 10);
 }
 
 function checkNotificationState(state: DiscoveryState | null): NotificationState | null {

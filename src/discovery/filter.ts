@@ -47,14 +47,23 @@ export function compileKeyFilter(config: KeyFilterConfig): KeyFilter {
   const include = compile(config.include ?? [], 'include');
   const exclude = compile(config.exclude ?? [], 'exclude');
   if (include.length === 0 && exclude.length === 0) return SELECT_ALL;
-  return (key) => (include.length === 0 || include.some((m) => m(key))) && !exclude.some((m) => m(key));
+  return (key) =>
+    (include.length === 0 || include.some((m) => m(key))) && !exclude.some((m) => m(key));
 }
 
-function compile(patterns: readonly string[], list: 'include' | 'exclude'): Array<(key: string) => boolean> {
+function compile(
+  patterns: readonly string[],
+  list: 'include' | 'exclude',
+): Array<(key: string) => boolean> {
   return patterns.map((pattern, i) => {
     const problem = globProblem(pattern);
-    if (problem) throw new ConfigError(`[discovery] source.${list}[${i}] ${problem}`, { field: `source.${list}[${i}]` });
+    if (problem)
+      throw new ConfigError(`[discovery] source.${list}[${i}] ${problem}`, {
+        field: `source.${list}[${i}]`,
+      });
     const matches = picomatch(pattern, GLOB_OPTIONS);
-    return pattern.includes('/') ? matches : (key: string) => matches(key.slice(key.lastIndexOf('/') + 1));
+    return pattern.includes('/')
+      ? matches
+      : (key: string) => matches(key.slice(key.lastIndexOf('/') + 1));
   });
 }

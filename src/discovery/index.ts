@@ -8,7 +8,18 @@ export type { DiscoveryConfig } from './config.js';
 export { notificationStateAfter, withLedgerAnswers } from './notifications/plan.js';
 export type { HeldMessage, NotificationIntake } from './notifications/intake.js';
 export { BEHIND_WINDOW_REASONS, type DiscoveredFile, type DiscoveryPlan } from './plan.js';
-export { upgradeState, type DiscoveryState, type ModifiedState, type NotificationState, type PartitionState } from './state.js';
+export {
+  upgradeState,
+  type DiscoveryState,
+  type ModifiedState,
+  type NotificationState,
+  type PartitionState,
+} from './state.js';
 export { Layout } from './layout.js';
-export { describeMismatch, surveySource, type LayoutMismatch, type SourceSurvey } from './survey.js';
+export {
+  describeMismatch,
+  surveySource,
+  type LayoutMismatch,
+  type SourceSurvey,
+} from './survey.js';
 export { PartitionClock } from './zone.js';

@@ -58,12 +58,15 @@ export class Layout {
   static parse(text: string): Layout {
     const clean = text.endsWith('/') ? text.slice(0, -1) : text;
     const fail = (why: string) =>
-      new ConfigError(`[discovery] invalid layout ${JSON.stringify(text)}: ${why}`, { field: 'discover.layout' });
+      new ConfigError(`[discovery] invalid layout ${JSON.stringify(text)}: ${why}`, {
+        field: 'discover.layout',
+      });
     if (clean === '') throw fail('it is empty');
     const levels: LayoutLevel[] = [];
     const seen: Unit[] = [];
     for (const template of clean.split('/')) {
-      if (template === '') throw fail('it has an empty folder level (leading, trailing or double `/`)');
+      if (template === '')
+        throw fail('it has an empty folder level (leading, trailing or double `/`)');
       const parts = tokenize(template, fail);
       for (const unit of unitsOf(parts)) {
         if (seen.includes(unit)) throw fail(`{${unit}} appears twice`);
@@ -102,7 +105,9 @@ export class Layout {
   matchLevel(index: number, name: string, above: Partial<WallTime>): LevelMatch {
     const level = this.levels[index]!;
     if (level.pattern === null) {
-      return name === level.template ? { fields: above } : { reason: `does not match layout level '${level.template}'` };
+      return name === level.template
+        ? { fields: above }
+        : { reason: `does not match layout level '${level.template}'` };
     }
     const m = level.pattern.exec(name);
     if (!m) return { reason: `does not match layout level '${level.template}'` };
@@ -120,7 +125,8 @@ export class Layout {
    */
   parsePrefix(prefix: string): { id: string } | { reason: string } {
     const names = (prefix.endsWith('/') ? prefix.slice(0, -1) : prefix).split('/');
-    if (names.length !== this.levels.length) return { reason: `does not have the ${this.levels.length} levels of '${this.text}'` };
+    if (names.length !== this.levels.length)
+      return { reason: `does not have the ${this.levels.length} levels of '${this.text}'` };
     let fields: Partial<WallTime> = {};
     for (let i = 0; i < names.length; i++) {
       const match = this.matchLevel(i, names[i]!, fields);
@@ -133,7 +139,12 @@ export class Layout {
 
 /** The id of fields named so far, truncated to the units known (`2026-03` after year and month). */
 export function partialId(fields: Partial<WallTime>, unitCount: number): string {
-  const full = formatId({ year: fields.year ?? 0, month: fields.month ?? 1, day: fields.day ?? 1, hour: fields.hour ?? 0 });
+  const full = formatId({
+    year: fields.year ?? 0,
+    month: fields.month ?? 1,
+    day: fields.day ?? 1,
+    hour: fields.hour ?? 0,
+  });
   return full.slice(0, ID_LENGTH_BY_UNITS[unitCount]);
 }
 
@@ -161,7 +172,9 @@ function tokenize(template: string, fail: (why: string) => ConfigError): Part[] 
 function makeLevel(template: string, parts: Part[], unitsThrough: number): LayoutLevel {
   const units = unitsOf(parts);
   const source = parts
-    .map((p) => ('unit' in p ? `(\\d{${WIDTH[p.unit]}})` : p.literal.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .map((p) =>
+      'unit' in p ? `(\\d{${WIDTH[p.unit]}})` : p.literal.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+    )
     .join('');
   const pattern = units.length === 0 ? null : new RegExp(`^${source}$`);
   return { template, units, unitsThrough, parts, pattern };
@@ -169,7 +182,9 @@ function makeLevel(template: string, parts: Part[], unitsThrough: number): Layou
 
 function formatLevel(level: LayoutLevel, t: WallTime): string {
   return level.parts
-    .map((p) => ('unit' in p ? String(t[FIELD[p.unit]] ?? 0).padStart(WIDTH[p.unit], '0') : p.literal))
+    .map((p) =>
+      'unit' in p ? String(t[FIELD[p.unit]] ?? 0).padStart(WIDTH[p.unit], '0') : p.literal,
+    )
     .join('');
 }
 

@@ -87,10 +87,17 @@ class Lister {
 }
 
 /** Find the partition folders in [from, until] and list their objects. */
-export async function walkPartitions(storage: Storage, layout: Layout, opts: WalkOptions): Promise<PartitionWalk> {
+export async function walkPartitions(
+  storage: Storage,
+  layout: Layout,
+  opts: WalkOptions,
+): Promise<PartitionWalk> {
   const lister = new Lister(storage, opts.concurrency, opts.signal);
   const from = opts.from ? mustParse(opts.from) : null;
-  const found: Omit<PartitionWalk, 'partitions' | 'serverTime' | 'listRequests'> = { skippedFolders: [], strayObjects: [] };
+  const found: Omit<PartitionWalk, 'partitions' | 'serverTime' | 'listRequests'> = {
+    skippedFolders: [],
+    strayObjects: [],
+  };
   let until: string | null = null;
   let nodes: Node[] = [{ prefix: '', fields: {} }];
   for (let index = 0; index < layout.levels.length; index++) {
@@ -99,7 +106,9 @@ export async function walkPartitions(storage: Storage, layout: Layout, opts: Wal
       nodes = nodes.map((n) => ({ prefix: `${n.prefix}${level.template}/`, fields: n.fields }));
       continue;
     }
-    const listings = await Promise.all(nodes.map((node) => listChildren(lister, layout, index, node, from)));
+    const listings = await Promise.all(
+      nodes.map((node) => listChildren(lister, layout, index, node, from)),
+    );
     // The first listing is the first level's (a single folder): it sets the store clock.
     until ??= opts.until(lister.serverTime);
     nodes = [];
@@ -127,9 +136,16 @@ export async function walkPartitions(storage: Storage, layout: Layout, opts: Wal
  * List the sub-folders of `node` at level `index`. A folder on the lower edge of the range
  * starts after the folder name `from` takes at this level, so earlier ones are not listed.
  */
-async function listChildren(lister: Lister, layout: Layout, index: number, node: Node, from: WallTime | null) {
+async function listChildren(
+  lister: Lister,
+  layout: Layout,
+  index: number,
+  node: Node,
+  from: WallTime | null,
+) {
   const unitsAbove = index === 0 ? 0 : layout.levels[index - 1]!.unitsThrough;
-  const onEdge = from !== null && partialId(node.fields, unitsAbove) === partialId(from, unitsAbove);
+  const onEdge =
+    from !== null && partialId(node.fields, unitsAbove) === partialId(from, unitsAbove);
   // `2026/03` (no slash) sorts before every key below `2026/03/` and after every key of `2026/02/`.
   const startAfter = onEdge ? node.prefix + layout.formatLevel(index, from) : undefined;
   return { node, ...(await lister.list({ prefix: node.prefix, delimiter: '/', startAfter })) };
@@ -147,7 +163,8 @@ function classifyChild(
   range: { from: WallTime | null; until: string },
 ): Node | { reason: string | null } {
   const name = prefix.slice(parent.prefix.length, -1);
-  if (name.startsWith('_') || name.startsWith('.')) return { reason: 'not data (name starts with _ or .)' };
+  if (name.startsWith('_') || name.startsWith('.'))
+    return { reason: 'not data (name starts with _ or .)' };
   const match = layout.matchLevel(index, name, parent.fields);
   if ('reason' in match) return match;
   const units = layout.levels[index]!.unitsThrough;

@@ -91,7 +91,13 @@ export type StateBasis =
       /** The oldest partition waiting for its success marker: the watermark stays before it. */
       waitingFrom?: string;
     }
-  | { mode: 'modified'; settleMs: number; serverTime: number; scannedAfter: number | null; /** The next state's `listAfter` (incremental listing). */ listAfter?: string }
+  | {
+      mode: 'modified';
+      settleMs: number;
+      serverTime: number;
+      scannedAfter: number | null;
+      /** The next state's `listAfter` (incremental listing). */ listAfter?: string;
+    }
   /** `reconciledAt`: the store's clock when this plan's reconciling listing began (absent: no listing). */
   | { mode: 'notifications'; reconciledAt?: number };
 

@@ -57,9 +57,20 @@ export async function revisitBeforeWindow(
     const marked = now.has(prefix + SUCCESS_MARKER);
     for (const f of files) {
       const o = now.get(f.key);
-      if (!o || o.etag === f.etag || !settings.selects(o.key) || (settings.requireSuccessMarker && !marked)) continue;
+      if (
+        !o ||
+        o.etag === f.etag ||
+        !settings.selects(o.key) ||
+        (settings.requireSuccessMarker && !marked)
+      )
+        continue;
       out.files.push({ ...o, partition: id, arrival: o.lastModified, loadedBefore: true });
-      out.decisions.push({ key: o.key, action: 'load', reason: 'overwritten since quarantined, reloading', partition: id });
+      out.decisions.push({
+        key: o.key,
+        action: 'load',
+        reason: 'overwritten since quarantined, reloading',
+        partition: id,
+      });
     }
   }
   return out;

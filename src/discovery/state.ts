@@ -94,7 +94,9 @@ export class DiscoveryStateError extends TidemarkError {}
  */
 export function upgradeState(raw: unknown): DiscoveryState {
   const fail = (why: string) =>
-    new DiscoveryStateError(`[discovery] cannot read the committed discovery state: ${why}`, { kind: 'terminal' });
+    new DiscoveryStateError(`[discovery] cannot read the committed discovery state: ${why}`, {
+      kind: 'terminal',
+    });
   if (typeof raw !== 'object' || raw === null) throw fail('it is not an object');
   const s = raw as Record<string, unknown>;
   if (s.stateVersion !== STATE_VERSION) {
@@ -105,30 +107,48 @@ export function upgradeState(raw: unknown): DiscoveryState {
     );
   }
   if (s.mode === 'notifications') {
-    if (s.watermark !== null && (typeof s.watermark !== 'number' || !Number.isFinite(s.watermark))) throw fail(`bad watermark ${JSON.stringify(s.watermark)}`);
-    if (s.reconciledAt !== undefined && (typeof s.reconciledAt !== 'number' || !Number.isFinite(s.reconciledAt))) throw fail(`bad reconciledAt ${JSON.stringify(s.reconciledAt)}`);
+    if (s.watermark !== null && (typeof s.watermark !== 'number' || !Number.isFinite(s.watermark)))
+      throw fail(`bad watermark ${JSON.stringify(s.watermark)}`);
+    if (
+      s.reconciledAt !== undefined &&
+      (typeof s.reconciledAt !== 'number' || !Number.isFinite(s.reconciledAt))
+    )
+      throw fail(`bad reconciledAt ${JSON.stringify(s.reconciledAt)}`);
     return raw as NotificationState;
   }
   if (!Array.isArray(s.loaded)) throw fail('`loaded` is not a list');
   if (s.mode === 'partition') {
-    if (typeof s.watermark !== 'string' || !parseId(s.watermark)) throw fail(`bad partition watermark ${JSON.stringify(s.watermark)}`);
-    if (typeof s.rememberedFrom !== 'string' || !parseId(s.rememberedFrom)) throw fail(`bad rememberedFrom ${JSON.stringify(s.rememberedFrom)}`);
-    if (!s.loaded.every(isPartitionEntry)) throw fail('a `loaded` entry lacks key, etag or partition');
+    if (typeof s.watermark !== 'string' || !parseId(s.watermark))
+      throw fail(`bad partition watermark ${JSON.stringify(s.watermark)}`);
+    if (typeof s.rememberedFrom !== 'string' || !parseId(s.rememberedFrom))
+      throw fail(`bad rememberedFrom ${JSON.stringify(s.rememberedFrom)}`);
+    if (!s.loaded.every(isPartitionEntry))
+      throw fail('a `loaded` entry lacks key, etag or partition');
     return raw as PartitionState;
   }
   if (s.mode === 'modified') {
-    if (typeof s.watermark !== 'number' || !Number.isFinite(s.watermark)) throw fail(`bad timestamp watermark ${JSON.stringify(s.watermark)}`);
-    if (s.rememberedAfter !== undefined && (typeof s.rememberedAfter !== 'number' || !Number.isFinite(s.rememberedAfter))) {
+    if (typeof s.watermark !== 'number' || !Number.isFinite(s.watermark))
+      throw fail(`bad timestamp watermark ${JSON.stringify(s.watermark)}`);
+    if (
+      s.rememberedAfter !== undefined &&
+      (typeof s.rememberedAfter !== 'number' || !Number.isFinite(s.rememberedAfter))
+    ) {
       throw fail(`bad rememberedAfter ${JSON.stringify(s.rememberedAfter)}`);
     }
-    if (!s.loaded.every(isModifiedEntry)) throw fail('a `loaded` entry lacks key, etag or lastModified');
+    if (!s.loaded.every(isModifiedEntry))
+      throw fail('a `loaded` entry lacks key, etag or lastModified');
     return raw as ModifiedState;
   }
   throw fail(`unknown mode ${JSON.stringify(s.mode)}`);
 }
 
 function isEntry(e: unknown): e is Record<string, unknown> {
-  return typeof e === 'object' && e !== null && typeof (e as { key?: unknown }).key === 'string' && typeof (e as { etag?: unknown }).etag === 'string';
+  return (
+    typeof e === 'object' &&
+    e !== null &&
+    typeof (e as { key?: unknown }).key === 'string' &&
+    typeof (e as { etag?: unknown }).etag === 'string'
+  );
 }
 
 function isPartitionEntry(e: unknown): boolean {

@@ -39,14 +39,26 @@ export interface LevelListing {
 }
 
 /** A level's verdict: descend into a folder that fits, nothing to judge (empty), or a mismatch. */
-export type LevelVerdict = { descend: { prefix: string; fields: Partial<WallTime> } } | { empty: true } | { mismatch: LayoutMismatch };
+export type LevelVerdict =
+  | { descend: { prefix: string; fields: Partial<WallTime> } }
+  | { empty: true }
+  | { mismatch: LayoutMismatch };
 
 /**
  * Survey `storage` (rooted at the source): the root's kind, whether it is empty, and, with a
  * layout, whether the layout fits the folders along the newest path that fits it.
  */
-export async function surveySource(storage: Storage, layout: Layout | null, opts: SurveyOptions = {}): Promise<SourceSurvey> {
-  const survey: SourceSurvey = { root: storage.inspectRoot ? await storage.inspectRoot() : 'unknown', empty: true, mismatch: null, listRequests: 0 };
+export async function surveySource(
+  storage: Storage,
+  layout: Layout | null,
+  opts: SurveyOptions = {},
+): Promise<SourceSurvey> {
+  const survey: SourceSurvey = {
+    root: storage.inspectRoot ? await storage.inspectRoot() : 'unknown',
+    empty: true,
+    mismatch: null,
+    listRequests: 0,
+  };
   if (survey.root === 'missing' || survey.root === 'file') return survey;
   if (layout === null) {
     // Modification-time discovery: only whether anything is there (one page of one key).
@@ -87,7 +99,9 @@ export function judgeLevel(
 ): LevelVerdict {
   const nameOf = (prefix: string) => prefix.slice(parent.prefix.length, -1);
   const folders = listing.folders.filter((p) => !isNotData(nameOf(p)));
-  const files = listing.objects.filter((o) => !isNotData(o.key.slice(parent.prefix.length)) && selects(o.key)).map((o) => o.key);
+  const files = listing.objects
+    .filter((o) => !isNotData(o.key.slice(parent.prefix.length)) && selects(o.key))
+    .map((o) => o.key);
   let newest: { prefix: string; fields: Partial<WallTime> } | null = null;
   const misfits: string[] = [];
   for (const prefix of folders) {
@@ -109,7 +123,8 @@ export function judgeLevel(
       files: files.slice(0, SAMPLES),
       fileCount: files.length,
       shorterLayout: misfits.length === 0 ? layoutAbove(layout, level) : null,
-      levelLooksLike: misfits.length > 0 ? templateOf(nameOf(misfits[0]!), unitsAbove(layout, level)) : null,
+      levelLooksLike:
+        misfits.length > 0 ? templateOf(nameOf(misfits[0]!), unitsAbove(layout, level)) : null,
     },
   };
 }
@@ -123,19 +138,29 @@ export function judgeLevel(
 export function describeMismatch(m: LayoutMismatch): string {
   const where = m.parent === '' ? 'at the source root' : `in ${m.parent}`;
   const found: string[] = [];
-  if (m.folderCount > 0) found.push(`${count(m.folderCount, 'folder')} (${sample(m.folders, m.folderCount)})`);
-  if (m.fileCount > 0) found.push(`${count(m.fileCount, 'file')}${m.folderCount === 0 ? ' and no folder' : ''} (${sample(m.files, m.fileCount)})`);
+  if (m.folderCount > 0)
+    found.push(`${count(m.folderCount, 'folder')} (${sample(m.folders, m.folderCount)})`);
+  if (m.fileCount > 0)
+    found.push(
+      `${count(m.fileCount, 'file')}${m.folderCount === 0 ? ' and no folder' : ''} (${sample(m.files, m.fileCount)})`,
+    );
   const head = `layout '${m.layout}' matches no partition folder: it expects folders named like '${m.template}' ${where}, but found ${found.join(' and ')}`;
   if (m.levelLooksLike !== null) return `${head}; those look like '${m.levelLooksLike}'`;
   if (m.shorterLayout !== null) {
     const above = unitName(m.shorterLayout);
     return `${head}: the folders stop at the ${above} level; for ${above === 'day' ? 'daily' : `${above}ly`} folders use layout '${m.shorterLayout}'`;
   }
-  if (m.level === 0) return `${head}: partition discovery reads files in date folders; for files without them use discover.by: modified`;
+  if (m.level === 0)
+    return `${head}: partition discovery reads files in date folders; for files without them use discover.by: modified`;
   return head;
 }
 
-async function listLevel(storage: Storage, prefix: string, survey: SourceSurvey, signal?: AbortSignal): Promise<LevelListing | null> {
+async function listLevel(
+  storage: Storage,
+  prefix: string,
+  survey: SourceSurvey,
+  signal?: AbortSignal,
+): Promise<LevelListing | null> {
   const folders: string[] = [];
   const objects: ObjectInfo[] = [];
   let pages = 0;
@@ -152,7 +177,12 @@ async function listLevel(storage: Storage, prefix: string, survey: SourceSurvey,
 function layoutAbove(layout: Layout, level: number): string | null {
   if (level === 0) return null;
   try {
-    return Layout.parse(layout.levels.slice(0, level).map((l) => l.template).join('/')).text;
+    return Layout.parse(
+      layout.levels
+        .slice(0, level)
+        .map((l) => l.template)
+        .join('/'),
+    ).text;
   } catch {
     return null;
   }

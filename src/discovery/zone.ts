@@ -11,14 +11,7 @@
  * - a day skipped entirely (Pacific/Apia, 2011-12-30) does not exist either.
  */
 import { ConfigError } from '../errors.js';
-import {
-  formatId,
-  parseId,
-  stepWall,
-  utcMs,
-  type Granularity,
-  type WallTime,
-} from './calendar.js';
+import { formatId, parseId, stepWall, utcMs, type Granularity, type WallTime } from './calendar.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -40,7 +33,11 @@ export class PartitionClock {
   partitionOf(instant: Date, granularity: Granularity): string {
     const naive = this.naive(instant.getTime());
     const d = new Date(naive);
-    const t: WallTime = { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate() };
+    const t: WallTime = {
+      year: d.getUTCFullYear(),
+      month: d.getUTCMonth() + 1,
+      day: d.getUTCDate(),
+    };
     if (granularity === 'hour') t.hour = d.getUTCHours();
     return formatId(t);
   }
@@ -83,7 +80,8 @@ export class PartitionClock {
       let tries = 0;
       do {
         t = stepWall(t, dir);
-        if (++tries > MAX_STEPS) throw new Error(`[discovery] no existing partition near ${id} in ${this.zone}`);
+        if (++tries > MAX_STEPS)
+          throw new Error(`[discovery] no existing partition near ${id} in ${this.zone}`);
       } while (!this.exists(formatId(t)));
     }
     return formatId(t);
@@ -150,7 +148,11 @@ function formatterFor(zone: string): Intl.DateTimeFormat {
       second: 'numeric',
     });
   } catch (err) {
-    throw new ConfigError(`[discovery] unknown time zone ${JSON.stringify(zone)} (expected an IANA name such as Europe/Berlin)`, { field: 'discover.timezone' }, err);
+    throw new ConfigError(
+      `[discovery] unknown time zone ${JSON.stringify(zone)} (expected an IANA name such as Europe/Berlin)`,
+      { field: 'discover.timezone' },
+      err,
+    );
   }
   formatters.set(zone, fmt);
   return fmt;

@@ -13,7 +13,12 @@ import { deltaTypeToDuck } from './type-map-read.js';
 import { TableConfig } from '../delta/table-config.js';
 
 /** Key bounds of `batchTable` for a MERGE into `snapshot`'s table; [] when no key column can be bounded. */
-export async function batchKeyBounds(session: DuckSession, batchTable: string, snapshot: Snapshot, keys: readonly string[]): Promise<KeyBound[]> {
+export async function batchKeyBounds(
+  session: DuckSession,
+  batchTable: string,
+  snapshot: Snapshot,
+  keys: readonly string[],
+): Promise<KeyBound[]> {
   const mode = TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping;
   const columns = keys.flatMap((key) => {
     const field = snapshot.schema.fields.find((f) => f.name.toLowerCase() === key.toLowerCase());
@@ -23,7 +28,9 @@ export async function batchKeyBounds(session: DuckSession, batchTable: string, s
   });
   if (columns.length === 0) return [];
   // In the table's type, so the order is the column's (the batch is read in it already).
-  const selects = columns.flatMap((c, i) => boundSql(`CAST(${ident(c.key)} AS ${deltaTypeToDuck(c.type)})`, c.type, i));
+  const selects = columns.flatMap((c, i) =>
+    boundSql(`CAST(${ident(c.key)} AS ${deltaTypeToDuck(c.type)})`, c.type, i),
+  );
   const row = await session.one(`SELECT ${selects.join(', ')} FROM ${ident(batchTable)}`);
   const bounds: KeyBound[] = [];
   columns.forEach((c, i) => {
@@ -32,7 +39,12 @@ export async function batchKeyBounds(session: DuckSession, batchTable: string, s
     // An empty batch (or only NULL keys, which loading refuses) reads nothing: no bound needed.
     if (min === null || min === undefined || max === null || max === undefined) return;
     const timestamp = c.type === 'timestamp' || c.type === 'timestamp_ntz';
-    bounds.push({ path: c.path, type: c.type, min: timestamp ? Number(min) : String(min), max: timestamp ? Number(max) : String(max) });
+    bounds.push({
+      path: c.path,
+      type: c.type,
+      min: timestamp ? Number(min) : String(min),
+      max: timestamp ? Number(max) : String(max),
+    });
   });
   return bounds;
 }
@@ -40,7 +52,10 @@ export async function batchKeyBounds(session: DuckSession, batchTable: string, s
 /** min/max of one column as text: integers, strings and dates as they are, timestamps as whole ms widened outwards. */
 function boundSql(column: string, type: string, i: number): string[] {
   if (type === 'timestamp' || type === 'timestamp_ntz') {
-    return [`CAST(floor(epoch_us(min(${column})) / 1000) AS BIGINT)::VARCHAR AS min${i}`, `CAST(ceil(epoch_us(max(${column})) / 1000) AS BIGINT)::VARCHAR AS max${i}`];
+    return [
+      `CAST(floor(epoch_us(min(${column})) / 1000) AS BIGINT)::VARCHAR AS min${i}`,
+      `CAST(ceil(epoch_us(max(${column})) / 1000) AS BIGINT)::VARCHAR AS max${i}`,
+    ];
   }
   return [`min(${column})::VARCHAR AS min${i}`, `max(${column})::VARCHAR AS max${i}`];
 }

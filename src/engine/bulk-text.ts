@@ -25,8 +25,24 @@ import { open } from 'node:fs/promises';
 import { constants, gunzipSync } from 'node:zlib';
 import { BadFileError } from '../errors.js';
 import type { DuckSession } from './duckdb.js';
-import { countCsvFields, csvDialect, csvListArgs, LINEAGE_COLUMNS, SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
-import { csvLineError, describeFile, throwIfResourceFailure, unreadable, type FileColumn } from './load-conform.js';
+import {
+  countCsvFields,
+  csvDialect,
+  csvListArgs,
+  LINEAGE_COLUMNS,
+  SOURCE_FILE,
+  SOURCE_MODIFIED,
+  SOURCE_ROW,
+  type CsvOptions,
+  type LoadFile,
+} from './file-select.js';
+import {
+  csvLineError,
+  describeFile,
+  throwIfResourceFailure,
+  unreadable,
+  type FileColumn,
+} from './load-conform.js';
 import { safeReadPath } from './safe-alias.js';
 import { compressionOf } from './source-format.js';
 import { ident, identList, literal, str } from './sql.js';
@@ -78,33 +94,49 @@ export async function stageTextFiles(
 }
 
 /** Drop the staged tables. */
-export async function dropStaged(session: DuckSession, groups: readonly StagedGroup[]): Promise<void> {
+export async function dropStaged(
+  session: DuckSession,
+  groups: readonly StagedGroup[],
+): Promise<void> {
   for (const g of groups) await session.run(`DROP TABLE IF EXISTS ${ident(g.table)}`);
 }
 
 /** Groups in the order of their first file. */
-async function groupFiles(files: readonly LoadFile[], opts: { csv?: CsvOptions; jsonKeys: ReadonlyMap<LoadFile, readonly string[]> }): Promise<[StagedGroup['kind'], LoadFile[]][]> {
+async function groupFiles(
+  files: readonly LoadFile[],
+  opts: { csv?: CsvOptions; jsonKeys: ReadonlyMap<LoadFile, readonly string[]> },
+): Promise<[StagedGroup['kind'], LoadFile[]][]> {
   const csvFiles = files.filter((f) => f.format === 'csv' || f.format === 'tsv');
   const signatures = new Map<LoadFile, string | null>();
-  await inBatches(csvFiles, HEADER_READS, async (f) => signatures.set(f, await csvSignature(f, opts.csv)));
+  await inBatches(csvFiles, HEADER_READS, async (f) =>
+    signatures.set(f, await csvSignature(f, opts.csv)),
+  );
   const groups = new Map<string, [StagedGroup['kind'], LoadFile[]]>();
   let alone = 0;
   for (const f of files) {
     let signature: string;
     if (f.format === 'csv' || f.format === 'tsv') {
       const s = signatures.get(f);
-      signature = s === null || s === undefined ? `alone:${alone++}` : `${f.format}:${compressionOf(f.localPath)}:${s}`;
+      signature =
+        s === null || s === undefined
+          ? `alone:${alone++}`
+          : `${f.format}:${compressionOf(f.localPath)}:${s}`;
     } else if (f.format === 'json' || f.format === 'ndjson') {
       signature = `${f.format}:${compressionOf(f.localPath)}:${JSON.stringify(opts.jsonKeys.get(f) ?? [])}`;
     } else continue;
     const group = groups.get(signature);
     if (group) group[1].push(f);
-    else groups.set(signature, [f.format === 'json' || f.format === 'ndjson' ? 'json' : 'csv', [f]]);
+    else
+      groups.set(signature, [f.format === 'json' || f.format === 'ndjson' ? 'json' : 'csv', [f]]);
   }
   return [...groups.values()];
 }
 
-async function inBatches<T>(items: readonly T[], size: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+async function inBatches<T>(
+  items: readonly T[],
+  size: number,
+  fn: (item: T) => Promise<unknown>,
+): Promise<void> {
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
@@ -145,11 +177,17 @@ async function csvSignature(file: LoadFile, csv?: CsvOptions): Promise<string | 
 async function dataColumns(session: DuckSession, group: StagedGroup): Promise<FileColumn[]> {
   const rows = await session.all(`DESCRIBE ${ident(group.table)}`);
   const skip = new Set<string>([...LINEAGE_COLUMNS, FILE_INDEX]);
-  return rows.map((r) => ({ name: String(r['column_name']), type: String(r['column_type']) })).filter((c) => !skip.has(c.name));
+  return rows
+    .map((r) => ({ name: String(r['column_name']), type: String(r['column_type']) }))
+    .filter((c) => !skip.has(c.name));
 }
 
 /** The reader of `files` (paths as given) for the group. */
-function readerSql(group: StagedGroup, paths: readonly string[], csv: CsvOptions | undefined): string {
+function readerSql(
+  group: StagedGroup,
+  paths: readonly string[],
+  csv: CsvOptions | undefined,
+): string {
   const list = `[${paths.map(str).join(', ')}]`;
   const first = group.files[0]!;
   if (group.kind === 'csv') {
@@ -162,10 +200,18 @@ function readerSql(group: StagedGroup, paths: readonly string[], csv: CsvOptions
 }
 
 /** SELECT of files [from, to) of the group with lineage and FILE_INDEX. */
-function groupSelect(group: StagedGroup, from: number, to: number, csv: CsvOptions | undefined): string {
+function groupSelect(
+  group: StagedGroup,
+  from: number,
+  to: number,
+  csv: CsvOptions | undefined,
+): string {
   const files = group.files.slice(from, to);
   const paths = files.map((f) => safeReadPath(f.localPath));
-  const map = files.map((f, i) => `(${str(paths[i]!)}, ${literal(f.key)}, ${str(f.lastModified.toISOString())}::TIMESTAMPTZ, ${from + i})`);
+  const map = files.map(
+    (f, i) =>
+      `(${str(paths[i]!)}, ${literal(f.key)}, ${str(f.lastModified.toISOString())}::TIMESTAMPTZ, ${from + i})`,
+  );
   const numbered = `SELECT *, row_number() OVER () AS ${ident(ROW_COLUMN)} FROM ${readerSql(group, paths, csv)}`;
   return (
     `SELECT r.* EXCLUDE (${identList([PATH_COLUMN, ROW_COLUMN])}), m.k AS ${ident(SOURCE_FILE)}, m.t AS ${ident(SOURCE_MODIFIED)}, ` +
@@ -174,13 +220,21 @@ function groupSelect(group: StagedGroup, from: number, to: number, csv: CsvOptio
   );
 }
 
-async function readGroup(session: DuckSession, group: StagedGroup, csv: CsvOptions | undefined): Promise<void> {
+async function readGroup(
+  session: DuckSession,
+  group: StagedGroup,
+  csv: CsvOptions | undefined,
+): Promise<void> {
   const table = ident(group.table);
   for (let at = 0; at < group.files.length; at += FILES_PER_READ) {
     const to = Math.min(group.files.length, at + FILES_PER_READ);
     try {
       const select = groupSelect(group, at, to, csv);
-      await session.run(at === 0 ? `CREATE OR REPLACE TEMP TABLE ${table} AS ${select}` : `INSERT INTO ${table} BY NAME ${select}`);
+      await session.run(
+        at === 0
+          ? `CREATE OR REPLACE TEMP TABLE ${table} AS ${select}`
+          : `INSERT INTO ${table} BY NAME ${select}`,
+      );
     } catch (err) {
       throw await failingFile(session, group, at, to, csv, err);
     }
@@ -188,11 +242,20 @@ async function readGroup(session: DuckSession, group: StagedGroup, csv: CsvOptio
 }
 
 /** The file of [from, to) that fails to read alone, as a BadFileError naming it. */
-async function failingFile(session: DuckSession, group: StagedGroup, from: number, to: number, csv: CsvOptions | undefined, bulkError: unknown): Promise<unknown> {
+async function failingFile(
+  session: DuckSession,
+  group: StagedGroup,
+  from: number,
+  to: number,
+  csv: CsvOptions | undefined,
+  bulkError: unknown,
+): Promise<unknown> {
   throwIfResourceFailure(`${to - from} files`, bulkError, to - from);
   const attempt = async (lo: number, hi: number): Promise<unknown> => {
     try {
-      await session.run(`CREATE OR REPLACE TEMP TABLE __tm_probe AS ${groupSelect(group, lo, hi, csv)}`);
+      await session.run(
+        `CREATE OR REPLACE TEMP TABLE __tm_probe AS ${groupSelect(group, lo, hi, csv)}`,
+      );
       return null;
     } catch (err) {
       return err;
@@ -204,21 +267,42 @@ async function failingFile(session: DuckSession, group: StagedGroup, from: numbe
   if (found) {
     const file = group.files[found.index]!;
     const bad = unreadable(file, found.error);
-    return (group.kind === 'csv' && csvLineError(file, csvDialect(file.format as 'csv' | 'tsv', csv), found.error, bad.cause)) || bad;
+    return (
+      (group.kind === 'csv' &&
+        csvLineError(
+          file,
+          csvDialect(file.format as 'csv' | 'tsv', csv),
+          found.error,
+          bad.cause,
+        )) ||
+      bad
+    );
   }
   const files = group.files.slice(from, to);
   const message = bulkError instanceof Error ? bulkError.message.split('\n')[0] : String(bulkError);
-  return new BadFileError(`[load] files ${files.slice(0, 5).map((f) => f.key).join(', ')}${files.length > 5 ? ` and ${files.length - 5} more` : ''} cannot be read together: ${message}`, {
-    context: { key: files[0]?.key },
-    cause: bulkError,
-  });
+  return new BadFileError(
+    `[load] files ${files
+      .slice(0, 5)
+      .map((f) => f.key)
+      .join(
+        ', ',
+      )}${files.length > 5 ? ` and ${files.length - 5} more` : ''} cannot be read together: ${message}`,
+    {
+      context: { key: files[0]?.key },
+      cause: bulkError,
+    },
+  );
 }
 
 /**
  * The first index of [from, to) that fails alone (halving the range: about log2 attempts), with
  * its error; null when [from, to) reads, or fails only as a whole.
  */
-export async function bisect(from: number, to: number, attempt: (lo: number, hi: number) => Promise<unknown>): Promise<{ index: number; error: unknown } | null> {
+export async function bisect(
+  from: number,
+  to: number,
+  attempt: (lo: number, hi: number) => Promise<unknown>,
+): Promise<{ index: number; error: unknown } | null> {
   let lo = from;
   let hi = to;
   let error = await attempt(lo, hi);

@@ -25,11 +25,20 @@ export interface Misfit {
 /** Where in a file: `file s3://…/a.csv, line 3 (data row 2)`, or `file …, row 2`. */
 function place(m: Pick<Misfit, 'file' | 'row' | 'line'>): string {
   const file = m.file != null ? `file ${String(m.file)}` : '';
-  const at = m.line != null ? `line ${Number(m.line)}${m.row != null ? ` (data row ${Number(m.row)})` : ''}` : m.row != null ? `row ${Number(m.row)}` : '';
+  const at =
+    m.line != null
+      ? `line ${Number(m.line)}${m.row != null ? ` (data row ${Number(m.row)})` : ''}`
+      : m.row != null
+        ? `row ${Number(m.row)}`
+        : '';
   return [file, at].filter(Boolean).join(', ');
 }
 
-function placeContext(m: Pick<Misfit, 'file' | 'row' | 'line'>): { key?: string; row?: number; line?: number } {
+function placeContext(m: Pick<Misfit, 'file' | 'row' | 'line'>): {
+  key?: string;
+  row?: number;
+  line?: number;
+} {
   return {
     ...(m.file != null ? { key: String(m.file) } : {}),
     ...(m.row != null ? { row: Number(m.row) } : {}),
@@ -40,7 +49,10 @@ function placeContext(m: Pick<Misfit, 'file' | 'row' | 'line'>): { key?: string;
 /** A BadFileError naming the value, column, file and row; `prefix` is the subsystem (`[load]`). */
 export function castError(m: Misfit, prefix: string, cause?: unknown): BadFileError {
   const where = place(m);
-  const source = m.sourceType === 'VARCHAR' ? 'the source has text that does not spell a value of that type exactly' : `the source has ${m.sourceType}`;
+  const source =
+    m.sourceType === 'VARCHAR'
+      ? 'the source has text that does not spell a value of that type exactly'
+      : `the source has ${m.sourceType}`;
   return new BadFileError(
     `${prefix} value ${JSON.stringify(String(m.value))} of column ${JSON.stringify(m.column)} cannot be cast to the table's type ${m.type}` +
       (where ? ` (${where})` : '') +

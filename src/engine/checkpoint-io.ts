@@ -8,7 +8,11 @@ import { join } from 'node:path';
 import type { CheckpointIO } from '../delta/checkpoint-io.js';
 import type { Spool } from '../spool/spool.js';
 import { readCheckpointActions } from './checkpoint-reader.js';
-import { CHECKPOINT_COLUMNS, SIDECAR_COLUMNS, writeCheckpointActions } from './checkpoint-writer.js';
+import {
+  CHECKPOINT_COLUMNS,
+  SIDECAR_COLUMNS,
+  writeCheckpointActions,
+} from './checkpoint-writer.js';
 import type { DuckSession } from './duckdb.js';
 import { localCopies } from './local-copies.js';
 
@@ -18,7 +22,10 @@ export function duckCheckpointIO(session: DuckSession, spool: Spool): Checkpoint
     async readActions(storage, keys) {
       const copies = await localCopies(storage, keys, spool, { folder: 'checkpoint-in' });
       try {
-        return await readCheckpointActions(session, keys.map((key) => copies.pathOf(key)));
+        return await readCheckpointActions(
+          session,
+          keys.map((key) => copies.pathOf(key)),
+        );
       } finally {
         // Scratch copies go as soon as they are read: a run reads and writes many checkpoints.
         await copies.dispose();
@@ -28,7 +35,12 @@ export function duckCheckpointIO(session: DuckSession, spool: Spool): Checkpoint
       const dir = await spool.folder('checkpoint-out');
       try {
         const local = join(dir, 'checkpoint.parquet');
-        await writeCheckpointActions(session, actions, local, opts.sidecar ? SIDECAR_COLUMNS : CHECKPOINT_COLUMNS);
+        await writeCheckpointActions(
+          session,
+          actions,
+          local,
+          opts.sidecar ? SIDECAR_COLUMNS : CHECKPOINT_COLUMNS,
+        );
         const { size } = await stat(local);
         // One upload: an S3 PUT and the local driver's rename are both atomic, so no reader sees half a checkpoint.
         await storage.upload(key, local, { contentType: 'application/octet-stream' });

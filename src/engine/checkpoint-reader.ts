@@ -12,16 +12,30 @@ import { safeReadPath } from './safe-alias.js';
 import { ident, str } from './sql.js';
 
 /** The action columns a checkpoint (or sidecar) may hold. */
-const ACTION_COLUMNS = ['txn', 'add', 'remove', 'metaData', 'protocol', 'domainMetadata', 'checkpointMetadata', 'sidecar'] as const;
+const ACTION_COLUMNS = [
+  'txn',
+  'add',
+  'remove',
+  'metaData',
+  'protocol',
+  'domainMetadata',
+  'checkpointMetadata',
+  'sidecar',
+] as const;
 
 /** Typed struct forms Spark may add next to the JSON text; tidemark uses the text. */
 const DERIVED_ADD_FIELDS = ['stats_parsed', 'partitionValues_parsed'];
 
 /** The actions held in the checkpoint files at `localPaths` (all parts of one checkpoint). */
-export async function readCheckpointActions(session: DuckSession, localPaths: string[]): Promise<Action[]> {
+export async function readCheckpointActions(
+  session: DuckSession,
+  localPaths: string[],
+): Promise<Action[]> {
   if (localPaths.length === 0) return [];
   const source = `read_parquet([${localPaths.map((p) => str(safeReadPath(p))).join(', ')}], union_by_name = true)`;
-  const present = new Set((await session.all(`DESCRIBE SELECT * FROM ${source}`)).map((r) => String(r['column_name'])));
+  const present = new Set(
+    (await session.all(`DESCRIBE SELECT * FROM ${source}`)).map((r) => String(r['column_name'])),
+  );
   const columns = ACTION_COLUMNS.filter((c) => present.has(c));
   if (columns.length === 0) return [];
   const select = columns.map((c) => `to_json(${ident(c)}) AS ${ident(c)}`).join(', ');
@@ -31,7 +45,8 @@ export async function readCheckpointActions(session: DuckSession, localPaths: st
   for (const row of rows) {
     for (const column of columns) {
       const json = row[column];
-      if (typeof json === 'string') actions.push(toAction(column, JSON.parse(json) as Record<string, unknown>));
+      if (typeof json === 'string')
+        actions.push(toAction(column, JSON.parse(json) as Record<string, unknown>));
     }
   }
   return actions;

@@ -32,12 +32,16 @@ export const CHECKPOINT_COLUMNS: Readonly<Record<string, string>> = {
   metaData:
     `STRUCT(id VARCHAR, "name" VARCHAR, description VARCHAR, format STRUCT(provider VARCHAR, "options" ${STRING_MAP}), ` +
     `schemaString VARCHAR, partitionColumns VARCHAR[], "configuration" ${STRING_MAP}, createdTime BIGINT)`,
-  protocol: 'STRUCT(minReaderVersion INTEGER, minWriterVersion INTEGER, readerFeatures VARCHAR[], writerFeatures VARCHAR[])',
+  protocol:
+    'STRUCT(minReaderVersion INTEGER, minWriterVersion INTEGER, readerFeatures VARCHAR[], writerFeatures VARCHAR[])',
   domainMetadata: 'STRUCT(domain VARCHAR, "configuration" VARCHAR, removed BOOLEAN)',
 };
 
 /** A V2 checkpoint's sidecar holds file actions only (PROTOCOL.md "Sidecar Files"). */
-export const SIDECAR_COLUMNS: Readonly<Record<string, string>> = { add: CHECKPOINT_COLUMNS['add']!, remove: CHECKPOINT_COLUMNS['remove']! };
+export const SIDECAR_COLUMNS: Readonly<Record<string, string>> = {
+  add: CHECKPOINT_COLUMNS['add']!,
+  remove: CHECKPOINT_COLUMNS['remove']!,
+};
 
 /** Largest single action (a metaData with a huge schema) read_json accepts. */
 const MAX_OBJECT_BYTES = 256 * 1024 * 1024;
@@ -55,12 +59,15 @@ export async function writeCheckpointActions(
 ): Promise<number> {
   for (const action of actions) {
     const kind = Object.keys(action)[0] ?? '';
-    if (!(kind in columns)) throw new Error(`[checkpoint] a '${kind}' action cannot be written to this checkpoint file`);
+    if (!(kind in columns))
+      throw new Error(`[checkpoint] a '${kind}' action cannot be written to this checkpoint file`);
   }
   const staging = `${localPath}.staging.ndjson`;
   try {
     await writeNdjson(staging, actions);
-    await session.run(`COPY (${selectActions(staging, columns)}) TO ${str(localPath)} (FORMAT parquet)`);
+    await session.run(
+      `COPY (${selectActions(staging, columns)}) TO ${str(localPath)} (FORMAT parquet)`,
+    );
   } finally {
     await rm(staging, { force: true });
   }

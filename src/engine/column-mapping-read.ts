@@ -6,7 +6,12 @@
  * reads files written before a type widening). A column or nested field the file lacks reads
  * as NULL; so does every column of an id-mode file without field ids.
  */
-import { containsStruct, fieldIdOf, physicalName, type ColumnMappingMode } from '../delta/column-mapping.js';
+import {
+  containsStruct,
+  fieldIdOf,
+  physicalName,
+  type ColumnMappingMode,
+} from '../delta/column-mapping.js';
 import type { DataType, StructField } from '../delta/schema.js';
 import { ident, str } from './sql.js';
 import { deltaTypeToDuck } from './type-map-read.js';
@@ -24,7 +29,12 @@ export interface ParquetNode {
  * SQL for the mapped column `field` of the file read as `alias`, given the file's top-level
  * nodes (undefined: assume the file holds every column under its physical name).
  */
-export function mappedColumnSql(field: StructField, fileColumns: readonly ParquetNode[] | undefined, mode: Exclude<ColumnMappingMode, 'none'>, alias: string): string {
+export function mappedColumnSql(
+  field: StructField,
+  fileColumns: readonly ParquetNode[] | undefined,
+  mode: Exclude<ColumnMappingMode, 'none'>,
+  alias: string,
+): string {
   const node = fileColumns ? findNode(fileColumns, field, mode) : undefined;
   if (fileColumns && !node) return nullOf(field.type);
   const name = node?.name ?? physicalName(field, mode);
@@ -32,8 +42,15 @@ export function mappedColumnSql(field: StructField, fileColumns: readonly Parque
 }
 
 /** The file's value `expr` as the logical type: nested fields renamed, leaves cast. */
-function logicalValueSql(expr: string, type: DataType, node: ParquetNode | undefined, mode: ColumnMappingMode, depth: number): string {
-  if (typeof type === 'string' || !containsStruct(type)) return `CAST(${expr} AS ${deltaTypeToDuck(type)})`;
+function logicalValueSql(
+  expr: string,
+  type: DataType,
+  node: ParquetNode | undefined,
+  mode: ColumnMappingMode,
+  depth: number,
+): string {
+  if (typeof type === 'string' || !containsStruct(type))
+    return `CAST(${expr} AS ${deltaTypeToDuck(type)})`;
   const v = `__tm_x${depth}`;
   if (type.type === 'array') {
     const element = node?.kind === 'list' ? listElement(node) : undefined;
@@ -41,8 +58,20 @@ function logicalValueSql(expr: string, type: DataType, node: ParquetNode | undef
   }
   if (type.type === 'map') {
     const entry = node?.kind === 'map' ? node.children[0] : undefined;
-    const key = logicalValueSql(`struct_extract(${v}, 'key')`, type.keyType, entry?.children[0], mode, depth + 1);
-    const value = logicalValueSql(`struct_extract(${v}, 'value')`, type.valueType, entry?.children[1], mode, depth + 1);
+    const key = logicalValueSql(
+      `struct_extract(${v}, 'key')`,
+      type.keyType,
+      entry?.children[0],
+      mode,
+      depth + 1,
+    );
+    const value = logicalValueSql(
+      `struct_extract(${v}, 'value')`,
+      type.valueType,
+      entry?.children[1],
+      mode,
+      depth + 1,
+    );
     return `map_from_entries(list_transform(map_entries(${expr}), lambda ${v}: {'key': ${key}, 'value': ${value}}))`;
   }
   const children = node?.kind === 'group' ? node.children : undefined;
@@ -57,13 +86,20 @@ function logicalValueSql(expr: string, type: DataType, node: ParquetNode | undef
 }
 
 /** The node holding `field`: by field id in mode id, else by physical name (exactly, then ignoring case). */
-function findNode(nodes: readonly ParquetNode[], field: StructField, mode: ColumnMappingMode): ParquetNode | undefined {
+function findNode(
+  nodes: readonly ParquetNode[],
+  field: StructField,
+  mode: ColumnMappingMode,
+): ParquetNode | undefined {
   if (mode === 'id') {
     const id = fieldIdOf(field);
     return id === undefined ? undefined : nodes.find((n) => n.fieldId === id);
   }
   const name = physicalName(field, mode);
-  return nodes.find((n) => n.name === name) ?? nodes.find((n) => n.name.toLowerCase() === name.toLowerCase());
+  return (
+    nodes.find((n) => n.name === name) ??
+    nodes.find((n) => n.name.toLowerCase() === name.toLowerCase())
+  );
 }
 
 /** The element of a LIST group: `list.element` in the three-level form, the repeated group itself in the legacy two-level one. */

@@ -35,14 +35,20 @@ export interface LocalDataFiles {
 }
 
 /** A local path for every data file (./local-copies.ts: in place on local storage, else downloaded). */
-export async function localDataFiles(files: readonly LiveFile[], opts: LocalDataFileOptions): Promise<LocalDataFiles> {
+export async function localDataFiles(
+  files: readonly LiveFile[],
+  opts: LocalDataFileOptions,
+): Promise<LocalDataFiles> {
   const keys = files.map((f) => decodeLogPath(f.path, opts.storage.uri));
   const copies = await localCopies(opts.storage, keys, opts.spool, {
     folder: opts.folder,
     concurrency: opts.concurrency ?? DEFAULT_TRANSFER_CONCURRENCY,
     ...(opts.signal ? { signal: opts.signal } : {}),
   });
-  return { paths: new Map(files.map((f, i) => [f.path, copies.pathOf(keys[i]!)])), dispose: () => copies.dispose() };
+  return {
+    paths: new Map(files.map((f, i) => [f.path, copies.pathOf(keys[i]!)])),
+    dispose: () => copies.dispose(),
+  };
 }
 
 /** Where and how to write. */
@@ -71,7 +77,12 @@ export interface FileSizing {
  * Write `relationSql`'s rows (in its order) as data files, one Parquet per partition (split at
  * `targetFileRows`), into a spool folder, and upload them; [] when it has no rows.
  */
-export async function writeAndUpload(opts: OutputOptions, relationSql: string, folder: string, sizing: FileSizing = {}): Promise<WrittenFile[]> {
+export async function writeAndUpload(
+  opts: OutputOptions,
+  relationSql: string,
+  folder: string,
+  sizing: FileSizing = {},
+): Promise<WrittenFile[]> {
   opts.signal?.throwIfAborted();
   const files = await writeDataFiles(opts.session, {
     relationSql,
@@ -84,7 +95,10 @@ export async function writeAndUpload(opts: OutputOptions, relationSql: string, f
     ...(opts.hiddenColumns ? { hiddenColumns: opts.hiddenColumns } : {}),
     stats: opts.stats,
   });
-  await uploadDataFiles(opts.storage, files, { concurrency: opts.concurrency, ...(opts.signal ? { signal: opts.signal } : {}) });
+  await uploadDataFiles(opts.storage, files, {
+    concurrency: opts.concurrency,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
   return files;
 }
 
@@ -99,7 +113,10 @@ export async function uploadDataFiles(
     files.map((file) =>
       limit(() => {
         opts.signal?.throwIfAborted();
-        return storage.upload(file.relativePath, file.localPath, { contentType: 'application/octet-stream', signal: opts.signal });
+        return storage.upload(file.relativePath, file.localPath, {
+          contentType: 'application/octet-stream',
+          signal: opts.signal,
+        });
       }),
     ),
   );

@@ -46,17 +46,23 @@ export interface DirectWrite {
  * Write the relation as one file; returns it (none when the relation has no rows), or null when it
  * has more than `targetFileRows` rows (the file is removed; write staged instead).
  */
-export async function writeDirect(session: DuckSession, w: DirectWrite): Promise<WrittenFile[] | null> {
+export async function writeDirect(
+  session: DuckSession,
+  w: DirectWrite,
+): Promise<WrittenFile[] | null> {
   await mkdir(w.localDir, { recursive: true });
   const fileName = `part-00000-${randomUUID()}-c000.${w.codec}.parquet`;
   const localPath = join(w.localDir, fileName);
   let keep = false;
   try {
     const options = [...parquetOptions(w.codec), ...(w.copyOptions ?? [])];
-    await w.runCopy(`COPY (SELECT ${w.select.join(', ')} FROM ${w.from}) TO ${str(localPath)} (${options.join(', ')})`);
+    await w.runCopy(
+      `COPY (SELECT ${w.select.join(', ')} FROM ${w.from}) TO ${str(localPath)} (${options.join(', ')})`,
+    );
     const row = await readStats(session, localPath, w.leaves);
     const rows = Number(row?.['n'] ?? 0);
-    if (rows === 0 || (w.targetFileRows !== undefined && rows > w.targetFileRows)) return rows === 0 ? [] : null;
+    if (rows === 0 || (w.targetFileRows !== undefined && rows > w.targetFileRows))
+      return rows === 0 ? [] : null;
     keep = true;
     const relativePath = w.folder ? `${w.folder}/${fileName}` : fileName;
     return [

@@ -36,7 +36,13 @@ import type { HiddenColumn } from './row-ids.js';
 import type { WrittenFile } from './written-file.js';
 import { parquetOptions } from './parquet-options.js';
 import type { DuckSession, Row } from './duckdb.js';
-import { statsAggregatesSql, statsFromRow, statsLeaves, type StatsLeaf, type StatsPolicy } from './file-stats.js';
+import {
+  statsAggregatesSql,
+  statsFromRow,
+  statsLeaves,
+  type StatsLeaf,
+  type StatsPolicy,
+} from './file-stats.js';
 import { ident, str } from './sql.js';
 import { castToDeltaSql, deltaTypeToDuckForWrite } from './type-map-write.js';
 
@@ -86,10 +92,19 @@ export interface WriteDataFilesOptions {
  * Stages the rows in a uniquely named table of the session's database (dropped afterwards) and
  * opens a few short-lived extra connections to it; do not run two writes on one session at once.
  */
-export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesOptions): Promise<WrittenFile[]> {
+export async function writeDataFiles(
+  session: DuckSession,
+  opts: WriteDataFilesOptions,
+): Promise<WrittenFile[]> {
   const { dataFields, partitionFields } = splitSchema(opts.schema, opts.partitionColumns);
-  if (opts.targetFileRows !== undefined && !(Number.isInteger(opts.targetFileRows) && opts.targetFileRows > 0)) {
-    throw new TidemarkError(`[write] targetFileRows must be a positive integer, got ${opts.targetFileRows}`, { kind: 'usage' });
+  if (
+    opts.targetFileRows !== undefined &&
+    !(Number.isInteger(opts.targetFileRows) && opts.targetFileRows > 0)
+  ) {
+    throw new TidemarkError(
+      `[write] targetFileRows must be a positive integer, got ${opts.targetFileRows}`,
+      { kind: 'usage' },
+    );
   }
   const { keepsOrder, threads } = await checkSession(session);
   const from = fromClause(opts.relationSql);
@@ -100,7 +115,9 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
   const dataCasts = dataFields.map((f) => physicalValueSql(castFor(f, sourceTypes), f.type, mode));
   const hidden = opts.hiddenColumns ?? [];
   const hiddenCasts = hidden.map((h) => `CAST(${ident(h.from)} AS BIGINT)`);
-  const pvs = partitionFields.map((f) => partitionValueStringSql(castFor(f, sourceTypes), f.type, f.name));
+  const pvs = partitionFields.map((f) =>
+    partitionValueStringSql(castFor(f, sourceTypes), f.type, f.name),
+  );
   const layout: FileLayout = {
     partitionKeys: partitionFields.map((f) => physicalName(f, mode)),
     copyOptions: [fieldIdsOption(dataFields, mode)].filter((o): o is string => o !== null),
@@ -108,12 +125,26 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
   };
   // The policy names columns as the table does; the files (and so the stats) use physical names.
   const always = new Set(opts.stats?.alwaysIndexed ?? []);
-  const policy: StatsPolicy = { ...opts.stats, alwaysIndexed: dataFields.filter((f) => always.has(f.name)).map((f) => physicalName(f, mode)) };
-  if (partitionFields.length === 0 && keepsOrder && opts.rowGroupSize === undefined && fitsOneFile(opts)) {
+  const policy: StatsPolicy = {
+    ...opts.stats,
+    alwaysIndexed: dataFields.filter((f) => always.has(f.name)).map((f) => physicalName(f, mode)),
+  };
+  if (
+    partitionFields.length === 0 &&
+    keepsOrder &&
+    opts.rowGroupSize === undefined &&
+    fitsOneFile(opts)
+  ) {
     const direct = await writeDirect(session, {
       from,
-      select: [...fileFields.map((f, i) => `${dataCasts[i]} AS ${ident(f.name)}`), ...hidden.map((h, i) => `${hiddenCasts[i]} AS ${ident(h.name)}`)],
-      leaves: statsLeaves(fileFields.map((f) => ({ name: f.name, type: f.type, sql: ident(f.name) })), policy),
+      select: [
+        ...fileFields.map((f, i) => `${dataCasts[i]} AS ${ident(f.name)}`),
+        ...hidden.map((h, i) => `${hiddenCasts[i]} AS ${ident(h.name)}`),
+      ],
+      leaves: statsLeaves(
+        fileFields.map((f) => ({ name: f.name, type: f.type, sql: ident(f.name) })),
+        policy,
+      ),
       localDir: opts.localDir,
       folder: layout.mapped ? randomPrefixFolder() : '',
       codec: opts.compression ?? 'zstd',
@@ -124,14 +155,30 @@ export async function writeDataFiles(session: DuckSession, opts: WriteDataFilesO
     if (direct) return direct;
   }
   const name = `__tidemark_write_${randomUUID().replaceAll('-', '')}`;
-  const staged = await stage(session, { name, from, dataCasts, hiddenCasts, pvs, targetFileRows: opts.targetFileRows });
+  const staged = await stage(session, {
+    name,
+    from,
+    dataCasts,
+    hiddenCasts,
+    pvs,
+    targetFileRows: opts.targetFileRows,
+  });
   try {
     const columns = fileFields.map((f, i) => ({ name: f.name, type: f.type, sql: `c${i}` }));
     const leaves = statsLeaves(columns, policy);
     const groups = await session.all(fileListSql(staged.keyedSql, pvs.length, leaves));
     await mkdir(opts.localDir, { recursive: true });
     const write = (conn: DuckSession, index: number) =>
-      writeOneFile(conn, { opts, staged, fileFields, layout, leaves, row: groups[index]!, index, keepsOrder });
+      writeOneFile(conn, {
+        opts,
+        staged,
+        fileFields,
+        layout,
+        leaves,
+        row: groups[index]!,
+        index,
+        keepsOrder,
+      });
     return await inParallel(session, copyLanes(groups, threads), groups.length, write);
   } finally {
     await session.run(`DROP TABLE IF EXISTS ${staged.table}`);
@@ -149,14 +196,20 @@ function splitSchema(schema: StructType, partitionColumns: readonly string[]) {
   const partitionFields = partitionColumns.map((name) => {
     const field = byName.get(name);
     if (!field) {
-      throw new SchemaError(`[write] partition column "${name}" is not in the table schema`, { context: { column: name } });
+      throw new SchemaError(`[write] partition column "${name}" is not in the table schema`, {
+        context: { column: name },
+      });
     }
     return field;
   });
   // `void` columns are always null and never stored in data files (docs/delta-protocol.md, Schema and types).
-  const dataFields = schema.fields.filter((f) => !partitionColumns.includes(f.name) && f.type !== 'void');
+  const dataFields = schema.fields.filter(
+    (f) => !partitionColumns.includes(f.name) && f.type !== 'void',
+  );
   if (dataFields.length === 0) {
-    throw new SchemaError('[write] every column is a partition column; a Delta table needs at least one data column');
+    throw new SchemaError(
+      '[write] every column is a partition column; a Delta table needs at least one data column',
+    );
   }
   return { dataFields, partitionFields };
 }
@@ -165,15 +218,22 @@ function splitSchema(schema: StructType, partitionColumns: readonly string[]) {
  * Nested naive timestamps are cast with the session zone (see castToDeltaSql), so insist on UTC.
  * Returns whether DuckDB keeps insertion order (its default); if not, each COPY sorts by `ord`.
  */
-async function checkSession(session: DuckSession): Promise<{ keepsOrder: boolean; threads: number }> {
+async function checkSession(
+  session: DuckSession,
+): Promise<{ keepsOrder: boolean; threads: number }> {
   const row = await session.one(
     `SELECT current_setting('TimeZone') AS tz, current_setting('preserve_insertion_order') AS keeps_order, ` +
       `current_setting('threads') AS threads`,
   );
   if (row?.['tz'] !== 'UTC') {
-    throw new TidemarkError(`[write] the DuckDB session time zone must be UTC, found ${String(row?.['tz'])}`);
+    throw new TidemarkError(
+      `[write] the DuckDB session time zone must be UTC, found ${String(row?.['tz'])}`,
+    );
   }
-  return { keepsOrder: row['keeps_order'] === true, threads: Math.max(1, Number(row['threads']) || 1) };
+  return {
+    keepsOrder: row['keeps_order'] === true,
+    threads: Math.max(1, Number(row['threads']) || 1),
+  };
 }
 
 /** Files are written on at most this many connections at once. */
@@ -204,7 +264,9 @@ async function inParallel<T>(
   count: number,
   task: (conn: DuckSession, index: number) => Promise<T>,
 ): Promise<T[]> {
-  const extra = await Promise.all(Array.from({ length: Math.max(0, lanes - 1) }, () => session.connect()));
+  const extra = await Promise.all(
+    Array.from({ length: Math.max(0, lanes - 1) }, () => session.connect()),
+  );
   const results: T[] = new Array<T>(count);
   let next = 0;
   let failed = false;
@@ -231,22 +293,38 @@ async function inParallel<T>(
 
 /** A query becomes a subquery; anything else is taken as a table or view name. */
 function fromClause(relationSql: string): string {
-  return /^\s*((select|with|from|values|table)\b|\()/i.test(relationSql) ? `(${relationSql})` : relationSql;
+  return /^\s*((select|with|from|values|table)\b|\()/i.test(relationSql)
+    ? `(${relationSql})`
+    : relationSql;
 }
 
-async function describe(session: DuckSession, from: string): Promise<Map<string, { name: string; type: string }>> {
+async function describe(
+  session: DuckSession,
+  from: string,
+): Promise<Map<string, { name: string; type: string }>> {
   const rows = await session.all(`DESCRIBE SELECT * FROM ${from}`);
-  return new Map(rows.map((r) => [String(r['column_name']), { name: String(r['column_name']), type: String(r['column_type']) }]));
+  return new Map(
+    rows.map((r) => [
+      String(r['column_name']),
+      { name: String(r['column_name']), type: String(r['column_type']) },
+    ]),
+  );
 }
 
 /** SQL for one schema column from the source: matched by name, cast to its physical type. */
-function castFor(field: StructField, sourceTypes: Map<string, { name: string; type: string }>): string {
+function castFor(
+  field: StructField,
+  sourceTypes: Map<string, { name: string; type: string }>,
+): string {
   const source = sourceTypes.get(field.name) ?? caseInsensitive(sourceTypes, field.name);
   if (source) return castToDeltaSql(ident(source.name), source.type, field.type, field.name);
   if (!field.nullable) {
-    throw new SchemaError(`[write] non-nullable column "${field.name}" is missing from the rows to write`, {
-      context: { column: field.name },
-    });
+    throw new SchemaError(
+      `[write] non-nullable column "${field.name}" is missing from the rows to write`,
+      {
+        context: { column: field.name },
+      },
+    );
   }
   return `CAST(NULL AS ${deltaTypeToDuckForWrite(field.type, field.name)})`;
 }
@@ -262,7 +340,10 @@ async function runStage(session: DuckSession, sql: string): Promise<void> {
   try {
     await session.run(sql);
   } catch (cause) {
-    throw new TidemarkError(`[write] reading and casting the rows to write failed: ${(cause as Error).message}`, { cause });
+    throw new TidemarkError(
+      `[write] reading and casting the rows to write failed: ${(cause as Error).message}`,
+      { cause },
+    );
   }
 }
 
@@ -305,7 +386,8 @@ async function stage(session: DuckSession, plan: StagingPlan): Promise<Staged> {
     return {
       keyedSql: `(SELECT *, rowid AS ord, 0 AS g, ${t === undefined ? '0' : `rowid // ${t}`} AS k FROM ${table})`,
       table,
-      fileFilter: (_g, k) => (t === undefined ? 'true' : `rowid >= ${k * t} AND rowid < ${(k + 1) * t}`),
+      fileFilter: (_g, k) =>
+        t === undefined ? 'true' : `rowid >= ${k * t} AND rowid < ${(k + 1) * t}`,
       ord: 'rowid',
     };
   }
@@ -318,13 +400,19 @@ async function stage(session: DuckSession, plan: StagingPlan): Promise<Staged> {
  * The partitioned staging table: the rows plus g and k, sorted by (g, k, ord). `select` numbers
  * the rows by a streaming window; a second staging table to use rowid instead measured slower.
  */
-function groupedSql(name: string, select: string, partitionCount: number, t: number | undefined): string {
+function groupedSql(
+  name: string,
+  select: string,
+  partitionCount: number,
+  t: number | undefined,
+): string {
   const pcols = Array.from({ length: partitionCount }, (_, i) => `p${i}`);
   // src is read twice (groups, rows): materialize it so the relation is evaluated once.
   const src = `src AS MATERIALIZED (${select})`;
   const groups = `grp AS (SELECT ${pcols.join(', ')}, row_number() OVER (ORDER BY min(ord)) - 1 AS g FROM src GROUP BY ALL)`;
   const join = pcols.map((p) => `src.${p} IS NOT DISTINCT FROM grp.${p}`).join(' AND ');
-  const chunk = t === undefined ? '0' : `(row_number() OVER (PARTITION BY grp.g ORDER BY src.ord) - 1) // ${t}`;
+  const chunk =
+    t === undefined ? '0' : `(row_number() OVER (PARTITION BY grp.g ORDER BY src.ord) - 1) // ${t}`;
   return (
     `CREATE TABLE ${ident(name)} AS WITH ${src}, ${groups} ` +
     `SELECT src.*, grp.g, ${chunk} AS k FROM src JOIN grp ON ${join} ORDER BY g, k, ord`
@@ -332,7 +420,11 @@ function groupedSql(name: string, select: string, partitionCount: number, t: num
 }
 
 /** One row per file: g, k, partition strings, count and stats aggregates. */
-function fileListSql(keyedSql: string, partitionCount: number, leaves: readonly StatsLeaf[]): string {
+function fileListSql(
+  keyedSql: string,
+  partitionCount: number,
+  leaves: readonly StatsLeaf[],
+): string {
   const keys = ['g', 'k', ...Array.from({ length: partitionCount }, (_, i) => `p${i}`)];
   return `SELECT ${keys.join(', ')}, ${statsAggregatesSql(leaves)} FROM ${keyedSql} GROUP BY ${keys.join(', ')} ORDER BY g, k`;
 }
@@ -370,15 +462,21 @@ async function writeOneFile(session: DuckSession, f: OneFile): Promise<WrittenFi
     partitionValues[key] = typeof v === 'string' ? v : null;
   });
   const hidden = (f.opts.hiddenColumns ?? []).map((h, i) => `h${i} AS ${ident(h.name)}`);
-  const select = [...f.fileFields.map((field, i) => `c${i} AS ${ident(field.name)}`), ...hidden].join(', ');
+  const select = [
+    ...f.fileFields.map((field, i) => `c${i} AS ${ident(field.name)}`),
+    ...hidden,
+  ].join(', ');
   const where = f.staged.fileFilter(Number(f.row['g']), Number(f.row['k']));
   const options = [...parquetOptions(codec), ...f.layout.copyOptions];
-  if (f.opts.rowGroupSize !== undefined) options.push(`ROW_GROUP_SIZE ${Math.trunc(f.opts.rowGroupSize)}`);
+  if (f.opts.rowGroupSize !== undefined)
+    options.push(`ROW_GROUP_SIZE ${Math.trunc(f.opts.rowGroupSize)}`);
   await session.run(
     `COPY (SELECT ${select} FROM ${f.staged.table} WHERE ${where}${f.keepsOrder ? '' : ` ORDER BY ${f.staged.ord}`}) ` +
       `TO ${str(localPath)} (${options.join(', ')})`,
   );
-  const folder = f.layout.mapped ? randomPrefixFolder() : hivePartitionFolder(f.opts.partitionColumns, partitionValues);
+  const folder = f.layout.mapped
+    ? randomPrefixFolder()
+    : hivePartitionFolder(f.opts.partitionColumns, partitionValues);
   const relativePath = folder === '' ? fileName : `${folder}/${fileName}`;
   return {
     localPath,

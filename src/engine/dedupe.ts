@@ -28,7 +28,11 @@ export function latestFirstOrder(orderBy: string): string {
 }
 
 /** Fail with the file and row of the first row whose key is null. */
-export async function assertKeysPresent(session: DuckSession, input: string, keyColumns: string[]): Promise<void> {
+export async function assertKeysPresent(
+  session: DuckSession,
+  input: string,
+  keyColumns: string[],
+): Promise<void> {
   const anyNull = keyColumns.map((k) => `${ident(k)} IS NULL`).join(' OR ');
   const row = await session.one(
     `SELECT ${ident(SOURCE_FILE)} AS file, ${ident(SOURCE_ROW)}::BIGINT AS row FROM ${ident(input)} WHERE ${anyNull} ` +
@@ -37,9 +41,12 @@ export async function assertKeysPresent(session: DuckSession, input: string, key
   if (!row) return;
   const key = String(row['file']);
   const rowNumber = Number(row['row']);
-  throw new BadFileError(`[load] ${key} row ${rowNumber}: key column ${keyColumns.map((k) => JSON.stringify(k)).join(', ')} is null`, {
-    context: { key, row: rowNumber, column: keyColumns.join(',') },
-  });
+  throw new BadFileError(
+    `[load] ${key} row ${rowNumber}: key column ${keyColumns.map((k) => JSON.stringify(k)).join(', ')} is null`,
+    {
+      context: { key, row: rowNumber, column: keyColumns.join(',') },
+    },
+  );
 }
 
 /**
@@ -58,7 +65,9 @@ export async function dedupeLatest(session: DuckSession, opts: DedupeOptions): P
       `QUALIFY row_number() OVER (PARTITION BY ${opts.keyColumns.map((k) => `r.${ident(k)}`).join(', ')} ORDER BY ${latestFirstOrder(opts.orderBy)}) > 1)`,
   );
   if (opts.output !== opts.input) {
-    await session.run(`DROP TABLE IF EXISTS ${ident(opts.output)}; ALTER TABLE ${input} RENAME TO ${ident(opts.output)}`);
+    await session.run(
+      `DROP TABLE IF EXISTS ${ident(opts.output)}; ALTER TABLE ${input} RENAME TO ${ident(opts.output)}`,
+    );
   }
   const row = await session.one(`SELECT count(*)::BIGINT AS n FROM ${ident(opts.output)}`);
   return Number(row?.['n'] ?? 0);

@@ -46,26 +46,42 @@ export interface LoadDeletedRowsOptions {
  * Load the DVs of `files` (ids are their index in the list) into a new temp table; null when no
  * file has a DV.
  */
-export async function loadDeletedRows(files: readonly LiveFile[], opts: LoadDeletedRowsOptions): Promise<DeletedRows | null> {
+export async function loadDeletedRows(
+  files: readonly LiveFile[],
+  opts: LoadDeletedRowsOptions,
+): Promise<DeletedRows | null> {
   const wanted = opts.only === undefined ? null : new Set(opts.only);
-  const withDv = files.flatMap((file, id) => (file.deletionVector && (wanted === null || wanted.has(id)) ? [{ file, id }] : []));
+  const withDv = files.flatMap((file, id) =>
+    file.deletionVector && (wanted === null || wanted.has(id)) ? [{ file, id }] : [],
+  );
   if (withDv.length === 0) return null;
   const limit = pLimit(DV_READ_CONCURRENCY);
   const cache = opts.cache ?? new DeletionVectorCache();
   const loaded = await Promise.all(
     withDv.map(({ file, id }) =>
-      limit(async () => ({ id, set: await loadDeletionVector(opts.storage, file.deletionVector!, opts.storage.uri, { dataFile: file.path, cache }) })),
+      limit(async () => ({
+        id,
+        set: await loadDeletionVector(opts.storage, file.deletionVector!, opts.storage.uri, {
+          dataFile: file.path,
+          cache,
+        }),
+      })),
     ),
   );
   const table = `__tm_deleted_${++sequence}`;
-  await opts.session.run(`CREATE TEMP TABLE ${ident(table)} (${ident(DELETED_FILE)} INTEGER, ${ident(DELETED_POS)} INTEGER)`);
+  await opts.session.run(
+    `CREATE TEMP TABLE ${ident(table)} (${ident(DELETED_FILE)} INTEGER, ${ident(DELETED_POS)} INTEGER)`,
+  );
   const total = loaded.reduce((n, l) => n + l.set.cardinality, 0);
   const ids = new Int32Array(total);
   const positions = new Int32Array(total);
   let at = 0;
   for (const { id, set } of loaded) {
     for (const pos of set) {
-      if (pos > 0x7fffffff) throw new RangeError(`[scan] a deletion vector of ${files[id]!.path} names row ${pos}, beyond what tidemark reads (2^31)`);
+      if (pos > 0x7fffffff)
+        throw new RangeError(
+          `[scan] a deletion vector of ${files[id]!.path} names row ${pos}, beyond what tidemark reads (2^31)`,
+        );
       ids[at] = id;
       positions[at++] = pos;
     }

@@ -18,17 +18,33 @@ export type DuckType =
 
 /** Alternative spellings DuckDB accepts, mapped to the name DESCRIBE prints. */
 const ALIASES: Record<string, string> = {
-  INT: 'INTEGER', INT4: 'INTEGER', SIGNED: 'INTEGER', INT32: 'INTEGER',
-  INT8: 'BIGINT', LONG: 'BIGINT', INT64: 'BIGINT',
-  INT2: 'SMALLINT', SHORT: 'SMALLINT', INT16: 'SMALLINT',
+  INT: 'INTEGER',
+  INT4: 'INTEGER',
+  SIGNED: 'INTEGER',
+  INT32: 'INTEGER',
+  INT8: 'BIGINT',
+  LONG: 'BIGINT',
+  INT64: 'BIGINT',
+  INT2: 'SMALLINT',
+  SHORT: 'SMALLINT',
+  INT16: 'SMALLINT',
   INT1: 'TINYINT',
-  REAL: 'FLOAT', FLOAT4: 'FLOAT',
+  REAL: 'FLOAT',
+  FLOAT4: 'FLOAT',
   FLOAT8: 'DOUBLE',
-  BOOL: 'BOOLEAN', LOGICAL: 'BOOLEAN',
-  STRING: 'VARCHAR', TEXT: 'VARCHAR', CHAR: 'VARCHAR', BPCHAR: 'VARCHAR', NVARCHAR: 'VARCHAR',
-  BYTEA: 'BLOB', BINARY: 'BLOB', VARBINARY: 'BLOB',
+  BOOL: 'BOOLEAN',
+  LOGICAL: 'BOOLEAN',
+  STRING: 'VARCHAR',
+  TEXT: 'VARCHAR',
+  CHAR: 'VARCHAR',
+  BPCHAR: 'VARCHAR',
+  NVARCHAR: 'VARCHAR',
+  BYTEA: 'BLOB',
+  BINARY: 'BLOB',
+  VARBINARY: 'BLOB',
   TIMESTAMPTZ: 'TIMESTAMP WITH TIME ZONE',
-  DATETIME: 'TIMESTAMP', TIMESTAMP_US: 'TIMESTAMP',
+  DATETIME: 'TIMESTAMP',
+  TIMESTAMP_US: 'TIMESTAMP',
   TIMETZ: 'TIME WITH TIME ZONE',
   VARINT: 'BIGNUM',
   NUMERIC: 'DECIMAL',
@@ -54,7 +70,8 @@ export function parseDuckType(text: string): DuckType {
       return { kind: 'struct', fields: splitTopLevel(args ?? '').map(parseStructField) };
     case 'MAP': {
       const parts = splitTopLevel(args ?? '');
-      if (parts.length !== 2) throw new DuckTypeSyntaxError(`MAP needs a key and a value type: ${text}`);
+      if (parts.length !== 2)
+        throw new DuckTypeSyntaxError(`MAP needs a key and a value type: ${text}`);
       return { kind: 'map', key: parseDuckType(parts[0]!), value: parseDuckType(parts[1]!) };
     }
     case 'DECIMAL':
@@ -75,7 +92,8 @@ function parseListSuffix(t: string): DuckType {
   const inner = t.slice(open + 1, -1).trim();
   const element = parseDuckType(t.slice(0, open));
   if (inner === '') return { kind: 'list', element };
-  if (!/^\d+$/.test(inner)) throw new DuckTypeSyntaxError(`bad array size in type ${JSON.stringify(t)}`);
+  if (!/^\d+$/.test(inner))
+    throw new DuckTypeSyntaxError(`bad array size in type ${JSON.stringify(t)}`);
   return { kind: 'array', element, size: Number(inner) };
 }
 
@@ -98,7 +116,10 @@ function parseStructField(entry: string): { name: string; type: DuckType } {
     let name = '';
     for (;;) {
       const q = e.indexOf('"', i);
-      if (q < 0) throw new DuckTypeSyntaxError(`unterminated field name in STRUCT entry ${JSON.stringify(entry)}`);
+      if (q < 0)
+        throw new DuckTypeSyntaxError(
+          `unterminated field name in STRUCT entry ${JSON.stringify(entry)}`,
+        );
       name += e.slice(i, q);
       if (e[q + 1] === '"') {
         name += '"';

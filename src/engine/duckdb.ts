@@ -71,15 +71,24 @@ export class DuckSession {
    * Append rows of INTEGER columns (all of one length) to `table`, a vector at a time: millions
    * of rows per second, where INSERT statements would take minutes. Values must be int32.
    */
-  async appendIntegerColumns(table: string, columns: ReadonlyArray<ArrayLike<number>>): Promise<void> {
+  async appendIntegerColumns(
+    table: string,
+    columns: ReadonlyArray<ArrayLike<number>>,
+  ): Promise<void> {
     const rows = columns[0]?.length ?? 0;
-    if (columns.some((c) => c.length !== rows)) throw new RangeError('[duckdb] appendIntegerColumns: columns of different lengths');
+    if (columns.some((c) => c.length !== rows))
+      throw new RangeError('[duckdb] appendIntegerColumns: columns of different lengths');
     const appender = await this.conn.createAppender(table);
     try {
       for (let start = 0; start < rows; start += VECTOR_SIZE) {
         const count = Math.min(VECTOR_SIZE, rows - start);
-        const chunk = DuckDBDataChunk.create(columns.map(() => INTEGER), count);
-        chunk.setColumns(columns.map((c) => Array.from({ length: count }, (_, i) => c[start + i]!)));
+        const chunk = DuckDBDataChunk.create(
+          columns.map(() => INTEGER),
+          count,
+        );
+        chunk.setColumns(
+          columns.map((c) => Array.from({ length: count }, (_, i) => c[start + i]!)),
+        );
         appender.appendDataChunk(chunk);
       }
       appender.flushSync();

@@ -19,12 +19,21 @@ interface Parsed {
 }
 
 /** Why `expr` is not a single SQL expression (DuckDB's parser message), or null when it is one. */
-export async function expressionProblem(session: DuckSession, expr: string, opts: ExpressionCheck = {}): Promise<string | null> {
-  const row = await session.one(`SELECT json_serialize_sql(${str(`SELECT (${expr}) AS flag`)}) AS j`);
+export async function expressionProblem(
+  session: DuckSession,
+  expr: string,
+  opts: ExpressionCheck = {},
+): Promise<string | null> {
+  const row = await session.one(
+    `SELECT json_serialize_sql(${str(`SELECT (${expr}) AS flag`)}) AS j`,
+  );
   const parsed = JSON.parse(String(row?.['j'] ?? '{}')) as Parsed;
   if (parsed.error) return parsed.error_message ?? 'does not parse';
   const node = parsed.statements?.[0]?.node;
-  const single = parsed.statements?.length === 1 && node?.select_list?.length === 1 && node.from_table?.type === 'EMPTY';
+  const single =
+    parsed.statements?.length === 1 &&
+    node?.select_list?.length === 1 &&
+    node.from_table?.type === 'EMPTY';
   if (!single) return 'not a single expression';
   if (!opts.subqueries && hasSubquery(node.select_list)) return 'subqueries are not allowed here';
   return null;
@@ -60,7 +69,9 @@ export async function conjuncts(session: DuckSession, expr: string): Promise<str
 
 /** Column references in an expression, from DuckDB's parse tree; lambda parameters are left out. */
 export async function columnRefs(session: DuckSession, expr: string): Promise<string[][]> {
-  const row = await session.one(`SELECT json_serialize_sql(${str(`SELECT (${expr}) AS flag`)}) AS j`);
+  const row = await session.one(
+    `SELECT json_serialize_sql(${str(`SELECT (${expr}) AS flag`)}) AS j`,
+  );
   const refs: string[][] = [];
   const params = new Set<string>();
   const walk = (node: unknown, inLambdaParams: boolean): void => {
@@ -73,7 +84,8 @@ export async function columnRefs(session: DuckSession, expr: string): Promise<st
       else refs.push(names);
       return;
     }
-    for (const [k, v] of Object.entries(n)) walk(v, inLambdaParams || (n['class'] === 'LAMBDA' && k === 'lhs'));
+    for (const [k, v] of Object.entries(n))
+      walk(v, inLambdaParams || (n['class'] === 'LAMBDA' && k === 'lhs'));
   };
   walk(JSON.parse(String(row?.['j'] ?? '{}')), false);
   return refs.filter((parts) => !(parts.length === 1 && params.has(parts[0]!)));

@@ -29,7 +29,10 @@ export interface CsvOptions {
 
 /** The job's date and timestamp formats, for the text conversions (./text-cast.ts). */
 export function temporalFormats(opts: CsvOptions = {}): TemporalFormats {
-  return { ...(opts.dateFormat !== undefined ? { date: opts.dateFormat } : {}), ...(opts.timestampFormat !== undefined ? { timestamp: opts.timestampFormat } : {}) };
+  return {
+    ...(opts.dateFormat !== undefined ? { date: opts.dateFormat } : {}),
+    ...(opts.timestampFormat !== undefined ? { timestamp: opts.timestampFormat } : {}),
+  };
 }
 
 /** The one dialect a job reads every CSV/TSV file with. */
@@ -98,11 +101,20 @@ function dialectArgs(d: CsvDialect, path: string): string[] {
 }
 
 /** The read_csv options of the job's dialect for files like `path` (its compression), as SQL text. */
-export function csvListArgs(format: 'csv' | 'tsv', opts: CsvOptions | undefined, path: string): string {
+export function csvListArgs(
+  format: 'csv' | 'tsv',
+  opts: CsvOptions | undefined,
+  path: string,
+): string {
   return dialectArgs(csvDialect(format, opts), path).join(', ');
 }
 
-function csvArgs(format: 'csv' | 'tsv', opts: CsvOptions | undefined, path: string, text: readonly string[]): string {
+function csvArgs(
+  format: 'csv' | 'tsv',
+  opts: CsvOptions | undefined,
+  path: string,
+  text: readonly string[],
+): string {
   const args = [str(path), ...dialectArgs(csvDialect(format, opts), path)];
   if (text.length > 0) args.push(`types = {${text.map((c) => `${str(c)}: 'VARCHAR'`).join(', ')}}`);
   return args.join(', ');
@@ -149,9 +161,14 @@ export function countCsvFields(line: string, dialect: CsvDialect): number | null
   let fields = 1;
   let atFieldStart = true;
   let quoted = false;
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     if (quoted) {
-      if (escape !== '' && text.startsWith(escape, i) && (escape !== quote || text.startsWith(quote, i + 1))) i += 2;
+      if (
+        escape !== '' &&
+        text.startsWith(escape, i) &&
+        (escape !== quote || text.startsWith(quote, i + 1))
+      )
+        i += 2;
       else if (text.startsWith(quote, i)) {
         quoted = false;
         i += quote.length;
@@ -178,7 +195,11 @@ export function countCsvFields(line: string, dialect: CsvDialect): number | null
  * SELECT of one file's rows plus lineage columns. `text` names CSV columns to read as text
  * (VARCHAR) instead of the sniffed type; they must exist in the file.
  */
-export function fileSelectSql(file: LoadFile, csv?: CsvOptions, text: readonly string[] = []): string {
+export function fileSelectSql(
+  file: LoadFile,
+  csv?: CsvOptions,
+  text: readonly string[] = [],
+): string {
   const lineage =
     `${literal(file.key)} AS ${ident(SOURCE_FILE)}, ` +
     `${str(file.lastModified.toISOString())}::TIMESTAMPTZ AS ${ident(SOURCE_MODIFIED)}`;

@@ -46,14 +46,28 @@ export interface StatsLeaf {
   alias: string;
 }
 
-const MIN_MAX_TYPES = new Set(['byte', 'short', 'integer', 'long', 'float', 'double', 'date', 'timestamp', 'timestamp_ntz', 'string']);
+const MIN_MAX_TYPES = new Set([
+  'byte',
+  'short',
+  'integer',
+  'long',
+  'float',
+  'double',
+  'date',
+  'timestamp',
+  'timestamp_ntz',
+  'string',
+]);
 
 /** The stats policy of a table (none yet: the defaults): its `delta.dataSkippingNumIndexedCols` and its clustering columns. */
 export function statsPolicyOf(snapshot: Snapshot | null): StatsPolicy {
   if (!snapshot) return {};
   const numIndexedCols = TableConfig.of(snapshot.protocol, snapshot.metadata).numIndexedColumns;
   const clustering = clusteringColumns(snapshot);
-  return { ...(numIndexedCols === undefined ? {} : { numIndexedCols }), ...(clustering.length > 0 ? { alwaysIndexed: clustering } : {}) };
+  return {
+    ...(numIndexedCols === undefined ? {} : { numIndexedCols }),
+    ...(clustering.length > 0 ? { alwaysIndexed: clustering } : {}),
+  };
 }
 
 /** Which columns of a table's data files get statistics. */
@@ -68,7 +82,10 @@ export interface StatsPolicy {
  * The leaves that get stats, in schema order: at most `numIndexedCols` of them (-1 = all), plus
  * every leaf of the `alwaysIndexed` columns.
  */
-export function statsLeaves(columns: readonly StatsColumn[], policy: StatsPolicy = {}): StatsLeaf[] {
+export function statsLeaves(
+  columns: readonly StatsColumn[],
+  policy: StatsPolicy = {},
+): StatsLeaf[] {
   const leaves: StatsLeaf[] = [];
   const numIndexedCols = policy.numIndexedCols ?? DEFAULT_NUM_INDEXED_COLS;
   const limit = numIndexedCols < 0 ? Infinity : numIndexedCols;
@@ -78,10 +95,12 @@ export function statsLeaves(columns: readonly StatsColumn[], policy: StatsPolicy
   const visit = (path: string[], type: DataType, sql: string, forced: boolean): void => {
     if (!forced && counted >= limit) return;
     if (typeof type !== 'string' && type.type === 'struct') {
-      for (const f of type.fields) visit([...path, f.name], f.type, `struct_extract(${sql}, ${str(f.name)})`, forced);
+      for (const f of type.fields)
+        visit([...path, f.name], f.type, `struct_extract(${sql}, ${str(f.name)})`, forced);
       return;
     }
-    const minMax = typeof type === 'string' && (MIN_MAX_TYPES.has(type) || type.startsWith('decimal('));
+    const minMax =
+      typeof type === 'string' && (MIN_MAX_TYPES.has(type) || type.startsWith('decimal('));
     leaves.push({ path, type, sql, minMax, alias: `s${leaves.length}` });
     counted += 1;
   };
@@ -94,7 +113,10 @@ export function statsAggregatesSql(leaves: readonly StatsLeaf[]): string {
   const parts = ['count(*) AS n'];
   for (const leaf of leaves) {
     if (leaf.minMax) {
-      parts.push(`${statText('min', leaf)} AS ${leaf.alias}_min`, `${statText('max', leaf)} AS ${leaf.alias}_max`);
+      parts.push(
+        `${statText('min', leaf)} AS ${leaf.alias}_min`,
+        `${statText('max', leaf)} AS ${leaf.alias}_max`,
+      );
     }
     parts.push(`count(*) - count(${leaf.sql}) AS ${leaf.alias}_nulls`);
   }

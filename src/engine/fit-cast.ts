@@ -22,15 +22,42 @@ import { isTextType, textMisfitSql, textValueSql, type TemporalFormats } from '.
 import { castToDeltaSql, deltaTypeToDuckForWrite } from './type-map-write.js';
 
 /** Signed integer types and their widths; unsigned ones fit the next wider signed type. */
-const INT_RANK: Record<string, number> = { TINYINT: 1, SMALLINT: 2, INTEGER: 3, BIGINT: 4, HUGEINT: 5 };
-const UINT_NEEDS_RANK: Record<string, number> = { UTINYINT: 2, USMALLINT: 3, UINTEGER: 4, UBIGINT: 5, UHUGEINT: 6 };
+const INT_RANK: Record<string, number> = {
+  TINYINT: 1,
+  SMALLINT: 2,
+  INTEGER: 3,
+  BIGINT: 4,
+  HUGEINT: 5,
+};
+const UINT_NEEDS_RANK: Record<string, number> = {
+  UTINYINT: 2,
+  USMALLINT: 3,
+  UINTEGER: 4,
+  UBIGINT: 5,
+  UHUGEINT: 6,
+};
 /** Decimal digits each integer type needs (for integer into decimal). */
 const INT_DIGITS: Record<string, number> = {
-  TINYINT: 3, SMALLINT: 5, INTEGER: 10, BIGINT: 19, HUGEINT: 39,
-  UTINYINT: 3, USMALLINT: 5, UINTEGER: 10, UBIGINT: 20, UHUGEINT: 39,
+  TINYINT: 3,
+  SMALLINT: 5,
+  INTEGER: 10,
+  BIGINT: 19,
+  HUGEINT: 39,
+  UTINYINT: 3,
+  USMALLINT: 5,
+  UINTEGER: 10,
+  UBIGINT: 20,
+  UHUGEINT: 39,
 };
 const FLOATS = new Set(['FLOAT', 'DOUBLE']);
-const TEMPORAL = new Set(['DATE', 'TIMESTAMP', 'TIMESTAMP_NS', 'TIMESTAMP_MS', 'TIMESTAMP_S', 'TIMESTAMP WITH TIME ZONE']);
+const TEMPORAL = new Set([
+  'DATE',
+  'TIMESTAMP',
+  'TIMESTAMP_NS',
+  'TIMESTAMP_MS',
+  'TIMESTAMP_S',
+  'TIMESTAMP WITH TIME ZONE',
+]);
 
 /** How a source type goes into a target type. */
 export type CastClass = 'lossless' | 'checked';
@@ -46,17 +73,20 @@ function isLossless(s: DuckType, t: DuckType): boolean {
   if (renderDuckType(s) === renderDuckType(t)) return true;
   if (s.kind === 'primitive' && s.name === 'NULL') return true;
   if (t.kind === 'primitive') {
-    if (t.name === 'VARCHAR') return s.kind !== 'struct' && s.kind !== 'map' && s.kind !== 'list' && s.kind !== 'array';
+    if (t.name === 'VARCHAR')
+      return s.kind !== 'struct' && s.kind !== 'map' && s.kind !== 'list' && s.kind !== 'array';
     if (s.kind === 'decimal') return FLOATS.has(t.name);
     if (s.kind !== 'primitive') return false;
     if (t.name in INT_RANK) return intFits(s.name, INT_RANK[t.name]!);
     if (t.name === 'DOUBLE') return s.name === 'FLOAT' || s.name in INT_DIGITS;
     if (t.name === 'FLOAT') return s.name in INT_DIGITS;
-    if (t.name === 'TIMESTAMP WITH TIME ZONE') return TEMPORAL.has(s.name) && s.name !== 'TIMESTAMP WITH TIME ZONE';
+    if (t.name === 'TIMESTAMP WITH TIME ZONE')
+      return TEMPORAL.has(s.name) && s.name !== 'TIMESTAMP WITH TIME ZONE';
     return false;
   }
   if (t.kind === 'decimal') {
-    if (s.kind === 'decimal') return t.scale >= s.scale && t.precision - t.scale >= s.precision - s.scale;
+    if (s.kind === 'decimal')
+      return t.scale >= s.scale && t.precision - t.scale >= s.precision - s.scale;
     return s.kind === 'primitive' && (INT_DIGITS[s.name] ?? Infinity) <= t.precision - t.scale;
   }
   return false;
@@ -73,7 +103,12 @@ function intFits(source: string, targetRank: number): boolean {
  * SQL predicate, true for a non-NULL value of `col` that does not fit the target type;
  * null when the cast is lossless (every value fits).
  */
-export function misfitSql(col: string, sourceDuckType: string, target: DataType, formats: TemporalFormats = {}): string | null {
+export function misfitSql(
+  col: string,
+  sourceDuckType: string,
+  target: DataType,
+  formats: TemporalFormats = {},
+): string | null {
   if (castClass(sourceDuckType, target) === 'lossless') return null;
   const source = parseDuckType(sourceDuckType);
   const t = deltaTypeToDuckForWrite(target);
@@ -82,8 +117,12 @@ export function misfitSql(col: string, sourceDuckType: string, target: DataType,
   const exact = exactnessSql(col, source, parseDuckType(t), cast);
   const whole = `(${col} IS NOT NULL AND (${cast} IS NULL${exact ? ` OR ${exact}` : ''}))`;
   // A struct cast sets a field that does not fit to NULL without an error: every leaf is checked.
-  const leaves = isNestedDuck(source) ? leafChecks(col, source, target, '', misfitSql, formats) : [];
-  return leaves.length === 0 ? whole : `(${[whole, ...leaves.map((l) => l.predicate)].join(' OR ')})`;
+  const leaves = isNestedDuck(source)
+    ? leafChecks(col, source, target, '', misfitSql, formats)
+    : [];
+  return leaves.length === 0
+    ? whole
+    : `(${[whole, ...leaves.map((l) => l.predicate)].join(' OR ')})`;
 }
 
 /**
@@ -92,7 +131,8 @@ export function misfitSql(col: string, sourceDuckType: string, target: DataType,
  * 800000000.3 into 800000000.2999999488, which casts back to the same double, unnoticed.
  */
 function tryCastSql(col: string, s: DuckType, t: string): string {
-  const floatToDecimal = s.kind === 'primitive' && FLOATS.has(s.name) && parseDuckType(t).kind === 'decimal';
+  const floatToDecimal =
+    s.kind === 'primitive' && FLOATS.has(s.name) && parseDuckType(t).kind === 'decimal';
   return floatToDecimal ? `TRY_CAST(CAST(${col} AS VARCHAR) AS ${t})` : `TRY_CAST(${col} AS ${t})`;
 }
 
@@ -101,13 +141,17 @@ function exactnessSql(col: string, s: DuckType, t: DuckType, cast: string): stri
   const sourceText = renderDuckType(s);
   const numericTarget = t.kind === 'decimal' || (t.kind === 'primitive' && t.name in INT_RANK);
   if (numericTarget) {
-    if (s.kind === 'decimal' || (s.kind === 'primitive' && (FLOATS.has(s.name) || s.name in INT_DIGITS))) {
+    if (
+      s.kind === 'decimal' ||
+      (s.kind === 'primitive' && (FLOATS.has(s.name) || s.name in INT_DIGITS))
+    ) {
       return `CAST(${cast} AS ${sourceText}) IS DISTINCT FROM ${col}`;
     }
     return null;
   }
   if (t.kind === 'primitive' && t.name === 'DATE') {
-    if (s.kind === 'primitive' && TEMPORAL.has(s.name)) return `CAST(${cast} AS ${sourceText}) IS DISTINCT FROM ${col}`;
+    if (s.kind === 'primitive' && TEMPORAL.has(s.name))
+      return `CAST(${cast} AS ${sourceText}) IS DISTINCT FROM ${col}`;
   }
   return null;
 }
@@ -117,13 +161,25 @@ function exactnessSql(col: string, s: DuckType, t: DuckType, cast: string): stri
  * lossless, else a checked one that raises a DuckDB error on a value that does not fit (the
  * caller then looks for the row with `misfitSql` to name it).
  */
-export function fitCastSql(col: string, sourceDuckType: string, target: DataType, column = '?', formats: TemporalFormats = {}): string {
+export function fitCastSql(
+  col: string,
+  sourceDuckType: string,
+  target: DataType,
+  column = '?',
+  formats: TemporalFormats = {},
+): string {
   const misfit = misfitSql(col, sourceDuckType, target, formats);
   const t = deltaTypeToDuckForWrite(target, column);
   const text = isTextType(parseDuckType(sourceDuckType)) && t !== 'VARCHAR';
-  if (misfit === null) return text ? textValueSql(col, parseDuckType(t), formats) : castToDeltaSql(col, sourceDuckType, target, column);
-  const message = str(`[cast] a value of column ${JSON.stringify(column)} does not fit the table's type ${t}`);
-  const value = text ? textValueSql(col, parseDuckType(t), formats) : tryCastSql(col, parseDuckType(sourceDuckType), t);
+  if (misfit === null)
+    return text
+      ? textValueSql(col, parseDuckType(t), formats)
+      : castToDeltaSql(col, sourceDuckType, target, column);
+  const message = str(
+    `[cast] a value of column ${JSON.stringify(column)} does not fit the table's type ${t}`,
+  );
+  const value = text
+    ? textValueSql(col, parseDuckType(t), formats)
+    : tryCastSql(col, parseDuckType(sourceDuckType), t);
   return `CASE WHEN ${misfit} THEN error(${message}) ELSE ${value} END`;
 }
-

@@ -43,9 +43,15 @@ const PLAIN_INTEGER = '-?(0|[1-9][0-9]*)';
 const PLAIN_DECIMAL = '-?(0|[1-9][0-9]*)\\.[0-9]+';
 
 /** The inferred field of every new column (in the order the files first name them). */
-export async function inferTextColumns(session: DuckSession, req: InferRequest): Promise<StructField[]> {
+export async function inferTextColumns(
+  session: DuckSession,
+  req: InferRequest,
+): Promise<StructField[]> {
   const names = new Map<string, string>();
-  for (const f of req.tables) for (const c of f.columns) if (!req.known.has(c.toLowerCase()) && !names.has(c.toLowerCase())) names.set(c.toLowerCase(), c);
+  for (const f of req.tables)
+    for (const c of f.columns)
+      if (!req.known.has(c.toLowerCase()) && !names.has(c.toLowerCase()))
+        names.set(c.toLowerCase(), c);
   if (names.size === 0) return [];
   const columns = [...names.values()];
   const formats = temporalFormats(req.csv);
@@ -59,7 +65,8 @@ export async function inferTextColumns(session: DuckSession, req: InferRequest):
   };
   const aggregates = columns.flatMap((c, i) => {
     const v = ident(c);
-    const all = (predicate: string) => `coalesce(bool_and(${predicate}) FILTER (WHERE ${v} IS NOT NULL), false)`;
+    const all = (predicate: string) =>
+      `coalesce(bool_and(${predicate}) FILTER (WHERE ${v} IS NOT NULL), false)`;
     const fraction = `length(split_part(${v}, '.', 2))`;
     const whole = `length(ltrim(split_part(${v}, '.', 1), '-'))`;
     return [
@@ -82,7 +89,11 @@ export async function inferTextColumns(session: DuckSession, req: InferRequest):
     const selects = req.tables.map((t) => tableSelect(t, columns));
     for (let at = 0; at < selects.length; at += FILES_PER_STATEMENT) {
       const union = selects.slice(at, at + FILES_PER_STATEMENT).join('\nUNION ALL\n');
-      await session.run(at === 0 ? `CREATE OR REPLACE TEMP TABLE ${table} AS ${union}` : `INSERT INTO ${table} ${union}`);
+      await session.run(
+        at === 0
+          ? `CREATE OR REPLACE TEMP TABLE ${table} AS ${union}`
+          : `INSERT INTO ${table} ${union}`,
+      );
     }
     row = (await session.one(`SELECT ${aggregates.join(', ')} FROM ${table}`)) ?? {};
   } finally {
@@ -91,7 +102,12 @@ export async function inferTextColumns(session: DuckSession, req: InferRequest):
   const keys = new Set((req.keyColumns ?? []).map((k) => k.toLowerCase()));
   const fields: StructField[] = [];
   for (const [i, name] of columns.entries()) {
-    fields.push({ name, type: decide(row, i, keys.has(name.toLowerCase())), nullable: true, metadata: {} });
+    fields.push({
+      name,
+      type: decide(row, i, keys.has(name.toLowerCase())),
+      nullable: true,
+      metadata: {},
+    });
   }
   return fields;
 }
@@ -100,7 +116,10 @@ const FILES_PER_STATEMENT = 64;
 const INFER_TABLE = '__tm_infer';
 
 /** A staged table's `columns` as text (NULL where it lacks one). */
-function tableSelect({ table, columns: own }: { table: string; columns: readonly string[] }, columns: readonly string[]): string {
+function tableSelect(
+  { table, columns: own }: { table: string; columns: readonly string[] },
+  columns: readonly string[],
+): string {
   return `SELECT ${columnsAs(own, columns)} FROM ${ident(table)}`;
 }
 

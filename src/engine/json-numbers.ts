@@ -71,7 +71,9 @@ async function feed(session: DuckSession, file: LoadFile, lexer: NumberLexer): P
   const bytes = await smallFileBytes(file.localPath);
   if (bytes !== null) {
     // A small file in one read: a stream and a line reader per file cost more than its lexing.
-    const text = (compressionOf(file.localPath) === 'gzip' ? await gunzipAsync(bytes) : bytes).toString('utf8');
+    const text = (
+      compressionOf(file.localPath) === 'gzip' ? await gunzipAsync(bytes) : bytes
+    ).toString('utf8');
     const lines = text.split(/\r\n|\n|\r/);
     if (lines.at(-1) === '') lines.pop();
     lines.forEach((l, i) => lexer.line(l, i + 1));
@@ -103,11 +105,16 @@ async function smallFileBytes(path: string): Promise<Buffer | null> {
  * store the file's text of every number, also inside their objects and arrays (./json-texts.ts), so
  * none of theirs is refused.
  */
-export function inexactNumber(file: LoadFile, numbers: ReadonlyMap<string, ColumnNumbers>, text: ReadonlySet<string> = new Set()): BadFileError | null {
+export function inexactNumber(
+  file: LoadFile,
+  numbers: ReadonlyMap<string, ColumnNumbers>,
+  text: ReadonlySet<string> = new Set(),
+): BadFileError | null {
   for (const [column, c] of numbers) {
     if (text.has(column.toLowerCase()) || text.has(column.split('.')[0]!.toLowerCase())) continue;
     if (c.inexact) return numberError(file.key, column, c.inexact, c.inexact.why);
-    if (c.fractional && c.longInteger) return numberError(file.key, column, c.longInteger, mixedWhy(c.fractional, 'on'));
+    if (c.fractional && c.longInteger)
+      return numberError(file.key, column, c.longInteger, mixedWhy(c.fractional, 'on'));
   }
   return null;
 }
@@ -116,16 +123,27 @@ export function inexactNumber(file: LoadFile, numbers: ReadonlyMap<string, Colum
  * Across the batch's files, for top-level columns the table lacks (their types are combined): an
  * integer of more than 15 digits in one file and a fractional number in another, as a BadFileError.
  */
-export function inexactAcrossFiles(files: readonly { file: LoadFile; numbers: ReadonlyMap<string, ColumnNumbers> }[], known: ReadonlySet<string>): BadFileError | null {
+export function inexactAcrossFiles(
+  files: readonly { file: LoadFile; numbers: ReadonlyMap<string, ColumnNumbers> }[],
+  known: ReadonlySet<string>,
+): BadFileError | null {
   const fractional = new Map<string, { key: string; at: NumberAt }>();
   for (const f of files) {
-    for (const [column, c] of f.numbers) if (c.fractional && !fractional.has(column.toLowerCase())) fractional.set(column.toLowerCase(), { key: f.file.key, at: c.fractional });
+    for (const [column, c] of f.numbers)
+      if (c.fractional && !fractional.has(column.toLowerCase()))
+        fractional.set(column.toLowerCase(), { key: f.file.key, at: c.fractional });
   }
   for (const f of files) {
     for (const [column, c] of f.numbers) {
       const other = fractional.get(column.toLowerCase());
-      if (column.includes('.') || known.has(column.toLowerCase()) || !c.longInteger || !other) continue;
-      return numberError(f.file.key, column, c.longInteger, mixedWhy(other.at, `in ${other.key} on`));
+      if (column.includes('.') || known.has(column.toLowerCase()) || !c.longInteger || !other)
+        continue;
+      return numberError(
+        f.file.key,
+        column,
+        c.longInteger,
+        mixedWhy(other.at, `in ${other.key} on`),
+      );
     }
   }
   return null;
@@ -172,12 +190,19 @@ function lossOf(lexeme: string): string | null {
   const digits = mantissa.replace('-', '').replace('.', '').replace(/^0+/, '');
   if (exponent === undefined && !mantissa.includes('.')) {
     const v = BigInt(lexeme);
-    return v > INT64_MAX || v < INT64_MIN ? 'it is beyond the 64-bit integer range, so DuckDB reads it as a double' : null;
+    return v > INT64_MAX || v < INT64_MIN
+      ? 'it is beyond the 64-bit integer range, so DuckDB reads it as a double'
+      : null;
   }
   const significant = digits.replace(/0+$/, '');
-  if (significant.length > DOUBLE_DIGITS) return `DuckDB reads numbers with a fraction or an exponent as doubles, which hold ${DOUBLE_DIGITS} significant digits, not its ${significant.length}`;
+  if (significant.length > DOUBLE_DIGITS)
+    return `DuckDB reads numbers with a fraction or an exponent as doubles, which hold ${DOUBLE_DIGITS} significant digits, not its ${significant.length}`;
   const value = Number(lexeme);
-  if (!Number.isFinite(value) || (value === 0 && significant !== '') || (value !== 0 && Math.abs(value) < 2.2250738585072014e-308)) {
+  if (
+    !Number.isFinite(value) ||
+    (value === 0 && significant !== '') ||
+    (value !== 0 && Math.abs(value) < 2.2250738585072014e-308)
+  ) {
     return "it is outside a double's range, as which DuckDB reads it";
   }
   return null;
@@ -229,7 +254,12 @@ export interface JsonScan {
 export async function scanJson(session: DuckSession, file: LoadFile): Promise<JsonScan> {
   const lexer = new NumberLexer(null);
   await feed(session, file, lexer);
-  return { numbers: lexer.columns, values: lexer.values, keys: [...lexer.keys], records: lexer.records };
+  return {
+    numbers: lexer.columns,
+    values: lexer.values,
+    keys: [...lexer.keys],
+    records: lexer.records,
+  };
 }
 
 /**
@@ -241,7 +271,11 @@ export async function recordTexts(
   session: DuckSession,
   file: LoadFile,
   columns: ReadonlySet<string>,
-): Promise<{ texts: RecordText[]; records: number; spansLines: (NumberAt & { column: string }) | null }> {
+): Promise<{
+  texts: RecordText[];
+  records: number;
+  spansLines: (NumberAt & { column: string }) | null;
+}> {
   const lexer = new NumberLexer(columns);
   await feed(session, file, lexer);
   return { texts: lexer.texts, records: lexer.records, spansLines: lexer.spansLines };
@@ -264,7 +298,8 @@ type Frame = {
 
 /** Integers DuckDB reads as 64-bit integers: no fraction, no exponent, not `-0`, within 64 bits (within 18 digits always). */
 const INTEGER = /^-?[1-9][0-9]*$|^0$/;
-const isInteger = (lexeme: string): boolean => INTEGER.test(lexeme) && (lexeme.length <= 18 || doubleLoss(lexeme) === null);
+const isInteger = (lexeme: string): boolean =>
+  INTEGER.test(lexeme) && (lexeme.length <= 18 || doubleLoss(lexeme) === null);
 
 /** A JSON lexer fed line by line: it keeps the path of every value and records the facts above. */
 class NumberLexer {
@@ -275,7 +310,13 @@ class NumberLexer {
   readonly texts: RecordText[] = [];
   spansLines: (NumberAt & { column: string }) | null = null;
   records = 0;
-  private readonly root: PathNode = { segments: [], column: '', first: {}, children: new Map(), numbers: null };
+  private readonly root: PathNode = {
+    segments: [],
+    column: '',
+    first: {},
+    children: new Map(),
+    numbers: null,
+  };
   private readonly stack: Frame[] = [];
   /** A top-level array holds the records (JSON's array format); else the top-level values are. */
   private arrayOfRecords: boolean | null = null;
@@ -296,15 +337,19 @@ class NumberLexer {
       }
       const ch = text[i]!;
       if (ch === '{' || ch === '[') {
-        if (this.arrayOfRecords === null && this.stack.length === 0) this.arrayOfRecords = ch === '[';
-        const node = this.valueAt(ch === '{' ? 'object' : 'array', lineNo, text, i, i + 1) ?? this.root;
+        if (this.arrayOfRecords === null && this.stack.length === 0)
+          this.arrayOfRecords = ch === '[';
+        const node =
+          this.valueAt(ch === '{' ? 'object' : 'array', lineNo, text, i, i + 1) ?? this.root;
         const frame: Frame = { kind: ch === '{' ? 'object' : 'array', node, key: null };
-        if (this.capturing !== null) frame.capture = { line: lineNo, index: i, column: this.capturing };
+        if (this.capturing !== null)
+          frame.capture = { line: lineNo, index: i, column: this.capturing };
         this.stack.push(frame);
         i++;
       } else if (ch === '}' || ch === ']') {
         const frame = this.stack.pop();
-        if (frame?.capture) this.captured(frame.capture, lineNo, text.slice(frame.capture.index, i + 1));
+        if (frame?.capture)
+          this.captured(frame.capture, lineNo, text.slice(frame.capture.index, i + 1));
         this.valueDone();
         i++;
       } else if (ch === '"') {
@@ -315,7 +360,13 @@ class NumberLexer {
           if (this.stack.length === (this.arrayOfRecords ? 2 : 1)) this.keys.add(top.key);
         } else {
           this.valueAt('string', lineNo, text, i, end);
-          if (this.capturing !== null) this.texts.push({ row: this.records + 1, line: lineNo, column: this.capturing, text: keyText(text.slice(i, end)) });
+          if (this.capturing !== null)
+            this.texts.push({
+              row: this.records + 1,
+              line: lineNo,
+              column: this.capturing,
+              text: keyText(text.slice(i, end)),
+            });
           this.valueDone();
         }
         i = end;
@@ -323,8 +374,20 @@ class NumberLexer {
         NUMBER.lastIndex = i;
         const m = NUMBER.exec(text);
         const lexeme = m ? m[0] : ch;
-        const node = this.valueAt(isInteger(lexeme) ? 'integer' : 'number', lineNo, text, i, i + lexeme.length);
-        if (this.capturing !== null) this.texts.push({ row: this.records + 1, line: lineNo, column: this.capturing, text: lexeme });
+        const node = this.valueAt(
+          isInteger(lexeme) ? 'integer' : 'number',
+          lineNo,
+          text,
+          i,
+          i + lexeme.length,
+        );
+        if (this.capturing !== null)
+          this.texts.push({
+            row: this.records + 1,
+            line: lineNo,
+            column: this.capturing,
+            text: lexeme,
+          });
         if (node) this.number(node, lexeme, lineNo);
         this.valueDone();
         i += lexeme.length;
@@ -336,7 +399,13 @@ class NumberLexer {
         const word = text.slice(start, i);
         if (word === 'true' || word === 'false') {
           this.valueAt('boolean', lineNo, text, start, i);
-          if (this.capturing !== null) this.texts.push({ row: this.records + 1, line: lineNo, column: this.capturing, text: word });
+          if (this.capturing !== null)
+            this.texts.push({
+              row: this.records + 1,
+              line: lineNo,
+              column: this.capturing,
+              text: word,
+            });
         }
         this.valueDone();
       }
@@ -347,7 +416,13 @@ class NumberLexer {
    * A value of `kind` starts (its text: `text` from `start` to `end`): its path, with the kind
    * recorded, or null for a record itself; `capturing` says whether its text is kept.
    */
-  private valueAt(kind: ValueKind, line: number, text: string, start: number, end: number): PathNode | null {
+  private valueAt(
+    kind: ValueKind,
+    line: number,
+    text: string,
+    start: number,
+    end: number,
+  ): PathNode | null {
     this.capturing = null;
     const top = this.stack.at(-1);
     const recordLevel = this.arrayOfRecords ? 1 : 0;
@@ -356,18 +431,42 @@ class NumberLexer {
     const parent = top.node;
     let node = parent.children.get(segment);
     if (!node) {
-      const column = top.kind === 'array' ? parent.column : parent.column === '' ? segment : `${parent.column}.${segment}`;
-      node = { segments: [...parent.segments, segment], column, first: {}, children: new Map(), numbers: null };
+      const column =
+        top.kind === 'array'
+          ? parent.column
+          : parent.column === ''
+            ? segment
+            : `${parent.column}.${segment}`;
+      node = {
+        segments: [...parent.segments, segment],
+        column,
+        first: {},
+        children: new Map(),
+        numbers: null,
+      };
       parent.children.set(segment, node);
       this.values.set(node.segments.join(SEP), node);
     }
-    node.first[kind] ??= { line, value: end - start > 200 ? `${text.slice(start, start + 200)}…` : text.slice(start, end) };
-    if (this.capture !== null && this.stack.length === recordLevel + 1 && top.kind === 'object' && this.capture.has(segment.toLowerCase())) this.capturing = segment;
+    node.first[kind] ??= {
+      line,
+      value: end - start > 200 ? `${text.slice(start, start + 200)}…` : text.slice(start, end),
+    };
+    if (
+      this.capture !== null &&
+      this.stack.length === recordLevel + 1 &&
+      top.kind === 'object' &&
+      this.capture.has(segment.toLowerCase())
+    )
+      this.capturing = segment;
     return node;
   }
 
   /** A captured object or array ended: its text, when it stood on one line. */
-  private captured(at: { line: number; index: number; column: string }, line: number, text: string): void {
+  private captured(
+    at: { line: number; index: number; column: string },
+    line: number,
+    text: string,
+  ): void {
     if (at.line === line) this.texts.push({ row: this.records + 1, line, column: at.column, text });
     else this.spansLines ??= { line: at.line, value: text.slice(0, 40), column: at.column };
   }
@@ -392,14 +491,24 @@ class NumberLexer {
       if (why !== null) c.inexact = { line, value: lexeme, why };
     }
     if (fractional) c.fractional ??= { line, value: lexeme };
-    else if (lexeme.length > DOUBLE_DIGITS && lexeme.replace('-', '').replace(/^0+/, '').length > DOUBLE_DIGITS) c.longInteger ??= { line, value: lexeme };
+    else if (
+      lexeme.length > DOUBLE_DIGITS &&
+      lexeme.replace('-', '').replace(/^0+/, '').length > DOUBLE_DIGITS
+    )
+      c.longInteger ??= { line, value: lexeme };
   }
 }
 
 /** A key's text (a malformed one as written: DuckDB's reader refuses the file anyway). */
 function keyText(quoted: string): string {
   // Without escapes a well-formed string is its inner text (JSON.parse costs more than the lexing).
-  if (quoted.length >= 2 && quoted.charCodeAt(quoted.length - 1) === 34 && !quoted.includes('\\') && !CONTROL.test(quoted)) return quoted.slice(1, -1);
+  if (
+    quoted.length >= 2 &&
+    quoted.charCodeAt(quoted.length - 1) === 34 &&
+    !quoted.includes('\\') &&
+    !CONTROL.test(quoted)
+  )
+    return quoted.slice(1, -1);
   try {
     return JSON.parse(quoted) as string;
   } catch {
@@ -421,8 +530,10 @@ function stringEnd(text: string, start: number): number {
   let i = start + 1;
   while (i < text.length) {
     const code = text.charCodeAt(i);
-    if (code === 92) i += 2; // backslash
-    else if (code === 34) return i + 1; // quote
+    if (code === 92)
+      i += 2; // backslash
+    else if (code === 34)
+      return i + 1; // quote
     else i++;
   }
   return text.length;

@@ -17,7 +17,15 @@ import { parseDuckType, renderDuckType, type DuckType } from './duck-type.js';
 import type { DuckSession } from './duckdb.js';
 import type { FileColumn } from './load-conform.js';
 import { SOURCE_FILE, SOURCE_ROW, type LoadFile } from './file-select.js';
-import { ELEMENT, recordTexts, type JsonScan, type NumberAt, type PathValues, type RecordText, type ValueKind } from './json-numbers.js';
+import {
+  ELEMENT,
+  recordTexts,
+  type JsonScan,
+  type NumberAt,
+  type PathValues,
+  type RecordText,
+  type ValueKind,
+} from './json-numbers.js';
 import { ident, jsonRows, str } from './sql.js';
 
 /** A JSON file of the batch, what ./json-numbers.ts found in it, and its columns as DuckDB read them (with its group's files, ./bulk-text.ts). */
@@ -31,11 +39,18 @@ export interface ScannedJson {
 const TEXTS_PER_INSERT = 10_000;
 
 /** Put the files' texts back into the top-level string columns of `table` (see the module comment); refuse what cannot be. */
-export async function restoreJsonTexts(session: DuckSession, table: string, files: readonly ScannedJson[]): Promise<void> {
+export async function restoreJsonTexts(
+  session: DuckSession,
+  table: string,
+  files: readonly ScannedJson[],
+): Promise<void> {
   if (files.length === 0) return;
   const columns = new Map<string, { name: string; type: DuckType }>();
   for (const r of await session.all(`DESCRIBE ${ident(table)}`)) {
-    columns.set(String(r['column_name']).toLowerCase(), { name: String(r['column_name']), type: parseDuckType(String(r['column_type'])) });
+    columns.set(String(r['column_name']).toLowerCase(), {
+      name: String(r['column_name']),
+      type: parseDuckType(String(r['column_type'])),
+    });
   }
   for (const f of files) {
     const bad = nestedMisfit(f, columns);
@@ -47,30 +62,51 @@ export async function restoreJsonTexts(session: DuckSession, table: string, file
     const wanted = new Set<string>();
     const read = readTypes(f);
     for (const v of f.scan.values.values()) {
-      const column = v.segments.length === 1 ? columns.get(v.segments[0]!.toLowerCase()) : undefined;
+      const column =
+        v.segments.length === 1 ? columns.get(v.segments[0]!.toLowerCase()) : undefined;
       if (!column || textKind(column.type) !== 'VARCHAR') continue;
       // As DuckDB read the file (with its group's files, ./bulk-text.ts), before the cast to the column's type.
-      if (!asWritten(v, read.get(v.segments[0]!.toLowerCase()) ?? column.type)) wanted.add(column.name.toLowerCase());
+      if (!asWritten(v, read.get(v.segments[0]!.toLowerCase()) ?? column.type))
+        wanted.add(column.name.toLowerCase());
     }
     if (wanted.size > 0) work.push({ file: f.file, records: f.scan.records, columns: wanted });
   }
   if (work.length === 0) return;
-  await session.run('CREATE OR REPLACE TEMP TABLE __tm_json_texts (f VARCHAR, c VARCHAR, r BIGINT, t VARCHAR)');
+  await session.run(
+    'CREATE OR REPLACE TEMP TABLE __tm_json_texts (f VARCHAR, c VARCHAR, r BIGINT, t VARCHAR)',
+  );
   try {
     for (const w of work) {
       const { texts, records, spansLines } = await recordTexts(session, w.file, w.columns);
       if (spansLines) throw spanError(w.file, spansLines);
-      if (records !== w.records) throw alignError(w.file, `${records} records on a second reading, ${w.records} on the first`);
-      for (let i = 0; i < texts.length; i += TEXTS_PER_INSERT) await insertTexts(session, w.file, texts.slice(i, i + TEXTS_PER_INSERT));
+      if (records !== w.records)
+        throw alignError(
+          w.file,
+          `${records} records on a second reading, ${w.records} on the first`,
+        );
+      for (let i = 0; i < texts.length; i += TEXTS_PER_INSERT)
+        await insertTexts(session, w.file, texts.slice(i, i + TEXTS_PER_INSERT));
     }
-    for (const name of new Set(work.flatMap((w) => [...w.columns]))) await restoreColumn(session, table, columns.get(name)!.name, work);
+    for (const name of new Set(work.flatMap((w) => [...w.columns])))
+      await restoreColumn(session, table, columns.get(name)!.name, work);
   } finally {
     await session.run('DROP TABLE IF EXISTS __tm_json_texts');
   }
 }
 
 /** DuckDB's integer types: an integer read as one prints back as the file spells it. */
-const INTEGERS = new Set(['TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT']);
+const INTEGERS = new Set([
+  'TINYINT',
+  'SMALLINT',
+  'INTEGER',
+  'BIGINT',
+  'HUGEINT',
+  'UTINYINT',
+  'USMALLINT',
+  'UINTEGER',
+  'UBIGINT',
+  'UHUGEINT',
+]);
 
 /**
  * Whether DuckDB's text of the values at `v`, read as `read`, is the text the file spells: texts
@@ -82,10 +118,18 @@ function asWritten(v: PathValues, read: DuckType): boolean {
   if (kinds.length === 0) return true;
   if (kinds.length > 1 || read.kind !== 'primitive') return false;
   const only = kinds[0];
-  return (only === 'string' && read.name === 'VARCHAR') || (only === 'integer' && INTEGERS.has(read.name)) || (only === 'boolean' && read.name === 'BOOLEAN');
+  return (
+    (only === 'string' && read.name === 'VARCHAR') ||
+    (only === 'integer' && INTEGERS.has(read.name)) ||
+    (only === 'boolean' && read.name === 'BOOLEAN')
+  );
 }
 
-async function insertTexts(session: DuckSession, file: LoadFile, texts: readonly RecordText[]): Promise<void> {
+async function insertTexts(
+  session: DuckSession,
+  file: LoadFile,
+  texts: readonly RecordText[],
+): Promise<void> {
   if (texts.length === 0) return;
   const rows = jsonRows(
     texts.map((t) => ({ f: file.key, c: t.column.toLowerCase(), r: t.row, t: t.text })),
@@ -98,7 +142,12 @@ async function insertTexts(session: DuckSession, file: LoadFile, texts: readonly
  * Put the texts into `column`. First a check that the records line up with the rows DuckDB read:
  * in every file the rows with a value there are exactly the records with a text.
  */
-async function restoreColumn(session: DuckSession, table: string, column: string, work: readonly { file: LoadFile; columns: Set<string> }[]): Promise<void> {
+async function restoreColumn(
+  session: DuckSession,
+  table: string,
+  column: string,
+  work: readonly { file: LoadFile; columns: Set<string> }[],
+): Promise<void> {
   const files = work.filter((w) => w.columns.has(column.toLowerCase()));
   const keys = files.map((w) => str(w.file.key)).join(', ');
   const texts = `(SELECT * FROM __tm_json_texts WHERE c = ${str(column.toLowerCase())})`;
@@ -106,7 +155,11 @@ async function restoreColumn(session: DuckSession, table: string, column: string
     `SELECT d.${ident(SOURCE_FILE)} AS f FROM ${ident(table)} d FULL JOIN ${texts} x ON x.f = d.${ident(SOURCE_FILE)} AND x.r = d.${ident(SOURCE_ROW)} ` +
       `WHERE coalesce(d.${ident(SOURCE_FILE)}, x.f) IN (${keys}) AND (d.${ident(column)} IS NULL) <> (x.t IS NULL) LIMIT 1`,
   );
-  if (off) throw alignError(files.find((w) => w.file.key === off['f'])?.file ?? files[0]!.file, `the rows with a value in column ${JSON.stringify(column)} are not the records that hold one`);
+  if (off)
+    throw alignError(
+      files.find((w) => w.file.key === off['f'])?.file ?? files[0]!.file,
+      `the rows with a value in column ${JSON.stringify(column)} are not the records that hold one`,
+    );
   await session.run(
     `UPDATE ${ident(table)} AS d SET ${ident(column)} = x.t FROM ${texts} x WHERE x.f = d.${ident(SOURCE_FILE)} AND x.r = d.${ident(SOURCE_ROW)}`,
   );
@@ -130,7 +183,9 @@ function typeAt(t: DuckType, segments: readonly string[]): DuckType | null {
       if (at.kind !== 'list' && at.kind !== 'array') return null;
       at = at.element;
     } else if (at.kind === 'struct') {
-      const field = at.fields.find((f) => f.name === s) ?? at.fields.find((f) => f.name.toLowerCase() === s.toLowerCase());
+      const field =
+        at.fields.find((f) => f.name === s) ??
+        at.fields.find((f) => f.name.toLowerCase() === s.toLowerCase());
       if (!field) return null;
       at = field.type;
     } else if (at.kind === 'map') at = at.value;
@@ -140,7 +195,10 @@ function typeAt(t: DuckType, segments: readonly string[]): DuckType | null {
 }
 
 /** The first string field inside a struct, list or map of a file that would not hold the file's text, as a BadFileError. */
-function nestedMisfit(f: ScannedJson, columns: ReadonlyMap<string, { type: DuckType }>): BadFileError | null {
+function nestedMisfit(
+  f: ScannedJson,
+  columns: ReadonlyMap<string, { type: DuckType }>,
+): BadFileError | null {
   const read = readTypes(f);
   for (const v of f.scan.values.values()) {
     if (v.segments.length < 2) continue;
@@ -163,14 +221,24 @@ function nestedMisfit(f: ScannedJson, columns: ReadonlyMap<string, { type: DuckT
 
 function nestedWhy(v: PathValues, read: DuckType): { at: NumberAt; why: string } {
   const { number, object, array, string, integer, boolean } = v.first;
-  if (number) return { at: number, why: 'DuckDB reads the number as a double and would store its own text of it (1e3 as 1000.0)' };
-  if (object ?? array) return { at: (object ?? array)!, why: 'DuckDB would store its own text of it' };
+  if (number)
+    return {
+      at: number,
+      why: 'DuckDB reads the number as a double and would store its own text of it (1e3 as 1000.0)',
+    };
+  if (object ?? array)
+    return { at: (object ?? array)!, why: 'DuckDB would store its own text of it' };
   const other = integer ?? boolean;
   if (string) {
-    const reason = other ? `the field also holds ${other.value} (line ${other.line}), so DuckDB reads it as JSON` : 'DuckDB reads the field as JSON';
+    const reason = other
+      ? `the field also holds ${other.value} (line ${other.line}), so DuckDB reads it as JSON`
+      : 'DuckDB reads the field as JSON';
     return { at: string, why: `${reason}, and would store the text with its quotes` };
   }
-  return { at: other!, why: `DuckDB reads the field as ${renderDuckType(read)} (with the batch's other files) and would store its own text of it` };
+  return {
+    at: other!,
+    why: `DuckDB reads the field as ${renderDuckType(read)} (with the batch's other files) and would store its own text of it`,
+  };
 }
 
 function spanError(file: LoadFile, at: NumberAt & { column: string }): BadFileError {
@@ -182,7 +250,10 @@ function spanError(file: LoadFile, at: NumberAt & { column: string }): BadFileEr
 }
 
 function alignError(file: LoadFile, why: string): BadFileError {
-  return new BadFileError(`[load] ${file.key}: its records could not be matched with the rows DuckDB read (${why}), so its texts could not be kept as written`, {
-    context: { key: file.key },
-  });
+  return new BadFileError(
+    `[load] ${file.key}: its records could not be matched with the rows DuckDB read (${why}), so its texts could not be kept as written`,
+    {
+      context: { key: file.key },
+    },
+  );
 }

@@ -19,7 +19,13 @@ import { jsonRows } from './sql.js';
 import { textValueSql } from './text-cast.js';
 
 /** DuckDB's types for a timestamp it detected in a JSON text. */
-const DETECTED = new Set(['TIMESTAMP', 'TIMESTAMP WITH TIME ZONE', 'TIMESTAMP_NS', 'TIMESTAMP_MS', 'TIMESTAMP_S']);
+const DETECTED = new Set([
+  'TIMESTAMP',
+  'TIMESTAMP WITH TIME ZONE',
+  'TIMESTAMP_NS',
+  'TIMESTAMP_MS',
+  'TIMESTAMP_S',
+]);
 /** Texts checked per statement. */
 const TEXTS_PER_CHECK = 10_000;
 
@@ -30,10 +36,18 @@ export async function refuseShiftedWallClocks(
   described: ReadonlyMap<LoadFile, readonly FileColumn[]>,
   schema: StructType | undefined,
 ): Promise<void> {
-  const wallClock = new Set((schema?.fields ?? []).filter((f) => f.type === 'timestamp_ntz').map((f) => f.name.toLowerCase()));
+  const wallClock = new Set(
+    (schema?.fields ?? [])
+      .filter((f) => f.type === 'timestamp_ntz')
+      .map((f) => f.name.toLowerCase()),
+  );
   if (wallClock.size === 0) return;
   for (const file of jsonFiles) {
-    const columns = new Set((described.get(file) ?? []).filter((c) => DETECTED.has(c.type) && wallClock.has(c.name.toLowerCase())).map((c) => c.name.toLowerCase()));
+    const columns = new Set(
+      (described.get(file) ?? [])
+        .filter((c) => DETECTED.has(c.type) && wallClock.has(c.name.toLowerCase()))
+        .map((c) => c.name.toLowerCase()),
+    );
     if (columns.size === 0) continue;
     const { texts } = await recordTexts(session, file, columns);
     for (let at = 0; at < texts.length; at += TEXTS_PER_CHECK) {
@@ -43,7 +57,15 @@ export async function refuseShiftedWallClocks(
           `[load] ${file.key}: line ${bad.line}, column ${JSON.stringify(bad.column)}: the timestamp ${JSON.stringify(bad.text)} is not a wall clock ` +
             '(it has a zone or offset, or is not a timestamp), and the column is timestamp_ntz; write the local time without an offset, ' +
             'or make the column a timestamp (an instant)',
-          { context: { key: file.key, line: bad.line, row: bad.row, column: bad.column, value: bad.text } },
+          {
+            context: {
+              key: file.key,
+              line: bad.line,
+              row: bad.row,
+              column: bad.column,
+              value: bad.text,
+            },
+          },
         );
       }
     }
@@ -51,10 +73,18 @@ export async function refuseShiftedWallClocks(
 }
 
 /** The first of `texts` that does not spell a timestamp without a zone, or null. */
-async function firstZoned(session: DuckSession, texts: readonly RecordText[]): Promise<RecordText | null> {
+async function firstZoned(
+  session: DuckSession,
+  texts: readonly RecordText[],
+): Promise<RecordText | null> {
   if (texts.length === 0) return null;
-  const rows = jsonRows(texts.map((t, i) => ({ i, t: t.text })), { i: 'BIGINT', t: 'VARCHAR' });
+  const rows = jsonRows(
+    texts.map((t, i) => ({ i, t: t.text })),
+    { i: 'BIGINT', t: 'VARCHAR' },
+  );
   const wallClock = textValueSql('u.t', parseDuckType('TIMESTAMP'));
-  const row = await session.one(`SELECT u.i FROM ${rows} AS u WHERE ${wallClock} IS NULL ORDER BY u.i LIMIT 1`);
+  const row = await session.one(
+    `SELECT u.i FROM ${rows} AS u WHERE ${wallClock} IS NULL ORDER BY u.i LIMIT 1`,
+  );
   return row ? texts[Number(row['i'])]! : null;
 }

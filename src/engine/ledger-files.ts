@@ -23,7 +23,11 @@ export interface LedgerEntry {
 }
 
 /** The newest entry of each of `keys` that the local ledger files hold. */
-export async function lastLoaded(session: DuckSession, files: readonly string[], keys: readonly string[]): Promise<LedgerEntry[]> {
+export async function lastLoaded(
+  session: DuckSession,
+  files: readonly string[],
+  keys: readonly string[],
+): Promise<LedgerEntry[]> {
   const found: LedgerEntry[] = [];
   for (let i = 0; i < keys.length; i += CHUNK) {
     const chunk = keys.slice(i, i + CHUNK);
@@ -32,7 +36,12 @@ export async function lastLoaded(session: DuckSession, files: readonly string[],
     );
     for (const r of rows) {
       const last = r['last'] as { etag: unknown; modified: unknown };
-      found.push({ key: String(r['key']), etag: String(last.etag), batch: Number(r['batch']), modified: last.modified === null ? null : Number(last.modified) });
+      found.push({
+        key: String(r['key']),
+        etag: String(last.etag),
+        batch: Number(r['batch']),
+        modified: last.modified === null ? null : Number(last.modified),
+      });
     }
   }
   return found;
@@ -44,7 +53,11 @@ export async function lastLoaded(session: DuckSession, files: readonly string[],
  * ledgers kept it: its first load's time is unknown). Keys the ledger lacks in that ETag are left
  * out. The files may be several ledgers' (a job's and its backfills'), whose batches do not compare.
  */
-export async function firstLoaded(session: DuckSession, files: readonly string[], wanted: ReadonlyArray<{ key: string; etag: string }>): Promise<Map<string, number | null>> {
+export async function firstLoaded(
+  session: DuckSession,
+  files: readonly string[],
+  wanted: ReadonlyArray<{ key: string; etag: string }>,
+): Promise<Map<string, number | null>> {
   const found = new Map<string, number | null>();
   for (let i = 0; i < wanted.length; i += CHUNK) {
     const chunk = wanted.slice(i, i + CHUNK);
@@ -53,7 +66,8 @@ export async function firstLoaded(session: DuckSession, files: readonly string[]
       `SELECT l.key, CASE WHEN count(*) > count(l.modified) THEN NULL ELSE min(l.modified) END AS first FROM ${readFiles(files)} l ` +
         `JOIN (VALUES ${pairs}) AS w(key, etag) ON l.key = w.key AND l.etag = w.etag GROUP BY l.key`,
     );
-    for (const r of rows) found.set(String(r['key']), r['first'] === null ? null : Number(r['first']));
+    for (const r of rows)
+      found.set(String(r['key']), r['first'] === null ? null : Number(r['first']));
   }
   return found;
 }
@@ -62,7 +76,12 @@ export async function firstLoaded(session: DuckSession, files: readonly string[]
  * Write `entries` as the ledger file `local`; with `mergedWith` (local ledger files), their entries
  * too, rewritten to the newest per key. Returns its row count.
  */
-export async function writeLedgerFile(session: DuckSession, local: string, entries: readonly LedgerEntry[], mergedWith: readonly string[] = []): Promise<number> {
+export async function writeLedgerFile(
+  session: DuckSession,
+  local: string,
+  entries: readonly LedgerEntry[],
+  mergedWith: readonly string[] = [],
+): Promise<number> {
   const values = valuesSql(entries);
   const sql =
     mergedWith.length === 0
@@ -70,7 +89,9 @@ export async function writeLedgerFile(session: DuckSession, local: string, entri
       : `SELECT key, last.etag AS etag, batch, last.modified AS modified FROM (SELECT key, arg_max({'etag': etag, 'modified': modified}, batch) AS last, max(batch) AS batch ` +
         `FROM (SELECT key, etag, batch, modified FROM ${readFiles(mergedWith)} UNION ALL ${values}) GROUP BY key) ORDER BY key`;
   await session.run(`COPY (${sql}) TO ${str(local)} (FORMAT parquet)`);
-  const row = await session.one(`SELECT count(*) AS n FROM read_parquet(${str(safeReadPath(local))})`);
+  const row = await session.one(
+    `SELECT count(*) AS n FROM read_parquet(${str(safeReadPath(local))})`,
+  );
   return Number(row?.['n'] ?? 0);
 }
 
@@ -85,27 +106,44 @@ export async function notInLedger(
   candidates: ReadonlyArray<{ key: string; etag: string }>,
   opts: { scratch: string; changed: boolean },
 ): Promise<Array<{ key: string; etag: string; loaded: string | null }>> {
-  await writeFile(opts.scratch, candidates.map((f) => JSON.stringify({ key: f.key, etag: f.etag })).join('\n') + '\n');
+  await writeFile(
+    opts.scratch,
+    candidates.map((f) => JSON.stringify({ key: f.key, etag: f.etag })).join('\n') + '\n',
+  );
   const source = `read_json(${str(safeReadPath(opts.scratch))}, format = 'newline_delimited', columns = {key: 'VARCHAR', etag: 'VARCHAR'})`;
-  const loaded = files.length === 0 ? `SELECT NULL::VARCHAR AS key, NULL::VARCHAR AS etag WHERE false` : `SELECT key, arg_max(etag, batch) AS etag FROM ${readFiles(files)} GROUP BY key`;
+  const loaded =
+    files.length === 0
+      ? `SELECT NULL::VARCHAR AS key, NULL::VARCHAR AS etag WHERE false`
+      : `SELECT key, arg_max(etag, batch) AS etag FROM ${readFiles(files)} GROUP BY key`;
   const rows = await session.all(
     `SELECT c.key, c.etag, l.etag AS loaded FROM ${source} c LEFT JOIN (${loaded}) l USING (key) ` +
       `WHERE l.etag IS NULL${opts.changed ? ' OR l.etag <> c.etag' : ''} ORDER BY c.key`,
   );
   await rm(opts.scratch, { force: true });
-  return rows.map((r) => ({ key: String(r['key']), etag: String(r['etag']), loaded: r['loaded'] === null ? null : String(r['loaded']) }));
+  return rows.map((r) => ({
+    key: String(r['key']),
+    etag: String(r['etag']),
+    loaded: r['loaded'] === null ? null : String(r['loaded']),
+  }));
 }
 
 /** Ledger rows as SQL (key, etag, batch, modified). */
 function valuesSql(entries: readonly LedgerEntry[]): string {
-  const rows = entries.map((e) => `(${str(e.key)}, ${str(e.etag)}, ${e.batch}::BIGINT, ${e.modified === null ? 'NULL' : e.modified}::BIGINT)`);
+  const rows = entries.map(
+    (e) =>
+      `(${str(e.key)}, ${str(e.etag)}, ${e.batch}::BIGINT, ${e.modified === null ? 'NULL' : e.modified}::BIGINT)`,
+  );
   const parts: string[] = [];
-  for (let i = 0; i < rows.length; i += CHUNK) parts.push(`SELECT * FROM (VALUES ${rows.slice(i, i + CHUNK).join(', ')}) AS t(key, etag, batch, modified)`);
+  for (let i = 0; i < rows.length; i += CHUNK)
+    parts.push(
+      `SELECT * FROM (VALUES ${rows.slice(i, i + CHUNK).join(', ')}) AS t(key, etag, batch, modified)`,
+    );
   return parts.join(' UNION ALL ');
 }
 
 /** The ledger files as one relation of (key, etag, batch, modified): files written before `modified` was kept read it as NULL. */
 function readFiles(paths: readonly string[]): string {
-  const columns = 'SELECT NULL::VARCHAR AS key, NULL::VARCHAR AS etag, NULL::BIGINT AS batch, NULL::BIGINT AS modified WHERE false';
+  const columns =
+    'SELECT NULL::VARCHAR AS key, NULL::VARCHAR AS etag, NULL::BIGINT AS batch, NULL::BIGINT AS modified WHERE false';
   return `(${columns} UNION ALL BY NAME SELECT * FROM read_parquet([${paths.map(str).join(', ')}], union_by_name = true))`;
 }

@@ -19,7 +19,17 @@ import type { DuckSession } from './duckdb.js';
 import { fitCastSql, misfitSql } from './fit-cast.js';
 import { recordTexts } from './json-numbers.js';
 import { isNestedDuck, leafChecks, nestedAdditions } from './nested-fit.js';
-import { csvDialect, describeDialect, fileSelectSql, LINEAGE_COLUMNS, SOURCE_ROW, temporalFormats, type CsvDialect, type CsvOptions, type LoadFile } from './file-select.js';
+import {
+  csvDialect,
+  describeDialect,
+  fileSelectSql,
+  LINEAGE_COLUMNS,
+  SOURCE_ROW,
+  temporalFormats,
+  type CsvDialect,
+  type CsvOptions,
+  type LoadFile,
+} from './file-select.js';
 import { ident } from './sql.js';
 import { ambiguitySql } from './text-cast.js';
 import { deltaTypeToDuckForWrite } from './type-map-write.js';
@@ -44,7 +54,12 @@ export interface ConformedFile {
 }
 
 /** The file's columns as DuckDB reads them; a file DuckDB cannot read is a BadFileError naming it. */
-export async function describeFile(session: DuckSession, file: LoadFile, csv: CsvOptions | undefined, text: readonly string[] = []): Promise<FileColumn[]> {
+export async function describeFile(
+  session: DuckSession,
+  file: LoadFile,
+  csv: CsvOptions | undefined,
+  text: readonly string[] = [],
+): Promise<FileColumn[]> {
   let rows;
   try {
     rows = await session.all(`DESCRIBE ${fileSelectSql(file, csv, text)}`);
@@ -54,7 +69,10 @@ export async function describeFile(session: DuckSession, file: LoadFile, csv: Cs
   const all = rows.map((r) => ({ name: String(r['column_name']), type: String(r['column_type']) }));
   // The lineage columns come last, once each; the file's own columns are the ones before them.
   const columns = all.slice(0, all.length - LINEAGE_COLUMNS.length);
-  checkColumnNames(file, columns.map((c) => c.name));
+  checkColumnNames(
+    file,
+    columns.map((c) => c.name),
+  );
   return columns;
 }
 
@@ -67,7 +85,9 @@ export async function describeFile(session: DuckSession, file: LoadFile, csv: Cs
  * next are the same column).
  */
 export function checkColumnNames(file: LoadFile, names: readonly string[]): void {
-  const reserved = names.find((n) => (LINEAGE_COLUMNS as readonly string[]).includes(n.toLowerCase()));
+  const reserved = names.find((n) =>
+    (LINEAGE_COLUMNS as readonly string[]).includes(n.toLowerCase()),
+  );
   if (reserved !== undefined) {
     throw new BadFileError(
       `[load] cannot load ${file.key}: it has a column named ${JSON.stringify(reserved)}, a name tidemark reserves for its lineage columns (${LINEAGE_COLUMNS.join(', ')}); rename the column in the source`,
@@ -101,28 +121,38 @@ function caseClash(file: LoadFile, first: string, second: string): BadFileError 
  * A BadFileError for a CSV file that breaks the job's dialect at DuckDB's "CSV Error on Line: N"
  * (`duckError`), naming the line and what is wrong with it; null when DuckDB named no line.
  */
-export function csvLineError(file: LoadFile, dialect: CsvDialect, duckError: unknown, cause?: unknown): BadFileError | null {
+export function csvLineError(
+  file: LoadFile,
+  dialect: CsvDialect,
+  duckError: unknown,
+  cause?: unknown,
+): BadFileError | null {
   const text = duckError instanceof Error ? duckError.message : String(duckError);
   const line = /CSV Error on Line: (\d+)/.exec(text)?.[1];
   if (line === undefined) return null;
-  return new BadFileError(`[load] cannot read ${file.key}: line ${line}: ${csvProblem(text)}; the job reads CSV with ${describeDialect(dialect)} (source.csv)`, {
-    context: { key: file.key, line: Number(line) },
-    cause: cause ?? duckError,
-  });
+  return new BadFileError(
+    `[load] cannot read ${file.key}: line ${line}: ${csvProblem(text)}; the job reads CSV with ${describeDialect(dialect)} (source.csv)`,
+    {
+      context: { key: file.key, line: Number(line) },
+      cause: cause ?? duckError,
+    },
+  );
 }
 
 /** What DuckDB says is wrong with a CSV line. Its message also quotes the line: data, never copied. */
 function csvProblem(duckMessage: string): string {
   const columns = /Expected Number of Columns: (\d+) Found: (\d+)/.exec(duckMessage);
   if (columns) return `expected ${columns[1]} fields, found ${columns[2]}`;
-  if (/unterminated quote/i.test(duckMessage)) return 'a quoted field is not closed (unterminated quote)';
+  if (/unterminated quote/i.test(duckMessage))
+    return 'a quoted field is not closed (unterminated quote)';
   if (/invalid unicode/i.test(duckMessage)) return 'invalid UTF-8 (is it a text file?)';
   const size = /Maximum line size of \d+ bytes exceeded/.exec(duckMessage);
   return size ? size[0] : 'the line does not follow the dialect';
 }
 
 /** Lines of DuckDB's long CSV messages that say what is wrong and where (not the data itself). */
-const TELLING_LINES = /^(It was not possible to .*|CSV Error on Line: \d+|Expected Number of Columns: .*|Error when converting column .*)$/;
+const TELLING_LINES =
+  /^(It was not possible to .*|CSV Error on Line: \d+|Expected Number of Columns: .*|Error when converting column .*)$/;
 
 /** DuckDB messages that say the machine, not the file, failed: memory, or the disk it spills to. */
 const RESOURCE_FAILURE = /^Out of Memory Error|No space left on device|could not allocate block/i;
@@ -136,8 +166,14 @@ const RESOURCE_FAILURE = /^Out of Memory Error|No space left on device|could not
  */
 export function unreadable(file: LoadFile, err: unknown): BadFileError {
   throwIfResourceFailure(file.key, err);
-  const lines = (err instanceof Error ? err.message : String(err)).split(file.localPath).join(file.key).split('\n');
-  const telling = lines.slice(1).filter((l) => TELLING_LINES.test(l.trim())).map((l) => l.trim());
+  const lines = (err instanceof Error ? err.message : String(err))
+    .split(file.localPath)
+    .join(file.key)
+    .split('\n');
+  const telling = lines
+    .slice(1)
+    .filter((l) => TELLING_LINES.test(l.trim()))
+    .map((l) => l.trim());
   const line = /CSV Error on Line: (\d+)/.exec(lines.join('\n'))?.[1];
   return new BadFileError(`[load] cannot read ${file.key}: ${[lines[0]!, ...telling].join('; ')}`, {
     context: { key: file.key, ...(line ? { line: Number(line) } : {}) },
@@ -158,7 +194,13 @@ export function throwIfResourceFailure(what: string, err: unknown, files = 1): v
 }
 
 /** Plan how to read `file` in `schema`'s types; `described`: the file's columns, when already described. */
-export async function conformFile(session: DuckSession, file: LoadFile, schema: StructType, csv?: CsvOptions, described?: FileColumn[]): Promise<ConformedFile> {
+export async function conformFile(
+  session: DuckSession,
+  file: LoadFile,
+  schema: StructType,
+  csv?: CsvOptions,
+  described?: FileColumn[],
+): Promise<ConformedFile> {
   return conformWith(session, file, schema, csv, false, described);
 }
 
@@ -172,15 +214,20 @@ async function conformWith(
 ): Promise<ConformedFile> {
   const sniffed = described ?? (await describeFile(session, file, csv));
   const isCsv = file.format === 'csv' || file.format === 'tsv';
-  const text = isCsv ? sniffed.filter((c) => allText || fieldOf(schema, c.name)).map((c) => c.name) : [];
+  const text = isCsv
+    ? sniffed.filter((c) => allText || fieldOf(schema, c.name)).map((c) => c.name)
+    : [];
   const textSet = new Set(text);
   const columns = sniffed.map((c) => (textSet.has(c.name) ? { name: c.name, type: 'VARCHAR' } : c));
   refuseNewNestedFields(file, columns, schema);
   const projection = columns.map((c) => {
     const field = fieldOf(schema, c.name);
-    if (field) return `${fitCastSql(ident(c.name), c.type, field.type, field.name, temporalFormats(csv))} AS ${ident(field.name)}`;
+    if (field)
+      return `${fitCastSql(ident(c.name), c.type, field.type, field.name, temporalFormats(csv))} AS ${ident(field.name)}`;
     // A column DuckDB reads as JSON (texts mixed with other values) is read as text; ./json-texts.ts puts the file's texts in.
-    return c.type === 'JSON' ? `CAST(${ident(c.name)} AS VARCHAR) AS ${ident(c.name)}` : ident(c.name);
+    return c.type === 'JSON'
+      ? `CAST(${ident(c.name)} AS VARCHAR) AS ${ident(c.name)}`
+      : ident(c.name);
   });
   const raw = fileSelectSql(file, csv, text);
   const select = `SELECT ${[...projection, ...LINEAGE_COLUMNS.map(ident)].join(', ')} FROM (${raw})`;
@@ -192,7 +239,11 @@ async function conformWith(
  * it. Under `schemaEvolution: addColumns` the load widens the column's type first (../engine/load.ts),
  * so no field is left to refuse here.
  */
-function refuseNewNestedFields(file: LoadFile, columns: readonly FileColumn[], schema: StructType): void {
+function refuseNewNestedFields(
+  file: LoadFile,
+  columns: readonly FileColumn[],
+  schema: StructType,
+): void {
   for (const c of columns) {
     const field = fieldOf(schema, c.name);
     const added = field ? nestedAdditions(c.type, field.type, field.name) : [];
@@ -207,7 +258,10 @@ function refuseNewNestedFields(file: LoadFile, columns: readonly FileColumn[], s
 
 function fieldOf(schema: StructType, name: string): StructField | undefined {
   const lower = name.toLowerCase();
-  return schema.fields.find((f) => f.name === name) ?? schema.fields.find((f) => f.name.toLowerCase() === lower);
+  return (
+    schema.fields.find((f) => f.name === name) ??
+    schema.fields.find((f) => f.name.toLowerCase() === lower)
+  );
 }
 
 /**
@@ -215,7 +269,12 @@ function fieldOf(schema: StructType, name: string): StructField | undefined {
  * does not fit (file, row, column), or DuckDB's reason; null when the file loads on its own.
  * CSV columns are all read as text here, so a value the sniffer mistyped cannot hide the row.
  */
-export async function diagnoseFile(session: DuckSession, file: LoadFile, schema: StructType, csv?: CsvOptions): Promise<BadFileError | null> {
+export async function diagnoseFile(
+  session: DuckSession,
+  file: LoadFile,
+  schema: StructType,
+  csv?: CsvOptions,
+): Promise<BadFileError | null> {
   let plan: ConformedFile;
   try {
     plan = await conformWith(session, file, schema, csv, true);
@@ -235,18 +294,44 @@ export async function diagnoseFile(session: DuckSession, file: LoadFile, schema:
 }
 
 /** The first row of the file with a value that does not fit its column (or a date text that reads two ways), as a BadFileError. */
-async function firstMisfit(session: DuckSession, plan: ConformedFile, schema: StructType, csv?: CsvOptions): Promise<BadFileError | null> {
+async function firstMisfit(
+  session: DuckSession,
+  plan: ConformedFile,
+  schema: StructType,
+  csv?: CsvOptions,
+): Promise<BadFileError | null> {
   const formats = temporalFormats(csv);
   const checks: MisfitCheck[] = plan.columns.flatMap((c) => {
     const field = fieldOf(schema, c.name);
     const sql = field ? misfitSql(ident(c.name), c.type, field.type, formats) : null;
     if (!field || !sql) return [];
     const source = parseDuckType(c.type);
-    const leaves = isNestedDuck(source) ? leafChecks(ident(c.name), source, field.type, field.name, misfitSql, formats) : [];
+    const leaves = isNestedDuck(source)
+      ? leafChecks(ident(c.name), source, field.type, field.name, misfitSql, formats)
+      : [];
     // A nested column: its leaves name the field (obj.x); the whole column's check comes last.
-    const nested = leaves.map((l) => ({ name: l.path, top: c.name, sql: l.predicate, value: l.value, type: deltaTypeToDuckForWrite(l.target, l.path), sourceType: l.sourceType, ambiguity: null }));
-    const ambiguity = c.type === 'VARCHAR' ? ambiguitySql(ident(c.name), parseDuckType(deltaTypeToDuckForWrite(field.type)), formats) : null;
-    const whole = { name: field.name, top: c.name, sql, value: `CAST(${ident(c.name)} AS VARCHAR)`, type: deltaTypeToDuckForWrite(field.type, field.name), sourceType: c.type, ambiguity };
+    const nested = leaves.map((l) => ({
+      name: l.path,
+      top: c.name,
+      sql: l.predicate,
+      value: l.value,
+      type: deltaTypeToDuckForWrite(l.target, l.path),
+      sourceType: l.sourceType,
+      ambiguity: null,
+    }));
+    const ambiguity =
+      c.type === 'VARCHAR'
+        ? ambiguitySql(ident(c.name), parseDuckType(deltaTypeToDuckForWrite(field.type)), formats)
+        : null;
+    const whole = {
+      name: field.name,
+      top: c.name,
+      sql,
+      value: `CAST(${ident(c.name)} AS VARCHAR)`,
+      type: deltaTypeToDuckForWrite(field.type, field.name),
+      sourceType: c.type,
+      ambiguity,
+    };
     return [...nested, whole];
   });
   if (checks.length === 0) return null;
@@ -255,9 +340,17 @@ async function firstMisfit(session: DuckSession, plan: ConformedFile, schema: St
   const flags = checks.flatMap((k, i) => [
     `${k.sql} AS m${i}`,
     `CAST(${k.value} AS VARCHAR) AS v${i}`,
-    ...(k.ambiguity ? [`${k.ambiguity.predicate} AS a${i}`, `CAST(${k.ambiguity.first} AS VARCHAR) AS f${i}`, `CAST(${k.ambiguity.second} AS VARCHAR) AS s${i}`] : []),
+    ...(k.ambiguity
+      ? [
+          `${k.ambiguity.predicate} AS a${i}`,
+          `CAST(${k.ambiguity.first} AS VARCHAR) AS f${i}`,
+          `CAST(${k.ambiguity.second} AS VARCHAR) AS s${i}`,
+        ]
+      : []),
   ]);
-  const lineSql = isCsv ? `, ${csvLineSql(text, csvDialect(plan.file.format as 'csv' | 'tsv', csv).header)} AS line` : '';
+  const lineSql = isCsv
+    ? `, ${csvLineSql(text, csvDialect(plan.file.format as 'csv' | 'tsv', csv).header)} AS line`
+    : '';
   const sql =
     `SELECT * FROM (SELECT ${ident(SOURCE_ROW)} AS r${lineSql}, ${flags.join(', ')} FROM (${fileSelectSql(plan.file, csv, text)})) ` +
     `WHERE ${checks.map((_, i) => `m${i}`).join(' OR ')} ORDER BY r LIMIT 1`;
@@ -270,20 +363,39 @@ async function firstMisfit(session: DuckSession, plan: ConformedFile, schema: St
   if (!row) return null;
   const i = checks.findIndex((_, j) => row![`m${j}`] === true);
   const k = checks[i]!;
-  const line = isCsv ? row['line'] : await jsonRecordLine(session, plan.file, checks[i]!.top, Number(row['r']));
+  const line = isCsv
+    ? row['line']
+    : await jsonRecordLine(session, plan.file, checks[i]!.top, Number(row['r']));
   const where = { file: plan.file.key, row: row['r'], ...(line != null ? { line } : {}) };
   if (row[`a${i}`] === true) {
     const temporal = k.type === 'DATE' ? 'dateFormat' : 'timestampFormat';
-    return ambiguityError({ column: k.name, value: row[`v${i}`], readings: [row[`f${i}`], row[`s${i}`]], setting: temporal, ...where }, '[load]');
+    return ambiguityError(
+      {
+        column: k.name,
+        value: row[`v${i}`],
+        readings: [row[`f${i}`], row[`s${i}`]],
+        setting: temporal,
+        ...where,
+      },
+      '[load]',
+    );
   }
-  return castError({ column: k.name, type: k.type, sourceType: k.sourceType, value: row[`v${i}`], ...where }, '[load]');
+  return castError(
+    { column: k.name, type: k.type, sourceType: k.sourceType, value: row[`v${i}`], ...where },
+    '[load]',
+  );
 }
 
 /**
  * The line a JSON or NDJSON file's `row`-th record holds its `column` on (read once more, only
  * for the error); undefined for other formats, or where the record has no such value.
  */
-async function jsonRecordLine(session: DuckSession, file: LoadFile, column: string, row: number): Promise<number | undefined> {
+async function jsonRecordLine(
+  session: DuckSession,
+  file: LoadFile,
+  column: string,
+  row: number,
+): Promise<number | undefined> {
   if (file.format !== 'json' && file.format !== 'ndjson') return undefined;
   try {
     const { texts } = await recordTexts(session, file, new Set([column.toLowerCase()]));
@@ -312,7 +424,14 @@ interface MisfitCheck {
  * breaks inside their quoted fields. `text` are the file's columns, all read as text.
  */
 function csvLineSql(text: readonly string[], header: boolean): string {
-  const breaks = text.length === 0 ? '0' : text.map((c) => `coalesce(length(${ident(c)}) - length(replace(${ident(c)}, chr(10), '')), 0)`).join(' + ');
+  const breaks =
+    text.length === 0
+      ? '0'
+      : text
+          .map(
+            (c) => `coalesce(length(${ident(c)}) - length(replace(${ident(c)}, chr(10), '')), 0)`,
+          )
+          .join(' + ');
   const before = `coalesce(sum(${breaks}) OVER (ORDER BY ${ident(SOURCE_ROW)} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)`;
   return `${ident(SOURCE_ROW)} + ${header ? 1 : 0} + ${before}`;
 }

@@ -15,21 +15,56 @@ import { stat } from 'node:fs/promises';
 import type { StructField, StructType } from '../delta/schema.js';
 import { BadFileError } from '../errors.js';
 import type { DuckSession } from './duckdb.js';
-import { countCsvFields, csvDialect, csvFirstLineSql, csvStrictReadSql, fileSelectSql, LINEAGE_COLUMNS, SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
+import {
+  countCsvFields,
+  csvDialect,
+  csvFirstLineSql,
+  csvStrictReadSql,
+  fileSelectSql,
+  LINEAGE_COLUMNS,
+  SOURCE_FILE,
+  SOURCE_MODIFIED,
+  SOURCE_ROW,
+  type CsvOptions,
+  type LoadFile,
+} from './file-select.js';
 import { parseDuckType } from './duck-type.js';
 import { inferTextColumns } from './infer-text-types.js';
-import { inexactAcrossFiles, inexactNumber, scanJson, type ColumnNumbers, type JsonScan } from './json-numbers.js';
+import {
+  inexactAcrossFiles,
+  inexactNumber,
+  scanJson,
+  type ColumnNumbers,
+  type JsonScan,
+} from './json-numbers.js';
 import { restoreJsonTexts } from './json-texts.js';
 import { refuseShiftedWallClocks } from './json-wall-clocks.js';
 import { bisect, dropStaged, FILE_INDEX, stageTextFiles, type StagedGroup } from './bulk-text.js';
 import { sourceFileEnum } from './parquet-list.js';
 import { nestedAdditions, withNewFields } from './nested-fit.js';
-import { checkColumnNames, conformFile, csvLineError, describeFile, diagnoseFile, throwIfResourceFailure, unreadable, type ConformedFile, type FileColumn } from './load-conform.js';
+import {
+  checkColumnNames,
+  conformFile,
+  csvLineError,
+  describeFile,
+  diagnoseFile,
+  throwIfResourceFailure,
+  unreadable,
+  type ConformedFile,
+  type FileColumn,
+} from './load-conform.js';
 import { parquetListSql } from './parquet-list.js';
 import { naiveParquetTimestamps, refuseInstantsIntoWallClock } from './parquet-timestamps.js';
 import { ident, identList } from './sql.js';
 
-export { fileSelectSql, SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW, type CsvOptions, type LoadFile } from './file-select.js';
+export {
+  fileSelectSql,
+  SOURCE_FILE,
+  SOURCE_MODIFIED,
+  SOURCE_ROW,
+  type CsvOptions,
+  type LoadFile,
+} from './file-select.js';
 
 export interface LoadOptions {
   /** Name of the table to create (replaced if it exists). */
@@ -75,12 +110,20 @@ export interface LoadResult {
 }
 
 /** Load `files` into `opts.table`; returns the row count. Nothing to read creates no table and returns 0. */
-export async function loadFiles(session: DuckSession, files: LoadFile[], opts: LoadOptions): Promise<number> {
+export async function loadFiles(
+  session: DuckSession,
+  files: LoadFile[],
+  opts: LoadOptions,
+): Promise<number> {
   return (await loadSourceFiles(session, files, opts)).rows;
 }
 
 /** Load `files` into `opts.table` (see the module comment). Nothing to read creates no table. */
-export async function loadSourceFiles(session: DuckSession, files: readonly LoadFile[], opts: LoadOptions): Promise<LoadResult> {
+export async function loadSourceFiles(
+  session: DuckSession,
+  files: readonly LoadFile[],
+  opts: LoadOptions,
+): Promise<LoadResult> {
   const { readable, emptyFiles } = await skipEmpty(files);
   if (readable.length === 0) return { rows: 0, newColumns: [], emptyFiles, naiveTimestamps: [] };
   const jsons = await scanJsonFiles(session, readable, opts);
@@ -94,8 +137,15 @@ export async function loadSourceFiles(session: DuckSession, files: readonly Load
     refuseInstantsIntoWallClock(described, opts.schema, opts.declared);
     await refuseShiftedWallClocks(session, jsons.keys(), described, schema);
     const plans = schema ? await conformAll(session, alone, schema, opts.csv, described) : null;
-    const stagedPlans = schema ? await Promise.all(staged.map((g) => conformFile(session, g.files[0]!, schema, opts.csv, g.columns))) : null;
-    const units = [...readUnits(alone, plans, opts.csv), ...staged.map((g, i) => stagedUnit(g, stagedPlans?.[i] ?? null))];
+    const stagedPlans = schema
+      ? await Promise.all(
+          staged.map((g) => conformFile(session, g.files[0]!, schema, opts.csv, g.columns)),
+        )
+      : null;
+    const units = [
+      ...readUnits(alone, plans, opts.csv),
+      ...staged.map((g, i) => stagedUnit(g, stagedPlans?.[i] ?? null)),
+    ];
     const chunkSize = opts.chunkSize ?? 64;
     const readOpts = schema ? { ...opts, schema } : opts;
     if (units.reduce((n, u) => n + u.scans, 0) <= chunkSize) {
@@ -105,9 +155,16 @@ export async function loadSourceFiles(session: DuckSession, files: readonly Load
       await createInParts(session, units, chunkSize, readOpts);
     }
     // String columns get the JSON files' own texts of their numbers and objects (./json-texts.ts).
-    await restoreJsonTexts(session, opts.table, [...jsons].map(([file, scan]) => ({ file, scan, read: described.get(file) ?? [] })));
+    await restoreJsonTexts(
+      session,
+      opts.table,
+      [...jsons].map(([file, scan]) => ({ file, scan, read: described.get(file) ?? [] })),
+    );
     const row = await session.one(`SELECT count(*)::BIGINT AS n FROM ${ident(opts.table)}`);
-    const columnsOf = [...(plans ?? []), ...staged.flatMap((g) => g.files.map((file) => ({ file, columns: g.columns })))];
+    const columnsOf = [
+      ...(plans ?? []),
+      ...staged.flatMap((g) => g.files.map((file) => ({ file, columns: g.columns }))),
+    ];
     return {
       rows: Number(row?.['n'] ?? 0),
       newColumns: plans && opts.schema ? newColumnsOf(columnsOf, opts.schema) : [],
@@ -124,11 +181,19 @@ export async function loadSourceFiles(session: DuckSession, files: readonly Load
  * exactly is refused, naming the first such file of the batch; its top-level keys group it for
  * the bulk read.
  */
-async function scanJsonFiles(session: DuckSession, files: readonly LoadFile[], opts: LoadOptions): Promise<Map<LoadFile, JsonScan>> {
+async function scanJsonFiles(
+  session: DuckSession,
+  files: readonly LoadFile[],
+  opts: LoadOptions,
+): Promise<Map<LoadFile, JsonScan>> {
   const jsonFiles = files.filter((f) => f.format === 'json' || f.format === 'ndjson');
   const scans = new Map<LoadFile, JsonScan>();
   // String columns the table has or the job declares keep every number's text: none is refused there.
-  const text = new Set([...(opts.schema?.fields ?? []), ...(opts.declared ?? [])].filter((f) => f.type === 'string').map((f) => f.name.toLowerCase()));
+  const text = new Set(
+    [...(opts.schema?.fields ?? []), ...(opts.declared ?? [])]
+      .filter((f) => f.type === 'string')
+      .map((f) => f.name.toLowerCase()),
+  );
   for (let i = 0; i < jsonFiles.length; i += JSON_SCANS) {
     const batch = jsonFiles.slice(i, i + JSON_SCANS);
     const results = await Promise.all(batch.map((f) => scanJson(session, f)));
@@ -146,7 +211,12 @@ async function scanJsonFiles(session: DuckSession, files: readonly LoadFile[], o
 const JSON_SCANS = 16;
 
 /** The batch's text files staged in bulk (./bulk-text.ts); a file that cannot be read is named, with its line for CSV. */
-async function stageAll(session: DuckSession, files: readonly LoadFile[], csv: CsvOptions | undefined, jsons: ReadonlyMap<LoadFile, { keys: string[] }>): Promise<StagedGroup[]> {
+async function stageAll(
+  session: DuckSession,
+  files: readonly LoadFile[],
+  csv: CsvOptions | undefined,
+  jsons: ReadonlyMap<LoadFile, { keys: string[] }>,
+): Promise<StagedGroup[]> {
   const jsonKeys = new Map([...jsons].map(([f, s]) => [f, s.keys]));
   try {
     return await stageTextFiles(session, files, { ...(csv ? { csv } : {}), jsonKeys });
@@ -166,14 +236,30 @@ function stagedUnit(group: StagedGroup, plan: ConformedFile | null): ReadUnit {
   const file = `CAST(${ident(SOURCE_FILE)} AS ${sourceFileEnum(group.files.map((f) => f.key))})`;
   const lineage = [`${file} AS ${ident(SOURCE_FILE)}`, ident(SOURCE_MODIFIED), ident(SOURCE_ROW)];
   // A column DuckDB reads as JSON (texts mixed with other values) is read as text; ./json-texts.ts puts the file's texts in.
-  const json = group.columns.filter((c) => c.type === 'JSON').map((c) => `CAST(${ident(c.name)} AS VARCHAR) AS ${ident(c.name)}`);
-  const columns = plan ? plan.projection : `* EXCLUDE (${identList([FILE_INDEX, ...LINEAGE_COLUMNS])})${json.length > 0 ? ` REPLACE (${json.join(', ')})` : ''}`;
-  const selectFrom = (relation: string) => `SELECT ${columns}, ${lineage.join(', ')} FROM ${relation}`;
-  return { files: group.files, select: selectFrom(ident(group.table)), perFile: [], scans: 1, staged: { group, selectFrom } };
+  const json = group.columns
+    .filter((c) => c.type === 'JSON')
+    .map((c) => `CAST(${ident(c.name)} AS VARCHAR) AS ${ident(c.name)}`);
+  const columns = plan
+    ? plan.projection
+    : `* EXCLUDE (${identList([FILE_INDEX, ...LINEAGE_COLUMNS])})${json.length > 0 ? ` REPLACE (${json.join(', ')})` : ''}`;
+  const selectFrom = (relation: string) =>
+    `SELECT ${columns}, ${lineage.join(', ')} FROM ${relation}`;
+  return {
+    files: group.files,
+    select: selectFrom(ident(group.table)),
+    perFile: [],
+    scans: 1,
+    staged: { group, selectFrom },
+  };
 }
 
 /** Too many reads for one statement: a temp table per chunk, then one table of them all. */
-async function createInParts(session: DuckSession, units: readonly ReadUnit[], chunkSize: number, opts: LoadOptions): Promise<void> {
+async function createInParts(
+  session: DuckSession,
+  units: readonly ReadUnit[],
+  chunkSize: number,
+  opts: LoadOptions,
+): Promise<void> {
   const parts: string[] = [];
   try {
     for (const chunk of chunks(units, chunkSize)) {
@@ -193,9 +279,16 @@ async function createInParts(session: DuckSession, units: readonly ReadUnit[], c
  * Parquet files at once, the files are read one by one instead (DuckDB's union_by_name can refuse
  * types that UNION ALL BY NAME combines); when that fails too, the bad file is named.
  */
-async function createFrom(session: DuckSession, table: string, units: readonly ReadUnit[], opts: LoadOptions): Promise<void> {
+async function createFrom(
+  session: DuckSession,
+  table: string,
+  units: readonly ReadUnit[],
+  opts: LoadOptions,
+): Promise<void> {
   const create = (selects: readonly string[]) =>
-    session.run(`CREATE OR REPLACE TEMP TABLE ${ident(table)} AS ${selects.join('\nUNION ALL BY NAME\n')}`);
+    session.run(
+      `CREATE OR REPLACE TEMP TABLE ${ident(table)} AS ${selects.join('\nUNION ALL BY NAME\n')}`,
+    );
   try {
     await create(units.map((u) => u.select));
     return;
@@ -208,7 +301,12 @@ async function createFrom(session: DuckSession, table: string, units: readonly R
   try {
     await create(units.flatMap((u) => (u.staged ? [u.select] : u.perFile)));
   } catch (err) {
-    await diagnose(session, units.flatMap((u) => u.files), opts, err);
+    await diagnose(
+      session,
+      units.flatMap((u) => u.files),
+      opts,
+      err,
+    );
   }
 }
 
@@ -227,11 +325,18 @@ interface ReadUnit {
  * When `unit`'s SELECT fails on its own, the first file whose rows fail (halving the group's
  * files within its table), then named by reading it alone; returns when the SELECT succeeds.
  */
-async function locateInStaged(session: DuckSession, unit: ReadUnit, opts: LoadOptions, bulkError: unknown): Promise<void> {
+async function locateInStaged(
+  session: DuckSession,
+  unit: ReadUnit,
+  opts: LoadOptions,
+  bulkError: unknown,
+): Promise<void> {
   const attempt = async (lo: number, hi: number): Promise<unknown> => {
     try {
       const some = `(SELECT * FROM ${ident(unit.staged!.group.table)} WHERE ${ident(FILE_INDEX)} >= ${lo} AND ${ident(FILE_INDEX)} < ${hi})`;
-      await session.run(`CREATE OR REPLACE TEMP TABLE __tm_probe AS ${unit.staged!.selectFrom(some)}`);
+      await session.run(
+        `CREATE OR REPLACE TEMP TABLE __tm_probe AS ${unit.staged!.selectFrom(some)}`,
+      );
       return null;
     } catch (err) {
       return err;
@@ -274,13 +379,18 @@ interface ReadGroup {
  * described columns, with one) in one read_parquet. Units keep the order of the files' first
  * appearance.
  */
-function readUnits(files: readonly LoadFile[], plans: readonly ConformedFile[] | null, csv?: CsvOptions): ReadUnit[] {
+function readUnits(
+  files: readonly LoadFile[],
+  plans: readonly ConformedFile[] | null,
+  csv?: CsvOptions,
+): ReadUnit[] {
   const open = new Map<string, ReadGroup>();
   const order: (ReadUnit | ReadGroup)[] = [];
   files.forEach((file, i) => {
     const plan = plans?.[i];
     const select = plan ? plan.select : fileSelectSql(file, csv);
-    if (file.format !== 'parquet') return void order.push({ files: [file], select, perFile: [select], scans: 1 });
+    if (file.format !== 'parquet')
+      return void order.push({ files: [file], select, perFile: [select], scans: 1 });
     const signature = plan ? JSON.stringify(plan.columns) : '*';
     let group = open.get(signature);
     if (!group) {
@@ -291,29 +401,46 @@ function readUnits(files: readonly LoadFile[], plans: readonly ConformedFile[] |
     group.files.push(file);
     group.perFile.push(select);
   });
-  return order.map((entry) => ('select' in entry ? entry : { files: entry.files, select: groupSelect(entry), perFile: entry.perFile, scans: 1 }));
+  return order.map((entry) =>
+    'select' in entry
+      ? entry
+      : { files: entry.files, select: groupSelect(entry), perFile: entry.perFile, scans: 1 },
+  );
 }
 
 function groupSelect(g: ReadGroup): string {
   if (g.files.length === 1) return g.perFile[0]!;
-  return parquetListSql(g.files, { unionByName: g.projection === undefined, ...(g.projection === undefined ? {} : { projection: g.projection }) });
+  return parquetListSql(g.files, {
+    unionByName: g.projection === undefined,
+    ...(g.projection === undefined ? {} : { projection: g.projection }),
+  });
 }
 
 /** Files `skipEmpty` stats at once. */
 const STATS_AT_ONCE = 32;
 
 /** Zero-byte files hold no rows, except that a Parquet file cannot be empty. */
-async function skipEmpty(files: readonly LoadFile[]): Promise<{ readable: LoadFile[]; emptyFiles: string[] }> {
+async function skipEmpty(
+  files: readonly LoadFile[],
+): Promise<{ readable: LoadFile[]; emptyFiles: string[] }> {
   const readable: LoadFile[] = [];
   const emptyFiles: string[] = [];
   // Stats a few at a time: one by one, thousands of small files waited on each in turn.
   const sizes: number[] = [];
-  for (let i = 0; i < files.length; i += STATS_AT_ONCE) sizes.push(...(await Promise.all(files.slice(i, i + STATS_AT_ONCE).map(async (f) => (await stat(f.localPath)).size))));
+  for (let i = 0; i < files.length; i += STATS_AT_ONCE)
+    sizes.push(
+      ...(await Promise.all(
+        files.slice(i, i + STATS_AT_ONCE).map(async (f) => (await stat(f.localPath)).size),
+      )),
+    );
   for (const [i, file] of files.entries()) {
     const size = sizes[i]!;
     if (size > 0) readable.push(file);
     else if (file.format === 'parquet') {
-      throw new BadFileError(`[load] cannot read ${file.key}: the file is empty (0 bytes), not a Parquet file`, { context: { key: file.key } });
+      throw new BadFileError(
+        `[load] cannot read ${file.key}: the file is empty (0 bytes), not a Parquet file`,
+        { context: { key: file.key } },
+      );
     } else emptyFiles.push(file.key);
   }
   return { readable, emptyFiles };
@@ -330,7 +457,10 @@ async function batchSchema(
   files: readonly LoadFile[],
   opts: LoadOptions,
   described: Map<LoadFile, FileColumn[]>,
-  text: { staged: readonly StagedGroup[]; jsons: ReadonlyMap<LoadFile, { numbers: Map<string, ColumnNumbers> }> },
+  text: {
+    staged: readonly StagedGroup[];
+    jsons: ReadonlyMap<LoadFile, { numbers: Map<string, ColumnNumbers> }>;
+  },
 ): Promise<StructType | undefined> {
   const base = [...(opts.schema?.fields ?? [])];
   const known = new Set(base.map((f) => f.name.toLowerCase()));
@@ -348,8 +478,15 @@ async function batchSchema(
   const mixed = inexactAcrossFiles(jsons, known);
   if (mixed) throw mixed;
   if (opts.addNestedFields) widenNested(base, described);
-  const tables = text.staged.filter((g) => g.kind === 'csv').map((g) => ({ table: g.table, columns: g.columns.map((c) => c.name) }));
-  const inferred = await inferTextColumns(session, { tables, known, ...(opts.csv ? { csv: opts.csv } : {}), ...(opts.keyColumns ? { keyColumns: opts.keyColumns } : {}) });
+  const tables = text.staged
+    .filter((g) => g.kind === 'csv')
+    .map((g) => ({ table: g.table, columns: g.columns.map((c) => c.name) }));
+  const inferred = await inferTextColumns(session, {
+    tables,
+    known,
+    ...(opts.csv ? { csv: opts.csv } : {}),
+    ...(opts.keyColumns ? { keyColumns: opts.keyColumns } : {}),
+  });
   const fields = [...base, ...inferred];
   return fields.length === 0 && !opts.schema ? undefined : { type: 'struct', fields };
 }
@@ -385,7 +522,10 @@ async function conformAll(
 }
 
 /** The columns the files bring that `schema` (the table's) lacks. */
-function newColumnsOf(plans: readonly Pick<ConformedFile, 'file' | 'columns'>[], schema: StructType): NewColumn[] {
+function newColumnsOf(
+  plans: readonly Pick<ConformedFile, 'file' | 'columns'>[],
+  schema: StructType,
+): NewColumn[] {
   const byName = new Map<string, NewColumn>();
   const known = new Set(schema.fields.map((f) => f.name.toLowerCase()));
   for (const p of plans) {
@@ -399,7 +539,12 @@ function newColumnsOf(plans: readonly Pick<ConformedFile, 'file' | 'columns'>[],
 }
 
 /** Find the first file DuckDB cannot read on its own; throws a BadFileError naming it. */
-async function diagnose(session: DuckSession, files: readonly LoadFile[], opts: LoadOptions, bulkError: unknown): Promise<never> {
+async function diagnose(
+  session: DuckSession,
+  files: readonly LoadFile[],
+  opts: LoadOptions,
+  bulkError: unknown,
+): Promise<never> {
   for (const file of files) {
     if (opts.schema) {
       const bad = await diagnoseFile(session, file, opts.schema, opts.csv);
@@ -407,7 +552,9 @@ async function diagnose(session: DuckSession, files: readonly LoadFile[], opts: 
       continue;
     }
     try {
-      await session.run(`CREATE OR REPLACE TEMP TABLE __tm_probe AS ${fileSelectSql(file, opts.csv)}`);
+      await session.run(
+        `CREATE OR REPLACE TEMP TABLE __tm_probe AS ${fileSelectSql(file, opts.csv)}`,
+      );
     } catch (err) {
       throw await withCsvLine(session, file, opts.csv, unreadable(file, err));
     } finally {
@@ -418,7 +565,13 @@ async function diagnose(session: DuckSession, files: readonly LoadFile[], opts: 
   // or the machine could not hold them all at once.
   throwIfResourceFailure(`${files.length} files`, bulkError, files.length);
   const message = bulkError instanceof Error ? bulkError.message.split('\n')[0] : String(bulkError);
-  const named = files.length > 5 ? `${files.slice(0, 5).map((f) => f.key).join(', ')} and ${files.length - 5} more` : files.map((f) => f.key).join(', ');
+  const named =
+    files.length > 5
+      ? `${files
+          .slice(0, 5)
+          .map((f) => f.key)
+          .join(', ')} and ${files.length - 5} more`
+      : files.map((f) => f.key).join(', ');
   throw new BadFileError(`[load] files ${named} cannot be combined: ${message}`, {
     context: { key: files[0]?.key },
     cause: bulkError,
@@ -432,13 +585,24 @@ async function diagnose(session: DuckSession, files: readonly LoadFile[], opts: 
  * DuckDB names the line; `bad` itself when the file is not CSV, already names a line, row or
  * column, or reads that way (the problem is elsewhere).
  */
-async function withCsvLine(session: DuckSession, file: LoadFile, csv: CsvOptions | undefined, bad: BadFileError): Promise<BadFileError> {
+async function withCsvLine(
+  session: DuckSession,
+  file: LoadFile,
+  csv: CsvOptions | undefined,
+  bad: BadFileError,
+): Promise<BadFileError> {
   if (file.format !== 'csv' && file.format !== 'tsv') return bad;
-  if (bad.context.line !== undefined || bad.context.row !== undefined || bad.context.column !== undefined) return bad;
+  if (
+    bad.context.line !== undefined ||
+    bad.context.row !== undefined ||
+    bad.context.column !== undefined
+  )
+    return bad;
   const dialect = csvDialect(file.format, csv);
   try {
     const first = await session.one(csvFirstLineSql(file.localPath));
-    const fields = typeof first?.['line'] === 'string' ? countCsvFields(first['line'], dialect) : null;
+    const fields =
+      typeof first?.['line'] === 'string' ? countCsvFields(first['line'], dialect) : null;
     if (fields === null) return bad;
     await session.run(csvStrictReadSql(file.localPath, dialect, fields));
     return bad;

@@ -66,11 +66,18 @@ export interface LocalCopies {
 }
 
 /** Make every key readable on local disk; see the module comment. */
-export async function localCopies(storage: Storage, keys: readonly string[], spool: Spool, opts: LocalCopyOptions = {}): Promise<LocalCopies> {
+export async function localCopies(
+  storage: Storage,
+  keys: readonly string[],
+  spool: Spool,
+  opts: LocalCopyOptions = {},
+): Promise<LocalCopies> {
   const unique = [...new Set(keys)];
   let folder: Promise<string> | null = null;
   // Created on the first download only: a local table makes no empty folders.
-  const dir = (): Promise<string> => (folder ??= opts.cache !== undefined ? spool.shared(opts.cache) : spool.folder(opts.folder ?? 'copies'));
+  const dir = (): Promise<string> =>
+    (folder ??=
+      opts.cache !== undefined ? spool.shared(opts.cache) : spool.folder(opts.folder ?? 'copies'));
   const dispose = async (): Promise<void> => {
     if (folder === null || opts.cache !== undefined) return;
     const created = await folder.catch(() => null);
@@ -99,7 +106,12 @@ export async function localCopies(storage: Storage, keys: readonly string[], spo
     await dispose();
     throw rejected.reason;
   }
-  const byKey = new Map(settled.map((s) => [(s as PromiseFulfilledResult<LocalCopy>).value.key, (s as PromiseFulfilledResult<LocalCopy>).value]));
+  const byKey = new Map(
+    settled.map((s) => [
+      (s as PromiseFulfilledResult<LocalCopy>).value.key,
+      (s as PromiseFulfilledResult<LocalCopy>).value,
+    ]),
+  );
   return {
     byKey,
     pathOf: (key) => {
@@ -111,22 +123,40 @@ export async function localCopies(storage: Storage, keys: readonly string[], spo
   };
 }
 
-async function copyOf(storage: Storage, key: string, dir: () => Promise<string>, opts: LocalCopyOptions): Promise<LocalCopy> {
-  const missing = (cause: unknown): unknown => (opts.missing && !isTransient(cause) ? opts.missing(key, cause) : cause);
+async function copyOf(
+  storage: Storage,
+  key: string,
+  dir: () => Promise<string>,
+  opts: LocalCopyOptions,
+): Promise<LocalCopy> {
+  const missing = (cause: unknown): unknown =>
+    opts.missing && !isTransient(cause) ? opts.missing(key, cause) : cause;
   const inPlace = storage.localPath(key);
   if (inPlace !== null) {
-    if (opts.missing) await access(inPlace).catch((cause: unknown) => Promise.reject(missing(cause)));
+    if (opts.missing)
+      await access(inPlace).catch((cause: unknown) => Promise.reject(missing(cause)));
     return { key, path: safeReadPath(inPlace), downloaded: false };
   }
   const local = join(await dir(), spoolName(key));
-  if (opts.cache !== undefined && (await access(local).then(() => true, () => false))) return { key, path: safeReadPath(local), downloaded: false };
-  const info = await storage.download(key, local, opts.signal ? { signal: opts.signal } : {}).catch((cause: unknown) => Promise.reject(missing(cause)));
+  if (
+    opts.cache !== undefined &&
+    (await access(local).then(
+      () => true,
+      () => false,
+    ))
+  )
+    return { key, path: safeReadPath(local), downloaded: false };
+  const info = await storage
+    .download(key, local, opts.signal ? { signal: opts.signal } : {})
+    .catch((cause: unknown) => Promise.reject(missing(cause)));
   return { key, path: safeReadPath(local), downloaded: true, etag: info.etag, size: info.size };
 }
 
 /** A spool file name for `key`: a hash of the key, then the base name's plain characters (suffixes kept). */
 export function spoolName(key: string): string {
-  const base = basename(key).replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_');
+  const base = basename(key)
+    .replace(/[^A-Za-z0-9._-]/g, '_')
+    .replace(/^\.+/, '_');
   const hash = createHash('sha256').update(key).digest('hex').slice(0, 16);
   return `${hash}-${base.slice(-100) || 'file'}`;
 }

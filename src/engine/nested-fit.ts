@@ -22,7 +22,12 @@ export interface LeafCheck {
 }
 
 /** How a leaf is checked: the predicate for one value `col` of `sourceType` into `target`, or null when every value fits. */
-export type LeafMisfit = (col: string, sourceType: string, target: DataType, formats: TemporalFormats) => string | null;
+export type LeafMisfit = (
+  col: string,
+  sourceType: string,
+  target: DataType,
+  formats: TemporalFormats,
+) => string | null;
 
 /** True for a DuckDB type with inner values. */
 export function isNestedDuck(t: DuckType): boolean {
@@ -33,20 +38,57 @@ export function isNestedDuck(t: DuckType): boolean {
  * The checks of every leaf of `col` (of nested `source`) against nested `target`; empty when the
  * two are not both nested (a scalar where a struct is expected is the top-level check's to refuse).
  */
-export function leafChecks(col: string, source: DuckType, target: DataType, path: string, leaf: LeafMisfit, formats: TemporalFormats): LeafCheck[] {
-  return isNestedDuck(source) && typeof target !== 'string' ? leaves(col, source, target, path, leaf, formats, 0) : [];
+export function leafChecks(
+  col: string,
+  source: DuckType,
+  target: DataType,
+  path: string,
+  leaf: LeafMisfit,
+  formats: TemporalFormats,
+): LeafCheck[] {
+  return isNestedDuck(source) && typeof target !== 'string'
+    ? leaves(col, source, target, path, leaf, formats, 0)
+    : [];
 }
 
-function leaves(col: string, source: DuckType, target: DataType, path: string, leaf: LeafMisfit, formats: TemporalFormats, depth: number): LeafCheck[] {
+function leaves(
+  col: string,
+  source: DuckType,
+  target: DataType,
+  path: string,
+  leaf: LeafMisfit,
+  formats: TemporalFormats,
+  depth: number,
+): LeafCheck[] {
   if (typeof target === 'string') {
     if (isNestedDuck(source)) return [];
     const predicate = leaf(col, renderDuckType(source), target, formats);
-    return predicate ? [{ path, predicate, value: `CAST(${col} AS VARCHAR)`, sourceType: renderDuckType(source), target }] : [];
+    return predicate
+      ? [
+          {
+            path,
+            predicate,
+            value: `CAST(${col} AS VARCHAR)`,
+            sourceType: renderDuckType(source),
+            target,
+          },
+        ]
+      : [];
   }
   if (target.type === 'struct' && source.kind === 'struct') {
     return target.fields.flatMap((f) => {
       const s = source.fields.find((sf) => sf.name.toLowerCase() === f.name.toLowerCase());
-      return s ? leaves(`struct_extract(${col}, ${str(s.name)})`, s.type, f.type, `${path}.${f.name}`, leaf, formats, depth + 1) : [];
+      return s
+        ? leaves(
+            `struct_extract(${col}, ${str(s.name)})`,
+            s.type,
+            f.type,
+            `${path}.${f.name}`,
+            leaf,
+            formats,
+            depth + 1,
+          )
+        : [];
     });
   }
   if (target.type === 'array' && (source.kind === 'list' || source.kind === 'array')) {
@@ -54,15 +96,39 @@ function leaves(col: string, source: DuckType, target: DataType, path: string, l
   }
   if (target.type === 'map' && source.kind === 'map') {
     return [
-      ...inList(`map_keys(${col})`, source.key, target.keyType, `${path}.key`, leaf, formats, depth),
-      ...inList(`map_values(${col})`, source.value, target.valueType, `${path}.value`, leaf, formats, depth),
+      ...inList(
+        `map_keys(${col})`,
+        source.key,
+        target.keyType,
+        `${path}.key`,
+        leaf,
+        formats,
+        depth,
+      ),
+      ...inList(
+        `map_values(${col})`,
+        source.value,
+        target.valueType,
+        `${path}.value`,
+        leaf,
+        formats,
+        depth,
+      ),
     ];
   }
   return [];
 }
 
 /** The checks of the elements of list `col`: a row misfits when one element does; its value is the first such element's. */
-function inList(col: string, element: DuckType, target: DataType, path: string, leaf: LeafMisfit, formats: TemporalFormats, depth: number): LeafCheck[] {
+function inList(
+  col: string,
+  element: DuckType,
+  target: DataType,
+  path: string,
+  leaf: LeafMisfit,
+  formats: TemporalFormats,
+  depth: number,
+): LeafCheck[] {
   const x = `__e${depth}`;
   const y = `__v${depth}`;
   return leaves(x, element, target, path, leaf, formats, depth + 1).map((c) => ({
@@ -81,9 +147,13 @@ export function newNestedFields(source: DuckType, target: DataType, path: string
       return f ? newNestedFields(s.type, f.type, `${path}.${f.name}`) : [`${path}.${s.name}`];
     });
   }
-  if (target.type === 'array' && (source.kind === 'list' || source.kind === 'array')) return newNestedFields(source.element, target.elementType, `${path}.element`);
+  if (target.type === 'array' && (source.kind === 'list' || source.kind === 'array'))
+    return newNestedFields(source.element, target.elementType, `${path}.element`);
   if (target.type === 'map' && source.kind === 'map') {
-    return [...newNestedFields(source.key, target.keyType, `${path}.key`), ...newNestedFields(source.value, target.valueType, `${path}.value`)];
+    return [
+      ...newNestedFields(source.key, target.keyType, `${path}.key`),
+      ...newNestedFields(source.value, target.valueType, `${path}.value`),
+    ];
   }
   return [];
 }
@@ -102,14 +172,26 @@ export function withNewFields(target: DataType, source: DuckType, path: string):
     });
     const added = source.fields
       .filter((s) => !target.fields.some((f) => f.name.toLowerCase() === s.name.toLowerCase()))
-      .map((s) => ({ name: s.name, type: duckTypeToDelta(renderDuckType(s.type), `${path}.${s.name}`), nullable: true, metadata: {} }));
+      .map((s) => ({
+        name: s.name,
+        type: duckTypeToDelta(renderDuckType(s.type), `${path}.${s.name}`),
+        nullable: true,
+        metadata: {},
+      }));
     return { ...target, fields: [...kept, ...added] };
   }
   if (target.type === 'array' && (source.kind === 'list' || source.kind === 'array')) {
-    return { ...target, elementType: withNewFields(target.elementType, source.element, `${path}.element`) };
+    return {
+      ...target,
+      elementType: withNewFields(target.elementType, source.element, `${path}.element`),
+    };
   }
   if (target.type === 'map' && source.kind === 'map') {
-    return { ...target, keyType: withNewFields(target.keyType, source.key, `${path}.key`), valueType: withNewFields(target.valueType, source.value, `${path}.value`) };
+    return {
+      ...target,
+      keyType: withNewFields(target.keyType, source.key, `${path}.key`),
+      valueType: withNewFields(target.valueType, source.value, `${path}.value`),
+    };
   }
   return target;
 }

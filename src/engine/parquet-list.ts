@@ -6,7 +6,13 @@
  * `fileSelectSql` for the same file, except that `_source_file` is an ENUM of the files' keys
  * (see `sourceFileEnum`).
  */
-import { LINEAGE_COLUMNS, SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW, type LoadFile } from './file-select.js';
+import {
+  LINEAGE_COLUMNS,
+  SOURCE_FILE,
+  SOURCE_MODIFIED,
+  SOURCE_ROW,
+  type LoadFile,
+} from './file-select.js';
 import { safeReadPath } from './safe-alias.js';
 import { ident, identList, literal, str } from './sql.js';
 
@@ -19,9 +25,15 @@ const ROW_COLUMN = 'file_row_number';
  * different columns combine as UNION ALL BY NAME would. `projection` (default `*`) is applied to
  * the data columns, e.g. casts into the table's types.
  */
-export function parquetListSql(files: readonly LoadFile[], opts: { unionByName: boolean; projection?: string }): string {
+export function parquetListSql(
+  files: readonly LoadFile[],
+  opts: { unionByName: boolean; projection?: string },
+): string {
   const paths = files.map((f) => safeReadPath(f.localPath));
-  const map = files.map((f, i) => `(${str(paths[i]!)}, ${literal(f.key)}, ${str(f.lastModified.toISOString())}::TIMESTAMPTZ)`);
+  const map = files.map(
+    (f, i) =>
+      `(${str(paths[i]!)}, ${literal(f.key)}, ${str(f.lastModified.toISOString())}::TIMESTAMPTZ)`,
+  );
   const keys = `(SELECT p, CAST(k AS ${sourceFileEnum(files.map((f) => f.key))}) AS k, t FROM (VALUES ${map.join(', ')}) AS v(p, k, t))`;
   const read =
     `read_parquet([${paths.map(str).join(', ')}], filename = ${str(PATH_COLUMN)}, file_row_number = true, ` +

@@ -4,5 +4,9 @@
  * out no bigger (46.6 MB against 48.2 MB). Readers need nothing special: the level is not stored.
  */
 export function parquetOptions(codec: 'zstd' | 'snappy'): string[] {
-  return ['FORMAT parquet', `COMPRESSION ${codec}`, ...(codec === 'zstd' ? ['COMPRESSION_LEVEL 1'] : [])];
+  return [
+    'FORMAT parquet',
+    `COMPRESSION ${codec}`,
+    ...(codec === 'zstd' ? ['COMPRESSION_LEVEL 1'] : []),
+  ];
 }

@@ -48,9 +48,15 @@ export function refuseInstantsIntoWallClock(
   declared: readonly StructField[] = [],
 ): void {
   if (!schema) return;
-  const wallClock = new Map(schema.fields.filter((f) => f.type === 'timestamp_ntz').map((f) => [f.name.toLowerCase(), f.name]));
+  const wallClock = new Map(
+    schema.fields
+      .filter((f) => f.type === 'timestamp_ntz')
+      .map((f) => [f.name.toLowerCase(), f.name]),
+  );
   if (wallClock.size === 0) return;
-  const allowed = new Set(declared.filter((f) => f.type === 'timestamp_ntz').map((f) => f.name.toLowerCase()));
+  const allowed = new Set(
+    declared.filter((f) => f.type === 'timestamp_ntz').map((f) => f.name.toLowerCase()),
+  );
   for (const [file, columns] of described) {
     if (file.format !== 'parquet') continue;
     for (const c of columns) {

@@ -20,10 +20,17 @@ import { TableConfig } from '../delta/table-config.js';
 const VOLATILE = /\b(random|gen_random_uuid|uuid|uuidv4|uuidv7|nextval|currval|setseed)\s*\(/i;
 
 /** The files that can hold rows matching `where` (checked: one expression), or null when no AND term names partition columns only. */
-export async function filesMatchingPartitions(session: DuckSession, snapshot: Snapshot, where: string): Promise<LiveFile[] | null> {
+export async function filesMatchingPartitions(
+  session: DuckSession,
+  snapshot: Snapshot,
+  where: string,
+): Promise<LiveFile[] | null> {
   const mode = TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping;
-  const fields = snapshot.partitionColumns.map((name) => snapshot.schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase()));
-  if (fields.length === 0 || fields.some((f) => f === undefined) || snapshot.files.length === 0) return null;
+  const fields = snapshot.partitionColumns.map((name) =>
+    snapshot.schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase()),
+  );
+  if (fields.length === 0 || fields.some((f) => f === undefined) || snapshot.files.length === 0)
+    return null;
   const columns = fields.map((f) => ({ field: f!, key: physicalName(f!, mode) }));
   const tuples = new Map<string, { values: Array<string | null>; files: LiveFile[] }>();
   for (const file of snapshot.files) {
@@ -34,7 +41,10 @@ export async function filesMatchingPartitions(session: DuckSession, snapshot: Sn
     else tuples.set(id, { values, files: [file] });
   }
   const groups = [...tuples.values()];
-  const rows = groups.map((g, i) => `(${i}, ${g.values.map((v, j) => partitionValueSql(v, columns[j]!.field.type, columns[j]!.field.name)).join(', ')})`);
+  const rows = groups.map(
+    (g, i) =>
+      `(${i}, ${g.values.map((v, j) => partitionValueSql(v, columns[j]!.field.type, columns[j]!.field.name)).join(', ')})`,
+  );
   const relation = `(VALUES ${rows.join(', ')}) AS ${ident('__tidemark_partitions')}(${identList(['__i', ...columns.map((c) => c.field.name)])})`;
   // Each AND term that names partition columns only narrows the tuples; the others bind to nothing here.
   const keptByTerm: Array<Set<number>> = [];
@@ -42,7 +52,9 @@ export async function filesMatchingPartitions(session: DuckSession, snapshot: Sn
     // Evaluated once per partition, a random term would drop whole partitions: it prunes nothing.
     if (VOLATILE.test(term)) continue;
     try {
-      const rowsKept = await session.all(`SELECT ${ident('__i')} AS i FROM ${relation} WHERE (${term})`);
+      const rowsKept = await session.all(
+        `SELECT ${ident('__i')} AS i FROM ${relation} WHERE (${term})`,
+      );
       keptByTerm.push(new Set(rowsKept.map((r) => Number(r['i']))));
     } catch {
       // A column that is not a partition column (a binder error): this term cannot prune. A term

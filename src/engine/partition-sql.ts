@@ -10,7 +10,11 @@ import { str } from './sql.js';
 import { deltaTypeToDuck } from './type-map-read.js';
 
 /** A typed SQL literal for a partition value from the log (see normalizePartitionValue). */
-export function partitionValueSql(value: string | null, deltaType: DataType, column?: string): string {
+export function partitionValueSql(
+  value: string | null,
+  deltaType: DataType,
+  column?: string,
+): string {
   const duckType = deltaTypeToDuck(deltaType);
   const text = normalizePartitionValue(value, deltaType, column);
   if (text === null) return `CAST(NULL AS ${duckType})`;
@@ -29,7 +33,11 @@ const INTEGER_TYPES = new Set(['byte', 'short', 'integer', 'long']);
  * `yyyy-MM-dd`; timestamps ISO-8601 UTC `yyyy-MM-ddTHH:mm:ss.ffffffZ`; timestamp_ntz
  * `yyyy-MM-dd HH:mm:ss.ffffff`. Binary and nested types cannot be partition columns.
  */
-export function partitionValueStringSql(columnSql: string, deltaType: DataType, column = '?'): string {
+export function partitionValueStringSql(
+  columnSql: string,
+  deltaType: DataType,
+  column = '?',
+): string {
   const x = columnSql;
   if (typeof deltaType === 'string') {
     if (deltaType === 'string') return `NULLIF(${x}, '')`;
@@ -43,11 +51,15 @@ export function partitionValueStringSql(columnSql: string, deltaType: DataType, 
       );
     }
     if (deltaType === 'date') return `strftime(${x}, '%Y-%m-%d')`;
-    if (deltaType === 'timestamp') return `strftime(timezone('UTC', ${x}), '%Y-%m-%dT%H:%M:%S.%fZ')`;
+    if (deltaType === 'timestamp')
+      return `strftime(timezone('UTC', ${x}), '%Y-%m-%dT%H:%M:%S.%fZ')`;
     if (deltaType === 'timestamp_ntz') return `strftime(${x}, '%Y-%m-%d %H:%M:%S.%f')`;
   }
   const typeName = typeof deltaType === 'string' ? deltaType : deltaType.type;
-  throw new SchemaError(`[partition] column "${column}" of type ${typeName} cannot be a partition column`, {
-    context: { column },
-  });
+  throw new SchemaError(
+    `[partition] column "${column}" of type ${typeName} cannot be a partition column`,
+    {
+      context: { column },
+    },
+  );
 }

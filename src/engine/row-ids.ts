@@ -51,7 +51,10 @@ export interface StableRowIdSource {
 
 /** The select items giving STABLE_ROW_ID and STABLE_ROW_VERSION of scanned rows. */
 export function stableRowIdsSql(src: StableRowIdSource): string {
-  const stored = (name: string) => (src.fileColumns === undefined || src.fileColumns.includes(name) ? `CAST(${src.alias}.${ident(name)} AS BIGINT)` : null);
+  const stored = (name: string) =>
+    src.fileColumns === undefined || src.fileColumns.includes(name)
+      ? `CAST(${src.alias}.${ident(name)} AS BIGINT)`
+      : null;
   const fresh = `(${src.base} + ${src.alias}.file_row_number)`;
   const materializedId = stored(src.columns.rowIdColumn);
   const materializedVersion = stored(src.columns.versionColumn);

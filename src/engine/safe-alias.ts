@@ -15,7 +15,8 @@ let aliasDir: string | null = null;
 function dir(): string {
   if (aliasDir) return aliasDir;
   const created = Spool.createSync('alias').dir;
-  if (needsSafeAlias(created)) throw new Error(`the temp folder ${created} itself contains glob characters`);
+  if (needsSafeAlias(created))
+    throw new Error(`the temp folder ${created} itself contains glob characters`);
   aliasDir = created;
   return created;
 }

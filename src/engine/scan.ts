@@ -22,7 +22,12 @@ import { mappedColumnSql, type ParquetNode } from './column-mapping-read.js';
 import { localDataFiles } from './data-file-io.js';
 import { DELETED_FILE, DELETED_POS, loadDeletedRows, type DeletedRows } from './deleted-rows.js';
 import type { DuckSession, Row } from './duckdb.js';
-import { STABLE_ROW_ID, STABLE_ROW_VERSION, stableRowIdsSql, type MaterializedColumns } from './row-ids.js';
+import {
+  STABLE_ROW_ID,
+  STABLE_ROW_VERSION,
+  stableRowIdsSql,
+  type MaterializedColumns,
+} from './row-ids.js';
 import { safeReadPath } from './safe-alias.js';
 import { ident, str } from './sql.js';
 import { deltaTypeToDuck } from './type-map-read.js';
@@ -40,7 +45,10 @@ export interface FileShape {
 const INSPECT_BATCH = 500;
 
 /** The shape of each Parquet file (keyed by the paths given). Throws BadFileError for unreadable files. */
-export async function inspectFiles(session: DuckSession, paths: readonly string[]): Promise<Map<string, FileShape>> {
+export async function inspectFiles(
+  session: DuckSession,
+  paths: readonly string[],
+): Promise<Map<string, FileShape>> {
   const shapes = new Map<string, FileShape>();
   const unique = [...new Set(paths)];
   for (let i = 0; i < unique.length; i += INSPECT_BATCH) {
@@ -56,7 +64,10 @@ export async function inspectFiles(session: DuckSession, paths: readonly string[
     }
     for (const [alias, path] of byAlias) {
       const fileRows = perFile.get(alias);
-      if (!fileRows) throw new BadFileError(`[scan] no Parquet schema read from ${path}`, { context: { key: path } });
+      if (!fileRows)
+        throw new BadFileError(`[scan] no Parquet schema read from ${path}`, {
+          context: { key: path },
+        });
       shapes.set(path, shapeFromSchemaRows(fileRows));
     }
   }
@@ -72,10 +83,13 @@ async function schemaRows(session: DuckSession, paths: string[]): Promise<Row[]>
     return await session.allJson(sql);
   } catch (cause) {
     const key = paths.length === 1 ? paths[0] : undefined;
-    throw new BadFileError(`[scan] cannot read the Parquet schema of ${key ?? `${paths.length} data files`}`, {
-      context: { key },
-      cause,
-    });
+    throw new BadFileError(
+      `[scan] cannot read the Parquet schema of ${key ?? `${paths.length} data files`}`,
+      {
+        context: { key },
+        cause,
+      },
+    );
   }
 }
 
@@ -86,8 +100,20 @@ function shapeFromSchemaRows(rows: Row[]): FileShape {
     const row = rows[next++]!;
     const children = Array.from({ length: Number(row['num_children'] ?? 0) }, node);
     const converted = String(row['converted_type'] ?? '');
-    const kind = converted === 'LIST' ? 'list' : converted.startsWith('MAP') ? 'map' : children.length > 0 ? 'group' : 'leaf';
-    return { name: String(row['name']), fieldId: row['field_id'] == null ? null : Number(row['field_id']), kind, children };
+    const kind =
+      converted === 'LIST'
+        ? 'list'
+        : converted.startsWith('MAP')
+          ? 'map'
+          : children.length > 0
+            ? 'group'
+            : 'leaf';
+    return {
+      name: String(row['name']),
+      fieldId: row['field_id'] == null ? null : Number(row['field_id']),
+      kind,
+      children,
+    };
   };
   const fields = rows.length > 0 ? node().children : [];
   const signature = JSON.stringify(rows.slice(1).map(({ file_name: _, ...rest }) => rest));
@@ -128,8 +154,19 @@ interface ScanGroup {
  * group is DuckDB's `file_index` (its place in the list), which maps to the file id and to the
  * id of its deleted rows through constant lists.
  */
-export function scanSql(snapshot: Snapshot, files: readonly LiveFile[], localPathOf: (file: LiveFile) => string, opts: ScanOptions = {}): string {
-  if (files.length === 0) return emptyRelationSql(snapshot, opts.position, opts.fileId?.column, opts.stableRowIds !== undefined);
+export function scanSql(
+  snapshot: Snapshot,
+  files: readonly LiveFile[],
+  localPathOf: (file: LiveFile) => string,
+  opts: ScanOptions = {},
+): string {
+  if (files.length === 0)
+    return emptyRelationSql(
+      snapshot,
+      opts.position,
+      opts.fileId?.column,
+      opts.stableRowIds !== undefined,
+    );
   const columns = readColumns(snapshot);
   const groups = new Map<string, ScanGroup>();
   for (const file of files) {
@@ -141,24 +178,49 @@ export function scanSql(snapshot: Snapshot, files: readonly LiveFile[], localPat
     group.paths.push(safeReadPath(path));
     groups.set(key, group);
   }
-  return [...groups.values()].map((g) => groupSql(snapshot, columns, g, opts)).join('\nUNION ALL BY NAME\n');
+  return [...groups.values()]
+    .map((g) => groupSql(snapshot, columns, g, opts))
+    .join('\nUNION ALL BY NAME\n');
 }
 
-function groupSql(snapshot: Snapshot, columns: readonly ReadColumn[], g: ScanGroup, opts: ScanOptions): string {
-  const deletedIds = g.files.map((f) => (f.deletionVector ? deletedIdOf(snapshot, f, opts.deleted) : null));
+function groupSql(
+  snapshot: Snapshot,
+  columns: readonly ReadColumn[],
+  g: ScanGroup,
+  opts: ScanOptions,
+): string {
+  const deletedIds = g.files.map((f) =>
+    f.deletionVector ? deletedIdOf(snapshot, f, opts.deleted) : null,
+  );
   const anyDeleted = deletedIds.some((id) => id !== null);
-  const needsPosition = opts.position !== undefined || anyDeleted || opts.stableRowIds !== undefined;
+  const needsPosition =
+    opts.position !== undefined || anyDeleted || opts.stableRowIds !== undefined;
   const source = `read_parquet([${g.paths.map(str).join(', ')}], hive_partitioning = false${needsPosition ? ', file_row_number = true' : ''})`;
   // DuckDB lists are 1-based; file_index is 0-based.
   const perFile = (values: ReadonlyArray<number | null | undefined>, type = 'INTEGER') =>
     `([${values.map((v) => (v === null || v === undefined ? 'NULL' : String(v))).join(', ')}]::${type}[])[CAST(r.file_index AS BIGINT) + 1]`;
   const extra: string[] = [];
   if (opts.position !== undefined) extra.push(`r.file_row_number AS ${ident(opts.position)}`);
-  if (opts.fileId) extra.push(`${perFile(g.files.map(opts.fileId.idOf))} AS ${ident(opts.fileId.column)}`);
+  if (opts.fileId)
+    extra.push(`${perFile(g.files.map(opts.fileId.idOf))} AS ${ident(opts.fileId.column)}`);
   if (opts.stableRowIds) {
-    const base = perFile(g.files.map((f) => f.baseRowId), 'BIGINT');
-    const version = perFile(g.files.map((f) => f.defaultRowCommitVersion), 'BIGINT');
-    extra.push(stableRowIdsSql({ base, version, fileColumns: g.shape?.columns, columns: opts.stableRowIds, alias: 'r' }));
+    const base = perFile(
+      g.files.map((f) => f.baseRowId),
+      'BIGINT',
+    );
+    const version = perFile(
+      g.files.map((f) => f.defaultRowCommitVersion),
+      'BIGINT',
+    );
+    extra.push(
+      stableRowIdsSql({
+        base,
+        version,
+        fileColumns: g.shape?.columns,
+        columns: opts.stableRowIds,
+        alias: 'r',
+      }),
+    );
   }
   const live = !anyDeleted
     ? ''
@@ -167,9 +229,16 @@ function groupSql(snapshot: Snapshot, columns: readonly ReadColumn[], g: ScanGro
 }
 
 /** The id of a file's deleted rows; a file with a DV but no loaded deleted rows is a bug of the caller. */
-function deletedIdOf(snapshot: Snapshot, file: LiveFile, deleted: DeletedRows | null | undefined): number {
+function deletedIdOf(
+  snapshot: Snapshot,
+  file: LiveFile,
+  deleted: DeletedRows | null | undefined,
+): number {
   const id = deleted?.idOf(file);
-  if (id === undefined) throw new Error(`[scan] data file ${file.path} of ${snapshot.tableUri} has a deletion vector that was not loaded`);
+  if (id === undefined)
+    throw new Error(
+      `[scan] data file ${file.path} of ${snapshot.tableUri} has a deletion vector that was not loaded`,
+    );
   return id;
 }
 
@@ -187,18 +256,36 @@ export async function scanRelation(
 ): Promise<{ sql: string; deleted: DeletedRows | null }> {
   const shapes = await inspectFiles(session, files.map(localPathOf));
   const deleted = await loadDeletedRows(files, { session, storage: source.storage });
-  return { sql: scanSql(source.snapshot, files, localPathOf, { ...opts, shapeOf: (p) => shapes.get(p), deleted }), deleted };
+  return {
+    sql: scanSql(source.snapshot, files, localPathOf, {
+      ...opts,
+      shapeOf: (p) => shapes.get(p),
+      deleted,
+    }),
+    deleted,
+  };
 }
 
 /**
  * A correctly typed relation with no rows (with the position and file id columns when named, and
  * the stable row-id columns when asked for).
  */
-export function emptyRelationSql(snapshot: Snapshot, position?: string, fileId?: string, stableRowIds = false): string {
-  const columns = snapshot.schema.fields.map((f) => `CAST(NULL AS ${deltaTypeToDuck(f.type)}) AS ${ident(f.name)}`);
+export function emptyRelationSql(
+  snapshot: Snapshot,
+  position?: string,
+  fileId?: string,
+  stableRowIds = false,
+): string {
+  const columns = snapshot.schema.fields.map(
+    (f) => `CAST(NULL AS ${deltaTypeToDuck(f.type)}) AS ${ident(f.name)}`,
+  );
   if (position !== undefined) columns.push(`CAST(NULL AS BIGINT) AS ${ident(position)}`);
   if (fileId !== undefined) columns.push(`CAST(NULL AS INTEGER) AS ${ident(fileId)}`);
-  if (stableRowIds) columns.push(`CAST(NULL AS BIGINT) AS ${ident(STABLE_ROW_ID)}`, `CAST(NULL AS BIGINT) AS ${ident(STABLE_ROW_VERSION)}`);
+  if (stableRowIds)
+    columns.push(
+      `CAST(NULL AS BIGINT) AS ${ident(STABLE_ROW_ID)}`,
+      `CAST(NULL AS BIGINT) AS ${ident(STABLE_ROW_VERSION)}`,
+    );
   return `SELECT ${columns.join(', ')} LIMIT 0`;
 }
 
@@ -221,23 +308,40 @@ function readColumns(snapshot: Snapshot): ReadColumn[] {
   }));
 }
 
-function projection(columns: readonly ReadColumn[], file: LiveFile, shape: FileShape | undefined, alias: string): string {
-  return columns.map((c) => `${columnSql(c, file, shape, alias)} AS ${ident(c.field.name)}`).join(', ');
+function projection(
+  columns: readonly ReadColumn[],
+  file: LiveFile,
+  shape: FileShape | undefined,
+  alias: string,
+): string {
+  return columns
+    .map((c) => `${columnSql(c, file, shape, alias)} AS ${ident(c.field.name)}`)
+    .join(', ');
 }
 
-function columnSql(column: ReadColumn, file: LiveFile, shape: FileShape | undefined, alias: string): string {
+function columnSql(
+  column: ReadColumn,
+  file: LiveFile,
+  shape: FileShape | undefined,
+  alias: string,
+): string {
   const { field, mode } = column;
   const type = deltaTypeToDuck(field.type);
-  if (column.partition) return partitionValueSql(partitionValue(file, column.key), field.type, field.name);
+  if (column.partition)
+    return partitionValueSql(partitionValue(file, column.key), field.type, field.name);
   if (field.type === 'void') return `CAST(NULL AS ${type})`;
   if (mode !== 'none') return mappedColumnSql(field, shape?.fields, mode, alias);
   const stored = shape ? findColumn(shape.columns, field.name) : field.name;
-  return stored === undefined ? `CAST(NULL AS ${type})` : `CAST(${alias}.${ident(stored)} AS ${type})`;
+  return stored === undefined
+    ? `CAST(NULL AS ${type})`
+    : `CAST(${alias}.${ident(stored)} AS ${type})`;
 }
 
 /** Column names are case-insensitive in Delta; prefer the exact spelling. */
 function findColumn(columns: readonly string[], name: string): string | undefined {
-  return columns.find((c) => c === name) ?? columns.find((c) => c.toLowerCase() === name.toLowerCase());
+  return (
+    columns.find((c) => c === name) ?? columns.find((c) => c.toLowerCase() === name.toLowerCase())
+  );
 }
 
 function isPartitionColumn(snapshot: Snapshot, name: string): boolean {
@@ -269,7 +373,12 @@ export async function withTableScan<T>(
   const { storage, spool } = source;
   const local = await localDataFiles(snapshot.files, { storage, spool, folder: 'scan' });
   try {
-    const { sql, deleted } = await scanRelation(session, { storage, snapshot }, snapshot.files, (f) => local.paths.get(f.path)!);
+    const { sql, deleted } = await scanRelation(
+      session,
+      { storage, snapshot },
+      snapshot.files,
+      (f) => local.paths.get(f.path)!,
+    );
     try {
       return await fn(sql);
     } finally {
@@ -281,6 +390,12 @@ export async function withTableScan<T>(
 }
 
 /** All rows of the snapshot as JS objects (for tests and small tables). */
-export async function readTable(session: DuckSession, source: { storage: Storage; spool: Spool }, snapshot: Snapshot): Promise<Row[]> {
-  return withTableScan(session, source, snapshot, (relation) => session.all(`SELECT * FROM (${relation})`));
+export async function readTable(
+  session: DuckSession,
+  source: { storage: Storage; spool: Spool },
+  snapshot: Snapshot,
+): Promise<Row[]> {
+  return withTableScan(session, source, snapshot, (relation) =>
+    session.all(`SELECT * FROM (${relation})`),
+  );
 }

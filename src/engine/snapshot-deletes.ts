@@ -49,20 +49,39 @@ export interface AbsentKeys {
 export async function stageAbsentKeys(spec: AbsentKeysSpec): Promise<AbsentKeys> {
   const { session, snapshot } = spec;
   const fields = snapshot.schema.fields;
-  const tableName = (name: string) => fields.find((f) => f.name.toLowerCase() === name.toLowerCase())?.name;
+  const tableName = (name: string) =>
+    fields.find((f) => f.name.toLowerCase() === name.toLowerCase())?.name;
   const keys = spec.keyColumns.map((k) => tableName(k) ?? k);
-  const kept = [...keys, tableName(spec.orderBy) ?? spec.orderBy, ...spec.carry.flatMap((c) => (tableName(c) ? [tableName(c)!] : []))];
+  const kept = [
+    ...keys,
+    tableName(spec.orderBy) ?? spec.orderBy,
+    ...spec.carry.flatMap((c) => (tableName(c) ? [tableName(c)!] : [])),
+  ];
   const columns = [...new Set(kept)].map((c) => `s.${ident(c)}`).join(', ');
   const match = keys.map((k) => `s.${ident(k)} = b.${ident(k)}`).join(' AND ');
-  const counts = await withTableScan(session, { storage: spec.storage, spool: spec.spool }, snapshot, async (relation) => {
-    const anti = spec.batchRows > 0 ? ` ANTI JOIN ${ident(spec.batch)} AS b ON ${match}` : '';
-    await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(ABSENT_TABLE)} AS SELECT ${columns} FROM (${relation}) AS s${anti}`);
-    const [row] = await session.all(`SELECT (SELECT count(*) FROM (${relation})) AS stored, (SELECT count(*) FROM ${ident(ABSENT_TABLE)}) AS absent`);
-    return { tableKeys: Number(row?.['stored'] ?? 0), absent: Number(row?.['absent'] ?? 0) };
-  });
+  const counts = await withTableScan(
+    session,
+    { storage: spec.storage, spool: spec.spool },
+    snapshot,
+    async (relation) => {
+      const anti = spec.batchRows > 0 ? ` ANTI JOIN ${ident(spec.batch)} AS b ON ${match}` : '';
+      await session.run(
+        `CREATE OR REPLACE TEMP TABLE ${ident(ABSENT_TABLE)} AS SELECT ${columns} FROM (${relation}) AS s${anti}`,
+      );
+      const [row] = await session.all(
+        `SELECT (SELECT count(*) FROM (${relation})) AS stored, (SELECT count(*) FROM ${ident(ABSENT_TABLE)}) AS absent`,
+      );
+      return { tableKeys: Number(row?.['stored'] ?? 0), absent: Number(row?.['absent'] ?? 0) };
+    },
+  );
   const flag = ident(SNAPSHOT_ABSENT);
-  const batch = spec.batchRows > 0 ? `SELECT *, false AS ${flag} FROM ${ident(spec.batch)} UNION ALL BY NAME ` : '';
-  await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(spec.output)} AS ${batch}SELECT *, true AS ${flag} FROM ${ident(ABSENT_TABLE)}`);
+  const batch =
+    spec.batchRows > 0
+      ? `SELECT *, false AS ${flag} FROM ${ident(spec.batch)} UNION ALL BY NAME `
+      : '';
+  await session.run(
+    `CREATE OR REPLACE TEMP TABLE ${ident(spec.output)} AS ${batch}SELECT *, true AS ${flag} FROM ${ident(ABSENT_TABLE)}`,
+  );
   return {
     ...counts,
     drop: async () => {

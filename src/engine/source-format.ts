@@ -38,7 +38,10 @@ export function formatFromName(name: string): SourceFormat | null {
 export function resolveFormat(key: string, configured?: SourceFormat): SourceFormat {
   if (configured) {
     if (configured === 'parquet' && compressionOf(key) !== 'none') {
-      throw new BadFileError(`[load] ${key}: a Parquet file cannot be ${compressionOf(key)}-compressed as a whole`, { context: { key } });
+      throw new BadFileError(
+        `[load] ${key}: a Parquet file cannot be ${compressionOf(key)}-compressed as a whole`,
+        { context: { key } },
+      );
     }
     return configured;
   }

@@ -13,7 +13,13 @@
  */
 
 /** Escapes Spark resolves inside string literals; any other `\x` is `x`. */
-const STRING_ESCAPES: Readonly<Record<string, string>> = { n: '\n', t: '\t', r: '\r', '0': '\0', b: '\b' };
+const STRING_ESCAPES: Readonly<Record<string, string>> = {
+  n: '\n',
+  t: '\t',
+  r: '\r',
+  '0': '\0',
+  b: '\b',
+};
 
 /** The expression in DuckDB's spelling; see the module comment. Throws on an unterminated quote. */
 export function sparkExpressionToDuck(expression: string): string {
@@ -44,7 +50,12 @@ export function sparkExpressionToDuck(expression: string): string {
  * The text between the quote at `start` and its closing quote, and the index after it. A doubled
  * quote stands for itself; in string literals a backslash escapes the next character.
  */
-function readQuoted(s: string, start: number, quote: string, escapes: boolean): { text: string; end: number } {
+function readQuoted(
+  s: string,
+  start: number,
+  quote: string,
+  escapes: boolean,
+): { text: string; end: number } {
   let text = '';
   let i = start + 1;
   while (i < s.length) {

@@ -5,13 +5,15 @@
 
 /** Quote an identifier for DuckDB: "name" with embedded quotes doubled. */
 export function ident(name: string): string {
-  if (name.includes('\u0000')) throw new Error(`identifier contains a NUL character: ${JSON.stringify(name)}`);
+  if (name.includes('\u0000'))
+    throw new Error(`identifier contains a NUL character: ${JSON.stringify(name)}`);
   return `"${name.replaceAll('"', '""')}"`;
 }
 
 /** Quote a string literal: 'text' with embedded quotes doubled. */
 export function str(value: string): string {
-  if (value.includes('\u0000')) throw new Error(`string literal contains a NUL character: ${JSON.stringify(value)}`);
+  if (value.includes('\u0000'))
+    throw new Error(`string literal contains a NUL character: ${JSON.stringify(value)}`);
   return `'${value.replaceAll("'", "''")}'`;
 }
 
@@ -21,7 +23,8 @@ export function literal(value: string | number | bigint | boolean | null): strin
   if (typeof value === 'string') return str(value);
   if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
   if (typeof value === 'bigint') return value.toString();
-  if (!Number.isFinite(value)) throw new Error(`non-finite number cannot be a SQL literal: ${value}`);
+  if (!Number.isFinite(value))
+    throw new Error(`non-finite number cannot be a SQL literal: ${value}`);
   return String(value);
 }
 
@@ -29,7 +32,10 @@ export function literal(value: string | number | bigint | boolean | null): strin
  * Many small rows as one relation (one column per key of `types`, a DuckDB type each): a single
  * string literal of their JSON, which DuckDB's from_json reads, instead of a VALUES list.
  */
-export function jsonRows(rows: ReadonlyArray<Record<string, string | number | null>>, types: Readonly<Record<string, string>>): string {
+export function jsonRows(
+  rows: ReadonlyArray<Record<string, string | number | null>>,
+  types: Readonly<Record<string, string>>,
+): string {
   return `(SELECT unnest(from_json(${str(JSON.stringify(rows))}, ${str(JSON.stringify([types]))}), recursive := true))`;
 }
 

@@ -51,6 +51,9 @@ export class Stopwatch<P extends string> {
 
   /** The totals so far, rounded to whole milliseconds. */
   timings(): Record<P, number> {
-    return Object.fromEntries(this.phases.map((p) => [p, Math.round(this.spentMs[p])])) as Record<P, number>;
+    return Object.fromEntries(this.phases.map((p) => [p, Math.round(this.spentMs[p])])) as Record<
+      P,
+      number
+    >;
   }
 }

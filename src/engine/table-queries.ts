@@ -26,7 +26,12 @@ export interface RowsQuery {
 }
 
 /** Rows of the snapshot (`snapshot.files` only), JSON-safe: BIGINT and DECIMAL as text, timestamps as ISO text. */
-export async function tableRows(session: DuckSession, source: TableSource, snapshot: Snapshot, query: RowsQuery): Promise<Row[]> {
+export async function tableRows(
+  session: DuckSession,
+  source: TableSource,
+  snapshot: Snapshot,
+  query: RowsQuery,
+): Promise<Row[]> {
   const sql = (relation: string) =>
     `SELECT ${identList(query.columns)} FROM (${relation}) AS ${ident('t')}` +
     (query.where !== undefined ? ` WHERE (${query.where})` : '') +
@@ -61,6 +66,9 @@ export async function duplicateKeys(
   if (rows.length === 0) return null;
   return {
     keys: Number(rows[0]!['__keys']),
-    examples: rows.map((r) => ({ key: Object.fromEntries(key.map((c) => [c, r[c]])), rows: Number(r['__n']) })),
+    examples: rows.map((r) => ({
+      key: Object.fromEntries(key.map((c) => [c, r[c]])),
+      rows: Number(r['__n']),
+    })),
   };
 }

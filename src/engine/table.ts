@@ -14,5 +14,8 @@ export function openTable(
   engine: { session: DuckSession; spool: Spool },
   opts: Omit<DeltaTableOptions, 'checkpointIO'> = {},
 ): DeltaTable {
-  return DeltaTable.open(storage, { ...opts, checkpointIO: duckCheckpointIO(engine.session, engine.spool) });
+  return DeltaTable.open(storage, {
+    ...opts,
+    checkpointIO: duckCheckpointIO(engine.session, engine.spool),
+  });
 }

@@ -33,7 +33,18 @@ export interface TemporalFormats {
   timestamp?: string;
 }
 
-const INTEGERS = new Set(['TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT']);
+const INTEGERS = new Set([
+  'TINYINT',
+  'SMALLINT',
+  'INTEGER',
+  'BIGINT',
+  'HUGEINT',
+  'UTINYINT',
+  'USMALLINT',
+  'UINTEGER',
+  'UBIGINT',
+  'UHUGEINT',
+]);
 const FLOATS = new Set(['FLOAT', 'DOUBLE']);
 
 const INTEGER_TEXT = '[+-]?[0-9]+';
@@ -56,8 +67,16 @@ export function isTextType(t: DuckType): boolean {
  * SQL predicate, true for a non-NULL text `col` that does not convert exactly into `target`
  * (ambiguous dates included: `ambiguitySql` tells those apart for the message).
  */
-export function textMisfitSql(col: string, target: DuckType, formats: TemporalFormats = {}): string | null {
-  if (target.kind === 'primitive' && (target.name === 'VARCHAR' || target.name === 'BLOB' || target.name === 'JSON')) return null;
+export function textMisfitSql(
+  col: string,
+  target: DuckType,
+  formats: TemporalFormats = {},
+): string | null {
+  if (
+    target.kind === 'primitive' &&
+    (target.name === 'VARCHAR' || target.name === 'BLOB' || target.name === 'JSON')
+  )
+    return null;
   return `(${col} IS NOT NULL AND ${textValueSql(col, target, formats)} IS NULL)`;
 }
 
@@ -76,12 +95,14 @@ export function textValueSql(col: string, target: DuckType, formats: TemporalFor
   const name = target.name;
   if (name === 'VARCHAR' || name === 'JSON') return col;
   if (name === 'BLOB') return `encode(${col})`;
-  if (INTEGERS.has(name)) return `CASE WHEN ${matches(col, INTEGER_TEXT)} THEN TRY_CAST(${col} AS ${type}) END`;
+  if (INTEGERS.has(name))
+    return `CASE WHEN ${matches(col, INTEGER_TEXT)} THEN TRY_CAST(${col} AS ${type}) END`;
   if (FLOATS.has(name)) {
     const value = `TRY_CAST(${col} AS ${type})`;
     return `CASE WHEN ${matches(col, FLOAT_TEXT)} AND NOT isinf(${value}) THEN ${value} END`;
   }
-  if (name === 'BOOLEAN') return `CASE lower(${col}) WHEN 'true' THEN true WHEN 'false' THEN false END`;
+  if (name === 'BOOLEAN')
+    return `CASE lower(${col}) WHEN 'true' THEN true WHEN 'false' THEN false END`;
   if (name === 'DATE') return dateValueSql(col, formats);
   if (name === 'TIMESTAMP WITH TIME ZONE') return timestampValueSql(col, formats, true);
   if (name === 'TIMESTAMP') return timestampValueSql(col, formats, false);
@@ -119,11 +140,19 @@ function dateReadings(col: string): DateReadings {
  * under the candidate forms; null when no format is left to guess (a format is configured, or
  * the type is not temporal). `first` and `second` are the two readings, for the message.
  */
-export function ambiguitySql(col: string, target: DuckType, formats: TemporalFormats = {}): { predicate: string; first: string; second: string } | null {
+export function ambiguitySql(
+  col: string,
+  target: DuckType,
+  formats: TemporalFormats = {},
+): { predicate: string; first: string; second: string } | null {
   if (target.kind !== 'primitive') return null;
   const datePart = (text: string) => {
     const r = dateReadings(text);
-    return { predicate: `(${r.first} IS NOT NULL AND ${r.second} IS NOT NULL AND ${r.first} <> ${r.second})`, first: r.first, second: r.second };
+    return {
+      predicate: `(${r.first} IS NOT NULL AND ${r.second} IS NOT NULL AND ${r.first} <> ${r.second})`,
+      first: r.first,
+      second: r.second,
+    };
   };
   if (target.name === 'DATE') return formats.date === undefined ? datePart(col) : null;
   if (target.name !== 'TIMESTAMP' && target.name !== 'TIMESTAMP WITH TIME ZONE') return null;
@@ -171,7 +200,10 @@ function timestampValueSql(col: string, formats: TemporalFormats, zoned: boolean
     const parsed = `try_strptime(${col}, ${str(formats.timestamp)})`;
     // A format with %z parses to TIMESTAMPTZ: an instant a wall-clock column cannot take.
     const zonedFormat = /%z/.test(formats.timestamp);
-    const configured = zoned || !zonedFormat ? `CASE WHEN ${matches(col, formatPattern(formats.timestamp))} THEN CAST(${parsed} AS ${type}) END` : 'NULL';
+    const configured =
+      zoned || !zonedFormat
+        ? `CASE WHEN ${matches(col, formatPattern(formats.timestamp))} THEN CAST(${parsed} AS ${type}) END`
+        : 'NULL';
     return `coalesce(${iso}, ${configured})`;
   }
   const split = splitDateTime(col);
@@ -183,9 +215,25 @@ function timestampValueSql(col: string, formats: TemporalFormats, zoned: boolean
 
 /** What each strftime directive may match; others match any run of characters. */
 const DIRECTIVES: Record<string, string> = {
-  Y: '[0-9]{4}', y: '[0-9]{2}', m: '[0-9]{1,2}', d: '[0-9]{1,2}', e: ' ?[0-9]{1,2}', H: '[0-9]{1,2}', I: '[0-9]{1,2}',
-  M: '[0-9]{2}', S: '[0-9]{2}', f: '[0-9]{1,6}', g: '[0-9]{1,3}', j: '[0-9]{1,3}', p: '(AM|PM|am|pm)',
-  z: '(Z|[+-][0-9]{2}(:?[0-9]{2})?)', b: '[A-Za-z]{3}', h: '[A-Za-z]{3}', B: '[A-Za-z]+', a: '[A-Za-z]{3}', A: '[A-Za-z]+',
+  Y: '[0-9]{4}',
+  y: '[0-9]{2}',
+  m: '[0-9]{1,2}',
+  d: '[0-9]{1,2}',
+  e: ' ?[0-9]{1,2}',
+  H: '[0-9]{1,2}',
+  I: '[0-9]{1,2}',
+  M: '[0-9]{2}',
+  S: '[0-9]{2}',
+  f: '[0-9]{1,6}',
+  g: '[0-9]{1,3}',
+  j: '[0-9]{1,3}',
+  p: '(AM|PM|am|pm)',
+  z: '(Z|[+-][0-9]{2}(:?[0-9]{2})?)',
+  b: '[A-Za-z]{3}',
+  h: '[A-Za-z]{3}',
+  B: '[A-Za-z]+',
+  a: '[A-Za-z]{3}',
+  A: '[A-Za-z]+',
   '%': '%',
 };
 

@@ -22,7 +22,12 @@ export interface WrittenTombstones {
 }
 
 /** The rows of local tombstone files deleted at or after `cutoff` (ms), as temp table `name`. */
-export async function loadTombstones(session: DuckSession, paths: readonly string[], cutoff: number, name: string): Promise<Relation> {
+export async function loadTombstones(
+  session: DuckSession,
+  paths: readonly string[],
+  cutoff: number,
+  name: string,
+): Promise<Relation> {
   await session.run(
     `CREATE OR REPLACE TEMP TABLE ${ident(name)} AS SELECT * FROM read_parquet([${paths.map(str).join(', ')}], union_by_name = true) ` +
       `WHERE ${ident(DELETED_AT)} >= ${instant(cutoff)}`,
@@ -34,14 +39,23 @@ export async function loadTombstones(session: DuckSession, paths: readonly strin
  * One relation over several owners' tombstones: a temp view `name` of them all (UNION ALL BY
  * NAME: files written without tie columns read them as NULL). Disposing it drops only the view.
  */
-export async function tombstoneUnion(session: DuckSession, relations: readonly Relation[], name: string): Promise<Relation> {
+export async function tombstoneUnion(
+  session: DuckSession,
+  relations: readonly Relation[],
+  name: string,
+): Promise<Relation> {
   const union = relations.map((r) => `SELECT * FROM ${ident(r.name)}`).join(' UNION ALL BY NAME ');
   await session.run(`CREATE OR REPLACE TEMP VIEW ${ident(name)} AS ${union}`);
   return { name, dispose: () => session.run(`DROP VIEW IF EXISTS ${ident(name)}`) };
 }
 
 /** Write the batch's deletes (key, tie columns, order) with DELETED_AT = `now` (ms) as the Parquet file `local`. */
-export async function writeBatchTombstones(session: DuckSession, local: string, deletes: DeletedKeys, now: number): Promise<WrittenTombstones> {
+export async function writeBatchTombstones(
+  session: DuckSession,
+  local: string,
+  deletes: DeletedKeys,
+  now: number,
+): Promise<WrittenTombstones> {
   return write(session, local, stampedSql(deletes, now));
 }
 
@@ -59,9 +73,15 @@ export async function writeCompactedTombstones(
   const { deletes } = opts;
   const keys = deletes.keyColumns.map(ident).join(', ');
   const batch = `SELECT * FROM (${stampedSql(deletes, opts.now)}) WHERE ${opts.adding ? 'TRUE' : 'FALSE'}`;
-  const union = opts.held ? `SELECT * FROM ${ident(opts.held.name)} UNION ALL BY NAME ${batch}` : batch;
-  const latest = [TOMBSTONE_ORDER, ...deletes.tieColumns].map((c) => `${ident(c)} DESC NULLS LAST`).join(', ');
-  const cols = [...deletes.keyColumns, ...deletes.tieColumns, TOMBSTONE_ORDER].map(ident).join(', ');
+  const union = opts.held
+    ? `SELECT * FROM ${ident(opts.held.name)} UNION ALL BY NAME ${batch}`
+    : batch;
+  const latest = [TOMBSTONE_ORDER, ...deletes.tieColumns]
+    .map((c) => `${ident(c)} DESC NULLS LAST`)
+    .join(', ');
+  const cols = [...deletes.keyColumns, ...deletes.tieColumns, TOMBSTONE_ORDER]
+    .map(ident)
+    .join(', ');
   return write(
     session,
     local,
@@ -72,7 +92,9 @@ export async function writeCompactedTombstones(
 
 /** The batch's deletes with DELETED_AT = `now`. */
 function stampedSql(deletes: DeletedKeys, now: number): string {
-  const cols = [...deletes.keyColumns, ...deletes.tieColumns, TOMBSTONE_ORDER].map(ident).join(', ');
+  const cols = [...deletes.keyColumns, ...deletes.tieColumns, TOMBSTONE_ORDER]
+    .map(ident)
+    .join(', ');
   return `SELECT ${cols}, ${instant(now)} AS ${ident(DELETED_AT)} FROM (${deletes.sql})`;
 }
 
@@ -83,7 +105,11 @@ async function write(session: DuckSession, local: string, sql: string): Promise<
     `SELECT count(*) AS n, min(${ident(DELETED_AT)}) AS lo, max(${ident(DELETED_AT)}) AS hi FROM read_parquet(${str(safeReadPath(local))})`,
   );
   const iso = (v: unknown) => new Date(v instanceof Date ? v.getTime() : String(v)).toISOString();
-  return { rows: Number(stats?.['n'] ?? 0), minDeletedAt: iso(stats?.['lo']), maxDeletedAt: iso(stats?.['hi']) };
+  return {
+    rows: Number(stats?.['n'] ?? 0),
+    minDeletedAt: iso(stats?.['lo']),
+    maxDeletedAt: iso(stats?.['hi']),
+  };
 }
 
 /** A TIMESTAMPTZ literal of an instant (ms). */

@@ -38,7 +38,8 @@ export function deltaTypeToDuck(type: DataType): string {
     case 'map':
       return `MAP(${deltaTypeToDuck(type.keyType)}, ${deltaTypeToDuck(type.valueType)})`;
     case 'struct':
-      if (type.fields.length === 0) throw new SchemaError('[delta] a struct type must have at least one field');
+      if (type.fields.length === 0)
+        throw new SchemaError('[delta] a struct type must have at least one field');
       return `STRUCT(${type.fields.map((f) => `${ident(f.name)} ${deltaTypeToDuck(f.type)}`).join(', ')})`;
     default:
       throw new SchemaError(`[delta] unknown schema type ${JSON.stringify(type)}`);
@@ -54,9 +55,13 @@ function primitiveToDuck(type: string): string {
     const precision = Number(m[1]);
     const scale = Number(m[2]);
     if (precision < 1 || precision > 38 || scale > precision) {
-      throw new SchemaError(`[delta] invalid decimal type ${type}: precision must be 1..38 and scale at most the precision`);
+      throw new SchemaError(
+        `[delta] invalid decimal type ${type}: precision must be 1..38 and scale at most the precision`,
+      );
     }
     return `DECIMAL(${precision},${scale})`;
   }
-  throw new SchemaError(`[delta] the schema type ${JSON.stringify(type)} is not supported for reading`);
+  throw new SchemaError(
+    `[delta] the schema type ${JSON.stringify(type)} is not supported for reading`,
+  );
 }

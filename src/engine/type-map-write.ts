@@ -82,7 +82,10 @@ export function duckTypeToDelta(duckType: string, column = '?'): DataType {
  * nullable, metadata `{}`. Column names must be unique ignoring case (a Delta rule), at every level.
  */
 export function duckSchemaToDelta(columns: readonly { name: string; type: string }[]): StructType {
-  checkUniqueNames(columns.map((c) => c.name), '');
+  checkUniqueNames(
+    columns.map((c) => c.name),
+    '',
+  );
   return {
     type: 'struct',
     fields: columns.map((c) => field(c.name, duckTypeToDelta(c.type, c.name))),
@@ -100,9 +103,12 @@ export function deltaTypeToDuckForWrite(type: DataType, column = '?'): string {
     if (simple) return simple;
     const dec = DECIMAL_RE.exec(type);
     if (dec) return `DECIMAL(${Number(dec[1])},${Number(dec[2])})`;
-    throw new SchemaError(`[schema] column "${column}" has Delta type ${type}, which tidemark cannot write`, {
-      context: { column },
-    });
+    throw new SchemaError(
+      `[schema] column "${column}" has Delta type ${type}, which tidemark cannot write`,
+      {
+        context: { column },
+      },
+    );
   }
   switch (type.type) {
     case 'array':
@@ -128,7 +134,12 @@ export function castExprForDelta(columnSql: string, duckType: string, column = '
  * A top-level naive timestamp is converted with `timezone('UTC', …)`; nested ones by CAST, which
  * uses the session time zone: DuckSession pins it to UTC.
  */
-export function castToDeltaSql(columnSql: string, sourceDuckType: string, target: DataType, column = '?'): string {
+export function castToDeltaSql(
+  columnSql: string,
+  sourceDuckType: string,
+  target: DataType,
+  column = '?',
+): string {
   const source = parseOrThrow(sourceDuckType, column);
   const targetDuck = deltaTypeToDuckForWrite(target, column);
   if (renderDuckType(source) === targetDuck) return columnSql;
@@ -154,10 +165,13 @@ function parseOrThrow(duckType: string, column: string): DuckType {
     return parseDuckType(duckType);
   } catch (cause) {
     if (!(cause instanceof DuckTypeSyntaxError)) throw cause;
-    throw new SchemaError(`[schema] column "${column}": cannot parse DuckDB type ${JSON.stringify(duckType)}`, {
-      context: { column },
-      cause,
-    });
+    throw new SchemaError(
+      `[schema] column "${column}": cannot parse DuckDB type ${JSON.stringify(duckType)}`,
+      {
+        context: { column },
+        cause,
+      },
+    );
   }
 }
 
@@ -169,7 +183,8 @@ function toDelta(t: DuckType, column: string): DataType {
       throw noEquivalent(column, t.name);
     }
     case 'decimal':
-      if (t.precision < 1 || t.precision > 38 || t.scale > t.precision) throw noEquivalent(column, renderDuckType(t));
+      if (t.precision < 1 || t.precision > 38 || t.scale > t.precision)
+        throw noEquivalent(column, renderDuckType(t));
       return `decimal(${t.precision},${t.scale})`;
     case 'enum':
       return 'string';
@@ -177,7 +192,11 @@ function toDelta(t: DuckType, column: string): DataType {
       throw noEquivalent(column, 'UNION');
     case 'list':
     case 'array':
-      return { type: 'array', elementType: toDelta(t.element, `${column}.element`), containsNull: true };
+      return {
+        type: 'array',
+        elementType: toDelta(t.element, `${column}.element`),
+        containsNull: true,
+      };
     case 'map':
       return {
         type: 'map',
@@ -186,8 +205,14 @@ function toDelta(t: DuckType, column: string): DataType {
         valueContainsNull: true,
       };
     case 'struct':
-      checkUniqueNames(t.fields.map((f) => f.name), `${column}.`);
-      return { type: 'struct', fields: t.fields.map((f) => field(f.name, toDelta(f.type, `${column}.${f.name}`))) };
+      checkUniqueNames(
+        t.fields.map((f) => f.name),
+        `${column}.`,
+      );
+      return {
+        type: 'struct',
+        fields: t.fields.map((f) => field(f.name, toDelta(f.type, `${column}.${f.name}`))),
+      };
   }
 }
 

@@ -34,8 +34,14 @@ export class PlanBacklog {
   /** after[i]: the backlog once batches 0..i-1 are committed (after[0]: the whole plan). */
   private readonly after: BacklogState[];
 
-  constructor(batches: ReadonlyArray<ReadonlyArray<{ size: number; lastModified: Date }>>, waiting: DiscoveryPlan['waiting']) {
-    let tail: BacklogState = waiting.reduce<BacklogState>((b, w) => add(b, w.files, w.bytes, w.since), NO_BACKLOG);
+  constructor(
+    batches: ReadonlyArray<ReadonlyArray<{ size: number; lastModified: Date }>>,
+    waiting: DiscoveryPlan['waiting'],
+  ) {
+    let tail: BacklogState = waiting.reduce<BacklogState>(
+      (b, w) => add(b, w.files, w.bytes, w.since),
+      NO_BACKLOG,
+    );
     this.after = [tail];
     for (let i = batches.length - 1; i >= 0; i--) {
       for (const f of batches[i]!) tail = add(tail, 1, f.size, f.lastModified);
@@ -51,11 +57,18 @@ export class PlanBacklog {
 
 function add(b: BacklogState, files: number, bytes: number, modified: Date): BacklogState {
   const iso = modified.toISOString();
-  return { files: b.files + files, bytes: b.bytes + bytes, oldest: b.oldest === null || iso < b.oldest ? iso : b.oldest };
+  return {
+    files: b.files + files,
+    bytes: b.bytes + bytes,
+    oldest: b.oldest === null || iso < b.oldest ? iso : b.oldest,
+  };
 }
 
 /** The recorded backlog (absent in states written before it: unknown, shown as null) as of `now`. */
 export function reportBacklog(state: BacklogState, now: Date): Backlog {
-  const age = state.oldest === null ? null : Math.max(0, Math.round((now.getTime() - Date.parse(state.oldest)) / 1000));
+  const age =
+    state.oldest === null
+      ? null
+      : Math.max(0, Math.round((now.getTime() - Date.parse(state.oldest)) / 1000));
   return { ...state, oldestAgeSeconds: age };
 }

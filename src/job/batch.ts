@@ -67,13 +67,21 @@ export interface CommittedBatch<S extends OwnedState> {
 }
 
 /** Fetch, load, dedupe and commit one batch with its state. */
-export async function loadAndCommitBatch<S extends OwnedState>(scope: JobScope, spec: BatchSpec<S>): Promise<CommittedBatch<S>> {
+export async function loadAndCommitBatch<S extends OwnedState>(
+  scope: JobScope,
+  spec: BatchSpec<S>,
+): Promise<CommittedBatch<S>> {
   const { ctx } = scope;
   const progress =
     spec.progressLabel === null
       ? undefined
       : (ctx.progress?.fetch(spec.files.length) ??
-        startProgress({ label: spec.progressLabel, total: spec.files.length, logger: ctx.logger, ...(ctx.tty !== undefined ? { tty: ctx.tty } : {}) }));
+        startProgress({
+          label: spec.progressLabel,
+          total: spec.files.length,
+          logger: ctx.logger,
+          ...(ctx.tty !== undefined ? { tty: ctx.tty } : {}),
+        }));
   const spool = await scope.spool.child('fetch');
   try {
     return await fetchLoadAndCommit(scope, spec, spool, progress);
@@ -90,9 +98,17 @@ export async function loadAndCommitBatch<S extends OwnedState>(scope: JobScope, 
  * other than their LastModified (a touch, a copy in place of the same bytes): the tie order takes
  * that first time, so reloading them never makes their rows win a tie they lost (docs/concepts.md).
  */
-async function placeInOrder(scope: JobScope, owner: StateOwner<OwnedState>, fetched: readonly FetchedFile[]): Promise<Map<string, Date>> {
+async function placeInOrder(
+  scope: JobScope,
+  owner: StateOwner<OwnedState>,
+  fetched: readonly FetchedFile[],
+): Promise<Map<string, Date>> {
   const placed = new Map<string, Date>();
-  const known = await orderTimes(scope, owner.ledgers, fetched.map((f) => ({ key: f.file.key, etag: f.etag })));
+  const known = await orderTimes(
+    scope,
+    owner.ledgers,
+    fetched.map((f) => ({ key: f.file.key, etag: f.etag })),
+  );
   for (const f of fetched) {
     const first = known.get(f.file.key);
     if (first && first.getTime() !== f.file.lastModified.getTime()) placed.set(f.file.key, first);
@@ -100,30 +116,63 @@ async function placeInOrder(scope: JobScope, owner: StateOwner<OwnedState>, fetc
   return placed;
 }
 
-async function fetchLoadAndCommit<S extends OwnedState>(scope: JobScope, spec: BatchSpec<S>, spool: Spool, progress: Progress | undefined): Promise<CommittedBatch<S>> {
+async function fetchLoadAndCommit<S extends OwnedState>(
+  scope: JobScope,
+  spec: BatchSpec<S>,
+  spool: Spool,
+  progress: Progress | undefined,
+): Promise<CommittedBatch<S>> {
   const { job, ctx } = scope;
   const signal = ctx.signal ? { signal: ctx.signal } : {};
   const fetched = await spec.timer.time('fetch', () =>
-    fetchFiles(scope.source, spec.files, { spool, concurrency: job.concurrency, ...(progress ? { progress } : {}), ...signal }),
+    fetchFiles(scope.source, spec.files, {
+      spool,
+      concurrency: job.concurrency,
+      ...(progress ? { progress } : {}),
+      ...signal,
+    }),
   );
   progress?.done();
   await ctx.hooks?.afterFetch?.(spec.batchNo);
   const placed = await placeInOrder(scope, spec.owner, fetched);
 
-  const quarantine = { enabled: job.onBadFile === 'quarantine', sourceUri: scope.source.uri, logger: ctx.logger, job: job.name };
+  const quarantine = {
+    enabled: job.onBadFile === 'quarantine',
+    sourceUri: scope.source.uri,
+    logger: ctx.logger,
+    job: job.name,
+  };
   const { result, quarantined } = await loadQuarantining(fetched, quarantine, async (kept, bad) => {
-    const loaded = await loadBatch(scope.session, job, scope.source.uri, kept, { schema: spec.snapshot?.schema ?? null, timer: spec.timer, placed });
-    for (const warning of loaded.warnings) ctx.logger.warn({ job: job.name, table: scope.table.uri }, `[load] job ${job.name}: ${warning}`);
+    const loaded = await loadBatch(scope.session, job, scope.source.uri, kept, {
+      schema: spec.snapshot?.schema ?? null,
+      timer: spec.timer,
+      placed,
+    });
+    for (const warning of loaded.warnings)
+      ctx.logger.warn(
+        { job: job.name, table: scope.table.uri },
+        `[load] job ${job.name}: ${warning}`,
+      );
     try {
       // Every fetched file is done: loaded, or quarantined (recorded, and not listed again).
-      const planned = spec.stateAfter({ loaded: fetched.map((f) => ({ ...f.file, etag: f.etag })), rowsRead: loaded.rowsRead, quarantined: bad.map((q) => q.entry) });
-      const asLoaded = kept.map((f) => ({ ...f.file, etag: f.etag, lastModified: placed.get(f.file.key) ?? f.file.lastModified }));
+      const planned = spec.stateAfter({
+        loaded: fetched.map((f) => ({ ...f.file, etag: f.etag })),
+        rowsRead: loaded.rowsRead,
+        quarantined: bad.map((q) => q.entry),
+      });
+      const asLoaded = kept.map((f) => ({
+        ...f.file,
+        etag: f.etag,
+        lastModified: placed.get(f.file.key) ?? f.file.lastModified,
+      }));
       const { prepare } = spec.owner;
       const written = await writeBatch<S>({
         scope,
         snapshot: spec.snapshot,
         batch: loaded,
-        loadedBefore: kept.filter((f) => f.file.loadedBefore).map((f) => sourceName(scope.source.uri, f.file.key)),
+        loadedBefore: kept
+          .filter((f) => f.file.loadedBefore)
+          .map((f) => sourceName(scope.source.uri, f.file.key)),
         state: planned,
         ...(prepare ? { prepare: (state: S) => prepare(scope, spec.before, state, asLoaded) } : {}),
         owner: spec.owner,

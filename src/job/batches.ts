@@ -8,7 +8,11 @@ export interface Sized {
 }
 
 /** Consecutive runs of `files` with at most `maxFiles` files and `maxBytes` bytes (a single larger file gets a batch of its own). */
-export function splitBatches<T extends Sized>(files: readonly T[], maxFiles: number, maxBytes: number): T[][] {
+export function splitBatches<T extends Sized>(
+  files: readonly T[],
+  maxFiles: number,
+  maxBytes: number,
+): T[][] {
   const batches: T[][] = [];
   let current: T[] = [];
   let bytes = 0;

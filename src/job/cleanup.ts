@@ -26,7 +26,12 @@ import { urisOverlap } from '../config/uri-overlap.js';
 import { ConfigError, StorageError } from '../errors.js';
 import { identifyObjects, type Storage } from '../storage/storage.js';
 import { openStorage } from '../storage/uri.js';
-import { planCleanup, type CleanupSkipReason, type EligibleFile, type SkippedCleanupFile } from './cleanup-plan.js';
+import {
+  planCleanup,
+  type CleanupSkipReason,
+  type EligibleFile,
+  type SkippedCleanupFile,
+} from './cleanup-plan.js';
 import type { RunContext } from './context.js';
 import { s3Options } from './open.js';
 import { timedOutcome, type JobOutcome, type ReportedError, type RunReport } from './report.js';
@@ -81,7 +86,11 @@ export interface CleanupOptions {
 }
 
 /** Plan, and with `apply` do, the job's `afterLoad` cleanup. Never throws. */
-export async function cleanupJob(job: JobConfig, ctx: RunContext, opts: CleanupOptions): Promise<JobOutcome<CleanupReport>> {
+export async function cleanupJob(
+  job: JobConfig,
+  ctx: RunContext,
+  opts: CleanupOptions,
+): Promise<JobOutcome<CleanupReport>> {
   const afterLoad = job.source.afterLoad;
   const report: CleanupReport = {
     job: job.name,
@@ -107,16 +116,23 @@ export async function cleanupJob(job: JobConfig, ctx: RunContext, opts: CleanupO
       if (!afterLoad) return { ...report, status: 'not-configured' };
       const move = afterLoad.move;
       // The schema compares the URIs as written; here they are resolved (relative paths against the config's folder).
-      if (move !== undefined && (urisOverlap(move, job.source.uri) || urisOverlap(move, job.target.uri))) {
-        throw new ConfigError(`[cleanup] source.afterLoad.move ${move} of job ${job.name} overlaps its source ${job.source.uri} or its table ${job.target.uri}`, {
-          field: 'source.afterLoad.move',
-        });
+      if (
+        move !== undefined &&
+        (urisOverlap(move, job.source.uri) || urisOverlap(move, job.target.uri))
+      ) {
+        throw new ConfigError(
+          `[cleanup] source.afterLoad.move ${move} of job ${job.name} overlaps its source ${job.source.uri} or its table ${job.target.uri}`,
+          {
+            field: 'source.afterLoad.move',
+          },
+        );
       }
       return withJobScope(job, ctx, `${job.name}-cleanup`, async (scope) => {
         const snapshot = await scope.table.snapshot();
         const plan = await planCleanup(scope, snapshot, afterLoad.after, opts.now ?? Date.now());
         report.skipped = plan.skipped;
-        for (const s of plan.skipped) report.skippedByReason[s.reason] = (report.skippedByReason[s.reason] ?? 0) + 1;
+        for (const s of plan.skipped)
+          report.skippedByReason[s.reason] = (report.skippedByReason[s.reason] ?? 0) + 1;
         if (!opts.apply) {
           report.files = plan.eligible;
           report.bytes = plan.eligible.reduce((n, f) => n + f.size, 0);
@@ -142,11 +158,19 @@ export async function cleanupJob(job: JobConfig, ctx: RunContext, opts: CleanupO
 
 /** The move target, with the source's storage settings (an archive prefix is usually the source's bucket). */
 function openArchive(job: JobConfig, ctx: RunContext, uri: string): Storage {
-  return (ctx.openStorage ?? openStorage)(uri, s3Options(sourceStorageConfig(ctx.storage, job), undefined));
+  return (ctx.openStorage ?? openStorage)(
+    uri,
+    s3Options(sourceStorageConfig(ctx.storage, job), undefined),
+  );
 }
 
 /** Move or delete each file, `job.concurrency` at a time; `report` gets each one done or left. */
-async function act(scope: JobScope, archive: Storage | null, files: readonly EligibleFile[], report: CleanupReport): Promise<void> {
+async function act(
+  scope: JobScope,
+  archive: Storage | null,
+  files: readonly EligibleFile[],
+  report: CleanupReport,
+): Promise<void> {
   const limit = pLimit(Math.min(scope.job.concurrency, 8));
   const spool = await scope.spool.folder('cleanup');
   await Promise.all(
@@ -155,7 +179,10 @@ async function act(scope: JobScope, archive: Storage | null, files: readonly Eli
         scope.ctx.signal?.throwIfAborted();
         const now = await currentEtag(scope.source, file.key);
         if (now !== file.etag) {
-          report.left.push({ key: file.key, reason: now === null ? 'gone since the plan' : 'changed since the plan' });
+          report.left.push({
+            key: file.key,
+            reason: now === null ? 'gone since the plan' : 'changed since the plan',
+          });
           return;
         }
         if (archive === null) {
@@ -175,15 +202,21 @@ async function act(scope: JobScope, archive: Storage | null, files: readonly Eli
         const existing = await archive.head(file.key);
         if (existing === null) await archive.upload(file.key, local);
         const copied = await archive.head(file.key);
-        const same = copied !== null && copied.size === file.size && (await archive.download(file.key, copy), (await sha256(copy)) === digest);
+        const same =
+          copied !== null &&
+          copied.size === file.size &&
+          (await archive.download(file.key, copy), (await sha256(copy)) === digest);
         if (!same && existing !== null) {
           report.left.push({ key: file.key, reason: 'move target holds another file' });
           return;
         }
         if (!same) {
-          throw new StorageError(`[cleanup] the copy of ${file.key} at ${archive.uri} does not hold the bytes of the original (size or SHA-256 differ); the original is kept`, {
-            context: { uri: archive.uri, key: file.key },
-          });
+          throw new StorageError(
+            `[cleanup] the copy of ${file.key} at ${archive.uri} does not hold the bytes of the original (size or SHA-256 differ); the original is kept`,
+            {
+              context: { uri: archive.uri, key: file.key },
+            },
+          );
         }
         await scope.source.delete([file.key]);
         done(report, { ...file, action: 'moved', to: `${archive.uri}${file.key}` });
@@ -219,7 +252,13 @@ function recordKey(job: string, now: number): string {
 }
 
 /** Write (or rewrite) the record of this cleanup into the table folder: what it planned, and what it did. */
-async function writeRecord(scope: JobScope, key: string, report: CleanupReport, planned: readonly EligibleFile[], finished: boolean): Promise<void> {
+async function writeRecord(
+  scope: JobScope,
+  key: string,
+  report: CleanupReport,
+  planned: readonly EligibleFile[],
+  finished: boolean,
+): Promise<void> {
   const body = {
     job: report.job,
     at: new Date().toISOString(),
@@ -232,7 +271,9 @@ async function writeRecord(scope: JobScope, key: string, report: CleanupReport, 
     done: report.files,
     left: report.left,
   };
-  await scope.table.storage.write(key, JSON.stringify(body, null, 2) + '\n', { contentType: 'application/json' });
+  await scope.table.storage.write(key, JSON.stringify(body, null, 2) + '\n', {
+    contentType: 'application/json',
+  });
 }
 
 /**
@@ -240,10 +281,24 @@ async function writeRecord(scope: JobScope, key: string, report: CleanupReport, 
  * by an acting cleanup, summed up in its report. A cleanup that fails fails the outcome (the exit
  * code says so) while the run's commits stay, as the report shows.
  */
-export async function cleanupAfterRun(job: JobConfig, ctx: RunContext, outcome: JobOutcome<RunReport>): Promise<JobOutcome<RunReport>> {
+export async function cleanupAfterRun(
+  job: JobConfig,
+  ctx: RunContext,
+  outcome: JobOutcome<RunReport>,
+): Promise<JobOutcome<RunReport>> {
   if (!outcome.ok || ctx.dryRun || job.source.afterLoad?.atEndOfRun !== true) return outcome;
   const done = await cleanupJob(job, ctx, { apply: true });
   const r = done.report;
-  const report: RunReport = { ...outcome.report, cleanup: { status: r.status, action: r.action, files: r.files.length, bytes: r.bytes, left: r.left, record: r.record } };
+  const report: RunReport = {
+    ...outcome.report,
+    cleanup: {
+      status: r.status,
+      action: r.action,
+      files: r.files.length,
+      bytes: r.bytes,
+      left: r.left,
+      record: r.record,
+    },
+  };
   return done.ok ? { ok: true, report } : { ok: false, report, error: done.error };
 }

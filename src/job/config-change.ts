@@ -28,14 +28,27 @@ import { duplicateKeys, type DuplicateKeys } from '../engine/table-queries.js';
 import { ConfigError } from '../errors.js';
 import type { Spool } from '../spool/spool.js';
 import type { Storage } from '../storage/storage.js';
-import { liveTombstoneFiles, tombstoneFit, unfitTombstones, type TombstoneState } from './tombstones/plan.js';
+import {
+  liveTombstoneFiles,
+  tombstoneFit,
+  unfitTombstones,
+  type TombstoneState,
+} from './tombstones/plan.js';
 import { describeWatermark } from './watermark.js';
 
 /** The settings a job's state records (absent in states written before it: nothing to compare). */
 export interface ConfiguredAs {
   source: { uri: string; include?: string[]; exclude?: string[] };
-  discover: { by: 'partition'; layout: string; lookback: number; timezone: string } | { by: 'modified'; settleMs: number } | { by: 'notifications'; queue: string };
-  target: { mode: 'merge' | 'append' | 'replace'; key?: string[]; orderBy?: string; partitionBy: string[] };
+  discover:
+    | { by: 'partition'; layout: string; lookback: number; timezone: string }
+    | { by: 'modified'; settleMs: number }
+    | { by: 'notifications'; queue: string };
+  target: {
+    mode: 'merge' | 'append' | 'replace';
+    key?: string[];
+    orderBy?: string;
+    partitionBy: string[];
+  };
 }
 
 /** One setting that differs from what the state recorded, and what tidemark does about it. */
@@ -51,7 +64,11 @@ export function configuredAs(job: JobConfig): ConfiguredAs {
   const { source, target } = job;
   const d = source.discover;
   return {
-    source: { uri: source.uri, ...(source.include ? { include: source.include } : {}), ...(source.exclude ? { exclude: source.exclude } : {}) },
+    source: {
+      uri: source.uri,
+      ...(source.include ? { include: source.include } : {}),
+      ...(source.exclude ? { exclude: source.exclude } : {}),
+    },
     discover:
       d.by === 'partition'
         ? { by: 'partition', layout: d.layout, lookback: d.lookback, timezone: d.timezone }
@@ -60,7 +77,9 @@ export function configuredAs(job: JobConfig): ConfiguredAs {
           : { by: 'notifications', queue: d.queue },
     target: {
       mode: target.mode,
-      ...(target.mode !== 'append' && target.key ? { key: target.key, orderBy: target.orderBy! } : {}),
+      ...(target.mode !== 'append' && target.key
+        ? { key: target.key, orderBy: target.orderBy! }
+        : {}),
       partitionBy: target.partitionBy,
     },
   };
@@ -109,10 +128,14 @@ export async function findConfigChanges(
       const fit = tombstoneFit(s, spec);
       if (live.length === 0 || fit === 'same') continue;
       const rows = live.reduce((n, f) => n + f.rows, 0);
-      if (fit === 'unfit' && !accept) refusals.push(unfitTombstones(s, { ...spec, job: owner.folder }, live));
+      if (fit === 'unfit' && !accept)
+        refusals.push(unfitTombstones(s, { ...spec, job: owner.folder }, live));
       else changes.push(tombstoneChange(s, spec, fit, rows, owner.folder));
     }
-    const duplicates = snapshot && mayHoldDuplicates(state.configuredAs, target.key!) ? await duplicateKeys(table.session, table, snapshot, target.key!, DUPLICATE_EXAMPLES) : null;
+    const duplicates =
+      snapshot && mayHoldDuplicates(state.configuredAs, target.key!)
+        ? await duplicateKeys(table.session, table, snapshot, target.key!, DUPLICATE_EXAMPLES)
+        : null;
     if (duplicates) refusals.push(duplicateRefusal(job, state.configuredAs!, duplicates));
   }
   return { changes, refusals };
@@ -126,14 +149,27 @@ export async function findConfigChanges(
 export function acceptedBefore(recorded: ConfiguredAs | undefined, job: JobConfig): boolean {
   const t = recorded?.target;
   if (!t || t.mode !== 'merge' || job.target.mode !== 'merge') return false;
-  const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x.toLowerCase() === b[i]!.toLowerCase());
+  const same = (a: readonly string[], b: readonly string[]) =>
+    a.length === b.length && a.every((x, i) => x.toLowerCase() === b[i]!.toLowerCase());
   return same(t.key ?? [], job.target.key!) && same([t.orderBy ?? ''], [job.target.orderBy!]);
 }
 
 /** A tombstone change that is not refused: re-keyed, or dropped as the user accepted. */
-function tombstoneChange(s: TombstoneState, spec: { key: string[]; orderBy: string }, fit: 'rekey' | 'unfit', rows: number, folder: string): ConfigChange {
-  const field = fit === 'rekey' || s.orderBy.toLowerCase() === spec.orderBy.toLowerCase() ? 'target.key' : 'target.orderBy';
-  const [from, to] = field === 'target.key' ? [`[${s.key.join(', ')}]`, `[${spec.key.join(', ')}]`] : [s.orderBy, spec.orderBy];
+function tombstoneChange(
+  s: TombstoneState,
+  spec: { key: string[]; orderBy: string },
+  fit: 'rekey' | 'unfit',
+  rows: number,
+  folder: string,
+): ConfigChange {
+  const field =
+    fit === 'rekey' || s.orderBy.toLowerCase() === spec.orderBy.toLowerCase()
+      ? 'target.key'
+      : 'target.orderBy';
+  const [from, to] =
+    field === 'target.key'
+      ? [`[${s.key.join(', ')}]`, `[${spec.key.join(', ')}]`]
+      : [s.orderBy, spec.orderBy];
   const effect =
     fit === 'rekey'
       ? `the ${rows} remembered deletes (tombstones of ${folder}) are re-keyed on [${spec.key.join(', ')}]: a key deleted under ${from} stays deleted`
@@ -147,7 +183,11 @@ function tombstoneChange(s: TombstoneState, spec: { key: string[]; orderBy: stri
  */
 function mayHoldDuplicates(recorded: ConfiguredAs | undefined, key: readonly string[]): boolean {
   if (!recorded) return false;
-  if (recorded.target.mode === 'append' || (recorded.target.mode === 'replace' && !recorded.target.key)) return true;
+  if (
+    recorded.target.mode === 'append' ||
+    (recorded.target.mode === 'replace' && !recorded.target.key)
+  )
+    return true;
   const now = new Set(key.map((c) => c.toLowerCase()));
   return !(recorded.target.key ?? []).every((c) => now.has(c.toLowerCase()));
 }
@@ -162,7 +202,14 @@ function duplicateRefusal(job: JobConfig, recorded: ConfiguredAs, d: DuplicateKe
   const change = modeChanged
     ? `target.mode changed from ${recorded.target.mode} to merge on key [${key.join(', ')}]`
     : `target.key changed from [${(recorded.target.key ?? []).join(', ')}] to [${key.join(', ')}]`;
-  const shown = d.examples.map((e) => `${Object.entries(e.key).map(([c, v]) => `${c}=${String(v)}`).join(', ')} (${e.rows} rows)`).join('; ');
+  const shown = d.examples
+    .map(
+      (e) =>
+        `${Object.entries(e.key)
+          .map(([c, v]) => `${c}=${String(v)}`)
+          .join(', ')} (${e.rows} rows)`,
+    )
+    .join('; ');
   const field = modeChanged ? 'target.mode' : 'target.key';
   return new ConfigError(
     `[job] ${job.name}: ${change}, but the table holds more than one row for ${d.keys} such key${d.keys === 1 ? '' : 's'}: ${shown}${d.keys > d.examples.length ? '; …' : ''}. ` +
@@ -172,17 +219,32 @@ function duplicateRefusal(job: JobConfig, recorded: ConfiguredAs, d: DuplicateKe
 }
 
 /** The changed settings (pure); none when nothing was recorded. */
-export function describeChanges(was: ConfiguredAs | undefined, now: ConfiguredAs, discovery: DiscoveryState | null): ConfigChange[] {
+export function describeChanges(
+  was: ConfiguredAs | undefined,
+  now: ConfiguredAs,
+  discovery: DiscoveryState | null,
+): ConfigChange[] {
   if (!was) return [];
   const out: ConfigChange[] = [];
-  const add = (field: string, from: unknown, to: unknown, effect: string) => out.push({ field, from: shown(from), to: shown(to), effect });
+  const add = (field: string, from: unknown, to: unknown, effect: string) =>
+    out.push({ field, from: shown(from), to: shown(to), effect });
   const watermark = describeWatermark(discovery) ?? 'none yet';
   if (was.source.uri !== now.source.uri) {
-    add('source.uri', was.source.uri, now.source.uri, `the watermark (${watermark}) and the remembered files carry over: files of the new source behind the watermark are not loaded (backfill them)`);
+    add(
+      'source.uri',
+      was.source.uri,
+      now.source.uri,
+      `the watermark (${watermark}) and the remembered files carry over: files of the new source behind the watermark are not loaded (backfill them)`,
+    );
   }
   for (const f of ['include', 'exclude'] as const) {
     if (shown(was.source[f] ?? []) !== shown(now.source[f] ?? [])) {
-      add(`source.${f}`, was.source[f] ?? [], now.source[f] ?? [], `files it newly selects behind the watermark (${watermark}) are not loaded (backfill them)`);
+      add(
+        `source.${f}`,
+        was.source[f] ?? [],
+        now.source[f] ?? [],
+        `files it newly selects behind the watermark (${watermark}) are not loaded (backfill them)`,
+      );
     }
   }
   discoverChanges(was.discover, now.discover, discovery, add);
@@ -199,8 +261,20 @@ export function describeChanges(was: ConfiguredAs | undefined, now: ConfiguredAs
           : `rows are merged on key [${(b.key ?? []).join(', ')}] from now`,
     );
   } else if (b.mode === 'merge') {
-    if (shown(a.key) !== shown(b.key)) add('target.key', a.key, b.key, `incoming rows are matched with stored rows on [${(b.key ?? []).join(', ')}] from now`);
-    if (a.orderBy !== b.orderBy) add('target.orderBy', a.orderBy, b.orderBy, `an incoming row wins over the stored row by ${b.orderBy} from now`);
+    if (shown(a.key) !== shown(b.key))
+      add(
+        'target.key',
+        a.key,
+        b.key,
+        `incoming rows are matched with stored rows on [${(b.key ?? []).join(', ')}] from now`,
+      );
+    if (a.orderBy !== b.orderBy)
+      add(
+        'target.orderBy',
+        a.orderBy,
+        b.orderBy,
+        `an incoming row wins over the stored row by ${b.orderBy} from now`,
+      );
   }
   // partitionBy is held against the table itself (./table-settings.ts), not against the record.
   return out;
@@ -208,15 +282,30 @@ export function describeChanges(was: ConfiguredAs | undefined, now: ConfiguredAs
 
 type Add = (field: string, from: unknown, to: unknown, effect: string) => void;
 
-function discoverChanges(was: ConfiguredAs['discover'], now: ConfiguredAs['discover'], discovery: DiscoveryState | null, add: Add): void {
+function discoverChanges(
+  was: ConfiguredAs['discover'],
+  now: ConfiguredAs['discover'],
+  discovery: DiscoveryState | null,
+  add: Add,
+): void {
   if (was.by !== now.by) {
     const notified = was.by === 'notifications' || now.by === 'notifications';
-    add('source.discover.by', was.by, now.by, notified ? 'refused: a job cannot change to or from notifications (a new job or target loads that way)' : 'refused until the job is reset to a watermark of the new mode (tidemark reset)');
+    add(
+      'source.discover.by',
+      was.by,
+      now.by,
+      notified
+        ? 'refused: a job cannot change to or from notifications (a new job or target loads that way)'
+        : 'refused until the job is reset to a watermark of the new mode (tidemark reset)',
+    );
     return;
   }
   if (was.by === 'modified' && now.by === 'modified') {
     if (was.settleMs === now.settleMs) return;
-    const remembered = discovery?.mode === 'modified' && discovery.rememberedAfter !== undefined ? new Date(discovery.rememberedAfter).toISOString() : null;
+    const remembered =
+      discovery?.mode === 'modified' && discovery.rememberedAfter !== undefined
+        ? new Date(discovery.rememberedAfter).toISOString()
+        : null;
     add(
       'source.discover.settle',
       durationText(was.settleMs),
@@ -228,8 +317,20 @@ function discoverChanges(was: ConfiguredAs['discover'], now: ConfiguredAs['disco
     return;
   }
   if (was.by !== 'partition' || now.by !== 'partition') return;
-  if (was.layout !== now.layout) add('source.discover.layout', was.layout, now.layout, `folders are read with the new layout; the watermark (${describeWatermark(discovery) ?? 'none yet'}) carries over when its granularity fits`);
-  if (was.timezone !== now.timezone) add('source.discover.timezone', was.timezone, now.timezone, 'folder dates are read in the new zone; the watermark carries over as a partition id');
+  if (was.layout !== now.layout)
+    add(
+      'source.discover.layout',
+      was.layout,
+      now.layout,
+      `folders are read with the new layout; the watermark (${describeWatermark(discovery) ?? 'none yet'}) carries over when its granularity fits`,
+    );
+  if (was.timezone !== now.timezone)
+    add(
+      'source.discover.timezone',
+      was.timezone,
+      now.timezone,
+      'folder dates are read in the new zone; the watermark carries over as a partition id',
+    );
   if (was.lookback !== now.lookback) {
     const from = discovery?.mode === 'partition' ? discovery.rememberedFrom : null;
     add(
@@ -249,6 +350,14 @@ function shown(value: unknown): string {
 }
 
 /** Log the changes as warnings (a run and a backfill). */
-export function logConfigChanges(logger: { warn(obj: object, msg: string): void }, job: string, changes: readonly ConfigChange[]): void {
-  for (const c of changes) logger.warn({ job, field: c.field, from: c.from, to: c.to }, `${c.field} changed from ${c.from} to ${c.to}: ${c.effect}`);
+export function logConfigChanges(
+  logger: { warn(obj: object, msg: string): void },
+  job: string,
+  changes: readonly ConfigChange[],
+): void {
+  for (const c of changes)
+    logger.warn(
+      { job, field: c.field, from: c.from, to: c.to },
+      `${c.field} changed from ${c.from} to ${c.to}: ${c.effect}`,
+    );
 }

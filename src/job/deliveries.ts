@@ -45,7 +45,12 @@ export function loadsDeliveries(job: JobConfig): boolean {
 
 /** The delivery `file` belongs to. */
 export function deliveryMark(job: JobConfig, file: DiscoveredFile): DeliveryMark {
-  if (job.source.snapshotPattern === undefined && job.source.discover.by === 'partition' && file.partition !== undefined) return { partition: file.partition };
+  if (
+    job.source.snapshotPattern === undefined &&
+    job.source.discover.by === 'partition' &&
+    file.partition !== undefined
+  )
+    return { partition: file.partition };
   return { lastModified: file.lastModified.toISOString(), key: file.key };
 }
 
@@ -60,7 +65,11 @@ function sortKey(m: DeliveryMark): string {
 }
 
 /** The newest delivery among `files` newer than `applied`, and the files it supersedes. */
-export function newestDelivery(job: JobConfig, found: readonly DiscoveredFile[], applied: DeliveryMark | undefined): DeliveryPlan {
+export function newestDelivery(
+  job: JobConfig,
+  found: readonly DiscoveredFile[],
+  applied: DeliveryMark | undefined,
+): DeliveryPlan {
   const pattern = job.source.snapshotPattern;
   const extract = pattern === undefined ? () => true : compileKeyFilter({ include: [pattern] });
   const files = found.filter((f) => extract(f.key));
@@ -70,7 +79,8 @@ export function newestDelivery(job: JobConfig, found: readonly DiscoveredFile[],
     const mark = deliveryMark(job, f);
     if (newest === null || compareDeliveries(mark, newest) > 0) newest = mark;
   }
-  if (newest === null || (applied !== undefined && compareDeliveries(newest, applied) <= 0)) return { delivery: [], superseded: files, mark: null, changes };
+  if (newest === null || (applied !== undefined && compareDeliveries(newest, applied) <= 0))
+    return { delivery: [], superseded: files, mark: null, changes };
   const mark = newest;
   const inIt = (f: DiscoveredFile) => compareDeliveries(deliveryMark(job, f), mark) === 0;
   return { delivery: files.filter(inIt), superseded: files.filter((f) => !inIt(f)), mark, changes };

@@ -26,7 +26,11 @@ export interface FetchOptions {
 }
 
 /** Make every file of the batch readable on local disk. */
-export async function fetchFiles(source: Storage, files: readonly DiscoveredFile[], opts: FetchOptions): Promise<FetchedFile[]> {
+export async function fetchFiles(
+  source: Storage,
+  files: readonly DiscoveredFile[],
+  opts: FetchOptions,
+): Promise<FetchedFile[]> {
   const sizes = new Map(files.map((f) => [f.key, f.size]));
   const copies = await localCopies(
     source,

@@ -60,7 +60,10 @@ export interface HistoryOptions {
 const READ_CHUNK = 64;
 
 /** The newest `limit` commits of the table at `storage` (matching `job`), newest first, and the table's latest version (null: no table). */
-export async function readHistory(storage: Storage, opts: HistoryOptions): Promise<{ entries: HistoryEntry[]; latestVersion: number | null }> {
+export async function readHistory(
+  storage: Storage,
+  opts: HistoryOptions,
+): Promise<{ entries: HistoryEntry[]; latestVersion: number | null }> {
   const { commits } = await listLog(storage);
   const entries: HistoryEntry[] = [];
   for (let end = commits.length; end > 0 && entries.length < opts.limit; end -= READ_CHUNK) {
@@ -75,7 +78,8 @@ export async function readHistory(storage: Storage, opts: HistoryOptions): Promi
 }
 
 function matches(entry: HistoryEntry, opts: HistoryOptions): boolean {
-  if (opts.kinds) return opts.kinds.includes(entry.kind) && (opts.job === undefined || entry.job === opts.job);
+  if (opts.kinds)
+    return opts.kinds.includes(entry.kind) && (opts.job === undefined || entry.job === opts.job);
   return opts.job === undefined || entry.job === null || entry.job === opts.job;
 }
 
@@ -85,17 +89,25 @@ const BACKFILL_APP = /^tidemark\.backfill\.([^@]+)(?:@shard-(\d+)-of-(\d+))?$/;
 
 /** One commit's actions as a history entry. Pure. */
 export function describeCommit(version: number, actions: readonly Action[]): HistoryEntry {
-  const info: CommitInfo = actions.find((a): a is { commitInfo: CommitInfo } => 'commitInfo' in a)?.commitInfo ?? {};
+  const info: CommitInfo =
+    actions.find((a): a is { commitInfo: CommitInfo } => 'commitInfo' in a)?.commitInfo ?? {};
   const params = (info['operationParameters'] ?? {}) as Record<string, unknown>;
   const metrics = (info['operationMetrics'] ?? {}) as Record<string, unknown>;
   const operation = typeof info['operation'] === 'string' ? info['operation'] : 'UNKNOWN';
   const owner = ownerOf(actions, params);
   const stamp = info['inCommitTimestamp'] ?? info['timestamp'];
   const timestamp = Number(stamp);
-  const inserted = metric(metrics, 'numTargetRowsInserted') ?? (/^(WRITE|CREATE TABLE AS SELECT|STREAMING UPDATE)$/.test(operation) ? metric(metrics, 'numOutputRows') : null);
+  const inserted =
+    metric(metrics, 'numTargetRowsInserted') ??
+    (/^(WRITE|CREATE TABLE AS SELECT|STREAMING UPDATE)$/.test(operation)
+      ? metric(metrics, 'numOutputRows')
+      : null);
   return {
     version,
-    time: Number.isFinite(timestamp) && stamp !== undefined && stamp !== null ? new Date(timestamp).toISOString() : null,
+    time:
+      Number.isFinite(timestamp) && stamp !== undefined && stamp !== null
+        ? new Date(timestamp).toISOString()
+        : null,
     operation,
     kind: owner.kind ?? (operation === 'OPTIMIZE' ? 'optimize' : 'other'),
     job: owner.job,
@@ -125,14 +137,27 @@ function ownerOf(actions: readonly Action[], params: Record<string, unknown>): O
     const backfill = BACKFILL_APP.exec(a.txn.appId);
     const backfillOf = backfill?.[1];
     if (job !== undefined) {
-      return { kind: params['reset'] !== undefined ? 'reset' : 'run', job, backfill: null, batch: a.txn.version };
+      return {
+        kind: params['reset'] !== undefined ? 'reset' : 'run',
+        job,
+        backfill: null,
+        batch: a.txn.version,
+      };
     }
     if (backfillOf !== undefined) {
       // Data commits carry the MERGE's parameters, not the range: the state committed with them has it.
-      const shard = backfill?.[2] === undefined ? null : `shard ${describeShard({ index: Number(backfill[2]), count: Number(backfill[3]) })}`;
+      const shard =
+        backfill?.[2] === undefined
+          ? null
+          : `shard ${describeShard({ index: Number(backfill[2]), count: Number(backfill[3]) })}`;
       const range = paramText(params['backfill']) ?? committedRange(actions, a.txn.appId);
       const what = [range, shard].filter((p) => p !== null).join(' ');
-      return { kind: 'backfill', job: backfillOf, backfill: what === '' ? null : what, batch: a.txn.version };
+      return {
+        kind: 'backfill',
+        job: backfillOf,
+        backfill: what === '' ? null : what,
+        batch: a.txn.version,
+      };
     }
   }
   return { kind: null, job: null, backfill: null, batch: null };
@@ -140,11 +165,16 @@ function ownerOf(actions: readonly Action[], params: Record<string, unknown>): O
 
 /** `FROM..TO` of the backfill state the commit writes under `domain`, or null. */
 function committedRange(actions: readonly Action[], domain: string): string | null {
-  const d = actions.find((a): a is Extract<Action, { domainMetadata: unknown }> => 'domainMetadata' in a && a.domainMetadata.domain === domain);
+  const d = actions.find(
+    (a): a is Extract<Action, { domainMetadata: unknown }> =>
+      'domainMetadata' in a && a.domainMetadata.domain === domain,
+  );
   if (!d) return null;
   try {
     const state = JSON.parse(d.domainMetadata.configuration) as { from?: unknown; to?: unknown };
-    return typeof state.from === 'string' && typeof state.to === 'string' ? `${state.from}..${state.to}` : null;
+    return typeof state.from === 'string' && typeof state.to === 'string'
+      ? `${state.from}..${state.to}`
+      : null;
   } catch {
     return null;
   }
@@ -182,14 +212,33 @@ export interface HistoryReport {
 }
 
 /** The newest commits of the job's table that concern the job. Never throws. */
-export async function jobHistory(job: JobConfig, ctx: RunContext, opts: { limit: number }): Promise<JobOutcome<HistoryReport>> {
-  const base: HistoryReport = { job: job.name, table: job.target.uri, status: 'failed', tableVersion: null, commits: [], durationMs: 0 };
+export async function jobHistory(
+  job: JobConfig,
+  ctx: RunContext,
+  opts: { limit: number },
+): Promise<JobOutcome<HistoryReport>> {
+  const base: HistoryReport = {
+    job: job.name,
+    table: job.target.uri,
+    status: 'failed',
+    tableVersion: null,
+    commits: [],
+    durationMs: 0,
+  };
   return timedOutcome(
     () => base,
     async () => {
       const storage = openTarget(job, ctx.storage, ctx.openStorage);
-      const { entries, latestVersion } = await readHistory(storage, { limit: opts.limit, job: job.name });
-      return { ...base, status: latestVersion === null ? 'no-table' : 'ok', tableVersion: latestVersion, commits: entries };
+      const { entries, latestVersion } = await readHistory(storage, {
+        limit: opts.limit,
+        job: job.name,
+      });
+      return {
+        ...base,
+        status: latestVersion === null ? 'no-table' : 'ok',
+        tableVersion: latestVersion,
+        commits: entries,
+      };
     },
   );
 }

@@ -22,7 +22,13 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { resolveDiscovery, type OnOverwrite } from '../discovery/config.js';
 import type { DiscoveredFile, DiscoveryState, PassedOver } from '../discovery/index.js';
-import { firstLoaded, lastLoaded, notInLedger, writeLedgerFile, type LedgerEntry } from '../engine/ledger-files.js';
+import {
+  firstLoaded,
+  lastLoaded,
+  notInLedger,
+  writeLedgerFile,
+  type LedgerEntry,
+} from '../engine/ledger-files.js';
 import { localCopies } from '../engine/local-copies.js';
 import { DeltaLogError } from '../errors.js';
 import { comparableEtags } from '../storage/local.js';
@@ -72,13 +78,18 @@ export function keepsLedger(job: JobScope['job']): boolean {
  * load recorded, or null when an entry recorded none (ledger files written before the time was kept, and entries seeded
  * from a discovery state). A file the ledger lacks in its ETag is new content: its own LastModified.
  */
-export async function orderTimes(scope: JobScope, ledgers: readonly LedgerState[], files: ReadonlyArray<{ key: string; etag: string }>): Promise<Map<string, Date | null>> {
+export async function orderTimes(
+  scope: JobScope,
+  ledgers: readonly LedgerState[],
+  files: ReadonlyArray<{ key: string; etag: string }>,
+): Promise<Map<string, Date | null>> {
   const found = new Map<string, Date | null>();
   const listed = ledgers.flatMap((l) => l.files.map((f) => f.path));
   if (listed.length === 0 || files.length === 0) return found;
   // Other jobs' ledgers too (a job of the same source): each path under some job's ledger folder.
   const paths = await localCopiesOf(scope, listed, isSomeLedgerPath);
-  for (const [key, modified] of await firstLoaded(scope.session, paths, files)) found.set(key, modified === null ? null : new Date(modified));
+  for (const [key, modified] of await firstLoaded(scope.session, paths, files))
+    found.set(key, modified === null ? null : new Date(modified));
   return found;
 }
 
@@ -89,30 +100,47 @@ export async function orderTimes(scope: JobScope, ledgers: readonly LedgerState[
  * (an overwrite `onOverwrite: ignore` passed over is seeded with an unknown ETag: the table holds
  * some earlier version).
  */
-export function ledgerStart(job: JobScope['job'], prev: DiscoveryState | null): { since: number | null; seed: Array<{ key: string; etag: string }> } | null {
+export function ledgerStart(
+  job: JobScope['job'],
+  prev: DiscoveryState | null,
+): { since: number | null; seed: Array<{ key: string; etag: string }> } | null {
   if (prev === null) {
     const settings = resolveDiscovery(discoveryConfigOf(job));
-    return { since: settings.mode === 'modified' && settings.start !== null ? settings.start - 1 : null, seed: [] };
+    return {
+      since: settings.mode === 'modified' && settings.start !== null ? settings.start - 1 : null,
+      seed: [],
+    };
   }
   // Notification discovery records every file it loads from its first batch on.
   if (prev.mode === 'notifications') return { since: null, seed: [] };
   // Partition mode makes no claim (`since` is for lookups behind the settle window) and seeds nothing.
   if (prev.mode !== 'modified') return null;
-  return { since: prev.rememberedAfter ?? prev.watermark, seed: prev.loaded.map((e) => ({ key: e.key, etag: e.ignored ? '' : e.etag })) };
+  return {
+    since: prev.rememberedAfter ?? prev.watermark,
+    seed: prev.loaded.map((e) => ({ key: e.key, etag: e.ignored ? '' : e.etag })),
+  };
 }
 
 /**
  * The ETag last loaded of each of `files` the ledger holds; `RELOAD_AFTER_RESET` for one recorded
  * before the job's last reset whose arrival is after the watermark that reset set.
  */
-export async function lookUpLedger(scope: JobScope, ledger: LedgerState | undefined, files: ReadonlyArray<{ key: string; arrival: Date }>): Promise<Map<string, string | typeof RELOAD_AFTER_RESET>> {
+export async function lookUpLedger(
+  scope: JobScope,
+  ledger: LedgerState | undefined,
+  files: ReadonlyArray<{ key: string; arrival: Date }>,
+): Promise<Map<string, string | typeof RELOAD_AFTER_RESET>> {
   const found = new Map<string, string | typeof RELOAD_AFTER_RESET>();
   if (!ledger || ledger.files.length === 0 || files.length === 0) return found;
-  const paths = await localCopiesOf(scope, ledger.files.map((f) => f.path));
+  const paths = await localCopiesOf(
+    scope,
+    ledger.files.map((f) => f.path),
+  );
   const arrival = new Map(files.map((f) => [f.key, f.arrival.getTime()]));
   const reset = ledger.reset;
   for (const e of await lastLoaded(scope.session, paths, [...arrival.keys()])) {
-    const beforeReset = reset !== undefined && e.batch < reset.batch && arrival.get(e.key)! > reset.after;
+    const beforeReset =
+      reset !== undefined && e.batch < reset.batch && arrival.get(e.key)! > reset.after;
     found.set(e.key, beforeReset ? RELOAD_AFTER_RESET : e.etag);
   }
   return found;
@@ -122,9 +150,18 @@ export async function lookUpLedger(scope: JobScope, ledger: LedgerState | undefi
  * The newest entry (ETag, batch) of each of `keys` a ledger holds (`tidemark cleanup` decides by
  * them: ./cleanup-plan.ts); `ofOtherJob`: the ledger of another job of the table.
  */
-export async function lastLedgerEntries(scope: JobScope, ledger: LedgerState | undefined, keys: readonly string[], ofOtherJob = false): Promise<LedgerEntry[]> {
+export async function lastLedgerEntries(
+  scope: JobScope,
+  ledger: LedgerState | undefined,
+  keys: readonly string[],
+  ofOtherJob = false,
+): Promise<LedgerEntry[]> {
   if (!ledger || ledger.files.length === 0 || keys.length === 0) return [];
-  const paths = await localCopiesOf(scope, ledger.files.map((f) => f.path), ofOtherJob ? isSomeLedgerPath : undefined);
+  const paths = await localCopiesOf(
+    scope,
+    ledger.files.map((f) => f.path),
+    ofOtherJob ? isSomeLedgerPath : undefined,
+  );
   return lastLoaded(scope.session, paths, keys);
 }
 
@@ -147,16 +184,26 @@ export async function recordInLedger(
   if (own.length > 0) await scope.table.storage.delete(own).catch(() => undefined);
   let dropped = before.dropped.filter((d) => !due.includes(d));
   const start = before.since === undefined ? ledgerStart(scope.job, prev) : null;
-  const since = start ? { since: start.since } : before.since !== undefined ? { since: before.since } : {};
+  const since = start
+    ? { since: start.since }
+    : before.since !== undefined
+      ? { since: before.since }
+      : {};
   // Seeded entries are older than the batch's own: the newest batch wins per key.
   const rows: LedgerEntry[] = [
     ...(start?.seed ?? []).map((e) => ({ ...e, batch: batch - 1, modified: null })),
     ...loaded.map((f) => ({ key: f.key, etag: f.etag, batch, modified: f.lastModified.getTime() })),
   ];
-  if (rows.length === 0) return before.files.length + dropped.length === 0 && !start ? undefined : { files: before.files, dropped, ...since };
+  if (rows.length === 0)
+    return before.files.length + dropped.length === 0 && !start
+      ? undefined
+      : { files: before.files, dropped, ...since };
   let files = before.files;
   if (files.length + 1 > MAX_LEDGER_FILES) {
-    const paths = await localCopiesOf(scope, files.map((f) => f.path));
+    const paths = await localCopiesOf(
+      scope,
+      files.map((f) => f.path),
+    );
     files = [await write(scope, rows, paths)];
     const at = new Date(now).toISOString();
     dropped = [...dropped, ...before.files.map((f) => ({ path: f.path, droppedAt: at }))];
@@ -177,7 +224,10 @@ export async function unloaded(
   changed: boolean,
 ): Promise<Array<{ key: string; etag: string; loaded: string | null }>> {
   const scratch = join(await scope.spool.folder('ledger-check'), `${randomUUID()}.jsonl`);
-  const paths = await localCopiesOf(scope, ledger.files.map((f) => f.path));
+  const paths = await localCopiesOf(
+    scope,
+    ledger.files.map((f) => f.path),
+  );
   return notInLedger(scope.session, paths, files, { scratch, changed });
 }
 
@@ -186,7 +236,12 @@ export async function unloaded(
  * the job never loaded, and (`onOverwrite: reload`) those it loaded in another version: no window
  * takes them again, so they are named. One anti-join of the listing against the ledger.
  */
-export async function passedOver(scope: JobScope, ledger: LedgerState, candidates: readonly DiscoveredFile[], onOverwrite: OnOverwrite): Promise<PassedOver[]> {
+export async function passedOver(
+  scope: JobScope,
+  ledger: LedgerState,
+  candidates: readonly DiscoveredFile[],
+  onOverwrite: OnOverwrite,
+): Promise<PassedOver[]> {
   if (candidates.length === 0) return [];
   const found: PassedOver[] = [];
   const rows = await unloaded(scope, ledger, candidates, onOverwrite === 'reload');
@@ -195,24 +250,38 @@ export async function passedOver(scope: JobScope, ledger: LedgerState, candidate
   const byKey = new Map(candidates.map((f) => [f.key, f]));
   const changed = rows.filter((r) => r.loaded !== null).map((r) => byKey.get(r.key)!);
   const signal = scope.ctx.signal;
-  const now = new Map((await identifyObjects(scope.source, changed, signal ? { signal } : {})).map((o) => [o.key, o.etag]));
+  const now = new Map(
+    (await identifyObjects(scope.source, changed, signal ? { signal } : {})).map((o) => [
+      o.key,
+      o.etag,
+    ]),
+  );
   for (const { key, etag: listed, loaded } of rows) {
     const etag = now.get(key) ?? listed;
     if (loaded === null) found.push({ key, reason: 'late, behind the settle window' });
     // An ETag of another kind (a local content digest and one recorded before it) cannot tell a change.
-    else if (etag !== loaded && comparableEtags(loaded, etag)) found.push({ key, reason: 'overwritten behind the settle window' });
+    else if (etag !== loaded && comparableEtags(loaded, etag))
+      found.push({ key, reason: 'overwritten behind the settle window' });
   }
   return found;
 }
 
 /** Write `entries` (with `mergedWith`'s, rewritten into one) as a new ledger file of the job; its state entry. */
-async function write(scope: JobScope, entries: readonly LedgerEntry[], mergedWith: readonly string[] = []): Promise<{ path: string; rows: number }> {
+async function write(
+  scope: JobScope,
+  entries: readonly LedgerEntry[],
+  mergedWith: readonly string[] = [],
+): Promise<{ path: string; rows: number }> {
   const id = randomUUID();
   const local = join(await scope.spool.folder('ledger-out'), `${id}.parquet`);
   const rows = await writeLedgerFile(scope.session, local, entries, mergedWith);
   const path = ledgerPath(scope.job.name, id);
   scope.ctx.signal?.throwIfAborted();
-  await scope.table.storage.upload(path, local, scope.ctx.signal ? { signal: scope.ctx.signal } : {});
+  await scope.table.storage.upload(
+    path,
+    local,
+    scope.ctx.signal ? { signal: scope.ctx.signal } : {},
+  );
   return { path, rows };
 }
 
@@ -238,21 +307,31 @@ function isSomeLedgerPath(path: string): boolean {
  * (they never change once written, so later batches read the same copies). Each must be one of
  * the job's own (`allowed`: another rule, for other jobs' ledgers read too).
  */
-async function localCopiesOf(scope: JobScope, paths: readonly string[], allowed: (path: string) => boolean = (p) => isLedgerPath(scope.job.name, p)): Promise<string[]> {
+async function localCopiesOf(
+  scope: JobScope,
+  paths: readonly string[],
+  allowed: (path: string) => boolean = (p) => isLedgerPath(scope.job.name, p),
+): Promise<string[]> {
   const { storage } = scope.table;
   const job = scope.job.name;
   const listed = paths.find((path) => !allowed(path));
   if (listed !== undefined) {
-    throw new DeltaLogError(`[job] job state of ${job} in ${storage.uri} lists ${JSON.stringify(listed)} as a ledger file`, { context: { uri: storage.uri, key: listed, job } });
+    throw new DeltaLogError(
+      `[job] job state of ${job} in ${storage.uri} lists ${JSON.stringify(listed)} as a ledger file`,
+      { context: { uri: storage.uri, key: listed, job } },
+    );
   }
   const copies = await localCopies(storage, paths, scope.spool, {
     cache: 'ledger-in',
     ...(scope.ctx.signal ? { signal: scope.ctx.signal } : {}),
     missing: (path, cause) =>
-      new DeltaLogError(`[job] ledger file ${path} of job ${job}, listed in the job state of ${storage.uri}, is missing or unreadable`, {
-        context: { uri: storage.uri, key: path, job },
-        cause,
-      }),
+      new DeltaLogError(
+        `[job] ledger file ${path} of job ${job}, listed in the job state of ${storage.uri}, is missing or unreadable`,
+        {
+          context: { uri: storage.uri, key: path, job },
+          cause,
+        },
+      ),
   });
   return paths.map((path) => copies.pathOf(path));
 }

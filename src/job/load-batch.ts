@@ -53,9 +53,19 @@ export function sourceName(sourceUri: string, key: string): string {
   return sourceUri.endsWith('/') ? sourceUri + key : `${sourceUri}/${key}`;
 }
 
-function toLoadFile(job: JobConfig, sourceUri: string, f: FetchedFile, placed: ReadonlyMap<string, Date> | undefined): LoadFile {
+function toLoadFile(
+  job: JobConfig,
+  sourceUri: string,
+  f: FetchedFile,
+  placed: ReadonlyMap<string, Date> | undefined,
+): LoadFile {
   const key = sourceName(sourceUri, f.file.key);
-  return { localPath: f.localPath, key, lastModified: placed?.get(f.file.key) ?? f.file.lastModified, format: resolveFormat(key, job.source.format) };
+  return {
+    localPath: f.localPath,
+    key,
+    lastModified: placed?.get(f.file.key) ?? f.file.lastModified,
+    format: resolveFormat(key, job.source.format),
+  };
 }
 
 /** Read, and dedupe when the job merges by key. */
@@ -86,10 +96,22 @@ export async function loadBatch(
     throw newColumnsRefused(job, loaded.newColumns);
   }
   const rowsRead = loaded.rows;
-  const typesDeclared = files.length > 0 && files.every((f) => f.format === 'parquet') && loaded.emptyFiles.length === 0;
+  const typesDeclared =
+    files.length > 0 &&
+    files.every((f) => f.format === 'parquet') &&
+    loaded.emptyFiles.length === 0;
   // Merge mode, and replace mode with a key, keep the latest row per key.
   if (job.target.mode === 'append' || !job.target.key || rowsRead === 0) {
-    return { table: RAW_TABLE, files: files.length, rowsRead, rowsAfterDedupe: rowsRead, typesDeclared, naiveTimestamps: loaded.naiveTimestamps, warnings: [], dispose };
+    return {
+      table: RAW_TABLE,
+      files: files.length,
+      rowsRead,
+      rowsAfterDedupe: rowsRead,
+      typesDeclared,
+      naiveTimestamps: loaded.naiveTimestamps,
+      warnings: [],
+      dispose,
+    };
   }
   let warnings: string[];
   try {
@@ -102,14 +124,33 @@ export async function loadBatch(
     throw err;
   }
   const rowsAfterDedupe = await timer.time('dedupe', () =>
-    dedupeLatest(session, { input: RAW_TABLE, output: BATCH_TABLE, keyColumns: job.target.key!, orderBy: job.target.orderBy! }),
+    dedupeLatest(session, {
+      input: RAW_TABLE,
+      output: BATCH_TABLE,
+      keyColumns: job.target.key!,
+      orderBy: job.target.orderBy!,
+    }),
   );
-  return { table: BATCH_TABLE, files: files.length, rowsRead, rowsAfterDedupe, typesDeclared, naiveTimestamps: loaded.naiveTimestamps, warnings, dispose };
+  return {
+    table: BATCH_TABLE,
+    files: files.length,
+    rowsRead,
+    rowsAfterDedupe,
+    typesDeclared,
+    naiveTimestamps: loaded.naiveTimestamps,
+    warnings,
+    dispose,
+  };
 }
 
 /** `source.columns` as table fields. */
 function declaredColumns(job: JobConfig): StructField[] {
-  return Object.entries(job.source.columns ?? {}).map(([name, type]) => ({ name, type, nullable: true, metadata: {} }));
+  return Object.entries(job.source.columns ?? {}).map(([name, type]) => ({
+    name,
+    type,
+    nullable: true,
+    metadata: {},
+  }));
 }
 
 /** The batch's columns and their DuckDB types, by lower-cased name. */
@@ -130,11 +171,19 @@ function declaredType(job: JobConfig, column: string): string | undefined {
  * The version column must order as the user means: text compares `9` above `10`, so a text
  * (or boolean, binary) orderBy is refused unless `source.columns` declares it `string`.
  */
-function requireOrderedVersion(job: JobConfig, types: ReadonlyMap<string, string>, whose: 'table' | 'inferred'): void {
+function requireOrderedVersion(
+  job: JobConfig,
+  types: ReadonlyMap<string, string>,
+  whose: 'table' | 'inferred',
+): void {
   const column = job.target.orderBy!;
   const type = types.get(column.toLowerCase());
-  if (type === undefined || !TEXT_TYPES.test(type) || declaredType(job, column) === 'string') return;
-  const why = whose === 'table' ? `the table's column is ${type}` : `its values in this batch read as ${type} (no value, or not all numbers or dates)`;
+  if (type === undefined || !TEXT_TYPES.test(type) || declaredType(job, column) === 'string')
+    return;
+  const why =
+    whose === 'table'
+      ? `the table's column is ${type}`
+      : `its values in this batch read as ${type} (no value, or not all numbers or dates)`;
   throw new SchemaError(
     `[load] job ${job.name}: orderBy column ${JSON.stringify(column)} would be compared as text (${why}), where "9" sorts above "10"; ` +
       `declare its type in source.columns (e.g. ${column}: long, or timestamp), or declare it string to compare as text`,
@@ -147,8 +196,14 @@ function keyTypeWarnings(job: JobConfig, types: ReadonlyMap<string, string>): st
   return job.target.key!.flatMap((k) => {
     const type = types.get(k.toLowerCase());
     if (type === undefined || declaredType(job, k) !== undefined) return [];
-    if (FLOAT_TYPES.test(type)) return [`key column ${JSON.stringify(k)} is ${type}: keys that differ beyond its precision would merge into one; declare it in source.columns`];
-    if (TEXT_TYPES.test(type)) return [`key column ${JSON.stringify(k)} is inferred as text (${type}): ' 42' and '42' are different keys; declare it in source.columns to confirm or to type it`];
+    if (FLOAT_TYPES.test(type))
+      return [
+        `key column ${JSON.stringify(k)} is ${type}: keys that differ beyond its precision would merge into one; declare it in source.columns`,
+      ];
+    if (TEXT_TYPES.test(type))
+      return [
+        `key column ${JSON.stringify(k)} is inferred as text (${type}): ' 42' and '42' are different keys; declare it in source.columns to confirm or to type it`,
+      ];
     return [];
   });
 }
@@ -157,24 +212,48 @@ function keyTypeWarnings(job: JobConfig, types: ReadonlyMap<string, string>): st
  * Key and orderBy columns must come from the files. A file of a larger batch that lacks the key
  * fails later as a NULL key naming it; here none has it: with one file that file is named.
  */
-function requireColumns(job: JobConfig, files: readonly LoadFile[], present: ReadonlyMap<string, string>): void {
-  for (const [role, names] of [['key', job.target.key!], ['orderBy', [job.target.orderBy!]]] as const) {
+function requireColumns(
+  job: JobConfig,
+  files: readonly LoadFile[],
+  present: ReadonlyMap<string, string>,
+): void {
+  for (const [role, names] of [
+    ['key', job.target.key!],
+    ['orderBy', [job.target.orderBy!]],
+  ] as const) {
     const missing = names.find((n) => !present.has(n.toLowerCase()));
     if (missing === undefined) continue;
     const named = files.length === 1 ? files[0]!.key : `${files.length} files`;
-    throw new SchemaError(`[load] job ${job.name}: ${role} column ${JSON.stringify(missing)} is missing from ${named}`, {
-      context: { column: missing, ...(files.length === 1 ? { key: files[0]!.key } : { files: files.map((f) => f.key) }) },
-    });
+    throw new SchemaError(
+      `[load] job ${job.name}: ${role} column ${JSON.stringify(missing)} is missing from ${named}`,
+      {
+        context: {
+          column: missing,
+          ...(files.length === 1 ? { key: files[0]!.key } : { files: files.map((f) => f.key) }),
+        },
+      },
+    );
   }
 }
 
 /** The SchemaError of `schemaEvolution: 'fail'`: every new column with its files; `key` is the first file. */
 function newColumnsRefused(job: JobConfig, columns: readonly NewColumn[]): SchemaError {
   const files = [...new Set(columns.flatMap((c) => c.files))];
-  const list = columns.map((c) => `${JSON.stringify(c.name)} (in ${c.files.slice(0, 5).join(', ')}${c.files.length > 5 ? ', …' : ''})`);
+  const list = columns.map(
+    (c) =>
+      `${JSON.stringify(c.name)} (in ${c.files.slice(0, 5).join(', ')}${c.files.length > 5 ? ', …' : ''})`,
+  );
   return new SchemaError(
     `[load] job ${job.name}: files have columns that table ${job.target.uri} lacks: ${list.join(', ')}; ` +
       "schemaEvolution is 'fail' (set it to 'addColumns' to add them)",
-    { context: { uri: job.target.uri, key: files[0]!, files, column: columns[0]!.name, columns: columns.map((c) => c.name) } },
+    {
+      context: {
+        uri: job.target.uri,
+        key: files[0]!,
+        files,
+        column: columns[0]!.name,
+        columns: columns.map((c) => c.name),
+      },
+    },
   );
 }

@@ -3,7 +3,11 @@
  * their outcomes returned as values like every other command.
  */
 import type { JobConfig } from '../config/schema.js';
-import { optimizeTable, type OptimizeOptions, type OptimizeResult } from '../maintenance/optimize.js';
+import {
+  optimizeTable,
+  type OptimizeOptions,
+  type OptimizeResult,
+} from '../maintenance/optimize.js';
 import { vacuumTable, type VacuumOptions, type VacuumResult } from '../maintenance/vacuum.js';
 import type { RunContext } from './context.js';
 import { timedOutcome, type JobOutcome, type ReportedError } from './report.js';
@@ -26,13 +30,27 @@ export async function optimizeJob(
   ctx: RunContext,
   opts: Omit<OptimizeOptions, 'spool' | 'signal'>,
 ): Promise<JobOutcome<MaintenanceReport<OptimizeResult>>> {
-  const base = { job: job.name, command: 'optimize' as const, table: job.target.uri, status: 'failed', durationMs: 0 };
+  const base = {
+    job: job.name,
+    command: 'optimize' as const,
+    table: job.target.uri,
+    status: 'failed',
+    durationMs: 0,
+  };
   return timedOutcome(
     () => base,
     () =>
       withJobScope(job, ctx, `${job.name}-optimize`, async ({ table, session, spool }) => {
-        const result = await optimizeTable(table, session, { ...opts, spool, ...(ctx.signal ? { signal: ctx.signal } : {}) });
-        return { ...base, status: result.version === null ? 'nothing-to-do' : 'optimized', ...result };
+        const result = await optimizeTable(table, session, {
+          ...opts,
+          spool,
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
+        });
+        return {
+          ...base,
+          status: result.version === null ? 'nothing-to-do' : 'optimized',
+          ...result,
+        };
       }),
   );
 }
@@ -43,12 +61,21 @@ export async function vacuumJob(
   ctx: RunContext,
   opts: Omit<VacuumOptions, 'signal'>,
 ): Promise<JobOutcome<MaintenanceReport<VacuumResult>>> {
-  const base = { job: job.name, command: 'vacuum' as const, table: job.target.uri, status: 'failed', durationMs: 0 };
+  const base = {
+    job: job.name,
+    command: 'vacuum' as const,
+    table: job.target.uri,
+    status: 'failed',
+    durationMs: 0,
+  };
   return timedOutcome(
     () => base,
     () =>
       withJobScope(job, ctx, `${job.name}-vacuum`, async ({ table }) => {
-        const result = await vacuumTable(table, { ...opts, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+        const result = await vacuumTable(table, {
+          ...opts,
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
+        });
         return { ...base, status: result.dryRun ? 'dry-run' : 'vacuumed', ...result };
       }),
   );

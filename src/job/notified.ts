@@ -18,7 +18,12 @@
  * run is not redelivered its own messages mid-run. SQS caps a message's hiding at 12 hours from its
  * receipt; a run that holds one longer sees it again in its next run, where the ledger finds it loaded.
  */
-import { withLedgerAnswers, type DiscoveryPlan, type HeldMessage, type NotificationIntake } from '../discovery/index.js';
+import {
+  withLedgerAnswers,
+  type DiscoveryPlan,
+  type HeldMessage,
+  type NotificationIntake,
+} from '../discovery/index.js';
 import { resolveDiscovery, type NotificationSettings } from '../discovery/config.js';
 import { sourceStorageConfig } from '../config/storage.js';
 import { queueRegion, SqsQueue, type ReceivedMessage } from '../storage/sqs.js';
@@ -45,25 +50,41 @@ export class Inbox {
   private heartbeat: NodeJS.Timeout | null = null;
   private pending: Promise<void> = Promise.resolve();
 
-  private constructor(private readonly scope: JobScope, settings: NotificationSettings) {
+  private constructor(
+    private readonly scope: JobScope,
+    settings: NotificationSettings,
+  ) {
     this.settings = settings;
-    const region = settings.region ?? queueRegion(settings.queueUrl) ?? sourceStorageConfig(scope.ctx.storage, scope.job).region ?? 'us-east-1';
+    const region =
+      settings.region ??
+      queueRegion(settings.queueUrl) ??
+      sourceStorageConfig(scope.ctx.storage, scope.job).region ??
+      'us-east-1';
     this.queue = new SqsQueue({ url: settings.queueUrl, region });
   }
 
   /** Receive the queue's messages for a run of the job (a notification job). */
   static async open(scope: JobScope): Promise<Inbox> {
     const settings = resolveDiscovery(discoveryConfigOf(scope.job));
-    if (settings.mode !== 'notifications') throw new Error(`[job] job ${scope.job.name} does not discover by notifications`);
+    if (settings.mode !== 'notifications')
+      throw new Error(`[job] job ${scope.job.name} does not discover by notifications`);
     const inbox = new Inbox(scope, settings);
     inbox.startHeartbeat();
     try {
-      await inbox.queue.receiveAll(MAX_MESSAGES_PER_RUN, settings.visibilityTimeoutS, (m) => void inbox.held.set(m.id, m), scope.ctx.signal);
+      await inbox.queue.receiveAll(
+        MAX_MESSAGES_PER_RUN,
+        settings.visibilityTimeoutS,
+        (m) => void inbox.held.set(m.id, m),
+        scope.ctx.signal,
+      );
     } catch (err) {
       await inbox.close();
       throw err;
     }
-    scope.ctx.logger.debug({ job: scope.job.name, queue: settings.queueUrl, messages: inbox.held.size }, 'messages received');
+    scope.ctx.logger.debug(
+      { job: scope.job.name, queue: settings.queueUrl, messages: inbox.held.size },
+      'messages received',
+    );
     return inbox;
   }
 
@@ -82,7 +103,8 @@ export class Inbox {
     const notLoaded = new Map<string, string | null>(plan.files.map((f) => [f.key, null]));
     if (ledger && ledger.files.length > 0) {
       notLoaded.clear();
-      for (const { key, loaded } of await unloaded(scope, ledger, plan.files, true)) notLoaded.set(key, loaded);
+      for (const { key, loaded } of await unloaded(scope, ledger, plan.files, true))
+        notLoaded.set(key, loaded);
     }
     return withLedgerAnswers(plan, notLoaded);
   }
@@ -97,7 +119,9 @@ export class Inbox {
     this.intake = intake;
     const loads = new Set(plan.files.map((f) => f.key));
     this.waiting = new Map(
-      intake.messages.filter((m) => this.held.has(m.id)).map((m: HeldMessage) => [m.id, new Set(m.keys.filter((k) => loads.has(k)))]),
+      intake.messages
+        .filter((m) => this.held.has(m.id))
+        .map((m: HeldMessage) => [m.id, new Set(m.keys.filter((k) => loads.has(k)))]),
     );
     await this.deleteDone();
   }
@@ -116,7 +140,15 @@ export class Inbox {
     try {
       await this.pending;
       const left = [...this.held.values()].map((m) => m.receipt);
-      if (left.length > 0) await this.queue.changeVisibility(left, 0).catch((err: unknown) => this.warn('could not hand back messages; they come back after their visibility timeout', err));
+      if (left.length > 0)
+        await this.queue
+          .changeVisibility(left, 0)
+          .catch((err: unknown) =>
+            this.warn(
+              'could not hand back messages; they come back after their visibility timeout',
+              err,
+            ),
+          );
     } finally {
       this.queue.close();
     }
@@ -142,7 +174,9 @@ export class Inbox {
   /** Delete the held messages that wait for nothing (a refused deletion: the message comes back, found loaded). */
   private async deleteDone(): Promise<void> {
     if (this.scope.ctx.dryRun) return;
-    const done = [...this.waiting.entries()].filter(([id, keys]) => keys.size === 0 && this.held.has(id)).map(([id]) => id);
+    const done = [...this.waiting.entries()]
+      .filter(([id, keys]) => keys.size === 0 && this.held.has(id))
+      .map(([id]) => id);
     if (done.length === 0) return;
     const receipts = new Map(done.map((id) => [this.held.get(id)!.receipt, id]));
     const failed = new Set(await this.queue.delete([...receipts.keys()]));
@@ -152,7 +186,11 @@ export class Inbox {
       this.waiting.delete(id);
       this.deleted += 1;
     }
-    if (failed.size > 0) this.scope.ctx.logger.warn({ job: this.scope.job.name, messages: failed.size }, 'SQS refused to delete messages; they come back and are found loaded');
+    if (failed.size > 0)
+      this.scope.ctx.logger.warn(
+        { job: this.scope.job.name, messages: failed.size },
+        'SQS refused to delete messages; they come back and are found loaded',
+      );
   }
 
   private startHeartbeat(): void {
@@ -165,15 +203,24 @@ export class Inbox {
       this.queue
         .changeVisibility(receipts, this.settings.visibilityTimeoutS)
         .then((failed) => {
-          if (failed.length > 0) this.scope.ctx.logger.warn({ job: this.scope.job.name, messages: failed.length }, 'SQS refused to extend the visibility of messages (12 hours since receipt?); they may come back and are found loaded');
+          if (failed.length > 0)
+            this.scope.ctx.logger.warn(
+              { job: this.scope.job.name, messages: failed.length },
+              'SQS refused to extend the visibility of messages (12 hours since receipt?); they may come back and are found loaded',
+            );
         })
-        .catch((err: unknown) => this.warn('could not extend the visibility of the messages held', err))
+        .catch((err: unknown) =>
+          this.warn('could not extend the visibility of the messages held', err),
+        )
         .finally(() => (busy = false));
     }, everyMs);
     this.heartbeat.unref();
   }
 
   private warn(message: string, err: unknown): void {
-    this.scope.ctx.logger.warn({ job: this.scope.job.name, queue: this.settings.queueUrl, err: (err as Error).message }, message);
+    this.scope.ctx.logger.warn(
+      { job: this.scope.job.name, queue: this.settings.queueUrl, err: (err as Error).message },
+      message,
+    );
   }
 }

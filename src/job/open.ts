@@ -11,7 +11,11 @@ import { openStorage, type S3EndpointOptions } from '../storage/uri.js';
 import type { Storage } from '../storage/storage.js';
 
 /** Opens a Storage for a URI (the source or the target of a job). */
-export type StorageOpener = (uri: string, s3Options: S3EndpointOptions, localOptions?: LocalStorageOptions) => Storage;
+export type StorageOpener = (
+  uri: string,
+  s3Options: S3EndpointOptions,
+  localOptions?: LocalStorageOptions,
+) => Storage;
 
 /**
  * S3 client options of storage settings (already merged for the source or target); `budget`
@@ -34,13 +38,25 @@ export function s3Options(cfg: StorageConfig, budget: RetryBudget | undefined): 
 }
 
 /** Source storage rooted at the source prefix; `source.storage` applies over the global `cfg`. */
-export function openSource(job: JobConfig, cfg: StorageConfig, open: StorageOpener = openStorage, budget?: RetryBudget): Storage {
+export function openSource(
+  job: JobConfig,
+  cfg: StorageConfig,
+  open: StorageOpener = openStorage,
+  budget?: RetryBudget,
+): Storage {
   // Small local source files are known by their content: a touch or a chmod is no new version.
-  return open(job.source.uri, s3Options(sourceStorageConfig(cfg, job), budget), { contentDigestMaxBytes: CONTENT_DIGEST_MAX_BYTES });
+  return open(job.source.uri, s3Options(sourceStorageConfig(cfg, job), budget), {
+    contentDigestMaxBytes: CONTENT_DIGEST_MAX_BYTES,
+  });
 }
 
 /** Target storage rooted at the table root; `target.storage` applies over the global `cfg`. */
-export function openTarget(job: JobConfig, cfg: StorageConfig, open: StorageOpener = openStorage, budget?: RetryBudget): Storage {
+export function openTarget(
+  job: JobConfig,
+  cfg: StorageConfig,
+  open: StorageOpener = openStorage,
+  budget?: RetryBudget,
+): Storage {
   return open(job.target.uri, s3Options(targetStorageConfig(cfg, job), budget));
 }
 
@@ -69,6 +85,13 @@ export function discoveryConfigOf(job: JobConfig): DiscoveryConfig {
     ...(exclude ? { exclude } : {}),
   };
   return d.by === 'partition'
-    ? { by: 'partition', layout: d.layout, lookback: d.lookback, lateCheck: d.lateCheck, timezone: d.timezone, ...common }
+    ? {
+        by: 'partition',
+        layout: d.layout,
+        lookback: d.lookback,
+        lateCheck: d.lateCheck,
+        timezone: d.timezone,
+        ...common,
+      }
     : { by: 'modified', settle: d.settle, incrementalListing: d.incrementalListing, ...common };
 }

@@ -80,7 +80,9 @@ export const NO_TABLE_YET = 'empty, no table yet (loaded with the first file tha
  * on: the next batch that commits records its files too, and is reported with them, so a file
  * counts as loaded once, in the commit that records it.
  */
-export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Promise<LoadedBatches<S>> {
+export async function loadBatches<S extends OwnedState>(
+  loop: BatchLoop<S>,
+): Promise<LoadedBatches<S>> {
   const { scope } = loop;
   let { snapshot, state } = loop;
   let committed = snapshot?.version ?? null;
@@ -126,7 +128,9 @@ export async function loadBatches<S extends OwnedState>(loop: BatchLoop<S>): Pro
 }
 
 /** Batches that waited, and the one whose commit recorded them: one batch, as reports count it. */
-function recordedTogether<S extends OwnedState>(batches: ReadonlyArray<CommittedBatch<S>>): CommittedBatch<S> {
+function recordedTogether<S extends OwnedState>(
+  batches: ReadonlyArray<CommittedBatch<S>>,
+): CommittedBatch<S> {
   const last = batches.at(-1)!;
   const sum = (f: (b: CommittedBatch<S>) => number) => batches.reduce((n, b) => n + f(b), 0);
   return {
@@ -143,7 +147,10 @@ function recordedTogether<S extends OwnedState>(batches: ReadonlyArray<Committed
 function waitingFiles(batch: CommittedBatch<OwnedState>): SkippedFile[] {
   return [
     ...batch.keys.map((key) => ({ key, reason: NO_TABLE_YET })),
-    ...batch.quarantined.map((q) => ({ key: q.key, reason: 'bad, no table yet to record its quarantine (tried again next time)' })),
+    ...batch.quarantined.map((q) => ({
+      key: q.key,
+      reason: 'bad, no table yet to record its quarantine (tried again next time)',
+    })),
   ];
 }
 
@@ -164,5 +171,9 @@ function reportBatch(report: CommittedReport, batch: CommittedBatch<OwnedState>)
   report.bytesLoaded = (report.bytesLoaded ?? 0) + batch.bytes;
   if (batch.written.version !== null) report.tableVersion = batch.written.version;
   report.commits += 1;
-  if (batch.quarantined.length > 0) report.quarantined = [...(report.quarantined ?? []), ...batch.quarantined.map((q) => ({ key: q.key, reason: q.error }))];
+  if (batch.quarantined.length > 0)
+    report.quarantined = [
+      ...(report.quarantined ?? []),
+      ...batch.quarantined.map((q) => ({ key: q.key, reason: q.error })),
+    ];
 }

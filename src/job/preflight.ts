@@ -23,12 +23,24 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { closest } from '../config/suggest.js';
-import { describeMismatch, surveySource, type DiscoveryPlan, type LayoutMismatch, type SourceSurvey } from '../discovery/index.js';
+import {
+  describeMismatch,
+  surveySource,
+  type DiscoveryPlan,
+  type LayoutMismatch,
+  type SourceSurvey,
+} from '../discovery/index.js';
 import { resolveDiscovery } from '../discovery/config.js';
 import type { DuckSession } from '../engine/duckdb.js';
 import { columnRefs } from '../engine/expression.js';
 import { checkDeleteExpression } from '../engine/merge/validate.js';
-import { ConfigError, isTransient, StorageError, TidemarkError, type ErrorKind } from '../errors.js';
+import {
+  ConfigError,
+  isTransient,
+  StorageError,
+  TidemarkError,
+  type ErrorKind,
+} from '../errors.js';
 import { PROBE_PREFIX } from '../storage/probe.js';
 import type { RootKind, Storage } from '../storage/storage.js';
 import { describeUri, openStorage } from '../storage/uri.js';
@@ -67,7 +79,10 @@ export async function preflightJob(scope: JobScope, opts: PreflightOptions): Pro
   if (opts.survey) {
     const settings = resolveDiscovery(discoveryConfigOf(job));
     const layout = settings.mode === 'partition' ? settings.layout : null;
-    const survey = await surveySource(source, layout, { selects: settings.selects, ...(signal ? { signal } : {}) });
+    const survey = await surveySource(source, layout, {
+      selects: settings.selects,
+      ...(signal ? { signal } : {}),
+    });
     const problem = await sourceProblem(source, survey, job.name);
     if (problem) throw problem;
   } else {
@@ -90,18 +105,30 @@ export async function checkPlannedSource(scope: JobScope, plan: DiscoveryPlan): 
   const problem = await sourceProblem(scope.source, plan.survey, scope.job.name);
   if (problem) throw problem;
   if (plan.survey.empty) {
-    scope.ctx.logger.warn({ job: scope.job.name, source: scope.source.uri }, 'the source holds nothing yet: a new landing zone, or is source.uri wrong?');
+    scope.ctx.logger.warn(
+      { job: scope.job.name, source: scope.source.uri },
+      'the source holds nothing yet: a new landing zone, or is source.uri wrong?',
+    );
   }
 }
 
 /** The ConfigError a survey calls for: the root is missing or a file, or the layout fits nothing; null when fine. */
-export async function sourceProblem(source: Storage, survey: SourceSurvey, job: string): Promise<ConfigError | null> {
-  if (survey.root === 'missing' || survey.root === 'file') return rootError(source.uri, survey.root, job);
+export async function sourceProblem(
+  source: Storage,
+  survey: SourceSurvey,
+  job: string,
+): Promise<ConfigError | null> {
+  if (survey.root === 'missing' || survey.root === 'file')
+    return rootError(source.uri, survey.root, job);
   return survey.mismatch ? mismatchError(source.uri, survey.mismatch, job) : null;
 }
 
 /** A source root that is not a folder, naming what was found, and a folder next to it with a close name. */
-async function rootError(uri: string, root: Exclude<RootKind, 'folder'>, job: string): Promise<ConfigError> {
+async function rootError(
+  uri: string,
+  root: Exclude<RootKind, 'folder'>,
+  job: string,
+): Promise<ConfigError> {
   const where = localPathOf(uri);
   const found = root === 'file' ? `a file at ${where}` : `no such folder ${where}`;
   const near = root === 'missing' ? await nearbyName(uri) : null;
@@ -134,10 +161,13 @@ export async function probeWritable(storage: Storage, job: string): Promise<void
     // A store that does not answer is unavailable, not read-only: its own error says so (exit 4).
     if (isTransient(err)) throw err;
     const inner = err instanceof Error ? err.message : String(err);
-    throw new StorageError(`[preflight] job ${job}: target ${storage.uri} is not writable: ${inner}`, {
-      context: { ...(err instanceof TidemarkError ? err.context : {}), uri: storage.uri },
-      cause: err,
-    });
+    throw new StorageError(
+      `[preflight] job ${job}: target ${storage.uri} is not writable: ${inner}`,
+      {
+        context: { ...(err instanceof TidemarkError ? err.context : {}), uri: storage.uri },
+        cause: err,
+      },
+    );
   }
   // A leftover probe object is harmless; a failed cleanup must not fail the job.
   await storage.delete([key]).catch(() => undefined);
@@ -147,7 +177,12 @@ export async function probeWritable(storage: Storage, job: string): Promise<void
  * Problems of a `deleteWhen` condition: it must parse as one SQL expression (DuckDB's parser), and,
  * when the table's columns are known, name only columns it has (with "did you mean").
  */
-export async function deleteWhenProblems(session: DuckSession, expr: string, columns: readonly string[] | null, field: string): Promise<Problem[]> {
+export async function deleteWhenProblems(
+  session: DuckSession,
+  expr: string,
+  columns: readonly string[] | null,
+  field: string,
+): Promise<Problem[]> {
   try {
     await checkDeleteExpression(session, expr);
   } catch (err) {
@@ -157,7 +192,12 @@ export async function deleteWhenProblems(session: DuckSession, expr: string, col
 }
 
 /** The columns a `deleteWhen` that parses names and the table lacks, each a problem naming the table's columns. */
-export async function deleteWhenColumnProblems(session: DuckSession, expr: string, columns: readonly string[], field: string): Promise<Problem[]> {
+export async function deleteWhenColumnProblems(
+  session: DuckSession,
+  expr: string,
+  columns: readonly string[],
+  field: string,
+): Promise<Problem[]> {
   return unknownColumns(await columnRefs(session, expr), columns).map(({ name, guess }) => ({
     check: 'deleteWhen' as const,
     field,
@@ -171,7 +211,10 @@ export async function deleteWhenColumnProblems(session: DuckSession, expr: strin
  * DuckDB), each with the closest column (pure). A qualified reference (`t.x`, `s.field`) counts
  * as known when any of its parts is a column.
  */
-export function unknownColumns(refs: readonly (readonly string[])[], columns: readonly string[]): Array<{ name: string; guess: string | null }> {
+export function unknownColumns(
+  refs: readonly (readonly string[])[],
+  columns: readonly string[],
+): Array<{ name: string; guess: string | null }> {
   const known = new Set(columns.map((c) => c.toLowerCase()));
   const seen = new Set<string>();
   const out: Array<{ name: string; guess: string | null }> = [];
@@ -185,9 +228,19 @@ export function unknownColumns(refs: readonly (readonly string[])[], columns: re
 }
 
 /** A problem from an error: its message, and its kind unless the check knows better (`kind`). */
-export function problemOf(check: Check, field: string | undefined, err: unknown, kind?: ErrorKind): Problem {
+export function problemOf(
+  check: Check,
+  field: string | undefined,
+  err: unknown,
+  kind?: ErrorKind,
+): Problem {
   const message = err instanceof Error ? err.message : String(err);
-  return { check, ...(field ? { field } : {}), message, kind: kind ?? (err instanceof TidemarkError ? err.kind : 'terminal') };
+  return {
+    check,
+    ...(field ? { field } : {}),
+    message,
+    kind: kind ?? (err instanceof TidemarkError ? err.kind : 'terminal'),
+  };
 }
 
 /**
@@ -195,15 +248,24 @@ export function problemOf(check: Check, field: string | undefined, err: unknown,
  * (`/data/landing/ordres` → `/data/landing/orders`), or null. One listing of the parent; errors
  * are swallowed: this only decorates a message. `open` opens the parent (S3 settings included).
  */
-export async function nearbyName(uri: string, open: (uri: string) => Storage = openStorage): Promise<string | null> {
+export async function nearbyName(
+  uri: string,
+  open: (uri: string) => Storage = openStorage,
+): Promise<string | null> {
   try {
     const loc = describeUri(uri);
     const own = (loc.kind === 'file' ? loc.path : loc.prefix).replace(/\/+$/, '');
     const name = own.slice(own.lastIndexOf('/') + 1);
     if (name === '') return null;
-    const parentUri = loc.kind === 'file' ? path.dirname(own) : `s3://${loc.bucket}/${own.slice(0, own.length - name.length)}`;
+    const parentUri =
+      loc.kind === 'file'
+        ? path.dirname(own)
+        : `s3://${loc.bucket}/${own.slice(0, own.length - name.length)}`;
     for await (const page of open(parentUri).list({ delimiter: '/' })) {
-      const guess = closest(name, page.commonPrefixes.map((p) => p.slice(0, -1)));
+      const guess = closest(
+        name,
+        page.commonPrefixes.map((p) => p.slice(0, -1)),
+      );
       if (!guess) return null;
       return loc.kind === 'file' ? path.join(path.dirname(own), guess) : `${parentUri}${guess}/`;
     }

@@ -32,7 +32,8 @@ function recordsOf(snapshot: Snapshot | null, job: string): Map<string, Quaranti
 export function quarantinedFiles(snapshot: Snapshot | null, job: string): QuarantinedFile[] {
   const records = [...recordsOf(snapshot, job).values()];
   const clearedAt = new Map<string, string>();
-  for (const c of records.flatMap((r) => r.cleared ?? [])) if ((clearedAt.get(c.key) ?? '') < c.at) clearedAt.set(c.key, c.at);
+  for (const c of records.flatMap((r) => r.cleared ?? []))
+    if ((clearedAt.get(c.key) ?? '') < c.at) clearedAt.set(c.key, c.at);
   const newest = new Map<string, QuarantinedFile>();
   for (const q of records.flatMap((r) => r.quarantined ?? [])) {
     if ((clearedAt.get(q.key) ?? '') > q.at) continue;
@@ -43,8 +44,14 @@ export function quarantinedFiles(snapshot: Snapshot | null, job: string): Quaran
 }
 
 /** The files the other owners of the job's states (all but `owner`, an appId) have quarantined. */
-export function quarantinedByOthers(snapshot: Snapshot | null, job: string, owner: string): QuarantinedFile[] {
-  return [...recordsOf(snapshot, job)].filter(([appId]) => appId !== owner).flatMap(([, r]) => r.quarantined ?? []);
+export function quarantinedByOthers(
+  snapshot: Snapshot | null,
+  job: string,
+  owner: string,
+): QuarantinedFile[] {
+  return [...recordsOf(snapshot, job)]
+    .filter(([appId]) => appId !== owner)
+    .flatMap(([, r]) => r.quarantined ?? []);
 }
 
 /**
@@ -58,7 +65,9 @@ export function withCleared(
   now: Date,
 ): ClearedFile[] | undefined {
   const set = new Set(others.map((q) => q.key));
-  const added = loaded.filter((f) => set.has(f.key)).map((f) => ({ key: f.key, etag: f.etag, at: now.toISOString() }));
+  const added = loaded
+    .filter((f) => set.has(f.key))
+    .map((f) => ({ key: f.key, etag: f.etag, at: now.toISOString() }));
   if (added.length === 0) return cleared === undefined ? undefined : [...cleared];
   const keys = new Set(added.map((c) => c.key));
   return [...(cleared ?? []).filter((c) => !keys.has(c.key)), ...added].slice(-MAX_QUARANTINED);

@@ -55,7 +55,11 @@ export interface Quarantined {
 }
 
 /** The batch file a bad-input error names, when setting that file aside can help. */
-export function badFileOf(err: unknown, files: readonly FetchedFile[], sourceUri: string): FetchedFile | undefined {
+export function badFileOf(
+  err: unknown,
+  files: readonly FetchedFile[],
+  sourceUri: string,
+): FetchedFile | undefined {
   if (!(err instanceof BadFileError || err instanceof SchemaError)) return undefined;
   const key = err.context.key;
   if (typeof key !== 'string') return undefined;
@@ -64,7 +68,12 @@ export function badFileOf(err: unknown, files: readonly FetchedFile[], sourceUri
 
 /** The state entry of a quarantined file. */
 export function quarantineEntry(f: FetchedFile, err: Error, now = new Date()): QuarantinedFile {
-  return { key: f.file.key, etag: f.etag, error: redactText(err.message).slice(0, MAX_ERROR_TEXT), at: now.toISOString() };
+  return {
+    key: f.file.key,
+    etag: f.etag,
+    error: redactText(err.message).slice(0, MAX_ERROR_TEXT),
+    at: now.toISOString(),
+  };
 }
 
 /**
@@ -108,7 +117,10 @@ export async function loadQuarantining<T>(
       const bad = opts.enabled ? badFileOf(err, kept, opts.sourceUri) : undefined;
       if (!bad) throw err;
       const entry = quarantineEntry(bad, err as Error);
-      opts.logger.warn({ job: opts.job, key: bad.file.key, etag: bad.etag, error: entry.error }, 'file quarantined; loading the rest of the batch without it');
+      opts.logger.warn(
+        { job: opts.job, key: bad.file.key, etag: bad.etag, error: entry.error },
+        'file quarantined; loading the rest of the batch without it',
+      );
       quarantined.push({ fetched: bad, entry });
       kept = kept.filter((f) => f !== bad);
     }

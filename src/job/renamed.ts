@@ -25,9 +25,23 @@ import type { Snapshot } from '../delta/snapshot.js';
 import { ConfigError, DeltaLogError } from '../errors.js';
 import { configuredAs } from './config-change.js';
 import type { JobScope } from './scope.js';
-import { initialState, jobAppId, readJobState, sourceJobs, stateActions, type JobState } from './state.js';
+import {
+  initialState,
+  jobAppId,
+  readJobState,
+  sourceJobs,
+  stateActions,
+  type JobState,
+} from './state.js';
 import { isLedgerPath, ledgerPath, type LedgerState } from './ledger.js';
-import { backfillActions, backfillAppId, backfillTombstoneFolder, readBackfillStates, shardOf, type BackfillState } from './backfill/state.js';
+import {
+  backfillActions,
+  backfillAppId,
+  backfillTombstoneFolder,
+  readBackfillStates,
+  shardOf,
+  type BackfillState,
+} from './backfill/state.js';
 import type { Action } from '../delta/actions.js';
 import type { TombstoneState } from './tombstones/plan.js';
 import { isTombstonePath, tombstonePath } from './tombstones/plan.js';
@@ -61,7 +75,8 @@ export function renamedJobProblem(snapshot: Snapshot | null, job: JobConfig): Co
   if (others.length === 0) return null;
   const old = others[0]!;
   const watermark = describeWatermark(readJobState(snapshot, old).discovery) ?? 'none yet';
-  const twice = job.target.mode === 'append' ? ': in append mode the table gets every row a second time' : '';
+  const twice =
+    job.target.mode === 'append' ? ': in append mode the table gets every row a second time' : '';
   return new ConfigError(
     `[job] ${job.name}: table ${snapshot!.tableUri} holds the state of job ${others.join(', ')} (watermark ${watermark}), which loaded the same source ${job.source.uri}, and none of ${job.name}. ` +
       `If ${old} was renamed to ${job.name}, run once with --adopt-state-of ${old} to carry its state over (watermark, remembered files, tombstones); ` +
@@ -81,7 +96,12 @@ export interface SettledIdentity {
  * The identity check at the start of a run: refuses a job that looks renamed, or carries out
  * the user's choice (see the module comment). Null when there is nothing to do.
  */
-export async function settleIdentity(scope: JobScope, snapshot: Snapshot | null, choice: IdentityChoice, dryRun: boolean): Promise<SettledIdentity | null> {
+export async function settleIdentity(
+  scope: JobScope,
+  snapshot: Snapshot | null,
+  choice: IdentityChoice,
+  dryRun: boolean,
+): Promise<SettledIdentity | null> {
   const { job } = scope;
   if (choice.adoptStateOf !== undefined) return adopt(scope, snapshot, choice.adoptStateOf, dryRun);
   const problem = renamedJobProblem(snapshot, job);
@@ -92,21 +112,34 @@ export async function settleIdentity(scope: JobScope, snapshot: Snapshot | null,
   return { state, version: await commitIdentity(scope, snapshot!, state, null) };
 }
 
-async function adopt(scope: JobScope, snapshot: Snapshot | null, old: string, dryRun: boolean): Promise<SettledIdentity | null> {
+async function adopt(
+  scope: JobScope,
+  snapshot: Snapshot | null,
+  old: string,
+  dryRun: boolean,
+): Promise<SettledIdentity | null> {
   const { job } = scope;
-  if (old === job.name) throw new ConfigError(`[job] ${job.name}: --adopt-state-of names the job itself`, { field: 'adoptStateOf' });
+  if (old === job.name)
+    throw new ConfigError(`[job] ${job.name}: --adopt-state-of names the job itself`, {
+      field: 'adoptStateOf',
+    });
   const mine = hasState(snapshot, job.name);
   const theirs = hasState(snapshot, old);
   // Adopted already (a rerun with the flag still set): nothing to do.
   if (mine && !theirs) return null;
   if (mine) {
-    throw new ConfigError(`[job] ${job.name}: --adopt-state-of ${old}: the table holds a state of both ${job.name} and ${old}; adopting would lose ${job.name}'s`, {
-      field: 'adoptStateOf',
-      job: job.name,
-    });
+    throw new ConfigError(
+      `[job] ${job.name}: --adopt-state-of ${old}: the table holds a state of both ${job.name} and ${old}; adopting would lose ${job.name}'s`,
+      {
+        field: 'adoptStateOf',
+        job: job.name,
+      },
+    );
   }
   if (!theirs) {
-    const jobs = [...(snapshot?.domains.keys() ?? [])].filter((d) => d.startsWith(JOB_DOMAIN)).map((d) => d.slice(JOB_DOMAIN.length));
+    const jobs = [...(snapshot?.domains.keys() ?? [])]
+      .filter((d) => d.startsWith(JOB_DOMAIN))
+      .map((d) => d.slice(JOB_DOMAIN.length));
     throw new ConfigError(
       `[job] ${job.name}: --adopt-state-of ${old}: table ${scope.table.uri} holds no state of job ${old} (it holds ${jobs.length > 0 ? jobs.join(', ') : 'none'})`,
       { field: 'adoptStateOf', job: job.name, jobs },
@@ -121,11 +154,19 @@ async function adopt(scope: JobScope, snapshot: Snapshot | null, old: string, dr
   }
   const state = await adoptedFiles(scope, old, adopted);
   const backfills = await adoptedBackfills(scope, snapshot!, old);
-  return { state, version: await commitIdentity(scope, snapshot!, state, old, backfills), adoptedStateOf: old };
+  return {
+    state,
+    version: await commitIdentity(scope, snapshot!, state, old, backfills),
+    adoptedStateOf: old,
+  };
 }
 
 /** OLD's backfill states (every shard's) as this job's, and the actions that write them and remove OLD's. */
-async function adoptedBackfills(scope: JobScope, snapshot: Snapshot, old: string): Promise<{ actions: Action[]; appIds: string[] }> {
+async function adoptedBackfills(
+  scope: JobScope,
+  snapshot: Snapshot,
+  old: string,
+): Promise<{ actions: Action[]; appIds: string[] }> {
   const job = scope.job.name;
   const actions: Action[] = [];
   const appIds: string[] = [];
@@ -133,35 +174,79 @@ async function adoptedBackfills(scope: JobScope, snapshot: Snapshot, old: string
     const shard = shardOf(state);
     const { tombstones, ledger, ...rest } = state;
     const out: BackfillState = { ...rest, job };
-    if (tombstones) out.tombstones = await copiedTombstones(scope, old, tombstones, backfillTombstoneFolder(old, shard), backfillTombstoneFolder(job, shard));
+    if (tombstones)
+      out.tombstones = await copiedTombstones(
+        scope,
+        old,
+        tombstones,
+        backfillTombstoneFolder(old, shard),
+        backfillTombstoneFolder(job, shard),
+      );
     if (ledger) out.ledger = await copiedLedger(scope, old, ledger);
-    actions.push(...backfillActions(out), { domainMetadata: { ...snapshot.domains.get(appId)!, removed: true } });
+    actions.push(...backfillActions(out), {
+      domainMetadata: { ...snapshot.domains.get(appId)!, removed: true },
+    });
     appIds.push(appId, backfillAppId(job, shard));
   }
   return { actions, appIds };
 }
 
 /** Tombstone files of folder `from` (of job `old`) copied into folder `to`; their dropped files stay. */
-async function copiedTombstones(scope: JobScope, old: string, tombstones: TombstoneState, from: string, to: string): Promise<TombstoneState> {
-  return { ...tombstones, files: await copyFiles(scope, old, tombstones.files, (p) => isTombstonePath(from, p), (id) => tombstonePath(to, id)), dropped: [] };
+async function copiedTombstones(
+  scope: JobScope,
+  old: string,
+  tombstones: TombstoneState,
+  from: string,
+  to: string,
+): Promise<TombstoneState> {
+  return {
+    ...tombstones,
+    files: await copyFiles(
+      scope,
+      old,
+      tombstones.files,
+      (p) => isTombstonePath(from, p),
+      (id) => tombstonePath(to, id),
+    ),
+    dropped: [],
+  };
 }
 
 /** Ledger files of `old` copied into this job's ledger folder; their dropped files stay. */
-async function copiedLedger(scope: JobScope, old: string, ledger: LedgerState): Promise<LedgerState> {
-  const files = await copyFiles(scope, old, ledger.files, (p) => isLedgerPath(old, p), (id) => ledgerPath(scope.job.name, id));
+async function copiedLedger(
+  scope: JobScope,
+  old: string,
+  ledger: LedgerState,
+): Promise<LedgerState> {
+  const files = await copyFiles(
+    scope,
+    old,
+    ledger.files,
+    (p) => isLedgerPath(old, p),
+    (id) => ledgerPath(scope.job.name, id),
+  );
   const { dropped: _d, files: _f, ...rest } = ledger;
   return { ...rest, files, dropped: [] };
 }
 
 /** Copies of `files` (paths of `old`, checked by `isOld`) under this job's names (`pathOf`): a state lists only its own files. */
-async function copyFiles<F extends { path: string }>(scope: JobScope, old: string, files: readonly F[], isOld: (path: string) => boolean, pathOf: (id: string) => string): Promise<F[]> {
+async function copyFiles<F extends { path: string }>(
+  scope: JobScope,
+  old: string,
+  files: readonly F[],
+  isOld: (path: string) => boolean,
+  pathOf: (id: string) => string,
+): Promise<F[]> {
   const { storage } = scope.table;
   const folder = await scope.spool.folder('adopted-files');
   const signal = scope.ctx.signal ? { signal: scope.ctx.signal } : {};
   const copies: F[] = [];
   for (const f of files) {
     if (!isOld(f.path)) {
-      throw new DeltaLogError(`[job] job state of ${old} in ${storage.uri} lists ${JSON.stringify(f.path)} as one of its files`, { context: { uri: storage.uri, key: f.path, job: old } });
+      throw new DeltaLogError(
+        `[job] job state of ${old} in ${storage.uri} lists ${JSON.stringify(f.path)} as one of its files`,
+        { context: { uri: storage.uri, key: f.path, job: old } },
+      );
     }
     const id = randomUUID();
     const local = join(folder, `${id}.parquet`);
@@ -178,24 +263,52 @@ async function adoptedFiles(scope: JobScope, old: string, state: JobState): Prom
   const job = scope.job.name;
   const { tombstones, ledger, ...rest } = state;
   const out: JobState = rest;
-  if (tombstones && tombstones.files.length > 0) out.tombstones = await copiedTombstones(scope, old, tombstones, old, job);
+  if (tombstones && tombstones.files.length > 0)
+    out.tombstones = await copiedTombstones(scope, old, tombstones, old, job);
   if (ledger && (ledger.files.length > 0 || ledger.since !== undefined)) {
     const copied = await copiedLedger(scope, old, ledger);
-    out.ledger = { files: copied.files, dropped: [], ...(ledger.since !== undefined ? { since: ledger.since } : {}) };
+    out.ledger = {
+      files: copied.files,
+      dropped: [],
+      ...(ledger.since !== undefined ? { since: ledger.since } : {}),
+    };
   }
   return out;
 }
 
 /** One commit without data: this job's state, and (adopting) the old job's domain removed. */
-async function commitIdentity(scope: JobScope, snapshot: Snapshot, state: JobState, old: string | null, backfills: { actions: Action[]; appIds: string[] } = { actions: [], appIds: [] }): Promise<number> {
+async function commitIdentity(
+  scope: JobScope,
+  snapshot: Snapshot,
+  state: JobState,
+  old: string | null,
+  backfills: { actions: Action[]; appIds: string[] } = { actions: [], appIds: [] },
+): Promise<number> {
   const oldDomain = old === null ? undefined : snapshot.domains.get(jobAppId(old));
   const result = await scope.table.commit(
     {
-      actions: [...stateActions(state), ...(oldDomain ? [{ domainMetadata: { ...oldDomain, removed: true } }] : []), ...backfills.actions],
+      actions: [
+        ...stateActions(state),
+        ...(oldDomain ? [{ domainMetadata: { ...oldDomain, removed: true } }] : []),
+        ...backfills.actions,
+      ],
       operation: 'SET TRANSACTION',
-      operationParameters: { job: state.job, batch: state.batch, ...(old === null ? { fresh: true } : { adoptedStateOf: old }) },
+      operationParameters: {
+        job: state.job,
+        batch: state.batch,
+        ...(old === null ? { fresh: true } : { adoptedStateOf: old }),
+      },
       operationMetrics: { numFiles: '0', numOutputRows: '0' },
-      read: { readVersion: snapshot.version, partitions: [], files: [], appIds: [jobAppId(state.job), ...(old === null ? [] : [jobAppId(old)]), ...backfills.appIds] },
+      read: {
+        readVersion: snapshot.version,
+        partitions: [],
+        files: [],
+        appIds: [
+          jobAppId(state.job),
+          ...(old === null ? [] : [jobAppId(old)]),
+          ...backfills.appIds,
+        ],
+      },
       isBlindAppend: true,
     },
     {

@@ -37,7 +37,10 @@ export interface ReplanOptions {
 }
 
 /** Run `planAndLoad`, planning again after each lost commit race, up to `ctx.maxReplans` in a row. */
-export async function withReplans<T>(opts: ReplanOptions, planAndLoad: () => Promise<T>): Promise<T> {
+export async function withReplans<T>(
+  opts: ReplanOptions,
+  planAndLoad: () => Promise<T>,
+): Promise<T> {
   const maxReplans = opts.ctx.maxReplans ?? DEFAULT_MAX_REPLANS;
   let lostInARow = 0;
   let losses = 0;
@@ -58,7 +61,10 @@ export async function withReplans<T>(opts: ReplanOptions, planAndLoad: () => Pro
       }
       opts.onReplan?.();
       const delayMs = replanDelayMs(losses);
-      opts.ctx.logger.warn({ job: opts.job, conflict: err.conflict, lostInARow, delayMs }, opts.replanMessage);
+      opts.ctx.logger.warn(
+        { job: opts.job, conflict: err.conflict, lostInARow, delayMs },
+        opts.replanMessage,
+      );
       await delay(delayMs, undefined, opts.ctx.signal ? { signal: opts.ctx.signal } : {});
     }
   }
@@ -66,6 +72,7 @@ export async function withReplans<T>(opts: ReplanOptions, planAndLoad: () => Pro
 
 /** The winner committed the same txn appId or domain: a rival run of the same owner made progress. */
 function rivalCommittedOwnState(err: CommitConflictError, ownAppId: string): boolean {
-  const sameState = err.conflict === 'ConcurrentTransaction' || err.conflict === 'ConcurrentDomainMetadata';
+  const sameState =
+    err.conflict === 'ConcurrentTransaction' || err.conflict === 'ConcurrentDomainMetadata';
   return sameState && err.context['subject'] === ownAppId;
 }

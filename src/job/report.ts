@@ -65,7 +65,10 @@ export interface LoadCounts extends WriteCounts {
 }
 
 /** Add `files` to a report's skipped files and its counts by reason. */
-export function reportSkipped(report: { skipped?: SkippedFile[]; skippedByReason?: Record<string, number> }, files: readonly SkippedFile[]): void {
+export function reportSkipped(
+  report: { skipped?: SkippedFile[]; skippedByReason?: Record<string, number> },
+  files: readonly SkippedFile[],
+): void {
   if (files.length === 0) return;
   report.skipped = [...(report.skipped ?? []), ...files];
   const byReason = (report.skippedByReason ??= {});
@@ -99,12 +102,18 @@ export function addWrite(counts: LoadCounts, s: WriteSummary): void {
     counts.filesReplaced = (counts.filesReplaced ?? 0) + s.sourcesReplaced.length;
     counts.rowsReplaced = (counts.rowsReplaced ?? 0) + s.rowsReplaced;
   }
-  if (s.sourcesAlreadyHeld.length > 0) counts.filesAlreadyLoaded = (counts.filesAlreadyLoaded ?? 0) + s.sourcesAlreadyHeld.length;
+  if (s.sourcesAlreadyHeld.length > 0)
+    counts.filesAlreadyLoaded = (counts.filesAlreadyLoaded ?? 0) + s.sourcesAlreadyHeld.length;
 }
 
 /** The load counts of a command that loaded nothing yet. */
 export function noLoadCounts(): LoadCounts {
-  return { filesLoaded: 0, rowsRead: 0, rowsAfterDedupe: 0, ...writeCounts(writeSummary({}, null)) };
+  return {
+    filesLoaded: 0,
+    rowsRead: 0,
+    rowsAfterDedupe: 0,
+    ...writeCounts(writeSummary({}, null)),
+  };
 }
 
 /** What the run report says about the queue. */
@@ -247,7 +256,10 @@ export interface ShardStatus {
 export type JobOutcome<R> = { ok: true; report: R } | { ok: false; report: R; error: unknown };
 
 /** Run `work`; a failure becomes a failed outcome whose report is `failed()` at that moment. */
-export async function outcomeOf<R>(failed: () => R, work: () => Promise<R>): Promise<JobOutcome<R>> {
+export async function outcomeOf<R>(
+  failed: () => R,
+  work: () => Promise<R>,
+): Promise<JobOutcome<R>> {
   try {
     return { ok: true, report: await work() };
   } catch (error) {

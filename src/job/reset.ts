@@ -26,7 +26,13 @@ import type { DeltaTable } from '../delta/table.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { parsePartitionStart, parseTimestampStart } from '../discovery/config.js';
 import { granularityOfId } from '../discovery/calendar.js';
-import { Layout, PartitionClock, type DiscoveryState, type ModifiedState, type PartitionState } from '../discovery/index.js';
+import {
+  Layout,
+  PartitionClock,
+  type DiscoveryState,
+  type ModifiedState,
+  type PartitionState,
+} from '../discovery/index.js';
 import { ConfigError, TidemarkError } from '../errors.js';
 import type { RunContext } from './context.js';
 import { preflightJob } from './preflight.js';
@@ -83,12 +89,24 @@ export function planReset(job: JobConfig, prev: DiscoveryState | null, text: str
     const layout = Layout.parse(d.layout);
     const clock = new PartitionClock(d.timezone);
     const to = partitionWatermark(text, layout, clock);
-    const old = prev?.mode === 'partition' && granularityOfId(prev.watermark) === layout.granularity ? prev : null;
+    const old =
+      prev?.mode === 'partition' && granularityOfId(prev.watermark) === layout.granularity
+        ? prev
+        : null;
     let rememberedFrom = clock.step(to, -d.lookback);
     // The old state lists in full from its rememberedFrom: rescanning below that would reload files it forgot.
-    if (old && old.rememberedFrom <= to && old.rememberedFrom > rememberedFrom) rememberedFrom = old.rememberedFrom;
-    const loaded = (old?.loaded ?? []).filter((e) => e.partition >= rememberedFrom && e.partition <= to);
-    const state: PartitionState = { stateVersion: 1, mode: 'partition', watermark: to, rememberedFrom, loaded };
+    if (old && old.rememberedFrom <= to && old.rememberedFrom > rememberedFrom)
+      rememberedFrom = old.rememberedFrom;
+    const loaded = (old?.loaded ?? []).filter(
+      (e) => e.partition >= rememberedFrom && e.partition <= to,
+    );
+    const state: PartitionState = {
+      stateVersion: 1,
+      mode: 'partition',
+      watermark: to,
+      rememberedFrom,
+      loaded,
+    };
     return { state, rewound: prev !== null && (old === null || to < old.watermark) };
   }
   if (d.by === 'notifications') {
@@ -101,7 +119,13 @@ export function planReset(job: JobConfig, prev: DiscoveryState | null, text: str
   const old = prev?.mode === 'modified' ? prev : null;
   const floor = to - d.settle;
   const loaded = (old?.loaded ?? []).filter((e) => e.lastModified > floor && e.lastModified <= to);
-  const state: ModifiedState = { stateVersion: 1, mode: 'modified', watermark: to, rememberedAfter: floor, loaded };
+  const state: ModifiedState = {
+    stateVersion: 1,
+    mode: 'modified',
+    watermark: to,
+    rememberedAfter: floor,
+    loaded,
+  };
   return { state, rewound: prev !== null && (old === null || to < old.watermark) };
 }
 
@@ -114,7 +138,11 @@ function partitionWatermark(text: string, layout: Layout, clock: PartitionClock)
       { field: 'to' },
     );
   }
-  if (!clock.exists(id)) throw new ConfigError(`--to ${JSON.stringify(text)}: partition ${id} does not exist in time zone ${clock.zone}`, { field: 'to' });
+  if (!clock.exists(id))
+    throw new ConfigError(
+      `--to ${JSON.stringify(text)}: partition ${id} does not exist in time zone ${clock.zone}`,
+      { field: 'to' },
+    );
   return id;
 }
 
@@ -124,12 +152,20 @@ function flag<T>(parse: () => T): T {
     return parse();
   } catch (err) {
     if (!(err instanceof TidemarkError)) throw err;
-    throw new ConfigError(`--to: ${err.message.replace(/^\[discovery\] start /, '')}`, { field: 'to' }, err);
+    throw new ConfigError(
+      `--to: ${err.message.replace(/^\[discovery\] start /, '')}`,
+      { field: 'to' },
+      err,
+    );
   }
 }
 
 /** Reset `job`'s watermark (see the module comment); a lost commit race re-reads the state and tries again. Never throws. */
-export async function resetJob(job: JobConfig, ctx: RunContext, opts: ResetOptions): Promise<JobOutcome<ResetReport>> {
+export async function resetJob(
+  job: JobConfig,
+  ctx: RunContext,
+  opts: ResetOptions,
+): Promise<JobOutcome<ResetReport>> {
   const progress = (): ResetReport => ({
     job: job.name,
     command: 'reset',
@@ -156,18 +192,29 @@ export async function resetJob(job: JobConfig, ctx: RunContext, opts: ResetOptio
         subsystem: '[reset]',
         replanMessage: 'reset: a run committed first; reading its state and resetting again',
       };
-      return { ...(await withReplans(replans, () => resetOnce(job, table, opts, ctx.signal))), durationMs: 0 };
+      return {
+        ...(await withReplans(replans, () => resetOnce(job, table, opts, ctx.signal))),
+        durationMs: 0,
+      };
     });
   });
 }
 
-async function resetOnce(job: JobConfig, table: DeltaTable, opts: ResetOptions, signal?: AbortSignal): Promise<Omit<ResetReport, 'durationMs'>> {
+async function resetOnce(
+  job: JobConfig,
+  table: DeltaTable,
+  opts: ResetOptions,
+  signal?: AbortSignal,
+): Promise<Omit<ResetReport, 'durationMs'>> {
   const snapshot = await table.snapshot();
   if (!snapshot) {
-    throw new ConfigError(`[reset] job ${job.name}: table ${table.uri} does not exist yet, so there is no watermark to reset (set source.discover.start for the first run)`, {
-      field: 'job',
-      uri: table.uri,
-    });
+    throw new ConfigError(
+      `[reset] job ${job.name}: table ${table.uri} does not exist yet, so there is no watermark to reset (set source.discover.start for the first run)`,
+      {
+        field: 'job',
+        uri: table.uri,
+      },
+    );
   }
   const prev = readJobState(snapshot, job.name);
   const before = prev.discovery;
@@ -189,13 +236,26 @@ async function resetOnce(job: JobConfig, table: DeltaTable, opts: ResetOptions, 
     );
   }
   // A reset accepts the config as it is: remembered deletes that no longer fit its key or orderBy are dropped.
-  const tombstones = job.target.mode === 'merge' ? fittedTombstones(prev.tombstones, { key: job.target.key!, orderBy: job.target.orderBy! }, Date.now()) : prev.tombstones;
+  const tombstones =
+    job.target.mode === 'merge'
+      ? fittedTombstones(
+          prev.tombstones,
+          { key: job.target.key!, orderBy: job.target.orderBy! },
+          Date.now(),
+        )
+      : prev.tombstones;
   const dropped = (prev.tombstones?.files.length ?? 0) - (tombstones?.files.length ?? 0);
   const withDropped = dropped > 0 ? { ...report, tombstoneFilesDropped: dropped } : report;
   if (opts.dryRun) return { ...withDropped, status: 'dry-run', tableVersion: snapshot.version };
   // The delivery applied is forgotten too (replace mode): the next run loads the newest one after the new watermark.
   const { delivery: _applied, ...kept } = prev;
-  const next: JobState = { ...kept, batch: prev.batch + 1, discovery: plan.state, ...(tombstones ? { tombstones } : {}), ...ledgerAfter(prev, plan, prev.batch + 1) };
+  const next: JobState = {
+    ...kept,
+    batch: prev.batch + 1,
+    discovery: plan.state,
+    ...(tombstones ? { tombstones } : {}),
+    ...ledgerAfter(prev, plan, prev.batch + 1),
+  };
   const version = await commitReset(table, snapshot, next, report, signal);
   return { ...withDropped, status: 'reset', tableVersion: version };
 }
@@ -211,21 +271,35 @@ function ledgerAfter(prev: JobState, plan: ResetPlan, batch: number): Pick<JobSt
   const reset = { batch, after: plan.state.watermark };
   if (ledger.since === undefined || plan.rewound) return { ledger: { ...ledger, reset } };
   const floor = plan.state.rememberedAfter ?? plan.state.watermark;
-  return { ledger: { ...ledger, reset, since: ledger.since === null ? floor : Math.max(ledger.since, floor) } };
+  return {
+    ledger: {
+      ...ledger,
+      reset,
+      since: ledger.since === null ? floor : Math.max(ledger.since, floor),
+    },
+  };
 }
 
 /**
  * A watermark after the current partition (or instant) makes every run find nothing new until
  * then, without a word: refused unless --force.
  */
-function refuseFuture(job: JobConfig, state: PartitionState | ModifiedState, opts: ResetOptions, now = new Date()): void {
+function refuseFuture(
+  job: JobConfig,
+  state: PartitionState | ModifiedState,
+  opts: ResetOptions,
+  now = new Date(),
+): void {
   if (opts.force) return;
   const d = job.source.discover;
   const current =
     state.mode === 'partition' && d.by === 'partition'
       ? new PartitionClock(d.timezone).partitionOf(now, Layout.parse(d.layout).granularity)
       : null;
-  const future = state.mode === 'partition' ? current !== null && state.watermark > current : state.watermark > now.getTime();
+  const future =
+    state.mode === 'partition'
+      ? current !== null && state.watermark > current
+      : state.watermark > now.getTime();
   if (!future) return;
   throw new ConfigError(
     `[reset] job ${job.name}: --to ${opts.to} is in the future (now ${current ?? now.toISOString()}): every run would find nothing new until then; pass --force to do it anyway`,
@@ -245,9 +319,18 @@ async function commitReset(
     {
       actions: stateActions(state),
       operation: 'SET TRANSACTION',
-      operationParameters: { job: state.job, reset: `${report.watermarkBefore ?? 'none'} → ${report.watermark}`, batch: state.batch },
+      operationParameters: {
+        job: state.job,
+        reset: `${report.watermarkBefore ?? 'none'} → ${report.watermark}`,
+        batch: state.batch,
+      },
       operationMetrics: { numFiles: '0', numOutputRows: '0' },
-      read: { readVersion: snapshot.version, partitions: [], files: [], appIds: [jobAppId(state.job)] },
+      read: {
+        readVersion: snapshot.version,
+        partitions: [],
+        files: [],
+        appIds: [jobAppId(state.job)],
+      },
       isBlindAppend: true,
     },
     signal ? { signal } : {},

@@ -13,7 +13,16 @@
  */
 import type { JobConfig } from '../config/schema.js';
 import type { Snapshot } from '../delta/snapshot.js';
-import { discover, nextStateFor, notificationStateAfter, withKnownFiles, withPassedOver, type DiscoveredFile, type DiscoveryPlan, type NotificationState } from '../discovery/index.js';
+import {
+  discover,
+  nextStateFor,
+  notificationStateAfter,
+  withKnownFiles,
+  withPassedOver,
+  type DiscoveredFile,
+  type DiscoveryPlan,
+  type NotificationState,
+} from '../discovery/index.js';
 import { backfilledBy, backfillJobs, backfillTombstones } from './backfill/state.js';
 import { PlanBacklog, reportBacklog, type BacklogState } from './backlog.js';
 import { configuredAs, findConfigChanges, logConfigChanges } from './config-change.js';
@@ -26,7 +35,14 @@ import { checkPlannedSource, preflightJob } from './preflight.js';
 import { withQuarantined, type QuarantinedFile } from './quarantine.js';
 import { quarantinedByOthers, quarantinedFiles, withCleared } from './quarantine-list.js';
 import { withReplans } from './replan.js';
-import { noLoadCounts, reportSkipped, timedOutcome, writeCounts, type JobOutcome, type RunReport } from './report.js';
+import {
+  noLoadCounts,
+  reportSkipped,
+  timedOutcome,
+  writeCounts,
+  type JobOutcome,
+  type RunReport,
+} from './report.js';
 import { withReportedScope, type JobScope } from './scope.js';
 import { keepsLedger, lookUpLedger, passedOver } from './ledger.js';
 import { Inbox } from './notified.js';
@@ -34,19 +50,29 @@ import { lateFiles } from './late-files.js';
 import { loadsDeliveries, newestDelivery, SUPERSEDED } from './deliveries.js';
 import { settleIdentity } from './renamed.js';
 import { checkTableSettings } from './table-settings.js';
-import { jobAppId, jobOwner, readJobState, type JobState, type WaitingPartitionState } from './state.js';
+import {
+  jobAppId,
+  jobOwner,
+  readJobState,
+  type JobState,
+  type WaitingPartitionState,
+} from './state.js';
 import { reportWaiting, sameWaiting, waitingOf } from './waiting.js';
 import { stateCommitRequest } from './write-batch.js';
 import { describeWatermark } from './watermark.js';
 
 /** Run `job` once. Never throws: a failure is a failed outcome whose report says what was committed. */
 export async function runJob(job: JobConfig, ctx: RunContext): Promise<JobOutcome<RunReport>> {
-  const timer = ctx.progress ? new AnnouncingTimer((phase) => ctx.progress?.phase(phase)) : new PhaseTimer();
+  const timer = ctx.progress
+    ? new AnnouncingTimer((phase) => ctx.progress?.phase(phase))
+    : new PhaseTimer();
   const report = emptyReport(job.name);
   return timedOutcome(
     () => ({ ...report, phases: timer.timings() }),
     () =>
-      withReportedScope(job, ctx, job.name, report, (scope) => new JobRun(scope, report, timer).execute()),
+      withReportedScope(job, ctx, job.name, report, (scope) =>
+        new JobRun(scope, report, timer).execute(),
+      ),
   );
 }
 
@@ -105,10 +131,19 @@ class JobRun {
     let snapshot = await this.scope.table.snapshot();
     let state = readJobState(snapshot, this.job.name);
     // A job without state beside another of the same source: renamed, or new (./renamed.ts).
-    const identity = await settleIdentity(this.scope, snapshot, { ...(this.ctx.adoptStateOf !== undefined ? { adoptStateOf: this.ctx.adoptStateOf } : {}), fresh: this.ctx.fresh ?? false }, this.ctx.dryRun ?? false);
+    const identity = await settleIdentity(
+      this.scope,
+      snapshot,
+      {
+        ...(this.ctx.adoptStateOf !== undefined ? { adoptStateOf: this.ctx.adoptStateOf } : {}),
+        fresh: this.ctx.fresh ?? false,
+      },
+      this.ctx.dryRun ?? false,
+    );
     if (identity) {
       state = identity.state;
-      if (identity.adoptedStateOf !== undefined) this.report.adoptedStateOf = identity.adoptedStateOf;
+      if (identity.adoptedStateOf !== undefined)
+        this.report.adoptedStateOf = identity.adoptedStateOf;
       if (identity.version !== null) {
         this.report.commits += 1;
         snapshot = await this.scope.table.snapshot({ version: identity.version });
@@ -123,37 +158,65 @@ class JobRun {
     }
     this.settingsChecked = true;
     const quarantined = quarantinedFiles(snapshot, this.job.name);
-    const plan = await this.timer.time('list', async () => this.withLedger(await this.discover(state, quarantined), state, snapshot, quarantined));
+    const plan = await this.timer.time('list', async () =>
+      this.withLedger(await this.discover(state, quarantined), state, snapshot, quarantined),
+    );
     // "Nothing new" only when the source is there and the layout fits it.
     await checkPlannedSource(this.scope, plan);
     this.describePlan(plan, state);
     // Replace mode loads the newest delivery alone; older ones are superseded (./deliveries.ts).
     // Snapshot sources: the newest full extract, merged with its deletes, then the change files.
-    const chosen = loadsDeliveries(this.job) ? newestDelivery(this.job, plan.files, state.delivery) : null;
+    const chosen = loadsDeliveries(this.job)
+      ? newestDelivery(this.job, plan.files, state.delivery)
+      : null;
     if (chosen) {
-      reportSkipped(this.report, chosen.superseded.map((f) => ({ key: f.key, reason: SUPERSEDED })));
-      if (this.ctx.dryRun) this.report.plannedFiles = [...chosen.delivery, ...chosen.changes].map((f) => f.key);
+      reportSkipped(
+        this.report,
+        chosen.superseded.map((f) => ({ key: f.key, reason: SUPERSEDED })),
+      );
+      if (this.ctx.dryRun)
+        this.report.plannedFiles = [...chosen.delivery, ...chosen.changes].map((f) => f.key);
     }
     // Messages whose files need no load are deleted now (not in a dry run); the others wait for their commit.
     await this.inbox?.expect(plan);
     if (this.ctx.dryRun) {
-      this.report.backlog = reportBacklog(new PlanBacklog([plan.files], plan.waiting).once(0), new Date());
+      this.report.backlog = reportBacklog(
+        new PlanBacklog([plan.files], plan.waiting).once(0),
+        new Date(),
+      );
       this.report.status = 'dry-run';
       return;
     }
     const batches = chosen
-      ? [...(chosen.delivery.length > 0 ? [chosen.delivery] : []), ...splitBatches(chosen.changes, this.job.maxFilesPerBatch, this.job.maxBytesPerBatch)]
-      : splitBatches(await this.markLoadedBefore(plan.files, snapshot, state), this.job.maxFilesPerBatch, this.job.maxBytesPerBatch);
+      ? [
+          ...(chosen.delivery.length > 0 ? [chosen.delivery] : []),
+          ...splitBatches(chosen.changes, this.job.maxFilesPerBatch, this.job.maxBytesPerBatch),
+        ]
+      : splitBatches(
+          await this.markLoadedBefore(plan.files, snapshot, state),
+          this.job.maxFilesPerBatch,
+          this.job.maxBytesPerBatch,
+        );
     // The delivery's batch of a snapshot source deletes the keys it lacks.
-    const extractBatch = this.job.source.snapshot && chosen !== null && chosen.delivery.length > 0 ? 0 : -1;
+    const extractBatch =
+      this.job.source.snapshot && chosen !== null && chosen.delivery.length > 0 ? 0 : -1;
     // The files a delivery supersedes are handled by its commit: the watermark passes them.
-    const handled = (loaded: readonly DiscoveredFile[]) => (chosen ? [...loaded, ...chosen.superseded] : loaded);
+    const handled = (loaded: readonly DiscoveredFile[]) =>
+      chosen ? [...loaded, ...chosen.superseded] : loaded;
     // What stays outstanding as batches commit: recorded in each commit's state, reported at the end.
     const backlog = new PlanBacklog(batches, plan.waiting);
     this.report.backlog = reportBacklog(backlog.once(0), new Date());
     const waiting = waitingOf(plan);
-    const quarantinedByBackfill = quarantinedByOthers(snapshot, this.job.name, jobAppId(this.job.name));
-    if (batches.length > 0) this.ctx.logger.info({ job: this.job.name, files: plan.files.length, batches: batches.length }, 'loading');
+    const quarantinedByBackfill = quarantinedByOthers(
+      snapshot,
+      this.job.name,
+      jobAppId(this.job.name),
+    );
+    if (batches.length > 0)
+      this.ctx.logger.info(
+        { job: this.job.name, files: plan.files.length, batches: batches.length },
+        'loading',
+      );
     const last = await loadBatches<JobState>({
       scope: this.scope,
       timer: this.timer,
@@ -161,24 +224,33 @@ class JobRun {
       snapshot,
       state,
       batches,
-      stateAfter: ({ before, index, loaded, rowsRead, quarantined }) => withWaiting({
-        ...before,
-        batch: before.batch + 1,
-        discovery:
-          plan.basis.mode === 'notifications'
-            ? notificationStateAfter(before.discovery as NotificationState | null, plan.basis, handled(loaded), index === batches.length - 1)
-            : nextStateFor(before.discovery, plan, handled(loaded)),
-        ...(chosen?.mark ? { delivery: chosen.mark } : {}),
-        lastRunAt: new Date().toISOString(),
-        quarantined: withQuarantined(before.quarantined, quarantined, loaded),
-        configuredAs: configuredAs(this.job),
-        ...clearedAfter(before, quarantinedByBackfill, loaded, quarantined),
-        totals: {
-          filesLoaded: before.totals.filesLoaded + loaded.length - quarantined.length,
-          rowsLoaded: before.totals.rowsLoaded + rowsRead,
-        },
-        backlog: backlog.once(index + 1),
-      }, waiting),
+      stateAfter: ({ before, index, loaded, rowsRead, quarantined }) =>
+        withWaiting(
+          {
+            ...before,
+            batch: before.batch + 1,
+            discovery:
+              plan.basis.mode === 'notifications'
+                ? notificationStateAfter(
+                    before.discovery as NotificationState | null,
+                    plan.basis,
+                    handled(loaded),
+                    index === batches.length - 1,
+                  )
+                : nextStateFor(before.discovery, plan, handled(loaded)),
+            ...(chosen?.mark ? { delivery: chosen.mark } : {}),
+            lastRunAt: new Date().toISOString(),
+            quarantined: withQuarantined(before.quarantined, quarantined, loaded),
+            configuredAs: configuredAs(this.job),
+            ...clearedAfter(before, quarantinedByBackfill, loaded, quarantined),
+            totals: {
+              filesLoaded: before.totals.filesLoaded + loaded.length - quarantined.length,
+              rowsLoaded: before.totals.rowsLoaded + rowsRead,
+            },
+            backlog: backlog.once(index + 1),
+          },
+          waiting,
+        ),
       firstBatchNo: this.report.batches,
       fullExtract: (index) => index === extractBatch,
       progressLabel: `${this.job.name}: fetch`,
@@ -187,12 +259,23 @@ class JobRun {
         const r = this.report;
         this.ctx.onFilesCommitted?.(b.keys);
         // A delivery's commit also handles the deliveries it supersedes (replace mode).
-        this.inbox?.committed(chosen ? [...b.keys, ...chosen.superseded.map((f) => f.key)] : b.keys);
+        this.inbox?.committed(
+          chosen ? [...b.keys, ...chosen.superseded.map((f) => f.key)] : b.keys,
+        );
         r.watermark = describeWatermark(b.written.state.discovery);
         r.batches += 1;
         r.backlog = reportBacklog(backlog.once(index + 1), new Date());
         this.ctx.logger.info(
-          { job: this.job.name, batch: index + 1, of: batches.length, files: b.files, bytes: b.bytes, rows: b.rowsRead, version: b.written.version, ...writeCounts(b.written.summary) },
+          {
+            job: this.job.name,
+            batch: index + 1,
+            of: batches.length,
+            files: b.files,
+            bytes: b.bytes,
+            rows: b.rowsRead,
+            version: b.written.version,
+            ...writeCounts(b.written.summary),
+          },
           'batch committed',
         );
       },
@@ -201,18 +284,40 @@ class JobRun {
     // Nothing loaded, but which partitions wait for their marker changed: status should know.
     // Replace mode: only deliveries no newer than the one applied were found; the watermark passes them.
     const passed =
-      this.report.commits === 0 && snapshot !== null && chosen !== null && chosen.superseded.length > 0
-        ? { snapshot, discovery: nextStateFor(state.discovery, plan, chosen.superseded), keys: chosen.superseded.map((f) => f.key) }
+      this.report.commits === 0 &&
+      snapshot !== null &&
+      chosen !== null &&
+      chosen.superseded.length > 0
+        ? {
+            snapshot,
+            discovery: nextStateFor(state.discovery, plan, chosen.superseded),
+            keys: chosen.superseded.map((f) => f.key),
+          }
         : null;
     // Or (by notifications) a reconciling listing found nothing to load: it is done, and recorded so.
     const reconciled = plan.mode === 'notifications' && plan.nextState !== state.discovery;
     if (passed) {
-      await this.commitWaiting(passed.snapshot, { ...state, discovery: passed.discovery }, waiting, backlog.once(0));
+      await this.commitWaiting(
+        passed.snapshot,
+        { ...state, discovery: passed.discovery },
+        waiting,
+        backlog.once(0),
+      );
       this.inbox?.committed(passed.keys);
-    } else if (this.report.commits === 0 && snapshot && (reconciled || !sameWaiting(state.waiting, waiting))) {
-      await this.commitWaiting(snapshot, reconciled ? { ...state, discovery: plan.nextState } : state, waiting, backlog.once(0));
+    } else if (
+      this.report.commits === 0 &&
+      snapshot &&
+      (reconciled || !sameWaiting(state.waiting, waiting))
+    ) {
+      await this.commitWaiting(
+        snapshot,
+        reconciled ? { ...state, discovery: plan.nextState } : state,
+        waiting,
+        backlog.once(0),
+      );
     }
-    if (this.report.commits > 0) this.report.watermark = describeWatermark(passed ? passed.discovery : last.state.discovery);
+    if (this.report.commits > 0)
+      this.report.watermark = describeWatermark(passed ? passed.discovery : last.state.discovery);
     // Files no commit recorded (no table yet, no rows: ./pipeline.ts).
     reportSkipped(this.report, last.waiting);
     this.report.status = this.report.commits > 0 ? 'succeeded' : 'nothing-new';
@@ -224,10 +329,19 @@ class JobRun {
    */
   private async checkConfigChanges(state: JobState, snapshot: Snapshot | null): Promise<void> {
     const { job, ctx, scope } = this;
-    const found = await findConfigChanges(job, state, snapshot, { session: scope.session, storage: scope.table.storage, spool: scope.spool }, {
-      tombstones: [{ folder: job.name, state: state.tombstones }, ...backfillTombstones(snapshot, job.name)],
-      accept: ctx.acceptConfigChange === true,
-    });
+    const found = await findConfigChanges(
+      job,
+      state,
+      snapshot,
+      { session: scope.session, storage: scope.table.storage, spool: scope.spool },
+      {
+        tombstones: [
+          { folder: job.name, state: state.tombstones },
+          ...backfillTombstones(snapshot, job.name),
+        ],
+        accept: ctx.acceptConfigChange === true,
+      },
+    );
     if (found.refusals[0]) throw found.refusals[0];
     logConfigChanges(ctx.logger, job.name, found.changes);
     if (found.changes.length > 0) this.report.configChanges = found.changes;
@@ -239,7 +353,11 @@ class JobRun {
    * loaded, and by partition those the job's ledger records although its state forgot them (a
    * `reset --to` back; by modification time the ledger check of the plan marks them).
    */
-  private async markLoadedBefore(files: DiscoveredFile[], snapshot: Snapshot | null, state: JobState): Promise<DiscoveredFile[]> {
+  private async markLoadedBefore(
+    files: DiscoveredFile[],
+    snapshot: Snapshot | null,
+    state: JobState,
+  ): Promise<DiscoveredFile[]> {
     if (this.job.target.mode !== 'append') return files;
     // A job without a state of its own yet (a first run, or a renamed job that adopted nothing)
     // looks up the files every job's backfills may have loaded too: _source_file holds the source's
@@ -247,13 +365,32 @@ class JobRun {
     const own = snapshot?.domains.has(jobAppId(this.job.name)) ?? false;
     const covered = backfilledBy(snapshot, own ? this.job.name : backfillJobs(snapshot));
     const fresh = files.filter((f) => !f.loadedBefore && !covered(f));
-    const ledgered = this.job.source.discover.by === 'partition' ? await lookUpLedger(this.scope, state.ledger, fresh) : new Map<string, unknown>();
-    return files.map((f) => (covered(f) || ledgered.has(f.key) ? { ...f, loadedBefore: true as const } : f));
+    const ledgered =
+      this.job.source.discover.by === 'partition'
+        ? await lookUpLedger(this.scope, state.ledger, fresh)
+        : new Map<string, unknown>();
+    return files.map((f) =>
+      covered(f) || ledgered.has(f.key) ? { ...f, loadedBefore: true as const } : f,
+    );
   }
 
   /** Commit the job's state alone with the partitions now waiting for their marker. */
-  private async commitWaiting(snapshot: Snapshot, state: JobState, waiting: WaitingPartitionState[], backlog: BacklogState): Promise<void> {
-    const next = withWaiting({ ...state, batch: state.batch + 1, lastRunAt: new Date().toISOString(), configuredAs: configuredAs(this.job), backlog }, waiting);
+  private async commitWaiting(
+    snapshot: Snapshot,
+    state: JobState,
+    waiting: WaitingPartitionState[],
+    backlog: BacklogState,
+  ): Promise<void> {
+    const next = withWaiting(
+      {
+        ...state,
+        batch: state.batch + 1,
+        lastRunAt: new Date().toISOString(),
+        configuredAs: configuredAs(this.job),
+        backlog,
+      },
+      waiting,
+    );
     const result = await this.timer.time('commit', () =>
       this.scope.table.commit(stateCommitRequest(jobOwner(this.job, snapshot), next, snapshot), {
         onRetry: () => void (this.scope.contention.commitRetries += 1),
@@ -269,23 +406,35 @@ class JobRun {
    * they left the settle window, and files behind the window the job never loaded (named: no window
    * takes them again). Those a backfill of the job covered, or quarantined, are not named.
    */
-  private async withLedger(plan: DiscoveryPlan, state: JobState, snapshot: Snapshot | null, quarantined: readonly QuarantinedFile[]): Promise<DiscoveryPlan> {
+  private async withLedger(
+    plan: DiscoveryPlan,
+    state: JobState,
+    snapshot: Snapshot | null,
+    quarantined: readonly QuarantinedFile[],
+  ): Promise<DiscoveryPlan> {
     const ledger = state.ledger;
     if (this.inbox) return this.inbox.checkPlan(plan, ledger);
     if (!keepsLedger(this.job) || !ledger) return plan;
-    const taken = new Set(plan.decisions.filter((d) => d.action === 'load' && d.reason === 'new').map((d) => d.key));
+    const taken = new Set(
+      plan.decisions.filter((d) => d.action === 'load' && d.reason === 'new').map((d) => d.key),
+    );
     const candidates = plan.files.filter((f) => taken.has(f.key));
     const known = withKnownFiles(plan, await lookUpLedger(this.scope, ledger, candidates));
     const since = ledger.since;
     if (since === undefined || known.behindWindow.length === 0) return known;
     const setAside = new Set(quarantined.map((q) => q.key));
     const covered = backfilledBy(snapshot, this.job.name);
-    const behind = known.behindWindow.filter((f) => (since === null || f.arrival.getTime() > since) && !setAside.has(f.key) && !covered(f));
+    const behind = known.behindWindow.filter(
+      (f) => (since === null || f.arrival.getTime() > since) && !setAside.has(f.key) && !covered(f),
+    );
     return withPassedOver(known, await passedOver(this.scope, ledger, behind, known.onOverwrite));
   }
 
   /** Plan the run; quarantined files are looked at again wherever they lie (an overwrite reloads them). */
-  private async discover(state: JobState, quarantined: readonly QuarantinedFile[]): Promise<DiscoveryPlan> {
+  private async discover(
+    state: JobState,
+    quarantined: readonly QuarantinedFile[],
+  ): Promise<DiscoveryPlan> {
     this.ctx.logger.debug({ job: this.job.name, source: this.scope.source.uri }, 'discovering');
     // The ledger claims every file loaded after `since`: the files behind the window after it are checked.
     const since = keepsLedger(this.job) ? state.ledger?.since : undefined;
@@ -310,14 +459,30 @@ class JobRun {
       const waiting = reportWaiting(this.job, waitingOf(plan), plan.serverTime);
       this.report.waitingForMarker = waiting;
       const overdue = waiting.filter((w) => w.overdue).map((w) => w.partition);
-      if (overdue.length > 0) this.ctx.logger.warn({ job: this.job.name, partitions: overdue }, 'partitions waiting for their success marker longer than discover.markerTimeout; the watermark stays before them');
+      if (overdue.length > 0)
+        this.ctx.logger.warn(
+          { job: this.job.name, partitions: overdue },
+          'partitions waiting for their success marker longer than discover.markerTimeout; the watermark stays before them',
+        );
     }
     const folders = plan.skippedFolders.map((f) => ({ key: f.prefix, reason: f.reason }));
     if (folders.length > 0) {
-      this.ctx.logger.warn({ job: this.job.name, folders: plan.skippedFolders }, 'folders that do not match the layout were skipped');
+      this.ctx.logger.warn(
+        { job: this.job.name, folders: plan.skippedFolders },
+        'folders that do not match the layout were skipped',
+      );
     }
     const late = lateFiles(this.job, plan);
-    if (late.warning !== null) this.ctx.logger.warn({ job: this.job.name, files: late.files.length, keys: late.files.slice(0, 100).map((f) => f.key), ...late.range }, late.warning);
+    if (late.warning !== null)
+      this.ctx.logger.warn(
+        {
+          job: this.job.name,
+          files: late.files.length,
+          keys: late.files.slice(0, 100).map((f) => f.key),
+          ...late.range,
+        },
+        late.warning,
+      );
     if (this.ctx.dryRun) {
       this.report.plannedFiles = plan.files.map((f) => f.key);
       this.report.skipped = [...skipped.map((d) => ({ key: d.key, reason: d.reason })), ...folders];
@@ -326,7 +491,8 @@ class JobRun {
       // A run lists what it passed over that a person may need to act on: folders off the layout,
       // files that landed behind the lookback or settle window.
       // (skippedByReason counts the late files already, with every decision)
-      if (late.files.length > 0) this.report.skipped = [...(this.report.skipped ?? []), ...late.files];
+      if (late.files.length > 0)
+        this.report.skipped = [...(this.report.skipped ?? []), ...late.files];
       reportSkipped(this.report, folders);
     }
   }
@@ -339,9 +505,19 @@ function withWaiting(state: JobState, waiting: WaitingPartitionState[]): JobStat
 }
 
 /** The job state's `cleared` after a batch: the loaded files its backfill had quarantined (./quarantine-list.ts). */
-function clearedAfter(before: JobState, byBackfill: readonly QuarantinedFile[], loaded: readonly DiscoveredFile[], setAside: readonly QuarantinedFile[]): Pick<JobState, 'cleared'> {
+function clearedAfter(
+  before: JobState,
+  byBackfill: readonly QuarantinedFile[],
+  loaded: readonly DiscoveredFile[],
+  setAside: readonly QuarantinedFile[],
+): Pick<JobState, 'cleared'> {
   const keys = new Set(setAside.map((q) => q.key));
-  const cleared = withCleared(before.cleared, byBackfill, loaded.filter((f) => !keys.has(f.key)), new Date());
+  const cleared = withCleared(
+    before.cleared,
+    byBackfill,
+    loaded.filter((f) => !keys.has(f.key)),
+    new Date(),
+  );
   return cleared ? { cleared } : {};
 }
 

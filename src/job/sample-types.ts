@@ -32,13 +32,28 @@ export interface SampledTypes {
 }
 
 /** Read a sample of the first batch of a job whose table does not exist yet; null when there is nothing to read. */
-export async function sampleFirstBatch(job: JobConfig, source: Storage, session: DuckSession, spool: Spool): Promise<SampledTypes | null> {
-  const plan = await discover(source, discoveryConfigOf(job), null, { concurrency: Math.min(job.concurrency, 16) });
+export async function sampleFirstBatch(
+  job: JobConfig,
+  source: Storage,
+  session: DuckSession,
+  spool: Spool,
+): Promise<SampledTypes | null> {
+  const plan = await discover(source, discoveryConfigOf(job), null, {
+    concurrency: Math.min(job.concurrency, 16),
+  });
   const first = splitBatches(plan.files, job.maxFilesPerBatch, job.maxBytesPerBatch)[0] ?? [];
   if (first.length === 0) return null;
   const sample = first.slice(0, SAMPLE_FILES);
-  const fetched = await fetchFiles(source, sample, { spool, concurrency: Math.min(job.concurrency, 8) });
-  const found: SampledTypes = { sampled: sample.length, batchFiles: first.length, warnings: [], refusal: null };
+  const fetched = await fetchFiles(source, sample, {
+    spool,
+    concurrency: Math.min(job.concurrency, 8),
+  });
+  const found: SampledTypes = {
+    sampled: sample.length,
+    batchFiles: first.length,
+    warnings: [],
+    refusal: null,
+  };
   try {
     const loaded = await loadBatch(session, job, source.uri, fetched);
     found.warnings = loaded.warnings;

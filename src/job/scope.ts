@@ -67,21 +67,27 @@ export function withReportedScope<T>(
  * undefined when neither is on S3.
  */
 function requestsOf(scope: Pick<JobScope, 'source' | 'table'>): RequestCounts | undefined {
-  const counts = [scope.source.requestCounts?.(), scope.table.storage.requestCounts?.()].filter((c) => c !== undefined);
+  const counts = [scope.source.requestCounts?.(), scope.table.storage.requestCounts?.()].filter(
+    (c) => c !== undefined,
+  );
   if (counts.length === 0) return undefined;
   const total: RequestCounts = { list: 0, get: 0, put: 0, head: 0, delete: 0 };
-  for (const c of counts) for (const kind of Object.keys(total) as (keyof RequestCounts)[]) total[kind] += c[kind];
+  for (const c of counts)
+    for (const kind of Object.keys(total) as (keyof RequestCounts)[]) total[kind] += c[kind];
   return total;
 }
 
 /** The reads and uploads the scope's source and target checked, by kind; undefined when neither is on S3. */
 function checksumsOf(scope: Pick<JobScope, 'source' | 'table'>): ChecksumCounts | undefined {
-  const counts = [scope.source.checksumCounts?.(), scope.table.storage.checksumCounts?.()].filter((c) => c !== undefined);
+  const counts = [scope.source.checksumCounts?.(), scope.table.storage.checksumCounts?.()].filter(
+    (c) => c !== undefined,
+  );
   if (counts.length === 0) return undefined;
   const total: ChecksumCounts = { reads: {}, uploads: {} };
   for (const c of counts) {
     for (const side of ['reads', 'uploads'] as const) {
-      for (const [kind, n] of Object.entries(c[side])) total[side][kind] = (total[side][kind] ?? 0) + n;
+      for (const [kind, n] of Object.entries(c[side]))
+        total[side][kind] = (total[side][kind] ?? 0) + n;
     }
   }
   return total;
@@ -113,9 +119,15 @@ function spoolDiskFull(err: unknown, spool: Spool): ResourceError | null {
  * the session, then the spool with everything in it. Spool folders of killed runs on this host
  * are removed first (see src/spool/spool.ts).
  */
-export async function withJobScope<T>(job: JobConfig, ctx: RunContext, label: string, fn: (scope: JobScope) => Promise<T>): Promise<T> {
+export async function withJobScope<T>(
+  job: JobConfig,
+  ctx: RunContext,
+  label: string,
+  fn: (scope: JobScope) => Promise<T>,
+): Promise<T> {
   const stale = await removeStaleSpools(ctx.spoolRoot);
-  if (stale.length > 0) ctx.logger.info({ job: job.name, folders: stale }, 'removed spool folders of killed runs');
+  if (stale.length > 0)
+    ctx.logger.info({ job: job.name, folders: stale }, 'removed spool folders of killed runs');
   const spool = await Spool.create(label, ctx.spoolRoot);
   let session: DuckSession | null = null;
   try {
@@ -127,9 +139,21 @@ export async function withJobScope<T>(job: JobConfig, ctx: RunContext, label: st
     });
     const budget = new RetryBudget();
     const { singleWriter } = targetStorageConfig(ctx.storage, job);
-    const table = openTable(openTarget(job, ctx.storage, ctx.openStorage, budget), { session, spool }, { singleWriter });
+    const table = openTable(
+      openTarget(job, ctx.storage, ctx.openStorage, budget),
+      { session, spool },
+      { singleWriter },
+    );
     const source = openSource(job, ctx.storage, ctx.openStorage, budget);
-    return await fn({ job, ctx, spool, session, source, table, contention: { commitRetries: 0, replans: 0 } });
+    return await fn({
+      job,
+      ctx,
+      spool,
+      session,
+      source,
+      table,
+      contention: { commitRetries: 0, replans: 0 },
+    });
   } catch (err) {
     throw spoolDiskFull(err, spool) ?? err;
   } finally {

@@ -25,7 +25,11 @@ export interface ExtractBatch extends AbsentKeys {
 }
 
 /** Build the extract's batch, refusing it when it deletes more than the bound allows. */
-export async function extractBatch(scope: JobScope, snapshot: Snapshot, batch: LoadedBatch): Promise<ExtractBatch> {
+export async function extractBatch(
+  scope: JobScope,
+  snapshot: Snapshot,
+  batch: LoadedBatch,
+): Promise<ExtractBatch> {
   const { job, ctx } = scope;
   const absent = await stageAbsentKeys({
     session: scope.session,
@@ -47,9 +51,20 @@ export async function extractBatch(scope: JobScope, snapshot: Snapshot, batch: L
       `[job] ${job.name}: the newest snapshot would delete ${absent.absent} of the ${absent.tableKeys} keys in ${scope.table.uri} (${pct(share)}), ` +
         `more than source.maxDeleteShare (${pct(job.source.maxDeleteShare)}): an empty or cut-off extract? Nothing was committed. ` +
         'If the extract is complete, run again with --allow-large-delete (this run only), or raise source.maxDeleteShare',
-      { context: { uri: scope.table.uri, version: snapshot.version, field: 'source.maxDeleteShare', absentKeys: absent.absent, tableKeys: absent.tableKeys, maxDeleteShare: job.source.maxDeleteShare } },
+      {
+        context: {
+          uri: scope.table.uri,
+          version: snapshot.version,
+          field: 'source.maxDeleteShare',
+          absentKeys: absent.absent,
+          tableKeys: absent.tableKeys,
+          maxDeleteShare: job.source.maxDeleteShare,
+        },
+      },
     );
   }
-  const deleteWhen = job.target.deleteWhen ? `(${job.target.deleteWhen}) OR ${SNAPSHOT_ABSENT}` : SNAPSHOT_ABSENT;
+  const deleteWhen = job.target.deleteWhen
+    ? `(${job.target.deleteWhen}) OR ${SNAPSHOT_ABSENT}`
+    : SNAPSHOT_ABSENT;
   return { ...absent, table: EXTRACT_TABLE, deleteWhen, flagColumn: SNAPSHOT_ABSENT };
 }

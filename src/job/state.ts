@@ -67,19 +67,33 @@ export function jobAppId(job: string): string {
 
 /** The state of a job that has never run. */
 export function initialState(job: string): JobState {
-  return { stateVersion: STATE_VERSION, job, batch: 0, discovery: null, lastRunAt: null, quarantined: [], totals: { filesLoaded: 0, rowsLoaded: 0 } };
+  return {
+    stateVersion: STATE_VERSION,
+    job,
+    batch: 0,
+    discovery: null,
+    lastRunAt: null,
+    quarantined: [],
+    totals: { filesLoaded: 0, rowsLoaded: 0 },
+  };
 }
 
 /** Upgrade older state layouts to the current one (there is only v1 so far); the discovery part is discovery's. */
 export function upgradeState(raw: Record<string, unknown>, job: string, uri: string): JobState {
   const version = Number(raw['stateVersion']);
   if (version !== STATE_VERSION) {
-    throw new DeltaLogError(`[job] state of job ${job} in ${uri} has stateVersion ${raw['stateVersion']}, this tidemark reads ${STATE_VERSION}`, {
-      context: { uri, job },
-    });
+    throw new DeltaLogError(
+      `[job] state of job ${job} in ${uri} has stateVersion ${raw['stateVersion']}, this tidemark reads ${STATE_VERSION}`,
+      {
+        context: { uri, job },
+      },
+    );
   }
   const state = { ...initialState(job), ...(raw as Partial<JobState>) } as JobState;
-  return { ...state, discovery: state.discovery === null ? null : upgradeDiscoveryState(state.discovery) };
+  return {
+    ...state,
+    discovery: state.discovery === null ? null : upgradeDiscoveryState(state.discovery),
+  };
 }
 
 /** The job's state in a snapshot (initial state when the table or the domain does not exist). */
@@ -90,10 +104,13 @@ export function readJobState(snapshot: Snapshot | null, job: string): JobState {
   try {
     raw = JSON.parse(domain.configuration);
   } catch (cause) {
-    throw new DeltaLogError(`[job] state of job ${job} in ${snapshot.tableUri} at version ${snapshot.version} is not valid JSON`, {
-      context: { uri: snapshot.tableUri, version: snapshot.version, job },
-      cause,
-    });
+    throw new DeltaLogError(
+      `[job] state of job ${job} in ${snapshot.tableUri} at version ${snapshot.version} is not valid JSON`,
+      {
+        context: { uri: snapshot.tableUri, version: snapshot.version, job },
+        cause,
+      },
+    );
   }
   return upgradeState(raw as Record<string, unknown>, job, snapshot.tableUri);
 }
@@ -102,12 +119,21 @@ export function readJobState(snapshot: Snapshot | null, job: string): JobState {
 export function stateActions(state: JobState, now = Date.now()): Action[] {
   return [
     { txn: { appId: jobAppId(state.job), version: state.batch, lastUpdated: now } },
-    { domainMetadata: { domain: jobAppId(state.job), configuration: JSON.stringify(state), removed: false } },
+    {
+      domainMetadata: {
+        domain: jobAppId(state.job),
+        configuration: JSON.stringify(state),
+        removed: false,
+      },
+    },
   ];
 }
 
 /** The job's tombstones, for another owner's MERGE (its backfill) to read. */
-export function jobTombstones(snapshot: Snapshot | null, job: string): Array<{ folder: string; state: TombstoneState | undefined }> {
+export function jobTombstones(
+  snapshot: Snapshot | null,
+  job: string,
+): Array<{ folder: string; state: TombstoneState | undefined }> {
   return [{ folder: job, state: readJobState(snapshot, job).tombstones }];
 }
 
@@ -120,7 +146,9 @@ export function jobLedgers(snapshot: Snapshot | null, job: JobConfig): LedgerSta
   const names = [job.name, ...sourceJobs(snapshot, job.source.uri).filter((n) => n !== job.name)];
   return names.flatMap((name) => {
     const own = readJobState(snapshot, name).ledger;
-    const backfills = [...readBackfillStates(snapshot, name).values()].flatMap((s) => (s.ledger ? [s.ledger] : []));
+    const backfills = [...readBackfillStates(snapshot, name).values()].flatMap((s) =>
+      s.ledger ? [s.ledger] : [],
+    );
     return [...(own ? [own] : []), ...backfills];
   });
 }
@@ -165,7 +193,12 @@ export function jobOwner(config: JobConfig, snapshot: Snapshot | null): StateOwn
 }
 
 /** The state with the batch's loaded files recorded in the job's ledger (./ledger.ts). */
-async function withLedger(scope: JobScope, before: JobState, state: JobState, loaded: readonly DiscoveredFile[]): Promise<JobState> {
+async function withLedger(
+  scope: JobScope,
+  before: JobState,
+  state: JobState,
+  loaded: readonly DiscoveredFile[],
+): Promise<JobState> {
   const { ledger: _old, ...rest } = state;
   const ledger = await recordInLedger(scope, state.ledger, loaded, state.batch, before.discovery);
   return ledger ? { ...rest, ledger } : rest;

@@ -36,14 +36,20 @@ export interface MatchColumns {
  * Key and orderBy columns the existing table lacks (merge mode; compared ignoring case, like Delta),
  * each naming the column and the table's columns (pure). `at` prefixes fields (`jobs[0].target`).
  */
-export function missingColumnProblems(target: MatchColumns, snapshot: Snapshot, at: string): Problem[] {
+export function missingColumnProblems(
+  target: MatchColumns,
+  snapshot: Snapshot,
+  at: string,
+): Problem[] {
   // A replace matches nothing stored: its key only dedupes the delivery (a column new to the table is added).
   if (target.mode === 'append' || target.mode === 'replace') return [];
   const columns = snapshot.schema.fields.map((f) => f.name);
   const known = new Set(columns.map((c) => c.toLowerCase()));
   const named: Array<{ field: string; role: string; column: string }> = [
     ...(target.key ?? []).map((column) => ({ field: `${at}.key`, role: 'key column', column })),
-    ...(target.orderBy === undefined ? [] : [{ field: `${at}.orderBy`, role: 'orderBy column', column: target.orderBy }]),
+    ...(target.orderBy === undefined
+      ? []
+      : [{ field: `${at}.orderBy`, role: 'orderBy column', column: target.orderBy }]),
   ];
   return named
     .filter((n) => !known.has(n.column.toLowerCase()))
@@ -56,7 +62,11 @@ export function missingColumnProblems(target: MatchColumns, snapshot: Snapshot, 
 }
 
 /** Problems and warnings of `target`'s creation settings against the existing table (pure). `at` prefixes fields (`jobs[0].target`). */
-export function tableSettingFindings(target: CreationSettings, snapshot: Snapshot, at: string): { problems: Problem[]; warnings: Problem[] } {
+export function tableSettingFindings(
+  target: CreationSettings,
+  snapshot: Snapshot,
+  at: string,
+): { problems: Problem[]; warnings: Problem[] } {
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
   const mode = TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping;
@@ -70,7 +80,10 @@ export function tableSettingFindings(target: CreationSettings, snapshot: Snapsho
   }
   const partitionBy = target.partitionBy ?? [];
   if (partitionBy.length > 0 && partitionBy.join('\0') !== snapshot.partitionColumns.join('\0')) {
-    const has = snapshot.partitionColumns.length > 0 ? `is partitioned by ${snapshot.partitionColumns.join(', ')}` : 'is not partitioned';
+    const has =
+      snapshot.partitionColumns.length > 0
+        ? `is partitioned by ${snapshot.partitionColumns.join(', ')}`
+        : 'is not partitioned';
     warnings.push({
       check: 'target',
       field: `${at}.partitionBy`,
@@ -78,7 +91,10 @@ export function tableSettingFindings(target: CreationSettings, snapshot: Snapsho
       kind: 'usage',
     });
   }
-  if (target.changeDataFeed === true && !TableConfig.of(snapshot.protocol, snapshot.metadata).changeDataFeedRequested) {
+  if (
+    target.changeDataFeed === true &&
+    !TableConfig.of(snapshot.protocol, snapshot.metadata).changeDataFeedRequested
+  ) {
     warnings.push({
       check: 'target',
       field: `${at}.changeDataFeed`,
@@ -90,10 +106,15 @@ export function tableSettingFindings(target: CreationSettings, snapshot: Snapsho
 }
 
 /** `source.columns` against the table: a declared column the table has must have the declared type (tidemark never changes a column's type). */
-export function declaredTypeProblems(columns: Readonly<Record<string, string>>, snapshot: Snapshot, at: string): Problem[] {
+export function declaredTypeProblems(
+  columns: Readonly<Record<string, string>>,
+  snapshot: Snapshot,
+  at: string,
+): Problem[] {
   return Object.entries(columns).flatMap(([name, type]) => {
     const field = snapshot.schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase());
-    if (!field || typeof field.type !== 'string' || field.type.replace(/\s+/g, '') === type) return [];
+    if (!field || typeof field.type !== 'string' || field.type.replace(/\s+/g, '') === type)
+      return [];
     return [
       {
         check: 'target' as const,
@@ -110,18 +131,42 @@ export function declaredTypeProblems(columns: Readonly<Record<string, string>>, 
  * contradicting column mapping, fails now (exit 2), before anything loads; the rest is logged.
  * A deleteWhen that does not parse fails now too, table or not (its MergeInputError, exit 2).
  */
-export async function checkTableSettings(scope: JobScope, snapshot: Snapshot | null): Promise<void> {
+export async function checkTableSettings(
+  scope: JobScope,
+  snapshot: Snapshot | null,
+): Promise<void> {
   const { target } = scope.job;
-  if (target.deleteWhen !== undefined) await checkDeleteExpression(scope.session, target.deleteWhen);
+  if (target.deleteWhen !== undefined)
+    await checkDeleteExpression(scope.session, target.deleteWhen);
   if (!snapshot) return;
   const columns = snapshot.schema.fields.map((f) => f.name);
-  const deleteWhen = target.deleteWhen === undefined ? [] : await deleteWhenColumnProblems(scope.session, target.deleteWhen, columns, 'target.deleteWhen');
+  const deleteWhen =
+    target.deleteWhen === undefined
+      ? []
+      : await deleteWhenColumnProblems(
+          scope.session,
+          target.deleteWhen,
+          columns,
+          'target.deleteWhen',
+        );
   const found = tableSettingFindings(target, snapshot, 'target');
-  const problems = [...missingColumnProblems(target, snapshot, 'target'), ...deleteWhen, ...found.problems, ...declaredTypeProblems(scope.job.source.columns ?? {}, snapshot, 'source')];
+  const problems = [
+    ...missingColumnProblems(target, snapshot, 'target'),
+    ...deleteWhen,
+    ...found.problems,
+    ...declaredTypeProblems(scope.job.source.columns ?? {}, snapshot, 'source'),
+  ];
   const first = problems[0];
   if (first) {
     const column = first.field === 'target.columnMapping' ? {} : { columns };
-    throw new ConfigError(`[preflight] job ${scope.job.name}: table ${scope.table.uri}: ${first.message}`, { field: first.field ?? 'target', uri: scope.table.uri, ...column });
+    throw new ConfigError(
+      `[preflight] job ${scope.job.name}: table ${scope.table.uri}: ${first.message}`,
+      { field: first.field ?? 'target', uri: scope.table.uri, ...column },
+    );
   }
-  for (const w of found.warnings) scope.ctx.logger.warn({ job: scope.job.name, table: scope.table.uri, field: w.field }, w.message);
+  for (const w of found.warnings)
+    scope.ctx.logger.warn(
+      { job: scope.job.name, table: scope.table.uri, field: w.field },
+      w.message,
+    );
 }

@@ -18,7 +18,12 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { loadConfig, resolveUri } from '../config/load.js';
 import { interpolate } from '../config/interpolate.js';
-import { configSchema, type JobConfig, type StorageConfig, type TidemarkConfig } from '../config/schema.js';
+import {
+  configSchema,
+  type JobConfig,
+  type StorageConfig,
+  type TidemarkConfig,
+} from '../config/schema.js';
 import { sourceStorageConfig, targetStorageConfig } from '../config/storage.js';
 import { resolveDiscovery, type NotificationSettings } from '../discovery/config.js';
 import { stateMismatch, surveySource } from '../discovery/index.js';
@@ -38,10 +43,24 @@ import { findConfigChanges } from './config-change.js';
 import type { RunContext } from './context.js';
 import { renamedJobProblem } from './renamed.js';
 import { readJobState } from './state.js';
-import { declaredTypeProblems, missingColumnProblems, tableSettingFindings, type CreationSettings, type MatchColumns } from './table-settings.js';
+import {
+  declaredTypeProblems,
+  missingColumnProblems,
+  tableSettingFindings,
+  type CreationSettings,
+  type MatchColumns,
+} from './table-settings.js';
 import { discoveryConfigOf, s3Options } from './open.js';
 import { sampleFirstBatch } from './sample-types.js';
-import { deleteWhenProblems, nearbyName, probeWritable, problemOf, sourceProblem, type Check, type Problem } from './preflight.js';
+import {
+  deleteWhenProblems,
+  nearbyName,
+  probeWritable,
+  problemOf,
+  sourceProblem,
+  type Check,
+  type Problem,
+} from './preflight.js';
 
 /** What validate reports per job; `job: null` holds problems of the file as a whole (top-level `storage`, YAML). */
 export interface ValidateReport {
@@ -62,8 +81,19 @@ export interface ValidateOptions {
 interface JobParts {
   index: number;
   name: string;
-  source: { uri: string; storage: StorageConfig | null; discover: JobConfig['source']['discover'] | null; include?: string[]; exclude?: string[] } | null;
-  target: { uri: string; storage: StorageConfig | null; creation: CreationSettings; match: MatchColumns } | null;
+  source: {
+    uri: string;
+    storage: StorageConfig | null;
+    discover: JobConfig['source']['discover'] | null;
+    include?: string[];
+    exclude?: string[];
+  } | null;
+  target: {
+    uri: string;
+    storage: StorageConfig | null;
+    creation: CreationSettings;
+    match: MatchColumns;
+  } | null;
   deleteWhen: string | null;
   /** The whole job when the config is valid: its settings are compared with those its state recorded. */
   config: JobConfig | null;
@@ -78,19 +108,31 @@ interface ConfigProblem {
 }
 
 /** Validate the config file and every selected job's source and target; see the module comment. */
-export async function validateJobs(opts: ValidateOptions, ctx: Omit<RunContext, 'storage'>): Promise<ValidateReport[]> {
+export async function validateJobs(
+  opts: ValidateOptions,
+  ctx: Omit<RunContext, 'storage'>,
+): Promise<ValidateReport[]> {
   const read = await readConfig(opts.file);
-  if ('fatal' in read) return [report(null, [{ check: 'config', message: read.fatal.message, kind: 'usage' }])];
+  if ('fatal' in read)
+    return [report(null, [{ check: 'config', message: read.fatal.message, kind: 'usage' }])];
   const parts = selected(read.parts, opts.jobs);
   const reports: ValidateReport[] = [];
   const general = read.problems.filter((p) => jobIndexOf(p.field) === null);
-  if (general.length > 0) reports.push(report(null, general.map((p) => configProblem(p))));
+  if (general.length > 0)
+    reports.push(
+      report(
+        null,
+        general.map((p) => configProblem(p)),
+      ),
+    );
   const spool = await Spool.create('validate', ctx.spoolRoot);
   let session: DuckSession | null = null;
   try {
     session = await DuckSession.open({ tempDirectory: path.join(spool.dir, 'duckdb') });
     for (const job of parts) {
-      const own = read.problems.filter((p) => jobIndexOf(p.field) === job.index).map((p) => configProblem(p));
+      const own = read.problems
+        .filter((p) => jobIndexOf(p.field) === job.index)
+        .map((p) => configProblem(p));
       const checked = await checkJob(job, { session, spool, ctx, budget: new RetryBudget() });
       reports.push(report(job.name, [...own, ...checked.problems], checked.warnings));
     }
@@ -124,7 +166,10 @@ async function readConfig(file: string): Promise<ReadConfig> {
     const problems = lines.map((l) => splitProblem(String(l)));
     return { parts: await salvage(file, problems), problems };
   }
-  return { parts: config.jobs.map((job, index) => partsOf(job, index, config.storage)), problems: [] };
+  return {
+    parts: config.jobs.map((job, index) => partsOf(job, index, config.storage)),
+    problems: [],
+  };
 }
 
 /** `jobs[0].tagret: unknown field; did you mean target?` → field and message (loadConfig's line format). */
@@ -139,8 +184,14 @@ function jobIndexOf(field: string | null): number | null {
 }
 
 function configProblem(p: ConfigProblem): Problem {
-  const check: Check = p.field !== null && /\.source\.discover(\.|$)/.test(p.field) ? 'discovery' : 'config';
-  return { check, ...(p.field === null ? {} : { field: p.field }), message: p.field === null ? p.message : `${p.field}: ${p.message}`, kind: 'usage' };
+  const check: Check =
+    p.field !== null && /\.source\.discover(\.|$)/.test(p.field) ? 'discovery' : 'config';
+  return {
+    check,
+    ...(p.field === null ? {} : { field: p.field }),
+    message: p.field === null ? p.message : `${p.field}: ${p.message}`,
+    kind: 'usage',
+  };
 }
 
 /** Parts of a valid job. */
@@ -149,8 +200,19 @@ function partsOf(job: JobConfig, index: number, global: StorageConfig): JobParts
   return {
     index,
     name: job.name,
-    source: { uri: job.source.uri, storage: sourceStorageConfig(global, job), discover: job.source.discover, ...(include ? { include } : {}), ...(exclude ? { exclude } : {}) },
-    target: { uri: job.target.uri, storage: targetStorageConfig(global, job), creation: job.target, match: job.target },
+    source: {
+      uri: job.source.uri,
+      storage: sourceStorageConfig(global, job),
+      discover: job.source.discover,
+      ...(include ? { include } : {}),
+      ...(exclude ? { exclude } : {}),
+    },
+    target: {
+      uri: job.target.uri,
+      storage: targetStorageConfig(global, job),
+      creation: job.target,
+      match: job.target,
+    },
     deleteWhen: job.target.deleteWhen ?? null,
     config: job,
     declared: job.source.columns ?? {},
@@ -171,8 +233,17 @@ async function salvage(file: string, problems: readonly ConfigProblem[]): Promis
   const doc = parseDocument(await readFile(absolute, 'utf8')).toJS() as unknown;
   const raw = record(interpolate(doc, process.env).value);
   const baseDir = path.dirname(absolute);
-  const bad = (field: string) => problems.some((p) => p.field !== null && (p.field === field || p.field.startsWith(`${field}.`) || p.field.startsWith(`${field}[`)));
-  const valid = <S extends z.ZodType>(schema: S, value: unknown, field: string): { value: z.output<S> } | null => {
+  const bad = (field: string) =>
+    problems.some(
+      (p) =>
+        p.field !== null &&
+        (p.field === field || p.field.startsWith(`${field}.`) || p.field.startsWith(`${field}[`)),
+    );
+  const valid = <S extends z.ZodType>(
+    schema: S,
+    value: unknown,
+    field: string,
+  ): { value: z.output<S> } | null => {
     if (bad(field)) return null;
     const parsed = schema.safeParse(value);
     return parsed.success ? { value: parsed.data } : null;
@@ -184,7 +255,9 @@ async function salvage(file: string, problems: readonly ConfigProblem[]): Promis
     const job = record(rawJob);
     const src = record(job['source']);
     const tgt = record(job['target']);
-    const storageOf = (own: { value: Partial<StorageConfig> | undefined } | null): StorageConfig | null =>
+    const storageOf = (
+      own: { value: Partial<StorageConfig> | undefined } | null,
+    ): StorageConfig | null =>
       global === null || own === null ? null : { ...global, ...definedOnly(own.value ?? {}) };
     const sourceUri = valid(sourceShape.uri, src['uri'], `${at}.source.uri`);
     const targetUri = valid(targetShape.uri, tgt['uri'], `${at}.target.uri`);
@@ -196,7 +269,8 @@ async function salvage(file: string, problems: readonly ConfigProblem[]): Promis
       source: sourceUri && {
         uri: resolveUri(sourceUri.value, baseDir),
         storage: storageOf(valid(sourceShape.storage, src['storage'], `${at}.source.storage`)),
-        discover: valid(sourceShape.discover, src['discover'], `${at}.source.discover`)?.value ?? null,
+        discover:
+          valid(sourceShape.discover, src['discover'], `${at}.source.discover`)?.value ?? null,
         ...(include ? { include } : {}),
         ...(exclude ? { exclude } : {}),
       },
@@ -204,9 +278,21 @@ async function salvage(file: string, problems: readonly ConfigProblem[]): Promis
         uri: resolveUri(targetUri.value, baseDir),
         storage: storageOf(valid(targetShape.storage, tgt['storage'], `${at}.target.storage`)),
         creation: {
-          columnMapping: valid(targetShape.columnMapping, tgt['columnMapping'], `${at}.target.columnMapping`)?.value,
-          partitionBy: valid(targetShape.partitionBy, tgt['partitionBy'], `${at}.target.partitionBy`)?.value,
-          changeDataFeed: valid(targetShape.changeDataFeed, tgt['changeDataFeed'], `${at}.target.changeDataFeed`)?.value,
+          columnMapping: valid(
+            targetShape.columnMapping,
+            tgt['columnMapping'],
+            `${at}.target.columnMapping`,
+          )?.value,
+          partitionBy: valid(
+            targetShape.partitionBy,
+            tgt['partitionBy'],
+            `${at}.target.partitionBy`,
+          )?.value,
+          changeDataFeed: valid(
+            targetShape.changeDataFeed,
+            tgt['changeDataFeed'],
+            `${at}.target.changeDataFeed`,
+          )?.value,
         },
         match: {
           mode: valid(targetShape.mode, tgt['mode'], `${at}.target.mode`)?.value,
@@ -214,7 +300,8 @@ async function salvage(file: string, problems: readonly ConfigProblem[]): Promis
           orderBy: valid(targetShape.orderBy, tgt['orderBy'], `${at}.target.orderBy`)?.value,
         },
       },
-      deleteWhen: valid(targetShape.deleteWhen, tgt['deleteWhen'], `${at}.target.deleteWhen`)?.value ?? null,
+      deleteWhen:
+        valid(targetShape.deleteWhen, tgt['deleteWhen'], `${at}.target.deleteWhen`)?.value ?? null,
       config: null,
       declared: valid(sourceShape.columns, src['columns'], `${at}.source.columns`)?.value ?? {},
     };
@@ -225,13 +312,19 @@ function selected(parts: JobParts[], names: readonly string[] | undefined): JobP
   if (!names || names.length === 0) return parts;
   return names.map((name) => {
     const job = parts.find((p) => p.name === name);
-    if (!job) throw new ConfigError(`no job named ${JSON.stringify(name)} in the config (jobs: ${parts.map((p) => p.name).join(', ')})`, { field: 'job' });
+    if (!job)
+      throw new ConfigError(
+        `no job named ${JSON.stringify(name)} in the config (jobs: ${parts.map((p) => p.name).join(', ')})`,
+        { field: 'job' },
+      );
     return job;
   });
 }
 
 function record(value: unknown): Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {
@@ -262,8 +355,17 @@ async function checkJob(job: JobParts, res: Resources): Promise<Found> {
   if (job.source) await checkSource(job, job.source, res, found);
   let columns: string[] | null = null;
   if (job.target) columns = await checkTarget(job, job.target, res, found);
-  if (job.deleteWhen !== null) found.problems.push(...(await deleteWhenProblems(res.session, job.deleteWhen, columns, `${at}.target.deleteWhen`)));
-  if (job.config && job.source && found.noTableYet && found.problems.length === 0) await checkFirstBatch(job.config, job.source, res, found, at);
+  if (job.deleteWhen !== null)
+    found.problems.push(
+      ...(await deleteWhenProblems(
+        res.session,
+        job.deleteWhen,
+        columns,
+        `${at}.target.deleteWhen`,
+      )),
+    );
+  if (job.config && job.source && found.noTableYet && found.problems.length === 0)
+    await checkFirstBatch(job.config, job.source, res, found, at);
   return found;
 }
 
@@ -271,30 +373,61 @@ async function checkJob(job: JobParts, res: Resources): Promise<Found> {
  * Before the first run: read a sample of its first batch as the run would (./sample-types.ts), so
  * a key inferred as text or floating is a warning and an orderBy compared as text a problem now.
  */
-async function checkFirstBatch(job: JobConfig, parts: NonNullable<JobParts['source']>, res: Resources, found: Found, at: string): Promise<void> {
+async function checkFirstBatch(
+  job: JobConfig,
+  parts: NonNullable<JobParts['source']>,
+  res: Resources,
+  found: Found,
+  at: string,
+): Promise<void> {
   if (job.target.mode !== 'merge') return;
   try {
     const source = openWith(parts.uri, parts.storage, res);
     const sampled = await sampleFirstBatch(job, source, res.session, res.spool);
     if (!sampled) return;
     const of = `(read ${sampled.sampled} of the ${sampled.batchFiles} files the first run loads first)`;
-    for (const w of sampled.warnings) found.warnings.push({ check: 'source', field: `${at}.source.columns`, message: `the first run would warn: ${w} ${of}`, kind: 'usage' });
+    for (const w of sampled.warnings)
+      found.warnings.push({
+        check: 'source',
+        field: `${at}.source.columns`,
+        message: `the first run would warn: ${w} ${of}`,
+        kind: 'usage',
+      });
     const r = sampled.refusal;
     if (r) {
       const column = typeof r.context.column === 'string' ? r.context.column : null;
-      const field = column !== null && column === job.target.orderBy ? `${at}.target.orderBy` : `${at}.source.uri`;
+      const field =
+        column !== null && column === job.target.orderBy
+          ? `${at}.target.orderBy`
+          : `${at}.source.uri`;
       // An orderBy compared as text is fixed in the config (source.columns): a usage problem, exit 2.
-      const entry = { check: 'source' as const, field, message: `the first run would fail: ${r.message} ${of}`, kind: field.endsWith('.target.orderBy') ? ('usage' as const) : r.kind };
+      const entry = {
+        check: 'source' as const,
+        field,
+        message: `the first run would fail: ${r.message} ${of}`,
+        kind: field.endsWith('.target.orderBy') ? ('usage' as const) : r.kind,
+      };
       // A refusal naming a file: under onBadFile: quarantine the run sets that file aside instead.
-      if (job.onBadFile === 'quarantine' && typeof r.context.key === 'string') found.warnings.push(entry);
+      if (job.onBadFile === 'quarantine' && typeof r.context.key === 'string')
+        found.warnings.push(entry);
       else found.problems.push(entry);
     }
   } catch (err) {
-    found.warnings.push({ check: 'source', field: `${at}.source.uri`, message: `the first batch's types were not checked: ${err instanceof Error ? err.message : String(err)}`, kind: 'terminal' });
+    found.warnings.push({
+      check: 'source',
+      field: `${at}.source.uri`,
+      message: `the first batch's types were not checked: ${err instanceof Error ? err.message : String(err)}`,
+      kind: 'terminal',
+    });
   }
 }
 
-async function checkSource(job: JobParts, source: NonNullable<JobParts['source']>, res: Resources, found: Found): Promise<void> {
+async function checkSource(
+  job: JobParts,
+  source: NonNullable<JobParts['source']>,
+  res: Resources,
+  found: Found,
+): Promise<void> {
   const field = `jobs[${job.index}].source.uri`;
   const storage = open(source.uri, source.storage, res, found, { check: 'source', field });
   if (!storage) return;
@@ -303,11 +436,21 @@ async function checkSource(job: JobParts, source: NonNullable<JobParts['source']
     const partial = { source: { ...source, discover: source.discover } } as unknown as JobConfig;
     const settings = source.discover ? resolveDiscovery(discoveryConfigOf(partial)) : null;
     const layout = settings?.mode === 'partition' ? settings.layout : null;
-    const survey = await surveySource(storage, layout, settings ? { selects: settings.selects } : {});
+    const survey = await surveySource(
+      storage,
+      layout,
+      settings ? { selects: settings.selects } : {},
+    );
     const problem = await sourceProblem(storage, survey, job.name);
     if (problem) {
       const onLayout = problem.context.field === 'source.discover.layout';
-      found.problems.push(problemOf('source', onLayout ? `jobs[${job.index}].source.discover.layout` : field, problem));
+      found.problems.push(
+        problemOf(
+          'source',
+          onLayout ? `jobs[${job.index}].source.discover.layout` : field,
+          problem,
+        ),
+      );
     } else if (survey.empty) {
       const near = await nearbyName(storage.uri, (uri) => openWith(uri, source.storage, res));
       found.warnings.push({
@@ -317,17 +460,28 @@ async function checkSource(job: JobParts, source: NonNullable<JobParts['source']
         kind: 'terminal',
       });
     }
-    if (!source.discover) found.warnings.push(notChecked('source', field, 'the layout', 'source.discover'));
-    if (settings?.mode === 'notifications') await checkQueue(settings, job.index, source.storage?.region, found);
+    if (!source.discover)
+      found.warnings.push(notChecked('source', field, 'the layout', 'source.discover'));
+    if (settings?.mode === 'notifications')
+      await checkQueue(settings, job.index, source.storage?.region, found);
   } catch (err) {
     found.problems.push(problemOf('source', field, err));
   }
 }
 
 /** The queue of notification discovery answers (GetQueueAttributes), and has a dead-letter queue for what tidemark cannot read. */
-async function checkQueue(settings: NotificationSettings, index: number, storageRegion: string | undefined, found: Found): Promise<void> {
+async function checkQueue(
+  settings: NotificationSettings,
+  index: number,
+  storageRegion: string | undefined,
+  found: Found,
+): Promise<void> {
   const field = `jobs[${index}].source.discover.queue`;
-  const queue = new SqsQueue({ url: settings.queueUrl, region: settings.region ?? queueRegion(settings.queueUrl) ?? storageRegion ?? 'us-east-1', maxAttempts: 2 });
+  const queue = new SqsQueue({
+    url: settings.queueUrl,
+    region: settings.region ?? queueRegion(settings.queueUrl) ?? storageRegion ?? 'us-east-1',
+    maxAttempts: 2,
+  });
   try {
     const { redrive } = await queue.describe();
     if (!redrive) {
@@ -346,9 +500,17 @@ async function checkQueue(settings: NotificationSettings, index: number, storage
 }
 
 /** Writable, conditional writes, a readable table tidemark may write; the table's columns (null: no table yet). */
-async function checkTarget(job: JobParts, target: NonNullable<JobParts['target']>, res: Resources, found: Found): Promise<string[] | null> {
+async function checkTarget(
+  job: JobParts,
+  target: NonNullable<JobParts['target']>,
+  res: Resources,
+  found: Found,
+): Promise<string[] | null> {
   const at = `jobs[${job.index}]`;
-  const storage = open(target.uri, target.storage, res, found, { check: 'target', field: `${at}.target.uri` });
+  const storage = open(target.uri, target.storage, res, found, {
+    check: 'target',
+    field: `${at}.target.uri`,
+  });
   if (!storage) return null;
   // Without valid storage settings only a local target is opened, where singleWriter does not matter.
   const { singleWriter } = target.storage ?? { singleWriter: false };
@@ -367,7 +529,11 @@ async function checkTarget(job: JobParts, target: NonNullable<JobParts['target']
     }
   }
   try {
-    const snapshot = await openTable(storage, { session: res.session, spool: res.spool }, { singleWriter }).snapshot();
+    const snapshot = await openTable(
+      storage,
+      { session: res.session, spool: res.spool },
+      { singleWriter },
+    ).snapshot();
     if (!snapshot) {
       found.noTableYet = true;
       return null;
@@ -375,9 +541,14 @@ async function checkTarget(job: JobParts, target: NonNullable<JobParts['target']
     assertWritable(snapshot.protocol, snapshot.metadata, storage.uri);
     const settings = tableSettingFindings(target.creation, snapshot, `${at}.target`);
     const missing = missingColumnProblems(target.match, snapshot, `${at}.target`);
-    found.problems.push(...missing, ...settings.problems, ...declaredTypeProblems(job.declared, snapshot, `${at}.source`));
+    found.problems.push(
+      ...missing,
+      ...settings.problems,
+      ...declaredTypeProblems(job.declared, snapshot, `${at}.source`),
+    );
     found.warnings.push(...settings.warnings);
-    if (job.config && missing.length === 0) await checkConfigChanges(job.config, snapshot, storage, res, found, at);
+    if (job.config && missing.length === 0)
+      await checkConfigChanges(job.config, snapshot, storage, res, found, at);
     return snapshot.schema.fields.map((f) => f.name);
   } catch (err) {
     found.problems.push(problemOf('target', `${at}.target.uri`, err));
@@ -389,20 +560,49 @@ async function checkTarget(job: JobParts, target: NonNullable<JobParts['target']
  * The job's settings against those its state recorded (./config-change.ts): what a run would
  * refuse is a problem, every other change a warning saying what the run will do.
  */
-async function checkConfigChanges(job: JobConfig, snapshot: Snapshot, storage: Storage, res: Resources, found: Found, at: string): Promise<void> {
+async function checkConfigChanges(
+  job: JobConfig,
+  snapshot: Snapshot,
+  storage: Storage,
+  res: Resources,
+  found: Found,
+  at: string,
+): Promise<void> {
   const renamed = renamedJobProblem(snapshot, job);
   if (renamed) found.problems.push(problemOf('target', `${at}.name`, renamed));
   const state = readJobState(snapshot, job.name);
   const mismatch = stateMismatch(discoveryConfigOf(job), state.discovery);
-  if (mismatch) found.problems.push(problemOf('discovery', `${at}.source.${String(mismatch.context.field ?? 'discover')}`, mismatch));
-  const findings = await findConfigChanges(job, state, snapshot, { session: res.session, storage, spool: res.spool }, {
-    tombstones: [{ folder: job.name, state: state.tombstones }, ...backfillTombstones(snapshot, job.name)],
-    accept: false,
-  });
-  for (const r of findings.refusals) found.problems.push(problemOf('target', `${at}.${String(r.context.field ?? 'target')}`, r));
+  if (mismatch)
+    found.problems.push(
+      problemOf(
+        'discovery',
+        `${at}.source.${String(mismatch.context.field ?? 'discover')}`,
+        mismatch,
+      ),
+    );
+  const findings = await findConfigChanges(
+    job,
+    state,
+    snapshot,
+    { session: res.session, storage, spool: res.spool },
+    {
+      tombstones: [
+        { folder: job.name, state: state.tombstones },
+        ...backfillTombstones(snapshot, job.name),
+      ],
+      accept: false,
+    },
+  );
+  for (const r of findings.refusals)
+    found.problems.push(problemOf('target', `${at}.${String(r.context.field ?? 'target')}`, r));
   for (const c of findings.changes) {
     if (mismatch && c.field === 'source.discover.by') continue;
-    found.warnings.push({ check: 'config', field: `${at}.${c.field}`, message: `${c.field} changed from ${c.from} to ${c.to}: ${c.effect}`, kind: 'usage' });
+    found.warnings.push({
+      check: 'config',
+      field: `${at}.${c.field}`,
+      message: `${c.field} changed from ${c.from} to ${c.to}: ${c.effect}`,
+      kind: 'usage',
+    });
   }
 }
 
@@ -410,7 +610,13 @@ async function checkConfigChanges(job: JobConfig, snapshot: Snapshot, storage: S
  * The storage at `uri`, or null when it cannot be opened (a malformed URI: a problem) or its S3
  * settings are invalid (a warning: the config problem above says why).
  */
-function open(uri: string, storage: StorageConfig | null, res: Resources, found: Found, where: { check: Check; field: string }): Storage | null {
+function open(
+  uri: string,
+  storage: StorageConfig | null,
+  res: Resources,
+  found: Found,
+  where: { check: Check; field: string },
+): Storage | null {
   try {
     if (storage === null && describeUri(uri).kind === 's3') {
       found.warnings.push(notChecked(where.check, where.field, uri, 'the storage settings'));
@@ -418,7 +624,9 @@ function open(uri: string, storage: StorageConfig | null, res: Resources, found:
     }
     return openWith(uri, storage, res);
   } catch (err) {
-    found.problems.push(problemOf(where.check, where.field, err, err instanceof TidemarkError ? err.kind : 'usage'));
+    found.problems.push(
+      problemOf(where.check, where.field, err, err instanceof TidemarkError ? err.kind : 'usage'),
+    );
     return null;
   }
 }

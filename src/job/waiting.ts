@@ -12,7 +12,11 @@ import type { WaitingPartitionState } from './state.js';
 
 /** The plan's waiting partitions, as the state records them. */
 export function waitingOf(plan: DiscoveryPlan): WaitingPartitionState[] {
-  return plan.waiting.map((w) => ({ partition: w.partition, files: w.files, since: w.since.toISOString() }));
+  return plan.waiting.map((w) => ({
+    partition: w.partition,
+    files: w.files,
+    since: w.since.toISOString(),
+  }));
 }
 
 /** The job's marker timeout in ms (null: the job does not wait for markers). */
@@ -22,12 +26,22 @@ function markerTimeoutOf(job: JobConfig): number | null {
 }
 
 /** Waiting partitions as reports show them, overdue as of `now`. */
-export function reportWaiting(job: JobConfig, waiting: readonly WaitingPartitionState[], now: Date): WaitingForMarker[] {
+export function reportWaiting(
+  job: JobConfig,
+  waiting: readonly WaitingPartitionState[],
+  now: Date,
+): WaitingForMarker[] {
   const timeout = markerTimeoutOf(job);
-  return waiting.map((w) => ({ ...w, overdue: timeout !== null && now.getTime() - Date.parse(w.since) > timeout }));
+  return waiting.map((w) => ({
+    ...w,
+    overdue: timeout !== null && now.getTime() - Date.parse(w.since) > timeout,
+  }));
 }
 
 /** Whether two recorded lists say the same. */
-export function sameWaiting(a: readonly WaitingPartitionState[] | undefined, b: readonly WaitingPartitionState[]): boolean {
+export function sameWaiting(
+  a: readonly WaitingPartitionState[] | undefined,
+  b: readonly WaitingPartitionState[],
+): boolean {
   return JSON.stringify(a ?? []) === JSON.stringify(b);
 }

@@ -18,7 +18,15 @@ import type { KeyBound } from '../delta/key-bounds.js';
 import type { CommitRequest } from '../delta/transaction.js';
 import { batchKeyBounds } from '../engine/batch-key-bounds.js';
 import { SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW } from '../engine/load.js';
-import { stageAppend, stageMerge, stageReplace, writeSummary, type StagedWrite, type WriteSummary, type WriteTarget } from '../engine/merge/index.js';
+import {
+  stageAppend,
+  stageMerge,
+  stageReplace,
+  writeSummary,
+  type StagedWrite,
+  type WriteSummary,
+  type WriteTarget,
+} from '../engine/merge/index.js';
 import type { DiscoveredFile } from '../discovery/index.js';
 import type { LoadedBatch } from './load-batch.js';
 import type { PhaseTimer } from './phases.js';
@@ -100,18 +108,28 @@ export interface WrittenBatch<S extends OwnedState> {
 }
 
 /** Commit the batch and the state together. */
-export async function writeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
+export async function writeBatch<S extends OwnedState>(
+  opts: WriteBatchOptions<S>,
+): Promise<WrittenBatch<S>> {
   const mode = opts.scope.job.target.mode;
   // A replace by a delivery without rows empties the table: that is what the delivery says.
-  const emptiesTable = (mode === 'replace' || opts.fullExtract === true) && opts.snapshot !== null && opts.batch.files > 0;
+  const emptiesTable =
+    (mode === 'replace' || opts.fullExtract === true) &&
+    opts.snapshot !== null &&
+    opts.batch.files > 0;
   if (opts.batch.rowsRead === 0 && !emptiesTable) {
     if (opts.snapshot) return commitStateOnly(opts, opts.snapshot);
     // No table yet. Empty Parquet files declare their columns' types: they create the table (no
     // rows), and its first commit records them. Empty CSV or JSON files declare none: creating
     // the table from them would guess its types, so nothing commits and they wait (version null).
-    if (!opts.batch.typesDeclared) return { version: null, summary: writeSummary({}, null), state: opts.state };
+    if (!opts.batch.typesDeclared)
+      return { version: null, summary: writeSummary({}, null), state: opts.state };
   }
-  return mode === 'append' ? appendBatch(opts) : mode === 'replace' ? replaceBatch(opts) : mergeBatch(opts);
+  return mode === 'append'
+    ? appendBatch(opts)
+    : mode === 'replace'
+      ? replaceBatch(opts)
+      : mergeBatch(opts);
 }
 
 /**
@@ -119,7 +137,10 @@ export async function writeBatch<S extends OwnedState>(opts: WriteBatchOptions<S
  * `source.columns`, and `timestamp_ntz` for a naive Parquet timestamp (a wall clock, as Spark
  * reads it; ../engine/parquet-timestamps.ts). A declaration wins.
  */
-function declaredTypesOf(job: JobConfig, batch: LoadedBatch): { declaredTypes?: Record<string, string> } {
+function declaredTypesOf(
+  job: JobConfig,
+  batch: LoadedBatch,
+): { declaredTypes?: Record<string, string> } {
   const naive = Object.fromEntries(batch.naiveTimestamps.map((c) => [c, 'timestamp_ntz']));
   const declared = { ...naive, ...job.source.columns };
   return Object.keys(declared).length === 0 ? {} : { declaredTypes: declared };
@@ -155,18 +176,23 @@ function writeTarget<S extends OwnedState>(opts: WriteBatchOptions<S>): WriteTar
  * `_source_file`; under `onOverwrite: reload` their earlier rows are replaced in this commit (an
  * unchanged file is left out), under `ignore` they are not appended again.
  */
-async function appendBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
+async function appendBatch<S extends OwnedState>(
+  opts: WriteBatchOptions<S>,
+): Promise<WrittenBatch<S>> {
   const { job } = opts.scope;
   const loadedBefore = opts.loadedBefore ?? [];
   const existingSources = {
-    onExisting: job.source.discover.onOverwrite === 'ignore' ? ('keep' as const) : ('replace' as const),
+    onExisting:
+      job.source.discover.onOverwrite === 'ignore' ? ('keep' as const) : ('replace' as const),
     files: loadedBefore,
     ignoreColumns: [SOURCE_MODIFIED],
     deletionVectors: dvSetting(job),
     rewriteBelowBytes: job.target.rewriteFilesBelow,
     rewriteDeletedShare: job.target.rewriteDeletedShare,
   };
-  const staged = await opts.timer.time('merge', () => stageAppend({ ...writeTarget(opts), ...(loadedBefore.length > 0 ? { existingSources } : {}) }));
+  const staged = await opts.timer.time('merge', () =>
+    stageAppend({ ...writeTarget(opts), ...(loadedBefore.length > 0 ? { existingSources } : {}) }),
+  );
   if (staged.summary.filesAdded > 0) await opts.scope.ctx.hooks?.afterWrite?.(opts.batchNo);
   const state = await preparedState(opts, opts.state);
   const version = await commitWith(opts, staged, state);
@@ -177,7 +203,9 @@ async function appendBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pr
  * Replace: every live file removed and the delivery's rows added, with the state, in one commit
  * (../engine/merge/replace.ts). The job chose the delivery (./deliveries.ts).
  */
-async function replaceBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
+async function replaceBatch<S extends OwnedState>(
+  opts: WriteBatchOptions<S>,
+): Promise<WrittenBatch<S>> {
   const staged = await opts.timer.time('merge', () => stageReplace(writeTarget(opts)));
   if (staged.summary.filesAdded > 0) await opts.scope.ctx.hooks?.afterWrite?.(opts.batchNo);
   const state = await preparedState(opts, opts.state);
@@ -195,10 +223,13 @@ function dvSetting(job: JobScope['job']): 'auto' | 'on' | 'off' {
  * bury older rows, and the batch's deletes are written as a tombstone file of the owner just before
  * the commit, whose state lists it.
  */
-async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Promise<WrittenBatch<S>> {
+async function mergeBatch<S extends OwnedState>(
+  opts: WriteBatchOptions<S>,
+): Promise<WrittenBatch<S>> {
   const { scope } = opts;
   // A full extract: the batch with delete rows of the keys it lacks (refused past the bound before anything is written).
-  const extract = opts.fullExtract && opts.snapshot ? await extractBatch(scope, opts.snapshot, opts.batch) : null;
+  const extract =
+    opts.fullExtract && opts.snapshot ? await extractBatch(scope, opts.snapshot, opts.batch) : null;
   try {
     return await mergeInto(opts, extract);
   } finally {
@@ -206,7 +237,10 @@ async function mergeBatch<S extends OwnedState>(opts: WriteBatchOptions<S>): Pro
   }
 }
 
-async function mergeInto<S extends OwnedState>(opts: WriteBatchOptions<S>, extract: ExtractBatch | null): Promise<WrittenBatch<S>> {
+async function mergeInto<S extends OwnedState>(
+  opts: WriteBatchOptions<S>,
+  extract: ExtractBatch | null,
+): Promise<WrittenBatch<S>> {
   const { scope } = opts;
   const { job } = scope;
   const target = writeTarget(opts);
@@ -231,7 +265,12 @@ async function mergeInto<S extends OwnedState>(opts: WriteBatchOptions<S>, extra
     const staged = await opts.timer.time('merge', () =>
       stageMerge({
         ...target,
-        ...(extract ? { batch: extract.table, internalColumns: [...(target.internalColumns ?? []), extract.flagColumn] } : {}),
+        ...(extract
+          ? {
+              batch: extract.table,
+              internalColumns: [...(target.internalColumns ?? []), extract.flagColumn],
+            }
+          : {}),
         keyColumns: job.target.key!,
         orderBy: job.target.orderBy!,
         // Ties: the later file by LastModified, then by key; within a file dedupe took the later row (docs/concepts.md).
@@ -249,8 +288,13 @@ async function mergeInto<S extends OwnedState>(opts: WriteBatchOptions<S>, extra
     try {
       if (staged.summary.filesAdded > 0) await scope.ctx.hooks?.afterWrite?.(opts.batchNo);
       // The tombstone file is written before the commit that lists it: a failed commit leaves an orphan.
-      const state = await preparedState(opts, withTombstones(opts.state, await tombstones.own.record(staged.deletes)));
-      const keyBounds = opts.snapshot ? await batchKeyBounds(scope.session, opts.batch.table, opts.snapshot, job.target.key!) : [];
+      const state = await preparedState(
+        opts,
+        withTombstones(opts.state, await tombstones.own.record(staged.deletes)),
+      );
+      const keyBounds = opts.snapshot
+        ? await batchKeyBounds(scope.session, opts.batch.table, opts.snapshot, job.target.key!)
+        : [];
       const version = await commitWith(opts, staged, state, keyBounds);
       await tombstones.own.purge();
       return { version, summary: staged.summary, state };
@@ -267,8 +311,16 @@ async function mergeInto<S extends OwnedState>(opts: WriteBatchOptions<S>, extra
  * batch's key bounds, so a concurrent writer of other keys (another job, another shard) adding
  * files outside them does not conflict with it (../delta/conflicts.ts).
  */
-async function commitWith<S extends OwnedState>(opts: WriteBatchOptions<S>, staged: StagedWrite, state: S, keyBounds: KeyBound[] = []): Promise<number> {
-  const read = { ...staged.request.read, appIds: unique([...staged.request.read.appIds, opts.owner.appId]) };
+async function commitWith<S extends OwnedState>(
+  opts: WriteBatchOptions<S>,
+  staged: StagedWrite,
+  state: S,
+  keyBounds: KeyBound[] = [],
+): Promise<number> {
+  const read = {
+    ...staged.request.read,
+    appIds: unique([...staged.request.read.appIds, opts.owner.appId]),
+  };
   const request: CommitRequest = {
     ...staged.request,
     actions: [...staged.request.actions, ...opts.owner.actions(state)],
@@ -284,19 +336,29 @@ function withTombstones<S extends OwnedState>(state: S, tombstones: TombstoneSta
 }
 
 /** Empty files still move the watermark, so they are not listed again. */
-async function commitStateOnly<S extends OwnedState>(opts: WriteBatchOptions<S>, snapshot: Snapshot): Promise<WrittenBatch<S>> {
+async function commitStateOnly<S extends OwnedState>(
+  opts: WriteBatchOptions<S>,
+  snapshot: Snapshot,
+): Promise<WrittenBatch<S>> {
   const state = await preparedState(opts, opts.state);
   const version = await commit(opts, stateCommitRequest(opts.owner, state, snapshot));
   return { version, summary: writeSummary({}, null), state };
 }
 
 /** `state` after the owner's writes (`opts.prepare`): called once the commit is all that is left. */
-async function preparedState<S extends OwnedState>(opts: WriteBatchOptions<S>, state: S): Promise<S> {
+async function preparedState<S extends OwnedState>(
+  opts: WriteBatchOptions<S>,
+  state: S,
+): Promise<S> {
   return opts.prepare ? opts.prepare(state) : state;
 }
 
 /** A commit of the owner's state alone, without data (SET TRANSACTION), read on `snapshot`. */
-export function stateCommitRequest<S extends OwnedState>(owner: StateOwner<S>, state: S, snapshot: Snapshot): CommitRequest {
+export function stateCommitRequest<S extends OwnedState>(
+  owner: StateOwner<S>,
+  state: S,
+  snapshot: Snapshot,
+): CommitRequest {
   return {
     actions: owner.actions(state),
     operation: 'SET TRANSACTION',
@@ -308,11 +370,16 @@ export function stateCommitRequest<S extends OwnedState>(owner: StateOwner<S>, s
 }
 
 /** The commit point, between the beforeCommit hook and the table's commit loop. */
-async function commit<S extends OwnedState>(opts: WriteBatchOptions<S>, request: CommitRequest): Promise<number> {
+async function commit<S extends OwnedState>(
+  opts: WriteBatchOptions<S>,
+  request: CommitRequest,
+): Promise<number> {
   const { ctx, table, contention } = opts.scope;
   await ctx.hooks?.beforeCommit?.(opts.batchNo);
   const onRetry = () => void (contention.commitRetries += 1);
-  const result = await opts.timer.time('commit', () => table.commit(request, { onRetry, ...(ctx.signal ? { signal: ctx.signal } : {}) }));
+  const result = await opts.timer.time('commit', () =>
+    table.commit(request, { onRetry, ...(ctx.signal ? { signal: ctx.signal } : {}) }),
+  );
   return result.version;
 }
 
@@ -321,7 +388,10 @@ async function commit<S extends OwnedState>(opts: WriteBatchOptions<S>, request:
  * `delta.enableChangeDataFeed` when `target.changeDataFeed` asks for it.
  */
 function tablePropertiesOf(job: JobScope['job']): Pick<WriteTarget, 'tableProperties'> {
-  const properties = { ...job.target.tableProperties, ...(job.target.changeDataFeed ? { [ENABLE_CHANGE_DATA_FEED]: 'true' } : {}) };
+  const properties = {
+    ...job.target.tableProperties,
+    ...(job.target.changeDataFeed ? { [ENABLE_CHANGE_DATA_FEED]: 'true' } : {}),
+  };
   return Object.keys(properties).length > 0 ? { tableProperties: properties } : {};
 }
 

@@ -23,7 +23,12 @@ export interface LoggerOptions {
 
 /** `12:00:01 INFO: message` plus the fields on the same line (the runId is left out: it is in every line). */
 export function humanFormatter(colorize = false): (jsonLine: string) => string {
-  return prettyFactory({ colorize, translateTime: 'SYS:HH:MM:ss', ignore: 'runId', singleLine: true });
+  return prettyFactory({
+    colorize,
+    translateTime: 'SYS:HH:MM:ss',
+    ignore: 'runId',
+    singleLine: true,
+  });
 }
 
 /** A stream that redacts secrets and optionally reformats lines for humans. */
@@ -50,7 +55,11 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   const tty = (target as { isTTY?: boolean }).isTTY ?? false;
   const json = opts.json ?? !(process.stderr.isTTY ?? false);
   return pino(
-    { level: opts.level ?? process.env['TIDEMARK_LOG_LEVEL'] ?? 'info', base: undefined, timestamp: pino.stdTimeFunctions.isoTime },
+    {
+      level: opts.level ?? process.env['TIDEMARK_LOG_LEVEL'] ?? 'info',
+      base: undefined,
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
     sink(target, json ? null : humanFormatter(opts.colorize ?? tty)),
   );
 }

@@ -93,7 +93,10 @@ export function startProgress(opts: ProgressOptions): Progress {
   let reported = false;
   const log = () => {
     const of = opts.total !== undefined ? `/${opts.total}` : '';
-    opts.logger.info({ progress: opts.label, done: count, total: opts.total, bytes: bytes || undefined }, `${opts.label} ${count}${of}`);
+    opts.logger.info(
+      { progress: opts.label, done: count, total: opts.total, bytes: bytes || undefined },
+      `${opts.label} ${count}${of}`,
+    );
   };
   return {
     tick(n = 1, b = 0) {
@@ -137,7 +140,9 @@ export interface RunProgressOptions {
 /** Progress of one job's run; see the module comment. */
 export function startRunProgress(opts: RunProgressOptions): RunProgress {
   const stream = opts.stream ?? process.stderr;
-  return (opts.tty ?? isTTY(stream)) ? new TerminalRunProgress(opts.job, stream) : new LoggedRunProgress(opts);
+  return (opts.tty ?? isTTY(stream))
+    ? new TerminalRunProgress(opts.job, stream)
+    : new LoggedRunProgress(opts);
 }
 
 /** One bar whose label follows the phases: `orders listing`, `orders batch 2/5 merge`. */
@@ -214,13 +219,19 @@ class LoggedRunProgress implements RunProgress {
   constructor(private readonly opts: RunProgressOptions) {}
 
   phase(name: string): void {
-    this.opts.logger.debug({ job: this.opts.job, progress: 'phase', phase: name, ...this.where() }, `${name}`);
+    this.opts.logger.debug(
+      { job: this.opts.job, progress: 'phase', phase: name, ...this.where() },
+      `${name}`,
+    );
   }
 
   batch(n: number, of: number): void {
     this.batchNo = n;
     this.batches = of;
-    this.opts.logger.info({ job: this.opts.job, progress: 'batch', batch: n, of }, `batch ${n}/${of}`);
+    this.opts.logger.info(
+      { job: this.opts.job, progress: 'batch', batch: n, of },
+      `batch ${n}/${of}`,
+    );
   }
 
   fetch(total: number): Progress {

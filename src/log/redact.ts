@@ -3,7 +3,8 @@
  * AWS access keys, secret keys and session tokens from the environment, and signed-URL query parts.
  */
 
-const SIGNED_URL_PARAMS = /([?&](?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|Signature|AWSAccessKeyId)=)[^&\s"']+/gi;
+const SIGNED_URL_PARAMS =
+  /([?&](?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|Signature|AWSAccessKeyId)=)[^&\s"']+/gi;
 const ACCESS_KEY_ID = /\b(AKIA|ASIA)[A-Z0-9]{16}\b/g;
 
 /** Secret values known to this process (from the standard AWS environment variables). */
@@ -15,7 +16,9 @@ function knownSecrets(): string[] {
 
 /** Text with secrets replaced by `[redacted]`. */
 export function redactText(text: string): string {
-  let out = text.replace(SIGNED_URL_PARAMS, '$1[redacted]').replace(ACCESS_KEY_ID, '[redacted-key-id]');
+  let out = text
+    .replace(SIGNED_URL_PARAMS, '$1[redacted]')
+    .replace(ACCESS_KEY_ID, '[redacted-key-id]');
   for (const secret of knownSecrets()) out = out.split(secret).join('[redacted]');
   return out;
 }

@@ -26,12 +26,15 @@ export async function listDataFiles(
 ): Promise<ObjectInfo[]> {
   const partitionPrefixes = partitionColumns.map((c) => `${escapePartitionName(c)}=`);
   const isHidden = (name: string): boolean =>
-    (name.startsWith('_') || name.startsWith('.')) && !partitionPrefixes.some((p) => name.startsWith(p));
+    (name.startsWith('_') || name.startsWith('.')) &&
+    !partitionPrefixes.some((p) => name.startsWith(p));
   const limit = pLimit(LIST_CONCURRENCY);
   const found: ObjectInfo[] = [];
   // Only the listing holds a slot, never a walk waiting for its subfolders (no deadlock).
   const walk = async (prefix: string): Promise<void> => {
-    const page = await limit(() => storage.listAll({ prefix, delimiter: '/', ...(opts.signal ? { signal: opts.signal } : {}) }));
+    const page = await limit(() =>
+      storage.listAll({ prefix, delimiter: '/', ...(opts.signal ? { signal: opts.signal } : {}) }),
+    );
     for (const object of page.objects) {
       const name = object.key.slice(prefix.length);
       if (name !== '' && !name.includes('/') && !isHidden(name)) found.push(object);

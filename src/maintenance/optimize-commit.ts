@@ -33,8 +33,12 @@ export function optimizeCommitRequest(input: OptimizeCommitInput): CommitRequest
   const added = input.rewritten.flatMap((r) => r.added);
   return {
     actions: [
-      ...removed.map((f) => ({ remove: removeFileFor(f, { deletionTimestamp: input.now, dataChange: false }) })),
-      ...added.map((f) => ({ add: addFileFor(f, { modificationTime: input.now, dataChange: false }) })),
+      ...removed.map((f) => ({
+        remove: removeFileFor(f, { deletionTimestamp: input.now, dataChange: false }),
+      })),
+      ...added.map((f) => ({
+        add: addFileFor(f, { modificationTime: input.now, dataChange: false }),
+      })),
     ],
     operation: 'OPTIMIZE',
     operationParameters: { predicate: [], zOrderBy: [] },
@@ -50,9 +54,13 @@ export function optimizeCommitRequest(input: OptimizeCommitInput): CommitRequest
 }
 
 /** The operationMetrics Spark's OPTIMIZE writes, values as strings; file sizes are of the added files. */
-function optimizeMetrics(removed: readonly { size: number; deletionVector?: unknown }[], added: readonly { size: number }[]) {
+function optimizeMetrics(
+  removed: readonly { size: number; deletionVector?: unknown }[],
+  added: readonly { size: number }[],
+) {
   const sizes = added.map((f) => f.size).sort((a, b) => a - b);
-  const pick = (q: number): number => sizes[Math.min(sizes.length - 1, Math.floor(q * sizes.length))] ?? 0;
+  const pick = (q: number): number =>
+    sizes[Math.min(sizes.length - 1, Math.floor(q * sizes.length))] ?? 0;
   const metrics: Record<string, number> = {
     numRemovedFiles: removed.length,
     numAddedFiles: added.length,
@@ -63,7 +71,8 @@ function optimizeMetrics(removed: readonly { size: number; deletionVector?: unkn
     p50FileSize: pick(0.5),
     p75FileSize: pick(0.75),
     maxFileSize: sizes[sizes.length - 1] ?? 0,
-    numDeletionVectorsRemoved: removed.filter((f) => 'deletionVector' in f && f.deletionVector).length,
+    numDeletionVectorsRemoved: removed.filter((f) => 'deletionVector' in f && f.deletionVector)
+      .length,
   };
   return Object.fromEntries(Object.entries(metrics).map(([k, v]) => [k, String(v)]));
 }

@@ -16,8 +16,17 @@ import type { DeltaTable } from '../delta/table.js';
 import type { DuckSession } from '../engine/duckdb.js';
 import type { Spool } from '../spool/spool.js';
 import { DeltaLogError } from '../errors.js';
-import { optimizeCommitRequest, sum, uniquePartitions, type RewrittenBin } from './optimize-commit.js';
-import { planCompaction, DEFAULT_TARGET_FILE_BYTES, type CompactionOptions } from './plan-compaction.js';
+import {
+  optimizeCommitRequest,
+  sum,
+  uniquePartitions,
+  type RewrittenBin,
+} from './optimize-commit.js';
+import {
+  planCompaction,
+  DEFAULT_TARGET_FILE_BYTES,
+  type CompactionOptions,
+} from './plan-compaction.js';
 import { rewriteBin } from './rewrite-bin.js';
 
 /** Parallel downloads and uploads of data files. */
@@ -56,10 +65,16 @@ export interface OptimizeResult {
 }
 
 /** Compact the table's small files; see the module comment. */
-export async function optimizeTable(table: DeltaTable, session: DuckSession, opts: OptimizeOptions): Promise<OptimizeResult> {
+export async function optimizeTable(
+  table: DeltaTable,
+  session: DuckSession,
+  opts: OptimizeOptions,
+): Promise<OptimizeResult> {
   const snapshot = opts.snapshot ?? (await table.snapshot());
   if (!snapshot) {
-    throw new DeltaLogError(`[optimize] no Delta table at ${table.uri}`, { context: { uri: table.uri } });
+    throw new DeltaLogError(`[optimize] no Delta table at ${table.uri}`, {
+      context: { uri: table.uri },
+    });
   }
   // Refuse before rewriting anything, not only at the commit.
   assertWritable(snapshot.protocol, snapshot.metadata, table.uri);
@@ -99,8 +114,13 @@ export async function optimizeTable(table: DeltaTable, session: DuckSession, opt
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
   const rewritten: RewrittenBin[] = [];
-  for (const [i, bin] of plan.bins.entries()) rewritten.push({ bin, added: await rewriteBin(ctx, bin, i) });
-  const request = optimizeCommitRequest({ readVersion: snapshot.version, rewritten, now: (opts.now ?? Date.now)() });
+  for (const [i, bin] of plan.bins.entries())
+    rewritten.push({ bin, added: await rewriteBin(ctx, bin, i) });
+  const request = optimizeCommitRequest({
+    readVersion: snapshot.version,
+    rewritten,
+    now: (opts.now ?? Date.now)(),
+  });
   const { version } = await table.commit(request, opts.signal ? { signal: opts.signal } : {});
   const removed = rewritten.flatMap((r) => r.bin.files);
   const added = rewritten.flatMap((r) => r.added);

@@ -73,7 +73,11 @@ export function planCompaction(snapshot: Snapshot, opts: CompactionOptions = {})
     const purged = files.filter(purges);
     const smallFiles = files.filter((f) => f.size < small && !purges(f));
     const candidates = [...purged, ...(smallFiles.length >= minFiles ? smallFiles : [])];
-    bins.push(...packBins(candidates.sort(byArrival), target).filter((b) => b.files.length > 1 || b.files.some(purges)));
+    bins.push(
+      ...packBins(candidates.sort(byArrival), target).filter(
+        (b) => b.files.length > 1 || b.files.some(purges),
+      ),
+    );
   }
   const planned = bins.reduce((n, b) => n + b.files.length, 0);
   return { bins, consideredFiles: considered, skippedFiles: considered - planned };
@@ -86,7 +90,11 @@ function mustPurge(file: LiveFile, opts: CompactionOptions): boolean {
   if (opts.purge) return true;
   const rows = file.parsedStats?.numRecords;
   // Without a row count the share is unknown: purge, rather than keep a file that may be mostly deleted.
-  return rows === undefined || rows === 0 || dv.cardinality / rows > (opts.maxDeletedShare ?? DEFAULT_MAX_DELETED_SHARE);
+  return (
+    rows === undefined ||
+    rows === 0 ||
+    dv.cardinality / rows > (opts.maxDeletedShare ?? DEFAULT_MAX_DELETED_SHARE)
+  );
 }
 
 /**
@@ -133,5 +141,7 @@ function norm(v: string | null | undefined): string | null {
 }
 
 function byArrival(a: LiveFile, b: LiveFile): number {
-  return a.modificationTime - b.modificationTime || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+  return (
+    a.modificationTime - b.modificationTime || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)
+  );
 }

@@ -36,21 +36,40 @@ export interface RewriteContext {
 }
 
 /** Write and upload the new file(s) holding the bin's rows; returns them (not yet committed). */
-export async function rewriteBin(ctx: RewriteContext, bin: CompactionBin, index: number): Promise<WrittenFile[]> {
+export async function rewriteBin(
+  ctx: RewriteContext,
+  bin: CompactionBin,
+  index: number,
+): Promise<WrittenFile[]> {
   ctx.signal?.throwIfAborted();
   // Inputs and outputs are not needed once uploaded; freeing them bounds the spool to about one bin.
   const scratch = await ctx.spool.child(`optimize-bin-${index}`);
   const signal = ctx.signal ? { signal: ctx.signal } : {};
   try {
-    const { paths: local } = await localDataFiles(bin.files, { storage: ctx.storage, spool: scratch, folder: 'in', concurrency: ctx.concurrency, ...signal });
+    const { paths: local } = await localDataFiles(bin.files, {
+      storage: ctx.storage,
+      spool: scratch,
+      folder: 'in',
+      concurrency: ctx.concurrency,
+      ...signal,
+    });
     const table = TableConfig.of(ctx.snapshot.protocol, ctx.snapshot.metadata);
     const tracking = table.rowTracking.materialized;
-    const scan = await scanRelation(ctx.session, ctx, bin.files, (f) => local.get(f.path)!, tracking ? { stableRowIds: tracking } : {});
+    const scan = await scanRelation(
+      ctx.session,
+      ctx,
+      bin.files,
+      (f) => local.get(f.path)!,
+      tracking ? { stableRowIds: tracking } : {},
+    );
     const rows = targetFileRows(bin, ctx.targetFileBytes);
     const localDir = await scratch.folder('out');
     const clustering = clusteringColumns(ctx.snapshot);
     const written = await writeDataFiles(ctx.session, {
-      relationSql: clustering.length > 0 ? `SELECT * FROM (${scan.sql}) ORDER BY ${clustering.map(ident).join(', ')}` : scan.sql,
+      relationSql:
+        clustering.length > 0
+          ? `SELECT * FROM (${scan.sql}) ORDER BY ${clustering.map(ident).join(', ')}`
+          : scan.sql,
       ...(tracking ? { hiddenColumns: hiddenRowIdColumns(tracking) } : {}),
       schema: ctx.snapshot.schema,
       partitionColumns: ctx.snapshot.partitionColumns,
@@ -77,4 +96,3 @@ export function targetFileRows(bin: CompactionBin, targetFileBytes: number): num
   if (rows === undefined || rows === 0 || bin.bytes === 0) return undefined;
   return Math.max(1, Math.floor(targetFileBytes / (bin.bytes / rows)));
 }
-

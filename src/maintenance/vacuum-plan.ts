@@ -43,9 +43,13 @@ export interface VacuumPlan {
 /** The files to delete; see the module comment. */
 export function planVacuum(input: VacuumPlanInput): VacuumPlan {
   const uri = input.snapshot.tableUri;
-  const live = new Set(input.snapshot.files.flatMap((f) => [...keyOf(f.path, uri), ...dvKeyOf(f, uri)]));
+  const live = new Set(
+    input.snapshot.files.flatMap((f) => [...keyOf(f.path, uri), ...dvKeyOf(f, uri)]),
+  );
   const retained = new Set(
-    input.snapshot.removes.filter((t) => (t.deletionTimestamp ?? 0) > input.cutoff).flatMap((t) => [...keyOf(t.path, uri), ...dvKeyOf(t, uri)]),
+    input.snapshot.removes
+      .filter((t) => (t.deletionTimestamp ?? 0) > input.cutoff)
+      .flatMap((t) => [...keyOf(t.path, uri), ...dvKeyOf(t, uri)]),
   );
   const plan: VacuumPlan = { toDelete: [], keptLive: 0, keptTombstoned: 0, keptYoung: 0 };
   for (const object of input.objects) {
@@ -62,7 +66,10 @@ export function planVacuum(input: VacuumPlanInput): VacuumPlan {
  * DV, for an inline one, or for a `p` path outside the table): a `.bin` file stays while any live
  * file or retained remove points into it, at any offset.
  */
-function dvKeyOf(action: { deletionVector?: DeletionVectorDescriptor | null }, uri: string): string[] {
+function dvKeyOf(
+  action: { deletionVector?: DeletionVectorDescriptor | null },
+  uri: string,
+): string[] {
   if (!action.deletionVector) return [];
   const location = resolveDeletionVector(action.deletionVector, uri);
   return location.kind === 'file' ? [location.key] : [];
@@ -77,7 +84,12 @@ function keyOf(path: string, uri: string): string[] {
   try {
     return [decodeLogPath(path, uri)];
   } catch (err) {
-    if (err instanceof DeltaLogError && /^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(path) && !path.startsWith(uri)) return [];
+    if (
+      err instanceof DeltaLogError &&
+      /^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(path) &&
+      !path.startsWith(uri)
+    )
+      return [];
     throw err;
   }
 }

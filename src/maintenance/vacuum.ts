@@ -51,12 +51,22 @@ export interface VacuumResult {
 }
 
 /** Delete unneeded data files; see the module comment. */
-export async function vacuumTable(table: DeltaTable, opts: VacuumOptions = {}): Promise<VacuumResult> {
+export async function vacuumTable(
+  table: DeltaTable,
+  opts: VacuumOptions = {},
+): Promise<VacuumResult> {
   const snapshot = await table.snapshot();
-  if (!snapshot) throw new DeltaLogError(`[vacuum] no Delta table at ${table.uri}`, { context: { uri: table.uri } });
+  if (!snapshot)
+    throw new DeltaLogError(`[vacuum] no Delta table at ${table.uri}`, {
+      context: { uri: table.uri },
+    });
   // A feature tidemark does not know may reference files in ways it cannot see.
   assertWritable(snapshot.protocol, snapshot.metadata, table.uri);
-  const retainHours = checkRetention(opts, deletedFileRetentionMs(snapshot.metadata.configuration), table.uri);
+  const retainHours = checkRetention(
+    opts,
+    deletedFileRetentionMs(snapshot.metadata.configuration),
+    table.uri,
+  );
   const cutoff = (opts.now ?? Date.now)() - retainHours * HOUR_MS;
   const signal = opts.signal ? { signal: opts.signal } : {};
   const objects = await listDataFiles(table.storage, snapshot.partitionColumns, signal);
@@ -82,7 +92,10 @@ export async function vacuumTable(table: DeltaTable, opts: VacuumOptions = {}): 
 function checkRetention(opts: VacuumOptions, tableRetentionMs: number, uri: string): number {
   const hours = opts.retainHours ?? tableRetentionMs / HOUR_MS;
   if (!Number.isFinite(hours) || hours < 0) {
-    throw new ConfigError(`[vacuum] retention must be a non-negative number of hours, got ${hours}`, { uri, field: 'retainHours' });
+    throw new ConfigError(
+      `[vacuum] retention must be a non-negative number of hours, got ${hours}`,
+      { uri, field: 'retainHours' },
+    );
   }
   if (hours * HOUR_MS < tableRetentionMs && !opts.unsafeAllowShortRetention) {
     throw new ConfigError(

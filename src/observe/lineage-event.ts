@@ -14,12 +14,15 @@ import { randomUUID } from 'node:crypto';
 import { describeUri } from '../storage/uri.js';
 
 /** The OpenLineage spec version the events follow. */
-export const OPENLINEAGE_SCHEMA_URL = 'https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent';
+export const OPENLINEAGE_SCHEMA_URL =
+  'https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent';
 
 const FACETS = {
   parent: 'https://openlineage.io/spec/facets/1-2-0/ParentRunFacet.json#/$defs/ParentRunFacet',
-  errorMessage: 'https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet',
-  outputStatistics: 'https://openlineage.io/spec/facets/1-0-2/OutputStatisticsOutputDatasetFacet.json#/$defs/OutputStatisticsOutputDatasetFacet',
+  errorMessage:
+    'https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet',
+  outputStatistics:
+    'https://openlineage.io/spec/facets/1-0-2/OutputStatisticsOutputDatasetFacet.json#/$defs/OutputStatisticsOutputDatasetFacet',
   jobType: 'https://openlineage.io/spec/facets/2-0-4/JobTypeJobFacet.json#/$defs/JobTypeJobFacet',
 } as const;
 
@@ -69,7 +72,8 @@ export function lineageRun(opts: Omit<LineageRun, 'runId'>): LineageRun {
 /** The dataset OpenLineage's naming gives a storage URI: `s3://bucket` + key, `file` + absolute path. */
 export function datasetOf(uri: string): Dataset {
   const loc = describeUri(uri);
-  if (loc.kind === 's3') return { namespace: `s3://${loc.bucket}`, name: loc.prefix.replace(/\/+$/, '') || '/' };
+  if (loc.kind === 's3')
+    return { namespace: `s3://${loc.bucket}`, name: loc.prefix.replace(/\/+$/, '') || '/' };
   return { namespace: 'file', name: loc.path };
 }
 
@@ -78,11 +82,19 @@ function sourceFileUri(sourceUri: string, key: string): string {
   return sourceUri.endsWith('/') ? sourceUri + key : `${sourceUri}/${key}`;
 }
 
-function facet(run: LineageRun, kind: keyof typeof FACETS, fields: Record<string, unknown>): Record<string, unknown> {
+function facet(
+  run: LineageRun,
+  kind: keyof typeof FACETS,
+  fields: Record<string, unknown>,
+): Record<string, unknown> {
   return { _producer: run.producer, _schemaURL: FACETS[kind], ...fields };
 }
 
-function base(run: LineageRun, eventType: RunEvent['eventType'], time: Date): Omit<RunEvent, 'inputs' | 'outputs'> {
+function base(
+  run: LineageRun,
+  eventType: RunEvent['eventType'],
+  time: Date,
+): Omit<RunEvent, 'inputs' | 'outputs'> {
   return {
     eventType,
     eventTime: time.toISOString(),
@@ -90,12 +102,23 @@ function base(run: LineageRun, eventType: RunEvent['eventType'], time: Date): Om
     schemaURL: OPENLINEAGE_SCHEMA_URL,
     run: {
       runId: run.runId,
-      facets: { parent: facet(run, 'parent', { run: { runId: run.invocationId }, job: { namespace: run.namespace, name: 'tidemark' } }) },
+      facets: {
+        parent: facet(run, 'parent', {
+          run: { runId: run.invocationId },
+          job: { namespace: run.namespace, name: 'tidemark' },
+        }),
+      },
     },
     job: {
       namespace: run.namespace,
       name: run.job,
-      facets: { jobType: facet(run, 'jobType', { processingType: 'BATCH', integration: 'TIDEMARK', jobType: 'JOB' }) },
+      facets: {
+        jobType: facet(run, 'jobType', {
+          processingType: 'BATCH',
+          integration: 'TIDEMARK',
+          jobType: 'JOB',
+        }),
+      },
     },
   };
 }
@@ -122,10 +145,24 @@ export function endEvent(run: LineageRun, result: RunResult, time = new Date()):
   const event = base(run, result.aborted ? 'ABORT' : result.error ? 'FAIL' : 'COMPLETE', time);
   if (result.error) {
     const { message, stack } = result.error;
-    event.run.facets = { ...event.run.facets, errorMessage: facet(run, 'errorMessage', { message, programmingLanguage: 'JavaScript', ...(stack ? { stackTrace: stack } : {}) }) };
+    event.run.facets = {
+      ...event.run.facets,
+      errorMessage: facet(run, 'errorMessage', {
+        message,
+        programmingLanguage: 'JavaScript',
+        ...(stack ? { stackTrace: stack } : {}),
+      }),
+    };
   }
   const inputs =
-    result.files.length > MAX_FILE_INPUTS ? [datasetOf(run.sourceUri)] : result.files.map((key) => datasetOf(sourceFileUri(run.sourceUri, key)));
-  const output: Dataset = { ...datasetOf(run.targetUri), outputFacets: { outputStatistics: facet(run, 'outputStatistics', { rowCount: result.rowsWritten }) } };
+    result.files.length > MAX_FILE_INPUTS
+      ? [datasetOf(run.sourceUri)]
+      : result.files.map((key) => datasetOf(sourceFileUri(run.sourceUri, key)));
+  const output: Dataset = {
+    ...datasetOf(run.targetUri),
+    outputFacets: {
+      outputStatistics: facet(run, 'outputStatistics', { rowCount: result.rowsWritten }),
+    },
+  };
   return { ...event, inputs, outputs: [output] };
 }

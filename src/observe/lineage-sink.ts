@@ -35,8 +35,13 @@ export function lineageSink(target: LineageTarget, logger: Logger): LineageSink 
       const results = await Promise.allSettled(sends);
       for (const r of results) {
         if (r.status === 'rejected') {
-          const message = redactText(r.reason instanceof Error ? r.reason.message : String(r.reason));
-          logger.warn({ job: event.job.name, eventType: event.eventType, error: message }, 'lineage event not delivered (the run goes on)');
+          const message = redactText(
+            r.reason instanceof Error ? r.reason.message : String(r.reason),
+          );
+          logger.warn(
+            { job: event.job.name, eventType: event.eventType, error: message },
+            'lineage event not delivered (the run goes on)',
+          );
         }
       }
     },

@@ -22,24 +22,98 @@ import { makeFolder } from '../storage/make-folder.js';
 class RunMetrics {
   readonly registry = new Registry();
   private readonly labels = ['job'] as const;
-  readonly rows = new Counter({ name: 'tidemark_rows_total', help: 'Rows of the last run, by kind (read, after_dedupe, inserted, updated, deleted, unchanged, skipped_stale)', labelNames: ['job', 'kind'], registers: [this.registry] });
-  readonly files = new Counter({ name: 'tidemark_files_total', help: 'Source files of the last run, by kind (discovered, loaded, quarantined)', labelNames: ['job', 'kind'], registers: [this.registry] });
-  readonly bytes = new Counter({ name: 'tidemark_bytes_total', help: 'Bytes of the source files the last run loaded', labelNames: this.labels, registers: [this.registry] });
-  readonly commits = new Counter({ name: 'tidemark_commits_total', help: 'Delta commits made by the last run', labelNames: this.labels, registers: [this.registry] });
-  readonly duration = new Gauge({ name: 'tidemark_run_duration_seconds', help: 'Duration of the last run', labelNames: this.labels, registers: [this.registry] });
-  readonly phases = new Gauge({ name: 'tidemark_phase_duration_seconds', help: 'Time the last run spent per phase (list, fetch, load, dedupe, merge, commit)', labelNames: ['job', 'phase'], registers: [this.registry] });
-  readonly success = new Gauge({ name: 'tidemark_run_success', help: '1 when the last run succeeded (or found nothing new), 0 when it failed', labelNames: this.labels, registers: [this.registry] });
-  readonly finished = new Gauge({ name: 'tidemark_run_finished_timestamp_seconds', help: 'When the last run ended (Unix time)', labelNames: this.labels, registers: [this.registry] });
-  readonly lag = new Gauge({ name: 'tidemark_watermark_lag_seconds', help: 'How far the watermark is behind now: the end of the watermark partition, or the watermark timestamp', labelNames: this.labels, registers: [this.registry] });
-  readonly waiting = new Gauge({ name: 'tidemark_partitions_waiting_for_marker', help: 'Partitions whose files wait for their _SUCCESS marker, by state (waiting, overdue: longer than discover.markerTimeout)', labelNames: ['job', 'state'], registers: [this.registry] });
-  readonly backlogFiles = new Gauge({ name: 'tidemark_backlog_files', help: 'Files discovered and not loaded when the last run ended (batches not committed, files waiting for their marker)', labelNames: this.labels, registers: [this.registry] });
-  readonly backlogBytes = new Gauge({ name: 'tidemark_backlog_bytes', help: 'Bytes of those files', labelNames: this.labels, registers: [this.registry] });
-  readonly backlogAge = new Gauge({ name: 'tidemark_backlog_oldest_age_seconds', help: 'Age of the oldest of those files (its LastModified to the end of the run); absent when there are none', labelNames: this.labels, registers: [this.registry] });
-  readonly version = new Gauge({ name: 'tidemark_table_version', help: 'Delta table version after the last run', labelNames: this.labels, registers: [this.registry] });
+  readonly rows = new Counter({
+    name: 'tidemark_rows_total',
+    help: 'Rows of the last run, by kind (read, after_dedupe, inserted, updated, deleted, unchanged, skipped_stale)',
+    labelNames: ['job', 'kind'],
+    registers: [this.registry],
+  });
+  readonly files = new Counter({
+    name: 'tidemark_files_total',
+    help: 'Source files of the last run, by kind (discovered, loaded, quarantined)',
+    labelNames: ['job', 'kind'],
+    registers: [this.registry],
+  });
+  readonly bytes = new Counter({
+    name: 'tidemark_bytes_total',
+    help: 'Bytes of the source files the last run loaded',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
+  readonly commits = new Counter({
+    name: 'tidemark_commits_total',
+    help: 'Delta commits made by the last run',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
+  readonly duration = new Gauge({
+    name: 'tidemark_run_duration_seconds',
+    help: 'Duration of the last run',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
+  readonly phases = new Gauge({
+    name: 'tidemark_phase_duration_seconds',
+    help: 'Time the last run spent per phase (list, fetch, load, dedupe, merge, commit)',
+    labelNames: ['job', 'phase'],
+    registers: [this.registry],
+  });
+  readonly success = new Gauge({
+    name: 'tidemark_run_success',
+    help: '1 when the last run succeeded (or found nothing new), 0 when it failed',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
+  readonly finished = new Gauge({
+    name: 'tidemark_run_finished_timestamp_seconds',
+    help: 'When the last run ended (Unix time)',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
+  readonly lag = new Gauge({
+    name: 'tidemark_watermark_lag_seconds',
+    help: 'How far the watermark is behind now: the end of the watermark partition, or the watermark timestamp',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
+  readonly waiting = new Gauge({
+    name: 'tidemark_partitions_waiting_for_marker',
+    help: 'Partitions whose files wait for their _SUCCESS marker, by state (waiting, overdue: longer than discover.markerTimeout)',
+    labelNames: ['job', 'state'],
+    registers: [this.registry],
+  });
+  readonly backlogFiles = new Gauge({
+    name: 'tidemark_backlog_files',
+    help: 'Files discovered and not loaded when the last run ended (batches not committed, files waiting for their marker)',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
+  readonly backlogBytes = new Gauge({
+    name: 'tidemark_backlog_bytes',
+    help: 'Bytes of those files',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
+  readonly backlogAge = new Gauge({
+    name: 'tidemark_backlog_oldest_age_seconds',
+    help: 'Age of the oldest of those files (its LastModified to the end of the run); absent when there are none',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
+  readonly version = new Gauge({
+    name: 'tidemark_table_version',
+    help: 'Delta table version after the last run',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
 }
 
 /** Seconds from the end of the watermark to `now`; null before the first load or for an unreadable watermark. */
-export function watermarkLagSeconds(job: JobConfig, watermark: string | null, now: Date): number | null {
+export function watermarkLagSeconds(
+  job: JobConfig,
+  watermark: string | null,
+  now: Date,
+): number | null {
   if (watermark === null) return null;
   let end: number;
   if (job.source.discover.by === 'partition') {
@@ -77,7 +151,11 @@ export class MetricsFile {
       skipped_stale: report.skippedStale,
     };
     for (const [kind, n] of Object.entries(rows)) setCounter(m.rows, { ...l, kind }, n);
-    const files = { discovered: report.filesDiscovered, loaded: report.filesLoaded, quarantined: report.quarantined?.length ?? 0 };
+    const files = {
+      discovered: report.filesDiscovered,
+      loaded: report.filesLoaded,
+      quarantined: report.quarantined?.length ?? 0,
+    };
     for (const [kind, n] of Object.entries(files)) setCounter(m.files, { ...l, kind }, n);
     setCounter(m.bytes, l, report.bytesLoaded ?? 0);
     setCounter(m.commits, l, report.commits);
@@ -93,7 +171,11 @@ export class MetricsFile {
     m.waiting.set({ ...l, state: 'overdue' }, waiting.filter((w) => w.overdue).length);
     // Unknown when the run failed before planning: the series are left out rather than 0.
     const backlog = report.backlog;
-    for (const [gauge, value] of [[m.backlogFiles, backlog?.files], [m.backlogBytes, backlog?.bytes], [m.backlogAge, backlog?.oldestAgeSeconds]] as const) {
+    for (const [gauge, value] of [
+      [m.backlogFiles, backlog?.files],
+      [m.backlogBytes, backlog?.bytes],
+      [m.backlogAge, backlog?.oldestAgeSeconds],
+    ] as const) {
       if (value === undefined || value === null) gauge.remove(l);
       else gauge.set(l, value);
     }
@@ -105,7 +187,11 @@ export class MetricsFile {
 }
 
 /** A counter holding exactly `value` (the run's count). */
-function setCounter<T extends string>(counter: Counter<T>, labels: Partial<Record<T, string>>, value: number): void {
+function setCounter<T extends string>(
+  counter: Counter<T>,
+  labels: Partial<Record<T, string>>,
+  value: number,
+): void {
   counter.remove(labels);
   counter.inc(labels, value);
 }

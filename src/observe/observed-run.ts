@@ -37,12 +37,23 @@ export class RunObserver {
   }
 
   /** Run `run(job, ctx)` with lineage events around it and its metrics recorded after it. */
-  async run(job: JobConfig, ctx: RunContext, run: (job: JobConfig, ctx: RunContext) => Promise<JobOutcome<RunReport>>): Promise<JobOutcome<RunReport>> {
+  async run(
+    job: JobConfig,
+    ctx: RunContext,
+    run: (job: JobConfig, ctx: RunContext) => Promise<JobOutcome<RunReport>>,
+  ): Promise<JobOutcome<RunReport>> {
     const lineage = this.opts.config.lineage;
     if ((!lineage && !this.metrics) || ctx.dryRun) return run(job, ctx);
     const sink = lineage ? (this.sink ??= this.lineageSink(ctx)) : null;
     const ids = lineage
-      ? lineageRun({ invocationId: this.opts.runId, namespace: lineage.namespace, job: job.name, sourceUri: job.source.uri, targetUri: job.target.uri, producer: this.opts.producer })
+      ? lineageRun({
+          invocationId: this.opts.runId,
+          namespace: lineage.namespace,
+          job: job.name,
+          sourceUri: job.source.uri,
+          targetUri: job.target.uri,
+          producer: this.opts.producer,
+        })
       : null;
     if (sink && ids) await sink.emit(startEvent(ids));
     const files: string[] = [];
@@ -51,7 +62,14 @@ export class RunObserver {
     if (sink && ids) {
       const error = outcome.ok ? undefined : errorOf(outcome.error);
       const aborted = !outcome.ok && (ctx.signal?.aborted ?? false);
-      await sink.emit(endEvent(ids, { files, rowsWritten: r.inserted + r.updated + r.deleted, ...(error ? { error } : {}), aborted }));
+      await sink.emit(
+        endEvent(ids, {
+          files,
+          rowsWritten: r.inserted + r.updated + r.deleted,
+          ...(error ? { error } : {}),
+          aborted,
+        }),
+      );
       ctx.logger.debug({ job: job.name, lineageRunId: ids.runId }, 'lineage events sent');
     }
     if (this.metrics) {
@@ -59,7 +77,10 @@ export class RunObserver {
         const file = await this.metrics.record(job, r, outcome.ok);
         ctx.logger.debug({ job: job.name, file }, 'metrics written');
       } catch (err) {
-        ctx.logger.warn({ job: job.name, error: err instanceof Error ? err.message : String(err) }, 'metrics file not written (the run goes on)');
+        ctx.logger.warn(
+          { job: job.name, error: err instanceof Error ? err.message : String(err) },
+          'metrics file not written (the run goes on)',
+        );
       }
     }
     return outcome;
@@ -67,12 +88,23 @@ export class RunObserver {
 
   private lineageSink(ctx: RunContext): LineageSink {
     const l = this.opts.config.lineage!;
-    return lineageSink({ ...(l.file ? { file: path.resolve(this.baseDir, l.file) } : {}), ...(l.url ? { url: l.url } : {}), timeoutMs: l.timeout }, ctx.logger);
+    return lineageSink(
+      {
+        ...(l.file ? { file: path.resolve(this.baseDir, l.file) } : {}),
+        ...(l.url ? { url: l.url } : {}),
+        timeoutMs: l.timeout,
+      },
+      ctx.logger,
+    );
   }
 }
 
 /** The error as lineage shows it, secrets redacted (the endpoint is outside the process). */
 function errorOf(err: unknown): { message: string; stack?: string } {
-  if (err instanceof Error) return { message: redactText(err.message), ...(err.stack ? { stack: redactText(err.stack) } : {}) };
+  if (err instanceof Error)
+    return {
+      message: redactText(err.message),
+      ...(err.stack ? { stack: redactText(err.stack) } : {}),
+    };
   return { message: redactText(String(err)) };
 }

@@ -92,7 +92,11 @@ export async function removeFolder(dir: string): Promise<void> {
 
 /** This host's name as one spool-name segment: no `-`, so names parse from the right. */
 function hostTag(): string {
-  return hostname().replace(/[^A-Za-z0-9]/g, '_').slice(0, 40) || 'host';
+  return (
+    hostname()
+      .replace(/[^A-Za-z0-9]/g, '_')
+      .slice(0, 40) || 'host'
+  );
 }
 
 function spoolPrefix(owner: string): string {
@@ -118,9 +122,15 @@ export async function removeStaleSpools(root: string = tmpdir()): Promise<string
   const names = await readdir(root).catch(() => [] as string[]);
   const stale = names.filter((name) => {
     const m = SPOOL_NAME.exec(name);
-    return m !== null && m[1] === host && Number(m[2]) !== process.pid && !processExists(Number(m[2]));
+    return (
+      m !== null && m[1] === host && Number(m[2]) !== process.pid && !processExists(Number(m[2]))
+    );
   });
-  await Promise.all(stale.map((name) => rm(join(root, name), { recursive: true, force: true }).catch(() => undefined)));
+  await Promise.all(
+    stale.map((name) =>
+      rm(join(root, name), { recursive: true, force: true }).catch(() => undefined),
+    ),
+  );
   return stale;
 }
 

@@ -33,7 +33,9 @@ export const MAX_PAGE_SIZE = 1000;
 export function pageSizeOf(opts: ListOptions): number {
   const size = opts.pageSize ?? MAX_PAGE_SIZE;
   if (!Number.isInteger(size) || size < 1) {
-    throw new StorageError(`[storage] pageSize must be a positive integer, got ${size}`, { kind: 'usage' });
+    throw new StorageError(`[storage] pageSize must be a positive integer, got ${size}`, {
+      kind: 'usage',
+    });
   }
   return Math.min(size, MAX_PAGE_SIZE);
 }
@@ -42,12 +44,16 @@ export function pageSizeOf(opts: ListOptions): number {
 export function checkRange(range: ByteRange | undefined, key: string): void {
   if (!range) return;
   const okStart = Number.isSafeInteger(range.start) && range.start >= 0;
-  const okEnd = range.end === undefined || (Number.isSafeInteger(range.end) && range.end >= range.start);
+  const okEnd =
+    range.end === undefined || (Number.isSafeInteger(range.end) && range.end >= range.start);
   if (!okStart || !okEnd) {
-    throw new StorageError(`[storage] invalid byte range ${JSON.stringify(range)} for ${JSON.stringify(key)}`, {
-      kind: 'usage',
-      context: { key },
-    });
+    throw new StorageError(
+      `[storage] invalid byte range ${JSON.stringify(range)} for ${JSON.stringify(key)}`,
+      {
+        kind: 'usage',
+        context: { key },
+      },
+    );
   }
 }
 

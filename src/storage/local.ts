@@ -109,7 +109,8 @@ export class LocalStorage implements Storage {
     const full = path.join(this.root, ...key.split('/'));
     // Belt and braces: the segment checks above already rule this out.
     const rel = path.relative(this.root, full);
-    if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) throw new UnsafeKeyError(key, this.uri);
+    if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel))
+      throw new UnsafeKeyError(key, this.uri);
     return full;
   }
 
@@ -146,13 +147,20 @@ export class LocalStorage implements Storage {
     }
   }
 
-  async identify(objects: readonly ObjectInfo[], opts: { signal?: AbortSignal } = {}): Promise<ObjectInfo[]> {
+  async identify(
+    objects: readonly ObjectInfo[],
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<ObjectInfo[]> {
     const limit = pLimit(IDENTIFY_CONCURRENCY);
     return Promise.all(
       objects.map((o) =>
         limit(async () => {
           opts.signal?.throwIfAborted();
-          return this.digestMax === 0 || o.size > this.digestMax || o.etag.startsWith(CONTENT_ETAG_PREFIX) ? o : ((await this.head(o.key)) ?? o);
+          return this.digestMax === 0 ||
+            o.size > this.digestMax ||
+            o.etag.startsWith(CONTENT_ETAG_PREFIX)
+            ? o
+            : ((await this.head(o.key)) ?? o);
         }),
       ),
     );
@@ -203,7 +211,11 @@ export class LocalStorage implements Storage {
     return handle.createReadStream({ start, end: endExclusive - 1 });
   }
 
-  async download(key: string, localPath: string, opts: { signal?: AbortSignal } = {}): Promise<ObjectInfo> {
+  async download(
+    key: string,
+    localPath: string,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<ObjectInfo> {
     opts.signal?.throwIfAborted();
     const src = this.localPath(key);
     const info = await this.head(key);
@@ -272,14 +284,18 @@ export class LocalStorage implements Storage {
     // Validate every key before deleting anything.
     const files = keys.map((key) => ({ key, file: this.localPath(key) }));
     for (let i = 0; i < files.length; i += DELETE_CONCURRENCY) {
-      await Promise.all(files.slice(i, i + DELETE_CONCURRENCY).map(({ key, file }) => this.deleteOne(key, file)));
+      await Promise.all(
+        files.slice(i, i + DELETE_CONCURRENCY).map(({ key, file }) => this.deleteOne(key, file)),
+      );
     }
   }
 
   child(prefix: string): LocalStorage {
     const clean = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
     const opts = { contentDigestMaxBytes: this.digestMax };
-    return clean === '' ? new LocalStorage(this.root, opts) : new LocalStorage(this.localPath(clean), opts);
+    return clean === ''
+      ? new LocalStorage(this.root, opts)
+      : new LocalStorage(this.localPath(clean), opts);
   }
 
   // --- listing ---------------------------------------------------------------
@@ -313,10 +329,15 @@ export class LocalStorage implements Storage {
    * Entries of one folder are sorted by name, with `/` appended to folder names: all keys
    * below folder `a` start with `a/`, so this yields the same order as sorting all keys.
    */
-  private async *walk(dirKey: string, visit: (dirKey: string) => Visit, accept: (key: string) => boolean, byStats: boolean): AsyncGenerator<ObjectInfo> {
+  private async *walk(
+    dirKey: string,
+    visit: (dirKey: string) => Visit,
+    accept: (key: string) => boolean,
+    byStats: boolean,
+  ): AsyncGenerator<ObjectInfo> {
     const dir = dirKey === '' ? this.root : path.join(this.root, ...dirKey.slice(0, -1).split('/'));
     const entries = await this.sortedEntries(dir, dirKey);
-    for (let i = 0; i < entries.length; ) {
+    for (let i = 0; i < entries.length;) {
       const { name, isDir } = entries[i]!;
       if (!isDir) {
         // A run of files is statted a few at a time: one by one, a large folder's stats were its listing's time.
@@ -325,7 +346,9 @@ export class LocalStorage implements Storage {
           const key = dirKey + entries[i]!.name;
           if (accept(key)) run.push({ key, file: path.join(dir, entries[i]!.name) });
         }
-        const infos = await Promise.all(run.map(({ key, file }) => this.listedInfo(key, file, byStats)));
+        const infos = await Promise.all(
+          run.map(({ key, file }) => this.listedInfo(key, file, byStats)),
+        );
         for (const info of infos) if (info) yield info;
         continue;
       }
@@ -342,7 +365,10 @@ export class LocalStorage implements Storage {
   }
 
   /** Files and folders of `dir`, sorted for key order; temp files and unusable names left out. */
-  private async sortedEntries(dir: string, dirKey: string): Promise<{ name: string; isDir: boolean }[]> {
+  private async sortedEntries(
+    dir: string,
+    dirKey: string,
+  ): Promise<{ name: string; isDir: boolean }[]> {
     let dirents;
     try {
       dirents = await fsp.readdir(dir, { withFileTypes: true });
@@ -364,7 +390,11 @@ export class LocalStorage implements Storage {
   // --- helpers ---------------------------------------------------------------
 
   /** A listed file's ObjectInfo (null when gone or not a regular file): by its stats alone when `byStats`. */
-  private async listedInfo(key: string, file: string, byStats: boolean): Promise<ObjectInfo | null> {
+  private async listedInfo(
+    key: string,
+    file: string,
+    byStats: boolean,
+  ): Promise<ObjectInfo | null> {
     const st = await this.statOrNull(file, key);
     if (!st) return null;
     return byStats ? statInfo(key, st) : this.infoOf(key, file, st);
@@ -383,8 +413,10 @@ export class LocalStorage implements Storage {
       // Read the size the stats gave, then the stats of what was read: the same stats, the same version.
       const bytes = await readFully(handle, 0, Number(st.size));
       const after = await handle.stat({ bigint: true });
-      if (bytes.length !== Number(st.size) || statDigest(after) !== statDigest(st)) return statInfo(key, after.isFile() ? after : st);
-      const etag = CONTENT_ETAG_PREFIX + createHash('sha256').update(bytes).digest('hex').slice(0, 32);
+      if (bytes.length !== Number(st.size) || statDigest(after) !== statDigest(st))
+        return statInfo(key, after.isFile() ? after : st);
+      const etag =
+        CONTENT_ETAG_PREFIX + createHash('sha256').update(bytes).digest('hex').slice(0, 32);
       return { ...statInfo(key, st), etag };
     } catch (err) {
       throw this.fsError('read', key, err);
@@ -417,7 +449,11 @@ export class LocalStorage implements Storage {
    * Run `fn` with the key's parent folder created. A concurrent delete may remove a folder
    * that just became empty between mkdir and our write, so ENOENT is retried a few times.
    */
-  private async inParentDir<T>(key: string, file: string, fn: (dir: string) => Promise<T>): Promise<T> {
+  private async inParentDir<T>(
+    key: string,
+    file: string,
+    fn: (dir: string) => Promise<T>,
+  ): Promise<T> {
     const dir = path.dirname(file);
     for (let attempt = 1; ; attempt++) {
       try {
@@ -425,7 +461,8 @@ export class LocalStorage implements Storage {
         return await fn(dir);
       } catch (err) {
         if (errCode(err) === 'ENOENT' && attempt < 3) continue;
-        if (errCode(err) === 'EEXIST' || errCode(err) === 'ENOTDIR') throw this.parentIsFileError(key, err);
+        if (errCode(err) === 'EEXIST' || errCode(err) === 'ENOTDIR')
+          throw this.parentIsFileError(key, err);
         throw this.fsError('write', key, err);
       }
     }
@@ -477,25 +514,47 @@ export class LocalStorage implements Storage {
     }
   }
 
-  private fsError(op: string, key: string, err: unknown, extra: Record<string, unknown> = {}): TidemarkError {
+  private fsError(
+    op: string,
+    key: string,
+    err: unknown,
+    extra: Record<string, unknown> = {},
+  ): TidemarkError {
     if (err instanceof TidemarkError) return err;
     const code = errCode(err);
     const refused = code === undefined ? undefined : REFUSED[code];
     if (refused !== undefined) {
       // The OS's reason and the exact path it refused (a parent folder, maybe), not a bare code.
       const at = (err as { path?: unknown }).path;
-      const where = typeof at === 'string' ? at : key === '' ? this.root : path.join(this.root, ...key.split('/'));
-      return new StorageError(`[storage] ${op} failed for ${JSON.stringify(key)} in ${this.uri}: ${refused} (${code}) at ${where}`, {
-        kind: 'terminal',
-        context: { key, uri: this.uri, code, path: where, ...extra },
-        cause: err,
-      });
+      const where =
+        typeof at === 'string'
+          ? at
+          : key === ''
+            ? this.root
+            : path.join(this.root, ...key.split('/'));
+      return new StorageError(
+        `[storage] ${op} failed for ${JSON.stringify(key)} in ${this.uri}: ${refused} (${code}) at ${where}`,
+        {
+          kind: 'terminal',
+          context: { key, uri: this.uri, code, path: where, ...extra },
+          cause: err,
+        },
+      );
     }
-    return new StorageError(`[storage] ${op} failed for ${JSON.stringify(key)} in ${this.uri}${code ? ` (${code})` : ''}`, {
-      kind: code && TRANSIENT.has(code) ? 'transient' : 'terminal',
-      context: { key, uri: this.uri, code, ...(isMissing(err) ? { notFound: true } : {}), ...extra },
-      cause: err,
-    });
+    return new StorageError(
+      `[storage] ${op} failed for ${JSON.stringify(key)} in ${this.uri}${code ? ` (${code})` : ''}`,
+      {
+        kind: code && TRANSIENT.has(code) ? 'transient' : 'terminal',
+        context: {
+          key,
+          uri: this.uri,
+          code,
+          ...(isMissing(err) ? { notFound: true } : {}),
+          ...extra,
+        },
+        cause: err,
+      },
+    );
   }
 }
 
@@ -521,10 +580,21 @@ function assertSafeKey(key: string, uri: string): void {
  * - 'one' when a delimiter occurrence lies inside dirKey after the prefix: every key below
  *   rolls up into the same common prefix, so one key proves it exists (empty folders don't).
  */
-function visitFolder(dirKey: string, prefix: string, delimiter?: string, startAfter?: string): Visit {
+function visitFolder(
+  dirKey: string,
+  prefix: string,
+  delimiter?: string,
+  startAfter?: string,
+): Visit {
   if (!dirKey.startsWith(prefix) && !prefix.startsWith(dirKey)) return 'skip';
-  if (startAfter !== undefined && compareKeys(dirKey, startAfter) < 0 && !startAfter.startsWith(dirKey)) return 'skip';
-  if (delimiter && dirKey.startsWith(prefix) && dirKey.indexOf(delimiter, prefix.length) >= 0) return 'one';
+  if (
+    startAfter !== undefined &&
+    compareKeys(dirKey, startAfter) < 0 &&
+    !startAfter.startsWith(dirKey)
+  )
+    return 'skip';
+  if (delimiter && dirKey.startsWith(prefix) && dirKey.indexOf(delimiter, prefix.length) >= 0)
+    return 'one';
   return 'all';
 }
 
@@ -537,11 +607,19 @@ function visitFolder(dirKey: string, prefix: string, delimiter?: string, startAf
  * file's rows unchanged and appends nothing, a MERGE counts them unchanged.
  */
 function statInfo(key: string, st: BigIntStats): ObjectInfo {
-  return { key, size: Number(st.size), lastModified: new Date(Number(st.mtimeNs / 1_000_000n)), etag: statDigest(st) };
+  return {
+    key,
+    size: Number(st.size),
+    lastModified: new Date(Number(st.mtimeNs / 1_000_000n)),
+    etag: statDigest(st),
+  };
 }
 
 function statDigest(st: BigIntStats): string {
-  return createHash('sha256').update(`${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.ino}`).digest('hex').slice(0, 32);
+  return createHash('sha256')
+    .update(`${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.ino}`)
+    .digest('hex')
+    .slice(0, 32);
 }
 
 function emptyPage(): ListPage {
@@ -555,7 +633,11 @@ function clamp(range: ByteRange | undefined, size: number): [number, number] {
   return [start, Math.max(start, endExclusive)];
 }
 
-async function readFully(handle: fsp.FileHandle, position: number, length: number): Promise<Uint8Array> {
+async function readFully(
+  handle: fsp.FileHandle,
+  position: number,
+  length: number,
+): Promise<Uint8Array> {
   const buf = Buffer.alloc(length);
   let done = 0;
   while (done < length) {
@@ -597,7 +679,10 @@ async function renameOrCleanup(tmp: string, file: string): Promise<void> {
 }
 
 async function isDirectory(file: string): Promise<boolean> {
-  return fsp.stat(file).then((st) => st.isDirectory(), () => false);
+  return fsp.stat(file).then(
+    (st) => st.isDirectory(),
+    () => false,
+  );
 }
 
 function errCode(err: unknown): string | undefined {

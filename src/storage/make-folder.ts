@@ -16,7 +16,11 @@ export async function makeFolder(dir: string): Promise<void> {
     const made = await tryMkdir(at);
     if (made === 'made') break;
     if (made === 'exists') {
-      if (!(await stat(at)).isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${target}'`), { code: 'ENOTDIR', path: at });
+      if (!(await stat(at)).isDirectory())
+        throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${target}'`), {
+          code: 'ENOTDIR',
+          path: at,
+        });
       break;
     }
     if (path.dirname(at) === at) throw made;

@@ -32,7 +32,10 @@ export async function probeConditionalWrite(storage: Storage): Promise<boolean> 
  * Refuse to commit to a store that ignores conditional writes, unless this process is
  * declared the only writer (`storage.singleWriter: true`). Skips the probe in that case.
  */
-export async function assertSafeCommits(storage: Storage, opts: { singleWriter: boolean }): Promise<void> {
+export async function assertSafeCommits(
+  storage: Storage,
+  opts: { singleWriter: boolean },
+): Promise<void> {
   if (opts.singleWriter) return;
   if (await probeConditionalWrite(storage)) return;
   throw new ConditionalWriteUnsupportedError(

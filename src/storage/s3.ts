@@ -23,7 +23,12 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
-import type { GetObjectCommandOutput, HeadObjectCommandOutput, S3ClientConfig, _Object } from '@aws-sdk/client-s3';
+import type {
+  GetObjectCommandOutput,
+  HeadObjectCommandOutput,
+  S3ClientConfig,
+  _Object,
+} from '@aws-sdk/client-s3';
 import { StorageError, UnsafeKeyError } from '../errors.js';
 import { makeFolder } from './make-folder.js';
 import { bodyBytes, checkRange, gatherPages, notFoundError, pageSizeOf } from './driver-helpers.js';
@@ -33,7 +38,13 @@ import { TRANSIENT_CODES, classify, isNotFound, mapS3Error, statusOf } from './s
 import { RequestCounter } from './s3/request-counter.js';
 import { mustStartOver, openObject } from './s3/resumable-get.js';
 import type { GetRequest, HeadRequest, ObjectVersion, Opened } from './s3/resumable-get.js';
-import { DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_DELAY_MS, RetryBudget, RetryPolicy } from './s3/retry.js';
+import {
+  DEFAULT_BASE_DELAY_MS,
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_MAX_DELAY_MS,
+  RetryBudget,
+  RetryPolicy,
+} from './s3/retry.js';
 import type { Attempts, Operation } from './s3/retry.js';
 import { handlerOptions, resolveTimeouts } from './s3/timeouts.js';
 import type { Timeouts } from './s3/timeouts.js';
@@ -164,7 +175,8 @@ export class S3Storage implements Storage {
 
   /** `shared` is for `child()`: a child uses its parent's client, retry budget and request count. */
   constructor(opts: S3StorageOptions, shared?: Shared) {
-    if (!opts.bucket) throw new StorageError('[storage] S3 bucket name is empty', { kind: 'usage' });
+    if (!opts.bucket)
+      throw new StorageError('[storage] S3 bucket name is empty', { kind: 'usage' });
     this.bucket = opts.bucket;
     this.prefix = normalizePrefix(opts.prefix ?? '');
     this.uri = `s3://${this.bucket}/${this.prefix}`;
@@ -209,7 +221,9 @@ export class S3Storage implements Storage {
       });
       yield {
         objects: (out.Contents ?? []).map((o) => this.infoOfListed(o)),
-        commonPrefixes: (out.CommonPrefixes ?? []).flatMap((p) => (p.Prefix ? [this.relative(p.Prefix)] : [])),
+        commonPrefixes: (out.CommonPrefixes ?? []).flatMap((p) =>
+          p.Prefix ? [this.relative(p.Prefix)] : [],
+        ),
         serverTime: date ?? new Date(),
       };
       token = this.nextToken(out.IsTruncated, out.NextContinuationToken, seenTokens, prefix);
@@ -223,7 +237,9 @@ export class S3Storage implements Storage {
   async head(key: string): Promise<ObjectInfo | null> {
     const Key = this.fullKey(key);
     try {
-      const out = await this.run('head', key, undefined, () => this.client.send(this.track(new HeadObjectCommand({ Bucket: this.bucket, Key }))));
+      const out = await this.run('head', key, undefined, () =>
+        this.client.send(this.track(new HeadObjectCommand({ Bucket: this.bucket, Key }))),
+      );
       return infoOf(key, out.ContentLength, out.LastModified, out.ETag);
     } catch (err) {
       if (isNotFound(err)) return null;
@@ -247,18 +263,31 @@ export class S3Storage implements Storage {
    * is read, the stream fails with a transient error (bytes already handed out cannot be taken back).
    */
   async readStream(key: string, range?: ByteRange): Promise<Readable> {
-    const opened = await this.open(key, range, undefined, this.policy.start(this.operation('readStream', key)));
+    const opened = await this.open(
+      key,
+      range,
+      undefined,
+      this.policy.start(this.operation('readStream', key)),
+    );
     if (opened === 'missing') throw notFoundError(key, this.uri);
     if (opened === 'empty') return Readable.from([]);
     return opened.body;
   }
 
-  async download(key: string, localPath: string, opts: { signal?: AbortSignal } = {}): Promise<ObjectInfo> {
+  async download(
+    key: string,
+    localPath: string,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<ObjectInfo> {
     const dest = path.resolve(localPath);
     await makeFolder(path.dirname(dest));
     try {
       const got = await this.readWhole('download', key, undefined, opts.signal, (body, object) =>
-        downloadAttempt(body, object, dest, { key, uri: this.uri, ...(opts.signal ? { signal: opts.signal } : {}) }),
+        downloadAttempt(body, object, dest, {
+          key,
+          uri: this.uri,
+          ...(opts.signal ? { signal: opts.signal } : {}),
+        }),
       );
       if (got === 'missing' || got === 'empty') throw notFoundError(key, this.uri);
       await fsp.rename(got.file, dest).catch(async (err: unknown) => {
@@ -276,7 +305,9 @@ export class S3Storage implements Storage {
     const { header, expected } = await singlePart(this.shared.uploadChecksum, bytes);
     const params = { ...this.putParams(key, opts), Body: bytes, ...header };
     // A plain PUT is idempotent: a retry writes the same bytes again.
-    const answer = await this.run('write', key, opts.signal, () => this.client.send(this.track(new PutObjectCommand(params)), sendOpts(opts.signal)));
+    const answer = await this.run('write', key, opts.signal, () =>
+      this.client.send(this.track(new PutObjectCommand(params)), sendOpts(opts.signal)),
+    );
     await this.settle('write', key, expected, answer, { remove: true });
   }
 
@@ -301,7 +332,10 @@ export class S3Storage implements Storage {
         },
         localPath,
       );
-      await this.settle('upload', key, uploaded.expected, uploaded.answer, { remove: true, head: uploaded.multipart });
+      await this.settle('upload', key, uploaded.expected, uploaded.answer, {
+        remove: true,
+        head: uploaded.multipart,
+      });
     } catch (err) {
       throw mapS3Error(err, { op: 'upload', key, uri: this.uri, extra: { localPath } });
     }
@@ -321,7 +355,10 @@ export class S3Storage implements Storage {
     let conflicts = 0;
     for (;;) {
       try {
-        const answer = await this.client.send(this.track(new PutObjectCommand(params)), sendOpts(opts.signal));
+        const answer = await this.client.send(
+          this.track(new PutObjectCommand(params)),
+          sendOpts(opts.signal),
+        );
         attempts.succeeded();
         // A commit that does not hold what was sent is not deleted: a reader may have seen it.
         await this.settle('writeIfAbsent', key, expected, answer, { remove: false });
@@ -335,8 +372,13 @@ export class S3Storage implements Storage {
         // lands is unknown yet: a transient fault, and the caller reads the key to find out
         // (reading it now could miss a write still landing, ours included).
         if (status === 409) {
-          if (++conflicts >= CONDITIONAL_CONFLICT_ATTEMPTS) throw this.conflictPersisted(key, conflicts, err);
-          await sleep(conflictBackoffMs(conflicts), undefined, opts.signal ? { signal: opts.signal } : undefined);
+          if (++conflicts >= CONDITIONAL_CONFLICT_ATTEMPTS)
+            throw this.conflictPersisted(key, conflicts, err);
+          await sleep(
+            conflictBackoffMs(conflicts),
+            undefined,
+            opts.signal ? { signal: opts.signal } : undefined,
+          );
           continue;
         }
         if (classify(err).transient) ambiguous = true;
@@ -351,10 +393,16 @@ export class S3Storage implements Storage {
     for (let i = 0; i < fullKeys.length; i += DELETE_BATCH) {
       const batch = fullKeys.slice(i, i + DELETE_BATCH);
       const command = () =>
-        new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } });
+        new DeleteObjectsCommand({
+          Bucket: this.bucket,
+          Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+        });
       // Deleting is idempotent: a retried batch deletes what is left of it.
-      const out = await this.run('delete', keys[i] ?? '', undefined, () => this.client.send(this.track(command())));
-      for (const e of out.Errors ?? []) failures.push({ key: this.relative(e.Key ?? ''), code: e.Code });
+      const out = await this.run('delete', keys[i] ?? '', undefined, () =>
+        this.client.send(this.track(command())),
+      );
+      for (const e of out.Errors ?? [])
+        failures.push({ key: this.relative(e.Key ?? ''), code: e.Code });
     }
     if (failures.length > 0) throw this.deleteError(failures);
   }
@@ -362,7 +410,10 @@ export class S3Storage implements Storage {
   child(prefix: string): S3Storage {
     const clean = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
     if (clean !== '') this.fullKey(clean); // same safety rules as keys
-    return new S3Storage({ bucket: this.bucket, prefix: clean === '' ? this.prefix : `${this.prefix}${clean}/` }, this.shared);
+    return new S3Storage(
+      { bucket: this.bucket, prefix: clean === '' ? this.prefix : `${this.prefix}${clean}/` },
+      this.shared,
+    );
   }
 
   // --- helpers ---------------------------------------------------------------
@@ -372,11 +423,24 @@ export class S3Storage implements Storage {
    * upload whose answer lacks its checksum is asked again with a HEAD. On a mismatch the object
    * is deleted (`remove`) and an UploadChecksumError thrown.
    */
-  private async settle(op: string, key: string, expected: ExpectedUpload, answer: StoredAnswer, opts: { remove: boolean; head?: boolean }): Promise<void> {
+  private async settle(
+    op: string,
+    key: string,
+    expected: ExpectedUpload,
+    answer: StoredAnswer,
+    opts: { remove: boolean; head?: boolean },
+  ): Promise<void> {
     const how: Settle = { op, key, uri: this.uri, etagIsMd5: this.shared.etagIsMd5 };
     if (opts.head) {
       const Key = this.fullKey(key);
-      how.head = () => this.run('head', key, undefined, () => this.client.send(this.track(new HeadObjectCommand({ Bucket: this.bucket, Key, ChecksumMode: 'ENABLED' }))));
+      how.head = () =>
+        this.run('head', key, undefined, () =>
+          this.client.send(
+            this.track(
+              new HeadObjectCommand({ Bucket: this.bucket, Key, ChecksumMode: 'ENABLED' }),
+            ),
+          ),
+        );
     }
     if (opts.remove) how.remove = () => this.delete([key]);
     this.shared.checksums.upload(await settleUpload(expected, answer, how));
@@ -387,7 +451,11 @@ export class S3Storage implements Storage {
     return new StorageError(
       `[storage] S3 writeIfAbsent ${JSON.stringify(key)} on ${this.uri}: answered 409 ConditionalRequestConflict ${conflicts} times ` +
         '(another write to the key was in flight); whether a write landed is not known yet',
-      { kind: 'transient', context: { key, uri: this.uri, op: 'writeIfAbsent', status: 409, attempts: conflicts }, cause: last },
+      {
+        kind: 'transient',
+        context: { key, uri: this.uri, op: 'writeIfAbsent', status: 409, attempts: conflicts },
+        cause: last,
+      },
     );
   }
 
@@ -400,7 +468,12 @@ export class S3Storage implements Storage {
   }
 
   /** One operation under the retry policy. */
-  private run<T>(op: string, key: string, signal: AbortSignal | undefined, attempt: () => Promise<T>): Promise<T> {
+  private run<T>(
+    op: string,
+    key: string,
+    signal: AbortSignal | undefined,
+    attempt: () => Promise<T>,
+  ): Promise<T> {
     return this.policy.run(this.operation(op, key, signal), attempt);
   }
 
@@ -410,17 +483,32 @@ export class S3Storage implements Storage {
   }
 
   private sendGet(key: string, req: GetRequest): Promise<GetObjectCommandOutput> {
-    const command = new GetObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key), Range: req.range, IfMatch: req.ifMatch });
+    const command = new GetObjectCommand({
+      Bucket: this.bucket,
+      Key: this.fullKey(key),
+      Range: req.range,
+      IfMatch: req.ifMatch,
+    });
     return this.client.send(this.track(askForChecksum(command)), { abortSignal: req.signal });
   }
 
   private sendHead(key: string, req: HeadRequest): Promise<HeadObjectCommandOutput> {
-    const command = new HeadObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key), IfMatch: req.ifMatch, PartNumber: req.partNumber });
+    const command = new HeadObjectCommand({
+      Bucket: this.bucket,
+      Key: this.fullKey(key),
+      IfMatch: req.ifMatch,
+      PartNumber: req.partNumber,
+    });
     return this.client.send(this.track(command), { abortSignal: req.signal });
   }
 
   /** A resumable GetObject; `attempts` is the operation's retry state. */
-  private open(key: string, range: ByteRange | undefined, signal: AbortSignal | undefined, attempts: Attempts): Promise<Opened> {
+  private open(
+    key: string,
+    range: ByteRange | undefined,
+    signal: AbortSignal | undefined,
+    attempts: Attempts,
+  ): Promise<Opened> {
     checkRange(range, key);
     this.fullKey(key);
     return openObject({
@@ -496,14 +584,24 @@ export class S3Storage implements Storage {
   }
 
   /** Next continuation token, or undefined when done; refuses a token seen before (a loop). */
-  private nextToken(truncated: boolean | undefined, token: string | undefined, seen: Set<string>, prefix: string): string | undefined {
+  private nextToken(
+    truncated: boolean | undefined,
+    token: string | undefined,
+    seen: Set<string>,
+    prefix: string,
+  ): string | undefined {
     if (!truncated) return undefined;
     if (!token || seen.has(token)) {
-      const why = token ? 'repeated a continuation token' : 'was truncated without a continuation token';
-      throw new StorageError(`[storage] listing ${this.uri} (prefix ${JSON.stringify(prefix)}): the store ${why}`, {
-        kind: 'terminal',
-        context: { uri: this.uri, key: prefix },
-      });
+      const why = token
+        ? 'repeated a continuation token'
+        : 'was truncated without a continuation token';
+      throw new StorageError(
+        `[storage] listing ${this.uri} (prefix ${JSON.stringify(prefix)}): the store ${why}`,
+        {
+          kind: 'terminal',
+          context: { uri: this.uri, key: prefix },
+        },
+      );
     }
     seen.add(token);
     return token;
@@ -511,10 +609,15 @@ export class S3Storage implements Storage {
 
   private deleteError(failures: { key: string; code?: string }[]): StorageError {
     const allTransient = failures.every((f) => f.code !== undefined && TRANSIENT_CODES.has(f.code));
-    const sample = failures.slice(0, 5).map((f) => `${JSON.stringify(f.key)} (${f.code ?? 'unknown'})`);
+    const sample = failures
+      .slice(0, 5)
+      .map((f) => `${JSON.stringify(f.key)} (${f.code ?? 'unknown'})`);
     return new StorageError(
       `[storage] S3 delete failed for ${failures.length} key(s) in ${this.uri}: ${sample.join(', ')}${failures.length > 5 ? ', …' : ''}`,
-      { kind: allTransient ? 'transient' : 'terminal', context: { uri: this.uri, key: failures[0]?.key, failures } },
+      {
+        kind: allTransient ? 'transient' : 'terminal',
+        context: { uri: this.uri, key: failures[0]?.key, failures },
+      },
     );
   }
 }
@@ -522,10 +625,14 @@ export class S3Storage implements Storage {
 /** Client, retry policy and counter of a root storage. */
 function sharedOf(opts: S3StorageOptions): Shared {
   const timeouts = resolveTimeouts(opts);
-  const budget = opts.retryBudget instanceof RetryBudget ? opts.retryBudget : new RetryBudget(opts.retryBudget);
+  const budget =
+    opts.retryBudget instanceof RetryBudget ? opts.retryBudget : new RetryBudget(opts.retryBudget);
   const maxAttempts = opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) {
-    throw new StorageError(`[storage] S3 maxAttempts must be a positive integer, got ${maxAttempts}`, { kind: 'usage', context: { field: 'maxAttempts' } });
+    throw new StorageError(
+      `[storage] S3 maxAttempts must be a positive integer, got ${maxAttempts}`,
+      { kind: 'usage', context: { field: 'maxAttempts' } },
+    );
   }
   return {
     client: opts.client ?? new S3Client(s3ClientConfig(opts)),
@@ -553,7 +660,12 @@ function normalizePrefix(prefix: string): string {
 }
 
 function infoOf(key: string, size?: number, lastModified?: Date, etag?: string): ObjectInfo {
-  return { key, size: size ?? 0, lastModified: lastModified ?? new Date(0), etag: stripQuotes(etag ?? '') };
+  return {
+    key,
+    size: size ?? 0,
+    lastModified: lastModified ?? new Date(0),
+    etag: stripQuotes(etag ?? ''),
+  };
 }
 
 /** S3 returns ETags quoted (`"abc"`); weak markers (`W/`) are dropped too. */
@@ -592,7 +704,9 @@ function captureServerDate(command: ListObjectsV2Command): { date?: Date } {
   command.middlewareStack.add(
     (next) => async (args) => {
       const out = await next(args);
-      const header = (out.response as { headers?: Record<string, string> } | undefined)?.headers?.['date'];
+      const header = (out.response as { headers?: Record<string, string> } | undefined)?.headers?.[
+        'date'
+      ];
       const date = header ? new Date(header) : undefined;
       if (date && !Number.isNaN(date.getTime())) clock.date = date;
       return out;

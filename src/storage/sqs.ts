@@ -51,7 +51,9 @@ export function queueRegion(url: string): string | null {
   } catch {
     return null;
   }
-  const m = /^sqs(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$/.exec(host) ?? /^([a-z0-9-]+)\.queue\.amazonaws\.com(?:\.cn)?$/.exec(host);
+  const m =
+    /^sqs(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$/.exec(host) ??
+    /^([a-z0-9-]+)\.queue\.amazonaws\.com(?:\.cn)?$/.exec(host);
   if (m) return m[1]!;
   return host === 'queue.amazonaws.com' ? 'us-east-1' : null;
 }
@@ -81,7 +83,12 @@ export class SqsQueue {
    * received). Messages SQS hands out twice within the call (its at-least-once delivery) come back
    * once, with the newest receipt.
    */
-  async receiveAll(max: number, visibilityS: number, onReceived: (m: ReceivedMessage) => void, signal?: AbortSignal): Promise<ReceivedMessage[]> {
+  async receiveAll(
+    max: number,
+    visibilityS: number,
+    onReceived: (m: ReceivedMessage) => void,
+    signal?: AbortSignal,
+  ): Promise<ReceivedMessage[]> {
     const byId = new Map<string, ReceivedMessage>();
     while (byId.size < max) {
       signal?.throwIfAborted();
@@ -101,7 +108,12 @@ export class SqsQueue {
       if (messages.length === 0) break;
       for (const m of messages) {
         if (m.MessageId === undefined || m.ReceiptHandle === undefined) continue;
-        const received = { id: m.MessageId, receipt: m.ReceiptHandle, body: m.Body ?? '', receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? '1') };
+        const received = {
+          id: m.MessageId,
+          receipt: m.ReceiptHandle,
+          body: m.Body ?? '',
+          receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? '1'),
+        };
         byId.set(m.MessageId, received);
         onReceived(received);
       }
@@ -112,24 +124,35 @@ export class SqsQueue {
   /** Set the visibility timeout of held messages to `seconds` from now (0: visible again at once); the receipts SQS refused. */
   async changeVisibility(receipts: readonly string[], seconds: number): Promise<string[]> {
     return this.perReceipt('changeVisibility', receipts, (entries) =>
-      this.client.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: this.url, Entries: entries.map((e) => ({ ...e, VisibilityTimeout: seconds })) })),
+      this.client.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: this.url,
+          Entries: entries.map((e) => ({ ...e, VisibilityTimeout: seconds })),
+        }),
+      ),
     );
   }
 
   /** Delete messages by receipt; the receipts SQS refused (their messages come back and are found loaded). */
   async delete(receipts: readonly string[]): Promise<string[]> {
-    return this.perReceipt('delete', receipts, (entries) => this.client.send(new DeleteMessageBatchCommand({ QueueUrl: this.url, Entries: entries })));
+    return this.perReceipt('delete', receipts, (entries) =>
+      this.client.send(new DeleteMessageBatchCommand({ QueueUrl: this.url, Entries: entries })),
+    );
   }
 
   /** One batch request per RECEIVE_BATCH receipts (SQS's most per batch); the receipts SQS refused. */
   private async perReceipt(
     kind: 'changeVisibility' | 'delete',
     receipts: readonly string[],
-    request: (entries: Array<{ Id: string; ReceiptHandle: string }>) => Promise<{ Failed?: Array<{ Id?: string }> }>,
+    request: (
+      entries: Array<{ Id: string; ReceiptHandle: string }>,
+    ) => Promise<{ Failed?: Array<{ Id?: string }> }>,
   ): Promise<string[]> {
     const failed: string[] = [];
     for (const chunk of chunks(receipts, RECEIVE_BATCH)) {
-      const answer = await this.send(kind, () => request(chunk.map((receipt, i) => ({ Id: String(i), ReceiptHandle: receipt }))));
+      const answer = await this.send(kind, () =>
+        request(chunk.map((receipt, i) => ({ Id: String(i), ReceiptHandle: receipt }))),
+      );
       for (const f of answer.Failed ?? []) failed.push(chunk[Number(f.Id)]!);
     }
     return failed;
@@ -138,9 +161,17 @@ export class SqsQueue {
   /** What `validate` looks at: messages waiting (approximately), and whether a dead-letter queue takes the unreadable ones. */
   async describe(): Promise<{ messages: number; redrive: boolean }> {
     const answer = await this.send('attributes', () =>
-      this.client.send(new GetQueueAttributesCommand({ QueueUrl: this.url, AttributeNames: ['ApproximateNumberOfMessages', 'RedrivePolicy'] })),
+      this.client.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: this.url,
+          AttributeNames: ['ApproximateNumberOfMessages', 'RedrivePolicy'],
+        }),
+      ),
     );
-    return { messages: Number(answer.Attributes?.ApproximateNumberOfMessages ?? 0), redrive: (answer.Attributes?.RedrivePolicy ?? '') !== '' };
+    return {
+      messages: Number(answer.Attributes?.ApproximateNumberOfMessages ?? 0),
+      redrive: (answer.Attributes?.RedrivePolicy ?? '') !== '',
+    };
   }
 
   close(): void {
@@ -154,12 +185,16 @@ export class SqsQueue {
     } catch (err) {
       if ((err as { name?: string }).name === 'AbortError') throw err;
       const name = (err as { name?: string }).name ?? 'Error';
-      const terminal = /NonExistentQueue|QueueDoesNotExist|AccessDenied|InvalidAddress|InvalidSecurity/.test(name);
-      throw new StorageError(`[sqs] ${kind} on queue ${this.url} failed: ${name}: ${(err as Error).message}`, {
-        kind: terminal ? 'terminal' : 'transient',
-        context: { uri: this.url },
-        cause: err,
-      });
+      const terminal =
+        /NonExistentQueue|QueueDoesNotExist|AccessDenied|InvalidAddress|InvalidSecurity/.test(name);
+      throw new StorageError(
+        `[sqs] ${kind} on queue ${this.url} failed: ${name}: ${(err as Error).message}`,
+        {
+          kind: terminal ? 'terminal' : 'transient',
+          context: { uri: this.url },
+          cause: err,
+        },
+      );
     }
   }
 }

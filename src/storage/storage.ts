@@ -145,7 +145,11 @@ export interface Storage {
 }
 
 /** `objects` with the ETags a plain listing gives (`Storage.identify`); unchanged on drivers with nothing to defer. */
-export async function identifyObjects(storage: Storage, objects: readonly ObjectInfo[], opts: { signal?: AbortSignal } = {}): Promise<ObjectInfo[]> {
+export async function identifyObjects(
+  storage: Storage,
+  objects: readonly ObjectInfo[],
+  opts: { signal?: AbortSignal } = {},
+): Promise<ObjectInfo[]> {
   if (objects.length === 0 || !storage.identify) return [...objects];
   return storage.identify(objects, opts);
 }

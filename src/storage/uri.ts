@@ -47,18 +47,29 @@ export function describeUri(uri: string): StorageLocation {
   const scheme = SCHEME.exec(uri)?.[1]?.toLowerCase();
   if (scheme === undefined) {
     // `file:x` or `s3:b/x` are typos for a URI, not folder names; WHATWG would read `file:x` as `/x`.
-    if (/^(file|s3a?):/i.test(uri)) throw new ConfigError(`malformed storage URI ${uri}: expected s3://bucket/prefix/ or file:///path`, { uri });
+    if (/^(file|s3a?):/i.test(uri))
+      throw new ConfigError(
+        `malformed storage URI ${uri}: expected s3://bucket/prefix/ or file:///path`,
+        { uri },
+      );
     return fileLocation(path.resolve(uri));
   }
   if (scheme === 's3' || scheme === 's3a') return s3Location(uri, uri.slice(scheme.length + 3));
   if (scheme === 'file') return fileLocation(filePath(uri));
-  throw new ConfigError(`unsupported storage URI scheme '${scheme}://' in ${uri}: use s3://bucket/prefix/, file:///path or a path`, {
-    uri,
-  });
+  throw new ConfigError(
+    `unsupported storage URI scheme '${scheme}://' in ${uri}: use s3://bucket/prefix/, file:///path or a path`,
+    {
+      uri,
+    },
+  );
 }
 
 /** Open the Storage a URI names. S3 options apply to `s3://` URIs only, local options to folders only. */
-export function openStorage(uri: string, s3Options: S3EndpointOptions = {}, localOptions: LocalStorageOptions = {}): Storage {
+export function openStorage(
+  uri: string,
+  s3Options: S3EndpointOptions = {},
+  localOptions: LocalStorageOptions = {},
+): Storage {
   const loc = describeUri(uri);
   if (loc.kind === 'file') return new LocalStorage(loc.path, localOptions);
   return new S3Storage({ bucket: loc.bucket, prefix: loc.prefix, ...s3Options });
@@ -68,7 +79,8 @@ function s3Location(uri: string, rest: string): StorageLocation {
   const slash = rest.indexOf('/');
   const bucket = slash < 0 ? rest : rest.slice(0, slash);
   const prefix = slash < 0 ? '' : rest.slice(slash + 1);
-  if (!BUCKET.test(bucket)) throw new ConfigError(`invalid S3 bucket name ${JSON.stringify(bucket)} in ${uri}`, { uri });
+  if (!BUCKET.test(bucket))
+    throw new ConfigError(`invalid S3 bucket name ${JSON.stringify(bucket)} in ${uri}`, { uri });
   // S3 keys are literal (no percent-decoding), but `.`/`..` segments could escape the prefix
   // on servers that normalise paths.
   const segments = prefix.split('/').filter((s, i, all) => !(s === '' && i === all.length - 1));
@@ -84,7 +96,11 @@ function filePath(uri: string): string {
   try {
     return fileURLToPath(uri);
   } catch (err) {
-    throw new ConfigError(`invalid file URI ${uri}: it must be absolute, like file:///data/landing`, { uri }, err);
+    throw new ConfigError(
+      `invalid file URI ${uri}: it must be absolute, like file:///data/landing`,
+      { uri },
+      err,
+    );
   }
 }
 

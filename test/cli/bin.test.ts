@@ -36,8 +36,17 @@ describe('the tidemark binary', () => {
     await land(source, session, '2025/07/02/b.csv', orders([1, 'paid', 2]));
     const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}' };
     const config = await configWith([
-      { name: 'latest', source: { uri: root, discover: byDay }, target: { uri: await tempDir('bin-t', dirs), key: ['order_id'], orderBy: 'seq' }, maxFilesPerBatch: 1 },
-      { name: 'events', source: { uri: root, discover: { by: 'modified' } }, target: { uri: await tempDir('bin-t', dirs), mode: 'append' } },
+      {
+        name: 'latest',
+        source: { uri: root, discover: byDay },
+        target: { uri: await tempDir('bin-t', dirs), key: ['order_id'], orderBy: 'seq' },
+        maxFilesPerBatch: 1,
+      },
+      {
+        name: 'events',
+        source: { uri: root, discover: { by: 'modified' } },
+        target: { uri: await tempDir('bin-t', dirs), mode: 'append' },
+      },
     ]);
     const [run, status, help, usage] = await Promise.all([
       runCli(['run', '--config', config, '--json']),
@@ -58,10 +67,17 @@ describe('the tidemark binary', () => {
     const logs = run.stderr.split('\n').filter((l) => l !== '');
     expect(logs.length).toBeGreaterThan(0);
     for (const l of logs) expect(JSON.parse(l)).toHaveProperty('msg');
-    expect(logs.some((l) => (JSON.parse(l) as { msg: string }).msg === 'batch committed')).toBe(true);
+    expect(logs.some((l) => (JSON.parse(l) as { msg: string }).msg === 'batch committed')).toBe(
+      true,
+    );
 
     expect(status.code, status.stderr).toBe(0);
-    expect(status.stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as { job: string }).job)).toEqual(['latest', 'events']);
+    expect(
+      status.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { job: string }).job),
+    ).toEqual(['latest', 'events']);
 
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Usage: tidemark run');
@@ -73,10 +89,28 @@ describe('the tidemark binary', () => {
   it('a run that fails exits 1, names the file on stdout (--json) and stderr; a bad config exits 2 naming the field', async () => {
     const root = await tempDir('bin-src', dirs);
     await fsp.mkdir(path.join(root, 'in'), { recursive: true });
-    await fsp.writeFile(path.join(root, 'in', 'bad.ndjson'), '{"order_id": 1, "status": "placed"\n');
-    const failing = await configWith([{ name: 'feed', source: { uri: root, discover: { by: 'modified' } }, target: { uri: await tempDir('bin-t', dirs), mode: 'append' } }]);
-    const badConfig = await configWith([{ name: 'feed', source: { uri: root, discover: { by: 'modified', settle: 'soon' } }, target: { uri: '/x', mode: 'append' } }]);
-    const [failed, invalid] = await Promise.all([runCli(['run', '--config', failing, '--json']), runCli(['run', '--config', badConfig])]);
+    await fsp.writeFile(
+      path.join(root, 'in', 'bad.ndjson'),
+      '{"order_id": 1, "status": "placed"\n',
+    );
+    const failing = await configWith([
+      {
+        name: 'feed',
+        source: { uri: root, discover: { by: 'modified' } },
+        target: { uri: await tempDir('bin-t', dirs), mode: 'append' },
+      },
+    ]);
+    const badConfig = await configWith([
+      {
+        name: 'feed',
+        source: { uri: root, discover: { by: 'modified', settle: 'soon' } },
+        target: { uri: '/x', mode: 'append' },
+      },
+    ]);
+    const [failed, invalid] = await Promise.all([
+      runCli(['run', '--config', failing, '--json']),
+      runCli(['run', '--config', badConfig]),
+    ]);
 
     expect(failed.code, failed.stderr).toBe(1);
     const report = JSON.parse(failed.stdout) as { status: string; error: { message: string } };
@@ -95,33 +129,66 @@ describe('the tidemark binary', () => {
     const tableDir = await tempDir('bin-t', dirs);
     const snapshotJob = {
       name: 'extract',
-      source: { uri: root, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 3 }, snapshot: true },
+      source: {
+        uri: root,
+        discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 3 },
+        snapshot: true,
+      },
       target: { uri: tableDir, key: ['order_id'], orderBy: 'seq' },
     };
     const config = await configWith([snapshotJob]);
-    await land(source, session, '2025/03/01/part-0.csv', orders([1, 'placed', 1], [2, 'placed', 1], [3, 'placed', 1]));
+    await land(
+      source,
+      session,
+      '2025/03/01/part-0.csv',
+      orders([1, 'placed', 1], [2, 'placed', 1], [3, 'placed', 1]),
+    );
     // The first extract loads in-process (a plain run); the process runs are the ones the flag concerns.
-    expect(await run(makeConfig(snapshotJob))).toMatchObject({ status: 'succeeded', tableVersion: 0 });
+    expect(await run(makeConfig(snapshotJob))).toMatchObject({
+      status: 'succeeded',
+      tableVersion: 0,
+    });
     // A cut-off extract: 2 of 3 keys would go (67 % > 50 %).
     await land(source, session, '2025/03/02/part-0.csv', orders([1, 'placed', 1]));
     const refused = await runCli(['run', '--config', config, '--json']);
     expect(refused.code, refused.stderr).toBe(1);
-    expect(JSON.parse(refused.stdout)).toMatchObject({ job: 'extract', status: 'failed', tableVersion: 0, error: { type: 'SnapshotDeleteRefusedError' } });
-    expect(JSON.parse(refused.stdout).error.message).toMatch(/would delete 2 of the 3 keys .*--allow-large-delete/);
+    expect(JSON.parse(refused.stdout)).toMatchObject({
+      job: 'extract',
+      status: 'failed',
+      tableVersion: 0,
+      error: { type: 'SnapshotDeleteRefusedError' },
+    });
+    expect(JSON.parse(refused.stdout).error.message).toMatch(
+      /would delete 2 of the 3 keys .*--allow-large-delete/,
+    );
     const allowed = await runCli(['run', '--config', config, '--json', '--allow-large-delete']);
     expect(allowed.code, allowed.stderr).toBe(0);
-    expect(JSON.parse(allowed.stdout)).toMatchObject({ job: 'extract', status: 'succeeded', deleted: 2, tableVersion: 1 });
+    expect(JSON.parse(allowed.stdout)).toMatchObject({
+      job: 'extract',
+      status: 'succeeded',
+      deleted: 2,
+      tableVersion: 1,
+    });
     // The flag was for that run only: the next cut-off extract is refused again.
     await land(source, session, '2025/03/03/part-0.csv', orders([4, 'placed', 1]));
     const again = await runCli(['run', '--config', config, '--json']);
     expect(again.code, again.stderr).toBe(1);
-    expect(JSON.parse(again.stdout)).toMatchObject({ status: 'failed', error: { type: 'SnapshotDeleteRefusedError' } });
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      status: 'failed',
+      error: { type: 'SnapshotDeleteRefusedError' },
+    });
   });
 
   it('SIGTERM while the process is still starting (the CLI not loaded yet) exits 130 with the --json failure object, not 143 and nothing', async () => {
     const root = await tempDir('bin-src', dirs);
     await land(new LocalStorage(root), session, 'in/a.csv', orders([1, 'placed', 1]));
-    const config = await configWith([{ name: 'feed', source: { uri: root, discover: { by: 'modified' } }, target: { uri: await tempDir('bin-t', dirs), mode: 'append' } }]);
+    const config = await configWith([
+      {
+        name: 'feed',
+        source: { uri: root, discover: { by: 'modified' } },
+        target: { uri: await tempDir('bin-t', dirs), mode: 'append' },
+      },
+    ]);
     // Starting takes most of `--version`'s time (loading the AWS SDK and DuckDB); the signal comes
     // halfway through it, long before any job could run. `--version` runs twice: the first start
     // of a process after a fresh clone or boot reads its modules from disk, and would put "halfway" after the CLI is loaded.
@@ -145,10 +212,17 @@ describe('the tidemark binary', () => {
       expect(exit.signal, what).toBeNull();
       expect(exit.code, exit.stderr).toBe(130);
       expect(exit.stderr).toContain('SIGTERM received');
-      const report = JSON.parse(exit.stdout.trimEnd().split('\n').at(-1)!) as Record<string, unknown>;
+      const report = JSON.parse(exit.stdout.trimEnd().split('\n').at(-1)!) as Record<
+        string,
+        unknown
+      >;
       if ('job' in report && attempt < 6) {
         // The job had started: it reports itself interrupted; try earlier.
-        expect(report, what).toMatchObject({ job: 'feed', status: 'failed', error: { type: 'Interrupted' } });
+        expect(report, what).toMatchObject({
+          job: 'feed',
+          status: 'failed',
+          error: { type: 'Interrupted' },
+        });
         [late, delay] = [delay, (early + delay) / 2];
         continue;
       }
@@ -159,7 +233,11 @@ describe('the tidemark binary', () => {
         status: 'failed',
         exitCode: 130,
         retryable: true,
-        error: { type: 'Interrupted', message: expect.stringContaining('interrupted by SIGTERM'), retryable: true },
+        error: {
+          type: 'Interrupted',
+          message: expect.stringContaining('interrupted by SIGTERM'),
+          retryable: true,
+        },
       });
       return;
     }

@@ -12,7 +12,18 @@ import type { RunContext } from '../../src/job/context.js';
 import { runJob } from '../../src/job/run-job.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { cleanup, DuckSession, duplicateRids, land, makeConfig, orders, readTarget, sortRows, tempDir, type OrderRow } from '../job/helpers.js';
+import {
+  cleanup,
+  DuckSession,
+  duplicateRids,
+  land,
+  makeConfig,
+  orders,
+  readTarget,
+  sortRows,
+  tempDir,
+  type OrderRow,
+} from '../job/helpers.js';
 import { cli } from '../helpers/cli.js';
 
 let session: DuckSession;
@@ -26,7 +37,6 @@ afterAll(async () => {
   session?.close();
   await cleanup(dirs);
 });
-
 
 /** A config file (JSON is YAML) with the given jobs. */
 async function configFile(jobs: unknown[], storage: unknown = {}): Promise<string> {
@@ -48,49 +58,79 @@ async function landingZone(): Promise<{ root: string; landed: OrderRow[] }> {
 
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}' };
 
-function appendJob(name: string, source: string, target: string, extra: Record<string, unknown> = {}) {
-  return { name, source: { uri: source, discover: byDay }, target: { uri: target, mode: 'append' }, ...extra };
+function appendJob(
+  name: string,
+  source: string,
+  target: string,
+  extra: Record<string, unknown> = {},
+) {
+  return {
+    name,
+    source: { uri: source, discover: byDay },
+    target: { uri: target, mode: 'append' },
+    ...extra,
+  };
 }
 
 function mergeJob(name: string, source: string, target: string) {
-  return { name, source: { uri: source, discover: byDay }, target: { uri: target, key: ['order_id'], orderBy: 'seq' } };
+  return {
+    name,
+    source: { uri: source, discover: byDay },
+    target: { uri: target, key: ['order_id'], orderBy: 'seq' },
+  };
 }
 
 describe('tidemark CLI: help and usage', () => {
-  it.each([[['--help']], [['run', '--help']], [['status', '--help']], [['help', 'run']]])('%j prints usage on stdout and exits 0', async (argv) => {
-    const r = await cli(argv);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^Usage: tidemark/m);
-    expect(r.stderr).toBe('');
-  });
+  it.each([[['--help']], [['run', '--help']], [['status', '--help']], [['help', 'run']]])(
+    '%j prints usage on stdout and exits 0',
+    async (argv) => {
+      const r = await cli(argv);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/^Usage: tidemark/m);
+      expect(r.stderr).toBe('');
+    },
+  );
 
   it('run --help lists every option of the command', async () => {
     const r = await cli(['run', '--help']);
-    for (const flag of ['--config', '--job', '--dry-run', '--json', '--log-level']) expect(r.stdout).toContain(flag);
+    for (const flag of ['--config', '--job', '--dry-run', '--json', '--log-level'])
+      expect(r.stdout).toContain(flag);
   });
 
-  it.each([[['bogus']], [['run', '--bogus']], [['status', '--dry-run']], [['run', '--log-level', 'loud']], [['run', '--config']]])(
-    '%j is a usage error: exit 2, message on stderr, nothing on stdout',
-    async (argv) => {
-      const r = await cli(argv);
-      expect(r.code).toBe(2);
-      expect(r.stderr).toMatch(/error: /);
-      expect(r.stdout).toBe('');
-    },
-  );
+  it.each([
+    [['bogus']],
+    [['run', '--bogus']],
+    [['status', '--dry-run']],
+    [['run', '--log-level', 'loud']],
+    [['run', '--config']],
+  ])('%j is a usage error: exit 2, message on stderr, nothing on stdout', async (argv) => {
+    const r = await cli(argv);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/error: /);
+    expect(r.stdout).toBe('');
+  });
 });
 
 describe('tidemark CLI: config errors', () => {
   it('a config that breaks the schema exits 2 and names each field and what was expected', async () => {
     const file = await configFile([
-      { name: 'orders', source: { uri: '/x', discover: { by: 'partition' } }, target: { uri: '/y', mode: 'upsert' } },
+      {
+        name: 'orders',
+        source: { uri: '/x', discover: { by: 'partition' } },
+        target: { uri: '/y', mode: 'upsert' },
+      },
     ]);
     const r = await cli(['run', '--config', file, '--json']);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('jobs[0].source.discover.layout');
     expect(r.stderr).toMatch(/jobs\[0\]\.target\.mode: .*merge.*append/);
     // With --json, stdout holds one failure object for the scheduler (no job report).
-    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 2, retryable: false, error: { type: 'ConfigError' } });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      status: 'failed',
+      exitCode: 2,
+      retryable: false,
+      error: { type: 'ConfigError' },
+    });
   });
 
   it('a missing config file exits 2 naming the path', async () => {
@@ -127,9 +167,25 @@ describe('tidemark CLI: run and status', () => {
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(2);
     const reports = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(reports[0]).toMatchObject({ job: 'latest', status: 'succeeded', filesLoaded: 2, rowsRead: 3, rowsAfterDedupe: 2, inserted: 2, tableVersion: 0, watermark: '2025-05-02' });
-    expect(reports[1]).toMatchObject({ job: 'events', status: 'succeeded', filesLoaded: 2, inserted: 3, tableVersion: 0 });
-    for (const field of ['filesDiscovered', 'updated', 'deleted', 'skippedStale', 'durationMs']) expect(reports[0]).toHaveProperty(field);
+    expect(reports[0]).toMatchObject({
+      job: 'latest',
+      status: 'succeeded',
+      filesLoaded: 2,
+      rowsRead: 3,
+      rowsAfterDedupe: 2,
+      inserted: 2,
+      tableVersion: 0,
+      watermark: '2025-05-02',
+    });
+    expect(reports[1]).toMatchObject({
+      job: 'events',
+      status: 'succeeded',
+      filesLoaded: 2,
+      inserted: 3,
+      tableVersion: 0,
+    });
+    for (const field of ['filesDiscovered', 'updated', 'deleted', 'skippedStale', 'durationMs'])
+      expect(reports[0]).toHaveProperty(field);
     // Logs went to stderr, as JSON lines (stderr is not a terminal here).
     const logLines = r.stderr.trimEnd().split('\n');
     expect(logLines.length).toBeGreaterThan(0);
@@ -139,12 +195,23 @@ describe('tidemark CLI: run and status', () => {
     expect(status.code).toBe(0);
     const statusLines = status.stdout.trimEnd().split('\n');
     expect(statusLines).toHaveLength(1);
-    expect(JSON.parse(statusLines[0]!)).toMatchObject({ job: 'events', discovery: 'partition', watermark: '2025-05-02', tableVersion: 0, rows: 3, files: 1 });
+    expect(JSON.parse(statusLines[0]!)).toMatchObject({
+      job: 'events',
+      discovery: 'partition',
+      watermark: '2025-05-02',
+      tableVersion: 0,
+      rows: 3,
+      files: 1,
+    });
     expect(JSON.parse(statusLines[0]!).lastRunAt).toEqual(expect.any(String));
 
     const again = await cli(['run', '--config', file, '--json', '--job', 'events']);
     expect(again.code).toBe(0);
-    expect(JSON.parse(again.stdout)).toMatchObject({ job: 'events', status: 'nothing-new', tableVersion: 0 });
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      job: 'events',
+      status: 'nothing-new',
+      tableVersion: 0,
+    });
     const events = await readTarget(session, makeConfig(appendJob('events', root, t2)));
     expect(events.rows).toEqual(sortRows(landed));
   });
@@ -176,12 +243,17 @@ describe('tidemark CLI: run and status', () => {
     const file = await configFile([mergeJob('orders', root, target)]);
     const r = await cli(['run', '--config', file, '--json']);
     expect(r.code).toBe(1);
-    const report = JSON.parse(r.stdout) as { status: string; error: { type: string; message: string; context: Record<string, unknown> } };
+    const report = JSON.parse(r.stdout) as {
+      status: string;
+      error: { type: string; message: string; context: Record<string, unknown> };
+    };
     expect(report.status).toBe('failed');
     expect(report.error.type).toBe('BadFileError');
     expect(report.error.message).toContain('2025/05/02/broken.parquet');
     expect(r.stderr).toContain('2025/05/02/broken.parquet');
-    expect((await cli(['run', '--config', file])).stdout).toMatch(/^orders: failed: .*broken\.parquet/);
+    expect((await cli(['run', '--config', file])).stdout).toMatch(
+      /^orders: failed: .*broken\.parquet/,
+    );
   });
 });
 
@@ -196,7 +268,11 @@ describe('tidemark CLI: concurrent writers of one job', () => {
       async beforeCommit() {
         if (done) return;
         done = true;
-        const rival = await runJob(job.job, { storage: job.storage, logger: silentLogger(), tty: false });
+        const rival = await runJob(job.job, {
+          storage: job.storage,
+          logger: silentLogger(),
+          tty: false,
+        });
         expect(rival.report.status).toBe('succeeded');
       },
     };
@@ -205,27 +281,32 @@ describe('tidemark CLI: concurrent writers of one job', () => {
   it.each([
     ['the table does not exist yet', false],
     ['the table exists', true],
-  ])('a run that loses the commit race re-plans on the winner commit and loads nothing twice (%s) (fault injection: hook runs a rival run)', async (_, existing) => {
-    const { root, landed } = await landingZone();
-    const target = await tempDir('cli-t', dirs);
-    const jobConfig = appendJob('events', root, target, { maxFilesPerBatch: 1 });
-    const file = await configFile([jobConfig]);
-    const setup = makeConfig(jobConfig);
-    if (existing) {
-      expect((await cli(['run', '--config', file])).code).toBe(0);
-      const more = orders([3, 'placed', 1]);
-      await land(new LocalStorage(root), session, '2025/05/03/c.csv', more);
-      landed.push(...more);
-    }
-    const r = await cli(['run', '--config', file, '--json'], { hooks: rivalRunAtFirstCommit(setup) });
-    expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'nothing-new', commits: 0 });
-    expect(r.stderr).toContain('another writer committed first');
-    const table = await readTarget(session, setup);
-    expect(duplicateRids(table.rows)).toEqual([]);
-    expect(table.rows).toEqual(sortRows(landed));
-    expect(table.state.totals.filesLoaded).toBe(existing ? 3 : 2);
-  });
+  ])(
+    'a run that loses the commit race re-plans on the winner commit and loads nothing twice (%s) (fault injection: hook runs a rival run)',
+    async (_, existing) => {
+      const { root, landed } = await landingZone();
+      const target = await tempDir('cli-t', dirs);
+      const jobConfig = appendJob('events', root, target, { maxFilesPerBatch: 1 });
+      const file = await configFile([jobConfig]);
+      const setup = makeConfig(jobConfig);
+      if (existing) {
+        expect((await cli(['run', '--config', file])).code).toBe(0);
+        const more = orders([3, 'placed', 1]);
+        await land(new LocalStorage(root), session, '2025/05/03/c.csv', more);
+        landed.push(...more);
+      }
+      const r = await cli(['run', '--config', file, '--json'], {
+        hooks: rivalRunAtFirstCommit(setup),
+      });
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'nothing-new', commits: 0 });
+      expect(r.stderr).toContain('another writer committed first');
+      const table = await readTarget(session, setup);
+      expect(duplicateRids(table.rows)).toEqual([]);
+      expect(table.rows).toEqual(sortRows(landed));
+      expect(table.state.totals.filesLoaded).toBe(existing ? 3 : 2);
+    },
+  );
 
   it('with no re-plans allowed, a lost commit race exits 3 and commits nothing of its own (fault injection: hook runs a rival run)', async () => {
     const { root, landed } = await landingZone();
@@ -233,10 +314,19 @@ describe('tidemark CLI: concurrent writers of one job', () => {
     const jobConfig = appendJob('events', root, target);
     const file = await configFile([jobConfig]);
     const setup = makeConfig(jobConfig);
-    const r = await cli(['run', '--config', file, '--json'], { hooks: rivalRunAtFirstCommit(setup), maxReplans: 0 });
+    const r = await cli(['run', '--config', file, '--json'], {
+      hooks: rivalRunAtFirstCommit(setup),
+      maxReplans: 0,
+    });
     expect(r.code).toBe(3);
-    const report = JSON.parse(r.stdout) as { status: string; error: { type: string; message: string } };
-    expect(report).toMatchObject({ status: 'failed', error: { type: 'CommitRetriesExhaustedError' } });
+    const report = JSON.parse(r.stdout) as {
+      status: string;
+      error: { type: string; message: string };
+    };
+    expect(report).toMatchObject({
+      status: 'failed',
+      error: { type: 'CommitRetriesExhaustedError' },
+    });
     expect(report.error.message).toContain('lost');
     const table = await readTarget(session, setup);
     expect(table.snapshot!.version).toBe(0); // the rival's commit only

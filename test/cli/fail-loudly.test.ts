@@ -58,11 +58,18 @@ function fetchSpy(): { fetched: number[]; hooks: { afterFetch(batch: number): vo
 describe('a missing or wrong source is a config error (exit 2), not "nothing new"', () => {
   it('the source folder does not exist: exit 2 naming the URI, what was found and a folder with a close name', async () => {
     const { landing, target } = await daily();
-    const file = await configFile(dirs, { jobs: [mergeJob(path.join(path.dirname(landing), 'landin'), target)] });
+    const file = await configFile(dirs, {
+      jobs: [mergeJob(path.join(path.dirname(landing), 'landin'), target)],
+    });
     const r = await cli(['run', '--config', file, '--json']);
     expect(r.code).toBe(2);
     const report = reportOf(r);
-    expect(report).toMatchObject({ status: 'failed', filesLoaded: 0, commits: 0, error: { type: 'ConfigError' } });
+    expect(report).toMatchObject({
+      status: 'failed',
+      filesLoaded: 0,
+      commits: 0,
+      error: { type: 'ConfigError' },
+    });
     expect(report.error!.message).toBe(
       `[preflight] job orders: source file://${path.dirname(landing)}/landin/ does not exist: ` +
         `expected a folder of landed files, found no such folder ${path.dirname(landing)}/landin (did you mean ${landing}?)`,
@@ -70,23 +77,31 @@ describe('a missing or wrong source is a config error (exit 2), not "nothing new
     expect(report.error!.context).toMatchObject({ field: 'source.uri', found: 'nothing' });
     const human = await cli(['run', '--config', file]);
     expect(human.code).toBe(2);
-    expect(human.stdout).toMatch(/^orders: failed: \[preflight\] job orders: source .* does not exist/);
+    expect(human.stdout).toMatch(
+      /^orders: failed: \[preflight\] job orders: source .* does not exist/,
+    );
   });
 
   it('the source is a file: exit 2, "expected a folder … found a file"', async () => {
     const { landing, target } = await daily();
-    const file = await configFile(dirs, { jobs: [mergeJob(path.join(landing, '2026/11/30/b.csv'), target)] });
+    const file = await configFile(dirs, {
+      jobs: [mergeJob(path.join(landing, '2026/11/30/b.csv'), target)],
+    });
     const r = await cli(['run', '--config', file, '--json']);
     expect(r.code).toBe(2);
     expect(reportOf(r).error!.message).toMatch(
-      new RegExp(`source file://.*/b\\.csv/ is not a folder: expected a folder of landed files, found a file at ${landing}/2026/11/30/b\\.csv$`),
+      new RegExp(
+        `source file://.*/b\\.csv/ is not a folder: expected a folder of landed files, found a file at ${landing}/2026/11/30/b\\.csv$`,
+      ),
     );
   });
 
-  it("a layout that matches none of the folders (dt={yyyy}-{mm}-{dd} over 2026/11/30/): exit 2 naming the layout, the folders found and a hint", async () => {
+  it('a layout that matches none of the folders (dt={yyyy}-{mm}-{dd} over 2026/11/30/): exit 2 naming the layout, the folders found and a hint', async () => {
     const { landing, target } = await daily();
     const spy = fetchSpy();
-    const file = await configFile(dirs, { jobs: [mergeJob(landing, target, { by: 'partition', layout: 'dt={yyyy}-{mm}-{dd}' })] });
+    const file = await configFile(dirs, {
+      jobs: [mergeJob(landing, target, { by: 'partition', layout: 'dt={yyyy}-{mm}-{dd}' })],
+    });
     const r = await cli(['run', '--config', file, '--json'], { hooks: spy.hooks });
     expect(r.code).toBe(2);
     const report = reportOf(r);
@@ -94,7 +109,11 @@ describe('a missing or wrong source is a config error (exit 2), not "nothing new
       `[preflight] job orders: source file://${landing}/: layout 'dt={yyyy}-{mm}-{dd}' matches no partition folder: ` +
         "it expects folders named like 'dt={yyyy}-{mm}-{dd}' at the source root, but found 1 folder (2026/); those look like '{yyyy}'",
     );
-    expect(report.error!.context).toMatchObject({ field: 'source.discover.layout', layout: 'dt={yyyy}-{mm}-{dd}', found: ['2026/'] });
+    expect(report.error!.context).toMatchObject({
+      field: 'source.discover.layout',
+      layout: 'dt={yyyy}-{mm}-{dd}',
+      found: ['2026/'],
+    });
     expect(spy.fetched).toEqual([]);
     // --dry-run fails the same way: its plan would be empty for the wrong reason.
     expect((await cli(['run', '--config', file, '--dry-run'])).code).toBe(2);
@@ -102,7 +121,9 @@ describe('a missing or wrong source is a config error (exit 2), not "nothing new
 
   it('an hourly layout over daily folders: exit 2, "the folders stop at the day level", the daily layout suggested', async () => {
     const { landing, target } = await daily();
-    const file = await configFile(dirs, { jobs: [mergeJob(landing, target, { by: 'partition', layout: '{yyyy}/{mm}/{dd}/{HH}' })] });
+    const file = await configFile(dirs, {
+      jobs: [mergeJob(landing, target, { by: 'partition', layout: '{yyyy}/{mm}/{dd}/{HH}' })],
+    });
     const r = await cli(['run', '--config', file, '--json']);
     expect(r.code).toBe(2);
     expect(reportOf(r).error!.message).toBe(
@@ -115,21 +136,47 @@ describe('a missing or wrong source is a config error (exit 2), not "nothing new
   it('an unexpanded ${VAR} in source.uri: exit 2 naming the variable and the field', async () => {
     const { target } = await daily();
     delete process.env['TIDEMARK_TEST_UNSET_LANDING'];
-    const file = await configFile(dirs, { jobs: [mergeJob('${TIDEMARK_TEST_UNSET_LANDING}/orders', target)] });
+    const file = await configFile(dirs, {
+      jobs: [mergeJob('${TIDEMARK_TEST_UNSET_LANDING}/orders', target)],
+    });
     const r = await cli(['run', '--config', file]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('jobs[0].source.uri: environment variable TIDEMARK_TEST_UNSET_LANDING is not set');
+    expect(r.stderr).toContain(
+      'jobs[0].source.uri: environment variable TIDEMARK_TEST_UNSET_LANDING is not set',
+    );
     expect(r.stdout).toBe('');
   });
 
   it('backfill and reset check the source before anything else: exit 2', async () => {
     const { landing, target } = await daily();
-    const missing = await configFile(dirs, { jobs: [mergeJob(path.join(landing, 'nope'), target)] });
-    const backfill = await cli(['backfill', '--config', missing, '--from', '2026-11-29', '--to', '2026-11-30', '--json']);
+    const missing = await configFile(dirs, {
+      jobs: [mergeJob(path.join(landing, 'nope'), target)],
+    });
+    const backfill = await cli([
+      'backfill',
+      '--config',
+      missing,
+      '--from',
+      '2026-11-29',
+      '--to',
+      '2026-11-30',
+      '--json',
+    ]);
     expect(backfill.code).toBe(2);
     expect(reportOf(backfill).error!.message).toMatch(/source .*\/nope\/ does not exist/);
-    const hourly = await configFile(dirs, { jobs: [mergeJob(landing, target, { by: 'partition', layout: '{yyyy}/{mm}/{dd}/{HH}' })] });
-    const reset = await cli(['reset', '--config', hourly, '--job', 'orders', '--to', '2026-11-29T23', '--json']);
+    const hourly = await configFile(dirs, {
+      jobs: [mergeJob(landing, target, { by: 'partition', layout: '{yyyy}/{mm}/{dd}/{HH}' })],
+    });
+    const reset = await cli([
+      'reset',
+      '--config',
+      hourly,
+      '--job',
+      'orders',
+      '--to',
+      '2026-11-29T23',
+      '--json',
+    ]);
     expect(reset.code).toBe(2);
     expect(reportOf(reset).error!.message).toContain('the folders stop at the day level');
   });
@@ -139,9 +186,16 @@ describe('a missing or wrong source is a config error (exit 2), not "nothing new
     const file = await configFile(dirs, { jobs: [mergeJob(path.join(landing, 'nope'), target)] });
     const r = await runCli(['run', '--config', file]);
     expect(r.code).toBe(2);
-    expect(r.stdout).toMatch(/^orders: failed: \[preflight\] job orders: source .*\/nope\/ does not exist/);
-    const logged = r.stderr.trimEnd().split('\n').map((l) => JSON.parse(l) as { msg: string; error?: { message: string } });
-    expect(logged.find((l) => l.msg === 'run failed')?.error?.message).toContain('found no such folder');
+    expect(r.stdout).toMatch(
+      /^orders: failed: \[preflight\] job orders: source .*\/nope\/ does not exist/,
+    );
+    const logged = r.stderr
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { msg: string; error?: { message: string } });
+    expect(logged.find((l) => l.msg === 'run failed')?.error?.message).toContain(
+      'found no such folder',
+    );
   });
 });
 
@@ -149,16 +203,25 @@ describe('"nothing new" stays exit 0 when the source is there', () => {
   it('an existing source that matches the layout, with nothing new: exit 0, status nothing-new', async () => {
     const { landing, target } = await daily();
     const file = await configFile(dirs, { jobs: [mergeJob(landing, target)] });
-    expect(reportOf(await cli(['run', '--config', file, '--json']))).toMatchObject({ status: 'succeeded', filesLoaded: 3 });
+    expect(reportOf(await cli(['run', '--config', file, '--json']))).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 3,
+    });
     const again = await cli(['run', '--config', file, '--json']);
     expect(again.code).toBe(0);
-    expect(reportOf(again)).toMatchObject({ status: 'nothing-new', filesLoaded: 0, watermark: '2026-11-30' });
+    expect(reportOf(again)).toMatchObject({
+      status: 'nothing-new',
+      filesLoaded: 0,
+      watermark: '2026-11-30',
+    });
   });
 
   it('an existing empty folder (a new landing zone): exit 0, and a warning in the log', async () => {
     const dir = await tempDir('loud', dirs);
     await fsp.mkdir(path.join(dir, 'landing'));
-    const file = await configFile(dirs, { jobs: [mergeJob(path.join(dir, 'landing'), path.join(dir, 'table'))] });
+    const file = await configFile(dirs, {
+      jobs: [mergeJob(path.join(dir, 'landing'), path.join(dir, 'table'))],
+    });
     const r = await cli(['run', '--config', file, '--json']);
     expect(r.code).toBe(0);
     expect(reportOf(r)).toMatchObject({ status: 'nothing-new' });
@@ -169,7 +232,10 @@ describe('"nothing new" stays exit 0 when the source is there', () => {
     process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
     process.env['AWS_SECRET_ACCESS_KEY'] = S3RVER_CREDENTIALS.secretAccessKey;
     const zone = s3.landingZone('empty');
-    const file = await configFile(dirs, { storage: zone.storageConfig, jobs: [mergeJob(zone.uri, path.join(await tempDir('loud', dirs), 'table'))] });
+    const file = await configFile(dirs, {
+      storage: zone.storageConfig,
+      jobs: [mergeJob(zone.uri, path.join(await tempDir('loud', dirs), 'table'))],
+    });
     const r = await cli(['run', '--config', file, '--json']);
     expect(r.code).toBe(0);
     expect(reportOf(r)).toMatchObject({ status: 'nothing-new' });
@@ -183,13 +249,22 @@ describe('a target that cannot be written fails at the start, naming the real er
     const dir = await tempDir('loud', dirs);
     await fsp.writeFile(path.join(dir, 'a-file'), 'not a folder');
     const spy = fetchSpy();
-    const file = await configFile(dirs, { jobs: [mergeJob(landing, path.join(dir, 'a-file', 'table'))] });
+    const file = await configFile(dirs, {
+      jobs: [mergeJob(landing, path.join(dir, 'a-file', 'table'))],
+    });
     const r = await cli(['run', '--config', file, '--json'], { hooks: spy.hooks });
     expect(r.code).toBe(1);
     const report = reportOf(r);
-    expect(report).toMatchObject({ status: 'failed', filesLoaded: 0, commits: 0, error: { type: 'StorageError' } });
+    expect(report).toMatchObject({
+      status: 'failed',
+      filesLoaded: 0,
+      commits: 0,
+      error: { type: 'StorageError' },
+    });
     expect(report.error!.message).toMatch(
-      new RegExp(`^\\[preflight\\] job orders: target file://${dir}/a-file/table/ is not writable: \\[storage\\] cannot write "_tidemark/write-probe-[0-9a-f-]+" in .*: a parent path is a file`),
+      new RegExp(
+        `^\\[preflight\\] job orders: target file://${dir}/a-file/table/ is not writable: \\[storage\\] cannot write "_tidemark/write-probe-[0-9a-f-]+" in .*: a parent path is a file`,
+      ),
     );
     expect(spy.fetched).toEqual([]);
   });
@@ -205,7 +280,9 @@ describe('a target that cannot be written fails at the start, naming the real er
       const r = await cli(['run', '--config', file, '--json'], { hooks: spy.hooks });
       expect(r.code).toBe(1);
       expect(reportOf(r).error!.message).toMatch(
-        new RegExp(`target file://${target}/ is not writable: \\[storage\\] write failed for .*: operation not permitted \\(EPERM\\) at ${target}/_tidemark`),
+        new RegExp(
+          `target file://${target}/ is not writable: \\[storage\\] write failed for .*: operation not permitted \\(EPERM\\) at ${target}/_tidemark`,
+        ),
       );
       expect(spy.fetched).toEqual([]);
     } finally {
@@ -213,19 +290,24 @@ describe('a target that cannot be written fails at the start, naming the real er
     }
   });
 
-  it.skipIf(isRoot)('a read-only target folder (mode 0555; skipped as root, where modes do not stop writes): exit 1 naming EACCES', async () => {
-    const { landing } = await daily();
-    const target = path.join(await tempDir('loud', dirs), 'table');
-    await fsp.mkdir(target, { mode: 0o555 });
-    try {
-      const file = await configFile(dirs, { jobs: [mergeJob(landing, target)] });
-      const r = await cli(['run', '--config', file, '--json']);
-      expect(r.code).toBe(1);
-      expect(reportOf(r).error!.message).toMatch(/is not writable: .*permission denied \(EACCES\) at .*\/table\/_tidemark/);
-    } finally {
-      await fsp.chmod(target, 0o755);
-    }
-  });
+  it.skipIf(isRoot)(
+    'a read-only target folder (mode 0555; skipped as root, where modes do not stop writes): exit 1 naming EACCES',
+    async () => {
+      const { landing } = await daily();
+      const target = path.join(await tempDir('loud', dirs), 'table');
+      await fsp.mkdir(target, { mode: 0o555 });
+      try {
+        const file = await configFile(dirs, { jobs: [mergeJob(landing, target)] });
+        const r = await cli(['run', '--config', file, '--json']);
+        expect(r.code).toBe(1);
+        expect(reportOf(r).error!.message).toMatch(
+          /is not writable: .*permission denied \(EACCES\) at .*\/table\/_tidemark/,
+        );
+      } finally {
+        await fsp.chmod(target, 0o755);
+      }
+    },
+  );
 
   it('a target store that ignores conditional writes (s3rver) without singleWriter: exit 2 before anything is fetched or uploaded', async () => {
     process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
@@ -240,8 +322,14 @@ describe('a target that cannot be written fails at the start, naming the real er
     const r = await cli(['run', '--config', file, '--json'], { hooks: spy.hooks });
     expect(r.code).toBe(2);
     const report = reportOf(r);
-    expect(report).toMatchObject({ status: 'failed', commits: 0, error: { type: 'ConditionalWriteUnsupportedError' } });
-    expect(report.error!.message).toMatch(/ignores conditional writes \(If-None-Match: \*\).*storage\.singleWriter: true/);
+    expect(report).toMatchObject({
+      status: 'failed',
+      commits: 0,
+      error: { type: 'ConditionalWriteUnsupportedError' },
+    });
+    expect(report.error!.message).toMatch(
+      /ignores conditional writes \(If-None-Match: \*\).*storage\.singleWriter: true/,
+    );
     expect(spy.fetched).toEqual([]);
     // Only the probes' own objects were ever written: no data file, no commit.
     const left = (await s3.makeStorage(prefix).listAll({ prefix: '' })).objects.map((o) => o.key);
@@ -283,12 +371,24 @@ describe('S3 errors that say where and why', () => {
   });
 
   it("missing credentials keep the SDK's explanation", async () => {
-    for (const k of Object.keys(process.env)) if (/^AWS_(ACCESS_KEY_ID|SECRET_ACCESS_KEY|SESSION_TOKEN|PROFILE|CONTAINER_|WEB_IDENTITY|ROLE_)/.test(k)) delete process.env[k];
-    Object.assign(process.env, { AWS_CONFIG_FILE: '/nonexistent/config', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials', AWS_EC2_METADATA_DISABLED: 'true' });
+    for (const k of Object.keys(process.env))
+      if (
+        /^AWS_(ACCESS_KEY_ID|SECRET_ACCESS_KEY|SESSION_TOKEN|PROFILE|CONTAINER_|WEB_IDENTITY|ROLE_)/.test(
+          k,
+        )
+      )
+        delete process.env[k];
+    Object.assign(process.env, {
+      AWS_CONFIG_FILE: '/nonexistent/config',
+      AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
+      AWS_EC2_METADATA_DISABLED: 'true',
+    });
     try {
       const file = await configFile(dirs, {
         storage: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true },
-        jobs: [mergeJob(`s3://${s3.bucket}/landing/`, path.join(await tempDir('loud', dirs), 'table'))],
+        jobs: [
+          mergeJob(`s3://${s3.bucket}/landing/`, path.join(await tempDir('loud', dirs), 'table')),
+        ],
       });
       const r = await cli(['run', '--config', file, '--json']);
       expect(r.code).toBe(1);

@@ -36,21 +36,49 @@ type Json = Record<string, unknown>;
 
 describe('history, show and the maintenance flags', () => {
   it('progress on a terminal shows listing, batch n/N and the phases', () => {
-    for (const text of ['orders listing', 'orders batch 1/3 fetch', 'orders batch 2/3 merge', 'orders batch 3/3 commit']) expect(runStderr).toContain(text);
+    for (const text of [
+      'orders listing',
+      'orders batch 1/3 fetch',
+      'orders batch 2/3 merge',
+      'orders batch 3/3 commit',
+    ])
+      expect(runStderr).toContain(text);
   });
 
   it('optimize --dry-run plans and commits nothing; history lists the runs newest first with their counts', async () => {
     const dry = await cli(['optimize', '--config', config, '--dry-run', '--json']);
     expect(dry.code, dry.stderr).toBe(0);
-    expect(JSON.parse(dry.stdout)).toMatchObject({ job: 'orders', command: 'optimize', status: 'dry-run', dryRun: true, version: null, readVersion: 2, filesRemoved: 2, filesAdded: 1 });
+    expect(JSON.parse(dry.stdout)).toMatchObject({
+      job: 'orders',
+      command: 'optimize',
+      status: 'dry-run',
+      dryRun: true,
+      version: null,
+      readVersion: 2,
+      filesRemoved: 2,
+      filesAdded: 1,
+    });
     const human = await cli(['optimize', '--config', config, '--dry-run']);
-    expect(human.stdout).toMatch(/^orders: optimize dry-run: would compact 2 files \(.+\) into 1 in 1 partitions \(table version 2\); nothing written\n$/);
+    expect(human.stdout).toMatch(
+      /^orders: optimize dry-run: would compact 2 files \(.+\) into 1 in 1 partitions \(table version 2\); nothing written\n$/,
+    );
 
     const h = await cli(['history', '--config', config, '--json']);
     expect(h.code, h.stderr).toBe(0);
     const report = JSON.parse(h.stdout) as Json & { commits: Json[] };
     expect(report).toMatchObject({ job: 'orders', status: 'ok', tableVersion: 2 });
-    expect(report.commits.map((c) => [c['version'], c['operation'], c['kind'], c['job'], c['batch'], c['filesAdded'], c['rowsInserted'], c['rowsUpdated']])).toEqual([
+    expect(
+      report.commits.map((c) => [
+        c['version'],
+        c['operation'],
+        c['kind'],
+        c['job'],
+        c['batch'],
+        c['filesAdded'],
+        c['rowsInserted'],
+        c['rowsUpdated'],
+      ]),
+    ).toEqual([
       [2, 'MERGE', 'run', 'orders', 3, 1, 1, 0],
       [1, 'MERGE', 'run', 'orders', 2, 1, 0, 1],
       [0, 'CREATE TABLE AS SELECT', 'run', 'orders', 1, 1, 2, 0],
@@ -61,28 +89,64 @@ describe('history, show and the maintenance flags', () => {
     const text = await cli(['history', '--config', config, '--limit', '2']);
     const lines = text.stdout.split('\n');
     expect(lines[0]).toContain('orders: ');
-    expect(lines[1]).toMatch(/^version\s+time \(UTC\)\s+operation\s+by\s+files \+\/-\s+rows ins\/upd\/del\s+took$/);
-    expect(lines[3]).toMatch(/^\s+2\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+MERGE\s+run #3\s+1\/0\s+1\/0\/0\s+\S+$/);
-    expect(lines[4]).toMatch(/^\s+1\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+MERGE\s+run #2\s+1\/1\s+0\/1\/0\s+\S+$/);
+    expect(lines[1]).toMatch(
+      /^version\s+time \(UTC\)\s+operation\s+by\s+files \+\/-\s+rows ins\/upd\/del\s+took$/,
+    );
+    expect(lines[3]).toMatch(
+      /^\s+2\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+MERGE\s+run #3\s+1\/0\s+1\/0\/0\s+\S+$/,
+    );
+    expect(lines[4]).toMatch(
+      /^\s+1\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+MERGE\s+run #2\s+1\/1\s+0\/1\/0\s+\S+$/,
+    );
     expect(lines).toHaveLength(6);
   });
 
   it('show prints rows in key order, filtered, limited, in the columns asked', async () => {
     const all = await cli(['show', '--config', config, '--job', 'orders', '--json']);
     expect(all.code, all.stderr).toBe(0);
-    const rows = all.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as Json);
+    const rows = all.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Json);
     // JSON-safe: BIGINT as text (no precision lost past 2^53).
-    expect(rows.map((r) => [r['order_id'], r['status']])).toEqual([['1', 'paid'], ['2', 'placed'], ['3', 'placed']]);
+    expect(rows.map((r) => [r['order_id'], r['status']])).toEqual([
+      ['1', 'paid'],
+      ['2', 'placed'],
+      ['3', 'placed'],
+    ]);
 
-    const some = await cli(['show', '--config', config, '--job', 'orders', '--where', "status = 'placed' AND order_id < 3", '--columns', 'status,order_id', '--json']);
+    const some = await cli([
+      'show',
+      '--config',
+      config,
+      '--job',
+      'orders',
+      '--where',
+      "status = 'placed' AND order_id < 3",
+      '--columns',
+      'status,order_id',
+      '--json',
+    ]);
     expect(some.stdout).toBe('{"status":"placed","order_id":"2"}\n');
 
-    const table = await cli(['show', '--config', config, '--job', 'orders', '--columns', 'order_id,status', '--limit', '1']);
-    expect(table.stdout).toBe('order_id  status\n--------  ------\n1         paid\n(1 row, --limit 1; table version 2)\n');
+    const table = await cli([
+      'show',
+      '--config',
+      config,
+      '--job',
+      'orders',
+      '--columns',
+      'order_id,status',
+      '--limit',
+      '1',
+    ]);
+    expect(table.stdout).toBe(
+      'order_id  status\n--------  ------\n1         paid\n(1 row, --limit 1; table version 2)\n',
+    );
   });
 
   it.each([
-    [['--where', "1=1; DROP TABLE x"], 'syntax error'],
+    [['--where', '1=1; DROP TABLE x'], 'syntax error'],
     [['--where', '1) AS a, (2'], 'not a single expression'],
     [['--where', 'order_id IN (SELECT 1)'], 'subqueries are not allowed'],
     [['--columns', 'order_id,nope'], 'no column "nope"'],
@@ -96,7 +160,10 @@ describe('history, show and the maintenance flags', () => {
   it('vacuum --retain takes durations like the config (a bare number is hours)', async () => {
     const retain = async (value: string) => {
       const r = await cli(['vacuum', '--config', config, '--dry-run', '--json', '--retain', value]);
-      return { code: r.code, hours: r.code === 0 ? (JSON.parse(r.stdout) as Json)['retainHours'] : r.stderr };
+      return {
+        code: r.code,
+        hours: r.code === 0 ? (JSON.parse(r.stdout) as Json)['retainHours'] : r.stderr,
+      };
     };
     expect(await retain('7d')).toEqual({ code: 0, hours: 168 });
     expect(await retain('168h')).toEqual({ code: 0, hours: 168 });

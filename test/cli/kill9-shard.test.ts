@@ -52,13 +52,20 @@ async function configFor(root: string, table: string): Promise<string> {
 /** Files the shard has committed, from the newest commit of the table at `dir` that wrote its state (0 before any). */
 async function committedFiles(dir: string, domain: string): Promise<number> {
   const log = path.join(dir, '_delta_log');
-  const names = (await fsp.readdir(log).catch(() => [] as string[])).filter((n) => /^\d{20}\.json$/.test(n)).sort().reverse();
+  const names = (await fsp.readdir(log).catch(() => [] as string[]))
+    .filter((n) => /^\d{20}\.json$/.test(n))
+    .sort()
+    .reverse();
   for (const name of names) {
     const text = await fsp.readFile(path.join(log, name), 'utf8').catch(() => '');
     for (const line of text.split('\n')) {
       if (!line.includes('domainMetadata')) continue;
-      const dm = (JSON.parse(line) as { domainMetadata?: { domain: string; configuration: string } }).domainMetadata;
-      if (dm?.domain === domain) return (JSON.parse(dm.configuration) as { totals: { filesLoaded: number } }).totals.filesLoaded;
+      const dm = (
+        JSON.parse(line) as { domainMetadata?: { domain: string; configuration: string } }
+      ).domainMetadata;
+      if (dm?.domain === domain)
+        return (JSON.parse(dm.configuration) as { totals: { filesLoaded: number } }).totals
+          .filesLoaded;
     }
   }
   return 0;
@@ -67,16 +74,30 @@ async function committedFiles(dir: string, domain: string): Promise<number> {
 describe('kill -9 of one shard of a sharded backfill', () => {
   it('the killed shard, run again, resumes; the table equals an uninterrupted backfill', async () => {
     const root = await tempDir('kill-shard', dirs);
-    const feed = buildFeed({ days: DAYS, ordersPerDay: 6, updatesPerDay: 4, updateWindowDays: 2, filesPerDay: 3, idBase: 1, tag: 'k', random: prng(11) });
+    const feed = buildFeed({
+      days: DAYS,
+      ordersPerDay: 6,
+      updatesPerDay: 4,
+      updateWindowDays: 2,
+      filesPerDay: 3,
+      idBase: 1,
+      tag: 'k',
+      random: prng(11),
+    });
     await landFeed(new LocalStorage(path.join(root, 'landing')), feed);
     const sharded = await configFor(root, 'sharded');
     const whole = await configFor(root, 'whole');
     const range = ['--from', DAYS[0]!, '--to', DAYS.at(-1)!];
-    for (const config of [sharded, whole]) expect((await cli(['run', '-c', config], { logger: silentLogger() })).code).toBe(0);
-    expect((await cli(['backfill', '-c', whole, ...range], { logger: silentLogger() })).code).toBe(0);
+    for (const config of [sharded, whole])
+      expect((await cli(['run', '-c', config], { logger: silentLogger() })).code).toBe(0);
+    expect((await cli(['backfill', '-c', whole, ...range], { logger: silentLogger() })).code).toBe(
+      0,
+    );
 
     const table = path.join(root, 'sharded');
-    const procs = [0, 1, 2, 3].map((k) => spawnCli(['backfill', '-c', sharded, ...range, '--shard', `${k + 1}/4`, '--json']));
+    const procs = [0, 1, 2, 3].map((k) =>
+      spawnCli(['backfill', '-c', sharded, ...range, '--shard', `${k + 1}/4`, '--json']),
+    );
     // Shard 2/4 (index 1: days 4-6, nine commits of one file each) dies right after its first commit.
     const domain = 'tidemark.backfill.orders@shard-1-of-4';
     const deadline = Date.now() + 60_000;
@@ -85,7 +106,10 @@ describe('kill -9 of one shard of a sharded backfill', () => {
     const exits = await Promise.all(procs.map((p) => p.done));
     expect(exits[1]!.signal).toBe('SIGKILL');
     for (const k of [0, 2, 3]) expect(exits[k]!.code, exits[k]!.stderr.slice(-2000)).toBe(0);
-    const killedAt = readBackfillStates((await readFeedTable(session, setupOf(table))).snapshot, 'orders').get(domain)!;
+    const killedAt = readBackfillStates(
+      (await readFeedTable(session, setupOf(table))).snapshot,
+      'orders',
+    ).get(domain)!;
     expect(killedAt.status).toBe('running');
     expect(killedAt.totals.filesLoaded).toBeGreaterThan(0);
     expect(killedAt.totals.filesLoaded).toBeLessThan(9);
@@ -93,7 +117,12 @@ describe('kill -9 of one shard of a sharded backfill', () => {
     const rerun = await runCli(['backfill', '-c', sharded, ...range, '--shard', '2/4', '--json']);
     expect(rerun.code, rerun.stderr.slice(-2000)).toBe(0);
     const report = JSON.parse(rerun.stdout) as Record<string, unknown>;
-    expect(report).toMatchObject({ status: 'succeeded', shard: '2/4', part: { from: DAYS[3], to: DAYS[5] }, doneThrough: DAYS[5] });
+    expect(report).toMatchObject({
+      status: 'succeeded',
+      shard: '2/4',
+      part: { from: DAYS[3], to: DAYS[5] },
+      doneThrough: DAYS[5],
+    });
     expect(Number(report['filesLoaded'])).toBe(9 - killedAt.totals.filesLoaded);
 
     const got = await readFeedTable(session, setupOf(table));
@@ -101,7 +130,9 @@ describe('kill -9 of one shard of a sharded backfill', () => {
     expect(duplicateOrders(got.rows)).toEqual([]);
     expect(got.rows).toEqual(want.rows);
     expect(await logProblems(table)).toEqual([]);
-    const states = [...readBackfillStates(got.snapshot, 'orders')].sort(([a], [b]) => (a < b ? -1 : 1));
+    const states = [...readBackfillStates(got.snapshot, 'orders')].sort(([a], [b]) =>
+      a < b ? -1 : 1,
+    );
     expect(states.map(([, s]) => [s.status, s.totals.filesLoaded])).toEqual([
       ['done', 9],
       ['done', 9],
@@ -112,5 +143,8 @@ describe('kill -9 of one shard of a sharded backfill', () => {
 });
 
 function setupOf(table: string) {
-  return makeConfig({ source: { uri: '/unused', discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } }, target: { uri: table, key: ['order_id'], orderBy: 'seq' } });
+  return makeConfig({
+    source: { uri: '/unused', discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+    target: { uri: table, key: ['order_id'], orderBy: 'seq' },
+  });
 }

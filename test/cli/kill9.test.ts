@@ -78,122 +78,186 @@ beforeAll(async () => {
 
 afterAll(() => closeS3JobEnv(s3, session, dirs));
 
-
 /** Delta log versions present under a local table root (commit files only). */
 async function versionsOf(root: string): Promise<number[]> {
   const names = await fsp.readdir(path.join(root, '_delta_log')).catch(() => [] as string[]);
-  return names.filter((n) => /^\d{20}\.json$/.test(n)).map((n) => Number(n.slice(0, 20))).sort((a, b) => a - b);
+  return names
+    .filter((n) => /^\d{20}\.json$/.test(n))
+    .map((n) => Number(n.slice(0, 20)))
+    .sort((a, b) => a - b);
 }
 
 /** Spool folders of the two jobs' runs (other temp folders, e.g. of checkpoint writes, are not the job's). */
 async function spoolFolders(tmp: string): Promise<string[]> {
-  return (await fsp.readdir(tmp)).filter((n) => n.startsWith('tidemark-latest-') || n.startsWith('tidemark-events-')).sort();
+  return (await fsp.readdir(tmp))
+    .filter((n) => n.startsWith('tidemark-latest-') || n.startsWith('tidemark-events-'))
+    .sort();
 }
 
 describe('killing the tidemark process', () => {
-  it(`${KILLS} SIGKILLs spread over the work phase while files land, then a full run: every file loaded exactly once in merge and append mode`, { timeout: stepBudget(MAX_DAYS + 1, DAY_MS) + stepBudget(MAX_DAYS * FILES_PER_DAY, FILE_MS) }, async () => {
-    const seed = Number(process.env['TIDEMARK_KILL_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
-    const random = prng(seed);
-    const where = `(kill seed ${seed})`;
-    const { source, uri: sourceRoot, storageConfig: storage } = s3.landingZone('kill-src');
-    const spoolTmp = await tempDir('kill-tmp', dirs);
-    const [mergeRoot, appendRoot] = [await tempDir('kill-merge', dirs), await tempDir('kill-append', dirs)];
-    const jobs = [
-      { name: 'latest', source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: mergeRoot, key: ['order_id'], orderBy: 'seq', rewriteFilesBelow: 0, columnMapping: 'name', changeDataFeed: true }, maxFilesPerBatch: 2 },
-      { name: 'events', source: { uri: sourceRoot, discover: { by: 'modified', settle: '1h' } }, target: { uri: appendRoot, mode: 'append' }, maxFilesPerBatch: 2 },
-    ];
-    const configPath = path.join(spoolTmp, '..', `${path.basename(spoolTmp)}.yaml`);
-    dirs.push(configPath);
-    await fsp.writeFile(configPath, JSON.stringify({ storage, jobs }));
-    const latest = makeConfig(jobs[0]!);
-    const events = makeConfig({ ...jobs[1]!, name: 'events' });
-    const args = ['run', '--config', configPath, '--json'];
-    const checkers = new Map([latest, events].map((setup) => [setup, targetChecker(session, setup)]));
-    const env = { TMPDIR: spoolTmp };
+  it(
+    `${KILLS} SIGKILLs spread over the work phase while files land, then a full run: every file loaded exactly once in merge and append mode`,
+    { timeout: stepBudget(MAX_DAYS + 1, DAY_MS) + stepBudget(MAX_DAYS * FILES_PER_DAY, FILE_MS) },
+    async () => {
+      const seed = Number(process.env['TIDEMARK_KILL_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
+      const random = prng(seed);
+      const where = `(kill seed ${seed})`;
+      const { source, uri: sourceRoot, storageConfig: storage } = s3.landingZone('kill-src');
+      const spoolTmp = await tempDir('kill-tmp', dirs);
+      const [mergeRoot, appendRoot] = [
+        await tempDir('kill-merge', dirs),
+        await tempDir('kill-append', dirs),
+      ];
+      const jobs = [
+        {
+          name: 'latest',
+          source: {
+            uri: sourceRoot,
+            discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 },
+          },
+          target: {
+            uri: mergeRoot,
+            key: ['order_id'],
+            orderBy: 'seq',
+            rewriteFilesBelow: 0,
+            columnMapping: 'name',
+            changeDataFeed: true,
+          },
+          maxFilesPerBatch: 2,
+        },
+        {
+          name: 'events',
+          source: { uri: sourceRoot, discover: { by: 'modified', settle: '1h' } },
+          target: { uri: appendRoot, mode: 'append' },
+          maxFilesPerBatch: 2,
+        },
+      ];
+      const configPath = path.join(spoolTmp, '..', `${path.basename(spoolTmp)}.yaml`);
+      dirs.push(configPath);
+      await fsp.writeFile(configPath, JSON.stringify({ storage, jobs }));
+      const latest = makeConfig(jobs[0]!);
+      const events = makeConfig({ ...jobs[1]!, name: 'events' });
+      const args = ['run', '--config', configPath, '--json'];
+      const checkers = new Map(
+        [latest, events].map((setup) => [setup, targetChecker(session, setup)]),
+      );
+      const env = { TMPDIR: spoolTmp };
 
-    const landed: OrderRow[] = [];
-    let seq = 0;
-    let fileNo = 0;
-    /** Eight files in day `day` (and a late one in the day before), keys overlapping across files and days. */
-    const landDay = async (day: number) => {
-      // Day 1 is 2025-01-01; later days run on into February and March if needed.
-      const folder = (d: number) => new Date(Date.UTC(2025, 0, d)).toISOString().slice(0, 10).replaceAll('-', '/');
-      const formats = ['csv', 'ndjson', 'parquet'];
-      const keys = [`${folder(day)}/`, ...(day > 1 ? [`${folder(day - 1)}/late-`] : [])];
-      for (const [i, base] of [...Array(FILES_PER_DAY - 1).fill(keys[0]), ...keys.slice(1)].entries()) {
-        const rows = orders([(fileNo * 7 + i) % 13, `s${seq}`, ++seq], [(fileNo * 3 + i) % 13, `s${seq}`, ++seq]);
-        const no = fileNo++;
-        await land(source, session, `${base}f${no}.${formats[no % 3]}`, rows);
-        landed.push(...rows);
-      }
-    };
-
-    // A step within its limit; a run still going at the limit is killed.
-    let proc: CliProcess | undefined;
-    const step = <T>(what: string, work: () => Promise<T>, limitMs = DAY_MS) =>
-      withinStep(`${where} ${what}`, limitMs, work, () => proc?.child.kill('SIGKILL'));
-
-    // An uninterrupted run measures the work phase: from the first log line to the exit.
-    const workMs = await step('day 1 (the uninterrupted run)', async () => {
-      await landDay(1);
-      const firstRun = (proc = spawnCli(args, env));
-      let workStart = 0;
-      firstRun.child.stderr!.once('data', () => (workStart = Date.now()));
-      const first = await firstRun.done;
-      expect(first.code, first.stderr).toBe(0);
-      return Math.max(300, Date.now() - workStart);
-    });
-
-    let kills = 0;
-    let finishedBeforeKill = 0;
-    // Runs drawn late in the range finish before their kill; keep landing days until KILLS kills.
-    for (let day = 2; kills < KILLS && day < MAX_DAYS; day++) {
-      await step(`day ${day} (kill ${kills + 1})`, async () => {
-        await landDay(day);
-        const run = (proc = spawnCli(args, env));
-        await new Promise<void>((resolve) => run.child.stderr!.once('data', () => resolve()).once('close', () => resolve()));
-        await sleep((((day - 2) % SLICES) + random()) / SLICES * workMs * 1.5);
-        const killed = run.child.exitCode === null && run.child.kill('SIGKILL');
-        const exit = await run.done;
-        if (killed && exit.signal === "SIGKILL") kills++;
-        else {
-          finishedBeforeKill++;
-          expect(exit.code, `${where} ${exit.stderr}`).toBe(0);
+      const landed: OrderRow[] = [];
+      let seq = 0;
+      let fileNo = 0;
+      /** Eight files in day `day` (and a late one in the day before), keys overlapping across files and days. */
+      const landDay = async (day: number) => {
+        // Day 1 is 2025-01-01; later days run on into February and March if needed.
+        const folder = (d: number) =>
+          new Date(Date.UTC(2025, 0, d)).toISOString().slice(0, 10).replaceAll('-', '/');
+        const formats = ['csv', 'ndjson', 'parquet'];
+        const keys = [`${folder(day)}/`, ...(day > 1 ? [`${folder(day - 1)}/late-`] : [])];
+        for (const [i, base] of [
+          ...Array(FILES_PER_DAY - 1).fill(keys[0]),
+          ...keys.slice(1),
+        ].entries()) {
+          const rows = orders(
+            [(fileNo * 7 + i) % 13, `s${seq}`, ++seq],
+            [(fileNo * 3 + i) % 13, `s${seq}`, ++seq],
+          );
+          const no = fileNo++;
+          await land(source, session, `${base}f${no}.${formats[no % 3]}`, rows);
+          landed.push(...rows);
         }
-        // Whatever the moment, the tables are consistent: readable, contiguous, nothing twice.
-        for (const [setup, root] of [[latest, mergeRoot], [events, appendRoot]] as const) {
-          const view = await readTarget(session, setup);
-          expect(duplicateRids(view.rows), `${where} after kill ${kills} (${setup.job.name})`).toEqual([]);
-          const versions = await versionsOf(root);
-          expect(versions, where).toEqual(versions.map((_, i) => i));
-          expect((await checkers.get(setup)!.check()).problems, `${where} after kill ${kills} (${setup.job.name})`).toEqual([]);
-        }
+      };
+
+      // A step within its limit; a run still going at the limit is killed.
+      let proc: CliProcess | undefined;
+      const step = <T>(what: string, work: () => Promise<T>, limitMs = DAY_MS) =>
+        withinStep(`${where} ${what}`, limitMs, work, () => proc?.child.kill('SIGKILL'));
+
+      // An uninterrupted run measures the work phase: from the first log line to the exit.
+      const workMs = await step('day 1 (the uninterrupted run)', async () => {
+        await landDay(1);
+        const firstRun = (proc = spawnCli(args, env));
+        let workStart = 0;
+        firstRun.child.stderr!.once('data', () => (workStart = Date.now()));
+        const first = await firstRun.done;
+        expect(first.code, first.stderr).toBe(0);
+        return Math.max(300, Date.now() - workStart);
       });
-    }
-    expect(kills, `${where}: ${finishedBeforeKill} runs finished before their kill`).toBe(KILLS);
 
-    const orphansBefore = await spoolFolders(spoolTmp);
-    const final = await step(`final run (${fileNo} files landed)`, () => (proc = spawnCli(args, env)).done, DAY_MS + fileNo * FILE_MS);
-    expect(final.code, `${where} ${final.stderr}`).toBe(0);
-    const reports = final.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { job: string; status: string });
-    expect(reports.map((r) => r.job)).toEqual(['latest', 'events']);
+      let kills = 0;
+      let finishedBeforeKill = 0;
+      // Runs drawn late in the range finish before their kill; keep landing days until KILLS kills.
+      for (let day = 2; kills < KILLS && day < MAX_DAYS; day++) {
+        await step(`day ${day} (kill ${kills + 1})`, async () => {
+          await landDay(day);
+          const run = (proc = spawnCli(args, env));
+          await new Promise<void>((resolve) =>
+            run.child.stderr!.once('data', () => resolve()).once('close', () => resolve()),
+          );
+          await sleep(((((day - 2) % SLICES) + random()) / SLICES) * workMs * 1.5);
+          const killed = run.child.exitCode === null && run.child.kill('SIGKILL');
+          const exit = await run.done;
+          if (killed && exit.signal === 'SIGKILL') kills++;
+          else {
+            finishedBeforeKill++;
+            expect(exit.code, `${where} ${exit.stderr}`).toBe(0);
+          }
+          // Whatever the moment, the tables are consistent: readable, contiguous, nothing twice.
+          for (const [setup, root] of [
+            [latest, mergeRoot],
+            [events, appendRoot],
+          ] as const) {
+            const view = await readTarget(session, setup);
+            expect(
+              duplicateRids(view.rows),
+              `${where} after kill ${kills} (${setup.job.name})`,
+            ).toEqual([]);
+            const versions = await versionsOf(root);
+            expect(versions, where).toEqual(versions.map((_, i) => i));
+            expect(
+              (await checkers.get(setup)!.check()).problems,
+              `${where} after kill ${kills} (${setup.job.name})`,
+            ).toEqual([]);
+          }
+        });
+      }
+      expect(kills, `${where}: ${finishedBeforeKill} runs finished before their kill`).toBe(KILLS);
 
-    const mergeView = await readTarget(session, latest);
-    expect(mergeView.rows, where).toEqual(expectedLatest(landed));
-    const mergeCheck = await checkers.get(latest)!.check();
-    expect(mergeCheck.problems, where).toEqual([]);
-    expect(mergeCheck.versionsWithDv, `${where}: the MERGEs wrote deletion vectors`).toBeGreaterThan(0);
-    expect(mergeView.snapshot!.metadata.configuration).toMatchObject({ 'delta.columnMapping.mode': 'name', 'delta.enableChangeDataFeed': 'true' });
-    const appendView = await readTarget(session, events);
-    expect(duplicateRids(appendView.rows), where).toEqual([]);
-    expect(appendView.rows, where).toEqual(sortRows(landed));
-    expect(appendView.state.totals.filesLoaded).toBe(fileNo);
-    expect(mergeView.state.totals.filesLoaded).toBe(fileNo);
+      const orphansBefore = await spoolFolders(spoolTmp);
+      const final = await step(
+        `final run (${fileNo} files landed)`,
+        () => (proc = spawnCli(args, env)).done,
+        DAY_MS + fileNo * FILE_MS,
+      );
+      expect(final.code, `${where} ${final.stderr}`).toBe(0);
+      const reports = final.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { job: string; status: string });
+      expect(reports.map((r) => r.job)).toEqual(['latest', 'events']);
 
-    // The final run leaves no spool folder of its own, and removes those of the killed runs.
-    expect(orphansBefore.length, where).toBeLessThanOrEqual(2 * kills);
-    expect(await spoolFolders(spoolTmp), where).toEqual([]);
-  });
+      const mergeView = await readTarget(session, latest);
+      expect(mergeView.rows, where).toEqual(expectedLatest(landed));
+      const mergeCheck = await checkers.get(latest)!.check();
+      expect(mergeCheck.problems, where).toEqual([]);
+      expect(
+        mergeCheck.versionsWithDv,
+        `${where}: the MERGEs wrote deletion vectors`,
+      ).toBeGreaterThan(0);
+      expect(mergeView.snapshot!.metadata.configuration).toMatchObject({
+        'delta.columnMapping.mode': 'name',
+        'delta.enableChangeDataFeed': 'true',
+      });
+      const appendView = await readTarget(session, events);
+      expect(duplicateRids(appendView.rows), where).toEqual([]);
+      expect(appendView.rows, where).toEqual(sortRows(landed));
+      expect(appendView.state.totals.filesLoaded).toBe(fileNo);
+      expect(mergeView.state.totals.filesLoaded).toBe(fileNo);
+
+      // The final run leaves no spool folder of its own, and removes those of the killed runs.
+      expect(orphansBefore.length, where).toBeLessThanOrEqual(2 * kills);
+      expect(await spoolFolders(spoolTmp), where).toEqual([]);
+    },
+  );
 
   it('SIGTERM stops a run: exit 130, its spool folder removed, nothing partial committed; the rerun loads the rest exactly once', async () => {
     const { source, uri: sourceRoot, storageConfig: storage } = s3.landingZone('term-src');
@@ -204,7 +268,12 @@ describe('killing the tidemark process', () => {
       landed.push(...rows);
     }
     const spoolTmp = await tempDir('term-tmp', dirs);
-    const job = { name: 'events', source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } }, target: { uri: await tempDir('term-t', dirs), mode: 'append' }, maxFilesPerBatch: 1 };
+    const job = {
+      name: 'events',
+      source: { uri: sourceRoot, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+      target: { uri: await tempDir('term-t', dirs), mode: 'append' },
+      maxFilesPerBatch: 1,
+    };
     const configPath = path.join(await tempDir('term-cfg', dirs), 'tidemark.yaml');
     await fsp.writeFile(configPath, JSON.stringify({ storage, jobs: [job] }));
     const setup = makeConfig(job);
@@ -221,7 +290,11 @@ describe('killing the tidemark process', () => {
     const stopped = await proc.done;
     expect(stopped.code, stopped.stderr).toBe(130);
     expect(stopped.stderr).toContain('SIGTERM received');
-    expect(JSON.parse(stopped.stdout)).toMatchObject({ job: 'events', status: 'failed', error: { type: 'Interrupted', retryable: true } });
+    expect(JSON.parse(stopped.stdout)).toMatchObject({
+      job: 'events',
+      status: 'failed',
+      error: { type: 'Interrupted', retryable: true },
+    });
     expect(await spoolFolders(spoolTmp)).toEqual([]);
     const partial = await readTarget(session, setup);
     expect(partial.rows.length).toBeLessThan(landed.length);

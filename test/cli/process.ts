@@ -29,7 +29,9 @@ export interface CliExit {
 const BUNDLE = inject('cliBundle');
 const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
 /** Node's arguments before the CLI's own: `node ...CLI_ENTRY run --config ...`. */
-export const CLI_ENTRY = BUNDLE ? [BUNDLE] : ['--import', TSX, fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url))];
+export const CLI_ENTRY = BUNDLE
+  ? [BUNDLE]
+  : ['--import', TSX, fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url))];
 
 /** Start the CLI with `args`; `env` is added to the test's environment; `cwd` defaults to the repo root. */
 export function spawnCli(args: string[], env: Record<string, string> = {}, cwd = REPO): CliProcess {
@@ -44,12 +46,18 @@ export function spawnCli(args: string[], env: Record<string, string> = {}, cwd =
   child.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const done = new Promise<CliExit>((resolve) => {
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, ms: Date.now() - started }));
+    child.on('close', (code, signal) =>
+      resolve({ code, signal, stdout, stderr, ms: Date.now() - started }),
+    );
   });
   return { child, done };
 }
 
 /** Run the CLI to completion. */
-export function runCli(args: string[], env: Record<string, string> = {}, cwd = REPO): Promise<CliExit> {
+export function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+  cwd = REPO,
+): Promise<CliExit> {
   return spawnCli(args, env, cwd).done;
 }

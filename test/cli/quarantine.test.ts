@@ -13,7 +13,6 @@ import { cli } from '../helpers/cli.js';
 const dirs: string[] = [];
 afterAll(() => cleanup(dirs));
 
-
 describe('quarantine in the CLI', () => {
   it('run reports the quarantined file, status lists it (human and --json)', async () => {
     const sourceDir = await tempDir('q-src', dirs);
@@ -32,15 +31,31 @@ describe('quarantine in the CLI', () => {
     const human = await cli(['run', '--config', file, '--log-level', 'silent']);
     expect(human.code).toBe(0);
     expect(human.stdout).toContain('orders: succeeded');
-    expect(human.stdout).toMatch(/quarantined \(1\):\n {4}2025\/04\/01\/broken\.parquet: \[load\] cannot read .*broken\.parquet/);
+    expect(human.stdout).toMatch(
+      /quarantined \(1\):\n {4}2025\/04\/01\/broken\.parquet: \[load\] cannot read .*broken\.parquet/,
+    );
 
     const status = await cli(['status', '--config', file]);
-    expect(status.stdout).toMatch(/quarantined \(1\):\n {4}2025\/04\/01\/broken\.parquet: \[load\] cannot read/);
+    expect(status.stdout).toMatch(
+      /quarantined \(1\):\n {4}2025\/04\/01\/broken\.parquet: \[load\] cannot read/,
+    );
     const json = JSON.parse((await cli(['status', '--config', file, '--json'])).stdout);
-    expect(json).toMatchObject({ job: 'orders', rows: 1, quarantined: [{ key: '2025/04/01/broken.parquet', error: expect.stringContaining('cannot read'), at: expect.any(String) }] });
+    expect(json).toMatchObject({
+      job: 'orders',
+      rows: 1,
+      quarantined: [
+        {
+          key: '2025/04/01/broken.parquet',
+          error: expect.stringContaining('cannot read'),
+          at: expect.any(String),
+        },
+      ],
+    });
 
     await source.write('2025/04/02/next.csv', 'id,seq\n2,1\n');
-    const next = JSON.parse((await cli(['run', '--config', file, '--json', '--log-level', 'silent'])).stdout);
+    const next = JSON.parse(
+      (await cli(['run', '--config', file, '--json', '--log-level', 'silent'])).stdout,
+    );
     expect(next).toMatchObject({ status: 'succeeded', filesLoaded: 1 });
     expect(next.quarantined).toBeUndefined();
   });

@@ -25,7 +25,15 @@ import { readBackfillStates } from '../../src/job/backfill/state.js';
 import { readJobState } from '../../src/job/state.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { buildCorrections, buildFeed, daysFrom, landFeed, latestByOrder, type Feed, type FeedRow } from '../../scripts/lib/daily-feed.js';
+import {
+  buildCorrections,
+  buildFeed,
+  daysFrom,
+  landFeed,
+  latestByOrder,
+  type Feed,
+  type FeedRow,
+} from '../../scripts/lib/daily-feed.js';
 import { prng } from '../../scripts/lib/prng.js';
 import { cli, sleep } from '../helpers/cli.js';
 import { duplicateOrders, logProblems, readFeedTable } from '../job/feed-table.js';
@@ -50,7 +58,12 @@ afterAll(async () => {
 });
 
 /** A round's folders and config: two regions' landing zones, one table. */
-async function world(): Promise<{ config: string; eu: LocalStorage; us: LocalStorage; table: string }> {
+async function world(): Promise<{
+  config: string;
+  eu: LocalStorage;
+  us: LocalStorage;
+  table: string;
+}> {
   const root = await tempDir('scale', dirs);
   const config = path.join(root, 'tidemark.yaml');
   const job = (name: string) =>
@@ -63,7 +76,12 @@ async function world(): Promise<{ config: string; eu: LocalStorage; us: LocalSto
   await fsp.writeFile(config, `engine: { threads: 1 }\njobs:\n${job('eu')}\n${job('us')}\n`);
   await fsp.mkdir(path.join(root, 'eu'));
   await fsp.mkdir(path.join(root, 'us'));
-  return { config, eu: new LocalStorage(path.join(root, 'eu')), us: new LocalStorage(path.join(root, 'us')), table: path.join(root, 'table') };
+  return {
+    config,
+    eu: new LocalStorage(path.join(root, 'eu')),
+    us: new LocalStorage(path.join(root, 'us')),
+    table: path.join(root, 'table'),
+  };
 }
 
 /** Split a feed's files into those of `days` and the rest. */
@@ -85,28 +103,56 @@ async function command(label: string, argv: string[], delayMs: number): Promise<
   await sleep(delayMs);
   const t0 = Date.now();
   const r = await cli([...argv, '--json'], { logger: silentLogger(), tty: false });
-  if (process.env['TIDEMARK_SCALE_DEBUG']) console.log(`${label} took ${Date.now() - t0} ms after ${delayMs} ms`);
+  if (process.env['TIDEMARK_SCALE_DEBUG'])
+    console.log(`${label} took ${Date.now() - t0} ms after ${delayMs} ms`);
   const first = r.stdout.split('\n').find((l) => l.trim() !== '');
-  return { label, argv, code: r.code, report: first ? (JSON.parse(first) as Record<string, unknown>) : {} };
+  return {
+    label,
+    argv,
+    code: r.code,
+    report: first ? (JSON.parse(first) as Record<string, unknown>) : {},
+  };
 }
 
 describe('scale-out: shards, two jobs, optimize and vacuum on one table at once (target: local)', () => {
   it(`${ROUNDS} seeded rounds: every landed row exactly once with its newest values, every commit valid`, async () => {
-    const baseSeed = Number(process.env['TIDEMARK_SCALE_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
-    const totals = { commits: 0, commitRetries: 0, replans: 0, rerunsAfterExit3: 0, optimizeLost: 0 };
+    const baseSeed = Number(
+      process.env['TIDEMARK_SCALE_SEED'] ?? Math.floor(Math.random() * 2 ** 31),
+    );
+    const totals = {
+      commits: 0,
+      commitRetries: 0,
+      replans: 0,
+      rerunsAfterExit3: 0,
+      optimizeLost: 0,
+    };
     for (let round = 0; round < ROUNDS; round++) {
       const seed = baseSeed + round;
       const where = `(round ${round}, seed ${seed}; replay with TIDEMARK_SCALE_SEED=${baseSeed})`;
       const random = prng(seed);
       const w = await world();
       // Orders change within a day or two of being placed, as they do.
-      const feed = { days: DAYS, ordersPerDay: 5, updatesPerDay: 3, updateWindowDays: 1, filesPerDay: 1, random };
+      const feed = {
+        days: DAYS,
+        ordersPerDay: 5,
+        updatesPerDay: 3,
+        updateWindowDays: 1,
+        filesPerDay: 1,
+        random,
+      };
       const euFeed = buildFeed({ ...feed, idBase: 1, tag: `eu${round}` });
       const usFeed = buildFeed({ ...feed, idBase: 1_000_000, tag: `us${round}` });
       await landFeed(w.eu, onDays(euFeed, OLD));
       await landFeed(w.us, onDays(usFeed, OLD));
-      const first = await Promise.all(['eu', 'us'].map((job) => cli(['run', '-c', w.config, '--job', job], { logger: silentLogger() })));
-      expect(first.map((r) => r.code), where).toEqual([0, 0]);
+      const first = await Promise.all(
+        ['eu', 'us'].map((job) =>
+          cli(['run', '-c', w.config, '--job', job], { logger: silentLogger() }),
+        ),
+      );
+      expect(
+        first.map((r) => r.code),
+        where,
+      ).toEqual([0, 0]);
 
       const fixes = buildCorrections(euFeed, OLD, 2, `fix${round}`, random, 1);
       await landFeed(w.eu, fixes);
@@ -116,7 +162,21 @@ describe('scale-out: shards, two jobs, optimize and vacuum on one table at once 
 
       const c = ['-c', w.config];
       const commands: Array<[string, string[]]> = [
-        ...[0, 1, 2, 3].map((k): [string, string[]] => [`shard ${k + 1}/4`, ['backfill', ...c, '--job', 'eu', '--from', OLD[0]!, '--to', OLD.at(-1)!, '--shard', `${k + 1}/4`]]),
+        ...[0, 1, 2, 3].map((k): [string, string[]] => [
+          `shard ${k + 1}/4`,
+          [
+            'backfill',
+            ...c,
+            '--job',
+            'eu',
+            '--from',
+            OLD[0]!,
+            '--to',
+            OLD.at(-1)!,
+            '--shard',
+            `${k + 1}/4`,
+          ],
+        ]),
         ['run eu #1', ['run', ...c, '--job', 'eu']],
         ['run eu #2', ['run', ...c, '--job', 'eu']],
         ['run us #1', ['run', ...c, '--job', 'us']],
@@ -124,7 +184,11 @@ describe('scale-out: shards, two jobs, optimize and vacuum on one table at once 
         ['optimize', ['optimize', ...c, '--job', 'eu']],
         ['vacuum --dry-run', ['vacuum', ...c, '--job', 'eu', '--dry-run']],
       ];
-      const outcomes = await Promise.all(commands.map(([label, argv]) => command(label, argv, Math.floor(random() * MAX_START_DELAY_MS))));
+      const outcomes = await Promise.all(
+        commands.map(([label, argv]) =>
+          command(label, argv, Math.floor(random() * MAX_START_DELAY_MS)),
+        ),
+      );
 
       for (const o of outcomes) {
         if (o.code === 3) {
@@ -132,7 +196,10 @@ describe('scale-out: shards, two jobs, optimize and vacuum on one table at once 
           // A scheduler retries exit 3 later; so does the test, and counts it.
           else totals.rerunsAfterExit3 += 1;
           const again = await command(o.label, o.argv, 0);
-          expect(again.code, `${o.label} rerun after exit 3 ${where}: ${JSON.stringify(again.report['error'])}`).toBe(0);
+          expect(
+            again.code,
+            `${o.label} rerun after exit 3 ${where}: ${JSON.stringify(again.report['error'])}`,
+          ).toBe(0);
           continue;
         }
         expect(o.code, `${o.label} ${where}: ${JSON.stringify(o.report['error'])}`).toBe(0);
@@ -142,17 +209,36 @@ describe('scale-out: shards, two jobs, optimize and vacuum on one table at once 
         totals.commitRetries += Number(o.report['commitRetries'] ?? 0);
         totals.replans += Number(o.report['replans'] ?? 0);
       }
-      if (process.env['TIDEMARK_SCALE_DEBUG']) console.log(outcomes.map((o) => `${o.label}: ${o.code} c${String(o.report['commits'] ?? '-')} r${String(o.report['commitRetries'] ?? '-')} p${String(o.report['replans'] ?? '-')} ${o.code ? JSON.stringify(o.report['error']).slice(0, 300) : ''}`).join('\n'));
+      if (process.env['TIDEMARK_SCALE_DEBUG'])
+        console.log(
+          outcomes
+            .map(
+              (o) =>
+                `${o.label}: ${o.code} c${String(o.report['commits'] ?? '-')} r${String(o.report['commitRetries'] ?? '-')} p${String(o.report['replans'] ?? '-')} ${o.code ? JSON.stringify(o.report['error']).slice(0, 300) : ''}`,
+            )
+            .join('\n'),
+        );
 
-      const setup = makeConfig({ name: 'eu', source: { uri: '/unused', discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } }, target: { uri: w.table, key: ['order_id'], orderBy: 'seq' } });
+      const setup = makeConfig({
+        name: 'eu',
+        source: { uri: '/unused', discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+        target: { uri: w.table, key: ['order_id'], orderBy: 'seq' },
+      });
       const table = await readFeedTable(session, setup);
       expect(duplicateOrders(table.rows), where).toEqual([]);
       expect(table.rows, where).toEqual(latestByOrder(landed));
       expect(await logProblems(w.table), where).toEqual([]);
-      expect(readJobState(table.snapshot, 'eu').discovery, where).toMatchObject({ watermark: NEW.at(-1) });
-      expect(readJobState(table.snapshot, 'us').discovery, where).toMatchObject({ watermark: NEW.at(-1) });
+      expect(readJobState(table.snapshot, 'eu').discovery, where).toMatchObject({
+        watermark: NEW.at(-1),
+      });
+      expect(readJobState(table.snapshot, 'us').discovery, where).toMatchObject({
+        watermark: NEW.at(-1),
+      });
       const shards = [...readBackfillStates(table.snapshot, 'eu').values()];
-      expect(shards.map((s) => s.status), where).toEqual(['done', 'done', 'done', 'done']);
+      expect(
+        shards.map((s) => s.status),
+        where,
+      ).toEqual(['done', 'done', 'done', 'done']);
       for (const job of ['eu', 'us']) {
         const again = await command(`run ${job} after`, ['run', ...c, '--job', job], 0);
         expect(again.report, where).toMatchObject({ status: 'nothing-new' });

@@ -53,11 +53,18 @@ afterEach(() => {
   }
 });
 
-
-async function configFile(storage: Record<string, unknown>, source: string, target: string): Promise<string> {
+async function configFile(
+  storage: Record<string, unknown>,
+  source: string,
+  target: string,
+): Promise<string> {
   const dir = await tempDir('secrets-cfg', dirs);
   const file = path.join(dir, 'tidemark.yaml');
-  const job = { name: 'orders', source: { uri: source, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } }, target: { uri: target, key: ['id'], orderBy: 'seq' } };
+  const job = {
+    name: 'orders',
+    source: { uri: source, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+    target: { uri: target, key: ['id'], orderBy: 'seq' },
+  };
   await fsp.writeFile(file, JSON.stringify({ storage, jobs: [job] }));
   return file;
 }
@@ -66,7 +73,9 @@ function expectNoSecret(text: string): void {
   for (const [name, value] of Object.entries(SECRETS)) {
     expect(text.includes(value), `${name} appears in the output`).toBe(false);
     // Also not a recognizable part of it (the SDK may print only the key id, or a prefix).
-    expect(text.includes(value.slice(0, 12)), `a prefix of ${name} appears in the output`).toBe(false);
+    expect(text.includes(value.slice(0, 12)), `a prefix of ${name} appears in the output`).toBe(
+      false,
+    );
   }
 }
 
@@ -102,7 +111,11 @@ async function signatureMismatchEndpoint(): Promise<{ endpoint: string; server: 
 describe('secrets never reach output', () => {
   it('a run refused by S3 (InvalidAccessKeyId): exit 1, the --json report and debug logs hold no secret', async () => {
     const storage = { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true };
-    const file = await configFile(storage, `s3://${s3.bucket}/landing/`, `s3://${s3.bucket}/lake/orders`);
+    const file = await configFile(
+      storage,
+      `s3://${s3.bucket}/landing/`,
+      `s3://${s3.bucket}/lake/orders`,
+    );
     const r = await cli(['run', '--config', file, '--json', '--log-level', 'debug']);
     expect(r.code).toBe(1);
     expect(r.out).toMatch(/"status":"failed"/);
@@ -112,8 +125,15 @@ describe('secrets never reach output', () => {
 
   it('status against the refusing store, human and --json output', async () => {
     const storage = { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true };
-    const file = await configFile(storage, `s3://${s3.bucket}/landing/`, `s3://${s3.bucket}/lake/orders`);
-    for (const argv of [['status', '--config', file], ['status', '--config', file, '--json', '--log-level', 'debug']]) {
+    const file = await configFile(
+      storage,
+      `s3://${s3.bucket}/landing/`,
+      `s3://${s3.bucket}/lake/orders`,
+    );
+    for (const argv of [
+      ['status', '--config', file],
+      ['status', '--config', file, '--json', '--log-level', 'debug'],
+    ]) {
       const r = await cli(argv);
       expect(r.code).not.toBe(0);
       expectNoSecret(r.out);
@@ -121,7 +141,11 @@ describe('secrets never reach output', () => {
   });
 
   it('a run against a closed port (network error after retries): exit 4, storage unavailable', async () => {
-    const storage = { endpoint: `http://127.0.0.1:${await closedPort()}`, region: 'us-east-1', forcePathStyle: true };
+    const storage = {
+      endpoint: `http://127.0.0.1:${await closedPort()}`,
+      region: 'us-east-1',
+      forcePathStyle: true,
+    };
     const file = await configFile(storage, 's3://nowhere/landing/', 's3://nowhere/lake/orders');
     const r = await cli(['run', '--config', file, '--json', '--log-level', 'debug']);
     expect(r.code).toBe(4);
@@ -137,9 +161,16 @@ describe('secrets never reach output', () => {
       expect(r.code).toBe(1);
       expect(r.out).toContain('SignatureDoesNotMatch');
       expectNoSecret(r.out);
-      const err = await openStorage('s3://lake/orders/', { endpoint: fake.endpoint, region: 'us-east-1', forcePathStyle: true })
+      const err = await openStorage('s3://lake/orders/', {
+        endpoint: fake.endpoint,
+        region: 'us-east-1',
+        forcePathStyle: true,
+      })
         .read('_delta_log/_last_checkpoint')
-        .then(() => null, (e: unknown) => e);
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       expect(err).toBeInstanceOf(StorageError);
       const printed = inspect(err, { depth: 10 });
       expect(printed).toContain('SignatureDoesNotMatch');
@@ -154,9 +185,12 @@ describe('secrets never reach output', () => {
     const signed =
       `https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=${SECRETS.AWS_ACCESS_KEY_ID}%2F20250101%2Fus-east-1%2Fs3%2Faws4_request` +
       `&X-Amz-Security-Token=${encodeURIComponent(SECRETS.AWS_SESSION_TOKEN)}&X-Amz-Signature=abcdef0123456789`;
-    const err = new StorageError(`[storage] GET ${signed} failed with key ${SECRETS.AWS_SECRET_ACCESS_KEY}`, {
-      context: { uri: signed, key: `AKIAABCDEFGHIJKLMNOP ${SECRETS.AWS_SESSION_TOKEN}` },
-    });
+    const err = new StorageError(
+      `[storage] GET ${signed} failed with key ${SECRETS.AWS_SECRET_ACCESS_KEY}`,
+      {
+        context: { uri: signed, key: `AKIAABCDEFGHIJKLMNOP ${SECRETS.AWS_SESSION_TOKEN}` },
+      },
+    );
     const text = JSON.stringify(errorInfo(err));
     expectNoSecret(text);
     expect(text).not.toContain('abcdef0123456789');

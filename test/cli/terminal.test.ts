@@ -20,13 +20,21 @@ afterAll(async () => {
 const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
 /** Run the CLI under script(1): its exit code, and what the terminal showed. */
-function onTerminal(args: string[]): { done: Promise<{ code: number | null; screen: string }>; kill: () => void } {
+function onTerminal(args: string[]): {
+  done: Promise<{ code: number | null; screen: string }>;
+  kill: () => void;
+} {
   const command = [process.execPath, ...CLI_ENTRY, ...args].map(quote).join(' ');
-  const child = spawn('script', ['-qec', command, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn('script', ['-qec', command, '/dev/null'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let screen = '';
   child.stdout.on('data', (c: Buffer) => (screen += c.toString('utf8')));
   child.stderr.on('data', (c: Buffer) => (screen += c.toString('utf8')));
-  const done = new Promise<{ code: number | null; screen: string }>((resolve) => child.on('close', (code) => resolve({ code, screen })));
+  const done = new Promise<{ code: number | null; screen: string }>((resolve) =>
+    child.on('close', (code) => resolve({ code, screen })),
+  );
   return { done, kill: () => process.kill(-child.pid!, 'SIGKILL') };
 }
 
@@ -38,14 +46,30 @@ describe('on a terminal', () => {
     const dir = await tempDir('tty', dirs);
     await fsp.mkdir(path.join(dir, 'src/2025/03/01'), { recursive: true });
     await fsp.mkdir(path.join(dir, 'src/2025/03/02'), { recursive: true });
-    await fsp.writeFile(path.join(dir, 'src/2025/03/01/a.csv'), 'order_id,status,seq\n1,placed,1\n');
-    await fsp.writeFile(path.join(dir, 'src/2025/03/02/b.csv'), 'order_id,status,seq\n2,placed,1,extra,fields\n');
-    const job = { name: 'orders', source: { uri: './src', discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } }, target: { uri: './table', key: ['order_id'], orderBy: 'seq' }, maxFilesPerBatch: 1 };
+    await fsp.writeFile(
+      path.join(dir, 'src/2025/03/01/a.csv'),
+      'order_id,status,seq\n1,placed,1\n',
+    );
+    await fsp.writeFile(
+      path.join(dir, 'src/2025/03/02/b.csv'),
+      'order_id,status,seq\n2,placed,1,extra,fields\n',
+    );
+    const job = {
+      name: 'orders',
+      source: { uri: './src', discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+      target: { uri: './table', key: ['order_id'], orderBy: 'seq' },
+      maxFilesPerBatch: 1,
+    };
     const config = path.join(dir, 'tidemark.yaml');
     await fsp.writeFile(config, JSON.stringify({ jobs: [job] }));
 
     const proc = onTerminal([command, '--config', config, ...extra]);
-    const { code, screen } = await withinStep(`tidemark ${command} on a terminal`, 20_000, () => proc.done, proc.kill);
+    const { code, screen } = await withinStep(
+      `tidemark ${command} on a terminal`,
+      20_000,
+      () => proc.done,
+      proc.kill,
+    );
     expect(code).toBe(1);
     // The bar was drawn (a terminal), and the failure names the file and its line.
     expect(screen).toMatch(/orders/);

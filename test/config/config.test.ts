@@ -47,7 +47,12 @@ describe('config', () => {
   it('accepts the README example and fills defaults', () => {
     const cfg = parseConfig(README_EXAMPLE);
     const [orders, clicks] = cfg.jobs;
-    expect(orders!.source.discover).toMatchObject({ by: 'partition', lookback: 2, timezone: 'UTC', onOverwrite: 'reload' });
+    expect(orders!.source.discover).toMatchObject({
+      by: 'partition',
+      lookback: 2,
+      timezone: 'UTC',
+      onOverwrite: 'reload',
+    });
     expect(orders!.maxBytesPerBatch).toBe(1024 ** 3);
     expect(orders!.concurrency).toBe(16);
     expect(orders!.target.tombstoneRetention).toBe(7 * 86_400_000);
@@ -100,7 +105,9 @@ jobs:
   });
 
   it('reports YAML syntax errors', () => {
-    expect(() => parseConfig('jobs: [ {name: a', 'broken.yaml')).toThrow(/invalid YAML in broken.yaml/);
+    expect(() => parseConfig('jobs: [ {name: a', 'broken.yaml')).toThrow(
+      /invalid YAML in broken.yaml/,
+    );
   });
 
   it('parses durations and sizes', () => {

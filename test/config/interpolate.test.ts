@@ -33,8 +33,14 @@ describe('${VAR} interpolation', () => {
   });
 
   it('leaves a lone $ alone, and $${ writes a literal ${', () => {
-    expect(expandString('price in $ and $5', env)).toEqual({ value: 'price in $ and $5', problems: [] });
-    expect(expandString('$${LANDING} is ${KEY}', env)).toEqual({ value: '${LANDING} is order_id', problems: [] });
+    expect(expandString('price in $ and $5', env)).toEqual({
+      value: 'price in $ and $5',
+      problems: [],
+    });
+    expect(expandString('$${LANDING} is ${KEY}', env)).toEqual({
+      value: '${LANDING} is order_id',
+      problems: [],
+    });
   });
 
   it('never takes a ${ literally: an unset variable or a malformed reference is a problem', () => {
@@ -42,13 +48,21 @@ describe('${VAR} interpolation', () => {
       'environment variable MISSING is not set (write ${MISSING:-default} to give a default)',
     ]);
     for (const bad of ['${', '${LANDING', '${ LANDING }', '${1X}', '${A-B}', 'x${}y']) {
-      expect(expandString(bad, env).problems, bad).toEqual([expect.stringMatching(/is not a variable reference/)]);
+      expect(expandString(bad, env).problems, bad).toEqual([
+        expect.stringMatching(/is not a variable reference/),
+      ]);
     }
   });
 
   it('expands string scalars at any depth (lists too), never keys, numbers or booleans', () => {
-    const out = interpolate({ '${KEY}': 1, list: ['${KEY}', 2, true, null, { deep: '${N}' }], n: 7 }, env);
-    expect(out).toEqual({ value: { '${KEY}': 1, list: ['order_id', 2, true, null, { deep: '3' }], n: 7 }, problems: [] });
+    const out = interpolate(
+      { '${KEY}': 1, list: ['${KEY}', 2, true, null, { deep: '${N}' }], n: 7 },
+      env,
+    );
+    expect(out).toEqual({
+      value: { '${KEY}': 1, list: ['order_id', 2, true, null, { deep: '3' }], n: 7 },
+      problems: [],
+    });
   });
 
   it('applies to the config: source URI, key lists, nested discover settings', () => {
@@ -64,7 +78,11 @@ jobs:
     );
     const job = cfg.jobs[0]!;
     expect(job.source.uri).toBe('s3://landing/orders/');
-    expect(job.source.discover).toMatchObject({ by: 'partition', layout: '{yyyy}/{mm}/{dd}', timezone: 'UTC' });
+    expect(job.source.discover).toMatchObject({
+      by: 'partition',
+      layout: '{yyyy}/{mm}/{dd}',
+      timezone: 'UTC',
+    });
     expect(job.target.key).toEqual(['order_id']);
     expect(job.target.orderBy).toBe('updated_at');
   });
@@ -83,7 +101,11 @@ jobs:
     source: { uri: ./s, discover: { by: modified } }
     target: { uri: ./t, key: [id, "\${SECOND_KEY}"], orderBy: ts }
 `);
-    expect(problems).toEqual([expect.stringMatching(/^jobs\[0\]\.target\.key\[1\]: environment variable SECOND_KEY is not set/)]);
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^jobs\[0\]\.target\.key\[1\]: environment variable SECOND_KEY is not set/,
+      ),
+    ]);
   });
 
   it('reads process.env by default', () => {
@@ -99,7 +121,11 @@ jobs:
 describe('${VAR:-default} with braces', () => {
   it('a default may hold balanced braces, as layouts do', () => {
     expect(expandString('${LAYOUT:-{yyyy}/{mm}/{dd}}', {}).value).toBe('{yyyy}/{mm}/{dd}');
-    expect(expandString('${LAYOUT:-{yyyy}/{mm}/{dd}}', { LAYOUT: 'dt={yyyy}-{mm}-{dd}' }).value).toBe('dt={yyyy}-{mm}-{dd}');
-    expect(expandString('${LAYOUT:-{yyyy}', {}).problems).toEqual([expect.stringMatching(/is not a variable reference/)]);
+    expect(
+      expandString('${LAYOUT:-{yyyy}/{mm}/{dd}}', { LAYOUT: 'dt={yyyy}-{mm}-{dd}' }).value,
+    ).toBe('dt={yyyy}-{mm}-{dd}');
+    expect(expandString('${LAYOUT:-{yyyy}', {}).problems).toEqual([
+      expect.stringMatching(/is not a variable reference/),
+    ]);
   });
 });

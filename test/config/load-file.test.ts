@@ -48,7 +48,7 @@ async function errorOf(p: Promise<unknown>): Promise<ConfigError> {
 }
 
 describe('relative paths', () => {
-  it('resolve against the config file\'s folder, not the current one (-c other/dir/tidemark.yaml)', async () => {
+  it("resolve against the config file's folder, not the current one (-c other/dir/tidemark.yaml)", async () => {
     const file = await configAt('other/dir/tidemark.yaml', JOBS);
     // As given on the command line: relative to the working folder, which is not the config's.
     const cfg = await loadConfig(relative(process.cwd(), file));
@@ -112,7 +112,9 @@ describe('loadConfig messages', () => {
     process.chdir(root);
     try {
       const err = await errorOf(loadConfig());
-      expect(err.message).toBe(`cannot read config file ${join(root, 'tidemark.yaml')}: no such file; pass the config file with -c FILE (--config FILE)`);
+      expect(err.message).toBe(
+        `cannot read config file ${join(root, 'tidemark.yaml')}: no such file; pass the config file with -c FILE (--config FILE)`,
+      );
       expect(err.context.key).toBe(join(root, 'tidemark.yaml'));
       expect(err.kind).toBe('usage');
     } finally {
@@ -134,7 +136,9 @@ describe('loadConfig messages', () => {
   ])('%s says it is empty and needs a jobs: list', async (_, text) => {
     const file = await configAt(`empty-${text.length}.yaml`, text);
     const err = await errorOf(loadConfig(file));
-    expect(err.message).toBe(`invalid ${file}: the config file is empty; it needs a \`jobs:\` list`);
+    expect(err.message).toBe(
+      `invalid ${file}: the config file is empty; it needs a \`jobs:\` list`,
+    );
     expect(err.context.field).toBe('(root)');
   });
 
@@ -146,6 +150,8 @@ describe('loadConfig messages', () => {
   ])('a file that is %s says a mapping with jobs: was expected', async (_, text, got) => {
     const file = await configAt(`shape-${got.length}.yaml`, text);
     const err = await errorOf(loadConfig(file));
-    expect(err.message).toBe(`invalid ${file}: expected a mapping with a \`jobs:\` list (and optionally \`storage:\`), ${got}`);
+    expect(err.message).toBe(
+      `invalid ${file}: expected a mapping with a \`jobs:\` list (and optionally \`storage:\`), ${got}`,
+    );
   });
 });

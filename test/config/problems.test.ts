@@ -79,7 +79,9 @@ jobs:
     source: { uri: ./s, storage: { singleWriter: true }, discover: { by: modified } }
     target: { uri: ./t, mode: append }
 `);
-    expect(problems).toEqual(['jobs[0].source.storage.singleWriter: unknown field (singleWriter belongs to storage or target.storage: a source is only read)']);
+    expect(problems).toEqual([
+      'jobs[0].source.storage.singleWriter: unknown field (singleWriter belongs to storage or target.storage: a source is only read)',
+    ]);
   });
 
   it('edit distance counts a swap of neighbours as one edit', () => {
@@ -136,8 +138,12 @@ jobs:
     target: { uri: ./t, mode: append }
 `);
     expect(problems).toEqual([
-      expect.stringMatching(/^jobs\[0\]\.source\.discover\.timezone: unknown time zone "Mars\/Olympus"/),
-      expect.stringMatching(/^jobs\[1\]\.source\.discover\.start: start "yesterday" is not a timestamp/),
+      expect.stringMatching(
+        /^jobs\[0\]\.source\.discover\.timezone: unknown time zone "Mars\/Olympus"/,
+      ),
+      expect.stringMatching(
+        /^jobs\[1\]\.source\.discover\.start: start "yesterday" is not a timestamp/,
+      ),
     ]);
   });
 
@@ -149,8 +155,12 @@ jobs:
     target: { uri: ./t, mode: append }
 `);
     expect(problems).toEqual([
-      expect.stringMatching(/^jobs\[0\]\.source\.discover\.layout: invalid layout "\{yyyy\}\/\{mm\}"/),
-      expect.stringMatching(/^jobs\[0\]\.source\.discover\.timezone: unknown time zone "Mars\/Olympus"/),
+      expect.stringMatching(
+        /^jobs\[0\]\.source\.discover\.layout: invalid layout "\{yyyy\}\/\{mm\}"/,
+      ),
+      expect.stringMatching(
+        /^jobs\[0\]\.source\.discover\.timezone: unknown time zone "Mars\/Olympus"/,
+      ),
     ]);
   });
 
@@ -162,7 +172,10 @@ jobs:
     target: { uri: ./t, mode: append }
 `);
     expect(problems).toEqual(
-      expect.arrayContaining(['jobs[0].source.csv.quote: must differ from the delimiter', expect.stringMatching(/^jobs\[0\]\.source\.csv\.escape: must be one character/)]),
+      expect.arrayContaining([
+        'jobs[0].source.csv.quote: must differ from the delimiter',
+        expect.stringMatching(/^jobs\[0\]\.source\.csv\.escape: must be one character/),
+      ]),
     );
   });
 });

@@ -29,8 +29,18 @@ const [split, plain] = cfg.jobs;
 
 describe('storage per source and target', () => {
   it('merges source.storage and target.storage over the global settings, field by field', () => {
-    expect(sourceStorageConfig(cfg, split!)).toEqual({ endpoint: 'http://minio.landing:9000', region: 'us-east-1', forcePathStyle: true, singleWriter: false });
-    expect(targetStorageConfig(cfg, split!)).toEqual({ endpoint: 'http://127.0.0.1:9000', region: 'eu-west-1', forcePathStyle: false, singleWriter: true });
+    expect(sourceStorageConfig(cfg, split!)).toEqual({
+      endpoint: 'http://minio.landing:9000',
+      region: 'us-east-1',
+      forcePathStyle: true,
+      singleWriter: false,
+    });
+    expect(targetStorageConfig(cfg, split!)).toEqual({
+      endpoint: 'http://127.0.0.1:9000',
+      region: 'eu-west-1',
+      forcePathStyle: false,
+      singleWriter: true,
+    });
   });
 
   it('a job without its own settings gets the global ones; the helpers accept config.storage too', () => {
@@ -49,9 +59,18 @@ describe('storage per source and target', () => {
     openTarget(split!, cfg.storage, open);
     openTarget(plain!, cfg.storage, open);
     expect(opened).toEqual([
-      ['s3://landing/orders/', { endpoint: 'http://minio.landing:9000', region: 'us-east-1', forcePathStyle: true }],
-      ['s3://lake/orders', { endpoint: 'http://127.0.0.1:9000', region: 'eu-west-1', forcePathStyle: false }],
-      ['s3://lake/clicks', { endpoint: 'http://127.0.0.1:9000', region: 'us-east-1', forcePathStyle: true }],
+      [
+        's3://landing/orders/',
+        { endpoint: 'http://minio.landing:9000', region: 'us-east-1', forcePathStyle: true },
+      ],
+      [
+        's3://lake/orders',
+        { endpoint: 'http://127.0.0.1:9000', region: 'eu-west-1', forcePathStyle: false },
+      ],
+      [
+        's3://lake/clicks',
+        { endpoint: 'http://127.0.0.1:9000', region: 'us-east-1', forcePathStyle: true },
+      ],
     ]);
   });
 
@@ -74,6 +93,8 @@ jobs:
       { uploadChecksum: 'MD5', etagChecksum: false },
       { uploadChecksum: 'off' },
     ]);
-    expect(() => parseConfig('storage: { uploadChecksum: crc64 }\njobs: []')).toThrow(/storage\.uploadChecksum/);
+    expect(() => parseConfig('storage: { uploadChecksum: crc64 }\njobs: []')).toThrow(
+      /storage\.uploadChecksum/,
+    );
   });
 });

@@ -31,7 +31,9 @@ function problemsOf(text: string): string[] {
 describe('target.tableProperties', () => {
   it('takes the features tidemark honours, as Delta strings, and any property outside delta.', () => {
     const config = parseConfig(
-      job(`{ delta.enableRowTracking: true, delta.enableInCommitTimestamps: "true", delta.checkpointPolicy: v2, delta.checkpointInterval: 20, delta.appendOnly: false, owner.team: data }`),
+      job(
+        `{ delta.enableRowTracking: true, delta.enableInCommitTimestamps: "true", delta.checkpointPolicy: v2, delta.checkpointInterval: 20, delta.appendOnly: false, owner.team: data }`,
+      ),
     );
     expect(config.jobs[0]!.target.tableProperties).toEqual({
       'delta.enableRowTracking': 'true',
@@ -45,13 +47,25 @@ describe('target.tableProperties', () => {
   });
 
   it('names the field of each unknown delta. property and each value of the wrong form', () => {
-    const problems = problemsOf(job(`{ delta.enableRowTraking: true, delta.enableInCommitTimestamps: yes, delta.checkpointPolicy: v3, delta.checkpointInterval: 0 }`));
+    const problems = problemsOf(
+      job(
+        `{ delta.enableRowTraking: true, delta.enableInCommitTimestamps: yes, delta.checkpointPolicy: v3, delta.checkpointInterval: 0 }`,
+      ),
+    );
     expect(problems).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/jobs\[0\]\.target\.tableProperties\.delta\.enableRowTraking.*is not a Delta table property tidemark sets/),
-        expect.stringMatching(/tableProperties\.delta\.enableInCommitTimestamps.*must be true or false, got "yes"/),
-        expect.stringMatching(/tableProperties\.delta\.checkpointPolicy.*must be one of classic, v2, got "v3"/),
-        expect.stringMatching(/tableProperties\.delta\.checkpointInterval.*must be a positive integer, got 0/),
+        expect.stringMatching(
+          /jobs\[0\]\.target\.tableProperties\.delta\.enableRowTraking.*is not a Delta table property tidemark sets/,
+        ),
+        expect.stringMatching(
+          /tableProperties\.delta\.enableInCommitTimestamps.*must be true or false, got "yes"/,
+        ),
+        expect.stringMatching(
+          /tableProperties\.delta\.checkpointPolicy.*must be one of classic, v2, got "v3"/,
+        ),
+        expect.stringMatching(
+          /tableProperties\.delta\.checkpointInterval.*must be a positive integer, got 0/,
+        ),
       ]),
     );
     expect(problems).toHaveLength(4);

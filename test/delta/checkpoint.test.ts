@@ -3,7 +3,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Action } from '../../src/delta/actions.js';
-import { maybeWriteCheckpoint, parseIntervalMs, deletedFileRetentionMs } from '../../src/delta/checkpoint.js';
+import {
+  maybeWriteCheckpoint,
+  parseIntervalMs,
+  deletedFileRetentionMs,
+} from '../../src/delta/checkpoint.js';
 import { commitWithRetry } from '../../src/delta/commit.js';
 import { loadSnapshot } from '../../src/delta/replay.js';
 import type { Snapshot } from '../../src/delta/snapshot.js';
@@ -48,11 +52,30 @@ async function buildLog(n: number): Promise<void> {
   for (let v = 1; v <= n; v++) {
     const extra: Action[] = [{ txn: { appId: 'job-orders', version: v, lastUpdated: NOW } }];
     if (v === 4) extra.push({ txn: { appId: 'job-other', version: 99, lastUpdated: NOW } });
-    if (v === 3) extra.push({ domainMetadata: { domain: 'tidemark.job.orders', configuration: `{"v":${v}}`, removed: false } });
-    if (v === 5) extra.push({ domainMetadata: { domain: 'tidemark.gone', configuration: '{}', removed: false } });
-    if (v === 6) extra.push({ domainMetadata: { domain: 'tidemark.gone', configuration: '{}', removed: true } });
-    if (v === 7) extra.push({ remove: { ...removeAction('p=a/v1-0.parquet').remove, deletionTimestamp: NOW - DAY } });
-    if (v === 8) extra.push({ remove: { ...removeAction('p=a/v2-0.parquet').remove, deletionTimestamp: NOW - 30 * DAY } });
+    if (v === 3)
+      extra.push({
+        domainMetadata: {
+          domain: 'tidemark.job.orders',
+          configuration: `{"v":${v}}`,
+          removed: false,
+        },
+      });
+    if (v === 5)
+      extra.push({
+        domainMetadata: { domain: 'tidemark.gone', configuration: '{}', removed: false },
+      });
+    if (v === 6)
+      extra.push({
+        domainMetadata: { domain: 'tidemark.gone', configuration: '{}', removed: true },
+      });
+    if (v === 7)
+      extra.push({
+        remove: { ...removeAction('p=a/v1-0.parquet').remove, deletionTimestamp: NOW - DAY },
+      });
+    if (v === 8)
+      extra.push({
+        remove: { ...removeAction('p=a/v2-0.parquet').remove, deletionTimestamp: NOW - 30 * DAY },
+      });
     const paths = [`p=a/v${v}-0.parquet`, `p=a/v${v}-1.parquet`];
     const request = appendRequest(v - 1, [], extra);
     request.actions.push(...paths.map((p, i) => addAction(p, i === 0 ? 'a' : null)));
@@ -64,7 +87,8 @@ async function buildLog(n: number): Promise<void> {
 
 /** Snapshot state without the fields a checkpoint legitimately rewrites (dataChange) or nulls. */
 function comparable(s: Snapshot): unknown {
-  const clean = (v: unknown) => JSON.parse(JSON.stringify(v, (k, x) => (x === null || k === 'dataChange' ? undefined : x)));
+  const clean = (v: unknown) =>
+    JSON.parse(JSON.stringify(v, (k, x) => (x === null || k === 'dataChange' ? undefined : x)));
   return clean({
     version: s.version,
     protocol: s.protocol,
@@ -80,7 +104,10 @@ describe('maybeWriteCheckpoint', () => {
   it('writes 10.checkpoint.parquet and _last_checkpoint after the 10th commit', async () => {
     await buildLog(12);
     const names = await readdir(path.join(dir, '_delta_log'));
-    expect(names.filter((n) => n.includes('checkpoint'))).toEqual(['00000000000000000010.checkpoint.parquet', '_last_checkpoint']);
+    expect(names.filter((n) => n.includes('checkpoint'))).toEqual([
+      '00000000000000000010.checkpoint.parquet',
+      '_last_checkpoint',
+    ]);
     const hint = JSON.parse(await readFile(path.join(dir, '_delta_log/_last_checkpoint'), 'utf8'));
     // protocol + metaData + 2 txns + 1 domain + 18 live adds + 1 unexpired remove
     expect(hint).toMatchObject({ version: 10, size: 24, numOfAddFiles: 18 });
@@ -92,7 +119,9 @@ describe('maybeWriteCheckpoint', () => {
     const counted = countingStorage(table);
     const snapshot = (await loadSnapshot(counted, io))!;
     expect(snapshot.version).toBe(19);
-    const jsonReads = counted.calls.filter((c) => c.method === 'read' && c.key.endsWith('.json')).map((c) => c.key);
+    const jsonReads = counted.calls
+      .filter((c) => c.method === 'read' && c.key.endsWith('.json'))
+      .map((c) => c.key);
     expect(jsonReads).toHaveLength(9);
     expect(jsonReads.every((k) => Number(path.basename(k, '.json')) > 10)).toBe(true);
     expect(snapshot.files).toHaveLength(36);
@@ -101,17 +130,42 @@ describe('maybeWriteCheckpoint', () => {
   it('the checkpoint is Spark-shaped: one action per row in the six action columns', async () => {
     await buildLog(10);
     const file = str(path.join(dir, '_delta_log/00000000000000000010.checkpoint.parquet'));
-    const columns = await session.all(`SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(${file}))`);
-    expect(columns.map((c) => c['column_name'])).toEqual(['txn', 'add', 'remove', 'metaData', 'protocol', 'domainMetadata']);
+    const columns = await session.all(
+      `SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(${file}))`,
+    );
+    expect(columns.map((c) => c['column_name'])).toEqual([
+      'txn',
+      'add',
+      'remove',
+      'metaData',
+      'protocol',
+      'domainMetadata',
+    ]);
     const [counts] = await session.all(
       `SELECT count(txn) AS txn, count(add) AS adds, count(remove) AS removes, count(metaData) AS meta,
               count(protocol) AS proto, count(domainMetadata) AS domains, count(*) AS total,
               bool_and(coalesce(add.dataChange, false) = false) AS no_data_change
        FROM read_parquet(${file})`,
     );
-    expect(counts).toEqual({ txn: 2n, adds: 18n, removes: 1n, meta: 1n, proto: 1n, domains: 1n, total: 24n, no_data_change: true });
-    const [proto] = await session.allJson(`SELECT protocol FROM read_parquet(${file}) WHERE protocol IS NOT NULL`);
-    expect(proto!['protocol']).toEqual({ minReaderVersion: 1, minWriterVersion: 2, readerFeatures: null, writerFeatures: null });
+    expect(counts).toEqual({
+      txn: 2n,
+      adds: 18n,
+      removes: 1n,
+      meta: 1n,
+      proto: 1n,
+      domains: 1n,
+      total: 24n,
+      no_data_change: true,
+    });
+    const [proto] = await session.allJson(
+      `SELECT protocol FROM read_parquet(${file}) WHERE protocol IS NOT NULL`,
+    );
+    expect(proto!['protocol']).toEqual({
+      minReaderVersion: 1,
+      minWriterVersion: 2,
+      readerFeatures: null,
+      writerFeatures: null,
+    });
   });
 
   it('keeps txns, live domains and unexpired removes; drops expired removes and removed domains', async () => {
@@ -135,7 +189,9 @@ describe('maybeWriteCheckpoint', () => {
       const fromJson = (await loadSnapshot(new LocalStorage(copy), io))!;
       const expected = comparable(fromJson) as { removes: unknown[] };
       // The replay without a checkpoint still holds the expired remove; the checkpoint dropped it.
-      expected.removes = expected.removes.filter((t) => (t as { path: string }).path !== 'p=a/v2-0.parquet');
+      expected.removes = expected.removes.filter(
+        (t) => (t as { path: string }).path !== 'p=a/v2-0.parquet',
+      );
       expect(comparable(withCheckpoint)).toEqual(expected);
     } finally {
       await rm(copy, { recursive: true, force: true });
@@ -148,9 +204,14 @@ describe('maybeWriteCheckpoint', () => {
     meta.metaData.configuration = { 'delta.checkpointInterval': '3' };
     await commitWithRetry(table, create);
     const outcomes = [];
-    for (let v = 1; v <= 6; v++) outcomes.push((await commitAndCheckpoint(appendRequest(v - 1, [`p=a/${v}.parquet`]))).written);
+    for (let v = 1; v <= 6; v++)
+      outcomes.push(
+        (await commitAndCheckpoint(appendRequest(v - 1, [`p=a/${v}.parquet`]))).written,
+      );
     expect(outcomes).toEqual([false, false, true, false, false, true]);
-    expect(JSON.parse(await readFile(path.join(dir, '_delta_log/_last_checkpoint'), 'utf8')).version).toBe(6);
+    expect(
+      JSON.parse(await readFile(path.join(dir, '_delta_log/_last_checkpoint'), 'utf8')).version,
+    ).toBe(6);
   });
 
   it('does not move _last_checkpoint backwards', async () => {
@@ -158,15 +219,23 @@ describe('maybeWriteCheckpoint', () => {
     await table.write('_delta_log/_last_checkpoint', JSON.stringify({ version: 20, size: 1 }));
     const snapshot = (await loadSnapshot(table, io, { version: 10 }))!;
     await rm(path.join(dir, '_delta_log/00000000000000000010.checkpoint.parquet'));
-    expect(await maybeWriteCheckpoint(table, io, snapshot)).toMatchObject({ written: true, version: 10 });
-    expect(JSON.parse(await readFile(path.join(dir, '_delta_log/_last_checkpoint'), 'utf8')).version).toBe(20);
+    expect(await maybeWriteCheckpoint(table, io, snapshot)).toMatchObject({
+      written: true,
+      version: 10,
+    });
+    expect(
+      JSON.parse(await readFile(path.join(dir, '_delta_log/_last_checkpoint'), 'utf8')).version,
+    ).toBe(20);
   });
 
   it('returns a failure instead of throwing (fault injected: an IO whose write fails)', async () => {
     await buildLog(10);
     const snapshot = (await loadSnapshot(table, io))!;
     await rm(path.join(dir, '_delta_log/00000000000000000010.checkpoint.parquet'));
-    const broken: CheckpointIO = { ...io, writeActions: () => Promise.reject(new Error('disk full')) };
+    const broken: CheckpointIO = {
+      ...io,
+      writeActions: () => Promise.reject(new Error('disk full')),
+    };
     const outcome = await maybeWriteCheckpoint(table, broken, snapshot);
     expect(outcome).toMatchObject({ written: false, reason: 'failed' });
     expect(String((outcome as { error: unknown }).error)).toContain('disk full');
@@ -183,7 +252,11 @@ describe('retention of removes (delta.deletedFileRetentionDuration)', () => {
     expect(parseIntervalMs('interval 1 month')).toBeNull();
     expect(parseIntervalMs('soon')).toBeNull();
     expect(deletedFileRetentionMs({})).toBe(7 * DAY);
-    expect(deletedFileRetentionMs({ 'delta.deletedFileRetentionDuration': 'interval 3 days' })).toBe(3 * DAY);
-    expect(deletedFileRetentionMs({ 'delta.deletedFileRetentionDuration': 'garbage' })).toBe(7 * DAY);
+    expect(
+      deletedFileRetentionMs({ 'delta.deletedFileRetentionDuration': 'interval 3 days' }),
+    ).toBe(3 * DAY);
+    expect(deletedFileRetentionMs({ 'delta.deletedFileRetentionDuration': 'garbage' })).toBe(
+      7 * DAY,
+    );
   });
 });

@@ -34,12 +34,28 @@ export function createActions(): Action[] {
 }
 
 export function addAction(path: string, p: string | null = 'a', dataChange = true): Action {
-  const add: AddFile = { path, partitionValues: { p }, size: 100, modificationTime: 1, dataChange, stats: '{"numRecords":1}' };
+  const add: AddFile = {
+    path,
+    partitionValues: { p },
+    size: 100,
+    modificationTime: 1,
+    dataChange,
+    stats: '{"numRecords":1}',
+  };
   return { add };
 }
 
 export function removeAction(path: string, p: string | null = 'a'): { remove: RemoveFile } {
-  return { remove: { path, dataChange: true, deletionTimestamp: 1, extendedFileMetadata: true, partitionValues: { p }, size: 100 } };
+  return {
+    remove: {
+      path,
+      dataChange: true,
+      deletionTimestamp: 1,
+      extendedFileMetadata: true,
+      partitionValues: { p },
+      size: 100,
+    },
+  };
 }
 
 export function createRequest(): CommitRequest {
@@ -52,12 +68,20 @@ export function createRequest(): CommitRequest {
   };
 }
 
-export function appendRequest(readVersion: number, paths: string[], extra: Action[] = []): CommitRequest {
+export function appendRequest(
+  readVersion: number,
+  paths: string[],
+  extra: Action[] = [],
+): CommitRequest {
   return {
     actions: [...extra, ...paths.map((path) => addAction(path))],
     operation: 'WRITE',
     operationParameters: { mode: 'Append', partitionBy: [] },
-    operationMetrics: { numFiles: String(paths.length), numOutputRows: String(paths.length), numOutputBytes: '100' },
+    operationMetrics: {
+      numFiles: String(paths.length),
+      numOutputRows: String(paths.length),
+      numOutputBytes: '100',
+    },
     read: { readVersion, partitions: [], files: [], appIds: [] },
     isBlindAppend: true,
   };
@@ -66,7 +90,9 @@ export function appendRequest(readVersion: number, paths: string[], extra: Actio
 /** Actions of one commit file, or null when it does not exist. */
 export async function readCommit(storage: Storage, version: number): Promise<Action[] | null> {
   const bytes = await storage.read(commitKey(version));
-  return bytes === null ? null : parseCommit(Buffer.from(bytes).toString('utf8'), version, storage.uri);
+  return bytes === null
+    ? null
+    : parseCommit(Buffer.from(bytes).toString('utf8'), version, storage.uri);
 }
 
 export function commitInfoOf(actions: Action[]): CommitInfo {
@@ -80,7 +106,9 @@ export function addPaths(actions: Action[]): string[] {
 }
 
 /** Replay every commit from 0: the latest version and the live file paths. */
-export async function replayPaths(storage: Storage): Promise<{ version: number; live: Set<string> }> {
+export async function replayPaths(
+  storage: Storage,
+): Promise<{ version: number; live: Set<string> }> {
   const live = new Set<string>();
   let version = -1;
   for (;;) {

@@ -19,7 +19,10 @@ import { LocalStorage } from '../../src/storage/local.js';
 import { checkpointIO, openTable } from '../../scripts/lib/tables.js';
 import { commitInfoOf, readCommit } from './commit-helpers.js';
 
-const SCHEMA: StructType = { type: 'struct', fields: [{ name: 'id', type: 'long', nullable: true, metadata: {} }] };
+const SCHEMA: StructType = {
+  type: 'struct',
+  fields: [{ name: 'id', type: 'long', nullable: true, metadata: {} }],
+};
 
 let session: DuckSession;
 let dir: string;
@@ -35,24 +38,47 @@ beforeEach(async () => {
 afterEach(() => rm(dir, { recursive: true, force: true }));
 
 function add(name: string, rows: number, extra: Partial<AddFile> = {}): Action {
-  return { add: { path: `${name}.parquet`, partitionValues: {}, size: 10, modificationTime: 1, dataChange: true, stats: `{"numRecords":${rows}}`, ...extra } };
+  return {
+    add: {
+      path: `${name}.parquet`,
+      partitionValues: {},
+      size: 10,
+      modificationTime: 1,
+      dataChange: true,
+      stats: `{"numRecords":${rows}}`,
+      ...extra,
+    },
+  };
 }
 
 function append(readVersion: number, actions: Action[]): CommitRequest {
-  return { actions, operation: 'WRITE', read: { readVersion, partitions: [], files: [], appIds: [] }, isBlindAppend: true };
+  return {
+    actions,
+    operation: 'WRITE',
+    read: { readVersion, partitions: [], files: [], appIds: [] },
+    isBlindAppend: true,
+  };
 }
 
-const addsOf = (actions: Action[] | null) => (actions ?? []).flatMap((a) => ('add' in a ? [a.add] : []));
+const addsOf = (actions: Action[] | null) =>
+  (actions ?? []).flatMap((a) => ('add' in a ? [a.add] : []));
 const markOf = (actions: Action[] | null) =>
-  (actions ?? []).flatMap((a) => ('domainMetadata' in a && a.domainMetadata.domain === 'delta.rowTracking' ? [JSON.parse(a.domainMetadata.configuration)] : []));
+  (actions ?? []).flatMap((a) =>
+    'domainMetadata' in a && a.domainMetadata.domain === 'delta.rowTracking'
+      ? [JSON.parse(a.domainMetadata.configuration)]
+      : [],
+  );
 
 describe('row ids per commit', () => {
   it('new adds get baseRowId counted from the mark in commit order, and the version; re-added files keep theirs; the domain only when the mark moves', () => {
-    const { actions, highWaterMark } = assignRowIds([add('a', 3), add('dv', 4, { baseRowId: 0, defaultRowCommitVersion: 0 }), add('b', 2)], {
-      version: 7,
-      highWaterMark: 9,
-      uri: 'file:///t/',
-    });
+    const { actions, highWaterMark } = assignRowIds(
+      [add('a', 3), add('dv', 4, { baseRowId: 0, defaultRowCommitVersion: 0 }), add('b', 2)],
+      {
+        version: 7,
+        highWaterMark: 9,
+        uri: 'file:///t/',
+      },
+    );
     expect(addsOf(actions).map((a) => [a.path, a.baseRowId, a.defaultRowCommitVersion])).toEqual([
       ['a.parquet', 10, 7],
       ['dv.parquet', 0, 0],
@@ -62,17 +88,37 @@ describe('row ids per commit', () => {
     expect(actions.at(-1)).toEqual({ domainMetadata: highWaterMarkDomain(14) });
     expect(highWaterMarkDomain(14).configuration).toBe('{"rowIdHighWaterMark":14}');
     // Nothing new: no domain.
-    expect(assignRowIds([add('dv', 4, { baseRowId: 0, defaultRowCommitVersion: 0 })], { version: 8, highWaterMark: 14, uri: 'x' }).actions).toHaveLength(1);
+    expect(
+      assignRowIds([add('dv', 4, { baseRowId: 0, defaultRowCommitVersion: 0 })], {
+        version: 8,
+        highWaterMark: 14,
+        uri: 'x',
+      }).actions,
+    ).toHaveLength(1);
     // A new add without a row count cannot get ids.
-    expect(() => assignRowIds([{ add: { ...(add('n', 1) as { add: AddFile }).add, stats: null } }], { version: 8, highWaterMark: 14, uri: 'file:///t/' })).toThrow(
-      DeltaLogError,
-    );
+    expect(() =>
+      assignRowIds([{ add: { ...(add('n', 1) as { add: AddFile }).add, stats: null } }], {
+        version: 8,
+        highWaterMark: 14,
+        uri: 'file:///t/',
+      }),
+    ).toThrow(DeltaLogError);
   });
 
   it('two writers of the delta.rowTracking domain do not conflict (the loser recounts)', () => {
     const domain = { domainMetadata: highWaterMarkDomain(3) };
-    const ours = { actions: [domain], isBlindAppend: false, changesMetadata: false, changesProtocol: false };
-    expect(checkConflicts({ readVersion: 0, partitions: [], files: [], appIds: [] }, ours, { version: 1, actions: [domain] })).toBeNull();
+    const ours = {
+      actions: [domain],
+      isBlindAppend: false,
+      changesMetadata: false,
+      changesProtocol: false,
+    };
+    expect(
+      checkConflicts({ readVersion: 0, partitions: [], files: [], appIds: [] }, ours, {
+        version: 1,
+        actions: [domain],
+      }),
+    ).toBeNull();
   });
 
   it('a commit that loses the race recounts its row ids and version from the winner', async () => {
@@ -82,7 +128,9 @@ describe('row ids per commit', () => {
     const loser = await table.commit(append(0, [add('l1', 5)]));
     expect([winner.version, loser.version, loser.attempts]).toEqual([1, 2, 2]);
     expect(addsOf(await readCommit(storage, 1)).map((a) => a.baseRowId)).toEqual([0, 1]);
-    expect(addsOf(await readCommit(storage, 2)).map((a) => [a.baseRowId, a.defaultRowCommitVersion])).toEqual([[2, 2]]);
+    expect(
+      addsOf(await readCommit(storage, 2)).map((a) => [a.baseRowId, a.defaultRowCommitVersion]),
+    ).toEqual([[2, 2]]);
     expect(markOf(await readCommit(storage, 2))).toEqual([{ rowIdHighWaterMark: 6 }]);
   });
 });
@@ -96,7 +144,10 @@ describe('in-commit timestamps', () => {
   it('every commit starts with commitInfo carrying max(clock, previous + 1), also when the clock runs behind', async () => {
     const clock = { now: 10_000 };
     const table = ictTable(clock, { checkpointInterval: 2 });
-    await table.create({ schema: SCHEMA, configuration: { 'delta.enableInCommitTimestamps': 'true' } });
+    await table.create({
+      schema: SCHEMA,
+      configuration: { 'delta.enableInCommitTimestamps': 'true' },
+    });
     clock.now = 5_000; // behind the previous commit
     await table.commit(append(0, [add('a', 1)]));
     clock.now = 20_000;
@@ -108,7 +159,9 @@ describe('in-commit timestamps', () => {
       stamps.push(info['inCommitTimestamp']);
     }
     expect(stamps).toEqual([10_000, 10_001, 20_000]);
-    expect((await readCommit(storage, 0))![1]).toMatchObject({ protocol: { minWriterVersion: 7, writerFeatures: ['inCommitTimestamp'] } });
+    expect((await readCommit(storage, 0))![1]).toMatchObject({
+      protocol: { minWriterVersion: 7, writerFeatures: ['inCommitTimestamp'] },
+    });
     // Version 2 has a checkpoint (interval 2), which keeps no commitInfo: its timestamp comes from its commit file.
     const snapshot = (await loadSnapshot(storage, checkpointIO(session)))!;
     expect(snapshot.version).toBe(2);
@@ -118,7 +171,10 @@ describe('in-commit timestamps', () => {
   it('a commit that loses the race takes a timestamp after the winner, whose clock ran ahead', async () => {
     const ours = { now: 1_000 };
     const table = ictTable(ours);
-    await table.create({ schema: SCHEMA, configuration: { 'delta.enableInCommitTimestamps': 'true' } });
+    await table.create({
+      schema: SCHEMA,
+      configuration: { 'delta.enableInCommitTimestamps': 'true' },
+    });
     const ahead = { now: 90_000 };
     await openTable(storage, session, { now: () => ahead.now }).commit(append(0, [add('w', 1)]));
     ours.now = 2_000;

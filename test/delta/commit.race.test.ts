@@ -12,7 +12,13 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitWithRetry } from '../../src/delta/commit.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { addPaths, appendRequest, createRequest, readCommit, replayPaths } from './commit-helpers.js';
+import {
+  addPaths,
+  appendRequest,
+  createRequest,
+  readCommit,
+  replayPaths,
+} from './commit-helpers.js';
 
 const CHILD = fileURLToPath(new URL('./race-writer.child.ts', import.meta.url));
 
@@ -23,7 +29,9 @@ class Writer {
     this.replies = createInterface({ input: proc.stdout })[Symbol.asyncIterator]();
   }
   static start(tableDir: string): Writer {
-    return new Writer(spawn(process.execPath, ['--import', 'tsx', CHILD, tableDir], { stdio: 'pipe' }));
+    return new Writer(
+      spawn(process.execPath, ['--import', 'tsx', CHILD, tableDir], { stdio: 'pipe' }),
+    );
   }
   async send(cmd: object): Promise<Record<string, unknown>> {
     this.proc.stdin.write(JSON.stringify(cmd) + '\n');
@@ -74,8 +82,13 @@ describe('two writers racing on the local driver', () => {
       ]);
       await expectCommitted(ra, pa);
       await expectCommitted(rb, pb);
-      expect([ra['version'] as number, rb['version'] as number].sort((x, y) => x - y)).toEqual([version + 1, version + 2]);
-      expect([ra['attempts'] as number, rb['attempts'] as number].sort((x, y) => x - y)).toEqual([1, 2]);
+      expect([ra['version'] as number, rb['version'] as number].sort((x, y) => x - y)).toEqual([
+        version + 1,
+        version + 2,
+      ]);
+      expect([ra['attempts'] as number, rb['attempts'] as number].sort((x, y) => x - y)).toEqual([
+        1, 2,
+      ]);
     }
     const { version, live } = await replayPaths(table);
     expect(version).toBe(30);
@@ -88,7 +101,10 @@ describe('two writers racing on the local driver', () => {
       a.send({ op: 'appendMany', count: 20, prefix: 'p=a/free-a' }),
       b.send({ op: 'appendMany', count: 20, prefix: 'p=a/free-b' }),
     ]);
-    const commits = [...(ra['commits'] as Array<Record<string, unknown>>), ...(rb['commits'] as Array<Record<string, unknown>>)];
+    const commits = [
+      ...(ra['commits'] as Array<Record<string, unknown>>),
+      ...(rb['commits'] as Array<Record<string, unknown>>),
+    ];
     for (const c of commits) await expectCommitted(c, c['paths'] as string[]);
     const versions = commits.map((c) => c['version'] as number).sort((x, y) => x - y);
     expect(versions).toEqual(Array.from({ length: 40 }, (_, i) => before.version + 1 + i));
@@ -100,21 +116,38 @@ describe('two writers racing on the local driver', () => {
   it('conflicting rewrites of the same file: exactly one commits, the other gets CommitConflictError', async () => {
     for (let round = 0; round < 10; round++) {
       const seed = `p=a/seed${round}.parquet`;
-      const { version: seeded } = await commitWithRetry(table, appendRequest((await replayPaths(table)).version, [seed]));
+      const { version: seeded } = await commitWithRetry(
+        table,
+        appendRequest((await replayPaths(table)).version, [seed]),
+      );
       const [ra, rb] = await Promise.all([
-        a.send({ op: 'rewrite', readVersion: seeded, remove: seed, add: `p=a/seed${round}-a.parquet` }),
-        b.send({ op: 'rewrite', readVersion: seeded, remove: seed, add: `p=a/seed${round}-b.parquet` }),
+        a.send({
+          op: 'rewrite',
+          readVersion: seeded,
+          remove: seed,
+          add: `p=a/seed${round}-a.parquet`,
+        }),
+        b.send({
+          op: 'rewrite',
+          readVersion: seeded,
+          remove: seed,
+          add: `p=a/seed${round}-b.parquet`,
+        }),
       ]);
       const winners = [ra, rb].filter((r) => r['ok'] === true);
       const losers = [ra, rb].filter((r) => r['ok'] === false);
       expect(winners).toHaveLength(1);
       expect(winners[0]).toMatchObject({ version: seeded + 1, attempts: 1 });
       expect(losers).toHaveLength(1);
-      expect(['ConcurrentDeleteRead', 'ConcurrentAppend', 'ConcurrentDeleteDelete']).toContain(losers[0]!['conflict']);
+      expect(['ConcurrentDeleteRead', 'ConcurrentAppend', 'ConcurrentDeleteDelete']).toContain(
+        losers[0]!['conflict'],
+      );
       const { version, live } = await replayPaths(table);
       expect(version).toBe(seeded + 1);
       expect(live.has(seed)).toBe(false);
-      expect([`p=a/seed${round}-a.parquet`, `p=a/seed${round}-b.parquet`].filter((p) => live.has(p))).toHaveLength(1);
+      expect(
+        [`p=a/seed${round}-a.parquet`, `p=a/seed${round}-b.parquet`].filter((p) => live.has(p)),
+      ).toHaveLength(1);
     }
   });
 });

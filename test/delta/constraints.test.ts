@@ -4,7 +4,11 @@ import { describeConstraint, tableConstraints } from '../../src/delta/constraint
 import type { StructType } from '../../src/delta/schema.js';
 import { DeltaLogError } from '../../src/errors.js';
 
-const field = (name: string, type: StructType['fields'][number]['type'], extra: Partial<StructType['fields'][number]> = {}) => ({
+const field = (
+  name: string,
+  type: StructType['fields'][number]['type'],
+  extra: Partial<StructType['fields'][number]> = {},
+) => ({
   name,
   type,
   nullable: true,
@@ -16,17 +20,41 @@ const schema: StructType = {
   type: 'struct',
   fields: [
     field('id', 'long', { nullable: false }),
-    field('v', 'long', { metadata: { 'delta.invariants': '{"expression":{"expression":"v > 0"}}' } }),
-    field('s', { type: 'struct', fields: [field('a', 'string', { nullable: false }), field('b', 'string')] }),
+    field('v', 'long', {
+      metadata: { 'delta.invariants': '{"expression":{"expression":"v > 0"}}' },
+    }),
+    field('s', {
+      type: 'struct',
+      fields: [field('a', 'string', { nullable: false }), field('b', 'string')],
+    }),
     field('tags', { type: 'array', elementType: 'string', containsNull: false }),
-    field('attrs', { type: 'map', keyType: 'string', valueType: 'string', valueContainsNull: false }),
-    field('loose', { type: 'array', elementType: { type: 'struct', fields: [field('x', 'long', { nullable: false })] }, containsNull: true }),
+    field('attrs', {
+      type: 'map',
+      keyType: 'string',
+      valueType: 'string',
+      valueContainsNull: false,
+    }),
+    field('loose', {
+      type: 'array',
+      elementType: { type: 'struct', fields: [field('x', 'long', { nullable: false })] },
+      containsNull: true,
+    }),
   ],
 };
 
 describe('tableConstraints', () => {
   it('lists CHECK constraints by name, then invariants and NOT NULLs in schema order', () => {
-    const rules = tableConstraints(schema, { configuration: { 'delta.constraints.zeta': 'id < 9', 'delta.constraints.alpha': 'id > 0', other: 'x' } }, 'u');
+    const rules = tableConstraints(
+      schema,
+      {
+        configuration: {
+          'delta.constraints.zeta': 'id < 9',
+          'delta.constraints.alpha': 'id > 0',
+          other: 'x',
+        },
+      },
+      'u',
+    );
     expect(rules.map(describeConstraint)).toEqual([
       'CHECK constraint alpha',
       'CHECK constraint zeta',
@@ -41,12 +69,21 @@ describe('tableConstraints', () => {
   });
 
   it('does not look inside arrays and maps for NOT NULL fields (as Spark)', () => {
-    expect(tableConstraints(schema, { configuration: {} }, 'u').some((c) => 'column' in c && c.column[0] === 'loose')).toBe(false);
+    expect(
+      tableConstraints(schema, { configuration: {} }, 'u').some(
+        (c) => 'column' in c && c.column[0] === 'loose',
+      ),
+    ).toBe(false);
   });
 
   it('a malformed delta.invariants is a DeltaLogError naming the column', () => {
-    const bad: StructType = { type: 'struct', fields: [field('v', 'long', { metadata: { 'delta.invariants': '{"expr":1}' } })] };
+    const bad: StructType = {
+      type: 'struct',
+      fields: [field('v', 'long', { metadata: { 'delta.invariants': '{"expr":1}' } })],
+    };
     expect(() => tableConstraints(bad, { configuration: {} }, 'u')).toThrow(DeltaLogError);
-    expect(() => tableConstraints(bad, { configuration: {} }, 'u')).toThrow(/column v has a delta.invariants value/);
+    expect(() => tableConstraints(bad, { configuration: {} }, 'u')).toThrow(
+      /column v has a delta.invariants value/,
+    );
   });
 });

@@ -21,23 +21,41 @@ describe('log file names', () => {
   });
 
   it('classifies commits, checkpoints, checksums and compactions', () => {
-    expect(classifyLogFile(`${V10}.json`)).toEqual({ kind: 'commit', version: 10, name: `${V10}.json` });
-    expect(classifyLogFile(`${V10}.checkpoint.parquet`)).toMatchObject({ kind: 'checkpoint', version: 10 });
+    expect(classifyLogFile(`${V10}.json`)).toEqual({
+      kind: 'commit',
+      version: 10,
+      name: `${V10}.json`,
+    });
+    expect(classifyLogFile(`${V10}.checkpoint.parquet`)).toMatchObject({
+      kind: 'checkpoint',
+      version: 10,
+    });
     expect(classifyLogFile(`${V10}.checkpoint.0000000002.0000000003.parquet`)).toMatchObject({
       kind: 'checkpoint-part',
       version: 10,
       part: 2,
       parts: 3,
     });
-    expect(classifyLogFile(`${V10}.checkpoint.e8fa2696-9728-4e9c-b285-634743fdd4fb.parquet`)).toMatchObject({
+    expect(
+      classifyLogFile(`${V10}.checkpoint.e8fa2696-9728-4e9c-b285-634743fdd4fb.parquet`),
+    ).toMatchObject({
       kind: 'checkpoint-v2',
       uuid: 'e8fa2696-9728-4e9c-b285-634743fdd4fb',
       format: 'parquet',
     });
-    expect(classifyLogFile(`${V10}.checkpoint.e8fa2696-9728-4e9c-b285-634743fdd4fb.json`)).toMatchObject({ format: 'json' });
+    expect(
+      classifyLogFile(`${V10}.checkpoint.e8fa2696-9728-4e9c-b285-634743fdd4fb.json`),
+    ).toMatchObject({ format: 'json' });
     expect(classifyLogFile(`${V10}.crc`)).toMatchObject({ kind: 'checksum', version: 10 });
-    expect(classifyLogFile(`00000000000000000003.${V10}.compacted.json`)).toMatchObject({ kind: 'compaction', from: 3, to: 10 });
-    expect(classifyLogFile('_last_checkpoint')).toEqual({ kind: 'last-checkpoint', name: '_last_checkpoint' });
+    expect(classifyLogFile(`00000000000000000003.${V10}.compacted.json`)).toMatchObject({
+      kind: 'compaction',
+      from: 3,
+      to: 10,
+    });
+    expect(classifyLogFile('_last_checkpoint')).toEqual({
+      kind: 'last-checkpoint',
+      name: '_last_checkpoint',
+    });
   });
 
   it('ignores everything that is not an exact match', () => {
@@ -65,8 +83,12 @@ describe('log file names', () => {
   it('ignores keys in subfolders of _delta_log and outside it', () => {
     expect(classifyLogKey(`_delta_log/${V10}.json`)).toMatchObject({ kind: 'commit' });
     expect(classifyLogKey(`_delta_log/.tmp/${V10}.json`)).toBeNull();
-    expect(classifyLogKey(`_delta_log/_sidecars/${V10}.checkpoint.0000000001.0000000002.parquet`)).toBeNull();
-    expect(classifyLogKey(`_delta_log/_staged_commits/${V10}.e8fa2696-9728-4e9c-b285-634743fdd4fb.json`)).toBeNull();
+    expect(
+      classifyLogKey(`_delta_log/_sidecars/${V10}.checkpoint.0000000001.0000000002.parquet`),
+    ).toBeNull();
+    expect(
+      classifyLogKey(`_delta_log/_staged_commits/${V10}.e8fa2696-9728-4e9c-b285-634743fdd4fb.json`),
+    ).toBeNull();
     expect(classifyLogKey(`_delta_log/_commits/${V10}.json`)).toBeNull();
     expect(classifyLogKey(`${V10}.json`)).toBeNull();
     expect(classifyLogKey(`x/_delta_log/${V10}.json`)).toBeNull();

@@ -9,7 +9,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeltaLogError } from '../../src/errors.js';
 import { commitKey } from '../../src/delta/log-files.js';
-import { listLog, locateSnapshot, planReplay, readLastCheckpoint } from '../../src/delta/log-listing.js';
+import {
+  listLog,
+  locateSnapshot,
+  planReplay,
+  readLastCheckpoint,
+} from '../../src/delta/log-listing.js';
 import { loadSnapshot } from '../../src/delta/replay.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { LocalStorage } from '../../src/storage/local.js';
@@ -58,7 +63,9 @@ describe('locating the snapshot', () => {
     // Time travel before the oldest checkpoint needs the deleted commits.
     await expect(load(dir, 5)).rejects.toThrow(DeltaLogError);
     await unlink(join(dir, commitKey(12)));
-    await expect(load(dir)).rejects.toThrow(/commit 12 is missing, so version 13 cannot be rebuilt from checkpoint 10/);
+    await expect(load(dir)).rejects.toThrow(
+      /commit 12 is missing, so version 13 cannot be rebuilt from checkpoint 10/,
+    );
   });
 
   it('a corrupt _last_checkpoint falls back to listing the log', async () => {
@@ -67,15 +74,27 @@ describe('locating the snapshot', () => {
     const storage = new LocalStorage(dir);
     expect(await readLastCheckpoint(storage)).toBeNull();
     const snapshot = await load(dir);
-    expect({ version: snapshot?.version, files: snapshot?.files.length }).toEqual({ version: 13, files: 7 });
+    expect({ version: snapshot?.version, files: snapshot?.files.length }).toEqual({
+      version: 13,
+      files: 7,
+    });
   });
 
   it('a stale _last_checkpoint (no such checkpoint, or beyond the log) falls back to listing', async () => {
     const dir = await copy('checkpoint-classic');
-    for (const hint of ['{"version":7,"size":3}', '{"version":99,"size":3}', '{"version":-1}', '[]']) {
+    for (const hint of [
+      '{"version":7,"size":3}',
+      '{"version":99,"size":3}',
+      '{"version":-1}',
+      '[]',
+    ]) {
       await writeFile(join(dir, LOG, '_last_checkpoint'), hint);
       const plan = await locateSnapshot(new LocalStorage(dir));
-      expect({ hint, version: plan?.version, checkpoint: plan?.checkpoint?.version }).toEqual({ hint, version: 13, checkpoint: 10 });
+      expect({ hint, version: plan?.version, checkpoint: plan?.checkpoint?.version }).toEqual({
+        hint,
+        version: 13,
+        checkpoint: 10,
+      });
     }
   });
 
@@ -94,7 +113,9 @@ describe('locating the snapshot', () => {
       {
         version: 1,
         kind: 'multipart',
-        keys: [1, 2].map((p) => `${LOG}/00000000000000000001.checkpoint.000000000${p}.0000000002.parquet`),
+        keys: [1, 2].map(
+          (p) => `${LOG}/00000000000000000001.checkpoint.000000000${p}.0000000002.parquet`,
+        ),
       },
     ]);
   });
@@ -106,7 +127,10 @@ describe('locating the snapshot', () => {
     expect(plan.checkpoint).toMatchObject({ version: 2, kind: 'v2' });
     expect(plan.commits).toHaveLength(0);
     // Time travel below it replays the commits.
-    expect(planReplay(listing, 'file:///t/', 1)).toMatchObject({ checkpoint: null, commits: [{ version: 0 }, { version: 1 }] });
+    expect(planReplay(listing, 'file:///t/', 1)).toMatchObject({
+      checkpoint: null,
+      commits: [{ version: 0 }, { version: 1 }],
+    });
   });
 
   it('the uncommitted commit in _delta_log/.tmp is not a version', async () => {
@@ -135,7 +159,12 @@ describe('how much of the log is read', () => {
     const snapshot = await loadSnapshot(storage, checkpointIO(session));
     expect(snapshot?.version).toBe(13);
     const reads = storage.calls.filter((c) => c.method === 'read').map((c) => c.key);
-    expect(reads.sort()).toEqual([commitKey(11), commitKey(12), commitKey(13), `${LOG}/_last_checkpoint`]);
+    expect(reads.sort()).toEqual([
+      commitKey(11),
+      commitKey(12),
+      commitKey(13),
+      `${LOG}/_last_checkpoint`,
+    ]);
     expect(storage.counts.list).toBe(1);
   });
 

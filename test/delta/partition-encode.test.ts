@@ -13,7 +13,9 @@ describe('delta-notes §5 examples, exactly', () => {
   it('timestamp 2021-09-08 11:11:11: folder escapes ":", log path encodes the folder again', () => {
     const folder = hivePartitionFolder(['as_timestamp'], { as_timestamp: '2021-09-08 11:11:11' });
     expect(folder).toBe('as_timestamp=2021-09-08 11%3A11%3A11');
-    expect(encodeLogPath(`${folder}/part-00000.parquet`)).toBe('as_timestamp=2021-09-08%2011%253A11%253A11/part-00000.parquet');
+    expect(encodeLogPath(`${folder}/part-00000.parquet`)).toBe(
+      'as_timestamp=2021-09-08%2011%253A11%253A11/part-00000.parquet',
+    );
   });
 
   it('bar+%21: "+" is kept, "%" escaped in the folder and again in the log', () => {
@@ -26,7 +28,9 @@ describe('delta-notes §5 examples, exactly', () => {
 describe('hivePartitionFolder', () => {
   it('escapes Spark’s set with upper-case hex and keeps space, "+" and non-ASCII', () => {
     const values = { p: 'a/b x=y 100% : é€ "q" #1 ?*\\{[]}^\'' };
-    expect(hivePartitionFolder(['p'], values)).toBe('p=a%2Fb x%3Dy 100%25 %3A é€ %22q%22 %231 %3F%2A%5C%7B%5B%5D}%5E%27');
+    expect(hivePartitionFolder(['p'], values)).toBe(
+      'p=a%2Fb x%3Dy 100%25 %3A é€ %22q%22 %231 %3F%2A%5C%7B%5B%5D}%5E%27',
+    );
   });
 
   it('escapes control characters and DEL', () => {
@@ -34,11 +38,15 @@ describe('hivePartitionFolder', () => {
   });
 
   it('nests columns in partitionColumns order and escapes the column names too', () => {
-    expect(hivePartitionFolder(['year', 'a=b'], { 'a=b': 'x', year: '2024' })).toBe('year=2024/a%3Db=x');
+    expect(hivePartitionFolder(['year', 'a=b'], { 'a=b': 'x', year: '2024' })).toBe(
+      'year=2024/a%3Db=x',
+    );
   });
 
   it('writes null and the empty string (which Delta reads as null) as __HIVE_DEFAULT_PARTITION__', () => {
-    expect(hivePartitionFolder(['a', 'b'], { a: null, b: '' })).toBe('a=__HIVE_DEFAULT_PARTITION__/b=__HIVE_DEFAULT_PARTITION__');
+    expect(hivePartitionFolder(['a', 'b'], { a: null, b: '' })).toBe(
+      'a=__HIVE_DEFAULT_PARTITION__/b=__HIVE_DEFAULT_PARTITION__',
+    );
   });
 
   it('keeps the literal string "null" as a value', () => {
@@ -61,7 +69,7 @@ describe('encodeLogPath', () => {
     'a=1/b=2/c=__HIVE_DEFAULT_PARTITION__/x.parquet',
     'p=tab\there/x.parquet',
     'p=x%3Ay/x.parquet',
-    "p=quote's \"dq\"/x.parquet",
+    'p=quote\'s "dq"/x.parquet',
     'p=[br]{ce}^`|<>/x.parquet',
   ];
   for (const p of tricky) {
@@ -80,7 +88,13 @@ describe('encodeLogPath', () => {
 });
 
 /** Spark-written test tables whose folders follow from their partitionValues (delta-tables README). */
-const SPARK_TABLES = ['partition-all-types-nulls', 'partition-escaped-chars', 'decimal-partitioned', 'timestamp-ntz', 'partition-timestamp-int96'];
+const SPARK_TABLES = [
+  'partition-all-types-nulls',
+  'partition-escaped-chars',
+  'decimal-partitioned',
+  'timestamp-ntz',
+  'partition-timestamp-int96',
+];
 const TABLES_DIR = sharedTablesDir();
 
 interface LogLine {
@@ -94,7 +108,11 @@ describe('folders and log paths match what Spark wrote for the same partition va
       const logDir = path.join(TABLES_DIR, table, '_delta_log');
       const actions = readdirSync(logDir)
         .filter((f) => /^\d{20}\.json$/.test(f))
-        .flatMap((f) => readFileSync(path.join(logDir, f), 'utf8').split('\n').filter((l) => l.trim() !== ''))
+        .flatMap((f) =>
+          readFileSync(path.join(logDir, f), 'utf8')
+            .split('\n')
+            .filter((l) => l.trim() !== ''),
+        )
         .map((l) => JSON.parse(l) as LogLine);
       const columns = actions.find((a) => a.metaData)!.metaData!.partitionColumns;
       const adds = actions.flatMap((a) => (a.add ? [a.add] : []));

@@ -49,6 +49,8 @@ async function run(cmd: Command): Promise<object> {
 
 for await (const line of createInterface({ input: process.stdin })) {
   if (line.trim() === '') continue;
-  const reply = await run(JSON.parse(line) as Command).catch((err: unknown) => ({ error: String(err) }));
+  const reply = await run(JSON.parse(line) as Command).catch((err: unknown) => ({
+    error: String(err),
+  }));
   process.stdout.write(JSON.stringify(reply) + '\n');
 }

@@ -7,10 +7,19 @@ import type { Action, AddFile, DeletionVectorDescriptor } from '../../src/delta/
 import { SnapshotBuilder } from '../../src/delta/replay.js';
 
 const schema = (...names: string[]) =>
-  JSON.stringify({ type: 'struct', fields: names.map((name) => ({ name, type: 'long', nullable: true, metadata: {} })) });
+  JSON.stringify({
+    type: 'struct',
+    fields: names.map((name) => ({ name, type: 'long', nullable: true, metadata: {} })),
+  });
 const protocol: Action = { protocol: { minReaderVersion: 1, minWriterVersion: 2 } };
 const meta = (...names: string[]): Action => ({
-  metaData: { id: 'm', format: { provider: 'parquet', options: {} }, schemaString: schema(...names), partitionColumns: [], configuration: {} },
+  metaData: {
+    id: 'm',
+    format: { provider: 'parquet', options: {} },
+    schemaString: schema(...names),
+    partitionColumns: [],
+    configuration: {},
+  },
 });
 const add = (path: string, extra: Partial<AddFile> = {}): Action => ({
   add: { path, partitionValues: {}, size: 1, modificationTime: 0, dataChange: true, ...extra },
@@ -18,7 +27,13 @@ const add = (path: string, extra: Partial<AddFile> = {}): Action => ({
 const remove = (path: string, deletionVector?: DeletionVectorDescriptor): Action => ({
   remove: { path, dataChange: true, deletionTimestamp: 1, deletionVector },
 });
-const dv = (id: string): DeletionVectorDescriptor => ({ storageType: 'u', pathOrInlineDv: id, offset: 1, sizeInBytes: 10, cardinality: 1 });
+const dv = (id: string): DeletionVectorDescriptor => ({
+  storageType: 'u',
+  pathOrInlineDv: id,
+  offset: 1,
+  sizeInBytes: 10,
+  cardinality: 1,
+});
 
 describe('SnapshotBuilder', () => {
   it('keys file actions by path and DV id: add(newDV) before remove(oldDV) keeps the file', () => {
@@ -27,7 +42,9 @@ describe('SnapshotBuilder', () => {
       .apply([add('a.parquet', { deletionVector: dv('one') }), remove('a.parquet')])
       .apply([add('a.parquet', { deletionVector: dv('two') }), remove('a.parquet', dv('one'))])
       .build(2);
-    expect(s.files.map((f) => [f.path, f.deletionVector?.pathOrInlineDv])).toEqual([['a.parquet', 'two']]);
+    expect(s.files.map((f) => [f.path, f.deletionVector?.pathOrInlineDv])).toEqual([
+      ['a.parquet', 'two'],
+    ]);
     expect(s.removes).toHaveLength(2);
   });
 
@@ -45,8 +62,23 @@ describe('SnapshotBuilder', () => {
 
   it('the last protocol and metaData win; the newest txn wins even with a lower version', () => {
     const s = new SnapshotBuilder('t')
-      .apply([protocol, meta('a'), { txn: { appId: 'job', version: 5 } }, { txn: { appId: 'other', version: 1 } }])
-      .apply([{ protocol: { minReaderVersion: 3, minWriterVersion: 7, readerFeatures: [], writerFeatures: [] } }, meta('a', 'b')])
+      .apply([
+        protocol,
+        meta('a'),
+        { txn: { appId: 'job', version: 5 } },
+        { txn: { appId: 'other', version: 1 } },
+      ])
+      .apply([
+        {
+          protocol: {
+            minReaderVersion: 3,
+            minWriterVersion: 7,
+            readerFeatures: [],
+            writerFeatures: [],
+          },
+        },
+        meta('a', 'b'),
+      ])
       .apply([{ txn: { appId: 'job', version: 2 } }, { commitInfo: { operation: 'WRITE' } }])
       .build(2);
     expect(s.protocol.minReaderVersion).toBe(3);
@@ -57,22 +89,37 @@ describe('SnapshotBuilder', () => {
 
   it('domain metadata: newest wins, removed domains leave the snapshot', () => {
     const s = new SnapshotBuilder('t')
-      .apply([protocol, meta('id'), { domainMetadata: { domain: 'a', configuration: '1', removed: false } }])
+      .apply([
+        protocol,
+        meta('id'),
+        { domainMetadata: { domain: 'a', configuration: '1', removed: false } },
+      ])
       .apply([{ domainMetadata: { domain: 'b', configuration: '{}', removed: false } }])
-      .apply([{ domainMetadata: { domain: 'a', configuration: '1', removed: true } }, { domainMetadata: { domain: 'b', configuration: '2', removed: false } }])
+      .apply([
+        { domainMetadata: { domain: 'a', configuration: '1', removed: true } },
+        { domainMetadata: { domain: 'b', configuration: '2', removed: false } },
+      ])
       .build(2);
-    expect([...s.domains.entries()]).toEqual([['b', { domain: 'b', configuration: '2', removed: false }]]);
+    expect([...s.domains.entries()]).toEqual([
+      ['b', { domain: 'b', configuration: '2', removed: false }],
+    ]);
   });
 
   it('continues from an existing snapshot', () => {
-    const base = new SnapshotBuilder('t').apply([protocol, meta('id'), add('a.parquet'), add('b.parquet')]).build(0);
-    const next = SnapshotBuilder.from(base).apply([remove('a.parquet')]).build(1);
+    const base = new SnapshotBuilder('t')
+      .apply([protocol, meta('id'), add('a.parquet'), add('b.parquet')])
+      .build(0);
+    const next = SnapshotBuilder.from(base)
+      .apply([remove('a.parquet')])
+      .build(1);
     expect(next.files.map((f) => f.path)).toEqual(['b.parquet']);
     expect(base.files).toHaveLength(2);
   });
 
   it('a log without protocol or metaData is a DeltaLogError', () => {
     expect(() => new SnapshotBuilder('t').apply([meta('id')]).build(0)).toThrow(DeltaLogError);
-    expect(() => new SnapshotBuilder('t').apply([protocol]).build(0)).toThrow(/no metaData action at version 0/);
+    expect(() => new SnapshotBuilder('t').apply([protocol]).build(0)).toThrow(
+      /no metaData action at version 0/,
+    );
   });
 });

@@ -29,7 +29,9 @@ afterAll(async () => {
 async function uploadTable(name: string): Promise<Storage> {
   const storage = s3.makeStorage();
   const root = sharedTable(name);
-  const files = (await readdir(root, { recursive: true, withFileTypes: true })).filter((e) => e.isFile());
+  const files = (await readdir(root, { recursive: true, withFileTypes: true })).filter((e) =>
+    e.isFile(),
+  );
   for (const f of files) {
     const path = join(f.parentPath, f.name);
     await storage.upload(relative(root, path).split('\\').join('/'), path);
@@ -59,10 +61,20 @@ describe('shared tables on S3', () => {
   });
 
   it('partition-all-types-nulls: keys with spaces and %, decoded once', async () => {
-    expect(await summary(await uploadTable('partition-all-types-nulls'), 'as_int')).toEqual({ version: 0, files: 3, n: '3', s: '1' });
+    expect(await summary(await uploadTable('partition-all-types-nulls'), 'as_int')).toEqual({
+      version: 0,
+      files: 3,
+      n: '3',
+      s: '1',
+    });
   });
 
   it('simple-table-updates: the uncommitted .tmp commit is ignored', async () => {
-    expect(await summary(await uploadTable('simple-table-updates'), 'id')).toEqual({ version: 4, files: 5, n: '3', s: '21' });
+    expect(await summary(await uploadTable('simple-table-updates'), 'id')).toEqual({
+      version: 4,
+      files: 5,
+      n: '3',
+      s: '21',
+    });
   });
 });

@@ -16,8 +16,15 @@ describe('parseStats', () => {
   });
 
   it('keeps numbers a double cannot hold as exact text', () => {
-    const stats = parseStats('{"numRecords":1,"minValues":{"d":-9999999999.9999999999,"z":0E-10,"big":12345678901234567890,"f":1.5}}');
-    expect(stats?.minValues).toEqual({ d: '-9999999999.9999999999', z: 0, big: '12345678901234567890', f: 1.5 });
+    const stats = parseStats(
+      '{"numRecords":1,"minValues":{"d":-9999999999.9999999999,"z":0E-10,"big":12345678901234567890,"f":1.5}}',
+    );
+    expect(stats?.minValues).toEqual({
+      d: '-9999999999.9999999999',
+      z: 0,
+      big: '12345678901234567890',
+      f: 1.5,
+    });
   });
 
   it('leaves digits inside strings alone', () => {
@@ -36,17 +43,35 @@ describe('parseStats', () => {
 
 describe('statsBounds', () => {
   const file = {
-    parsedStats: parseStats('{"numRecords":5,"minValues":{"a":1,"s":{"x":"k"}},"maxValues":{"a":9,"s":{"x":"z"}},"nullCount":{"a":0,"b":5,"s":{"x":1}}}'),
+    parsedStats: parseStats(
+      '{"numRecords":5,"minValues":{"a":1,"s":{"x":"k"}},"maxValues":{"a":9,"s":{"x":"z"}},"nullCount":{"a":0,"b":5,"s":{"x":1}}}',
+    ),
   };
 
   it('gives min, max, null count and rows for top-level and nested columns', () => {
-    expect(statsBounds(file, 'a')).toEqual({ min: 1, max: 9, nullCount: 0, numRecords: 5, tightBounds: true });
-    expect(statsBounds(file, ['s', 'x'])).toEqual({ min: 'k', max: 'z', nullCount: 1, numRecords: 5, tightBounds: true });
+    expect(statsBounds(file, 'a')).toEqual({
+      min: 1,
+      max: 9,
+      nullCount: 0,
+      numRecords: 5,
+      tightBounds: true,
+    });
+    expect(statsBounds(file, ['s', 'x'])).toEqual({
+      min: 'k',
+      max: 'z',
+      nullCount: 1,
+      numRecords: 5,
+      tightBounds: true,
+    });
   });
 
   it('an all-null or unknown column has no bounds; a file without stats gives null', () => {
     expect(statsBounds(file, 'b')).toMatchObject({ min: undefined, max: undefined, nullCount: 5 });
-    expect(statsBounds(file, 'nope')).toMatchObject({ min: undefined, max: undefined, nullCount: undefined });
+    expect(statsBounds(file, 'nope')).toMatchObject({
+      min: undefined,
+      max: undefined,
+      nullCount: undefined,
+    });
     expect(statsBounds({ parsedStats: null }, 'a')).toBeNull();
   });
 });

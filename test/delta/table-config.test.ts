@@ -9,25 +9,46 @@ import { TableConfig } from '../../src/delta/table-config.js';
 
 function metadata(configuration: Record<string, string> = {}): Metadata {
   const fields = [{ name: 'id', type: 'long', nullable: true, metadata: {} }];
-  return { id: 'test', format: { provider: 'parquet', options: {} }, schemaString: JSON.stringify({ type: 'struct', fields }), partitionColumns: [], configuration };
+  return {
+    id: 'test',
+    format: { provider: 'parquet', options: {} },
+    schemaString: JSON.stringify({ type: 'struct', fields }),
+    partitionColumns: [],
+    configuration,
+  };
 }
 
-const p = (r: number, w: number, readerFeatures?: string[] | null, writerFeatures?: string[] | null): Protocol => ({
+const p = (
+  r: number,
+  w: number,
+  readerFeatures?: string[] | null,
+  writerFeatures?: string[] | null,
+): Protocol => ({
   minReaderVersion: r,
   minWriterVersion: w,
   readerFeatures,
   writerFeatures,
 });
 
-const of = (protocol: Protocol, configuration: Record<string, string> = {}) => TableConfig.of(protocol, metadata(configuration));
+const of = (protocol: Protocol, configuration: Record<string, string> = {}) =>
+  TableConfig.of(protocol, metadata(configuration));
 
 describe('features in force', () => {
   it('legacy writer versions imply their features; writer 7 lists them, reader features included', () => {
     expect(of(p(1, 1)).writerFeatures).toEqual([]);
     expect(of(p(1, 2)).writerFeatures).toEqual(['appendOnly', 'invariants']);
-    expect(of(p(1, 4)).writerFeatures).toEqual(['appendOnly', 'invariants', 'checkConstraints', 'changeDataFeed', 'generatedColumns']);
+    expect(of(p(1, 4)).writerFeatures).toEqual([
+      'appendOnly',
+      'invariants',
+      'checkConstraints',
+      'changeDataFeed',
+      'generatedColumns',
+    ]);
     expect(of(p(2, 6)).writerFeatures).toContain('identityColumns');
-    expect(of(p(3, 7, ['timestampNtz'], ['appendOnly'])).writerFeatures).toEqual(['appendOnly', 'timestampNtz']);
+    expect(of(p(3, 7, ['timestampNtz'], ['appendOnly'])).writerFeatures).toEqual([
+      'appendOnly',
+      'timestampNtz',
+    ]);
   });
 
   it('column mapping counts only on a protocol that supports it; an unknown mode is a DeltaLogError', () => {
@@ -36,7 +57,9 @@ describe('features in force', () => {
     expect(of(p(3, 7, ['columnMapping'], ['columnMapping']), mode).columnMapping).toBe('name');
     expect(of(p(3, 7, ['deletionVectors'], ['deletionVectors']), mode).columnMapping).toBe('none');
     expect(of(p(1, 2), mode).columnMapping).toBe('none');
-    expect(() => of(p(2, 5), { 'delta.columnMapping.mode': 'path' }).columnMapping).toThrow(DeltaLogError);
+    expect(() => of(p(2, 5), { 'delta.columnMapping.mode': 'path' }).columnMapping).toThrow(
+      DeltaLogError,
+    );
   });
 
   it('a change data feed is recorded while the protocol supports it and delta.enableChangeDataFeed is true (any case)', () => {
@@ -61,7 +84,10 @@ describe('features in force', () => {
   it('append-only, in-commit timestamps, V2 checkpoints and row tracking follow the protocol and their properties', () => {
     expect(of(p(1, 2), { 'delta.appendOnly': 'true' }).appendOnly).toBe(true);
     expect(of(p(1, 1), { 'delta.appendOnly': 'true' }).appendOnly).toBe(false);
-    expect(of(p(1, 7, null, ['inCommitTimestamp']), { 'delta.enableInCommitTimestamps': 'true' }).inCommitTimestamps).toBe(true);
+    expect(
+      of(p(1, 7, null, ['inCommitTimestamp']), { 'delta.enableInCommitTimestamps': 'true' })
+        .inCommitTimestamps,
+    ).toBe(true);
     expect(of(p(1, 7, null, ['inCommitTimestamp'])).inCommitTimestamps).toBe(false);
     expect(of(p(3, 7, ['v2Checkpoint'], ['v2Checkpoint'])).v2Checkpoints).toBe(true);
     expect(of(p(1, 2)).v2Checkpoints).toBe(false);
@@ -74,7 +100,12 @@ describe('features in force', () => {
       assignsIds: true,
       materialized: { rowIdColumn: 'rid', versionColumn: 'rver' },
     });
-    expect(of(p(1, 7, null, ['rowTracking', 'domainMetadata']), { ...tracked, 'delta.rowTrackingSuspended': 'true' }).rowTracking).toEqual({
+    expect(
+      of(p(1, 7, null, ['rowTracking', 'domainMetadata']), {
+        ...tracked,
+        'delta.rowTrackingSuspended': 'true',
+      }).rowTracking,
+    ).toEqual({
       assignsIds: false,
       materialized: null,
     });
@@ -89,11 +120,15 @@ describe('the table after a commit', () => {
     expect(after.protocol).toBe(base.protocol);
     expect(after.metadata).toBe(evolved);
     expect(after.appendOnly).toBe(true);
-    expect(TableConfig.after(base, [{ protocol: p(1, 4) }], 'file:///t/').supports('changeDataFeed')).toBe(true);
+    expect(
+      TableConfig.after(base, [{ protocol: p(1, 4) }], 'file:///t/').supports('changeDataFeed'),
+    ).toBe(true);
   });
 
   it('a commit creating a table without protocol or metaData is a DeltaLogError', () => {
-    expect(() => TableConfig.after(null, [{ metaData: metadata() }], 'file:///t/')).toThrow(DeltaLogError);
+    expect(() => TableConfig.after(null, [{ metaData: metadata() }], 'file:///t/')).toThrow(
+      DeltaLogError,
+    );
   });
 
   it('taking deletion vectors adds the feature for readers and writers and the property to the same metaData', () => {
@@ -103,9 +138,18 @@ describe('the table after a commit', () => {
         minReaderVersion: 3,
         minWriterVersion: 7,
         readerFeatures: ['deletionVectors'],
-        writerFeatures: ['appendOnly', 'invariants', 'checkConstraints', 'changeDataFeed', 'generatedColumns', 'deletionVectors'],
+        writerFeatures: [
+          'appendOnly',
+          'invariants',
+          'checkConstraints',
+          'changeDataFeed',
+          'generatedColumns',
+          'deletionVectors',
+        ],
       },
     });
-    expect(metaData).toMatchObject({ metaData: { configuration: { owner: 'x', 'delta.enableDeletionVectors': 'true' } } });
+    expect(metaData).toMatchObject({
+      metaData: { configuration: { owner: 'x', 'delta.enableDeletionVectors': 'true' } },
+    });
   });
 });

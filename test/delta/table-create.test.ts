@@ -6,7 +6,12 @@
 import { describe, expect, it } from 'vitest';
 import type { Action } from '../../src/delta/actions.js';
 import type { DataType, StructField, StructType } from '../../src/delta/schema.js';
-import { createTableRequest, metadataFor, protocolFor, schemaString } from '../../src/delta/table-create.js';
+import {
+  createTableRequest,
+  metadataFor,
+  protocolFor,
+  schemaString,
+} from '../../src/delta/table-create.js';
 import { SchemaError } from '../../src/errors.js';
 
 function field(name: string, type: DataType): StructField {
@@ -17,7 +22,12 @@ function struct(...fields: StructField[]): StructType {
   return { type: 'struct', fields };
 }
 
-const PLAIN = struct(field('id', 'long'), field('day', 'date'), field('ts', 'timestamp'), field('amount', 'decimal(10,2)'));
+const PLAIN = struct(
+  field('id', 'long'),
+  field('day', 'date'),
+  field('ts', 'timestamp'),
+  field('amount', 'decimal(10,2)'),
+);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /** The SchemaError `fn` throws; fails the test when it throws nothing or something else. */
@@ -37,7 +47,10 @@ describe('protocolFor', () => {
   });
 
   it('keeps writer 2 for delta.appendOnly alone: writer 2 covers it without table features', () => {
-    expect(protocolFor(PLAIN, { configuration: { 'delta.appendOnly': 'true' } })).toEqual({ minReaderVersion: 1, minWriterVersion: 2 });
+    expect(protocolFor(PLAIN, { configuration: { 'delta.appendOnly': 'true' } })).toEqual({
+      minReaderVersion: 1,
+      minWriterVersion: 2,
+    });
   });
 
   it('asks for reader 3 / writer 7 with timestampNtz on both sides when the schema uses timestamp_ntz anywhere', () => {
@@ -45,8 +58,22 @@ describe('protocolFor', () => {
       struct(field('id', 'long'), field('local', 'timestamp_ntz')),
       struct(field('s', struct(field('inner', 'timestamp_ntz')))),
       struct(field('a', { type: 'array', elementType: 'timestamp_ntz', containsNull: true })),
-      struct(field('m', { type: 'map', keyType: 'string', valueType: { type: 'array', elementType: 'timestamp_ntz', containsNull: true }, valueContainsNull: true })),
-      struct(field('k', { type: 'map', keyType: 'timestamp_ntz', valueType: 'long', valueContainsNull: true })),
+      struct(
+        field('m', {
+          type: 'map',
+          keyType: 'string',
+          valueType: { type: 'array', elementType: 'timestamp_ntz', containsNull: true },
+          valueContainsNull: true,
+        }),
+      ),
+      struct(
+        field('k', {
+          type: 'map',
+          keyType: 'timestamp_ntz',
+          valueType: 'long',
+          valueContainsNull: true,
+        }),
+      ),
     ];
     for (const schema of nested) {
       expect(protocolFor(schema), JSON.stringify(schema)).toEqual({
@@ -59,30 +86,50 @@ describe('protocolFor', () => {
   });
 
   it('asks for writer 7 with domainMetadata (reader 1) when the commits carry domain metadata', () => {
-    expect(protocolFor(PLAIN, { domainMetadata: true })).toEqual({ minReaderVersion: 1, minWriterVersion: 7, writerFeatures: ['domainMetadata'] });
+    expect(protocolFor(PLAIN, { domainMetadata: true })).toEqual({
+      minReaderVersion: 1,
+      minWriterVersion: 7,
+      writerFeatures: ['domainMetadata'],
+    });
   });
 
   it('lists appendOnly among the writer features once at writer 7, whatever the case of "true"', () => {
-    expect(protocolFor(PLAIN, { domainMetadata: true, configuration: { 'delta.appendOnly': 'TRUE' } })).toEqual({
+    expect(
+      protocolFor(PLAIN, { domainMetadata: true, configuration: { 'delta.appendOnly': 'TRUE' } }),
+    ).toEqual({
       minReaderVersion: 1,
       minWriterVersion: 7,
       writerFeatures: ['domainMetadata', 'appendOnly'],
     });
     const ntz = struct(field('local', 'timestamp_ntz'), field('v', 'long'));
-    expect(protocolFor(ntz, { domainMetadata: true, configuration: { 'delta.appendOnly': 'true' } })).toEqual({
+    expect(
+      protocolFor(ntz, { domainMetadata: true, configuration: { 'delta.appendOnly': 'true' } }),
+    ).toEqual({
       minReaderVersion: 3,
       minWriterVersion: 7,
       readerFeatures: ['timestampNtz'],
       writerFeatures: ['timestampNtz', 'domainMetadata', 'appendOnly'],
     });
-    expect(protocolFor(PLAIN, { domainMetadata: true, configuration: { 'delta.appendOnly': 'false' } }).writerFeatures).toEqual(['domainMetadata']);
+    expect(
+      protocolFor(PLAIN, { domainMetadata: true, configuration: { 'delta.appendOnly': 'false' } })
+        .writerFeatures,
+    ).toEqual(['domainMetadata']);
   });
 });
 
 describe('schemaString', () => {
   it("writes every field's keys in Spark's order: name, type, nullable, metadata", () => {
-    const text = schemaString(struct({ metadata: { comment: 'c' }, nullable: false, type: 'long', name: 'id' } as StructField));
-    expect(text).toBe('{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{"comment":"c"}}]}');
+    const text = schemaString(
+      struct({
+        metadata: { comment: 'c' },
+        nullable: false,
+        type: 'long',
+        name: 'id',
+      } as StructField),
+    );
+    expect(text).toBe(
+      '{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{"comment":"c"}}]}',
+    );
   });
 
   it('fills in the defaults a hand-written schema leaves out: nullable, metadata, containsNull, valueContainsNull', () => {
@@ -93,13 +140,21 @@ describe('schemaString', () => {
     expect(JSON.parse(schemaString(sparse))).toEqual({
       type: 'struct',
       fields: [
-        { name: 'tags', type: { type: 'array', elementType: 'string', containsNull: true }, nullable: true, metadata: {} },
+        {
+          name: 'tags',
+          type: { type: 'array', elementType: 'string', containsNull: true },
+          nullable: true,
+          metadata: {},
+        },
         {
           name: 'attrs',
           type: {
             type: 'map',
             keyType: 'string',
-            valueType: { type: 'struct', fields: [{ name: 'x', type: 'integer', nullable: true, metadata: {} }] },
+            valueType: {
+              type: 'struct',
+              fields: [{ name: 'x', type: 'integer', nullable: true, metadata: {} }],
+            },
             valueContainsNull: true,
           },
           nullable: true,
@@ -112,7 +167,12 @@ describe('schemaString', () => {
   it('keeps containsNull and valueContainsNull when they are false, and the key order of nested types', () => {
     const schema = struct(
       field('a', { containsNull: false, elementType: 'long', type: 'array' } as DataType),
-      field('m', { valueContainsNull: false, valueType: 'long', keyType: 'string', type: 'map' } as DataType),
+      field('m', {
+        valueContainsNull: false,
+        valueType: 'long',
+        keyType: 'string',
+        type: 'map',
+      } as DataType),
     );
     expect(schemaString(schema)).toBe(
       '{"type":"struct","fields":[' +
@@ -125,7 +185,16 @@ describe('schemaString', () => {
 describe('metadataFor', () => {
   it('describes a parquet table with the schemaString, partition columns, a copy of the configuration and the time', () => {
     const configuration = { 'delta.appendOnly': 'false', owner: 'ingest' };
-    const meta = metadataFor({ schema: PLAIN, partitionColumns: ['day'], configuration, name: 'orders', description: 'latest orders' }, 1234);
+    const meta = metadataFor(
+      {
+        schema: PLAIN,
+        partitionColumns: ['day'],
+        configuration,
+        name: 'orders',
+        description: 'latest orders',
+      },
+      1234,
+    );
     expect(meta).toEqual({
       id: expect.stringMatching(UUID),
       name: 'orders',
@@ -148,16 +217,39 @@ describe('metadataFor', () => {
   });
 
   it('refuses column names that are equal ignoring case, at the top level, naming the column', () => {
-    const err = schemaErrorOf(() => metadataFor({ schema: struct(field('Id', 'long'), field('id', 'string')) }, 1));
-    expect(err.message).toBe("[delta] cannot create table: column names must be unique ignoring case: 'id'");
+    const err = schemaErrorOf(() =>
+      metadataFor({ schema: struct(field('Id', 'long'), field('id', 'string')) }, 1),
+    );
+    expect(err.message).toBe(
+      "[delta] cannot create table: column names must be unique ignoring case: 'id'",
+    );
     expect(err.context).toEqual({ column: 'id' });
   });
 
   it('refuses names equal ignoring case inside structs, array elements and map values, naming the path', () => {
     const cases: Array<[StructType, string]> = [
       [struct(field('s', struct(field('A', 'long'), field('a', 'long')))), 's.a'],
-      [struct(field('list', { type: 'array', elementType: struct(field('x', 'long'), field('X', 'long')), containsNull: true })), 'list.element.X'],
-      [struct(field('m', { type: 'map', keyType: 'string', valueType: struct(field('v', 'long'), field('V', 'long')), valueContainsNull: true })), 'm.value.V'],
+      [
+        struct(
+          field('list', {
+            type: 'array',
+            elementType: struct(field('x', 'long'), field('X', 'long')),
+            containsNull: true,
+          }),
+        ),
+        'list.element.X',
+      ],
+      [
+        struct(
+          field('m', {
+            type: 'map',
+            keyType: 'string',
+            valueType: struct(field('v', 'long'), field('V', 'long')),
+            valueContainsNull: true,
+          }),
+        ),
+        'm.value.V',
+      ],
     ];
     for (const [schema, column] of cases) {
       const err = schemaErrorOf(() => metadataFor({ schema }, 1));
@@ -167,29 +259,57 @@ describe('metadataFor', () => {
   });
 
   it('allows the same name in different structs', () => {
-    expect(() => metadataFor({ schema: struct(field('a', struct(field('id', 'long'))), field('b', struct(field('id', 'long')))) }, 1)).not.toThrow();
+    expect(() =>
+      metadataFor(
+        {
+          schema: struct(
+            field('a', struct(field('id', 'long'))),
+            field('b', struct(field('id', 'long'))),
+          ),
+        },
+        1,
+      ),
+    ).not.toThrow();
   });
 
   it('refuses a partition column missing from the schema (names match exactly), naming it', () => {
-    const missing = schemaErrorOf(() => metadataFor({ schema: PLAIN, partitionColumns: ['region'] }, 1));
-    expect(missing.message).toBe("[delta] cannot create table: partition column 'region' is not in the schema");
+    const missing = schemaErrorOf(() =>
+      metadataFor({ schema: PLAIN, partitionColumns: ['region'] }, 1),
+    );
+    expect(missing.message).toBe(
+      "[delta] cannot create table: partition column 'region' is not in the schema",
+    );
     expect(missing.context).toEqual({ column: 'region' });
-    expect(schemaErrorOf(() => metadataFor({ schema: PLAIN, partitionColumns: ['DAY'] }, 1)).context).toEqual({ column: 'DAY' });
+    expect(
+      schemaErrorOf(() => metadataFor({ schema: PLAIN, partitionColumns: ['DAY'] }, 1)).context,
+    ).toEqual({ column: 'DAY' });
   });
 
   it('refuses a partition column of a nested type, naming it', () => {
-    const schema = struct(field('id', 'long'), field('where', struct(field('region', 'string'))), field('tags', { type: 'array', elementType: 'string', containsNull: true }));
+    const schema = struct(
+      field('id', 'long'),
+      field('where', struct(field('region', 'string'))),
+      field('tags', { type: 'array', elementType: 'string', containsNull: true }),
+    );
     for (const column of ['where', 'tags']) {
       const err = schemaErrorOf(() => metadataFor({ schema, partitionColumns: [column] }, 1));
-      expect(err.message).toBe(`[delta] cannot create table: partition column '${column}' must have a primitive type`);
+      expect(err.message).toBe(
+        `[delta] cannot create table: partition column '${column}' must have a primitive type`,
+      );
       expect(err.context).toEqual({ column });
     }
   });
 
   it('refuses partitioning by every column (no data column left) and a partition column listed twice', () => {
     const two = struct(field('day', 'date'), field('region', 'string'));
-    expect(schemaErrorOf(() => metadataFor({ schema: two, partitionColumns: ['day', 'region'] }, 1)).message).toContain('every column is a partition column');
-    expect(schemaErrorOf(() => metadataFor({ schema: PLAIN, partitionColumns: ['day', 'day'] }, 1)).message).toContain('a partition column is listed twice');
+    expect(
+      schemaErrorOf(() => metadataFor({ schema: two, partitionColumns: ['day', 'region'] }, 1))
+        .message,
+    ).toContain('every column is a partition column');
+    expect(
+      schemaErrorOf(() => metadataFor({ schema: PLAIN, partitionColumns: ['day', 'day'] }, 1))
+        .message,
+    ).toContain('a partition column is listed twice');
     expect(() => metadataFor({ schema: two, partitionColumns: ['day'] }, 1)).not.toThrow();
   });
 });
@@ -202,16 +322,37 @@ describe('createTableRequest', () => {
     expect(request.actions[0]).toEqual({ protocol: { minReaderVersion: 1, minWriterVersion: 2 } });
     expect(request.read).toEqual({ readVersion: -1, partitions: [], files: [], appIds: [] });
     expect(request.isBlindAppend).toBe(true);
-    expect(request.operationParameters).toEqual({ isManaged: false, description: null, partitionBy: ['day'], properties: {} });
+    expect(request.operationParameters).toEqual({
+      isManaged: false,
+      description: null,
+      partitionBy: ['day'],
+      properties: {},
+    });
     expect(request.operationMetrics).toEqual({});
   });
 
   it("names a table created with data 'CREATE TABLE AS SELECT' and appends the request's actions after protocol and metaData", () => {
     const extra: Action[] = [
-      { add: { path: 'day=2025-03-01/a.parquet', partitionValues: { day: '2025-03-01' }, size: 10, modificationTime: 1, dataChange: true } },
+      {
+        add: {
+          path: 'day=2025-03-01/a.parquet',
+          partitionValues: { day: '2025-03-01' },
+          size: 10,
+          modificationTime: 1,
+          dataChange: true,
+        },
+      },
       { txn: { appId: 'tidemark-orders', version: 0 } },
     ];
-    const request = createTableRequest({ schema: PLAIN, partitionColumns: ['day'], actions: extra, operationMetrics: { numFiles: '1' } }, 99);
+    const request = createTableRequest(
+      {
+        schema: PLAIN,
+        partitionColumns: ['day'],
+        actions: extra,
+        operationMetrics: { numFiles: '1' },
+      },
+      99,
+    );
     expect(request.operation).toBe('CREATE TABLE AS SELECT');
     expect(request.actions.slice(2)).toEqual(extra);
     expect(request.operationMetrics).toEqual({ numFiles: '1' });
@@ -219,9 +360,21 @@ describe('createTableRequest', () => {
   });
 
   it('raises the protocol to writer 7 with domainMetadata when the first commit carries domain metadata', () => {
-    const request = createTableRequest({ schema: PLAIN, actions: [{ domainMetadata: { domain: 'tidemark.job.orders', configuration: '{}', removed: false } }] }, 99);
+    const request = createTableRequest(
+      {
+        schema: PLAIN,
+        actions: [
+          {
+            domainMetadata: { domain: 'tidemark.job.orders', configuration: '{}', removed: false },
+          },
+        ],
+      },
+      99,
+    );
     expect(request.operation).toBe('CREATE TABLE');
-    expect(request.actions[0]).toEqual({ protocol: { minReaderVersion: 1, minWriterVersion: 7, writerFeatures: ['domainMetadata'] } });
+    expect(request.actions[0]).toEqual({
+      protocol: { minReaderVersion: 1, minWriterVersion: 7, writerFeatures: ['domainMetadata'] },
+    });
   });
 
   it("reads delta.appendOnly from the table's configuration for the protocol, and lets the request's parameters override the defaults", () => {
@@ -235,13 +388,28 @@ describe('createTableRequest', () => {
       },
       99,
     );
-    expect(request.actions[0]).toEqual({ protocol: { minReaderVersion: 1, minWriterVersion: 7, writerFeatures: ['domainMetadata', 'appendOnly'] } });
-    expect(request.operationParameters).toEqual({ isManaged: true, description: 'd', partitionBy: [], properties: { 'delta.appendOnly': 'true' }, mode: 'ErrorIfExists' });
+    expect(request.actions[0]).toEqual({
+      protocol: {
+        minReaderVersion: 1,
+        minWriterVersion: 7,
+        writerFeatures: ['domainMetadata', 'appendOnly'],
+      },
+    });
+    expect(request.operationParameters).toEqual({
+      isManaged: true,
+      description: 'd',
+      partitionBy: [],
+      properties: { 'delta.appendOnly': 'true' },
+      mode: 'ErrorIfExists',
+    });
     const meta = request.actions[1]!;
     expect('metaData' in meta && meta.metaData.createdTime).toBe(99);
   });
 
   it('refuses the same schemas metadataFor refuses, before planning anything', () => {
-    expect(schemaErrorOf(() => createTableRequest({ schema: PLAIN, partitionColumns: ['nope'] }, 1)).context).toEqual({ column: 'nope' });
+    expect(
+      schemaErrorOf(() => createTableRequest({ schema: PLAIN, partitionColumns: ['nope'] }, 1))
+        .context,
+    ).toEqual({ column: 'nope' });
   });
 });

@@ -35,7 +35,9 @@ afterAll(async () => {
 describe('DeltaTable on a store that ignores conditional writes', () => {
   it('refuses to commit, naming the store and the way out', async () => {
     const storage = s3.makeStorage();
-    const err = await openTable(storage, session).create({ schema: SCHEMA }).catch((e: unknown) => e);
+    const err = await openTable(storage, session)
+      .create({ schema: SCHEMA })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConditionalWriteUnsupportedError);
     expect(String(err)).toContain('singleWriter');
     expect((await storage.listAll({ prefix: '_delta_log/' })).objects).toEqual([]);
@@ -59,11 +61,20 @@ describe('DeltaTable on a store that ignores conditional writes', () => {
   it('a table with V2 checkpoints gets a UUID-named checkpoint and its sidecar through S3, and reads back from them', async () => {
     const storage = s3.makeStorage();
     const table = openTable(storage, session, { singleWriter: true, checkpointInterval: 2 });
-    await table.create({ schema: SCHEMA, partitionColumns: ['p'], configuration: { 'delta.checkpointPolicy': 'v2' } });
+    await table.create({
+      schema: SCHEMA,
+      partitionColumns: ['p'],
+      configuration: { 'delta.checkpointPolicy': 'v2' },
+    });
     await table.commit(appendRequest(0, ['p=a/1.parquet']));
-    expect(await table.commit(appendRequest(1, ['p=a/2.parquet']))).toMatchObject({ version: 2, checkpoint: { written: true, version: 2 } });
+    expect(await table.commit(appendRequest(1, ['p=a/2.parquet']))).toMatchObject({
+      version: 2,
+      checkpoint: { written: true, version: 2 },
+    });
     const keys = (await storage.listAll({ prefix: '_delta_log/' })).objects.map((o) => o.key);
-    expect(keys.filter((k) => k.includes('.checkpoint.'))).toEqual([expect.stringMatching(/^_delta_log\/00000000000000000002\.checkpoint\.[0-9a-f-]{36}\.json$/)]);
+    expect(keys.filter((k) => k.includes('.checkpoint.'))).toEqual([
+      expect.stringMatching(/^_delta_log\/00000000000000000002\.checkpoint\.[0-9a-f-]{36}\.json$/),
+    ]);
     expect(keys.filter((k) => k.startsWith('_delta_log/_sidecars/'))).toHaveLength(1);
     const snapshot = (await openTable(storage, session).snapshot())!;
     expect(snapshot.files.map((f) => f.path)).toEqual(['p=a/1.parquet', 'p=a/2.parquet']);
@@ -72,13 +83,21 @@ describe('DeltaTable on a store that ignores conditional writes', () => {
   it('checkpoint scratch files leave the spool as soon as they are written or read (V1 and V2)', async () => {
     const spool = await Spool.create('cp-scratch');
     try {
-      for (const configuration of [{}, { 'delta.checkpointPolicy': 'v2' }] as Record<string, string>[]) {
+      for (const configuration of [{}, { 'delta.checkpointPolicy': 'v2' }] as Record<
+        string,
+        string
+      >[]) {
         const storage = s3.makeStorage();
         const engine = { session, spool };
-        const table = openEngineTable(storage, engine, { singleWriter: true, checkpointInterval: 2 });
+        const table = openEngineTable(storage, engine, {
+          singleWriter: true,
+          checkpointInterval: 2,
+        });
         await table.create({ schema: SCHEMA, partitionColumns: ['p'], configuration });
         await table.commit(appendRequest(0, ['p=a/1.parquet']));
-        expect(await table.commit(appendRequest(1, ['p=a/2.parquet']))).toMatchObject({ checkpoint: { written: true } });
+        expect(await table.commit(appendRequest(1, ['p=a/2.parquet']))).toMatchObject({
+          checkpoint: { written: true },
+        });
         expect(await readdir(spool.dir, { recursive: true })).toEqual([]);
         // A fresh reader downloads the checkpoint (and its sidecar) into the spool, then drops them.
         expect((await openEngineTable(storage, engine).snapshot())!.files).toHaveLength(2);

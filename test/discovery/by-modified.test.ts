@@ -7,7 +7,11 @@ import { listingOf, loadedKeys, modifiedSettings, reasons, type FakeFile } from 
 
 const settings = modifiedSettings(); // settle 15 minutes
 const at = (hms: string) => Date.parse(`2026-03-05T${hms}Z`);
-const file = (key: string, hms: string, etag?: string): FakeFile => ({ key, modified: at(hms), etag });
+const file = (key: string, hms: string, etag?: string): FakeFile => ({
+  key,
+  modified: at(hms),
+  etag,
+});
 
 function run(s: ModifiedSettings, nowHms: string, files: FakeFile[], state: ModifiedState | null) {
   const plan = planModified(listingOf(at(nowHms), files), s, state);
@@ -16,7 +20,12 @@ function run(s: ModifiedSettings, nowHms: string, files: FakeFile[], state: Modi
 
 describe('modification-time discovery', () => {
   it('a first run loads every file, oldest first; the watermark is the newest LastModified', () => {
-    const { plan, state } = run(settings, '10:10:00', [file('b.csv', '10:00:05'), file('a/x.csv', '10:00:05'), file('c.csv', '09:00:00')], null);
+    const { plan, state } = run(
+      settings,
+      '10:10:00',
+      [file('b.csv', '10:00:05'), file('a/x.csv', '10:00:05'), file('c.csv', '09:00:00')],
+      null,
+    );
     expect(loadedKeys(plan)).toEqual(['c.csv', 'a/x.csv', 'b.csv']);
     expect(plan.window).toEqual({ mode: 'modified', after: null });
     expect(state).toMatchObject({ stateVersion: 1, mode: 'modified', watermark: at('10:00:05') });
@@ -49,7 +58,10 @@ describe('modification-time discovery', () => {
 
     const third = run(settings, '10:32:00', [x, big], second.state);
     expect(third.plan.files).toEqual([]);
-    expect(reasons(third.plan)).toEqual({ 'x.csv': 'already loaded', 'big.parquet': 'already loaded' });
+    expect(reasons(third.plan)).toEqual({
+      'x.csv': 'already loaded',
+      'big.parquet': 'already loaded',
+    });
 
     // Once the window has moved past it, the file is no longer listed as a candidate nor remembered.
     const y = file('y.csv', '11:00:00');
@@ -64,7 +76,12 @@ describe('modification-time discovery', () => {
 
   it('an upload that took longer than the settle window is outside it (the documented limit)', () => {
     const first = run(settings, '10:30:30', [file('x.csv', '10:30:00')], null);
-    const slow = run(settings, '10:31:00', [file('x.csv', '10:30:00'), file('slow.csv', '10:14:59')], first.state);
+    const slow = run(
+      settings,
+      '10:31:00',
+      [file('x.csv', '10:30:00'), file('slow.csv', '10:14:59')],
+      first.state,
+    );
     expect(slow.plan.files).toEqual([]);
     expect(slow.plan.olderThanWindow).toBe(1);
     expect(slow.plan.window).toEqual({ mode: 'modified', after: new Date(at('10:15:00')) });
@@ -77,15 +94,34 @@ describe('modification-time discovery', () => {
 
   it('start is inclusive', () => {
     const s = modifiedSettings({ start: '2026-03-05T10:00:00Z' });
-    const { plan } = run(s, '11:00:00', [file('before.csv', '09:59:59'), file('at.csv', '10:00:00')], null);
+    const { plan } = run(
+      s,
+      '11:00:00',
+      [file('before.csv', '09:59:59'), file('at.csv', '10:00:00')],
+      null,
+    );
     expect(loadedKeys(plan)).toEqual(['at.csv']);
     expect(plan.olderThanWindow).toBe(1);
   });
 
   it('files and folders starting with _ or . are not data', () => {
-    const { plan } = run(settings, '10:10:00', [file('a/_SUCCESS', '10:00:00'), file('a/.x.crc', '10:00:00'), file('_tmp/y.csv', '10:00:00'), file('a/x.csv', '10:00:00')], null);
+    const { plan } = run(
+      settings,
+      '10:10:00',
+      [
+        file('a/_SUCCESS', '10:00:00'),
+        file('a/.x.crc', '10:00:00'),
+        file('_tmp/y.csv', '10:00:00'),
+        file('a/x.csv', '10:00:00'),
+      ],
+      null,
+    );
     expect(loadedKeys(plan)).toEqual(['a/x.csv']);
-    expect(reasons(plan)).toMatchObject({ 'a/_SUCCESS': 'not data', 'a/.x.crc': 'not data', '_tmp/y.csv': 'not data' });
+    expect(reasons(plan)).toMatchObject({
+      'a/_SUCCESS': 'not data',
+      'a/.x.crc': 'not data',
+      '_tmp/y.csv': 'not data',
+    });
   });
 });
 
@@ -93,10 +129,18 @@ describe('modification-time discovery: success markers', () => {
   const s = modifiedSettings({ requireSuccessMarker: true });
 
   it('a folder loads once its _SUCCESS exists, even when its files are older than the window by then', () => {
-    const data = [file('day1/a.csv', '10:00:00'), file('day1/b.csv', '10:01:00'), file('other/x.csv', '10:00:00'), file('other/_SUCCESS', '10:00:30')];
+    const data = [
+      file('day1/a.csv', '10:00:00'),
+      file('day1/b.csv', '10:01:00'),
+      file('other/x.csv', '10:00:00'),
+      file('other/_SUCCESS', '10:00:30'),
+    ];
     const first = run(s, '10:05:00', data, null);
     expect(loadedKeys(first.plan)).toEqual(['other/x.csv']);
-    expect(reasons(first.plan)).toMatchObject({ 'day1/a.csv': 'no success marker', 'day1/b.csv': 'no success marker' });
+    expect(reasons(first.plan)).toMatchObject({
+      'day1/a.csv': 'no success marker',
+      'day1/b.csv': 'no success marker',
+    });
 
     // An hour later the writer finishes: the files' own times are far below the window.
     const later = [...data, file('other/y.csv', '11:00:00'), file('other/_SUCCESS', '10:00:30')];
@@ -105,7 +149,10 @@ describe('modification-time discovery: success markers', () => {
     const done = [...later, file('day1/_SUCCESS', '11:30:00')];
     const third = run(s, '11:30:10', done, second.state);
     expect(loadedKeys(third.plan)).toEqual(['day1/a.csv', 'day1/b.csv']);
-    expect(third.plan.files.map((f) => f.arrival)).toEqual([new Date(at('11:30:00')), new Date(at('11:30:00'))]);
+    expect(third.plan.files.map((f) => f.arrival)).toEqual([
+      new Date(at('11:30:00')),
+      new Date(at('11:30:00')),
+    ]);
     const fourth = run(s, '11:31:00', done, third.state);
     expect(fourth.plan.files).toEqual([]);
   });
@@ -115,7 +162,9 @@ describe('modification-time discovery: overwrites', () => {
   it('onOverwrite reload loads the new version once', () => {
     const first = run(settings, '10:00:10', [file('a.csv', '10:00:00', 'v1')], null);
     const second = run(settings, '10:05:00', [file('a.csv', '10:04:00', 'v2')], first.state);
-    expect(second.plan.decisions).toEqual([{ key: 'a.csv', action: 'load', reason: 'overwritten, reloading' }]);
+    expect(second.plan.decisions).toEqual([
+      { key: 'a.csv', action: 'load', reason: 'overwritten, reloading' },
+    ]);
     const third = run(settings, '10:06:00', [file('a.csv', '10:04:00', 'v2')], second.state);
     expect(reasons(third.plan)).toEqual({ 'a.csv': 'already loaded' });
   });
@@ -127,11 +176,21 @@ describe('modification-time discovery: overwrites', () => {
     const second = run(s, '10:14:30', [v2, file('b.csv', '10:14:00')], first.state);
     expect(reasons(second.plan)).toEqual({ 'a.csv': 'overwritten, ignored', 'b.csv': 'new' });
     // The window moves past v1's time (10:00) but not past v2's (10:14).
-    const third = run(s, '10:20:00', [v2, file('b.csv', '10:14:00'), file('c.csv', '10:19:00')], second.state);
+    const third = run(
+      s,
+      '10:20:00',
+      [v2, file('b.csv', '10:14:00'), file('c.csv', '10:19:00')],
+      second.state,
+    );
     expect(loadedKeys(third.plan)).toEqual(['c.csv']);
     expect(reasons(third.plan)['a.csv']).toBe('overwritten, ignored');
     expect(third.state!.watermark).toBe(at('10:19:00'));
-    const fourth = run(s, '10:21:00', [v2, file('b.csv', '10:14:00'), file('c.csv', '10:19:00')], third.state);
+    const fourth = run(
+      s,
+      '10:21:00',
+      [v2, file('b.csv', '10:14:00'), file('c.csv', '10:19:00')],
+      third.state,
+    );
     expect(fourth.plan.files).toEqual([]);
     expect(reasons(fourth.plan)['a.csv']).toBe('overwritten, ignored');
   });
@@ -141,7 +200,7 @@ describe('modification-time discovery: exactly once under random timing', () => 
   it('every upload shorter than the settle window loads exactly once across 200 runs', () => {
     // Deterministic pseudo-random generator.
     let seed = 42;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const settleMs = 60_000;
     const s = modifiedSettings({ settle: settleMs });
     // Uploads start at second-precision times; visible after up to 50 s (multipart).
@@ -168,7 +227,12 @@ describe('modification-time discovery: exactly once under random timing', () => 
 
 describe('modification-time discovery: batches', () => {
   it('a crash after the first batch loses nothing and loads nothing twice', () => {
-    const zone = [file('a.csv', '10:00:00'), file('b.csv', '10:00:00'), file('c.csv', '10:00:01'), file('d.csv', '10:20:00')];
+    const zone = [
+      file('a.csv', '10:00:00'),
+      file('b.csv', '10:00:00'),
+      file('c.csv', '10:00:01'),
+      file('d.csv', '10:20:00'),
+    ];
     const { plan } = run(settings, '10:30:00', zone, null);
     for (let done = 1; done < zone.length; done++) {
       const committed = nextStateFor(null, plan, plan.files.slice(0, done)) as ModifiedState;

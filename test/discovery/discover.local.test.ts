@@ -8,7 +8,11 @@ import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { discover, nextStateFor } from '../../src/discovery/discover.js';
 import type { DiscoveryPlan } from '../../src/discovery/plan.js';
-import { DiscoveryStateError, upgradeState, type DiscoveryState } from '../../src/discovery/state.js';
+import {
+  DiscoveryStateError,
+  upgradeState,
+  type DiscoveryState,
+} from '../../src/discovery/state.js';
 import { ConfigError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { countingStorage, type CountingStorage } from '../helpers/counting-storage.js';
@@ -50,7 +54,9 @@ describe('discover by modification time on a local folder', () => {
     const plan = await discover(storage, config, null, { concurrency: 2 });
     expect(keys(plan).sort()).toEqual(['a/1.csv', 'b/x/2.csv', 'c/3.csv', 'top.csv']);
     expect(storage.calls.map((c) => c.key).sort()).toEqual(['', 'a/', 'b/', 'c/']);
-    expect(plan.skippedFolders).toEqual([{ prefix: '_tmp/', reason: 'not data (name starts with _ or .)' }]);
+    expect(plan.skippedFolders).toEqual([
+      { prefix: '_tmp/', reason: 'not data (name starts with _ or .)' },
+    ]);
     expect(plan.partitionsListed).toEqual(['a/', 'b/', 'c/']);
   });
 
@@ -79,7 +85,9 @@ describe('discover by modification time on a local folder', () => {
     const first = await discover(storage, config, null);
     await land('in/a.csv', t + 60_000);
     const second = await discover(storage, config, first.nextState);
-    expect(second.decisions).toEqual([{ key: 'in/a.csv', action: 'load', reason: 'overwritten, reloading' }]);
+    expect(second.decisions).toEqual([
+      { key: 'in/a.csv', action: 'load', reason: 'overwritten, reloading' },
+    ]);
   });
 });
 
@@ -99,7 +107,13 @@ describe('discover by partition on a local folder', () => {
 });
 
 describe('discover: errors', () => {
-  const partitionState: DiscoveryState = { stateVersion: 1, mode: 'partition', watermark: '2026-03-05', rememberedFrom: '2026-03-03', loaded: [] };
+  const partitionState: DiscoveryState = {
+    stateVersion: 1,
+    mode: 'partition',
+    watermark: '2026-03-05',
+    rememberedFrom: '2026-03-03',
+    loaded: [],
+  };
 
   it('refuses a state written by the other mode, naming discover.by', async () => {
     await expect(discover(storage, { by: 'modified' }, partitionState)).rejects.toMatchObject({
@@ -109,11 +123,19 @@ describe('discover: errors', () => {
   });
 
   it('refuses a watermark of another granularity than the layout, giving the exact value to reset to', async () => {
-    await expect(discover(storage, { by: 'partition', layout: '{yyyy}/{mm}/{dd}/{HH}' }, partitionState)).rejects.toThrow(
+    await expect(
+      discover(storage, { by: 'partition', layout: '{yyyy}/{mm}/{dd}/{HH}' }, partitionState),
+    ).rejects.toThrow(
       /watermark 2026-03-05 does not fit layout '\{yyyy\}\/\{mm\}\/\{dd\}\/\{HH\}' \(hour partitions\); reset the job to 2026-03-05T23 \(tidemark reset --to 2026-03-05T23\)/,
     );
-    const hourly: DiscoveryState = { ...partitionState, watermark: '2026-03-05T07', rememberedFrom: '2026-03-05T05' };
-    await expect(discover(storage, { by: 'partition', layout: '{yyyy}/{mm}/{dd}' }, hourly)).rejects.toMatchObject({
+    const hourly: DiscoveryState = {
+      ...partitionState,
+      watermark: '2026-03-05T07',
+      rememberedFrom: '2026-03-05T05',
+    };
+    await expect(
+      discover(storage, { by: 'partition', layout: '{yyyy}/{mm}/{dd}' }, hourly),
+    ).rejects.toMatchObject({
       context: { field: 'discover.layout', resetTo: '2026-03-04' },
     });
   });
@@ -121,21 +143,43 @@ describe('discover: errors', () => {
   it('refuses a start after the store clock on the first run (every run would be nothing-new, silently)', async () => {
     await land('2026/03/01/a.csv', Date.now() - 60_000);
     const tomorrow = new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10);
-    await expect(discover(storage, { by: 'partition', layout: '{yyyy}/{mm}/{dd}', start: tomorrow }, null)).rejects.toMatchObject({
+    await expect(
+      discover(storage, { by: 'partition', layout: '{yyyy}/{mm}/{dd}', start: tomorrow }, null),
+    ).rejects.toMatchObject({
       constructor: ConfigError,
       context: { field: 'discover.start' },
       message: expect.stringMatching(/is after the store's clock/),
     });
-    await expect(discover(storage, { by: 'modified', start: `${tomorrow}T00:00:00Z` }, null)).rejects.toMatchObject({ context: { field: 'discover.start' } });
+    await expect(
+      discover(storage, { by: 'modified', start: `${tomorrow}T00:00:00Z` }, null),
+    ).rejects.toMatchObject({ context: { field: 'discover.start' } });
     // A start that has come is fine.
-    await expect(discover(storage, { by: 'modified', start: '2026-01-01' }, null)).resolves.toMatchObject({ mode: 'modified' });
+    await expect(
+      discover(storage, { by: 'modified', start: '2026-01-01' }, null),
+    ).resolves.toMatchObject({ mode: 'modified' });
   });
 
   it.each([
-    [{ by: 'partition', layout: '{yyyy}/{mm}/{dd}', start: '2026-02-30' }, 'discover.start', /not a real date/],
-    [{ by: 'partition', layout: '{yyyy}/{mm}/{dd}', start: '2026-03-01T05' }, 'discover.start', /names an hour/],
-    [{ by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: -1 }, 'discover.lookback', /lookback/],
-    [{ by: 'partition', layout: '{yyyy}/{mm}/{dd}', timezone: 'Europe/Nowhere' }, 'discover.timezone', /Europe\/Nowhere/],
+    [
+      { by: 'partition', layout: '{yyyy}/{mm}/{dd}', start: '2026-02-30' },
+      'discover.start',
+      /not a real date/,
+    ],
+    [
+      { by: 'partition', layout: '{yyyy}/{mm}/{dd}', start: '2026-03-01T05' },
+      'discover.start',
+      /names an hour/,
+    ],
+    [
+      { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: -1 },
+      'discover.lookback',
+      /lookback/,
+    ],
+    [
+      { by: 'partition', layout: '{yyyy}/{mm}/{dd}', timezone: 'Europe/Nowhere' },
+      'discover.timezone',
+      /Europe\/Nowhere/,
+    ],
     [{ by: 'modified', start: '2026-03-01T00:00:00' }, 'discover.start', /not a timestamp/],
     [{ by: 'modified', start: '2026-02-30T00:00:00Z' }, 'discover.start', /not a timestamp/],
     [{ by: 'modified', settle: -5 }, 'discover.settle', /settle/],
@@ -150,9 +194,15 @@ describe('discover: errors', () => {
 
   it('reads back a committed state and refuses one it cannot read', () => {
     expect(upgradeState(JSON.parse(JSON.stringify(partitionState)))).toEqual(partitionState);
-    expect(() => upgradeState({ ...partitionState, stateVersion: 2 })).toThrow(/stateVersion 2, written by a newer tidemark/);
-    expect(() => upgradeState({ ...partitionState, watermark: '2026-02-30' })).toThrow(DiscoveryStateError);
-    expect(() => upgradeState({ stateVersion: 1, mode: 'modified', watermark: 'x', loaded: [] })).toThrow(/bad timestamp watermark/);
+    expect(() => upgradeState({ ...partitionState, stateVersion: 2 })).toThrow(
+      /stateVersion 2, written by a newer tidemark/,
+    );
+    expect(() => upgradeState({ ...partitionState, watermark: '2026-02-30' })).toThrow(
+      DiscoveryStateError,
+    );
+    expect(() =>
+      upgradeState({ stateVersion: 1, mode: 'modified', watermark: 'x', loaded: [] }),
+    ).toThrow(/bad timestamp watermark/);
     expect(() => upgradeState(null)).toThrow(/not an object/);
   });
 });

@@ -53,7 +53,11 @@ describe('modification-time discovery on S3', () => {
       expect(first.nextState).toMatchObject({ watermark: a!.lastModified.getTime() });
       const second = await discover(storage, config, first.nextState);
       expect(keys(second)).toEqual(['in/b.csv']);
-      expect(second.decisions).toContainEqual({ key: 'in/a.csv', action: 'skip', reason: 'already loaded' });
+      expect(second.decisions).toContainEqual({
+        key: 'in/a.csv',
+        action: 'skip',
+        reason: 'already loaded',
+      });
       const third = await discover(storage, config, second.nextState);
       expect(third.files).toEqual([]);
       return;
@@ -63,12 +67,15 @@ describe('modification-time discovery on S3', () => {
   it('uses the server clock (HTTP Date) and lists first-level prefixes in parallel', async () => {
     const storage = countingStorage(s3.makeStorage());
     // (z/ holds a file of its own: s3rver would not list a folder holding only folders.)
-    for (const key of ['x/1.csv', 'y/2.csv', 'z/3.csv', 'z/deep/4.csv', '.hidden/5.csv']) await storage.write(key, 'v\n');
+    for (const key of ['x/1.csv', 'y/2.csv', 'z/3.csv', 'z/deep/4.csv', '.hidden/5.csv'])
+      await storage.write(key, 'v\n');
     storage.reset();
     const before = Math.floor(Date.now() / 1000) * 1000;
     const plan = await discover(storage, config, null);
     expect(keys(plan).sort()).toEqual(['x/1.csv', 'y/2.csv', 'z/3.csv', 'z/deep/4.csv']);
-    expect(plan.skippedFolders).toEqual([{ prefix: '.hidden/', reason: 'not data (name starts with _ or .)' }]);
+    expect(plan.skippedFolders).toEqual([
+      { prefix: '.hidden/', reason: 'not data (name starts with _ or .)' },
+    ]);
     expect(plan.serverTime.getTime() % 1000).toBe(0); // HTTP dates have whole seconds
     expect(plan.serverTime.getTime()).toBeGreaterThanOrEqual(before);
     expect(storage.calls.map((c) => c.key).sort()).toEqual(['', 'x/', 'y/', 'z/']);
@@ -103,9 +110,15 @@ describe('partition discovery on S3: LIST requests', () => {
     const long = await incremental('2024-11-01'); // 224 days
     const short = await incremental('2025-05-20'); // 24 days
     expect(long.first.files).toHaveLength(224);
-    expect(keys(long.plan)).toEqual(['dt=2025-06-13/part-0.csv', 'dt=2025-06-14/part-0.csv', 'dt=2025-06-15/part-0.csv']);
+    expect(keys(long.plan)).toEqual([
+      'dt=2025-06-13/part-0.csv',
+      'dt=2025-06-14/part-0.csv',
+      'dt=2025-06-15/part-0.csv',
+    ]);
     // 08, 09 late-checked, 10, 11 lookback, the watermark, 3 new.
-    expect(long.plan.partitionsListed).toEqual(['08', '09', '10', '11', '12', '13', '14', '15'].map((d) => `dt=2025-06-${d}/`));
+    expect(long.plan.partitionsListed).toEqual(
+      ['08', '09', '10', '11', '12', '13', '14', '15'].map((d) => `dt=2025-06-${d}/`),
+    );
     // One root listing from StartAfter, plus the eight partitions.
     expect(long.requests).toBe(9);
     expect(short.requests).toBe(long.requests);

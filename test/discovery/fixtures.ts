@@ -3,7 +3,12 @@
  * would return, built from a list of files, so planning tests need no I/O.
  */
 import type { ModifiedListing } from '../../src/discovery/by-modified.js';
-import { resolveDiscovery, type DiscoveryConfig, type ModifiedSettings, type PartitionSettings } from '../../src/discovery/config.js';
+import {
+  resolveDiscovery,
+  type DiscoveryConfig,
+  type ModifiedSettings,
+  type PartitionSettings,
+} from '../../src/discovery/config.js';
 import type { Layout } from '../../src/discovery/layout.js';
 import type { PartitionFolder, PartitionWalk } from '../../src/discovery/partitions.js';
 import type { DiscoveryPlan } from '../../src/discovery/plan.js';
@@ -21,11 +26,20 @@ export interface FakeFile {
 /** ObjectInfo of a fake file. */
 export function objectOf(f: FakeFile): ObjectInfo {
   const lastModified = new Date(f.modified);
-  return { key: f.key, size: f.size ?? 100, lastModified, etag: f.etag ?? `${f.key}@${lastModified.getTime()}` };
+  return {
+    key: f.key,
+    size: f.size ?? 100,
+    lastModified,
+    etag: f.etag ?? `${f.key}@${lastModified.getTime()}`,
+  };
 }
 
 /** What a walk of `files` returns: every partition folder (the planner keeps those in range). */
-export function walkOf(layout: Layout, serverTime: string | Date, files: FakeFile[]): PartitionWalk {
+export function walkOf(
+  layout: Layout,
+  serverTime: string | Date,
+  files: FakeFile[],
+): PartitionWalk {
   const depth = layout.levels.length;
   const partitions = new Map<string, PartitionFolder>();
   const strayObjects: ObjectInfo[] = [];
@@ -42,7 +56,13 @@ export function walkOf(layout: Layout, serverTime: string | Date, files: FakeFil
     partitions.set(prefix, folder);
   }
   const sorted = [...partitions.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
-  return { partitions: sorted, skippedFolders: [], strayObjects, serverTime: new Date(serverTime), listRequests: 0 };
+  return {
+    partitions: sorted,
+    skippedFolders: [],
+    strayObjects,
+    serverTime: new Date(serverTime),
+    listRequests: 0,
+  };
 }
 
 /** What a listing of `files` returns. */
@@ -58,12 +78,16 @@ export function listingOf(serverTime: string | number | Date, files: FakeFile[])
 }
 
 /** Resolved partition settings. */
-export function partitionSettings(config: Omit<Extract<DiscoveryConfig, { by: 'partition' }>, 'by'>): PartitionSettings {
+export function partitionSettings(
+  config: Omit<Extract<DiscoveryConfig, { by: 'partition' }>, 'by'>,
+): PartitionSettings {
   return resolveDiscovery({ by: 'partition', ...config }) as PartitionSettings;
 }
 
 /** Resolved modification-time settings. */
-export function modifiedSettings(config: Omit<Extract<DiscoveryConfig, { by: 'modified' }>, 'by'> = {}): ModifiedSettings {
+export function modifiedSettings(
+  config: Omit<Extract<DiscoveryConfig, { by: 'modified' }>, 'by'> = {},
+): ModifiedSettings {
   return resolveDiscovery({ by: 'modified', ...config }) as ModifiedSettings;
 }
 

@@ -73,19 +73,27 @@ describe('folder names that are not partitions', () => {
 
   it('accepts leap days only in leap years', () => {
     expect(daily.parsePrefix('2028/02/29/')).toEqual({ id: '2028-02-29' });
-    expect(daily.parsePrefix('2026/02/29/')).toEqual({ reason: 'impossible date: 2026-02-29 does not exist' });
+    expect(daily.parsePrefix('2026/02/29/')).toEqual({
+      reason: 'impossible date: 2026-02-29 does not exist',
+    });
     expect(daily.parsePrefix('2000/02/29/')).toEqual({ id: '2000-02-29' });
     expect(daily.parsePrefix('2100/02/29/')).toHaveProperty('reason');
   });
 
   it('rejects hour 24 and names the level', () => {
-    expect(hourly.parsePrefix('dt=2026-03-05/hour=24/')).toEqual({ reason: 'impossible date: hour 24 does not exist' });
-    expect(hourly.parsePrefix('dt=2026-03-05/hr=01/')).toEqual({ reason: "does not match layout level 'hour={HH}'" });
+    expect(hourly.parsePrefix('dt=2026-03-05/hour=24/')).toEqual({
+      reason: 'impossible date: hour 24 does not exist',
+    });
+    expect(hourly.parsePrefix('dt=2026-03-05/hr=01/')).toEqual({
+      reason: "does not match layout level 'hour={HH}'",
+    });
     expect(hourly.parsePrefix('dt=2026-03-05/hour=23/')).toEqual({ id: '2026-03-05T23' });
   });
 
   it('checks each level with the levels above it', () => {
     expect(daily.matchLevel(1, '02', { year: 2026 })).toEqual({ fields: { year: 2026, month: 2 } });
-    expect(daily.matchLevel(2, '29', { year: 2026, month: 2 })).toEqual({ reason: 'impossible date: 2026-02-29 does not exist' });
+    expect(daily.matchLevel(2, '29', { year: 2026, month: 2 })).toEqual({
+      reason: 'impossible date: 2026-02-29 does not exist',
+    });
   });
 });

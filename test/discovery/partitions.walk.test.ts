@@ -89,7 +89,13 @@ describe('walking partition folders', () => {
     expect(walk.skippedFolders.map((s) => s.prefix)).not.toContain('2026/02/30/');
     expect(walk.strayObjects.map((o) => o.key)).toEqual(['2026/notes.txt']);
     expect(walk.listRequests).toBe(storage.counts.list);
-    expect(storage.calls.map((c) => c.key).sort()).toEqual(['', '2026/', '2026/03/', '2026/03/04/', '2026/03/05/']);
+    expect(storage.calls.map((c) => c.key).sort()).toEqual([
+      '',
+      '2026/',
+      '2026/03/',
+      '2026/03/04/',
+      '2026/03/05/',
+    ]);
   });
 
   it('walks two-level hour layouts from the first hour needed', async () => {
@@ -108,7 +114,12 @@ describe('walking partition folders', () => {
       concurrency: 2,
     });
     expect(walk.partitions.map((p) => p.id)).toEqual(['2026-03-08T01', '2026-03-08T03']);
-    expect(storage.calls.map((c) => c.key).sort()).toEqual(['', 'dt=2026-03-08/', 'dt=2026-03-08/hour=01/', 'dt=2026-03-08/hour=03/']);
+    expect(storage.calls.map((c) => c.key).sort()).toEqual([
+      '',
+      'dt=2026-03-08/',
+      'dt=2026-03-08/hour=01/',
+      'dt=2026-03-08/hour=03/',
+    ]);
   });
 
   it('does not list literal folder levels, it goes straight into them', async () => {
@@ -121,7 +132,12 @@ describe('walking partition folders', () => {
       concurrency: 1,
     });
     expect(walk.partitions.map((p) => p.prefix)).toEqual(['region=eu/2026/03/05/']);
-    expect(storage.calls.map((c) => c.key)).toEqual(['region=eu/', 'region=eu/2026/', 'region=eu/2026/03/', 'region=eu/2026/03/05/']);
+    expect(storage.calls.map((c) => c.key)).toEqual([
+      'region=eu/',
+      'region=eu/2026/',
+      'region=eu/2026/03/',
+      'region=eu/2026/03/05/',
+    ]);
   });
 });
 
@@ -146,7 +162,13 @@ describe('LIST requests of an incremental run', () => {
     await createFiles(root, dailyKeys('2025-06-13', '2025-06-15'));
     storage.reset();
     const plan = await discover(storage, { by: 'partition', layout, lookback: 2 }, first.nextState);
-    return { first, firstRequests, plan, requests: storage.counts.list, listed: storage.calls.map((c) => c.key).sort() };
+    return {
+      first,
+      firstRequests,
+      plan,
+      requests: storage.counts.list,
+      listed: storage.calls.map((c) => c.key).sort(),
+    };
   }
 
   it('depends on the new and lookback partitions, not on the years behind them', async () => {
@@ -155,9 +177,18 @@ describe('LIST requests of an incremental run', () => {
     expect((three.first.nextState as PartitionState).watermark).toBe('2025-06-12');
     expect(three.firstRequests).toBeGreaterThan(1096);
 
-    expect(three.plan.files.map((f) => f.key)).toEqual(['2025/06/13/data.csv', '2025/06/14/data.csv', '2025/06/15/data.csv']);
+    expect(three.plan.files.map((f) => f.key)).toEqual([
+      '2025/06/13/data.csv',
+      '2025/06/14/data.csv',
+      '2025/06/15/data.csv',
+    ]);
     // root + year 2025 + month 06 + partitions 08..15 (2 late-checked, 2 lookback, the watermark, 3 new).
-    expect(three.listed).toEqual(['', '2025/', '2025/06/', ...['08', '09', '10', '11', '12', '13', '14', '15'].map((d) => `2025/06/${d}/`)]);
+    expect(three.listed).toEqual([
+      '',
+      '2025/',
+      '2025/06/',
+      ...['08', '09', '10', '11', '12', '13', '14', '15'].map((d) => `2025/06/${d}/`),
+    ]);
     expect(three.requests).toBeLessThanOrEqual(12);
     expect(three.plan.listRequests).toBe(three.requests);
 

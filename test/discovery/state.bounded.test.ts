@@ -9,7 +9,13 @@ import { planPartitions } from '../../src/discovery/by-partition.js';
 import { nextStateFor } from '../../src/discovery/discover.js';
 import { upgradeState, type DiscoveryState } from '../../src/discovery/state.js';
 import type { DiscoveryPlan } from '../../src/discovery/plan.js';
-import { listingOf, modifiedSettings, partitionSettings, walkOf, type FakeFile } from './fixtures.js';
+import {
+  listingOf,
+  modifiedSettings,
+  partitionSettings,
+  walkOf,
+  type FakeFile,
+} from './fixtures.js';
 
 const RUNS = 500;
 const HOUR_MS = 3_600_000;
@@ -50,7 +56,11 @@ describe('discovery state stays bounded', () => {
       if (run > 0) zone.push({ key: hourKey(now - HOUR_MS, 100 + run), modified: now });
       // A real walk lists only the partitions in range; the planner must cope with more anyway.
       const inRange = zone.slice(-200);
-      const plan = planPartitions(walkOf(settings.layout, new Date(now), inRange), settings, state as never);
+      const plan = planPartitions(
+        walkOf(settings.layout, new Date(now), inRange),
+        settings,
+        state as never,
+      );
       expect(plan.files).toHaveLength(run > 0 ? 4 : 3);
       loaded += plan.files.length;
       state = commit(state, plan);
@@ -72,7 +82,10 @@ describe('discovery state stays bounded', () => {
     for (let run = 0; run < RUNS; run++) {
       const now = T0 + run * 600_000;
       // Two files per run, one of them a multipart upload that started 5 minutes earlier.
-      zone.push({ key: `in/${run}-a.json`, modified: now - 1000 }, { key: `in/${run}-b.json`, modified: now - 300_000 });
+      zone.push(
+        { key: `in/${run}-a.json`, modified: now - 1000 },
+        { key: `in/${run}-b.json`, modified: now - 300_000 },
+      );
       const plan = planModified(listingOf(now, zone), settings, state as never);
       expect(plan.files).toHaveLength(2);
       loaded += plan.files.length;

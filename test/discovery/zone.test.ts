@@ -50,7 +50,10 @@ describe('America/New_York hour partitions around DST', () => {
   });
 
   it('fall back: the repeated hour 01 is one folder covering two distinct instants', () => {
-    expect(clock.instantsOf('2026-11-01T01')).toEqual([utc('2026-11-01T05:00:00Z'), utc('2026-11-01T06:00:00Z')]);
+    expect(clock.instantsOf('2026-11-01T01')).toEqual([
+      utc('2026-11-01T05:00:00Z'),
+      utc('2026-11-01T06:00:00Z'),
+    ]);
     expect(clock.startOf('2026-11-01T01')).toEqual(utc('2026-11-01T05:00:00Z'));
     expect(clock.partitionOf(utc('2026-11-01T05:30:00Z'), 'hour')).toBe('2026-11-01T01');
     expect(clock.partitionOf(utc('2026-11-01T06:30:00Z'), 'hour')).toBe('2026-11-01T01');
@@ -78,7 +81,10 @@ describe('Europe/Berlin hour partitions around DST', () => {
   });
 
   it('fall back on 2026-10-25 repeats hour 02', () => {
-    expect(clock.instantsOf('2026-10-25T02')).toEqual([utc('2026-10-25T00:00:00Z'), utc('2026-10-25T01:00:00Z')]);
+    expect(clock.instantsOf('2026-10-25T02')).toEqual([
+      utc('2026-10-25T00:00:00Z'),
+      utc('2026-10-25T01:00:00Z'),
+    ]);
     expect(clock.partitionOf(utc('2026-10-25T01:59:59Z'), 'hour')).toBe('2026-10-25T02');
     expect(clock.partitionOf(utc('2026-10-25T02:00:00Z'), 'hour')).toBe('2026-10-25T03');
     expect(clock.step('2026-10-25T03', -1)).toBe('2026-10-25T02');

@@ -35,9 +35,16 @@ const MARKER = /<!--\s*claim:\s*([\w.-]+)\s*-->/;
 
 /** Every claim in README.md and docs/*.md of the repository at `root`. */
 export async function readClaims(root: string): Promise<Claim[]> {
-  const files = ['README.md', ...(await readdir(path.join(root, 'docs'))).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+  const files = [
+    'README.md',
+    ...(await readdir(path.join(root, 'docs')))
+      .filter((f) => f.endsWith('.md'))
+      .sort()
+      .map((f) => `docs/${f}`),
+  ];
   const claims: Claim[] = [];
-  for (const file of files) claims.push(...claimsOf(file, await readFile(path.join(root, file), 'utf8')));
+  for (const file of files)
+    claims.push(...claimsOf(file, await readFile(path.join(root, file), 'utf8')));
   return claims;
 }
 
@@ -60,7 +67,8 @@ export function claimsOf(file: string, text: string): Claim[] {
       continue;
     }
     const fence = lines[i + 1];
-    if (fence === undefined || !fence.startsWith('```')) throw new Error(`${file}:${i + 1}: claim ${m[1]} is not followed by a code block`);
+    if (fence === undefined || !fence.startsWith('```'))
+      throw new Error(`${file}:${i + 1}: claim ${m[1]} is not followed by a code block`);
     const end = lines.findIndex((l, j) => j > i + 1 && l.startsWith('```'));
     if (end < 0) throw new Error(`${file}:${i + 1}: the code block of claim ${m[1]} is not closed`);
     claims.push({ ...base, kind: 'block', text: lines.slice(i + 2, end).join('\n') });
@@ -117,7 +125,11 @@ export function docPattern(doc: string, opts: MatchOptions = {}): RegExp {
   let source = '';
   let at = 0;
   for (const m of text.matchAll(wild)) {
-    source += escape(text.slice(at, m.index)) + (m[0] === '<time>' || m[0] === '<uuid>' || m[0] === '<duration>' ? escape(m[0]) : '[\\s\\S]*?');
+    source +=
+      escape(text.slice(at, m.index)) +
+      (m[0] === '<time>' || m[0] === '<uuid>' || m[0] === '<duration>'
+        ? escape(m[0])
+        : '[\\s\\S]*?');
     at = m.index + m[0].length;
   }
   source += escape(text.slice(at));

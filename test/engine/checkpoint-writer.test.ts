@@ -24,7 +24,8 @@ const baseActions = (): Action[] => [
     metaData: {
       id: '1b9c7a9e-0000-4000-8000-000000000000',
       format: { provider: 'parquet', options: {} },
-      schemaString: '{"type":"struct","fields":[{"name":"p","type":"string","nullable":true,"metadata":{}}]}',
+      schemaString:
+        '{"type":"struct","fields":[{"name":"p","type":"string","nullable":true,"metadata":{}}]}',
       partitionColumns: ['p'],
       configuration: { 'delta.checkpointInterval': '10' },
       createdTime: 1700000000000,
@@ -59,14 +60,33 @@ describe('writeCheckpointActions', () => {
           tags: { k: 'v' },
         },
       },
-      { add: { path: 'p=__HIVE_DEFAULT_PARTITION__/2.parquet', partitionValues: { p: null }, size: 1, modificationTime: 6, dataChange: false } },
+      {
+        add: {
+          path: 'p=__HIVE_DEFAULT_PARTITION__/2.parquet',
+          partitionValues: { p: null },
+          size: 1,
+          modificationTime: 6,
+          dataChange: false,
+        },
+      },
     ];
     const file = path.join(dir, 'one.checkpoint.parquet');
     expect(await writeCheckpointActions(session, actions, file)).toBe(7);
 
-    const types = await session.all(`SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(${str(file)}))`);
-    const byName = Object.fromEntries(types.map((r) => [r['column_name'], String(r['column_type'])]));
-    expect(Object.keys(byName)).toEqual(['txn', 'add', 'remove', 'metaData', 'protocol', 'domainMetadata']);
+    const types = await session.all(
+      `SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(${str(file)}))`,
+    );
+    const byName = Object.fromEntries(
+      types.map((r) => [r['column_name'], String(r['column_type'])]),
+    );
+    expect(Object.keys(byName)).toEqual([
+      'txn',
+      'add',
+      'remove',
+      'metaData',
+      'protocol',
+      'domainMetadata',
+    ]);
     expect(byName['add']).toContain('partitionValues MAP(VARCHAR, VARCHAR)');
     expect(byName['metaData']).toContain('"configuration" MAP(VARCHAR, VARCHAR)');
 
@@ -84,8 +104,15 @@ describe('writeCheckpointActions', () => {
       { path: 'p=__HIVE_DEFAULT_PARTITION__/2.parquet', p: null, stats: null, tag: null },
       { path: 'p=a%20b/1.parquet', p: 'a b', stats: '{"numRecords":3}', tag: 'v' },
     ]);
-    const proto = await session.allJson(`SELECT protocol FROM read_parquet(${str(file)}) WHERE protocol IS NOT NULL`);
-    expect(proto[0]!['protocol']).toEqual({ minReaderVersion: 1, minWriterVersion: 2, readerFeatures: null, writerFeatures: null });
+    const proto = await session.allJson(
+      `SELECT protocol FROM read_parquet(${str(file)}) WHERE protocol IS NOT NULL`,
+    );
+    expect(proto[0]!['protocol']).toEqual({
+      minReaderVersion: 1,
+      minWriterVersion: 2,
+      readerFeatures: null,
+      writerFeatures: null,
+    });
     const meta = await session.allJson(
       `SELECT metaData.configuration['delta.checkpointInterval'] AS ci, metaData.partitionColumns AS pc FROM read_parquet(${str(file)}) WHERE metaData IS NOT NULL`,
     );
@@ -100,19 +127,28 @@ describe('writeCheckpointActions', () => {
         size: 1000 + i,
         modificationTime: 1700000000000 + i,
         dataChange: false,
-        stats: JSON.stringify({ numRecords: i, minValues: { id: i }, maxValues: { id: i + 10 }, nullCount: { id: 0 } }),
+        stats: JSON.stringify({
+          numRecords: i,
+          minValues: { id: i },
+          maxValues: { id: i + 10 },
+          nullCount: { id: 0 },
+        }),
       },
     }));
     const file = path.join(dir, 'big.checkpoint.parquet');
     const started = Date.now();
     expect(await writeCheckpointActions(session, [...baseActions(), ...adds], file)).toBe(30_005);
     expect(Date.now() - started).toBeLessThan(10_000);
-    const [row] = await session.all(`SELECT count(add) AS n, sum(add.size) AS s FROM read_parquet(${str(file)})`);
+    const [row] = await session.all(
+      `SELECT count(add) AS n, sum(add.size) AS s FROM read_parquet(${str(file)})`,
+    );
     expect(Number(row!['n'])).toBe(30_000);
     expect(Number(row!['s'])).toBe(30_000 * 1000 + (29_999 * 30_000) / 2);
   });
 
   it('refuses commitInfo', async () => {
-    await expect(writeCheckpointActions(session, [{ commitInfo: {} }], path.join(dir, 'x.parquet'))).rejects.toThrow(/commitInfo/);
+    await expect(
+      writeCheckpointActions(session, [{ commitInfo: {} }], path.join(dir, 'x.parquet')),
+    ).rejects.toThrow(/commitInfo/);
   });
 });

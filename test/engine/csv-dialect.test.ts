@@ -10,7 +10,12 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StructType } from '../../src/delta/schema.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
-import { countCsvFields, csvDialect, describeDialect, fileSelectSql } from '../../src/engine/file-select.js';
+import {
+  countCsvFields,
+  csvDialect,
+  describeDialect,
+  fileSelectSql,
+} from '../../src/engine/file-select.js';
 import { loadSourceFiles, type CsvOptions, type LoadFile } from '../../src/engine/load.js';
 import { resolveFormat } from '../../src/engine/source-format.js';
 import { BadFileError } from '../../src/errors.js';
@@ -29,17 +34,40 @@ afterAll(async () => {
 
 async function land(name: string, body: string | Buffer): Promise<LoadFile> {
   await writeFile(join(dir, name), body);
-  return { localPath: join(dir, name), key: `s3://landing/orders/${name}`, lastModified: new Date('2026-11-01T00:00:00Z'), format: resolveFormat(name) };
+  return {
+    localPath: join(dir, name),
+    key: `s3://landing/orders/${name}`,
+    lastModified: new Date('2026-11-01T00:00:00Z'),
+    format: resolveFormat(name),
+  };
 }
 
 /** Rows of the loaded files (lineage columns left out), in file order. */
-async function rowsOf(files: LoadFile[], csv?: CsvOptions, schema?: StructType): Promise<Record<string, unknown>[]> {
-  await loadSourceFiles(session, files, { table: 'csv_t', ...(csv ? { csv } : {}), ...(schema ? { schema } : {}) });
-  return session.allJson('SELECT * EXCLUDE (_source_file, _source_modified, _source_row) FROM csv_t ORDER BY _source_file, _source_row');
+async function rowsOf(
+  files: LoadFile[],
+  csv?: CsvOptions,
+  schema?: StructType,
+): Promise<Record<string, unknown>[]> {
+  await loadSourceFiles(session, files, {
+    table: 'csv_t',
+    ...(csv ? { csv } : {}),
+    ...(schema ? { schema } : {}),
+  });
+  return session.allJson(
+    'SELECT * EXCLUDE (_source_file, _source_modified, _source_row) FROM csv_t ORDER BY _source_file, _source_row',
+  );
 }
 
-async function failureOf(files: LoadFile[], csv?: CsvOptions, schema?: StructType): Promise<BadFileError> {
-  const err = await loadSourceFiles(session, files, { table: 'csv_bad', ...(csv ? { csv } : {}), ...(schema ? { schema } : {}) }).then(
+async function failureOf(
+  files: LoadFile[],
+  csv?: CsvOptions,
+  schema?: StructType,
+): Promise<BadFileError> {
+  const err = await loadSourceFiles(session, files, {
+    table: 'csv_bad',
+    ...(csv ? { csv } : {}),
+    ...(schema ? { schema } : {}),
+  }).then(
     () => null,
     (e: unknown) => e,
   );
@@ -59,7 +87,8 @@ const ORDERS: StructType = {
 };
 
 // The issue's file: the quote opened on line 3 never closes, so the rest of the file is one value.
-const UNTERMINATED = 'id,seq,status,amount,note\n605,6,"old",1.00,x\n606,7,"new,1.00,y\n607,8,ok,2.00,z\n608,9,ok,3.00,w\n';
+const UNTERMINATED =
+  'id,seq,status,amount,note\n605,6,"old",1.00,x\n606,7,"new,1.00,y\n607,8,ok,2.00,z\n608,9,ok,3.00,w\n';
 
 describe('an unterminated quote', () => {
   it('fails naming the file and the line where the quote opens, not a row with status "new', async () => {
@@ -73,10 +102,13 @@ describe('an unterminated quote', () => {
     expect(err.message).not.toContain(dir);
   });
 
-  it('fails the same way when read in the target table\'s types', async () => {
+  it("fails the same way when read in the target table's types", async () => {
     const f = await land('unterminated-typed.csv', UNTERMINATED);
     const err = await failureOf([f], undefined, ORDERS);
-    expect(err.context).toMatchObject({ key: 's3://landing/orders/unterminated-typed.csv', line: 3 });
+    expect(err.context).toMatchObject({
+      key: 's3://landing/orders/unterminated-typed.csv',
+      line: 3,
+    });
     expect(err.message).toMatch(/line 3: a quoted field is not closed/);
   });
 
@@ -84,18 +116,45 @@ describe('an unterminated quote', () => {
     const good = await land('good-neighbour.csv', 'id,seq,status,amount,note\n1,1,ok,1.00,x\n');
     const bad = await land('unterminated-among.csv', UNTERMINATED);
     const err = await failureOf([good, bad]);
-    expect(err.context).toMatchObject({ key: 's3://landing/orders/unterminated-among.csv', line: 3 });
+    expect(err.context).toMatchObject({
+      key: 's3://landing/orders/unterminated-among.csv',
+      line: 3,
+    });
   });
 });
 
 describe('ragged rows', () => {
   it.each([
-    ['a row with a missing field', 'missing.csv', 'a,b,c\n1,2,3\n4,5\n6,7,8\n', 3, 'expected 3 fields, found 2'],
-    ['a row with an extra field', 'extra.csv', 'a,b,c\n1,2,3\n4,5,6,7\n6,7,8\n', 3, 'expected 3 fields, found 4'],
-    ['an unquoted comma in a value', 'comma.csv', 'id,status\n1,ok\n2,new,pending\n', 3, 'expected 2 fields, found 3'],
+    [
+      'a row with a missing field',
+      'missing.csv',
+      'a,b,c\n1,2,3\n4,5\n6,7,8\n',
+      3,
+      'expected 3 fields, found 2',
+    ],
+    [
+      'a row with an extra field',
+      'extra.csv',
+      'a,b,c\n1,2,3\n4,5,6,7\n6,7,8\n',
+      3,
+      'expected 3 fields, found 4',
+    ],
+    [
+      'an unquoted comma in a value',
+      'comma.csv',
+      'id,status\n1,ok\n2,new,pending\n',
+      3,
+      'expected 2 fields, found 3',
+    ],
   ])('%s fails naming the file and the line', async (_, name, body, line, says) => {
     const f = await land(name, body);
-    for (const schema of [undefined, { type: 'struct', fields: [{ name: 'a', type: 'long', nullable: true, metadata: {} }] } as StructType]) {
+    for (const schema of [
+      undefined,
+      {
+        type: 'struct',
+        fields: [{ name: 'a', type: 'long', nullable: true, metadata: {} }],
+      } as StructType,
+    ]) {
       const err = await failureOf([f], undefined, schema);
       expect(err.context).toMatchObject({ key: `s3://landing/orders/${name}`, line });
       expect(err.message).toContain(`s3://landing/orders/${name}: line ${line}: ${says}`);
@@ -125,7 +184,9 @@ describe('RFC 4180 by default', () => {
       { id: '1', note: 'x, y\nz', n: '3' },
       { id: '4', note: 'he said "hi"', n: '6' },
     ]);
-    const err = await failureOf([await land('quoted-then-ragged.csv', 'id,note,n\n1,"x, y\nz",3\n4,5\n')]);
+    const err = await failureOf([
+      await land('quoted-then-ragged.csv', 'id,note,n\n1,"x, y\nz",3\n4,5\n'),
+    ]);
     // DuckDB's line numbers count records (the header is line 1): a line break inside quotes
     // does not advance them, so the ragged row, physical line 4, is reported as line 3.
     expect(err.context).toMatchObject({ line: 3 });
@@ -211,7 +272,9 @@ describe('source.csv overrides the dialect for every file of the job', () => {
     const comma = await land('comma-in-semi-job.csv', 'id,price\n1,2\n3;4\n');
     const err = await failureOf([comma], { delimiter: ';' });
     expect(err.context).toMatchObject({ line: 3 });
-    expect(err.message).toContain("expected 1 fields, found 2; the job reads CSV with delimiter ';', quote '\"', escape '\"' and a header row");
+    expect(err.message).toContain(
+      "expected 1 fields, found 2; the job reads CSV with delimiter ';', quote '\"', escape '\"' and a header row",
+    );
   });
 
   it('a backslash escape, a single-quote quote, a null string', async () => {
@@ -233,7 +296,9 @@ describe('the dialect helpers', () => {
     expect(csvDialect('csv')).toEqual({ header: true, delimiter: ',', quote: '"', escape: '"' });
     expect(csvDialect('tsv').delimiter).toBe('\t');
     expect(csvDialect('csv', { quote: "'" }).escape).toBe("'");
-    expect(describeDialect(csvDialect('tsv', { header: false, quote: '' }))).toBe('delimiter tab, quote none, escape none and no header row');
+    expect(describeDialect(csvDialect('tsv', { header: false, quote: '' }))).toBe(
+      'delimiter tab, quote none, escape none and no header row',
+    );
   });
 
   it('counts the fields of a line as the dialect reads it', () => {
@@ -248,8 +313,22 @@ describe('the dialect helpers', () => {
   });
 
   it('pins every dialect option in the SQL, so the sniffer only detects types', () => {
-    const sql = fileSelectSql({ localPath: '/x/a.csv', key: 'a.csv', lastModified: new Date(0), format: 'csv' });
-    for (const option of ["delim = ','", `quote = '"'`, `escape = '"'`, 'header = true', "comment = ''", 'skip = 0', 'strict_mode = true', 'null_padding = false']) {
+    const sql = fileSelectSql({
+      localPath: '/x/a.csv',
+      key: 'a.csv',
+      lastModified: new Date(0),
+      format: 'csv',
+    });
+    for (const option of [
+      "delim = ','",
+      `quote = '"'`,
+      `escape = '"'`,
+      'header = true',
+      "comment = ''",
+      'skip = 0',
+      'strict_mode = true',
+      'null_padding = false',
+    ]) {
       expect(sql).toContain(option);
     }
   });

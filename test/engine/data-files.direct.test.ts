@@ -37,10 +37,21 @@ describe('direct writes', () => {
     const relationSql = `SELECT (i * 7919) % ${rows} AS n, 'v' || ((i * 7919) % ${rows}) AS s FROM range(${rows}) t(i) ORDER BY n`;
     for (const bound of [{}, { targetFileRows: 500_000, rowsAtMost: rows }]) {
       const localDir = path.join(dir, `one-${Object.keys(bound).length}`);
-      const files = await writeDataFiles(session, { relationSql, schema, partitionColumns: [], localDir, ...bound });
+      const files = await writeDataFiles(session, {
+        relationSql,
+        schema,
+        partitionColumns: [],
+        localDir,
+        ...bound,
+      });
       expect(files).toHaveLength(1);
       const [f] = files;
-      expect(f!.stats).toMatchObject({ numRecords: rows, minValues: { n: 0, s: 'v0' }, maxValues: { n: rows - 1, s: 'v99999' }, nullCount: { n: 0, s: 0 } });
+      expect(f!.stats).toMatchObject({
+        numRecords: rows,
+        minValues: { n: 0, s: 'v0' },
+        maxValues: { n: rows - 1, s: 'v99999' },
+        nullCount: { n: 0, s: 0 },
+      });
       const misplaced = await session.one(
         `SELECT count(*) AS n FROM read_parquet(${str(f!.localPath)}, file_row_number = true) WHERE n <> file_row_number OR s <> 'v' || n`,
       );
@@ -60,7 +71,9 @@ describe('direct writes', () => {
       targetFileRows: 400,
       rowsAtMost: 1000,
     });
-    expect(files.map((f) => [f.stats.numRecords, f.stats.minValues!['n'], f.stats.maxValues!['n']])).toEqual([
+    expect(
+      files.map((f) => [f.stats.numRecords, f.stats.minValues!['n'], f.stats.maxValues!['n']]),
+    ).toEqual([
       [400, 0, 399],
       [400, 400, 799],
       [200, 800, 999],
@@ -76,9 +89,20 @@ describe('direct writes', () => {
         (NULL, -1, 'NaN'::DOUBLE, NULL, NULL, NULL, TIMESTAMP '1900-01-01 00:00:00', NULL, NULL, ''::BLOB, [], NULL, MAP {}, NULL)
       ) t(i, b, dbl, dec, dt, ts, ntz, s, bo, bin, lst, st, mp, ti)`;
     const schema = duckSchemaToDelta(await describeColumns(session, `(${relation})`));
-    const direct = await writeDataFiles(session, { relationSql: relation, schema, partitionColumns: [], localDir: path.join(dir, 'direct') });
+    const direct = await writeDataFiles(session, {
+      relationSql: relation,
+      schema,
+      partitionColumns: [],
+      localDir: path.join(dir, 'direct'),
+    });
     // A row group size forces the staged path; it does not change any stat.
-    const staged = await writeDataFiles(session, { relationSql: relation, schema, partitionColumns: [], localDir: path.join(dir, 'staged'), rowGroupSize: 1024 });
+    const staged = await writeDataFiles(session, {
+      relationSql: relation,
+      schema,
+      partitionColumns: [],
+      localDir: path.join(dir, 'staged'),
+      rowGroupSize: 1024,
+    });
     expect(direct).toHaveLength(1);
     expect(staged).toHaveLength(1);
     expect(statsJson(direct[0]!.stats)).toBe(statsJson(staged[0]!.stats));
@@ -89,7 +113,13 @@ describe('direct writes', () => {
     const schema = duckSchemaToDelta([{ name: 'n', type: 'BIGINT' }]);
     const localDir = path.join(dir, 'empty');
     for (const bound of [{}, { targetFileRows: 10, rowsAtMost: 0 }]) {
-      const files = await writeDataFiles(session, { relationSql: 'SELECT 1::BIGINT AS n WHERE false', schema, partitionColumns: [], localDir, ...bound });
+      const files = await writeDataFiles(session, {
+        relationSql: 'SELECT 1::BIGINT AS n WHERE false',
+        schema,
+        partitionColumns: [],
+        localDir,
+        ...bound,
+      });
       expect(files).toEqual([]);
     }
     expect(await readdir(localDir)).toEqual([]);
@@ -114,7 +144,12 @@ describe('direct writes', () => {
   it('report a value that does not cast as the writer error, leaving no files', async () => {
     const schema = duckSchemaToDelta([{ name: 'n', type: 'BIGINT' }]);
     const localDir = path.join(dir, 'bad');
-    const failing = writeDataFiles(session, { relationSql: `SELECT CAST('x' || i AS BIGINT) AS n FROM range(10) t(i)`, schema, partitionColumns: [], localDir });
+    const failing = writeDataFiles(session, {
+      relationSql: `SELECT CAST('x' || i AS BIGINT) AS n FROM range(10) t(i)`,
+      schema,
+      partitionColumns: [],
+      localDir,
+    });
     await expect(failing).rejects.toThrow(/reading and casting the rows to write failed/);
     expect(await readdir(localDir)).toEqual([]);
   });

@@ -27,7 +27,10 @@ const FILE_NAME = /^part-\d{5}-[0-9a-f-]{36}-c000\.zstd\.parquet$/;
 const key = (v: string | null | undefined) => (v === null || v === undefined ? '<null>' : v);
 
 /** The folder part of each file's key, by the value of one partition column. */
-function foldersBy(files: { relativePath: string; partitionValues: Record<string, string | null> }[], col: string) {
+function foldersBy(
+  files: { relativePath: string; partitionValues: Record<string, string | null> }[],
+  col: string,
+) {
   return Object.fromEntries(
     files.map((f) => {
       const parts = f.relativePath.split('/');
@@ -43,7 +46,12 @@ describe('partitioned writes', () => {
       (1, 'a/b'), (2, 'x=y'), (3, '100%'), (4, 'with space'), (5, 'é€😀'), (6, '12:30'), (7, NULL), (8, ''), (9, 'a/b'),
       (10, 'null')) t(id, part)`);
     const schema = duckSchemaToDelta(await describeColumns(session, 'special'));
-    const files = await writeDataFiles(session, { relationSql: 'special', schema, partitionColumns: ['part'], localDir: dir });
+    const files = await writeDataFiles(session, {
+      relationSql: 'special',
+      schema,
+      partitionColumns: ['part'],
+      localDir: dir,
+    });
     expect(foldersBy(files, 'part')).toEqual({
       'a/b': 'part=a%2Fb',
       'x=y': 'part=x%3Dy',
@@ -52,7 +60,7 @@ describe('partitioned writes', () => {
       'é€😀': 'part=é€😀',
       '12:30': 'part=12%3A30',
       '<null>': 'part=__HIVE_DEFAULT_PARTITION__',
-      'null': 'part=null',
+      null: 'part=null',
     });
     const byValue = Object.fromEntries(files.map((f) => [key(f.partitionValues['part']), f]));
     expect(byValue['a/b']!.stats.numRecords).toBe(2);
@@ -65,9 +73,20 @@ describe('partitioned writes', () => {
     expect(byValue['é€😀']!.logPath).toMatch(/^part=%C3%A9%E2%82%AC%F0%9F%98%80\//);
     for (const f of files) expect(decodeURIComponent(f.logPath)).toBe(f.relativePath);
     // Files are in order of each partition's first row.
-    expect(files.map((f) => f.partitionValues['part'])).toEqual(['a/b', 'x=y', '100%', 'with space', 'é€😀', '12:30', null, 'null']);
+    expect(files.map((f) => f.partitionValues['part'])).toEqual([
+      'a/b',
+      'x=y',
+      '100%',
+      'with space',
+      'é€😀',
+      '12:30',
+      null,
+      'null',
+    ]);
     const expected = `SELECT id, NULLIF(part, '') AS part FROM special`;
-    expect(await symmetricDifference(session, expected, readBackSql(files, schema, ['part']))).toBe(0);
+    expect(await symmetricDifference(session, expected, readBackSql(files, schema, ['part']))).toBe(
+      0,
+    );
   });
 
   it('partition columns are not stored in the data files and get no stats', async () => {
@@ -75,8 +94,15 @@ describe('partitioned writes', () => {
       { name: 'id', type: 'INTEGER' },
       { name: 'p', type: 'VARCHAR' },
     ]);
-    const [file] = await writeDataFiles(session, { relationSql: `SELECT 1 AS id, 'v' AS p`, schema, partitionColumns: ['p'], localDir: dir });
-    expect((await describeColumns(session, `read_parquet(${str(file!.localPath)})`)).map((c) => c.name)).toEqual(['id']);
+    const [file] = await writeDataFiles(session, {
+      relationSql: `SELECT 1 AS id, 'v' AS p`,
+      schema,
+      partitionColumns: ['p'],
+      localDir: dir,
+    });
+    expect(
+      (await describeColumns(session, `read_parquet(${str(file!.localPath)})`)).map((c) => c.name),
+    ).toEqual(['id']);
     expect(file!.stats.nullCount).toEqual({ id: 0 });
   });
 
@@ -86,7 +112,12 @@ describe('partitioned writes', () => {
       (2, DATE '2020-01-01', TIMESTAMPTZ '2021-09-08 11:11:11+00', TIMESTAMP '2021-09-08 11:11:11.5'),
       (3, NULL, NULL, NULL)) t(id, dt, ts, naive)`);
     const schema = duckSchemaToDelta(await describeColumns(session, 'dated'));
-    const files = await writeDataFiles(session, { relationSql: 'dated', schema, partitionColumns: ['dt', 'ts', 'naive'], localDir: dir });
+    const files = await writeDataFiles(session, {
+      relationSql: 'dated',
+      schema,
+      partitionColumns: ['dt', 'ts', 'naive'],
+      localDir: dir,
+    });
     expect(files.map((f) => f.partitionValues)).toEqual([
       { dt: '2020-01-01', ts: '2021-09-08T11:11:11.000000Z', naive: '2021-09-08T11:11:11.500000Z' },
       { dt: null, ts: null, naive: null },
@@ -97,12 +128,20 @@ describe('partitioned writes', () => {
       'ts=2021-09-08T11%3A11%3A11.000000Z',
       'naive=2021-09-08T11%3A11%3A11.500000Z',
     ]);
-    expect(files[0]!.logPath.startsWith('dt=2020-01-01/ts=2021-09-08T11%253A11%253A11.000000Z/naive=')).toBe(true);
+    expect(
+      files[0]!.logPath.startsWith('dt=2020-01-01/ts=2021-09-08T11%253A11%253A11.000000Z/naive='),
+    ).toBe(true);
     expect(files[1]!.relativePath).toMatch(
       /^dt=__HIVE_DEFAULT_PARTITION__\/ts=__HIVE_DEFAULT_PARTITION__\/naive=__HIVE_DEFAULT_PARTITION__\/part-/,
     );
     const expected = `SELECT id, dt, ts, timezone('UTC', naive) AS naive FROM dated`;
-    expect(await symmetricDifference(session, expected, readBackSql(files, schema, ['dt', 'ts', 'naive']))).toBe(0);
+    expect(
+      await symmetricDifference(
+        session,
+        expected,
+        readBackSql(files, schema, ['dt', 'ts', 'naive']),
+      ),
+    ).toBe(0);
   });
 
   it('integer, decimal, boolean and double partition values use Delta’s string forms', async () => {
@@ -138,7 +177,8 @@ describe('partitioned writes', () => {
     const partitions = files.map((f) => f.partitionValues['p']);
     expect(partitions).toEqual(['0', '0', '0', '0', '2', '2', '2', '2', '1', '1', '1', '1']);
     // Concatenated per partition, the files hold the partition's rows in source (seq) order.
-    const fileList = (p: string) => files.filter((f) => f.partitionValues['p'] === p).map((f) => str(f.localPath));
+    const fileList = (p: string) =>
+      files.filter((f) => f.partitionValues['p'] === p).map((f) => str(f.localPath));
     for (const p of ['0', '1', '2']) {
       const misplaced = await session.one(`
         WITH written AS (SELECT n, row_number() OVER () AS pos FROM read_parquet([${fileList(p).join(', ')}])),
@@ -171,7 +211,13 @@ describe('partitioned writes', () => {
       ['b', [5, 7, 8]],
       ['b', [10, 11]],
     ]);
-    expect(files.map((f) => f.stats.minValues)).toEqual([{ seq: 0 }, { seq: 9 }, { seq: 1 }, { seq: 5 }, { seq: 10 }]);
+    expect(files.map((f) => f.stats.minValues)).toEqual([
+      { seq: 0 },
+      { seq: 9 },
+      { seq: 1 },
+      { seq: 5 },
+      { seq: 10 },
+    ]);
   });
 
   it('addFileFor builds the add action with the encoded path and stats JSON', async () => {
@@ -179,7 +225,12 @@ describe('partitioned writes', () => {
       { name: 'id', type: 'INTEGER' },
       { name: 'p', type: 'VARCHAR' },
     ]);
-    const [file] = await writeDataFiles(session, { relationSql: `SELECT 5 AS id, 'a b' AS p`, schema, partitionColumns: ['p'], localDir: dir });
+    const [file] = await writeDataFiles(session, {
+      relationSql: `SELECT 5 AS id, 'a b' AS p`,
+      schema,
+      partitionColumns: ['p'],
+      localDir: dir,
+    });
     const add = addFileFor(file!, { modificationTime: 1700000000000 });
     expect(add).toEqual({
       path: file!.logPath,
@@ -198,8 +249,14 @@ describe('partitioned writes', () => {
       { name: 'blob', type: 'BLOB' },
     ]);
     const base = { relationSql: `SELECT 1 AS id, 'x'::BLOB AS blob`, schema, localDir: dir };
-    await expect(writeDataFiles(session, { ...base, partitionColumns: ['nope'] })).rejects.toThrow(/"nope"/);
-    await expect(writeDataFiles(session, { ...base, partitionColumns: ['id', 'blob'] })).rejects.toThrow(SchemaError);
-    await expect(writeDataFiles(session, { ...base, partitionColumns: ['blob'] })).rejects.toThrow(/"blob"/);
+    await expect(writeDataFiles(session, { ...base, partitionColumns: ['nope'] })).rejects.toThrow(
+      /"nope"/,
+    );
+    await expect(
+      writeDataFiles(session, { ...base, partitionColumns: ['id', 'blob'] }),
+    ).rejects.toThrow(SchemaError);
+    await expect(writeDataFiles(session, { ...base, partitionColumns: ['blob'] })).rejects.toThrow(
+      /"blob"/,
+    );
   });
 });

@@ -47,26 +47,45 @@ const SOURCE_AS_UTC = `SELECT * REPLACE (timezone('UTC', ts) AS ts,
 describe('writeDataFiles round trip: DuckDB reads back exactly the source rows', () => {
   it('unpartitioned: every supported type, including nulls, equal by EXCEPT ALL both ways', async () => {
     const schema = duckSchemaToDelta(await describeColumns(session, 'src'));
-    const files = await writeDataFiles(session, { relationSql: 'src', schema, partitionColumns: [], localDir: dir });
+    const files = await writeDataFiles(session, {
+      relationSql: 'src',
+      schema,
+      partitionColumns: [],
+      localDir: dir,
+    });
     expect(files).toHaveLength(1);
     expect(files[0]!.partitionValues).toEqual({});
     expect(files[0]!.relativePath).toMatch(/^part-00000-[0-9a-f-]{36}-c000\.zstd\.parquet$/);
     expect(files[0]!.stats.numRecords).toBe(4);
-    expect(await symmetricDifference(session, SOURCE_AS_UTC, readBackSql(files, schema, []))).toBe(0);
+    expect(await symmetricDifference(session, SOURCE_AS_UTC, readBackSql(files, schema, []))).toBe(
+      0,
+    );
   });
 
   it('files hold exactly the physical types of the Delta schema', async () => {
     const schema = duckSchemaToDelta(await describeColumns(session, 'src'));
-    const [file] = await writeDataFiles(session, { relationSql: 'src', schema, partitionColumns: [], localDir: dir });
+    const [file] = await writeDataFiles(session, {
+      relationSql: 'src',
+      schema,
+      partitionColumns: [],
+      localDir: dir,
+    });
     const written = await describeColumns(session, `read_parquet(${str(file!.localPath)})`);
     expect(written.map((c) => c.name)).toEqual(schema.fields.map((f) => f.name));
     const canonical = (t: string) => renderDuckType(parseDuckType(t));
-    expect(written.map((c) => canonical(c.type))).toEqual(schema.fields.map((f) => deltaTypeToDuckForWrite(f.type)));
+    expect(written.map((c) => canonical(c.type))).toEqual(
+      schema.fields.map((f) => deltaTypeToDuckForWrite(f.type)),
+    );
   });
 
   it('timestamps (TIMESTAMPTZ and naive TIMESTAMP sources, also nested) are INT64 micros with isAdjustedToUTC=true', async () => {
     const schema = duckSchemaToDelta(await describeColumns(session, 'src'));
-    const [file] = await writeDataFiles(session, { relationSql: 'src', schema, partitionColumns: [], localDir: dir });
+    const [file] = await writeDataFiles(session, {
+      relationSql: 'src',
+      schema,
+      partitionColumns: [],
+      localDir: dir,
+    });
     const rows = await session.all(
       `SELECT name, type, logical_type FROM parquet_schema(${str(file!.localPath)}) WHERE name IN ('tstz', 'ts', 'at')`,
     );
@@ -88,7 +107,9 @@ describe('writeDataFiles round trip: DuckDB reads back exactly the source rows',
     });
     await session.run(`SET TimeZone = 'America/Los_Angeles'`);
     try {
-      const row = await session.one(`SELECT epoch_us(ts) AS us FROM read_parquet(${str(file!.localPath)})`);
+      const row = await session.one(
+        `SELECT epoch_us(ts) AS us FROM read_parquet(${str(file!.localPath)})`,
+      );
       expect(row!['us']).toBe(1631099471654321n); // 2021-09-08T11:11:11.654321Z
     } finally {
       await session.run(`SET TimeZone = 'UTC'`);
@@ -101,10 +122,22 @@ describe('writeDataFiles round trip: DuckDB reads back exactly the source rows',
       18446744073709551615::UBIGINT AS ub, '6b1b2b86-8a1d-4c5b-9e48-9b8e4f2d6f10'::UUID AS u,
       'b'::ENUM('a', 'b') AS e, '[1,2]'::JSON AS j, TIMESTAMP_NS '2020-01-01 00:00:00.123456789' AS tns`);
     const schema = duckSchemaToDelta(await describeColumns(session, 'odd'));
-    const [file] = await writeDataFiles(session, { relationSql: 'odd', schema, partitionColumns: [], localDir: dir });
+    const [file] = await writeDataFiles(session, {
+      relationSql: 'odd',
+      schema,
+      partitionColumns: [],
+      localDir: dir,
+    });
     const types = await describeColumns(session, `read_parquet(${str(file!.localPath)})`);
     expect(types.map((c) => c.type)).toEqual([
-      'DECIMAL(38,0)', 'SMALLINT', 'BIGINT', 'DECIMAL(20,0)', 'VARCHAR', 'VARCHAR', 'VARCHAR', 'TIMESTAMP WITH TIME ZONE',
+      'DECIMAL(38,0)',
+      'SMALLINT',
+      'BIGINT',
+      'DECIMAL(20,0)',
+      'VARCHAR',
+      'VARCHAR',
+      'VARCHAR',
+      'TIMESTAMP WITH TIME ZONE',
     ]);
     const row = await session.one(
       `SELECT CAST(h AS VARCHAR) h, ut, ui, CAST(ub AS VARCHAR) ub, u, e, j, epoch_us(tns) tns FROM read_parquet(${str(file!.localPath)})`,
@@ -125,7 +158,12 @@ describe('writeDataFiles round trip: DuckDB reads back exactly the source rows',
 describe('writeDataFiles options and inputs', () => {
   it('an empty relation writes no file', async () => {
     const schema = duckSchemaToDelta(await describeColumns(session, 'src'));
-    const files = await writeDataFiles(session, { relationSql: 'SELECT * FROM src WHERE false', schema, partitionColumns: [], localDir: dir });
+    const files = await writeDataFiles(session, {
+      relationSql: 'SELECT * FROM src WHERE false',
+      schema,
+      partitionColumns: [],
+      localDir: dir,
+    });
     expect(files).toEqual([]);
   });
 
@@ -140,20 +178,35 @@ describe('writeDataFiles options and inputs', () => {
       partitionColumns: [],
       localDir: dir,
     });
-    expect(await session.all(`SELECT * FROM read_parquet(${str(file!.localPath)})`)).toEqual([{ Id: 7n, label: null }]);
+    expect(await session.all(`SELECT * FROM read_parquet(${str(file!.localPath)})`)).toEqual([
+      { Id: 7n, label: null },
+    ]);
   });
 
   for (const preserve of [true, false]) {
     it(`splits into files of at most targetFileRows rows, keeping the relation order (preserve_insertion_order=${preserve})`, async () => {
-      await session.run(`CREATE OR REPLACE TABLE seq AS SELECT (100 - i)::BIGINT AS n FROM range(10) t(i) ORDER BY random()`);
+      await session.run(
+        `CREATE OR REPLACE TABLE seq AS SELECT (100 - i)::BIGINT AS n FROM range(10) t(i) ORDER BY random()`,
+      );
       await session.run(`SET preserve_insertion_order = ${preserve}`);
       try {
         const schema = duckSchemaToDelta([{ name: 'n', type: 'BIGINT' }]);
         const sourceOrder = (await session.all('SELECT n FROM seq')).map((r) => r['n']);
-        const files = await writeDataFiles(session, { relationSql: 'seq', schema, partitionColumns: [], localDir: dir, targetFileRows: 4 });
+        const files = await writeDataFiles(session, {
+          relationSql: 'seq',
+          schema,
+          partitionColumns: [],
+          localDir: dir,
+          targetFileRows: 4,
+        });
         expect(files.map((f) => f.stats.numRecords)).toEqual([4, 4, 2]);
         const written: unknown[] = [];
-        for (const f of files) written.push(...(await session.all(`SELECT n FROM read_parquet(${str(f.localPath)})`)).map((r) => r['n']));
+        for (const f of files)
+          written.push(
+            ...(await session.all(`SELECT n FROM read_parquet(${str(f.localPath)})`)).map(
+              (r) => r['n'],
+            ),
+          );
         expect(written).toEqual(sourceOrder);
         expect(new Set(files.map((f) => f.relativePath)).size).toBe(3);
       } finally {
@@ -201,22 +254,46 @@ describe('writeDataFiles options and inputs', () => {
     await session.run(`CREATE OR REPLACE TABLE selection AS SELECT 1 AS n`);
     await session.run(`CREATE OR REPLACE TABLE "with space" AS SELECT 2 AS n`);
     const schema = duckSchemaToDelta([{ name: 'n', type: 'INTEGER' }]);
-    for (const [relationSql, n] of [['selection', 1], ['"with space"', 2], ['FROM selection', 1], ['VALUES (3)', null]] as const) {
-      const [file] = await writeDataFiles(session, { relationSql, schema, partitionColumns: [], localDir: dir });
-      expect((await session.one(`SELECT n FROM read_parquet(${str(file!.localPath)})`))!['n']).toBe(n);
+    for (const [relationSql, n] of [
+      ['selection', 1],
+      ['"with space"', 2],
+      ['FROM selection', 1],
+      ['VALUES (3)', null],
+    ] as const) {
+      const [file] = await writeDataFiles(session, {
+        relationSql,
+        schema,
+        partitionColumns: [],
+        localDir: dir,
+      });
+      expect((await session.one(`SELECT n FROM read_parquet(${str(file!.localPath)})`))!['n']).toBe(
+        n,
+      );
     }
   });
 
   it('does not store void columns (always null) in the files', async () => {
     const schema = duckSchemaToDelta([{ name: 'n', type: 'INTEGER' }]);
     schema.fields.push({ name: 'nothing', type: 'void', nullable: true, metadata: {} });
-    const [file] = await writeDataFiles(session, { relationSql: 'SELECT 1 AS n', schema, partitionColumns: [], localDir: dir });
-    expect((await describeColumns(session, `read_parquet(${str(file!.localPath)})`)).map((c) => c.name)).toEqual(['n']);
+    const [file] = await writeDataFiles(session, {
+      relationSql: 'SELECT 1 AS n',
+      schema,
+      partitionColumns: [],
+      localDir: dir,
+    });
+    expect(
+      (await describeColumns(session, `read_parquet(${str(file!.localPath)})`)).map((c) => c.name),
+    ).toEqual(['n']);
   });
 
   it('reports the real file size', async () => {
     const schema = duckSchemaToDelta([{ name: 'n', type: 'BIGINT' }]);
-    const [file] = await writeDataFiles(session, { relationSql: 'SELECT 1 AS n', schema, partitionColumns: [], localDir: dir });
+    const [file] = await writeDataFiles(session, {
+      relationSql: 'SELECT 1 AS n',
+      schema,
+      partitionColumns: [],
+      localDir: dir,
+    });
     const row = await session.one(`SELECT size FROM read_blob(${str(file!.localPath)})`);
     expect(file!.size).toBe(Number(row!['size']));
   });
@@ -233,7 +310,10 @@ describe('writeDataFiles options and inputs', () => {
       localDir: dir,
       targetFileRows: 40_000,
     });
-    expect(files.map((f) => f.stats.numRecords)).toEqual([...Array<number>(7).fill(40_000), 20_007]);
+    expect(files.map((f) => f.stats.numRecords)).toEqual([
+      ...Array<number>(7).fill(40_000),
+      20_007,
+    ]);
     for (const [j, f] of files.entries()) {
       const expected = `((${j * 40_000} + file_row_number) * 7919) % ${rows}`;
       const misplaced = await session.one(
@@ -245,9 +325,16 @@ describe('writeDataFiles options and inputs', () => {
 
   it('leaves no staging tables behind, after a write and after a failed one', async () => {
     const staging = async () =>
-      (await session.one(`SELECT count(*) AS n FROM duckdb_tables() WHERE table_name LIKE '__tidemark_write%'`))!['n'];
+      (await session.one(
+        `SELECT count(*) AS n FROM duckdb_tables() WHERE table_name LIKE '__tidemark_write%'`,
+      ))!['n'];
     const schema = duckSchemaToDelta([{ name: 'n', type: 'BIGINT' }]);
-    await writeDataFiles(session, { relationSql: 'SELECT 1 AS n', schema, partitionColumns: [], localDir: dir });
+    await writeDataFiles(session, {
+      relationSql: 'SELECT 1 AS n',
+      schema,
+      partitionColumns: [],
+      localDir: dir,
+    });
     expect(await staging()).toBe(0n);
     const failing = writeDataFiles(session, {
       relationSql: `SELECT CAST('x' || i AS BIGINT) AS n FROM range(10) t(i)`,

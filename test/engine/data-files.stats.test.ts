@@ -23,7 +23,13 @@ afterAll(async () => {
 /** Write `sql` as one unpartitioned file with a schema derived from its DuckDB types. */
 async function writeOne(sql: string, numIndexedCols?: number): Promise<WrittenFile> {
   const schema = duckSchemaToDelta(await describeColumns(session, `(${sql})`));
-  const files = await writeDataFiles(session, { relationSql: sql, schema, partitionColumns: [], localDir: dir, ...(numIndexedCols === undefined ? {} : { stats: { numIndexedCols } }) });
+  const files = await writeDataFiles(session, {
+    relationSql: sql,
+    schema,
+    partitionColumns: [],
+    localDir: dir,
+    ...(numIndexedCols === undefined ? {} : { stats: { numIndexedCols } }),
+  });
   expect(files).toHaveLength(1);
   return files[0]!;
 }
@@ -40,7 +46,14 @@ describe('per-file stats', () => {
       ) t(i, b, dbl, dec, dt, ts, s)`);
     expect(file.stats).toMatchObject({
       numRecords: 3,
-      minValues: { i: 1, b: 10, dbl: -2.25, dt: '2020-01-01', ts: '2020-02-01T08:09:10.123Z', s: 'a' },
+      minValues: {
+        i: 1,
+        b: 10,
+        dbl: -2.25,
+        dt: '2020-01-01',
+        ts: '2020-02-01T08:09:10.123Z',
+        s: 'a',
+      },
       maxValues: { i: 3, dbl: 1.5, dt: '2021-12-31', ts: '2020-02-01T08:09:10.999Z', s: 'b' },
       nullCount: { i: 1, b: 1, dbl: 1, dec: 1, dt: 1, ts: 1, s: 1 },
     });
@@ -53,9 +66,18 @@ describe('per-file stats', () => {
   });
 
   it('an ENUM column (as the load makes _source_file) is written as UTF-8 strings with text-order min/max, not ENUM order', async () => {
-    const file = await writeOne(`SELECT CAST(v AS ENUM('zebra', 'apple', 'mango')) AS f FROM (VALUES ('zebra'), ('apple'), ('mango')) t(v)`);
-    expect(file.stats).toMatchObject({ numRecords: 3, minValues: { f: 'apple' }, maxValues: { f: 'zebra' }, nullCount: { f: 0 } });
-    const col = await session.one(`SELECT type, converted_type FROM parquet_schema(${str(file.localPath)}) WHERE name = 'f'`);
+    const file = await writeOne(
+      `SELECT CAST(v AS ENUM('zebra', 'apple', 'mango')) AS f FROM (VALUES ('zebra'), ('apple'), ('mango')) t(v)`,
+    );
+    expect(file.stats).toMatchObject({
+      numRecords: 3,
+      minValues: { f: 'apple' },
+      maxValues: { f: 'zebra' },
+      nullCount: { f: 0 },
+    });
+    const col = await session.one(
+      `SELECT type, converted_type FROM parquet_schema(${str(file.localPath)}) WHERE name = 'f'`,
+    );
     expect(col).toEqual({ type: 'BYTE_ARRAY', converted_type: 'UTF8' });
     const rows = await session.all(`SELECT f FROM read_parquet(${str(file.localPath)}) ORDER BY f`);
     expect(rows.map((r) => r['f'])).toEqual(['apple', 'mango', 'zebra']);
@@ -63,7 +85,9 @@ describe('per-file stats', () => {
 
   it('a floored timestamp max is at most 999 µs below the true max and never above it', async () => {
     const file = await writeOne(`SELECT TIMESTAMPTZ '2020-02-01 08:09:10.999999+00' AS ts`);
-    expect((file.stats.maxValues as Record<string, unknown>)['ts']).toBe('2020-02-01T08:09:10.999Z');
+    expect((file.stats.maxValues as Record<string, unknown>)['ts']).toBe(
+      '2020-02-01T08:09:10.999Z',
+    );
   });
 
   it('decimal(38,10) extremes are exact in statsJson', async () => {
@@ -89,7 +113,9 @@ describe('per-file stats', () => {
   });
 
   it('an all-null column has a nullCount but no min/max; NaN and infinity are left out', async () => {
-    const file = await writeOne(`SELECT * FROM (VALUES (NULL::INTEGER, 'nan'::DOUBLE, 1.0::DOUBLE), (NULL, 1.0, 'inf'::DOUBLE)) t(n, x, y)`);
+    const file = await writeOne(
+      `SELECT * FROM (VALUES (NULL::INTEGER, 'nan'::DOUBLE, 1.0::DOUBLE), (NULL, 1.0, 'inf'::DOUBLE)) t(n, x, y)`,
+    );
     expect(file.stats).toEqual({
       numRecords: 2,
       minValues: { x: 1, y: 1 },
@@ -105,7 +131,9 @@ describe('per-file stats', () => {
     const max = (z.stats.maxValues as Record<string, string>)['s']!;
     expect(max).toBe('z'.repeat(32) + '\u{10FFFF}');
     // The bound holds in DuckDB's (UTF-8 byte) order, which is Spark's too.
-    const cmp = await session.one(`SELECT ${str(max)} >= ${str(LONG_Z)} AS ok, ${str('a'.repeat(32) + '\u007F')} >= ${str(LONG_A)} AS ok2`);
+    const cmp = await session.one(
+      `SELECT ${str(max)} >= ${str(LONG_Z)} AS ok, ${str('a'.repeat(32) + '\u007F')} >= ${str(LONG_A)} AS ok2`,
+    );
     expect(cmp).toEqual({ ok: true, ok2: true });
     const az = await writeOne(`SELECT ${str(LONG_A)} AS s`);
     expect(az.stats.maxValues).toEqual({ s: 'a'.repeat(32) + '\u007F' });

@@ -25,14 +25,30 @@ describe('dedupeLatest', () => {
     );
     await batch('in_place');
     await session.run('CREATE OR REPLACE TEMP TABLE out_place AS SELECT 1 AS stale');
-    const n = await dedupeLatest(session, { input: 'in_place', output: 'out_place', keyColumns: ['a', 'b'], orderBy: 'ts' });
+    const n = await dedupeLatest(session, {
+      input: 'in_place',
+      output: 'out_place',
+      keyColumns: ['a', 'b'],
+      orderBy: 'ts',
+    });
     expect(n).toBe(350);
     expect(await session.allJson('SELECT v::INT AS v FROM out_place ORDER BY v')).toEqual(expected);
-    expect(await session.allJson("SELECT count(*)::INT AS n FROM duckdb_tables() WHERE table_name = 'in_place'")).toEqual([{ n: 0 }]);
+    expect(
+      await session.allJson(
+        "SELECT count(*)::INT AS n FROM duckdb_tables() WHERE table_name = 'in_place'",
+      ),
+    ).toEqual([{ n: 0 }]);
   });
 
   it('dedupes in place when output is input', async () => {
     await batch('same');
-    expect(await dedupeLatest(session, { input: 'same', output: 'same', keyColumns: ['a', 'b'], orderBy: 'ts' })).toBe(350);
+    expect(
+      await dedupeLatest(session, {
+        input: 'same',
+        output: 'same',
+        keyColumns: ['a', 'b'],
+        orderBy: 'ts',
+      }),
+    ).toBe(350);
   });
 });

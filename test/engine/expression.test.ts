@@ -29,14 +29,14 @@ describe('expressionProblem', () => {
 describe('conjuncts', () => {
   it('splits the top-level AND (nested ANDs are flattened), keeps OR whole, and never changes a constant', async () => {
     const sorted = async (e: string) => (await conjuncts(session, e)).sort();
-    expect(await sorted("d = '2025-06-02' AND (s = 'x' OR s = 'y') AND b > 9007199254740993")).toEqual([
-      "((s = 'x') OR (s = 'y'))",
-      '(b > 9007199254740993)',
-      "(d = '2025-06-02')",
-    ]);
+    expect(
+      await sorted("d = '2025-06-02' AND (s = 'x' OR s = 'y') AND b > 9007199254740993"),
+    ).toEqual(["((s = 'x') OR (s = 'y'))", '(b > 9007199254740993)', "(d = '2025-06-02')"]);
     expect(await sorted('(a AND b) AND c')).toEqual(['a', 'b', 'c']);
     expect(await sorted('a OR b AND c')).toEqual(['(a OR (b AND c))']);
-    expect(await sorted("NOT (d = '2025-06-02' AND s = 'x')")).toEqual(["(NOT ((d = '2025-06-02') AND (s = 'x')))"]);
+    expect(await sorted("NOT (d = '2025-06-02' AND s = 'x')")).toEqual([
+      "(NOT ((d = '2025-06-02') AND (s = 'x')))",
+    ]);
     expect(await sorted('"Order Id" = 1')).toEqual(['("Order Id" = 1)']);
   });
 });

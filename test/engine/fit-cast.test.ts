@@ -15,12 +15,19 @@ beforeAll(async () => {
 afterAll(() => session.close());
 
 /** Cast the literal `value` (typed `sourceType`) into `target`; the result as JSON text, or the error. */
-async function castValue(value: string, sourceType: string, target: DataType): Promise<{ value?: unknown; misfit: boolean; error?: string }> {
+async function castValue(
+  value: string,
+  sourceType: string,
+  target: DataType,
+): Promise<{ value?: unknown; misfit: boolean; error?: string }> {
   const col = `CAST(${value} AS ${sourceType})`;
   const misfit = misfitSql(col, sourceType, target);
-  const flag = misfit === null ? false : Boolean((await session.one(`SELECT ${misfit} AS m`))!['m']);
+  const flag =
+    misfit === null ? false : Boolean((await session.one(`SELECT ${misfit} AS m`))!['m']);
   try {
-    const row = (await session.allJson(`SELECT ${fitCastSql(col, sourceType, target, 'c')} AS v`))[0]!;
+    const row = (
+      await session.allJson(`SELECT ${fitCastSql(col, sourceType, target, 'c')} AS v`)
+    )[0]!;
     return { value: row['v'], misfit: flag };
   } catch (err) {
     return { misfit: flag, error: (err as Error).message };
@@ -87,14 +94,21 @@ describe('checked casts pass values that fit and reject the rest', () => {
     ["TIMESTAMP '2024-03-01 10:00:00'", 'TIMESTAMP', 'date'],
     ["'not a date'", 'VARCHAR', 'timestamp'],
     ['1e300', 'DOUBLE', 'float'],
-  ] as const)('%s (%s) does not fit %s: flagged, and the cast raises', async (value, source, target) => {
-    const r = await castValue(value, source, target);
-    expect(r.misfit).toBe(true);
-    expect(r.error).toMatch(/does not fit the table's type/);
-  });
+  ] as const)(
+    '%s (%s) does not fit %s: flagged, and the cast raises',
+    async (value, source, target) => {
+      const r = await castValue(value, source, target);
+      expect(r.misfit).toBe(true);
+      expect(r.error).toMatch(/does not fit the table's type/);
+    },
+  );
 
   it('passes NULL through every cast', async () => {
-    for (const [source, target] of [['VARCHAR', 'long'], ['DOUBLE', 'integer'], ['VARCHAR', 'date']] as const) {
+    for (const [source, target] of [
+      ['VARCHAR', 'long'],
+      ['DOUBLE', 'integer'],
+      ['VARCHAR', 'date'],
+    ] as const) {
       const r = await castValue('NULL', source, target);
       expect(r).toEqual({ value: null, misfit: false });
     }

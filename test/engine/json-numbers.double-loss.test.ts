@@ -30,11 +30,30 @@ function refused(lexeme: string): boolean {
   return !Number.isFinite(v) || v < 2.2250738585072014e-308;
 }
 
-const digits = (min: number, max: number) => fc.stringMatching(new RegExp(`^[0-9]{${min},${max}}$`));
-const whole = fc.oneof(fc.constant('0'), fc.tuple(fc.constantFrom('1', '5', '9'), digits(0, 21)).map(([a, b]) => a + b));
+const digits = (min: number, max: number) =>
+  fc.stringMatching(new RegExp(`^[0-9]{${min},${max}}$`));
+const whole = fc.oneof(
+  fc.constant('0'),
+  fc.tuple(fc.constantFrom('1', '5', '9'), digits(0, 21)).map(([a, b]) => a + b),
+);
 const lexeme = fc
-  .tuple(fc.constantFrom('', '-'), whole, fc.option(digits(1, 20), { nil: undefined }), fc.option(fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), fc.integer({ min: 0, max: 400 })), { nil: undefined }))
-  .map(([s, w, f, e]) => `${s}${w}${f === undefined ? '' : `.${f}`}${e === undefined ? '' : `${e[0]}${e[1]}${e[2]}`}`);
+  .tuple(
+    fc.constantFrom('', '-'),
+    whole,
+    fc.option(digits(1, 20), { nil: undefined }),
+    fc.option(
+      fc.tuple(
+        fc.constantFrom('e', 'E'),
+        fc.constantFrom('', '+', '-'),
+        fc.integer({ min: 0, max: 400 }),
+      ),
+      { nil: undefined },
+    ),
+  )
+  .map(
+    ([s, w, f, e]) =>
+      `${s}${w}${f === undefined ? '' : `.${f}`}${e === undefined ? '' : `${e[0]}${e[1]}${e[2]}`}`,
+  );
 
 describe('doubleLoss', () => {
   it('refuses exactly the numbers the rules refuse, whatever their length', () => {
@@ -47,7 +66,25 @@ describe('doubleLoss', () => {
   });
 
   it('at the limits: 15 and 16 digits with a fraction, 18 and 19 without, the 64-bit bounds', () => {
-    for (const x of ['123456789012345.6', '12345678901234.5', '-1234567890123.45', '0.000000000000001', '0.123456789012345', '0.1234567890123456', '999999999999999999', '9223372036854775807', '9223372036854775808', '-9223372036854775808', '-9223372036854775809', '1e308', '1e309', '1e-308', '1e-320', '0.0', '-0']) {
+    for (const x of [
+      '123456789012345.6',
+      '12345678901234.5',
+      '-1234567890123.45',
+      '0.000000000000001',
+      '0.123456789012345',
+      '0.1234567890123456',
+      '999999999999999999',
+      '9223372036854775807',
+      '9223372036854775808',
+      '-9223372036854775808',
+      '-9223372036854775809',
+      '1e308',
+      '1e309',
+      '1e-308',
+      '1e-320',
+      '0.0',
+      '-0',
+    ]) {
       expect(doubleLoss(x) !== null, x).toBe(refused(x));
     }
   });

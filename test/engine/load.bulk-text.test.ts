@@ -23,14 +23,26 @@ afterAll(async () => {
 async function write(name: string, body: string): Promise<LoadFile> {
   await writeFile(join(dir, name), name.endsWith('.gz') ? gzipSync(body) : body);
   const format = name.includes('.ndjson') ? 'ndjson' : name.includes('.json') ? 'json' : 'csv';
-  return { localPath: join(dir, name), key: `s3://landing/${name}`, lastModified: new Date('2026-11-01T00:00:00Z'), format };
+  return {
+    localPath: join(dir, name),
+    key: `s3://landing/${name}`,
+    lastModified: new Date('2026-11-01T00:00:00Z'),
+    format,
+  };
 }
 
 /** `n` rows whose `seq` is the row's place in the file, and whose id names file and row. */
 function csvRows(f: number, n: number, header = 'id,seq,v'): string {
   const rows = Array.from({ length: n }, (_, i) => {
-    const cells: Record<string, string> = { id: String(f * 1000 + i), seq: String(i + 1), v: `"f${f}, row ${i + 1}"` };
-    return header.split(',').map((c) => cells[c]).join(',');
+    const cells: Record<string, string> = {
+      id: String(f * 1000 + i),
+      seq: String(i + 1),
+      v: `"f${f}, row ${i + 1}"`,
+    };
+    return header
+      .split(',')
+      .map((c) => cells[c])
+      .join(',');
   });
   return `${header}\n${rows.join('\n')}\n`;
 }
@@ -42,7 +54,12 @@ describe('small text files read in bulk', () => {
     const files: LoadFile[] = [];
     for (let f = 0; f < 60; f++) {
       const header = f % 3 === 0 ? 'seq,v,id' : 'id,seq,v';
-      files.push(await write(`c${f}.csv${f % 4 === 0 ? '.gz' : ''}`, csvRows(f, 1 + ((f * 37) % 90), header)));
+      files.push(
+        await write(
+          `c${f}.csv${f % 4 === 0 ? '.gz' : ''}`,
+          csvRows(f, 1 + ((f * 37) % 90), header),
+        ),
+      );
     }
     const { rows } = await loadSourceFiles(session, files, { table: 'bulk_csv' });
     const expected = files.reduce((n, _, f) => n + 1 + ((f * 37) % 90), 0);
@@ -58,26 +75,47 @@ describe('small text files read in bulk', () => {
   it('NDJSON files with different keys: each file keeps its own columns, NULL where it lacks one, and its rows their places', async () => {
     const files: LoadFile[] = [];
     for (let f = 0; f < 40; f++) {
-      const lines = Array.from({ length: 1 + (f % 7) * 10 }, (_, i) => JSON.stringify({ id: f * 1000 + i, seq: i + 1, ...(f % 2 ? { extra: `x${f}` } : {}) }));
+      const lines = Array.from({ length: 1 + (f % 7) * 10 }, (_, i) =>
+        JSON.stringify({ id: f * 1000 + i, seq: i + 1, ...(f % 2 ? { extra: `x${f}` } : {}) }),
+      );
       files.push(await write(`j${f}.ndjson.gz`, `${lines.join('\n')}\n`));
     }
     const { rows } = await loadSourceFiles(session, files, { table: 'bulk_json' });
     expect(await session.one(`${LINEAGE_OK} bulk_json`)).toEqual({ n: BigInt(rows), wrong: 0n });
-    expect(await session.one(`SELECT count(*) FILTER (WHERE (extra IS NULL) <> ((id // 1000) % 2 = 0)) AS bad FROM bulk_json`)).toEqual({ bad: 0n });
+    expect(
+      await session.one(
+        `SELECT count(*) FILTER (WHERE (extra IS NULL) <> ((id // 1000) % 2 = 0)) AS bad FROM bulk_json`,
+      ),
+    ).toEqual({ bad: 0n });
   });
 
   it('a value that does not fit, in one file of many, is refused naming that file, its row and column', async () => {
     const files: LoadFile[] = [];
-    for (let f = 0; f < 50; f++) files.push(await write(`m${f}.csv`, f === 37 ? 'id,seq,v\n1,1,a\n2,x2,b\n' : csvRows(f, 5)));
-    const schema = parseSchema(JSON.stringify({ type: 'struct', fields: ['id', 'seq'].map((name) => ({ name, type: 'long', nullable: true, metadata: {} })).concat([{ name: 'v', type: 'string', nullable: true, metadata: {} }]) }));
-    const err = await loadSourceFiles(session, files, { table: 'misfit', schema }).catch((e: unknown) => e);
+    for (let f = 0; f < 50; f++)
+      files.push(await write(`m${f}.csv`, f === 37 ? 'id,seq,v\n1,1,a\n2,x2,b\n' : csvRows(f, 5)));
+    const schema = parseSchema(
+      JSON.stringify({
+        type: 'struct',
+        fields: ['id', 'seq']
+          .map((name) => ({ name, type: 'long', nullable: true, metadata: {} }))
+          .concat([{ name: 'v', type: 'string', nullable: true, metadata: {} }]),
+      }),
+    );
+    const err = await loadSourceFiles(session, files, { table: 'misfit', schema }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(BadFileError);
-    expect((err as BadFileError).context).toMatchObject({ key: 's3://landing/m37.csv', row: 2, column: 'seq' });
+    expect((err as BadFileError).context).toMatchObject({
+      key: 's3://landing/m37.csv',
+      row: 2,
+      column: 'seq',
+    });
   });
 
   it('a ragged row in one file of many is refused naming that file and its line', async () => {
     const files: LoadFile[] = [];
-    for (let f = 0; f < 50; f++) files.push(await write(`r${f}.csv`, f === 23 ? 'id,seq,v\n1,1,a\n2,2\n' : csvRows(f, 5)));
+    for (let f = 0; f < 50; f++)
+      files.push(await write(`r${f}.csv`, f === 23 ? 'id,seq,v\n1,1,a\n2,2\n' : csvRows(f, 5)));
     const err = await loadSourceFiles(session, files, { table: 'ragged' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BadFileError);
     expect((err as BadFileError).context).toMatchObject({ key: 's3://landing/r23.csv', line: 3 });
@@ -86,8 +124,16 @@ describe('small text files read in bulk', () => {
 
   it('a malformed JSON file of many is refused naming it', async () => {
     const files: LoadFile[] = [];
-    for (let f = 0; f < 30; f++) files.push(await write(`b${f}.ndjson`, f === 11 ? '{"id":1,"seq":1}\n{"id": 2, oops\n' : '{"id":1,"seq":1}\n'));
-    const err = await loadSourceFiles(session, files, { table: 'badjson' }).catch((e: unknown) => e);
+    for (let f = 0; f < 30; f++)
+      files.push(
+        await write(
+          `b${f}.ndjson`,
+          f === 11 ? '{"id":1,"seq":1}\n{"id": 2, oops\n' : '{"id":1,"seq":1}\n',
+        ),
+      );
+    const err = await loadSourceFiles(session, files, { table: 'badjson' }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(BadFileError);
     expect((err as BadFileError).context).toMatchObject({ key: 's3://landing/b11.ndjson' });
     expect((err as Error).message).toMatch(/Malformed JSON/);

@@ -31,19 +31,35 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const digits = (min: number, max: number) => fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: min, maxLength: max });
-const integer = fc.tuple(fc.boolean(), digits(1, 25)).map(([neg, d]) => `${neg ? '-' : ''}${d.replace(/^0+(?=.)/, '')}`);
+const digits = (min: number, max: number) =>
+  fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: min, maxLength: max });
+const integer = fc
+  .tuple(fc.boolean(), digits(1, 25))
+  .map(([neg, d]) => `${neg ? '-' : ''}${d.replace(/^0+(?=.)/, '')}`);
 const decimal = fc.tuple(integer, digits(1, 12)).map(([w, f]) => `${w}.${f}`);
-const exponent = fc.tuple(fc.oneof(integer, decimal), fc.integer({ min: -30, max: 30 })).map(([m, e]) => `${m}e${e}`);
+const exponent = fc
+  .tuple(fc.oneof(integer, decimal), fc.integer({ min: -30, max: 30 }))
+  .map(([m, e]) => `${m}e${e}`);
 const number = fc.oneof(integer, decimal, exponent);
 const COLUMNS = ['a', 'b', 'c'];
-const rowsArb = fc.array(fc.tuple(...COLUMNS.map(() => fc.option(number, { nil: null, freq: 6 }))), { minLength: 1, maxLength: 5 });
+const rowsArb = fc.array(
+  fc.tuple(...COLUMNS.map(() => fc.option(number, { nil: null, freq: 6 }))),
+  { minLength: 1, maxLength: 5 },
+);
 
 async function ndjson(rows: (string | null)[][], gzip: boolean): Promise<LoadFile> {
-  const text = rows.map((r) => `{${r.map((v, i) => `"${COLUMNS[i]}":${v ?? 'null'}`).join(', ')}}`).join('\n') + '\n';
+  const text =
+    rows
+      .map((r) => `{${r.map((v, i) => `"${COLUMNS[i]}":${v ?? 'null'}`).join(', ')}}`)
+      .join('\n') + '\n';
   const path = join(dir, `f${n++}.ndjson${gzip ? '.gz' : ''}`);
   await writeFile(path, gzip ? gzipSync(text) : text);
-  return { localPath: path, key: `landing/${path.split('/').pop()}`, lastModified: new Date('2026-11-01T00:00:00Z'), format: 'ndjson' };
+  return {
+    localPath: path,
+    key: `landing/${path.split('/').pop()}`,
+    lastModified: new Date('2026-11-01T00:00:00Z'),
+    format: 'ndjson',
+  };
 }
 
 /** The exact value of a number's text, as a fraction of two BigInts scaled to a common exponent. */
@@ -68,7 +84,10 @@ function holds(type: string, spelled: string, stored: string): boolean {
 
 async function check(rows: (string | null)[][], gzip: boolean, schema?: StructType): Promise<void> {
   const file = await ndjson(rows, gzip);
-  const err = await loadSourceFiles(session, [file], { table: 't', ...(schema ? { schema } : {}) }).then(
+  const err = await loadSourceFiles(session, [file], {
+    table: 't',
+    ...(schema ? { schema } : {}),
+  }).then(
     () => null,
     (e: unknown) => e,
   );
@@ -83,13 +102,23 @@ async function check(rows: (string | null)[][], gzip: boolean, schema?: StructTy
     }
     return;
   }
-  const types = new Map((await session.all(`DESCRIBE t`)).map((r) => [String(r['column_name']), String(r['column_type'])]));
-  const stored = await session.allJson(`SELECT ${COLUMNS.map((c) => `CAST(${c} AS VARCHAR) AS ${c}`).join(', ')} FROM t ORDER BY _source_row`);
+  const types = new Map(
+    (await session.all(`DESCRIBE t`)).map((r) => [
+      String(r['column_name']),
+      String(r['column_type']),
+    ]),
+  );
+  const stored = await session.allJson(
+    `SELECT ${COLUMNS.map((c) => `CAST(${c} AS VARCHAR) AS ${c}`).join(', ')} FROM t ORDER BY _source_row`,
+  );
   rows.forEach((r, i) =>
     r.forEach((v, j) => {
       const got = stored[i]![COLUMNS[j]!];
       if (v === null) return expect(got).toBeNull();
-      expect(holds(types.get(COLUMNS[j]!) ?? '?', v, String(got)), `${COLUMNS[j]} = ${v} stored as ${String(got)} (${types.get(COLUMNS[j]!)})`).toBe(true);
+      expect(
+        holds(types.get(COLUMNS[j]!) ?? '?', v, String(got)),
+        `${COLUMNS[j]} = ${v} stored as ${String(got)} (${types.get(COLUMNS[j]!)})`,
+      ).toBe(true);
     }),
   );
 }
@@ -105,30 +134,58 @@ const TABLE: StructType = {
 
 describe('JSON numbers are stored exactly as written, or refused naming file, line and column', () => {
   it('into a new table (types as DuckDB infers them)', async () => {
-    await fc.assert(fc.asyncProperty(rowsArb, fc.boolean(), (rows, gzip) => check(rows, gzip)), { numRuns: 60, seed: 1820 });
+    await fc.assert(
+      fc.asyncProperty(rowsArb, fc.boolean(), (rows, gzip) => check(rows, gzip)),
+      { numRuns: 60, seed: 1820 },
+    );
   });
 
   it('into a table of BIGINT, DECIMAL(38,10) and DOUBLE columns', async () => {
-    await fc.assert(fc.asyncProperty(rowsArb, fc.boolean(), (rows, gzip) => check(rows, gzip, TABLE)), { numRuns: 60, seed: 1821 });
+    await fc.assert(
+      fc.asyncProperty(rowsArb, fc.boolean(), (rows, gzip) => check(rows, gzip, TABLE)),
+      { numRuns: 60, seed: 1821 },
+    );
   });
 });
 
-const TEXT_TABLE: StructType = { type: 'struct', fields: COLUMNS.map((name) => ({ name, type: 'string', nullable: true, metadata: {} })) };
+const TEXT_TABLE: StructType = {
+  type: 'struct',
+  fields: COLUMNS.map((name) => ({ name, type: 'string', nullable: true, metadata: {} })),
+};
 
 /** A JSON value as the file spells it, and the text a string column must store for it. */
 const jsonText = fc.oneof(
   number.map((v) => ({ json: v, stored: v })),
   fc.constantFrom('true', 'false').map((v) => ({ json: v, stored: v })),
   fc.string({ maxLength: 6 }).map((v) => ({ json: JSON.stringify(v), stored: v })),
-  fc.tuple(number, fc.boolean()).map(([v, list]) => (list ? `[${v}, "x" ,true]` : `{"k": ${v},"n" :null}`)).map((v) => ({ json: v, stored: v })),
+  fc
+    .tuple(number, fc.boolean())
+    .map(([v, list]) => (list ? `[${v}, "x" ,true]` : `{"k": ${v},"n" :null}`))
+    .map((v) => ({ json: v, stored: v })),
 );
-const textRowsArb = fc.array(fc.tuple(...COLUMNS.map(() => fc.option(jsonText, { nil: null, freq: 6 }))), { minLength: 1, maxLength: 5 });
+const textRowsArb = fc.array(
+  fc.tuple(...COLUMNS.map(() => fc.option(jsonText, { nil: null, freq: 6 }))),
+  { minLength: 1, maxLength: 5 },
+);
 
 /** Load `files` (of rows of jsonText values, all of one batch) and check every stored value is the file's text. */
-async function checkTexts(files: { json: string; stored: string }[][][], gzip: boolean, schema?: StructType): Promise<void> {
+async function checkTexts(
+  files: { json: string; stored: string }[][][],
+  gzip: boolean,
+  schema?: StructType,
+): Promise<void> {
   const loaded = [];
-  for (const rows of files) loaded.push(await ndjson(rows.map((r) => r.map((v) => v.json)), gzip));
-  const err = await loadSourceFiles(session, loaded, { table: 't', ...(schema ? { schema } : {}) }).then(
+  for (const rows of files)
+    loaded.push(
+      await ndjson(
+        rows.map((r) => r.map((v) => v.json)),
+        gzip,
+      ),
+    );
+  const err = await loadSourceFiles(session, loaded, {
+    table: 't',
+    ...(schema ? { schema } : {}),
+  }).then(
     () => null,
     (e: unknown) => e,
   );
@@ -140,21 +197,39 @@ async function checkTexts(files: { json: string; stored: string }[][][], gzip: b
     expect(line.map((v) => v.json).join(' ')).toContain(String(err.context['value']));
     return;
   }
-  const stored = await session.allJson(`SELECT ${COLUMNS.join(', ')} FROM t ORDER BY _source_file, _source_row`);
-  const expected = files.flatMap((rows) => rows.map((r) => Object.fromEntries(r.map((v, i) => [COLUMNS[i]!, v.stored]))));
+  const stored = await session.allJson(
+    `SELECT ${COLUMNS.join(', ')} FROM t ORDER BY _source_file, _source_row`,
+  );
+  const expected = files.flatMap((rows) =>
+    rows.map((r) => Object.fromEntries(r.map((v, i) => [COLUMNS[i]!, v.stored]))),
+  );
   expect(stored).toEqual(expected);
 }
 
-const present = (v: { json: string; stored: string } | null) => v ?? { json: 'null', stored: null as unknown as string };
-const filesArb = fc.array(textRowsArb.map((rows) => rows.map((r) => r.map(present))), { minLength: 1, maxLength: 3 });
+const present = (v: { json: string; stored: string } | null) =>
+  v ?? { json: 'null', stored: null as unknown as string };
+const filesArb = fc.array(
+  textRowsArb.map((rows) => rows.map((r) => r.map(present))),
+  { minLength: 1, maxLength: 3 },
+);
 
 describe('JSON values into string columns are stored as the file spells them', () => {
   it('numbers, booleans, texts, objects and arrays, in any mix and in several files, into a table of string columns', async () => {
-    await fc.assert(fc.asyncProperty(filesArb, fc.boolean(), (files, gzip) => checkTexts(files, gzip, TEXT_TABLE)), { numRuns: 40, seed: 1822 });
+    await fc.assert(
+      fc.asyncProperty(filesArb, fc.boolean(), (files, gzip) =>
+        checkTexts(files, gzip, TEXT_TABLE),
+      ),
+      { numRuns: 40, seed: 1822 },
+    );
   });
 
   it('into a new table whose columns are text because one file holds texts there (or refused naming the value, where a number with more digits than a double holds is read before the type is known)', async () => {
     const texts = [COLUMNS.map((c) => ({ json: JSON.stringify(`t-${c}`), stored: `t-${c}` }))];
-    await fc.assert(fc.asyncProperty(filesArb, fc.boolean(), (files, gzip) => checkTexts([texts, ...files], gzip)), { numRuns: 40, seed: 1823 });
+    await fc.assert(
+      fc.asyncProperty(filesArb, fc.boolean(), (files, gzip) =>
+        checkTexts([texts, ...files], gzip),
+      ),
+      { numRuns: 40, seed: 1823 },
+    );
   });
 });

@@ -21,65 +21,116 @@ afterAll(async () => {
 });
 
 function file(name: string, modified: string): LoadFile {
-  return { localPath: join(dir, name), key: `s3://landing/${name}`, lastModified: new Date(modified), format: 'parquet' };
+  return {
+    localPath: join(dir, name),
+    key: `s3://landing/${name}`,
+    lastModified: new Date(modified),
+    format: 'parquet',
+  };
 }
 
 async function parquet(name: string, select: string): Promise<void> {
   await session.run(`COPY (${select}) TO '${join(dir, name)}' (FORMAT parquet)`);
 }
 
-const LINEAGE = 'id::INT AS id, _source_file, _source_modified::VARCHAR AS m, _source_row::INT AS r, typeof(_source_row) AS rt';
+const LINEAGE =
+  'id::INT AS id, _source_file, _source_modified::VARCHAR AS m, _source_row::INT AS r, typeof(_source_row) AS rt';
 
 describe('loading many Parquet files', () => {
   it('gives every row the lineage of reading its file alone', async () => {
     await parquet('p1.parquet', 'SELECT range AS id, range % 3 AS v FROM range(5)');
     await parquet('p2.parquet', 'SELECT range + 10 AS id, range % 3 AS v FROM range(3)');
     await parquet('p3.parquet', 'SELECT 20 AS id, 1 AS v');
-    const files = [file('p1.parquet', '2026-11-01T00:00:00Z'), file('p2.parquet', '2026-11-02T00:00:00Z'), file('p3.parquet', '2026-11-03T00:00:00Z')];
+    const files = [
+      file('p1.parquet', '2026-11-01T00:00:00Z'),
+      file('p2.parquet', '2026-11-02T00:00:00Z'),
+      file('p3.parquet', '2026-11-03T00:00:00Z'),
+    ];
     const { rows } = await loadSourceFiles(session, files, { table: 'many' });
     expect(rows).toBe(9);
-    await session.run(`CREATE OR REPLACE TEMP TABLE alone AS ${files.map((f) => fileSelectSql(f)).join(' UNION ALL BY NAME ')}`);
+    await session.run(
+      `CREATE OR REPLACE TEMP TABLE alone AS ${files.map((f) => fileSelectSql(f)).join(' UNION ALL BY NAME ')}`,
+    );
     const got = await session.allJson(`SELECT ${LINEAGE} FROM many ORDER BY id`);
     expect(got).toEqual(await session.allJson(`SELECT ${LINEAGE} FROM alone ORDER BY id`));
-    expect(got[5]).toEqual({ id: 10, _source_file: 's3://landing/p2.parquet', m: '2026-11-02 00:00:00+00', r: 1, rt: 'BIGINT' });
-    expect((await session.allJson('DESCRIBE many')).map((r) => r['column_name'])).toEqual(['id', 'v', '_source_file', '_source_modified', '_source_row']);
+    expect(got[5]).toEqual({
+      id: 10,
+      _source_file: 's3://landing/p2.parquet',
+      m: '2026-11-02 00:00:00+00',
+      r: 1,
+      rt: 'BIGINT',
+    });
+    expect((await session.allJson('DESCRIBE many')).map((r) => r['column_name'])).toEqual([
+      'id',
+      'v',
+      '_source_file',
+      '_source_modified',
+      '_source_row',
+    ]);
   });
 
   it('the file tie-break of the dedupe orders _source_file (an ENUM) by its UTF-8 text, whatever the list order', async () => {
     // UTF-16 (JS) order puts U+1F600 before U+FF5E; UTF-8 byte order (DuckDB's VARCHAR order) after it.
     const names = ['t\u{1F600}.parquet', 't\uFF5E.parquet', 'tb.parquet', 'ta.parquet'];
-    for (const n of names) await parquet(n, `SELECT 1 AS id, ${JSON.stringify(n).replaceAll('"', "'")} AS v, 5 AS ts`);
+    for (const n of names)
+      await parquet(n, `SELECT 1 AS id, ${JSON.stringify(n).replaceAll('"', "'")} AS v, 5 AS ts`);
     const same = '2026-11-01T00:00:00Z';
     for (const [i, order] of [names, [...names].reverse()].entries()) {
-      await loadSourceFiles(session, order.map((n) => file(n, same)), { table: `tie${i}` });
-      expect((await session.one(`SELECT typeof(_source_file) AS t FROM tie${i} LIMIT 1`))?.['t']).toMatch(/^ENUM\(/);
-      const byEnum = await session.allJson(`SELECT _source_file::VARCHAR AS f FROM tie${i} ORDER BY _source_file`);
-      const byText = await session.allJson(`SELECT _source_file::VARCHAR AS f FROM tie${i} ORDER BY _source_file::VARCHAR`);
+      await loadSourceFiles(
+        session,
+        order.map((n) => file(n, same)),
+        { table: `tie${i}` },
+      );
+      expect(
+        (await session.one(`SELECT typeof(_source_file) AS t FROM tie${i} LIMIT 1`))?.['t'],
+      ).toMatch(/^ENUM\(/);
+      const byEnum = await session.allJson(
+        `SELECT _source_file::VARCHAR AS f FROM tie${i} ORDER BY _source_file`,
+      );
+      const byText = await session.allJson(
+        `SELECT _source_file::VARCHAR AS f FROM tie${i} ORDER BY _source_file::VARCHAR`,
+      );
       expect(byEnum).toEqual(byText);
-      await dedupeLatest(session, { input: `tie${i}`, output: `tie${i}_d`, keyColumns: ['id'], orderBy: 'ts' });
-      expect(await session.allJson(`SELECT v FROM tie${i}_d`)).toEqual([{ v: 't\u{1F600}.parquet' }]);
+      await dedupeLatest(session, {
+        input: `tie${i}`,
+        output: `tie${i}_d`,
+        keyColumns: ['id'],
+        orderBy: 'ts',
+      });
+      expect(await session.allJson(`SELECT v FROM tie${i}_d`)).toEqual([
+        { v: 't\u{1F600}.parquet' },
+      ]);
     }
   });
 
   it('reads files whose names have glob characters, or a column named filename, literally', async () => {
-    await parquet('g[1].parquet', 'SELECT 1 AS id, \'x\' AS filename');
-    await parquet('g1.parquet', 'SELECT 99 AS id, \'decoy\' AS filename');
-    await parquet('g?.parquet', 'SELECT 2 AS id, \'y\' AS filename');
-    const files = [file('g[1].parquet', '2026-11-01T00:00:00Z'), file('g?.parquet', '2026-11-01T00:00:00Z')];
+    await parquet('g[1].parquet', "SELECT 1 AS id, 'x' AS filename");
+    await parquet('g1.parquet', "SELECT 99 AS id, 'decoy' AS filename");
+    await parquet('g?.parquet', "SELECT 2 AS id, 'y' AS filename");
+    const files = [
+      file('g[1].parquet', '2026-11-01T00:00:00Z'),
+      file('g?.parquet', '2026-11-01T00:00:00Z'),
+    ];
     await loadSourceFiles(session, files, { table: 'globby' });
-    expect(await session.allJson('SELECT id::INT AS id, filename, _source_file FROM globby ORDER BY id')).toEqual([
+    expect(
+      await session.allJson('SELECT id::INT AS id, filename, _source_file FROM globby ORDER BY id'),
+    ).toEqual([
       { id: 1, filename: 'x', _source_file: 's3://landing/g[1].parquet' },
       { id: 2, filename: 'y', _source_file: 's3://landing/g?.parquet' },
     ]);
   });
 
   it('combines files with different columns by name, as reading them one by one would', async () => {
-    await parquet('u1.parquet', 'SELECT 1 AS id, \'a\' AS s');
+    await parquet('u1.parquet', "SELECT 1 AS id, 'a' AS s");
     await parquet('u2.parquet', 'SELECT 2 AS id, 7 AS extra');
-    await parquet('u3.parquet', 'SELECT \'three\' AS id');
+    await parquet('u3.parquet', "SELECT 'three' AS id");
     const files = ['u1', 'u2', 'u3'].map((n) => file(`${n}.parquet`, '2026-11-01T00:00:00Z'));
     await loadSourceFiles(session, files, { table: 'unioned' });
-    expect(await session.allJson('SELECT id::VARCHAR AS id, s, extra::INT AS extra, _source_row::INT AS r FROM unioned ORDER BY id')).toEqual([
+    expect(
+      await session.allJson(
+        'SELECT id::VARCHAR AS id, s, extra::INT AS extra, _source_row::INT AS r FROM unioned ORDER BY id',
+      ),
+    ).toEqual([
       { id: '1', s: 'a', extra: null, r: 1 },
       { id: '2', s: null, extra: 7, r: 1 },
       { id: 'three', s: null, extra: null, r: 1 },
@@ -98,16 +149,27 @@ describe('loading many Parquet files', () => {
     );
     await parquet('t1.parquet', 'SELECT 1::INT AS id, 1.5::DOUBLE AS amount');
     await parquet('t2.parquet', 'SELECT 2::INT AS id, 2.25::DOUBLE AS amount');
-    await parquet('t3.parquet', 'SELECT 3::BIGINT AS id, \'3.10\' AS amount');
+    await parquet('t3.parquet', "SELECT 3::BIGINT AS id, '3.10' AS amount");
     const files = ['t1', 't2', 't3'].map((n) => file(`${n}.parquet`, '2026-11-01T00:00:00Z'));
     await loadSourceFiles(session, files, { table: 'typed', schema });
-    expect(await session.allJson('SELECT id::INT AS id, amount::VARCHAR AS amount, typeof(amount) AS t, _source_file FROM typed ORDER BY id')).toEqual([
+    expect(
+      await session.allJson(
+        'SELECT id::INT AS id, amount::VARCHAR AS amount, typeof(amount) AS t, _source_file FROM typed ORDER BY id',
+      ),
+    ).toEqual([
       { id: 1, amount: '1.50', t: 'DECIMAL(10,2)', _source_file: 's3://landing/t1.parquet' },
       { id: 2, amount: '2.25', t: 'DECIMAL(10,2)', _source_file: 's3://landing/t2.parquet' },
       { id: 3, amount: '3.10', t: 'DECIMAL(10,2)', _source_file: 's3://landing/t3.parquet' },
     ]);
-    await parquet('t4.parquet', 'SELECT range::INT AS id, CASE WHEN range = 2 THEN 1e12 ELSE 1 END::DOUBLE AS amount FROM range(4)');
-    const err = await loadSourceFiles(session, [files[0]!, file('t4.parquet', '2026-11-01T00:00:00Z')], { table: 'typed2', schema }).catch((e) => e);
+    await parquet(
+      't4.parquet',
+      'SELECT range::INT AS id, CASE WHEN range = 2 THEN 1e12 ELSE 1 END::DOUBLE AS amount FROM range(4)',
+    );
+    const err = await loadSourceFiles(
+      session,
+      [files[0]!, file('t4.parquet', '2026-11-01T00:00:00Z')],
+      { table: 'typed2', schema },
+    ).catch((e) => e);
     expect(err).toBeInstanceOf(BadFileError);
     expect(err.context.key).toBe('s3://landing/t4.parquet');
     expect(err.message).toMatch(/row 3/);

@@ -22,7 +22,12 @@ afterAll(async () => {
 });
 
 function file(name: string, modified = '2026-11-01T00:00:00Z'): LoadFile {
-  return { localPath: join(dir, name), key: `landing/${name}`, lastModified: new Date(modified), format: resolveFormat(name) };
+  return {
+    localPath: join(dir, name),
+    key: `landing/${name}`,
+    lastModified: new Date(modified),
+    format: resolveFormat(name),
+  };
 }
 
 describe('source formats', () => {
@@ -38,12 +43,16 @@ describe('source formats', () => {
 
 describe('loadFiles', () => {
   it('reads parquet, csv, gzip csv, tsv and ndjson into one table with lineage', async () => {
-    await session.run(`COPY (SELECT 1 AS id, 'a' AS s) TO '${join(dir, 'one.parquet')}' (FORMAT parquet)`);
+    await session.run(
+      `COPY (SELECT 1 AS id, 'a' AS s) TO '${join(dir, 'one.parquet')}' (FORMAT parquet)`,
+    );
     await writeFile(join(dir, 'two.csv'), 'id,s\n2,b\n3,c\n');
     await writeFile(join(dir, 'three.csv.gz'), gzipSync('id,s,extra\n4,d,x\n'));
     await writeFile(join(dir, 'four.tsv'), 'id\ts\n5\te\n');
     await writeFile(join(dir, 'five.ndjson'), '{"id":6,"s":"f"}\n{"id":7,"s":"g"}\n');
-    const files = ['one.parquet', 'two.csv', 'three.csv.gz', 'four.tsv', 'five.ndjson'].map((n) => file(n));
+    const files = ['one.parquet', 'two.csv', 'three.csv.gz', 'four.tsv', 'five.ndjson'].map((n) =>
+      file(n),
+    );
     const rows = await loadFiles(session, files, { table: 'loaded' });
     expect(rows).toBe(7);
     const out = await session.allJson(
@@ -63,7 +72,9 @@ describe('loadFiles', () => {
   it('names the corrupt file, not the bulk statement', async () => {
     await session.run(`COPY (SELECT 1 AS id) TO '${join(dir, 'good.parquet')}' (FORMAT parquet)`);
     await writeFile(join(dir, 'corrupt.parquet'), 'PAR1 this is not parquet');
-    const err = await loadFiles(session, [file('good.parquet'), file('corrupt.parquet')], { table: 'bad' }).catch((e) => e);
+    const err = await loadFiles(session, [file('good.parquet'), file('corrupt.parquet')], {
+      table: 'bad',
+    }).catch((e) => e);
     expect(err).toBeInstanceOf(BadFileError);
     expect(err.context.key).toBe('landing/corrupt.parquet');
     expect(err.message).toContain('landing/corrupt.parquet');
@@ -84,7 +95,12 @@ describe('dedupeLatest', () => {
     await writeFile(join(dir, 'd2.csv'), 'id,v,ts\n1,new,2\n2,later-file-same-ts,5\n');
     const files = [file('d2.csv', '2026-11-02T00:00:00Z'), file('d1.csv', '2026-11-01T00:00:00Z')];
     await loadFiles(session, files, { table: 'dd_in' });
-    const n = await dedupeLatest(session, { input: 'dd_in', output: 'dd_out', keyColumns: ['id'], orderBy: 'ts' });
+    const n = await dedupeLatest(session, {
+      input: 'dd_in',
+      output: 'dd_out',
+      keyColumns: ['id'],
+      orderBy: 'ts',
+    });
     expect(n).toBe(3);
     const out = await session.allJson('SELECT id::INT AS id, v FROM dd_out ORDER BY id');
     expect(out).toEqual([
@@ -100,8 +116,18 @@ describe('dedupeLatest', () => {
     const a = [file('o1.csv'), file('o2.csv')];
     await loadFiles(session, a, { table: 'ord1' });
     await loadFiles(session, [...a].reverse(), { table: 'ord2' });
-    await dedupeLatest(session, { input: 'ord1', output: 'ord1_d', keyColumns: ['id'], orderBy: 'ts' });
-    await dedupeLatest(session, { input: 'ord2', output: 'ord2_d', keyColumns: ['id'], orderBy: 'ts' });
+    await dedupeLatest(session, {
+      input: 'ord1',
+      output: 'ord1_d',
+      keyColumns: ['id'],
+      orderBy: 'ts',
+    });
+    await dedupeLatest(session, {
+      input: 'ord2',
+      output: 'ord2_d',
+      keyColumns: ['id'],
+      orderBy: 'ts',
+    });
     expect(await session.allJson('SELECT v FROM ord1_d')).toEqual([{ v: 'b' }]);
     expect(await session.allJson('SELECT v FROM ord2_d')).toEqual([{ v: 'b' }]);
   });
@@ -109,7 +135,12 @@ describe('dedupeLatest', () => {
   it('fails on a null key naming file and row', async () => {
     await writeFile(join(dir, 'nullkey.csv'), 'id,v,ts\n1,a,1\n,b,2\n');
     await loadFiles(session, [file('nullkey.csv')], { table: 'nk' });
-    const err = await dedupeLatest(session, { input: 'nk', output: 'nk_d', keyColumns: ['id'], orderBy: 'ts' }).catch((e) => e);
+    const err = await dedupeLatest(session, {
+      input: 'nk',
+      output: 'nk_d',
+      keyColumns: ['id'],
+      orderBy: 'ts',
+    }).catch((e) => e);
     expect(err).toBeInstanceOf(BadFileError);
     expect(err.message).toBe('[load] landing/nullkey.csv row 2: key column "id" is null');
   });

@@ -27,7 +27,8 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-const missing = (key: string, cause: unknown) => new DeltaLogError(`[test] ${key} is gone`, { context: { key }, cause });
+const missing = (key: string, cause: unknown) =>
+  new DeltaLogError(`[test] ${key} is gone`, { context: { key }, cause });
 
 describe('local copies', () => {
   it('reads local files in place, a glob-named one through an alias that keeps its suffixes, and downloads nothing', async () => {
@@ -83,11 +84,17 @@ describe('local copies', () => {
     await storage.write('t/one.parquet', 'one');
     const spool = await Spool.create('test', root);
     try {
-      const first = await localCopies(storage, ['t/one.parquet'], spool, { cache: 'kept', missing });
+      const first = await localCopies(storage, ['t/one.parquet'], spool, {
+        cache: 'kept',
+        missing,
+      });
       expect(first.byKey.get('t/one.parquet')!.downloaded).toBe(true);
       await first.dispose();
       await storage.delete(['t/one.parquet']);
-      const again = await localCopies(storage, ['t/one.parquet'], spool, { cache: 'kept', missing });
+      const again = await localCopies(storage, ['t/one.parquet'], spool, {
+        cache: 'kept',
+        missing,
+      });
       expect(again.byKey.get('t/one.parquet')!.downloaded).toBe(false);
       expect(await readFile(again.pathOf('t/one.parquet'), 'utf8')).toBe('one');
     } finally {
@@ -100,11 +107,18 @@ describe('local copies', () => {
     await storage.write('t/here.parquet', 'here');
     const spool = await Spool.create('test', root);
     try {
-      const err = await localCopies(storage, ['t/here.parquet', 't/gone.parquet'], spool, { missing }).catch((e: unknown) => e);
+      const err = await localCopies(storage, ['t/here.parquet', 't/gone.parquet'], spool, {
+        missing,
+      }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(DeltaLogError);
       expect((err as DeltaLogError).message).toBe('[test] t/gone.parquet is gone');
       expect(await readdir(spool.dir)).toEqual([]);
-      const local = await localCopies(new LocalStorage(await mkdtemp(join(root, 'empty-'))), ['gone.parquet'], spool, { missing }).catch((e: unknown) => e);
+      const local = await localCopies(
+        new LocalStorage(await mkdtemp(join(root, 'empty-'))),
+        ['gone.parquet'],
+        spool,
+        { missing },
+      ).catch((e: unknown) => e);
       expect((local as DeltaLogError).message).toBe('[test] gone.parquet is gone');
     } finally {
       await spool.close();

@@ -17,7 +17,9 @@ describe('partitionValueSql', () => {
   /** The literal evaluated by DuckDB: its type and its value as text. */
   async function evaluate(value: string | null, type: string): Promise<[string, string | null]> {
     const sql = partitionValueSql(value, type, 'c');
-    const row = (await session.allJson(`SELECT typeof(${sql}) AS t, CAST(${sql} AS VARCHAR) AS v`))[0]!;
+    const row = (
+      await session.allJson(`SELECT typeof(${sql}) AS t, CAST(${sql} AS VARCHAR) AS v`)
+    )[0]!;
     return [String(row['t']), row['v'] as string | null];
   }
 
@@ -30,14 +32,20 @@ describe('partitionValueSql', () => {
 
   it('numbers, booleans, dates and decimals keep their type', async () => {
     expect(await evaluate('-7', 'byte')).toEqual(['TINYINT', '-7']);
-    expect(await evaluate('9223372036854775807', 'long')).toEqual(['BIGINT', '9223372036854775807']);
+    expect(await evaluate('9223372036854775807', 'long')).toEqual([
+      'BIGINT',
+      '9223372036854775807',
+    ]);
     expect(await evaluate('1.0', 'float')).toEqual(['FLOAT', '1.0']);
     expect(await evaluate('NaN', 'double')).toEqual(['DOUBLE', 'nan']);
     expect(await evaluate('-Infinity', 'double')).toEqual(['DOUBLE', '-inf']);
     expect(await evaluate('true', 'boolean')).toEqual(['BOOLEAN', 'true']);
     expect(await evaluate('2021-09-08', 'date')).toEqual(['DATE', '2021-09-08']);
     expect(await evaluate('234.00000', 'decimal(12,5)')).toEqual(['DECIMAL(12,5)', '234.00000']);
-    expect(await evaluate('-2342342.23423', 'decimal(12, 5)')).toEqual(['DECIMAL(12,5)', '-2342342.23423']);
+    expect(await evaluate('-2342342.23423', 'decimal(12, 5)')).toEqual([
+      'DECIMAL(12,5)',
+      '-2342342.23423',
+    ]);
     expect(await evaluate('ab', 'binary')).toEqual(['BLOB', 'ab']);
   });
 
@@ -50,7 +58,10 @@ describe('partitionValueSql', () => {
     expect(await epoch('2024-01-01T12:00:00+02:00', 'timestamp')).toBe('1704103200000000');
     expect(await epoch('1969-01-01 00:00:00', 'timestamp')).toBe('-31536000000000');
     expect(await epoch('2021-11-18 02:30:00.123456', 'timestamp_ntz')).toBe('1637202600123456');
-    expect(await evaluate('2021-09-08 11:11:11', 'timestamp')).toEqual(['TIMESTAMP WITH TIME ZONE', '2021-09-08 11:11:11+00']);
+    expect(await evaluate('2021-09-08 11:11:11', 'timestamp')).toEqual([
+      'TIMESTAMP WITH TIME ZONE',
+      '2021-09-08 11:11:11+00',
+    ]);
     expect((await evaluate('2021-11-18 02:30:00', 'timestamp_ntz'))[0]).toBe('TIMESTAMP');
   });
 
@@ -80,7 +91,9 @@ describe('partitionValueStringSql, evaluated by DuckDB', () => {
   afterAll(() => session.close());
 
   const value = async (expr: string, type: string): Promise<unknown> =>
-    (await session.one(`SELECT ${partitionValueStringSql('x', type)} AS v FROM (SELECT ${expr} AS x)`))!['v'];
+    (await session.one(
+      `SELECT ${partitionValueStringSql('x', type)} AS v FROM (SELECT ${expr} AS x)`,
+    ))!['v'];
 
   const cases: [string, string, string | null][] = [
     ["'a/b'", 'string', 'a/b'],
@@ -113,7 +126,9 @@ describe('partitionValueStringSql, evaluated by DuckDB', () => {
   it('timestamps are written in UTC whatever the session time zone', async () => {
     await session.run(`SET TimeZone = 'Asia/Tokyo'`);
     try {
-      expect(await value("TIMESTAMPTZ '2021-09-08 11:11:11+00'", 'timestamp')).toBe('2021-09-08T11:11:11.000000Z');
+      expect(await value("TIMESTAMPTZ '2021-09-08 11:11:11+00'", 'timestamp')).toBe(
+        '2021-09-08T11:11:11.000000Z',
+      );
     } finally {
       await session.run(`SET TimeZone = 'UTC'`);
     }
@@ -121,6 +136,12 @@ describe('partitionValueStringSql, evaluated by DuckDB', () => {
 
   it('refuses binary and nested partition columns, naming the column', () => {
     expect(() => partitionValueStringSql('x', 'binary', 'blob_col')).toThrow(/blob_col/);
-    expect(() => partitionValueStringSql('x', { type: 'array', elementType: 'long', containsNull: true }, 'arr')).toThrow(SchemaError);
+    expect(() =>
+      partitionValueStringSql(
+        'x',
+        { type: 'array', elementType: 'long', containsNull: true },
+        'arr',
+      ),
+    ).toThrow(SchemaError);
   });
 });

@@ -4,7 +4,9 @@ import { sparkExpressionToDuck } from '../../src/engine/spark-sql.js';
 
 describe('sparkExpressionToDuck', () => {
   it('leaves plain expressions alone', () => {
-    expect(sparkExpressionToDuck('amount >= 0 AND status IS NOT NULL')).toBe('amount >= 0 AND status IS NOT NULL');
+    expect(sparkExpressionToDuck('amount >= 0 AND status IS NOT NULL')).toBe(
+      'amount >= 0 AND status IS NOT NULL',
+    );
   });
 
   it('turns backtick identifiers into double-quoted ones (doubled backticks, embedded double quotes)', () => {

@@ -9,7 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDuckType } from '../../src/engine/duck-type.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import { str } from '../../src/engine/sql.js';
-import { ambiguitySql, formatPattern, textMisfitSql, textValueSql, type TemporalFormats } from '../../src/engine/text-cast.js';
+import {
+  ambiguitySql,
+  formatPattern,
+  textMisfitSql,
+  textValueSql,
+  type TemporalFormats,
+} from '../../src/engine/text-cast.js';
 
 let session: DuckSession;
 beforeAll(async () => {
@@ -18,13 +24,21 @@ beforeAll(async () => {
 afterAll(() => session.close());
 
 /** The text's value in `type` (JSON text), 'refused', or 'ambiguous: a | b'. */
-async function convert(text: string, type: string, formats: TemporalFormats = {}): Promise<unknown> {
+async function convert(
+  text: string,
+  type: string,
+  formats: TemporalFormats = {},
+): Promise<unknown> {
   const t = parseDuckType(type);
   const col = str(text);
   const misfit = textMisfitSql(col, t, formats) ?? 'false';
   const ambiguity = ambiguitySql(col, t, formats);
-  const amb = ambiguity ? `${ambiguity.predicate} AS a, CAST(${ambiguity.first} AS VARCHAR) AS f, CAST(${ambiguity.second} AS VARCHAR) AS s` : 'false AS a';
-  const row = (await session.allJson(`SELECT ${misfit} AS m, ${amb}, ${textValueSql(col, t, formats)} AS v`))[0]!;
+  const amb = ambiguity
+    ? `${ambiguity.predicate} AS a, CAST(${ambiguity.first} AS VARCHAR) AS f, CAST(${ambiguity.second} AS VARCHAR) AS s`
+    : 'false AS a';
+  const row = (
+    await session.allJson(`SELECT ${misfit} AS m, ${amb}, ${textValueSql(col, t, formats)} AS v`)
+  )[0]!;
   if (row['a'] === true) return `ambiguous: ${String(row['f'])} | ${String(row['s'])}`;
   if (row['m'] === true) return 'refused';
   return row['v'];
@@ -101,7 +115,11 @@ describe('dates and timestamps without a format', () => {
     ['2026/02/13', 'DATE', '2026-02-13'],
     ['2026-01-02T10:00:00', 'TIMESTAMP WITH TIME ZONE', '2026-01-02 10:00:00+00'],
     ['2026-01-02 10:00', 'TIMESTAMP WITH TIME ZONE', '2026-01-02 10:00:00+00'],
-    ['2026-01-02T10:00:00.123456+02:00', 'TIMESTAMP WITH TIME ZONE', '2026-01-02 08:00:00.123456+00'],
+    [
+      '2026-01-02T10:00:00.123456+02:00',
+      'TIMESTAMP WITH TIME ZONE',
+      '2026-01-02 08:00:00.123456+00',
+    ],
     ['2026-01-02T10:00:00Z', 'TIMESTAMP WITH TIME ZONE', '2026-01-02 10:00:00+00'],
     ['2026-01-02', 'TIMESTAMP WITH TIME ZONE', '2026-01-02 00:00:00+00'],
     ['13/02/2026 10:30:00', 'TIMESTAMP WITH TIME ZONE', '2026-02-13 10:30:00+00'],
@@ -113,7 +131,11 @@ describe('dates and timestamps without a format', () => {
   it.each([
     ['01/02/2026', 'DATE', 'ambiguous: 2026-01-02 | 2026-02-01'],
     ['01.02.2026', 'DATE', 'ambiguous: 2026-01-02 | 2026-02-01'],
-    ['01/02/2026 10:00', 'TIMESTAMP WITH TIME ZONE', 'ambiguous: 2026-01-02 10:00 | 2026-02-01 10:00'],
+    [
+      '01/02/2026 10:00',
+      'TIMESTAMP WITH TIME ZONE',
+      'ambiguous: 2026-01-02 10:00 | 2026-02-01 10:00',
+    ],
   ])('%j into %s reads two ways', async (text, type, expected) => {
     expect(await convert(text, type)).toBe(expected);
   });
@@ -158,13 +180,17 @@ describe('dates and timestamps with the job formats', () => {
 
   it('a format with %z gives instants, which a wall-clock column refuses', async () => {
     const zoned = { timestamp: '%d/%m/%Y %H:%M %z' };
-    expect(await convert('01/02/2026 10:30 +0100', 'TIMESTAMP WITH TIME ZONE', zoned)).toBe('2026-02-01 09:30:00+00');
+    expect(await convert('01/02/2026 10:30 +0100', 'TIMESTAMP WITH TIME ZONE', zoned)).toBe(
+      '2026-02-01 09:30:00+00',
+    );
     expect(await convert('01/02/2026 10:30 +0100', 'TIMESTAMP', zoned)).toBe('refused');
   });
 
   it('formatPattern: four-digit %Y, nothing around the value, literals escaped', () => {
     expect(formatPattern('%d/%m/%Y')).toBe('[0-9]{1,2}\\/[0-9]{1,2}\\/[0-9]{4}');
-    expect(formatPattern('%-d.%-m.%Y %H:%M')).toBe('[0-9]{1,2}\\.[0-9]{1,2}\\.[0-9]{4} [0-9]{1,2}:[0-9]{2}');
+    expect(formatPattern('%-d.%-m.%Y %H:%M')).toBe(
+      '[0-9]{1,2}\\.[0-9]{1,2}\\.[0-9]{4} [0-9]{1,2}:[0-9]{2}',
+    );
   });
 });
 
@@ -172,7 +198,10 @@ describe('properties: a text converts to exactly the value it spells, or is refu
   // Generated integer texts (signs, leading zeros, any length up to 25 digits) into BIGINT:
   // the stored value is the text's value when it is in range, and the text is refused otherwise.
   it('integer texts into BIGINT', async () => {
-    const text = fc.tuple(fc.constantFrom('', '+', '-'), fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: 1, maxLength: 25 }));
+    const text = fc.tuple(
+      fc.constantFrom('', '+', '-'),
+      fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: 1, maxLength: 25 }),
+    );
     await fc.assert(
       fc.asyncProperty(text, async ([sign, digits]) => {
         const spelled = BigInt(`${sign === '-' ? '-' : ''}${digits}`);
@@ -187,8 +216,11 @@ describe('properties: a text converts to exactly the value it spells, or is refu
   // Generated decimal texts into DECIMAL(12,3): stored exactly when the digits fit (digits past
   // the scale only zeros), refused otherwise; never rounded.
   it('decimal texts into DECIMAL(12,3)', async () => {
-    const digits = (max: number) => fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: 0, maxLength: max });
-    const text = fc.tuple(fc.constantFrom('', '-'), digits(11), digits(6)).filter(([, w, f]) => w.length + f.length > 0);
+    const digits = (max: number) =>
+      fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: 0, maxLength: max });
+    const text = fc
+      .tuple(fc.constantFrom('', '-'), digits(11), digits(6))
+      .filter(([, w, f]) => w.length + f.length > 0);
     await fc.assert(
       fc.asyncProperty(text, async ([sign, whole, frac]) => {
         const src = frac === '' ? `${sign}${whole}` : `${sign}${whole}.${frac}`;

@@ -54,7 +54,12 @@ describe('duckTypeToDelta: one DuckDB column of each type, as DESCRIBE prints it
     ['[1, 2]::INTEGER[2]', { type: 'array', elementType: 'integer', containsNull: true }],
     [
       "MAP {'k': [1.5::DECIMAL(4,1)]}",
-      { type: 'map', keyType: 'string', valueType: { type: 'array', elementType: 'decimal(4,1)', containsNull: true }, valueContainsNull: true },
+      {
+        type: 'map',
+        keyType: 'string',
+        valueType: { type: 'array', elementType: 'decimal(4,1)', containsNull: true },
+        valueContainsNull: true,
+      },
     ],
     [
       `{'a': 1::BIGINT, 'b c': [TIMESTAMP '2020-01-01'], 'd"e': {'x': true}}`,
@@ -62,10 +67,18 @@ describe('duckTypeToDelta: one DuckDB column of each type, as DESCRIBE prints it
         type: 'struct',
         fields: [
           { name: 'a', type: 'long', nullable: true, metadata: {} },
-          { name: 'b c', type: { type: 'array', elementType: 'timestamp', containsNull: true }, nullable: true, metadata: {} },
+          {
+            name: 'b c',
+            type: { type: 'array', elementType: 'timestamp', containsNull: true },
+            nullable: true,
+            metadata: {},
+          },
           {
             name: 'd"e',
-            type: { type: 'struct', fields: [{ name: 'x', type: 'boolean', nullable: true, metadata: {} }] },
+            type: {
+              type: 'struct',
+              fields: [{ name: 'x', type: 'boolean', nullable: true, metadata: {} }],
+            },
             nullable: true,
             metadata: {},
           },
@@ -134,7 +147,9 @@ describe('duckSchemaToDelta', () => {
   });
 
   it('refuses struct field names that differ only in case', () => {
-    expect(() => duckSchemaToDelta([{ name: 's', type: 'STRUCT("A" INTEGER, "a" INTEGER)' }])).toThrow(SchemaError);
+    expect(() =>
+      duckSchemaToDelta([{ name: 's', type: 'STRUCT("A" INTEGER, "a" INTEGER)' }]),
+    ).toThrow(SchemaError);
   });
 });
 
@@ -147,7 +162,10 @@ describe('deltaTypeToDuckForWrite', () => {
       deltaTypeToDuckForWrite({
         type: 'map',
         keyType: 'string',
-        valueType: { type: 'struct', fields: [{ name: 'a b', type: 'timestamp', nullable: true, metadata: {} }] },
+        valueType: {
+          type: 'struct',
+          fields: [{ name: 'a b', type: 'timestamp', nullable: true, metadata: {} }],
+        },
         valueContainsNull: true,
       }),
     ).toBe('MAP(VARCHAR, STRUCT("a b" TIMESTAMP WITH TIME ZONE))');
@@ -187,7 +205,9 @@ describe('castExprForDelta produces the physical type to write', () => {
               TIMESTAMP_NS '2020-01-01 00:00:00.123456789' AS tns, TIMESTAMP_MS '2020-01-01 00:00:00.123' AS tms,
               [1, 2]::INTEGER[2] AS arr, {'at': TIMESTAMP '2020-01-01 10:00:00', 'u': 1::UTINYINT} AS st`,
     );
-    const select = cols.map((c) => `${castExprForDelta(ident(c.name), c.type, c.name)} AS ${ident(c.name)}`).join(', ');
+    const select = cols
+      .map((c) => `${castExprForDelta(ident(c.name), c.type, c.name)} AS ${ident(c.name)}`)
+      .join(', ');
     await session.run(`CREATE OR REPLACE TABLE converted AS SELECT ${select} FROM t`);
     const written = await describeTypes('SELECT * FROM converted');
     expect(Object.fromEntries(written.map((c) => [c.name, c.type]))).toEqual({
@@ -219,7 +239,9 @@ describe('castExprForDelta produces the physical type to write', () => {
 
   it('castToDeltaSql widens a source into a wider table column type', () => {
     expect(castToDeltaSql('"n"', 'INTEGER', 'long')).toBe('CAST("n" AS BIGINT)');
-    expect(castToDeltaSql('"t"', 'TIMESTAMP_NS', 'timestamp')).toBe(`timezone('UTC', CAST("t" AS TIMESTAMP))`);
+    expect(castToDeltaSql('"t"', 'TIMESTAMP_NS', 'timestamp')).toBe(
+      `timezone('UTC', CAST("t" AS TIMESTAMP))`,
+    );
   });
 });
 

@@ -6,7 +6,10 @@ import { ident, str } from '../../src/engine/sql.js';
 import { deltaTypeToDuckForWrite } from '../../src/engine/type-map-write.js';
 
 /** Columns of a relation as DESCRIBE prints them. */
-export async function describeColumns(session: DuckSession, relation: string): Promise<{ name: string; type: string }[]> {
+export async function describeColumns(
+  session: DuckSession,
+  relation: string,
+): Promise<{ name: string; type: string }[]> {
   const rows = await session.all(`DESCRIBE SELECT * FROM ${relation}`);
   return rows.map((r) => ({ name: String(r['column_name']), type: String(r['column_type']) }));
 }
@@ -16,7 +19,11 @@ export async function describeColumns(session: DuckSession, relation: string): P
  * read_parquet (no hive partitioning), partition columns added as typed literals from
  * `partitionValues`, columns in schema order.
  */
-export function readBackSql(files: readonly WrittenFile[], schema: StructType, partitionColumns: readonly string[]): string {
+export function readBackSql(
+  files: readonly WrittenFile[],
+  schema: StructType,
+  partitionColumns: readonly string[],
+): string {
   return files
     .map((f) => {
       const cols = schema.fields.map((field) => {
@@ -31,8 +38,13 @@ export function readBackSql(files: readonly WrittenFile[], schema: StructType, p
 }
 
 /** Rows in `a` missing from `b` plus rows in `b` missing from `a` (EXCEPT ALL both ways). */
-export async function symmetricDifference(session: DuckSession, a: string, b: string): Promise<number> {
-  const minus = (x: string, y: string) => `SELECT count(*) FROM (SELECT * FROM (${x}) EXCEPT ALL SELECT * FROM (${y}))`;
+export async function symmetricDifference(
+  session: DuckSession,
+  a: string,
+  b: string,
+): Promise<number> {
+  const minus = (x: string, y: string) =>
+    `SELECT count(*) FROM (SELECT * FROM (${x}) EXCEPT ALL SELECT * FROM (${y}))`;
   const row = await session.one(`SELECT (${minus(a, b)}) + (${minus(b, a)}) AS n`);
   return Number(row!['n']);
 }

@@ -26,14 +26,23 @@ export function cdcActions(actions: readonly Action[]): AddCDCFile[] {
  * The rows of commit `version`'s change files (JSON-safe values), partition columns as the
  * action's strings, ordered by `orderBy` (SQL over the columns). Local tables only.
  */
-export async function changeRows(session: DuckSession, storage: Storage, version: number, orderBy: string): Promise<Row[]> {
+export async function changeRows(
+  session: DuckSession,
+  storage: Storage,
+  version: number,
+  orderBy: string,
+): Promise<Row[]> {
   const files = cdcActions(await commitActions(storage, version));
   if (files.length === 0) return [];
   const parts = files.map((f) => {
     const path = storage.localPath(decodeLogPath(f.path, storage.uri));
     if (path === null) throw new Error('changeRows reads local tables only');
-    const partitions = Object.entries(f.partitionValues).map(([k, v]) => `${v === null ? 'NULL' : str(v)}::VARCHAR AS ${ident(k)}`);
+    const partitions = Object.entries(f.partitionValues).map(
+      ([k, v]) => `${v === null ? 'NULL' : str(v)}::VARCHAR AS ${ident(k)}`,
+    );
     return `SELECT *${partitions.length > 0 ? `, ${partitions.join(', ')}` : ''} FROM read_parquet(${str(path)}, hive_partitioning = false)`;
   });
-  return session.allJson(`SELECT * FROM (${parts.join(' UNION ALL BY NAME ')}) ORDER BY ${orderBy}`);
+  return session.allJson(
+    `SELECT * FROM (${parts.join(' UNION ALL BY NAME ')}) ORDER BY ${orderBy}`,
+  );
 }

@@ -17,7 +17,11 @@ export interface CliResult {
 }
 
 /** Run `tidemark <argv>` in this process, capturing stdout and stderr; `context` overrides the run context; `signal` stands for SIGINT/SIGTERM. */
-export async function cli(argv: string[], context?: Partial<RunContext>, signal?: AbortSignal): Promise<CliResult> {
+export async function cli(
+  argv: string[],
+  context?: Partial<RunContext>,
+  signal?: AbortSignal,
+): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
   let out = '';
@@ -30,7 +34,12 @@ export async function cli(argv: string[], context?: Partial<RunContext>, signal?
     stdout += s;
     out += s;
   };
-  const io: CliIO = { stdout: { write }, stderr: err, ...(context ? { context } : {}), ...(signal ? { signal } : {}) };
+  const io: CliIO = {
+    stdout: { write },
+    stderr: err,
+    ...(context ? { context } : {}),
+    ...(signal ? { signal } : {}),
+  };
   const code = await main(argv, io);
   await new Promise((resolve) => setImmediate(resolve)); // let the logger's stream drain
   return { code, stdout, stderr, out };
@@ -47,4 +56,5 @@ export async function failure<E = Error>(p: Promise<unknown>): Promise<E> {
 }
 
 /** Wait `ms` milliseconds. */
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export const sleep = (ms: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, ms));

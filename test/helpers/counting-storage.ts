@@ -45,7 +45,17 @@ export interface CountingStorage extends Storage {
 }
 
 function zeroCounts(): Record<CountedMethod, number> {
-  return { list: 0, head: 0, read: 0, readStream: 0, download: 0, write: 0, upload: 0, writeIfAbsent: 0, delete: 0 };
+  return {
+    list: 0,
+    head: 0,
+    read: 0,
+    readStream: 0,
+    download: 0,
+    write: 0,
+    upload: 0,
+    writeIfAbsent: 0,
+    delete: 0,
+  };
 }
 
 /** Wrap `inner`; children share the counters (keys in `calls` are then relative to the child). */
@@ -53,7 +63,10 @@ export function countingStorage(inner: Storage): CountingStorage {
   return wrap(inner, { counts: zeroCounts(), calls: [] });
 }
 
-function wrap(inner: Storage, state: { counts: Record<CountedMethod, number>; calls: CallRecord[] }): CountingStorage {
+function wrap(
+  inner: Storage,
+  state: { counts: Record<CountedMethod, number>; calls: CallRecord[] },
+): CountingStorage {
   const note = (method: CountedMethod, key: string) => {
     state.counts[method]++;
     state.calls.push({ method, key });
@@ -77,12 +90,27 @@ function wrap(inner: Storage, state: { counts: Record<CountedMethod, number>; ca
     listAll: (opts?: ListOptions): Promise<ListResult> => gatherPages(list(opts)),
     head: (key: string): Promise<ObjectInfo | null> => (note('head', key), inner.head(key)),
     read: (key: string, range?: ByteRange) => (note('read', key), inner.read(key, range)),
-    readStream: (key: string, range?: ByteRange): Promise<Readable> => (note('readStream', key), inner.readStream(key, range)),
-    download: (key: string, localPath: string, opts?: { signal?: AbortSignal }) => (note('download', key), inner.download(key, localPath, opts)),
+    readStream: (key: string, range?: ByteRange): Promise<Readable> => (
+      note('readStream', key),
+      inner.readStream(key, range)
+    ),
+    download: (key: string, localPath: string, opts?: { signal?: AbortSignal }) => (
+      note('download', key),
+      inner.download(key, localPath, opts)
+    ),
     localPath: (key: string) => inner.localPath(key),
-    write: (key: string, body: Body, opts?: WriteOptions) => (note('write', key), inner.write(key, body, opts)),
-    upload: (key: string, localPath: string, opts?: WriteOptions) => (note('upload', key), inner.upload(key, localPath, opts)),
-    writeIfAbsent: (key: string, body: Body, opts?: WriteOptions) => (note('writeIfAbsent', key), inner.writeIfAbsent(key, body, opts)),
+    write: (key: string, body: Body, opts?: WriteOptions) => (
+      note('write', key),
+      inner.write(key, body, opts)
+    ),
+    upload: (key: string, localPath: string, opts?: WriteOptions) => (
+      note('upload', key),
+      inner.upload(key, localPath, opts)
+    ),
+    writeIfAbsent: (key: string, body: Body, opts?: WriteOptions) => (
+      note('writeIfAbsent', key),
+      inner.writeIfAbsent(key, body, opts)
+    ),
     delete: (keys: string[]) => (note('delete', keys.join(',')), inner.delete(keys)),
     child: (prefix: string) => wrap(inner.child(prefix), state),
     // Not counted: a stat of the root folder, no request to a store.

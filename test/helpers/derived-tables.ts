@@ -20,7 +20,13 @@ export async function clusteredRowTrackingTable(): Promise<string> {
   const lines = (await readFile(file, 'utf8')).split('\n').map((line) => {
     if (line.includes('"writerFeatures"')) return line.replace('"liquid"]', '"clustering"]');
     if (line.includes('"domain":"delta.liquid"')) {
-      return JSON.stringify({ domainMetadata: { domain: 'delta.clustering', configuration: '{"clusteringColumns":[["id"]]}', removed: false } });
+      return JSON.stringify({
+        domainMetadata: {
+          domain: 'delta.clustering',
+          configuration: '{"clusteringColumns":[["id"]]}',
+          removed: false,
+        },
+      });
     }
     return line;
   });
@@ -32,10 +38,23 @@ export async function clusteredRowTrackingTable(): Promise<string> {
  * A copy of a shared table with one more commit (at `version`) that sets table properties, as
  * `ALTER TABLE … SET TBLPROPERTIES` does: a metaData with the configuration extended.
  */
-export async function withProperties(name: string, opts: { version: number; metadata: Metadata; properties: Record<string, string> }): Promise<string> {
+export async function withProperties(
+  name: string,
+  opts: { version: number; metadata: Metadata; properties: Record<string, string> },
+): Promise<string> {
   const dir = await copySharedTable(name);
-  const metaData: Metadata = { ...opts.metadata, configuration: { ...opts.metadata.configuration, ...opts.properties } };
-  const commitInfo = { timestamp: Date.now(), operation: 'SET TBLPROPERTIES', operationParameters: { properties: JSON.stringify(opts.properties) } };
-  await writeFile(join(dir, commitKey(opts.version)), serializeCommit([{ commitInfo }, { metaData }]));
+  const metaData: Metadata = {
+    ...opts.metadata,
+    configuration: { ...opts.metadata.configuration, ...opts.properties },
+  };
+  const commitInfo = {
+    timestamp: Date.now(),
+    operation: 'SET TBLPROPERTIES',
+    operationParameters: { properties: JSON.stringify(opts.properties) },
+  };
+  await writeFile(
+    join(dir, commitKey(opts.version)),
+    serializeCommit([{ commitInfo }, { metaData }]),
+  );
   return dir;
 }

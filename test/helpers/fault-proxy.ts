@@ -49,9 +49,24 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { prng } from '../../scripts/lib/prng.js';
 import { ChecksumEmulation } from './checksum-emulation.js';
 
-export const FAULT_KINDS = ['slowDown', 'error500Before', 'error500After', 'resetAfter', 'cutBody', 'silent', 'silentMidBody', 'slow'] as const;
+export const FAULT_KINDS = [
+  'slowDown',
+  'error500Before',
+  'error500After',
+  'resetAfter',
+  'cutBody',
+  'silent',
+  'silentMidBody',
+  'slow',
+] as const;
 /** Wrong GetObject answers; a request of another kind they are drawn for goes through unfaulted. */
-export const ANSWER_FAULT_KINDS = ['shortObject', 'wrongTotal', 'lateStart', 'noLength', 'corruptBody'] as const;
+export const ANSWER_FAULT_KINDS = [
+  'shortObject',
+  'wrongTotal',
+  'lateStart',
+  'noLength',
+  'corruptBody',
+] as const;
 type AnswerFault = (typeof ANSWER_FAULT_KINDS)[number];
 export type FaultKind = (typeof FAULT_KINDS)[number] | AnswerFault | 'corruptStored';
 
@@ -139,20 +154,34 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
   const sockets = new Set<Socket>();
   const locks = new Map<string, Promise<void>>();
   const rules: Rule[] = [];
-  let random = { rate: opts.rate ?? 0, kinds: opts.kinds ?? FAULT_KINDS, next: prng(opts.seed ?? 1) };
+  let random = {
+    rate: opts.rate ?? 0,
+    kinds: opts.kinds ?? FAULT_KINDS,
+    next: prng(opts.seed ?? 1),
+  };
   const byMethod: Record<string, number> = {};
   const faults: Partial<Record<FaultKind, number>> = {};
   const log: ProxiedRequest[] = [];
   const slowMs = opts.slowMs ?? 50;
   const checksums = opts.emulateChecksums ? new ChecksumEmulation() : undefined;
 
-  function pick(method: string, path: string, body: Buffer): { kind?: FaultKind; before?: () => Promise<void> } {
+  function pick(
+    method: string,
+    path: string,
+    body: Buffer,
+  ): { kind?: FaultKind; before?: () => Promise<void> } {
     const applies = (kind: FaultKind) =>
       kind === 'corruptStored'
         ? method === 'PUT' && body.length > 0
-        : !isAnswerFault(kind) || isObjectGet(method, path) || (kind === 'corruptBody' && method === 'PUT' && body.length > 0);
+        : !isAnswerFault(kind) ||
+          isObjectGet(method, path) ||
+          (kind === 'corruptBody' && method === 'PUT' && body.length > 0);
     const rule = rules.find(
-      (r) => (!r.method || r.method === method) && matches(r.path, path) && (!r.body || body.includes(r.body)) && applies(r.kind),
+      (r) =>
+        (!r.method || r.method === method) &&
+        matches(r.path, path) &&
+        (!r.body || body.includes(r.body)) &&
+        applies(r.kind),
     );
     if (rule) {
       rule.hits++;
@@ -171,24 +200,31 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
   }
 
   /** Forward to the store and read its whole answer. */
-  function forward(req: http.IncomingMessage, body: Buffer, method = req.method ?? 'GET'): Promise<Upstream> {
+  function forward(
+    req: http.IncomingMessage,
+    body: Buffer,
+    method = req.method ?? 'GET',
+  ): Promise<Upstream> {
     const headers = { ...req.headers };
     delete headers['expect']; // the body is already here; the store need not ask for it
     delete headers['connection'];
     return new Promise((resolve, reject) => {
-      const up = http.request({ host: target.hostname, port: target.port, method, path: req.url, headers, agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const answer = Buffer.concat(chunks);
-          const out = answerHeaders(res.headers);
-          // A length, not chunks: a client then knows when a body was cut short (unless told to chunk).
-          if (opts.chunked && method !== 'HEAD') delete out['content-length'];
-          else if (method !== 'HEAD') out['content-length'] = answer.length;
-          resolve({ status: res.statusCode ?? 502, headers: out, body: answer });
-        });
-        res.on('error', reject);
-      });
+      const up = http.request(
+        { host: target.hostname, port: target.port, method, path: req.url, headers, agent },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const answer = Buffer.concat(chunks);
+            const out = answerHeaders(res.headers);
+            // A length, not chunks: a client then knows when a body was cut short (unless told to chunk).
+            if (opts.chunked && method !== 'HEAD') delete out['content-length'];
+            else if (method !== 'HEAD') out['content-length'] = answer.length;
+            resolve({ status: res.statusCode ?? 502, headers: out, body: answer });
+          });
+          res.on('error', reject);
+        },
+      );
       up.on('error', reject);
       up.end(body);
     });
@@ -198,7 +234,11 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
    * The store's answer, with S3's checksums where emulated: `body` is checked, `stored` (the
    * same, but for corruptStored) goes to the store.
    */
-  async function exchange(req: http.IncomingMessage, body: Buffer, stored = body): Promise<Upstream> {
+  async function exchange(
+    req: http.IncomingMessage,
+    body: Buffer,
+    stored = body,
+  ): Promise<Upstream> {
     if (!checksums) return conditionalExchange(req, stored);
     const url = new URL(req.url ?? '/', 'http://proxy');
     const bad = await checksums.checkUpload(req, url.pathname, url.searchParams, body);
@@ -206,15 +246,30 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     const up = await conditionalExchange(req, stored);
     if (!isObjectGet(req.method ?? 'GET', req.url ?? '/')) {
       const object = () => getObject(url.pathname);
-      return { ...up, ...(await checksums.answerUpload(req, url.pathname, url.searchParams, up, { body: stored, object })) };
+      return {
+        ...up,
+        ...(await checksums.answerUpload(req, url.pathname, url.searchParams, up, {
+          body: stored,
+          object,
+        })),
+      };
     }
-    return { ...up, headers: { ...up.headers, ...(await checksums.answerHeaders(req, url.pathname, up.status, up.body)) } };
+    return {
+      ...up,
+      headers: {
+        ...up.headers,
+        ...(await checksums.answerHeaders(req, url.pathname, up.status, up.body)),
+      },
+    };
   }
 
   /** An object's bytes as the store holds them (s3rver serves unsigned requests). */
   async function getObject(path: string): Promise<Buffer> {
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const up = http.request({ host: target.hostname, port: target.port, method: 'GET', path, agent }, resolve);
+      const up = http.request(
+        { host: target.hostname, port: target.port, method: 'GET', path, agent },
+        resolve,
+      );
       up.on('error', reject);
       up.end();
     });
@@ -228,7 +283,9 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     // The SDK adds `?x-id=PutObject`; any other query names a sub-resource (parts, uploads, ACLs).
     const isObjectPath = [...url.searchParams.keys()].every((k) => k === 'x-id');
     if (req.method === 'PUT' && isObjectPath && req.headers['if-none-match'] === '*') {
-      return withLock(url.pathname, async () => ((await headStatus(url.pathname)).exists ? preconditionFailed() : forward(req, body)));
+      return withLock(url.pathname, async () =>
+        (await headStatus(url.pathname)).exists ? preconditionFailed() : forward(req, body),
+      );
     }
     const ifMatch = req.headers['if-match'];
     if (req.method === 'GET' && isObjectPath && typeof ifMatch === 'string') {
@@ -241,7 +298,10 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
   async function headStatus(path: string): Promise<{ exists: boolean; etag: string }> {
     // s3rver serves unsigned requests; the client's signature covers its own method only.
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const up = http.request({ host: target.hostname, port: target.port, method: 'HEAD', path, agent }, resolve);
+      const up = http.request(
+        { host: target.hostname, port: target.port, method: 'HEAD', path, agent },
+        resolve,
+      );
       up.on('error', reject);
       up.end();
     });
@@ -272,7 +332,12 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     const { kind, before } = pick(method, path, received);
     // A PUT body damaged on its way to the store (the client's checksum no longer matches it).
     const body = kind === 'corruptBody' && method === 'PUT' ? flipByte(received) : received;
-    const entry: ProxiedRequest = { method, path, ...conditionalHeaders(req), ...(kind ? { fault: kind } : {}) };
+    const entry: ProxiedRequest = {
+      method,
+      path,
+      ...conditionalHeaders(req),
+      ...(kind ? { fault: kind } : {}),
+    };
     log.push(entry);
     if (kind) faults[kind] = (faults[kind] ?? 0) + 1;
     const answer = (up: Upstream) => {
@@ -287,7 +352,9 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
         return answer(s3Error(503, 'SlowDown', 'Please reduce your request rate.'));
       case 'error500Before':
         await before?.();
-        return answer(s3Error(500, 'InternalError', 'We encountered an internal error. Please try again.'));
+        return answer(
+          s3Error(500, 'InternalError', 'We encountered an internal error. Please try again.'),
+        );
       case 'silent':
         await before?.();
         return; // the socket stays open until the client gives up (or stop())
@@ -301,7 +368,9 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     await before?.();
     switch (kind) {
       case 'error500After':
-        return answer(s3Error(500, 'InternalError', 'We encountered an internal error. Please try again.'));
+        return answer(
+          s3Error(500, 'InternalError', 'We encountered an internal error. Please try again.'),
+        );
       case 'resetAfter':
         req.socket.destroy();
         return;
@@ -310,7 +379,9 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       case 'lateStart':
         return answer(wrongAnswer(kind, up, random.next));
       case 'corruptBody':
-        return answer(method === 'GET' && up.body.length > 0 ? { ...up, body: flipByte(up.body) } : up);
+        return answer(
+          method === 'GET' && up.body.length > 0 ? { ...up, body: flipByte(up.body) } : up,
+        );
       case 'noLength': {
         if (up.status !== 200 && up.status !== 206) return answer(up);
         entry.status = up.status;
@@ -326,7 +397,8 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
         res.writeHead(up.status, up.headers);
         // An answer without body bytes (HEAD, an empty object) is whole once its headers are out:
         // the client would reuse a connection this proxy never answers on again, so close it.
-        if (method === 'HEAD' || up.body.length === 0) return void res.end(() => req.socket.destroy());
+        if (method === 'HEAD' || up.body.length === 0)
+          return void res.end(() => req.socket.destroy());
         const half = up.body.subarray(0, Math.floor(up.body.length / 2));
         if (kind === 'cutBody') res.write(half, () => req.socket.destroy());
         else res.write(half);
@@ -393,14 +465,22 @@ function isObjectGet(method: string, path: string): boolean {
 }
 
 /** The store's GetObject answer made wrong in the way `kind` names (other answers as they are). */
-function wrongAnswer(kind: 'shortObject' | 'wrongTotal' | 'lateStart', up: Upstream, random: () => number): Upstream {
+function wrongAnswer(
+  kind: 'shortObject' | 'wrongTotal' | 'lateStart',
+  up: Upstream,
+  random: () => number,
+): Upstream {
   if (up.status !== 200 && up.status !== 206) return up;
   const range = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(String(up.headers['content-range'] ?? ''));
   const start = range ? Number(range[1]) : 0;
   const total = range ? Number(range[3]) : up.body.length;
   const partial = (from: number, body: Buffer, size = total): Upstream => ({
     status: 206,
-    headers: { ...up.headers, 'content-range': `bytes ${from}-${from + body.length - 1}/${size}`, 'content-length': body.length },
+    headers: {
+      ...up.headers,
+      'content-range': `bytes ${from}-${from + body.length - 1}/${size}`,
+      'content-length': body.length,
+    },
     body,
   });
   const length = up.body.length;
@@ -408,13 +488,20 @@ function wrongAnswer(kind: 'shortObject' | 'wrongTotal' | 'lateStart', up: Upstr
     case 'shortObject': {
       const short = up.body.subarray(0, Math.floor((length * 3) / 4));
       if (short.length === 0) return up;
-      if (!range) return { ...up, headers: { ...up.headers, 'content-length': short.length }, body: short };
+      if (!range)
+        return { ...up, headers: { ...up.headers, 'content-length': short.length }, body: short };
       return partial(start, short);
     }
     case 'wrongTotal': {
       if (length === 0) return up;
       const last = start + length - 1;
-      return partial(start, up.body, !range || random() < 0.5 ? total + EXTRA_TOTAL : Math.max(0, last - Math.floor(random() * 3)));
+      return partial(
+        start,
+        up.body,
+        !range || random() < 0.5
+          ? total + EXTRA_TOTAL
+          : Math.max(0, last - Math.floor(random() * 3)),
+      );
     }
     case 'lateStart': {
       const late = Math.min(LATE_BYTES, length - 1);
@@ -448,12 +535,22 @@ function answerHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHead
 }
 
 function s3Error(status: number, code: string, message: string): Upstream {
-  const body = Buffer.from(`<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message><RequestId>fault-proxy</RequestId></Error>`);
-  return { status, headers: { 'content-type': 'application/xml', 'content-length': body.length }, body };
+  const body = Buffer.from(
+    `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message><RequestId>fault-proxy</RequestId></Error>`,
+  );
+  return {
+    status,
+    headers: { 'content-type': 'application/xml', 'content-length': body.length },
+    body,
+  };
 }
 
 function preconditionFailed(): Upstream {
-  return s3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
+  return s3Error(
+    412,
+    'PreconditionFailed',
+    'At least one of the pre-conditions you specified did not hold',
+  );
 }
 
 function conditionalHeaders(req: http.IncomingMessage): Partial<ProxiedRequest> {

@@ -67,7 +67,10 @@ export function honestPlan(req: GetRequestSeen, size: number): AnswerPlan {
 }
 
 export async function startInconsistentS3(bucket: string): Promise<InconsistentS3> {
-  const objects = new Map<string, { body: Buffer; etag: string; modified: Date; headers: Record<string, string> }>();
+  const objects = new Map<
+    string,
+    { body: Buffer; etag: string; modified: Date; headers: Record<string, string> }
+  >();
   let planner: Planner = (_req, _size, honest) => honest;
   const counts = { get: 0, head: 0 };
   const sockets = new Set<Socket>();
@@ -76,24 +79,40 @@ export async function startInconsistentS3(bucket: string): Promise<InconsistentS
     req.resume();
     const url = new URL(req.url ?? '/', 'http://mock');
     const prefix = `/${bucket}/`;
-    const key = url.pathname.startsWith(prefix) ? decodeURIComponent(url.pathname.slice(prefix.length)) : '';
+    const key = url.pathname.startsWith(prefix)
+      ? decodeURIComponent(url.pathname.slice(prefix.length))
+      : '';
     const object = objects.get(key);
     if (req.method === 'HEAD') counts.head++;
     else counts.get++;
     if (!object) return s3Error(res, 404, 'NoSuchKey');
     const ifMatch = req.headers['if-match'];
-    if (typeof ifMatch === 'string' && ifMatch !== object.etag) return s3Error(res, 412, 'PreconditionFailed');
-    const common = { etag: object.etag, 'last-modified': object.modified.toUTCString(), 'accept-ranges': 'bytes' };
+    if (typeof ifMatch === 'string' && ifMatch !== object.etag)
+      return s3Error(res, 412, 'PreconditionFailed');
+    const common = {
+      etag: object.etag,
+      'last-modified': object.modified.toUTCString(),
+      'accept-ranges': 'bytes',
+    };
     if (req.method === 'HEAD') {
       res.writeHead(200, { ...common, 'content-length': object.body.length });
       return res.end();
     }
     const size = object.body.length;
-    const seen = parseRange(key, req.headers['range'], typeof ifMatch === 'string' ? ifMatch : undefined);
+    const seen = parseRange(
+      key,
+      req.headers['range'],
+      typeof ifMatch === 'string' ? ifMatch : undefined,
+    );
     if (seen.ranged && seen.start >= size) return s3Error(res, 416, 'InvalidRange');
     const plan = planner(seen, size, honestPlan(seen, size));
-    if (plan.status >= 500) return s3Error(res, plan.status, plan.status === 503 ? 'SlowDown' : 'InternalError');
-    const headers: http.OutgoingHttpHeaders = { ...common, ...(plan.status === 200 ? object.headers : {}), 'content-type': 'application/octet-stream' };
+    if (plan.status >= 500)
+      return s3Error(res, plan.status, plan.status === 503 ? 'SlowDown' : 'InternalError');
+    const headers: http.OutgoingHttpHeaders = {
+      ...common,
+      ...(plan.status === 200 ? object.headers : {}),
+      'content-type': 'application/octet-stream',
+    };
     if (plan.contentRange) {
       const { start, last, total } = plan.contentRange;
       headers['content-range'] = `bytes ${start}-${last}/${total}`;
@@ -135,7 +154,11 @@ export async function startInconsistentS3(bucket: string): Promise<InconsistentS
   };
 }
 
-function parseRange(key: string, header: string | string[] | undefined, ifMatch: string | undefined): GetRequestSeen {
+function parseRange(
+  key: string,
+  header: string | string[] | undefined,
+  ifMatch: string | undefined,
+): GetRequestSeen {
   const m = typeof header === 'string' ? /^bytes=(\d+)-(\d*)$/.exec(header) : null;
   const base = { key, ...(ifMatch ? { ifMatch } : {}) };
   if (!m) return { ...base, start: 0, ranged: false };
@@ -144,7 +167,10 @@ function parseRange(key: string, header: string | string[] | undefined, ifMatch:
 
 function s3Error(res: http.ServerResponse, status: number, code: string): void {
   const body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${code}</Message><RequestId>mock</RequestId></Error>`;
-  res.writeHead(status, { 'content-type': 'application/xml', 'content-length': Buffer.byteLength(body) });
+  res.writeHead(status, {
+    'content-type': 'application/xml',
+    'content-length': Buffer.byteLength(body),
+  });
   res.end(body);
 }
 
@@ -171,7 +197,10 @@ export type Lie = (typeof LIES)[number];
  * shortObject and shiftedBody (a 200 of fewer bytes, its length theirs) are told to unranged GETs
  * only: to a range they would be a consistent answer of another object, which nothing can tell.
  */
-export function lyingPlanner(rate: number, random: () => number): { planner: Planner; told: Partial<Record<Lie, number>> } {
+export function lyingPlanner(
+  rate: number,
+  random: () => number,
+): { planner: Planner; told: Partial<Record<Lie, number>> } {
   const told: Partial<Record<Lie, number>> = {};
   const below = (n: number) => Math.floor(random() * n);
   const planner: Planner = (req, size, honest) => {
@@ -190,7 +219,13 @@ export function lyingPlanner(rate: number, random: () => number): { planner: Pla
   return { planner, told };
 }
 
-function lieOf(lie: Lie, req: GetRequestSeen, size: number, honest: AnswerPlan, below: (n: number) => number): AnswerPlan {
+function lieOf(
+  lie: Lie,
+  req: GetRequestSeen,
+  size: number,
+  honest: AnswerPlan,
+  below: (n: number) => number,
+): AnswerPlan {
   const length = honest.to - honest.from;
   const last = honest.to - 1;
   const partial = (from: number, to: number, total: number | '*' = size): AnswerPlan => ({
@@ -203,7 +238,9 @@ function lieOf(lie: Lie, req: GetRequestSeen, size: number, honest: AnswerPlan, 
   });
   switch (lie) {
     case 'cut':
-      return length < 2 ? honest : { ...honest, to: honest.from + 1 + below(length - 1), ending: 'destroy' };
+      return length < 2
+        ? honest
+        : { ...honest, to: honest.from + 1 + below(length - 1), ending: 'destroy' };
     case 'cleanShort': {
       if (length < 2) return honest;
       const { contentLength: _dropped, ...rest } = honest;
@@ -212,10 +249,16 @@ function lieOf(lie: Lie, req: GetRequestSeen, size: number, honest: AnswerPlan, 
     case 'lateStart':
       return length < 2 ? honest : partial(honest.from + 1 + below(length - 1), honest.to);
     case 'earlyStart':
-      return req.start === 0 || length === 0 ? honest : partial(Math.max(0, req.start - 1 - below(100)), honest.to);
+      return req.start === 0 || length === 0
+        ? honest
+        : partial(Math.max(0, req.start - 1 - below(100)), honest.to);
     case 'wrongTotal':
       if (length === 0) return honest;
-      return partial(honest.from, honest.to, below(2) === 0 ? size + 1 + below(5000) : Math.max(0, last - below(3)));
+      return partial(
+        honest.from,
+        honest.to,
+        below(2) === 0 ? size + 1 + below(5000) : Math.max(0, last - below(3)),
+      );
     case 'lengthMismatch': {
       if (length < 2 || !honest.contentRange) return honest;
       const shorter = 1 + below(length - 1);

@@ -14,13 +14,22 @@ describe('machine-scaled limits', () => {
 
   it('hand back what a step returns, and its failure as it is', async () => {
     expect(await withinStep('fast', 1000, async () => 42)).toBe(42);
-    await expect(withinStep('failing', 1000, async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    await expect(
+      withinStep('failing', 1000, async () => Promise.reject(new Error('boom'))),
+    ).rejects.toThrow('boom');
   });
 
   it('fail a stuck step with its name, after running its overrun hook', async () => {
     let stopped = false;
-    const stuck = withinStep('day 7', 5, () => new Promise<never>(() => {}), () => (stopped = true));
-    await expect(stuck).rejects.toThrow(/^day 7 took longer than \d+ ms \(5 ms on a quiet machine × slowness [\d.]+\): stuck$/);
+    const stuck = withinStep(
+      'day 7',
+      5,
+      () => new Promise<never>(() => {}),
+      () => (stopped = true),
+    );
+    await expect(stuck).rejects.toThrow(
+      /^day 7 took longer than \d+ ms \(5 ms on a quiet machine × slowness [\d.]+\): stuck$/,
+    );
     expect(stopped).toBe(true);
   });
 });

@@ -35,7 +35,10 @@ function spinContention(): number {
 
 function measure(): number {
   const forced = Number(process.env['TIDEMARK_TEST_SLOWNESS']);
-  const raw = Number.isFinite(forced) && forced > 0 ? forced : Math.max(os.loadavg()[0]! / os.availableParallelism(), spinContention());
+  const raw =
+    Number.isFinite(forced) && forced > 0
+      ? forced
+      : Math.max(os.loadavg()[0]! / os.availableParallelism(), spinContention());
   return Math.round(Math.min(MAX, Math.max(MIN, raw)) * 100) / 100;
 }
 
@@ -43,7 +46,8 @@ let measured: { at: number; factor: number } | undefined;
 
 /** How many times slower than a quiet machine this one runs, in [1, 4]; see the module comment. */
 function slowness(): number {
-  if (!measured || performance.now() - measured.at > REMEASURE_MS) measured = { at: performance.now(), factor: measure() };
+  if (!measured || performance.now() - measured.at > REMEASURE_MS)
+    measured = { at: performance.now(), factor: measure() };
   return measured.factor;
 }
 
@@ -62,14 +66,23 @@ export function stepBudget(steps: number, stepMs: number): number {
  * machine's limit) scaled to this machine. `onOverrun` runs first, to stop what is stuck (kill a
  * child process); otherwise the work is left to finish on its own while the test fails.
  */
-export async function withinStep<T>(what: string, stepMs: number, work: () => Promise<T>, onOverrun?: () => void): Promise<T> {
+export async function withinStep<T>(
+  what: string,
+  stepMs: number,
+  work: () => Promise<T>,
+  onOverrun?: () => void,
+): Promise<T> {
   const factor = slowness();
   const limit = Math.ceil(stepMs * factor);
   let timer: NodeJS.Timeout | undefined;
   const overrun = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       onOverrun?.();
-      reject(new Error(`${what} took longer than ${limit} ms (${stepMs} ms on a quiet machine × slowness ${factor}): stuck`));
+      reject(
+        new Error(
+          `${what} took longer than ${limit} ms (${stepMs} ms on a quiet machine × slowness ${factor}): stuck`,
+        ),
+      );
     }, limit);
   });
   const started = performance.now();
@@ -77,6 +90,9 @@ export async function withinStep<T>(what: string, stepMs: number, work: () => Pr
     return await Promise.race([work(), overrun]);
   } finally {
     clearTimeout(timer);
-    if (process.env['TIDEMARK_TEST_STEPS']) process.stderr.write(`[step] ${what}: ${Math.round(performance.now() - started)} ms of ${limit}\n`);
+    if (process.env['TIDEMARK_TEST_STEPS'])
+      process.stderr.write(
+        `[step] ${what}: ${Math.round(performance.now() - started)} ms of ${limit}\n`,
+      );
   }
 }

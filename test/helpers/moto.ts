@@ -48,7 +48,8 @@ export async function connectMoto(endpoint: string, bucket = 'tidemark-test'): P
     bucket,
     clientOptions,
     client,
-    makeStorage: (prefix = `t-${randomUUID()}/`, extra = {}) => new S3Storage({ bucket, prefix, client, ...extra }),
+    makeStorage: (prefix = `t-${randomUUID()}/`, extra = {}) =>
+      new S3Storage({ bucket, prefix, client, ...extra }),
     stop: () => client.destroy(),
   };
 }

@@ -19,6 +19,7 @@ const store = globalThis as typeof globalThis & { [key]?: Pristine };
 const pristine = (store[key] ??= { env: { ...process.env }, cwd: process.cwd() });
 
 for (const name of Object.keys(process.env)) if (!(name in pristine.env)) delete process.env[name];
-for (const [name, value] of Object.entries(pristine.env)) if (process.env[name] !== value) process.env[name] = value;
+for (const [name, value] of Object.entries(pristine.env))
+  if (process.env[name] !== value) process.env[name] = value;
 if (process.cwd() !== pristine.cwd) process.chdir(pristine.cwd);
 vi.useRealTimers();

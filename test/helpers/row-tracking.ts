@@ -26,16 +26,28 @@ export interface TrackedRow {
 }
 
 /** Every live row of the snapshot (table on local disk) with its stable id and version, ordered by `column`. */
-export async function trackedRows(session: DuckSession, storage: Storage, snapshot: Snapshot, column: string): Promise<TrackedRow[]> {
+export async function trackedRows(
+  session: DuckSession,
+  storage: Storage,
+  snapshot: Snapshot,
+  column: string,
+): Promise<TrackedRow[]> {
   const config = snapshot.metadata.configuration;
   const idColumn = config['delta.rowTracking.materializedRowIdColumnName']!;
   const versionColumn = config['delta.rowTracking.materializedRowCommitVersionColumnName']!;
   const rows: TrackedRow[] = [];
   for (const file of snapshot.files) {
     const path = storage.localPath(decodeLogPath(file.path, storage.uri))!;
-    const names = new Set((await session.allJson(`SELECT name FROM parquet_schema(${str(path)})`)).map((r) => String(r['name'])));
-    const stored = (name: string) => (names.has(name) ? `CAST(${ident(name)} AS BIGINT)` : 'CAST(NULL AS BIGINT)');
-    const deleted = file.deletionVector ? new Set(await loadDeletionVector(storage, file.deletionVector, storage.uri)) : new Set<number>();
+    const names = new Set(
+      (await session.allJson(`SELECT name FROM parquet_schema(${str(path)})`)).map((r) =>
+        String(r['name']),
+      ),
+    );
+    const stored = (name: string) =>
+      names.has(name) ? `CAST(${ident(name)} AS BIGINT)` : 'CAST(NULL AS BIGINT)';
+    const deleted = file.deletionVector
+      ? new Set(await loadDeletionVector(storage, file.deletionVector, storage.uri))
+      : new Set<number>();
     const found = await session.allJson(
       `SELECT ${ident(column)} AS value, file_row_number AS i, ${stored(idColumn)} AS id, ${stored(versionColumn)} AS v ` +
         `FROM read_parquet(${str(path)}, file_row_number = true)`,
@@ -59,7 +71,11 @@ export async function trackedRows(session: DuckSession, storage: Storage, snapsh
 /** The row-id high-water mark of the snapshot's `delta.rowTracking` domain. */
 export function highWaterMark(snapshot: Snapshot): number {
   const domain: DomainMetadata | undefined = snapshot.domains.get('delta.rowTracking');
-  return domain ? Number((JSON.parse(domain.configuration) as { rowIdHighWaterMark: number }).rowIdHighWaterMark) : -1;
+  return domain
+    ? Number(
+        (JSON.parse(domain.configuration) as { rowIdHighWaterMark: number }).rowIdHighWaterMark,
+      )
+    : -1;
 }
 
 /** The actions of one commit file. */
@@ -76,16 +92,25 @@ export async function commitActions(storage: Storage, version: number): Promise<
 export function checkRowIdInvariants(snapshot: Snapshot, rows: readonly TrackedRow[]): void {
   const mark = highWaterMark(snapshot);
   const ranges = snapshot.files
-    .map((f) => ({ from: Number(f.baseRowId), to: Number(f.baseRowId) + Number(f.parsedStats?.numRecords) - 1 }))
+    .map((f) => ({
+      from: Number(f.baseRowId),
+      to: Number(f.baseRowId) + Number(f.parsedStats?.numRecords) - 1,
+    }))
     .sort((a, b) => a.from - b.from);
   for (let i = 0; i < ranges.length; i++) {
-    if (!Number.isSafeInteger(ranges[i]!.from) || ranges[i]!.to > mark) throw new Error(`file ids ${JSON.stringify(ranges[i])} above the mark ${mark}`);
-    if (i > 0 && ranges[i]!.from <= ranges[i - 1]!.to) throw new Error(`overlapping fresh ids ${JSON.stringify(ranges.slice(i - 1, i + 1))}`);
+    if (!Number.isSafeInteger(ranges[i]!.from) || ranges[i]!.to > mark)
+      throw new Error(`file ids ${JSON.stringify(ranges[i])} above the mark ${mark}`);
+    if (i > 0 && ranges[i]!.from <= ranges[i - 1]!.to)
+      throw new Error(`overlapping fresh ids ${JSON.stringify(ranges.slice(i - 1, i + 1))}`);
   }
   const ids = rows.map((r) => r.rowId);
-  if (new Set(ids).size !== ids.length) throw new Error(`duplicate stable row ids: ${ids.join(',')}`);
+  if (new Set(ids).size !== ids.length)
+    throw new Error(`duplicate stable row ids: ${ids.join(',')}`);
   // A stable id may equal only its own row's fresh id, never another row's.
   const freshOwner = new Map(rows.map((r) => [r.freshId, r]));
   const clash = rows.find((r) => freshOwner.has(r.rowId) && freshOwner.get(r.rowId) !== r);
-  if (clash) throw new Error(`stable row id ${clash.rowId} of ${String(clash.value)} is another row's fresh id`);
+  if (clash)
+    throw new Error(
+      `stable row id ${clash.rowId} of ${String(clash.value)} is another row's fresh id`,
+    );
 }

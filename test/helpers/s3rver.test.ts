@@ -16,14 +16,18 @@ const originalWritev = fs.writev;
 
 const LARGE = 64 * 1024;
 const bytesOf = (data: unknown): number =>
-  Array.isArray(data) ? data.reduce((n: number, b: Uint8Array) => n + b.byteLength, 0) : ((data as Uint8Array | undefined)?.byteLength ?? 0);
+  Array.isArray(data)
+    ? data.reduce((n: number, b: Uint8Array) => n + b.byteLength, 0)
+    : ((data as Uint8Array | undefined)?.byteLength ?? 0);
 
 /** Large writes (an object's body, not its small metadata files) land `ms` later. */
 function slowDisk(ms: number): void {
-  const delayed = (original: (...a: unknown[]) => void) => (...args: unknown[]) => {
-    if (bytesOf(args[1]) < LARGE) return original(...args);
-    setTimeout(() => original(...args), ms);
-  };
+  const delayed =
+    (original: (...a: unknown[]) => void) =>
+    (...args: unknown[]) => {
+      if (bytesOf(args[1]) < LARGE) return original(...args);
+      setTimeout(() => original(...args), ms);
+    };
   fs.write = delayed(originalWrite as (...a: unknown[]) => void) as typeof fs.write;
   fs.writev = delayed(originalWritev as (...a: unknown[]) => void) as typeof fs.writev;
 }

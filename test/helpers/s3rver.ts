@@ -58,7 +58,13 @@ export async function startS3rver(bucket = 'tidemark-test'): Promise<S3rverHandl
   const directory = await fsp.mkdtemp(path.join(os.tmpdir(), 'tidemark-s3rver-'));
   const server = await startEmbeddedS3({ buckets: [bucket], directory });
   const { endpoint, region } = server;
-  const clientOptions = { endpoint, region, forcePathStyle: true, credentials: server.credentials, maxAttempts: 2 };
+  const clientOptions = {
+    endpoint,
+    region,
+    forcePathStyle: true,
+    credentials: server.credentials,
+    maxAttempts: 2,
+  };
   const client = new S3Client(s3ClientConfig(clientOptions));
   return {
     endpoint,
@@ -78,9 +84,15 @@ export async function startS3rver(bucket = 'tidemark-test'): Promise<S3rverHandl
       };
     },
     async seedObjects(objects) {
-      const folders = new Set(objects.map(([key]) => path.dirname(path.join(directory, bucket, key))));
+      const folders = new Set(
+        objects.map(([key]) => path.dirname(path.join(directory, bucket, key))),
+      );
       await Promise.all([...folders].map((f) => fsp.mkdir(f, { recursive: true })));
-      await Promise.all(objects.map(([key, body]) => fsp.writeFile(path.join(directory, bucket, `${key}._S3rver_object`), body)));
+      await Promise.all(
+        objects.map(([key, body]) =>
+          fsp.writeFile(path.join(directory, bucket, `${key}._S3rver_object`), body),
+        ),
+      );
     },
     async setLastModified(key, at) {
       // s3rver may still be finishing its own write of the object when the PUT has answered,

@@ -43,7 +43,14 @@ export default class LongestFirst extends BaseSequencer {
       const cached = this.ctx.cache.getFileTestResults(`${spec.project.name}:${rel}`);
       const hint = SLOW[rel];
       // Unlisted and uncached: a byte of test is taken for a microsecond (a 20 kB file: 20 ms).
-      const ms = cached?.duration ?? (hint !== undefined ? hint * 1000 : (await fsp.stat(spec.moduleId).then((s) => s.size, () => 0)) / 1000);
+      const ms =
+        cached?.duration ??
+        (hint !== undefined
+          ? hint * 1000
+          : (await fsp.stat(spec.moduleId).then(
+              (s) => s.size,
+              () => 0,
+            )) / 1000);
       estimate.set(spec, { failed: cached?.failed ?? false, ms });
     }
     return [...files].sort((a, b) => {

@@ -21,7 +21,9 @@ export function sharedTablesDir(): string {
   ];
   const found = candidates.find((dir) => existsSync(join(dir, 'README.md')) && existsSync(dir));
   if (!found) {
-    throw new Error(`shared Delta test tables not found; looked in: ${candidates.join(', ')} (set TIDEMARK_SHARED)`);
+    throw new Error(
+      `shared Delta test tables not found; looked in: ${candidates.join(', ')} (set TIDEMARK_SHARED)`,
+    );
   }
   return found;
 }

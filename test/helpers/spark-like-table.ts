@@ -20,18 +20,37 @@ export interface SparkLikeTable {
   configuration: Record<string, string>;
   /** A SELECT giving the rows of the one data file, columns named and typed like `fields`. */
   rowsSql: string;
-  protocol?: { minReaderVersion: number; minWriterVersion: number; readerFeatures?: string[]; writerFeatures?: string[] };
+  protocol?: {
+    minReaderVersion: number;
+    minWriterVersion: number;
+    readerFeatures?: string[];
+    writerFeatures?: string[];
+  };
 }
 
 /** Write the table into the (empty) folder `dir`. */
-export async function writeSparkLikeTable(session: DuckSession, dir: string, table: SparkLikeTable): Promise<void> {
+export async function writeSparkLikeTable(
+  session: DuckSession,
+  dir: string,
+  table: SparkLikeTable,
+): Promise<void> {
   await mkdir(join(dir, '_delta_log'), { recursive: true });
   const name = `part-00000-${randomUUID()}-c000.snappy.parquet`;
-  await session.run(`COPY (${table.rowsSql}) TO ${str(join(dir, name))} (FORMAT parquet, COMPRESSION snappy)`);
+  await session.run(
+    `COPY (${table.rowsSql}) TO ${str(join(dir, name))} (FORMAT parquet, COMPRESSION snappy)`,
+  );
   const rows = Number((await session.one(`SELECT count(*) AS n FROM (${table.rowsSql})`))!['n']);
   const now = Date.now();
   const actions = [
-    { commitInfo: { timestamp: now, operation: 'CREATE TABLE AS SELECT', operationParameters: {}, isBlindAppend: true, engineInfo: 'Apache-Spark/3.5.1 Delta-Lake/3.2.0' } },
+    {
+      commitInfo: {
+        timestamp: now,
+        operation: 'CREATE TABLE AS SELECT',
+        operationParameters: {},
+        isBlindAppend: true,
+        engineInfo: 'Apache-Spark/3.5.1 Delta-Lake/3.2.0',
+      },
+    },
     { protocol: table.protocol ?? { minReaderVersion: 1, minWriterVersion: 4 } },
     {
       metaData: {
@@ -54,10 +73,17 @@ export async function writeSparkLikeTable(session: DuckSession, dir: string, tab
       },
     },
   ];
-  await writeFile(join(dir, '_delta_log', '00000000000000000000.json'), actions.map((a) => JSON.stringify(a)).join('\n') + '\n');
+  await writeFile(
+    join(dir, '_delta_log', '00000000000000000000.json'),
+    actions.map((a) => JSON.stringify(a)).join('\n') + '\n',
+  );
 }
 
 /** A nullable field without metadata. */
-export function field(name: string, type: StructField['type'], extra: Partial<StructField> = {}): StructField {
+export function field(
+  name: string,
+  type: StructField['type'],
+  extra: Partial<StructField> = {},
+): StructField {
   return { name, type, nullable: true, metadata: {}, ...extra };
 }

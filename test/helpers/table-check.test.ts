@@ -7,7 +7,17 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.js';
-import { checkTarget, cleanup, DuckSession, land, makeConfig, mergeTarget, orders, run, tempDir } from '../job/helpers.js';
+import {
+  checkTarget,
+  cleanup,
+  DuckSession,
+  land,
+  makeConfig,
+  mergeTarget,
+  orders,
+  run,
+  tempDir,
+} from '../job/helpers.js';
 
 let session: DuckSession;
 const dirs: string[] = [];
@@ -28,7 +38,12 @@ async function tableWithDv() {
     target: { ...mergeTarget(target), rewriteFilesBelow: 0 },
   });
   const source = new LocalStorage(root);
-  await land(source, session, '2025/03/01/a.csv', orders([1, 'placed', 1], [2, 'placed', 1], [3, 'placed', 1]));
+  await land(
+    source,
+    session,
+    '2025/03/01/a.csv',
+    orders([1, 'placed', 1], [2, 'placed', 1], [3, 'placed', 1]),
+  );
   await run(setup);
   await land(source, session, '2025/03/02/b.csv', orders([2, 'paid', 2]));
   await run(setup);

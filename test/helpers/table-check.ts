@@ -28,7 +28,8 @@ export interface TableCheck {
   problems: string[];
 }
 
-const idOf = (path: string, dv: DeletionVectorDescriptor | undefined | null) => `${path}#${dv ? dvUniqueId(dv) : ''}`;
+const idOf = (path: string, dv: DeletionVectorDescriptor | undefined | null) =>
+  `${path}#${dv ? dvUniqueId(dv) : ''}`;
 
 /**
  * Checks of one table repeated as it grows: each `check()` looks only at the versions committed
@@ -47,14 +48,24 @@ export class TableChecker {
 
   /** Check the versions not checked yet; problems of those versions only. */
   async check(): Promise<TableCheck> {
-    const result = await checkVersions(this.table, this.session, this.checkedUpTo + 1, this.rowCounts);
+    const result = await checkVersions(
+      this.table,
+      this.session,
+      this.checkedUpTo + 1,
+      this.rowCounts,
+    );
     this.checkedUpTo = result.latest;
     this.versionsWithDv += result.versionsWithDv;
     return { ...result, versionsWithDv: this.versionsWithDv };
   }
 }
 
-async function checkVersions(table: DeltaTable, session: DuckSession, from: number, rowCounts: Map<string, number>): Promise<TableCheck & { latest: number }> {
+async function checkVersions(
+  table: DeltaTable,
+  session: DuckSession,
+  from: number,
+  rowCounts: Map<string, number>,
+): Promise<TableCheck & { latest: number }> {
   const listing = await listLog(table.storage);
   const latest = latestVersion(listing);
   const problems: string[] = [];
@@ -67,7 +78,9 @@ async function checkVersions(table: DeltaTable, session: DuckSession, from: numb
       rowCounts.set(path, -1); // not local: existence checked, row count not
       return -1;
     }
-    const row = await session.one(`SELECT count(*) AS n FROM read_parquet(${str(local)})`).catch(() => null);
+    const row = await session
+      .one(`SELECT count(*) AS n FROM read_parquet(${str(local)})`)
+      .catch(() => null);
     const n = row == null ? null : Number(row['n']);
     if (n !== null) rowCounts.set(path, n);
     return n;
@@ -96,15 +109,24 @@ async function checkVersions(table: DeltaTable, session: DuckSession, from: numb
         continue;
       }
       const numRecords = f.parsedStats?.numRecords;
-      if (rows >= 0 && numRecords !== undefined && numRecords !== rows) where(`${f.path}: stats say ${numRecords} rows, the file has ${rows}`);
+      if (rows >= 0 && numRecords !== undefined && numRecords !== rows)
+        where(`${f.path}: stats say ${numRecords} rows, the file has ${rows}`);
       if (!f.deletionVector) continue;
       dvs++;
-      if (f.parsedStats && f.parsedStats.tightBounds !== false) where(`${f.path} has a DV but its stats claim tight bounds`);
+      if (f.parsedStats && f.parsedStats.tightBounds !== false)
+        where(`${f.path} has a DV but its stats claim tight bounds`);
       try {
-        const deleted = await loadDeletionVector(table.storage, f.deletionVector, snapshot.tableUri, { dataFile: f.path });
+        const deleted = await loadDeletionVector(
+          table.storage,
+          f.deletionVector,
+          snapshot.tableUri,
+          { dataFile: f.path },
+        );
         const max = deleted.max;
-        if (rows >= 0 && max !== undefined && max >= rows) where(`${f.path}: its DV deletes row ${max}, the file has ${rows} rows`);
-        if (rows >= 0 && deleted.cardinality >= rows) where(`${f.path}: its DV deletes every row, the file should have been removed`);
+        if (rows >= 0 && max !== undefined && max >= rows)
+          where(`${f.path}: its DV deletes row ${max}, the file has ${rows} rows`);
+        if (rows >= 0 && deleted.cardinality >= rows)
+          where(`${f.path}: its DV deletes every row, the file should have been removed`);
       } catch (err) {
         where(`${f.path}: its DV does not load: ${(err as Error).message}`);
       }
@@ -112,7 +134,11 @@ async function checkVersions(table: DeltaTable, session: DuckSession, from: numb
     if (dvs > 0) {
       versionsWithDv++;
       const p = snapshot.protocol;
-      const listed = p.minReaderVersion === 3 && p.minWriterVersion === 7 && p.readerFeatures?.includes('deletionVectors') && p.writerFeatures?.includes('deletionVectors');
+      const listed =
+        p.minReaderVersion === 3 &&
+        p.minWriterVersion === 7 &&
+        p.readerFeatures?.includes('deletionVectors') &&
+        p.writerFeatures?.includes('deletionVectors');
       if (!listed) where(`files have DVs but the protocol is ${JSON.stringify(p)}`);
     }
     if (v === latest) filesWithDv = dvs;
@@ -121,12 +147,21 @@ async function checkVersions(table: DeltaTable, session: DuckSession, from: numb
     const actions = commits[v - first] ?? [];
     if (v > (listing.commits[0]?.version ?? 0)) {
       const before = await table.snapshot({ version: v - 1 });
-      const live = new Set((before?.files ?? []).map((f: AddFile) => idOf(f.path, f.deletionVector)));
+      const live = new Set(
+        (before?.files ?? []).map((f: AddFile) => idOf(f.path, f.deletionVector)),
+      );
       for (const a of actions) {
         if (!('remove' in a) || !a.remove) continue;
-        if (!live.has(idOf(a.remove.path, a.remove.deletionVector))) where(`remove of ${a.remove.path} names a file or DV not live at v${v - 1}`);
+        if (!live.has(idOf(a.remove.path, a.remove.deletionVector)))
+          where(`remove of ${a.remove.path} names a file or DV not live at v${v - 1}`);
       }
     }
   }
-  return { versions: Math.max(0, latest - first + 1), filesWithDv, versionsWithDv, problems, latest };
+  return {
+    versions: Math.max(0, latest - first + 1),
+    filesWithDv,
+    versionsWithDv,
+    problems,
+    latest,
+  };
 }

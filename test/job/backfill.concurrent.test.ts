@@ -19,7 +19,20 @@ import type { JobState } from '../../src/job/state.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { scaled } from '../helpers/machine.js';
 import { backfill } from './backfill-helpers.js';
-import { cleanup, DuckSession, duplicateRids, expectedLatest, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir, type OrderRow } from './helpers.js';
+import {
+  cleanup,
+  DuckSession,
+  duplicateRids,
+  expectedLatest,
+  land,
+  makeConfig,
+  mergeTarget,
+  orders,
+  readTarget,
+  run,
+  tempDir,
+  type OrderRow,
+} from './helpers.js';
 
 let session: DuckSession;
 const dirs: string[] = [];
@@ -40,7 +53,10 @@ async function zone(): Promise<{ root: string; landed: OrderRow[] }> {
   const landed: OrderRow[] = [];
   for (let day = 1; day <= 8; day++) {
     for (const part of ['a', 'b']) {
-      const rows = part === 'a' ? orders([1, `d${day}`, day], [2, `d${day}`, day]) : orders([3, `d${day}`, day], [100 + day, 'placed', 1]);
+      const rows =
+        part === 'a'
+          ? orders([1, `d${day}`, day], [2, `d${day}`, day])
+          : orders([3, `d${day}`, day], [100 + day, 'placed', 1]);
       await land(source, session, `2025/03/0${day}/${part}.csv`, rows);
       landed.push(...rows);
     }
@@ -52,7 +68,10 @@ async function zone(): Promise<{ root: string; landed: OrderRow[] }> {
 async function setupFor(root: string) {
   const target = await tempDir('bfc-t', dirs);
   return makeConfig({
-    source: { uri: root, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1, start: '2025-03-05' } },
+    source: {
+      uri: root,
+      discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1, start: '2025-03-05' },
+    },
     target: mergeTarget(target),
     maxFilesPerBatch: 1,
   });
@@ -61,13 +80,23 @@ async function setupFor(root: string) {
 /** A logger keeping the messages of warnings (re-plans are logged as warnings). */
 function warnings(): { logger: Logger; messages: string[] } {
   const messages: string[] = [];
-  const logger = pino({ level: 'warn' }, { write: (line: string) => void messages.push(String((JSON.parse(line) as { msg: string }).msg)) });
+  const logger = pino(
+    { level: 'warn' },
+    {
+      write: (line: string) =>
+        void messages.push(String((JSON.parse(line) as { msg: string }).msg)),
+    },
+  );
   return { logger, messages };
 }
 
 /** Re-plans whose backoff adds up (without jitter) to DEFAULT_MAX_REPLANS' backoff scaled to the machine. */
 function scaledReplans(): number {
-  const backoff = (replans: number) => Array.from({ length: replans }, (_, i) => replanDelayMs(i + 1, () => 0.5)).reduce((a, b) => a + b, 0);
+  const backoff = (replans: number) =>
+    Array.from({ length: replans }, (_, i) => replanDelayMs(i + 1, () => 0.5)).reduce(
+      (a, b) => a + b,
+      0,
+    );
   const wanted = scaled(backoff(DEFAULT_MAX_REPLANS));
   let replans = DEFAULT_MAX_REPLANS;
   while (backoff(replans) < wanted) replans++;
@@ -122,23 +151,36 @@ describe('backfill and hourly run at the same time (target: local)', () => {
       },
     );
     expect(jobRan).toBe(true);
-    expect(log.messages).toContain('backfill: another writer committed first; planning the rest of the range again');
+    expect(log.messages).toContain(
+      'backfill: another writer committed first; planning the rest of the range again',
+    );
     // Each batch's downloads go when it ends, the batch that lost the race included.
     expect(fetchFolders.length).toBeGreaterThan(8);
     expect(new Set(fetchFolders)).toEqual(new Set([1]));
-    expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 8, commits: 8, watermark: '2025-03-08' });
+    expect(report).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 8,
+      commits: 8,
+      watermark: '2025-03-08',
+    });
 
     const table = await readTarget(session, setup);
     expect(duplicateRids(table.rows)).toEqual([]);
     expect(table.rows).toEqual(expectedLatest(landed));
     expect(comparable(table.state)).toEqual(comparable(alone));
-    expect(readBackfillState(table.snapshot, 'orders')).toMatchObject({ status: 'done', totals: { filesLoaded: 8 } });
+    expect(readBackfillState(table.snapshot, 'orders')).toMatchObject({
+      status: 'done',
+      totals: { filesLoaded: 8 },
+    });
   });
 
   it('Promise.all of a backfill and a run: both complete, the table holds the latest row of every key', async () => {
     const setup = await setupFor(root);
     const racing = { maxReplans: scaledReplans() };
-    const [b, r] = await Promise.all([backfill(setup, { from: '2025-03-01', to: '2025-03-04' }, racing), run(setup, racing)]);
+    const [b, r] = await Promise.all([
+      backfill(setup, { from: '2025-03-01', to: '2025-03-04' }, racing),
+      run(setup, racing),
+    ]);
     expect(b).toMatchObject({ status: 'succeeded', filesLoaded: 8 });
     expect(r).toMatchObject({ status: 'succeeded', filesLoaded: 8, watermark: '2025-03-08' });
     const table = await readTarget(session, setup);
@@ -153,8 +195,14 @@ describe('backfill and hourly run at the same time (target: local)', () => {
     const root = await tempDir('bfc-del-src', dirs);
     const source = new LocalStorage(root);
     const setup = makeConfig({
-      source: { uri: root, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', start: '2025-03-05' } },
-      target: { ...mergeTarget(await tempDir('bfc-del-t', dirs)), deleteWhen: "status = 'cancelled'" },
+      source: {
+        uri: root,
+        discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', start: '2025-03-05' },
+      },
+      target: {
+        ...mergeTarget(await tempDir('bfc-del-t', dirs)),
+        deleteWhen: "status = 'cancelled'",
+      },
       maxFilesPerBatch: 1,
     });
     await land(source, session, '2025/03/05/a.csv', orders([50, 'placed', 5]));
@@ -181,7 +229,13 @@ describe('backfill and hourly run at the same time (target: local)', () => {
       },
     );
     expect(jobRan).toBe(true);
-    expect(report).toMatchObject({ status: 'succeeded', commits: 2, replans: 0, skippedStale: 1, inserted: 1 });
+    expect(report).toMatchObject({
+      status: 'succeeded',
+      commits: 2,
+      replans: 0,
+      skippedStale: 1,
+      inserted: 1,
+    });
     expect(report.commitRetries).toBeGreaterThan(0);
     const table = await readTarget(session, setup);
     expect(table.rows.map((r) => [r.order_id, r.status])).toEqual([[1, 'placed']]);

@@ -16,7 +16,21 @@ import { readBackfillState } from '../../src/job/backfill/state.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { stepBudget } from '../helpers/machine.js';
 import { backfill, backfillOutcome } from './backfill-helpers.js';
-import { cleanup, DuckSession, duplicateRids, expectedLatest, land, makeConfig, mergeTarget, orders, readTarget, sortRows, tempDir, type OrderRow, type TableView } from './helpers.js';
+import {
+  cleanup,
+  DuckSession,
+  duplicateRids,
+  expectedLatest,
+  land,
+  makeConfig,
+  mergeTarget,
+  orders,
+  readTarget,
+  sortRows,
+  tempDir,
+  type OrderRow,
+  type TableView,
+} from './helpers.js';
 
 let session: DuckSession;
 const dirs: string[] = [];
@@ -70,7 +84,10 @@ const RANGE: Record<Discovery, { from: string; to: string }> = {
 
 async function setupFor(mode: Mode, discovery: Discovery) {
   const target = await tempDir('bff-t', dirs);
-  const discover = discovery === 'partition' ? { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } : { by: 'modified' };
+  const discover =
+    discovery === 'partition'
+      ? { by: 'partition', layout: '{yyyy}/{mm}/{dd}' }
+      : { by: 'modified' };
   return makeConfig({
     source: { uri: sourceRoot, discover },
     target: mode === 'merge' ? mergeTarget(target) : { uri: target, mode: 'append' },
@@ -99,12 +116,21 @@ describe.each(cases)('%s mode, %s range (fault injection: hook throws)', (mode, 
   const opts = { ...RANGE[discovery], force: mode === 'append' };
   const commits = discovery === 'partition' ? 5 : 3;
 
-  beforeAll(async () => {
-    const setup = await setupFor(mode, discovery);
-    expect(await backfill(setup, opts)).toMatchObject({ status: 'succeeded', filesLoaded: 5, commits });
-    reference = await readTarget(session, setup);
-    expect(reference.rows).toEqual(mode === 'merge' ? expectedLatest(inRange) : sortRows(inRange));
-  }, stepBudget(1, BACKFILL_MS));
+  beforeAll(
+    async () => {
+      const setup = await setupFor(mode, discovery);
+      expect(await backfill(setup, opts)).toMatchObject({
+        status: 'succeeded',
+        filesLoaded: 5,
+        commits,
+      });
+      reference = await readTarget(session, setup);
+      expect(reference.rows).toEqual(
+        mode === 'merge' ? expectedLatest(inRange) : sortRows(inRange),
+      );
+    },
+    stepBudget(1, BACKFILL_MS),
+  );
 
   const points: Point[] = ['afterFetch', 'afterWrite', 'beforeCommit', 'afterCommit'];
   // Batch 0 of the partition range is half of 03-02 (resume inside a partition); batch 2 is 03-03
@@ -116,20 +142,31 @@ describe.each(cases)('%s mode, %s range (fault injection: hook throws)', (mode, 
       const setup = await setupFor(mode, discovery);
       const crash = await backfillOutcome(setup, opts, { hooks: crashAt(point, batch) });
       expect(crash.ok).toBe(false);
-      expect(!crash.ok && (crash.error as Error).message).toBe(`injected crash at ${point} of batch ${batch}`);
+      expect(!crash.ok && (crash.error as Error).message).toBe(
+        `injected crash at ${point} of batch ${batch}`,
+      );
       const committed = point === 'afterCommit' ? batch + 1 : batch;
       expect(crash.report).toMatchObject({ status: 'failed', commits: committed });
       const afterCrash = await readTarget(session, setup);
       const finished = committed === commits;
-      expect(readBackfillState(afterCrash.snapshot, 'orders')?.status ?? 'none').toBe(committed === 0 ? 'none' : finished ? 'done' : 'running');
+      expect(readBackfillState(afterCrash.snapshot, 'orders')?.status ?? 'none').toBe(
+        committed === 0 ? 'none' : finished ? 'done' : 'running',
+      );
 
       const resumed = await backfill(setup, opts);
-      expect(resumed).toMatchObject(finished ? { status: 'already-done', commits: 0 } : { status: 'succeeded', commits: commits - committed });
+      expect(resumed).toMatchObject(
+        finished
+          ? { status: 'already-done', commits: 0 }
+          : { status: 'succeeded', commits: commits - committed },
+      );
       const table = await readTarget(session, setup);
       expect(duplicateRids(table.rows)).toEqual([]);
       expect(table.rows).toEqual(reference.rows);
       expect(table.snapshot!.version).toBe(reference.snapshot!.version);
-      expect(readBackfillState(table.snapshot, 'orders')).toMatchObject({ status: 'done', totals: { filesLoaded: 5 } });
+      expect(readBackfillState(table.snapshot, 'orders')).toMatchObject({
+        status: 'done',
+        totals: { filesLoaded: 5 },
+      });
       expect(await backfill(setup, opts)).toMatchObject({ status: 'already-done', commits: 0 });
     },
   );

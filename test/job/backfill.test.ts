@@ -87,9 +87,19 @@ function rowsOf(zone: Zone, first: string, last: string): OrderRow[] {
 
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 };
 
-async function mergeSetup(zone: Zone, extra: Record<string, unknown> = {}, discover: Record<string, unknown> = byDay) {
+async function mergeSetup(
+  zone: Zone,
+  extra: Record<string, unknown> = {},
+  discover: Record<string, unknown> = byDay,
+) {
   const target = await tempDir('bf-t', dirs);
-  return { target, ...makeConfig({ source: { uri: zone.uri, discover }, target: mergeTarget(target), ...extra }, zone.storageConfig) };
+  return {
+    target,
+    ...makeConfig(
+      { source: { uri: zone.uri, discover }, target: mergeTarget(target), ...extra },
+      zone.storageConfig,
+    ),
+  };
 }
 
 /** An opener that counts the source's requests. */
@@ -109,18 +119,44 @@ describe.each<Driver>(['local', 's3rver'])('backfill by partition (source: %s)',
     const zone = await sixDays(driver);
     const setup = await mergeSetup(zone);
     const { opener, counted } = countingSource(zone.uri);
-    const report = await backfill(setup, { from: '2025-03-02', to: '2025-03-04' }, { openStorage: opener });
-    expect(report).toMatchObject({ status: 'succeeded', from: '2025-03-02', to: '2025-03-04', filesLoaded: 4, commits: 3, partitionsListed: 3, doneThrough: '2025-03-04', tableVersion: 2, watermark: null });
+    const report = await backfill(
+      setup,
+      { from: '2025-03-02', to: '2025-03-04' },
+      { openStorage: opener },
+    );
+    expect(report).toMatchObject({
+      status: 'succeeded',
+      from: '2025-03-02',
+      to: '2025-03-04',
+      filesLoaded: 4,
+      commits: 3,
+      partitionsListed: 3,
+      doneThrough: '2025-03-04',
+      tableVersion: 2,
+      watermark: null,
+    });
 
     const table = await readTarget(session, setup);
     expect(table.rows).toEqual(expectedLatest(rowsOf(zone, '2025-03-02', '2025-03-04')));
     // Only the three partition folders were listed in full; no other day was listed at all.
-    const listed = counted().calls.filter((c) => c.method === 'list').map((c) => c.key);
-    expect([...new Set(listed.filter((k) => /\d{2}\/\d{2}\/$/.test(k) && k.length === 11))].sort()).toEqual(['2025/03/02/', '2025/03/03/', '2025/03/04/']);
+    const listed = counted()
+      .calls.filter((c) => c.method === 'list')
+      .map((c) => c.key);
+    expect(
+      [...new Set(listed.filter((k) => /\d{2}\/\d{2}\/$/.test(k) && k.length === 11))].sort(),
+    ).toEqual(['2025/03/02/', '2025/03/03/', '2025/03/04/']);
 
     const commits = await commitsOf(setup.target);
-    expect(commits.map((c) => backfillStateIn(c, 'orders')?.doneThrough)).toEqual(['2025-03-02', '2025-03-03', '2025-03-04']);
-    expect(commits.map((c) => backfillStateIn(c, 'orders')?.status)).toEqual(['running', 'running', 'done']);
+    expect(commits.map((c) => backfillStateIn(c, 'orders')?.doneThrough)).toEqual([
+      '2025-03-02',
+      '2025-03-03',
+      '2025-03-04',
+    ]);
+    expect(commits.map((c) => backfillStateIn(c, 'orders')?.status)).toEqual([
+      'running',
+      'running',
+      'done',
+    ]);
     for (const c of commits) {
       expect([...c.txns.keys()]).toEqual(['tidemark.backfill.orders']);
       expect([...c.domains.keys()]).toEqual(['tidemark.backfill.orders']);
@@ -132,23 +168,47 @@ describe.each<Driver>(['local', 's3rver'])('backfill by partition (source: %s)',
   it("on a table the job loads: leaves the job's watermark, state and txn as they were, and the job's rows win", async () => {
     const zone = await sixDays(driver);
     const setup = await mergeSetup(zone);
-    const jobOnly = { ...setup, job: { ...setup.job, source: { ...setup.job.source, discover: { ...setup.job.source.discover, start: '2025-03-04' } } } };
-    expect(await run(jobOnly)).toMatchObject({ status: 'succeeded', filesLoaded: 3, watermark: '2025-03-06' });
+    const jobOnly = {
+      ...setup,
+      job: {
+        ...setup.job,
+        source: {
+          ...setup.job.source,
+          discover: { ...setup.job.source.discover, start: '2025-03-04' },
+        },
+      },
+    };
+    expect(await run(jobOnly)).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 3,
+      watermark: '2025-03-06',
+    });
     const before = await readTarget(session, setup);
 
     const report = await backfill(setup, { from: '2025-03-01', to: '2025-03-03' });
-    expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 4, commits: 3, watermark: '2025-03-06' });
+    expect(report).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 4,
+      commits: 3,
+      watermark: '2025-03-06',
+    });
     expect(report.skippedStale).toBeGreaterThan(0); // older versions of keys 1 and 2
 
     const after = await readTarget(session, setup);
     expect(after.state).toEqual(before.state);
-    expect(after.snapshot!.txns.get('tidemark.job.orders')).toEqual(before.snapshot!.txns.get('tidemark.job.orders'));
+    expect(after.snapshot!.txns.get('tidemark.job.orders')).toEqual(
+      before.snapshot!.txns.get('tidemark.job.orders'),
+    );
     expect(after.rows).toEqual(expectedLatest(rowsOf(zone, '2025-03-01', '2025-03-06')));
     const commits = (await commitsOf(setup.target)).slice(before.snapshot!.version + 1);
     expect(commits).toHaveLength(3);
     for (const c of commits) expect(c.domains.has('tidemark.job.orders')).toBe(false);
     // The next hourly run finds nothing new: its state was not touched.
-    expect(await run(setup)).toMatchObject({ status: 'nothing-new', commits: 0, watermark: '2025-03-06' });
+    expect(await run(setup)).toMatchObject({
+      status: 'nothing-new',
+      commits: 0,
+      watermark: '2025-03-06',
+    });
   });
 });
 
@@ -160,10 +220,26 @@ describe('backfill ranges: resume, rerun, restart, refusal (source: local)', () 
     const done = await readTarget(session, setup);
 
     const again = await backfill(setup, { from: '2025-03-01', to: '2025-03-06' });
-    expect(again).toMatchObject({ status: 'already-done', commits: 0, filesLoaded: 0, doneThrough: '2025-03-06', tableVersion: done.snapshot!.version });
+    expect(again).toMatchObject({
+      status: 'already-done',
+      commits: 0,
+      filesLoaded: 0,
+      doneThrough: '2025-03-06',
+      tableVersion: done.snapshot!.version,
+    });
 
-    const restarted = await backfill(setup, { from: '2025-03-01', to: '2025-03-06', restart: true });
-    expect(restarted).toMatchObject({ status: 'succeeded', commits: 6, filesLoaded: 7, inserted: 0, updated: 0 });
+    const restarted = await backfill(setup, {
+      from: '2025-03-01',
+      to: '2025-03-06',
+      restart: true,
+    });
+    expect(restarted).toMatchObject({
+      status: 'succeeded',
+      commits: 6,
+      filesLoaded: 7,
+      inserted: 0,
+      updated: 0,
+    });
     const table = await readTarget(session, setup);
     expect(table.rows).toEqual(done.rows);
     expect(duplicateRids(table.rows)).toEqual([]);
@@ -172,20 +248,44 @@ describe('backfill ranges: resume, rerun, restart, refusal (source: local)', () 
   it('another range while one is unfinished is refused naming the unfinished range; --restart abandons it', async () => {
     const zone = await sixDays('local');
     const setup = await mergeSetup(zone);
-    const crash = await backfillOutcome(setup, { from: '2025-03-01', to: '2025-03-06' }, {
-      hooks: { afterCommit: (b) => { if (b === 1) throw new Error('injected crash'); } },
+    const crash = await backfillOutcome(
+      setup,
+      { from: '2025-03-01', to: '2025-03-06' },
+      {
+        hooks: {
+          afterCommit: (b) => {
+            if (b === 1) throw new Error('injected crash');
+          },
+        },
+      },
+    );
+    expect(crash).toMatchObject({
+      ok: false,
+      report: { status: 'failed', commits: 2, doneThrough: '2025-03-02', tableVersion: 1 },
     });
-    expect(crash).toMatchObject({ ok: false, report: { status: 'failed', commits: 2, doneThrough: '2025-03-02', tableVersion: 1 } });
 
-    const refused = await backfill(setup, { from: '2025-03-04', to: '2025-03-05' }).catch((err: unknown) => err);
+    const refused = await backfill(setup, { from: '2025-03-04', to: '2025-03-05' }).catch(
+      (err: unknown) => err,
+    );
     expect(refused).toBeInstanceOf(ConfigError);
-    expect((refused as ConfigError).context).toMatchObject({ field: 'from', unfinished: '2025-03-01..2025-03-06' });
+    expect((refused as ConfigError).context).toMatchObject({
+      field: 'from',
+      unfinished: '2025-03-01..2025-03-06',
+    });
     expect((refused as Error).message).toContain('--restart');
 
     const other = await backfill(setup, { from: '2025-03-04', to: '2025-03-05', restart: true });
-    expect(other).toMatchObject({ status: 'succeeded', resumedFrom: null, filesLoaded: 2, commits: 2 });
+    expect(other).toMatchObject({
+      status: 'succeeded',
+      resumedFrom: null,
+      filesLoaded: 2,
+      commits: 2,
+    });
     // The abandoned range is not resumed any more; a new backfill of it starts from its beginning.
-    expect(await backfill(setup, { from: '2025-03-01', to: '2025-03-06' })).toMatchObject({ resumedFrom: null, filesLoaded: 7 });
+    expect(await backfill(setup, { from: '2025-03-01', to: '2025-03-06' })).toMatchObject({
+      resumedFrom: null,
+      filesLoaded: 7,
+    });
   });
 
   it('a partition larger than maxFilesPerBatch is split into batches; the cursor remembers the files loaded from it', async () => {
@@ -222,9 +322,17 @@ describe('backfill ranges: resume, rerun, restart, refusal (source: local)', () 
     await put(zone, '2025/03/02/b.csv', orders([9, 'deleted', 5]));
     const setup = await mergeSetup(zone, {}, { ...byDay, start: '2025-03-04' });
     setup.job.target.deleteWhen = "status = 'deleted'";
-    expect(await backfill(setup, { from: '2025-03-01', to: '2025-03-02' })).toMatchObject({ status: 'succeeded', deleted: 1 });
+    expect(await backfill(setup, { from: '2025-03-01', to: '2025-03-02' })).toMatchObject({
+      status: 'succeeded',
+      deleted: 1,
+    });
     await put(zone, '2025/03/04/late.csv', orders([9, 'paid', 2], [7, 'placed', 1]));
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 1, skippedStale: 1 });
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 1,
+      inserted: 1,
+      skippedStale: 1,
+    });
     expect((await readTarget(session, setup)).rows.map((r) => r.order_id).sort()).toEqual([7, 8]);
   });
 
@@ -237,7 +345,11 @@ describe('backfill ranges: resume, rerun, restart, refusal (source: local)', () 
     expect(report.quarantined?.map((q) => q.key)).toEqual(['2025/03/02/broken.parquet']);
     const table = await readTarget(session, setup);
     expect(table.rows).toEqual(expectedLatest(rowsOf(zone, '2025-03-01', '2025-03-02')));
-    expect(readBackfillState(table.snapshot, 'orders')).toMatchObject({ status: 'done', totals: { filesLoaded: 3 }, quarantined: [{ key: '2025/03/02/broken.parquet' }] });
+    expect(readBackfillState(table.snapshot, 'orders')).toMatchObject({
+      status: 'done',
+      totals: { filesLoaded: 3 },
+      quarantined: [{ key: '2025/03/02/broken.parquet' }],
+    });
   });
 
   it('on an hourly layout a bare date covers the whole day, and partitions after it are not loaded', async () => {
@@ -247,20 +359,43 @@ describe('backfill ranges: resume, rerun, restart, refusal (source: local)', () 
     await put(zone, '2025/03/02/00/c.csv', orders([3, 'placed', 1]));
     const setup = await mergeSetup(zone, {}, { by: 'partition', layout: '{yyyy}/{mm}/{dd}/{HH}' });
     const report = await backfill(setup, { from: '2025-03-01', to: '2025-03-01' });
-    expect(report).toMatchObject({ status: 'succeeded', from: '2025-03-01T00', to: '2025-03-01T23', filesLoaded: 2, commits: 2, doneThrough: '2025-03-01T23' });
+    expect(report).toMatchObject({
+      status: 'succeeded',
+      from: '2025-03-01T00',
+      to: '2025-03-01T23',
+      filesLoaded: 2,
+      commits: 2,
+      doneThrough: '2025-03-01T23',
+    });
     expect((await readTarget(session, setup)).rows.map((r) => r.order_id).sort()).toEqual([1, 2]);
   });
 
   it('append mode: a backfill ahead of the job, the run that then reaches the range, and a backfill of a loaded range leave every row once', async () => {
     const zone = await sixDays('local');
     const target = await tempDir('bf-t', dirs);
-    const setup = makeConfig({ source: { uri: zone.uri, discover: byDay }, target: { uri: target, mode: 'append' } });
+    const setup = makeConfig({
+      source: { uri: zone.uri, discover: byDay },
+      target: { uri: target, mode: 'append' },
+    });
     // The job has not run yet: the backfill loads 03-03..03-04 first.
-    expect(await backfill(setup, { from: '2025-03-03', to: '2025-03-04' })).toMatchObject({ filesLoaded: 2, inserted: 4, commits: 2 });
+    expect(await backfill(setup, { from: '2025-03-03', to: '2025-03-04' })).toMatchObject({
+      filesLoaded: 2,
+      inserted: 4,
+      commits: 2,
+    });
     // The run loads every day; the two files the backfill loaded are found in the table, not appended again.
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 7, inserted: 8, filesAlreadyLoaded: 2 });
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 7,
+      inserted: 8,
+      filesAlreadyLoaded: 2,
+    });
     // A backfill of days the run loaded (unchanged files) appends nothing either.
-    expect(await backfill(setup, { from: '2025-03-01', to: '2025-03-02' })).toMatchObject({ filesLoaded: 3, inserted: 0, filesAlreadyLoaded: 3 });
+    expect(await backfill(setup, { from: '2025-03-01', to: '2025-03-02' })).toMatchObject({
+      filesLoaded: 3,
+      inserted: 0,
+      filesAlreadyLoaded: 3,
+    });
     const table = await readTarget(session, setup);
     expect(duplicateRids(table.rows)).toEqual([]);
     expect(table.rows).toEqual(sortRows(rowsOf(zone, '2025-03-01', '2025-03-06')));
@@ -299,9 +434,22 @@ describe('backfill by modification time (source: s3rver)', () => {
       await land(zone.source, session, key, rows);
       await s3.setLastModified(prefix + key, new Date(t0 + i * 3_600_000));
     }
-    const setup = await mergeSetup(zone, { maxFilesPerBatch: 2 }, { by: 'modified', settle: '15m' });
-    const report = await backfill(setup, { from: '2025-04-01T01:00:00Z', to: '2025-04-01T03:00:00Z' });
-    expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 3, commits: 2, from: '2025-04-01T01:00:00.000Z', to: '2025-04-01T03:00:00.000Z' });
+    const setup = await mergeSetup(
+      zone,
+      { maxFilesPerBatch: 2 },
+      { by: 'modified', settle: '15m' },
+    );
+    const report = await backfill(setup, {
+      from: '2025-04-01T01:00:00Z',
+      to: '2025-04-01T03:00:00Z',
+    });
+    expect(report).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 3,
+      commits: 2,
+      from: '2025-04-01T01:00:00.000Z',
+      to: '2025-04-01T03:00:00.000Z',
+    });
     const table = await readTarget(session, setup);
     expect(table.rows).toEqual(expectedLatest(files.slice(1, 4).flatMap(([, rows]) => rows)));
     const states = (await commitsOf(setup.target)).map((c) => backfillStateIn(c, 'orders')!);
@@ -309,7 +457,9 @@ describe('backfill by modification time (source: s3rver)', () => {
       ['running', '2025-04-01T02:00:00.000Z', ['3.csv']],
       ['done', '2025-04-01T03:00:00.000Z', []],
     ]);
-    expect(await backfill(setup, { from: '2025-04-01T01:00:00Z', to: '2025-04-01T03:00:00Z' })).toMatchObject({ status: 'already-done' });
+    expect(
+      await backfill(setup, { from: '2025-04-01T01:00:00Z', to: '2025-04-01T03:00:00Z' }),
+    ).toMatchObject({ status: 'already-done' });
   });
 });
 
@@ -322,17 +472,28 @@ describe('append backfill by modification time (source: local)', () => {
       await land(zone.source, session, key, rows);
       await utimes(path.join(zone.uri, key), at(h), at(h));
     };
-    const setup = makeConfig({ source: { uri: zone.uri, discover: { by: 'modified', settle: '15m' } }, target: { uri: await tempDir('bf-t', dirs), mode: 'append' } });
+    const setup = makeConfig({
+      source: { uri: zone.uri, discover: { by: 'modified', settle: '15m' } },
+      target: { uri: await tempDir('bf-t', dirs), mode: 'append' },
+    });
     await land1('a.csv', orders([1, 'placed', 1]), 0);
     expect(await run(setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
     await land1('b.csv', orders([2, 'placed', 1], [3, 'placed', 1]), 1);
     await land1('c.csv', orders([4, 'placed', 1]), 2);
     await land1('d.csv', orders([5, 'placed', 1]), 3);
     // Ahead of the job's watermark (a.csv's time): b.csv and c.csv.
-    expect(await backfill(setup, { from: at(1).toISOString(), to: at(2).toISOString() })).toMatchObject({ status: 'succeeded', filesLoaded: 2, inserted: 3 });
+    expect(
+      await backfill(setup, { from: at(1).toISOString(), to: at(2).toISOString() }),
+    ).toMatchObject({ status: 'succeeded', filesLoaded: 2, inserted: 3 });
     // The run takes b, c and d for new: b and c are found in the table, only d appends.
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', inserted: 1, filesAlreadyLoaded: 2 });
-    expect(await backfill(setup, { from: at(0).toISOString(), to: at(3).toISOString() })).toMatchObject({ status: 'succeeded', inserted: 0 });
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      inserted: 1,
+      filesAlreadyLoaded: 2,
+    });
+    expect(
+      await backfill(setup, { from: at(0).toISOString(), to: at(3).toISOString() }),
+    ).toMatchObject({ status: 'succeeded', inserted: 0 });
     expect(await run(setup)).toMatchObject({ status: 'nothing-new' });
     const rows = (await readTarget(session, setup)).rows;
     expect(duplicateRids(rows)).toEqual([]);

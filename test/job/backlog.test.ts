@@ -13,18 +13,35 @@ import { jobStatus } from '../../src/job/status.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { MetricsFile } from '../../src/observe/metrics.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { DuckSession, land, makeConfig, mergeTarget, orders, run, runOutcome, sessionPerFile, tempDir, unwrap } from './helpers.js';
+import {
+  DuckSession,
+  land,
+  makeConfig,
+  mergeTarget,
+  orders,
+  run,
+  runOutcome,
+  sessionPerFile,
+  tempDir,
+  unwrap,
+} from './helpers.js';
 
 let session: DuckSession;
 const dirs = sessionPerFile((s) => (session = s));
 
 type Setup = { job: JobConfig; storage: StorageConfig };
-const statusOf = async (setup: Setup) => unwrap(await jobStatus(setup.job, { storage: setup.storage, logger: silentLogger() }));
+const statusOf = async (setup: Setup) =>
+  unwrap(await jobStatus(setup.job, { storage: setup.storage, logger: silentLogger() }));
 
 /** Gauges of a metrics file by series. */
 async function gauges(file: string): Promise<Map<string, number>> {
   const text = await readFile(file, 'utf8');
-  return new Map(text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))]));
+  return new Map(
+    text
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'))
+      .map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))]),
+  );
 }
 
 describe('backlog', () => {
@@ -46,7 +63,13 @@ describe('backlog', () => {
     const sizes = await Promise.all(keys.map(async (k) => (await stat(path.join(root, k))).size));
     const bOld = new Date((await stat(path.join(root, keys[1]!))).mtimeMs).toISOString();
 
-    const stopped = await runOutcome(setup, { hooks: { afterCommit: (b) => { if (b === 0) throw new Error('stopped after the first commit'); } } });
+    const stopped = await runOutcome(setup, {
+      hooks: {
+        afterCommit: (b) => {
+          if (b === 0) throw new Error('stopped after the first commit');
+        },
+      },
+    });
     expect(stopped.ok).toBe(false);
     expect(stopped.report).toMatchObject({ commits: 1, filesLoaded: 1 });
     const expected = { files: 2, bytes: sizes[1]! + sizes[2]!, oldest: bOld };
@@ -62,11 +85,22 @@ describe('backlog', () => {
     const g = await gauges(metrics);
     expect(g.get('tidemark_backlog_files{job="orders"}')).toBe(2);
     expect(g.get('tidemark_backlog_bytes{job="orders"}')).toBe(expected.bytes);
-    expect(Math.abs(g.get('tidemark_backlog_oldest_age_seconds{job="orders"}')! - 7200)).toBeLessThan(60);
+    expect(
+      Math.abs(g.get('tidemark_backlog_oldest_age_seconds{job="orders"}')! - 7200),
+    ).toBeLessThan(60);
 
     const rerun = await run(setup);
-    expect(rerun).toMatchObject({ status: 'succeeded', filesLoaded: 2, backlog: { files: 0, bytes: 0, oldest: null, oldestAgeSeconds: null } });
-    expect((await statusOf(setup)).backlog).toEqual({ files: 0, bytes: 0, oldest: null, oldestAgeSeconds: null });
+    expect(rerun).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 2,
+      backlog: { files: 0, bytes: 0, oldest: null, oldestAgeSeconds: null },
+    });
+    expect((await statusOf(setup)).backlog).toEqual({
+      files: 0,
+      bytes: 0,
+      oldest: null,
+      oldestAgeSeconds: null,
+    });
     await new MetricsFile(metrics).record(setup.job, rerun, true);
     const after = await gauges(metrics);
     expect(after.get('tidemark_backlog_files{job="orders"}')).toBe(0);
@@ -77,7 +111,10 @@ describe('backlog', () => {
     const root = await tempDir('backlog-marker', dirs);
     const source = new LocalStorage(root);
     const setup = makeConfig({
-      source: { uri: source.uri, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', requireSuccessMarker: true } },
+      source: {
+        uri: source.uri,
+        discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', requireSuccessMarker: true },
+      },
       target: mergeTarget(await tempDir('backlog-marker-t', dirs)),
     });
     await land(source, session, '2025/06/20/a.ndjson', orders([1, 'placed', 1]));

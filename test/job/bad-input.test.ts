@@ -18,7 +18,17 @@ import type { Storage } from '../../src/storage/storage.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import { parquetOf } from './drift-helpers.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { closeS3JobEnv, DuckSession, makeConfig, mergeTarget, openS3JobEnv, readTarget, run, tempDir, unwrap } from './helpers.js';
+import {
+  closeS3JobEnv,
+  DuckSession,
+  makeConfig,
+  mergeTarget,
+  openS3JobEnv,
+  readTarget,
+  run,
+  tempDir,
+  unwrap,
+} from './helpers.js';
 import { failure } from '../helpers/cli.js';
 
 let session: DuckSession;
@@ -43,10 +53,19 @@ interface BadCase {
   context?: Record<string, unknown>;
 }
 
-const orderParquet = () => parquetOf(session, `SELECT range + 100 AS order_id, 'placed' AS status, 1 AS seq FROM range(500)`);
+const orderParquet = () =>
+  parquetOf(
+    session,
+    `SELECT range + 100 AS order_id, 'placed' AS status, 1 AS seq FROM range(500)`,
+  );
 
 const CASES: BadCase[] = [
-  { name: 'corrupt Parquet', file: 'corrupt.parquet', body: async () => 'PAR1 this is not a parquet file PAR1', says: /Footer|magic/i },
+  {
+    name: 'corrupt Parquet',
+    file: 'corrupt.parquet',
+    body: async () => 'PAR1 this is not a parquet file PAR1',
+    says: /Footer|magic/i,
+  },
   {
     name: 'truncated Parquet (a real file cut in half)',
     file: 'half.parquet',
@@ -60,7 +79,9 @@ const CASES: BadCase[] = [
     name: 'truncated gzip CSV',
     file: 'half.csv.gz',
     body: async () => {
-      const gz = gzipSync(HEADER + Array.from({ length: 3000 }, (_, i) => `${i + 100},placed,1`).join('\n') + '\n');
+      const gz = gzipSync(
+        HEADER + Array.from({ length: 3000 }, (_, i) => `${i + 100},placed,1`).join('\n') + '\n',
+      );
       return gz.subarray(0, gz.length >> 1);
     },
     says: /cannot read/,
@@ -84,12 +105,45 @@ const CASES: BadCase[] = [
     says: /line 24002: expected 3 fields, found 2; the job reads CSV with delimiter ','/,
     context: { line: 24_002 },
   },
-  { name: 'an invalid JSON line', file: 'bad.ndjson', body: async () => '{"order_id":9,"status":"p","seq":1}\n{"order_id": 10, oops\n', says: /Malformed JSON/ },
-  { name: 'a zero-byte Parquet file', file: 'empty.parquet', body: async () => '', says: /empty \(0 bytes\)/ },
-  { name: 'Parquet bytes named .csv', file: 'really-parquet.csv', body: orderParquet, says: /line 1: invalid UTF-8/, context: { line: 1 } },
-  { name: 'a .txt file with no configured format', file: 'notes.txt', body: async () => 'hello\n', says: /cannot tell the format from the file name/ },
-  { name: 'a NULL key', file: 'null-key.csv', body: async () => `${HEADER}11,placed,1\n,placed,2\n`, says: /key column "order_id" is null/, context: { row: 2, column: 'order_id' } },
-  { name: 'a file without the key column', file: 'no-key.csv', body: async () => 'status,seq\nplaced,1\n', says: /key column "order_id" is null/, context: { row: 1 } },
+  {
+    name: 'an invalid JSON line',
+    file: 'bad.ndjson',
+    body: async () => '{"order_id":9,"status":"p","seq":1}\n{"order_id": 10, oops\n',
+    says: /Malformed JSON/,
+  },
+  {
+    name: 'a zero-byte Parquet file',
+    file: 'empty.parquet',
+    body: async () => '',
+    says: /empty \(0 bytes\)/,
+  },
+  {
+    name: 'Parquet bytes named .csv',
+    file: 'really-parquet.csv',
+    body: orderParquet,
+    says: /line 1: invalid UTF-8/,
+    context: { line: 1 },
+  },
+  {
+    name: 'a .txt file with no configured format',
+    file: 'notes.txt',
+    body: async () => 'hello\n',
+    says: /cannot tell the format from the file name/,
+  },
+  {
+    name: 'a NULL key',
+    file: 'null-key.csv',
+    body: async () => `${HEADER}11,placed,1\n,placed,2\n`,
+    says: /key column "order_id" is null/,
+    context: { row: 2, column: 'order_id' },
+  },
+  {
+    name: 'a file without the key column',
+    file: 'no-key.csv',
+    body: async () => 'status,seq\nplaced,1\n',
+    says: /key column "order_id" is null/,
+    context: { row: 1 },
+  },
   {
     name: 'a value that does not fit its column',
     file: 'not-a-number.csv',
@@ -115,13 +169,25 @@ async function localZone(): Promise<Zone> {
 
 function s3Zone(): Zone {
   const { source, uri, storageConfig } = s3.landingZone('bad');
-  return { source, uri, storageConfig: { ...storageConfig, singleWriter: true }, target: `s3://${s3.bucket}/lake-${randomUUID()}/orders` };
+  return {
+    source,
+    uri,
+    storageConfig: { ...storageConfig, singleWriter: true },
+    target: `s3://${s3.bucket}/lake-${randomUUID()}/orders`,
+  };
 }
 
 /** A zone with a first load (day 1) done, and day 2 holding a good file and the bad one. */
 async function landedZone(zone: Zone, bad: BadCase, onBadFile: 'fail' | 'quarantine') {
   const setup = makeConfig(
-    { source: { uri: zone.uri, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: mergeTarget(zone.target), onBadFile },
+    {
+      source: {
+        uri: zone.uri,
+        discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 },
+      },
+      target: mergeTarget(zone.target),
+      onBadFile,
+    },
     zone.storageConfig,
   );
   await zone.source.write('2025/03/01/seed.csv', `${HEADER}1,placed,1\n`);
@@ -130,7 +196,6 @@ async function landedZone(zone: Zone, bad: BadCase, onBadFile: 'fail' | 'quarant
   await zone.source.write(`2025/03/02/${bad.file}`, await bad.body());
   return setup;
 }
-
 
 async function expectFailsNamingTheFile(zone: Zone, bad: BadCase): Promise<void> {
   const setup = await landedZone(zone, bad, 'fail');
@@ -150,18 +215,38 @@ async function expectQuarantinedAndTheRestLoaded(zone: Zone, bad: BadCase): Prom
   const setup = await landedZone(zone, bad, 'quarantine');
   const key = `2025/03/02/${bad.file}`;
   const report = await run(setup);
-  expect(report).toMatchObject({ status: 'succeeded', commits: 1, tableVersion: 1, filesLoaded: 1, watermark: '2025-03-02' });
+  expect(report).toMatchObject({
+    status: 'succeeded',
+    commits: 1,
+    tableVersion: 1,
+    filesLoaded: 1,
+    watermark: '2025-03-02',
+  });
   expect(report.quarantined).toEqual([{ key, reason: expect.stringMatching(bad.says) }]);
   const table = await readTarget(session, setup);
-  expect(table.rows.map((r) => [r.order_id, r.status]).sort()).toEqual([[1, 'paid'], [2, 'placed']]);
-  expect(table.state.quarantined).toEqual([{ key, etag: expect.any(String), error: expect.stringMatching(bad.says), at: expect.any(String) }]);
+  expect(table.rows.map((r) => [r.order_id, r.status]).sort()).toEqual([
+    [1, 'paid'],
+    [2, 'placed'],
+  ]);
+  expect(table.state.quarantined).toEqual([
+    {
+      key,
+      etag: expect.any(String),
+      error: expect.stringMatching(bad.says),
+      at: expect.any(String),
+    },
+  ]);
   expect(table.state.quarantined[0]!.etag).not.toBe('');
   expect(Date.parse(table.state.quarantined[0]!.at)).toBeGreaterThan(Date.now() - 60_000);
   expect(table.state.totals.filesLoaded).toBe(2);
   // Done for discovery: the next run does not try it again.
   expect(await run(setup)).toMatchObject({ status: 'nothing-new', filesDiscovered: 0 });
-  const status = unwrap(await jobStatus(setup.job, { storage: setup.storage, logger: silentLogger() }));
-  expect(status.quarantined).toEqual([{ key, error: table.state.quarantined[0]!.error, at: table.state.quarantined[0]!.at }]);
+  const status = unwrap(
+    await jobStatus(setup.job, { storage: setup.storage, logger: silentLogger() }),
+  );
+  expect(status.quarantined).toEqual([
+    { key, error: table.state.quarantined[0]!.error, at: table.state.quarantined[0]!.at },
+  ]);
 }
 
 describe('bad input, local folders', () => {
@@ -176,8 +261,16 @@ describe('bad input, local folders', () => {
 
   it('a zero-byte CSV is an empty file, not a bad one: it loads no rows and moves the watermark', async () => {
     const zone = await localZone();
-    const setup = await landedZone(zone, { name: 'empty csv', file: 'empty.csv', body: async () => '', says: /x/ }, 'fail');
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 2, watermark: '2025-03-02' });
+    const setup = await landedZone(
+      zone,
+      { name: 'empty csv', file: 'empty.csv', body: async () => '', says: /x/ },
+      'fail',
+    );
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 2,
+      watermark: '2025-03-02',
+    });
     const table = await readTarget(session, setup);
     expect(table.columns).not.toContain('column0');
     expect(table.state.quarantined).toEqual([]);
@@ -200,18 +293,35 @@ describe('bad input, local folders', () => {
     const setup = await landedZone(zone, CASES[0]!, 'quarantine');
     await zone.source.write('2025/03/02/also-bad.ndjson', '{oops\n');
     const report = await run(setup);
-    expect(report.quarantined!.map((q) => q.key).sort()).toEqual(['2025/03/02/also-bad.ndjson', '2025/03/02/corrupt.parquet']);
+    expect(report.quarantined!.map((q) => q.key).sort()).toEqual([
+      '2025/03/02/also-bad.ndjson',
+      '2025/03/02/corrupt.parquet',
+    ]);
     await zone.source.write('2025/03/03/only-bad.parquet', 'nope');
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 0, tableVersion: 2, watermark: '2025-03-03' });
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 0,
+      tableVersion: 2,
+      watermark: '2025-03-03',
+    });
     const table = await readTarget(session, setup);
     const keys = table.state.quarantined.map((q) => q.key);
-    expect(keys.slice(0, 2).sort()).toEqual(['2025/03/02/also-bad.ndjson', '2025/03/02/corrupt.parquet']);
+    expect(keys.slice(0, 2).sort()).toEqual([
+      '2025/03/02/also-bad.ndjson',
+      '2025/03/02/corrupt.parquet',
+    ]);
     expect(keys[2]).toBe('2025/03/03/only-bad.parquet');
   });
 });
 
 describe('bad input, source and target on s3rver', () => {
-  const KEY_CASES = ['corrupt.parquet', 'half.parquet', 'half.csv.gz', 'bad.ndjson', 'null-key.csv'].map((f) => CASES.find((c) => c.file === f)!);
+  const KEY_CASES = [
+    'corrupt.parquet',
+    'half.parquet',
+    'half.csv.gz',
+    'bad.ndjson',
+    'null-key.csv',
+  ].map((f) => CASES.find((c) => c.file === f)!);
   describe.each(KEY_CASES)('$name', (bad) => {
     it('fails naming the file; nothing committed (onBadFile: fail)', async () => {
       await expectFailsNamingTheFile(s3Zone(), bad);

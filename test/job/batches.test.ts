@@ -21,7 +21,11 @@ describe('splitBatches', () => {
   });
 
   it('closes a batch at maxFiles files', () => {
-    expect(keys(splitBatches(files(1, 1, 1, 1, 1), 2, 1000))).toEqual([['f0', 'f1'], ['f2', 'f3'], ['f4']]);
+    expect(keys(splitBatches(files(1, 1, 1, 1, 1), 2, 1000))).toEqual([
+      ['f0', 'f1'],
+      ['f2', 'f3'],
+      ['f4'],
+    ]);
     expect(keys(splitBatches(files(1, 1, 1), 1, 1000))).toEqual([['f0'], ['f1'], ['f2']]);
   });
 
@@ -39,7 +43,10 @@ describe('splitBatches', () => {
   });
 
   it('counts empty files against maxFiles only', () => {
-    expect(keys(splitBatches(files(0, 0, 0, 100, 0), 3, 100))).toEqual([['f0', 'f1', 'f2'], ['f3', 'f4']]);
+    expect(keys(splitBatches(files(0, 0, 0, 100, 0), 3, 100))).toEqual([
+      ['f0', 'f1', 'f2'],
+      ['f3', 'f4'],
+    ]);
   });
 
   it('hands back the same file objects', () => {
@@ -54,7 +61,9 @@ describe('splitBatches', () => {
     for (let round = 0; round < 200; round++) {
       const maxFiles = 1 + Math.floor(random() * 6);
       const maxBytes = 50 + Math.floor(random() * 200);
-      const plan = files(...Array.from({ length: Math.floor(random() * 40) }, () => Math.floor(random() * 300)));
+      const plan = files(
+        ...Array.from({ length: Math.floor(random() * 40) }, () => Math.floor(random() * 300)),
+      );
       const batches = splitBatches(plan, maxFiles, maxBytes);
       const where = `round ${round}: ${JSON.stringify({ maxFiles, maxBytes, sizes: plan.map((f) => f.size) })}`;
       // Order kept, nothing lost or repeated.
@@ -66,7 +75,8 @@ describe('splitBatches', () => {
         if (batch.length > 1) expect(bytes, where).toBeLessThanOrEqual(maxBytes);
         // Greedy: the next batch's first file would have broken a bound of this one.
         const next = batches[i + 1]?.[0];
-        if (next) expect(batch.length === maxFiles || bytes + next.size > maxBytes, where).toBe(true);
+        if (next)
+          expect(batch.length === maxFiles || bytes + next.size > maxBytes, where).toBe(true);
       }
     }
   });

@@ -15,7 +15,17 @@ import { createLogger, type Logger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { openTable } from '../../scripts/lib/tables.js';
 import { backfill, reset } from './backfill-helpers.js';
-import { DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
+import {
+  DuckSession,
+  land,
+  makeConfig,
+  mergeTarget,
+  orders,
+  readTarget,
+  run,
+  sessionPerFile,
+  tempDir,
+} from './helpers.js';
 
 let session: DuckSession;
 const dirs = sessionPerFile((s) => (session = s));
@@ -29,7 +39,8 @@ function warnings(): { logger: Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const l of chunk.toString('utf8').split('\n')) if (l.trim() !== '') lines.push(JSON.parse(l) as Record<string, unknown>);
+      for (const l of chunk.toString('utf8').split('\n'))
+        if (l.trim() !== '') lines.push(JSON.parse(l) as Record<string, unknown>);
       done();
     },
   });
@@ -54,7 +65,12 @@ async function dropLedger(setup: ReturnType<typeof makeConfig>): Promise<void> {
     operation: 'SET TRANSACTION',
     operationParameters: {},
     operationMetrics: {},
-    read: { readVersion: snapshot.version, partitions: [], files: [], appIds: [jobAppId(setup.job.name)] },
+    read: {
+      readVersion: snapshot.version,
+      partitions: [],
+      files: [],
+      appIds: [jobAppId(setup.job.name)],
+    },
     isBlindAppend: true,
   });
 }
@@ -91,7 +107,9 @@ describe('modification-time discovery: a file behind the window the job never lo
     const from = String(warning?.['from']);
     expect(Math.abs(Date.parse(from) - kept.getTime())).toBeLessThan(1000);
     expect(warning?.['to']).toBe(from);
-    expect(String(warning?.['msg'])).toContain(`tidemark backfill --job orders --from ${from} --to ${from}`);
+    expect(String(warning?.['msg'])).toContain(
+      `tidemark backfill --job orders --from ${from} --to ${from}`,
+    );
     expect((await readTarget(session, setup)).rows.map((r) => r.order_id)).toEqual([1]);
 
     // The backfill the warning names loads it; the job then names it no more.
@@ -139,7 +157,9 @@ describe('modification-time discovery: a file behind the window the job never lo
   });
 
   it('a file before discover.start, or before a watermark reset forward, is not named: it was left out on purpose', async () => {
-    const { dir, src, setup } = await zone('merge', { start: new Date(Date.now() - 4 * HOUR).toISOString() });
+    const { dir, src, setup } = await zone('merge', {
+      start: new Date(Date.now() - 4 * HOUR).toISOString(),
+    });
     await land(src, session, 'feed/before-start.csv', orders([1, 'x', 1]));
     await age(dir, 'feed/before-start.csv', 5 * HOUR);
     await land(src, session, 'feed/a.csv', orders([2, 'a', 1]));
@@ -149,7 +169,9 @@ describe('modification-time discovery: a file behind the window the job never lo
     await age(dir, 'feed/b.csv', 3.5 * HOUR);
     // b.csv lies after start and behind the window: named, until a reset forward skips it on purpose.
     expect((await run(setup)).skipped).toEqual([{ key: 'feed/b.csv', reason: NEVER }]);
-    expect(await reset(setup, { to: new Date(Date.now() - 2 * HOUR).toISOString() })).toMatchObject({ rewound: false });
+    expect(await reset(setup, { to: new Date(Date.now() - 2 * HOUR).toISOString() })).toMatchObject(
+      { rewound: false },
+    );
     expect((await run(setup)).skipped).toBeUndefined();
     expect((await readTarget(session, setup)).rows.map((r) => r.order_id)).toEqual([2]);
   });

@@ -112,33 +112,59 @@ export function generateFeed(seed: number, days: number, perDay: number, initial
     const stamp = `202503${pad(d)}`;
     fileDays.push(
       files
-        .map((rows, i) => ({ key: `${date}/${stamp}-0000000${i + 1}.${i === 1 ? 'csv' : 'parquet'}`, rows }))
+        .map((rows, i) => ({
+          key: `${date}/${stamp}-0000000${i + 1}.${i === 1 ? 'csv' : 'parquet'}`,
+          rows,
+        }))
         .filter((f) => f.rows.length > 0),
     );
   }
-  return { fullLoad: { key: '2025/03/01/LOAD00000001.parquet', rows: fullRows }, days: fileDays, changes };
+  return {
+    fullLoad: { key: '2025/03/01/LOAD00000001.parquet', rows: fullRows },
+    days: fileDays,
+    changes,
+  };
 }
 
 /** The source database after the full load and `changes`, applied in commit order. */
 export function replay(fullLoad: readonly Change[], changes: readonly Change[]): DbRow[] {
   const db = new Map<number, DbRow>();
-  for (const c of fullLoad) db.set(c.id, { id: c.id, name: c.name, balance: c.balance, cdc_ts: c.cdc_ts, Op: null });
-  const ordered = [...changes].sort((a, b) => (a.cdc_ts < b.cdc_ts ? -1 : a.cdc_ts > b.cdc_ts ? 1 : 0));
+  for (const c of fullLoad)
+    db.set(c.id, { id: c.id, name: c.name, balance: c.balance, cdc_ts: c.cdc_ts, Op: null });
+  const ordered = [...changes].sort((a, b) =>
+    a.cdc_ts < b.cdc_ts ? -1 : a.cdc_ts > b.cdc_ts ? 1 : 0,
+  );
   for (const c of ordered) {
     if (c.Op === 'D') db.delete(c.id);
-    else db.set(c.id, { id: c.id, name: c.name, balance: c.balance, cdc_ts: c.cdc_ts, Op: c.Op ?? null });
+    else
+      db.set(c.id, {
+        id: c.id,
+        name: c.name,
+        balance: c.balance,
+        cdc_ts: c.cdc_ts,
+        Op: c.Op ?? null,
+      });
   }
   return [...db.values()].sort((a, b) => a.id - b.id);
 }
 
 function csvText(rows: readonly Change[]): string {
-  const cell = (v: string | number | null | undefined) => (v === null || v === undefined ? '' : String(v));
-  const lines = rows.map((r) => [r.Op, r.id, r.name, r.balance === null ? null : r.balance.toFixed(2), r.cdc_ts].map(cell).join(','));
+  const cell = (v: string | number | null | undefined) =>
+    v === null || v === undefined ? '' : String(v);
+  const lines = rows.map((r) =>
+    [r.Op, r.id, r.name, r.balance === null ? null : r.balance.toFixed(2), r.cdc_ts]
+      .map(cell)
+      .join(','),
+  );
   return ['Op,id,name,balance,cdc_ts', ...lines].join('\n') + '\n';
 }
 
 /** Parquet of `rows` written by DuckDB; without an Op column when no row has one (full load). */
-async function parquetFile(session: DuckSession, rows: readonly Change[], dir: string): Promise<string> {
+async function parquetFile(
+  session: DuckSession,
+  rows: readonly Change[],
+  dir: string,
+): Promise<string> {
   const withOp = rows.some((r) => r.Op !== undefined);
   const values = rows
     .map((r) => {
@@ -153,12 +179,18 @@ async function parquetFile(session: DuckSession, rows: readonly Change[], dir: s
     .join(', ');
   const names = `${withOp ? 'Op, ' : ''}id, name, balance, cdc_ts`;
   const file = join(dir, 'rows.parquet');
-  await session.run(`COPY (SELECT * FROM (VALUES ${values}) AS t(${names})) TO ${str(file)} (FORMAT parquet)`);
+  await session.run(
+    `COPY (SELECT * FROM (VALUES ${values}) AS t(${names})) TO ${str(file)} (FORMAT parquet)`,
+  );
   return file;
 }
 
 /** Land a feed file through `storage` in the format its extension names. */
-export async function landFile(storage: Storage, session: DuckSession, file: FeedFile): Promise<void> {
+export async function landFile(
+  storage: Storage,
+  session: DuckSession,
+  file: FeedFile,
+): Promise<void> {
   if (file.key.endsWith('.csv')) return storage.write(file.key, csvText(file.rows));
   const dir = await mkdtemp(join(tmpdir(), 'tidemark-cdc-'));
   try {
@@ -169,7 +201,11 @@ export async function landFile(storage: Storage, session: DuckSession, file: Fee
 }
 
 /** The table's rows in the source database's terms (lineage columns left out), by id. */
-export async function tableRows(session: DuckSession, storage: Storage, snapshot: Snapshot | null): Promise<DbRow[]> {
+export async function tableRows(
+  session: DuckSession,
+  storage: Storage,
+  snapshot: Snapshot | null,
+): Promise<DbRow[]> {
   if (!snapshot) return [];
   const rows = await withTableScan(session, scanSource(storage), snapshot, (relation) =>
     session.allJson(

@@ -16,7 +16,18 @@ import { ConstraintViolationError } from '../../src/errors.js';
 import { openTarget } from '../../src/job/open.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { cdcActions, changeRows, commitActions } from '../helpers/change-data.js';
-import { DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, runOutcome, sessionPerFile, tempDir } from './helpers.js';
+import {
+  DuckSession,
+  land,
+  makeConfig,
+  mergeTarget,
+  orders,
+  readTarget,
+  run,
+  runOutcome,
+  sessionPerFile,
+  tempDir,
+} from './helpers.js';
 import { openTable } from '../../scripts/lib/tables.js';
 
 let session: DuckSession;
@@ -30,24 +41,48 @@ async function cdfJob(target: Record<string, unknown> = {}, job: Record<string, 
   const tableDir = await tempDir('cdf-t', dirs);
   const setup = makeConfig({
     source: { uri: sourceDir, discover: byDay },
-    target: { ...mergeTarget(tableDir), deleteWhen: "status = 'cancelled'", changeDataFeed: true, ...target },
+    target: {
+      ...mergeTarget(tableDir),
+      deleteWhen: "status = 'cancelled'",
+      changeDataFeed: true,
+      ...target,
+    },
     ...job,
   });
-  return { setup, tableDir, source: new LocalStorage(sourceDir), table: openTarget(setup.job, setup.storage) };
+  return {
+    setup,
+    tableDir,
+    source: new LocalStorage(sourceDir),
+    table: openTarget(setup.job, setup.storage),
+  };
 }
 
 /** Every file under the table's folder: data, log and tidemark's own (ledger, tombstones). */
 async function tableFiles(t: { tableDir: string }): Promise<string[]> {
   const entries = await readdir(t.tableDir, { recursive: true, withFileTypes: true });
-  return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name)).sort();
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name))
+    .sort();
 }
 
 type Setup = Awaited<ReturnType<typeof cdfJob>>;
 
 /** The change rows of `version`: order_id, status, seq, rid and _change_type. */
 async function changesOf(t: Setup, version: number) {
-  const rows = await changeRows(session, t.table, version, `order_id, _change_type = 'update_postimage'`);
-  return rows.map((r) => ({ order_id: Number(r['order_id']), status: r['status'], seq: Number(r['seq']), rid: r['rid'], _change_type: r['_change_type'] }));
+  const rows = await changeRows(
+    session,
+    t.table,
+    version,
+    `order_id, _change_type = 'update_postimage'`,
+  );
+  return rows.map((r) => ({
+    order_id: Number(r['order_id']),
+    status: r['status'],
+    seq: Number(r['seq']),
+    rid: r['rid'],
+    _change_type: r['_change_type'],
+  }));
 }
 
 const modes = [
@@ -58,7 +93,12 @@ const modes = [
 describe.each(modes)('a job whose table records a change data feed, %s', (mode, dvSettings) => {
   it('writes no change files for the first load, then exactly the changes of each later run', async () => {
     const t = await cdfJob(dvSettings);
-    const [o1, o2, o3, o4] = orders([1, 'placed', 1], [2, 'placed', 1], [3, 'placed', 1], [4, 'placed', 1]);
+    const [o1, o2, o3, o4] = orders(
+      [1, 'placed', 1],
+      [2, 'placed', 1],
+      [3, 'placed', 1],
+      [4, 'placed', 1],
+    );
     await land(t.source, session, '2025/03/01/a.csv', [o1!, o2!, o3!, o4!]);
     const first = await run(t.setup);
     const created = (await readTarget(session, t.setup)).snapshot!;
@@ -66,11 +106,18 @@ describe.each(modes)('a job whose table records a change data feed, %s', (mode, 
     expect(cdcActions(await commitActions(t.table, first.tableVersion!))).toEqual([]);
 
     // Run 2: update 2, cancel (delete) 3, insert 5; a late stale row of 1 changes nothing.
-    const [u2, c3, n5, late1] = orders([2, 'shipped', 2], [3, 'cancelled', 2], [5, 'placed', 1], [1, 'late', 0]);
+    const [u2, c3, n5, late1] = orders(
+      [2, 'shipped', 2],
+      [3, 'cancelled', 2],
+      [5, 'placed', 1],
+      [1, 'late', 0],
+    );
     await land(t.source, session, '2025/03/02/b.csv', [u2!, c3!, n5!, late1!]);
     const second = await run(t.setup);
     expect(second).toMatchObject({ inserted: 1, updated: 1, deleted: 1, skippedStale: 1 });
-    const withDv = (await commitActions(t.table, second.tableVersion!)).some((a) => 'add' in a && a.add.deletionVector);
+    const withDv = (await commitActions(t.table, second.tableVersion!)).some(
+      (a) => 'add' in a && a.add.deletionVector,
+    );
     expect(withDv).toBe(mode === 'marking deletion vectors');
     expect(await changesOf(t, second.tableVersion!)).toEqual([
       { order_id: 2, status: 'placed', seq: 1, rid: o2!.rid, _change_type: 'update_preimage' },
@@ -89,7 +136,9 @@ describe.each(modes)('a job whose table records a change data feed, %s', (mode, 
       { order_id: 4, status: 'shipped', seq: 2, rid: u4!.rid, _change_type: 'update_postimage' },
     ]);
     const table = await readTarget(session, t.setup);
-    expect(table.rows.map((r) => [r.order_id, r.status]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual([
+    expect(
+      table.rows.map((r) => [r.order_id, r.status]).sort((a, b) => Number(a[0]) - Number(b[0])),
+    ).toEqual([
       [1, 'placed'],
       [4, 'shipped'],
       [5, 'placed'],
@@ -102,11 +151,25 @@ describe.each(modes)('a job whose table records a change data feed, %s', (mode, 
     await land(t.source, session, '2025/03/01/a.csv', rows);
     const first = await run(t.setup);
     const before = (await readTarget(session, t.setup)).snapshot!;
-    await t.source.write('2025/03/01/a.csv', ['rid,seq,status,order_id', ...rows.map((r) => `${r.rid},${r.seq},${r.status},${r.order_id}`)].join('\n') + '\n');
+    await t.source.write(
+      '2025/03/01/a.csv',
+      [
+        'rid,seq,status,order_id',
+        ...rows.map((r) => `${r.rid},${r.seq},${r.status},${r.order_id}`),
+      ].join('\n') + '\n',
+    );
     const stamp = new Date(Date.now() + 5_000);
     await utimes(t.source.localPath('2025/03/01/a.csv')!, stamp, stamp);
     const second = await run(t.setup);
-    expect(second).toMatchObject({ filesLoaded: 1, updated: 0, unchanged: 2, inserted: 0, dataFilesAdded: 0, dataFilesRemoved: 0, filesWithNewDeletionVector: 0 });
+    expect(second).toMatchObject({
+      filesLoaded: 1,
+      updated: 0,
+      unchanged: 2,
+      inserted: 0,
+      dataFilesAdded: 0,
+      dataFilesRemoved: 0,
+      filesWithNewDeletionVector: 0,
+    });
     expect(second.tableVersion).toBe(first.tableVersion! + 1); // the job's state alone
     const actions = await commitActions(t.table, second.tableVersion!);
     expect(cdcActions(actions)).toEqual([]);
@@ -121,9 +184,20 @@ describe.each(modes)('a job whose table records a change data feed, %s', (mode, 
 async function addConstraint(t: Setup): Promise<void> {
   const table = openTable(t.table, session);
   const snapshot = (await table.snapshot())!;
-  const configuration = { ...snapshot.metadata.configuration, 'delta.constraints.seq_positive': 'seq > 0' };
+  const configuration = {
+    ...snapshot.metadata.configuration,
+    'delta.constraints.seq_positive': 'seq > 0',
+  };
   await table.commit({
-    actions: [{ protocol: TableConfig.of(snapshot.protocol, snapshot.metadata).withFeature('checkConstraints', { reader: false }) }, { metaData: { ...snapshot.metadata, configuration } }],
+    actions: [
+      {
+        protocol: TableConfig.of(snapshot.protocol, snapshot.metadata).withFeature(
+          'checkConstraints',
+          { reader: false },
+        ),
+      },
+      { metaData: { ...snapshot.metadata, configuration } },
+    ],
     operation: 'ADD CONSTRAINT',
     read: { readVersion: snapshot.version, partitions: 'all', files: [], appIds: [] },
     isBlindAppend: false,
@@ -139,13 +213,22 @@ describe('a job whose table has a CHECK constraint', () => {
     const before = await readTarget(session, t.setup);
     const filesBefore = await tableFiles(t);
     await land(t.source, session, '2025/03/02/good.csv', orders([2, 'placed', 1]));
-    await land(t.source, session, '2025/03/02/bad.csv', orders([3, 'placed', 1], [4, 'placed', -1]));
+    await land(
+      t.source,
+      session,
+      '2025/03/02/bad.csv',
+      orders([3, 'placed', 1], [4, 'placed', -1]),
+    );
     const outcome = await runOutcome(t.setup);
     expect(outcome.ok).toBe(false);
     const err = (outcome as { error: unknown }).error as ConstraintViolationError;
     expect(err).toBeInstanceOf(ConstraintViolationError);
     expect(err.constraint).toBe('CHECK constraint seq_positive');
-    expect(err.context).toMatchObject({ key: expect.stringMatching(/^file:\/\/\/.*\/2025\/03\/02\/bad\.csv$/), row: 2, keyValue: 'order_id=4' });
+    expect(err.context).toMatchObject({
+      key: expect.stringMatching(/^file:\/\/\/.*\/2025\/03\/02\/bad\.csv$/),
+      row: 2,
+      keyValue: 'order_id=4',
+    });
     expect(err.message).toContain('violates CHECK constraint seq_positive (seq > 0)');
     const after = await readTarget(session, t.setup);
     expect(after.snapshot!.version).toBe(before.snapshot!.version);
@@ -160,9 +243,19 @@ describe('a job whose table has a CHECK constraint', () => {
     await run(t.setup);
     await addConstraint(t);
     await land(t.source, session, '2025/03/02/good.csv', orders([2, 'placed', 1]));
-    await land(t.source, session, '2025/03/02/bad.csv', orders([3, 'placed', 1], [4, 'placed', -1]));
+    await land(
+      t.source,
+      session,
+      '2025/03/02/bad.csv',
+      orders([3, 'placed', 1], [4, 'placed', -1]),
+    );
     const report = await run(t.setup);
-    expect(report.quarantined).toEqual([{ key: '2025/03/02/bad.csv', reason: expect.stringContaining('violates CHECK constraint seq_positive (seq > 0)') }]);
+    expect(report.quarantined).toEqual([
+      {
+        key: '2025/03/02/bad.csv',
+        reason: expect.stringContaining('violates CHECK constraint seq_positive (seq > 0)'),
+      },
+    ]);
     expect((await readTarget(session, t.setup)).rows.map((r) => r.order_id).sort()).toEqual([1, 2]);
   });
 });

@@ -20,7 +20,18 @@ import { openTable, scanSource } from '../../scripts/lib/tables.js';
 import { backfill, backfillOutcome } from './backfill-helpers.js';
 import { cli } from '../helpers/cli.js';
 import { reportOf } from '../cli/preflight-helpers.js';
-import { DuckSession, land, makeConfig, orders, readTarget, run, runOutcome, sessionPerFile, tempDir, unwrap } from './helpers.js';
+import {
+  DuckSession,
+  land,
+  makeConfig,
+  orders,
+  readTarget,
+  run,
+  runOutcome,
+  sessionPerFile,
+  tempDir,
+  unwrap,
+} from './helpers.js';
 
 let session: DuckSession;
 const dirs = sessionPerFile((s) => (session = s));
@@ -33,7 +44,8 @@ async function rowsOf(setup: Setup, columns: string[]): Promise<Array<Record<str
   const snapshot = await openTable(storage, session).snapshot();
   if (!snapshot) return [];
   const rows = await readTable(session, scanSource(storage), snapshot);
-  const pick = (r: Record<string, unknown>) => Object.fromEntries(columns.map((c) => [c, typeof r[c] === 'bigint' ? Number(r[c]) : r[c]]));
+  const pick = (r: Record<string, unknown>) =>
+    Object.fromEntries(columns.map((c) => [c, typeof r[c] === 'bigint' ? Number(r[c]) : r[c]]));
   return rows.map(pick).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 }
 
@@ -51,13 +63,22 @@ async function validate(job: Record<string, unknown>): Promise<ValidateReport> {
 }
 
 /** `tidemark run --json` in process: its exit code and report. */
-async function cliRun(file: string, ...flags: string[]): Promise<{ code: number; report: ReturnType<typeof reportOf> }> {
-  const r = await cli(['run', '--config', file, '--json', ...flags], { logger: silentLogger(), tty: false });
+async function cliRun(
+  file: string,
+  ...flags: string[]
+): Promise<{ code: number; report: ReturnType<typeof reportOf> }> {
+  const r = await cli(['run', '--config', file, '--json', ...flags], {
+    logger: silentLogger(),
+    tty: false,
+  });
   return { code: r.code, report: reportOf(r) };
 }
 
 /** Run and expect a refusal: the ConfigError (exit 2) thrown. */
-async function refused(setup: Setup, extra: Parameters<typeof runOutcome>[1] = {}): Promise<ConfigError> {
+async function refused(
+  setup: Setup,
+  extra: Parameters<typeof runOutcome>[1] = {},
+): Promise<ConfigError> {
   const outcome = await runOutcome(setup, extra);
   if (outcome.ok) throw new Error(`expected a refusal, the run ended ${outcome.report.status}`);
   expect(outcome.error).toBeInstanceOf(ConfigError);
@@ -69,7 +90,10 @@ describe('modification-time mode: a wider settle', () => {
     const dir = await tempDir('src', dirs);
     const src = new LocalStorage(dir);
     const target = { uri: await tempDir('t', dirs), mode: 'append' };
-    const narrow = makeConfig({ source: { uri: dir, discover: { by: 'modified', settle: '1m' } }, target });
+    const narrow = makeConfig({
+      source: { uri: dir, discover: { by: 'modified', settle: '1m' } },
+      target,
+    });
     for (const age of [30, 20, 10, 0]) {
       await land(src, session, `feed/m${age}.csv`, orders([age, `m${age}`, 1]));
       const at = new Date(Date.now() - age * 60_000 - 5_000);
@@ -80,13 +104,25 @@ describe('modification-time mode: a wider settle', () => {
     const wideJob = { source: { uri: dir, discover: { by: 'modified', settle: '1h' } }, target };
     expect(await validate(wideJob)).toMatchObject({
       status: 'ok',
-      warnings: [expect.objectContaining({ field: 'jobs[0].source.discover.settle', message: expect.stringMatching(/^source.discover.settle changed from 1m to 1h: .*none is loaded twice/) })],
+      warnings: [
+        expect.objectContaining({
+          field: 'jobs[0].source.discover.settle',
+          message: expect.stringMatching(
+            /^source.discover.settle changed from 1m to 1h: .*none is loaded twice/,
+          ),
+        }),
+      ],
     });
     const wide = makeConfig(wideJob);
     const second = await run(wide);
     expect(second).toMatchObject({ status: 'nothing-new', inserted: 0 });
     expect(second.configChanges).toEqual([
-      expect.objectContaining({ field: 'source.discover.settle', from: '1m', to: '1h', effect: expect.stringMatching(/files loaded before are kept, none is loaded twice/) }),
+      expect.objectContaining({
+        field: 'source.discover.settle',
+        from: '1m',
+        to: '1h',
+        effect: expect.stringMatching(/files loaded before are kept, none is loaded twice/),
+      }),
     ]);
     expect((await readTarget(session, wide)).rows).toHaveLength(4);
 
@@ -110,19 +146,42 @@ describe('source filters edited', () => {
     await land(src, session, '2026/11/28/a.csv', orders([1, 'a', 1]));
     await land(src, session, '2026/11/28/b.ndjson', orders([2, 'b', 1]));
     await land(src, session, '2026/11/29/c.csv', orders([3, 'c', 1]));
-    expect(await run(csvOnly)).toMatchObject({ status: 'succeeded', inserted: 2, watermark: '2026-11-29' });
+    expect(await run(csvOnly)).toMatchObject({
+      status: 'succeeded',
+      inserted: 2,
+      watermark: '2026-11-29',
+    });
 
     const widerJob = { source: { uri: dir, include: ['*.csv', '*.ndjson'], discover }, target };
-    expect((await validate(widerJob)).warnings).toEqual([expect.objectContaining({ field: 'jobs[0].source.include', message: expect.stringMatching(/^source.include changed from \[\*.csv\] to \[\*.csv, \*.ndjson\]: files it newly selects behind the watermark \(2026-11-29\) are not loaded \(backfill them\)/) })]);
+    expect((await validate(widerJob)).warnings).toEqual([
+      expect.objectContaining({
+        field: 'jobs[0].source.include',
+        message: expect.stringMatching(
+          /^source.include changed from \[\*.csv\] to \[\*.csv, \*.ndjson\]: files it newly selects behind the watermark \(2026-11-29\) are not loaded \(backfill them\)/,
+        ),
+      }),
+    ]);
     const wider = makeConfig(widerJob);
     await land(src, session, '2026/11/30/d.ndjson', orders([4, 'd', 1]));
     const second = await run(wider);
     expect(second).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 1 });
-    expect(second.configChanges).toEqual([expect.objectContaining({ field: 'source.include', effect: expect.stringMatching(/not loaded \(backfill them\)/) })]);
-    expect((await readTarget(session, wider)).rows.map((r) => r.order_id).sort()).toEqual([1, 3, 4]);
+    expect(second.configChanges).toEqual([
+      expect.objectContaining({
+        field: 'source.include',
+        effect: expect.stringMatching(/not loaded \(backfill them\)/),
+      }),
+    ]);
+    expect((await readTarget(session, wider)).rows.map((r) => r.order_id).sort()).toEqual([
+      1, 3, 4,
+    ]);
     // The backfill the change names loads b.ndjson, once; a.csv is already there.
-    expect(await backfill(wider, { from: '2026-11-28', to: '2026-11-28' })).toMatchObject({ status: 'succeeded', inserted: 1 });
-    expect((await readTarget(session, wider)).rows.map((r) => r.order_id).sort()).toEqual([1, 2, 3, 4]);
+    expect(await backfill(wider, { from: '2026-11-28', to: '2026-11-28' })).toMatchObject({
+      status: 'succeeded',
+      inserted: 1,
+    });
+    expect((await readTarget(session, wider)).rows.map((r) => r.order_id).sort()).toEqual([
+      1, 2, 3, 4,
+    ]);
   });
 });
 
@@ -131,19 +190,33 @@ function cdcFeed(dir: string) {
   const src = new LocalStorage(dir);
   let n = 0;
   return (rows: Array<[number, string, string, number, number, boolean]>) =>
-    src.write(`2026/12/01/f${String(++n).padStart(3, '0')}.csv`, ['order_id,region,status,seq,seq2,deleted', ...rows.map((r) => r.join(','))].join('\n') + '\n');
+    src.write(
+      `2026/12/01/f${String(++n).padStart(3, '0')}.csv`,
+      ['order_id,region,status,seq,seq2,deleted', ...rows.map((r) => r.join(','))].join('\n') +
+        '\n',
+    );
 }
 
 function mergeSetup(src: string, tableUri: string, target: Record<string, unknown>): Setup {
   return makeConfig({
     source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } },
-    target: { uri: tableUri, mode: 'merge', key: ['order_id'], orderBy: 'seq', deleteWhen: 'deleted', ...target },
+    target: {
+      uri: tableUri,
+      mode: 'merge',
+      key: ['order_id'],
+      orderBy: 'seq',
+      deleteWhen: 'deleted',
+      ...target,
+    },
   });
 }
 
 /** The same source into a table written without a key: appended to, or replaced by each delivery. */
 function keylessSetup(src: string, tableUri: string, mode: 'append' | 'replace'): Setup {
-  return makeConfig({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: tableUri, mode } });
+  return makeConfig({
+    source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } },
+    target: { uri: tableUri, mode },
+  });
 }
 
 describe('a new orderBy or key and the remembered deletes', () => {
@@ -152,24 +225,56 @@ describe('a new orderBy or key and the remembered deletes', () => {
     const tableUri = await tempDir('t', dirs);
     const land3 = cdcFeed(src);
     const bySeq = mergeSetup(src, tableUri, {});
-    await land3([[1, 'EU', 'placed', 1, 1, false], [2, 'EU', 'placed', 1, 1, false]]);
+    await land3([
+      [1, 'EU', 'placed', 1, 1, false],
+      [2, 'EU', 'placed', 1, 1, false],
+    ]);
     await run(bySeq);
     await land3([[1, 'EU', 'gone', 5, 5, true]]);
     expect(await run(bySeq)).toMatchObject({ deleted: 1 });
 
     const bySeq2 = mergeSetup(src, tableUri, { orderBy: 'seq2' });
     await land3([[1, 'EU', 'late', 3, 3, false]]);
-    const seq2Job = { source: bySeq2.job.source, target: { uri: tableUri, mode: 'merge', key: ['order_id'], orderBy: 'seq2', deleteWhen: 'deleted' } };
+    const seq2Job = {
+      source: bySeq2.job.source,
+      target: {
+        uri: tableUri,
+        mode: 'merge',
+        key: ['order_id'],
+        orderBy: 'seq2',
+        deleteWhen: 'deleted',
+      },
+    };
     const checked = await validate(seq2Job);
     expect(checked.status).toBe('problems');
-    expect(checked.problems).toEqual([expect.objectContaining({ field: 'jobs[0].target.orderBy', message: expect.stringMatching(/changed from seq to seq2.*--accept-config-change/), kind: 'usage' })]);
-    expect(checked.warnings).toEqual([expect.objectContaining({ field: 'jobs[0].target.orderBy', message: expect.stringMatching(/^target.orderBy changed from seq to seq2/) })]);
+    expect(checked.problems).toEqual([
+      expect.objectContaining({
+        field: 'jobs[0].target.orderBy',
+        message: expect.stringMatching(/changed from seq to seq2.*--accept-config-change/),
+        kind: 'usage',
+      }),
+    ]);
+    expect(checked.warnings).toEqual([
+      expect.objectContaining({
+        field: 'jobs[0].target.orderBy',
+        message: expect.stringMatching(/^target.orderBy changed from seq to seq2/),
+      }),
+    ]);
     const file = await configFile(seq2Job);
     const first = await cliRun(file);
     expect(first.code).toBe(2);
-    expect(first.report.error?.context).toMatchObject({ field: 'target.orderBy', from: 'seq', to: 'seq2', tombstones: 1 });
-    expect(first.report.error?.message).toMatch(/target.orderBy changed from seq to seq2.*1 deleted key.*--accept-config-change.*tidemark reset/);
-    expect(await rowsOf(bySeq2, ['order_id', 'status'])).toEqual([{ order_id: 2, status: 'placed' }]);
+    expect(first.report.error?.context).toMatchObject({
+      field: 'target.orderBy',
+      from: 'seq',
+      to: 'seq2',
+      tombstones: 1,
+    });
+    expect(first.report.error?.message).toMatch(
+      /target.orderBy changed from seq to seq2.*1 deleted key.*--accept-config-change.*tidemark reset/,
+    );
+    expect(await rowsOf(bySeq2, ['order_id', 'status'])).toEqual([
+      { order_id: 2, status: 'placed' },
+    ]);
 
     // Accepted: the tombstones are dropped, the run says so, and the late row loads.
     const { code, report: accepted } = await cliRun(file, '--accept-config-change');
@@ -178,10 +283,16 @@ describe('a new orderBy or key and the remembered deletes', () => {
     expect(accepted.configChanges).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ field: 'target.orderBy', from: 'seq', to: 'seq2' }),
-        expect.objectContaining({ field: 'target.orderBy (tombstones)', effect: expect.stringMatching(/dropped, as --accept-config-change asks/) }),
+        expect.objectContaining({
+          field: 'target.orderBy (tombstones)',
+          effect: expect.stringMatching(/dropped, as --accept-config-change asks/),
+        }),
       ]),
     );
-    expect(await rowsOf(bySeq2, ['order_id', 'status'])).toEqual([{ order_id: 1, status: 'late' }, { order_id: 2, status: 'placed' }]);
+    expect(await rowsOf(bySeq2, ['order_id', 'status'])).toEqual([
+      { order_id: 1, status: 'late' },
+      { order_id: 2, status: 'placed' },
+    ]);
     const state = (await readTarget(session, bySeq2)).state;
     expect(state.tombstones?.files ?? []).toEqual([]);
     expect(state.configuredAs?.target).toMatchObject({ orderBy: 'seq2' });
@@ -200,7 +311,13 @@ describe('a new orderBy or key and the remembered deletes', () => {
     await run(bySeq);
     const bySeq2 = mergeSetup(src, tableUri, { orderBy: 'seq2' });
     await refused(bySeq2);
-    unwrap(await resetJob(bySeq2.job, { storage: bySeq2.storage, logger: silentLogger(), tty: false }, { to: '2026-12-01' }));
+    unwrap(
+      await resetJob(
+        bySeq2.job,
+        { storage: bySeq2.storage, logger: silentLogger(), tty: false },
+        { to: '2026-12-01' },
+      ),
+    );
     expect((await readTarget(session, bySeq2)).state.tombstones?.files ?? []).toEqual([]);
     expect(await run(bySeq2)).toMatchObject({ status: 'nothing-new' });
   });
@@ -210,7 +327,10 @@ describe('a new orderBy or key and the remembered deletes', () => {
     const tableUri = await tempDir('t', dirs);
     const land3 = cdcFeed(src);
     const wide = mergeSetup(src, tableUri, { key: ['order_id', 'region'] });
-    await land3([[1, 'EU', 'placed', 1, 1, false], [2, 'US', 'placed', 1, 1, false]]);
+    await land3([
+      [1, 'EU', 'placed', 1, 1, false],
+      [2, 'US', 'placed', 1, 1, false],
+    ]);
     await run(wide);
     await land3([[1, 'EU', 'gone', 5, 5, true]]);
     expect(await run(wide)).toMatchObject({ deleted: 1 });
@@ -220,11 +340,21 @@ describe('a new orderBy or key and the remembered deletes', () => {
     const report = await run(narrow);
     expect(report).toMatchObject({ status: 'succeeded', inserted: 0, skippedStale: 1 });
     expect(report.configChanges).toEqual(
-      expect.arrayContaining([expect.objectContaining({ field: 'target.key (tombstones)', effect: expect.stringMatching(/re-keyed on \[order_id\]/) })]),
+      expect.arrayContaining([
+        expect.objectContaining({
+          field: 'target.key (tombstones)',
+          effect: expect.stringMatching(/re-keyed on \[order_id\]/),
+        }),
+      ]),
     );
-    expect(await rowsOf(narrow, ['order_id', 'status'])).toEqual([{ order_id: 2, status: 'placed' }]);
+    expect(await rowsOf(narrow, ['order_id', 'status'])).toEqual([
+      { order_id: 2, status: 'placed' },
+    ]);
     // Written back under the new key: later batches read them without re-keying.
-    expect((await readTarget(session, narrow)).state.tombstones).toMatchObject({ key: ['order_id'], files: [expect.objectContaining({ rows: 1 })] });
+    expect((await readTarget(session, narrow)).state.tombstones).toMatchObject({
+      key: ['order_id'],
+      files: [expect.objectContaining({ rows: 1 })],
+    });
     await land3([[1, 'EU', 'later', 4, 4, false]]);
     expect(await run(narrow)).toMatchObject({ inserted: 0, skippedStale: 1 });
   });
@@ -233,58 +363,139 @@ describe('a new orderBy or key and the remembered deletes', () => {
     const src = await tempDir('src', dirs);
     const tableUri = await tempDir('t', dirs);
     const at = (day: string, rows: Array<[number, string, string, number, number, boolean]>) =>
-      new LocalStorage(src).write(`2026/11/${day}/f.csv`, ['order_id,region,status,seq,seq2,deleted', ...rows.map((r) => r.join(','))].join('\n') + '\n');
-    await at('20', [[1, 'EU', 'placed', 1, 1, false], [2, 'EU', 'placed', 1, 1, false]]);
+      new LocalStorage(src).write(
+        `2026/11/${day}/f.csv`,
+        ['order_id,region,status,seq,seq2,deleted', ...rows.map((r) => r.join(','))].join('\n') +
+          '\n',
+      );
+    await at('20', [
+      [1, 'EU', 'placed', 1, 1, false],
+      [2, 'EU', 'placed', 1, 1, false],
+    ]);
     await at('21', [[2, 'EU', 'gone', 5, 5, true]]);
     await at('30', [[3, 'EU', 'placed', 1, 1, false]]);
     const bySeq = makeConfig({
-      source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2, start: '2026-11-30' } },
-      target: { uri: tableUri, mode: 'merge', key: ['order_id'], orderBy: 'seq', deleteWhen: 'deleted' },
+      source: {
+        uri: src,
+        discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2, start: '2026-11-30' },
+      },
+      target: {
+        uri: tableUri,
+        mode: 'merge',
+        key: ['order_id'],
+        orderBy: 'seq',
+        deleteWhen: 'deleted',
+      },
     });
     await run(bySeq);
-    expect(await backfill(bySeq, { from: '2026-11-20', to: '2026-11-21' })).toMatchObject({ deleted: 1 });
-    const bySeq2 = { ...bySeq, job: { ...bySeq.job, target: { ...bySeq.job.target, orderBy: 'seq2' } } };
+    expect(await backfill(bySeq, { from: '2026-11-20', to: '2026-11-21' })).toMatchObject({
+      deleted: 1,
+    });
+    const bySeq2 = {
+      ...bySeq,
+      job: { ...bySeq.job, target: { ...bySeq.job.target, orderBy: 'seq2' } },
+    };
     const err = await refused(bySeq2);
     expect(err.message).toMatch(/orders@backfill: target.orderBy changed from seq to seq2/);
-    const before = await backfillOutcome(bySeq2, { from: '2026-11-20', to: '2026-11-21', restart: true });
+    const before = await backfillOutcome(bySeq2, {
+      from: '2026-11-20',
+      to: '2026-11-21',
+      restart: true,
+    });
     expect(before.ok ? null : before.error).toBeInstanceOf(ConfigError);
 
-    expect(await run(bySeq2, { acceptConfigChange: true })).toMatchObject({ status: 'nothing-new' });
+    expect(await run(bySeq2, { acceptConfigChange: true })).toMatchObject({
+      status: 'nothing-new',
+    });
     await at('30', [[3, 'EU', 'paid', 2, 2, false]]);
     // The acceptance is recorded only with a commit: this run commits, the next ones do not ask again.
-    expect(await run(bySeq2, { acceptConfigChange: true })).toMatchObject({ status: 'succeeded', updated: 1 });
+    expect(await run(bySeq2, { acceptConfigChange: true })).toMatchObject({
+      status: 'succeeded',
+      updated: 1,
+    });
     await at('30', [[3, 'EU', 'shipped', 3, 3, false]]);
     expect(await run(bySeq2)).toMatchObject({ status: 'succeeded', updated: 1 });
-    expect(await backfill(bySeq2, { from: '2026-11-20', to: '2026-11-21', restart: true })).toMatchObject({ status: 'succeeded' });
+    expect(
+      await backfill(bySeq2, { from: '2026-11-20', to: '2026-11-21', restart: true }),
+    ).toMatchObject({ status: 'succeeded' });
   });
 
   it('backfill --accept-config-change drops the deletes that no longer fit, as run does, and says so; without it the backfill is refused (exit 2)', async () => {
     const src = await tempDir('src', dirs);
     const tableUri = await tempDir('t', dirs);
     const at = (day: string, rows: Array<[number, string, string, number, number, boolean]>) =>
-      new LocalStorage(src).write(`2026/11/${day}/f.csv`, ['order_id,region,status,seq,seq2,deleted', ...rows.map((r) => r.join(','))].join('\n') + '\n');
+      new LocalStorage(src).write(
+        `2026/11/${day}/f.csv`,
+        ['order_id,region,status,seq,seq2,deleted', ...rows.map((r) => r.join(','))].join('\n') +
+          '\n',
+      );
     await at('29', [[1, 'EU', 'placed', 1, 1, false]]);
     await at('30', [[1, 'EU', 'gone', 5, 5, true]]);
     const bySeq = makeConfig({
       source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } },
-      target: { uri: tableUri, mode: 'merge', key: ['order_id'], orderBy: 'seq', deleteWhen: 'deleted' },
+      target: {
+        uri: tableUri,
+        mode: 'merge',
+        key: ['order_id'],
+        orderBy: 'seq',
+        deleteWhen: 'deleted',
+      },
     });
     expect(await run(bySeq)).toMatchObject({ deleted: 0 }); // one batch: the delete is the key's last event
     expect((await readTarget(session, bySeq)).state.tombstones?.files.length).toBeGreaterThan(0);
-    const bySeq2 = { ...bySeq, job: { ...bySeq.job, target: { ...bySeq.job.target, orderBy: 'seq2' } } };
+    const bySeq2 = {
+      ...bySeq,
+      job: { ...bySeq.job, target: { ...bySeq.job.target, orderBy: 'seq2' } },
+    };
     // A late row older than the delete on seq, landed for the backfill to load.
     await at('20', [[1, 'EU', 'late', 2, 2, false]]);
     const refusedBackfill = await backfillOutcome(bySeq2, { from: '2026-11-20', to: '2026-11-20' });
     expect(refusedBackfill.ok ? null : refusedBackfill.error).toBeInstanceOf(ConfigError);
-    expect(((refusedBackfill.ok ? null : refusedBackfill.error) as ConfigError).message).toMatch(/target.orderBy changed from seq to seq2/);
+    expect(((refusedBackfill.ok ? null : refusedBackfill.error) as ConfigError).message).toMatch(
+      /target.orderBy changed from seq to seq2/,
+    );
 
-    const file = await configFile({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } }, target: { uri: tableUri, mode: 'merge', key: ['order_id'], orderBy: 'seq2', deleteWhen: 'deleted' } });
-    const backfillCli = (...flags: string[]) => cli(['backfill', '--config', file, '--from', '2026-11-20', '--to', '2026-11-20', '--json', ...flags], { logger: silentLogger(), tty: false });
+    const file = await configFile({
+      source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } },
+      target: {
+        uri: tableUri,
+        mode: 'merge',
+        key: ['order_id'],
+        orderBy: 'seq2',
+        deleteWhen: 'deleted',
+      },
+    });
+    const backfillCli = (...flags: string[]) =>
+      cli(
+        [
+          'backfill',
+          '--config',
+          file,
+          '--from',
+          '2026-11-20',
+          '--to',
+          '2026-11-20',
+          '--json',
+          ...flags,
+        ],
+        { logger: silentLogger(), tty: false },
+      );
     expect((await backfillCli()).code).toBe(2);
 
-    const accepted = await backfill(bySeq2, { from: '2026-11-20', to: '2026-11-20' }, { acceptConfigChange: true });
+    const accepted = await backfill(
+      bySeq2,
+      { from: '2026-11-20', to: '2026-11-20' },
+      { acceptConfigChange: true },
+    );
     expect(accepted).toMatchObject({ status: 'succeeded', inserted: 1 });
-    expect(accepted.configChanges).toEqual([expect.objectContaining({ field: 'target.orderBy (tombstones)', from: 'seq', to: 'seq2', effect: expect.stringContaining('dropped') })]);
+    expect(accepted.configChanges).toEqual([
+      expect.objectContaining({
+        field: 'target.orderBy (tombstones)',
+        from: 'seq',
+        to: 'seq2',
+        effect: expect.stringContaining('dropped'),
+      }),
+    ]);
     // The late row came back, as the flag warns it may.
     expect((await readTarget(session, bySeq2)).rows.map((r) => r.status)).toEqual(['late']);
 
@@ -302,7 +513,9 @@ describe('a new orderBy or key and the remembered deletes', () => {
     await run(mergeSetup(src, tableUri, {}));
     await land3([[1, 'EU', 'late', 3, 3, false]]);
     const err = await refused(mergeSetup(src, tableUri, { key: ['order_id', 'region'] }));
-    expect(err.message).toMatch(/target.key changed from \[order_id\] to \[order_id, region\]: the remembered deletes do not hold region/);
+    expect(err.message).toMatch(
+      /target.key changed from \[order_id\] to \[order_id, region\]: the remembered deletes do not hold region/,
+    );
     expect(await rowsOf(mergeSetup(src, tableUri, {}), ['order_id'])).toEqual([]);
   });
 });
@@ -312,13 +525,19 @@ describe('a key the stored rows do not hold once', () => {
     const src = await tempDir('src', dirs);
     const tableUri = await tempDir('t', dirs);
     const land3 = cdcFeed(src);
-    await land3([[1, 'EU', 'placed', 1, 1, false], [1, 'US', 'placed', 1, 1, false], [2, 'US', 'placed', 1, 1, false]]);
+    await land3([
+      [1, 'EU', 'placed', 1, 1, false],
+      [1, 'US', 'placed', 1, 1, false],
+      [2, 'US', 'placed', 1, 1, false],
+    ]);
     await run(mergeSetup(src, tableUri, { key: ['order_id', 'region'] }));
     const narrow = mergeSetup(src, tableUri, { key: ['order_id'] });
     await land3([[1, 'EU', 'paid', 2, 2, false]]);
     const err = await refused(narrow);
     expect(err.context).toMatchObject({ field: 'target.key', duplicateKeys: 1 });
-    expect(err.message).toMatch(/target.key changed from \[order_id, region\] to \[order_id\], but the table holds more than one row for 1 such key: order_id=1 \(2 rows\)/);
+    expect(err.message).toMatch(
+      /target.key changed from \[order_id, region\] to \[order_id\], but the table holds more than one row for 1 such key: order_id=1 \(2 rows\)/,
+    );
     expect(await rowsOf(narrow, ['order_id', 'region', 'status'])).toEqual([
       { order_id: 1, region: 'EU', status: 'placed' },
       { order_id: 1, region: 'US', status: 'placed' },
@@ -337,21 +556,31 @@ describe('a key the stored rows do not hold once', () => {
       await run(keylessSetup(src, tableUri, 'append'));
       return tableUri;
     };
-    const twice = await appendTo([[7, 'EU', 'placed', 1, 1, false], [7, 'EU', 'paid', 2, 2, false]]);
+    const twice = await appendTo([
+      [7, 'EU', 'placed', 1, 1, false],
+      [7, 'EU', 'paid', 2, 2, false],
+    ]);
     const err = await refused(mergeSetup(src, twice, { deleteWhen: undefined }));
     expect(err.context).toMatchObject({ field: 'target.mode' });
-    expect(err.message).toMatch(/target.mode changed from append to merge on key \[order_id\], but the table holds more than one row for \d+ such keys?: order_id=7 \(2 rows\)/);
+    expect(err.message).toMatch(
+      /target.mode changed from append to merge on key \[order_id\], but the table holds more than one row for \d+ such keys?: order_id=7 \(2 rows\)/,
+    );
   });
 
   it('replace (without a key) -> merge on a table holding an order twice: refused naming the mode change', async () => {
     const src = await tempDir('src', dirs);
     const tableUri = await tempDir('t', dirs);
     const land3 = cdcFeed(src);
-    await land3([[7, 'EU', 'placed', 1, 1, false], [7, 'EU', 'paid', 2, 2, false]]);
+    await land3([
+      [7, 'EU', 'placed', 1, 1, false],
+      [7, 'EU', 'paid', 2, 2, false],
+    ]);
     await run(keylessSetup(src, tableUri, 'replace'));
     const err = await refused(mergeSetup(src, tableUri, { deleteWhen: undefined }));
     expect(err.context).toMatchObject({ field: 'target.mode' });
-    expect(err.message).toMatch(/target.mode changed from replace to merge on key \[order_id\], but the table holds more than one row for 1 such key: order_id=7 \(2 rows\)/);
+    expect(err.message).toMatch(
+      /target.mode changed from replace to merge on key \[order_id\], but the table holds more than one row for 1 such key: order_id=7 \(2 rows\)/,
+    );
     expect(err.message).toMatch(/Keep target.mode as it was/);
   });
 
@@ -359,28 +588,52 @@ describe('a key the stored rows do not hold once', () => {
     const src = await tempDir('src', dirs);
     const tableUri = await tempDir('t', dirs);
     const land3 = cdcFeed(src);
-    await land3([[1, 'EU', 'placed', 1, 1, false], [2, 'EU', 'placed', 1, 1, false]]);
+    await land3([
+      [1, 'EU', 'placed', 1, 1, false],
+      [2, 'EU', 'placed', 1, 1, false],
+    ]);
     await run(mergeSetup(src, tableUri, { deleteWhen: undefined }));
     const source = new LocalStorage(src);
-    await source.write('2026/12/02/full.csv', 'order_id,region,status,seq,seq2,deleted\n2,EU,paid,2,2,false\n3,EU,placed,1,1,false\n');
+    await source.write(
+      '2026/12/02/full.csv',
+      'order_id,region,status,seq,seq2,deleted\n2,EU,paid,2,2,false\n3,EU,placed,1,1,false\n',
+    );
     const replace = keylessSetup(src, tableUri, 'replace');
     const report = await run(replace);
     expect(report).toMatchObject({ status: 'succeeded' });
-    expect(report.configChanges).toEqual([expect.objectContaining({ field: 'target.mode', from: 'merge', to: 'replace', effect: expect.stringMatching(/replaces the whole table from now/) })]);
-    expect(await rowsOf(replace, ['order_id', 'status'])).toEqual([{ order_id: 2, status: 'paid' }, { order_id: 3, status: 'placed' }]);
+    expect(report.configChanges).toEqual([
+      expect.objectContaining({
+        field: 'target.mode',
+        from: 'merge',
+        to: 'replace',
+        effect: expect.stringMatching(/replaces the whole table from now/),
+      }),
+    ]);
+    expect(await rowsOf(replace, ['order_id', 'status'])).toEqual([
+      { order_id: 2, status: 'paid' },
+      { order_id: 3, status: 'placed' },
+    ]);
   });
 
   it('append -> merge where every key has one row: the run merges and says so', async () => {
     const src = await tempDir('src', dirs);
     const tableUri = await tempDir('t', dirs);
     const land3 = cdcFeed(src);
-    await land3([[1, 'EU', 'placed', 1, 1, false], [2, 'EU', 'placed', 1, 1, false]]);
+    await land3([
+      [1, 'EU', 'placed', 1, 1, false],
+      [2, 'EU', 'placed', 1, 1, false],
+    ]);
     await run(keylessSetup(src, tableUri, 'append'));
     const merge = mergeSetup(src, tableUri, { deleteWhen: undefined });
     await land3([[1, 'EU', 'paid', 2, 2, false]]);
     const report = await run(merge);
     expect(report).toMatchObject({ status: 'succeeded', updated: 1 });
-    expect(report.configChanges).toEqual([expect.objectContaining({ field: 'target.mode', from: 'append', to: 'merge' })]);
-    expect(await rowsOf(merge, ['order_id', 'status'])).toEqual([{ order_id: 1, status: 'paid' }, { order_id: 2, status: 'placed' }]);
+    expect(report.configChanges).toEqual([
+      expect.objectContaining({ field: 'target.mode', from: 'append', to: 'merge' }),
+    ]);
+    expect(await rowsOf(merge, ['order_id', 'status'])).toEqual([
+      { order_id: 1, status: 'paid' },
+      { order_id: 2, status: 'placed' },
+    ]);
   });
 });

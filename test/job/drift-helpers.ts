@@ -28,19 +28,30 @@ export async function parquetOf(session: DuckSession, select: string): Promise<U
 }
 
 /** Land a Parquet file with the rows of `select`. */
-export async function putParquet(source: Storage, session: DuckSession, key: string, select: string): Promise<void> {
+export async function putParquet(
+  source: Storage,
+  session: DuckSession,
+  key: string,
+  select: string,
+): Promise<void> {
   await source.write(key, await parquetOf(session, select));
 }
 
 type Setup = { job: JobConfig; storage: StorageConfig };
 
 /** Every row of the job's table (JSON-safe values, lineage columns left out), ordered by `orderBy`. */
-export async function tableRows(session: DuckSession, setup: Setup, orderBy: string): Promise<Row[]> {
+export async function tableRows(
+  session: DuckSession,
+  setup: Setup,
+  orderBy: string,
+): Promise<Row[]> {
   const storage = openTarget(setup.job, setup.storage);
   const snapshot = await openTable(storage, session, { singleWriter: true }).snapshot();
   if (!snapshot) return [];
   const rows = await withTableScan(session, scanSource(storage), snapshot, (relation) =>
-    session.allJson(`SELECT * EXCLUDE (_source_file, _source_modified) FROM (${relation}) ORDER BY ${orderBy}`),
+    session.allJson(
+      `SELECT * EXCLUDE (_source_file, _source_modified) FROM (${relation}) ORDER BY ${orderBy}`,
+    ),
   );
   return rows;
 }

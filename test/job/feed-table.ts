@@ -15,21 +15,34 @@ import { openTable, scanSource } from '../../scripts/lib/tables.js';
 type Setup = { job: JobConfig; storage: StorageConfig };
 
 /** The latest snapshot and its rows, ordered by order_id (fresh table object, no caches). */
-export async function readFeedTable(session: DuckSession, setup: Setup): Promise<{ snapshot: Snapshot | null; rows: FeedRow[] }> {
+export async function readFeedTable(
+  session: DuckSession,
+  setup: Setup,
+): Promise<{ snapshot: Snapshot | null; rows: FeedRow[] }> {
   const storage = openTarget(setup.job, setup.storage);
   const snapshot = await openTable(storage, session).snapshot();
   if (!snapshot) return { snapshot, rows: [] };
   const raw = await withTableScan(session, scanSource(storage), snapshot, (relation) =>
-    session.all(`SELECT order_id::BIGINT AS order_id, order_date::VARCHAR AS order_date, status, seq::BIGINT AS seq, rid FROM (${relation}) ORDER BY order_id, rid`),
+    session.all(
+      `SELECT order_id::BIGINT AS order_id, order_date::VARCHAR AS order_date, status, seq::BIGINT AS seq, rid FROM (${relation}) ORDER BY order_id, rid`,
+    ),
   );
-  const rows = raw.map((r) => ({ order_id: Number(r['order_id']), order_date: String(r['order_date']), status: String(r['status']), seq: Number(r['seq']), rid: String(r['rid']) }));
+  const rows = raw.map((r) => ({
+    order_id: Number(r['order_id']),
+    order_date: String(r['order_date']),
+    status: String(r['status']),
+    seq: Number(r['seq']),
+    rid: String(r['rid']),
+  }));
   return { snapshot, rows };
 }
 
 /** order_ids held more than once. */
 export function duplicateOrders(rows: readonly FeedRow[]): number[] {
   const seen = new Set<number>();
-  return rows.filter((r) => (seen.has(r.order_id) ? true : (seen.add(r.order_id), false))).map((r) => r.order_id);
+  return rows
+    .filter((r) => (seen.has(r.order_id) ? true : (seen.add(r.order_id), false)))
+    .map((r) => r.order_id);
 }
 
 /**
@@ -48,11 +61,16 @@ export async function logProblems(root: string): Promise<string[]> {
   for (const [i, name] of names.entries()) {
     const version = Number(name.slice(0, 20));
     if (version !== i) problems.push(`version ${version} where ${i} was expected`);
-    const lines = (await fsp.readFile(path.join(log, name), 'utf8')).split('\n').filter((l) => l.trim() !== '');
+    const lines = (await fsp.readFile(path.join(log, name), 'utf8'))
+      .split('\n')
+      .filter((l) => l.trim() !== '');
     const actions = lines.map((l) => JSON.parse(l) as Record<string, Record<string, unknown>>);
     const info = actions[0]?.['commitInfo'];
     if (!info) problems.push(`${version}: commitInfo is not the first action`);
-    else if (version > 0 && !(Number(info['readVersion']) < version)) problems.push(`${version}: readVersion ${String(info['readVersion'])} is not below the version`);
+    else if (version > 0 && !(Number(info['readVersion']) < version))
+      problems.push(
+        `${version}: readVersion ${String(info['readVersion'])} is not below the version`,
+      );
     const appIds = new Set<string>();
     for (const a of actions) {
       if (a['txn']) {
@@ -60,7 +78,8 @@ export async function logProblems(root: string): Promise<string[]> {
         const v = Number(a['txn']['version']);
         if (appIds.has(appId)) problems.push(`${version}: two txns for ${appId}`);
         appIds.add(appId);
-        if ((txns.get(appId) ?? -1) >= v) problems.push(`${version}: txn ${appId} moved from ${txns.get(appId)} to ${v}`);
+        if ((txns.get(appId) ?? -1) >= v)
+          problems.push(`${version}: txn ${appId} moved from ${txns.get(appId)} to ${v}`);
         txns.set(appId, v);
       }
       if (a['remove']) {
@@ -80,7 +99,9 @@ export async function logProblems(root: string): Promise<string[]> {
     }
   }
   for (const p of live) {
-    await fsp.access(path.join(root, p)).catch(() => problems.push(`live file ${p} is missing on disk`));
+    await fsp
+      .access(path.join(root, p))
+      .catch(() => problems.push(`live file ${p} is missing on disk`));
   }
   return problems;
 }

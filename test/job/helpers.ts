@@ -41,11 +41,21 @@ let ridCounter = 0;
 
 /** Order events with fresh row ids: `[order_id, status, seq]` triples. */
 export function orders(...rows: Array<[number, string, number]>): OrderRow[] {
-  return rows.map(([order_id, status, seq]) => ({ order_id, status, seq, rid: `r${++ridCounter}` }));
+  return rows.map(([order_id, status, seq]) => ({
+    order_id,
+    status,
+    seq,
+    rid: `r${++ridCounter}`,
+  }));
 }
 
 function csvText(rows: readonly OrderRow[]): string {
-  return ['order_id,status,seq,rid', ...rows.map((r) => `${r.order_id},${r.status},${r.seq},${r.rid}`)].join('\n') + '\n';
+  return (
+    [
+      'order_id,status,seq,rid',
+      ...rows.map((r) => `${r.order_id},${r.status},${r.seq},${r.rid}`),
+    ].join('\n') + '\n'
+  );
 }
 
 function ndjsonText(rows: readonly OrderRow[]): string {
@@ -56,13 +66,24 @@ function ndjsonText(rows: readonly OrderRow[]): string {
 async function parquetFile(session: DuckSession, rows: readonly OrderRow[]): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'tidemark-land-'));
   const file = join(dir, 'rows.parquet');
-  const values = rows.map((r) => `(${r.order_id}::BIGINT, ${literal(r.status)}, ${r.seq}::BIGINT, ${literal(r.rid)})`).join(', ');
-  await session.run(`COPY (SELECT * FROM (VALUES ${values}) AS t(order_id, status, seq, rid)) TO ${str(file)} (FORMAT parquet)`);
+  const values = rows
+    .map(
+      (r) => `(${r.order_id}::BIGINT, ${literal(r.status)}, ${r.seq}::BIGINT, ${literal(r.rid)})`,
+    )
+    .join(', ');
+  await session.run(
+    `COPY (SELECT * FROM (VALUES ${values}) AS t(order_id, status, seq, rid)) TO ${str(file)} (FORMAT parquet)`,
+  );
   return file;
 }
 
 /** Write `rows` as `key` in the format its extension names (.csv, .ndjson, .parquet). */
-export async function land(storage: Storage, session: DuckSession, key: string, rows: readonly OrderRow[]): Promise<void> {
+export async function land(
+  storage: Storage,
+  session: DuckSession,
+  key: string,
+  rows: readonly OrderRow[],
+): Promise<void> {
   if (key.endsWith('.csv')) return storage.write(key, csvText(rows));
   if (key.endsWith('.ndjson') || key.endsWith('.json')) return storage.write(key, ndjsonText(rows));
   if (key.endsWith('.parquet')) {
@@ -78,7 +99,10 @@ export async function land(storage: Storage, session: DuckSession, key: string, 
 }
 
 /** A job config through the real schema (defaults applied), plus the storage section. */
-export function makeConfig(job: Record<string, unknown>, storage: Record<string, unknown> = {}): { job: JobConfig; storage: StorageConfig } {
+export function makeConfig(
+  job: Record<string, unknown>,
+  storage: Record<string, unknown> = {},
+): { job: JobConfig; storage: StorageConfig } {
   const config = validateConfig({ storage, jobs: [{ name: 'orders', ...job }] }, 'test config');
   return { job: config.jobs[0]!, storage: config.storage };
 }
@@ -89,12 +113,23 @@ export function mergeTarget(uri: string): Record<string, unknown> {
 }
 
 /** Run the job once with a silent logger and no progress bars; its outcome (never throws). */
-export function runOutcome(setup: { job: JobConfig; storage: StorageConfig }, extra: Partial<RunContext> = {}): Promise<JobOutcome<RunReport>> {
-  return runJob(setup.job, { storage: setup.storage, logger: silentLogger(), tty: false, ...extra });
+export function runOutcome(
+  setup: { job: JobConfig; storage: StorageConfig },
+  extra: Partial<RunContext> = {},
+): Promise<JobOutcome<RunReport>> {
+  return runJob(setup.job, {
+    storage: setup.storage,
+    logger: silentLogger(),
+    tty: false,
+    ...extra,
+  });
 }
 
 /** Run the job once; its report, or the run's error thrown. */
-export async function run(setup: { job: JobConfig; storage: StorageConfig }, extra: Partial<RunContext> = {}): Promise<RunReport> {
+export async function run(
+  setup: { job: JobConfig; storage: StorageConfig },
+  extra: Partial<RunContext> = {},
+): Promise<RunReport> {
   return unwrap(await runOutcome(setup, extra));
 }
 
@@ -115,25 +150,50 @@ export interface TableView {
 }
 
 /** Read the job's target table back (fresh DeltaTable, no caches). */
-export async function readTarget(session: DuckSession, setup: { job: JobConfig; storage: StorageConfig }): Promise<TableView> {
+export async function readTarget(
+  session: DuckSession,
+  setup: { job: JobConfig; storage: StorageConfig },
+): Promise<TableView> {
   const storage = openTarget(setup.job, setup.storage);
-  const snapshot = await openTable(storage, session, { singleWriter: setup.storage.singleWriter }).snapshot();
+  const snapshot = await openTable(storage, session, {
+    singleWriter: setup.storage.singleWriter,
+  }).snapshot();
   const state = readJobState(snapshot, setup.job.name);
   if (!snapshot) return { snapshot, rows: [], sourceFiles: new Map(), state, columns: [] };
   const raw = await readTable(session, scanSource(storage), snapshot);
-  const rows = raw.map((r) => ({ order_id: Number(r['order_id']), status: String(r['status']), seq: Number(r['seq']), rid: String(r['rid']) }));
+  const rows = raw.map((r) => ({
+    order_id: Number(r['order_id']),
+    status: String(r['status']),
+    seq: Number(r['seq']),
+    rid: String(r['rid']),
+  }));
   const sourceFiles = new Map(raw.map((r) => [String(r['rid']), String(r['_source_file'])]));
-  return { snapshot, rows: sortRows(rows), sourceFiles, state, columns: snapshot.schema.fields.map((f) => f.name) };
+  return {
+    snapshot,
+    rows: sortRows(rows),
+    sourceFiles,
+    state,
+    columns: snapshot.schema.fields.map((f) => f.name),
+  };
 }
 
 /** A checker of the table invariants of the job's target (../helpers/table-check.ts). */
-export function targetChecker(session: DuckSession, setup: { job: JobConfig; storage: StorageConfig }): TableChecker {
+export function targetChecker(
+  session: DuckSession,
+  setup: { job: JobConfig; storage: StorageConfig },
+): TableChecker {
   const storage = openTarget(setup.job, setup.storage);
-  return new TableChecker(openTable(storage, session, { singleWriter: setup.storage.singleWriter }), session);
+  return new TableChecker(
+    openTable(storage, session, { singleWriter: setup.storage.singleWriter }),
+    session,
+  );
 }
 
 /** The table invariants at every version of the job's target. */
-export function checkTarget(session: DuckSession, setup: { job: JobConfig; storage: StorageConfig }): Promise<TableCheck> {
+export function checkTarget(
+  session: DuckSession,
+  setup: { job: JobConfig; storage: StorageConfig },
+): Promise<TableCheck> {
   return targetChecker(session, setup).check();
 }
 
@@ -182,7 +242,10 @@ export { DuckSession };
  * tests and is handed to `use`; after them it closes and the folders `tempDir` added to the list
  * returned are removed. `let session: DuckSession; const dirs = sessionPerFile((s) => (session = s));`
  */
-export function sessionPerFile(use: (session: DuckSession) => void, opts: DuckSessionOptions = {}): string[] {
+export function sessionPerFile(
+  use: (session: DuckSession) => void,
+  opts: DuckSessionOptions = {},
+): string[] {
   const dirs: string[] = [];
   let session: DuckSession | undefined;
   beforeAll(async () => {
@@ -200,7 +263,9 @@ export function sessionPerFile(use: (session: DuckSession) => void, opts: DuckSe
  * What a job test file on s3rver needs: the server, with its credentials in the environment
  * (the job opens its own S3 client through the default chain), and a DuckDB session.
  */
-export async function openS3JobEnv(sessionOptions: DuckSessionOptions = {}): Promise<{ s3: S3rverHandle; session: DuckSession }> {
+export async function openS3JobEnv(
+  sessionOptions: DuckSessionOptions = {},
+): Promise<{ s3: S3rverHandle; session: DuckSession }> {
   process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
   process.env['AWS_SECRET_ACCESS_KEY'] = S3RVER_CREDENTIALS.secretAccessKey;
   const session = await DuckSession.open(sessionOptions);
@@ -208,7 +273,11 @@ export async function openS3JobEnv(sessionOptions: DuckSessionOptions = {}): Pro
 }
 
 /** Stop what openS3JobEnv started and remove the test's temp folders. */
-export async function closeS3JobEnv(s3: S3rverHandle | undefined, session: DuckSession | undefined, dirs: string[]): Promise<void> {
+export async function closeS3JobEnv(
+  s3: S3rverHandle | undefined,
+  session: DuckSession | undefined,
+  dirs: string[],
+): Promise<void> {
   session?.close();
   await s3?.stop();
   await cleanup(dirs);

@@ -9,7 +9,17 @@ import { utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.js';
-import { DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
+import {
+  DuckSession,
+  land,
+  makeConfig,
+  mergeTarget,
+  orders,
+  readTarget,
+  run,
+  sessionPerFile,
+  tempDir,
+} from './helpers.js';
 
 let session: DuckSession;
 const dirs = sessionPerFile((s) => (session = s));
@@ -17,7 +27,10 @@ const dirs = sessionPerFile((s) => (session = s));
 async function zone(incrementalListing: boolean) {
   const root = await tempDir('incr', dirs);
   const source = new LocalStorage(root);
-  const setup = makeConfig({ source: { uri: source.uri, discover: { by: 'modified', settle: '1m', incrementalListing } }, target: mergeTarget(await tempDir('incr-t', dirs)) });
+  const setup = makeConfig({
+    source: { uri: source.uri, discover: { by: 'modified', settle: '1m', incrementalListing } },
+    target: mergeTarget(await tempDir('incr-t', dirs)),
+  });
   const put = async (key: string, id: number, hoursAgo: number) => {
     await land(source, session, key, orders([id, 'placed', 1]));
     const when = new Date(Date.now() - hoursAgo * 3600_000);
@@ -36,15 +49,27 @@ describe('incremental listing', () => {
       expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 3 });
       await put('2026/12/01/03/d.ndjson', 4, 0);
       // The window is now [c's time - 1m, …): a and b are older; b is the newest key of them.
-      expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 1, listRequests: expect.any(Number) });
+      expect(await run(setup)).toMatchObject({
+        status: 'succeeded',
+        filesLoaded: 1,
+        listRequests: expect.any(Number),
+      });
       const state = (await readTarget(session, setup)).state;
-      expect((state?.discovery as { listAfter?: string } | null)?.listAfter).toBe(incremental ? '2026/12/01/01/b.ndjson' : undefined);
+      expect((state?.discovery as { listAfter?: string } | null)?.listAfter).toBe(
+        incremental ? '2026/12/01/01/b.ndjson' : undefined,
+      );
 
       // A file breaking the promise: its key sorts before b, its LastModified is new.
       await put('2026/12/01/00/late.ndjson', 5, 0);
       const third = await run(setup);
-      expect(third).toMatchObject(incremental ? { status: 'nothing-new', filesLoaded: 0 } : { status: 'succeeded', filesLoaded: 1 });
-      expect((await readTarget(session, setup)).rows.map((r) => Number(r.order_id)).sort()).toEqual(incremental ? [1, 2, 3, 4] : [1, 2, 3, 4, 5]);
+      expect(third).toMatchObject(
+        incremental
+          ? { status: 'nothing-new', filesLoaded: 0 }
+          : { status: 'succeeded', filesLoaded: 1 },
+      );
+      expect((await readTarget(session, setup)).rows.map((r) => Number(r.order_id)).sort()).toEqual(
+        incremental ? [1, 2, 3, 4] : [1, 2, 3, 4, 5],
+      );
     }
   });
 });

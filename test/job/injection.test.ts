@@ -16,7 +16,15 @@ import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import { tableRows } from './drift-helpers.js';
-import { closeS3JobEnv, DuckSession, makeConfig, openS3JobEnv, readTarget, run, tempDir } from './helpers.js';
+import {
+  closeS3JobEnv,
+  DuckSession,
+  makeConfig,
+  openS3JobEnv,
+  readTarget,
+  run,
+  tempDir,
+} from './helpers.js';
 import { openTable, scanSource } from '../../scripts/lib/tables.js';
 
 let session: DuckSession;
@@ -42,7 +50,16 @@ const NASTY_FILE_NAMES = [
 ];
 
 /** Key values of the same kind. */
-const NASTY_VALUES = ["o'brien", 'a"b', 'x; DROP TABLE t; --', '../../etc/passwd', 'ünï 日本', ' spaced ', '\\backslash', '*?[glob]'];
+const NASTY_VALUES = [
+  "o'brien",
+  'a"b',
+  'x; DROP TABLE t; --',
+  '../../etc/passwd',
+  'ünï 日本',
+  ' spaced ',
+  '\\backslash',
+  '*?[glob]',
+];
 
 function csvField(v: string): string {
   return `"${v.replaceAll('"', '""')}"`;
@@ -62,47 +79,91 @@ async function zoneOn(kind: 'local' | 's3rver'): Promise<Zone> {
     return { source, uri: source.uri, storageConfig: {}, target: await tempDir('inj-t', dirs) };
   }
   const { source, uri, storageConfig } = s3.landingZone('inj');
-  return { source, uri, storageConfig: { ...storageConfig, singleWriter: true }, target: `s3://${s3.bucket}/lake-${randomUUID()}/t` };
+  return {
+    source,
+    uri,
+    storageConfig: { ...storageConfig, singleWriter: true },
+    target: `s3://${s3.bucket}/lake-${randomUUID()}/t`,
+  };
 }
 
 describe.each(['local', 's3rver'] as const)('object keys and key values, source on %s', (kind) => {
   it('files with quotes, semicolons, unicode, spaces and glob characters in their names load; lineage names them literally', async () => {
     const zone = await zoneOn(kind);
-    const setup = makeConfig({ source: { uri: zone.uri, discover: byDay }, target: { uri: zone.target, key: ['id'], orderBy: 'seq' } }, zone.storageConfig);
-    for (const [i, name] of NASTY_FILE_NAMES.entries()) await zone.source.write(`2025/03/01/${name}`, `id,seq\nf${i},1\n`);
+    const setup = makeConfig(
+      {
+        source: { uri: zone.uri, discover: byDay },
+        target: { uri: zone.target, key: ['id'], orderBy: 'seq' },
+      },
+      zone.storageConfig,
+    );
+    for (const [i, name] of NASTY_FILE_NAMES.entries())
+      await zone.source.write(`2025/03/01/${name}`, `id,seq\nf${i},1\n`);
     // A sibling a glob in the name would also match: it must not be read twice.
     await zone.source.write('2025/03/01/glob1xa.csv', 'id,seq\nsibling,1\n');
     const report = await run(setup);
-    expect(report).toMatchObject({ status: 'succeeded', filesLoaded: NASTY_FILE_NAMES.length + 1, rowsRead: NASTY_FILE_NAMES.length + 1 });
+    expect(report).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: NASTY_FILE_NAMES.length + 1,
+      rowsRead: NASTY_FILE_NAMES.length + 1,
+    });
     const table = await readTarget(session, setup);
     const files = await tableFiles(setup);
-    expect(files).toEqual(expect.arrayContaining(NASTY_FILE_NAMES.map((n) => `${zone.uri}2025/03/01/${n}`)));
+    expect(files).toEqual(
+      expect.arrayContaining(NASTY_FILE_NAMES.map((n) => `${zone.uri}2025/03/01/${n}`)),
+    );
     expect(table.snapshot!.version).toBe(0);
   });
 
   it('key values with quotes, semicolons, `../`, unicode and spaces insert, then update by key', async () => {
     const zone = await zoneOn(kind);
-    const setup = makeConfig({ source: { uri: zone.uri, discover: byDay }, target: { uri: zone.target, key: ['id'], orderBy: 'seq' } }, zone.storageConfig);
-    await zone.source.write('2025/03/01/a.csv', `id,seq,v\n${NASTY_VALUES.map((v) => `${csvField(v)},1,old`).join('\n')}\n`);
+    const setup = makeConfig(
+      {
+        source: { uri: zone.uri, discover: byDay },
+        target: { uri: zone.target, key: ['id'], orderBy: 'seq' },
+      },
+      zone.storageConfig,
+    );
+    await zone.source.write(
+      '2025/03/01/a.csv',
+      `id,seq,v\n${NASTY_VALUES.map((v) => `${csvField(v)},1,old`).join('\n')}\n`,
+    );
     await run(setup);
-    await zone.source.write('2025/03/02/b.ndjson', NASTY_VALUES.map((id) => JSON.stringify({ id, seq: 2, v: 'new' })).join('\n') + '\n');
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', updated: NASTY_VALUES.length, inserted: 0 });
+    await zone.source.write(
+      '2025/03/02/b.ndjson',
+      NASTY_VALUES.map((id) => JSON.stringify({ id, seq: 2, v: 'new' })).join('\n') + '\n',
+    );
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      updated: NASTY_VALUES.length,
+      inserted: 0,
+    });
     const rows = await tableRows(session, setup, 'id');
-    expect(rows.map((r) => [r['id'], r['v']])).toEqual([...NASTY_VALUES].sort(byCodeUnits).map((v) => [v, 'new']));
+    expect(rows.map((r) => [r['id'], r['v']])).toEqual(
+      [...NASTY_VALUES].sort(byCodeUnits).map((v) => [v, 'new']),
+    );
   });
 });
 
 describe('column names and config values', () => {
   it('column names with quotes, spaces and SQL create the table and load again (the typed path)', async () => {
     const zone = await zoneOn('local');
-    const setup = makeConfig({ source: { uri: zone.uri, discover: byDay }, target: { uri: zone.target, key: ['id'], orderBy: 'seq' } }, {});
+    const setup = makeConfig(
+      {
+        source: { uri: zone.uri, discover: byDay },
+        target: { uri: zone.target, key: ['id'], orderBy: 'seq' },
+      },
+      {},
+    );
     const header = `id,seq,${csvField(`it's "quoted"`)},${csvField('my col')},${csvField('a"; DROP TABLE t; --')}`;
     await zone.source.write('2025/03/01/a.csv', `${header}\n1,1,q,s,d\n`);
     await run(setup);
     await zone.source.write('2025/03/02/b.csv', `${header}\n1,2,q2,s2,7\n2,1,x,y,z\n`);
     expect(await run(setup)).toMatchObject({ status: 'succeeded', updated: 1, inserted: 1 });
     const table = await readTarget(session, setup);
-    expect(table.columns).toEqual(expect.arrayContaining([`it's "quoted"`, 'my col', 'a"; DROP TABLE t; --']));
+    expect(table.columns).toEqual(
+      expect.arrayContaining([`it's "quoted"`, 'my col', 'a"; DROP TABLE t; --']),
+    );
     expect(await tableRows(session, setup, 'id')).toEqual([
       { id: '1', seq: '2', [`it's "quoted"`]: 'q2', 'my col': 's2', 'a"; DROP TABLE t; --': '7' },
       { id: '2', seq: '1', [`it's "quoted"`]: 'x', 'my col': 'y', 'a"; DROP TABLE t; --': 'z' },
@@ -115,26 +176,43 @@ describe('column names and config values', () => {
     const orderBy = "o'rder by; --";
     const part = 'reg"ion';
     const setup = makeConfig(
-      { source: { uri: zone.uri, discover: byDay }, target: { uri: zone.target, key: [key], orderBy, partitionBy: [part] } },
+      {
+        source: { uri: zone.uri, discover: byDay },
+        target: { uri: zone.target, key: [key], orderBy, partitionBy: [part] },
+      },
       zone.storageConfig,
     );
     const regions = ["o'brien", 'a"b', 'x=y/z', '%2F..%2F', '日本', ' '];
-    const lines = (seq: number, v: string) => regions.map((r, i) => JSON.stringify({ [key]: `k${i}`, [orderBy]: seq, [part]: r, v })).join('\n') + '\n';
+    const lines = (seq: number, v: string) =>
+      regions
+        .map((r, i) => JSON.stringify({ [key]: `k${i}`, [orderBy]: seq, [part]: r, v }))
+        .join('\n') + '\n';
     await zone.source.write('2025/03/01/a.ndjson', lines(1, 'old'));
     await run(setup);
     await zone.source.write('2025/03/02/b.ndjson', lines(2, 'new'));
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', updated: regions.length, inserted: 0 });
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      updated: regions.length,
+      inserted: 0,
+    });
     const table = await readTarget(session, setup);
     expect(table.snapshot!.partitionColumns).toEqual([part]);
-    expect(new Set(table.snapshot!.files.map((f) => f.partitionValues[part]))).toEqual(new Set(regions));
+    expect(new Set(table.snapshot!.files.map((f) => f.partitionValues[part]))).toEqual(
+      new Set(regions),
+    );
     const rows = await tableRows(session, setup, ident(key));
-    expect(rows.map((r) => [r[key], r[part], r['v']])).toEqual(regions.map((r, i) => [`k${i}`, r, 'new']));
+    expect(rows.map((r) => [r[key], r[part], r['v']])).toEqual(
+      regions.map((r, i) => [`k${i}`, r, 'new']),
+    );
   });
 
   it('a deleteWhen with a second statement is refused before anything is loaded', async () => {
     const zone = await zoneOn('local');
     const setup = makeConfig(
-      { source: { uri: zone.uri, discover: byDay }, target: { uri: zone.target, key: ['id'], orderBy: 'seq', deleteWhen: '1=1; DROP TABLE x' } },
+      {
+        source: { uri: zone.uri, discover: byDay },
+        target: { uri: zone.target, key: ['id'], orderBy: 'seq', deleteWhen: '1=1; DROP TABLE x' },
+      },
       {},
     );
     await zone.source.write('2025/03/01/a.csv', 'id,seq\n1,1\n');
@@ -150,18 +228,23 @@ describe('column names and config values', () => {
 });
 
 describe('object keys never escape the spool folder', () => {
-  it.each(['../../../etc/passwd', '2025/03/01/../../../../root/.ssh/id_rsa', '..', 'a/..', '/abs/path.csv', 'x\\..\\..\\y.csv', '.hidden.csv.gz'])(
-    'spool name of %j is one plain file name inside the spool',
-    (key) => {
-      const name = spoolName(key);
-      expect(name).toMatch(/^[0-9a-f]{16}-[A-Za-z0-9._-]+$/);
-      expect(name).not.toContain('/');
-      expect(name.startsWith('.')).toBe(false);
-      const spool = '/spool/dir';
-      expect(path.dirname(path.resolve(spool, name))).toBe(spool);
-      if (/\.csv(\.gz)?$/.test(key)) expect(name).toMatch(/\.csv(\.gz)?$/);
-    },
-  );
+  it.each([
+    '../../../etc/passwd',
+    '2025/03/01/../../../../root/.ssh/id_rsa',
+    '..',
+    'a/..',
+    '/abs/path.csv',
+    'x\\..\\..\\y.csv',
+    '.hidden.csv.gz',
+  ])('spool name of %j is one plain file name inside the spool', (key) => {
+    const name = spoolName(key);
+    expect(name).toMatch(/^[0-9a-f]{16}-[A-Za-z0-9._-]+$/);
+    expect(name).not.toContain('/');
+    expect(name.startsWith('.')).toBe(false);
+    const spool = '/spool/dir';
+    expect(path.dirname(path.resolve(spool, name))).toBe(spool);
+    if (/\.csv(\.gz)?$/.test(key)) expect(name).toMatch(/\.csv(\.gz)?$/);
+  });
 });
 
 function ident(name: string): string {
@@ -177,6 +260,8 @@ function byCodeUnits(a: string, b: string): number {
 async function tableFiles(setup: Parameters<typeof readTarget>[1]): Promise<string[]> {
   const storage = openTarget(setup.job, setup.storage);
   const snapshot = (await openTable(storage, session, { singleWriter: true }).snapshot())!;
-  const rows = await withTableScan(session, scanSource(storage), snapshot, (rel) => session.all(`SELECT _source_file AS f FROM (${rel})`));
+  const rows = await withTableScan(session, scanSource(storage), snapshot, (rel) =>
+    session.all(`SELECT _source_file AS f FROM (${rel})`),
+  );
   return rows.map((r) => String(r['f']));
 }

@@ -9,7 +9,15 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tableRows } from './drift-helpers.js';
-import { checkTarget, DuckSession, makeConfig, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
+import {
+  checkTarget,
+  DuckSession,
+  makeConfig,
+  readTarget,
+  run,
+  sessionPerFile,
+  tempDir,
+} from './helpers.js';
 
 let session: DuckSession;
 const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
@@ -39,10 +47,20 @@ describe.each([
       source: { uri: landing, discover: byDay },
       target: { uri: table, key: ['order_id'], orderBy: 'seq', partitionBy: ['status'], ...dvs },
     });
-    await landCsv(landing, '2026/03/01/a.csv', 'order_id,status,seq\n1,new,1\n2,new,1\n3,new,1\n4,new,1\n');
+    await landCsv(
+      landing,
+      '2026/03/01/a.csv',
+      'order_id,status,seq\n1,new,1\n2,new,1\n3,new,1\n4,new,1\n',
+    );
     expect(await run(setup)).toMatchObject({ inserted: 4 });
     await landCsv(landing, '2026/03/02/b.csv', 'order_id,status,seq\n1,paid,2\n');
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', rowsRead: 1, inserted: 0, updated: 1, deleted: 0 });
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      rowsRead: 1,
+      inserted: 0,
+      updated: 1,
+      deleted: 0,
+    });
     expect(await tableRows(session, setup, 'order_id')).toEqual([
       { order_id: '1', status: 'paid', seq: '2' },
       { order_id: '2', status: 'new', seq: '1' },
@@ -52,9 +70,16 @@ describe.each([
     // The new version sits in status=paid; the old one is gone from status=new (its file rewritten or given a vector).
     const { snapshot } = await readTarget(session, setup);
     const rowsIn = (status: string) =>
-      snapshot!.files.filter((f) => f.partitionValues['status'] === status).reduce((n, f) => n + (f.parsedStats?.numRecords ?? 0) - (f.deletionVector?.cardinality ?? 0), 0);
+      snapshot!.files
+        .filter((f) => f.partitionValues['status'] === status)
+        .reduce(
+          (n, f) => n + (f.parsedStats?.numRecords ?? 0) - (f.deletionVector?.cardinality ?? 0),
+          0,
+        );
     expect([rowsIn('new'), rowsIn('paid')]).toEqual([3, 1]);
-    expect(snapshot!.files.some((f) => f.deletionVector !== undefined && f.deletionVector !== null)).toBe(dvs.deletionVectors);
+    expect(
+      snapshot!.files.some((f) => f.deletionVector !== undefined && f.deletionVector !== null),
+    ).toBe(dvs.deletionVectors);
     // And back again, with an older row in between that must not win.
     await landCsv(landing, '2026/03/03/c.csv', 'order_id,status,seq\n1,new,3\n2,shipped,0\n');
     expect(await run(setup)).toMatchObject({ updated: 1, skippedStale: 1, inserted: 0 });
@@ -69,12 +94,28 @@ describe.each([
     const { landing, table } = await zone();
     const setup = makeConfig({
       source: { uri: landing, discover: byDay },
-      target: { uri: table, key: ['id'], orderBy: 'seq', partitionBy: ['region'], deleteWhen: "op = 'D'", ...dvs },
+      target: {
+        uri: table,
+        key: ['id'],
+        orderBy: 'seq',
+        partitionBy: ['region'],
+        deleteWhen: "op = 'D'",
+        ...dvs,
+      },
     });
-    await landCsv(landing, '2026/03/01/a.csv', 'id,seq,region,op\n1,1,eu,I\n2,1,eu,I\n3,1,us,I\n4,1,us,I\n5,1,eu,I\n');
+    await landCsv(
+      landing,
+      '2026/03/01/a.csv',
+      'id,seq,region,op\n1,1,eu,I\n2,1,eu,I\n3,1,us,I\n4,1,us,I\n5,1,eu,I\n',
+    );
     expect(await run(setup)).toMatchObject({ inserted: 5 });
     await landCsv(landing, '2026/03/02/b.csv', 'id,seq,region,op\n1,2,,D\n3,2,eu,D\n');
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', deleted: 2, inserted: 0, updated: 0 });
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      deleted: 2,
+      inserted: 0,
+      updated: 0,
+    });
     expect((await tableRows(session, setup, 'id')).map((r) => r['id'])).toEqual(['2', '4', '5']);
     // The deletes are remembered by key: an older insert of key 1 in any partition stays out.
     await landCsv(landing, '2026/03/03/c.csv', 'id,seq,region,op\n1,1,us,I\n');

@@ -10,7 +10,19 @@ import { LocalStorage } from '../../src/storage/local.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import { sleep } from '../helpers/cli.js';
 import { reset } from './backfill-helpers.js';
-import { closeS3JobEnv, DuckSession, duplicateRids, land, makeConfig, openS3JobEnv, orders, readTarget, run, tempDir, type OrderRow } from './helpers.js';
+import {
+  closeS3JobEnv,
+  DuckSession,
+  duplicateRids,
+  land,
+  makeConfig,
+  openS3JobEnv,
+  orders,
+  readTarget,
+  run,
+  tempDir,
+  type OrderRow,
+} from './helpers.js';
 
 let s3: S3rverHandle;
 let session: DuckSession;
@@ -22,10 +34,18 @@ beforeAll(async () => {
 afterAll(() => closeS3JobEnv(s3, session, dirs));
 
 /** A local zone with a.csv modified 10 minutes ago and b.csv now, loaded once with settle 1m: a.csv has left the window. */
-async function loadedTwo(onOverwrite: 'reload' | 'ignore'): Promise<{ dir: string; src: LocalStorage; setup: ReturnType<typeof makeConfig>; a: OrderRow[] }> {
+async function loadedTwo(onOverwrite: 'reload' | 'ignore'): Promise<{
+  dir: string;
+  src: LocalStorage;
+  setup: ReturnType<typeof makeConfig>;
+  a: OrderRow[];
+}> {
   const dir = await tempDir('src', dirs);
   const src = new LocalStorage(dir);
-  const setup = makeConfig({ source: { uri: dir, discover: { by: 'modified', settle: '1m', onOverwrite } }, target: { uri: await tempDir('t', dirs), mode: 'append' } });
+  const setup = makeConfig({
+    source: { uri: dir, discover: { by: 'modified', settle: '1m', onOverwrite } },
+    target: { uri: await tempDir('t', dirs), mode: 'append' },
+  });
   const a = orders([1, 'a', 1], [2, 'b', 1]);
   await land(src, session, 'feed/a.csv', a);
   const old = new Date(Date.now() - 10 * 60_000);
@@ -33,7 +53,9 @@ async function loadedTwo(onOverwrite: 'reload' | 'ignore'): Promise<{ dir: strin
   await land(src, session, 'feed/b.csv', orders([3, 'c', 1]));
   expect(await run(setup)).toMatchObject({ status: 'succeeded', inserted: 3 });
   const state = (await readTarget(session, setup)).state;
-  expect((state.discovery as { loaded?: Array<{ key: string }> } | null)?.loaded?.map((e) => e.key)).toEqual(['feed/b.csv']);
+  expect(
+    (state.discovery as { loaded?: Array<{ key: string }> } | null)?.loaded?.map((e) => e.key),
+  ).toEqual(['feed/b.csv']);
   expect(state.ledger?.files).toHaveLength(1);
   return { dir, src, setup, a };
 }
@@ -59,15 +81,22 @@ describe('append by modification time: a file loaded before it left the settle w
     expect(second).toMatchObject({ status: 'nothing-new', filesLoaded: 0, inserted: 0 });
     expect(second.skippedByReason).toMatchObject({ 'already loaded': 2 }); // a.csv by the ledger, b.csv by the state
     expect((await readTarget(session, setup)).rows).toHaveLength(3);
-
   });
 
   it('onOverwrite reload: rewritten with other rows after the window, its earlier rows are replaced', async () => {
     const { src, setup } = await loadedTwo('reload');
     await land(src, session, 'feed/a.csv', orders([1, 'a-fixed', 2]));
-    expect(await run(setup)).toMatchObject({ filesLoaded: 1, inserted: 1, filesReplaced: 1, rowsReplaced: 2 });
+    expect(await run(setup)).toMatchObject({
+      filesLoaded: 1,
+      inserted: 1,
+      filesReplaced: 1,
+      rowsReplaced: 2,
+    });
     const rows = (await readTarget(session, setup)).rows;
-    expect(rows.map((r) => [r.order_id, r.status]).sort()).toEqual([[1, 'a-fixed'], [3, 'c']]);
+    expect(rows.map((r) => [r.order_id, r.status]).sort()).toEqual([
+      [1, 'a-fixed'],
+      [3, 'c'],
+    ]);
   });
 
   it('onOverwrite ignore: rewritten with other rows after the window, it is not appended (skipped as overwritten, ignored)', async () => {
@@ -77,7 +106,11 @@ describe('append by modification time: a file loaded before it left the settle w
     expect(second).toMatchObject({ filesLoaded: 0, inserted: 0 });
     expect(second.skippedByReason).toMatchObject({ 'overwritten, ignored': 1 });
     const rows = (await readTarget(session, setup)).rows;
-    expect(rows.map((r) => [r.order_id, r.status]).sort()).toEqual([[1, 'a'], [2, 'b'], [3, 'c']]);
+    expect(rows.map((r) => [r.order_id, r.status]).sort()).toEqual([
+      [1, 'a'],
+      [2, 'b'],
+      [3, 'c'],
+    ]);
     // Remembered as ignored: the next run does not take it for new either.
     expect(await run(setup)).toMatchObject({ status: 'nothing-new', inserted: 0 });
     expect((await readTarget(session, setup)).rows).toHaveLength(3);
@@ -86,8 +119,12 @@ describe('append by modification time: a file loaded before it left the settle w
   it('a renamed job adopting the state takes the ledger along (copied into its folder): a touch is still not appended', async () => {
     const { dir, setup } = await loadedTwo('ignore');
     const renamed = { ...setup, job: { ...setup.job, name: 'orders_v2' } };
-    expect(await run(renamed, { adoptStateOf: 'orders' })).toMatchObject({ adoptedStateOf: 'orders' });
-    expect((await readTarget(session, renamed)).state.ledger?.files).toEqual([expect.objectContaining({ path: expect.stringMatching(/^_tidemark\/ledger\/orders_v2\//) })]);
+    expect(await run(renamed, { adoptStateOf: 'orders' })).toMatchObject({
+      adoptedStateOf: 'orders',
+    });
+    expect((await readTarget(session, renamed)).state.ledger?.files).toEqual([
+      expect.objectContaining({ path: expect.stringMatching(/^_tidemark\/ledger\/orders_v2\//) }),
+    ]);
     const now = new Date();
     await utimes(join(dir, 'feed/a.csv'), now, now);
     expect(await run(renamed)).toMatchObject({ filesLoaded: 0, inserted: 0 });
@@ -97,7 +134,10 @@ describe('append by modification time: a file loaded before it left the settle w
   it('S3: the same bytes put again after the window (same ETag, new LastModified) are already loaded', async () => {
     const zone = s3.landingZone();
     const setup = makeConfig(
-      { source: { uri: zone.uri, discover: { by: 'modified', settle: '1s' } }, target: { uri: await tempDir('t', dirs), mode: 'append' } },
+      {
+        source: { uri: zone.uri, discover: { by: 'modified', settle: '1s' } },
+        target: { uri: await tempDir('t', dirs), mode: 'append' },
+      },
       zone.storageConfig,
     );
     const a = orders([1, 'a', 1]);
@@ -124,9 +164,15 @@ describe('the ledger and reset', () => {
   it('a reset back (--force, append) loads the files after the new watermark again, replacing their rows: no duplicates, none skipped', async () => {
     const dir = await tempDir('src', dirs);
     const src = new LocalStorage(dir);
-    const setup = makeConfig({ source: { uri: dir, discover: { by: 'modified', settle: '1m' } }, target: { uri: await tempDir('t', dirs), mode: 'append' } });
+    const setup = makeConfig({
+      source: { uri: dir, discover: { by: 'modified', settle: '1m' } },
+      target: { uri: await tempDir('t', dirs), mode: 'append' },
+    });
     const t0 = Date.now();
-    for (const [key, rows, ago] of [['feed/a.csv', orders([1, 'a', 1]), 120], ['feed/b.csv', orders([2, 'b', 1]), 60]] as const) {
+    for (const [key, rows, ago] of [
+      ['feed/a.csv', orders([1, 'a', 1]), 120],
+      ['feed/b.csv', orders([2, 'b', 1]), 60],
+    ] as const) {
       await land(src, session, key, rows);
       const t = new Date(t0 - ago * 60_000);
       await utimes(join(dir, key), t, t);
@@ -135,7 +181,12 @@ describe('the ledger and reset', () => {
     await reset(setup, { to: new Date(t0 - 90 * 60_000).toISOString(), force: true });
     // b.csv lies after the new watermark: loaded again (found unchanged), though the ledger recorded it.
     const again = await run(setup);
-    expect(again).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 0, filesAlreadyLoaded: 1 });
+    expect(again).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 1,
+      inserted: 0,
+      filesAlreadyLoaded: 1,
+    });
     expect(again.skippedByReason?.['already loaded']).toBeUndefined();
     const rows = (await readTarget(session, setup)).rows;
     expect(rows.map((r) => r.order_id).sort()).toEqual([1, 2]);

@@ -10,7 +10,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readJobState } from '../../src/job/state.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { commitsOf } from './backfill-helpers.js';
-import { cleanup, DuckSession, duplicateRids, expectedLatest, land, makeConfig, mergeTarget, orders, readTarget, run, tempDir, type OrderRow } from './helpers.js';
+import {
+  cleanup,
+  DuckSession,
+  duplicateRids,
+  expectedLatest,
+  land,
+  makeConfig,
+  mergeTarget,
+  orders,
+  readTarget,
+  run,
+  tempDir,
+  type OrderRow,
+} from './helpers.js';
 
 let session: DuckSession;
 const dirs: string[] = [];
@@ -27,7 +40,10 @@ afterAll(async () => {
 type Setup = ReturnType<typeof makeConfig>;
 
 /** Two regions' landing zones and one job each, both into `target` (unpartitioned unless `partitionBy`). */
-async function twoRegions(target: string, partitionBy?: string[]): Promise<{ eu: Setup; us: Setup; zones: { eu: LocalStorage; us: LocalStorage } }> {
+async function twoRegions(
+  target: string,
+  partitionBy?: string[],
+): Promise<{ eu: Setup; us: Setup; zones: { eu: LocalStorage; us: LocalStorage } }> {
   const job = async (name: string) => {
     const root = await tempDir(`many-${name}`, dirs);
     const setup = makeConfig({
@@ -67,7 +83,13 @@ describe('many jobs, one table (target: local)', () => {
       },
     });
     expect(usReport).toMatchObject({ status: 'succeeded', filesLoaded: 1, replans: 0 });
-    expect(euReport).toMatchObject({ status: 'succeeded', filesLoaded: 1, commits: 1, commitRetries: 1, replans: 0 });
+    expect(euReport).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 1,
+      commits: 1,
+      commitRetries: 1,
+      replans: 0,
+    });
 
     const table = await readTarget(session, eu);
     expect(duplicateRids(table.rows)).toEqual([]);
@@ -122,7 +144,9 @@ describe('many jobs, one table (target: local)', () => {
     await land(zones.eu, session, '2026/01/02/b.csv', orders([5, 'placed', 2]));
     await land(zones.us, session, '2026/01/02/b.csv', orders([3, 'paid', 2]));
     let raced = false;
-    const euReport = await run(eu, { hooks: { beforeCommit: async () => void (raced ||= (await run(us), true)) } });
+    const euReport = await run(eu, {
+      hooks: { beforeCommit: async () => void (raced ||= (await run(us), true)) },
+    });
     expect(euReport).toMatchObject({ status: 'succeeded', commitRetries: 1, replans: 0 });
   });
 });

@@ -16,7 +16,12 @@ import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import path from 'node:path';
-import { CreateQueueCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { parseBody } from '../../src/discovery/notifications/envelope.js';
@@ -26,14 +31,31 @@ import { sleep } from '../helpers/cli.js';
 import { spawnCli } from '../cli/process.js';
 import { validateJobs } from '../../src/job/validate.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { cleanup, DuckSession, duplicateRids, land, makeConfig, orders, readTarget, run, tempDir, type OrderRow } from './helpers.js';
+import {
+  cleanup,
+  DuckSession,
+  duplicateRids,
+  land,
+  makeConfig,
+  orders,
+  readTarget,
+  run,
+  tempDir,
+  type OrderRow,
+} from './helpers.js';
 
 const CREDENTIALS = { accessKeyId: 'moto', secretAccessKey: 'moto' };
 
 type Envelope = 's3' | 'sns' | 'eventbridge';
 
 /** The body S3 sends for an object created (notification-content-structure; keys form-encoded). */
-function s3EventBody(bucket: string, key: string, etag: string, size: number, eventName = 'ObjectCreated:Put'): string {
+function s3EventBody(
+  bucket: string,
+  key: string,
+  etag: string,
+  size: number,
+  eventName = 'ObjectCreated:Put',
+): string {
   return JSON.stringify({
     Records: [
       {
@@ -42,16 +64,37 @@ function s3EventBody(bucket: string, key: string, etag: string, size: number, ev
         awsRegion: 'us-east-1',
         eventTime: new Date().toISOString(),
         eventName,
-        s3: { s3SchemaVersion: '1.0', bucket: { name: bucket, arn: `arn:aws:s3:::${bucket}` }, object: { key: encodeURIComponent(key).replace(/%20/g, '+').replace(/%2F/g, '/'), size, eTag: etag, sequencer: Date.now().toString(16).toUpperCase() } },
+        s3: {
+          s3SchemaVersion: '1.0',
+          bucket: { name: bucket, arn: `arn:aws:s3:::${bucket}` },
+          object: {
+            key: encodeURIComponent(key).replace(/%20/g, '+').replace(/%2F/g, '/'),
+            size,
+            eTag: etag,
+            sequencer: Date.now().toString(16).toUpperCase(),
+          },
+        },
       },
     ],
   });
 }
 
-function bodyIn(envelope: Envelope, bucket: string, key: string, etag: string, size: number): string {
+function bodyIn(
+  envelope: Envelope,
+  bucket: string,
+  key: string,
+  etag: string,
+  size: number,
+): string {
   if (envelope === 's3') return s3EventBody(bucket, key, etag, size);
   if (envelope === 'sns') {
-    return JSON.stringify({ Type: 'Notification', MessageId: randomUUID(), TopicArn: 'arn:aws:sns:us-east-1:123456789012:landing', Subject: 'Amazon S3 Notification', Message: s3EventBody(bucket, key, etag, size) });
+    return JSON.stringify({
+      Type: 'Notification',
+      MessageId: randomUUID(),
+      TopicArn: 'arn:aws:sns:us-east-1:123456789012:landing',
+      Subject: 'Amazon S3 Notification',
+      Message: s3EventBody(bucket, key, etag, size),
+    });
   }
   return JSON.stringify({
     version: '0',
@@ -62,7 +105,12 @@ function bodyIn(envelope: Envelope, bucket: string, key: string, etag: string, s
     time: new Date().toISOString(),
     region: 'us-east-1',
     resources: [`arn:aws:s3:::${bucket}`],
-    detail: { version: '0', bucket: { name: bucket }, object: { key, size, etag, sequencer: Date.now().toString(16) }, reason: 'PutObject' },
+    detail: {
+      version: '0',
+      bucket: { name: bucket },
+      object: { key, size, etag, sequencer: Date.now().toString(16) },
+      reason: 'PutObject',
+    },
   });
 }
 
@@ -71,7 +119,18 @@ describe('the event bodies the moto tests publish', () => {
   it('read as S3, SNS and EventBridge envelopes naming the object, its key decoded', () => {
     for (const envelope of ['s3', 'sns', 'eventbridge'] as const) {
       const parsed = parseBody(bodyIn(envelope, 'landing', 'p/2026/a b+c.csv', 'etag1', 12));
-      expect(parsed).toEqual({ kind: envelope, events: [expect.objectContaining({ bucket: 'landing', key: 'p/2026/a b+c.csv', created: true, etag: 'etag1', size: 12 })] });
+      expect(parsed).toEqual({
+        kind: envelope,
+        events: [
+          expect.objectContaining({
+            bucket: 'landing',
+            key: 'p/2026/a b+c.csv',
+            created: true,
+            etag: 'etag1',
+            size: 12,
+          }),
+        ],
+      });
     }
   });
 });
@@ -99,11 +158,22 @@ if (MOTO_ENDPOINT) {
   });
 
   /** A landing prefix, a queue and a local target of one test. */
-  async function fixture(opts: { mode?: 'append' | 'merge'; reconcileEvery?: string; visibilityTimeout?: string; sqsEndpoint?: string } = {}) {
+  async function fixture(
+    opts: {
+      mode?: 'append' | 'merge';
+      reconcileEvery?: string;
+      visibilityTimeout?: string;
+      sqsEndpoint?: string;
+    } = {},
+  ) {
     const prefix = `n-${randomUUID()}/`;
     const source: S3Storage = moto.makeStorage(prefix);
-    const queueClient = opts.sqsEndpoint ? new SQSClient({ region: 'us-east-1', endpoint: opts.sqsEndpoint, credentials: CREDENTIALS }) : sqs;
-    const created = await queueClient.send(new CreateQueueCommand({ QueueName: `q-${randomUUID()}` }));
+    const queueClient = opts.sqsEndpoint
+      ? new SQSClient({ region: 'us-east-1', endpoint: opts.sqsEndpoint, credentials: CREDENTIALS })
+      : sqs;
+    const created = await queueClient.send(
+      new CreateQueueCommand({ QueueName: `q-${randomUUID()}` }),
+    );
     const queueUrl = created.QueueUrl!;
     const target = await tempDir('notify-target', dirs);
     const settings = (reconcileEvery = opts.reconcileEvery ?? '1h') =>
@@ -112,9 +182,17 @@ if (MOTO_ENDPOINT) {
           source: {
             uri: `s3://${moto.bucket}/${prefix}`,
             format: 'csv',
-            discover: { by: 'notifications', queue: queueUrl, reconcileEvery, visibilityTimeout: opts.visibilityTimeout ?? '2s' },
+            discover: {
+              by: 'notifications',
+              queue: queueUrl,
+              reconcileEvery,
+              visibilityTimeout: opts.visibilityTimeout ?? '2s',
+            },
           },
-          target: opts.mode === 'merge' ? { uri: target, mode: 'merge', key: ['order_id'], orderBy: 'seq' } : { uri: target, mode: 'append' },
+          target:
+            opts.mode === 'merge'
+              ? { uri: target, mode: 'merge', key: ['order_id'], orderBy: 'seq' }
+              : { uri: target, mode: 'append' },
         },
         { endpoint, region: 'us-east-1', forcePathStyle: true },
       );
@@ -125,13 +203,29 @@ if (MOTO_ENDPOINT) {
       return { key, etag: info!.etag, size: info!.size };
     };
     /** Publish the event S3 would send for an object (as landed), in `envelope`. */
-    const publish = async (o: { key: string; etag: string; size: number }, envelope: Envelope = 's3') => {
-      await queueClient.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: bodyIn(envelope, moto.bucket, `${prefix}${o.key}`, o.etag, o.size) }));
+    const publish = async (
+      o: { key: string; etag: string; size: number },
+      envelope: Envelope = 's3',
+    ) => {
+      await queueClient.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: bodyIn(envelope, moto.bucket, `${prefix}${o.key}`, o.etag, o.size),
+        }),
+      );
     };
-    const send = (body: string) => queueClient.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+    const send = (body: string) =>
+      queueClient.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
     /** Messages visible on the queue now (received with a 0 s visibility, so they stay). */
     const visible = async () => {
-      const got = await queueClient.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 0 }));
+      const got = await queueClient.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+          VisibilityTimeout: 0,
+        }),
+      );
       return got.Messages ?? [];
     };
     return { prefix, source, queueUrl, queueClient, target, settings, put, publish, send, visible };
@@ -146,9 +240,16 @@ if (MOTO_ENDPOINT) {
    * The job's first run: it lists the prefix (the initial load) and loads a seed file, so the table
    * exists and records that listing (until a table exists, every run lists).
    */
-  async function seeded(f: Awaited<ReturnType<typeof fixture>>, setup = f.settings()): Promise<void> {
+  async function seeded(
+    f: Awaited<ReturnType<typeof fixture>>,
+    setup = f.settings(),
+  ): Promise<void> {
     await f.put('seed.csv', orders([0, 'seed', 0]));
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 1, notifications: { reconciled: true, received: 0 } });
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 1,
+      notifications: { reconciled: true, received: 0 },
+    });
   }
 
   describe('notification discovery on moto (SQS and S3)', () => {
@@ -164,8 +265,17 @@ if (MOTO_ENDPOINT) {
       await f.publish(c, 'eventbridge');
       // Not for this job: another prefix, a removal, S3's test event, a key not data; and a body nobody can read.
       await f.send(s3EventBody(moto.bucket, 'elsewhere/x.csv', 'e', 1));
-      await f.send(s3EventBody(moto.bucket, `${f.prefix}2026/12/02/a b+c.csv`, 'e', 1, 'ObjectRemoved:Delete'));
-      await f.send(JSON.stringify({ Service: 'Amazon S3', Event: 's3:TestEvent', Time: new Date().toISOString(), Bucket: moto.bucket }));
+      await f.send(
+        s3EventBody(moto.bucket, `${f.prefix}2026/12/02/a b+c.csv`, 'e', 1, 'ObjectRemoved:Delete'),
+      );
+      await f.send(
+        JSON.stringify({
+          Service: 'Amazon S3',
+          Event: 's3:TestEvent',
+          Time: new Date().toISOString(),
+          Bucket: moto.bucket,
+        }),
+      );
       await f.send(s3EventBody(moto.bucket, `${f.prefix}2026/12/02/_SUCCESS`, 'e', 0));
       await f.send('this is not an S3 event');
 
@@ -173,10 +283,20 @@ if (MOTO_ENDPOINT) {
       expect(report).toMatchObject({
         status: 'succeeded',
         filesLoaded: 3,
-        notifications: { received: 8, deleted: 7, events: 6, outside: 1, notCreated: 2, gone: 0, reconciled: false },
+        notifications: {
+          received: 8,
+          deleted: 7,
+          events: 6,
+          outside: 1,
+          notCreated: 2,
+          gone: 0,
+          reconciled: false,
+        },
         skippedByReason: { 'not data': 1 },
       });
-      expect(report.notifications!.unreadable).toEqual([{ id: expect.any(String), why: 'the body is not JSON' }]);
+      expect(report.notifications!.unreadable).toEqual([
+        { id: expect.any(String), why: 'the body is not JSON' },
+      ]);
       const rows = await rowsOf(setup);
       expect(rows.map((r) => r.order_id)).toEqual([1, 2, 3, 4]);
       expect(duplicateRids(rows)).toEqual([]);
@@ -198,7 +318,11 @@ if (MOTO_ENDPOINT) {
       await f.publish(c2);
       await f.publish(c1);
       const first = await run(setup);
-      expect(first).toMatchObject({ status: 'succeeded', filesLoaded: 2, notifications: { received: 4, deleted: 4 } });
+      expect(first).toMatchObject({
+        status: 'succeeded',
+        filesLoaded: 2,
+        notifications: { received: 4, deleted: 4 },
+      });
       let rows = await rowsOf(setup);
       expect(rows.map((r) => r.status)).toEqual(['a', 'c-v2']);
 
@@ -206,7 +330,12 @@ if (MOTO_ENDPOINT) {
       await f.publish(a);
       await f.publish(c1);
       const later = await run(setup);
-      expect(later).toMatchObject({ status: 'nothing-new', filesLoaded: 0, notifications: { received: 2, deleted: 2 }, skippedByReason: { 'already loaded': 2 } });
+      expect(later).toMatchObject({
+        status: 'nothing-new',
+        filesLoaded: 0,
+        notifications: { received: 2, deleted: 2 },
+        skippedByReason: { 'already loaded': 2 },
+      });
       rows = await rowsOf(setup);
       expect(rows.map((r) => r.status)).toEqual(['a', 'c-v2']);
       expect(duplicateRids(rows)).toEqual([]);
@@ -220,7 +349,11 @@ if (MOTO_ENDPOINT) {
       await f.publish(await f.put('o.csv', orders([7, 'first', 1])));
       await run(setup);
       await f.publish(await f.put('o.csv', orders([7, 'second', 2])));
-      expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 1, skippedByReason: {} });
+      expect(await run(setup)).toMatchObject({
+        status: 'succeeded',
+        filesLoaded: 1,
+        skippedByReason: {},
+      });
       expect((await rowsOf(setup)).map((r) => r.status)).toEqual(['second']);
     });
 
@@ -231,14 +364,25 @@ if (MOTO_ENDPOINT) {
       const told = await f.put('2026/12/02/told.csv', orders([6, 'told', 1]));
       await f.publish(told);
       // No listing is due (reconcileEvery 1h): only the file with an event loads.
-      expect(await run(f.settings('1h'))).toMatchObject({ filesLoaded: 1, notifications: { reconciled: false } });
+      expect(await run(f.settings('1h'))).toMatchObject({
+        filesLoaded: 1,
+        notifications: { reconciled: false },
+      });
       expect((await rowsOf(f.settings())).map((r) => r.status)).toEqual(['told']);
       // A listing due: the lost file loads, the told one is not loaded again.
       const reconciling = await run(f.settings('1ms'));
-      expect(reconciling).toMatchObject({ filesLoaded: 1, notifications: { reconciled: true }, skippedByReason: { 'already loaded': 2 } });
+      expect(reconciling).toMatchObject({
+        filesLoaded: 1,
+        notifications: { reconciled: true },
+        skippedByReason: { 'already loaded': 2 },
+      });
       // The lost event turns up after all.
       await f.publish(lost);
-      expect(await run(f.settings('1h'))).toMatchObject({ status: 'nothing-new', filesLoaded: 0, notifications: { received: 1, deleted: 1 } });
+      expect(await run(f.settings('1h'))).toMatchObject({
+        status: 'nothing-new',
+        filesLoaded: 0,
+        notifications: { received: 1, deleted: 1 },
+      });
       const rows = await rowsOf(f.settings());
       expect(rows.map((r) => r.status)).toEqual(['lost', 'told']);
       expect(duplicateRids(rows)).toEqual([]);
@@ -263,7 +407,12 @@ if (MOTO_ENDPOINT) {
           },
         },
       });
-      expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 2, commits: 2, notifications: { received: 2, deleted: 2 } });
+      expect(report).toMatchObject({
+        status: 'succeeded',
+        filesLoaded: 2,
+        commits: 2,
+        notifications: { received: 2, deleted: 2 },
+      });
       expect(seenMidRun).toBe(0);
       expect(report.notifications!.requests.changeVisibility).toBeGreaterThan(0);
       expect(await f.visible()).toEqual([]);
@@ -274,12 +423,35 @@ if (MOTO_ENDPOINT) {
       const dir = await tempDir('notify-validate', dirs);
       const configFile = path.join(dir, 'tidemark.yaml');
       const missing = f.queueUrl.replace(/q-[^/]+$/, 'no-such-queue');
-      const jobs = [rawJob(f.settings().job), { ...rawJob(f.settings().job), name: 'missing', source: { ...(rawJob(f.settings().job)['source'] as object), discover: { by: 'notifications', queue: missing } } }];
-      await fsp.writeFile(configFile, stringify({ storage: { endpoint, region: 'us-east-1', forcePathStyle: true }, jobs }));
+      const jobs = [
+        rawJob(f.settings().job),
+        {
+          ...rawJob(f.settings().job),
+          name: 'missing',
+          source: {
+            ...(rawJob(f.settings().job)['source'] as object),
+            discover: { by: 'notifications', queue: missing },
+          },
+        },
+      ];
+      await fsp.writeFile(
+        configFile,
+        stringify({ storage: { endpoint, region: 'us-east-1', forcePathStyle: true }, jobs }),
+      );
       const [ok, bad] = await validateJobs({ file: configFile }, { logger: silentLogger() });
-      expect(ok!.warnings).toContainEqual(expect.objectContaining({ field: 'jobs[0].source.discover.queue', message: expect.stringMatching(/has no redrive policy/) }));
+      expect(ok!.warnings).toContainEqual(
+        expect.objectContaining({
+          field: 'jobs[0].source.discover.queue',
+          message: expect.stringMatching(/has no redrive policy/),
+        }),
+      );
       expect(ok!.problems).toEqual([]);
-      expect(bad!.problems).toContainEqual(expect.objectContaining({ field: 'jobs[1].source.discover.queue', message: expect.stringMatching(/\[sqs\] attributes on queue .*no-such-queue failed/) }));
+      expect(bad!.problems).toContainEqual(
+        expect.objectContaining({
+          field: 'jobs[1].source.discover.queue',
+          message: expect.stringMatching(/\[sqs\] attributes on queue .*no-such-queue failed/),
+        }),
+      );
     });
 
     it('kill -9 between the commit and the deletion of its messages: redelivered, found loaded, nothing loaded twice', async () => {
@@ -291,10 +463,20 @@ if (MOTO_ENDPOINT) {
         const f = await fixture({ sqsEndpoint: proxy.endpoint, visibilityTimeout: '2s' });
         const setup = f.settings();
         await seeded(f, setup);
-        for (const o of [await f.put('k1.csv', orders([11, 'k1', 1])), await f.put('k2.csv', orders([12, 'k2', 1]))]) await f.publish(o);
+        for (const o of [
+          await f.put('k1.csv', orders([11, 'k1', 1])),
+          await f.put('k2.csv', orders([12, 'k2', 1])),
+        ])
+          await f.publish(o);
         const dir = await tempDir('notify-kill', dirs);
         const configFile = path.join(dir, 'tidemark.yaml');
-        await fsp.writeFile(configFile, stringify({ storage: { endpoint, region: 'us-east-1', forcePathStyle: true }, jobs: [rawJob(setup.job)] }));
+        await fsp.writeFile(
+          configFile,
+          stringify({
+            storage: { endpoint, region: 'us-east-1', forcePathStyle: true },
+            jobs: [rawJob(setup.job)],
+          }),
+        );
         const before = await commitsIn(f.target);
         const cli = spawnCli(['run', '--config', configFile, '--json']);
         const stderr = stderrOf(cli.child);
@@ -312,7 +494,12 @@ if (MOTO_ENDPOINT) {
         // The messages were never deleted: hidden until their timeout, then redelivered.
         await sleep(2_500);
         const rerun = await run(setup);
-        expect(rerun).toMatchObject({ status: 'nothing-new', filesLoaded: 0, notifications: { received: 2, deleted: 2 }, skippedByReason: { 'already loaded': 2 } });
+        expect(rerun).toMatchObject({
+          status: 'nothing-new',
+          filesLoaded: 0,
+          notifications: { received: 2, deleted: 2 },
+          skippedByReason: { 'already loaded': 2 },
+        });
         rows = await rowsOf(setup);
         expect(rows.map((r) => r.status)).toEqual(['k1', 'k2']);
         expect(duplicateRids(rows)).toEqual([]);
@@ -330,7 +517,16 @@ function rawJob(job: ReturnType<typeof makeConfig>['job']): Record<string, unkno
   const d = job.source.discover as { queue: string };
   return {
     name: job.name,
-    source: { uri: job.source.uri, format: job.source.format, discover: { by: 'notifications', queue: d.queue, reconcileEvery: '1h', visibilityTimeout: '2s' } },
+    source: {
+      uri: job.source.uri,
+      format: job.source.format,
+      discover: {
+        by: 'notifications',
+        queue: d.queue,
+        reconcileEvery: '1h',
+        visibilityTimeout: '2s',
+      },
+    },
     target: { uri: job.target.uri, mode: job.target.mode },
   };
 }
@@ -342,10 +538,16 @@ function stderrOf(child: ChildProcess): () => string {
   return () => text;
 }
 
-async function waitFor(check: () => boolean | Promise<boolean>, ms: number, what: string, cli?: { child: ChildProcess }): Promise<void> {
+async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  ms: number,
+  what: string,
+  cli?: { child: ChildProcess },
+): Promise<void> {
   const until = Date.now() + ms;
   while (!(await check())) {
-    if (cli && cli.child.exitCode !== null) throw new Error(`the run ended (exit ${cli.child.exitCode}) before ${what}`);
+    if (cli && cli.child.exitCode !== null)
+      throw new Error(`the run ended (exit ${cli.child.exitCode}) before ${what}`);
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
@@ -361,7 +563,13 @@ async function commitsIn(table: string): Promise<number> {
  * send is kept back, and `dropAll()` closes those connections without forwarding it (what a killed
  * process's unsent requests amount to); it returns how many connections held data.
  */
-async function holdingProxy(target: URL): Promise<{ endpoint: string; hold(): void; held(): number; dropAll(): number; close(): Promise<void> }> {
+async function holdingProxy(target: URL): Promise<{
+  endpoint: string;
+  hold(): void;
+  held(): number;
+  dropAll(): number;
+  close(): Promise<void>;
+}> {
   let holding = false;
   const sockets = new Set<Socket>();
   const withHeldData = new Set<Socket>();

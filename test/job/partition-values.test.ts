@@ -11,7 +11,15 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BadFileError } from '../../src/errors.js';
-import { DuckSession, makeConfig, readTarget, run, runOutcome, sessionPerFile, tempDir } from './helpers.js';
+import {
+  DuckSession,
+  makeConfig,
+  readTarget,
+  run,
+  runOutcome,
+  sessionPerFile,
+  tempDir,
+} from './helpers.js';
 
 let session: DuckSession;
 const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
@@ -26,14 +34,24 @@ async function landCsv(landing: string, key: string, text: string): Promise<stri
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}' };
 
 describe.each([
-  { label: 'merge, rewritten files', target: { key: ['order_id'], orderBy: 'seq', deletionVectors: false } },
-  { label: 'merge, deletion vectors', target: { key: ['order_id'], orderBy: 'seq', deletionVectors: true, rewriteFilesBelow: 0 } },
+  {
+    label: 'merge, rewritten files',
+    target: { key: ['order_id'], orderBy: 'seq', deletionVectors: false },
+  },
+  {
+    label: 'merge, deletion vectors',
+    target: { key: ['order_id'], orderBy: 'seq', deletionVectors: true, rewriteFilesBelow: 0 },
+  },
   { label: 'append', target: { mode: 'append' } },
 ])('an empty string in a string partition column ($label)', ({ target }) => {
   async function job(extra: Record<string, unknown> = {}) {
     const dir = await tempDir('partition-values', dirs);
     const landing = path.join(dir, 'landing');
-    const setup = makeConfig({ source: { uri: landing, discover: byDay }, target: { uri: path.join(dir, 'table'), partitionBy: ['status'], ...target }, ...extra });
+    const setup = makeConfig({
+      source: { uri: landing, discover: byDay },
+      target: { uri: path.join(dir, 'table'), partitionBy: ['status'], ...target },
+      ...extra,
+    });
     return { landing, setup };
   }
 
@@ -43,7 +61,11 @@ describe.each([
     await landCsv(landing, '2026/03/01/a.csv', 'order_id,status,seq\n1,new,1\n2,,1\n');
     expect(await run(setup)).toMatchObject({ status: 'succeeded', tableVersion: 0 });
     // A quoted empty field is an empty string: Delta would store it as NULL.
-    const bad = await landCsv(landing, '2026/03/02/b.csv', 'order_id,status,seq\n3,paid,1\n4,"",1\n');
+    const bad = await landCsv(
+      landing,
+      '2026/03/02/b.csv',
+      'order_id,status,seq\n3,paid,1\n4,"",1\n',
+    );
     const outcome = await runOutcome(setup);
     expect(outcome.ok).toBe(false);
     const error = (outcome as { error: Error }).error;

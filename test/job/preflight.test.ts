@@ -10,7 +10,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateExitCode } from '../../src/cli/commands/validate.js';
 import { ConfigError, StorageError } from '../../src/errors.js';
-import { deleteWhenProblems, nearbyName, probeWritable, problemOf, unknownColumns, type Problem } from '../../src/job/preflight.js';
+import {
+  deleteWhenProblems,
+  nearbyName,
+  probeWritable,
+  problemOf,
+  unknownColumns,
+  type Problem,
+} from '../../src/job/preflight.js';
 import type { ValidateReport } from '../../src/job/validate.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { Storage } from '../../src/storage/storage.js';
@@ -32,7 +39,9 @@ describe('unknownColumns (pure)', () => {
   const columns = ['order_id', 'status', 'Op', 'payload'];
 
   it('knows columns case-insensitively, and qualified references by any part', () => {
-    expect(unknownColumns([['STATUS'], ['op'], ['t', 'order_id'], ['payload', 'field']], columns)).toEqual([]);
+    expect(
+      unknownColumns([['STATUS'], ['op'], ['t', 'order_id'], ['payload', 'field']], columns),
+    ).toEqual([]);
   });
 
   it('names each unknown reference once, with the closest column', () => {
@@ -50,16 +59,32 @@ describe('deleteWhen against DuckDB', () => {
   it('an expression that does not parse, or is more than one, is a config problem', async () => {
     for (const expr of ["Op = 'D' AND", 'x; DROP TABLE t', 'x) FROM y --']) {
       const problems = await deleteWhenProblems(session, expr, null, field);
-      expect(problems).toEqual([{ check: 'deleteWhen', field, message: expect.stringContaining(`invalid deleteWhen expression ${JSON.stringify(expr)}`), kind: 'usage' }]);
+      expect(problems).toEqual([
+        {
+          check: 'deleteWhen',
+          field,
+          message: expect.stringContaining(`invalid deleteWhen expression ${JSON.stringify(expr)}`),
+          kind: 'usage',
+        },
+      ]);
     }
   });
 
   it('without a table, only the parse is checked; with one, every column it names', async () => {
     expect(await deleteWhenProblems(session, "Op = 'D'", null, field)).toEqual([]);
-    expect(await deleteWhenProblems(session, "Op = 'D' AND is_deleted", ['Op', 'id'], field)).toEqual([
-      { check: 'deleteWhen', field, message: `deleteWhen "Op = 'D' AND is_deleted" names column "is_deleted", which the target table does not have (its columns: Op, id)`, kind: 'usage' },
+    expect(
+      await deleteWhenProblems(session, "Op = 'D' AND is_deleted", ['Op', 'id'], field),
+    ).toEqual([
+      {
+        check: 'deleteWhen',
+        field,
+        message: `deleteWhen "Op = 'D' AND is_deleted" names column "is_deleted", which the target table does not have (its columns: Op, id)`,
+        kind: 'usage',
+      },
     ]);
-    expect(await deleteWhenProblems(session, 'list_any(list_filter(tags, t -> t = 1))', ['tags'], field)).toEqual([]);
+    expect(
+      await deleteWhenProblems(session, 'list_any(list_filter(tags, t -> t = 1))', ['tags'], field),
+    ).toEqual([]);
   });
 });
 
@@ -74,11 +99,25 @@ describe('the target write probe', () => {
   });
 
   it('a refused write is terminal (exit 1) naming the target; a store that does not answer fails with its own transient error (exit 4)', async () => {
-    const failing = (err: Error): Storage => ({ ...new LocalStorage('/nonexistent'), uri: 's3://lake/orders/', write: () => Promise.reject(err) }) as unknown as Storage;
-    const refused = new StorageError('[storage] S3 write failed …: AccessDenied, HTTP 403', { kind: 'terminal', context: { status: 403 } });
-    const down = new StorageError('[storage] S3 storage unavailable after 6 attempts …', { kind: 'transient' });
+    const failing = (err: Error): Storage =>
+      ({
+        ...new LocalStorage('/nonexistent'),
+        uri: 's3://lake/orders/',
+        write: () => Promise.reject(err),
+      }) as unknown as Storage;
+    const refused = new StorageError('[storage] S3 write failed …: AccessDenied, HTTP 403', {
+      kind: 'terminal',
+      context: { status: 403 },
+    });
+    const down = new StorageError('[storage] S3 storage unavailable after 6 attempts …', {
+      kind: 'transient',
+    });
     const a = await failure<StorageError>(probeWritable(failing(refused), 'orders'));
-    expect(a).toMatchObject({ kind: 'terminal', message: `[preflight] job orders: target s3://lake/orders/ is not writable: ${refused.message}`, cause: refused });
+    expect(a).toMatchObject({
+      kind: 'terminal',
+      message: `[preflight] job orders: target s3://lake/orders/ is not writable: ${refused.message}`,
+      cause: refused,
+    });
     expect(a.context).toMatchObject({ status: 403, uri: 's3://lake/orders/' });
     expect(await failure<StorageError>(probeWritable(failing(down), 'orders'))).toBe(down);
   });
@@ -86,13 +125,27 @@ describe('the target write probe', () => {
 
 describe('problems and the exit code of validate', () => {
   it('problemOf keeps the error kind unless the check knows better', () => {
-    expect(problemOf('source', 'f', new ConfigError('x'))).toEqual({ check: 'source', field: 'f', message: 'x', kind: 'usage' });
-    expect(problemOf('target', undefined, new Error('y'))).toEqual({ check: 'target', message: 'y', kind: 'terminal' });
+    expect(problemOf('source', 'f', new ConfigError('x'))).toEqual({
+      check: 'source',
+      field: 'f',
+      message: 'x',
+      kind: 'usage',
+    });
+    expect(problemOf('target', undefined, new Error('y'))).toEqual({
+      check: 'target',
+      message: 'y',
+      kind: 'terminal',
+    });
   });
 
   it('2 for any config problem, else 1, else 4 when only stores did not answer, else 0 (warnings aside)', () => {
     const p = (kind: Problem['kind']): Problem => ({ check: 'source', message: '', kind });
-    const r = (...problems: Problem[]): ValidateReport => ({ job: 'j', status: problems.length ? 'problems' : 'ok', problems, warnings: [p('terminal')] });
+    const r = (...problems: Problem[]): ValidateReport => ({
+      job: 'j',
+      status: problems.length ? 'problems' : 'ok',
+      problems,
+      warnings: [p('terminal')],
+    });
     expect(validateExitCode([r(), r()])).toBe(0);
     expect(validateExitCode([r(p('transient'))])).toBe(4);
     expect(validateExitCode([r(p('transient')), r(p('terminal'))])).toBe(1);
@@ -118,7 +171,13 @@ describe("a run's pre-flight", () => {
   it('a missing source is refused before the target is touched (no probe, no table folder)', async () => {
     const dir = await tempDir('pf', dirs);
     const target = path.join(dir, 'table');
-    const setup = makeConfig({ source: { uri: path.join(dir, 'landing'), discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } }, target: mergeTarget(target) });
+    const setup = makeConfig({
+      source: {
+        uri: path.join(dir, 'landing'),
+        discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' },
+      },
+      target: mergeTarget(target),
+    });
     const outcome = await runOutcome(setup);
     expect(outcome.ok).toBe(false);
     expect(outcome.ok ? null : outcome.error).toBeInstanceOf(ConfigError);

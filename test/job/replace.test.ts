@@ -17,7 +17,20 @@ import { runBackfill } from '../../src/job/backfill/run.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { changeRows, commitActions } from '../helpers/change-data.js';
-import { checkTarget, DuckSession, land, makeConfig, orders, readTarget, run, runOutcome, sessionPerFile, sortRows, tempDir, type OrderRow } from './helpers.js';
+import {
+  checkTarget,
+  DuckSession,
+  land,
+  makeConfig,
+  orders,
+  readTarget,
+  run,
+  runOutcome,
+  sessionPerFile,
+  sortRows,
+  tempDir,
+  type OrderRow,
+} from './helpers.js';
 
 let session: DuckSession;
 const dirs = sessionPerFile((s) => (session = s));
@@ -53,7 +66,16 @@ describe('replace mode', () => {
     await land(source, session, '2025/03/03/part-0.csv', day3a);
     await land(source, session, '2025/03/03/part-1.parquet', day3b);
     const second = await run(config);
-    expect(second).toMatchObject({ status: 'succeeded', commits: 1, filesLoaded: 2, inserted: 3, deleted: 3, dataFilesRemoved: 1, tableVersion: 1, watermark: '2025-03-03' });
+    expect(second).toMatchObject({
+      status: 'succeeded',
+      commits: 1,
+      filesLoaded: 2,
+      inserted: 3,
+      deleted: 3,
+      dataFilesRemoved: 1,
+      tableVersion: 1,
+      watermark: '2025-03-03',
+    });
     expect(second.skippedByReason?.['superseded by a newer delivery']).toBe(1);
     let view = await readTarget(session, config);
     expect(view.rows).toEqual(ofRows(day3a, day3b));
@@ -63,7 +85,13 @@ describe('replace mode', () => {
     await land(source, session, '2025/03/02/part-1.csv', orders([7, 'placed', 9]));
     await land(source, session, '2025/03/03/part-2.csv', orders([8, 'placed', 9]));
     const late = await run(config);
-    expect(late).toMatchObject({ status: 'succeeded', commits: 1, filesLoaded: 0, inserted: 0, tableVersion: 2 });
+    expect(late).toMatchObject({
+      status: 'succeeded',
+      commits: 1,
+      filesLoaded: 0,
+      inserted: 0,
+      tableVersion: 2,
+    });
     expect(late.skippedByReason?.['superseded by a newer delivery']).toBe(2);
     view = await readTarget(session, config);
     expect(view.rows).toEqual(ofRows(day3a, day3b));
@@ -76,10 +104,22 @@ describe('replace mode', () => {
     await run(config);
     expect((await readTarget(session, config)).rows).toEqual(ofRows(day4));
 
-    const history = await readHistory(openTarget(config.job, config.storage), { limit: 10, job: 'orders' });
-    expect(history.entries.map((e) => e.operation)).toEqual(['WRITE', 'SET TRANSACTION', 'WRITE', 'CREATE TABLE AS SELECT']);
-    const overwrite = (await commitActions(openTarget(config.job, config.storage), 3)).find((a) => 'commitInfo' in a);
-    expect(overwrite).toMatchObject({ commitInfo: { operation: 'WRITE', operationParameters: { mode: 'Overwrite' } } });
+    const history = await readHistory(openTarget(config.job, config.storage), {
+      limit: 10,
+      job: 'orders',
+    });
+    expect(history.entries.map((e) => e.operation)).toEqual([
+      'WRITE',
+      'SET TRANSACTION',
+      'WRITE',
+      'CREATE TABLE AS SELECT',
+    ]);
+    const overwrite = (await commitActions(openTarget(config.job, config.storage), 3)).find(
+      (a) => 'commitInfo' in a,
+    );
+    expect(overwrite).toMatchObject({
+      commitInfo: { operation: 'WRITE', operationParameters: { mode: 'Overwrite' } },
+    });
     expect((await checkTarget(session, config)).problems).toEqual([]);
   });
 
@@ -90,7 +130,12 @@ describe('replace mode', () => {
     await run(config);
     expect((await readTarget(session, config)).rows).toEqual(ofRows([day1[1]!, day1[2]!]));
     await source.write('2025/03/02/part-0.csv', 'order_id,status,seq,rid\n');
-    expect(await run(config)).toMatchObject({ status: 'succeeded', commits: 1, inserted: 0, deleted: 2 });
+    expect(await run(config)).toMatchObject({
+      status: 'succeeded',
+      commits: 1,
+      inserted: 0,
+      deleted: 2,
+    });
     expect((await readTarget(session, config)).rows).toEqual([]);
     const day3 = orders([3, 'placed', 1]);
     await land(source, session, '2025/03/03/part-0.csv', day3);
@@ -100,7 +145,12 @@ describe('replace mode', () => {
 
   it('counts the rows it removes from files written without statistics (another tool may leave numRecords out)', async () => {
     const { source, config } = await setup();
-    await land(source, session, '2025/03/01/part-0.csv', orders([1, 'placed', 1], [2, 'placed', 1], [3, 'placed', 1]));
+    await land(
+      source,
+      session,
+      '2025/03/01/part-0.csv',
+      orders([1, 'placed', 1], [2, 'placed', 1], [3, 'placed', 1]),
+    );
     await run(config);
     // The table as a writer that records no stats leaves it: the add actions of version 0 without `stats`.
     const table = new LocalStorage(config.job.target.uri);
@@ -114,18 +164,39 @@ describe('replace mode', () => {
     expect(stripped.join('\n')).not.toContain('numRecords');
     await table.write(commitKey(0), stripped.join('\n'));
     await land(source, session, '2025/03/02/part-0.csv', orders([4, 'placed', 1]));
-    expect(await run(config)).toMatchObject({ status: 'succeeded', inserted: 1, deleted: 3, dataFilesRemoved: 1 });
-    const info = (await commitActions(table, 1)).flatMap((a) => ('commitInfo' in a ? [a.commitInfo] : []));
+    expect(await run(config)).toMatchObject({
+      status: 'succeeded',
+      inserted: 1,
+      deleted: 3,
+      dataFilesRemoved: 1,
+    });
+    const info = (await commitActions(table, 1)).flatMap((a) =>
+      'commitInfo' in a ? [a.commitInfo] : [],
+    );
     expect(info[0]?.operationMetrics).toMatchObject({ numDeletedRows: '3', numOutputRows: '1' });
   });
 
   it('records the change feed: every stored row a delete, every new row an insert', async () => {
-    const { source, config } = await setup({ changeDataFeed: true, key: ['order_id'], orderBy: 'seq' });
-    await land(source, session, '2025/03/01/part-0.csv', orders([1, 'placed', 1], [2, 'placed', 1]));
+    const { source, config } = await setup({
+      changeDataFeed: true,
+      key: ['order_id'],
+      orderBy: 'seq',
+    });
+    await land(
+      source,
+      session,
+      '2025/03/01/part-0.csv',
+      orders([1, 'placed', 1], [2, 'placed', 1]),
+    );
     await run(config);
     await land(source, session, '2025/03/02/part-0.csv', orders([2, 'paid', 2], [3, 'placed', 1]));
     await run(config);
-    const feed = await changeRows(session, openTarget(config.job, config.storage), 1, '_change_type, order_id');
+    const feed = await changeRows(
+      session,
+      openTarget(config.job, config.storage),
+      1,
+      '_change_type, order_id',
+    );
     expect(feed.map((r) => [r['_change_type'], Number(r['order_id']), r['status']])).toEqual([
       ['delete', 1, 'placed'],
       ['delete', 2, 'placed'],
@@ -143,12 +214,23 @@ describe('replace mode', () => {
       await run(config);
       const day2 = orders([3, 'placed', 1]);
       await land(source, session, '2025/03/02/part-0.csv', day2);
-      const crashed = await runOutcome(config, { hooks: { [point]: () => { throw new Error(`crash at ${point}`); } } });
+      const crashed = await runOutcome(config, {
+        hooks: {
+          [point]: () => {
+            throw new Error(`crash at ${point}`);
+          },
+        },
+      });
       expect(crashed.ok).toBe(false);
       const after = await readTarget(session, config);
       expect(after.rows).toEqual(ofRows(day1));
       expect(after.snapshot?.version).toBe(0);
-      expect(await run(config)).toMatchObject({ status: 'succeeded', commits: 1, inserted: 1, deleted: 2 });
+      expect(await run(config)).toMatchObject({
+        status: 'succeeded',
+        commits: 1,
+        inserted: 1,
+        deleted: 2,
+      });
       expect((await readTarget(session, config)).rows).toEqual(ofRows(day2));
       expect((await checkTarget(session, config)).problems).toEqual([]);
     }
@@ -157,12 +239,25 @@ describe('replace mode', () => {
   it('refuses settings that do not apply, and a backfill', async () => {
     const dst = '/tmp/none';
     const bad = (target: Record<string, unknown>) => () =>
-      makeConfig({ source: { uri: '/tmp/src', discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } }, target: { uri: dst, mode: 'replace', ...target } });
-    expect(bad({ key: ['order_id'] })).toThrow(/target\.orderBy.*required when mode is replace with a key/s);
-    expect(bad({ orderBy: 'seq' })).toThrow(/target\.key.*required when mode is replace with an orderBy/s);
-    expect(bad({ deleteWhen: 'is_deleted' })).toThrow(/target\.deleteWhen.*does not apply when mode is replace/s);
+      makeConfig({
+        source: { uri: '/tmp/src', discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+        target: { uri: dst, mode: 'replace', ...target },
+      });
+    expect(bad({ key: ['order_id'] })).toThrow(
+      /target\.orderBy.*required when mode is replace with a key/s,
+    );
+    expect(bad({ orderBy: 'seq' })).toThrow(
+      /target\.key.*required when mode is replace with an orderBy/s,
+    );
+    expect(bad({ deleteWhen: 'is_deleted' })).toThrow(
+      /target\.deleteWhen.*does not apply when mode is replace/s,
+    );
     const { config } = await setup();
-    const outcome = await runBackfill(config.job, { storage: config.storage, logger: silentLogger(), tty: false }, { from: '2025-03-01', to: '2025-03-02' });
+    const outcome = await runBackfill(
+      config.job,
+      { storage: config.storage, logger: silentLogger(), tty: false },
+      { from: '2025-03-01', to: '2025-03-02' },
+    );
     expect(outcome.ok).toBe(false);
     if (!outcome.ok) expect(outcome.error).toBeInstanceOf(ConfigError);
   });

@@ -7,7 +7,10 @@ import { CommitConflictError, CommitRetriesExhaustedError } from '../../src/erro
 import { silentLogger } from '../../src/log/logger.js';
 import { withReplans } from '../../src/job/replan.js';
 
-function losingThen(losses: CommitConflictError[]): { calls: () => number; planAndLoad: () => Promise<string> } {
+function losingThen(losses: CommitConflictError[]): {
+  calls: () => number;
+  planAndLoad: () => Promise<string>;
+} {
   let calls = 0;
   return {
     calls: () => calls,
@@ -29,7 +32,8 @@ const options = (maxReplans: number) => ({
   replanMessage: 're-planning',
 });
 
-const lostTo = (conflict: string, subject: string) => new CommitConflictError(conflict, `lost to ${subject}`, { subject });
+const lostTo = (conflict: string, subject: string) =>
+  new CommitConflictError(conflict, `lost to ${subject}`, { subject });
 
 describe('withReplans', () => {
   it('keeps re-planning while a rival run of the same job commits its state (it does our work)', async () => {
@@ -43,7 +47,10 @@ describe('withReplans', () => {
   });
 
   it('gives up (exit 3 class) after maxReplans losses in a row to other writers', async () => {
-    const run = losingThen([lostTo('ConcurrentAppend', 'part-1.parquet'), lostTo('ConcurrentDomainMetadata', 'tidemark.job.other')]);
+    const run = losingThen([
+      lostTo('ConcurrentAppend', 'part-1.parquet'),
+      lostTo('ConcurrentDomainMetadata', 'tidemark.job.other'),
+    ]);
     const err = await withReplans(options(1), run.planAndLoad).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CommitRetriesExhaustedError);
     expect((err as CommitRetriesExhaustedError).kind).toBe('conflict');

@@ -11,7 +11,18 @@ import { LocalStorage } from '../../src/storage/local.js';
 import { openStorage } from '../../src/storage/uri.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
-import { closeS3JobEnv, land, makeConfig, mergeTarget, openS3JobEnv, orders, readTarget, run, runOutcome, tempDir } from './helpers.js';
+import {
+  closeS3JobEnv,
+  land,
+  makeConfig,
+  mergeTarget,
+  openS3JobEnv,
+  orders,
+  readTarget,
+  run,
+  runOutcome,
+  tempDir,
+} from './helpers.js';
 
 let s3: S3rverHandle;
 let session: DuckSession;
@@ -25,9 +36,17 @@ afterAll(() => closeS3JobEnv(s3, session, dirs));
 describe('a run reports the S3 requests it sent and the bytes it checked', () => {
   it('counts list, get, put, head and delete of the source and the target on s3rver, and the checked reads and uploads; a local run has none', async () => {
     const zone = s3.landingZone('requests');
-    await land(zone.source, session, '2026/11/01/a.csv', orders([1, 'placed', 1], [2, 'placed', 1]));
+    await land(
+      zone.source,
+      session,
+      '2026/11/01/a.csv',
+      orders([1, 'placed', 1], [2, 'placed', 1]),
+    );
     const onS3 = makeConfig(
-      { source: { uri: zone.uri, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } }, target: mergeTarget(`s3://${s3.bucket}/lake-${Date.now()}/orders`) },
+      {
+        source: { uri: zone.uri, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+        target: mergeTarget(`s3://${s3.bucket}/lake-${Date.now()}/orders`),
+      },
       { ...zone.storageConfig, singleWriter: true },
     );
     const report = await run(onS3);
@@ -46,7 +65,10 @@ describe('a run reports the S3 requests it sent and the bytes it checked', () =>
     expect(Object.keys(report.checksums!.reads)).toEqual(['ETag MD5']);
 
     const local = makeConfig({
-      source: { uri: await tempDir('req-src', dirs), discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+      source: {
+        uri: await tempDir('req-src', dirs),
+        discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' },
+      },
       target: mergeTarget(await tempDir('req-t', dirs)),
     });
     const localReport = await run(local);
@@ -61,14 +83,19 @@ describe('engine limits', () => {
     const original = DuckSession.open.bind(DuckSession);
     DuckSession.open = async (opts) => {
       const s = await original(opts);
-      const row = await s.one("SELECT current_setting('memory_limit') AS m, current_setting('threads') AS t");
+      const row = await s.one(
+        "SELECT current_setting('memory_limit') AS m, current_setting('threads') AS t",
+      );
       seen.push({ memory: String(row?.['m']), threads: Number(row?.['t']) });
       return s;
     };
     try {
       const src = await tempDir('eng-src', dirs);
       await land(new LocalStorage(src), session, '2026/11/01/a.csv', orders([1, 'placed', 1]));
-      const setup = makeConfig({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } }, target: mergeTarget(await tempDir('eng-t', dirs)) });
+      const setup = makeConfig({
+        source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+        target: mergeTarget(await tempDir('eng-t', dirs)),
+      });
       await run(setup, { engine: { memoryLimit: 512 * 1024 * 1024, threads: 1 } });
     } finally {
       DuckSession.open = original;
@@ -91,11 +118,15 @@ describe('DuckDB out of memory while loading', () => {
       target: mergeTarget(await tempDir('oom-t', dirs)),
       onBadFile: 'quarantine',
     });
-    const outcome = await runOutcome(setup, { engine: { memoryLimit: 8 * 1024 * 1024, threads: 1 } });
+    const outcome = await runOutcome(setup, {
+      engine: { memoryLimit: 8 * 1024 * 1024, threads: 1 },
+    });
     expect(outcome.ok).toBe(false);
     const err = !outcome.ok ? outcome.error : null;
     expect(err).toBeInstanceOf(ResourceError);
-    expect((err as ResourceError).message).toMatch(/^\[load\] DuckDB ran out of memory while reading file:\/\/.*\/2026\/11\/01\/big\.csv \(the file is not at fault\)/);
+    expect((err as ResourceError).message).toMatch(
+      /^\[load\] DuckDB ran out of memory while reading file:\/\/.*\/2026\/11\/01\/big\.csv \(the file is not at fault\)/,
+    );
     expect(String((err as ResourceError).context.key)).toMatch(/2026\/11\/01\/big\.csv$/);
     expect(outcome.report).toMatchObject({ status: 'failed', commits: 0 });
     expect(outcome.report.quarantined ?? []).toEqual([]);
@@ -107,7 +138,10 @@ describe('a full disk under the spool folder', () => {
   it('fault injection (downloads into the spool fail with ENOSPC): the run fails naming the spool folder, commits nothing and removes the spool', async () => {
     const src = await tempDir('enospc-src', dirs);
     await land(new LocalStorage(src), session, '2026/11/01/a.csv', orders([1, 'placed', 1]));
-    const setup = makeConfig({ source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } }, target: mergeTarget(await tempDir('enospc-t', dirs)) });
+    const setup = makeConfig({
+      source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+      target: mergeTarget(await tempDir('enospc-t', dirs)),
+    });
     const spoolRoot = await tempDir('enospc-spool', dirs);
     // The source behaves like S3 (no local paths: files are downloaded into the spool), and the
     // disk under the spool is full. A real full disk cannot be produced on demand here.
@@ -117,7 +151,10 @@ describe('a full disk under the spool folder', () => {
       return Object.assign(Object.create(storage) as typeof storage, {
         localPath: () => null,
         download: async (_key: string, localPath: string) => {
-          throw Object.assign(new Error(`ENOSPC: no space left on device, write '${localPath}'`), { code: 'ENOSPC', path: localPath });
+          throw Object.assign(new Error(`ENOSPC: no space left on device, write '${localPath}'`), {
+            code: 'ENOSPC',
+            path: localPath,
+          });
         },
       });
     };
@@ -125,7 +162,9 @@ describe('a full disk under the spool folder', () => {
     expect(outcome.ok).toBe(false);
     const err = !outcome.ok ? outcome.error : null;
     expect(err).toBeInstanceOf(ResourceError);
-    expect((err as ResourceError).message).toMatch(/the disk holding the spool folder .*tidemark-orders-.* is full \(ENOSPC\)/);
+    expect((err as ResourceError).message).toMatch(
+      /the disk holding the spool folder .*tidemark-orders-.* is full \(ENOSPC\)/,
+    );
     expect(outcome.report).toMatchObject({ status: 'failed', commits: 0 });
     expect(await readdir(spoolRoot)).toEqual([]);
     expect((await readTarget(session, setup)).snapshot).toBeNull();

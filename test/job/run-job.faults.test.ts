@@ -70,7 +70,10 @@ async function landSource(): Promise<void> {
     ['2025/03/01/a.csv', orders([1, 'placed', 1], [2, 'placed', 1], [1, 'placed', 1])],
     ['2025/03/01/b.parquet', orders([3, 'placed', 1], [2, 'paid', 2])],
     ['2025/03/02/c.ndjson', orders([1, 'paid', 2], [4, 'placed', 1])],
-    ['2025/03/02/d.csv', orders([3, 'paid', 2], [5, 'placed', 1], [5, 'paid', 2], [3, 'cancelled', 3])],
+    [
+      '2025/03/02/d.csv',
+      orders([3, 'paid', 2], [5, 'placed', 1], [5, 'paid', 2], [3, 'cancelled', 3]),
+    ],
     ['2025/03/03/e.parquet', orders([1, 'shipped', 3], [2, 'shipped', 3])],
     ['2025/03/03/f.ndjson', orders([6, 'placed', 1], [4, 'cancelled', 2])],
   ];
@@ -102,13 +105,21 @@ function expectedMerged(rows: readonly OrderRow[]): OrderRow[] {
 
 async function setupFor(mode: Mode, discovery: Discovery) {
   const target = await tempDir('fault-t', dirs);
-  const discover = discovery === 'partition' ? { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 } : { by: 'modified', settle: '2h' };
+  const discover =
+    discovery === 'partition'
+      ? { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 }
+      : { by: 'modified', settle: '2h' };
   const merge = { ...mergeTarget(target), deleteWhen: DELETES };
   // Every changed file gets a DV, however small or emptied (by default files below 1 MiB, or
   // losing half their rows, are rewritten).
   const dv = { ...merge, deletionVectors: true, rewriteFilesBelow: 0, rewriteDeletedShare: 1 };
   const mappedFeed = { ...dv, columnMapping: 'name', changeDataFeed: true };
-  const targets = { merge, 'merge+dv': dv, 'merge+cm+cdf': mappedFeed, append: { uri: target, mode: 'append' } };
+  const targets = {
+    merge,
+    'merge+dv': dv,
+    'merge+cm+cdf': mappedFeed,
+    append: { uri: target, mode: 'append' },
+  };
   const job = { source: { uri: sourceUri, discover }, target: targets[mode], maxFilesPerBatch: 2 };
   return makeConfig(job, sourceStorage);
 }
@@ -117,14 +128,23 @@ async function setupFor(mode: Mode, discovery: Discovery) {
  * The change feed of every commit of the job's table, columns under their logical names (the
  * physical names are random per table), rows in a stable order.
  */
-async function changeFeed(setup: Awaited<ReturnType<typeof setupFor>>): Promise<Array<{ version: number; rows: Row[] }>> {
+async function changeFeed(
+  setup: Awaited<ReturnType<typeof setupFor>>,
+): Promise<Array<{ version: number; rows: Row[] }>> {
   const view = await readTarget(session, setup);
   const storage = LocalStorage.at(setup.job.target.uri);
-  const logical = new Map(view.snapshot!.schema.fields.map((f) => [physicalName(f, 'name'), f.name]));
+  const logical = new Map(
+    view.snapshot!.schema.fields.map((f) => [physicalName(f, 'name'), f.name]),
+  );
   const feed: Array<{ version: number; rows: Row[] }> = [];
   for (let version = 1; version <= view.snapshot!.version; version++) {
     const rows = await changeRows(session, storage, version, '_change_type, 1');
-    feed.push({ version, rows: rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [logical.get(k) ?? k, v]))) });
+    feed.push({
+      version,
+      rows: rows.map((r) =>
+        Object.fromEntries(Object.entries(r).map(([k, v]) => [logical.get(k) ?? k, v])),
+      ),
+    });
   }
   return feed;
 }
@@ -140,13 +160,17 @@ function crashAt(point: Point, batch: number): RunHooks {
 /** Data files below a local table root, whatever the log says. */
 async function parquetFiles(root: string): Promise<string[]> {
   const entries = await fsp.readdir(root, { recursive: true });
-  return entries.filter((e) => e.endsWith('.parquet') && !e.startsWith('_delta_log') && !e.startsWith('_tidemark'));
+  return entries.filter(
+    (e) => e.endsWith('.parquet') && !e.startsWith('_delta_log') && !e.startsWith('_tidemark'),
+  );
 }
 
 /** Tombstone files of the job below a local table root, whatever its state says. */
 async function tombstoneFiles(root: string): Promise<string[]> {
   const entries = await fsp.readdir(root, { recursive: true });
-  return entries.filter((e) => e.startsWith(`_tidemark${path.sep}tombstones`) && e.endsWith('.parquet'));
+  return entries.filter(
+    (e) => e.startsWith(`_tidemark${path.sep}tombstones`) && e.endsWith('.parquet'),
+  );
 }
 
 /**
@@ -156,9 +180,22 @@ async function tombstoneFiles(root: string): Promise<string[]> {
 function comparable(state: JobState): Omit<JobState, 'lastRunAt'> {
   const { lastRunAt: _ignored, ...withLedger } = state;
   // Ledger files (append by modification time) are named by a fresh uuid each: their entries count.
-  const rest = withLedger.ledger ? { ...withLedger, ledger: { ...withLedger.ledger, files: withLedger.ledger.files.map((f) => ({ ...f, path: '<ledger file>' })) } } : withLedger;
+  const rest = withLedger.ledger
+    ? {
+        ...withLedger,
+        ledger: {
+          ...withLedger.ledger,
+          files: withLedger.ledger.files.map((f) => ({ ...f, path: '<ledger file>' })),
+        },
+      }
+    : withLedger;
   if (!rest.tombstones) return rest;
-  const files = rest.tombstones.files.map((f) => ({ ...f, path: '<tombstone file>', minDeletedAt: '<time>', maxDeletedAt: '<time>' }));
+  const files = rest.tombstones.files.map((f) => ({
+    ...f,
+    path: '<tombstone file>',
+    minDeletedAt: '<time>',
+    maxDeletedAt: '<time>',
+  }));
   return { ...rest, tombstones: { ...rest.tombstones, files } };
 }
 
@@ -175,22 +212,30 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
   let reference: TableView;
   let referenceFeed: Array<{ version: number; rows: Row[] }> = [];
 
-  beforeAll(async () => {
-    const setup = await setupFor(mode, discovery);
-    const report = await run(setup);
-    expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 6, batches: 3, commits: 3 });
-    reference = await readTarget(session, setup);
-    expect(reference.rows).toEqual(mode === 'append' ? sortRows(landed) : expectedMerged(landed));
-    const check = await checkTarget(session, setup);
-    expect(check.problems).toEqual([]);
-    if (mode === 'merge+dv' || mode === 'merge+cm+cdf') expect(check.versionsWithDv).toBeGreaterThan(0);
-    if (mode === 'merge+cm+cdf') {
-      referenceFeed = await changeFeed(setup);
-      // Updates and deletes happened, so some commit recorded them.
-      expect(referenceFeed.flatMap((c) => c.rows.map((r) => r['_change_type']))).toEqual(expect.arrayContaining(['update_preimage', 'update_postimage', 'delete']));
-      expect(Object.keys(referenceFeed.find((c) => c.rows.length > 0)!.rows[0]!)).toEqual(expect.arrayContaining(['order_id', 'status', 'seq', 'rid']));
-    }
-  }, stepBudget(1, RUN_MS));
+  beforeAll(
+    async () => {
+      const setup = await setupFor(mode, discovery);
+      const report = await run(setup);
+      expect(report).toMatchObject({ status: 'succeeded', filesLoaded: 6, batches: 3, commits: 3 });
+      reference = await readTarget(session, setup);
+      expect(reference.rows).toEqual(mode === 'append' ? sortRows(landed) : expectedMerged(landed));
+      const check = await checkTarget(session, setup);
+      expect(check.problems).toEqual([]);
+      if (mode === 'merge+dv' || mode === 'merge+cm+cdf')
+        expect(check.versionsWithDv).toBeGreaterThan(0);
+      if (mode === 'merge+cm+cdf') {
+        referenceFeed = await changeFeed(setup);
+        // Updates and deletes happened, so some commit recorded them.
+        expect(referenceFeed.flatMap((c) => c.rows.map((r) => r['_change_type']))).toEqual(
+          expect.arrayContaining(['update_preimage', 'update_postimage', 'delete']),
+        );
+        expect(Object.keys(referenceFeed.find((c) => c.rows.length > 0)!.rows[0]!)).toEqual(
+          expect.arrayContaining(['order_id', 'status', 'seq', 'rid']),
+        );
+      }
+    },
+    stepBudget(1, RUN_MS),
+  );
 
   const points: Point[] = ['afterFetch', 'afterWrite', 'beforeCommit', 'afterCommit'];
   it.each(points.flatMap((p) => [0, 1].map((b) => [p, b] as const)))(
@@ -201,13 +246,19 @@ describe.each(cases)('%s mode, %s discovery (fault injection: hook throws)', (mo
       const spoolRoot = await tempDir('fault-spool', dirs);
       const crash = await runOutcome(setup, { hooks: crashAt(point, batch), spoolRoot });
       expect(crash.ok).toBe(false);
-      expect(!crash.ok && (crash.error as Error).message).toBe(`injected crash at ${point} of batch ${batch}`);
+      expect(!crash.ok && (crash.error as Error).message).toBe(
+        `injected crash at ${point} of batch ${batch}`,
+      );
       // The crashed run removed its spool folder, downloads and all.
       expect(await fsp.readdir(spoolRoot)).toEqual([]);
       const afterCrash = await readTarget(session, setup);
       const committedBatches = point === 'afterCommit' ? batch + 1 : batch;
       // The failed run's report counts the batches it committed before the crash.
-      expect(crash.report).toMatchObject({ status: 'failed', commits: committedBatches, filesLoaded: 2 * committedBatches });
+      expect(crash.report).toMatchObject({
+        status: 'failed',
+        commits: committedBatches,
+        filesLoaded: 2 * committedBatches,
+      });
       expect(afterCrash.state.batch).toBe(committedBatches);
       // ...and where it left the table: the version its last commit made, or the one it found.
       expect(crash.report.tableVersion).toBe(afterCrash.snapshot?.version ?? null);

@@ -9,7 +9,16 @@ import type { StorageOpener } from '../../src/job/open.js';
 import { openStorage } from '../../src/storage/uri.js';
 import { countingStorage, type CountingStorage } from '../helpers/counting-storage.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
-import { closeS3JobEnv, DuckSession, makeConfig, mergeTarget, openS3JobEnv, readTarget, run, tempDir } from './helpers.js';
+import {
+  closeS3JobEnv,
+  DuckSession,
+  makeConfig,
+  mergeTarget,
+  openS3JobEnv,
+  readTarget,
+  run,
+  tempDir,
+} from './helpers.js';
 
 const DAY_MS = 86_400_000;
 let s3: S3rverHandle;
@@ -26,7 +35,10 @@ function days(prefix: string, first: string, last: string): Array<[string, strin
   const out: Array<[string, string]> = [];
   for (let ms = Date.parse(first); ms <= Date.parse(last); ms += DAY_MS) {
     const day = new Date(ms).toISOString().slice(0, 10);
-    out.push([`${prefix}${day.replaceAll('-', '/')}/part-0.csv`, `order_id,status,seq,rid\n${ms / DAY_MS},placed,1,${day}\n`]);
+    out.push([
+      `${prefix}${day.replaceAll('-', '/')}/part-0.csv`,
+      `order_id,status,seq,rid\n${ms / DAY_MS},placed,1,${day}\n`,
+    ]);
   }
   return out;
 }
@@ -45,7 +57,10 @@ async function incrementalAfter(historyStart: string) {
   };
   const setup = makeConfig(
     {
-      source: { uri: sourceUri, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 } },
+      source: {
+        uri: sourceUri,
+        discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 },
+      },
       target: mergeTarget(await tempDir('t', dirs)),
       maxFilesPerBatch: 5000,
     },
@@ -62,14 +77,28 @@ describe('LIST requests of an incremental job run (sources on s3rver)', () => {
   it('depend on the new and lookback partitions, not on three years of loaded history', async () => {
     const long = await incrementalAfter('2022-06-11'); // three years: 1,096 days
     const short = await incrementalAfter('2025-06-01'); // ten days
-    expect(long.initial).toMatchObject({ status: 'succeeded', filesLoaded: 1096, watermark: '2025-06-10' });
-    expect(short.initial).toMatchObject({ status: 'succeeded', filesLoaded: 10, watermark: '2025-06-10' });
+    expect(long.initial).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 1096,
+      watermark: '2025-06-10',
+    });
+    expect(short.initial).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 10,
+      watermark: '2025-06-10',
+    });
     expect(long.initialLists).toBeGreaterThan(1096); // the first run walks every day
 
     for (const r of [long, short]) {
-      expect(r.incremental).toMatchObject({ status: 'succeeded', filesLoaded: 3, watermark: '2025-06-13' });
+      expect(r.incremental).toMatchObject({
+        status: 'succeeded',
+        filesLoaded: 3,
+        watermark: '2025-06-13',
+      });
       // 06, 07 late-checked (discover.lateCheck), 08, 09 lookback, the watermark, 3 new.
-      expect(r.incremental.partitionsListed).toEqual(['06', '07', '08', '09', '10', '11', '12', '13'].map((d) => `2025/06/${d}/`));
+      expect(r.incremental.partitionsListed).toEqual(
+        ['06', '07', '08', '09', '10', '11', '12', '13'].map((d) => `2025/06/${d}/`),
+      );
     }
     expect(long.lists).toBe(short.lists);
     // The year and month levels plus the eight partitions: a handful, not one per day of history.

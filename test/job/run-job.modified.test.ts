@@ -43,7 +43,13 @@ describe('modification-time discovery end to end (sources on s3rver)', () => {
     // The tie: the late file is stamped with the watermark's own second (s3rver's LastModified
     // set back), so the test does not depend on how fast the first run is.
     const zone = s3.landingZone();
-    const setup = makeConfig({ source: { uri: zone.uri, discover: byModified }, target: mergeTarget(await tempDir('t', dirs)) }, zone.storageConfig);
+    const setup = makeConfig(
+      {
+        source: { uri: zone.uri, discover: byModified },
+        target: mergeTarget(await tempDir('t', dirs)),
+      },
+      zone.storageConfig,
+    );
     const landed: OrderRow[] = [];
     const put = async (key: string, rows: OrderRow[]) => {
       landed.push(...rows);
@@ -60,22 +66,42 @@ describe('modification-time discovery end to end (sources on s3rver)', () => {
     const tie = await zone.source.head('feed/tie.csv');
     expect(tie!.lastModified).toEqual(c!.lastModified);
 
-    expect(first).toMatchObject({ status: 'succeeded', filesLoaded: 3, rowsRead: 5, watermark: c!.lastModified.toISOString() });
+    expect(first).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 3,
+      rowsRead: 5,
+      watermark: c!.lastModified.toISOString(),
+    });
     const second = await run(setup);
-    expect(second).toMatchObject({ status: 'succeeded', filesDiscovered: 1, filesLoaded: 1, updated: 1 });
+    expect(second).toMatchObject({
+      status: 'succeeded',
+      filesDiscovered: 1,
+      filesLoaded: 1,
+      updated: 1,
+    });
     expect(second.skippedByReason).toMatchObject({ 'already loaded': 3 });
-    expect(await run(setup)).toMatchObject({ status: 'nothing-new', commits: 0, tableVersion: second.tableVersion });
+    expect(await run(setup)).toMatchObject({
+      status: 'nothing-new',
+      commits: 0,
+      tableVersion: second.tableVersion,
+    });
 
     const table = await readTarget(session, setup);
     expect(table.rows).toEqual(expectedLatest(landed));
-    expect(new Set(table.sourceFiles.values())).toEqual(new Set([`${zone.uri}feed/b.ndjson`, `${zone.uri}feed/c.csv`, `${zone.uri}feed/tie.csv`]));
+    expect(new Set(table.sourceFiles.values())).toEqual(
+      new Set([`${zone.uri}feed/b.ndjson`, `${zone.uri}feed/c.csv`, `${zone.uri}feed/tie.csv`]),
+    );
   });
 
   it('append into a target on s3rver (singleWriter): each landed row exactly once over incremental runs', async () => {
     const zone = s3.landingZone();
     const target = `s3://${s3.bucket}/lake-${randomUUID()}/events`;
     const setup = makeConfig(
-      { source: { uri: zone.uri, discover: byModified }, target: { uri: target, mode: 'append' }, maxFilesPerBatch: 1 },
+      {
+        source: { uri: zone.uri, discover: byModified },
+        target: { uri: target, mode: 'append' },
+        maxFilesPerBatch: 1,
+      },
       { ...zone.storageConfig, singleWriter: true },
     );
     const landed: OrderRow[] = [];
@@ -85,7 +111,12 @@ describe('modification-time discovery end to end (sources on s3rver)', () => {
     };
     await put('x/1.csv', orders([1, 'placed', 1], [1, 'placed', 1]));
     await put('y/2.ndjson', orders([2, 'placed', 1]));
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 2, commits: 2, inserted: 3 });
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 2,
+      commits: 2,
+      inserted: 3,
+    });
     await put('x/3.parquet', orders([2, 'paid', 2]));
     expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 1 });
     expect(await run(setup)).toMatchObject({ status: 'nothing-new', commits: 0 });
@@ -111,14 +142,28 @@ async function settleWindowScenario(zone: DatedZone): Promise<void> {
   const t = Math.floor((Date.now() - 60_000) / 1000) * 1000;
   await zone.landAt('in/a.csv', orders([1, 'placed', 1]), t);
   const first = await run(setup);
-  expect(first).toMatchObject({ status: 'succeeded', filesLoaded: 1, watermark: new Date(t).toISOString() });
+  expect(first).toMatchObject({
+    status: 'succeeded',
+    filesLoaded: 1,
+    watermark: new Date(t).toISOString(),
+  });
 
   const multipart = orders([1, 'paid', 2], [2, 'placed', 1]);
   await zone.landAt('in/multipart.parquet', multipart, t - 5 * 60_000);
   await zone.landAt('in/ancient.csv', orders([9, 'placed', 1]), t - 60 * 60_000);
   const second = await run(setup);
-  expect(second).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 1, updated: 1, watermark: new Date(t).toISOString() });
-  expect(await run(setup)).toMatchObject({ status: 'nothing-new', commits: 0, tableVersion: second.tableVersion });
+  expect(second).toMatchObject({
+    status: 'succeeded',
+    filesLoaded: 1,
+    inserted: 1,
+    updated: 1,
+    watermark: new Date(t).toISOString(),
+  });
+  expect(await run(setup)).toMatchObject({
+    status: 'nothing-new',
+    commits: 0,
+    tableVersion: second.tableVersion,
+  });
 
   const table = await readTarget(session, setup);
   expect(table.rows.map((r) => [r.order_id, r.status])).toEqual([
@@ -129,13 +174,20 @@ async function settleWindowScenario(zone: DatedZone): Promise<void> {
   expect(table.state.discovery).toMatchObject({ mode: 'modified', watermark: t });
 }
 
-const SETTLE_CASE = 'a file whose LastModified is below the watermark but inside the settle window loads once; one older than the window does not';
+const SETTLE_CASE =
+  'a file whose LastModified is below the watermark but inside the settle window loads once; one older than the window does not';
 
 describe('modification-time discovery end to end: the settle window', () => {
   it(`${SETTLE_CASE} (source on s3rver, back-dated in its store)`, async () => {
     const zone = s3.landingZone();
     await settleWindowScenario({
-      setup: makeConfig({ source: { uri: zone.uri, discover: byModified }, target: mergeTarget(await tempDir('t', dirs)) }, zone.storageConfig),
+      setup: makeConfig(
+        {
+          source: { uri: zone.uri, discover: byModified },
+          target: mergeTarget(await tempDir('t', dirs)),
+        },
+        zone.storageConfig,
+      ),
       landAt: async (key, rows, mtimeMs) => {
         await land(zone.source, session, key, rows);
         await s3.setLastModified(zone.prefix + key, new Date(mtimeMs));
@@ -147,7 +199,10 @@ describe('modification-time discovery end to end: the settle window', () => {
     const root = await tempDir('src', dirs);
     const source = new LocalStorage(root);
     await settleWindowScenario({
-      setup: makeConfig({ source: { uri: root, discover: byModified }, target: mergeTarget(await tempDir('t', dirs)) }),
+      setup: makeConfig({
+        source: { uri: root, discover: byModified },
+        target: mergeTarget(await tempDir('t', dirs)),
+      }),
       landAt: async (key, rows, mtimeMs) => {
         await land(source, session, key, rows);
         const file = path.join(root, ...key.split('/'));

@@ -35,9 +35,12 @@ afterAll(() => closeS3JobEnv(s3, session, dirs));
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 };
 
 describe('partition discovery end to end (sources on s3rver)', () => {
-  it('merge: initial load of mixed CSV, Parquet and NDJSON; latest status per order wins; _source_file names the file\'s URI', async () => {
+  it("merge: initial load of mixed CSV, Parquet and NDJSON; latest status per order wins; _source_file names the file's URI", async () => {
     const zone = s3.landingZone();
-    const setup = makeConfig({ source: { uri: zone.uri, discover: byDay }, target: mergeTarget(await tempDir('t', dirs)) }, zone.storageConfig);
+    const setup = makeConfig(
+      { source: { uri: zone.uri, discover: byDay }, target: mergeTarget(await tempDir('t', dirs)) },
+      zone.storageConfig,
+    );
     // The last two rows of day 1 are the same event sent twice (duplicates within a day).
     const day1 = orders([1, 'placed', 1], [2, 'placed', 1], [1, 'paid', 2], [1, 'paid', 2]);
     const day2 = orders([2, 'paid', 2], [3, 'placed', 1]);
@@ -48,13 +51,34 @@ describe('partition discovery end to end (sources on s3rver)', () => {
     await land(zone.source, session, '2025/06/03/d.parquet', day3);
 
     const report = await run(setup);
-    expect(report).toMatchObject({ status: 'succeeded', filesDiscovered: 4, filesLoaded: 4, rowsRead: 9, watermark: '2025-06-03', commits: 1 });
+    expect(report).toMatchObject({
+      status: 'succeeded',
+      filesDiscovered: 4,
+      filesLoaded: 4,
+      rowsRead: 9,
+      watermark: '2025-06-03',
+      commits: 1,
+    });
     const table = await readTarget(session, setup);
     expect(table.rows.map((r) => [r.order_id, r.status, r.seq])).toEqual(
-      expect.arrayContaining([[1, 'shipped', 3], [2, 'paid', 2], [3, 'cancelled', 2], [4, 'placed', 1]]),
+      expect.arrayContaining([
+        [1, 'shipped', 3],
+        [2, 'paid', 2],
+        [3, 'cancelled', 2],
+        [4, 'placed', 1],
+      ]),
     );
     expect(table.rows).toHaveLength(4);
-    expect(table.columns).toEqual(expect.arrayContaining(['order_id', 'status', 'seq', 'rid', '_source_file', '_source_modified']));
+    expect(table.columns).toEqual(
+      expect.arrayContaining([
+        'order_id',
+        'status',
+        'seq',
+        'rid',
+        '_source_file',
+        '_source_modified',
+      ]),
+    );
     expect(table.columns).not.toContain('_source_row');
     expect(table.sourceFiles.get(day3[0]!.rid)).toBe(`${zone.uri}2025/06/03/d.parquet`);
     expect(table.sourceFiles.get(day2[0]!.rid)).toBe(`${zone.uri}2025/06/02/c.ndjson`);
@@ -62,7 +86,10 @@ describe('partition discovery end to end (sources on s3rver)', () => {
 
   it('merge: an incremental run loads only the new day and a late file in a lookback day; a late older event never rolls a row back', async () => {
     const zone = s3.landingZone();
-    const setup = makeConfig({ source: { uri: zone.uri, discover: byDay }, target: mergeTarget(await tempDir('t', dirs)) }, zone.storageConfig);
+    const setup = makeConfig(
+      { source: { uri: zone.uri, discover: byDay }, target: mergeTarget(await tempDir('t', dirs)) },
+      zone.storageConfig,
+    );
     const landed: OrderRow[] = [];
     const put = async (key: string, rows: OrderRow[]) => {
       landed.push(...rows);
@@ -79,8 +106,20 @@ describe('partition discovery end to end (sources on s3rver)', () => {
     const late = orders([1, 'placed-late', 1], [5, 'placed', 1]);
     await put('2025/06/02/late.parquet', late);
     const second = await run(setup);
-    expect(second).toMatchObject({ status: 'succeeded', filesDiscovered: 2, filesLoaded: 2, rowsRead: 4, watermark: '2025-06-04', skippedStale: 1 });
-    expect(second.partitionsListed).toEqual(['2025/06/01/', '2025/06/02/', '2025/06/03/', '2025/06/04/']);
+    expect(second).toMatchObject({
+      status: 'succeeded',
+      filesDiscovered: 2,
+      filesLoaded: 2,
+      rowsRead: 4,
+      watermark: '2025-06-04',
+      skippedStale: 1,
+    });
+    expect(second.partitionsListed).toEqual([
+      '2025/06/01/',
+      '2025/06/02/',
+      '2025/06/03/',
+      '2025/06/04/',
+    ]);
     expect(second.skippedByReason).toEqual({ 'already loaded': 3 });
 
     const table = await readTarget(session, setup);
@@ -91,12 +130,21 @@ describe('partition discovery end to end (sources on s3rver)', () => {
 
   it('a rerun with nothing new commits nothing: same table version, status nothing-new', async () => {
     const zone = s3.landingZone();
-    const setup = makeConfig({ source: { uri: zone.uri, discover: byDay }, target: mergeTarget(await tempDir('t', dirs)) }, zone.storageConfig);
+    const setup = makeConfig(
+      { source: { uri: zone.uri, discover: byDay }, target: mergeTarget(await tempDir('t', dirs)) },
+      zone.storageConfig,
+    );
     await land(zone.source, session, '2025/06/01/a.csv', orders([1, 'placed', 1]));
     const first = await run(setup);
     const before = await readTarget(session, setup);
     const again = await run(setup);
-    expect(again).toMatchObject({ status: 'nothing-new', filesLoaded: 0, commits: 0, tableVersion: first.tableVersion, watermark: '2025-06-01' });
+    expect(again).toMatchObject({
+      status: 'nothing-new',
+      filesLoaded: 0,
+      commits: 0,
+      tableVersion: first.tableVersion,
+      watermark: '2025-06-01',
+    });
     const after = await readTarget(session, setup);
     expect(after.snapshot!.version).toBe(before.snapshot!.version);
     expect(after.state).toEqual(before.state);
@@ -105,7 +153,11 @@ describe('partition discovery end to end (sources on s3rver)', () => {
   it('append: every landed row appears exactly once across initial and incremental runs, with a late file', async () => {
     const zone = s3.landingZone();
     const setup = makeConfig(
-      { source: { uri: zone.uri, discover: byDay }, target: { uri: await tempDir('t', dirs), mode: 'append' }, maxFilesPerBatch: 2 },
+      {
+        source: { uri: zone.uri, discover: byDay },
+        target: { uri: await tempDir('t', dirs), mode: 'append' },
+        maxFilesPerBatch: 2,
+      },
       zone.storageConfig,
     );
     const landed: OrderRow[] = [];
@@ -116,7 +168,13 @@ describe('partition discovery end to end (sources on s3rver)', () => {
     await put('2025/06/01/a.csv', orders([1, 'placed', 1], [1, 'placed', 1]));
     await put('2025/06/01/b.ndjson', orders([2, 'placed', 1]));
     await put('2025/06/02/c.parquet', orders([1, 'paid', 2]));
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 3, batches: 2, commits: 2, inserted: 4 });
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 3,
+      batches: 2,
+      commits: 2,
+      inserted: 4,
+    });
     await put('2025/06/03/d.csv', orders([3, 'placed', 1]));
     await put('2025/06/01/late.csv', orders([2, 'paid', 2]));
     expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 2, inserted: 2 });
@@ -130,7 +188,10 @@ describe('partition discovery end to end (sources on s3rver)', () => {
   it('merge into a target on s3rver (singleWriter): initial, incremental and no-op runs', async () => {
     const zone = s3.landingZone();
     const target = `s3://${s3.bucket}/lake-${randomUUID()}/orders`;
-    const setup = makeConfig({ source: { uri: zone.uri, discover: byDay }, target: mergeTarget(target) }, { ...zone.storageConfig, singleWriter: true });
+    const setup = makeConfig(
+      { source: { uri: zone.uri, discover: byDay }, target: mergeTarget(target) },
+      { ...zone.storageConfig, singleWriter: true },
+    );
     const landed: OrderRow[] = [];
     const put = async (key: string, rows: OrderRow[]) => {
       landed.push(...rows);
@@ -138,9 +199,19 @@ describe('partition discovery end to end (sources on s3rver)', () => {
     };
     await put('2025/06/01/a.parquet', orders([1, 'placed', 1], [2, 'placed', 1]));
     await put('2025/06/02/b.csv', orders([1, 'paid', 2]));
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 2, tableVersion: 0 });
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 2,
+      tableVersion: 0,
+    });
     await put('2025/06/03/c.ndjson', orders([2, 'cancelled', 2], [3, 'placed', 1]));
-    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 1, tableVersion: 1, updated: 1, inserted: 1 });
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 1,
+      tableVersion: 1,
+      updated: 1,
+      inserted: 1,
+    });
     expect(await run(setup)).toMatchObject({ status: 'nothing-new', tableVersion: 1 });
     const table = await readTarget(session, setup);
     expect(table.rows).toEqual(expectedLatest(landed));

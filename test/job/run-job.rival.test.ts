@@ -67,20 +67,26 @@ function rivalAt(setup: Setup, point: 'afterCommit' | 'beforeCommit', batch: num
   return { [point]: rival };
 }
 
-describe.each(['merge', 'append'] as const)('%s mode: a rival run of the same job (fault injection: hook runs a rival run)', (mode) => {
-  it.each([
-    ['afterCommit', 0],
-    ['afterCommit', 1],
-    ['beforeCommit', 1],
-  ] as const)('commits everything at %s of batch %i: this run re-plans and loads nothing twice', async (point, batch) => {
-    const setup = await setupFor(mode);
-    const report = await run(setup, { hooks: rivalAt(setup, point, batch) });
-    expect(report.status).toBe('succeeded');
-    const table = await readTarget(session, setup);
-    expect(duplicateRids(table.rows)).toEqual([]);
-    expect(table.rows).toEqual(mode === 'merge' ? expectedLatest(landed) : sortRows(landed));
-    expect(table.state.totals.filesLoaded).toBe(6);
-    // This run committed only the batches before the rival took over.
-    expect(report.filesLoaded).toBe(2 * (point === 'afterCommit' ? batch + 1 : batch));
-  });
-});
+describe.each(['merge', 'append'] as const)(
+  '%s mode: a rival run of the same job (fault injection: hook runs a rival run)',
+  (mode) => {
+    it.each([
+      ['afterCommit', 0],
+      ['afterCommit', 1],
+      ['beforeCommit', 1],
+    ] as const)(
+      'commits everything at %s of batch %i: this run re-plans and loads nothing twice',
+      async (point, batch) => {
+        const setup = await setupFor(mode);
+        const report = await run(setup, { hooks: rivalAt(setup, point, batch) });
+        expect(report.status).toBe('succeeded');
+        const table = await readTarget(session, setup);
+        expect(duplicateRids(table.rows)).toEqual([]);
+        expect(table.rows).toEqual(mode === 'merge' ? expectedLatest(landed) : sortRows(landed));
+        expect(table.state.totals.filesLoaded).toBe(6);
+        // This run committed only the batches before the rival took over.
+        expect(report.filesLoaded).toBe(2 * (point === 'afterCommit' ? batch + 1 : batch));
+      },
+    );
+  },
+);

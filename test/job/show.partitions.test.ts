@@ -24,7 +24,13 @@ async function threeDays(columnMapping?: 'name'): Promise<Setup> {
   const source = new LocalStorage(root);
   const setup = makeConfig({
     source: { uri: root, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
-    target: { uri: await tempDir('prune-t', dirs), key: ['order_id'], orderBy: 'seq', partitionBy: ['order_date'], ...(columnMapping ? { columnMapping } : {}) },
+    target: {
+      uri: await tempDir('prune-t', dirs),
+      key: ['order_id'],
+      orderBy: 'seq',
+      partitionBy: ['order_date'],
+      ...(columnMapping ? { columnMapping } : {}),
+    },
   });
   await source.write(
     '2025/06/03/a.csv',
@@ -35,7 +41,11 @@ async function threeDays(columnMapping?: 'name'): Promise<Setup> {
 }
 
 async function show(setup: Setup, opts: Omit<ShowOptions, 'limit'>) {
-  const outcome = await showJob(setup.job, { storage: setup.storage, logger: silentLogger(), tty: false }, { limit: 20, ...opts });
+  const outcome = await showJob(
+    setup.job,
+    { storage: setup.storage, logger: silentLogger(), tty: false },
+    { limit: 20, ...opts },
+  );
   return outcome;
 }
 
@@ -49,41 +59,65 @@ async function deleteOtherPartitions(setup: Setup, keep: string): Promise<void> 
 }
 
 describe('show --where on a partitioned table', () => {
-  it.each([[undefined], ['name' as const]])('columnMapping %s: reads only the partitions a partition-only condition keeps', async (columnMapping) => {
-    const setup = await threeDays(columnMapping);
-    const all = await show(setup, { columns: ['order_id', 'status'] });
-    expect(all.ok && all.report).toMatchObject({ filesRead: 3, tableFiles: 3 });
+  it.each([[undefined], ['name' as const]])(
+    'columnMapping %s: reads only the partitions a partition-only condition keeps',
+    async (columnMapping) => {
+      const setup = await threeDays(columnMapping);
+      const all = await show(setup, { columns: ['order_id', 'status'] });
+      expect(all.ok && all.report).toMatchObject({ filesRead: 3, tableFiles: 3 });
 
-    const day = await show(setup, { where: "order_date = DATE '2025-06-02'", columns: ['order_id', 'status'] });
-    expect(day.ok && day.report).toMatchObject({
-      filesRead: 1,
-      tableFiles: 3,
-      rows: [
-        { order_id: '2', status: 'placed' },
-        { order_id: '3', status: 'paid' },
-      ],
-    });
-    // Typed comparison, not text: a range over dates keeps two partitions.
-    const range = await show(setup, { where: "order_date >= '2025-06-02'", columns: ['order_id'] });
-    expect(range.ok && range.report).toMatchObject({ filesRead: 2, rows: [{ order_id: '2' }, { order_id: '3' }, { order_id: '4' }] });
-    const none = await show(setup, { where: "order_date > '2030-01-01'" });
-    expect(none.ok && none.report).toMatchObject({ status: 'ok', filesRead: 0, rows: [] });
-    // AND terms on other columns leave the partition terms to prune; OR with another column cannot.
-    const mixed = await show(setup, { where: "order_date = '2025-06-02' AND status = 'paid' AND order_date <> '2025-06-03'", columns: ['order_id'] });
-    expect(mixed.ok && mixed.report).toMatchObject({ filesRead: 1, rows: [{ order_id: '3' }] });
-    const either = await show(setup, { where: "order_date = '2025-06-02' OR status = 'placed'", columns: ['order_id'] });
-    expect(either.ok && either.report).toMatchObject({ filesRead: 3, rows: [{ order_id: '1' }, { order_id: '2' }, { order_id: '3' }, { order_id: '4' }] });
-    // A random term is not evaluated per partition: every file is read (and the row filter decides).
-    const sampled = await show(setup, { where: 'random() < 0', columns: ['order_id'] });
-    expect(sampled.ok && sampled.report).toMatchObject({ filesRead: 3, rows: [] });
-    const other = await show(setup, { where: "status = 'paid'", columns: ['order_id'] });
-    expect(other.ok && other.report).toMatchObject({ filesRead: 3, rows: [{ order_id: '3' }] });
+      const day = await show(setup, {
+        where: "order_date = DATE '2025-06-02'",
+        columns: ['order_id', 'status'],
+      });
+      expect(day.ok && day.report).toMatchObject({
+        filesRead: 1,
+        tableFiles: 3,
+        rows: [
+          { order_id: '2', status: 'placed' },
+          { order_id: '3', status: 'paid' },
+        ],
+      });
+      // Typed comparison, not text: a range over dates keeps two partitions.
+      const range = await show(setup, {
+        where: "order_date >= '2025-06-02'",
+        columns: ['order_id'],
+      });
+      expect(range.ok && range.report).toMatchObject({
+        filesRead: 2,
+        rows: [{ order_id: '2' }, { order_id: '3' }, { order_id: '4' }],
+      });
+      const none = await show(setup, { where: "order_date > '2030-01-01'" });
+      expect(none.ok && none.report).toMatchObject({ status: 'ok', filesRead: 0, rows: [] });
+      // AND terms on other columns leave the partition terms to prune; OR with another column cannot.
+      const mixed = await show(setup, {
+        where: "order_date = '2025-06-02' AND status = 'paid' AND order_date <> '2025-06-03'",
+        columns: ['order_id'],
+      });
+      expect(mixed.ok && mixed.report).toMatchObject({ filesRead: 1, rows: [{ order_id: '3' }] });
+      const either = await show(setup, {
+        where: "order_date = '2025-06-02' OR status = 'placed'",
+        columns: ['order_id'],
+      });
+      expect(either.ok && either.report).toMatchObject({
+        filesRead: 3,
+        rows: [{ order_id: '1' }, { order_id: '2' }, { order_id: '3' }, { order_id: '4' }],
+      });
+      // A random term is not evaluated per partition: every file is read (and the row filter decides).
+      const sampled = await show(setup, { where: 'random() < 0', columns: ['order_id'] });
+      expect(sampled.ok && sampled.report).toMatchObject({ filesRead: 3, rows: [] });
+      const other = await show(setup, { where: "status = 'paid'", columns: ['order_id'] });
+      expect(other.ok && other.report).toMatchObject({ filesRead: 3, rows: [{ order_id: '3' }] });
 
-    // With the other days' files gone, the pruned show still answers; the unpruned one needs them.
-    await deleteOtherPartitions(setup, '2025-06-02');
-    const pruned = await show(setup, { where: "order_date = '2025-06-02' AND status = 'placed'", columns: ['order_id'] });
-    expect(pruned.ok && pruned.report.rows).toEqual([{ order_id: '2' }]);
-    const unpruned = await show(setup, { where: "status = 'paid'" });
-    expect(unpruned.ok).toBe(false);
-  });
+      // With the other days' files gone, the pruned show still answers; the unpruned one needs them.
+      await deleteOtherPartitions(setup, '2025-06-02');
+      const pruned = await show(setup, {
+        where: "order_date = '2025-06-02' AND status = 'placed'",
+        columns: ['order_id'],
+      });
+      expect(pruned.ok && pruned.report.rows).toEqual([{ order_id: '2' }]);
+      const unpruned = await show(setup, { where: "status = 'paid'" });
+      expect(unpruned.ok).toBe(false);
+    },
+  );
 });

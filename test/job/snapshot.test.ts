@@ -11,7 +11,20 @@ import { describe, expect, it } from 'vitest';
 import { SnapshotDeleteRefusedError } from '../../src/errors.js';
 import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { checkTarget, DuckSession, expectedLatest, land, makeConfig, orders, readTarget, run, runOutcome, sessionPerFile, tempDir, type OrderRow } from './helpers.js';
+import {
+  checkTarget,
+  DuckSession,
+  expectedLatest,
+  land,
+  makeConfig,
+  orders,
+  readTarget,
+  run,
+  runOutcome,
+  sessionPerFile,
+  tempDir,
+  type OrderRow,
+} from './helpers.js';
 
 let session: DuckSession;
 const dirs = sessionPerFile((s) => (session = s));
@@ -20,13 +33,19 @@ async function setup(source: Record<string, unknown> = {}) {
   const src = await tempDir('snap-src', dirs);
   const dst = await tempDir('snap-dst', dirs);
   const config = makeConfig({
-    source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 3 }, snapshot: true, ...source },
+    source: {
+      uri: src,
+      discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 3 },
+      snapshot: true,
+      ...source,
+    },
     target: { uri: dst, mode: 'merge', key: ['order_id'], orderBy: 'seq' },
   });
   return { source: new LocalStorage(src), config };
 }
 
-const statuses = (rows: readonly OrderRow[]) => [...rows].sort((a, b) => a.order_id - b.order_id).map((r) => [r.order_id, r.status]);
+const statuses = (rows: readonly OrderRow[]) =>
+  [...rows].sort((a, b) => a.order_id - b.order_id).map((r) => [r.order_id, r.status]);
 const ids = (rows: readonly OrderRow[]) => rows.map((r) => r.order_id).sort((a, b) => a - b);
 
 describe('snapshot sources', () => {
@@ -41,9 +60,20 @@ describe('snapshot sources', () => {
     await land(source, session, '2025/03/02/part-0.csv', day2.slice(0, 2));
     await land(source, session, '2025/03/02/part-1.csv', day2.slice(2));
     const second = await run(config);
-    expect(second).toMatchObject({ status: 'succeeded', commits: 1, filesLoaded: 2, inserted: 0, deleted: 1, tableVersion: 1 });
+    expect(second).toMatchObject({
+      status: 'succeeded',
+      commits: 1,
+      filesLoaded: 2,
+      inserted: 0,
+      deleted: 1,
+      tableVersion: 1,
+    });
     let view = await readTarget(session, config);
-    expect(statuses(view.rows)).toEqual([[1, 'placed'], [2, 'placed'], [3, 'paid']]);
+    expect(statuses(view.rows)).toEqual([
+      [1, 'placed'],
+      [2, 'placed'],
+      [3, 'paid'],
+    ]);
     expect(view.state.delivery).toEqual({ partition: '2025-03-02' });
 
     // A cut-off extract: it would delete 2 of 3 keys (67 %), more than 50 %. Refused, exit 1, nothing committed.
@@ -52,14 +82,20 @@ describe('snapshot sources', () => {
     expect(refused.ok).toBe(false);
     if (refused.ok) return;
     expect(refused.error).toBeInstanceOf(SnapshotDeleteRefusedError);
-    expect((refused.error as Error).message).toMatch(/would delete 2 of the 3 keys .*\(66\.7 %\), more than source\.maxDeleteShare \(50 %\).*--allow-large-delete/);
+    expect((refused.error as Error).message).toMatch(
+      /would delete 2 of the 3 keys .*\(66\.7 %\), more than source\.maxDeleteShare \(50 %\).*--allow-large-delete/,
+    );
     expect(exitCodeFor(refused.error)).toBe(1);
     view = await readTarget(session, config);
     expect(view.snapshot?.version).toBe(1);
     expect(ids(view.rows)).toEqual([1, 2, 3]);
     // The refusal holds on the next run too; --allow-large-delete takes it, once.
     expect((await runOutcome(config)).ok).toBe(false);
-    expect(await run(config, { allowLargeDelete: true })).toMatchObject({ status: 'succeeded', deleted: 2, tableVersion: 2 });
+    expect(await run(config, { allowLargeDelete: true })).toMatchObject({
+      status: 'succeeded',
+      deleted: 2,
+      tableVersion: 2,
+    });
     expect(ids((await readTarget(session, config)).rows)).toEqual([1]);
 
     // A late file of an older extract (it still has key 2): superseded, key 2 stays deleted.
@@ -71,22 +107,36 @@ describe('snapshot sources', () => {
     expect((await checkTarget(session, config)).problems).toEqual([]);
   });
 
-  it('with snapshotPattern, merges the run\'s change files after the extract', async () => {
+  it("with snapshotPattern, merges the run's change files after the extract", async () => {
     const { source, config } = await setup({ snapshotPattern: 'full-*.csv' });
-    await land(source, session, '2025/03/01/full-0.csv', orders([1, 'placed', 1], [2, 'placed', 1], [3, 'placed', 1]));
+    await land(
+      source,
+      session,
+      '2025/03/01/full-0.csv',
+      orders([1, 'placed', 1], [2, 'placed', 1], [3, 'placed', 1]),
+    );
     await run(config);
     // Day 2: a change inserts key 4 (not in the extract, newer than it); the extract drops key 3.
     const change = orders([4, 'placed', 1], [1, 'paid', 2]);
     await land(source, session, '2025/03/02/changes-0.csv', change);
-    await land(source, session, '2025/03/02/full-1.csv', orders([1, 'placed', 1], [2, 'placed', 1]));
+    await land(
+      source,
+      session,
+      '2025/03/02/full-1.csv',
+      orders([1, 'placed', 1], [2, 'placed', 1]),
+    );
     const second = await run(config);
     expect(second).toMatchObject({ status: 'succeeded', commits: 2, deleted: 1, inserted: 1 });
     const view = await readTarget(session, config);
-    expect(statuses(view.rows)).toEqual([[1, 'paid'], [2, 'placed'], [4, 'placed']]);
+    expect(statuses(view.rows)).toEqual([
+      [1, 'paid'],
+      [2, 'placed'],
+      [4, 'placed'],
+    ]);
     expect(view.state.delivery).toMatchObject({ key: '2025/03/02/full-1.csv' });
   });
 
-  it('a crash before the extract\'s commit leaves the table; the rerun deletes as one run would (fault injection through a hook)', async () => {
+  it("a crash before the extract's commit leaves the table; the rerun deletes as one run would (fault injection through a hook)", async () => {
     for (const point of ['afterWrite', 'beforeCommit'] as const) {
       const { source, config } = await setup();
       const day1 = orders([1, 'placed', 1], [2, 'placed', 1], [3, 'placed', 1]);
@@ -94,12 +144,23 @@ describe('snapshot sources', () => {
       await run(config);
       const day2 = orders([1, 'paid', 2], [2, 'placed', 1]);
       await land(source, session, '2025/03/02/part-0.csv', day2);
-      const crashed = await runOutcome(config, { hooks: { [point]: () => { throw new Error(`crash at ${point}`); } } });
+      const crashed = await runOutcome(config, {
+        hooks: {
+          [point]: () => {
+            throw new Error(`crash at ${point}`);
+          },
+        },
+      });
       expect(crashed.ok).toBe(false);
       let view = await readTarget(session, config);
       expect(view.snapshot?.version).toBe(0);
       expect(ids(view.rows)).toEqual([1, 2, 3]);
-      expect(await run(config)).toMatchObject({ status: 'succeeded', commits: 1, deleted: 1, inserted: 0 });
+      expect(await run(config)).toMatchObject({
+        status: 'succeeded',
+        commits: 1,
+        deleted: 1,
+        inserted: 0,
+      });
       view = await readTarget(session, config);
       expect(view.rows).toEqual(expectedLatest(day2));
       expect((await checkTarget(session, config)).problems).toEqual([]);
@@ -107,10 +168,26 @@ describe('snapshot sources', () => {
   });
 
   it('refuses settings that do not apply', () => {
-    const bad = (source: Record<string, unknown>, target: Record<string, unknown> = { mode: 'merge', key: ['order_id'], orderBy: 'seq' }) => () =>
-      makeConfig({ source: { uri: '/tmp/src', discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' }, ...source }, target: { uri: '/tmp/dst', ...target } });
-    expect(bad({ snapshot: true }, { mode: 'append' })).toThrow(/source\.snapshot.*applies only when target\.mode is merge \(it is append\)/s);
-    expect(bad({ snapshotPattern: 'full-*' })).toThrow(/source\.snapshotPattern.*applies only with snapshot: true/s);
+    const bad =
+      (
+        source: Record<string, unknown>,
+        target: Record<string, unknown> = { mode: 'merge', key: ['order_id'], orderBy: 'seq' },
+      ) =>
+      () =>
+        makeConfig({
+          source: {
+            uri: '/tmp/src',
+            discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' },
+            ...source,
+          },
+          target: { uri: '/tmp/dst', ...target },
+        });
+    expect(bad({ snapshot: true }, { mode: 'append' })).toThrow(
+      /source\.snapshot.*applies only when target\.mode is merge \(it is append\)/s,
+    );
+    expect(bad({ snapshotPattern: 'full-*' })).toThrow(
+      /source\.snapshotPattern.*applies only with snapshot: true/s,
+    );
     expect(bad({ snapshot: true, maxDeleteShare: 1.5 })).toThrow(/source\.maxDeleteShare/);
   });
 });

@@ -13,7 +13,19 @@ import { jobStatus } from '../../src/job/status.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { checkRowIdInvariants, commitActions, trackedRows } from '../helpers/row-tracking.js';
-import { checkTarget, DuckSession, land, makeConfig, mergeTarget, orders, readTarget, run, sessionPerFile, tempDir, unwrap } from './helpers.js';
+import {
+  checkTarget,
+  DuckSession,
+  land,
+  makeConfig,
+  mergeTarget,
+  orders,
+  readTarget,
+  run,
+  sessionPerFile,
+  tempDir,
+  unwrap,
+} from './helpers.js';
 
 let session: DuckSession;
 const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
@@ -31,7 +43,10 @@ describe('a job creating a table with row tracking, in-commit timestamps and V2 
     const target = await tempDir('features-t', dirs);
     const source = new LocalStorage(landing);
     const setup = makeConfig({
-      source: { uri: landing, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 } },
+      source: {
+        uri: landing,
+        discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 },
+      },
       target: { ...mergeTarget(target), tableProperties: PROPERTIES },
     });
     await land(source, session, '2025/05/01/a.csv', orders([1, 'placed', 1], [2, 'placed', 1]));
@@ -43,10 +58,23 @@ describe('a job creating a table with row tracking, in-commit timestamps and V2 
     expect(last).toMatchObject({ status: 'succeeded', tableVersion: 2, updated: 1 });
 
     const table = await readTarget(session, setup);
-    const byOrder = table.rows.map((r) => [r.order_id, r.status]).sort((a, b) => Number(a[0]) - Number(b[0]));
-    expect(byOrder).toEqual([[1, 'paid'], [2, 'cancelled'], [3, 'placed']]);
+    const byOrder = table.rows
+      .map((r) => [r.order_id, r.status])
+      .sort((a, b) => Number(a[0]) - Number(b[0]));
+    expect(byOrder).toEqual([
+      [1, 'paid'],
+      [2, 'cancelled'],
+      [3, 'placed'],
+    ]);
     const snapshot = table.snapshot!;
-    expect(TableConfig.of(snapshot.protocol, snapshot.metadata).writerFeatures).toEqual(expect.arrayContaining(['rowTracking', 'domainMetadata', 'inCommitTimestamp', 'v2Checkpoint']));
+    expect(TableConfig.of(snapshot.protocol, snapshot.metadata).writerFeatures).toEqual(
+      expect.arrayContaining([
+        'rowTracking',
+        'domainMetadata',
+        'inCommitTimestamp',
+        'v2Checkpoint',
+      ]),
+    );
 
     // Orders 1 and 2 keep the ids of their first insert through their updates; 3 got a fresh one.
     const storage = new LocalStorage(target);
@@ -62,8 +90,12 @@ describe('a job creating a table with row tracking, in-commit timestamps and V2 
     const stamps: number[] = [];
     for (const v of [0, 1, 2]) {
       const first = (await commitActions(storage, v))[0]!;
-      expect(first, `commitInfo is the first action of v${v}`).toHaveProperty('commitInfo.inCommitTimestamp');
-      stamps.push(Number((first as { commitInfo: Record<string, unknown> }).commitInfo['inCommitTimestamp']));
+      expect(first, `commitInfo is the first action of v${v}`).toHaveProperty(
+        'commitInfo.inCommitTimestamp',
+      );
+      stamps.push(
+        Number((first as { commitInfo: Record<string, unknown> }).commitInfo['inCommitTimestamp']),
+      );
     }
     expect(stamps[1]!).toBeGreaterThan(stamps[0]!);
     expect(stamps[2]!).toBeGreaterThan(stamps[1]!);
@@ -72,10 +104,14 @@ describe('a job creating a table with row tracking, in-commit timestamps and V2 
     const status = unwrap(await jobStatus(setup.job, ctx));
     expect(status.lastRunAt).toBe(new Date(stamps[2]!).toISOString());
     const history = unwrap(await jobHistory(setup.job, ctx, { limit: 3 }));
-    expect(history.commits.map((c) => c.time)).toEqual([...stamps].reverse().map((t) => new Date(t).toISOString()));
+    expect(history.commits.map((c) => c.time)).toEqual(
+      [...stamps].reverse().map((t) => new Date(t).toISOString()),
+    );
 
     expect((await checkTarget(session, setup)).problems).toEqual([]);
     const log = await readdir(join(target, '_delta_log'));
-    expect(log.filter((n) => n.includes('.checkpoint.'))).toEqual([expect.stringMatching(/^00000000000000000002\.checkpoint\.[0-9a-f-]{36}\.json$/)]);
+    expect(log.filter((n) => n.includes('.checkpoint.'))).toEqual([
+      expect.stringMatching(/^00000000000000000002\.checkpoint\.[0-9a-f-]{36}\.json$/),
+    ]);
   });
 });

@@ -46,19 +46,37 @@ async function landAll(landing: string, files: readonly Landed[]): Promise<void>
 }
 
 /** Load `files` into a fresh table, in one batch or one file per batch; the table's rows. */
-async function loaded(files: readonly Landed[], batching: { maxFilesPerBatch?: number }, target: Record<string, unknown> = {}) {
+async function loaded(
+  files: readonly Landed[],
+  batching: { maxFilesPerBatch?: number },
+  target: Record<string, unknown> = {},
+) {
   const dir = await tempDir('ties', dirs);
   const landing = path.join(dir, 'landing');
   await landAll(landing, files);
   const setup = makeConfig({
-    source: { uri: landing, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', start: '2026-03-20' } },
-    target: { uri: path.join(dir, 'table'), key: ['id'], orderBy: 'seq', deleteWhen: "op = 'D'", ...target },
+    source: {
+      uri: landing,
+      discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', start: '2026-03-20' },
+    },
+    target: {
+      uri: path.join(dir, 'table'),
+      key: ['id'],
+      orderBy: 'seq',
+      deleteWhen: "op = 'D'",
+      ...target,
+    },
     ...batching,
   });
   const report = await run(setup);
   expect(report.status).toBe('succeeded');
   expect((await checkTarget(session, setup)).problems).toEqual([]);
-  return (await tableRows(session, setup, 'id')).map((r) => ({ id: Number(r['id']), seq: r['seq'] === null ? null : Number(r['seq']), op: String(r['op']), note: String(r['note']) }));
+  return (await tableRows(session, setup, 'id')).map((r) => ({
+    id: Number(r['id']),
+    seq: r['seq'] === null ? null : Number(r['seq']),
+    op: String(r['op']),
+    note: String(r['note']),
+  }));
 }
 
 /** The promise: per key the last event by (seq NULL first, LastModified, file key, position) unless it is a delete. */
@@ -85,8 +103,16 @@ describe('ties follow one order, whatever the batching', () => {
   it('the same key and orderBy in two partitions: the later file by LastModified wins, in one batch and in two', async () => {
     // Day 20's file was written after day 21's (a re-delivery): it is the later statement.
     const files: Landed[] = [
-      { key: '2026/03/20/a.csv', mtimeMs: BASE_MS + 60_000, rows: [{ id: 1, seq: 5, op: 'I', note: 'day20' }] },
-      { key: '2026/03/21/a.csv', mtimeMs: BASE_MS, rows: [{ id: 1, seq: 5, op: 'I', note: 'day21' }] },
+      {
+        key: '2026/03/20/a.csv',
+        mtimeMs: BASE_MS + 60_000,
+        rows: [{ id: 1, seq: 5, op: 'I', note: 'day20' }],
+      },
+      {
+        key: '2026/03/21/a.csv',
+        mtimeMs: BASE_MS,
+        rows: [{ id: 1, seq: 5, op: 'I', note: 'day21' }],
+      },
     ];
     const expected = [{ id: 1, seq: 5, op: 'I', note: 'day20' }];
     expect(await loaded(files, {})).toEqual(expected);
@@ -96,12 +122,34 @@ describe('ties follow one order, whatever the batching', () => {
   it('a delete and an update at an equal version: the later one wins, across files and batches alike', async () => {
     const files: Landed[] = [
       // Key 1: the delete comes first, the insert later (by LastModified): the key stays.
-      { key: '2026/03/20/a.csv', mtimeMs: BASE_MS, rows: [{ id: 1, seq: 5, op: 'D', note: 'gone' }, { id: 2, seq: 5, op: 'I', note: 'kept?' }] },
+      {
+        key: '2026/03/20/a.csv',
+        mtimeMs: BASE_MS,
+        rows: [
+          { id: 1, seq: 5, op: 'D', note: 'gone' },
+          { id: 2, seq: 5, op: 'I', note: 'kept?' },
+        ],
+      },
       // Key 2: the insert comes first, the delete later: the key goes.
-      { key: '2026/03/21/a.csv', mtimeMs: BASE_MS + 60_000, rows: [{ id: 1, seq: 5, op: 'I', note: 'back' }, { id: 2, seq: 5, op: 'D', note: 'gone' }] },
+      {
+        key: '2026/03/21/a.csv',
+        mtimeMs: BASE_MS + 60_000,
+        rows: [
+          { id: 1, seq: 5, op: 'I', note: 'back' },
+          { id: 2, seq: 5, op: 'D', note: 'gone' },
+        ],
+      },
       // Key 3: a NULL version ties a NULL version: the later file's delete wins over the earlier insert.
-      { key: '2026/03/22/a.csv', mtimeMs: BASE_MS - 60_000, rows: [{ id: 3, seq: null, op: 'I', note: 'null' }] },
-      { key: '2026/03/23/a.csv', mtimeMs: BASE_MS + 120_000, rows: [{ id: 3, seq: null, op: 'D', note: 'gone' }] },
+      {
+        key: '2026/03/22/a.csv',
+        mtimeMs: BASE_MS - 60_000,
+        rows: [{ id: 3, seq: null, op: 'I', note: 'null' }],
+      },
+      {
+        key: '2026/03/23/a.csv',
+        mtimeMs: BASE_MS + 120_000,
+        rows: [{ id: 3, seq: null, op: 'D', note: 'gone' }],
+      },
     ];
     const expected = [{ id: 1, seq: 5, op: 'I', note: 'back' }];
     expect(await loaded(files, {})).toEqual(expected);
@@ -109,7 +157,7 @@ describe('ties follow one order, whatever the batching', () => {
   });
 
   // Equal LastModified values and rows of one key in one file come up too: the file key, then the position, decide.
-  it('property: random landings of few keys, equal versions and deletes give the oracle\'s table in one batch and one file per batch (seeded)', async () => {
+  it("property: random landings of few keys, equal versions and deletes give the oracle's table in one batch and one file per batch (seeded)", async () => {
     const event = fc.record({
       id: fc.integer({ min: 1, max: 3 }),
       seq: fc.option(fc.integer({ min: 1, max: 2 }), { freq: 5 }),
@@ -122,9 +170,15 @@ describe('ties follow one order, whatever the batching', () => {
       mtime: fc.integer({ min: 0, max: 3 }),
       rows: fc.array(event, { minLength: 1, maxLength: 3 }),
     });
-    const landings = fc.uniqueArray(file, { minLength: 1, maxLength: 5, selector: (f) => `${f.day}/${f.name}` }).map((fs) =>
-      fs.map((f): Landed => ({ key: `2026/03/${f.day}/${f.name}.csv`, mtimeMs: BASE_MS + f.mtime * 1000, rows: f.rows })),
-    );
+    const landings = fc
+      .uniqueArray(file, { minLength: 1, maxLength: 5, selector: (f) => `${f.day}/${f.name}` })
+      .map((fs) =>
+        fs.map((f): Landed => ({
+          key: `2026/03/${f.day}/${f.name}.csv`,
+          mtimeMs: BASE_MS + f.mtime * 1000,
+          rows: f.rows,
+        })),
+      );
     await fc.assert(
       fc.asyncProperty(landings, async (files) => {
         const expected = oracle(files);

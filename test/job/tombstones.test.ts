@@ -30,7 +30,12 @@ const SPEC: TombstoneSpec = { job: 'orders', key: ['id'], orderBy: 'ts', retenti
 const iso = (ms: number) => new Date(ms).toISOString();
 
 function file(n: number, newestAgoMs: number): TombstoneFile {
-  return { path: tombstonePath('orders', `00000000-0000-0000-0000-${String(n).padStart(12, '0')}`), rows: 1, minDeletedAt: iso(NOW - newestAgoMs - DAY), maxDeletedAt: iso(NOW - newestAgoMs) };
+  return {
+    path: tombstonePath('orders', `00000000-0000-0000-0000-${String(n).padStart(12, '0')}`),
+    rows: 1,
+    minDeletedAt: iso(NOW - newestAgoMs - DAY),
+    maxDeletedAt: iso(NOW - newestAgoMs),
+  };
 }
 
 function state(files: TombstoneFile[], dropped: TombstoneState['dropped'] = []): TombstoneState {
@@ -49,15 +54,33 @@ describe('planTombstones', () => {
   });
 
   it('a changed key or orderBy (case aside): a narrower key re-keys, anything else is refused unless dropUnfit says so', () => {
-    expect(planTombstones(state([file(1, 0)]), { ...SPEC, key: ['ID'], orderBy: 'TS' }, NOW)).toMatchObject({ rekey: false });
-    expect(planTombstones(state([file(1, 0)]), { ...SPEC, key: ['ID'], orderBy: 'TS' }, NOW).live).toHaveLength(1);
+    expect(
+      planTombstones(state([file(1, 0)]), { ...SPEC, key: ['ID'], orderBy: 'TS' }, NOW),
+    ).toMatchObject({ rekey: false });
+    expect(
+      planTombstones(state([file(1, 0)]), { ...SPEC, key: ['ID'], orderBy: 'TS' }, NOW).live,
+    ).toHaveLength(1);
     const wide = { ...state([file(1, 0)]), key: ['id', 'region'] };
-    expect(planTombstones(wide, SPEC, NOW)).toMatchObject({ rekey: true, live: wide.files, dropped: [] });
-    expect(() => planTombstones(state([file(1, 0)]), { ...SPEC, key: ['id', 'region'] }, NOW)).toThrow(ConfigError);
-    expect(() => planTombstones(state([file(1, 0)]), { ...SPEC, orderBy: 'updated_at' }, NOW)).toThrow(/target.orderBy changed from ts to updated_at.*1 deleted key.*--accept-config-change/);
-    expect(planTombstones(state([file(1, 0)]), { ...SPEC, orderBy: 'updated_at', dropUnfit: true }, NOW)).toMatchObject({ live: [], dropped: [{ path: file(1, 0).path }] });
+    expect(planTombstones(wide, SPEC, NOW)).toMatchObject({
+      rekey: true,
+      live: wide.files,
+      dropped: [],
+    });
+    expect(() =>
+      planTombstones(state([file(1, 0)]), { ...SPEC, key: ['id', 'region'] }, NOW),
+    ).toThrow(ConfigError);
+    expect(() =>
+      planTombstones(state([file(1, 0)]), { ...SPEC, orderBy: 'updated_at' }, NOW),
+    ).toThrow(
+      /target.orderBy changed from ts to updated_at.*1 deleted key.*--accept-config-change/,
+    );
+    expect(
+      planTombstones(state([file(1, 0)]), { ...SPEC, orderBy: 'updated_at', dropUnfit: true }, NOW),
+    ).toMatchObject({ live: [], dropped: [{ path: file(1, 0).path }] });
     // Only live tombstones are worth a refusal: expired ones are dropped as always.
-    expect(planTombstones(state([file(1, 8 * DAY)]), { ...SPEC, orderBy: 'updated_at' }, NOW).dropped).toHaveLength(1);
+    expect(
+      planTombstones(state([file(1, 8 * DAY)]), { ...SPEC, orderBy: 'updated_at' }, NOW).dropped,
+    ).toHaveLength(1);
   });
 
   it('purges dropped files after the grace period: the shorter of the retention and an hour', () => {
@@ -68,11 +91,20 @@ describe('planTombstones', () => {
     const plan = planTombstones(state([], dropped), SPEC, NOW);
     expect(plan.purge).toEqual(['old']);
     expect(plan.dropped.map((d) => d.path)).toEqual(['recent']);
-    expect(planTombstones(state([], dropped), { ...SPEC, retentionMs: 1000 }, NOW).purge).toEqual(['old', 'recent']);
+    expect(planTombstones(state([], dropped), { ...SPEC, retentionMs: 1000 }, NOW).purge).toEqual([
+      'old',
+      'recent',
+    ]);
   });
 
   it('has nothing to do for a state without tombstones', () => {
-    expect(planTombstones(undefined, SPEC, NOW)).toEqual({ live: [], dropped: [], purge: [], cutoff: NOW - 7 * DAY, rekey: false });
+    expect(planTombstones(undefined, SPEC, NOW)).toEqual({
+      live: [],
+      dropped: [],
+      purge: [],
+      cutoff: NOW - 7 * DAY,
+      rekey: false,
+    });
   });
 });
 
@@ -88,7 +120,9 @@ describe('compaction and paths', () => {
     expect(good).toBe('_tidemark/tombstones/orders/6f1c1c2e-9d7a-4a53-9a43-0a8f0f8f3c11.parquet');
     expect(isTombstonePath('orders', good)).toBe(true);
     expect(isTombstonePath('other', good)).toBe(false);
-    expect(isTombstonePath('orders', '_tidemark/tombstones/orders/../../part-0.parquet')).toBe(false);
+    expect(isTombstonePath('orders', '_tidemark/tombstones/orders/../../part-0.parquet')).toBe(
+      false,
+    );
     expect(isTombstonePath('orders', '_delta_log/00000000000000000000.json')).toBe(false);
   });
 });
@@ -106,7 +140,14 @@ describe('JobTombstones.open', () => {
   });
 
   const open = (s: TombstoneState) =>
-    JobTombstones.open({ session, storage: new LocalStorage(dir), spec: SPEC, state: s, now: NOW, spool: scratchSpool() });
+    JobTombstones.open({
+      session,
+      storage: new LocalStorage(dir),
+      spec: SPEC,
+      state: s,
+      now: NOW,
+      spool: scratchSpool(),
+    });
 
   it('fails naming a live file that the table folder no longer has', async () => {
     const missing = file(1, DAY);

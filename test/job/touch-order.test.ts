@@ -41,12 +41,18 @@ async function touch(landing: string, key: string, atMs: number): Promise<void> 
  * A landing zone where a.csv (T1) and b.csv (T1 + 1 min) both say id 1 at seq 5: b is later, it
  * wins the tie. Loaded once by `first`; then a.csv is touched to T1 + 1 h, same bytes.
  */
-async function tiedThenTouched(discover: Record<string, unknown>, first: (setup: ReturnType<typeof makeConfig>) => Promise<void>) {
+async function tiedThenTouched(
+  discover: Record<string, unknown>,
+  first: (setup: ReturnType<typeof makeConfig>) => Promise<void>,
+) {
   const dir = await tempDir('touch', dirs);
   const landing = path.join(dir, 'landing');
   await write(landing, `${DAY}/a.csv`, ['1,5,from-a', '2,1,only-a'], T1);
   await write(landing, `${DAY}/b.csv`, ['1,5,from-b'], T1 + 60_000);
-  const setup = makeConfig({ source: { uri: landing, discover }, target: { uri: path.join(dir, 'table'), key: ['id'], orderBy: 'seq' } });
+  const setup = makeConfig({
+    source: { uri: landing, discover },
+    target: { uri: path.join(dir, 'table'), key: ['id'], orderBy: 'seq' },
+  });
   await first(setup);
   expect(await notes(setup)).toEqual(['from-b', 'only-a']);
   await touch(landing, `${DAY}/a.csv`, T1 + 3_600_000);
@@ -64,25 +70,36 @@ const timeRange = { from: '2026-03-25T00:00:00Z', to: '2026-03-26T00:00:00Z', re
 
 describe('a touch is not a new statement: the tie order keeps a file where its content first loaded', () => {
   it('partition mode: a backfill reloading a touched file keeps its rows behind the tie they lost, and its lineage time is the first load', async () => {
-    const { setup } = await tiedThenTouched(byDay, async (s) => void expect(await run(s)).toMatchObject({ status: 'succeeded' }));
+    const { setup } = await tiedThenTouched(
+      byDay,
+      async (s) => void expect(await run(s)).toMatchObject({ status: 'succeeded' }),
+    );
     expect(await backfill(setup, dayRange)).toMatchObject({ status: 'succeeded', filesLoaded: 2 });
     expect(await notes(setup)).toEqual(['from-b', 'only-a']);
     // The lineage says when a.csv's content first loaded, not when it was touched.
     const storage = openTarget(setup.job, setup.storage);
     const snapshot = (await openTable(storage, session).snapshot())!;
-    const lineage = await withTableScan(session, scanSource(storage), snapshot, (r) => session.allJson(`SELECT epoch_ms(_source_modified) AS at FROM (${r}) WHERE id = 2`));
+    const lineage = await withTableScan(session, scanSource(storage), snapshot, (r) =>
+      session.allJson(`SELECT epoch_ms(_source_modified) AS at FROM (${r}) WHERE id = 2`),
+    );
     expect(Number(lineage[0]!['at'])).toBe(T1);
   });
 
   it('partition mode: a run after reset reloads the touched file in its first place', async () => {
-    const { setup } = await tiedThenTouched(byDay, async (s) => void expect(await run(s)).toMatchObject({ status: 'succeeded' }));
+    const { setup } = await tiedThenTouched(
+      byDay,
+      async (s) => void expect(await run(s)).toMatchObject({ status: 'succeeded' }),
+    );
     await reset(setup, { to: '2026-03-24' });
     expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 2 });
     expect(await notes(setup)).toEqual(['from-b', 'only-a']);
   });
 
   it('modification-time mode: a backfill over the touched file keeps it in its first place', async () => {
-    const { setup } = await tiedThenTouched(byTime, async (s) => void expect(await run(s)).toMatchObject({ status: 'succeeded' }));
+    const { setup } = await tiedThenTouched(
+      byTime,
+      async (s) => void expect(await run(s)).toMatchObject({ status: 'succeeded' }),
+    );
     // The run sees the touched file as already loaded (its ETag is its content's).
     expect(await run(setup)).toMatchObject({ status: 'nothing-new' });
     expect(await backfill(setup, timeRange)).toMatchObject({ status: 'succeeded', filesLoaded: 2 });
@@ -90,20 +107,32 @@ describe('a touch is not a new statement: the tie order keeps a file where its c
   });
 
   it('a file first loaded by a backfill keeps that place when a later backfill reloads it touched', async () => {
-    const { setup } = await tiedThenTouched(byDay, async (s) => void expect(await backfill(s, dayRange)).toMatchObject({ status: 'succeeded', filesLoaded: 2 }));
+    const { setup } = await tiedThenTouched(
+      byDay,
+      async (s) =>
+        void expect(await backfill(s, dayRange)).toMatchObject({
+          status: 'succeeded',
+          filesLoaded: 2,
+        }),
+    );
     expect(await backfill(setup, dayRange)).toMatchObject({ status: 'succeeded', filesLoaded: 2 });
     expect(await notes(setup)).toEqual(['from-b', 'only-a']);
   });
 
   it('a ledger that holds the content but not its first time (written before it was kept): the backfill skips the file as already loaded, unchanged', async () => {
-    const { setup, landing } = await tiedThenTouched(byDay, async (s) => void expect(await run(s)).toMatchObject({ status: 'succeeded' }));
+    const { setup, landing } = await tiedThenTouched(
+      byDay,
+      async (s) => void expect(await run(s)).toMatchObject({ status: 'succeeded' }),
+    );
     // The job's ledger files as an older tidemark wrote them: key, etag, batch, no time.
     const storage = openTarget(setup.job, setup.storage);
     const state = readJobState(await openTable(storage, session).snapshot(), 'orders');
     expect(state.ledger?.files.length).toBe(1);
     for (const f of state.ledger!.files) {
       const file = path.join(setup.job.target.uri, f.path);
-      await session.run(`COPY (SELECT key, etag, batch FROM read_parquet(${str(file)})) TO ${str(file + '.old')} (FORMAT parquet)`);
+      await session.run(
+        `COPY (SELECT key, etag, batch FROM read_parquet(${str(file)})) TO ${str(file + '.old')} (FORMAT parquet)`,
+      );
       await fsp.rename(file + '.old', file);
     }
     const report = await backfill(setup, dayRange);
@@ -112,7 +141,11 @@ describe('a touch is not a new statement: the tie order keeps a file where its c
     expect(await notes(setup)).toEqual(['from-b', 'only-a']);
     // A file of new content is not held by the ledger: it loads.
     await write(landing, `${DAY}/a.csv`, ['1,5,from-a-2', '2,1,only-a'], T1 + 7_200_000);
-    expect(await backfill(setup, dayRange)).toMatchObject({ status: 'succeeded', filesLoaded: 1, skippedByReason: { 'already loaded, unchanged': 1 } });
+    expect(await backfill(setup, dayRange)).toMatchObject({
+      status: 'succeeded',
+      filesLoaded: 1,
+      skippedByReason: { 'already loaded, unchanged': 1 },
+    });
     expect(await notes(setup)).toEqual(['from-a-2', 'only-a']);
   });
 });

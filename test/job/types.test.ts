@@ -9,7 +9,15 @@ import { BadFileError, ConfigError, SchemaError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { failure } from '../helpers/cli.js';
 import { putParquet, tableRows } from './drift-helpers.js';
-import { DuckSession, makeConfig, mergeTarget, readTarget, run, sessionPerFile, tempDir } from './helpers.js';
+import {
+  DuckSession,
+  makeConfig,
+  mergeTarget,
+  readTarget,
+  run,
+  sessionPerFile,
+  tempDir,
+} from './helpers.js';
 
 let session: DuckSession;
 const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
@@ -17,17 +25,29 @@ const dirs = sessionPerFile((s) => (session = s), { threads: 2 });
 const byDay = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 2 };
 
 /** A landing zone and a merge job on it (key order_id, orderBy seq); `extra` overrides job fields, `sourceExtra` source fields. */
-async function zone(extra: Record<string, unknown> = {}, sourceExtra: Record<string, unknown> = {}) {
+async function zone(
+  extra: Record<string, unknown> = {},
+  sourceExtra: Record<string, unknown> = {},
+) {
   const sourceDir = await tempDir('types-src', dirs);
   const source = new LocalStorage(sourceDir);
-  const setup = makeConfig({ source: { uri: sourceDir, discover: byDay, ...sourceExtra }, target: mergeTarget(await tempDir('types-t', dirs)), ...extra });
+  const setup = makeConfig({
+    source: { uri: sourceDir, discover: byDay, ...sourceExtra },
+    target: mergeTarget(await tempDir('types-t', dirs)),
+    ...extra,
+  });
   return { source, setup, uri: source.uri };
 }
 
 /** A table of exact types, created from Parquet: BIGINT key and version, DECIMAL(10,2) amount. */
 async function typedTable(extra: Record<string, unknown> = {}) {
   const z = await zone(extra);
-  await putParquet(z.source, session, '2025/03/01/seed.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, 1.25::DECIMAL(10,2) AS amount, 'a' AS note`);
+  await putParquet(
+    z.source,
+    session,
+    '2025/03/01/seed.parquet',
+    `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, 1.25::DECIMAL(10,2) AS amount, 'a' AS note`,
+  );
   await run(z.setup);
   return z;
 }
@@ -48,7 +68,12 @@ describe('into an existing table, text converts only when it spells the value ex
     await z.source.write(`2025/03/02/${BAD[0]![0]}`, BAD[0]![1]);
     const err = await failure(run(z.setup));
     expect(err).toBeInstanceOf(BadFileError);
-    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/02/underscore.csv`, column: 'order_id', line: 3, row: 2 });
+    expect((err as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/02/underscore.csv`,
+      column: 'order_id',
+      line: 3,
+      row: 2,
+    });
     expect(err.message).toContain('"1_000"');
     expect(err.message).toContain('line 3');
     const table = await readTarget(session, z.setup);
@@ -62,7 +87,9 @@ describe('into an existing table, text converts only when it spells the value ex
     for (const [file, body] of BAD) await z.source.write(`2025/03/02/${file}`, body);
     const report = await run(z.setup);
     expect(report).toMatchObject({ status: 'succeeded', inserted: 2 });
-    const reasons = new Map(report.quarantined!.map((q) => [q.key.replace('2025/03/02/', ''), q.reason]));
+    const reasons = new Map(
+      report.quarantined!.map((q) => [q.key.replace('2025/03/02/', ''), q.reason]),
+    );
     expect([...reasons.keys()].sort()).toEqual(BAD.map(([f]) => f).sort());
     for (const [file, body, column] of BAD) {
       const line = body.split('\n').length - 1;
@@ -93,7 +120,12 @@ describe('one date format per job', () => {
 
   async function dateTable(csv?: Record<string, unknown>) {
     const z = await zone({}, csv ? { csv } : {});
-    await putParquet(z.source, session, '2025/03/01/seed.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, DATE '2026-01-01' AS day`);
+    await putParquet(
+      z.source,
+      session,
+      '2025/03/01/seed.parquet',
+      `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, DATE '2026-01-01' AS day`,
+    );
     await run(z.setup);
     return z;
   }
@@ -103,9 +135,15 @@ describe('one date format per job', () => {
     await threeDays(z);
     const err = await failure(run(z.setup));
     expect(err).toBeInstanceOf(BadFileError);
-    expect(err.message).toContain('"01/02/2026" of column "day" reads two ways: 2026-01-02 (month first) or 2026-02-01 (day first)');
+    expect(err.message).toContain(
+      '"01/02/2026" of column "day" reads two ways: 2026-01-02 (month first) or 2026-02-01 (day first)',
+    );
     expect(err.message).toContain('source.csv.dateFormat');
-    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/02/a.csv`, column: 'day', line: 2 });
+    expect((err as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/02/a.csv`,
+      column: 'day',
+      line: 2,
+    });
     expect((await readTarget(session, z.setup)).snapshot!.version).toBe(0);
   });
 
@@ -114,12 +152,20 @@ describe('one date format per job', () => {
     await threeDays(z);
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 4 });
     const rows = await tableRows(session, z.setup, 'order_id');
-    expect(rows.map((r) => r['day'])).toEqual(['2026-01-01', '2026-02-01', '2026-02-01', '2026-02-01', '2026-02-13']);
+    expect(rows.map((r) => r['day'])).toEqual([
+      '2026-01-01',
+      '2026-02-01',
+      '2026-02-01',
+      '2026-02-01',
+      '2026-02-13',
+    ]);
   });
 });
 
 /** The Delta types of the job's table, by column. */
-async function tableTypes(setup: Awaited<ReturnType<typeof zone>>['setup']): Promise<Record<string, unknown>> {
+async function tableTypes(
+  setup: Awaited<ReturnType<typeof zone>>['setup'],
+): Promise<Record<string, unknown>> {
   const snapshot = (await readTarget(session, setup)).snapshot!;
   return Object.fromEntries(snapshot.schema.fields.map((f) => [f.name, f.type]));
 }
@@ -131,8 +177,17 @@ describe('a new table: the types are inferred once, from every CSV file of the f
       '2025/03/01/a.csv',
       'order_id,seq,amount\n12345678901234567890,1,12345678901234567890.123456789\n12345678901234567891,1,1.5\n12345678901234567892,1,2\n',
     );
-    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', rowsRead: 3, rowsAfterDedupe: 3, inserted: 3 });
-    expect(await tableTypes(z.setup)).toMatchObject({ order_id: 'decimal(38,0)', seq: 'long', amount: 'decimal(38,9)' });
+    expect(await run(z.setup)).toMatchObject({
+      status: 'succeeded',
+      rowsRead: 3,
+      rowsAfterDedupe: 3,
+      inserted: 3,
+    });
+    expect(await tableTypes(z.setup)).toMatchObject({
+      order_id: 'decimal(38,0)',
+      seq: 'long',
+      amount: 'decimal(38,9)',
+    });
     const rows = await tableRows(session, z.setup, 'order_id');
     expect(rows.map((r) => [r['order_id'], r['amount']])).toEqual([
       ['12345678901234567890', '12345678901234567890.123456789'],
@@ -143,7 +198,10 @@ describe('a new table: the types are inferred once, from every CSV file of the f
 
   it('codes 1E5, 100000, 1e5 and 100000.0 in a key column are four keys (text), and 007 keeps its zeros', async () => {
     const z = await zone();
-    await z.source.write('2025/03/01/a.csv', 'order_id,seq,code\n1E5,1,007\n100000,1,7\n1e5,1,10\n100000.0,1,x\n');
+    await z.source.write(
+      '2025/03/01/a.csv',
+      'order_id,seq,code\n1E5,1,007\n100000,1,7\n1e5,1,10\n100000.0,1,x\n',
+    );
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 4 });
     expect(await tableTypes(z.setup)).toMatchObject({ order_id: 'string', code: 'string' });
     const rows = await tableRows(session, z.setup, 'order_id');
@@ -157,9 +215,18 @@ describe('a new table: the types are inferred once, from every CSV file of the f
     await z.source.write('2025/03/02/b.csv', 'order_id,seq,amount,day\n2,1,10.25,2026-02-01\n');
     await z.source.write('2025/03/03/c.csv', 'order_id,seq,amount,day\n3,1,,\n');
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 3 });
-    expect(await tableTypes(z.setup)).toMatchObject({ order_id: 'long', seq: 'long', amount: 'double', day: 'date' });
+    expect(await tableTypes(z.setup)).toMatchObject({
+      order_id: 'long',
+      seq: 'long',
+      amount: 'double',
+      day: 'date',
+    });
     const rows = await tableRows(session, z.setup, 'order_id');
-    expect(rows.map((r) => [r['amount'], r['day']])).toEqual([[10, '2026-01-31'], [10.25, '2026-02-01'], [null, null]]);
+    expect(rows.map((r) => [r['amount'], r['day']])).toEqual([
+      [10, '2026-01-31'],
+      [10.25, '2026-02-01'],
+      [null, null],
+    ]);
   });
 
   it('01/02/2026 in three files, without a dateFormat, fails naming both readings; nothing is committed', async () => {
@@ -169,7 +236,11 @@ describe('a new table: the types are inferred once, from every CSV file of the f
     const err = await failure(run(z.setup));
     expect(err).toBeInstanceOf(BadFileError);
     expect(err.message).toContain('"01/02/2026" of column "day" reads two ways');
-    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/02/b.csv`, column: 'day', line: 2 });
+    expect((err as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/02/b.csv`,
+      column: 'day',
+      line: 2,
+    });
     expect((await readTarget(session, z.setup)).snapshot).toBeNull();
   });
 
@@ -188,29 +259,49 @@ describe('a new table: the types are inferred once, from every CSV file of the f
     await declared.source.write('2025/03/02/b.csv', 'order_id,seq,note\n1,9,nine\n1,10,ten\n');
     expect(await run(declared.setup)).toMatchObject({ status: 'succeeded' });
     expect(await tableTypes(declared.setup)).toMatchObject({ seq: 'long' });
-    expect(await tableRows(session, declared.setup, 'order_id')).toEqual([{ order_id: '1', seq: '10', note: 'ten' }]);
+    expect(await tableRows(session, declared.setup, 'order_id')).toEqual([
+      { order_id: '1', seq: '10', note: 'ten' },
+    ]);
   });
 
   it('source.columns types a column exactly, and a value that does not fit fails naming file, line and column', async () => {
     const z = await zone({}, { columns: { order_id: 'decimal(20,0)', amount: 'decimal(10,2)' } });
     await z.source.write('2025/03/01/a.csv', 'order_id,seq,amount\n12345678901234567890,1,1.50\n');
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
-    expect(await tableTypes(z.setup)).toMatchObject({ order_id: 'decimal(20,0)', amount: 'decimal(10,2)' });
+    expect(await tableTypes(z.setup)).toMatchObject({
+      order_id: 'decimal(20,0)',
+      amount: 'decimal(10,2)',
+    });
     await z.source.write('2025/03/02/b.csv', 'order_id,seq,amount\n5,2,1.505\n');
     const err = await failure(run(z.setup));
-    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/02/b.csv`, column: 'amount', line: 2 });
+    expect((err as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/02/b.csv`,
+      column: 'amount',
+      line: 2,
+    });
   });
 });
 
 describe('a column declared timestamp_ntz', () => {
   it('is created timestamp_ntz, in a new table (Parquet) and as a new column (CSV), and later files load into it unchanged', async () => {
     const z = await zone({}, { columns: { local_at: 'timestamp_ntz', later_at: 'timestamp_ntz' } });
-    await putParquet(z.source, session, '2025/03/01/a.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, TIMESTAMP '1969-12-31 23:59:59.999999' AS local_at`);
+    await putParquet(
+      z.source,
+      session,
+      '2025/03/01/a.parquet',
+      `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, TIMESTAMP '1969-12-31 23:59:59.999999' AS local_at`,
+    );
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
     expect(await tableTypes(z.setup)).toMatchObject({ local_at: 'timestamp_ntz' });
-    await z.source.write('2025/03/02/b.csv', 'order_id,seq,local_at,later_at\n1,2,2025-03-02 10:30:00,2025-03-02 11:00:00.5\n2,1,1900-01-01 00:00:00,\n');
+    await z.source.write(
+      '2025/03/02/b.csv',
+      'order_id,seq,local_at,later_at\n1,2,2025-03-02 10:30:00,2025-03-02 11:00:00.5\n2,1,1900-01-01 00:00:00,\n',
+    );
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1, updated: 1 });
-    expect(await tableTypes(z.setup)).toMatchObject({ local_at: 'timestamp_ntz', later_at: 'timestamp_ntz' });
+    expect(await tableTypes(z.setup)).toMatchObject({
+      local_at: 'timestamp_ntz',
+      later_at: 'timestamp_ntz',
+    });
     const rows = await tableRows(session, z.setup, 'order_id');
     expect(rows.map((r) => [r['order_id'], r['local_at'], r['later_at']])).toEqual([
       ['1', '2025-03-02 10:30:00', '2025-03-02 11:00:00.5'],
@@ -221,19 +312,42 @@ describe('a column declared timestamp_ntz', () => {
   it('a JSON timestamp text with an offset is refused naming file, line and column (DuckDB would store its UTC time); without one it is stored as written', async () => {
     const z = await zone({}, { columns: { local_at: 'timestamp_ntz' } });
     // Every text of the file has the same form, so DuckDB's JSON reader detects a timestamp and converts it to UTC (the first record is on line 2).
-    await z.source.write('2025/03/01/zoned.ndjson', '\n{"order_id": 1, "seq": 1, "local_at": "2025-03-01T09:00:00+02:00"}\n{"order_id": 2, "seq": 1, "local_at": "2025-03-01T12:30:00+02:00"}\n');
+    await z.source.write(
+      '2025/03/01/zoned.ndjson',
+      '\n{"order_id": 1, "seq": 1, "local_at": "2025-03-01T09:00:00+02:00"}\n{"order_id": 2, "seq": 1, "local_at": "2025-03-01T12:30:00+02:00"}\n',
+    );
     const err = await failure(run(z.setup));
     expect(err).toBeInstanceOf(BadFileError);
-    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/01/zoned.ndjson`, line: 2, row: 1, column: 'local_at', value: '2025-03-01T09:00:00+02:00' });
+    expect((err as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/01/zoned.ndjson`,
+      line: 2,
+      row: 1,
+      column: 'local_at',
+      value: '2025-03-01T09:00:00+02:00',
+    });
     expect((await readTarget(session, z.setup)).snapshot).toBeNull();
     // Texts of two forms: DuckDB leaves them text, and the CSV rule refuses the offset, also naming the line.
-    await z.source.write('2025/03/01/zoned.ndjson', '{"order_id": 1, "seq": 1, "local_at": "2025-03-01 09:00:00"}\n\n{"order_id": 2, "seq": 1, "local_at": "2025-03-01T12:30:00+02:00"}\n');
+    await z.source.write(
+      '2025/03/01/zoned.ndjson',
+      '{"order_id": 1, "seq": 1, "local_at": "2025-03-01 09:00:00"}\n\n{"order_id": 2, "seq": 1, "local_at": "2025-03-01T12:30:00+02:00"}\n',
+    );
     const mixed = await failure(run(z.setup));
-    expect((mixed as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/01/zoned.ndjson`, line: 3, row: 2, column: 'local_at' });
+    expect((mixed as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/01/zoned.ndjson`,
+      line: 3,
+      row: 2,
+      column: 'local_at',
+    });
     expect(mixed.message).toContain('line 3 (data row 2)');
-    await z.source.write('2025/03/01/zoned.ndjson', '{"order_id": 1, "seq": 1, "local_at": "2025-03-01T09:00:00"}\n{"order_id": 2, "seq": 1, "local_at": "2025-03-01T12:30:00"}\n');
+    await z.source.write(
+      '2025/03/01/zoned.ndjson',
+      '{"order_id": 1, "seq": 1, "local_at": "2025-03-01T09:00:00"}\n{"order_id": 2, "seq": 1, "local_at": "2025-03-01T12:30:00"}\n',
+    );
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 2 });
-    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['local_at'])).toEqual(['2025-03-01 09:00:00', '2025-03-01 12:30:00']);
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['local_at'])).toEqual([
+      '2025-03-01 09:00:00',
+      '2025-03-01 12:30:00',
+    ]);
   });
 });
 
@@ -243,7 +357,12 @@ describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () =
 
   it('a naive one (not adjusted to UTC) creates a timestamp_ntz column, stored exactly, with the timestampNtz feature', async () => {
     const z = await zone();
-    await putParquet(z.source, session, '2025/03/01/a.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, ${naive} AS local_at, TIMESTAMPTZ '2025-03-01 10:00:00+02' AS at`);
+    await putParquet(
+      z.source,
+      session,
+      '2025/03/01/a.parquet',
+      `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, ${naive} AS local_at, TIMESTAMPTZ '2025-03-01 10:00:00+02' AS at`,
+    );
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
     expect(await tableTypes(z.setup)).toMatchObject({ local_at: 'timestamp_ntz', at: 'timestamp' });
     const { snapshot } = await readTarget(session, z.setup);
@@ -254,7 +373,12 @@ describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () =
 
   it('declared timestamp in source.columns, a naive one is taken as UTC and the column is timestamp', async () => {
     const z = await zone({}, { columns: { local_at: 'timestamp' } });
-    await putParquet(z.source, session, '2025/03/01/a.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, ${naive} AS local_at`);
+    await putParquet(
+      z.source,
+      session,
+      '2025/03/01/a.parquet',
+      `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, ${naive} AS local_at`,
+    );
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
     expect(await tableTypes(z.setup)).toMatchObject({ local_at: 'timestamp' });
     const rows = await tableRows(session, z.setup, 'order_id');
@@ -263,63 +387,123 @@ describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () =
 
   it('a naive one into an existing timestamp column loads as UTC (the table declares the column)', async () => {
     const z = await zone();
-    await putParquet(z.source, session, '2025/03/01/a.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, TIMESTAMPTZ '2025-03-01 10:00:00+00' AS at`);
+    await putParquet(
+      z.source,
+      session,
+      '2025/03/01/a.parquet',
+      `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, TIMESTAMPTZ '2025-03-01 10:00:00+00' AS at`,
+    );
     await run(z.setup);
-    await putParquet(z.source, session, '2025/03/02/b.parquet', `SELECT 1::BIGINT AS order_id, 2::BIGINT AS seq, ${naive} AS at`);
+    await putParquet(
+      z.source,
+      session,
+      '2025/03/02/b.parquet',
+      `SELECT 1::BIGINT AS order_id, 2::BIGINT AS seq, ${naive} AS at`,
+    );
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', updated: 1 });
     expect(await tableTypes(z.setup)).toMatchObject({ at: 'timestamp' });
-    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['at'])).toEqual(['1969-12-31 23:59:59.999999+00']);
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['at'])).toEqual([
+      '1969-12-31 23:59:59.999999+00',
+    ]);
   });
 
   it('a new column of a later batch (schemaEvolution addColumns) is timestamp_ntz, and the protocol gains timestampNtz', async () => {
     const z = await zone({ schemaEvolution: 'addColumns' });
-    await putParquet(z.source, session, '2025/03/01/a.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq`);
+    await putParquet(
+      z.source,
+      session,
+      '2025/03/01/a.parquet',
+      `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq`,
+    );
     await run(z.setup);
-    expect((await readTarget(session, z.setup)).snapshot!.protocol.readerFeatures ?? []).not.toContain('timestampNtz');
-    await putParquet(z.source, session, '2025/03/02/b.parquet', `SELECT 2::BIGINT AS order_id, 1::BIGINT AS seq, ${naive} AS local_at`);
+    expect(
+      (await readTarget(session, z.setup)).snapshot!.protocol.readerFeatures ?? [],
+    ).not.toContain('timestampNtz');
+    await putParquet(
+      z.source,
+      session,
+      '2025/03/02/b.parquet',
+      `SELECT 2::BIGINT AS order_id, 1::BIGINT AS seq, ${naive} AS local_at`,
+    );
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
     expect(await tableTypes(z.setup)).toMatchObject({ local_at: 'timestamp_ntz' });
-    expect((await readTarget(session, z.setup)).snapshot!.protocol.readerFeatures).toContain('timestampNtz');
-    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['local_at'])).toEqual([null, '1969-12-31 23:59:59.999999']);
+    expect((await readTarget(session, z.setup)).snapshot!.protocol.readerFeatures).toContain(
+      'timestampNtz',
+    );
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['local_at'])).toEqual([
+      null,
+      '1969-12-31 23:59:59.999999',
+    ]);
   });
 
   it('a UTC-adjusted one into a timestamp_ntz column is refused naming file and column, nothing committed; declared timestamp_ntz it stores the UTC wall clock', async () => {
     const z = await zone();
-    await putParquet(z.source, session, '2025/03/01/a.parquet', `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, ${naive} AS local_at`);
+    await putParquet(
+      z.source,
+      session,
+      '2025/03/01/a.parquet',
+      `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, ${naive} AS local_at`,
+    );
     await run(z.setup);
-    await putParquet(z.source, session, '2025/03/02/zoned.parquet', `SELECT 1::BIGINT AS order_id, 2::BIGINT AS seq, TIMESTAMPTZ '2025-03-02 10:30:00+02' AS local_at`);
+    await putParquet(
+      z.source,
+      session,
+      '2025/03/02/zoned.parquet',
+      `SELECT 1::BIGINT AS order_id, 2::BIGINT AS seq, TIMESTAMPTZ '2025-03-02 10:30:00+02' AS local_at`,
+    );
     const err = await failure(run(z.setup));
     expect(err).toBeInstanceOf(SchemaError);
-    expect((err as SchemaError).context).toMatchObject({ key: `${z.uri}2025/03/02/zoned.parquet`, column: 'local_at' });
+    expect((err as SchemaError).context).toMatchObject({
+      key: `${z.uri}2025/03/02/zoned.parquet`,
+      column: 'local_at',
+    });
     expect(err.message).toContain('UTC-adjusted Parquet timestamp');
     expect(err.message).toContain('local_at: timestamp_ntz in source.columns');
     expect((await readTarget(session, z.setup)).snapshot!.version).toBe(0);
-    const declared = { ...z.setup, job: { ...z.setup.job, source: { ...z.setup.job.source, columns: { local_at: 'timestamp_ntz' } } } };
+    const declared = {
+      ...z.setup,
+      job: {
+        ...z.setup.job,
+        source: { ...z.setup.job.source, columns: { local_at: 'timestamp_ntz' } },
+      },
+    };
     expect(await run(declared)).toMatchObject({ status: 'succeeded', updated: 1 });
-    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['local_at'])).toEqual(['2025-03-02 08:30:00']);
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['local_at'])).toEqual([
+      '2025-03-02 08:30:00',
+    ]);
   });
 
   it('CSV and JSON texts without an offset are not concerned: UTC, a timestamp column', async () => {
     const z = await zone();
     await z.source.write('2025/03/01/a.csv', 'order_id,seq,at\n1,1,2025-03-01 10:30:00\n');
-    await z.source.write('2025/03/01/b.ndjson', '{"order_id": 2, "seq": 1, "at": "2025-03-01 11:30:00", "jat": "2025-03-01 12:30:00"}\n');
+    await z.source.write(
+      '2025/03/01/b.ndjson',
+      '{"order_id": 2, "seq": 1, "at": "2025-03-01 11:30:00", "jat": "2025-03-01 12:30:00"}\n',
+    );
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 2 });
     expect(await tableTypes(z.setup)).toMatchObject({ at: 'timestamp', jat: 'timestamp' });
-    expect((await tableRows(session, z.setup, 'order_id')).map((r) => [r['at'], r['jat']])).toEqual([
-      ['2025-03-01 10:30:00+00', null],
-      ['2025-03-01 11:30:00+00', '2025-03-01 12:30:00+00'],
-    ]);
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => [r['at'], r['jat']])).toEqual(
+      [
+        ['2025-03-01 10:30:00+00', null],
+        ['2025-03-01 11:30:00+00', '2025-03-01 12:30:00+00'],
+      ],
+    );
   });
 });
 
 describe('source.columns against an existing table', () => {
   it('a declared type the table column does not have is a config error naming both; nothing loads', async () => {
     const z = await typedTable();
-    const declared = { ...z.setup, job: { ...z.setup.job, source: { ...z.setup.job.source, columns: { seq: 'string' } } } };
+    const declared = {
+      ...z.setup,
+      job: { ...z.setup.job, source: { ...z.setup.job.source, columns: { seq: 'string' } } },
+    };
     await z.source.write('2025/03/02/a.csv', 'order_id,seq\n2,2\n');
     const err = await failure(run(declared));
     expect(err).toBeInstanceOf(ConfigError);
-    expect(err.message).toContain("source.columns.seq is string, but the table's column \"seq\" is long");
+    expect(err.message).toContain(
+      'source.columns.seq is string, but the table\'s column "seq" is long',
+    );
     expect((await readTarget(session, z.setup)).snapshot!.version).toBe(0);
   });
 });
@@ -330,14 +514,22 @@ describe('column names mean one thing each', () => {
     await z.source.write('2025/03/01/a.csv', 'order_id,seq,_source_file\n1,1,upstream.csv\n');
     const err = await failure(run(z.setup));
     expect(err).toBeInstanceOf(BadFileError);
-    expect(err.message).toContain('"_source_file", a name tidemark reserves for its lineage columns');
-    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/01/a.csv`, column: '_source_file' });
+    expect(err.message).toContain(
+      '"_source_file", a name tidemark reserves for its lineage columns',
+    );
+    expect((err as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/01/a.csv`,
+      column: '_source_file',
+    });
     expect((await readTarget(session, z.setup)).snapshot).toBeNull();
   });
 
   it('names that differ only by case in one file fail with both names; across files they are one column', async () => {
     const z = await zone({}, { format: 'ndjson' });
-    await z.source.write('2025/03/01/a.ndjson', '{"order_id":1,"seq":1,"Amount":10}\n{"order_id":2,"seq":1,"amount":20}\n');
+    await z.source.write(
+      '2025/03/01/a.ndjson',
+      '{"order_id":1,"seq":1,"Amount":10}\n{"order_id":2,"seq":1,"amount":20}\n',
+    );
     const err = await failure(run(z.setup));
     expect(err).toBeInstanceOf(BadFileError);
     expect(err.message).toContain('columns "Amount" and "amount", whose names differ only by case');
@@ -356,43 +548,90 @@ describe('JSON numbers: stored as the file spells them, or refused naming file, 
   it('ids beyond 64 bits are refused (DuckDB would read them as doubles and fold them into one key); as strings declared decimal(38,0) they load as three keys', async () => {
     const z = await zone({}, { format: 'ndjson' });
     const ids = ['12345678901234567890', '12345678901234567891', '12345678901234567892'];
-    await z.source.write('2025/03/01/a.ndjson', ids.map((id) => `{"order_id":${id},"seq":1}`).join('\n') + '\n');
+    await z.source.write(
+      '2025/03/01/a.ndjson',
+      ids.map((id) => `{"order_id":${id},"seq":1}`).join('\n') + '\n',
+    );
     const err = await failure(run(z.setup));
     expect(err).toBeInstanceOf(BadFileError);
-    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/01/a.ndjson`, line: 1, column: 'order_id', value: ids[0] });
+    expect((err as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/01/a.ndjson`,
+      line: 1,
+      column: 'order_id',
+      value: ids[0],
+    });
     expect(err.message).toContain('beyond the 64-bit integer range');
     expect((await readTarget(session, z.setup)).snapshot).toBeNull();
 
     const declared = await zone({}, { format: 'ndjson', columns: { order_id: 'decimal(38,0)' } });
-    await declared.source.write('2025/03/01/a.ndjson', ids.map((id) => `{"order_id":"${id}","seq":1}`).join('\n') + '\n');
-    expect(await run(declared.setup)).toMatchObject({ status: 'succeeded', rowsAfterDedupe: 3, inserted: 3 });
-    expect((await tableRows(session, declared.setup, 'order_id')).map((r) => String(r['order_id']))).toEqual(ids);
+    await declared.source.write(
+      '2025/03/01/a.ndjson',
+      ids.map((id) => `{"order_id":"${id}","seq":1}`).join('\n') + '\n',
+    );
+    expect(await run(declared.setup)).toMatchObject({
+      status: 'succeeded',
+      rowsAfterDedupe: 3,
+      inserted: 3,
+    });
+    expect(
+      (await tableRows(session, declared.setup, 'order_id')).map((r) => String(r['order_id'])),
+    ).toEqual(ids);
   });
 
   it('a decimal of more than 15 digits, or a long integer in a column read as DOUBLE, is refused; numbers a double holds load', async () => {
     const digits = await zone({}, { format: 'ndjson' });
-    await digits.source.write('2025/03/01/a.ndjson', '{"order_id":1,"seq":1,"amount":1.5}\n{"order_id":2,"seq":1,"amount":12345678901234567890.123456789}\n');
+    await digits.source.write(
+      '2025/03/01/a.ndjson',
+      '{"order_id":1,"seq":1,"amount":1.5}\n{"order_id":2,"seq":1,"amount":12345678901234567890.123456789}\n',
+    );
     const err = await failure(run(digits.setup));
-    expect((err as BadFileError).context).toMatchObject({ line: 2, column: 'amount', value: '12345678901234567890.123456789' });
+    expect((err as BadFileError).context).toMatchObject({
+      line: 2,
+      column: 'amount',
+      value: '12345678901234567890.123456789',
+    });
     expect(err.message).toContain('15 significant digits, not its 29');
 
     // One file's integers, another's decimals: the new column would be DOUBLE, and 9007199254740993 would become …992.
     const mixed = await zone({}, { format: 'ndjson' });
-    await mixed.source.write('2025/03/01/a.ndjson', '{"order_id":1,"seq":1,"amount":9007199254740993}\n');
+    await mixed.source.write(
+      '2025/03/01/a.ndjson',
+      '{"order_id":1,"seq":1,"amount":9007199254740993}\n',
+    );
     await mixed.source.write('2025/03/02/b.ndjson', '{"order_id":2,"seq":1,"amount":0.5}\n');
     const across = await failure(run(mixed.setup));
-    expect((across as BadFileError).context).toMatchObject({ key: `${mixed.uri}2025/03/01/a.ndjson`, line: 1, column: 'amount', value: '9007199254740993' });
-    expect(across.message).toContain(`also holds 0.5 (in ${mixed.uri}2025/03/02/b.ndjson on line 1), so it is read as DOUBLE`);
+    expect((across as BadFileError).context).toMatchObject({
+      key: `${mixed.uri}2025/03/01/a.ndjson`,
+      line: 1,
+      column: 'amount',
+      value: '9007199254740993',
+    });
+    expect(across.message).toContain(
+      `also holds 0.5 (in ${mixed.uri}2025/03/02/b.ndjson on line 1), so it is read as DOUBLE`,
+    );
 
     const nested = await zone({}, { format: 'ndjson' });
-    await nested.source.write('2025/03/01/a.ndjson', '{"order_id":1,"seq":1,"obj":{"x":[0.1, 0.12345678901234567]}}\n');
-    expect(((await failure(run(nested.setup))) as BadFileError).context).toMatchObject({ line: 1, column: 'obj.x', value: '0.12345678901234567' });
+    await nested.source.write(
+      '2025/03/01/a.ndjson',
+      '{"order_id":1,"seq":1,"obj":{"x":[0.1, 0.12345678901234567]}}\n',
+    );
+    expect(((await failure(run(nested.setup))) as BadFileError).context).toMatchObject({
+      line: 1,
+      column: 'obj.x',
+      value: '0.12345678901234567',
+    });
 
     const fine = await zone({}, { format: 'json' });
-    await fine.source.write('2025/03/01/a.json', '[\n {"order_id": 1, "seq": 1, "amount": 1e3, "big": 9223372036854775807},\n {"order_id": 2, "seq": 1, "amount": 0.1, "big": -9223372036854775808}\n]\n');
+    await fine.source.write(
+      '2025/03/01/a.json',
+      '[\n {"order_id": 1, "seq": 1, "amount": 1e3, "big": 9223372036854775807},\n {"order_id": 2, "seq": 1, "amount": 0.1, "big": -9223372036854775808}\n]\n',
+    );
     expect(await run(fine.setup)).toMatchObject({ status: 'succeeded', inserted: 2 });
     const rows = await tableRows(session, fine.setup, 'order_id');
-    expect(rows.map((r) => [Number(r['amount']), String(r['big'])])).toEqual([[1000, '9223372036854775807'], [0.1, '-9223372036854775808']]);
+    expect(rows.map((r) => [Number(r['amount']), String(r['big'])])).toEqual([
+      [1000, '9223372036854775807'],
+      [0.1, '-9223372036854775808'],
+    ]);
   });
 });
 
@@ -400,7 +639,10 @@ describe('JSON values into string columns: stored as the file spells them, or re
   it("into a table's string column, numbers, booleans and objects keep their text (1e3 stays 1e3, never 1000.0)", async () => {
     const z = await typedTable();
     const notes = ['1e3', '0.10', '-0', 'true', '{"a": 1.50}', '[1E+2, "x"]', '"text"'];
-    await z.source.write('2025/03/02/a.ndjson', notes.map((note, i) => `{"order_id":${i + 2},"seq":1,"note":${note}}`).join('\n') + '\n');
+    await z.source.write(
+      '2025/03/02/a.ndjson',
+      notes.map((note, i) => `{"order_id":${i + 2},"seq":1,"note":${note}}`).join('\n') + '\n',
+    );
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: notes.length });
     const rows = await tableRows(session, z.setup, 'order_id');
     expect(rows.map((r) => r['note'])).toEqual(['a', ...notes.slice(0, -1), 'text']);
@@ -409,26 +651,52 @@ describe('JSON values into string columns: stored as the file spells them, or re
   it('a key declared string in source.columns: 1e3, 1000.0 and an id beyond 64 bits are keys as written', async () => {
     const z = await zone({}, { format: 'ndjson', columns: { order_id: 'string' } });
     const ids = ['1e3', '1000.0', '1000', '12345678901234567890'];
-    await z.source.write('2025/03/01/a.ndjson', ids.map((id) => `{"order_id":${id},"seq":1}`).join('\n') + '\n');
-    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', rowsAfterDedupe: 4, inserted: 4 });
-    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['order_id']).sort()).toEqual([...ids].sort());
+    await z.source.write(
+      '2025/03/01/a.ndjson',
+      ids.map((id) => `{"order_id":${id},"seq":1}`).join('\n') + '\n',
+    );
+    expect(await run(z.setup)).toMatchObject({
+      status: 'succeeded',
+      rowsAfterDedupe: 4,
+      inserted: 4,
+    });
+    expect(
+      (await tableRows(session, z.setup, 'order_id')).map((r) => r['order_id']).sort(),
+    ).toEqual([...ids].sort());
   });
 
   it('a column that is text because other values or files hold text keeps every number as written, and its texts without quotes', async () => {
     const z = await zone({}, { format: 'ndjson' });
     await z.source.write('2025/03/01/a.ndjson', '{"order_id":1,"seq":1,"ref":0.10}\n');
     await z.source.write('2025/03/01/b.ndjson', '{"order_id":2,"seq":1,"ref":"A-7"}\n');
-    await z.source.write('2025/03/01/c.ndjson', '{"order_id":3,"seq":1,"ref":"x"}\n{"order_id":4,"seq":1,"ref":2.50}\n{"order_id":5,"seq":1,"ref":false}\n');
+    await z.source.write(
+      '2025/03/01/c.ndjson',
+      '{"order_id":3,"seq":1,"ref":"x"}\n{"order_id":4,"seq":1,"ref":2.50}\n{"order_id":5,"seq":1,"ref":false}\n',
+    );
     expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 5 });
-    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['ref'])).toEqual(['0.10', 'A-7', 'x', '2.50', 'false']);
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['ref'])).toEqual([
+      '0.10',
+      'A-7',
+      'x',
+      '2.50',
+      'false',
+    ]);
   });
 
   it('a number in a string field of a struct is refused naming file, line and field; nothing is committed', async () => {
     const z = await zone({}, { format: 'ndjson' });
-    await z.source.write('2025/03/01/a.ndjson', '{"order_id":1,"seq":1,"obj":{"s":"a"}}\n{"order_id":2,"seq":1,"obj":{"s":1.50}}\n');
+    await z.source.write(
+      '2025/03/01/a.ndjson',
+      '{"order_id":1,"seq":1,"obj":{"s":"a"}}\n{"order_id":2,"seq":1,"obj":{"s":1.50}}\n',
+    );
     const err = await failure(run(z.setup));
     expect(err).toBeInstanceOf(BadFileError);
-    expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}2025/03/01/a.ndjson`, line: 2, column: 'obj.s', value: '1.50' });
+    expect((err as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/01/a.ndjson`,
+      line: 2,
+      column: 'obj.s',
+      value: '1.50',
+    });
     expect((await readTarget(session, z.setup)).snapshot).toBeNull();
   });
 });

@@ -60,7 +60,8 @@ export function s3Backend(s3: () => S3rverHandle): Backend {
       return {
         storage: s3().makeStorage(prefix),
         age: (key, at) => s3().setLastModified(prefix + key, at),
-        open: (session, opts = {}) => openTable(s3().makeStorage(prefix), session, { singleWriter: true, ...opts }),
+        open: (session, opts = {}) =>
+          openTable(s3().makeStorage(prefix), session, { singleWriter: true, ...opts }),
         cleanup: async () => {},
       };
     },
@@ -68,7 +69,12 @@ export function s3Backend(s3: () => S3rverHandle): Backend {
 }
 
 /** Append the rows of `sql` (one file per partition); creates the table partitioned by `partitionBy`. */
-export async function append(session: DuckSession, table: DeltaTable, sql: string, partitionBy: string[] = []): Promise<number> {
+export async function append(
+  session: DuckSession,
+  table: DeltaTable,
+  sql: string,
+  partitionBy: string[] = [],
+): Promise<number> {
   await session.run(`CREATE OR REPLACE TABLE maint_batch AS ${sql}`);
   const result = await appendAndCommit(table, session, { batch: 'maint_batch', partitionBy });
   return result.version!;
@@ -84,7 +90,9 @@ export async function latest(table: DeltaTable): Promise<Snapshot> {
 /** Every row of the table as JSON-safe values, sorted by all columns. */
 export async function rowsOf(session: DuckSession, table: DeltaTable): Promise<Row[]> {
   const snapshot = await latest(table);
-  return withTableScan(session, scanSource(table.storage), snapshot, (relation) => session.allJson(`SELECT * FROM (${relation}) ORDER BY ALL`));
+  return withTableScan(session, scanSource(table.storage), snapshot, (relation) =>
+    session.allJson(`SELECT * FROM (${relation}) ORDER BY ALL`),
+  );
 }
 
 /** The actions of one commit file. */

@@ -11,7 +11,16 @@ import { CommitConflictError } from '../../src/errors.js';
 import { optimizeTable } from '../../src/maintenance/optimize.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 import { mergeAndCommit, scratchSpool } from '../../scripts/lib/tables.js';
-import { append, commitActions, commitInfoOf, latest, localBackend, rowsOf, s3Backend, type Place } from './helpers.js';
+import {
+  append,
+  commitActions,
+  commitInfoOf,
+  latest,
+  localBackend,
+  rowsOf,
+  s3Backend,
+  type Place,
+} from './helpers.js';
 
 let s3: S3rverHandle;
 let session: DuckSession;
@@ -38,7 +47,8 @@ async function smallFiles(place: Place) {
   return table;
 }
 
-const adds = (actions: Awaited<ReturnType<typeof commitActions>>): AddFile[] => actions.flatMap((a) => ('add' in a ? [a.add] : []));
+const adds = (actions: Awaited<ReturnType<typeof commitActions>>): AddFile[] =>
+  actions.flatMap((a) => ('add' in a ? [a.add] : []));
 const removes = (actions: Awaited<ReturnType<typeof commitActions>>): RemoveFile[] =>
   actions.flatMap((a) => ('remove' in a ? [a.remove] : []));
 
@@ -51,14 +61,22 @@ describe.each([localBackend, s3Backend(() => s3)])('optimizeTable on $name', (ba
     expect(before.files).toHaveLength(7);
 
     const result = await optimizeTable(table, session, { spool: scratchSpool() });
-    expect(result).toMatchObject({ version: 4, readVersion: 3, filesRemoved: 6, filesAdded: 2, partitionsCompacted: 2 });
+    expect(result).toMatchObject({
+      version: 4,
+      readVersion: 3,
+      filesRemoved: 6,
+      filesAdded: 2,
+      partitionsCompacted: 2,
+    });
 
     const after = await latest(table);
     expect(await rowsOf(session, table)).toEqual(rowsBefore);
     const byDay = (day: string) => after.files.filter((f) => f.partitionValues['day'] === day);
     expect(byDay('d1')).toHaveLength(1);
     expect(byDay('d2')).toHaveLength(1);
-    expect(byDay('d3').map((f) => f.path)).toEqual(before.files.filter((f) => f.partitionValues['day'] === 'd3').map((f) => f.path));
+    expect(byDay('d3').map((f) => f.path)).toEqual(
+      before.files.filter((f) => f.partitionValues['day'] === 'd3').map((f) => f.path),
+    );
     for (const day of ['d1', 'd2']) {
       const [f] = byDay(day);
       expect(decodeLogPath(f!.path)).toMatch(new RegExp(`^day=${day}/part-[^/]+\\.parquet$`));
@@ -94,20 +112,35 @@ describe.each([localBackend, s3Backend(() => s3)])('optimizeTable on $name', (ba
       numAddedBytes: String(result.bytesAdded),
     });
     const metrics = info['operationMetrics'] as Record<string, string>;
-    for (const key of ['minFileSize', 'p25FileSize', 'p50FileSize', 'p75FileSize', 'maxFileSize']) expect(Number(metrics[key])).toBeGreaterThan(0);
-    expect([...adds(actions), ...removes(actions)].map((a) => a.dataChange)).toEqual(Array(8).fill(false));
+    for (const key of ['minFileSize', 'p25FileSize', 'p50FileSize', 'p75FileSize', 'maxFileSize'])
+      expect(Number(metrics[key])).toBeGreaterThan(0);
+    expect([...adds(actions), ...removes(actions)].map((a) => a.dataChange)).toEqual(
+      Array(8).fill(false),
+    );
     const compacted = before.files.filter((f) => f.partitionValues['day'] !== 'd3');
-    expect(removes(actions).map((r) => r.path).sort()).toEqual(compacted.map((f) => f.path).sort());
-    expect(removes(actions).every((r) => r.size !== undefined && r.extendedFileMetadata)).toBe(true);
+    expect(
+      removes(actions)
+        .map((r) => r.path)
+        .sort(),
+    ).toEqual(compacted.map((f) => f.path).sort());
+    expect(removes(actions).every((r) => r.size !== undefined && r.extendedFileMetadata)).toBe(
+      true,
+    );
     await place.cleanup();
   });
 
   it('does nothing, without a commit, when no partition has two small files', async () => {
     const place = await backend.place();
     const table = await smallFiles(place);
-    expect(await optimizeTable(table, session, { spool: scratchSpool(), targetFileBytes: 100 })).toMatchObject({ version: null, filesAdded: 0 });
+    expect(
+      await optimizeTable(table, session, { spool: scratchSpool(), targetFileBytes: 100 }),
+    ).toMatchObject({ version: null, filesAdded: 0 });
     await optimizeTable(table, session, { spool: scratchSpool() });
-    expect(await optimizeTable(table, session, { spool: scratchSpool() })).toMatchObject({ version: null, readVersion: 4, filesRemoved: 0 });
+    expect(await optimizeTable(table, session, { spool: scratchSpool() })).toMatchObject({
+      version: null,
+      readVersion: 4,
+      filesRemoved: 0,
+    });
     expect((await latest(table)).version).toBe(4);
     await place.cleanup();
   });
@@ -124,11 +157,20 @@ describe('optimizeTable racing other writers (local)', () => {
     // Planned and rewritten on version 3; the append commits version 4 before OPTIMIZE commits.
     const planned = await latest(table);
     const appended = await append(session, other, rows(100, 4, ['d1', 'd2']));
-    const result = await optimizeTable(table, session, { spool: scratchSpool(), snapshot: planned });
+    const result = await optimizeTable(table, session, {
+      spool: scratchSpool(),
+      snapshot: planned,
+    });
     expect(appended).toBe(4);
     expect(result).toMatchObject({ version: 5, readVersion: 3, filesRemoved: 6, filesAdded: 2 });
     const ids = (await rowsOf(session, table)).map((r) => Number(r['id']));
-    expect(ids.sort((a, b) => a - b)).toEqual([...Array.from({ length: 33 }, (_, i) => i), 100, 101, 102, 103]);
+    expect(ids.sort((a, b) => a - b)).toEqual([
+      ...Array.from({ length: 33 }, (_, i) => i),
+      100,
+      101,
+      102,
+      103,
+    ]);
     // The appended files are live next to the compacted ones.
     expect((await latest(table)).files).toHaveLength(5);
     await place.cleanup();
@@ -138,12 +180,21 @@ describe('optimizeTable racing other writers (local)', () => {
     const place = await localBackend.place();
     await smallFiles(place);
     const other = place.open(session);
-    await session.run(`CREATE OR REPLACE TABLE maint_update AS SELECT 0::BIGINT AS id, 'd1' AS day, 99.0 AS v, 'updated' AS name`);
+    await session.run(
+      `CREATE OR REPLACE TABLE maint_update AS SELECT 0::BIGINT AS id, 'd1' AS day, 99.0 AS v, 'updated' AS name`,
+    );
     const table = place.open(session);
     // Planned on version 3; the MERGE rewrites one of its files in version 4 before OPTIMIZE commits.
     const planned = await latest(table);
-    await mergeAndCommit(other, session, { batch: 'maint_update', keyColumns: ['id'], orderBy: 'v' });
-    const err = await optimizeTable(table, session, { spool: scratchSpool(), snapshot: planned }).catch((e: unknown) => e);
+    await mergeAndCommit(other, session, {
+      batch: 'maint_update',
+      keyColumns: ['id'],
+      orderBy: 'v',
+    });
+    const err = await optimizeTable(table, session, {
+      spool: scratchSpool(),
+      snapshot: planned,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CommitConflictError);
     expect((err as CommitConflictError).conflict).toBe('ConcurrentDeleteRead');
     expect((await latest(other)).version).toBe(4); // only the MERGE committed
@@ -162,15 +213,28 @@ describe('optimizeTable on an unpartitioned table (local)', () => {
   it('packs bins up to the target, keeps arrival order inside a file and leaves large files', async () => {
     const place = await localBackend.place();
     const table = place.open(session);
-    await append(session, table, `SELECT range::BIGINT AS id, md5(range::VARCHAR) AS s FROM range(20000)`);
-    for (let i = 0; i < 5; i++) await append(session, table, `SELECT (100000 + ${i} * 10 + range)::BIGINT AS id, md5(range::VARCHAR) AS s FROM range(10)`);
+    await append(
+      session,
+      table,
+      `SELECT range::BIGINT AS id, md5(range::VARCHAR) AS s FROM range(20000)`,
+    );
+    for (let i = 0; i < 5; i++)
+      await append(
+        session,
+        table,
+        `SELECT (100000 + ${i} * 10 + range)::BIGINT AS id, md5(range::VARCHAR) AS s FROM range(10)`,
+      );
     const before = await latest(table);
     const large = before.files.reduce((a, b) => (a.size > b.size ? a : b));
     const small = before.files.filter((f) => f !== large);
     const avg = small.reduce((n, f) => n + f.size, 0) / small.length;
     const rowsBefore = await rowsOf(session, table);
 
-    const result = await optimizeTable(table, session, { spool: scratchSpool(), targetFileBytes: Math.floor(avg * 2.5), smallFileBytes: Math.ceil(avg * 2) });
+    const result = await optimizeTable(table, session, {
+      spool: scratchSpool(),
+      targetFileBytes: Math.floor(avg * 2.5),
+      smallFileBytes: Math.ceil(avg * 2),
+    });
     expect(result).toMatchObject({ filesRemoved: 4, filesAdded: 2, partitionsCompacted: 1 });
     const after = await latest(table);
     expect(after.files.map((f) => f.path)).toContain(large.path);
@@ -179,7 +243,9 @@ describe('optimizeTable on an unpartitioned table (local)', () => {
     const added = after.files.filter((f) => !before.files.some((b) => b.path === f.path));
     for (const f of added) {
       const local = place.storage.localPath(decodeLogPath(f.path))!;
-      const ids = (await session.allJson(`SELECT id FROM read_parquet('${local}')`)).map((r) => Number(r['id']));
+      const ids = (await session.allJson(`SELECT id FROM read_parquet('${local}')`)).map((r) =>
+        Number(r['id']),
+      );
       expect(ids).toEqual([...ids].sort((a, b) => a - b));
       expect(ids).toHaveLength(20);
     }

@@ -27,7 +27,12 @@ afterAll(() => session?.close());
 
 /** In a folder or file VACUUM never touches: `_`/`.` names other than partition folders. */
 const hiddenIn = (partitionColumns: string[]) => (key: string) =>
-  key.split('/').some((segment) => /^[_.]/.test(segment) && !partitionColumns.some((c) => segment.startsWith(`${c}=`)));
+  key
+    .split('/')
+    .some(
+      (segment) =>
+        /^[_.]/.test(segment) && !partitionColumns.some((c) => segment.startsWith(`${c}=`)),
+    );
 
 describe.each(sharedTableNames())('maintenance on the shared table %s', (name) => {
   it('compacts without changing the rows and vacuums exactly the unreferenced files, or refuses and changes nothing', async () => {
@@ -41,8 +46,12 @@ describe.each(sharedTableNames())('maintenance on the shared table %s', (name) =
       .catch((e: unknown) => e);
     if (writable instanceof UnsupportedFeatureError) {
       // Features tidemark cannot read or write (v2 checkpoints, unknown writer features): both refuse.
-      await expect(optimizeTable(table, session, { spool: scratchSpool() })).rejects.toBeInstanceOf(UnsupportedFeatureError);
-      await expect(vacuumTable(table, { retainHours: 0, unsafeAllowShortRetention: true })).rejects.toBeInstanceOf(UnsupportedFeatureError);
+      await expect(optimizeTable(table, session, { spool: scratchSpool() })).rejects.toBeInstanceOf(
+        UnsupportedFeatureError,
+      );
+      await expect(
+        vacuumTable(table, { retainHours: 0, unsafeAllowShortRetention: true }),
+      ).rejects.toBeInstanceOf(UnsupportedFeatureError);
       expect(await keysUnder(storage)).toEqual(keysBefore);
       return void (await rm(dir, { recursive: true, force: true }));
     }
@@ -52,19 +61,29 @@ describe.each(sharedTableNames())('maintenance on the shared table %s', (name) =
     expect(await rowsOf(session, table)).toEqual(rowsBefore);
     const after = (await table.snapshot())!;
     const perPartition = new Map<string, number>();
-    for (const f of after.files) perPartition.set(JSON.stringify(f.partitionValues), (perPartition.get(JSON.stringify(f.partitionValues)) ?? 0) + 1);
+    for (const f of after.files)
+      perPartition.set(
+        JSON.stringify(f.partitionValues),
+        (perPartition.get(JSON.stringify(f.partitionValues)) ?? 0) + 1,
+      );
     if (result.version !== null) expect(Math.max(...perPartition.values())).toBe(1);
 
     const hidden = hiddenIn(after.partitionColumns);
     // Live: the data files, and the deletion-vector files they point into.
     const live = new Set(
       after.files.flatMap((f) => {
-        const dv = f.deletionVector ? resolveDeletionVector(f.deletionVector, after.tableUri) : null;
+        const dv = f.deletionVector
+          ? resolveDeletionVector(f.deletionVector, after.tableUri)
+          : null;
         return [decodeLogPath(f.path), ...(dv?.kind === 'file' ? [dv.key] : [])];
       }),
     );
     const keysBeforeVacuum = await keysUnder(storage);
-    const vacuum = await vacuumTable(table, { retainHours: 0, unsafeAllowShortRetention: true, now: () => Date.now() + 1000 });
+    const vacuum = await vacuumTable(table, {
+      retainHours: 0,
+      unsafeAllowShortRetention: true,
+      now: () => Date.now() + 1000,
+    });
     expect(vacuum.filesDeleted).toEqual(keysBeforeVacuum.filter((k) => !hidden(k) && !live.has(k)));
     const keysAfter = await keysUnder(storage);
     expect(keysAfter.filter((k) => !hidden(k))).toEqual([...live].sort());

@@ -12,7 +12,15 @@ import { DuckSession } from '../../src/engine/duckdb.js';
 import { ConfigError } from '../../src/errors.js';
 import { vacuumTable } from '../../src/maintenance/vacuum.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
-import { append, keysUnder, latest, localBackend, rowsOf, s3Backend, type Place } from './helpers.js';
+import {
+  append,
+  keysUnder,
+  latest,
+  localBackend,
+  rowsOf,
+  s3Backend,
+  type Place,
+} from './helpers.js';
 
 const HOUR = 3600 * 1000;
 const DAY = 24 * HOUR;
@@ -27,19 +35,31 @@ afterAll(async () => {
   await s3?.stop();
 });
 
-const rows = (from: number) => `SELECT (${from} + range)::BIGINT AS id, ['a', 'b'][1 + range % 2] AS p FROM range(4)`;
+const rows = (from: number) =>
+  `SELECT (${from} + range)::BIGINT AS id, ['a', 'b'][1 + range % 2] AS p FROM range(4)`;
 
 /** Commit removes of `paths` stamped `ago` ms before now (a DELETE of whole files). */
-async function removeFiles(table: DeltaTable, removals: Array<[path: string, ago: number]>): Promise<void> {
+async function removeFiles(
+  table: DeltaTable,
+  removals: Array<[path: string, ago: number]>,
+): Promise<void> {
   const snapshot = await latest(table);
   const now = Date.now();
   const actions = removals.map(([path, ago]) => ({
-    remove: removeFileFor(snapshot.files.find((f) => f.path === path)!, { deletionTimestamp: now - ago }),
+    remove: removeFileFor(
+      snapshot.files.find((f) => f.path === path)!,
+      { deletionTimestamp: now - ago },
+    ),
   }));
   await table.commit({
     actions,
     operation: 'DELETE',
-    read: { readVersion: snapshot.version, partitions: 'all', files: removals.map(([p]) => p), appIds: [] },
+    read: {
+      readVersion: snapshot.version,
+      partitions: 'all',
+      files: removals.map(([p]) => p),
+      appIds: [],
+    },
     isBlindAppend: false,
   });
 }
@@ -75,8 +95,19 @@ async function scene(place: Place) {
   await place.age(extra.orphanNew, new Date(Date.now() - 1 * HOUR));
   await place.age(extra.cdcNew, new Date(Date.now() - 1 * HOUR));
   await place.age(decodeLogPath(removedSkewed!), new Date(Date.now() - 1 * HOUR));
-  const deleted = [decodeLogPath(removedOld!), extra.orphanOld, extra.orphanAtRoot, extra.cdcOld].sort();
-  const deletedWithoutRetention = [...deleted, decodeLogPath(removedRecent!), decodeLogPath(removedSkewed!), extra.orphanNew, extra.cdcNew].sort();
+  const deleted = [
+    decodeLogPath(removedOld!),
+    extra.orphanOld,
+    extra.orphanAtRoot,
+    extra.cdcOld,
+  ].sort();
+  const deletedWithoutRetention = [
+    ...deleted,
+    decodeLogPath(removedRecent!),
+    decodeLogPath(removedSkewed!),
+    extra.orphanNew,
+    extra.cdcNew,
+  ].sort();
   return { table, deleted, deletedWithoutRetention };
 }
 
@@ -88,11 +119,20 @@ describe.each([localBackend, s3Backend(() => s3)])('vacuumTable on $name', (back
     const rowsBefore = await rowsOf(session, table);
 
     const dry = await vacuumTable(table, { dryRun: true });
-    expect(dry).toMatchObject({ dryRun: true, filesDeleted: deleted, retainHours: 168, version: 3 });
+    expect(dry).toMatchObject({
+      dryRun: true,
+      filesDeleted: deleted,
+      retainHours: 168,
+      version: 3,
+    });
     expect(await keysUnder(place.storage)).toEqual(keysBefore);
 
     const real = await vacuumTable(table);
-    expect(real).toMatchObject({ dryRun: false, filesDeleted: deleted, bytesDeleted: dry.bytesDeleted });
+    expect(real).toMatchObject({
+      dryRun: false,
+      filesDeleted: deleted,
+      bytesDeleted: dry.bytesDeleted,
+    });
     expect(real.bytesDeleted).toBeGreaterThan(0);
     expect(await keysUnder(place.storage)).toEqual(keysBefore.filter((k) => !deleted.includes(k)));
     expect(await rowsOf(session, table)).toEqual(rowsBefore);
@@ -109,7 +149,11 @@ describe.each([localBackend, s3Backend(() => s3)])('vacuumTable on $name', (back
     expect(String(err)).toMatch(/retention of 24 hours.*deletedFileRetentionDuration is 168 hours/);
     expect(await keysUnder(place.storage)).toEqual(keysBefore);
 
-    const unsafe = await vacuumTable(table, { retainHours: 0, unsafeAllowShortRetention: true, dryRun: true });
+    const unsafe = await vacuumTable(table, {
+      retainHours: 0,
+      unsafeAllowShortRetention: true,
+      dryRun: true,
+    });
     expect(unsafe.filesDeleted).toEqual(deletedWithoutRetention);
     await place.cleanup();
   });
@@ -121,9 +165,15 @@ describe('vacuumTable details (local)', () => {
     const { table, deletedWithoutRetention } = await scene(place);
     // 10 days: the files removed 8 days ago and the 8-day-old orphan are now within retention.
     const longer = await vacuumTable(table, { retainHours: 240, dryRun: true });
-    expect(longer.filesDeleted).toEqual(['_change_data/cdc-00000-old.c000.zstd.parquet', 'part-99999-orphan-root.parquet']);
+    expect(longer.filesDeleted).toEqual([
+      '_change_data/cdc-00000-old.c000.zstd.parquet',
+      'part-99999-orphan-root.parquet',
+    ]);
     // A week and an hour later, everything not live is past retention.
-    const later = await vacuumTable(table, { now: () => Date.now() + 7 * DAY + HOUR, dryRun: true });
+    const later = await vacuumTable(table, {
+      now: () => Date.now() + 7 * DAY + HOUR,
+      dryRun: true,
+    });
     expect(later.filesDeleted).toEqual(deletedWithoutRetention);
     await place.cleanup();
   });
@@ -145,14 +195,22 @@ describe('vacuumTable details (local)', () => {
     const place = await localBackend.place();
     const table = place.open(session);
     await table.create({
-      schema: { type: 'struct', fields: [{ name: 'id', type: 'long', nullable: true, metadata: {} }] },
+      schema: {
+        type: 'struct',
+        fields: [{ name: 'id', type: 'long', nullable: true, metadata: {} }],
+      },
       configuration: { 'delta.deletedFileRetentionDuration': 'interval 12 hours' },
     });
     await append(session, table, `SELECT range::BIGINT AS id FROM range(3)`);
     await append(session, table, `SELECT range::BIGINT AS id FROM range(3)`);
     const [first, second] = (await latest(table)).files.map((f) => f.path);
-    await removeFiles(table, [[first!, 13 * HOUR], [second!, 11 * HOUR]]);
-    await Promise.all((await keysUnder(place.storage)).map((key) => place.age(key, new Date(Date.now() - DAY))));
+    await removeFiles(table, [
+      [first!, 13 * HOUR],
+      [second!, 11 * HOUR],
+    ]);
+    await Promise.all(
+      (await keysUnder(place.storage)).map((key) => place.age(key, new Date(Date.now() - DAY))),
+    );
     const result = await vacuumTable(table, { dryRun: true });
     expect(result).toMatchObject({ retainHours: 12, filesDeleted: [decodeLogPath(first!)] });
     await place.cleanup();

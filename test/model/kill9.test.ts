@@ -12,7 +12,8 @@ import { DuckSession } from '../../src/engine/duckdb.js';
 import { scaled } from '../helpers/machine.js';
 import { checkModel, SEED } from './check.js';
 
-const RUNS = process.env['TIDEMARK_SOAK'] === '1' ? Number(process.env['TIDEMARK_SOAK_KILL_RUNS'] ?? 50) : 3;
+const RUNS =
+  process.env['TIDEMARK_SOAK'] === '1' ? Number(process.env['TIDEMARK_SOAK_KILL_RUNS'] ?? 50) : 3;
 
 let session: DuckSession;
 beforeAll(async () => {
@@ -21,7 +22,17 @@ beforeAll(async () => {
 afterAll(() => session.close());
 
 describe('the promise, as a model, with the real CLI killed -9', () => {
-  it(`${RUNS} random sequences with kill -9s of tidemark run: after each command the table equals the oracle`, async () => {
-    await checkModel(session, { partitioned: true, runs: RUNS, seed: SEED + 9, maxSteps: 6, kill9: true });
-  }, scaled(RUNS * 60_000));
+  it(
+    `${RUNS} random sequences with kill -9s of tidemark run: after each command the table equals the oracle`,
+    async () => {
+      await checkModel(session, {
+        partitioned: true,
+        runs: RUNS,
+        seed: SEED + 9,
+        maxSteps: 6,
+        kill9: true,
+      });
+    },
+    scaled(RUNS * 60_000),
+  );
 });

@@ -88,7 +88,11 @@ export type Step =
   | { kind: 'fix'; of: number; rows: Row[] }
   | { kind: 'marker'; day: number }
   | { kind: 'run' }
-  | { kind: 'crash'; at: 'afterFetch' | 'afterWrite' | 'beforeCommit' | 'afterCommit'; batch: number }
+  | {
+      kind: 'crash';
+      at: 'afterFetch' | 'afterWrite' | 'beforeCommit' | 'afterCommit';
+      batch: number;
+    }
   /** The real CLI process, SIGKILLed `afterMs` after its first log line, then a run to completion (./kill9.test.ts). */
   | { kind: 'kill9'; afterMs: number }
   | { kind: 'backfill'; from: number; to: number; shards: number }
@@ -125,13 +129,38 @@ const fileRef = fc.nat({ max: 50 });
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   // `complete`: the file lands with its partition's _SUCCESS (when the table requires markers).
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('land' as const), day, rows, complete: fc.boolean() }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({ kind: fc.constant('land' as const), day, rows, complete: fc.boolean() }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('copy' as const), of: fileRef }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('touch' as const), of: fileRef, inPlace: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('rename' as const), how: fc.constantFrom('adopt' as const, 'fresh' as const) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('lookback' as const), to: fc.integer({ min: 1, max: 5 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('touch' as const),
+      of: fileRef,
+      inPlace: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('rename' as const),
+      how: fc.constantFrom('adopt' as const, 'fresh' as const),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('lookback' as const),
+      to: fc.integer({ min: 1, max: 5 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: 'orderBy' as const }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('overwrite' as const), of: fileRef, rows }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('overwrite' as const), of: fileRef, rows }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('empty' as const), day }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('bad' as const), day }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('fix' as const), of: fileRef, rows }) },
@@ -139,13 +168,27 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 6, arbitrary: fc.constant({ kind: 'run' as const }) },
   {
     weight: 1,
-    arbitrary: fc.record({ kind: fc.constant('crash' as const), at: fc.constantFrom('afterFetch' as const, 'afterWrite' as const, 'beforeCommit' as const, 'afterCommit' as const), batch: fc.nat({ max: 2 }) }),
+    arbitrary: fc.record({
+      kind: fc.constant('crash' as const),
+      at: fc.constantFrom(
+        'afterFetch' as const,
+        'afterWrite' as const,
+        'beforeCommit' as const,
+        'afterCommit' as const,
+      ),
+      batch: fc.nat({ max: 2 }),
+    }),
   },
   {
     weight: 2,
     arbitrary: fc
       .record({ a: day, b: day, shards: fc.integer({ min: 1, max: 3 }) })
-      .map(({ a, b, shards }) => ({ kind: 'backfill' as const, from: Math.min(a, b), to: Math.max(a, b), shards })),
+      .map(({ a, b, shards }) => ({
+        kind: 'backfill' as const,
+        from: Math.min(a, b),
+        to: Math.max(a, b),
+        shards,
+      })),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('reset' as const), to: day }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'optimize' as const }) },
@@ -158,17 +201,35 @@ export interface Sequence {
 }
 
 /** A kill -9 of the real CLI at a random moment of its work (the first log line comes after start-up). */
-const kill9: fc.Arbitrary<Step> = fc.record({ kind: fc.constant('kill9' as const), afterMs: fc.noBias(fc.integer({ min: 0, max: 1500 })) });
+const kill9: fc.Arbitrary<Step> = fc.record({
+  kind: fc.constant('kill9' as const),
+  afterMs: fc.noBias(fc.integer({ min: 0, max: 1500 })),
+});
 
 /**
  * A table setting and 2…`maxSteps` steps, ending with a run so every sequence ends checked after
  * loading. `kill9`: one step in three a kill -9 of the real CLI process (./kill9.test.ts).
  */
-export function sequences(opts: { partitioned: boolean; maxSteps: number; kill9?: boolean; mode?: Table['mode'] }): fc.Arbitrary<Sequence> {
-  const steps = opts.kill9 ? fc.oneof({ weight: 2, arbitrary: step }, { weight: 1, arbitrary: kill9 }) : step;
+export function sequences(opts: {
+  partitioned: boolean;
+  maxSteps: number;
+  kill9?: boolean;
+  mode?: Table['mode'];
+}): fc.Arbitrary<Sequence> {
+  const steps = opts.kill9
+    ? fc.oneof({ weight: 2, arbitrary: step }, { weight: 1, arbitrary: kill9 })
+    : step;
   return fc.record({
-    table: fc.record({ mode: fc.constant(opts.mode ?? 'merge'), partitioned: fc.constant(opts.partitioned), markers: fc.boolean(), deletionVectors: fc.boolean(), maxFilesPerBatch: fc.constantFrom(1, 2, 1000) }),
-    steps: fc.array(steps, { minLength: 1, maxLength: opts.maxSteps - 1 }).map((s): Step[] => [...s, { kind: 'run' }]),
+    table: fc.record({
+      mode: fc.constant(opts.mode ?? 'merge'),
+      partitioned: fc.constant(opts.partitioned),
+      markers: fc.boolean(),
+      deletionVectors: fc.boolean(),
+      maxFilesPerBatch: fc.constantFrom(1, 2, 1000),
+    }),
+    steps: fc
+      .array(steps, { minLength: 1, maxLength: opts.maxSteps - 1 })
+      .map((s): Step[] => [...s, { kind: 'run' }]),
   });
 }
 
@@ -249,7 +310,9 @@ export class Oracle {
     this.appended.set(key, f.rows);
     if (this.loaded.has(id)) return;
     this.loaded.add(id);
-    f.rows.forEach((r, pos) => this.events.push({ ...r, day: f.day, modified: f.modified, key, pos }));
+    f.rows.forEach((r, pos) =>
+      this.events.push({ ...r, day: f.day, modified: f.modified, key, pos }),
+    );
   }
 
   /**
@@ -272,13 +335,15 @@ export class Oracle {
     // A committed state remembers `lookback` + `lateCheck` partitions before its watermark, never fewer than it did.
     if (this.watermark !== null && (loadedFiles || this.watermark !== before)) {
       const floor = this.watermark - this.lookback - LATE_CHECK;
-      this.rememberedFrom = this.rememberedFrom === null || floor > this.rememberedFrom ? floor : this.rememberedFrom;
+      this.rememberedFrom =
+        this.rememberedFrom === null || floor > this.rememberedFrom ? floor : this.rememberedFrom;
     }
   }
 
   private runCommand(): void {
     const back = this.watermark === null ? 1 : this.watermark - this.lookback;
-    const from = this.rememberedFrom !== null && this.rememberedFrom > back ? this.rememberedFrom : back;
+    const from =
+      this.rememberedFrom !== null && this.rememberedFrom > back ? this.rememberedFrom : back;
     let newest = this.watermark;
     let waiting: number | null = null;
     for (const f of this.files.values()) {
@@ -291,7 +356,9 @@ export class Oracle {
       if (newest === null || f.day > newest) newest = f.day;
     }
     // The watermark stays before the oldest partition waiting for its marker, never moving back.
-    if (waiting !== null && newest !== null && newest > waiting - 1) newest = this.watermark !== null && this.watermark > waiting - 1 ? this.watermark : waiting - 1;
+    if (waiting !== null && newest !== null && newest > waiting - 1)
+      newest =
+        this.watermark !== null && this.watermark > waiting - 1 ? this.watermark : waiting - 1;
     // Quarantined files behind the window are looked at again: an overwrite loads them.
     for (const [key, version] of [...this.quarantined]) {
       const f = this.files.get(key)!;
@@ -302,7 +369,8 @@ export class Oracle {
 
   backfill(from: number, to: number): void {
     this.committing(() => {
-      for (const f of this.files.values()) if (f.day >= from && f.day <= to && this.ready(f.day)) this.load(f.key);
+      for (const f of this.files.values())
+        if (f.day >= from && f.day <= to && this.ready(f.day)) this.load(f.key);
     });
   }
 
@@ -328,7 +396,12 @@ export class Oracle {
 
   /** The table the promise says: per key the newest event, unless it is a delete; by key (append: every row loaded, sorted). */
   expected(): Array<Pick<Row, 'id' | 'ver' | 'val' | 'region'>> {
-    if (this.mode === 'append') return sortRows([...this.appended.values()].flat().map(({ id, ver, val, region }) => ({ id, ver, val, region })));
+    if (this.mode === 'append')
+      return sortRows(
+        [...this.appended.values()]
+          .flat()
+          .map(({ id, ver, val, region }) => ({ id, ver, val, region })),
+      );
     const newest = new Map<number, Event>();
     for (const e of this.events) {
       const cur = newest.get(e.id);
@@ -380,7 +453,8 @@ export class World {
   /** The model's config, its job named `name`. */
   private configFor(name: string): Record<string, unknown> {
     const table = this.table;
-    const keyed = table.mode === 'merge' ? { key: ['id'], orderBy: this.orderBy, deleteWhen: "op = 'D'" } : {};
+    const keyed =
+      table.mode === 'merge' ? { key: ['id'], orderBy: this.orderBy, deleteWhen: "op = 'D'" } : {};
     const target = {
       uri: path.join(this.root, 'table'),
       mode: table.mode,
@@ -389,17 +463,25 @@ export class World {
       ...(table.partitioned ? { partitionBy: ['region'] } : {}),
     };
     return {
-        jobs: [
-          {
-            name,
-            source: { uri: this.source.uri, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: this.lookback, requireSuccessMarker: table.markers } },
-            target,
-            onBadFile: 'quarantine',
-            maxFilesPerBatch: table.maxFilesPerBatch,
-            concurrency: 2,
+      jobs: [
+        {
+          name,
+          source: {
+            uri: this.source.uri,
+            discover: {
+              by: 'partition',
+              layout: '{yyyy}/{mm}/{dd}',
+              lookback: this.lookback,
+              requireSuccessMarker: table.markers,
+            },
           },
-        ],
-      };
+          target,
+          onBadFile: 'quarantine',
+          maxFilesPerBatch: table.maxFilesPerBatch,
+          concurrency: 2,
+        },
+      ],
+    };
   }
 
   /** The config rewritten with the settings as they are now (the job's name kept). */
@@ -410,7 +492,13 @@ export class World {
   }
 
   private ctx(extra: Partial<RunContext> = {}): RunContext {
-    return { storage: this.setup.storage, logger: silentLogger(), tty: false, spoolRoot: this.root, ...extra };
+    return {
+      storage: this.setup.storage,
+      logger: silentLogger(),
+      tty: false,
+      spoolRoot: this.root,
+      ...extra,
+    };
   }
 
   private nthFile(n: number): FileVersion | undefined {
@@ -442,7 +530,13 @@ export class World {
     }
     await utimes(file, this.clock / 1000, this.clock / 1000);
     const prev = this.oracle.files.get(key);
-    this.oracle.files.set(key, { key, day, rows, modified: this.clock, version: (prev?.version ?? 0) + 1 });
+    this.oracle.files.set(key, {
+      key,
+      day,
+      rows,
+      modified: this.clock,
+      version: (prev?.version ?? 0) + 1,
+    });
   }
 
   private newKey(day: number): string {
@@ -501,11 +595,18 @@ export class World {
         this.orderBy = before === 'ver' ? 'ver2' : 'ver';
         this.reconfigure();
         const ran = await runJob(this.setup.job, this.ctx());
-        if (!ran.ok && ran.error instanceof ConfigError && ran.error.context.field === 'target.orderBy') {
+        if (
+          !ran.ok &&
+          ran.error instanceof ConfigError &&
+          ran.error.context.field === 'target.orderBy'
+        ) {
           // Refused (exit 2) while deletes are remembered: they carry the old column's values. Only a
           // delete loaded can be remembered; the table is as before (checked after this step). The
           // config goes back, as the refusal offers.
-          if (!this.oracle.loadedDelete()) throw new Error(`orderBy ${before} -> ${this.orderBy} refused with no delete ever loaded: ${ran.error.message}`);
+          if (!this.oracle.loadedDelete())
+            throw new Error(
+              `orderBy ${before} -> ${this.orderBy} refused with no delete ever loaded: ${ran.error.message}`,
+            );
           this.orderBy = before;
           this.reconfigure();
           return;
@@ -529,7 +630,9 @@ export class World {
       }
       case 'overwrite':
       case 'fix': {
-        const files = [...this.oracle.files.values()].filter((f) => (s.kind === 'fix' ? f.rows === null : f.rows !== null));
+        const files = [...this.oracle.files.values()].filter((f) =>
+          s.kind === 'fix' ? f.rows === null : f.rows !== null,
+        );
         const f = files.length === 0 ? undefined : files[s.of % files.length];
         if (f) return this.write(f.key, f.day, s.rows);
         return;
@@ -541,9 +644,11 @@ export class World {
         return;
       }
       case 'crash': {
-        const hooks: RunHooks = { [s.at]: (batch: number) => {
-          if (batch === s.batch) throw new Error('injected crash');
-        } };
+        const hooks: RunHooks = {
+          [s.at]: (batch: number) => {
+            if (batch === s.batch) throw new Error('injected crash');
+          },
+        };
         // The crashed run leaves the table at its last commit; the run after it loads the rest.
         const crashed = await runJob(this.setup.job, this.ctx({ hooks }));
         const after = await runJob(this.setup.job, this.ctx());
@@ -563,7 +668,10 @@ export class World {
       case 'backfill': {
         const range = { from: dayId(s.from), to: dayId(s.to), restart: true };
         for (let k = 0; k < s.shards; k++) {
-          const shard = s.shards === 1 ? {} : { shard: { kind: 'one' as const, shard: { index: k, count: s.shards } } };
+          const shard =
+            s.shards === 1
+              ? {}
+              : { shard: { kind: 'one' as const, shard: { index: k, count: s.shards } } };
           const outcome = await runBackfill(this.setup.job, this.ctx(), { ...range, ...shard });
           expectOk(outcome, `backfill ${range.from}..${range.to} shard ${k + 1}/${s.shards}`);
         }
@@ -573,7 +681,13 @@ export class World {
       case 'reset': {
         if (this.oracle.watermark === null) return;
         // An append job rewinds only with --force; the files it reloads replace their rows.
-        expectOk(await resetJob(this.setup.job, this.ctx(), { to: dayId(s.to), ...(this.table.mode === 'append' ? { force: true } : {}) }), 'reset');
+        expectOk(
+          await resetJob(this.setup.job, this.ctx(), {
+            to: dayId(s.to),
+            ...(this.table.mode === 'append' ? { force: true } : {}),
+          }),
+          'reset',
+        );
         this.oracle.reset(s.to);
         return;
       }
@@ -583,7 +697,13 @@ export class World {
         return;
       case 'vacuum':
         if (!(await this.tableExists())) return;
-        expectOk(await vacuumJob(this.setup.job, this.ctx(), { retainHours: 0, unsafeAllowShortRetention: true }), 'vacuum');
+        expectOk(
+          await vacuumJob(this.setup.job, this.ctx(), {
+            retainHours: 0,
+            unsafeAllowShortRetention: true,
+          }),
+          'vacuum',
+        );
         return;
     }
   }
@@ -593,20 +713,27 @@ export class World {
     const file = path.join(this.root, 'tidemark.yaml');
     await writeFile(file, JSON.stringify(this.rawConfig));
     // TMPDIR: the child's spool lies in the world's folder, as the in-process runs' does.
-    const cli = spawnCli(['run', '--config', file], { TIDEMARK_LOG_LEVEL: 'info', TMPDIR: this.root });
+    const cli = spawnCli(['run', '--config', file], {
+      TIDEMARK_LOG_LEVEL: 'info',
+      TMPDIR: this.root,
+    });
     const started = new Promise<void>((resolve) => cli.child.stderr!.once('data', () => resolve()));
     await Promise.race([started, cli.done]);
     await new Promise((resolve) => setTimeout(resolve, afterMs));
     cli.child.kill('SIGKILL');
     const exit = await cli.done;
     // Killed, or done before the kill: anything else is a failure of the run itself.
-    if (exit.signal !== 'SIGKILL' && exit.code !== 0) throw new Error(`tidemark run exited ${exit.code}: ${exit.stderr.slice(-2000)}`);
+    if (exit.signal !== 'SIGKILL' && exit.code !== 0)
+      throw new Error(`tidemark run exited ${exit.code}: ${exit.stderr.slice(-2000)}`);
   }
 
   /** True when the table holds a state of job `name`. */
   private async hasState(name: string): Promise<boolean> {
     if (!(await this.tableExists())) return false;
-    const snapshot = await openTable(openTarget(this.setup.job, this.setup.storage), this.session).snapshot();
+    const snapshot = await openTable(
+      openTarget(this.setup.job, this.setup.storage),
+      this.session,
+    ).snapshot();
     return snapshot?.domains.has(`tidemark.job.${name}`) ?? false;
   }
 
@@ -620,7 +747,14 @@ export class World {
     const snapshot = await openTable(storage, this.session).snapshot();
     if (!snapshot) return [];
     const raw = await readTable(this.session, scanSource(storage), snapshot);
-    return sortRows(raw.map((r) => ({ id: Number(r['id']), ver: r['ver'] === null ? null : Number(r['ver']), val: String(r['val']), region: r['region'] === null ? null : String(r['region']) })));
+    return sortRows(
+      raw.map((r) => ({
+        id: Number(r['id']),
+        ver: r['ver'] === null ? null : Number(r['ver']),
+        val: String(r['val']),
+        region: r['region'] === null ? null : String(r['region']),
+      })),
+    );
   }
 
   /** The landing folder exists from the start (an empty landing zone is nothing new, not a missing source). */
@@ -640,12 +774,16 @@ function loaded(outcome: JobOutcome<{ filesLoaded: number }>): boolean {
 }
 
 function expectOk(outcome: JobOutcome<unknown>, what: string): void {
-  if (!outcome.ok) throw new Error(`${what} failed: ${(outcome.error as Error).message}`, { cause: outcome.error });
+  if (!outcome.ok)
+    throw new Error(`${what} failed: ${(outcome.error as Error).message}`, {
+      cause: outcome.error,
+    });
 }
 
 /** A step as one short line (the shrunk sequence printed on failure). */
 export function describeStep(s: Step): string {
-  const rs = (rows: Row[]) => rows.map((r) => `${r.op}${r.id}@${r.ver ?? 'NULL'}=${r.val}/${r.region ?? 'NULL'}`).join(' ');
+  const rs = (rows: Row[]) =>
+    rows.map((r) => `${r.op}${r.id}@${r.ver ?? 'NULL'}=${r.val}/${r.region ?? 'NULL'}`).join(' ');
   switch (s.kind) {
     case 'land':
       return `land day ${s.day}${s.complete ? ' with _SUCCESS' : ''}: ${rs(s.rows)}`;

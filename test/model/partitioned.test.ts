@@ -15,7 +15,11 @@ beforeAll(async () => {
 afterAll(() => session.close());
 
 describe('the promise, as a model (table partitioned by region, which a key may change)', () => {
-  it(`${RUNS} random sequences of landings and commands: after each command the table holds, per key, the newest row unless deleted`, async () => {
-    await checkModel(session, { partitioned: true, runs: RUNS, seed: SEED + 1 });
-  }, scaled(RUNS * 3_000));
+  it(
+    `${RUNS} random sequences of landings and commands: after each command the table holds, per key, the newest row unless deleted`,
+    async () => {
+      await checkModel(session, { partitioned: true, runs: RUNS, seed: SEED + 1 });
+    },
+    scaled(RUNS * 3_000),
+  );
 });

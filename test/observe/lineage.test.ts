@@ -18,7 +18,11 @@ type Event = {
   run: { runId: string; facets: Record<string, { run?: { runId: string }; message?: string }> };
   job: { namespace: string; name: string };
   inputs: Array<{ namespace: string; name: string }>;
-  outputs: Array<{ namespace: string; name: string; outputFacets?: { outputStatistics?: { rowCount: number } } }>;
+  outputs: Array<{
+    namespace: string;
+    name: string;
+    outputFacets?: { outputStatistics?: { rowCount: number } };
+  }>;
 };
 
 let session: DuckSession;
@@ -51,7 +55,9 @@ afterAll(async () => {
 describe('OpenLineage events', () => {
   it('a run sends START and COMPLETE (inputs: the loaded files; output: the table), valid against the spec, to the endpoint and the file', async () => {
     const file = path.join(await tempDir('obs-ol', dirs), 'lineage', 'events.ndjson');
-    const { config, root, target } = await orderJob(session, dirs, { lineage: { url: `${url}/api/v1/lineage`, file, namespace: 'lake' } });
+    const { config, root, target } = await orderJob(session, dirs, {
+      lineage: { url: `${url}/api/v1/lineage`, file, namespace: 'lake' },
+    });
     received.length = 0;
     const r = await cli(['run', '--config', config, '--json']);
     expect(r.code, r.stderr).toBe(0);
@@ -71,9 +77,14 @@ describe('OpenLineage events', () => {
       ['file', path.join(root, '2025/05/01/a.csv')],
       ['file', path.join(root, '2025/05/02/b.ndjson')],
     ]);
-    expect(complete.outputs).toMatchObject([{ namespace: 'file', name: target, outputFacets: { outputStatistics: { rowCount: 3 } } }]);
+    expect(complete.outputs).toMatchObject([
+      { namespace: 'file', name: target, outputFacets: { outputStatistics: { rowCount: 3 } } },
+    ]);
 
-    const lines = (await fsp.readFile(file, 'utf8')).trimEnd().split('\n').map((l) => JSON.parse(l) as Event);
+    const lines = (await fsp.readFile(file, 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Event);
     expect(lines).toEqual(events);
   });
 
@@ -96,7 +107,9 @@ describe('OpenLineage events', () => {
   });
 
   it('a lineage file that cannot be written (under /proc) is a warning; the run ends with exit 0', async () => {
-    const { config } = await orderJob(session, dirs, { lineage: { file: '/proc/nope/events.ndjson' } });
+    const { config } = await orderJob(session, dirs, {
+      lineage: { file: '/proc/nope/events.ndjson' },
+    });
     const r = await cli(['run', '--config', config, '--json']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain('lineage event not delivered');
@@ -104,7 +117,24 @@ describe('OpenLineage events', () => {
   }, 20_000);
 
   it('the schema check catches a broken event (so the tests above prove something)', () => {
-    const broken = { eventType: 'START', eventTime: 'yesterday', producer: 'urn:x', schemaURL: 'https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent', run: { runId: 'not-a-uuid', facets: { errorMessage: { _producer: 'urn:x', _schemaURL: 'https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet', message: 'x' } } }, job: { namespace: 'n' } };
+    const broken = {
+      eventType: 'START',
+      eventTime: 'yesterday',
+      producer: 'urn:x',
+      schemaURL: 'https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent',
+      run: {
+        runId: 'not-a-uuid',
+        facets: {
+          errorMessage: {
+            _producer: 'urn:x',
+            _schemaURL:
+              'https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet',
+            message: 'x',
+          },
+        },
+      },
+      job: { namespace: 'n' },
+    };
     const problems = openLineageProblems(broken).join('\n');
     expect(problems).toContain('eventTime must match format "date-time"');
     expect(problems).toContain('runId must match format "uuid"');

@@ -38,10 +38,14 @@ function samples(text: string): Map<string, number> {
 describe('metrics file', () => {
   it('a run writes rows, files, bytes, duration, success, phases and watermark lag of its report', async () => {
     const dir = await tempDir('obs-metrics', dirs);
-    const { config } = await orderJob(session, dirs, { metrics: { file: path.join(dir, 'prom', '{job}.prom') } });
+    const { config } = await orderJob(session, dirs, {
+      metrics: { file: path.join(dir, 'prom', '{job}.prom') },
+    });
     const r = await cli(['run', '--config', config, '--json']);
     expect(r.code, r.stderr).toBe(0);
-    const report = JSON.parse(r.stdout) as Record<string, number> & { phases: Record<string, number> };
+    const report = JSON.parse(r.stdout) as Record<string, number> & {
+      phases: Record<string, number>;
+    };
 
     expect(await fsp.readdir(path.join(dir, 'prom'))).toEqual(['orders.prom']);
     const text = await fsp.readFile(path.join(dir, 'prom', 'orders.prom'), 'utf8');
@@ -56,15 +60,25 @@ describe('metrics file', () => {
     expect(s.get('tidemark_bytes_total{job="orders"}')).toBeGreaterThan(0);
     expect(s.get('tidemark_commits_total{job="orders"}')).toBe(2);
     expect(s.get('tidemark_run_success{job="orders"}')).toBe(1);
-    expect(s.get('tidemark_run_duration_seconds{job="orders"}')).toBeCloseTo(report['durationMs']! / 1000, 3);
-    expect(s.get('tidemark_phase_duration_seconds{job="orders",phase="merge"}')).toBeCloseTo(report.phases['merge']! / 1000, 3);
+    expect(s.get('tidemark_run_duration_seconds{job="orders"}')).toBeCloseTo(
+      report['durationMs']! / 1000,
+      3,
+    );
+    expect(s.get('tidemark_phase_duration_seconds{job="orders",phase="merge"}')).toBeCloseTo(
+      report.phases['merge']! / 1000,
+      3,
+    );
     expect(s.get('tidemark_table_version{job="orders"}')).toBe(1);
     // The watermark is 2025-05-02: it ends at 2025-05-03T00:00Z.
     const lag = s.get('tidemark_watermark_lag_seconds{job="orders"}')!;
-    expect(Math.abs(lag - (Date.now() - Date.parse('2025-05-03T00:00:00Z')) / 1000)).toBeLessThan(60);
+    expect(Math.abs(lag - (Date.now() - Date.parse('2025-05-03T00:00:00Z')) / 1000)).toBeLessThan(
+      60,
+    );
 
     // A failing run rewrites the file: success 0, the rows of that run.
-    const cfg = JSON.parse(await fsp.readFile(config, 'utf8')) as { jobs: Array<{ source: { uri: string } }> };
+    const cfg = JSON.parse(await fsp.readFile(config, 'utf8')) as {
+      jobs: Array<{ source: { uri: string } }>;
+    };
     await fsp.writeFile(path.join(cfg.jobs[0]!.source.uri, '2025/05/02/c.ndjson'), '{"order_id": ');
     const failed = await cli(['run', '--config', config]);
     expect(failed.code).toBe(1);
@@ -89,11 +103,30 @@ describe('metrics file', () => {
   it('watermark lag: partition mode counts from the end of the partition in its zone; modified mode from the watermark', () => {
     const base = { storage: {}, jobs: [] as unknown[] };
     const job = (discover: Record<string, unknown>) =>
-      validateConfig({ ...base, jobs: [{ name: 'j', source: { uri: '/s', discover }, target: { uri: '/t', mode: 'append' } }] }).jobs[0]!;
+      validateConfig({
+        ...base,
+        jobs: [
+          { name: 'j', source: { uri: '/s', discover }, target: { uri: '/t', mode: 'append' } },
+        ],
+      }).jobs[0]!;
     const now = new Date('2026-11-30T12:00:00Z');
-    expect(watermarkLagSeconds(job({ by: 'partition', layout: '{yyyy}/{mm}/{dd}' }), '2026-11-29', now)).toBe(12 * 3600);
-    expect(watermarkLagSeconds(job({ by: 'partition', layout: '{yyyy}/{mm}/{dd}/{HH}' }), '2026-11-30T10', now)).toBe(3600);
-    expect(watermarkLagSeconds(job({ by: 'partition', layout: '{yyyy}/{mm}/{dd}', timezone: 'America/New_York' }), '2026-11-29', now)).toBe(7 * 3600);
+    expect(
+      watermarkLagSeconds(job({ by: 'partition', layout: '{yyyy}/{mm}/{dd}' }), '2026-11-29', now),
+    ).toBe(12 * 3600);
+    expect(
+      watermarkLagSeconds(
+        job({ by: 'partition', layout: '{yyyy}/{mm}/{dd}/{HH}' }),
+        '2026-11-30T10',
+        now,
+      ),
+    ).toBe(3600);
+    expect(
+      watermarkLagSeconds(
+        job({ by: 'partition', layout: '{yyyy}/{mm}/{dd}', timezone: 'America/New_York' }),
+        '2026-11-29',
+        now,
+      ),
+    ).toBe(7 * 3600);
     expect(watermarkLagSeconds(job({ by: 'modified' }), '2026-11-30T11:59:00.000Z', now)).toBe(60);
     expect(watermarkLagSeconds(job({ by: 'modified' }), null, now)).toBeNull();
   });

@@ -9,10 +9,14 @@ import formatsModule from 'ajv-formats';
 
 const DIR = new URL('../fixtures/openlineage/', import.meta.url);
 // ajv-formats is CommonJS: its function is the module or its `default`, depending on the loader.
-const addFormats = ((formatsModule as unknown as { default?: typeof formatsModule }).default ?? formatsModule) as unknown as (ajv: Ajv2020) => void;
+const addFormats = ((formatsModule as unknown as { default?: typeof formatsModule }).default ??
+  formatsModule) as unknown as (ajv: Ajv2020) => void;
 
 function load(name: string): { $id: string } & Record<string, unknown> {
-  return JSON.parse(readFileSync(new URL(name, DIR), 'utf8')) as { $id: string } & Record<string, unknown>;
+  return JSON.parse(readFileSync(new URL(name, DIR), 'utf8')) as { $id: string } & Record<
+    string,
+    unknown
+  >;
 }
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -27,7 +31,10 @@ export function openLineageProblems(event: unknown): string[] {
   const check = (ref: string, value: unknown, where: string) => {
     const validate = ajv.getSchema(ref);
     if (!validate) return problems.push(`${where}: no vendored schema for ${ref}`);
-    if (!validate(value)) problems.push(...(validate.errors ?? []).map((e) => `${where}${e.instancePath} ${e.message ?? ''}`));
+    if (!validate(value))
+      problems.push(
+        ...(validate.errors ?? []).map((e) => `${where}${e.instancePath} ${e.message ?? ''}`),
+      );
     return 0;
   };
   check(`${core.$id}#/$defs/RunEvent`, event, 'event');

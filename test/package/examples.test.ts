@@ -41,30 +41,51 @@ const EVERY_EXAMPLE = [
 describe('examples/', () => {
   it.each(EVERY_EXAMPLE)('%s explains the exit codes 0, 1, 2, 3, 4 and 130', (name) => {
     const text = read(name);
-    for (const code of ['0', '1', '2', '3', '4', '130']) expect(text).toMatch(new RegExp(`(^|\\s)${code}\\s+(done|a job failed|bad usage|lost a commit race|storage unavailable|interrupted)`, 'm'));
+    for (const code of ['0', '1', '2', '3', '4', '130'])
+      expect(text).toMatch(
+        new RegExp(
+          `(^|\\s)${code}\\s+(done|a job failed|bad usage|lost a commit race|storage unavailable|interrupted)`,
+          'm',
+        ),
+      );
   });
 
   it('every YAML file parses; the CronJob forbids overlap and fails the Job on exit 1 and 2', () => {
-    const yamlFiles = readdirSync(new URL('kubernetes/', EXAMPLES)).filter((f) => /\.ya?ml$/.test(f));
+    const yamlFiles = readdirSync(new URL('kubernetes/', EXAMPLES)).filter((f) =>
+      /\.ya?ml$/.test(f),
+    );
     expect(yamlFiles.length).toBeGreaterThan(0);
     for (const f of yamlFiles) {
-      for (const doc of parseAllDocuments(read(`kubernetes/${f}`))) expect(doc.errors.map(String)).toEqual([]);
+      for (const doc of parseAllDocuments(read(`kubernetes/${f}`)))
+        expect(doc.errors.map(String)).toEqual([]);
     }
-    const [cron, configMap] = parseAllDocuments(read('kubernetes/cronjob.yaml')).map((d) => d.toJS() as Record<string, any>);
+    const [cron, configMap] = parseAllDocuments(read('kubernetes/cronjob.yaml')).map(
+      (d) => d.toJS() as Record<string, any>,
+    );
     expect(cron!['kind']).toBe('CronJob');
     expect(cron!['spec']['concurrencyPolicy']).toBe('Forbid');
     const job = cron!['spec']['jobTemplate']['spec'];
     expect(job['template']['spec']['restartPolicy']).toBe('Never');
-    expect(job['podFailurePolicy']['rules'][0]).toMatchObject({ action: 'FailJob', onExitCodes: { operator: 'In', values: [1, 2] } });
+    expect(job['podFailurePolicy']['rules'][0]).toMatchObject({
+      action: 'FailJob',
+      onExitCodes: { operator: 'In', values: [1, 2] },
+    });
     // The config inside the ConfigMap is itself valid YAML.
     expect(parseAllDocuments(configMap!['data']['tidemark.yaml'])[0]!.errors).toEqual([]);
   });
 
   const python = hasPython();
-  it.skipIf(!python)(`airflow/tidemark_dag.py compiles under python3${python ? '' : ' (SKIPPED: no python3 on PATH)'}`, () => {
-    const file = new URL('airflow/tidemark_dag.py', EXAMPLES).pathname;
-    execFileSync('python3', ['-c', 'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec")', file]);
-  });
+  it.skipIf(!python)(
+    `airflow/tidemark_dag.py compiles under python3${python ? '' : ' (SKIPPED: no python3 on PATH)'}`,
+    () => {
+      const file = new URL('airflow/tidemark_dag.py', EXAMPLES).pathname;
+      execFileSync('python3', [
+        '-c',
+        'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec")',
+        file,
+      ]);
+    },
+  );
 
   it('the systemd units have their sections; the service does not restart on 1 or 2', () => {
     const service = read('systemd/tidemark.service');
@@ -77,7 +98,9 @@ describe('examples/', () => {
   });
 
   it('the crontab line is one five-field schedule run under flock', () => {
-    const lines = read('crontab').split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#'));
+    const lines = read('crontab')
+      .split('\n')
+      .filter((l) => l.trim() !== '' && !l.startsWith('#'));
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^(\S+\s+){5}flock -n /);
     expect(lines[0]).toContain('tidemark run');
@@ -90,7 +113,10 @@ const scratch = mkdtempSync(join(tmpdir(), 'tidemark-examples-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const localConfig = (() => {
   mkdirSync(join(scratch, 'landing', '2026', '01', '15'), { recursive: true });
-  writeFileSync(join(scratch, 'landing', '2026', '01', '15', 'a.csv'), 'order_id,updated_at\n1,2026-01-15T10:00:00Z\n');
+  writeFileSync(
+    join(scratch, 'landing', '2026', '01', '15', 'a.csv'),
+    'order_id,updated_at\n1,2026-01-15T10:00:00Z\n',
+  );
   const file = join(scratch, 'tidemark.yaml');
   writeFileSync(
     file,
@@ -100,8 +126,13 @@ const localConfig = (() => {
 })();
 
 /** Run an example's tidemark arguments (its --config replaced by the local one) as a dry run with `env` set; the report. */
-async function dryRun(args: readonly string[], env: Record<string, string>): Promise<Record<string, unknown>> {
-  const argv = args.map((a, i) => (args[i - 1] === '--config' ? localConfig : a)).filter((a) => a !== '--json');
+async function dryRun(
+  args: readonly string[],
+  env: Record<string, string>,
+): Promise<Record<string, unknown>> {
+  const argv = args
+    .map((a, i) => (args[i - 1] === '--config' ? localConfig : a))
+    .filter((a) => a !== '--json');
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
   Object.assign(process.env, env);
   try {
@@ -123,7 +154,10 @@ const flag = (args: readonly string[], name: string): string | undefined => {
 
 describe('examples/ of sharded backfills', () => {
   it('the Kubernetes Indexed Job runs one shard per completion index, as many as --shards; exit 1 and 2 fail only that index', async () => {
-    const job = parseDocument(read('kubernetes/backfill-indexed-job.yaml')).toJS() as Record<string, any>;
+    const job = parseDocument(read('kubernetes/backfill-indexed-job.yaml')).toJS() as Record<
+      string,
+      any
+    >;
     expect(job['kind']).toBe('Job');
     const spec = job['spec'];
     expect(spec['completionMode']).toBe('Indexed');
@@ -133,9 +167,18 @@ describe('examples/ of sharded backfills', () => {
     const shards = Number(flag(args, '--shards'));
     expect([spec['completions'], spec['parallelism']]).toEqual([shards, shards]);
     expect(spec['backoffLimitPerIndex']).toBeGreaterThan(0);
-    expect(spec['podFailurePolicy']['rules'][0]).toMatchObject({ action: 'FailIndex', onExitCodes: { operator: 'In', values: [1, 2] } });
+    expect(spec['podFailurePolicy']['rules'][0]).toMatchObject({
+      action: 'FailIndex',
+      onExitCodes: { operator: 'In', values: [1, 2] },
+    });
     for (let k = 0; k < shards; k++) {
-      expect(await dryRun(args, { JOB_COMPLETION_INDEX: String(k) })).toMatchObject({ command: 'backfill', status: 'dry-run', shard: `${k + 1}/${shards}`, from: '2026-01-01', to: '2026-03-31' });
+      expect(await dryRun(args, { JOB_COMPLETION_INDEX: String(k) })).toMatchObject({
+        command: 'backfill',
+        status: 'dry-run',
+        shard: `${k + 1}/${shards}`,
+        from: '2026-01-01',
+        to: '2026-03-31',
+      });
     }
   });
 
@@ -143,16 +186,32 @@ describe('examples/ of sharded backfills', () => {
     const def = JSON.parse(read('aws-batch/backfill-job-definition.json')) as Record<string, any>;
     const submit = JSON.parse(read('aws-batch/submit-backfill.json')) as Record<string, any>;
     const params = { ...def['parameters'], ...submit['parameters'] } as Record<string, string>;
-    const args = (def['containerProperties']['command'] as string[]).map((a) => (a.startsWith('Ref::') ? params[a.slice(5)]! : a));
+    const args = (def['containerProperties']['command'] as string[]).map((a) =>
+      a.startsWith('Ref::') ? params[a.slice(5)]! : a,
+    );
     expect(flag(args, '--shard-index-env')).toBe('AWS_BATCH_JOB_ARRAY_INDEX');
     const shards = Number(flag(args, '--shards'));
     expect(submit['arrayProperties']['size']).toBe(shards);
     expect(submit['jobDefinition']).toBe(def['jobDefinitionName']);
-    const rules = def['retryStrategy']['evaluateOnExit'] as Array<{ onExitCode?: string; action: string }>;
+    const rules = def['retryStrategy']['evaluateOnExit'] as Array<{
+      onExitCode?: string;
+      action: string;
+    }>;
     const action = (code: string) => rules.find((r) => r.onExitCode === code)?.action;
-    expect(['1', '2', '3', '4', '130'].map(action)).toEqual(['EXIT', 'EXIT', 'RETRY', 'RETRY', 'RETRY']);
+    expect(['1', '2', '3', '4', '130'].map(action)).toEqual([
+      'EXIT',
+      'EXIT',
+      'RETRY',
+      'RETRY',
+      'RETRY',
+    ]);
     for (let k = 0; k < shards; k++) {
-      expect(await dryRun(args, { AWS_BATCH_JOB_ARRAY_INDEX: String(k) })).toMatchObject({ status: 'dry-run', shard: `${k + 1}/${shards}`, from: params['from'], to: params['to'] });
+      expect(await dryRun(args, { AWS_BATCH_JOB_ARRAY_INDEX: String(k) })).toMatchObject({
+        status: 'dry-run',
+        shard: `${k + 1}/${shards}`,
+        from: params['from'],
+        to: params['to'],
+      });
     }
   });
 
@@ -161,8 +220,26 @@ describe('examples/ of sharded backfills', () => {
     expect(dag).toMatch(/\.expand\(shard=/);
     expect(dag).toMatch(/range\(1, int\(.*\) \+ 1\)/);
     expect(dag).toMatch(/"TIDEMARK_SHARD": f"\{shard\}\/\{int\(params\['shards'\]\)\}"/);
-    const args = ['backfill', '--config', '/opt/tidemark/tidemark.yaml', '--job', 'orders', '--from', '2026-01-01', '--to', '2026-03-31'];
-    expect(await dryRun(args, { TIDEMARK_SHARD: '4/4' })).toMatchObject({ status: 'dry-run', shard: '4/4' });
-    if (hasPython()) execFileSync('python3', ['-c', 'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec")', new URL('airflow/tidemark_backfill_dag.py', EXAMPLES).pathname]);
+    const args = [
+      'backfill',
+      '--config',
+      '/opt/tidemark/tidemark.yaml',
+      '--job',
+      'orders',
+      '--from',
+      '2026-01-01',
+      '--to',
+      '2026-03-31',
+    ];
+    expect(await dryRun(args, { TIDEMARK_SHARD: '4/4' })).toMatchObject({
+      status: 'dry-run',
+      shard: '4/4',
+    });
+    if (hasPython())
+      execFileSync('python3', [
+        '-c',
+        'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec")',
+        new URL('airflow/tidemark_backfill_dag.py', EXAMPLES).pathname,
+      ]);
   });
 });

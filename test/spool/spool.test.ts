@@ -17,7 +17,10 @@ afterAll(() => cleanup(dirs));
 describe('spool folders of killed runs', () => {
   it('the next run removes those of dead processes on this host and keeps the rest', async () => {
     const root = await tempDir('spool', dirs);
-    const host = hostname().replace(/[^A-Za-z0-9]/g, '_').slice(0, 40) || 'host';
+    const host =
+      hostname()
+        .replace(/[^A-Za-z0-9]/g, '_')
+        .slice(0, 40) || 'host';
     const dead = spawnSync(process.execPath, ['-e', '']).pid!;
     const names = {
       dead: `tidemark-orders-v2-${host}-${dead}-AbC123`,
@@ -25,11 +28,14 @@ describe('spool folders of killed runs', () => {
       otherHost: `tidemark-orders-elsewhere-${dead}-QqQ111`,
       unrelated: `tidemark-scan-abcdef`,
     };
-    for (const name of Object.values(names)) await fsp.mkdir(path.join(root, name, 'merge-x'), { recursive: true });
+    for (const name of Object.values(names))
+      await fsp.mkdir(path.join(root, name, 'merge-x'), { recursive: true });
     const own = await Spool.create('orders', root);
 
     expect(await removeStaleSpools(root)).toEqual([names.dead]);
-    expect((await fsp.readdir(root)).sort()).toEqual([names.alive, names.otherHost, names.unrelated, path.basename(own.dir)].sort());
+    expect((await fsp.readdir(root)).sort()).toEqual(
+      [names.alive, names.otherHost, names.unrelated, path.basename(own.dir)].sort(),
+    );
     await own.close();
   });
 
@@ -43,7 +49,9 @@ describe('spool folders of killed runs', () => {
     const child = await spool.child('merge');
     await fsp.writeFile(path.join(child.dir, 'x.parquet'), 'x');
     await child.close();
-    expect((await fsp.readdir(spool.dir)).sort()).toEqual([path.basename(a), path.basename(b), 'cache'].sort());
+    expect((await fsp.readdir(spool.dir)).sort()).toEqual(
+      [path.basename(a), path.basename(b), 'cache'].sort(),
+    );
     await spool.close();
     expect(await fsp.readdir(root)).toEqual([]);
   });

@@ -43,11 +43,15 @@ afterAll(async () => {
   await s3?.stop();
 });
 
-storageContract('S3Storage on s3rver', async () => s3.makeStorage(`c-${randomUUID()}/`, { partSize: 5 * 1024 * 1024 }), {
-  // 11 MiB with 5 MiB parts: a three-part multipart upload (s3.test.ts checks it is multipart).
-  largeUploadBytes: 11 * 1024 * 1024 + 123,
-  quirks: { ignoresConditionalWrites: true, utf16StartAfter: true },
-});
+storageContract(
+  'S3Storage on s3rver',
+  async () => s3.makeStorage(`c-${randomUUID()}/`, { partSize: 5 * 1024 * 1024 }),
+  {
+    // 11 MiB with 5 MiB parts: a three-part multipart upload (s3.test.ts checks it is multipart).
+    largeUploadBytes: 11 * 1024 * 1024 + 123,
+    quirks: { ignoresConditionalWrites: true, utf16StartAfter: true },
+  },
+);
 
 if (MOTO_ENDPOINT) {
   const endpoint = MOTO_ENDPOINT;
@@ -56,9 +60,13 @@ if (MOTO_ENDPOINT) {
     moto = await connectMoto(endpoint);
   });
   afterAll(() => moto?.stop());
-  storageContract('S3Storage on moto', async () => moto.makeStorage(`c-${randomUUID()}/`, { partSize: 5 * 1024 * 1024 }), {
-    largeUploadBytes: 11 * 1024 * 1024 + 123,
-  });
+  storageContract(
+    'S3Storage on moto',
+    async () => moto.makeStorage(`c-${randomUUID()}/`, { partSize: 5 * 1024 * 1024 }),
+    {
+      largeUploadBytes: 11 * 1024 * 1024 + 123,
+    },
+  );
 }
 
 describe('LocalStorage specifics', () => {

@@ -68,7 +68,11 @@ async function expectRejects(p: Promise<unknown>, check: (err: unknown) => void)
 }
 
 /** Register the contract tests for one driver. `makeStorage` returns a fresh, empty storage. */
-export function storageContract(name: string, makeStorage: () => Promise<Storage>, opts: ContractOptions = {}): void {
+export function storageContract(
+  name: string,
+  makeStorage: () => Promise<Storage>,
+  opts: ContractOptions = {},
+): void {
   const quirks = opts.quirks ?? {};
   const tmpDirs: string[] = [];
   const localTmp = async () => {
@@ -122,7 +126,9 @@ export function storageContract(name: string, makeStorage: () => Promise<Storage
       expect(text(await s.read('r', { start: 8, end: 100 }))).toBe('89');
       expect(text(await s.read('r', { start: 10 }))).toBe('');
       expect(await s.read('missing', { start: 0, end: 1 })).toBeNull();
-      await expectRejects(s.read('r', { start: 5, end: 2 }), (err) => expect(err).toBeInstanceOf(StorageError));
+      await expectRejects(s.read('r', { start: 5, end: 2 }), (err) =>
+        expect(err).toBeInstanceOf(StorageError),
+      );
     });
 
     it('streams objects and ranges; a missing key throws StorageError with notFound', async () => {
@@ -134,7 +140,10 @@ export function storageContract(name: string, makeStorage: () => Promise<Storage
       expect(await streamText(await s.readStream('s/data.csv', { start: 100 }))).toBe('');
       await expectRejects(s.readStream('s/missing.csv'), (err) => {
         expect(err).toBeInstanceOf(StorageError);
-        expect((err as StorageError).context).toMatchObject({ key: 's/missing.csv', notFound: true });
+        expect((err as StorageError).context).toMatchObject({
+          key: 's/missing.csv',
+          notFound: true,
+        });
       });
     });
 
@@ -163,9 +172,23 @@ export function storageContract(name: string, makeStorage: () => Promise<Storage
 
     it('lists keys under a string prefix, not only at folder boundaries', async () => {
       const s = await makeStorage();
-      await writeAll(s, ['logs/2024-01.csv', 'logs/2024-02.csv', 'logs/2025-01.csv', 'logsx/a', 'other/b']);
-      expect(await keysOf(s, { prefix: 'logs/2024' })).toEqual(['logs/2024-01.csv', 'logs/2024-02.csv']);
-      expect(await keysOf(s, { prefix: 'logs' })).toEqual(['logs/2024-01.csv', 'logs/2024-02.csv', 'logs/2025-01.csv', 'logsx/a']);
+      await writeAll(s, [
+        'logs/2024-01.csv',
+        'logs/2024-02.csv',
+        'logs/2025-01.csv',
+        'logsx/a',
+        'other/b',
+      ]);
+      expect(await keysOf(s, { prefix: 'logs/2024' })).toEqual([
+        'logs/2024-01.csv',
+        'logs/2024-02.csv',
+      ]);
+      expect(await keysOf(s, { prefix: 'logs' })).toEqual([
+        'logs/2024-01.csv',
+        'logs/2024-02.csv',
+        'logs/2025-01.csv',
+        'logsx/a',
+      ]);
       expect(await keysOf(s, { prefix: 'logs/' })).toHaveLength(3);
       expect(await keysOf(s, { prefix: 'nothing/' })).toEqual([]);
       expect(await keysOf(s)).toHaveLength(5);
@@ -173,12 +196,21 @@ export function storageContract(name: string, makeStorage: () => Promise<Storage
 
     it('groups keys into common prefixes with a delimiter', async () => {
       const s = await makeStorage();
-      await writeAll(s, ['dt=2026-11-01/a.parquet', 'dt=2026-11-01/b.parquet', 'dt=2026-11-02/c.parquet', '_SUCCESS', 'top.csv']);
+      await writeAll(s, [
+        'dt=2026-11-01/a.parquet',
+        'dt=2026-11-01/b.parquet',
+        'dt=2026-11-02/c.parquet',
+        '_SUCCESS',
+        'top.csv',
+      ]);
       const top = await s.listAll({ delimiter: '/' });
       expect(top.objects.map((o) => o.key)).toEqual(['_SUCCESS', 'top.csv']);
       expect(top.commonPrefixes).toEqual(['dt=2026-11-01/', 'dt=2026-11-02/']);
       const day = await s.listAll({ prefix: 'dt=2026-11-01/', delimiter: '/' });
-      expect(day.objects.map((o) => o.key)).toEqual(['dt=2026-11-01/a.parquet', 'dt=2026-11-01/b.parquet']);
+      expect(day.objects.map((o) => o.key)).toEqual([
+        'dt=2026-11-01/a.parquet',
+        'dt=2026-11-01/b.parquet',
+      ]);
       expect(day.commonPrefixes).toEqual([]);
       const partial = await s.listAll({ prefix: 'dt=2026-11', delimiter: '/' });
       expect(partial.commonPrefixes).toEqual(['dt=2026-11-01/', 'dt=2026-11-02/']);
@@ -188,7 +220,10 @@ export function storageContract(name: string, makeStorage: () => Promise<Storage
       const s = await makeStorage();
       await writeAll(s, ['y/2026/11/01/a.csv', 'y/2026/11/02/b.csv', 'y/2026/12/01/c.csv']);
       expect((await s.listAll({ delimiter: '/' })).commonPrefixes).toEqual(['y/']);
-      expect((await s.listAll({ prefix: 'y/2026/', delimiter: '/' })).commonPrefixes).toEqual(['y/2026/11/', 'y/2026/12/']);
+      expect((await s.listAll({ prefix: 'y/2026/', delimiter: '/' })).commonPrefixes).toEqual([
+        'y/2026/11/',
+        'y/2026/12/',
+      ]);
     });
 
     it('starts after a key', async () => {
@@ -212,7 +247,13 @@ export function storageContract(name: string, makeStorage: () => Promise<Storage
       // With a delimiter, the folder appears once even when it spans a page boundary.
       const grouped = await pagesOf(s, { prefix: 'p/', delimiter: '/', pageSize: 2 });
       expect(grouped.flatMap((p) => p.commonPrefixes)).toEqual(['p/d/']);
-      expect(grouped.flatMap((p) => p.objects.map((o) => o.key))).toEqual(['p/a', 'p/b', 'p/c', 'p/e', 'p/f']);
+      expect(grouped.flatMap((p) => p.objects.map((o) => o.key))).toEqual([
+        'p/a',
+        'p/b',
+        'p/c',
+        'p/e',
+        'p/f',
+      ]);
     });
 
     it('sorts keys by UTF-8 bytes, like S3 (not by UTF-16 code units)', async () => {
@@ -224,7 +265,8 @@ export function storageContract(name: string, makeStorage: () => Promise<Storage
       expect(listed).toEqual(expected);
       expect([...listed].sort(compareKeys)).toEqual(listed);
       expect([...listed].sort()).not.toEqual(listed); // the case that tells the orders apart
-      if (!quirks.utf16StartAfter) expect(await keysOf(s, { startAfter: 'u/～' })).toEqual(['u/😀']);
+      if (!quirks.utf16StartAfter)
+        expect(await keysOf(s, { startAfter: 'u/～' })).toEqual(['u/😀']);
     });
 
     it('round-trips keys with spaces, unicode, %, +, =, quotes', async () => {
@@ -253,7 +295,16 @@ export function storageContract(name: string, makeStorage: () => Promise<Storage
       const s = await makeStorage();
       const sentinel = opts.sentinelDir?.(s);
       const before = sentinel ? await fsp.readdir(sentinel) : [];
-      const unsafe = ['a/../b', '../escape.txt', 'a/../../escape.txt', '..', '/abs.txt', './x', 'a/./b', 'x\0y'];
+      const unsafe = [
+        'a/../b',
+        '../escape.txt',
+        'a/../../escape.txt',
+        '..',
+        '/abs.txt',
+        './x',
+        'a/./b',
+        'x\0y',
+      ];
       for (const key of unsafe) {
         const outcome = await s.write(key, 'x').then(
           () => 'written',
@@ -267,7 +318,9 @@ export function storageContract(name: string, makeStorage: () => Promise<Storage
           expect(outcome, key).toBeInstanceOf(UnsafeKeyError);
         }
       }
-      await expectRejects(s.read('../escape.txt'), (err) => expect(err).toBeInstanceOf(UnsafeKeyError));
+      await expectRejects(s.read('../escape.txt'), (err) =>
+        expect(err).toBeInstanceOf(UnsafeKeyError),
+      );
       if (sentinel) expect(await fsp.readdir(sentinel)).toEqual(before);
     });
 
@@ -290,7 +343,9 @@ export function storageContract(name: string, makeStorage: () => Promise<Storage
           expect(await probeConditionalWrite(s)).toBe(false);
           return;
         }
-        const results = await Promise.all(Array.from({ length: 8 }, (_, i) => s.writeIfAbsent('race', `writer ${i}`)));
+        const results = await Promise.all(
+          Array.from({ length: 8 }, (_, i) => s.writeIfAbsent('race', `writer ${i}`)),
+        );
         expect(results.filter(Boolean)).toHaveLength(1);
         expect(text(await s.read('race'))).toBe(`writer ${results.indexOf(true)}`);
       },
@@ -307,7 +362,8 @@ export function storageContract(name: string, makeStorage: () => Promise<Storage
       const size = opts.largeUploadBytes ?? 3 * 1024 * 1024 + 17;
       const big = path.join(dir, 'big.bin');
       const content = Buffer.alloc(size);
-      for (let i = 0; i < size; i += 4) content.writeUInt32LE((i * 2654435761) >>> 0, Math.min(i, size - 4));
+      for (let i = 0; i < size; i += 4)
+        content.writeUInt32LE((i * 2654435761) >>> 0, Math.min(i, size - 4));
       await fsp.writeFile(big, content);
       await s.upload('up/big.bin', big);
       expect((await s.head('up/big.bin'))!.size).toBe(size);

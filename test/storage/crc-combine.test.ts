@@ -20,11 +20,18 @@ describe('combineCrc', () => {
   for (const crc of COMBINABLE_CRCS) {
     it(`${crc}: the parts' CRCs combined are the CRC of the parts joined, for any split`, async () => {
       await fc.assert(
-        fc.asyncProperty(fc.array(fc.uint8Array({ maxLength: 3000 }), { minLength: 1, maxLength: 6 }), async (parts) => {
-          const digests = await Promise.all(parts.map(async (p) => ({ digest: await crcOf(crc, p), length: p.length })));
-          const whole = await crcOf(crc, Buffer.concat(parts));
-          expect(Buffer.from(combineCrcs(crc, digests)!).toString('hex')).toBe(Buffer.from(whole).toString('hex'));
-        }),
+        fc.asyncProperty(
+          fc.array(fc.uint8Array({ maxLength: 3000 }), { minLength: 1, maxLength: 6 }),
+          async (parts) => {
+            const digests = await Promise.all(
+              parts.map(async (p) => ({ digest: await crcOf(crc, p), length: p.length })),
+            );
+            const whole = await crcOf(crc, Buffer.concat(parts));
+            expect(Buffer.from(combineCrcs(crc, digests)!).toString('hex')).toBe(
+              Buffer.from(whole).toString('hex'),
+            );
+          },
+        ),
         { numRuns: 150 },
       );
     });
@@ -33,11 +40,15 @@ describe('combineCrc', () => {
       const a = Buffer.from('tidemark');
       const b = Buffer.alloc(5 * 1024 * 1024 + 7, 0xa5);
       const combined = combineCrc(crc, await crcOf(crc, a), await crcOf(crc, b), b.length);
-      expect(Buffer.from(combined).equals(Buffer.from(await crcOf(crc, Buffer.concat([a, b]))))).toBe(true);
+      expect(
+        Buffer.from(combined).equals(Buffer.from(await crcOf(crc, Buffer.concat([a, b])))),
+      ).toBe(true);
     });
   }
 
   it('refuses digests of the wrong width', () => {
-    expect(() => combineCrc('CRC64NVME', new Uint8Array(4), new Uint8Array(4), 1)).toThrow(RangeError);
+    expect(() => combineCrc('CRC64NVME', new Uint8Array(4), new Uint8Array(4), 1)).toThrow(
+      RangeError,
+    );
   });
 });

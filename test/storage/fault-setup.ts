@@ -45,16 +45,30 @@ export interface ProxiedS3 extends ProxiedStore {
   s3: S3rverHandle;
 }
 
-export async function startProxiedS3(proxyOpts: Omit<FaultProxyOptions, 'target'> = {}): Promise<ProxiedS3> {
+export async function startProxiedS3(
+  proxyOpts: Omit<FaultProxyOptions, 'target'> = {},
+): Promise<ProxiedS3> {
   const s3 = await startS3rver();
-  const proxy = await startFaultProxy({ target: s3.endpoint, emulateConditionals: true, emulateChecksums: true, ...proxyOpts });
+  const proxy = await startFaultProxy({
+    target: s3.endpoint,
+    emulateConditionals: true,
+    emulateChecksums: true,
+    ...proxyOpts,
+  });
   const made: S3Storage[] = [];
   return {
     s3,
     proxy,
     bucket: s3.bucket,
     storage(extra = {}, prefix = `f-${randomUUID()}/`) {
-      const storage = new S3Storage({ bucket: s3.bucket, prefix, ...s3.clientOptions, ...FAST_RETRIES, ...extra, endpoint: extra.endpoint ?? proxy.endpoint });
+      const storage = new S3Storage({
+        bucket: s3.bucket,
+        prefix,
+        ...s3.clientOptions,
+        ...FAST_RETRIES,
+        ...extra,
+        endpoint: extra.endpoint ?? proxy.endpoint,
+      });
       made.push(storage);
       return storage;
     },
@@ -68,7 +82,10 @@ export async function startProxiedS3(proxyOpts: Omit<FaultProxyOptions, 'target'
 }
 
 /** The fault proxy in front of the run's moto server (test/helpers/moto.ts), forwarding as it is. */
-export async function startProxiedMoto(endpoint: string, proxyOpts: Omit<FaultProxyOptions, 'target'> = {}): Promise<ProxiedStore & { moto: MotoHandle }> {
+export async function startProxiedMoto(
+  endpoint: string,
+  proxyOpts: Omit<FaultProxyOptions, 'target'> = {},
+): Promise<ProxiedStore & { moto: MotoHandle }> {
   const moto = await connectMoto(endpoint);
   const proxy = await startFaultProxy({ target: moto.endpoint, ...proxyOpts });
   const made: S3Storage[] = [];
@@ -77,7 +94,14 @@ export async function startProxiedMoto(endpoint: string, proxyOpts: Omit<FaultPr
     proxy,
     bucket: moto.bucket,
     storage(extra = {}, prefix = `f-${randomUUID()}/`) {
-      const storage = new S3Storage({ bucket: moto.bucket, prefix, ...moto.clientOptions, ...FAST_RETRIES, ...extra, endpoint: extra.endpoint ?? proxy.endpoint });
+      const storage = new S3Storage({
+        bucket: moto.bucket,
+        prefix,
+        ...moto.clientOptions,
+        ...FAST_RETRIES,
+        ...extra,
+        endpoint: extra.endpoint ?? proxy.endpoint,
+      });
       made.push(storage);
       return storage;
     },

@@ -18,7 +18,8 @@ beforeAll(async () => {
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
-const etagOf = async (storage: LocalStorage, key: string) => (await storage.listAll()).objects.find((o) => o.key === key)!.etag;
+const etagOf = async (storage: LocalStorage, key: string) =>
+  (await storage.listAll()).objects.find((o) => o.key === key)!.etag;
 
 describe('local ETags by content', () => {
   it('a small file keeps its ETag through a touch, a chmod and a copy of the same bytes; other bytes of the same size and time change it', async () => {
@@ -61,7 +62,9 @@ describe('local ETags by content', () => {
     const deferred = (await storage.listAll({ prefix: 'd-', deferContentEtags: true })).objects;
     expect(deferred.map((o) => o.key)).toEqual(plain.map((o) => o.key));
     expect(deferred.every((o) => /^[0-9a-f]{32}$/.test(o.etag))).toBe(true);
-    expect(deferred).toEqual(await new LocalStorage(dir).listAll({ prefix: 'd-' }).then((r) => r.objects));
+    expect(deferred).toEqual(
+      await new LocalStorage(dir).listAll({ prefix: 'd-' }).then((r) => r.objects),
+    );
     await rm(join(dir, 'd-gone.csv'));
     const identified = await storage.identify(deferred);
     const gone = deferred.find((o) => o.key === 'd-gone.csv')!;
@@ -71,7 +74,18 @@ describe('local ETags by content', () => {
   });
 
   it("a job's local source digests small files; a child storage keeps the option", async () => {
-    const config = validateConfig({ jobs: [{ name: 'j', source: { uri: dir, discover: { by: 'modified' } }, target: { uri: join(dir, 't'), mode: 'append' } }] }, 'test');
+    const config = validateConfig(
+      {
+        jobs: [
+          {
+            name: 'j',
+            source: { uri: dir, discover: { by: 'modified' } },
+            target: { uri: join(dir, 't'), mode: 'append' },
+          },
+        ],
+      },
+      'test',
+    );
     const source = openSource(config.jobs[0]!, config.storage) as LocalStorage;
     await writeFile(join(dir, 'c.csv'), 'id\n1\n');
     expect(await etagOf(source, 'c.csv')).toMatch(/^sha256:/);

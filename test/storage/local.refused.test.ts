@@ -52,28 +52,38 @@ describe('LocalStorage: refused operations name the reason, the errno and the pa
     try {
       const write = await failure<StorageError>(s.write('a/b.csv', 'x'));
       expect(write).toBeInstanceOf(StorageError);
-      expect(write.message).toBe(`[storage] write failed for "a/b.csv" in ${s.uri}: operation not permitted (EPERM) at ${root}/a`);
-      expect(write).toMatchObject({ kind: 'terminal', context: { key: 'a/b.csv', uri: s.uri, code: 'EPERM', path: `${root}/a` } });
+      expect(write.message).toBe(
+        `[storage] write failed for "a/b.csv" in ${s.uri}: operation not permitted (EPERM) at ${root}/a`,
+      );
+      expect(write).toMatchObject({
+        kind: 'terminal',
+        context: { key: 'a/b.csv', uri: s.uri, code: 'EPERM', path: `${root}/a` },
+      });
       expect((write.cause as NodeJS.ErrnoException).code).toBe('EPERM');
       const del = await failure<StorageError>(s.delete(['kept.csv']));
-      expect(del.message).toBe(`[storage] delete failed for "kept.csv" in ${s.uri}: operation not permitted (EPERM) at ${root}/kept.csv`);
+      expect(del.message).toBe(
+        `[storage] delete failed for "kept.csv" in ${s.uri}: operation not permitted (EPERM) at ${root}/kept.csv`,
+      );
     } finally {
       execFileSync('chattr', ['-i', root]);
     }
   });
 
-  it.skipIf(isRoot)('a folder of mode 0555 (EACCES; skipped as root, where modes do not stop writes)', async () => {
-    const root = await freshRoot();
-    await fsp.chmod(root, 0o555);
-    try {
-      const s = new LocalStorage(root);
-      const err = await failure<StorageError>(s.write('x.csv', 'x'));
-      expect(err).toMatchObject({ kind: 'terminal', context: { code: 'EACCES' } });
-      expect(err.message).toMatch(/: permission denied \(EACCES\) at /);
-    } finally {
-      await fsp.chmod(root, 0o755);
-    }
-  });
+  it.skipIf(isRoot)(
+    'a folder of mode 0555 (EACCES; skipped as root, where modes do not stop writes)',
+    async () => {
+      const root = await freshRoot();
+      await fsp.chmod(root, 0o555);
+      try {
+        const s = new LocalStorage(root);
+        const err = await failure<StorageError>(s.write('x.csv', 'x'));
+        expect(err).toMatchObject({ kind: 'terminal', context: { code: 'EACCES' } });
+        expect(err.message).toMatch(/: permission denied \(EACCES\) at /);
+      } finally {
+        await fsp.chmod(root, 0o755);
+      }
+    },
+  );
 
   it('a missing folder stays "missing", not refused', async () => {
     const s = new LocalStorage(path.join(await freshRoot(), 'nothing'));

@@ -50,7 +50,9 @@ describe('probeConditionalWrite', () => {
 
 describe('assertSafeCommits', () => {
   it('passes on a local folder', async () => {
-    await expect(assertSafeCommits(LocalStorage.at(path.join(tmp, 'safe')), { singleWriter: false })).resolves.toBeUndefined();
+    await expect(
+      assertSafeCommits(LocalStorage.at(path.join(tmp, 'safe')), { singleWriter: false }),
+    ).resolves.toBeUndefined();
   });
 
   it('refuses s3rver with ConditionalWriteUnsupportedError that says how to override', async () => {

@@ -11,7 +11,13 @@ import type { Readable } from 'node:stream';
 import { prng } from '../../scripts/lib/prng.js';
 import type { ByteRange, Storage } from '../../src/storage/storage.js';
 
-export const READ_KINDS = ['read', 'read (range)', 'readStream', 'readStream (range)', 'download'] as const;
+export const READ_KINDS = [
+  'read',
+  'read (range)',
+  'readStream',
+  'readStream (range)',
+  'download',
+] as const;
 export type ReadKind = (typeof READ_KINDS)[number];
 export const WHOLE_READS: readonly ReadKind[] = ['read', 'readStream', 'download'];
 export const RANGED_READS: readonly ReadKind[] = ['read (range)', 'readStream (range)'];
@@ -54,7 +60,10 @@ async function drain(stream: Readable): Promise<Buffer> {
 }
 
 /** Run `opts.reads` random reads and check each outcome against the objects' bytes. */
-export async function checkReads(target: InvariantTarget, opts: InvariantOptions): Promise<InvariantResult> {
+export async function checkReads(
+  target: InvariantTarget,
+  opts: InvariantOptions,
+): Promise<InvariantResult> {
   const random = prng(opts.seed);
   const int = (n: number) => Math.floor(random() * n);
   const objects = new Map<string, Buffer>();
@@ -75,7 +84,14 @@ export async function checkReads(target: InvariantTarget, opts: InvariantOptions
     const range: ByteRange = random() < 0.3 ? { start } : { start, end: start + int(size + 1) };
     return { key, kind, range };
   });
-  const result: InvariantResult = { seed: opts.seed, ok: {}, failed: {}, errors: {}, breaches: [], ms: 0 };
+  const result: InvariantResult = {
+    seed: opts.seed,
+    ok: {},
+    failed: {},
+    errors: {},
+    breaches: [],
+    ms: 0,
+  };
   const started = Date.now();
   let next = 0;
   const worker = async (w: number) => {
@@ -84,9 +100,13 @@ export async function checkReads(target: InvariantTarget, opts: InvariantOptions
     for (let i = next++; i < plan.length; i = next++) {
       const { key, kind, range } = plan[i]!;
       const body = objects.get(key)!;
-      const expected = kind.endsWith('(range)') ? body.subarray(range.start, range.end === undefined ? undefined : range.end + 1) : body;
+      const expected = kind.endsWith('(range)')
+        ? body.subarray(range.start, range.end === undefined ? undefined : range.end + 1)
+        : body;
       const storage = target.storage(kind);
-      const what = kind.endsWith('(range)') ? `${kind} ${JSON.stringify(range)} of ${key}` : `${kind} of ${key}`;
+      const what = kind.endsWith('(range)')
+        ? `${kind} ${JSON.stringify(range)} of ${key}`
+        : `${kind} of ${key}`;
       const dest = path.join(folder, `${i}.bin`);
       let got: Buffer;
       try {
@@ -98,16 +118,22 @@ export async function checkReads(target: InvariantTarget, opts: InvariantOptions
         }
         result.failed[kind] = (result.failed[kind] ?? 0) + 1;
         // The message's shape (quoted names and numbers masked), to count alike failures together.
-        const words = (err instanceof Error ? err.message : String(err)).replace(/"[^"]*"/g, '…').replace(/\d+/g, 'N').slice(0, 90);
+        const words = (err instanceof Error ? err.message : String(err))
+          .replace(/"[^"]*"/g, '…')
+          .replace(/\d+/g, 'N')
+          .slice(0, 90);
         result.errors[words] = (result.errors[words] ?? 0) + 1;
         if (kind === 'download') {
           const left = await fsp.readdir(folder);
-          if (left.length > 0) result.breaches.push(`read ${i} (${what}) failed and left files: ${left.join(', ')}`);
+          if (left.length > 0)
+            result.breaches.push(`read ${i} (${what}) failed and left files: ${left.join(', ')}`);
         }
         continue;
       }
       if (got.length !== expected.length) {
-        result.breaches.push(`read ${i} (${what}): ${got.length} bytes where ${expected.length} were due`);
+        result.breaches.push(
+          `read ${i} (${what}): ${got.length} bytes where ${expected.length} were due`,
+        );
       } else if (!got.equals(expected)) {
         result.breaches.push(`read ${i} (${what}): ${got.length} bytes, not the object's`);
       } else {
@@ -124,7 +150,13 @@ export async function checkReads(target: InvariantTarget, opts: InvariantOptions
 /** A read that returned, but not as the contract says (thrown so the bytes are not checked). */
 class Breach extends Error {}
 
-async function readOnce(storage: Storage, kind: ReadKind, key: string, range: ByteRange, dest: string): Promise<Buffer> {
+async function readOnce(
+  storage: Storage,
+  kind: ReadKind,
+  key: string,
+  range: ByteRange,
+  dest: string,
+): Promise<Buffer> {
   switch (kind) {
     case 'read':
       return Buffer.from((await storage.read(key))!);
@@ -137,7 +169,8 @@ async function readOnce(storage: Storage, kind: ReadKind, key: string, range: By
     case 'download': {
       const info = await storage.download(key, dest);
       const got = await fsp.readFile(dest);
-      if (info.size !== got.length) throw new Breach(`download reported ${info.size} bytes for a file of ${got.length}`);
+      if (info.size !== got.length)
+        throw new Breach(`download reported ${info.size} bytes for a file of ${got.length}`);
       const left = await fsp.readdir(path.dirname(dest));
       if (left.length !== 1) throw new Breach(`download left ${left.join(', ')} beside its file`);
       return got;

@@ -84,8 +84,16 @@ const WHOLE: Record<string, Whole> = {
 
 /** Proxies and what they check a read against. */
 const STORES = {
-  'CRC64NVME (the proxy answers S3 checksums)': { proxy: () => env.proxy, endpoint: () => env.proxy.endpoint, kind: 'CRC64NVME' },
-  'ETag MD5 (s3rver as it is)': { proxy: () => plain, endpoint: () => plain.endpoint, kind: 'ETag MD5' },
+  'CRC64NVME (the proxy answers S3 checksums)': {
+    proxy: () => env.proxy,
+    endpoint: () => env.proxy.endpoint,
+    kind: 'CRC64NVME',
+  },
+  'ETag MD5 (s3rver as it is)': {
+    proxy: () => plain,
+    endpoint: () => plain.endpoint,
+    kind: 'ETag MD5',
+  },
 } as const;
 
 describe('whole-object reads are checked (fault injection: proxy in front of s3rver)', () => {
@@ -94,7 +102,9 @@ describe('whole-object reads are checked (fault injection: proxy in front of s3r
       it(`fault injection: ${name} of a body with a flipped byte fails its ${storeName} check and reads again`, async () => {
         const storage = env.storage({ endpoint: store.endpoint() });
         await env.direct(storage.prefix).write('o.bin', OBJECT);
-        const rule = store.proxy().faultNext('corruptBody', { method: 'GET', path: `${storage.prefix}o.bin` });
+        const rule = store
+          .proxy()
+          .faultNext('corruptBody', { method: 'GET', path: `${storage.prefix}o.bin` });
         const got = await run(storage, 'o.bin');
         expect(rule.hits).toBe(1);
         expect(got.length).toBe(OBJECT.length);
@@ -106,7 +116,9 @@ describe('whole-object reads are checked (fault injection: proxy in front of s3r
       it(`fault injection: ${name} of a first answer three quarters long (a short object, its length theirs) fails its ${storeName} check and reads again`, async () => {
         const storage = env.storage({ endpoint: store.endpoint() });
         await env.direct(storage.prefix).write('o.bin', OBJECT);
-        const rule = store.proxy().faultNext('shortObject', { method: 'GET', path: `${storage.prefix}o.bin` });
+        const rule = store
+          .proxy()
+          .faultNext('shortObject', { method: 'GET', path: `${storage.prefix}o.bin` });
         const got = await run(storage, 'o.bin');
         expect(rule.hits).toBe(1);
         expect(got.length).toBe(OBJECT.length);
@@ -135,16 +147,25 @@ describe('whole-object reads are checked (fault injection: proxy in front of s3r
       expect(err).toBeInstanceOf(StorageError);
       expect((err as StorageError).kind).toBe('transient');
       expect((err as StorageError).message).toMatch(
-        new RegExp(`^\\[storage\\] S3 object "o\\.bin" in s3://.+: the 65536 bytes read do not match its ${store.kind} checksum \\S+ \\(they hash to \\S+\\)`),
+        new RegExp(
+          `^\\[storage\\] S3 object "o\\.bin" in s3://.+: the 65536 bytes read do not match its ${store.kind} checksum \\S+ \\(they hash to \\S+\\)`,
+        ),
       );
-      expect((err as StorageError).context).toMatchObject({ checksum: store.kind, startOver: true });
+      expect((err as StorageError).context).toMatchObject({
+        checksum: store.kind,
+        startOver: true,
+      });
     });
   }
 
   it('a ranged read has nothing to be checked against and is not counted', async () => {
     const storage = env.storage({ endpoint: plain.endpoint });
     await env.direct(storage.prefix).write('o.bin', OBJECT);
-    expect(Buffer.from((await storage.read('o.bin', { start: 10, end: 99 }))!).equals(OBJECT.subarray(10, 100))).toBe(true);
+    expect(
+      Buffer.from((await storage.read('o.bin', { start: 10, end: 99 }))!).equals(
+        OBJECT.subarray(10, 100),
+      ),
+    ).toBe(true);
     expect(storage.checksumCounts().reads).toEqual({});
     expect(Buffer.from((await storage.read('o.bin', { start: 0 }))!).equals(OBJECT)).toBe(true);
     expect(storage.checksumCounts().reads).toEqual({ 'ETag MD5': 1 });
@@ -162,7 +183,10 @@ describe('ETags that are not MD5s (mock S3)', () => {
   const notMd5 = `"${createHash('md5').update('something else').digest('hex')}"`;
 
   it('mock S3: an SSE-KMS object (its ETag not its MD5) reads without an ETag check', async () => {
-    mock.put('kms.bin', OBJECT, { etag: notMd5, headers: { 'x-amz-server-side-encryption': 'aws:kms' } });
+    mock.put('kms.bin', OBJECT, {
+      etag: notMd5,
+      headers: { 'x-amz-server-side-encryption': 'aws:kms' },
+    });
     const s = onMock();
     expect(Buffer.from((await s.read('kms.bin'))!).equals(OBJECT)).toBe(true);
     expect(s.checksumCounts().reads).toEqual({ none: 1 });
@@ -174,11 +198,18 @@ describe('ETags that are not MD5s (mock S3)', () => {
       headers: { 'x-amz-checksum-crc32': 'AAAAAA==-3', 'x-amz-checksum-type': 'COMPOSITE' },
     });
     const before = { ...mock.counts };
-    const err = await onMock().read('composite.bin').catch((e: unknown) => e);
+    const err = await onMock()
+      .read('composite.bin')
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PartNumberIgnoredError);
     const e = err as PartNumberIgnoredError;
     expect(e.kind).toBe('terminal');
-    expect(e.context).toMatchObject({ key: 'composite.bin', parts: 3, size: 65536, checksum: 'CRC32 composite' });
+    expect(e.context).toMatchObject({
+      key: 'composite.bin',
+      parts: 3,
+      size: 65536,
+      checksum: 'CRC32 composite',
+    });
     expect(e.message).toMatch(
       /^\[storage\] S3 object "composite\.bin" in s3:\/\/mock\/ has a CRC32 composite checksum of 3 parts, checked part by part: the store answered the HEAD of part [1-3] \(partNumber=[1-3]\) with the whole object's 65536 bytes and no x-amz-mp-parts-count, so it ignores partNumber/,
     );
@@ -189,9 +220,13 @@ describe('ETags that are not MD5s (mock S3)', () => {
 
   it('mock S3: a store whose 32-hex ETags are not MD5s fails every read after maxAttempts, naming storage.etagChecksum; with etagChecksum false it reads', async () => {
     mock.put('odd.bin', OBJECT, { etag: notMd5 });
-    const err = await onMock().read('odd.bin').catch((e: unknown) => e);
+    const err = await onMock()
+      .read('odd.bin')
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StorageError);
-    expect((err as StorageError).message).toMatch(/do not match its ETag MD5 checksum .*set storage\.etagChecksum: false/);
+    expect((err as StorageError).message).toMatch(
+      /do not match its ETag MD5 checksum .*set storage\.etagChecksum: false/,
+    );
     expect(mock.counts.get).toBeGreaterThanOrEqual(FAST_RETRIES.maxAttempts!);
     const off = onMock({ etagChecksum: false });
     expect(Buffer.from((await off.read('odd.bin'))!).equals(OBJECT)).toBe(true);
@@ -206,15 +241,33 @@ describe('uploads carry a checksum the store verifies (fault injection: proxy in
     await fsp.writeFile(path.join(tmp, 'big-up.bin'), BIG);
   });
 
-  const UPLOADS: Record<string, { key: string; body: () => Buffer; match: (prefix: string) => RegExp; run: (s: S3Storage) => Promise<unknown> }> = {
-    write: { key: 'w.bin', body: () => OBJECT, match: (p) => new RegExp(`/${p}w\\.bin\\?`), run: (s) => s.write('w.bin', OBJECT) },
+  const UPLOADS: Record<
+    string,
+    {
+      key: string;
+      body: () => Buffer;
+      match: (prefix: string) => RegExp;
+      run: (s: S3Storage) => Promise<unknown>;
+    }
+  > = {
+    write: {
+      key: 'w.bin',
+      body: () => OBJECT,
+      match: (p) => new RegExp(`/${p}w\\.bin\\?`),
+      run: (s) => s.write('w.bin', OBJECT),
+    },
     writeIfAbsent: {
       key: 'c.json',
       body: () => OBJECT,
       match: (p) => new RegExp(`/${p}c\\.json\\?`),
       run: async (s) => expect(await s.writeIfAbsent('c.json', OBJECT)).toBe(true),
     },
-    'upload (one PUT)': { key: 'u.bin', body: () => OBJECT, match: (p) => new RegExp(`/${p}u\\.bin\\?`), run: (s) => s.upload('u.bin', path.join(tmp, 'small.bin')) },
+    'upload (one PUT)': {
+      key: 'u.bin',
+      body: () => OBJECT,
+      match: (p) => new RegExp(`/${p}u\\.bin\\?`),
+      run: (s) => s.upload('u.bin', path.join(tmp, 'small.bin')),
+    },
     'upload (multipart, part 2)': {
       key: 'm.bin',
       body: () => BIG,
@@ -226,8 +279,14 @@ describe('uploads carry a checksum the store verifies (fault injection: proxy in
   for (const checksum of ['CRC64NVME', 'MD5'] as const) {
     for (const [name, up] of Object.entries(UPLOADS)) {
       it(`fault injection: ${name} (${checksum}) whose body is damaged on the way is refused by the store (BadDigest) and sent again`, async () => {
-        const storage = env.storage({ uploadChecksum: checksum, ...(name.includes('multipart') ? { idleTimeoutMs: 2_000 } : {}) });
-        const rule = env.proxy.faultNext('corruptBody', { method: 'PUT', path: up.match(storage.prefix) });
+        const storage = env.storage({
+          uploadChecksum: checksum,
+          ...(name.includes('multipart') ? { idleTimeoutMs: 2_000 } : {}),
+        });
+        const rule = env.proxy.faultNext('corruptBody', {
+          method: 'PUT',
+          path: up.match(storage.prefix),
+        });
         await up.run(storage);
         expect(rule.hits).toBe(1);
         const stored = Buffer.from((await env.direct(storage.prefix).read(up.key))!);
@@ -236,7 +295,12 @@ describe('uploads carry a checksum the store verifies (fault injection: proxy in
         expect(env.proxy.log.some((r) => r.fault === 'corruptBody' && r.status === 400)).toBe(true);
         // The answer checked: the store's checksum (its CompleteMultipartUpload's too), or the
         // ETag as the MD5 of a single-part object; s3rver's multipart ETags are not `…-N`.
-        const checked = checksum === 'CRC64NVME' ? checksum : name.includes('multipart') ? 'not available' : 'ETag MD5';
+        const checked =
+          checksum === 'CRC64NVME'
+            ? checksum
+            : name.includes('multipart')
+              ? 'not available'
+              : 'ETag MD5';
         expect(storage.checksumCounts().uploads).toEqual({ [checked]: 1 });
       });
     }
@@ -244,7 +308,10 @@ describe('uploads carry a checksum the store verifies (fault injection: proxy in
 
   it('fault injection: with uploadChecksum off the store cannot tell, and keeps the damaged body (what the checksum prevents)', async () => {
     const storage = env.storage({ uploadChecksum: 'off' });
-    env.proxy.faultNext('corruptBody', { method: 'PUT', path: new RegExp(`/${storage.prefix}off\\.bin\\?`) });
+    env.proxy.faultNext('corruptBody', {
+      method: 'PUT',
+      path: new RegExp(`/${storage.prefix}off\\.bin\\?`),
+    });
     await storage.write('off.bin', OBJECT);
     const stored = Buffer.from((await env.direct(storage.prefix).read('off.bin'))!);
     expect(stored.length).toBe(OBJECT.length);
@@ -262,9 +329,27 @@ describe('what the store says it stored is compared with what was sent (fault in
   });
 
   const CASES = {
-    write: { key: 'w.bin', body: () => OBJECT, part: '', run: (s: S3Storage) => s.write('w.bin', OBJECT), removed: 'deleted' },
-    writeIfAbsent: { key: 'c.json', body: () => OBJECT, part: '', run: (s: S3Storage) => s.writeIfAbsent('c.json', OBJECT), removed: 'kept' },
-    'upload (one PUT)': { key: 'u.bin', body: () => OBJECT, part: '', run: (s: S3Storage) => s.upload('u.bin', path.join(tmp, 'small-v.bin')), removed: 'deleted' },
+    write: {
+      key: 'w.bin',
+      body: () => OBJECT,
+      part: '',
+      run: (s: S3Storage) => s.write('w.bin', OBJECT),
+      removed: 'deleted',
+    },
+    writeIfAbsent: {
+      key: 'c.json',
+      body: () => OBJECT,
+      part: '',
+      run: (s: S3Storage) => s.writeIfAbsent('c.json', OBJECT),
+      removed: 'kept',
+    },
+    'upload (one PUT)': {
+      key: 'u.bin',
+      body: () => OBJECT,
+      part: '',
+      run: (s: S3Storage) => s.upload('u.bin', path.join(tmp, 'small-v.bin')),
+      removed: 'deleted',
+    },
     'upload (multipart, part 2 of 3)': {
       key: 'm.bin',
       body: () => BIG,
@@ -276,11 +361,16 @@ describe('what the store says it stored is compared with what was sent (fault in
 
   for (const checksum of ['CRC64NVME', 'CRC32C'] as const) {
     // One algorithm each for the multipart cases, which hash 10 MiB several times.
-    const cases = Object.entries(CASES).filter(([name]) => checksum === 'CRC64NVME' || !name.includes('multipart'));
+    const cases = Object.entries(CASES).filter(
+      ([name]) => checksum === 'CRC64NVME' || !name.includes('multipart'),
+    );
     for (const [name, c] of cases) {
       it(`fault injection: ${name} (${checksum}) whose bytes the store damages after checking them fails naming the key and both checksums; the object is ${c.removed}`, async () => {
         const storage = env.storage({ uploadChecksum: checksum, idleTimeoutMs: 2_000 });
-        const rule = env.proxy.faultNext('corruptStored', { method: 'PUT', path: new RegExp(`/${storage.prefix}${c.key.replace('.', '\\.')}\\?${c.part}`) });
+        const rule = env.proxy.faultNext('corruptStored', {
+          method: 'PUT',
+          path: new RegExp(`/${storage.prefix}${c.key.replace('.', '\\.')}\\?${c.part}`),
+        });
         const err = await c.run(storage).then(
           () => undefined,
           (e: unknown) => e,
@@ -293,7 +383,9 @@ describe('what the store says it stored is compared with what was sent (fault in
         const { sent, stored } = e.context as { sent: string; stored: string };
         expect(sent).not.toBe(stored);
         expect(e.message).toContain(`"${c.key}"`);
-        expect(e.message).toContain(`the store answered the ${checksum} checksum ${stored} for what it stored, where the bytes sent have ${sent}`);
+        expect(e.message).toContain(
+          `the store answered the ${checksum} checksum ${stored} for what it stored, where the bytes sent have ${sent}`,
+        );
         // What was sent hashes to `sent`: the local whole-object checksum is the bytes' own.
         const hash = new (checksum === 'CRC64NVME' ? Crc64Nvme : Crc32c)();
         hash.update(c.body());
@@ -304,7 +396,6 @@ describe('what the store says it stored is compared with what was sent (fault in
         expect(storage.checksumCounts().uploads).toEqual({});
       });
     }
-
   }
 
   for (const checksum of ['CRC32C'] as const) {
@@ -321,10 +412,18 @@ describe('what the store says it stored is compared with what was sent (fault in
 
   it('fault injection: a single-part upload (MD5) whose bytes the store damages fails its ETag check (the ETag is the MD5 of what it stored)', async () => {
     const storage = env.storage({ uploadChecksum: 'MD5' });
-    env.proxy.faultNext('corruptStored', { method: 'PUT', path: new RegExp(`/${storage.prefix}u\\.bin\\?`) });
-    const err = await storage.upload('u.bin', path.join(tmp, 'small-v.bin')).catch((e: unknown) => e);
+    env.proxy.faultNext('corruptStored', {
+      method: 'PUT',
+      path: new RegExp(`/${storage.prefix}u\\.bin\\?`),
+    });
+    const err = await storage
+      .upload('u.bin', path.join(tmp, 'small-v.bin'))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UploadChecksumError);
-    expect((err as UploadChecksumError).context).toMatchObject({ checksum: 'ETag MD5', sent: createHash('md5').update(OBJECT).digest('hex') });
+    expect((err as UploadChecksumError).context).toMatchObject({
+      checksum: 'ETag MD5',
+      sent: createHash('md5').update(OBJECT).digest('hex'),
+    });
     expect((err as UploadChecksumError).message).toMatch(/set storage\.etagChecksum: false/);
   });
 
@@ -339,7 +438,10 @@ describe('what the store says it stored is compared with what was sent (fault in
 
   it('fault injection: s3rver as it is cannot show a multipart upload damaged after its parts were checked: counted "not available" (what the store cannot verify)', async () => {
     const storage = env.storage({ endpoint: plain.endpoint });
-    plain.faultNext('corruptStored', { method: 'PUT', path: new RegExp(`/${storage.prefix}m\\.bin\\?partNumber=2`) });
+    plain.faultNext('corruptStored', {
+      method: 'PUT',
+      path: new RegExp(`/${storage.prefix}m\\.bin\\?partNumber=2`),
+    });
     await storage.upload('m.bin', path.join(tmp, 'big-v.bin'));
     expect(storage.checksumCounts().uploads).toEqual({ 'not available': 1 });
     expect(Buffer.from((await env.direct(storage.prefix).read('m.bin'))!).equals(BIG)).toBe(false);
@@ -360,8 +462,19 @@ if (MOTO_ENDPOINT) {
     });
 
     /** A multipart upload as another writer makes it (boto3, the AWS CLI, lib-storage): 5 MiB parts, the SDK's checksum of each. */
-    async function uploadAsAnotherWriter(prefix: string, key: string, checksum: 'CRC32' | 'CRC32C' | 'SHA256' | 'SHA1', type?: 'FULL_OBJECT'): Promise<void> {
-      const params = { Bucket: moto.bucket, Key: `${prefix}${key}`, Body: BIG, ChecksumAlgorithm: checksum, ...(type ? { ChecksumType: type } : {}) };
+    async function uploadAsAnotherWriter(
+      prefix: string,
+      key: string,
+      checksum: 'CRC32' | 'CRC32C' | 'SHA256' | 'SHA1',
+      type?: 'FULL_OBJECT',
+    ): Promise<void> {
+      const params = {
+        Bucket: moto.bucket,
+        Key: `${prefix}${key}`,
+        Body: BIG,
+        ChecksumAlgorithm: checksum,
+        ...(type ? { ChecksumType: type } : {}),
+      };
       await new Upload({ client: moto.moto.client, params, partSize: 5 * 1024 * 1024 }).done();
     }
 
@@ -382,7 +495,10 @@ if (MOTO_ENDPOINT) {
     it('fault injection: a read of a composite-checksum object with a flipped byte fails its check and reads again (proxy in front of moto)', async () => {
       const storage = moto.storage({}, `mc-${randomUUID()}/`);
       await uploadAsAnotherWriter(storage.prefix, 'c.bin', 'CRC32');
-      const rule = moto.proxy.faultNext('corruptBody', { method: 'GET', path: `/${moto.bucket}/${storage.prefix}c.bin` });
+      const rule = moto.proxy.faultNext('corruptBody', {
+        method: 'GET',
+        path: `/${moto.bucket}/${storage.prefix}c.bin`,
+      });
       expect(Buffer.from((await storage.read('c.bin'))!).equals(BIG)).toBe(true);
       expect(rule.hits).toBe(1);
       expect(storage.requestCounts().get).toBe(2);
@@ -392,13 +508,18 @@ if (MOTO_ENDPOINT) {
     it('fault injection: a readStream of a composite-checksum object with a flipped byte fails at its end naming the composite check', async () => {
       const storage = moto.storage({}, `mc-${randomUUID()}/`);
       await uploadAsAnotherWriter(storage.prefix, 'c.bin', 'SHA256');
-      moto.proxy.faultNext('corruptBody', { method: 'GET', path: `/${moto.bucket}/${storage.prefix}c.bin` });
+      moto.proxy.faultNext('corruptBody', {
+        method: 'GET',
+        path: `/${moto.bucket}/${storage.prefix}c.bin`,
+      });
       const err = await drain(await storage.readStream('c.bin')).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(StorageError);
-      expect((err as StorageError).message).toMatch(/the 11534343 bytes read do not match its SHA256 composite checksum \S+-3 \(they hash to \S+-3\)/);
+      expect((err as StorageError).message).toMatch(
+        /the 11534343 bytes read do not match its SHA256 composite checksum \S+-3 \(they hash to \S+-3\)/,
+      );
     });
 
-    describe('tidemark\'s own multipart uploads on moto: the store\'s full-object checksum (HEAD, x-amz-checksum-mode) against the parts\' CRCs combined', () => {
+    describe("tidemark's own multipart uploads on moto: the store's full-object checksum (HEAD, x-amz-checksum-mode) against the parts' CRCs combined", () => {
       beforeAll(async () => {
         await fsp.writeFile(path.join(tmp, 'moto-big.bin'), BIG);
         await fsp.writeFile(path.join(tmp, 'moto-small.bin'), OBJECT);
@@ -432,12 +553,24 @@ if (MOTO_ENDPOINT) {
       });
 
       it('fault injection: a part moto stores with a flipped byte under its original checksum (proxy in front of moto) fails the upload naming both full-object checksums; the object is deleted', async () => {
-        const storage = moto.storage({ uploadChecksum: 'CRC64NVME', idleTimeoutMs: 2_000 }, `mu-${randomUUID()}/`);
-        const rule = moto.proxy.faultNext('corruptStored', { method: 'PUT', path: new RegExp(`/${storage.prefix}u\\.bin\\?partNumber=2`) });
-        const err = await storage.upload('u.bin', path.join(tmp, 'moto-big.bin')).catch((e: unknown) => e);
+        const storage = moto.storage(
+          { uploadChecksum: 'CRC64NVME', idleTimeoutMs: 2_000 },
+          `mu-${randomUUID()}/`,
+        );
+        const rule = moto.proxy.faultNext('corruptStored', {
+          method: 'PUT',
+          path: new RegExp(`/${storage.prefix}u\\.bin\\?partNumber=2`),
+        });
+        const err = await storage
+          .upload('u.bin', path.join(tmp, 'moto-big.bin'))
+          .catch((e: unknown) => e);
         expect(rule.hits).toBe(1);
         expect(err).toBeInstanceOf(UploadChecksumError);
-        expect((err as UploadChecksumError).context).toMatchObject({ key: 'u.bin', checksum: 'CRC64NVME', removed: 'deleted' });
+        expect((err as UploadChecksumError).context).toMatchObject({
+          key: 'u.bin',
+          checksum: 'CRC64NVME',
+          removed: 'deleted',
+        });
         expect(await moto.direct(storage.prefix).head('u.bin')).toBeNull();
       });
     });

@@ -27,10 +27,12 @@ function slowFirstFile(folder: string, ms: number): void {
       cb(err, fd);
     });
   }) as typeof fs.open;
-  const delayed = (write: (...a: unknown[]) => void) => (fd: number, ...rest: unknown[]) => {
-    if (fd !== slowFd) return write(fd, ...rest);
-    setTimeout(() => write(fd, ...rest), ms);
-  };
+  const delayed =
+    (write: (...a: unknown[]) => void) =>
+    (fd: number, ...rest: unknown[]) => {
+      if (fd !== slowFd) return write(fd, ...rest);
+      setTimeout(() => write(fd, ...rest), ms);
+    };
   fs.write = delayed(original.write as (...a: unknown[]) => void) as typeof fs.write;
   fs.writev = delayed(original.writev as (...a: unknown[]) => void) as typeof fs.writev;
 }
@@ -46,16 +48,49 @@ function lossyFirstWrite(folder: string): void {
       cb(err, fd);
     });
   }) as typeof fs.open;
-  fs.write = ((fd: number, buffer: Buffer, offset: number, length: number, position: number | null, cb: (err: unknown, n: number, b: Buffer) => void) => {
-    if (fd !== lossyFd || lost) return (original.write as (...a: unknown[]) => void)(fd, buffer, offset, length, position, cb);
+  fs.write = ((
+    fd: number,
+    buffer: Buffer,
+    offset: number,
+    length: number,
+    position: number | null,
+    cb: (err: unknown, n: number, b: Buffer) => void,
+  ) => {
+    if (fd !== lossyFd || lost)
+      return (original.write as (...a: unknown[]) => void)(
+        fd,
+        buffer,
+        offset,
+        length,
+        position,
+        cb,
+      );
     lost = true;
-    (original.write as (...a: unknown[]) => void)(fd, buffer, offset, Math.floor(length / 2), position, (err: unknown) => cb(err, length, buffer));
+    (original.write as (...a: unknown[]) => void)(
+      fd,
+      buffer,
+      offset,
+      Math.floor(length / 2),
+      position,
+      (err: unknown) => cb(err, length, buffer),
+    );
   }) as typeof fs.write;
-  fs.writev = ((fd: number, buffers: Buffer[], position: number | null, cb: (err: unknown, n: number, b: Buffer[]) => void) => {
-    if (fd !== lossyFd || lost) return (original.writev as (...a: unknown[]) => void)(fd, buffers, position, cb);
+  fs.writev = ((
+    fd: number,
+    buffers: Buffer[],
+    position: number | null,
+    cb: (err: unknown, n: number, b: Buffer[]) => void,
+  ) => {
+    if (fd !== lossyFd || lost)
+      return (original.writev as (...a: unknown[]) => void)(fd, buffers, position, cb);
     lost = true;
     const total = buffers.reduce((n, b) => n + b.length, 0);
-    (original.writev as (...a: unknown[]) => void)(fd, buffers.slice(0, 1), position, (err: unknown) => cb(err, total, buffers));
+    (original.writev as (...a: unknown[]) => void)(
+      fd,
+      buffers.slice(0, 1),
+      position,
+      (err: unknown) => cb(err, total, buffers),
+    );
   }) as typeof fs.writev;
 }
 
@@ -75,12 +110,16 @@ const OLD = randomBytes(150_000);
 const NEW = randomBytes(40_000);
 
 describe('download attempts (fault injection: proxy in front of s3rver)', () => {
-  it('fault injection: an object replaced mid-download while the first attempt\'s writes are slow (mock: delayed fs.write) is downloaded as exactly the new version', async () => {
+  it("fault injection: an object replaced mid-download while the first attempt's writes are slow (mock: delayed fs.write) is downloaded as exactly the new version", async () => {
     for (let i = 0; i < 3; i++) {
       const storage = env.storage();
       const direct = env.direct(storage.prefix);
       await direct.write('d.bin', OLD);
-      env.proxy.faultNext('cutBody', { method: 'GET', path: `${storage.prefix}d.bin`, before: () => direct.write('d.bin', NEW) });
+      env.proxy.faultNext('cutBody', {
+        method: 'GET',
+        path: `${storage.prefix}d.bin`,
+        before: () => direct.write('d.bin', NEW),
+      });
       const folder = path.join(tmp, `run-${i}`);
       await fsp.mkdir(folder);
       slowFirstFile(folder, 150);
@@ -93,7 +132,7 @@ describe('download attempts (fault injection: proxy in front of s3rver)', () => 
       expect(info.size).toBe(NEW.length);
       // The first attempt's file is gone once its writes have landed.
       await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(await fsp.readdir(folder), `run ${i}`).toEqual(["d.bin"]);
+      expect(await fsp.readdir(folder), `run ${i}`).toEqual(['d.bin']);
       expect((await fsp.readFile(dest)).equals(NEW), `run ${i}`).toBe(true);
     }
   });

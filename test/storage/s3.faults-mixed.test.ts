@@ -39,7 +39,8 @@ async function drain(stream: Readable): Promise<Buffer> {
 function kindSeen(r: ProxiedRequest): keyof RequestCounts {
   if (r.method === 'HEAD') return 'head';
   if (r.method === 'GET') return r.path.includes('list-type=') ? 'list' : 'get';
-  if (r.method === 'DELETE' || (r.method === 'POST' && /[?&]delete(&|=|$)/.test(r.path))) return 'delete';
+  if (r.method === 'DELETE' || (r.method === 'POST' && /[?&]delete(&|=|$)/.test(r.path)))
+    return 'delete';
   return 'put';
 }
 
@@ -49,9 +50,13 @@ describe('S3Storage at 12 % faults (fault injection: proxy in front of s3rver, s
     const direct = env.direct(storage.prefix);
     const random = prng(SEED);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
-    const bytes = (n: number) => Buffer.from(Array.from({ length: n }, () => Math.floor(random() * 256)));
+    const bytes = (n: number) =>
+      Buffer.from(Array.from({ length: n }, () => Math.floor(random() * 256)));
     const model = new Map<string, Buffer>();
-    const keys = Array.from({ length: 24 }, (_, i) => `d${i % 3}/k${String(i).padStart(2, '0')}.bin`);
+    const keys = Array.from(
+      { length: 24 },
+      (_, i) => `d${i % 3}/k${String(i).padStart(2, '0')}.bin`,
+    );
     const existing = () => [...model.keys()];
     let fresh = 0;
     const done: Record<string, number> = {};
@@ -78,7 +83,9 @@ describe('S3Storage at 12 % faults (fault injection: proxy in front of s3rver, s
       async read() {
         const key = pick(keys);
         const got = await storage.read(key);
-        expect(got === null ? null : Buffer.from(got).equals(model.get(key)!), key).toBe(model.has(key) ? true : null);
+        expect(got === null ? null : Buffer.from(got).equals(model.get(key)!), key).toBe(
+          model.has(key) ? true : null,
+        );
       },
       async readRange() {
         if (model.size === 0) return;
@@ -86,12 +93,19 @@ describe('S3Storage at 12 % faults (fault injection: proxy in front of s3rver, s
         const body = model.get(key)!;
         const start = Math.floor(random() * (body.length + 1));
         const end = start + Math.floor(random() * 20_000);
-        expect(Buffer.from((await storage.read(key, { start, end }))!).equals(body.subarray(start, end + 1)), key).toBe(true);
+        expect(
+          Buffer.from((await storage.read(key, { start, end }))!).equals(
+            body.subarray(start, end + 1),
+          ),
+          key,
+        ).toBe(true);
       },
       async readStream() {
         if (model.size === 0) return;
         const key = pick(existing());
-        expect((await drain(await storage.readStream(key))).equals(model.get(key)!), key).toBe(true);
+        expect((await drain(await storage.readStream(key))).equals(model.get(key)!), key).toBe(
+          true,
+        );
       },
       async download() {
         if (model.size === 0) return;
@@ -108,8 +122,13 @@ describe('S3Storage at 12 % faults (fault injection: proxy in front of s3rver, s
       },
       async list() {
         const prefix = pick(['', 'd0/', 'd1/', 'c/']);
-        const listed = (await storage.listAll({ prefix, pageSize: 3 })).objects.map((o) => `${o.key}:${o.size}`);
-        const expected = [...model].filter(([k]) => k.startsWith(prefix)).map(([k, b]) => `${k}:${b.length}`).sort();
+        const listed = (await storage.listAll({ prefix, pageSize: 3 })).objects.map(
+          (o) => `${o.key}:${o.size}`,
+        );
+        const expected = [...model]
+          .filter(([k]) => k.startsWith(prefix))
+          .map(([k, b]) => `${k}:${b.length}`)
+          .sort();
         expect(listed, prefix).toEqual(expected);
       },
       async upload() {
@@ -136,9 +155,16 @@ describe('S3Storage at 12 % faults (fault injection: proxy in front of s3rver, s
 
     // Every operation kind ran, and the proxy injected every kind of fault.
     expect(Object.keys(done).sort()).toEqual([...names].sort());
-    expect(Object.keys(env.proxy.faults).sort()).toEqual(
-      ['cutBody', 'error500After', 'error500Before', 'resetAfter', 'silent', 'silentMidBody', 'slow', 'slowDown'],
-    );
+    expect(Object.keys(env.proxy.faults).sort()).toEqual([
+      'cutBody',
+      'error500After',
+      'error500Before',
+      'resetAfter',
+      'silent',
+      'silentMidBody',
+      'slow',
+      'slowDown',
+    ]);
     const total = Object.values(env.proxy.byMethod).reduce((a, b) => a + b, 0);
     const faulted = Object.values(env.proxy.faults).reduce((a, b) => a + b, 0);
     expect(faulted / total).toBeGreaterThan(0.08);
@@ -146,7 +172,8 @@ describe('S3Storage at 12 % faults (fault injection: proxy in front of s3rver, s
     // The store holds exactly the model.
     const stored = (await direct.listAll()).objects.map((o) => o.key);
     expect(stored).toEqual([...model.keys()].sort());
-    for (const [key, body] of model) expect(Buffer.from((await direct.read(key))!).equals(body), key).toBe(true);
+    for (const [key, body] of model)
+      expect(Buffer.from((await direct.read(key))!).equals(body), key).toBe(true);
 
     // The storage counted each request the proxy received, by kind. It counts what it sent; a
     // request sent on a connection whose previous (empty) answer the proxy held open

@@ -67,7 +67,8 @@ interface OpCase {
 
 const HEAVY = { idleTimeoutMs: scaled(1_000) };
 
-const objectPath = (c: Ctx, key: string) => new RegExp(`^/[^/]+/${c.prefix}${key.replace('.', '\\.')}(\\?|$)`);
+const objectPath = (c: Ctx, key: string) =>
+  new RegExp(`^/[^/]+/${c.prefix}${key.replace('.', '\\.')}(\\?|$)`);
 
 const OPS: Record<string, OpCase> = {
   head: {
@@ -75,14 +76,16 @@ const OPS: Record<string, OpCase> = {
     bodied: false,
     setup: (c) => c.direct.write('h.bin', OBJECT),
     match: (c) => ({ method: 'HEAD', path: objectPath(c, 'h.bin') }),
-    run: async (c) => expect(await c.storage.head('h.bin')).toMatchObject({ key: 'h.bin', size: OBJECT.length }),
+    run: async (c) =>
+      expect(await c.storage.head('h.bin')).toMatchObject({ key: 'h.bin', size: OBJECT.length }),
   },
   read: {
     counts: 'get',
     bodied: true,
     setup: (c) => c.direct.write('r.bin', OBJECT),
     match: (c) => ({ method: 'GET', path: objectPath(c, 'r.bin') }),
-    run: async (c) => expect(Buffer.from((await c.storage.read('r.bin'))!).equals(OBJECT)).toBe(true),
+    run: async (c) =>
+      expect(Buffer.from((await c.storage.read('r.bin'))!).equals(OBJECT)).toBe(true),
   },
   'read (range)': {
     counts: 'get',
@@ -122,10 +125,18 @@ const OPS: Record<string, OpCase> = {
   'list (second page)': {
     counts: 'list',
     bodied: true,
-    setup: (c) => Promise.all(['a', 'b', 'c', 'd', 'e'].map((k) => c.direct.write(`l/${k}`, k))).then(() => undefined),
-    match: (c) => ({ method: 'GET', path: new RegExp(`continuation-token=.*prefix=${encodeURIComponent(c.prefix)}l`) }),
+    setup: (c) =>
+      Promise.all(['a', 'b', 'c', 'd', 'e'].map((k) => c.direct.write(`l/${k}`, k))).then(
+        () => undefined,
+      ),
+    match: (c) => ({
+      method: 'GET',
+      path: new RegExp(`continuation-token=.*prefix=${encodeURIComponent(c.prefix)}l`),
+    }),
     run: async (c) => {
-      const keys = (await c.storage.listAll({ prefix: 'l/', pageSize: 2 })).objects.map((o) => o.key);
+      const keys = (await c.storage.listAll({ prefix: 'l/', pageSize: 2 })).objects.map(
+        (o) => o.key,
+      );
       expect(keys).toEqual(['l/a', 'l/b', 'l/c', 'l/d', 'l/e']);
     },
   },
@@ -180,7 +191,8 @@ const OPS: Record<string, OpCase> = {
   delete: {
     counts: 'delete',
     bodied: true,
-    setup: (c) => Promise.all(['x/1', 'x/2', 'y'].map((k) => c.direct.write(k, k))).then(() => undefined),
+    setup: (c) =>
+      Promise.all(['x/1', 'x/2', 'y'].map((k) => c.direct.write(k, k))).then(() => undefined),
     match: (c) => ({ method: 'POST', path: '?delete', body: `${c.prefix}x/1` }),
     run: async (c) => {
       await c.storage.delete(['x/1', 'x/2', 'missing']);
@@ -211,7 +223,9 @@ function matrix(ops: [string, OpCase][], store: () => ProxiedStore = () => env, 
           const storage = at.storage(op.heavy ? HEAVY : {});
           const c: Ctx = { storage, direct: at.direct(storage.prefix), prefix: storage.prefix };
           await op.setup?.(c);
-          const rules = [op.match(c), ...(op.also ? [op.also(c)] : [])].map((m) => at.proxy.faultNext(kind, m));
+          const rules = [op.match(c), ...(op.also ? [op.also(c)] : [])].map((m) =>
+            at.proxy.faultNext(kind, m),
+          );
           await op.run(c);
           for (const rule of rules) expect(rule.hits).toBe(1);
           const sent = storage.requestCounts()[op.counts];
@@ -223,9 +237,12 @@ function matrix(ops: [string, OpCase][], store: () => ProxiedStore = () => env, 
   }
 }
 
-describe.concurrent('S3Storage under single faults (fault injection: proxy in front of s3rver)', () => {
-  matrix(Object.entries(OPS).filter(([, op]) => !op.heavy));
-});
+describe.concurrent(
+  'S3Storage under single faults (fault injection: proxy in front of s3rver)',
+  () => {
+    matrix(Object.entries(OPS).filter(([, op]) => !op.heavy));
+  },
+);
 
 describe('S3Storage uploads under single faults, one at a time (fault injection: proxy in front of s3rver)', () => {
   matrix(Object.entries(OPS).filter(([, op]) => op.heavy));

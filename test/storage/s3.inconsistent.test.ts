@@ -47,7 +47,9 @@ async function drain(stream: Readable): Promise<Buffer> {
 }
 
 /** Answer the first GET(s) with `wrong(...)`, the rest honestly; returns the requests seen. */
-function script(...wrong: ((req: GetRequestSeen, size: number, honest: AnswerPlan) => AnswerPlan)[]): GetRequestSeen[] {
+function script(
+  ...wrong: ((req: GetRequestSeen, size: number, honest: AnswerPlan) => AnswerPlan)[]
+): GetRequestSeen[] {
   const seen: GetRequestSeen[] = [];
   mock.setPlanner((req, size, honest) => {
     seen.push(req);
@@ -73,19 +75,31 @@ const WHOLE_READS: Record<string, (key: string) => Promise<Buffer>> = {
 /** A short first answer (three quarters of the object, its length theirs), cut half-way. */
 const shortAndCut = (_req: GetRequestSeen, size: number): AnswerPlan => {
   const short = Math.floor((size * 3) / 4);
-  return { status: 200, from: 0, to: Math.floor(short / 2), contentLength: short, ending: 'destroy' };
+  return {
+    status: 200,
+    from: 0,
+    to: Math.floor(short / 2),
+    contentLength: short,
+    ending: 'destroy',
+  };
 };
 
 describe('mock S3: answers that disagree with the object are faults, never a short read', () => {
   it('mock S3: a first answer shorter than the object, cut and resumed: the resumed total says the object is longer, read and download start over', async () => {
     mock.put('short.bin', OBJECT);
-    for (const [name, run] of Object.entries({ read: WHOLE_READS.read!, download: WHOLE_READS.download! })) {
+    for (const [name, run] of Object.entries({
+      read: WHOLE_READS.read!,
+      download: WHOLE_READS.download!,
+    })) {
       const seen = script(shortAndCut);
       const got = await run('short.bin');
       expect(got.length, name).toBe(OBJECT.length);
       expect(got.equals(OBJECT), name).toBe(true);
       // The first answer, its resume (which told the real size), and a fresh read from byte 0.
-      expect(seen.map((r) => [r.start, r.ifMatch !== undefined]), name).toEqual([
+      expect(
+        seen.map((r) => [r.start, r.ifMatch !== undefined]),
+        name,
+      ).toEqual([
         [0, false],
         [24_576, true],
         [0, false],
@@ -163,7 +177,7 @@ describe('mock S3: answers that disagree with the object are faults, never a sho
     });
   }
 
-  it('mock S3: a body without a length that ends at the object\'s end is verified by one HEAD and read in one GET', async () => {
+  it("mock S3: a body without a length that ends at the object's end is verified by one HEAD and read in one GET", async () => {
     mock.put('chunked.bin', OBJECT);
     const heads = mock.counts.head;
     const seen = script((_req, size) => ({ status: 200, from: 0, to: size, ending: 'end' }));

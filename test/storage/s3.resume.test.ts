@@ -31,10 +31,15 @@ const NEW = randomBytes(120_000);
 
 /** The proxy log entries for one key's object path (not listings). */
 function requestsFor(storage: S3Storage, key: string) {
-  return env.proxy.log.filter((r) => r.path.startsWith(`/${storage.bucket}/${storage.prefix}${key}`));
+  return env.proxy.log.filter((r) =>
+    r.path.startsWith(`/${storage.bucket}/${storage.prefix}${key}`),
+  );
 }
 
-async function setup(key: string, body: Uint8Array): Promise<{ storage: S3Storage; direct: S3Storage; etag: string }> {
+async function setup(
+  key: string,
+  body: Uint8Array,
+): Promise<{ storage: S3Storage; direct: S3Storage; etag: string }> {
   const storage = env.storage();
   const direct = env.direct(storage.prefix);
   await direct.write(key, body);
@@ -53,8 +58,16 @@ describe('resumable GetObject (fault injection: proxy in front of s3rver)', () =
     env.proxy.faultNext('silentMidBody', { method: 'GET', path: `${storage.prefix}r.bin` });
     expect(Buffer.from((await storage.read('r.bin'))!).equals(OLD)).toBe(true);
     const [first, resumed, ...more] = requestsFor(storage, 'r.bin');
-    expect([first?.fault, first?.range, first?.ifMatch]).toEqual(['silentMidBody', undefined, undefined]);
-    expect([resumed?.fault, resumed?.range, resumed?.ifMatch]).toEqual([undefined, `bytes=50000-99999`, `"${etag}"`]);
+    expect([first?.fault, first?.range, first?.ifMatch]).toEqual([
+      'silentMidBody',
+      undefined,
+      undefined,
+    ]);
+    expect([resumed?.fault, resumed?.range, resumed?.ifMatch]).toEqual([
+      undefined,
+      `bytes=50000-99999`,
+      `"${etag}"`,
+    ]);
     // On a loaded machine the 300 ms idle timeout can also fire on an honest response; any
     // further attempt must still be a conditional resume, never a fresh unconditioned read.
     for (const extra of more) expect(extra.ifMatch).toBe(`"${etag}"`);
@@ -66,7 +79,10 @@ describe('resumable GetObject (fault injection: proxy in front of s3rver)', () =
     env.proxy.faultNext('silentMidBody', { method: 'GET', path: `${storage.prefix}r.bin` });
     const got = await storage.read('r.bin', { start: 1000, end: 50_000 });
     expect(Buffer.from(got!).equals(OLD.subarray(1000, 50_001))).toBe(true);
-    expect(requestsFor(storage, 'r.bin').map((g) => g.range)).toEqual(['bytes=1000-50000', 'bytes=25500-50000']);
+    expect(requestsFor(storage, 'r.bin').map((g) => g.range)).toEqual([
+      'bytes=1000-50000',
+      'bytes=25500-50000',
+    ]);
   });
 
   it('fault injection: a body cut short resumes from at most the bytes the proxy sent', async () => {
@@ -81,7 +97,11 @@ describe('resumable GetObject (fault injection: proxy in front of s3rver)', () =
 
   it('fault injection: read() of an object replaced mid-read starts over on the new version, never splicing', async () => {
     const { storage, direct, etag } = await setup('c.bin', OLD);
-    env.proxy.faultNext('silentMidBody', { method: 'GET', path: `${storage.prefix}c.bin`, before: () => direct.write('c.bin', NEW) });
+    env.proxy.faultNext('silentMidBody', {
+      method: 'GET',
+      path: `${storage.prefix}c.bin`,
+      before: () => direct.write('c.bin', NEW),
+    });
     expect(Buffer.from((await storage.read('c.bin'))!).equals(NEW)).toBe(true);
     const gets = requestsFor(storage, 'c.bin');
     expect(gets.map((g) => [g.range, g.ifMatch, g.status])).toEqual([
@@ -93,7 +113,11 @@ describe('resumable GetObject (fault injection: proxy in front of s3rver)', () =
 
   it('fault injection: download() of an object replaced mid-read starts over and returns the new version', async () => {
     const { storage, direct } = await setup('d.bin', OLD);
-    env.proxy.faultNext('cutBody', { method: 'GET', path: `${storage.prefix}d.bin`, before: () => direct.write('d.bin', NEW) });
+    env.proxy.faultNext('cutBody', {
+      method: 'GET',
+      path: `${storage.prefix}d.bin`,
+      before: () => direct.write('d.bin', NEW),
+    });
     const dest = path.join(tmp, 'changed', 'd.bin');
     const info = await storage.download('d.bin', dest);
     expect((await fsp.readFile(dest)).equals(NEW)).toBe(true);
@@ -103,7 +127,11 @@ describe('resumable GetObject (fault injection: proxy in front of s3rver)', () =
 
   it('fault injection: readStream() of an object replaced mid-read fails with a transient "changed" error', async () => {
     const { storage, direct } = await setup('st.bin', OLD);
-    env.proxy.faultNext('silentMidBody', { method: 'GET', path: `${storage.prefix}st.bin`, before: () => direct.write('st.bin', NEW) });
+    env.proxy.faultNext('silentMidBody', {
+      method: 'GET',
+      path: `${storage.prefix}st.bin`,
+      before: () => direct.write('st.bin', NEW),
+    });
     const stream = await storage.readStream('st.bin');
     const got: Buffer[] = [];
     const err = await (async () => {
@@ -111,8 +139,14 @@ describe('resumable GetObject (fault injection: proxy in front of s3rver)', () =
     })().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StorageError);
     expect((err as StorageError).kind).toBe('transient');
-    expect((err as StorageError).message).toMatch(/^\[storage\] S3 object "st\.bin" in s3:\/\/.+ changed while it was read \(ETag .+\) after 50000 bytes; the bytes read are not joined to the new version$/);
-    expect((err as StorageError).context).toMatchObject({ key: 'st.bin', changed: true, position: 50_000 });
+    expect((err as StorageError).message).toMatch(
+      /^\[storage\] S3 object "st\.bin" in s3:\/\/.+ changed while it was read \(ETag .+\) after 50000 bytes; the bytes read are not joined to the new version$/,
+    );
+    expect((err as StorageError).context).toMatchObject({
+      key: 'st.bin',
+      changed: true,
+      position: 50_000,
+    });
     expect(Buffer.concat(got).equals(OLD.subarray(0, 50_000))).toBe(true); // old bytes only, none of the new
   });
 
@@ -122,7 +156,11 @@ describe('resumable GetObject (fault injection: proxy in front of s3rver)', () =
       const storage = env.storage({ endpoint: plain.endpoint });
       const direct = env.direct(storage.prefix);
       await direct.write('i.bin', OLD);
-      plain.faultNext('silentMidBody', { method: 'GET', path: `${storage.prefix}i.bin`, before: () => direct.write('i.bin', NEW) });
+      plain.faultNext('silentMidBody', {
+        method: 'GET',
+        path: `${storage.prefix}i.bin`,
+        before: () => direct.write('i.bin', NEW),
+      });
       expect(Buffer.from((await storage.read('i.bin'))!).equals(NEW)).toBe(true);
       expect(plain.log.map((r) => [r.range, r.status])).toEqual([
         [undefined, 200],
@@ -134,7 +172,7 @@ describe('resumable GetObject (fault injection: proxy in front of s3rver)', () =
     }
   });
 
-  it('a store answering chunked, without Content-Length: the body\'s end is the object\'s end, read and downloaded in one request each', async () => {
+  it("a store answering chunked, without Content-Length: the body's end is the object's end, read and downloaded in one request each", async () => {
     const chunked = await startFaultProxy({ target: env.s3.endpoint, chunked: true });
     try {
       const storage = env.storage({ endpoint: chunked.endpoint });
@@ -143,10 +181,12 @@ describe('resumable GetObject (fault injection: proxy in front of s3rver)', () =
       const local = path.join(tmp, 'c.bin');
       expect(await storage.download('c.bin', local)).toMatchObject({ size: OLD.length });
       expect((await fsp.readFile(local)).equals(OLD)).toBe(true);
-      expect(chunked.log.filter((r) => r.method === 'GET').map((r) => [r.range, r.status])).toEqual([
-        [undefined, 200],
-        [undefined, 200],
-      ]);
+      expect(chunked.log.filter((r) => r.method === 'GET').map((r) => [r.range, r.status])).toEqual(
+        [
+          [undefined, 200],
+          [undefined, 200],
+        ],
+      );
     } finally {
       await chunked.stop();
     }
@@ -156,11 +196,17 @@ describe('resumable GetObject (fault injection: proxy in front of s3rver)', () =
     const storage = env.storage();
     const direct = env.direct(storage.prefix);
     await Promise.all(['a', 'b', 'c', 'd', 'e'].map((k) => direct.write(`l/${k}`, k)));
-    env.proxy.faultNext('cutBody', { method: 'GET', path: new RegExp(`continuation-token=.*prefix=${encodeURIComponent(storage.prefix)}l`) });
+    env.proxy.faultNext('cutBody', {
+      method: 'GET',
+      path: new RegExp(`continuation-token=.*prefix=${encodeURIComponent(storage.prefix)}l`),
+    });
     const pages: string[][] = [];
-    for await (const page of storage.list({ prefix: 'l/', pageSize: 2 })) pages.push(page.objects.map((o) => o.key));
+    for await (const page of storage.list({ prefix: 'l/', pageSize: 2 }))
+      pages.push(page.objects.map((o) => o.key));
     expect(pages).toEqual([['l/a', 'l/b'], ['l/c', 'l/d'], ['l/e']]);
-    const lists = env.proxy.log.filter((r) => r.path.includes(`prefix=${encodeURIComponent(storage.prefix)}l`));
+    const lists = env.proxy.log.filter((r) =>
+      r.path.includes(`prefix=${encodeURIComponent(storage.prefix)}l`),
+    );
     const token = (p: string) => new URL(p, 'http://x').searchParams.get('continuation-token');
     expect(lists.map((r) => r.fault)).toEqual([undefined, 'cutBody', undefined, undefined]);
     expect(token(lists[1]!.path)).not.toBeNull();
@@ -174,7 +220,9 @@ describe('resumable GetObject (fault injection: proxy in front of s3rver)', () =
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 50);
     const started = Date.now();
-    const err = await storage.download('ab.bin', path.join(tmp, 'ab.bin'), { signal: controller.signal }).catch((e: unknown) => e);
+    const err = await storage
+      .download('ab.bin', path.join(tmp, 'ab.bin'), { signal: controller.signal })
+      .catch((e: unknown) => e);
     expect((err as Error).name).toBe('AbortError');
     expect(Date.now() - started).toBeLessThan(FAST_RETRIES.idleTimeoutMs!);
   });

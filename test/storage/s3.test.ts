@@ -43,9 +43,16 @@ function recordingClient(): { client: S3Client; commands: string[]; distinct: ()
   const commands: string[] = [];
   client.middlewareStack.add(
     (next, context) => async (args) => {
-      const input = args.input as { PartNumber?: number; Delete?: { Objects?: { Key?: string }[] } };
+      const input = args.input as {
+        PartNumber?: number;
+        Delete?: { Objects?: { Key?: string }[] };
+      };
       const objects = input.Delete?.Objects;
-      const detail = input.PartNumber ? ` #${input.PartNumber}` : objects ? ` ${objects.length} from ${objects[0]?.Key?.split('/').pop()}` : '';
+      const detail = input.PartNumber
+        ? ` #${input.PartNumber}`
+        : objects
+          ? ` ${objects.length} from ${objects[0]?.Key?.split('/').pop()}`
+          : '';
       commands.push(`${context.commandName ?? '?'}${detail}`);
       return next(args);
     },
@@ -59,7 +66,9 @@ describe('S3Storage on s3rver', () => {
     const prefix = `rel-${randomUUID()}/deep/`;
     const storage = s3.makeStorage(prefix);
     await storage.write('x.csv', 'a,b\n');
-    const raw = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix }));
+    const raw = await s3.client.send(
+      new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix }),
+    );
     expect(raw.Contents?.map((o) => o.Key)).toEqual([`${prefix}x.csv`]);
     expect(raw.Contents?.[0]?.ETag).toMatch(/^".+"$/);
     const listed = (await storage.listAll()).objects;
@@ -72,7 +81,12 @@ describe('S3Storage on s3rver', () => {
 
   it('uploads above the part size as multipart, below it as one PutObject', async () => {
     const { client, commands, distinct } = recordingClient();
-    const storage = new S3Storage({ bucket: s3.bucket, prefix: `mp-${randomUUID()}`, client, partSize: 5 * 1024 * 1024 });
+    const storage = new S3Storage({
+      bucket: s3.bucket,
+      prefix: `mp-${randomUUID()}`,
+      client,
+      partSize: 5 * 1024 * 1024,
+    });
     const big = path.join(tmp, 'big.bin');
     await fsp.writeFile(big, Buffer.alloc(11 * 1024 * 1024, 7));
     await storage.upload('big.bin', big);
@@ -93,10 +107,14 @@ describe('S3Storage on s3rver', () => {
     const { client, commands, distinct } = recordingClient();
     const storage = new S3Storage({ bucket: s3.bucket, prefix: `del-${randomUUID()}`, client });
     const keys = Array.from({ length: 1003 }, (_, i) => `k/${String(i).padStart(4, '0')}`);
-    for (let i = 0; i < keys.length; i += 100) await Promise.all(keys.slice(i, i + 100).map((k) => storage.write(k, '')));
+    for (let i = 0; i < keys.length; i += 100)
+      await Promise.all(keys.slice(i, i + 100).map((k) => storage.write(k, '')));
     commands.length = 0;
     await storage.delete(keys);
-    expect(distinct()).toEqual(['DeleteObjectsCommand 1000 from 0000', 'DeleteObjectsCommand 3 from 1000']);
+    expect(distinct()).toEqual([
+      'DeleteObjectsCommand 1000 from 0000',
+      'DeleteObjectsCommand 3 from 1000',
+    ]);
     expect((await storage.listAll()).objects).toEqual([]);
     client.destroy();
   });
@@ -114,7 +132,12 @@ describe('S3Storage on s3rver', () => {
     // A real s3rver exchange whose Date header is rewritten on the way back, to prove the
     // value comes from the response and not from the local clock.
     const probe = new S3Client(s3ClientConfig(s3.clientOptions));
-    const inner = probe.config.requestHandler as { handle: (req: unknown, opts?: unknown) => Promise<{ response: { headers: Record<string, string> } }> };
+    const inner = probe.config.requestHandler as {
+      handle: (
+        req: unknown,
+        opts?: unknown,
+      ) => Promise<{ response: { headers: Record<string, string> } }>;
+    };
     const client = new S3Client({
       ...s3ClientConfig(s3.clientOptions),
       requestHandler: {
@@ -170,7 +193,11 @@ describe('S3Storage on s3rver', () => {
     const err = await storage.head('k').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StorageError);
     expect(isTransient(err)).toBe(true);
-    expect((err as StorageError).context).toMatchObject({ key: 'k', uri: 's3://b/', code: 'ECONNREFUSED' });
+    expect((err as StorageError).context).toMatchObject({
+      key: 'k',
+      uri: 's3://b/',
+      code: 'ECONNREFUSED',
+    });
     storage.client.destroy();
   });
 });
@@ -189,20 +216,37 @@ function mockedStorage(send: Send): { storage: S3Storage; sent: unknown[] } {
     },
   } as unknown as S3Client;
   // Retries back off by at most a few ms here: the mocked faults need no real waiting.
-  return { storage: new S3Storage({ bucket: 'bkt', prefix: 'p', client, retryBaseDelayMs: 2 }), sent };
+  return {
+    storage: new S3Storage({ bucket: 'bkt', prefix: 'p', client, retryBaseDelayMs: 2 }),
+    sent,
+  };
 }
 
 /** An SDK-shaped service error. Name and message are deliberately unhelpful: only the status decides. */
-function serviceError(status: number, name = 'SomeUnrelatedName', message = 'unrelated text'): S3ServiceException {
-  return new S3ServiceException({ name, $fault: status >= 500 ? 'server' : 'client', $metadata: { httpStatusCode: status }, message });
+function serviceError(
+  status: number,
+  name = 'SomeUnrelatedName',
+  message = 'unrelated text',
+): S3ServiceException {
+  return new S3ServiceException({
+    name,
+    $fault: status >= 500 ? 'server' : 'client',
+    $metadata: { httpStatusCode: status },
+    message,
+  });
 }
 
 describe('S3Storage with a host clock 20 minutes slow (s3rver refuses requests signed more than 15 minutes off)', () => {
   it('the first request of each client is refused as RequestTimeTooSkewed; the SDK takes the server clock and the retry goes through', async () => {
-    const client = new S3Client({ ...s3ClientConfig(s3.clientOptions), systemClockOffset: -20 * 60 * 1000 });
+    const client = new S3Client({
+      ...s3ClientConfig(s3.clientOptions),
+      systemClockOffset: -20 * 60 * 1000,
+    });
     const storage = new S3Storage({ bucket: s3.bucket, prefix: `skew-${randomUUID()}/`, client });
     await storage.write('a.txt', 'written with a slow clock');
-    expect(Buffer.from((await storage.read('a.txt'))!).toString()).toBe('written with a slow clock');
+    expect(Buffer.from((await storage.read('a.txt'))!).toString()).toBe(
+      'written with a slow clock',
+    );
     // One refused PUT, then every request signed on the server's time.
     expect(storage.requestCounts()).toMatchObject({ put: 2, get: 1 });
   });
@@ -217,7 +261,11 @@ describe('S3Storage faults (fault injection: mocked S3 client)', () => {
     expect(sent).toHaveLength(1);
     const put = sent[0] as PutObjectCommand;
     expect(put).toBeInstanceOf(PutObjectCommand);
-    expect(put.input).toMatchObject({ Bucket: 'bkt', Key: 'p/_delta_log/00000000000000000001.json', IfNoneMatch: '*' });
+    expect(put.input).toMatchObject({
+      Bucket: 'bkt',
+      Key: 'p/_delta_log/00000000000000000001.json',
+      IfNoneMatch: '*',
+    });
   });
 
   it('writeIfAbsent retries a 409 ConditionalRequestConflict after a pause; a 409 that persists is a transient "not known yet" (fault injection: mocked S3 client)', async () => {
@@ -236,7 +284,9 @@ describe('S3Storage faults (fault injection: mocked S3 client)', () => {
     const err = await always409.storage.writeIfAbsent('k', 'v').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StorageError);
     expect(isTransient(err)).toBe(true);
-    expect((err as Error).message).toMatch(/answered 409 ConditionalRequestConflict 3 times .*whether a write landed is not known yet/);
+    expect((err as Error).message).toMatch(
+      /answered 409 ConditionalRequestConflict 3 times .*whether a write landed is not known yet/,
+    );
     expect(always409.sent).toHaveLength(3);
   });
 
@@ -244,21 +294,34 @@ describe('S3Storage faults (fault injection: mocked S3 client)', () => {
     const { storage, sent } = mockedStorage(async () => {
       throw serviceError(503);
     });
-    const ops = { head: () => storage.head('k'), write: () => storage.write('k', 'v'), writeIfAbsent: () => storage.writeIfAbsent('k', 'v'), list: () => storage.listAll() };
+    const ops = {
+      head: () => storage.head('k'),
+      write: () => storage.write('k', 'v'),
+      writeIfAbsent: () => storage.writeIfAbsent('k', 'v'),
+      list: () => storage.listAll(),
+    };
     for (const [name, op] of Object.entries(ops)) {
       sent.length = 0;
       const err = await op().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(StorageError);
       expect((err as StorageError).kind).toBe('transient');
-      expect((err as StorageError).message).toContain(`S3 storage unavailable after 6 attempts: ${name} `);
-      expect((err as StorageError).context).toMatchObject({ uri: 's3://bkt/p/', status: 503, attempts: 6, op: name });
+      expect((err as StorageError).message).toContain(
+        `S3 storage unavailable after 6 attempts: ${name} `,
+      );
+      expect((err as StorageError).context).toMatchObject({
+        uri: 's3://bkt/p/',
+        status: 503,
+        attempts: 6,
+        op: name,
+      });
       expect((err as StorageError).cause).toBeInstanceOf(S3ServiceException);
       expect(sent).toHaveLength(6);
     }
   });
 
   it('maps HTTP 403 to a terminal error that leaks nothing from the SDK message (fault injection: mocked S3 client)', async () => {
-    const secretish = 'AccessDenied for key AKIAFAKEFAKEFAKE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
+    const secretish =
+      'AccessDenied for key AKIAFAKEFAKEFAKE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
     const { storage } = mockedStorage(async () => {
       throw serviceError(403, 'AccessDenied', secretish);
     });
@@ -293,7 +356,10 @@ describe('S3Storage faults (fault injection: mocked S3 client)', () => {
     expect(err).toBeInstanceOf(StorageError);
     expect(err.kind).toBe('terminal');
     expect(err.context.failures).toEqual([{ key: 'locked', code: 'AccessDenied' }]);
-    expect((sent[0] as DeleteObjectsCommand).input.Delete?.Objects).toEqual([{ Key: 'p/ok' }, { Key: 'p/locked' }]);
+    expect((sent[0] as DeleteObjectsCommand).input.Delete?.Objects).toEqual([
+      { Key: 'p/ok' },
+      { Key: 'p/locked' },
+    ]);
   });
 
   it('head returns null on 404 (fault injection: mocked S3 client)', async () => {

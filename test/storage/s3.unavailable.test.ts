@@ -8,7 +8,13 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { EXIT_FAILED, EXIT_LOST_RACE, EXIT_STORAGE_UNAVAILABLE, EXIT_USAGE, exitCodeFor } from '../../src/cli/exit-codes.js';
+import {
+  EXIT_FAILED,
+  EXIT_LOST_RACE,
+  EXIT_STORAGE_UNAVAILABLE,
+  EXIT_USAGE,
+  exitCodeFor,
+} from '../../src/cli/exit-codes.js';
 import { errorInfo } from '../../src/cli/output.js';
 import { CommitConflictError, ConfigError, DeltaLogError, StorageError } from '../../src/errors.js';
 import type { S3Storage } from '../../src/storage/s3.js';
@@ -34,13 +40,22 @@ beforeEach(() => {
 });
 
 /** Every kind that fails a request whatever its answer would have held. */
-const FAILING: FaultKind[] = ['slowDown', 'error500Before', 'error500After', 'resetAfter', 'silent'];
+const FAILING: FaultKind[] = [
+  'slowDown',
+  'error500Before',
+  'error500After',
+  'resetAfter',
+  'silent',
+];
 const ATTEMPTS = 3;
 /** Each attempt waits at most an idle timeout and a backoff; the rest is slack for a loaded machine (both scaled to it). */
-const BOUND_MS = ATTEMPTS * (FAST_RETRIES.idleTimeoutMs! + FAST_RETRIES.retryMaxDelayMs!) + scaled(1_500);
+const BOUND_MS =
+  ATTEMPTS * (FAST_RETRIES.idleTimeoutMs! + FAST_RETRIES.retryMaxDelayMs!) + scaled(1_500);
 
 /** One call of each operation, on keys that exist (set up before the faults start). */
-function operations(storage: S3Storage): Record<string, [key: string, run: () => Promise<unknown>]> {
+function operations(
+  storage: S3Storage,
+): Record<string, [key: string, run: () => Promise<unknown>]> {
   return {
     head: ['k.txt', () => storage.head('k.txt')],
     read: ['k.txt', () => storage.read('k.txt')],
@@ -76,9 +91,19 @@ describe('a store that fails everything (fault injection: proxy in front of s3rv
       expect(ms, op).toBeLessThan(BOUND_MS);
       expect(err.kind, op).toBe('transient');
       const where = `${storage.uri} (endpoint ${env.proxy.endpoint})`;
-      expect(err.message.startsWith(`[storage] S3 storage unavailable after ${ATTEMPTS} attempts: ${op} "${key}" on ${where}: `), err.message).toBe(true);
+      expect(
+        err.message.startsWith(
+          `[storage] S3 storage unavailable after ${ATTEMPTS} attempts: ${op} "${key}" on ${where}: `,
+        ),
+        err.message,
+      ).toBe(true);
       expect(err.message).toMatch(/\(faults: .+\)$/);
-      expect(err.context).toMatchObject({ key, uri: storage.uri, attempts: ATTEMPTS, endpoint: env.proxy.endpoint });
+      expect(err.context).toMatchObject({
+        key,
+        uri: storage.uri,
+        attempts: ATTEMPTS,
+        endpoint: env.proxy.endpoint,
+      });
       expect(String(err.context['op'])).toMatch(new RegExp(`^${op}`));
       expect(exitCodeFor(err)).toBe(EXIT_STORAGE_UNAVAILABLE);
     }
@@ -100,7 +125,9 @@ describe('a store that fails everything (fault injection: proxy in front of s3rv
         const { err, ms } = results[i]!;
         expect(ms, op).toBeLessThan(BOUND_MS);
         expect(err.kind).toBe('transient');
-        expect(err.message).toContain(`S3 storage unavailable after ${ATTEMPTS} attempts: ${op} "${key}"`);
+        expect(err.message).toContain(
+          `S3 storage unavailable after ${ATTEMPTS} attempts: ${op} "${key}"`,
+        );
         expect(err.message).toContain(`(faults: TimeoutError ×${ATTEMPTS})`);
       });
     } finally {
@@ -124,28 +151,48 @@ describe('a store that fails everything (fault injection: proxy in front of s3rv
   it('fault injection: a put-if-absent that may have landed says so when it gives up', async () => {
     const storage = env.storage({ maxAttempts: ATTEMPTS });
     env.proxy.faultNext('resetAfter', { method: 'PUT', path: `${storage.prefix}v.json` });
-    env.proxy.faultNext('error500Before', { method: 'PUT', path: `${storage.prefix}v.json`, times: ATTEMPTS });
+    env.proxy.faultNext('error500Before', {
+      method: 'PUT',
+      path: `${storage.prefix}v.json`,
+      times: ATTEMPTS,
+    });
     const { err } = await failure(() => storage.writeIfAbsent('v.json', '{"v":1}'));
     expect(err.context).toMatchObject({ ambiguous: true, attempts: ATTEMPTS, op: 'writeIfAbsent' });
     // The reset, or an idle timeout if s3rver was slower to store than the test's idle timeout.
-    expect(err.message).toMatch(/\(faults: (ECONNRESET|TimeoutError), HTTP 500 InternalError ×2\)$/);
+    expect(err.message).toMatch(
+      /\(faults: (ECONNRESET|TimeoutError), HTTP 500 InternalError ×2\)$/,
+    );
     // It did land: the caller must read the key to know (the Delta commit does).
-    expect(Buffer.from((await env.direct(storage.prefix).read('v.json'))!).toString()).toBe('{"v":1}');
+    expect(Buffer.from((await env.direct(storage.prefix).read('v.json'))!).toString()).toBe(
+      '{"v":1}',
+    );
   });
 
   it('fault injection: a multipart upload whose part keeps failing retries that part alone, then is aborted and leaves no object', async () => {
     const storage = env.storage({ maxAttempts: ATTEMPTS, idleTimeoutMs: scaled(1_000) });
     const big = path.join(tmp, 'big.bin');
     await fsp.writeFile(big, Buffer.alloc(5 * 1024 * 1024 + 10, 1));
-    env.proxy.faultNext('error500Before', { method: 'PUT', path: new RegExp(`${storage.prefix}big\\.bin\\?partNumber=2`), times: ATTEMPTS });
+    env.proxy.faultNext('error500Before', {
+      method: 'PUT',
+      path: new RegExp(`${storage.prefix}big\\.bin\\?partNumber=2`),
+      times: ATTEMPTS,
+    });
     const { err } = await failure(() => storage.upload('big.bin', big));
-    expect(err.message).toContain(`S3 storage unavailable after ${ATTEMPTS} attempts: upload "big.bin"`);
+    expect(err.message).toContain(
+      `S3 storage unavailable after ${ATTEMPTS} attempts: upload "big.bin"`,
+    );
     // One multipart upload: part 2 sent ATTEMPTS times, then the upload aborted, not started over
     // (s3rver does not implement AbortMultipartUpload and answers 405, which does not hide the
     // fault; S3 answers 204).
-    const aborts = env.proxy.log.filter((r) => r.method === 'DELETE' && r.path.includes(`${storage.prefix}big.bin?uploadId=`));
+    const aborts = env.proxy.log.filter(
+      (r) => r.method === 'DELETE' && r.path.includes(`${storage.prefix}big.bin?uploadId=`),
+    );
     expect(aborts).toHaveLength(1);
-    expect(env.proxy.log.filter((r) => r.method === 'POST' && r.path.includes(`${storage.prefix}big.bin?uploads`))).toHaveLength(1);
+    expect(
+      env.proxy.log.filter(
+        (r) => r.method === 'POST' && r.path.includes(`${storage.prefix}big.bin?uploads`),
+      ),
+    ).toHaveLength(1);
     expect(await env.direct(storage.prefix).head('big.bin')).toBeNull();
     // CreateMultipartUpload (a POST), part 1, part 2 ATTEMPTS times; then the abort.
     expect(storage.requestCounts()).toMatchObject({ put: 2 + ATTEMPTS, delete: 1 });
@@ -153,18 +200,27 @@ describe('a store that fails everything (fault injection: proxy in front of s3rv
 });
 
 describe('exit code 4 and retryable (the transient-failure contract)', () => {
-  const unavailable = new StorageError('[storage] S3 storage unavailable after 6 attempts: read "k" on s3://b/: ECONNRESET', {
-    kind: 'transient',
-    context: { key: 'k', uri: 's3://b/', attempts: 6, op: 'read' },
-  });
+  const unavailable = new StorageError(
+    '[storage] S3 storage unavailable after 6 attempts: read "k" on s3://b/: ECONNRESET',
+    {
+      kind: 'transient',
+      context: { key: 'k', uri: 's3://b/', attempts: 6, op: 'read' },
+    },
+  );
 
   it('maps a transient storage error to exit 4 and retryable: true', () => {
     expect(exitCodeFor(unavailable)).toBe(EXIT_STORAGE_UNAVAILABLE);
-    expect(errorInfo(unavailable)).toMatchObject({ type: 'StorageError', retryable: true, context: { attempts: 6 } });
+    expect(errorInfo(unavailable)).toMatchObject({
+      type: 'StorageError',
+      retryable: true,
+      context: { attempts: 6 },
+    });
   });
 
   it('walks the cause chain: a transient fault wrapped by a log or engine error is still exit 4', () => {
-    const wrapped = new DeltaLogError('[job] tombstone file t of job j is missing or unreadable', { cause: unavailable });
+    const wrapped = new DeltaLogError('[job] tombstone file t of job j is missing or unreadable', {
+      cause: unavailable,
+    });
     expect(exitCodeFor(wrapped)).toBe(EXIT_STORAGE_UNAVAILABLE);
     expect(errorInfo(wrapped).retryable).toBe(true);
     expect(exitCodeFor(new Error('plain', { cause: wrapped }))).toBe(EXIT_STORAGE_UNAVAILABLE);

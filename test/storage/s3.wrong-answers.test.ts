@@ -46,8 +46,15 @@ interface ReadKind {
 
 const READS: Record<string, ReadKind> = {
   read: { expected: OBJECT, run: async (s, key) => Buffer.from((await s.read(key))!) },
-  'read (range)': { expected: OBJECT.subarray(RANGE.start, RANGE.end + 1), run: async (s, key) => Buffer.from((await s.read(key, RANGE))!) },
-  readStream: { expected: OBJECT, streams: true, run: async (s, key) => drain(await s.readStream(key)) },
+  'read (range)': {
+    expected: OBJECT.subarray(RANGE.start, RANGE.end + 1),
+    run: async (s, key) => Buffer.from((await s.read(key, RANGE))!),
+  },
+  readStream: {
+    expected: OBJECT,
+    streams: true,
+    run: async (s, key) => drain(await s.readStream(key)),
+  },
   'readStream (range)': {
     expected: OBJECT.subarray(RANGE.start, RANGE.end + 1),
     streams: true,

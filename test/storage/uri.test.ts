@@ -7,10 +7,17 @@ import { describeUri, openStorage } from '../../src/storage/uri.js';
 
 describe('storage URIs', () => {
   it('opens s3:// (and s3a://) URIs as S3Storage with a normalised prefix', async () => {
-    const s = openStorage('s3://landing-bucket/orders/2026', { endpoint: 'http://127.0.0.1:9000', forcePathStyle: true });
+    const s = openStorage('s3://landing-bucket/orders/2026', {
+      endpoint: 'http://127.0.0.1:9000',
+      forcePathStyle: true,
+    });
     expect(s).toBeInstanceOf(S3Storage);
     const s3 = s as S3Storage;
-    expect([s3.bucket, s3.prefix, s3.uri]).toEqual(['landing-bucket', 'orders/2026/', 's3://landing-bucket/orders/2026/']);
+    expect([s3.bucket, s3.prefix, s3.uri]).toEqual([
+      'landing-bucket',
+      'orders/2026/',
+      's3://landing-bucket/orders/2026/',
+    ]);
     expect(await s3.client.config.region()).toBe('us-east-1');
     expect(s3.client.config.forcePathStyle).toBe(true);
     expect((openStorage('s3a://b1/x/') as S3Storage).uri).toBe('s3://b1/x/');
@@ -29,12 +36,30 @@ describe('storage URIs', () => {
   });
 
   it('describes URIs canonically without opening them', () => {
-    expect(describeUri('s3://b1/p')).toEqual({ kind: 's3', uri: 's3://b1/p/', bucket: 'b1', prefix: 'p/' });
-    expect(describeUri('file:///tmp/a%20b')).toEqual({ kind: 'file', uri: 'file:///tmp/a%20b/', path: '/tmp/a b' });
+    expect(describeUri('s3://b1/p')).toEqual({
+      kind: 's3',
+      uri: 's3://b1/p/',
+      bucket: 'b1',
+      prefix: 'p/',
+    });
+    expect(describeUri('file:///tmp/a%20b')).toEqual({
+      kind: 'file',
+      uri: 'file:///tmp/a%20b/',
+      path: '/tmp/a b',
+    });
   });
 
   it('refuses unsupported or malformed URIs with ConfigError', () => {
-    for (const bad of ['gs://b/x', 'http://host/x', 's3://', 's3:///x', 's3://b/../x', 's3://b/a/./c/', 'file://remote-host/x', 'file:relative']) {
+    for (const bad of [
+      'gs://b/x',
+      'http://host/x',
+      's3://',
+      's3:///x',
+      's3://b/../x',
+      's3://b/a/./c/',
+      'file://remote-host/x',
+      'file:relative',
+    ]) {
       expect(() => describeUri(bad), bad).toThrow(ConfigError);
     }
   });

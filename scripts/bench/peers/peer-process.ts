@@ -34,7 +34,12 @@ export class PeerProcess {
   ) {}
 
   /** Start `command args…` and wait for its ready line; `startupMs` is spawn to ready. */
-  static async start(name: string, command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<PeerProcess> {
+  static async start(
+    name: string,
+    command: string,
+    args: string[],
+    env: NodeJS.ProcessEnv = process.env,
+  ): Promise<PeerProcess> {
     const started = performance.now();
     const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env });
     const tail: string[] = [];
@@ -46,7 +51,8 @@ export class PeerProcess {
     const replies = lines[Symbol.asyncIterator]();
     try {
       const first = await replies.next();
-      if (first.done) throw new Error(`[bench] ${name} exited before it was ready:\n${tail.join('')}`);
+      if (first.done)
+        throw new Error(`[bench] ${name} exited before it was ready:\n${tail.join('')}`);
       const hello = JSON.parse(first.value) as PeerProcess['hello'];
       return new PeerProcess(name, child, lines, replies, hello, performance.now() - started, tail);
     } catch (err) {
@@ -64,13 +70,23 @@ export class PeerProcess {
     this.child.stdin.write(`${JSON.stringify(command)}\n`);
     const reply = await this.replies.next();
     const usage = watch.stop();
-    if (reply.done) throw new Error(`[bench] ${this.name} exited during ${String(command['op'])}:\n${this.stderrTail.join('')}`);
+    if (reply.done)
+      throw new Error(
+        `[bench] ${this.name} exited during ${String(command['op'])}:\n${this.stderrTail.join('')}`,
+      );
     const answer = JSON.parse(reply.value) as Record<string, unknown>;
-    if (typeof answer['error'] === 'string') throw new Error(`[bench] ${this.name} failed ${String(command['op'])}: ${answer['error']}`);
+    if (typeof answer['error'] === 'string')
+      throw new Error(`[bench] ${this.name} failed ${String(command['op'])}: ${answer['error']}`);
     const after = await filesUnder(writes);
     let bytesWritten = 0;
     for (const [path, size] of after) if (before.get(path) !== size) bytesWritten += size;
-    return { ms: Number(answer['ms']), cpuMs: usage.cpuMs, peakRssBytes: usage.peakRssBytes, bytesWritten, answer };
+    return {
+      ms: Number(answer['ms']),
+      cpuMs: usage.cpuMs,
+      peakRssBytes: usage.peakRssBytes,
+      bytesWritten,
+      answer,
+    };
   }
 
   /** Ask the peer to quit and wait for it. */
@@ -93,7 +109,10 @@ export async function filesUnder(dirs: readonly string[]): Promise<Map<string, n
     for (const e of entries) {
       if (!e.isFile()) continue;
       const path = join(e.parentPath, e.name);
-      const size = await stat(path).then((s) => s.size, () => null);
+      const size = await stat(path).then(
+        (s) => s.size,
+        () => null,
+      );
       if (size !== null) out.set(path, size);
     }
   }

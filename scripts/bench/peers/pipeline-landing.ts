@@ -38,7 +38,11 @@ export interface PipelineFile {
 }
 
 /** Write every file under `dir`; returns them by the day (0-based) they land on. */
-export async function writePipelineFiles(session: DuckSession, dir: string, spec: PipelineSpec): Promise<PipelineFile[][]> {
+export async function writePipelineFiles(
+  session: DuckSession,
+  dir: string,
+  spec: PipelineSpec,
+): Promise<PipelineFile[][]> {
   const days: PipelineFile[][] = [];
   for (let d = 0; d < PIPELINE_DAYS; d++) {
     const files: PipelineFile[] = [];
@@ -54,15 +58,23 @@ function dayFolder(d: number): string {
 }
 
 /** File `f` of day `d` (f = 2: the late file). */
-async function writeFile(session: DuckSession, dir: string, spec: PipelineSpec, d: number, f: number): Promise<PipelineFile> {
+async function writeFile(
+  session: DuckSession,
+  dir: string,
+  spec: PipelineSpec,
+  d: number,
+  f: number,
+): Promise<PipelineFile> {
   const key = `${dayFolder(d)}/orders-${d}-${f}.parquet`;
   const path = join(dir, key);
   await mkdir(dirname(path), { recursive: true });
-  const at = (ms: string) => `TIMESTAMPTZ '${new Date(FIRST_DAY + d * 86_400_000).toISOString()}' + INTERVAL ${f * 6} HOUR + to_milliseconds(${ms})`;
+  const at = (ms: string) =>
+    `TIMESTAMPTZ '${new Date(FIRST_DAY + d * 86_400_000).toISOString()}' + INTERVAL ${f * 6} HOUR + to_milliseconds(${ms})`;
   const half = Math.floor(spec.rows / 2);
   const firstNew = spec.rows + (f === 2 ? PIPELINE_DAYS * 2 : d * 2 + f) * spec.insertsPerFile;
   // Odd ids for the daily files' updates, even ids for the late file's.
-  const updated = f === 2 ? `(hash(${d}, ${f}, j) % ${half}) * 2 + 2` : `(hash(${d}, ${f}, j) % ${half}) * 2 + 1`;
+  const updated =
+    f === 2 ? `(hash(${d}, ${f}, j) % ${half}) * 2 + 2` : `(hash(${d}, ${f}, j) % ${half}) * 2 + 1`;
   const parts = [
     `SELECT (${firstNew} + j)::BIGINT AS id, 'new' AS status, ${at('j')} AS updated_at FROM range(1, ${spec.insertsPerFile + 1}) r(j)`,
     `SELECT DISTINCT ON (id) ${updated} AS id, 'paid' AS status, ${at(`${spec.insertsPerFile} + j`)} AS updated_at FROM range(1, ${spec.updatesPerFile + 1}) r(j)`,

@@ -31,7 +31,10 @@ export function processTree(root: number): number[] {
 function statFields(pid: number): number[] | null {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return text.slice(text.lastIndexOf(')') + 2).split(' ').map(Number);
+    return text
+      .slice(text.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
   } catch {
     return null;
   }
@@ -45,7 +48,9 @@ function cpuMs(pid: number): number {
 
 function peakKiB(pid: number): number {
   try {
-    return Number(/VmHWM:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+    return Number(
+      /VmHWM:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0,
+    );
   } catch {
     return 0;
   }

@@ -26,7 +26,10 @@ export interface RowCheck {
 }
 
 /** Compare each table in `others` with `reference` (table folders). */
-export async function checkRows(reference: string, others: Record<string, string>): Promise<Record<string, RowCheck>> {
+export async function checkRows(
+  reference: string,
+  others: Record<string, string>,
+): Promise<Record<string, RowCheck>> {
   return withSession(async (session) => {
     await session.run(`SET preserve_insertion_order = false`);
     await materialize(session, 'ref_rows', reference);
@@ -52,5 +55,7 @@ async function materialize(session: DuckSession, name: string, dir: string): Pro
   const storage = LocalStorage.at(dir);
   const snapshot = await openTable(storage, session, { singleWriter: true }).snapshot();
   if (!snapshot) throw new Error(`[bench] no Delta table at ${dir}`);
-  await withTableScan(session, scanSource(storage), snapshot, (relation) => session.run(`CREATE TEMP TABLE ${name} AS SELECT ${TYPED_COLUMNS} FROM (${relation})`));
+  await withTableScan(session, scanSource(storage), snapshot, (relation) =>
+    session.run(`CREATE TEMP TABLE ${name} AS SELECT ${TYPED_COLUMNS} FROM (${relation})`),
+  );
 }

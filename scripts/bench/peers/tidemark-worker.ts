@@ -29,21 +29,37 @@ interface Command {
 async function merge(cmd: Command): Promise<Record<string, unknown>> {
   return withSession(async (session) => {
     const started = performance.now();
-    await session.run(`CREATE TEMP TABLE changes AS SELECT * FROM read_parquet(${str(cmd.source)})`);
-    const m = await mergeAndCommit(openTable(LocalStorage.at(cmd.table), session, { singleWriter: true }), session, {
-      batch: 'changes',
-      keyColumns: [ORDER_KEY],
-      orderBy: ORDER_VERSION,
-      targetFileRows: DEFAULTS.target.maxRowsPerFile,
-      concurrency: DEFAULTS.concurrency,
-    });
+    await session.run(
+      `CREATE TEMP TABLE changes AS SELECT * FROM read_parquet(${str(cmd.source)})`,
+    );
+    const m = await mergeAndCommit(
+      openTable(LocalStorage.at(cmd.table), session, { singleWriter: true }),
+      session,
+      {
+        batch: 'changes',
+        keyColumns: [ORDER_KEY],
+        orderBy: ORDER_VERSION,
+        targetFileRows: DEFAULTS.target.maxRowsPerFile,
+        concurrency: DEFAULTS.concurrency,
+      },
+    );
     const ms = performance.now() - started;
-    return { ms, metrics: { version: m.version, durations: m.durations, bytesAdded: m.bytesAdded, dvBytes: m.dvBytes } };
+    return {
+      ms,
+      metrics: {
+        version: m.version,
+        durations: m.durations,
+        bytesAdded: m.bytesAdded,
+        dvBytes: m.dvBytes,
+      },
+    };
   });
 }
 
 const lines = createInterface({ input: process.stdin });
-process.stdout.write(`${JSON.stringify({ ready: true, version: 'tidemark (this checkout)', startup_ms: performance.now(), pid: process.pid })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ ready: true, version: 'tidemark (this checkout)', startup_ms: performance.now(), pid: process.pid })}\n`,
+);
 for await (const line of lines) {
   const cmd = JSON.parse(line) as Command;
   if (cmd.op === 'quit') break;

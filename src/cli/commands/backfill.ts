@@ -91,29 +91,54 @@ Example (reload everything after November 3rd):
 /** Add `backfill` and `reset` to the program. */
 export function addBackfillCommands(program: Command, cli: CommandHost): void {
   withCommonOptions(program.command('backfill'), { job: false })
-    .description('reload a range of partitions (or LastModified range), oldest first, resumably, without moving the watermark')
+    .description(
+      'reload a range of partitions (or LastModified range), oldest first, resumably, without moving the watermark',
+    )
     .requiredOption('--from <P>', 'first partition (or timestamp) of the range')
     .requiredOption('--to <P>', 'last partition (or timestamp) of the range, included')
     .addOption(jobOption())
-    .option('--shard <K/N>', 'run shard K of N of the range, K from 1 (1/4 … 4/4); all/N with --dry-run or --restart: every shard (default: $TIDEMARK_SHARD, else the whole range)')
+    .option(
+      '--shard <K/N>',
+      'run shard K of N of the range, K from 1 (1/4 … 4/4); all/N with --dry-run or --restart: every shard (default: $TIDEMARK_SHARD, else the whole range)',
+    )
     .option('--shards <N>', 'the number of shards, with --shard-index-env')
-    .option('--shard-index-env <NAME>', "read this worker's shard index, 0-based as schedulers give it (0 is shard 1/N), from environment variable NAME (JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX)")
-    .option('--restart', 'load the range (or this shard) from its start again, even when done; abandons an unfinished backfill of another range')
+    .option(
+      '--shard-index-env <NAME>',
+      "read this worker's shard index, 0-based as schedulers give it (0 is shard 1/N), from environment variable NAME (JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX)",
+    )
+    .option(
+      '--restart',
+      'load the range (or this shard) from its start again, even when done; abandons an unfinished backfill of another range',
+    )
     .addOption(
-      new Option('--partitions-per-commit <N>', 'load up to N consecutive whole partitions in one commit (fewer, larger commits: less contention with many workers)')
+      new Option(
+        '--partitions-per-commit <N>',
+        'load up to N consecutive whole partitions in one commit (fewer, larger commits: less contention with many workers)',
+      )
         .argParser(positiveInteger('--partitions-per-commit'))
         .default(1),
     )
-    .option('--accept-config-change', 'a changed target.key or orderBy drops the deletes the job and its backfills remember (tombstones) that no longer fit it, instead of refusing (exit 2), as run --accept-config-change does')
-    .option('--force', 'accepted for older scripts; append-mode backfills no longer need it (they replace the rows of files loaded before)')
+    .option(
+      '--accept-config-change',
+      'a changed target.key or orderBy drops the deletes the job and its backfills remember (tombstones) that no longer fit it, instead of refusing (exit 2), as run --accept-config-change does',
+    )
+    .option(
+      '--force',
+      'accepted for older scripts; append-mode backfills no longer need it (they replace the rows of files loaded before)',
+    )
     .option('--dry-run', 'list the files the backfill would load; change nothing')
     .addHelpText('after', BACKFILL_HELP)
     .action(async (flags: BackfillFlags) => cli.setExitCode(await backfillCommand(flags, cli.io)));
   withCommonOptions(program.command('reset'), { job: false })
-    .description("move a job's watermark back (or forward) in a commit without data; the next run loads from there")
+    .description(
+      "move a job's watermark back (or forward) in a commit without data; the next run loads from there",
+    )
     .requiredOption('-j, --job <name>', 'the job to reset')
     .requiredOption('--to <watermark>', 'the last partition (or instant) to consider loaded')
-    .option('--force', 'allow moving the watermark of an append-mode job back (reloaded files replace their rows), or into the future')
+    .option(
+      '--force',
+      'allow moving the watermark of an append-mode job back (reloaded files replace their rows), or into the future',
+    )
     .option('--dry-run', 'show the watermark change; commit nothing')
     .addHelpText('after', RESET_HELP)
     .action(async (flags: ResetFlags) => cli.setExitCode(await resetCommand(flags, cli.io)));
@@ -122,7 +147,8 @@ export function addBackfillCommands(program: Command, cli: CommandHost): void {
 /** A commander parser of a whole number of at least 1. */
 function positiveInteger(flag: string): (value: string) => number {
   return (value) => {
-    if (!/^\s*\d+\s*$/.test(value) || Number(value) < 1) throw new InvalidArgumentError(`${flag} takes a whole number of at least 1`);
+    if (!/^\s*\d+\s*$/.test(value) || Number(value) < 1)
+      throw new InvalidArgumentError(`${flag} takes a whole number of at least 1`);
     return Number(value);
   };
 }
@@ -149,14 +175,19 @@ export function backfillCommand(flags: BackfillFlags, io: CliIO): Promise<number
 /** Reset one job's watermark; resolves to the exit code. */
 export function resetCommand(flags: ResetFlags, io: CliIO): Promise<number> {
   const opts = { to: flags.to, force: flags.force ?? false, dryRun: flags.dryRun ?? false };
-  return forEachJob(flags, io, { command: 'reset', run: (job, ctx) => resetJob(job, ctx, opts), format: formatReport });
+  return forEachJob(flags, io, {
+    command: 'reset',
+    run: (job, ctx) => resetJob(job, ctx, opts),
+    format: formatReport,
+  });
 }
 
 /** A few human lines for one job's backfill or reset. */
 export function formatReport(report: object): string {
   const r = report as Record<string, unknown>;
   const s = (k: string) => String(r[k] ?? '-');
-  if (r['status'] === 'failed') return `${s('job')}: ${s('command')} failed: ${(r['error'] as { message?: string } | undefined)?.message ?? 'unknown error'}\n`;
+  if (r['status'] === 'failed')
+    return `${s('job')}: ${s('command')} failed: ${(r['error'] as { message?: string } | undefined)?.message ?? 'unknown error'}\n`;
   if (r['command'] === 'reset') {
     const verb = r['status'] === 'dry-run' ? 'would reset' : 'reset';
     return (
@@ -165,10 +196,17 @@ export function formatReport(report: object): string {
     );
   }
   const shard = r['shard'] === undefined ? '' : ` shard ${s('shard')}`;
-  const part = r['part'] === undefined ? '' : r['part'] === null ? ' (empty slice)' : ` (${(r['part'] as { from: string }).from}..${(r['part'] as { to: string }).to})`;
+  const part =
+    r['part'] === undefined
+      ? ''
+      : r['part'] === null
+        ? ' (empty slice)'
+        : ` (${(r['part'] as { from: string }).from}..${(r['part'] as { to: string }).to})`;
   const head = `${s('job')}: backfill ${s('from')}..${s('to')}${shard}${part}`;
-  if (r['status'] === 'already-done') return `${head} already done (table version ${s('tableVersion')}); --restart loads it again\n`;
-  if (r['status'] === 'reset') return `${head}: every shard starts over (table version ${s('tableVersion')}); now run the shards\n`;
+  if (r['status'] === 'already-done')
+    return `${head} already done (table version ${s('tableVersion')}); --restart loads it again\n`;
+  if (r['status'] === 'reset')
+    return `${head}: every shard starts over (table version ${s('tableVersion')}); now run the shards\n`;
   if (r['split']) return formatSplit(head, r['split'] as ShardPlan[]);
   const lines = [
     `${head} ${s('status')} in ${(Number(r['durationMs'] ?? 0) / 1000).toFixed(1)}s; table version ${s('tableVersion')}; job watermark ${s('watermark')} (unchanged)`,
@@ -176,9 +214,12 @@ export function formatReport(report: object): string {
     `  rows: ${s('rowsRead')} read, ${s('rowsAfterDedupe')} after dedupe; ${s('inserted')} inserted, ${s('updated')} updated, ${s('deleted')} deleted, ${s('skippedStale')} stale skipped`,
   ];
   if (Number(r['replans'] ?? 0) + Number(r['commitRetries'] ?? 0) > 0) {
-    lines.push(`  other writers: ${s('replans')} conflicting commits (planned again), ${s('commitRetries')} commits retried at a later version`);
+    lines.push(
+      `  other writers: ${s('replans')} conflicting commits (planned again), ${s('commitRetries')} commits retried at a later version`,
+    );
   }
-  if (r['status'] === 'dry-run') lines.push(...((r['plannedFiles'] as string[] | undefined) ?? []).map((k) => `    + ${k}`));
+  if (r['status'] === 'dry-run')
+    lines.push(...((r['plannedFiles'] as string[] | undefined) ?? []).map((k) => `    + ${k}`));
   return lines.join('\n') + '\n';
 }
 
@@ -187,7 +228,9 @@ function formatSplit(head: string, split: readonly ShardPlan[]): string {
   const lines = [`${head}: dry-run, ${split.length} shards`];
   for (const p of split) {
     const part = p.part ? `${p.part.from}..${p.part.to}` : '(empty slice)';
-    lines.push(`  shard ${p.shard} ${part}: ${p.status}${p.doneThrough ? ` through ${p.doneThrough}` : ''}; would load ${p.files} files (${p.bytes} bytes)`);
+    lines.push(
+      `  shard ${p.shard} ${part}: ${p.status}${p.doneThrough ? ` through ${p.doneThrough}` : ''}; would load ${p.files} files (${p.bytes} bytes)`,
+    );
   }
   return lines.join('\n') + '\n';
 }

@@ -24,9 +24,14 @@ const SHOWN = 50;
 /** Add `cleanup` to the program. */
 export function addCleanupCommand(program: Command, cli: CommandHost): void {
   withCommonOptions(program.command('cleanup'))
-    .description('move or delete source files loaded at least source.afterLoad.after ago (a dry run unless --apply)')
+    .description(
+      'move or delete source files loaded at least source.afterLoad.after ago (a dry run unless --apply)',
+    )
     .option('--apply', 'move or delete the files; without it, only list them')
-    .option('--dry-run', 'list what would be moved or deleted, and why each other file stays (the default)')
+    .option(
+      '--dry-run',
+      'list what would be moved or deleted, and why each other file stays (the default)',
+    )
     .action(async (flags: CleanupFlags) => cli.setExitCode(await cleanupCommand(flags, cli.io)));
 }
 
@@ -34,7 +39,11 @@ export function addCleanupCommand(program: Command, cli: CommandHost): void {
 export async function cleanupCommand(flags: CleanupFlags, io: CliIO): Promise<number> {
   // --dry-run wins: a script that says it wants a dry run never gets anything else.
   const apply = flags.apply === true && flags.dryRun !== true;
-  return forEachJob(flags, io, { command: 'cleanup', run: (job, ctx) => cleanupJob(job, ctx, { apply }), format: formatCleanup });
+  return forEachJob(flags, io, {
+    command: 'cleanup',
+    run: (job, ctx) => cleanupJob(job, ctx, { apply }),
+    format: formatCleanup,
+  });
 }
 
 /** The human lines of one job's cleanup report. */
@@ -51,18 +60,26 @@ export function formatCleanup(report: CleanupReport): string {
       ? `${head}: would ${verb} ${report.files.length} files (${size})${where}, loaded at least ${days} ago; nothing changed (--apply acts)`
       : `${head}: ${verb === 'move' ? 'moved' : 'deleted'} ${report.files.length} files (${size})${where}`,
   ];
-  lines.push(...shown(report.files.map((f) => `    ${verb} ${f.key} (loaded ${f.loadedAt}, batch ${f.batch})`)));
+  lines.push(
+    ...shown(
+      report.files.map((f) => `    ${verb} ${f.key} (loaded ${f.loadedAt}, batch ${f.batch})`),
+    ),
+  );
   for (const l of report.left) lines.push(`    left ${l.key}: ${l.reason}`);
   const byReason = new Map<CleanupSkipReason, string[]>();
-  for (const s of report.skipped) byReason.set(s.reason, [...(byReason.get(s.reason) ?? []), s.key]);
+  for (const s of report.skipped)
+    byReason.set(s.reason, [...(byReason.get(s.reason) ?? []), s.key]);
   for (const [reason, keys] of byReason) {
     lines.push(`  kept ${keys.length} files: ${SKIP_REASON_TEXT[reason]}`);
     lines.push(...shown(keys.map((k) => `    - ${k}`)));
   }
-  if (report.record) lines.push(`  recorded in ${report.table.replace(/\/+$/, '')}/${report.record}`);
+  if (report.record)
+    lines.push(`  recorded in ${report.table.replace(/\/+$/, '')}/${report.record}`);
   return lines.join('\n') + '\n';
 }
 
 function shown(lines: string[]): string[] {
-  return lines.length <= SHOWN ? lines : [...lines.slice(0, SHOWN), `    … and ${lines.length - SHOWN} more (--json lists all)`];
+  return lines.length <= SHOWN
+    ? lines
+    : [...lines.slice(0, SHOWN), `    … and ${lines.length - SHOWN} more (--json lists all)`];
 }

@@ -50,7 +50,9 @@ Example:
 /** Add `history` and `show` to the program. */
 export function addInspectCommands(program: Command, cli: CommandHost): void {
   withCommonOptions(program.command('history'))
-    .description('list the commits of each job\'s table: runs, backfills, resets, optimize; newest first')
+    .description(
+      "list the commits of each job's table: runs, backfills, resets, optimize; newest first",
+    )
     .option('--limit <n>', 'most commits per job', '20')
     .addHelpText('after', HISTORY_HELP)
     .action(async (flags: HistoryFlags) => cli.setExitCode(await historyCommand(flags, cli.io)));
@@ -69,7 +71,9 @@ export function integerFlag(name: string, text: string | undefined, fallback: nu
   if (text === undefined) return fallback;
   const n = Number(text);
   if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n)) {
-    throw new ConfigError(`--${name} must be a whole number, got ${JSON.stringify(text)}`, { field: name });
+    throw new ConfigError(`--${name} must be a whole number, got ${JSON.stringify(text)}`, {
+      field: name,
+    });
   }
   return n;
 }
@@ -77,7 +81,11 @@ export function integerFlag(name: string, text: string | undefined, fallback: nu
 /** Print the newest commits of each selected job's table; resolves to the exit code. */
 export function historyCommand(flags: HistoryFlags, io: CliIO): Promise<number> {
   const limit = integerFlag('limit', flags.limit, 20);
-  return forEachJob(flags, io, { command: 'history', run: (job, ctx) => jobHistory(job, ctx, { limit }), format: formatHistory });
+  return forEachJob(flags, io, {
+    command: 'history',
+    run: (job, ctx) => jobHistory(job, ctx, { limit }),
+    format: formatHistory,
+  });
 }
 
 /** Print rows of one job's table; resolves to the exit code. */
@@ -85,7 +93,14 @@ export function showCommand(flags: ShowFlags, io: CliIO): Promise<number> {
   const opts = {
     limit: integerFlag('limit', flags.limit, 20),
     ...(flags.where !== undefined ? { where: flags.where } : {}),
-    ...(flags.columns !== undefined ? { columns: flags.columns.split(',').map((c) => c.trim()).filter((c) => c !== '') } : {}),
+    ...(flags.columns !== undefined
+      ? {
+          columns: flags.columns
+            .split(',')
+            .map((c) => c.trim())
+            .filter((c) => c !== ''),
+        }
+      : {}),
   };
   const json = flags.json ?? false;
   // Rows print as JSON lines, one per row, so the loop's one-object-per-job printing is off.
@@ -107,7 +122,8 @@ function showJsonLines(report: ShowReport & { error?: unknown }): string {
 
 /** The rows as an aligned text table, or what went wrong. */
 export function formatShow(r: ShowReport & { error?: { message?: string } }): string {
-  if (r.status === 'failed') return `${r.job}: show failed: ${r.error?.message ?? 'unknown error'}\n`;
+  if (r.status === 'failed')
+    return `${r.job}: show failed: ${r.error?.message ?? 'unknown error'}\n`;
   if (r.status === 'no-table') return `${r.job}: no table yet at ${r.table}\n`;
   const cells = r.rows.map((row) => r.columns.map((c) => cellText(row[c])));
   const foot = `(${r.rows.length} row${r.rows.length === 1 ? '' : 's'}${r.rows.length === r.limit ? `, --limit ${r.limit}` : ''}; table version ${r.tableVersion}${r.filesRead < r.tableFiles ? `; ${r.filesRead} of ${r.tableFiles} files read` : ''})`;
@@ -121,10 +137,19 @@ function cellText(v: unknown): string {
 
 /** The commits as an aligned text table. */
 export function formatHistory(r: HistoryReport & { error?: { message?: string } }): string {
-  if (r.status === 'failed') return `${r.job}: history failed: ${r.error?.message ?? 'unknown error'}\n`;
+  if (r.status === 'failed')
+    return `${r.job}: history failed: ${r.error?.message ?? 'unknown error'}\n`;
   if (r.status === 'no-table') return `${r.job}: no table yet at ${r.table}\n`;
   const head = `${r.job}: ${r.table}, version ${r.tableVersion}; newest ${r.commits.length} commit${r.commits.length === 1 ? '' : 's'}\n`;
-  const columns = ['version', 'time (UTC)', 'operation', 'by', 'files +/-', 'rows ins/upd/del', 'took'];
+  const columns = [
+    'version',
+    'time (UTC)',
+    'operation',
+    'by',
+    'files +/-',
+    'rows ins/upd/del',
+    'took',
+  ];
   return head + formatTable(columns, r.commits.map(historyRow), { right: [0, 4, 5, 6] });
 }
 

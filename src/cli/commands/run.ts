@@ -18,30 +18,59 @@ export function addRunCommands(program: Command, host: CommandHost): void {
   withCommonOptions(program.command('run'))
     .description('load what is new since the last successful run, one commit per batch')
     .option('--dry-run', 'show the plan and the reason for each decision; change nothing')
-    .option('--accept-config-change', 'a changed target.key or orderBy drops the deletes the job remembers (tombstones) that no longer fit it, instead of refusing (exit 2)')
-    .option('--adopt-state-of <old>', 'the job (one --job) was renamed from OLD: carry OLD\'s state in the table over to it (watermark, remembered files, tombstones), in a commit of its own')
-    .option('--allow-large-delete', 'a snapshot source may delete more than source.maxDeleteShare of the table\'s keys, this run only')
-    .option('--fresh', 'the job is not a renamed one although another job in its table loads the same source: start it anew')
+    .option(
+      '--accept-config-change',
+      'a changed target.key or orderBy drops the deletes the job remembers (tombstones) that no longer fit it, instead of refusing (exit 2)',
+    )
+    .option(
+      '--adopt-state-of <old>',
+      "the job (one --job) was renamed from OLD: carry OLD's state in the table over to it (watermark, remembered files, tombstones), in a commit of its own",
+    )
+    .option(
+      '--allow-large-delete',
+      "a snapshot source may delete more than source.maxDeleteShare of the table's keys, this run only",
+    )
+    .option(
+      '--fresh',
+      'the job is not a renamed one although another job in its table loads the same source: start it anew',
+    )
     .action(async (flags: RunFlags) => host.setExitCode(await runCommand(flags, host.io)));
   withCommonOptions(program.command('status'))
-    .description('show watermark, last run, table version, rows, files and quarantined files per job')
+    .description(
+      'show watermark, last run, table version, rows, files and quarantined files per job',
+    )
     .action(async (flags: CommonFlags) => host.setExitCode(await statusCommand(flags, host.io)));
 }
 
-type RunFlags = CommonFlags & { dryRun?: boolean; acceptConfigChange?: boolean; allowLargeDelete?: boolean; adoptStateOf?: string; fresh?: boolean };
+type RunFlags = CommonFlags & {
+  dryRun?: boolean;
+  acceptConfigChange?: boolean;
+  allowLargeDelete?: boolean;
+  adoptStateOf?: string;
+  fresh?: boolean;
+};
 
 /** Run each selected job once; resolves to the exit code. */
 export async function runCommand(flags: RunFlags, io: CliIO): Promise<number> {
   if (flags.adoptStateOf !== undefined && flags.job?.length !== 1) {
-    throw new ConfigError(`--adopt-state-of ${flags.adoptStateOf} takes exactly one --job NAME: the job's new name`, { field: 'job' });
+    throw new ConfigError(
+      `--adopt-state-of ${flags.adoptStateOf} takes exactly one --job NAME: the job's new name`,
+      { field: 'job' },
+    );
   }
-  if (flags.adoptStateOf !== undefined && flags.fresh) throw new ConfigError('--adopt-state-of and --fresh say opposite things: give one', { field: 'fresh' });
+  if (flags.adoptStateOf !== undefined && flags.fresh)
+    throw new ConfigError('--adopt-state-of and --fresh say opposite things: give one', {
+      field: 'fresh',
+    });
   // One observer per invocation: lineage's parent run, and one metrics file for its jobs.
   let observer: RunObserver | null = null;
   return forEachJob(flags, io, {
     command: 'run',
     run: (job, ctx, invocation) => {
-      observer ??= new RunObserver({ ...invocation, producer: `urn:tidemark:${tidemarkVersion()}` });
+      observer ??= new RunObserver({
+        ...invocation,
+        producer: `urn:tidemark:${tidemarkVersion()}`,
+      });
       return observer.run(job, ctx, async (j, c) => cleanupAfterRun(j, c, await runJob(j, c)));
     },
     format: formatRun,

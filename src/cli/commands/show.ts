@@ -38,15 +38,33 @@ export interface ShowReport {
 }
 
 /** Rows of the job's table. Never throws: bad flags are a failed outcome with a ConfigError (exit 2). */
-export async function showJob(job: JobConfig, ctx: RunContext, opts: ShowOptions): Promise<JobOutcome<ShowReport>> {
-  const base: ShowReport = { job: job.name, table: job.target.uri, status: 'failed', tableVersion: null, columns: [], filesRead: 0, tableFiles: 0, rows: [], limit: opts.limit, durationMs: 0 };
+export async function showJob(
+  job: JobConfig,
+  ctx: RunContext,
+  opts: ShowOptions,
+): Promise<JobOutcome<ShowReport>> {
+  const base: ShowReport = {
+    job: job.name,
+    table: job.target.uri,
+    status: 'failed',
+    tableVersion: null,
+    columns: [],
+    filesRead: 0,
+    tableFiles: 0,
+    rows: [],
+    limit: opts.limit,
+    durationMs: 0,
+  };
   return timedOutcome(
     () => base,
     () =>
       withJobScope(job, ctx, `${job.name}-show`, async ({ table, session, spool }) => {
         if (opts.where !== undefined) {
           const problem = await expressionProblem(session, opts.where);
-          if (problem !== null) throw new ConfigError(`--where ${JSON.stringify(opts.where)}: ${problem}`, { field: 'where' });
+          if (problem !== null)
+            throw new ConfigError(`--where ${JSON.stringify(opts.where)}: ${problem}`, {
+              field: 'where',
+            });
         }
         const snapshot = await table.snapshot();
         if (!snapshot) return { ...base, status: 'no-table' };
@@ -54,13 +72,19 @@ export async function showJob(job: JobConfig, ctx: RunContext, opts: ShowOptions
         const columns = opts.columns ?? names;
         const unknown = columns.filter((c) => !names.includes(c));
         if (unknown.length > 0) {
-          throw new ConfigError(`--columns: no column ${unknown.map((c) => JSON.stringify(c)).join(', ')} in ${table.uri} (columns: ${names.join(', ')})`, {
-            field: 'columns',
-          });
+          throw new ConfigError(
+            `--columns: no column ${unknown.map((c) => JSON.stringify(c)).join(', ')} in ${table.uri} (columns: ${names.join(', ')})`,
+            {
+              field: 'columns',
+            },
+          );
         }
         const key = (job.target.key ?? []).filter((k) => names.includes(k));
         // Only the partitions --where can keep are read (downloaded, on S3).
-        const files = opts.where === undefined ? null : await filesMatchingPartitions(session, snapshot, opts.where);
+        const files =
+          opts.where === undefined
+            ? null
+            : await filesMatchingPartitions(session, snapshot, opts.where);
         const scanned = files === null ? snapshot : { ...snapshot, files };
         const rows = await tableRows(session, { storage: table.storage, spool }, scanned, {
           columns,
@@ -68,7 +92,15 @@ export async function showJob(job: JobConfig, ctx: RunContext, opts: ShowOptions
           orderBy: key,
           limit: opts.limit,
         });
-        return { ...base, status: 'ok', tableVersion: snapshot.version, columns, filesRead: scanned.files.length, tableFiles: snapshot.files.length, rows };
+        return {
+          ...base,
+          status: 'ok',
+          tableVersion: snapshot.version,
+          columns,
+          filesRead: scanned.files.length,
+          tableFiles: snapshot.files.length,
+          rows,
+        };
       }),
   );
 }

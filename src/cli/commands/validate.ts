@@ -8,7 +8,14 @@
 import type { Command } from 'commander';
 import type { Problem } from '../../job/preflight.js';
 import { validateJobs, type ValidateReport } from '../../job/validate.js';
-import { EXIT_FAILED, EXIT_LOST_RACE, EXIT_OK, EXIT_STORAGE_UNAVAILABLE, EXIT_USAGE, worstExitCode } from '../exit-codes.js';
+import {
+  EXIT_FAILED,
+  EXIT_LOST_RACE,
+  EXIT_OK,
+  EXIT_STORAGE_UNAVAILABLE,
+  EXIT_USAGE,
+  worstExitCode,
+} from '../exit-codes.js';
 import type { CliIO, CommandHost } from '../io.js';
 import { loggerFor } from '../job-loop.js';
 import { withCommonOptions, type CommonFlags } from '../options.js';
@@ -41,7 +48,13 @@ export async function validateCommand(flags: CommonFlags, io: CliIO): Promise<nu
     { logger, ...(io.signal ? { signal: io.signal } : {}), ...io.context },
   );
   for (const r of reports) {
-    if (flags.json) printJson(io.stdout, { job: r.job, status: r.status, problems: r.problems.map(shown), warnings: r.warnings.map(shown) });
+    if (flags.json)
+      printJson(io.stdout, {
+        job: r.job,
+        status: r.status,
+        problems: r.problems.map(shown),
+        warnings: r.warnings.map(shown),
+      });
     else io.stdout.write(formatValidate(r));
   }
   return validateExitCode(reports);
@@ -50,7 +63,13 @@ export async function validateCommand(flags: CommonFlags, io: CliIO): Promise<nu
 /** The exit code of the problem that most needs a person (worstExitCode): a config problem (2) first, 4 last. */
 export function validateExitCode(reports: readonly ValidateReport[]): number {
   const codeOf = (p: Problem) =>
-    p.kind === 'usage' ? EXIT_USAGE : p.kind === 'transient' ? EXIT_STORAGE_UNAVAILABLE : p.kind === 'conflict' ? EXIT_LOST_RACE : EXIT_FAILED;
+    p.kind === 'usage'
+      ? EXIT_USAGE
+      : p.kind === 'transient'
+        ? EXIT_STORAGE_UNAVAILABLE
+        : p.kind === 'conflict'
+          ? EXIT_LOST_RACE
+          : EXIT_FAILED;
   return reports.flatMap((r) => r.problems.map(codeOf)).reduce(worstExitCode, EXIT_OK);
 }
 

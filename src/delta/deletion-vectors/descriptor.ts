@@ -35,14 +35,22 @@ export { dvUniqueId } from '../actions.js';
  * DeltaLogError; a storage type tidemark cannot read (`r` and unknown ones) is an
  * UnsupportedFeatureError whose message names it.
  */
-export function resolveDeletionVector(dv: DeletionVectorDescriptor, tableUri: string, context: DvContext = {}): DvLocation {
+export function resolveDeletionVector(
+  dv: DeletionVectorDescriptor,
+  tableUri: string,
+  context: DvContext = {},
+): DvLocation {
   const ctx: DvContext = { uri: tableUri, ...context };
   checkNumbers(dv, ctx);
   switch (dv.storageType) {
     case 'u':
       return { kind: 'file', key: uuidDvKey(dv.pathOrInlineDv, ctx), ...fileEntry(dv) };
     case 'p':
-      return { kind: 'file', key: absoluteDvKey(dv.pathOrInlineDv, tableUri, ctx), ...fileEntry(dv) };
+      return {
+        kind: 'file',
+        key: absoluteDvKey(dv.pathOrInlineDv, tableUri, ctx),
+        ...fileEntry(dv),
+      };
     case 'i':
       return { kind: 'inline', bytes: inlineBytes(dv, ctx) };
     default:
@@ -58,7 +66,10 @@ export function resolveDeletionVector(dv: DeletionVectorDescriptor, tableUri: st
 /** Key of a `u` DV's file: `<prefix>/deletion_vector_<uuid>.bin`, or without the folder when there is no prefix. */
 export function uuidDvKey(pathOrInlineDv: string, context: DvContext = {}): string {
   if (pathOrInlineDv.length < Z85_UUID_LENGTH) {
-    throw corruptDv(`a 'u' pathOrInlineDv has at least ${Z85_UUID_LENGTH} characters: ${JSON.stringify(pathOrInlineDv)}`, context);
+    throw corruptDv(
+      `a 'u' pathOrInlineDv has at least ${Z85_UUID_LENGTH} characters: ${JSON.stringify(pathOrInlineDv)}`,
+      context,
+    );
   }
   const prefix = pathOrInlineDv.slice(0, -Z85_UUID_LENGTH);
   // Z85 holds `/ ? # % & :`: the encoded part is decoded as Z85, never as a path or URL.
@@ -68,7 +79,8 @@ export function uuidDvKey(pathOrInlineDv: string, context: DvContext = {}): stri
 
 /** Key, relative to the table root, of the `.bin` file named by `uuid` (and an optional prefix folder). */
 export function dvFileKey(uuid: string, prefix = '', context: DvContext = {}): string {
-  if (!PREFIX.test(prefix)) throw corruptDv(`the random prefix ${JSON.stringify(prefix)} is not alphanumeric`, context);
+  if (!PREFIX.test(prefix))
+    throw corruptDv(`the random prefix ${JSON.stringify(prefix)} is not alphanumeric`, context);
   const name = `deletion_vector_${uuid}.bin`;
   return prefix === '' ? name : `${prefix}/${name}`;
 }
@@ -77,7 +89,12 @@ export function dvFileKey(uuid: string, prefix = '', context: DvContext = {}): s
  * A `u` descriptor for a DV that tidemark wrote into the `.bin` file named by `uuid`.
  * `maxRowIndex` is never written (Spark strips it from the log).
  */
-export function fileDescriptor(opts: { uuid: string; prefix?: string; entry: DvFileEntry; cardinality: number }): DeletionVectorDescriptor {
+export function fileDescriptor(opts: {
+  uuid: string;
+  prefix?: string;
+  entry: DvFileEntry;
+  cardinality: number;
+}): DeletionVectorDescriptor {
   const prefix = opts.prefix ?? '';
   dvFileKey(opts.uuid, prefix); // validates the prefix
   return {
@@ -92,7 +109,12 @@ export function fileDescriptor(opts: { uuid: string; prefix?: string; entry: DvF
 /** An `i` descriptor holding `set` inline: Z85 of the bitmap padded to 4 bytes; sizeInBytes is the unpadded length. */
 export function inlineDescriptor(set: RowIndexSet): DeletionVectorDescriptor {
   const bytes = serializeRowIndexSet(set);
-  return { storageType: 'i', pathOrInlineDv: z85Encode(bytes), sizeInBytes: bytes.length, cardinality: set.cardinality };
+  return {
+    storageType: 'i',
+    pathOrInlineDv: z85Encode(bytes),
+    sizeInBytes: bytes.length,
+    cardinality: set.cardinality,
+  };
 }
 
 function fileEntry(dv: DeletionVectorDescriptor): DvFileEntry {
@@ -104,7 +126,10 @@ function fileEntry(dv: DeletionVectorDescriptor): DvFileEntry {
 function inlineBytes(dv: DeletionVectorDescriptor, context: DvContext): Uint8Array {
   const expected = Math.ceil(dv.sizeInBytes / 4) * 5;
   if (dv.pathOrInlineDv.length !== expected) {
-    throw corruptDv(`inline data of ${dv.pathOrInlineDv.length} characters does not match sizeInBytes ${dv.sizeInBytes} (expected ${expected})`, context);
+    throw corruptDv(
+      `inline data of ${dv.pathOrInlineDv.length} characters does not match sizeInBytes ${dv.sizeInBytes} (expected ${expected})`,
+      context,
+    );
   }
   return z85Decode(dv.pathOrInlineDv, dv.sizeInBytes, context);
 }
@@ -122,7 +147,11 @@ function absoluteDvKey(pathOrInlineDv: string, tableUri: string, context: DvCont
     return decodeLogPath(pathOrInlineDv, tableUri);
   } catch (err) {
     if (err instanceof DeltaLogError && /percent-encoding/.test(err.message)) {
-      throw corruptDv(`the 'p' path ${JSON.stringify(pathOrInlineDv)} is not valid percent-encoding`, context, err);
+      throw corruptDv(
+        `the 'p' path ${JSON.stringify(pathOrInlineDv)} is not valid percent-encoding`,
+        context,
+        err,
+      );
     }
     throw outside(err);
   }
@@ -130,11 +159,15 @@ function absoluteDvKey(pathOrInlineDv: string, tableUri: string, context: DvCont
 
 /** offset, sizeInBytes and cardinality must be what the protocol allows. */
 function checkNumbers(dv: DeletionVectorDescriptor, context: DvContext): void {
-  const int32 = (n: unknown) => Number.isInteger(n) && (n as number) >= 0 && (n as number) <= INT32_MAX;
-  if (typeof dv.pathOrInlineDv !== 'string') throw corruptDv('the descriptor has no pathOrInlineDv', context);
-  if (!int32(dv.sizeInBytes)) throw corruptDv(`sizeInBytes ${dv.sizeInBytes} is not an int32 of at least 0`, context);
+  const int32 = (n: unknown) =>
+    Number.isInteger(n) && (n as number) >= 0 && (n as number) <= INT32_MAX;
+  if (typeof dv.pathOrInlineDv !== 'string')
+    throw corruptDv('the descriptor has no pathOrInlineDv', context);
+  if (!int32(dv.sizeInBytes))
+    throw corruptDv(`sizeInBytes ${dv.sizeInBytes} is not an int32 of at least 0`, context);
   if (dv.offset !== null && dv.offset !== undefined && !int32(dv.offset)) {
     throw corruptDv(`offset ${dv.offset} is not an int32 of at least 0`, context);
   }
-  if (!Number.isSafeInteger(dv.cardinality) || dv.cardinality < 0) throw corruptDv(`cardinality ${dv.cardinality} is not a count`, context);
+  if (!Number.isSafeInteger(dv.cardinality) || dv.cardinality < 0)
+    throw corruptDv(`cardinality ${dv.cardinality} is not a count`, context);
 }

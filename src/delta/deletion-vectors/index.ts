@@ -22,10 +22,22 @@ export { uuidToZ85, z85Decode, z85Encode, z85ToUuid } from './z85.js';
 export { parseRoaringBitmapArray, serializeRowIndexSet } from './roaring.js';
 
 /** The `.bin` file: version byte, then size, bitmap and CRC per DV. */
-export { dvByteRange, listDvFileEntries, packDvFile, readDvFromFile, unpackStoredDv } from './dv-file.js';
+export {
+  dvByteRange,
+  listDvFileEntries,
+  packDvFile,
+  readDvFromFile,
+  unpackStoredDv,
+} from './dv-file.js';
 
 /** Descriptors: unique id, location of the bytes, new `u` and `i` descriptors. */
-export { dvUniqueId, fileDescriptor, inlineDescriptor, resolveDeletionVector, type DvLocation } from './descriptor.js';
+export {
+  dvUniqueId,
+  fileDescriptor,
+  inlineDescriptor,
+  resolveDeletionVector,
+  type DvLocation,
+} from './descriptor.js';
 
 /** Loading a descriptor's row indexes through Storage, with an optional cache. */
 export { DeletionVectorCache, loadDeletionVector } from './load.js';

@@ -36,7 +36,12 @@ export async function loadDeletionVector(
   return opts.cache.get(tableUri, dv, () => loadUncached(storage, dv, tableUri, opts.dataFile));
 }
 
-async function loadUncached(storage: Storage, dv: DeletionVectorDescriptor, tableUri: string, dataFile?: string): Promise<RowIndexSet> {
+async function loadUncached(
+  storage: Storage,
+  dv: DeletionVectorDescriptor,
+  tableUri: string,
+  dataFile?: string,
+): Promise<RowIndexSet> {
   const context: DvContext = dataFile === undefined ? {} : { dataFile };
   const location = resolveDeletionVector(dv, tableUri, context);
   // Spark and the kernel skip the read for an empty DV; so does tidemark.
@@ -54,7 +59,10 @@ async function loadUncached(storage: Storage, dv: DeletionVectorDescriptor, tabl
   }
   const set = parseRoaringBitmapArray(bitmap, where);
   if (set.cardinality !== dv.cardinality) {
-    throw corruptDv(`the bitmap holds ${set.cardinality} row indexes, but the descriptor's cardinality is ${dv.cardinality}`, where);
+    throw corruptDv(
+      `the bitmap holds ${set.cardinality} row indexes, but the descriptor's cardinality is ${dv.cardinality}`,
+      where,
+    );
   }
   return set;
 }
@@ -77,7 +85,11 @@ export class DeletionVectorCache {
   }
 
   /** The cached DV, or the result of `load` (cached when it succeeds). */
-  get(tableUri: string, dv: DeletionVectorDescriptor, load: () => Promise<RowIndexSet>): Promise<RowIndexSet> {
+  get(
+    tableUri: string,
+    dv: DeletionVectorDescriptor,
+    load: () => Promise<RowIndexSet>,
+  ): Promise<RowIndexSet> {
     const id = `${tableUri}\u0000${dvUniqueId(dv)}`;
     const hit = this.entries.get(id);
     if (hit) {
@@ -90,7 +102,8 @@ export class DeletionVectorCache {
     loading.catch(() => {
       if (this.entries.get(id) === loading) this.entries.delete(id);
     });
-    while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    while (this.entries.size > this.maxEntries)
+      this.entries.delete(this.entries.keys().next().value!);
     return loading;
   }
 

@@ -37,7 +37,7 @@ export function serializeRowIndexSet(set: RowIndexSet): Uint8Array {
   view.setUint32(0, PORTABLE_MAGIC, true);
   let buckets = 0;
   let pos = 12;
-  for (let i = 0; i < values.length; ) {
+  for (let i = 0; i < values.length;) {
     const end = bucketEnd(values, i);
     view.setUint32(pos, Math.floor(values[i]! / TWO_32), true);
     pos = writeBitmap32(bytes, view, pos + 4, values, i, end);
@@ -59,8 +59,12 @@ export function parseRoaringBitmapArray(bytes: Uint8Array, context: DvContext = 
   const magic = r.u32('the magic number');
   if (magic === PORTABLE_MAGIC) readPortable(r, out);
   else if (magic === NATIVE_MAGIC) readNative(r, out);
-  else throw r.fail(`unexpected magic number ${magic} (expected ${PORTABLE_MAGIC}, or ${NATIVE_MAGIC} for the native format)`);
-  if (r.pos !== bytes.length) throw r.fail(`${bytes.length - r.pos} bytes left over after the bitmap`);
+  else
+    throw r.fail(
+      `unexpected magic number ${magic} (expected ${PORTABLE_MAGIC}, or ${NATIVE_MAGIC} for the native format)`,
+    );
+  if (r.pos !== bytes.length)
+    throw r.fail(`${bytes.length - r.pos} bytes left over after the bitmap`);
   return trustedRowIndexSet(out.finish());
 }
 
@@ -70,7 +74,8 @@ function readPortable(r: Reader, out: Float64Builder): void {
   const low = r.u32('the bucket count');
   const high = r.u32('the bucket count');
   // Each bucket takes at least 12 bytes (key, cookie, count): a larger count cannot be real.
-  if (high !== 0 || low > r.remaining() / 12) throw r.fail(`bucket count ${high * TWO_32 + low} does not fit in ${r.remaining()} bytes`);
+  if (high !== 0 || low > r.remaining() / 12)
+    throw r.fail(`bucket count ${high * TWO_32 + low} does not fit in ${r.remaining()} bytes`);
   let previous = -1;
   for (let b = 0; b < low; b++) {
     const key = r.u32(`the key of bucket ${b}`);
@@ -83,12 +88,14 @@ function readPortable(r: Reader, out: Float64Builder): void {
 
 function readNative(r: Reader, out: Float64Builder): void {
   const count = r.u32('the bitmap count');
-  if (count >= 2 ** 31 || count > r.remaining() / 12) throw r.fail(`bitmap count ${count} does not fit in ${r.remaining()} bytes`);
+  if (count >= 2 ** 31 || count > r.remaining() / 12)
+    throw r.fail(`bitmap count ${count} does not fit in ${r.remaining()} bytes`);
   for (let key = 0; key < count; key++) {
     const length = r.u32(`the length of bitmap ${key}`);
     const start = r.pos;
     readBitmap32(r, key, out);
-    if (r.pos - start !== length) throw r.fail(`bitmap ${key} takes ${r.pos - start} bytes, but its length says ${length}`);
+    if (r.pos - start !== length)
+      throw r.fail(`bitmap ${key} takes ${r.pos - start} bytes, but its length says ${length}`);
   }
 }
 
@@ -103,11 +110,17 @@ function readBitmap32(r: Reader, bucket: number, out: Float64Builder): void {
     runFlags = r.take(Math.ceil(count / 8), `the run-container flags of bucket ${bucket}`);
   } else if (cookie === COOKIE_NO_RUN) {
     count = r.u32(`the container count of bucket ${bucket}`);
-    if (count > 65536) throw r.fail(`bucket ${bucket} claims ${count} containers; at most 65536 exist`);
+    if (count > 65536)
+      throw r.fail(`bucket ${bucket} claims ${count} containers; at most 65536 exist`);
   } else {
-    throw r.fail(`bucket ${bucket} has cookie ${cookie}, neither ${COOKIE_NO_RUN} nor ${COOKIE_RUN} (run containers)`);
+    throw r.fail(
+      `bucket ${bucket} has cookie ${cookie}, neither ${COOKIE_NO_RUN} nor ${COOKIE_RUN} (run containers)`,
+    );
   }
-  if (count > 0 && bucket >= MAX_SAFE_BUCKET) throw r.fail(`bucket ${bucket} holds row indexes above 2^53 - 1, which tidemark cannot represent`);
+  if (count > 0 && bucket >= MAX_SAFE_BUCKET)
+    throw r.fail(
+      `bucket ${bucket} holds row indexes above 2^53 - 1, which tidemark cannot represent`,
+    );
   const headers = r.skip(4 * count, `the container headers of bucket ${bucket}`);
   const hasOffsets = runFlags === null || count >= NO_OFFSET_THRESHOLD;
   const offsets = hasOffsets ? r.skip(4 * count, `the container offsets of bucket ${bucket}`) : -1;
@@ -116,11 +129,15 @@ function readBitmap32(r: Reader, bucket: number, out: Float64Builder): void {
     const key = r.view.getUint16(headers + 4 * c, true);
     const cardinality = r.view.getUint16(headers + 4 * c + 2, true) + 1;
     const where = `container ${c} (key ${key}) of bucket ${bucket}`;
-    if (key <= previousKey) throw r.fail(`container keys are not ascending in bucket ${bucket}: ${key} after ${previousKey}`);
+    if (key <= previousKey)
+      throw r.fail(
+        `container keys are not ascending in bucket ${bucket}: ${key} after ${previousKey}`,
+      );
     previousKey = key;
     if (offsets >= 0) {
       const offset = r.view.getUint32(offsets + 4 * c, true);
-      if (offset !== r.pos - start) throw r.fail(`${where} has offset ${offset}, but its data starts at ${r.pos - start}`);
+      if (offset !== r.pos - start)
+        throw r.fail(`${where} has offset ${offset}, but its data starts at ${r.pos - start}`);
     }
     const base = bucket * TWO_32 + key * 65536;
     const isRun = runFlags !== null && (runFlags[c >>> 3]! & (1 << (c & 7))) !== 0;
@@ -130,18 +147,31 @@ function readBitmap32(r: Reader, bucket: number, out: Float64Builder): void {
   }
 }
 
-function readArray(r: Reader, base: number, cardinality: number, where: string, out: Float64Builder): void {
+function readArray(
+  r: Reader,
+  base: number,
+  cardinality: number,
+  where: string,
+  out: Float64Builder,
+): void {
   const pos = r.skip(2 * cardinality, `the values of ${where}`);
   let previous = -1;
   for (let i = 0; i < cardinality; i++) {
     const low = r.view.getUint16(pos + 2 * i, true);
-    if (low <= previous) throw r.fail(`${where}: array values are not ascending (${low} after ${previous})`);
+    if (low <= previous)
+      throw r.fail(`${where}: array values are not ascending (${low} after ${previous})`);
     out.push(base + low);
     previous = low;
   }
 }
 
-function readBitset(r: Reader, base: number, cardinality: number, where: string, out: Float64Builder): void {
+function readBitset(
+  r: Reader,
+  base: number,
+  cardinality: number,
+  where: string,
+  out: Float64Builder,
+): void {
   const pos = r.skip(BITSET_BYTES, `the bitset of ${where}`);
   const before = out.length;
   // 64-bit little-endian words read as pairs of 32-bit words: bit j is word j >> 5, bit j & 31.
@@ -154,10 +184,17 @@ function readBitset(r: Reader, base: number, cardinality: number, where: string,
     }
   }
   const found = out.length - before;
-  if (found !== cardinality) throw r.fail(`${where}: the bitset holds ${found} values, but the header says ${cardinality}`);
+  if (found !== cardinality)
+    throw r.fail(`${where}: the bitset holds ${found} values, but the header says ${cardinality}`);
 }
 
-function readRuns(r: Reader, base: number, cardinality: number, where: string, out: Float64Builder): void {
+function readRuns(
+  r: Reader,
+  base: number,
+  cardinality: number,
+  where: string,
+  out: Float64Builder,
+): void {
   const runs = r.view.getUint16(r.skip(2, `the run count of ${where}`), true);
   const pos = r.skip(4 * runs, `the runs of ${where}`);
   let previousEnd = -1;
@@ -166,13 +203,17 @@ function readRuns(r: Reader, base: number, cardinality: number, where: string, o
     const first = r.view.getUint16(pos + 4 * i, true);
     const length = r.view.getUint16(pos + 4 * i + 2, true) + 1;
     const last = first + length - 1;
-    if (first <= previousEnd) throw r.fail(`${where}: run ${i} starts at ${first}, not after the previous run's end ${previousEnd}`);
+    if (first <= previousEnd)
+      throw r.fail(
+        `${where}: run ${i} starts at ${first}, not after the previous run's end ${previousEnd}`,
+      );
     if (last > 0xffff) throw r.fail(`${where}: run ${i} (${first} + ${length}) runs past 65535`);
     out.pushRange(base + first, length);
     previousEnd = last;
     total += length;
   }
-  if (total !== cardinality) throw r.fail(`${where}: the runs hold ${total} values, but the header says ${cardinality}`);
+  if (total !== cardinality)
+    throw r.fail(`${where}: the runs hold ${total} values, but the header says ${cardinality}`);
 }
 
 /** Bounds-checked little-endian reads over the bitmap bytes. */
@@ -190,7 +231,8 @@ class Reader {
   }
   /** Advance `n` bytes (failing, naming `what`, if they are not there); returns the old position. */
   skip(n: number, what: string): number {
-    if (n > this.remaining()) throw this.fail(`the bitmap ends after ${this.bytes.length} bytes, inside ${what}`);
+    if (n > this.remaining())
+      throw this.fail(`the bitmap ends after ${this.bytes.length} bytes, inside ${what}`);
     const at = this.pos;
     this.pos += n;
     return at;
@@ -254,10 +296,10 @@ function containerBytes(cardinality: number): number {
 /** Exact size of the portable serialization, so the output is allocated once. */
 function portableSize(values: Float64Array): number {
   let size = 12;
-  for (let i = 0; i < values.length; ) {
+  for (let i = 0; i < values.length;) {
     const end = bucketEnd(values, i);
     size += 4 + 8; // key, cookie and container count
-    for (let c = i; c < end; ) {
+    for (let c = i; c < end;) {
       const next = containerEnd(values, c, end);
       size += 8 + containerBytes(next - c); // header, offset, data
       c = next;
@@ -268,7 +310,14 @@ function portableSize(values: Float64Array): number {
 }
 
 /** Write one 32-bit bitmap (cookie 12346) for values[from, to) at `pos`; returns the position after it. */
-function writeBitmap32(bytes: Uint8Array, view: DataView, pos: number, values: Float64Array, from: number, to: number): number {
+function writeBitmap32(
+  bytes: Uint8Array,
+  view: DataView,
+  pos: number,
+  values: Float64Array,
+  from: number,
+  to: number,
+): number {
   let count = 0;
   for (let c = from; c < to; c = containerEnd(values, c, to)) count++;
   const start = pos;
@@ -286,7 +335,8 @@ function writeBitmap32(bytes: Uint8Array, view: DataView, pos: number, values: F
     view.setUint16(headers + 4 * c + 2, cardinality - 1, true);
     view.setUint32(offsets + 4 * c, data - start, true);
     if (cardinality <= ARRAY_MAX) {
-      for (let k = i; k < end; k++) view.setUint16(data + 2 * (k - i), values[k]! - blockBase, true);
+      for (let k = i; k < end; k++)
+        view.setUint16(data + 2 * (k - i), values[k]! - blockBase, true);
     } else {
       // The output is freshly zeroed, so only set bits are written.
       for (let k = i; k < end; k++) {

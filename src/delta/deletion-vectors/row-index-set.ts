@@ -33,7 +33,9 @@ export class RowIndexSet implements Iterable<number> {
     for (let i = 0; i < copy.length; i++) {
       checkIndex(copy[i]!);
       if (i > 0 && copy[i]! <= copy[i - 1]!) {
-        throw new RangeError(`row indexes are not strictly ascending at position ${i}: ${copy[i - 1]} then ${copy[i]}`);
+        throw new RangeError(
+          `row indexes are not strictly ascending at position ${i}: ${copy[i - 1]} then ${copy[i]}`,
+        );
       }
     }
     return new RowIndexSet(copy);
@@ -93,9 +95,9 @@ export class RowIndexSet implements Iterable<number> {
     while (i < a.length && j < b.length) {
       const x = a[i]!;
       const y = b[j]!;
-      if (x < y) (out[n++] = x), i++;
-      else if (y < x) (out[n++] = y), j++;
-      else (out[n++] = x), i++, j++;
+      if (x < y) ((out[n++] = x), i++);
+      else if (y < x) ((out[n++] = y), j++);
+      else ((out[n++] = x), i++, j++);
     }
     while (i < a.length) out[n++] = a[i++]!;
     while (j < b.length) out[n++] = b[j++]!;

@@ -36,12 +36,15 @@ export interface DvFileOptions {
  */
 export function planDvFile(sets: readonly RowIndexSet[], opts: DvFileOptions = {}): DvFilePlan {
   sets.forEach((set, i) => {
-    if (set.cardinality === 0) throw new RangeError(`deletion vector ${i} is empty; a file with no deleted rows gets no DV`);
+    if (set.cardinality === 0)
+      throw new RangeError(`deletion vector ${i} is empty; a file with no deleted rows gets no DV`);
   });
   const uuid = opts.uuid ?? randomUUID();
   const key = dvFileKey(uuid, opts.prefix ?? '');
   const { bytes, entries } = packDvFile(sets.map(serializeRowIndexSet));
-  const descriptors = entries.map((entry, i) => fileDescriptor({ uuid, prefix: opts.prefix, entry, cardinality: sets[i]!.cardinality }));
+  const descriptors = entries.map((entry, i) =>
+    fileDescriptor({ uuid, prefix: opts.prefix, entry, cardinality: sets[i]!.cardinality }),
+  );
   return { uuid, key, bytes, descriptors };
 }
 
@@ -50,14 +53,23 @@ export function planDvFile(sets: readonly RowIndexSet[], opts: DvFileOptions = {
  * with a descriptor per set. The write is put-if-absent: an existing key is an error, never
  * overwritten.
  */
-export async function writeDeletionVectorFile(storage: Storage, sets: readonly RowIndexSet[], opts: DvFileOptions = {}): Promise<DvFilePlan> {
+export async function writeDeletionVectorFile(
+  storage: Storage,
+  sets: readonly RowIndexSet[],
+  opts: DvFileOptions = {},
+): Promise<DvFilePlan> {
   const plan = planDvFile(sets, opts);
-  const created = await storage.writeIfAbsent(plan.key, plan.bytes, { contentType: 'application/octet-stream' });
+  const created = await storage.writeIfAbsent(plan.key, plan.bytes, {
+    contentType: 'application/octet-stream',
+  });
   if (!created) {
-    throw new StorageError(`[delta] deletion vector file ${JSON.stringify(plan.key)} already exists in ${storage.uri}; it is never overwritten`, {
-      kind: 'terminal',
-      context: { key: plan.key, uri: storage.uri },
-    });
+    throw new StorageError(
+      `[delta] deletion vector file ${JSON.stringify(plan.key)} already exists in ${storage.uri}; it is never overwritten`,
+      {
+        kind: 'terminal',
+        context: { key: plan.key, uri: storage.uri },
+      },
+    );
   }
   return plan;
 }

@@ -6,7 +6,8 @@
  */
 import { corruptDv, type DvContext } from './corrupt.js';
 
-const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#';
+const ALPHABET =
+  '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#';
 
 /** Character code → digit, or -1. */
 const DIGITS = (() => {
@@ -43,7 +44,11 @@ export function z85Encode(bytes: Uint8Array): string {
  * 2^32 − 1, is a DeltaLogError naming the problem.
  */
 export function z85Decode(text: string, length?: number, context: DvContext = {}): Uint8Array {
-  if (text.length % 5 !== 0) throw corruptDv(`Z85 text of ${text.length} characters is not a whole number of 5-character blocks`, context);
+  if (text.length % 5 !== 0)
+    throw corruptDv(
+      `Z85 text of ${text.length} characters is not a whole number of 5-character blocks`,
+      context,
+    );
   const bytes = new Uint8Array((text.length / 5) * 4);
   const view = new DataView(bytes.buffer);
   for (let b = 0; b < text.length / 5; b++) {
@@ -51,14 +56,23 @@ export function z85Decode(text: string, length?: number, context: DvContext = {}
     for (let i = 0; i < 5; i++) {
       const code = text.charCodeAt(b * 5 + i);
       const digit = code < 128 ? DIGITS[code]! : -1;
-      if (digit < 0) throw corruptDv(`${JSON.stringify(text[b * 5 + i])} at position ${b * 5 + i} is not a Z85 character`, context);
+      if (digit < 0)
+        throw corruptDv(
+          `${JSON.stringify(text[b * 5 + i])} at position ${b * 5 + i} is not a Z85 character`,
+          context,
+        );
       word = word * 85 + digit;
     }
-    if (word > 0xffffffff) throw corruptDv(`Z85 block ${b} encodes ${word}, more than 32 bits`, context);
+    if (word > 0xffffffff)
+      throw corruptDv(`Z85 block ${b} encodes ${word}, more than 32 bits`, context);
     view.setUint32(b * 4, word, false);
   }
   if (length === undefined) return bytes;
-  if (length > bytes.length) throw corruptDv(`Z85 text holds ${bytes.length} bytes, fewer than the ${length} expected`, context);
+  if (length > bytes.length)
+    throw corruptDv(
+      `Z85 text holds ${bytes.length} bytes, fewer than the ${length} expected`,
+      context,
+    );
   return bytes.subarray(0, length);
 }
 
@@ -70,7 +84,11 @@ export function uuidToZ85(uuid: string): string {
 
 /** The UUID (lower case, with dashes) that 20 Z85 characters encode. */
 export function z85ToUuid(text: string, context: DvContext = {}): string {
-  if (text.length !== Z85_UUID_LENGTH) throw corruptDv(`an encoded UUID has ${Z85_UUID_LENGTH} characters, not ${text.length}`, context);
+  if (text.length !== Z85_UUID_LENGTH)
+    throw corruptDv(
+      `an encoded UUID has ${Z85_UUID_LENGTH} characters, not ${text.length}`,
+      context,
+    );
   const hex = Buffer.from(z85Decode(text, 16, context)).toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

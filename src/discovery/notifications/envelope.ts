@@ -67,10 +67,17 @@ function parseJson(json: unknown, inSns: boolean): ParsedBody {
     // An EventBridge event published through SNS is still EventBridge's shape; the envelope was SNS.
     return parsed.kind === 'eventbridge' ? { kind: 'sns', events: parsed.events } : parsed;
   }
-  if (json['source'] === 'aws.s3' && typeof json['detail-type'] === 'string' && isObject(json['detail'])) {
+  if (
+    json['source'] === 'aws.s3' &&
+    typeof json['detail-type'] === 'string' &&
+    isObject(json['detail'])
+  ) {
     return eventBridge(json['detail-type'], json['detail']);
   }
-  return { kind: 'unreadable', why: 'neither S3 event records, an SNS notification nor an EventBridge S3 event' };
+  return {
+    kind: 'unreadable',
+    why: 'neither S3 event records, an SNS notification nor an EventBridge S3 event',
+  };
 }
 
 function s3Records(records: unknown[], kind: 's3' | 'sns'): ParsedBody {
@@ -80,15 +87,25 @@ function s3Records(records: unknown[], kind: 's3' | 'sns'): ParsedBody {
     if (!isObject(r)) return { kind: 'unreadable', why: `${where} is not an object` };
     const name = r['eventName'];
     const s3 = r['s3'];
-    if (typeof name !== 'string' || !isObject(s3) || !isObject(s3['bucket']) || !isObject(s3['object'])) {
+    if (
+      typeof name !== 'string' ||
+      !isObject(s3) ||
+      !isObject(s3['bucket']) ||
+      !isObject(s3['object'])
+    ) {
       return { kind: 'unreadable', why: `${where} lacks eventName, s3.bucket or s3.object` };
     }
     const bucket = s3['bucket']['name'];
     const object = s3['object'];
     const rawKey = object['key'];
-    if (typeof bucket !== 'string' || typeof rawKey !== 'string') return { kind: 'unreadable', why: `${where} lacks s3.bucket.name or s3.object.key` };
+    if (typeof bucket !== 'string' || typeof rawKey !== 'string')
+      return { kind: 'unreadable', why: `${where} lacks s3.bucket.name or s3.object.key` };
     const key = decodeEventKey(rawKey);
-    if (key === null) return { kind: 'unreadable', why: `${where}: s3.object.key ${JSON.stringify(rawKey)} is not URL-encoded text` };
+    if (key === null)
+      return {
+        kind: 'unreadable',
+        why: `${where}: s3.object.key ${JSON.stringify(rawKey)} is not URL-encoded text`,
+      };
     events.push({
       bucket,
       key,
@@ -104,11 +121,22 @@ function eventBridge(detailType: string, detail: Record<string, unknown>): Parse
   const bucket = isObject(detail['bucket']) ? detail['bucket']['name'] : undefined;
   const object = detail['object'];
   if (typeof bucket !== 'string' || !isObject(object) || typeof object['key'] !== 'string') {
-    return { kind: 'unreadable', why: 'an EventBridge S3 event without detail.bucket.name or detail.object.key' };
+    return {
+      kind: 'unreadable',
+      why: 'an EventBridge S3 event without detail.bucket.name or detail.object.key',
+    };
   }
   return {
     kind: 'eventbridge',
-    events: [{ bucket, key: object['key'], created: detailType === 'Object Created', name: detailType, ...described(object['etag'], object['size'], object['sequencer']) }],
+    events: [
+      {
+        bucket,
+        key: object['key'],
+        created: detailType === 'Object Created',
+        name: detailType,
+        ...described(object['etag'], object['size'], object['sequencer']),
+      },
+    ],
   };
 }
 
@@ -121,7 +149,11 @@ export function decodeEventKey(raw: string): string | null {
   }
 }
 
-function described(etag: unknown, size: unknown, sequencer: unknown): Pick<ObjectEvent, 'etag' | 'size' | 'sequencer'> {
+function described(
+  etag: unknown,
+  size: unknown,
+  sequencer: unknown,
+): Pick<ObjectEvent, 'etag' | 'size' | 'sequencer'> {
   return {
     ...(typeof etag === 'string' && etag !== '' ? { etag } : {}),
     ...(typeof size === 'number' && Number.isInteger(size) && size >= 0 ? { size } : {}),

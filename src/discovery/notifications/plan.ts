@@ -22,7 +22,13 @@ import { describeUri } from '../../storage/uri.js';
 import { listModified } from '../by-modified.js';
 import type { NotificationSettings } from '../config.js';
 import { isNotData, judgeFile } from '../identity.js';
-import { compareFiles, type Decision, type DiscoveredFile, type DiscoveryPlan, type StateBasis } from '../plan.js';
+import {
+  compareFiles,
+  type Decision,
+  type DiscoveredFile,
+  type DiscoveryPlan,
+  type StateBasis,
+} from '../plan.js';
 import type { NotificationState } from '../state.js';
 import { parseBody } from './envelope.js';
 import type { HeldMessage, NotificationIntake } from './intake.js';
@@ -37,7 +43,11 @@ export interface PlanNotifiedOptions {
 }
 
 /** True when a reconciling listing is due: never done, or `reconcileEvery` ago. */
-export function reconcileDue(settings: NotificationSettings, state: NotificationState | null, now: number): boolean {
+export function reconcileDue(
+  settings: NotificationSettings,
+  state: NotificationState | null,
+  now: number,
+): boolean {
   return state?.reconciledAt === undefined || now - state.reconciledAt >= settings.reconcileEveryMs;
 }
 
@@ -54,7 +64,10 @@ export async function planNotified(
 ): Promise<DiscoveryPlan> {
   const location = describeUri(storage.uri);
   if (location.kind !== 's3') {
-    throw new ConfigError(`[discovery] discover.by: notifications needs an s3:// source (S3 sends the events), got ${storage.uri}`, { field: 'discover.by' });
+    throw new ConfigError(
+      `[discovery] discover.by: notifications needs an s3:// source (S3 sends the events), got ${storage.uri}`,
+      { field: 'discover.by' },
+    );
   }
   const intake: NotificationIntake = {
     messages: [],
@@ -78,7 +91,8 @@ export async function planNotified(
     }
     for (const e of parsed.events) {
       intake.counts.events += 1;
-      if (e.bucket !== location.bucket || !e.key.startsWith(location.prefix)) intake.counts.outside += 1;
+      if (e.bucket !== location.bucket || !e.key.startsWith(location.prefix))
+        intake.counts.outside += 1;
       else if (!e.created) intake.counts.notCreated += 1;
       else {
         const key = e.key.slice(location.prefix.length);
@@ -115,7 +129,12 @@ export async function planNotified(
   const due = reconcileDue(settings, state, opts.now);
   let reconciledAt: number | undefined;
   if (due) {
-    const listing = await listModified(storage, { floor: settings.start === null ? null : settings.start - 1, keepAll: false, concurrency: opts.concurrency, ...(opts.signal ? { signal: opts.signal } : {}) });
+    const listing = await listModified(storage, {
+      floor: settings.start === null ? null : settings.start - 1,
+      keepAll: false,
+      concurrency: opts.concurrency,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
     serverTime = listing.serverTime;
     reconciledAt = listing.serverTime.getTime();
     listRequests = listing.listRequests;
@@ -130,10 +149,16 @@ export async function planNotified(
       found.set(o.key, o);
     }
   }
-  const files: DiscoveredFile[] = [...found.values()].map((o) => ({ ...o, arrival: o.lastModified }));
+  const files: DiscoveredFile[] = [...found.values()].map((o) => ({
+    ...o,
+    arrival: o.lastModified,
+  }));
   files.sort(compareFiles);
   for (const f of files) decisions.push({ key: f.key, action: 'load', reason: 'new' });
-  const basis: StateBasis = { mode: 'notifications', ...(reconciledAt !== undefined ? { reconciledAt } : {}) };
+  const basis: StateBasis = {
+    mode: 'notifications',
+    ...(reconciledAt !== undefined ? { reconciledAt } : {}),
+  };
   return {
     mode: 'notifications',
     files,
@@ -160,7 +185,10 @@ export async function planNotified(
  * plan's files, those the ledger lacks (null) or holds in another version (the ETag loaded); a
  * file not in it is loaded already, with this ETag, and is skipped.
  */
-export function withLedgerAnswers(plan: DiscoveryPlan, notLoaded: ReadonlyMap<string, string | null>): DiscoveryPlan {
+export function withLedgerAnswers(
+  plan: DiscoveryPlan,
+  notLoaded: ReadonlyMap<string, string | null>,
+): DiscoveryPlan {
   if (plan.basis.mode !== 'notifications') return plan;
   const files: DiscoveredFile[] = [];
   const ignored: DiscoveredFile[] = [];
@@ -168,13 +196,31 @@ export function withLedgerAnswers(plan: DiscoveryPlan, notLoaded: ReadonlyMap<st
   for (const f of plan.files) {
     const loaded = notLoaded.get(f.key);
     const decision: Pick<Decision, 'action' | 'reason'> =
-      loaded === undefined ? { action: 'skip', reason: 'already loaded' } : judgeFile(loaded ?? undefined, f.etag, plan.onOverwrite);
+      loaded === undefined
+        ? { action: 'skip', reason: 'already loaded' }
+        : judgeFile(loaded ?? undefined, f.etag, plan.onOverwrite);
     judged.set(f.key, decision);
-    if (decision.action === 'load') files.push(decision.reason === 'overwritten, reloading' ? { ...f, loadedBefore: true as const } : f);
+    if (decision.action === 'load')
+      files.push(
+        decision.reason === 'overwritten, reloading' ? { ...f, loadedBefore: true as const } : f,
+      );
     else if (decision.reason === 'overwritten, ignored') ignored.push(f);
   }
-  const decisions = plan.decisions.map((d) => (d.action === 'load' && judged.has(d.key) ? { ...d, ...judged.get(d.key)! } : d));
-  return { ...plan, files, decisions, overwrittenIgnored: ignored, nextState: notificationStateAfter(plan.prevState as NotificationState | null, plan.basis, files, true) };
+  const decisions = plan.decisions.map((d) =>
+    d.action === 'load' && judged.has(d.key) ? { ...d, ...judged.get(d.key)! } : d,
+  );
+  return {
+    ...plan,
+    files,
+    decisions,
+    overwrittenIgnored: ignored,
+    nextState: notificationStateAfter(
+      plan.prevState as NotificationState | null,
+      plan.basis,
+      files,
+      true,
+    ),
+  };
 }
 
 /**
@@ -188,9 +234,13 @@ export function notificationStateAfter(
   loaded: readonly DiscoveredFile[],
   complete: boolean,
 ): NotificationState | null {
-  const reconciledAt = complete && basis.reconciledAt !== undefined ? basis.reconciledAt : prev?.reconciledAt;
+  const reconciledAt =
+    complete && basis.reconciledAt !== undefined ? basis.reconciledAt : prev?.reconciledAt;
   if (loaded.length === 0 && reconciledAt === prev?.reconciledAt) return prev;
-  const newest = loaded.reduce((max, f) => Math.max(max, f.lastModified.getTime()), prev?.watermark ?? -Infinity);
+  const newest = loaded.reduce(
+    (max, f) => Math.max(max, f.lastModified.getTime()),
+    prev?.watermark ?? -Infinity,
+  );
   return {
     stateVersion: 1,
     mode: 'notifications',

@@ -55,14 +55,25 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedWrite> {
             ...(opts.signal ? { signal: opts.signal } : {}),
           })
         : null;
-    const rows = sources && sources.alreadyHeld.length > 0 ? await countRows(opts, tables.batch) : target.batch.rows;
+    const rows =
+      sources && sources.alreadyHeld.length > 0
+        ? await countRows(opts, tables.batch)
+        : target.batch.rows;
     clock.lap('prepare');
     const columns = target.plan.mappings.map((m) => ident(m.target)).join(', ');
     const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: rows };
     // A clustered table's new files are sorted by its clustering columns, so they stay prunable by their stats.
     const clustering = snapshot ? clusteringColumns(snapshot) : [];
     const order = clustering.length > 0 ? ` ORDER BY ${clustering.map(ident).join(', ')}` : '';
-    const added = rows > 0 ? await writeAndUpload(out, `SELECT ${columns} FROM ${ident(tables.batch)}${order}`, 'append', sizing) : [];
+    const added =
+      rows > 0
+        ? await writeAndUpload(
+            out,
+            `SELECT ${columns} FROM ${ident(tables.batch)}${order}`,
+            'append',
+            sizing,
+          )
+        : [];
     clock.lap('write');
     const adds = added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) }));
     const replacing = sources !== null && sources.actions.length > 0;
@@ -71,7 +82,12 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedWrite> {
       numFiles: String(added.length),
       numOutputRows: String(rows),
       numOutputBytes: String(bytesOf(added)),
-      ...(replacing ? { numDeletedRows: String(sources.rowsDeleted), numRemovedFiles: String(sources.removed.length) } : {}),
+      ...(replacing
+        ? {
+            numDeletedRows: String(sources.rowsDeleted),
+            numRemovedFiles: String(sources.removed.length),
+          }
+        : {}),
     };
     const request: CommitRequest =
       snapshot === null
@@ -86,7 +102,11 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedWrite> {
             now,
           )
         : {
-            actions: [...metadataActions(target, sources?.enableDvs ?? false), ...(sources?.actions ?? []), ...adds],
+            actions: [
+              ...metadataActions(target, sources?.enableDvs ?? false),
+              ...(sources?.actions ?? []),
+              ...adds,
+            ],
             operation: 'WRITE',
             operationParameters: {
               mode: 'Append',
@@ -95,7 +115,12 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedWrite> {
             },
             operationMetrics: metrics,
             // Replacing reads the files it scanned: a concurrent remove of one of them conflicts.
-            read: { readVersion: snapshot.version, partitions: [], files: sources?.scanned ?? [], appIds: [...(opts.appIds ?? [])] },
+            read: {
+              readVersion: snapshot.version,
+              partitions: [],
+              files: sources?.scanned ?? [],
+              appIds: [...(opts.appIds ?? [])],
+            },
             isBlindAppend: !replacing,
           };
     return {
@@ -128,9 +153,22 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedWrite> {
  * Fail before anything is written when a batch row breaks a table constraint (./constraints.ts)
  * or holds a value a partition column cannot keep (./partition-strings.ts).
  */
-export async function checkEveryRow(opts: WriteTarget, target: TargetTable, batch: string): Promise<void> {
-  const rows = { sql: `SELECT * FROM ${ident(batch)}`, keys: [], lineage: target.batch.lineage, uri: opts.storage.uri };
-  await refuseEmptyPartitionStrings(opts.session, { ...rows, schema: target.schema, partitionColumns: target.partitionColumns });
+export async function checkEveryRow(
+  opts: WriteTarget,
+  target: TargetTable,
+  batch: string,
+): Promise<void> {
+  const rows = {
+    sql: `SELECT * FROM ${ident(batch)}`,
+    keys: [],
+    lineage: target.batch.lineage,
+    uri: opts.storage.uri,
+  };
+  await refuseEmptyPartitionStrings(opts.session, {
+    ...rows,
+    schema: target.schema,
+    partitionColumns: target.partitionColumns,
+  });
   const checks = await prepareConstraintChecks(opts.session, {
     schema: target.schema,
     metadata: opts.snapshot?.metadata ?? { configuration: opts.tableProperties ?? {} },

@@ -42,7 +42,10 @@ export interface PrepareBatchOptions {
 }
 
 /** Prepare the batch as a table or a checked view; see the module comment. */
-export async function prepareBatch(session: DuckSession, opts: PrepareBatchOptions): Promise<PreparedBatch> {
+export async function prepareBatch(
+  session: DuckSession,
+  opts: PrepareBatchOptions,
+): Promise<PreparedBatch> {
   if (opts.deleteWhen !== undefined) await checkDeleteExpression(session, opts.deleteWhen);
   const lineage = lineageSources(opts);
   const hasRowid = await sourceHasRowid(session, opts.source);
@@ -50,8 +53,12 @@ export async function prepareBatch(session: DuckSession, opts: PrepareBatchOptio
   const select = [
     ...opts.plan.mappings.map((m) => `${mappingExpr(m, 'b')} AS ${ident(m.target)}`),
     `${flagExpr(opts.deleteWhen)} AS ${ident(DELETE_FLAG)}`,
-    ...(lineage.file ? [`CAST(b.${ident(lineage.file)} AS VARCHAR) AS ${ident(BATCH_SOURCE_FILE)}`] : []),
-    ...(lineage.row ? [`TRY_CAST(b.${ident(lineage.row)} AS BIGINT) AS ${ident(BATCH_SOURCE_ROW)}`] : []),
+    ...(lineage.file
+      ? [`CAST(b.${ident(lineage.file)} AS VARCHAR) AS ${ident(BATCH_SOURCE_FILE)}`]
+      : []),
+    ...(lineage.row
+      ? [`TRY_CAST(b.${ident(lineage.row)} AS BIGINT) AS ${ident(BATCH_SOURCE_ROW)}`]
+      : []),
     // The source's rowid is free; a source without one (a view) is numbered once, in the copy.
     `${hasRowid ? `b.${ident(SOURCE_ROWID)}` : 'row_number() OVER ()'} AS ${ident(BATCH_ROW)}`,
   ];
@@ -63,12 +70,19 @@ export async function prepareBatch(session: DuckSession, opts: PrepareBatchOptio
       rows = await checkedCount(session, opts.table, opts.plan);
     } else {
       await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(opts.table)} AS ${body}`);
-      rows = Number((await session.one(`SELECT count(*) AS n FROM ${ident(opts.table)}`))?.['n'] ?? 0);
+      rows = Number(
+        (await session.one(`SELECT count(*) AS n FROM ${ident(opts.table)}`))?.['n'] ?? 0,
+      );
     }
   } catch (err) {
     throw await diagnose(session, opts, lineage, err);
   }
-  return { table: opts.table, plan: opts.plan, lineage: { file: !!lineage.file, row: !!lineage.row }, rows };
+  return {
+    table: opts.table,
+    plan: opts.plan,
+    lineage: { file: !!lineage.file, row: !!lineage.row },
+    rows,
+  };
 }
 
 /** The source's rowid, renamed in `sourceSql` so a subquery keeps it. */
@@ -88,8 +102,13 @@ async function sourceHasRowid(session: DuckSession, source: string): Promise<boo
  */
 async function checkedCount(session: DuckSession, view: string, plan: ColumnPlan): Promise<number> {
   // A column taken as it is cannot fail; reading it would only cost a scan.
-  const converted = plan.mappings.filter((m) => m.source !== null && mappingExpr(m, 'b') !== `b.${ident(m.source)}`);
-  const forced = [...converted.map((m) => `count(${ident(m.target)})`), `bool_or(${ident(DELETE_FLAG)})`];
+  const converted = plan.mappings.filter(
+    (m) => m.source !== null && mappingExpr(m, 'b') !== `b.${ident(m.source)}`,
+  );
+  const forced = [
+    ...converted.map((m) => `count(${ident(m.target)})`),
+    `bool_or(${ident(DELETE_FLAG)})`,
+  ];
   const row = await session.one(`SELECT count(*) AS n, ${forced.join(', ')} FROM ${ident(view)}`);
   return Number(row?.['n'] ?? 0);
 }
@@ -99,7 +118,8 @@ async function checkedCount(session: DuckSession, view: string, plan: ColumnPlan
  * it lacks, and its rowid as SOURCE_ROWID when it has one.
  */
 function sourceSql(opts: PrepareBatchOptions, withRowid = false): string {
-  const missing = opts.deleteWhen === undefined ? [] : opts.plan.mappings.filter((m) => m.source === null);
+  const missing =
+    opts.deleteWhen === undefined ? [] : opts.plan.mappings.filter((m) => m.source === null);
   if (missing.length === 0 && !withRowid) return ident(opts.source);
   const extra = [
     ...(withRowid ? [`rowid AS ${ident(SOURCE_ROWID)}`] : []),
@@ -115,19 +135,28 @@ function flagExpr(deleteWhen: string | undefined): string {
 
 function lineageSources(opts: PrepareBatchOptions): { file?: string; row?: string } {
   const has = (name: string | undefined) =>
-    name === undefined ? undefined : opts.sourceColumns.find((c) => c.name.toLowerCase() === name.toLowerCase())?.name;
+    name === undefined
+      ? undefined
+      : opts.sourceColumns.find((c) => c.name.toLowerCase() === name.toLowerCase())?.name;
   const file = has(opts.sourceFileColumn);
   const row = has(opts.sourceRowColumn);
   return { ...(file ? { file } : {}), ...(row ? { row } : {}) };
 }
 
 /** Find what made the CREATE fail: the delete condition, or a value that does not cast. */
-async function diagnose(session: DuckSession, opts: PrepareBatchOptions, lineage: { file?: string; row?: string }, err: unknown): Promise<Error> {
+async function diagnose(
+  session: DuckSession,
+  opts: PrepareBatchOptions,
+  lineage: { file?: string; row?: string },
+  err: unknown,
+): Promise<Error> {
   const src = ident(opts.source);
   if (opts.deleteWhen !== undefined) {
     try {
       // Aggregate the flag so the optimizer cannot drop its evaluation.
-      await session.run(`SELECT bool_or(f) FROM (SELECT ${flagExpr(opts.deleteWhen)} AS f FROM ${sourceSql(opts)} AS b)`);
+      await session.run(
+        `SELECT bool_or(f) FROM (SELECT ${flagExpr(opts.deleteWhen)} AS f FROM ${sourceSql(opts)} AS b)`,
+      );
     } catch (flagErr) {
       return badDeleteWhen(opts.deleteWhen, firstLine(flagErr), flagErr);
     }
@@ -137,13 +166,34 @@ async function diagnose(session: DuckSession, opts: PrepareBatchOptions, lineage
     const col = `b.${ident(m.source)}`;
     const misfit = misfitSql(col, m.sourceType, m.deltaType);
     if (misfit === null) continue;
-    const extra = [lineage.file ? `CAST(b.${ident(lineage.file)} AS VARCHAR) AS f` : 'NULL AS f', lineage.row ? `b.${ident(lineage.row)} AS r` : 'NULL AS r'];
-    const bad = await session.one(`SELECT CAST(${col} AS VARCHAR) AS v, ${extra.join(', ')} FROM ${src} AS b WHERE ${misfit} LIMIT 1`).catch(() => undefined);
+    const extra = [
+      lineage.file ? `CAST(b.${ident(lineage.file)} AS VARCHAR) AS f` : 'NULL AS f',
+      lineage.row ? `b.${ident(lineage.row)} AS r` : 'NULL AS r',
+    ];
+    const bad = await session
+      .one(
+        `SELECT CAST(${col} AS VARCHAR) AS v, ${extra.join(', ')} FROM ${src} AS b WHERE ${misfit} LIMIT 1`,
+      )
+      .catch(() => undefined);
     if (bad) {
-      return castError({ column: m.target, type: m.duckType, sourceType: m.sourceType, value: bad['v'], file: bad['f'], row: bad['r'] }, '[merge]', err);
+      return castError(
+        {
+          column: m.target,
+          type: m.duckType,
+          sourceType: m.sourceType,
+          value: bad['v'],
+          file: bad['f'],
+          row: bad['r'],
+        },
+        '[merge]',
+        err,
+      );
     }
   }
-  return new MergeInputError(`[merge] could not prepare the batch from ${opts.source}: ${firstLine(err)}`, { cause: err });
+  return new MergeInputError(
+    `[merge] could not prepare the batch from ${opts.source}: ${firstLine(err)}`,
+    { cause: err },
+  );
 }
 
 function firstLine(err: unknown): string {

@@ -40,17 +40,30 @@ export interface ChangeData {
 }
 
 /** Collect the preimages, then write and upload the change files; see the module comment. */
-export async function writeChangeData(out: OutputOptions, input: ChangeDataInput): Promise<ChangeData> {
+export async function writeChangeData(
+  out: OutputOptions,
+  input: ChangeDataInput,
+): Promise<ChangeData> {
   out.signal?.throwIfAborted();
-  await out.session.run(preimagesSql(input.tables, perFileScanSql(input.snapshot, input.dvFiles, input.hits)));
-  return writeChangeRows(out, changeRowsSql(input.tables, input.columns, input.keys), input.targetFileRows);
+  await out.session.run(
+    preimagesSql(input.tables, perFileScanSql(input.snapshot, input.dvFiles, input.hits)),
+  );
+  return writeChangeRows(
+    out,
+    changeRowsSql(input.tables, input.columns, input.keys),
+    input.targetFileRows,
+  );
 }
 
 /**
  * Write and upload change files of `relationSql`'s rows: the table's columns plus `_change_type`
  * (a replace writes every stored row as a delete and every new row as an insert: ./replace.ts).
  */
-export async function writeChangeRows(out: OutputOptions, relationSql: string, targetFileRows?: number): Promise<ChangeData> {
+export async function writeChangeRows(
+  out: OutputOptions,
+  relationSql: string,
+  targetFileRows?: number,
+): Promise<ChangeData> {
   out.signal?.throwIfAborted();
   const written = await writeDataFiles(out.session, {
     relationSql,
@@ -61,7 +74,10 @@ export async function writeChangeRows(out: OutputOptions, relationSql: string, t
     ...(targetFileRows === undefined ? {} : { targetFileRows }),
   });
   const files = written.map(asChangeFile);
-  await uploadDataFiles(out.storage, files, { concurrency: out.concurrency, ...(out.signal ? { signal: out.signal } : {}) });
+  await uploadDataFiles(out.storage, files, {
+    concurrency: out.concurrency,
+    ...(out.signal ? { signal: out.signal } : {}),
+  });
   return { files, actions: files.map((f) => ({ cdc: cdcFileFor(f) })) };
 }
 
@@ -71,7 +87,13 @@ export async function writeChangeRows(out: OutputOptions, relationSql: string, t
  */
 function withChangeType(schema: StructType): StructType {
   const metadata = { [PHYSICAL_NAME]: CHANGE_TYPE_COLUMN };
-  return { ...schema, fields: [...schema.fields, { name: CHANGE_TYPE_COLUMN, type: 'string', nullable: true, metadata }] };
+  return {
+    ...schema,
+    fields: [
+      ...schema.fields,
+      { name: CHANGE_TYPE_COLUMN, type: 'string', nullable: true, metadata },
+    ],
+  };
 }
 
 /** A written file moved below `_change_data/` (partition folders kept) and named `cdc-…`. */

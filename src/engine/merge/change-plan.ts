@@ -43,10 +43,19 @@ export function preimagesSql(tables: TempTables, dvScanSql: string): string {
 }
 
 /** The order of change types within one key. */
-const TYPE_ORDER: readonly ChangeType[] = ['delete', 'update_preimage', 'update_postimage', 'insert'];
+const TYPE_ORDER: readonly ChangeType[] = [
+  'delete',
+  'update_preimage',
+  'update_postimage',
+  'insert',
+];
 
 /** The MERGE's changes: the table's columns plus CHANGE_TYPE_COLUMN, in key order; see the module comment. */
-export function changeRowsSql(tables: TempTables, columns: readonly string[], keys: readonly string[]): string {
+export function changeRowsSql(
+  tables: TempTables,
+  columns: readonly string[],
+  keys: readonly string[],
+): string {
   const cols = (alias: string) => columns.map((c) => `${alias}.${ident(c)}`).join(', ');
   const type = ident(CHANGE_TYPE_COLUMN);
   const stored = (change: 'update' | 'delete', as: ChangeType) =>

@@ -42,7 +42,12 @@ export interface ColumnPlan {
  * SchemaError naming them, unless listed in `internal`: schema evolution adds them to the
  * schema first (see `newColumns` and `evolveSchema`).
  */
-export function planColumns(batch: readonly ColumnType[], schema: StructType, internal: readonly string[], tableUri: string): ColumnPlan {
+export function planColumns(
+  batch: readonly ColumnType[],
+  schema: StructType,
+  internal: readonly string[],
+  tableUri: string,
+): ColumnPlan {
   const byName = new Map(batch.map((c) => [c.name.toLowerCase(), c]));
   const internalSet = new Set(internal.map((n) => n.toLowerCase()));
   const mappings = schema.fields.map((f): ColumnMapping => {
@@ -68,8 +73,14 @@ export function planColumns(batch: readonly ColumnType[], schema: StructType, in
 }
 
 /** Batch columns the table lacks (names compared ignoring case), internal columns left out. */
-export function newColumns(batch: readonly ColumnType[], schema: StructType, internal: readonly string[]): ColumnType[] {
-  const known = new Set([...schema.fields.map((f) => f.name), ...internal].map((n) => n.toLowerCase()));
+export function newColumns(
+  batch: readonly ColumnType[],
+  schema: StructType,
+  internal: readonly string[],
+): ColumnType[] {
+  const known = new Set(
+    [...schema.fields.map((f) => f.name), ...internal].map((n) => n.toLowerCase()),
+  );
   return batch.filter((c) => !known.has(c.name.toLowerCase()));
 }
 
@@ -78,7 +89,11 @@ export function newColumns(batch: readonly ColumnType[], schema: StructType, int
  * declared: see newTableSchema; empty metadata). Existing fields, their order and their metadata
  * are kept as they are.
  */
-export function evolveSchema(schema: StructType, added: readonly ColumnType[], declared: Readonly<Record<string, string>> = {}): StructType {
+export function evolveSchema(
+  schema: StructType,
+  added: readonly ColumnType[],
+  declared: Readonly<Record<string, string>> = {},
+): StructType {
   return { ...schema, fields: [...schema.fields, ...newTableSchema(added, declared).fields] };
 }
 
@@ -88,15 +103,30 @@ export function evolveSchema(schema: StructType, added: readonly ColumnType[], d
  * Parquet timestamp too; otherwise it is a UTC `timestamp`). Every other declared type reaches
  * the batch as its own DuckDB type already.
  */
-export function newTableSchema(columns: readonly ColumnType[], declared: Readonly<Record<string, string>> = {}): StructType {
-  const ntz = new Set(Object.entries(declared).filter(([, t]) => t === 'timestamp_ntz').map(([name]) => name.toLowerCase()));
+export function newTableSchema(
+  columns: readonly ColumnType[],
+  declared: Readonly<Record<string, string>> = {},
+): StructType {
+  const ntz = new Set(
+    Object.entries(declared)
+      .filter(([, t]) => t === 'timestamp_ntz')
+      .map(([name]) => name.toLowerCase()),
+  );
   const schema = duckSchemaToDelta(columns);
   if (ntz.size === 0) return schema;
-  return { ...schema, fields: schema.fields.map((f) => (f.type === 'timestamp' && ntz.has(f.name.toLowerCase()) ? { ...f, type: 'timestamp_ntz' } : f)) };
+  return {
+    ...schema,
+    fields: schema.fields.map((f) =>
+      f.type === 'timestamp' && ntz.has(f.name.toLowerCase()) ? { ...f, type: 'timestamp_ntz' } : f,
+    ),
+  };
 }
 
 /** Batch columns that become table columns when the write creates the table. */
-export function dataColumns(batch: readonly ColumnType[], internal: readonly string[]): ColumnType[] {
+export function dataColumns(
+  batch: readonly ColumnType[],
+  internal: readonly string[],
+): ColumnType[] {
   const internalSet = new Set(internal.map((n) => n.toLowerCase()));
   return batch.filter((c) => !internalSet.has(c.name.toLowerCase()));
 }
@@ -111,18 +141,29 @@ export function mappingExpr(m: ColumnMapping, alias: string): string {
 }
 
 /** Names of table columns that must be fed by the batch; a missing one is a SchemaError naming it. */
-export function requireColumns(plan: ColumnPlan, names: readonly string[], role: string, tableUri: string): void {
+export function requireColumns(
+  plan: ColumnPlan,
+  names: readonly string[],
+  role: string,
+  tableUri: string,
+): void {
   for (const name of names) {
     const m = plan.mappings.find((x) => x.target.toLowerCase() === name.toLowerCase());
     if (!m) {
-      throw new SchemaError(`[merge] ${role} column ${JSON.stringify(name)} is not a column of table ${tableUri}`, {
-        context: { uri: tableUri, column: name },
-      });
+      throw new SchemaError(
+        `[merge] ${role} column ${JSON.stringify(name)} is not a column of table ${tableUri}`,
+        {
+          context: { uri: tableUri, column: name },
+        },
+      );
     }
     if (m.source === null) {
-      throw new SchemaError(`[merge] ${role} column ${JSON.stringify(name)} is missing from the batch`, {
-        context: { uri: tableUri, column: name },
-      });
+      throw new SchemaError(
+        `[merge] ${role} column ${JSON.stringify(name)} is missing from the batch`,
+        {
+          context: { uri: tableUri, column: name },
+        },
+      );
     }
   }
 }

@@ -13,7 +13,12 @@
  * of updated rows. Rows a rewrite copies unchanged were checked when they were written (Spark
  * checks existing rows when a constraint is added), and delete rows and stale rows are not stored.
  */
-import { constraintFeature, describeConstraint, tableConstraints, type TableConstraint } from '../../delta/constraints.js';
+import {
+  constraintFeature,
+  describeConstraint,
+  tableConstraints,
+  type TableConstraint,
+} from '../../delta/constraints.js';
 import type { Metadata } from '../../delta/actions.js';
 import type { StructType } from '../../delta/schema.js';
 import { ConstraintViolationError, UnsupportedFeatureError } from '../../errors.js';
@@ -41,7 +46,12 @@ const BROKEN = '__tm_broken';
  */
 export async function prepareConstraintChecks(
   session: DuckSession,
-  table: { schema: StructType; metadata: Pick<Metadata, 'configuration'>; uri: string; relation: string },
+  table: {
+    schema: StructType;
+    metadata: Pick<Metadata, 'configuration'>;
+    uri: string;
+    relation: string;
+  },
 ): Promise<ConstraintCheck[]> {
   const checks: ConstraintCheck[] = [];
   for (const constraint of tableConstraints(table.schema, table.metadata, table.uri)) {
@@ -63,7 +73,10 @@ export async function checkConstraints(
   if (checks.length === 0) return;
   const kept = checks.map((c) => `(${c.sql})`);
   const which = `CASE ${kept.map((k, i) => `WHEN NOT ${k} THEN ${i}`).join(' ')} END AS ${ident(BROKEN)}`;
-  const lineage = [...(rows.lineage.file ? [BATCH_SOURCE_FILE] : []), ...(rows.lineage.row ? [BATCH_SOURCE_ROW] : [])].map(ident);
+  const lineage = [
+    ...(rows.lineage.file ? [BATCH_SOURCE_FILE] : []),
+    ...(rows.lineage.row ? [BATCH_SOURCE_ROW] : []),
+  ].map(ident);
   const order = [...lineage, ...rows.keys.map(ident)];
   const bad = await session.one(
     `SELECT ${[...rows.keys.map(ident), ...lineage, which].join(', ')} FROM (${rows.sql}) AS ${ident(ROW)} ` +
@@ -74,7 +87,11 @@ export async function checkConstraints(
 }
 
 /** The SQL of one rule, checked to parse and bind; a rule that does not is refused by name. */
-async function ruleSql(session: DuckSession, constraint: TableConstraint, table: { uri: string; relation: string }): Promise<string> {
+async function ruleSql(
+  session: DuckSession,
+  constraint: TableConstraint,
+  table: { uri: string; relation: string },
+): Promise<string> {
   if (constraint.kind === 'notNull') return notNullSql(constraint.column, constraint.within);
   const refuse = (why: string) =>
     new UnsupportedFeatureError(
@@ -93,9 +110,11 @@ async function ruleSql(session: DuckSession, constraint: TableConstraint, table:
   if (problem !== null) throw refuse(problem);
   const kept = `(${sql}) IS TRUE`;
   // Binding it against the batch (no rows read) finds unknown columns, functions and types now.
-  await session.run(`SELECT ${kept} FROM ${ident(table.relation)} AS ${ident(ROW)} LIMIT 0`).catch((err: unknown) => {
-    throw refuse(firstLine(err));
-  });
+  await session
+    .run(`SELECT ${kept} FROM ${ident(table.relation)} AS ${ident(ROW)} LIMIT 0`)
+    .catch((err: unknown) => {
+      throw refuse(firstLine(err));
+    });
   return kept;
 }
 
@@ -111,19 +130,27 @@ function notNullSql(column: readonly string[], within?: 'elements' | 'values'): 
   return `COALESCE(len(${list}) = list_count(${list}), TRUE)`;
 }
 
-function violation(constraint: TableConstraint, bad: Row, rows: { keys: readonly string[]; lineage: Lineage; uri: string }): ConstraintViolationError {
+function violation(
+  constraint: TableConstraint,
+  bad: Row,
+  rows: { keys: readonly string[]; lineage: Lineage; uri: string },
+): ConstraintViolationError {
   const name = describeConstraint(constraint);
   const keyText = rows.keys.map((k) => `${k}=${formatValue(bad[k])}`).join(', ');
   const where = describeLineage(bad, rows.lineage);
   const expression = constraint.kind === 'notNull' ? '' : ` (${constraint.expression})`;
   const rowText = keyText === '' ? 'a row' : `the row with key (${keyText})`;
-  return new ConstraintViolationError(`[merge] ${rowText}${where.text} violates ${name}${expression} of table ${rows.uri}`, name, {
-    uri: rows.uri,
-    ...where.context,
-    ...(keyText === '' ? {} : { keyValue: keyText }),
-    ...(constraint.kind === 'check' ? {} : { column: constraint.column.join('.') }),
-    ...(constraint.kind === 'notNull' ? {} : { expression: constraint.expression }),
-  });
+  return new ConstraintViolationError(
+    `[merge] ${rowText}${where.text} violates ${name}${expression} of table ${rows.uri}`,
+    name,
+    {
+      uri: rows.uri,
+      ...where.context,
+      ...(keyText === '' ? {} : { keyValue: keyText }),
+      ...(constraint.kind === 'check' ? {} : { column: constraint.column.join('.') }),
+      ...(constraint.kind === 'notNull' ? {} : { expression: constraint.expression }),
+    },
+  );
 }
 
 function firstLine(err: unknown): string {

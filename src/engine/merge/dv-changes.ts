@@ -53,10 +53,17 @@ export async function writeDvChanges(
     else kept.push({ change, set, rows });
   }
   if (kept.length === 0) return outcome;
-  const plan = await writeDeletionVectorFile(opts.storage, kept.map((k) => k.set));
+  const plan = await writeDeletionVectorFile(
+    opts.storage,
+    kept.map((k) => k.set),
+  );
   outcome.binKey = plan.key;
   outcome.binBytes = plan.bytes.length;
-  kept.forEach((k, i) => outcome.actions.push({ add: addWithDeletionVector(k.change.file, plan.descriptors[i]!, k.rows) }));
+  kept.forEach((k, i) =>
+    outcome.actions.push({
+      add: addWithDeletionVector(k.change.file, plan.descriptors[i]!, k.rows),
+    }),
+  );
   outcome.dvFiles = kept.length;
   return outcome;
 }
@@ -65,6 +72,8 @@ export async function writeDvChanges(
 async function physicalRows(session: DuckSession, change: DvChange): Promise<number> {
   const fromStats = change.file.parsedStats?.numRecords;
   if (fromStats !== undefined) return fromStats;
-  const row = await session.one(`SELECT sum(num_rows) AS n FROM parquet_file_metadata(${str(change.localPath)})`);
+  const row = await session.one(
+    `SELECT sum(num_rows) AS n FROM parquet_file_metadata(${str(change.localPath)})`,
+  );
   return Number(row?.['n'] ?? 0);
 }

@@ -17,7 +17,18 @@ import type { DuckSession } from '../duckdb.js';
 import { emptyRelationSql, inspectFiles, scanSql, type FileShape } from '../scan.js';
 import { ident } from '../sql.js';
 import { STABLE_ROW_ID, type MaterializedColumns } from '../row-ids.js';
-import { actionsSql, changesSql, hitsSql, modesSql, pruningPartitions, settleTiesSql, targetSql, touchedFilesSql, type MatchSpec, type WriteMode } from './plan.js';
+import {
+  actionsSql,
+  changesSql,
+  hitsSql,
+  modesSql,
+  pruningPartitions,
+  settleTiesSql,
+  targetSql,
+  touchedFilesSql,
+  type MatchSpec,
+  type WriteMode,
+} from './plan.js';
 import { pruneFiles, type TypedColumn } from './prune.js';
 import { FILE_ID, POS, type TempTables } from './temp-names.js';
 import { TableConfig } from '../../delta/table-config.js';
@@ -85,11 +96,24 @@ export async function findHits(ctx: MatchContext): Promise<HitsResult> {
     concurrency: ctx.concurrency,
     ...(ctx.signal ? { signal: ctx.signal } : {}),
   });
-  const shapes = scanned.size > 0 ? await inspectFiles(ctx.session, [...localPaths.values()]) : new Map<string, FileShape>();
-  const deleted = await loadDeletedRows(snapshot.files, { session: ctx.session, storage: ctx.storage, only: scanned.keys() });
+  const shapes =
+    scanned.size > 0
+      ? await inspectFiles(ctx.session, [...localPaths.values()])
+      : new Map<string, FileShape>();
+  const deleted = await loadDeletedRows(snapshot.files, {
+    session: ctx.session,
+    storage: ctx.storage,
+    only: scanned.keys(),
+  });
   const result = { scanned, afterPartitions: pruned.afterPartitions, localPaths, shapes, deleted };
   const columns = unique([...spec.keys, spec.orderBy, ...(ctx.rowIds ? [STABLE_ROW_ID] : [])]);
-  await ctx.session.run(hitsSql(ctx.tables, spec, perFileScanSql(snapshot, scanned, { ...result, rowIds: ctx.rowIds }, columns)));
+  await ctx.session.run(
+    hitsSql(
+      ctx.tables,
+      spec,
+      perFileScanSql(snapshot, scanned, { ...result, rowIds: ctx.rowIds }, columns),
+    ),
+  );
   return result;
 }
 
@@ -98,7 +122,12 @@ export async function touchedFiles(ctx: MatchContext, hits: HitsResult): Promise
   const rows = await ctx.session.all(touchedFilesSql(ctx.tables));
   return rows.map((r) => {
     const id = Number(r['id']);
-    return { id, file: hits.scanned.get(id)!, touched: Number(r['touched']), ties: r['ties'] === true };
+    return {
+      id,
+      file: hits.scanned.get(id)!,
+      touched: Number(r['touched']),
+      ties: r['ties'] === true,
+    };
   });
 }
 
@@ -113,13 +142,24 @@ export async function classifyChanges(
   modes: ReadonlyMap<number, WriteMode>,
   columns: readonly string[],
 ): Promise<void> {
-  const pick = (want: (id: number) => boolean) => new Map([...hits.scanned].filter(([id]) => want(id)));
+  const pick = (want: (id: number) => boolean) =>
+    new Map([...hits.scanned].filter(([id]) => want(id)));
   const rewrite = pick((id) => modes.get(id) === 'rewrite');
   // The 'dv' files with a tie among their hits: their tied rows are compared in full.
   const tied = new Set(touched.filter((t) => t.ties && modes.get(t.id) === 'dv').map((t) => t.id));
   await ctx.session.run(modesSql(ctx.tables, modes));
   const read = { ...hits, rowIds: ctx.rowIds };
-  await ctx.session.run(targetSql(ctx.tables, perFileScanSql(ctx.snapshot, rewrite, read), perFileScanSql(ctx.snapshot, pick((id) => tied.has(id)), read)));
+  await ctx.session.run(
+    targetSql(
+      ctx.tables,
+      perFileScanSql(ctx.snapshot, rewrite, read),
+      perFileScanSql(
+        ctx.snapshot,
+        pick((id) => tied.has(id)),
+        read,
+      ),
+    ),
+  );
   await ctx.session.run(actionsSql(ctx.tables, ctx.spec, columns));
   if ((ctx.spec.ties ?? []).length > 0) await ctx.session.run(settleTiesSql(ctx.tables));
   await ctx.session.run(changesSql(ctx.tables));
@@ -134,7 +174,9 @@ export async function classifyChanges(
 export function perFileScanSql(
   snapshot: Snapshot,
   files: ReadonlyMap<number, LiveFile>,
-  read: Pick<HitsResult, 'localPaths' | 'shapes' | 'deleted'> & { rowIds?: MaterializedColumns | undefined },
+  read: Pick<HitsResult, 'localPaths' | 'shapes' | 'deleted'> & {
+    rowIds?: MaterializedColumns | undefined;
+  },
   columns?: readonly string[],
 ): string {
   const list = columns === undefined ? '*' : [FILE_ID, ...columns, POS].map(ident).join(', ');
@@ -148,7 +190,9 @@ export function perFileScanSql(
     ...(read.rowIds ? { stableRowIds: read.rowIds } : {}),
   };
   const relation =
-    files.size === 0 ? emptyRelationSql(snapshot, POS, FILE_ID, read.rowIds !== undefined) : scanSql(snapshot, [...files.values()], pathOf, opts);
+    files.size === 0
+      ? emptyRelationSql(snapshot, POS, FILE_ID, read.rowIds !== undefined)
+      : scanSql(snapshot, [...files.values()], pathOf, opts);
   return `SELECT ${list} FROM (${relation})`;
 }
 

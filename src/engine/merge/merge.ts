@@ -38,7 +38,13 @@ import { writeChangeData } from './change-files.js';
 import { checkConstraints, prepareConstraintChecks, type ConstraintCheck } from './constraints.js';
 import { writeDvChanges, type DvChange } from './dv-changes.js';
 import { refuseEmptyPartitionStrings } from './partition-strings.js';
-import { classifyChanges, findHits, touchedFiles, type HitsResult, type MatchContext } from './matches.js';
+import {
+  classifyChanges,
+  findHits,
+  touchedFiles,
+  type HitsResult,
+  type MatchContext,
+} from './matches.js';
 import type { MergeOptions } from './options.js';
 import { readCounts } from './outcome.js';
 import {
@@ -55,8 +61,20 @@ import {
   type WriteMode,
 } from './plan.js';
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
-import { WRITE_PHASES, writeSummary, type MergeCounts, type StagedMerge, type WriteWatch } from './results.js';
-import { metadataActions, outputOptionsFor, prepareTarget, tableNames, type TargetTable } from './target.js';
+import {
+  WRITE_PHASES,
+  writeSummary,
+  type MergeCounts,
+  type StagedMerge,
+  type WriteWatch,
+} from './results.js';
+import {
+  metadataActions,
+  outputOptionsFor,
+  prepareTarget,
+  tableNames,
+  type TargetTable,
+} from './target.js';
 import { dropAll, FILE_ID, POS, tempTables, type TempTables } from './temp-names.js';
 import { batchDeletes, buryTombstoned, checkTombstones } from './tombstones.js';
 import { checkDuplicateKeys, checkNullKeys } from './validate.js';
@@ -77,7 +95,9 @@ export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
       required: [
         { role: 'key', columns: opts.keyColumns },
         { role: 'orderBy', columns: [opts.orderBy] },
-        ...(opts.tieBreak && opts.tieBreak.length > 0 ? [{ role: 'tieBreak', columns: opts.tieBreak }] : []),
+        ...(opts.tieBreak && opts.tieBreak.length > 0
+          ? [{ role: 'tieBreak', columns: opts.tieBreak }]
+          : []),
       ],
       ...(opts.deleteWhen === undefined ? {} : { deleteWhen: opts.deleteWhen }),
       // Creating, the batch is read a few times (checks, counts, the insert): a view, not a copy.
@@ -92,13 +112,21 @@ export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
       relation: tables.batch,
     });
     await checkNullKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
-    if (!opts.keysUnique) await checkDuplicateKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
-    if (opts.tombstones !== undefined) await checkTombstones(opts.session, opts.tombstones, spec.keys);
+    if (!opts.keysUnique)
+      await checkDuplicateKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
+    if (opts.tombstones !== undefined)
+      await checkTombstones(opts.session, opts.tombstones, spec.keys);
     clock.lap('prepare');
-    const out = { ...outputOptionsFor({ ...opts, spool: scratch }, target), ...(tracking ? { hiddenColumns: hiddenRowIdColumns(tracking) } : {}) };
+    const out = {
+      ...outputOptionsFor({ ...opts, spool: scratch }, target),
+      ...(tracking ? { hiddenColumns: hiddenRowIdColumns(tracking) } : {}),
+    };
     // New files follow a clustered table's clustering columns, else the key: files stay prunable by their stats.
     const clustering = snapshot ? clusteringColumns(snapshot) : [];
-    const layout: OutputLayout = { order: clustering.length > 0 ? unique([...clustering, ...spec.keys]) : spec.keys, rowIds: tracking !== null };
+    const layout: OutputLayout = {
+      order: clustering.length > 0 ? unique([...clustering, ...spec.keys]) : spec.keys,
+      rowIds: tracking !== null,
+    };
     const run = { opts, tables, target, spec, constraints, out, layout, tracking, clock };
     const staged = snapshot === null ? await stageCreate(run) : await stageExisting(run, snapshot);
     const deletes = await batchDeletes(opts.session, tables, spec);
@@ -132,7 +160,8 @@ type Staged = Omit<StagedMerge, 'deletes' | 'dispose'>;
 async function stageCreate(run: MergeRun): Promise<Staged> {
   const { opts, tables, target, spec, out, layout, clock } = run;
   await opts.session.run(emptyMatchSql(tables, `SELECT * FROM (${emptyScanSql(target)}) LIMIT 0`));
-  if (opts.tombstones !== undefined) await buryTombstoned(opts.session, tables, spec, opts.tombstones);
+  if (opts.tombstones !== undefined)
+    await buryTombstoned(opts.session, tables, spec, opts.tombstones);
   await opts.session.run(changesSql(tables));
   const counts = await readCounts(opts.session, tables, target.batch.rows);
   await checkStoredRows(run);
@@ -140,12 +169,19 @@ async function stageCreate(run: MergeRun): Promise<Staged> {
   clock.lap('classify');
   const columns = target.plan.mappings.map((m) => m.target);
   const sizing = { targetFileRows: opts.targetFileRows, rowsAtMost: counts.inserted };
-  const added = counts.inserted > 0 ? await writeAndUpload(out, newRowsSql(tables, columns, layout), 'insert', sizing) : [];
+  const added =
+    counts.inserted > 0
+      ? await writeAndUpload(out, newRowsSql(tables, columns, layout), 'insert', sizing)
+      : [];
   clock.lap('write');
   const now = Date.now();
   // A table this MERGE creates takes deletion vectors unless told not to ('auto' and 'on').
   const dvs = (opts.deletionVectors ?? 'auto') !== 'off';
-  const configuration = { ...(dvs ? { [ENABLE_DELETION_VECTORS]: 'true' } : {}), ...target.properties, ...opts.tableProperties };
+  const configuration = {
+    ...(dvs ? { [ENABLE_DELETION_VECTORS]: 'true' } : {}),
+    ...target.properties,
+    ...opts.tableProperties,
+  };
   const request = createTableRequest(
     {
       schema: target.schema,
@@ -157,7 +193,10 @@ async function stageCreate(run: MergeRun): Promise<Staged> {
     },
     now,
   );
-  const summary = writeSummary({ ...counts, filesAdded: added.length, bytesAdded: bytesOf(added), created: true }, clock);
+  const summary = writeSummary(
+    { ...counts, filesAdded: added.length, bytesAdded: bytesOf(added), created: true },
+    clock,
+  );
   return { request, changesTable: true, summary };
 }
 
@@ -181,11 +220,16 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
   const policy = resolvePolicy(opts.deletionVectors ?? 'auto', read, opts);
   const hits = await findHits(ctx);
   try {
-    if (opts.tombstones !== undefined) await buryTombstoned(opts.session, tables, spec, opts.tombstones);
+    if (opts.tombstones !== undefined)
+      await buryTombstoned(opts.session, tables, spec, opts.tombstones);
     clock.lap('prune');
     // What tells an update from an unchanged row: every column but those the caller ignores.
-    const ignored = new Set(tableNames(target, opts.ignoreColumns ?? []).map((c) => c.toLowerCase()));
-    const compared = target.plan.mappings.map((m) => m.target).filter((c) => !ignored.has(c.toLowerCase()));
+    const ignored = new Set(
+      tableNames(target, opts.ignoreColumns ?? []).map((c) => c.toLowerCase()),
+    );
+    const compared = target.plan.mappings
+      .map((m) => m.target)
+      .filter((c) => !ignored.has(c.toLowerCase()));
     const touched = await touchedFiles(ctx, hits);
     const modes = new Map(touched.map((t) => [t.id, writeModeOf(t.file, t.touched, policy)]));
     await classifyChanges(ctx, hits, touched, modes, compared);
@@ -197,7 +241,14 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
     const now = Date.now();
     // Change-feed readers take a commit that only adds rows as inserts; updates and deletes need change files.
     const recordChanges = target.config!.recordsChangeData && counts.updated + counts.deleted > 0;
-    const written = await writeChanges(run, { changed, counts, hits, now, snapshot: ctx.snapshot, recordChanges });
+    const written = await writeChanges(run, {
+      changed,
+      counts,
+      hits,
+      now,
+      snapshot: ctx.snapshot,
+      recordChanges,
+    });
     clock.lap('write');
     const schemaChange = metadataActions(target, policy.upgrade && written.dv.dvFiles > 0);
     const removed = [...changed.rewrite, ...written.dv.emptied];
@@ -245,7 +296,11 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
 
 /** For operationMetrics: the time so far, scan (prune and classify) and rewrite (write), in ms. */
 function metricTimings(clock: WriteWatch): { total: number; scan: number; rewrite: number } {
-  return { total: clock.elapsed(), scan: clock.spent('prune') + clock.spent('classify'), rewrite: clock.spent('write') };
+  return {
+    total: clock.elapsed(),
+    scan: clock.spent('prune') + clock.spent('classify'),
+    rewrite: clock.spent('write'),
+  };
 }
 
 /** The files this MERGE changes, by write mode. */
@@ -256,16 +311,32 @@ interface ChangedFiles {
   read: number;
 }
 
-async function changedFiles(session: DuckSession, tables: TempTables, hits: HitsResult, modes: ReadonlyMap<number, WriteMode>): Promise<ChangedFiles> {
+async function changedFiles(
+  session: DuckSession,
+  tables: TempTables,
+  hits: HitsResult,
+  modes: ReadonlyMap<number, WriteMode>,
+): Promise<ChangedFiles> {
   const rows = await session.all(changedFilesSql(tables));
-  const positions = new Map((await session.all(dvPositionsSql(tables))).map((r) => [Number(r['id']), (r['positions'] as unknown[]).map(Number)]));
+  const positions = new Map(
+    (await session.all(dvPositionsSql(tables))).map((r) => [
+      Number(r['id']),
+      (r['positions'] as unknown[]).map(Number),
+    ]),
+  );
   const rewrite: LiveFile[] = [];
   const dv: DvChange[] = [];
   for (const r of rows) {
     const id = Number(r['id']);
     const file = hits.scanned.get(id)!;
     if (r['mode'] === 'rewrite') rewrite.push(file);
-    else dv.push({ id, file, positions: positions.get(id) ?? [], localPath: hits.localPaths.get(file.path)! });
+    else
+      dv.push({
+        id,
+        file,
+        positions: positions.get(id) ?? [],
+        localPath: hits.localPaths.get(file.path)!,
+      });
   }
   const read = [...modes.values()].filter((mode) => mode === 'rewrite').length;
   return { rewrite, dv, read };
@@ -294,13 +365,26 @@ async function writeChanges(run: MergeRun, input: WriteInput) {
   const { changed, counts, hits } = input;
   const columns = target.plan.mappings.map((m) => m.target);
   // Every updated row replaces a stored one and a delete drops one: the rewrite is no bigger.
-  const rewriteSizing = { targetFileRows: opts.targetFileRows ?? maxRecords(changed.rewrite), rowsAtMost: totalRecords(changed.rewrite) };
+  const rewriteSizing = {
+    targetFileRows: opts.targetFileRows ?? maxRecords(changed.rewrite),
+    rowsAtMost: totalRecords(changed.rewrite),
+  };
   const rewritten =
-    changed.rewrite.length > 0 ? await writeAndUpload(out, rewriteRelationSql(tables, columns, layout), 'rewrite', rewriteSizing) : [];
+    changed.rewrite.length > 0
+      ? await writeAndUpload(
+          out,
+          rewriteRelationSql(tables, columns, layout),
+          'rewrite',
+          rewriteSizing,
+        )
+      : [];
   // At most: the inserts, and the updated rows (those of 'dv' files are written here).
   const newRows = counts.inserted + counts.updated;
   const insertSizing = { targetFileRows: opts.targetFileRows, rowsAtMost: newRows };
-  const added = newRows > 0 ? await writeAndUpload(out, newRowsSql(tables, columns, layout), 'insert', insertSizing) : [];
+  const added =
+    newRows > 0
+      ? await writeAndUpload(out, newRowsSql(tables, columns, layout), 'insert', insertSizing)
+      : [];
   const changeData = input.recordChanges
     ? await writeChangeData(out, {
         tables,
@@ -312,7 +396,12 @@ async function writeChanges(run: MergeRun, input: WriteInput) {
         targetFileRows: opts.targetFileRows,
       })
     : { files: [], actions: [] };
-  const dv = await writeDvChanges(changed.dv, { session: opts.session, storage: opts.storage, deleted: hits.deleted, now: input.now });
+  const dv = await writeDvChanges(changed.dv, {
+    session: opts.session,
+    storage: opts.storage,
+    deleted: hits.deleted,
+    now: input.now,
+  });
   return { added: [...rewritten, ...added], dv, changeData };
 }
 
@@ -322,8 +411,17 @@ async function writeChanges(run: MergeRun, input: WriteInput) {
  */
 async function checkStoredRows(run: MergeRun): Promise<void> {
   const { opts, tables, target, spec } = run;
-  const rows = { sql: storedBatchRowsSql(tables), keys: spec.keys, lineage: target.batch.lineage, uri: opts.storage.uri };
-  await refuseEmptyPartitionStrings(opts.session, { ...rows, schema: target.schema, partitionColumns: target.partitionColumns });
+  const rows = {
+    sql: storedBatchRowsSql(tables),
+    keys: spec.keys,
+    lineage: target.batch.lineage,
+    uri: opts.storage.uri,
+  };
+  await refuseEmptyPartitionStrings(opts.session, {
+    ...rows,
+    schema: target.schema,
+    partitionColumns: target.partitionColumns,
+  });
   await checkConstraints(opts.session, run.constraints, rows);
 }
 
@@ -333,7 +431,11 @@ async function checkStoredRows(run: MergeRun): Promise<void> {
  */
 function refuseChangesToAppendOnly(table: TableConfig, counts: MergeCounts, uri: string): void {
   if (!table.appendOnly || counts.updated + counts.deleted === 0) return;
-  throw new AppendOnlyTableError(uri, 'MERGE', `would update ${counts.updated} and delete ${counts.deleted} stored rows`);
+  throw new AppendOnlyTableError(
+    uri,
+    'MERGE',
+    `would update ${counts.updated} and delete ${counts.deleted} stored rows`,
+  );
 }
 
 function unique(names: readonly string[]): string[] {
@@ -343,25 +445,42 @@ function unique(names: readonly string[]): string[] {
 /** Key, orderBy and tie columns in the table's spelling. */
 function matchSpec(target: TargetTable, opts: MergeOptions): MatchSpec {
   const ties = opts.tieBreak ?? [];
-  return { keys: tableNames(target, opts.keyColumns), orderBy: tableNames(target, [opts.orderBy])[0]!, ...(ties.length > 0 ? { ties: tableNames(target, ties) } : {}) };
+  return {
+    keys: tableNames(target, opts.keyColumns),
+    orderBy: tableNames(target, [opts.orderBy])[0]!,
+    ...(ties.length > 0 ? { ties: tableNames(target, ties) } : {}),
+  };
 }
 
 function checkOptions(opts: MergeOptions): void {
   if (opts.keyColumns.length === 0) {
-    throw new MergeInputError('[merge] keyColumns is empty: a MERGE needs at least one key column (use append mode for no key)', {
-      context: { field: 'keyColumns' },
-    });
+    throw new MergeInputError(
+      '[merge] keyColumns is empty: a MERGE needs at least one key column (use append mode for no key)',
+      {
+        context: { field: 'keyColumns' },
+      },
+    );
   }
-  if (opts.orderBy.trim() === '') throw new MergeInputError('[merge] orderBy is empty', { context: { field: 'orderBy' } });
+  if (opts.orderBy.trim() === '')
+    throw new MergeInputError('[merge] orderBy is empty', { context: { field: 'orderBy' } });
 }
 
 /** The read set's partitions: the batch's partition tuples, or the whole table. */
-async function readPartitions(session: DuckSession, tables: TempTables, target: TargetTable, spec: MatchSpec): Promise<ReadSet['partitions']> {
+async function readPartitions(
+  session: DuckSession,
+  tables: TempTables,
+  target: TargetTable,
+  spec: MatchSpec,
+): Promise<ReadSet['partitions']> {
   const columns = pruningPartitions(spec, target.partitionColumns);
   if (columns.length === 0) return 'all';
   const fields = columns.map((p) => target.schema.fields.find((f) => f.name === p)!);
-  const cols = fields.map((f, i) => `${partitionValueStringSql(`b.${ident(f.name)}`, f.type, f.name)} AS p${i}`);
-  const rows = await session.all(`SELECT DISTINCT ${cols.join(', ')} FROM ${ident(tables.batch)} AS b`);
+  const cols = fields.map(
+    (f, i) => `${partitionValueStringSql(`b.${ident(f.name)}`, f.type, f.name)} AS p${i}`,
+  );
+  const rows = await session.all(
+    `SELECT DISTINCT ${cols.join(', ')} FROM ${ident(tables.batch)} AS b`,
+  );
   // Conflict checks compare these with the winners' partitionValues, keyed like the log (physical names).
   return partitionTuples(
     fields.map((f) => physicalName(f, target.columnMapping)),
@@ -376,7 +495,9 @@ function emptyScanSql(target: TargetTable): string {
 }
 
 /** The largest file's row count, so rewrites keep roughly the table's file size. */
-function maxRecords(files: readonly { parsedStats: { numRecords?: number } | null }[]): number | undefined {
+function maxRecords(
+  files: readonly { parsedStats: { numRecords?: number } | null }[],
+): number | undefined {
   const counts = files.map((f) => f.parsedStats?.numRecords ?? 0).filter((n) => n > 0);
   return counts.length > 0 ? Math.max(...counts) : undefined;
 }

@@ -7,7 +7,11 @@ import type { MergeCounts } from './results.js';
 import type { TempTables } from './temp-names.js';
 
 /** Row counts per action (see countsSql). */
-export async function readCounts(session: DuckSession, tables: TempTables, sourceRows: number): Promise<MergeCounts> {
+export async function readCounts(
+  session: DuckSession,
+  tables: TempTables,
+  sourceRows: number,
+): Promise<MergeCounts> {
   const row = (await session.one(countsSql(tables))) ?? {};
   const n = (k: string) => Number(row[k] ?? 0);
   return {

@@ -18,11 +18,23 @@ const COLUMN = '__tm_empty_partition_column';
 /** Fail on the first row of `rows.sql` with `''` in a string partition column. */
 export async function refuseEmptyPartitionStrings(
   session: DuckSession,
-  rows: { sql: string; schema: StructType; partitionColumns: readonly string[]; keys: readonly string[]; lineage: Lineage; uri: string },
+  rows: {
+    sql: string;
+    schema: StructType;
+    partitionColumns: readonly string[];
+    keys: readonly string[];
+    lineage: Lineage;
+    uri: string;
+  },
 ): Promise<void> {
-  const columns = rows.schema.fields.filter((f) => f.type === 'string' && rows.partitionColumns.includes(f.name)).map((f) => f.name);
+  const columns = rows.schema.fields
+    .filter((f) => f.type === 'string' && rows.partitionColumns.includes(f.name))
+    .map((f) => f.name);
   if (columns.length === 0) return;
-  const lineage = [...(rows.lineage.file ? [BATCH_SOURCE_FILE] : []), ...(rows.lineage.row ? [BATCH_SOURCE_ROW] : [])].map(ident);
+  const lineage = [
+    ...(rows.lineage.file ? [BATCH_SOURCE_FILE] : []),
+    ...(rows.lineage.row ? [BATCH_SOURCE_ROW] : []),
+  ].map(ident);
   const which = `CASE ${columns.map((c) => `WHEN ${ident(c)} = '' THEN ${str(c)}`).join(' ')} END AS ${ident(COLUMN)}`;
   const order = [...lineage, ...rows.keys.map(ident)];
   const bad = await session.one(
@@ -37,6 +49,14 @@ export async function refuseEmptyPartitionStrings(
   throw new BadFileError(
     `[merge] ${row}${where.text} has an empty string in partition column ${JSON.stringify(column)} of table ${rows.uri}: ` +
       `Delta stores an empty partition value as NULL, so the table cannot keep it; give the row a value (or NULL) in the source, or partition by another column`,
-    { kind: 'terminal', context: { uri: rows.uri, column, ...where.context, ...(keyText === '' ? {} : { keyValue: keyText }) } },
+    {
+      kind: 'terminal',
+      context: {
+        uri: rows.uri,
+        column,
+        ...where.context,
+        ...(keyText === '' ? {} : { keyValue: keyText }),
+      },
+    },
   );
 }

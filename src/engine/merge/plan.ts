@@ -40,7 +40,15 @@
  */
 import { STABLE_ROW_ID, STABLE_ROW_VERSION } from '../row-ids.js';
 import { ident } from '../sql.js';
-import { ACTION, BATCH_ROW, DELETE_FLAG, FILE_ID, POS, TOMBSTONE_ORDER, type TempTables } from './temp-names.js';
+import {
+  ACTION,
+  BATCH_ROW,
+  DELETE_FLAG,
+  FILE_ID,
+  POS,
+  TOMBSTONE_ORDER,
+  type TempTables,
+} from './temp-names.js';
 
 /** What a batch row is matched on and ordered by (table column names). */
 export interface MatchSpec {
@@ -93,9 +101,15 @@ export function newer(incoming: string, stored: string): string {
  * True when row `a` comes after row `b` by `columns` compared in turn (NULL the oldest); when they
  * agree in all of them, `orEqual`.
  */
-export function laterBy(columns: readonly string[], a: string, b: string, orEqual: boolean): string {
+export function laterBy(
+  columns: readonly string[],
+  a: string,
+  b: string,
+  orEqual: boolean,
+): string {
   return columns.reduceRight(
-    (rest, c) => `(${newer(`${a}.${ident(c)}`, `${b}.${ident(c)}`)} OR (${a}.${ident(c)} IS NOT DISTINCT FROM ${b}.${ident(c)} AND ${rest}))`,
+    (rest, c) =>
+      `(${newer(`${a}.${ident(c)}`, `${b}.${ident(c)}`)} OR (${a}.${ident(c)} IS NOT DISTINCT FROM ${b}.${ident(c)} AND ${rest}))`,
     orEqual ? 'TRUE' : 'FALSE',
   );
 }
@@ -152,7 +166,9 @@ export function touchedFilesSql(tables: TempTables): string {
 export function modesSql(tables: TempTables, modes: ReadonlyMap<number, WriteMode>): string {
   const rows = [...modes].map(([id, mode]) => `(${id}, '${mode}')`);
   const create = `CREATE OR REPLACE TEMP TABLE ${ident(tables.modes)} (${fid} INTEGER, mode VARCHAR)`;
-  return rows.length === 0 ? create : `${create}; INSERT INTO ${ident(tables.modes)} VALUES ${rows.join(', ')}`;
+  return rows.length === 0
+    ? create
+    : `${create}; INSERT INTO ${ident(tables.modes)} VALUES ${rows.join(', ')}`;
 }
 
 /**
@@ -170,7 +186,11 @@ export function targetSql(tables: TempTables, rewriteScanSql: string, tieScanSql
  * The actions table: every target row that matches a batch row, and what happens to it; `columns`
  * are those compared to tell an update from an unchanged row (the caller may leave lineage out).
  */
-export function actionsSql(tables: TempTables, spec: MatchSpec, columns: readonly string[]): string {
+export function actionsSql(
+  tables: TempTables,
+  spec: MatchSpec,
+  columns: readonly string[],
+): string {
   const order = ident(spec.orderBy);
   return (
     `CREATE OR REPLACE TEMP TABLE ${ident(tables.actions)} AS ` +
@@ -232,12 +252,23 @@ export function dvPositionsSql(tables: TempTables): string {
  * partitions) has both rows replaced by one, written with the 'rewrite' files when one of them
  * is in a 'rewrite' file, else with the new rows.
  */
-function updatedRowsSql(tables: TempTables, mode: WriteMode, columns: readonly string[], rowIds: boolean): string {
-  const cols = [...columns.map((c) => `b.${ident(c)}`), ...(rowIds ? [`u.${rid}`, `${NULL_ID} AS ${rver}`] : [])].join(', ');
+function updatedRowsSql(
+  tables: TempTables,
+  mode: WriteMode,
+  columns: readonly string[],
+  rowIds: boolean,
+): string {
+  const cols = [
+    ...columns.map((c) => `b.${ident(c)}`),
+    ...(rowIds ? [`u.${rid}`, `${NULL_ID} AS ${rver}`] : []),
+  ].join(', ');
   const updates = (m: WriteMode) =>
     `SELECT c.${brow}, c.${rid} FROM ${ident(tables.changes)} AS c JOIN ${ident(tables.modes)} AS m ON m.${fid} = c.${fid} ` +
     `WHERE m.mode = '${m}' AND c.${act} = 'update'`;
-  const own = mode === 'rewrite' ? updates('rewrite') : `${updates('dv')} AND c.${brow} NOT IN (SELECT ${brow} FROM (${updates('rewrite')}))`;
+  const own =
+    mode === 'rewrite'
+      ? updates('rewrite')
+      : `${updates('dv')} AND c.${brow} NOT IN (SELECT ${brow} FROM (${updates('rewrite')}))`;
   return (
     `SELECT ${cols} FROM (SELECT ${brow}, min(${rid}) AS ${rid} FROM (${own}) GROUP BY ${brow}) AS u ` +
     `JOIN ${ident(tables.batch)} AS b ON b.${brow} = u.${brow}`
@@ -249,8 +280,15 @@ function updatedRowsSql(tables: TempTables, mode: WriteMode, columns: readonly s
  * ones (keeping their stable ids and versions when row ids are written), plus the incoming versions
  * of the updated ones, in the layout's order (clustered tables stay clustered).
  */
-export function rewriteRelationSql(tables: TempTables, columns: readonly string[], layout: OutputLayout): string {
-  const cols = [...columns.map((c) => `t.${ident(c)}`), ...(layout.rowIds ? [`t.${rid}`, `t.${rver}`] : [])].join(', ');
+export function rewriteRelationSql(
+  tables: TempTables,
+  columns: readonly string[],
+  layout: OutputLayout,
+): string {
+  const cols = [
+    ...columns.map((c) => `t.${ident(c)}`),
+    ...(layout.rowIds ? [`t.${rid}`, `t.${rver}`] : []),
+  ].join(', ');
   const changed = `SELECT ${fid}, ${pos} FROM ${ident(tables.changes)} WHERE ${act} IN ('update', 'delete')`;
   const rewritten = `SELECT c.${fid} FROM (${changed}) AS c JOIN ${ident(tables.modes)} AS m ON m.${fid} = c.${fid} WHERE m.mode = 'rewrite'`;
   const kept =
@@ -264,8 +302,15 @@ export function rewriteRelationSql(tables: TempTables, columns: readonly string[
  * The rows written to new files: batch rows no stored row matched (in any candidate file) that are
  * not deletes, plus the incoming versions of rows updated in 'dv' files, in the layout's order.
  */
-export function newRowsSql(tables: TempTables, columns: readonly string[], layout: OutputLayout): string {
-  const cols = [...columns.map((c) => `b.${ident(c)}`), ...(layout.rowIds ? [`${NULL_ID} AS ${rid}`, `${NULL_ID} AS ${rver}`] : [])].join(', ');
+export function newRowsSql(
+  tables: TempTables,
+  columns: readonly string[],
+  layout: OutputLayout,
+): string {
+  const cols = [
+    ...columns.map((c) => `b.${ident(c)}`),
+    ...(layout.rowIds ? [`${NULL_ID} AS ${rid}`, `${NULL_ID} AS ${rver}`] : []),
+  ].join(', ');
   const inserts =
     `SELECT ${cols} FROM ${ident(tables.batch)} AS b ` +
     `WHERE NOT b.${ident(DELETE_FLAG)} AND b.${brow} NOT IN (SELECT ${brow} FROM ${ident(tables.hits)})`;
@@ -294,7 +339,8 @@ export function countsSql(tables: TempTables): string {
   const h = ident(tables.hits);
   const b = ident(tables.batch);
   const c = ident(tables.changes);
-  const changes = (what: string, as: string) => `count(*) FILTER (WHERE ${act} = '${what}') AS ${as}`;
+  const changes = (what: string, as: string) =>
+    `count(*) FILTER (WHERE ${act} = '${what}') AS ${as}`;
   const rewritten =
     `SELECT x.${fid} FROM ${c} AS x JOIN ${ident(tables.modes)} AS m ON m.${fid} = x.${fid} ` +
     `WHERE m.mode = 'rewrite' AND x.${act} IN ('update', 'delete')`;
@@ -337,7 +383,10 @@ export function buriedSql(tables: TempTables, spec: MatchSpec, tombstonesSql: st
   const zOrder = `z.${ident(TOMBSTONE_ORDER)}`;
   const ties = spec.ties ?? [];
   // At an equal orderBy the row escapes only when it is later by the tie columns (equal: the delete wins).
-  const escapes = ties.length > 0 ? ` AND NOT (b.${order} IS NOT DISTINCT FROM ${zOrder} AND ${laterBy(ties, 'b', 'z', false)})` : '';
+  const escapes =
+    ties.length > 0
+      ? ` AND NOT (b.${order} IS NOT DISTINCT FROM ${zOrder} AND ${laterBy(ties, 'b', 'z', false)})`
+      : '';
   return (
     `INSERT INTO ${ident(tables.hits)} (${fid}, ${brow}, ${act}) ` +
     `SELECT NULL, b.${ident(BATCH_ROW)}, 'stale' FROM ${ident(tables.batch)} AS b ` +

@@ -49,23 +49,30 @@ export interface PruneResult {
 }
 
 /** Delta types whose min/max stats Spark collects and that DuckDB orders like Spark. */
-const BOUNDED_TYPES = /^(byte|short|integer|long|float|double|date|timestamp|timestamp_ntz|string|decimal\(.*\))$/;
+const BOUNDED_TYPES =
+  /^(byte|short|integer|long|float|double|date|timestamp|timestamp_ntz|string|decimal\(.*\))$/;
 /** Timestamp stats are truncated to milliseconds: the true max can be up to 999 µs above. */
 const MS_TRUNCATED = new Set(['timestamp', 'timestamp_ntz']);
 
 /** Run both pruning steps; returns the candidate file ids. */
 export async function pruneFiles(session: DuckSession, input: PruneInput): Promise<PruneResult> {
   if (input.files.length === 0) return { candidates: [], afterPartitions: 0, afterStats: 0 };
-  const bounded = input.keys.filter((k) => typeof k.type === 'string' && BOUNDED_TYPES.test(k.type));
+  const bounded = input.keys.filter(
+    (k) => typeof k.type === 'string' && BOUNDED_TYPES.test(k.type),
+  );
   await session.run(fileTableSql(input.fileTable, input.partitions, bounded));
   for (let i = 0; i < input.files.length; i += INSERT_CHUNK) {
-    const rows = input.files.slice(i, i + INSERT_CHUNK).map((f, j) => fileRowSql(i + j, f, input.partitions, bounded));
+    const rows = input.files
+      .slice(i, i + INSERT_CHUNK)
+      .map((f, j) => fileRowSql(i + j, f, input.partitions, bounded));
     await session.run(`INSERT INTO ${ident(input.fileTable)} VALUES ${rows.join(', ')}`);
   }
   if (input.partitions.length > 0) await session.run(partitionPruneSql(input));
   const afterPartitions = await countRows(session, input.fileTable);
   if (bounded.length > 0 && afterPartitions > 0) await session.run(statsPruneSql(input, bounded));
-  const rows = await session.all(`SELECT ${ident(FILE_ID)} AS id FROM ${ident(input.fileTable)} ORDER BY id`);
+  const rows = await session.all(
+    `SELECT ${ident(FILE_ID)} AS id FROM ${ident(input.fileTable)} ORDER BY id`,
+  );
   const candidates = rows.map((r) => Number(r['id']));
   return { candidates, afterPartitions, afterStats: candidates.length };
 }
@@ -76,8 +83,15 @@ export function boundColumns(i: number): { min: string; max: string } {
 }
 
 /** CREATE for the file table: id, typed partition values, typed key bounds. */
-export function fileTableSql(table: string, partitions: readonly TypedColumn[], bounded: readonly TypedColumn[]): string {
-  const cols = [`${ident(FILE_ID)} INTEGER`, ...partitions.map((p) => `${ident(p.name)} ${deltaTypeToDuck(p.type)}`)];
+export function fileTableSql(
+  table: string,
+  partitions: readonly TypedColumn[],
+  bounded: readonly TypedColumn[],
+): string {
+  const cols = [
+    `${ident(FILE_ID)} INTEGER`,
+    ...partitions.map((p) => `${ident(p.name)} ${deltaTypeToDuck(p.type)}`),
+  ];
   bounded.forEach((k, i) => {
     const t = deltaTypeToDuck(k.type);
     cols.push(`${ident(boundColumns(i).min)} ${t}`, `${ident(boundColumns(i).max)} ${t}`);
@@ -86,8 +100,18 @@ export function fileTableSql(table: string, partitions: readonly TypedColumn[], 
 }
 
 /** One VALUES tuple of the file table. */
-export function fileRowSql(id: number, file: LiveFile, partitions: readonly TypedColumn[], bounded: readonly TypedColumn[]): string {
-  const values = [String(id), ...partitions.map((p) => partitionValueSql(file.partitionValues[p.key ?? p.name] ?? null, p.type, p.name))];
+export function fileRowSql(
+  id: number,
+  file: LiveFile,
+  partitions: readonly TypedColumn[],
+  bounded: readonly TypedColumn[],
+): string {
+  const values = [
+    String(id),
+    ...partitions.map((p) =>
+      partitionValueSql(file.partitionValues[p.key ?? p.name] ?? null, p.type, p.name),
+    ),
+  ];
   for (const k of bounded) {
     const b = statsBounds(file, k.key ?? k.name);
     values.push(boundSql(b?.min, k.type, 'min'), boundSql(b?.max, k.type, 'max'));
@@ -104,12 +128,18 @@ export function boundSql(value: unknown, deltaType: DataType, which: 'min' | 'ma
   if (typeof value !== 'number' && typeof value !== 'string') return `CAST(NULL AS ${duckType})`;
   if (typeof value === 'number' && !Number.isFinite(value)) return `CAST(NULL AS ${duckType})`;
   const cast = `TRY_CAST(${str(String(value))} AS ${duckType})`;
-  return which === 'max' && typeof deltaType === 'string' && MS_TRUNCATED.has(deltaType) ? `(${cast} + INTERVAL 1 millisecond)` : cast;
+  return which === 'max' && typeof deltaType === 'string' && MS_TRUNCATED.has(deltaType)
+    ? `(${cast} + INTERVAL 1 millisecond)`
+    : cast;
 }
 
 /** Keep files whose partition tuple occurs in the batch (NULL partitions match NULL). */
-export function partitionPruneSql(input: Pick<PruneInput, 'fileTable' | 'batchTable' | 'partitions'>): string {
-  const eq = input.partitions.map((p) => `f.${ident(p.name)} IS NOT DISTINCT FROM b.${ident(p.name)}`).join(' AND ');
+export function partitionPruneSql(
+  input: Pick<PruneInput, 'fileTable' | 'batchTable' | 'partitions'>,
+): string {
+  const eq = input.partitions
+    .map((p) => `f.${ident(p.name)} IS NOT DISTINCT FROM b.${ident(p.name)}`)
+    .join(' AND ');
   const cols = input.partitions.map((p) => ident(p.name)).join(', ');
   return (
     `DELETE FROM ${ident(input.fileTable)} WHERE ${ident(FILE_ID)} NOT IN (` +
@@ -122,8 +152,13 @@ export function partitionPruneSql(input: Pick<PruneInput, 'fileTable' | 'batchTa
  * Drop files with complete bounds that hold no batch key: no batch row (of the file's partition)
  * has every key column within the file's [min, max]. Files with a missing bound stay.
  */
-export function statsPruneSql(input: Pick<PruneInput, 'fileTable' | 'batchTable' | 'partitions'>, bounded: readonly TypedColumn[]): string {
-  const conds = input.partitions.map((p) => `f.${ident(p.name)} IS NOT DISTINCT FROM b.${ident(p.name)}`);
+export function statsPruneSql(
+  input: Pick<PruneInput, 'fileTable' | 'batchTable' | 'partitions'>,
+  bounded: readonly TypedColumn[],
+): string {
+  const conds = input.partitions.map(
+    (p) => `f.${ident(p.name)} IS NOT DISTINCT FROM b.${ident(p.name)}`,
+  );
   const complete: string[] = [];
   bounded.forEach((k, i) => {
     const { min, max } = boundColumns(i);

@@ -46,23 +46,55 @@ export async function stageReplace(opts: WriteTarget): Promise<StagedWrite> {
     const clustering = snapshot ? clusteringColumns(snapshot) : [];
     const order = clustering.length > 0 ? ` ORDER BY ${clustering.map(ident).join(', ')}` : '';
     const newRows = `SELECT ${columns.join(', ')} FROM ${ident(tables.batch)}`;
-    const added = rows > 0 ? await writeAndUpload(out, newRows + order, 'replace', { targetFileRows: opts.targetFileRows, rowsAtMost: rows }) : [];
+    const added =
+      rows > 0
+        ? await writeAndUpload(out, newRows + order, 'replace', {
+            targetFileRows: opts.targetFileRows,
+            rowsAtMost: rows,
+          })
+        : [];
     const now = Date.now();
     const adds = added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) }));
     if (snapshot === null) {
-      const metrics = { numFiles: String(added.length), numOutputRows: String(rows), numOutputBytes: String(bytesOf(added)) };
+      const metrics = {
+        numFiles: String(added.length),
+        numOutputRows: String(rows),
+        numOutputBytes: String(bytesOf(added)),
+      };
       const request = createTableRequest(
-        { schema: target.schema, partitionColumns: target.partitionColumns, configuration: { ...target.properties, ...opts.tableProperties }, actions: adds, operationMetrics: metrics },
+        {
+          schema: target.schema,
+          partitionColumns: target.partitionColumns,
+          configuration: { ...target.properties, ...opts.tableProperties },
+          actions: adds,
+          operationMetrics: metrics,
+        },
         now,
       );
-      return staged(request, clock, { sourceRows: rows, inserted: rows, filesAdded: added.length, bytesAdded: bytesOf(added), created: true });
+      return staged(request, clock, {
+        sourceRows: rows,
+        inserted: rows,
+        filesAdded: added.length,
+        bytesAdded: bytesOf(added),
+        created: true,
+      });
     }
     const config = target.config ?? TableConfig.of(snapshot.protocol, snapshot.metadata);
-    const change = config.recordsChangeData && (snapshot.files.length > 0 || rows > 0) ? await changeFiles(opts, out, target, snapshot, newRows) : null;
-    const removes = snapshot.files.map((f) => ({ remove: removeFileFor(f, { deletionTimestamp: now }) }));
+    const change =
+      config.recordsChangeData && (snapshot.files.length > 0 || rows > 0)
+        ? await changeFiles(opts, out, target, snapshot, newRows)
+        : null;
+    const removes = snapshot.files.map((f) => ({
+      remove: removeFileFor(f, { deletionTimestamp: now }),
+    }));
     const deleted = change?.deleted ?? (await storedRows(opts, out, snapshot));
     const request: CommitRequest = {
-      actions: [...metadataActions(target, false), ...removes, ...adds, ...(change?.data.actions ?? [])],
+      actions: [
+        ...metadataActions(target, false),
+        ...removes,
+        ...adds,
+        ...(change?.data.actions ?? []),
+      ],
       operation: 'WRITE',
       operationParameters: { mode: 'Overwrite', partitionBy: target.partitionColumns },
       operationMetrics: {
@@ -75,10 +107,23 @@ export async function stageReplace(opts: WriteTarget): Promise<StagedWrite> {
         numAddedChangeFiles: String(change?.data.files.length ?? 0),
       },
       // Every file removed is read: a concurrent writer that changed any of them conflicts.
-      read: { readVersion: snapshot.version, partitions: 'all', files: snapshot.files.map((f) => f.path), appIds: [...(opts.appIds ?? [])] },
+      read: {
+        readVersion: snapshot.version,
+        partitions: 'all',
+        files: snapshot.files.map((f) => f.path),
+        appIds: [...(opts.appIds ?? [])],
+      },
       isBlindAppend: false,
     };
-    const counts = { sourceRows: rows, inserted: rows, deleted, filesAdded: added.length, bytesAdded: bytesOf(added), filesRemoved: snapshot.files.length, changeFilesAdded: change?.data.files.length ?? 0 };
+    const counts = {
+      sourceRows: rows,
+      inserted: rows,
+      deleted,
+      filesAdded: added.length,
+      bytesAdded: bytesOf(added),
+      filesRemoved: snapshot.files.length,
+      changeFilesAdded: change?.data.files.length ?? 0,
+    };
     return staged(request, clock, counts);
   } finally {
     await dropAll(opts.session, tables);
@@ -87,23 +132,51 @@ export async function stageReplace(opts: WriteTarget): Promise<StagedWrite> {
 }
 
 /** The write phase ends once the data and change files are uploaded and the commit is planned. */
-function staged(request: CommitRequest, clock: WriteWatch, counted: Parameters<typeof writeSummary>[0]): StagedWrite {
+function staged(
+  request: CommitRequest,
+  clock: WriteWatch,
+  counted: Parameters<typeof writeSummary>[0],
+): StagedWrite {
   clock.lap('write');
-  return { request, changesTable: request.actions.length > 0, summary: writeSummary(counted, clock) };
+  return {
+    request,
+    changesTable: request.actions.length > 0,
+    summary: writeSummary(counted, clock),
+  };
 }
 
 /** Change files of the replace: every stored row a delete, every new row an insert; and the stored rows counted. */
-async function changeFiles(opts: WriteTarget, out: OutputOptions, target: TargetTable, snapshot: Snapshot, newRowsSql: string): Promise<{ data: ChangeData; deleted: number }> {
-  const local = await localDataFiles(snapshot.files, { storage: opts.storage, spool: out.spool, folder: 'replace-scan', concurrency: out.concurrency, ...(opts.signal ? { signal: opts.signal } : {}) });
+async function changeFiles(
+  opts: WriteTarget,
+  out: OutputOptions,
+  target: TargetTable,
+  snapshot: Snapshot,
+  newRowsSql: string,
+): Promise<{ data: ChangeData; deleted: number }> {
+  const local = await localDataFiles(snapshot.files, {
+    storage: opts.storage,
+    spool: out.spool,
+    folder: 'replace-scan',
+    concurrency: out.concurrency,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
   try {
     // Stored files read in the evolved schema: columns the batch adds are NULL in them.
     const evolved = { ...snapshot, schema: target.schema };
-    const scan = await scanRelation(opts.session, { storage: opts.storage, snapshot: evolved }, snapshot.files, (f) => local.paths.get(f.path)!);
+    const scan = await scanRelation(
+      opts.session,
+      { storage: opts.storage, snapshot: evolved },
+      snapshot.files,
+      (f) => local.paths.get(f.path)!,
+    );
     try {
       const columns = target.plan.mappings.map((m) => ident(m.target)).join(', ');
       const [count] = await opts.session.all(`SELECT count(*) AS n FROM (${scan.sql})`);
       const relation = `SELECT ${columns}, ${str('delete')} AS _change_type FROM (${scan.sql}) UNION ALL SELECT ${columns}, ${str('insert')} AS _change_type FROM (${newRowsSql})`;
-      return { data: await writeChangeRows(out, relation, opts.targetFileRows), deleted: Number(count?.['n'] ?? 0) };
+      return {
+        data: await writeChangeRows(out, relation, opts.targetFileRows),
+        deleted: Number(count?.['n'] ?? 0),
+      };
     } finally {
       await scan.deleted?.drop();
     }
@@ -117,14 +190,29 @@ async function changeFiles(opts: WriteTarget, out: OutputOptions, target: Target
  * written without them (other tools may leave `numRecords` out) by counting their rows, so the
  * report and the commit's `numDeletedRows` never say fewer rows were removed than were.
  */
-async function storedRows(opts: WriteTarget, out: OutputOptions, snapshot: Snapshot): Promise<number> {
+async function storedRows(
+  opts: WriteTarget,
+  out: OutputOptions,
+  snapshot: Snapshot,
+): Promise<number> {
   const counted = snapshot.files.filter((f) => f.parsedStats?.numRecords !== undefined);
   const uncounted = snapshot.files.filter((f) => f.parsedStats?.numRecords === undefined);
   const fromStats = totalRecords(counted) ?? 0;
   if (uncounted.length === 0) return fromStats;
-  const local = await localDataFiles(uncounted, { storage: opts.storage, spool: out.spool, folder: 'replace-count', concurrency: out.concurrency, ...(opts.signal ? { signal: opts.signal } : {}) });
+  const local = await localDataFiles(uncounted, {
+    storage: opts.storage,
+    spool: out.spool,
+    folder: 'replace-count',
+    concurrency: out.concurrency,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
   try {
-    const scan = await scanRelation(opts.session, { storage: opts.storage, snapshot }, uncounted, (f) => local.paths.get(f.path)!);
+    const scan = await scanRelation(
+      opts.session,
+      { storage: opts.storage, snapshot },
+      uncounted,
+      (f) => local.paths.get(f.path)!,
+    );
     try {
       const [count] = await opts.session.all(`SELECT count(*) AS n FROM (${scan.sql})`);
       return fromStats + Number(count?.['n'] ?? 0);
@@ -139,5 +227,9 @@ async function storedRows(opts: WriteTarget, out: OutputOptions, snapshot: Snaps
 /** `delta.appendOnly` tables take no removes: a replace of one that holds data is refused before anything is written. */
 function refuseAppendOnly(snapshot: Snapshot, uri: string): void {
   if (!TableConfig.of(snapshot.protocol, snapshot.metadata).appendOnly) return;
-  throw new AppendOnlyTableError(uri, 'replace', `would remove all ${snapshot.files.length} data files`);
+  throw new AppendOnlyTableError(
+    uri,
+    'replace',
+    `would remove all ${snapshot.files.length} data files`,
+  );
 }

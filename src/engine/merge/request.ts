@@ -55,14 +55,28 @@ export function mergeParameters(spec: MatchSpec, deleteWhen?: string): Record<st
   const predicate = spec.keys.map((c) => `target.${ident(c)} = source.${ident(c)}`).join(' AND ');
   const newer = `source.${ident(spec.orderBy)} >= target.${ident(spec.orderBy)}`;
   const matched: { predicate: string; actionType: string }[] = [];
-  if (deleteWhen !== undefined) matched.push({ predicate: `(${deleteWhen}) AND ${newer}`, actionType: 'delete' });
+  if (deleteWhen !== undefined)
+    matched.push({ predicate: `(${deleteWhen}) AND ${newer}`, actionType: 'delete' });
   matched.push({ predicate: newer, actionType: 'update' });
-  const notMatched = deleteWhen === undefined ? [{ actionType: 'insert' }] : [{ predicate: `NOT (${deleteWhen})`, actionType: 'insert' }];
-  return { predicate: [predicate], matchedPredicates: matched, notMatchedPredicates: notMatched, notMatchedBySourcePredicates: [] };
+  const notMatched =
+    deleteWhen === undefined
+      ? [{ actionType: 'insert' }]
+      : [{ predicate: `NOT (${deleteWhen})`, actionType: 'insert' }];
+  return {
+    predicate: [predicate],
+    matchedPredicates: matched,
+    notMatchedPredicates: notMatched,
+    notMatchedBySourcePredicates: [],
+  };
 }
 
 /** Delta's MERGE metric names, values as strings. */
-export function mergeMetrics(input: Pick<MergeCommitInput, 'added' | 'removed' | 'counts' | 'timings' | 'dvFiles' | 'changeFiles'>): Record<string, string> {
+export function mergeMetrics(
+  input: Pick<
+    MergeCommitInput,
+    'added' | 'removed' | 'counts' | 'timings' | 'dvFiles' | 'changeFiles'
+  >,
+): Record<string, string> {
   const c = input.counts;
   const bytes = (files: readonly { size: number }[]) => files.reduce((s, f) => s + f.size, 0);
   const metrics = {
@@ -91,6 +105,13 @@ export function mergeMetrics(input: Pick<MergeCommitInput, 'added' | 'removed' |
 }
 
 /** Read-set partitions from the batch's partition-value strings (rows of p0, p1, … columns). */
-export function partitionTuples(columns: readonly string[], rows: readonly Record<string, unknown>[]): PartitionValues[] {
-  return rows.map((row) => Object.fromEntries(columns.map((c, i) => [c, row[`p${i}`] == null ? null : String(row[`p${i}`])])));
+export function partitionTuples(
+  columns: readonly string[],
+  rows: readonly Record<string, unknown>[],
+): PartitionValues[] {
+  return rows.map((row) =>
+    Object.fromEntries(
+      columns.map((c, i) => [c, row[`p${i}`] == null ? null : String(row[`p${i}`])]),
+    ),
+  );
 }

@@ -91,37 +91,51 @@ export interface WriteSummary {
 /** A MERGE's row counts, read from its classification tables (./outcome.ts). */
 export type MergeCounts = Pick<
   WriteSummary,
-  'sourceRows' | 'inserted' | 'updated' | 'deleted' | 'skippedStale' | 'skippedByTombstone' | 'unchanged' | 'deleteNotFound' | 'rowsCopied'
+  | 'sourceRows'
+  | 'inserted'
+  | 'updated'
+  | 'deleted'
+  | 'skippedStale'
+  | 'skippedByTombstone'
+  | 'unchanged'
+  | 'deleteNotFound'
+  | 'rowsCopied'
 >;
 
 /** The figures a write counted (the rest are 0) and the durations of its phases so far. */
-export function writeSummary(counted: Partial<Omit<WriteSummary, 'durations'>>, watch: WriteWatch | null): WriteSummary {
-  const durations = watch ? { ...watch.timings(), total: Math.round(watch.elapsed()) } : { prepare: 0, prune: 0, classify: 0, write: 0, total: 0 };
+export function writeSummary(
+  counted: Partial<Omit<WriteSummary, 'durations'>>,
+  watch: WriteWatch | null,
+): WriteSummary {
+  const durations = watch
+    ? { ...watch.timings(), total: Math.round(watch.elapsed()) }
+    : { prepare: 0, prune: 0, classify: 0, write: 0, total: 0 };
   return { ...NOTHING_WRITTEN, sourcesReplaced: [], sourcesAlreadyHeld: [], ...counted, durations };
 }
 
-const NOTHING_WRITTEN: Omit<WriteSummary, 'durations' | 'sourcesReplaced' | 'sourcesAlreadyHeld'> = {
-  sourceRows: 0,
-  inserted: 0,
-  updated: 0,
-  deleted: 0,
-  skippedStale: 0,
-  skippedByTombstone: 0,
-  unchanged: 0,
-  deleteNotFound: 0,
-  rowsCopied: 0,
-  filesAdded: 0,
-  filesRemoved: 0,
-  bytesRewritten: 0,
-  bytesAdded: 0,
-  filesScanned: 0,
-  filesRead: 0,
-  filesWithNewDv: 0,
-  dvBytes: 0,
-  changeFilesAdded: 0,
-  rowsReplaced: 0,
-  created: false,
-};
+const NOTHING_WRITTEN: Omit<WriteSummary, 'durations' | 'sourcesReplaced' | 'sourcesAlreadyHeld'> =
+  {
+    sourceRows: 0,
+    inserted: 0,
+    updated: 0,
+    deleted: 0,
+    skippedStale: 0,
+    skippedByTombstone: 0,
+    unchanged: 0,
+    deleteNotFound: 0,
+    rowsCopied: 0,
+    filesAdded: 0,
+    filesRemoved: 0,
+    bytesRewritten: 0,
+    bytesAdded: 0,
+    filesScanned: 0,
+    filesRead: 0,
+    filesWithNewDv: 0,
+    dvBytes: 0,
+    changeFilesAdded: 0,
+    rowsReplaced: 0,
+    created: false,
+  };
 
 /** A write whose data files are uploaded and whose commit is planned. */
 export interface StagedWrite {

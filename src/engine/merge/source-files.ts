@@ -74,17 +74,41 @@ let sequence = 0;
 
 /** Nothing found, nothing done. */
 function none(): SourceReplacement {
-  return { replaced: [], alreadyHeld: [], rowsDeleted: 0, enableDvs: false, actions: [], scanned: [], added: [], removed: [], dvFiles: 0, dvBytes: 0 };
+  return {
+    replaced: [],
+    alreadyHeld: [],
+    rowsDeleted: 0,
+    enableDvs: false,
+    actions: [],
+    scanned: [],
+    added: [],
+    removed: [],
+    dvFiles: 0,
+    dvBytes: 0,
+  };
 }
 
 /** Look the named source files up in the table and stage what the append does with them. */
 export async function stageSourceReplacement(ctx: SourceLookup): Promise<SourceReplacement> {
   const { session, snapshot } = ctx;
-  const field = snapshot.schema.fields.find((f) => f.name.toLowerCase() === ctx.sourceColumn.toLowerCase());
+  const field = snapshot.schema.fields.find(
+    (f) => f.name.toLowerCase() === ctx.sourceColumn.toLowerCase(),
+  );
   // A table without the lineage column (not written by tidemark) cannot tell its files apart.
-  if (field === undefined || !ctx.target.batch.lineage.file || ctx.existing.files.length === 0 || snapshot.files.length === 0) return none();
+  if (
+    field === undefined ||
+    !ctx.target.batch.lineage.file ||
+    ctx.existing.files.length === 0 ||
+    snapshot.files.length === 0
+  )
+    return none();
   const n = ++sequence;
-  const t = { sources: `__tm_sources_${n}`, files: `__tm_source_files_${n}`, hits: `__tm_source_hits_${n}`, stored: `__tm_source_stored_${n}` };
+  const t = {
+    sources: `__tm_sources_${n}`,
+    files: `__tm_source_files_${n}`,
+    hits: `__tm_source_hits_${n}`,
+    stored: `__tm_source_stored_${n}`,
+  };
   const column = field.name;
   try {
     const wanted = ctx.existing.files.map((f) => `(${str(f)})`).join(', ');
@@ -112,23 +136,36 @@ export async function stageSourceReplacement(ctx: SourceLookup): Promise<SourceR
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     });
     const shapes = await inspectFiles(session, [...localPaths.values()]);
-    const deleted = await loadDeletedRows(snapshot.files, { session, storage: ctx.out.storage, only: scanned.keys() });
+    const deleted = await loadDeletedRows(snapshot.files, {
+      session,
+      storage: ctx.out.storage,
+      only: scanned.keys(),
+    });
     try {
       const tracking = ctx.target.config!.rowTracking.materialized;
-      const evolved: Snapshot = ctx.target.metadata ? { ...snapshot, schema: ctx.target.schema } : snapshot;
+      const evolved: Snapshot = ctx.target.metadata
+        ? { ...snapshot, schema: ctx.target.schema }
+        : snapshot;
       const read = { localPaths, shapes, deleted, ...(tracking ? { rowIds: tracking } : {}) };
       await session.run(
         `CREATE TEMP TABLE ${ident(t.hits)} AS SELECT s.${ident(FILE_ID)} AS fid, s.${ident(POS)} AS pos, s.${ident(column)} AS src ` +
           `FROM (${perFileScanSql(snapshot, scanned, read, [column])}) AS s WHERE s.${ident(column)} IN (SELECT ${ident(column)} FROM ${ident(t.sources)})`,
       );
-      const held = (await session.all(`SELECT DISTINCT src FROM ${ident(t.hits)} ORDER BY src`)).map((r) => String(r['src']));
+      const held = (
+        await session.all(`SELECT DISTINCT src FROM ${ident(t.hits)} ORDER BY src`)
+      ).map((r) => String(r['src']));
       const result = { ...none(), scanned: [...scanned.values()].map((f) => f.path) };
       if (held.length === 0) return result;
       if (ctx.existing.onExisting === 'keep') {
         await dropFromBatch(ctx, held);
         return { ...result, alreadyHeld: held };
       }
-      const hitFiles = new Map((await session.all(`SELECT DISTINCT fid FROM ${ident(t.hits)}`)).map((r) => [Number(r['fid']), scanned.get(Number(r['fid']))!]));
+      const hitFiles = new Map(
+        (await session.all(`SELECT DISTINCT fid FROM ${ident(t.hits)}`)).map((r) => [
+          Number(r['fid']),
+          scanned.get(Number(r['fid']))!,
+        ]),
+      );
       const changed = await changedSources(ctx, t, perFileScanSql(evolved, hitFiles, read), held);
       const unchanged = held.filter((s) => !changed.includes(s));
       await dropFromBatch(ctx, unchanged);
@@ -136,7 +173,10 @@ export async function stageSourceReplacement(ctx: SourceLookup): Promise<SourceR
       refuseUnsupported(ctx, changed);
       const deletes = await deletesOf(ctx, t.hits, changed, hitFiles, localPaths);
       const policy = resolvePolicy(ctx.existing.deletionVectors, config, ctx.existing);
-      const modes = deletes.map((d) => ({ ...d, mode: writeModeOf(d.file, d.positions.length, policy) }));
+      const modes = deletes.map((d) => ({
+        ...d,
+        mode: writeModeOf(d.file, d.positions.length, policy),
+      }));
       const dv = await writeDvChanges(
         modes.filter((m) => m.mode === 'dv'),
         { session, storage: ctx.out.storage, deleted, now: ctx.now },
@@ -171,22 +211,33 @@ export async function stageSourceReplacement(ctx: SourceLookup): Promise<SourceR
 /** Remove the rows of `sources` from the batch: they are not appended. */
 async function dropFromBatch(ctx: SourceLookup, sources: readonly string[]): Promise<void> {
   if (sources.length === 0) return;
-  await ctx.session.run(`DELETE FROM ${ident(ctx.batch)} WHERE ${ident(BATCH_SOURCE_FILE)} IN (${sources.map(str).join(', ')})`);
+  await ctx.session.run(
+    `DELETE FROM ${ident(ctx.batch)} WHERE ${ident(BATCH_SOURCE_FILE)} IN (${sources.map(str).join(', ')})`,
+  );
 }
 
 /**
  * The held sources whose stored rows differ from the batch's (as multisets over the table's
  * columns, less the ignored ones): a file rewritten with the same rows is unchanged.
  */
-async function changedSources(ctx: SourceLookup, t: { stored: string }, storedSql: string, held: readonly string[]): Promise<string[]> {
+async function changedSources(
+  ctx: SourceLookup,
+  t: { stored: string },
+  storedSql: string,
+  held: readonly string[],
+): Promise<string[]> {
   const ignored = new Set(ctx.existing.ignoreColumns.map((c) => c.toLowerCase()));
-  const columns = ctx.target.plan.mappings.map((m) => m.target).filter((c) => !ignored.has(c.toLowerCase()));
+  const columns = ctx.target.plan.mappings
+    .map((m) => m.target)
+    .filter((c) => !ignored.has(c.toLowerCase()));
   const sourceCol = ctx.sourceColumn.toLowerCase();
   const list = columns.map(ident).join(', ');
   const inHeld = held.map(str).join(', ');
   const srcColumn = columns.find((c) => c.toLowerCase() === sourceCol);
   if (srcColumn === undefined) return [...held];
-  await ctx.session.run(`CREATE TEMP TABLE ${ident(t.stored)} AS SELECT ${list} FROM (${storedSql}) WHERE ${ident(srcColumn)} IN (${inHeld})`);
+  await ctx.session.run(
+    `CREATE TEMP TABLE ${ident(t.stored)} AS SELECT ${list} FROM (${storedSql}) WHERE ${ident(srcColumn)} IN (${inHeld})`,
+  );
   const fresh = `SELECT ${list} FROM ${ident(ctx.batch)} WHERE ${ident(BATCH_SOURCE_FILE)} IN (${inHeld})`;
   const stored = `SELECT ${list} FROM ${ident(t.stored)}`;
   const rows = await ctx.session.all(
@@ -208,7 +259,12 @@ async function deletesOf(
   );
   return rows.map((r) => {
     const file = files.get(Number(r['fid']))!;
-    return { id: Number(r['fid']), file, positions: (r['positions'] as unknown[]).map(Number), localPath: localPaths.get(file.path)! };
+    return {
+      id: Number(r['fid']),
+      file,
+      positions: (r['positions'] as unknown[]).map(Number),
+      localPath: localPaths.get(file.path)!,
+    };
   });
 }
 
@@ -226,7 +282,9 @@ async function rewriteWithout(
 ): Promise<WrittenFile[]> {
   if (w.rewrite.size === 0) return [];
   const columns = ctx.target.plan.mappings.map((m) => m.target);
-  const cols = [...columns, ...(w.tracking ? [STABLE_ROW_ID, STABLE_ROW_VERSION] : [])].map((c) => `s.${ident(c)}`).join(', ');
+  const cols = [...columns, ...(w.tracking ? [STABLE_ROW_ID, STABLE_ROW_VERSION] : [])]
+    .map((c) => `s.${ident(c)}`)
+    .join(', ');
   const gone = `SELECT fid, pos FROM ${ident(w.t.hits)} WHERE src IN (${w.changed.map(str).join(', ')})`;
   const sql =
     `SELECT ${cols} FROM (${perFileScanSql(w.evolved, w.rewrite, w.read)}) AS s ` +
@@ -234,7 +292,10 @@ async function rewriteWithout(
   const out = w.tracking ? { ...ctx.out, hiddenColumns: hiddenRowIdColumns(w.tracking) } : ctx.out;
   const files = [...w.rewrite.values()];
   const maxRows = Math.max(0, ...files.map((f) => f.parsedStats?.numRecords ?? 0));
-  return writeAndUpload(out, sql, 'rewrite', { ...(maxRows > 0 ? { targetFileRows: maxRows } : {}), rowsAtMost: totalRecords(files) });
+  return writeAndUpload(out, sql, 'rewrite', {
+    ...(maxRows > 0 ? { targetFileRows: maxRows } : {}),
+    rowsAtMost: totalRecords(files),
+  });
 }
 
 /**

@@ -3,11 +3,18 @@
  * when the write creates the table), how the batch's columns feed it, and the prepared batch.
  */
 import type { Action, Metadata, Protocol } from '../../delta/actions.js';
-import { evolveMappedMetadata, mapNewTable, type ColumnMappingMode } from '../../delta/column-mapping.js';
+import {
+  evolveMappedMetadata,
+  mapNewTable,
+  type ColumnMappingMode,
+} from '../../delta/column-mapping.js';
 import { assertWritable } from '../../delta/features.js';
 import { usesType, type StructType } from '../../delta/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
-import { MATERIALIZED_ROW_ID_COLUMN, MATERIALIZED_ROW_VERSION_COLUMN } from '../../delta/table-properties.js';
+import {
+  MATERIALIZED_ROW_ID_COLUMN,
+  MATERIALIZED_ROW_VERSION_COLUMN,
+} from '../../delta/table-properties.js';
 import { MergeInputError, SchemaError } from '../../errors.js';
 import type { OutputOptions } from '../data-file-io.js';
 import type { DuckSession } from '../duckdb.js';
@@ -18,7 +25,17 @@ import { nestedAdditions, withNewFields } from '../nested-fit.js';
 import { describeRelation } from '../relation.js';
 import { ident } from '../sql.js';
 import { prepareBatch, type PreparedBatch } from './batch.js';
-import { dataColumns, evolveSchema, newColumns, newTableSchema, planColumns, requireColumns, tableName, type ColumnPlan, type ColumnType } from './columns.js';
+import {
+  dataColumns,
+  evolveSchema,
+  newColumns,
+  newTableSchema,
+  planColumns,
+  requireColumns,
+  tableName,
+  type ColumnPlan,
+  type ColumnType,
+} from './columns.js';
 import { DELETE_FLAG, BATCH_SOURCE_FILE, BATCH_SOURCE_ROW } from './temp-names.js';
 import { DEFAULT_SOURCE_FILE_COLUMN, type WriteTarget } from './options.js';
 import { TableConfig } from '../../delta/table-config.js';
@@ -67,19 +84,34 @@ export interface PrepareTargetOptions {
 }
 
 /** Work out the table schema and column plan, then prepare the batch in that schema. */
-export async function prepareTarget(session: DuckSession, target: WriteTarget, opts: PrepareTargetOptions): Promise<TargetTable> {
+export async function prepareTarget(
+  session: DuckSession,
+  target: WriteTarget,
+  opts: PrepareTargetOptions,
+): Promise<TargetTable> {
   const uri = target.storage.uri;
   // Refuse a table tidemark cannot write before any work (the commit checks again).
   if (opts.snapshot) assertWritable(opts.snapshot.protocol, opts.snapshot.metadata, uri);
   const sourceColumns = await describeRelation(session, target.batch);
-  refuseReservedNames(sourceColumns.map((c) => c.name), target.batch);
+  refuseReservedNames(
+    sourceColumns.map((c) => c.name),
+    target.batch,
+  );
   const internal = target.internalColumns ?? [];
   const creating = opts.snapshot === null;
   const columnMapping = mappingOf(opts.snapshot, target);
-  const created = creating ? mapNewTable(newTableSchema(dataColumns(sourceColumns, internal), target.declaredTypes), columnMapping) : null;
-  const evolved = opts.snapshot ? await evolve(session, target, opts.snapshot, sourceColumns) : null;
+  const created = creating
+    ? mapNewTable(
+        newTableSchema(dataColumns(sourceColumns, internal), target.declaredTypes),
+        columnMapping,
+      )
+    : null;
+  const evolved = opts.snapshot
+    ? await evolve(session, target, opts.snapshot, sourceColumns)
+    : null;
   const schema = evolved?.schema ?? opts.snapshot?.schema ?? created!.schema;
-  const partitionColumns = opts.snapshot?.partitionColumns ?? resolvePartitionBy(schema, target.partitionBy ?? [], uri);
+  const partitionColumns =
+    opts.snapshot?.partitionColumns ?? resolvePartitionBy(schema, target.partitionBy ?? [], uri);
   const plan = planColumns(sourceColumns, schema, internal, uri);
   for (const r of opts.required ?? []) requireColumns(plan, r.columns, r.role, uri);
   const batch = await prepareBatch(session, {
@@ -97,9 +129,24 @@ export async function prepareTarget(session: DuckSession, target: WriteTarget, o
   if (metadata && opts.snapshot) assertWritable(opts.snapshot.protocol, metadata, uri);
   const properties = created?.configuration ?? {};
   const protocol = metadata && opts.snapshot ? protocolForNewColumns(opts.snapshot, schema) : null;
-  const changes: Action[] = [...(protocol ? [{ protocol }] : []), ...(metadata ? [{ metaData: metadata }] : [])];
+  const changes: Action[] = [
+    ...(protocol ? [{ protocol }] : []),
+    ...(metadata ? [{ metaData: metadata }] : []),
+  ];
   const config = opts.snapshot ? TableConfig.after(opts.snapshot, changes, uri) : null;
-  return { schema, partitionColumns, creating, metadata, protocol, config, addedColumns: evolved?.added ?? [], columnMapping, properties, plan, batch };
+  return {
+    schema,
+    partitionColumns,
+    creating,
+    metadata,
+    protocol,
+    config,
+    addedColumns: evolved?.added ?? [],
+    columnMapping,
+    properties,
+    plan,
+    batch,
+  };
 }
 
 /** A column added as timestamp_ntz needs the timestampNtz reader and writer feature (a new table gets it in ../../delta/table-create.ts). */
@@ -139,12 +186,25 @@ async function evolve(
   const extra = newColumns(sourceColumns, snapshot.schema, target.internalColumns ?? []);
   const nested = nestedFieldsAdded(sourceColumns, snapshot.schema);
   if (extra.length === 0 && nested.length === 0) return null;
-  refuseHiddenColumnNames(extra.map((c) => c.name), snapshot, target.storage.uri);
+  refuseHiddenColumnNames(
+    extra.map((c) => c.name),
+    snapshot,
+    target.storage.uri,
+  );
   if (target.schemaEvolution === 'addColumns') {
-    const schema = evolveSchema(withNestedFields(snapshot.schema, sourceColumns), extra, target.declaredTypes);
+    const schema = evolveSchema(
+      withNestedFields(snapshot.schema, sourceColumns),
+      extra,
+      target.declaredTypes,
+    );
     const added = [...extra.map((c) => c.name), ...nested];
-    if (TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping !== 'none') return { ...evolveMappedMetadata(snapshot.metadata, schema), added };
-    return { schema, metadata: { ...snapshot.metadata, schemaString: JSON.stringify(schema) }, added };
+    if (TableConfig.of(snapshot.protocol, snapshot.metadata).columnMapping !== 'none')
+      return { ...evolveMappedMetadata(snapshot.metadata, schema), added };
+    return {
+      schema,
+      metadata: { ...snapshot.metadata, schemaString: JSON.stringify(schema) },
+      added,
+    };
   }
   if (extra.length === 0) {
     throw new SchemaError(
@@ -160,7 +220,12 @@ async function evolve(
       (files.length > 0 ? ` (in ${files.join(', ')})` : '') +
       "; schemaEvolution is 'fail' (set it to 'addColumns' to add them)",
     {
-      context: { uri: target.storage.uri, column: extra[0]!.name, columns: extra.map((c) => c.name), ...(files[0] ? { key: files[0], files } : {}) },
+      context: {
+        uri: target.storage.uri,
+        column: extra[0]!.name,
+        columns: extra.map((c) => c.name),
+        ...(files[0] ? { key: files[0], files } : {}),
+      },
     },
   );
 }
@@ -179,7 +244,9 @@ function withNestedFields(schema: StructType, sourceColumns: readonly ColumnType
     ...schema,
     fields: schema.fields.map((f) => {
       const c = sourceColumns.find((sc) => sc.name.toLowerCase() === f.name.toLowerCase());
-      return c && nestedAdditions(c.type, f.type, f.name).length > 0 ? { ...f, type: withNewFields(f.type, parseDuckType(c.type), f.name) } : f;
+      return c && nestedAdditions(c.type, f.type, f.name).length > 0
+        ? { ...f, type: withNewFields(f.type, parseDuckType(c.type), f.name) }
+        : f;
     }),
   };
 }
@@ -190,18 +257,30 @@ function withNestedFields(schema: StructType, sourceColumns: readonly ColumnType
  */
 function refuseHiddenColumnNames(names: readonly string[], snapshot: Snapshot, uri: string): void {
   const config = snapshot.metadata.configuration ?? {};
-  const hidden = [config[MATERIALIZED_ROW_ID_COLUMN], config[MATERIALIZED_ROW_VERSION_COLUMN]].filter((n): n is string => !!n).map((n) => n.toLowerCase());
+  const hidden = [config[MATERIALIZED_ROW_ID_COLUMN], config[MATERIALIZED_ROW_VERSION_COLUMN]]
+    .filter((n): n is string => !!n)
+    .map((n) => n.toLowerCase());
   const clash = names.find((n) => hidden.includes(n.toLowerCase()));
   if (clash === undefined) return;
-  throw new SchemaError(`[merge] the batch's new column ${JSON.stringify(clash)} has the name of a hidden row-tracking column of table ${uri}`, {
-    context: { uri, column: clash },
-  });
+  throw new SchemaError(
+    `[merge] the batch's new column ${JSON.stringify(clash)} has the name of a hidden row-tracking column of table ${uri}`,
+    {
+      context: { uri, column: clash },
+    },
+  );
 }
 
 /** Up to 10 source files with a non-NULL value in one of `columns`. */
-async function filesWithValues(session: DuckSession, batch: string, columns: readonly ColumnType[], fileColumn: string): Promise<string[]> {
+async function filesWithValues(
+  session: DuckSession,
+  batch: string,
+  columns: readonly ColumnType[],
+  fileColumn: string,
+): Promise<string[]> {
   const any = columns.map((c) => `${ident(c.name)} IS NOT NULL`).join(' OR ');
-  const rows = await session.all(`SELECT DISTINCT CAST(${ident(fileColumn)} AS VARCHAR) AS f FROM ${ident(batch)} WHERE ${any} ORDER BY 1 LIMIT 10`);
+  const rows = await session.all(
+    `SELECT DISTINCT CAST(${ident(fileColumn)} AS VARCHAR) AS f FROM ${ident(batch)} WHERE ${any} ORDER BY 1 LIMIT 10`,
+  );
   return rows.map((r) => String(r['f']));
 }
 
@@ -213,17 +292,27 @@ async function filesWithValues(session: DuckSession, batch: string, columns: rea
  */
 export function metadataActions(target: TargetTable, enableDvs: boolean): Action[] {
   if (enableDvs && target.config) return target.config.enablingDeletionVectors();
-  return [...(target.protocol ? [{ protocol: target.protocol }] : []), ...(target.metadata ? [{ metaData: target.metadata }] : [])];
+  return [
+    ...(target.protocol ? [{ protocol: target.protocol }] : []),
+    ...(target.metadata ? [{ metaData: target.metadata }] : []),
+  ];
 }
 
 /** partitionBy names in the schema's spelling; an unknown one is a SchemaError. */
-function resolvePartitionBy(schema: StructType, partitionBy: readonly string[], uri: string): string[] {
+function resolvePartitionBy(
+  schema: StructType,
+  partitionBy: readonly string[],
+  uri: string,
+): string[] {
   return partitionBy.map((name) => {
     const field = schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase());
     if (!field) {
-      throw new SchemaError(`[merge] partitionBy column ${JSON.stringify(name)} is not a column of the batch for new table ${uri}`, {
-        context: { uri, column: name },
-      });
+      throw new SchemaError(
+        `[merge] partitionBy column ${JSON.stringify(name)} is not a column of the batch for new table ${uri}`,
+        {
+          context: { uri, column: name },
+        },
+      );
     }
     return field.name;
   });
@@ -231,12 +320,19 @@ function resolvePartitionBy(schema: StructType, partitionBy: readonly string[], 
 
 /** Internal column names could be shadowed by a batch column of the same name. */
 function refuseReservedNames(names: readonly string[], batch: string): void {
-  const reserved = new Set([DELETE_FLAG, BATCH_SOURCE_FILE, BATCH_SOURCE_ROW].map((n) => n.toLowerCase()));
-  const clash = names.find((n) => reserved.has(n.toLowerCase()) || n.toLowerCase().startsWith('__tm_'));
+  const reserved = new Set(
+    [DELETE_FLAG, BATCH_SOURCE_FILE, BATCH_SOURCE_ROW].map((n) => n.toLowerCase()),
+  );
+  const clash = names.find(
+    (n) => reserved.has(n.toLowerCase()) || n.toLowerCase().startsWith('__tm_'),
+  );
   if (clash !== undefined) {
-    throw new MergeInputError(`[merge] batch ${batch} has a column named ${JSON.stringify(clash)}; names starting with __tm_ are reserved`, {
-      context: { column: clash },
-    });
+    throw new MergeInputError(
+      `[merge] batch ${batch} has a column named ${JSON.stringify(clash)}; names starting with __tm_ are reserved`,
+      {
+        context: { column: clash },
+      },
+    );
   }
 }
 

@@ -86,7 +86,11 @@ export async function dropAll(session: DuckSession, tables: TempTables): Promise
     }
   };
   try {
-    await session.run(Object.values(others).map((name) => `DROP TABLE IF EXISTS ${ident(name)}`).join('; '));
+    await session.run(
+      Object.values(others)
+        .map((name) => `DROP TABLE IF EXISTS ${ident(name)}`)
+        .join('; '),
+    );
   } catch {
     for (const name of Object.values(others)) await dropBoth(name);
   }

@@ -13,23 +13,37 @@ import { buriedSql, deletedKeysSql, type MatchSpec } from './plan.js';
 import type { DeletedKeys } from './results.js';
 
 /** Fail unless the tombstone relation has every key column and TOMBSTONE_ORDER. */
-export async function checkTombstones(session: DuckSession, relation: string, keys: readonly string[]): Promise<void> {
+export async function checkTombstones(
+  session: DuckSession,
+  relation: string,
+  keys: readonly string[],
+): Promise<void> {
   await tombstoneColumns(session, relation, keys);
 }
 
 /** The tombstone relation's columns (lower case); a MergeInputError unless it has every key column and TOMBSTONE_ORDER. */
-async function tombstoneColumns(session: DuckSession, relation: string, keys: readonly string[]): Promise<string[]> {
+async function tombstoneColumns(
+  session: DuckSession,
+  relation: string,
+  keys: readonly string[],
+): Promise<string[]> {
   let columns: string[];
   try {
     columns = (await describeRelation(session, relation)).map((c) => c.name.toLowerCase());
   } catch (cause) {
-    throw new MergeInputError(`[merge] tombstones relation ${JSON.stringify(relation)} cannot be read`, { context: { field: 'tombstones' }, cause });
+    throw new MergeInputError(
+      `[merge] tombstones relation ${JSON.stringify(relation)} cannot be read`,
+      { context: { field: 'tombstones' }, cause },
+    );
   }
   const missing = [...keys, TOMBSTONE_ORDER].find((k) => !columns.includes(k.toLowerCase()));
   if (missing !== undefined) {
-    throw new MergeInputError(`[merge] tombstones relation ${JSON.stringify(relation)} has no column ${JSON.stringify(missing)}`, {
-      context: { field: 'tombstones', column: missing },
-    });
+    throw new MergeInputError(
+      `[merge] tombstones relation ${JSON.stringify(relation)} has no column ${JSON.stringify(missing)}`,
+      {
+        context: { field: 'tombstones', column: missing },
+      },
+    );
   }
   return columns;
 }
@@ -38,7 +52,12 @@ async function tombstoneColumns(session: DuckSession, relation: string, keys: re
  * Mark the batch rows that a tombstone buries as stale hits. Tombstones written without the tie
  * columns (before ties were recorded) have them NULL: the oldest.
  */
-export async function buryTombstoned(session: DuckSession, tables: TempTables, spec: MatchSpec, relation: string): Promise<void> {
+export async function buryTombstoned(
+  session: DuckSession,
+  tables: TempTables,
+  spec: MatchSpec,
+  relation: string,
+): Promise<void> {
   const columns = await tombstoneColumns(session, relation, spec.keys);
   const absent = (spec.ties ?? []).filter((c) => !columns.includes(c.toLowerCase()));
   const tombstones = `SELECT *${absent.map((c) => `, NULL AS ${ident(c)}`).join('')} FROM ${ident(relation)}`;
@@ -46,16 +65,28 @@ export async function buryTombstoned(session: DuckSession, tables: TempTables, s
     await session.run(buriedSql(tables, spec, tombstones));
   } catch (cause) {
     const why = (cause instanceof Error ? cause.message : String(cause)).split('\n')[0];
-    throw new MergeInputError(`[merge] tombstones relation ${JSON.stringify(relation)} does not compare with the batch: ${why}`, {
-      context: { field: 'tombstones' },
-      cause,
-    });
+    throw new MergeInputError(
+      `[merge] tombstones relation ${JSON.stringify(relation)} does not compare with the batch: ${why}`,
+      {
+        context: { field: 'tombstones' },
+        cause,
+      },
+    );
   }
 }
 
 /** The batch's deletes as tombstones (see `DeletedKeys`); the SQL reads the MERGE's temp tables. */
-export async function batchDeletes(session: DuckSession, tables: TempTables, spec: MatchSpec): Promise<DeletedKeys> {
+export async function batchDeletes(
+  session: DuckSession,
+  tables: TempTables,
+  spec: MatchSpec,
+): Promise<DeletedKeys> {
   const sql = deletedKeysSql(tables, spec);
   const row = await session.one(`SELECT count(*) AS n FROM (${sql})`);
-  return { sql, rows: Number(row?.['n'] ?? 0), keyColumns: [...spec.keys], tieColumns: [...(spec.ties ?? [])] };
+  return {
+    sql,
+    rows: Number(row?.['n'] ?? 0),
+    keyColumns: [...spec.keys],
+    tieColumns: [...(spec.ties ?? [])],
+  };
 }

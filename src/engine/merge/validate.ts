@@ -30,31 +30,51 @@ export async function checkDeleteExpression(session: DuckSession, expr: string):
  * the data (exit 2, as `tidemark validate` reports it).
  */
 export function badDeleteWhen(expr: string, why: string, cause?: unknown): MergeInputError {
-  return new MergeInputError(`[merge] invalid deleteWhen expression ${JSON.stringify(expr)}: ${why}`, {
-    kind: 'usage',
-    context: { field: 'deleteWhen', expression: expr },
-    cause,
-  });
+  return new MergeInputError(
+    `[merge] invalid deleteWhen expression ${JSON.stringify(expr)}: ${why}`,
+    {
+      kind: 'usage',
+      context: { field: 'deleteWhen', expression: expr },
+      cause,
+    },
+  );
 }
 
 /** Fail when a key column is NULL in some batch row. */
-export async function checkNullKeys(session: DuckSession, batch: string, keys: readonly string[], lineage: Lineage): Promise<void> {
+export async function checkNullKeys(
+  session: DuckSession,
+  batch: string,
+  keys: readonly string[],
+  lineage: Lineage,
+): Promise<void> {
   const anyNull = keys.map((k) => `${ident(k)} IS NULL`).join(' OR ');
-  const bad = await session.one(`SELECT ${lineageList(keys, lineage)} FROM ${ident(batch)} WHERE ${anyNull} LIMIT 1`);
+  const bad = await session.one(
+    `SELECT ${lineageList(keys, lineage)} FROM ${ident(batch)} WHERE ${anyNull} LIMIT 1`,
+  );
   if (!bad) return;
   const column = keys.find((k) => bad[k] === null) ?? keys[0]!;
   const where = describeLineage(bad, lineage);
-  throw new MergeInputError(`[merge] key column ${JSON.stringify(column)} is NULL in a batch row${where.text}`, {
-    context: { column, ...where.context },
-  });
+  throw new MergeInputError(
+    `[merge] key column ${JSON.stringify(column)} is NULL in a batch row${where.text}`,
+    {
+      context: { column, ...where.context },
+    },
+  );
 }
 
 /** Fail when two batch rows have the same key (the job dedupes before merging). */
-export async function checkDuplicateKeys(session: DuckSession, batch: string, keys: readonly string[], lineage: Lineage): Promise<void> {
+export async function checkDuplicateKeys(
+  session: DuckSession,
+  batch: string,
+  keys: readonly string[],
+  lineage: Lineage,
+): Promise<void> {
   const cols = keys.map(ident).join(', ');
   // A GROUP BY finds whether any key repeats far faster than a window over every row; only then
   // run the window that names the rows.
-  const any = await session.one(`SELECT 1 AS hit FROM ${ident(batch)} GROUP BY ${cols} HAVING count(*) > 1 LIMIT 1`);
+  const any = await session.one(
+    `SELECT 1 AS hit FROM ${ident(batch)} GROUP BY ${cols} HAVING count(*) > 1 LIMIT 1`,
+  );
   if (!any) return;
   const dup = await session.one(
     `SELECT ${lineageList(keys, lineage)}, count(*) OVER (PARTITION BY ${cols}) AS __tm_n ` +
@@ -63,9 +83,12 @@ export async function checkDuplicateKeys(session: DuckSession, batch: string, ke
   if (!dup) return;
   const keyText = keys.map((k) => `${k}=${formatValue(dup[k])}`).join(', ');
   const where = describeLineage(dup, lineage);
-  throw new MergeInputError(`[merge] batch has ${String(dup['__tm_n'])} rows for key (${keyText})${where.text}; dedupe the batch first`, {
-    context: { column: keys.join(','), keyValue: keyText, ...where.context },
-  });
+  throw new MergeInputError(
+    `[merge] batch has ${String(dup['__tm_n'])} rows for key (${keyText})${where.text}; dedupe the batch first`,
+    {
+      context: { column: keys.join(','), keyValue: keyText, ...where.context },
+    },
+  );
 }
 
 function lineageList(keys: readonly string[], lineage: Lineage): string {
@@ -76,15 +99,23 @@ function lineageList(keys: readonly string[], lineage: Lineage): string {
 }
 
 /** How an error names a batch row's source: ` (file f, row n)` and the context fields `key` and `row`. */
-export function describeLineage(row: Row, lineage: Lineage): { text: string; context: { key?: string; row?: number } } {
-  const file = lineage.file && row[BATCH_SOURCE_FILE] != null ? String(row[BATCH_SOURCE_FILE]) : undefined;
-  const rowNo = lineage.row && row[BATCH_SOURCE_ROW] != null ? Number(row[BATCH_SOURCE_ROW]) : undefined;
+export function describeLineage(
+  row: Row,
+  lineage: Lineage,
+): { text: string; context: { key?: string; row?: number } } {
+  const file =
+    lineage.file && row[BATCH_SOURCE_FILE] != null ? String(row[BATCH_SOURCE_FILE]) : undefined;
+  const rowNo =
+    lineage.row && row[BATCH_SOURCE_ROW] != null ? Number(row[BATCH_SOURCE_ROW]) : undefined;
   const parts: string[] = [];
   if (file !== undefined) parts.push(`file ${file}`);
   if (rowNo !== undefined) parts.push(`row ${rowNo}`);
   return {
     text: parts.length > 0 ? ` (${parts.join(', ')})` : '',
-    context: { ...(file === undefined ? {} : { key: file }), ...(rowNo === undefined ? {} : { row: rowNo }) },
+    context: {
+      ...(file === undefined ? {} : { key: file }),
+      ...(rowNo === undefined ? {} : { row: rowNo }),
+    },
   };
 }
 
@@ -94,5 +125,7 @@ export function formatValue(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v);
   if (v instanceof Date) return v.toISOString();
   if (typeof v === 'bigint') return v.toString();
-  return typeof v === 'object' ? JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x)) : String(v);
+  return typeof v === 'object'
+    ? JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))
+    : String(v);
 }

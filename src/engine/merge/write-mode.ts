@@ -39,7 +39,10 @@ export interface DeletionVectorPolicy {
 export function resolvePolicy(
   setting: DeletionVectorSetting,
   table: TableConfig,
-  thresholds: { rewriteBelowBytes?: number | undefined; rewriteDeletedShare?: number | undefined } = {},
+  thresholds: {
+    rewriteBelowBytes?: number | undefined;
+    rewriteDeletedShare?: number | undefined;
+  } = {},
 ): DeletionVectorPolicy {
   const ready = table.deletionVectors;
   const enabled = setting === 'on' || (setting === 'auto' && ready);
@@ -52,7 +55,11 @@ export function resolvePolicy(
 }
 
 /** The write mode of a file in which the MERGE changes at most `touched` rows. */
-export function writeModeOf(file: LiveFile, touched: number, policy: DeletionVectorPolicy): WriteMode {
+export function writeModeOf(
+  file: LiveFile,
+  touched: number,
+  policy: DeletionVectorPolicy,
+): WriteMode {
   if (!policy.enabled || file.size < policy.rewriteBelowBytes) return 'rewrite';
   const rows = file.parsedStats?.numRecords;
   if (rows === undefined || rows === 0) return 'dv';

@@ -27,7 +27,14 @@ export function openedStates(
   for (let index = 0; index < count; index++) {
     const shard: Shard = { index, count };
     const prev = held.get(backfillAppId(job.name, shard)) ?? null;
-    const fresh = startState(job.name, range, prev, opts.now, { shard, slice: shardSlice(job, range, shard) }, opts.generation);
+    const fresh = startState(
+      job.name,
+      range,
+      prev,
+      opts.now,
+      { shard, slice: shardSlice(job, range, shard) },
+      opts.generation,
+    );
     // The opening commit is each shard's txn too: its version moves past the previous occupant's.
     states.push({ ...fresh, batch: fresh.batch + 1 });
   }
@@ -35,7 +42,11 @@ export function openedStates(
 }
 
 /** The commit opening the split (`opener`: the shard whose worker opens it, absent for `--shard all/N --restart`). */
-export function openSplitRequest(snapshot: Snapshot, states: readonly BackfillState[], opener?: Shard): CommitRequest {
+export function openSplitRequest(
+  snapshot: Snapshot,
+  states: readonly BackfillState[],
+  opener?: Shard,
+): CommitRequest {
   const first = states[0]!;
   const count = states.length;
   return {
@@ -49,7 +60,12 @@ export function openSplitRequest(snapshot: Snapshot, states: readonly BackfillSt
       ...(opener ? { shard: `${opener.index}/${opener.count}` } : {}),
     },
     operationMetrics: { numFiles: '0', numOutputRows: '0' },
-    read: { readVersion: snapshot.version, partitions: [], files: [], appIds: states.map((s) => backfillAppId(s.job, s.shard)) },
+    read: {
+      readVersion: snapshot.version,
+      partitions: [],
+      files: [],
+      appIds: states.map((s) => backfillAppId(s.job, s.shard)),
+    },
     isBlindAppend: true,
   };
 }

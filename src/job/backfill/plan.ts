@@ -17,7 +17,11 @@ import { resolveDiscovery } from '../../discovery/config.js';
 import type { DiscoveredFile } from '../../discovery/index.js';
 import type { KeyFilter } from '../../discovery/filter.js';
 import { folderOf, isNotData, SUCCESS_MARKER } from '../../discovery/identity.js';
-import { walkPartitions, type PartitionWalk, type SkippedFolder } from '../../discovery/partitions.js';
+import {
+  walkPartitions,
+  type PartitionWalk,
+  type SkippedFolder,
+} from '../../discovery/partitions.js';
 import { compareFiles } from '../../discovery/plan.js';
 import type { Storage } from '../../storage/storage.js';
 import { splitBatches } from '../batches.js';
@@ -39,7 +43,12 @@ export interface PlannedBatch {
 }
 
 /** Why a listed file is not loaded. */
-export type BackfillSkipReason = 'not data' | 'excluded' | 'no success marker' | 'already loaded by this backfill' | typeof UNCHANGED_UNPLACED;
+export type BackfillSkipReason =
+  | 'not data'
+  | 'excluded'
+  | 'no success marker'
+  | 'already loaded by this backfill'
+  | typeof UNCHANGED_UNPLACED;
 
 /**
  * A file the job (or a backfill) loaded in this very content, at a time its ledger did not record
@@ -61,7 +70,8 @@ export function withoutUnplaced(plan: BackfillPlan, unplaced: ReadonlySet<string
     const files = b.files.filter((f) => !unplaced.has(f.key));
     const prev = batches.at(-1);
     if (files.length > 0) batches.push({ ...b, files });
-    else if (b.closesPartition && prev && b.partition !== null && prev.partition === b.partition) batches[batches.length - 1] = { ...prev, closesPartition: true };
+    else if (b.closesPartition && prev && b.partition !== null && prev.partition === b.partition)
+      batches[batches.length - 1] = { ...prev, closesPartition: true };
   }
   const left = batches.flatMap((b) => b.files);
   const skipped = plan.batches.flatMap((b) => b.files).filter((f) => unplaced.has(f.key));
@@ -102,7 +112,13 @@ export interface ListBackfillOptions {
 }
 
 /** List what the rest of the range needs and plan it (a null range, a shard's empty slice, needs nothing). */
-export async function listBackfill(source: Storage, job: JobConfig, range: BackfillRange | null, cursor: BackfillCursor, opts: ListBackfillOptions): Promise<BackfillPlan> {
+export async function listBackfill(
+  source: Storage,
+  job: JobConfig,
+  range: BackfillRange | null,
+  cursor: BackfillCursor,
+  opts: ListBackfillOptions,
+): Promise<BackfillPlan> {
   if (range === null) return emptyPlan();
   // The job's own discovery settings: the same layout, clock and include/exclude as its runs.
   const settings = resolveDiscovery(discoveryConfigOf(job));
@@ -114,13 +130,25 @@ export async function listBackfill(source: Storage, job: JobConfig, range: Backf
     partitionsPerCommit: opts.partitionsPerCommit ?? 1,
   };
   if (range.mode === 'partition') {
-    if (settings.mode !== 'partition') throw new Error('[backfill] a partition range for a job discovering by modification time');
-    const first = cursor.doneThrough === null ? range.from : settings.clock.step(cursor.doneThrough, 1);
+    if (settings.mode !== 'partition')
+      throw new Error('[backfill] a partition range for a job discovering by modification time');
+    const first =
+      cursor.doneThrough === null ? range.from : settings.clock.step(cursor.doneThrough, 1);
     if (first > range.to) return emptyPlan();
-    const walk = await walkPartitions(source, settings.layout, { from: first, until: () => range.to, concurrency: opts.concurrency, signal: opts.signal });
+    const walk = await walkPartitions(source, settings.layout, {
+      from: first,
+      until: () => range.to,
+      concurrency: opts.concurrency,
+      signal: opts.signal,
+    });
     return planPartitionBackfill(walk, cursor, limits);
   }
-  const listing = await listModified(source, { floor: range.from - 1, keepAll: settings.requireSuccessMarker, concurrency: opts.concurrency, signal: opts.signal });
+  const listing = await listModified(source, {
+    floor: range.from - 1,
+    keepAll: settings.requireSuccessMarker,
+    concurrency: opts.concurrency,
+    signal: opts.signal,
+  });
   return planModifiedBackfill(listing, range, cursor, limits);
 }
 
@@ -136,11 +164,17 @@ export interface PlanLimits {
 }
 
 /** Plan the partitions of a walk (pure): every data file not yet loaded by this backfill. */
-export function planPartitionBackfill(walk: PartitionWalk, cursor: BackfillCursor, limits: PlanLimits): BackfillPlan {
+export function planPartitionBackfill(
+  walk: PartitionWalk,
+  cursor: BackfillCursor,
+  limits: PlanLimits,
+): BackfillPlan {
   const plan = emptyPlan();
   plan.listRequests = walk.listRequests;
   // Folders after `to` are outside the range, not worth a warning.
-  plan.skippedFolders = walk.skippedFolders.filter((f) => !f.reason.startsWith('after the current partition'));
+  plan.skippedFolders = walk.skippedFolders.filter(
+    (f) => !f.reason.startsWith('after the current partition'),
+  );
   const done = new Set(cursor.loaded.map((e) => `${e.etag}\u0000${e.key}`));
   for (const part of walk.partitions) {
     if (cursor.doneThrough !== null && part.id <= cursor.doneThrough) continue;
@@ -148,13 +182,21 @@ export function planPartitionBackfill(walk: PartitionWalk, cursor: BackfillCurso
     const hasMarker = part.objects.some((o) => o.key === part.prefix + SUCCESS_MARKER);
     const files: DiscoveredFile[] = [];
     for (const o of part.objects) {
-      const reason = skipReason(o.key, o.key.slice(part.prefix.length), hasMarker, limits) ?? (done.has(`${o.etag}\u0000${o.key}`) ? 'already loaded by this backfill' : null);
+      const reason =
+        skipReason(o.key, o.key.slice(part.prefix.length), hasMarker, limits) ??
+        (done.has(`${o.etag}\u0000${o.key}`) ? 'already loaded by this backfill' : null);
       if (reason) plan.skipped.push({ key: o.key, reason });
       else files.push({ ...o, partition: part.id, arrival: o.lastModified });
     }
     files.sort(compareFiles);
     const batches = splitBatches(files, limits.maxFiles, limits.maxBytes);
-    batches.forEach((b, i) => plan.batches.push({ files: b, partition: part.id, closesPartition: i === batches.length - 1 }));
+    batches.forEach((b, i) =>
+      plan.batches.push({
+        files: b,
+        partition: part.id,
+        closesPartition: i === batches.length - 1,
+      }),
+    );
   }
   plan.batches = groupPartitions(plan.batches, limits);
   return withTotals(plan);
@@ -179,9 +221,22 @@ function groupPartitions(batches: readonly PlannedBatch[], limits: PlanLimits): 
   for (const [i, b] of batches.entries()) {
     const whole = b.closesPartition && (i === 0 || batches[i - 1]!.closesPartition);
     const bytes = b.files.reduce((n, f) => n + f.size, 0);
-    const fits = group !== null && whole && group.partitions < most && group.batch.files.length + b.files.length <= limits.maxFiles && group.bytes + bytes <= limits.maxBytes;
+    const fits =
+      group !== null &&
+      whole &&
+      group.partitions < most &&
+      group.batch.files.length + b.files.length <= limits.maxFiles &&
+      group.bytes + bytes <= limits.maxBytes;
     if (group !== null && fits) {
-      group = { batch: { files: [...group.batch.files, ...b.files], partition: b.partition, closesPartition: true }, partitions: group.partitions + 1, bytes: group.bytes + bytes };
+      group = {
+        batch: {
+          files: [...group.batch.files, ...b.files],
+          partition: b.partition,
+          closesPartition: true,
+        },
+        partitions: group.partitions + 1,
+        bytes: group.bytes + bytes,
+      };
       continue;
     }
     if (group !== null) out.push(group.batch);
@@ -204,24 +259,39 @@ export function planModifiedBackfill(
   plan.listRequests = listing.listRequests;
   plan.partitionsListed = listing.prefixesListed;
   plan.skippedFolders = listing.skippedFolders;
-  const markers = new Set(listing.objects.filter((o) => o.key.slice(folderOf(o.key).length) === SUCCESS_MARKER).map((o) => folderOf(o.key)));
+  const markers = new Set(
+    listing.objects
+      .filter((o) => o.key.slice(folderOf(o.key).length) === SUCCESS_MARKER)
+      .map((o) => folderOf(o.key)),
+  );
   const after = cursor.doneThrough === null ? null : Date.parse(cursor.doneThrough);
   const done = new Set(cursor.loaded.map((e) => `${e.etag}\u0000${e.key}`));
   const files: DiscoveredFile[] = [];
   for (const o of listing.objects) {
     const ms = o.lastModified.getTime();
     if (ms < range.from || ms > range.to || (after !== null && ms < after)) continue;
-    const reason = skipReason(o.key, o.key, markers.has(folderOf(o.key)), limits) ?? (done.has(`${o.etag}\u0000${o.key}`) ? 'already loaded by this backfill' : null);
+    const reason =
+      skipReason(o.key, o.key, markers.has(folderOf(o.key)), limits) ??
+      (done.has(`${o.etag}\u0000${o.key}`) ? 'already loaded by this backfill' : null);
     if (reason) plan.skipped.push({ key: o.key, reason });
     else files.push({ ...o, arrival: o.lastModified });
   }
   files.sort(compareFiles);
-  plan.batches = splitBatches(files, limits.maxFiles, limits.maxBytes).map((b) => ({ files: b, partition: null, closesPartition: true }));
+  plan.batches = splitBatches(files, limits.maxFiles, limits.maxBytes).map((b) => ({
+    files: b,
+    partition: null,
+    closesPartition: true,
+  }));
   return withTotals(plan);
 }
 
 /** Why a file is not loaded (`name`: its key below its partition folder, or the whole key). */
-function skipReason(key: string, name: string, hasMarker: boolean, limits: PlanLimits): BackfillSkipReason | null {
+function skipReason(
+  key: string,
+  name: string,
+  hasMarker: boolean,
+  limits: PlanLimits,
+): BackfillSkipReason | null {
   if (isNotData(name)) return 'not data';
   if (!limits.selects(key)) return 'excluded';
   if (limits.requireSuccessMarker && !hasMarker) return 'no success marker';
@@ -229,7 +299,15 @@ function skipReason(key: string, name: string, hasMarker: boolean, limits: PlanL
 }
 
 function emptyPlan(): BackfillPlan {
-  return { batches: [], files: 0, bytes: 0, partitionsListed: [], skipped: [], skippedFolders: [], listRequests: 0 };
+  return {
+    batches: [],
+    files: 0,
+    bytes: 0,
+    partitionsListed: [],
+    skipped: [],
+    skippedFolders: [],
+    listRequests: 0,
+  };
 }
 
 function withTotals(plan: BackfillPlan): BackfillPlan {
@@ -241,13 +319,22 @@ function withTotals(plan: BackfillPlan): BackfillPlan {
  * A fresh state for `range` (of shard `part.shard`, loading `part.slice`; of backfill number
  * `generation`), keeping the txn version and tombstones of the state that held the same appId before.
  */
-export function startState(job: string, range: BackfillRange, prev: BackfillState | null, now: Date, part?: ShardPart, generation = 0): BackfillState {
+export function startState(
+  job: string,
+  range: BackfillRange,
+  prev: BackfillState | null,
+  now: Date,
+  part?: ShardPart,
+  generation = 0,
+): BackfillState {
   return {
     stateVersion: 1,
     job,
     mode: range.mode,
     ...describeRange(range),
-    ...(part && part.shard.count > 1 ? { shard: part.shard, part: part.slice ? describeRange(part.slice) : null } : {}),
+    ...(part && part.shard.count > 1
+      ? { shard: part.shard, part: part.slice ? describeRange(part.slice) : null }
+      : {}),
     ...(generation > 0 ? { generation } : {}),
     status: 'running',
     batch: prev?.batch ?? 0,
@@ -285,33 +372,61 @@ export interface LoadedBatchFiles {
  * The state to commit with `batch`. The last batch of the plan marks the range done; a
  * partition's last batch moves the cursor past the partition.
  */
-export function stateAfter(prev: BackfillState, batch: PlannedBatch, done: LoadedBatchFiles, opts: { last: boolean; now: Date }): BackfillState {
+export function stateAfter(
+  prev: BackfillState,
+  batch: PlannedBatch,
+  done: LoadedBatchFiles,
+  opts: { last: boolean; now: Date },
+): BackfillState {
   const { files: loaded, rowsRead, quarantined } = done;
   // A file set aside earlier and loaded now leaves the list; one another owner set aside is cleared.
   const list = withQuarantined(prev.quarantined ?? [], quarantined, loaded);
   const setAside = new Set(quarantined.map((q) => q.key));
-  const cleared = withCleared(prev.cleared, done.quarantinedByOthers ?? [], loaded.filter((f) => !setAside.has(f.key)), opts.now);
+  const cleared = withCleared(
+    prev.cleared,
+    done.quarantinedByOthers ?? [],
+    loaded.filter((f) => !setAside.has(f.key)),
+    opts.now,
+  );
   const base = {
     ...prev,
     batch: prev.batch + 1,
     updatedAt: opts.now.toISOString(),
-    totals: { filesLoaded: prev.totals.filesLoaded + loaded.length - quarantined.length, rowsLoaded: prev.totals.rowsLoaded + rowsRead },
+    totals: {
+      filesLoaded: prev.totals.filesLoaded + loaded.length - quarantined.length,
+      rowsLoaded: prev.totals.rowsLoaded + rowsRead,
+    },
     ...(list.length > 0 || prev.quarantined !== undefined ? { quarantined: list } : {}),
     ...(cleared ? { cleared } : {}),
   };
   if (opts.last) return { ...base, status: 'done', doneThrough: endOf(prev), loaded: [] };
   const entries = loaded.map((f) => ({ key: f.key, etag: f.etag }));
   if (batch.partition !== null) {
-    return batch.closesPartition ? { ...base, doneThrough: batch.partition, loaded: [] } : { ...base, loaded: [...prev.loaded, ...entries] };
+    return batch.closesPartition
+      ? { ...base, doneThrough: batch.partition, loaded: [] }
+      : { ...base, loaded: [...prev.loaded, ...entries] };
   }
   // By LastModified: the cursor is the newest time loaded; remember the files at exactly that time.
   const newest = loaded.reduce((max, f) => Math.max(max, f.lastModified.getTime()), -Infinity);
   const cursor = new Date(newest).toISOString();
-  const atCursor = loaded.filter((f) => f.lastModified.getTime() === newest).map((f) => ({ key: f.key, etag: f.etag }));
-  return { ...base, doneThrough: cursor, loaded: [...(prev.doneThrough === cursor ? prev.loaded : []), ...atCursor] };
+  const atCursor = loaded
+    .filter((f) => f.lastModified.getTime() === newest)
+    .map((f) => ({ key: f.key, etag: f.etag }));
+  return {
+    ...base,
+    doneThrough: cursor,
+    loaded: [...(prev.doneThrough === cursor ? prev.loaded : []), ...atCursor],
+  };
 }
 
 /** A state marking the range done without data (the rest of the range held nothing to load). */
 export function doneState(prev: BackfillState, now: Date): BackfillState {
-  return { ...prev, batch: prev.batch + 1, status: 'done', doneThrough: endOf(prev), loaded: [], updatedAt: now.toISOString() };
+  return {
+    ...prev,
+    batch: prev.batch + 1,
+    status: 'done',
+    doneThrough: endOf(prev),
+    loaded: [],
+    updatedAt: now.toISOString(),
+  };
 }

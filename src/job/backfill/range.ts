@@ -13,8 +13,7 @@ import { ConfigError, TidemarkError } from '../../errors.js';
 
 /** A validated backfill range. */
 export type BackfillRange =
-  | { mode: 'partition'; from: string; to: string }
-  | { mode: 'modified'; from: number; to: number };
+  { mode: 'partition'; from: string; to: string } | { mode: 'modified'; from: number; to: number };
 
 const DAY_MS = 86_400_000;
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
@@ -45,7 +44,10 @@ export function describeRange(range: BackfillRange): { from: string; to: string 
 }
 
 /** The range a stored description names: the inverse of `describeRange`. */
-export function rangeOfDescription(mode: BackfillRange['mode'], described: { from: string; to: string }): BackfillRange {
+export function rangeOfDescription(
+  mode: BackfillRange['mode'],
+  described: { from: string; to: string },
+): BackfillRange {
   return mode === 'partition'
     ? { mode: 'partition', from: described.from, to: described.to }
     : { mode: 'modified', from: Date.parse(described.from), to: Date.parse(described.to) };
@@ -57,10 +59,17 @@ function asFlag<T>(flag: 'from' | 'to', parse: () => T): T {
     return parse();
   } catch (err) {
     if (!(err instanceof TidemarkError)) throw err;
-    throw new ConfigError(`--${flag}: ${err.message.replace(/^\[discovery\] start /, '')}`, { field: flag }, err);
+    throw new ConfigError(
+      `--${flag}: ${err.message.replace(/^\[discovery\] start /, '')}`,
+      { field: flag },
+      err,
+    );
   }
 }
 
 function checkOrder<T extends string | number>(first: T, last: T, from: string, to: string): void {
-  if (first > last) throw new ConfigError(`--to ${JSON.stringify(to)} is before --from ${JSON.stringify(from)}`, { field: 'to' });
+  if (first > last)
+    throw new ConfigError(`--to ${JSON.stringify(to)} is before --from ${JSON.stringify(from)}`, {
+      field: 'to',
+    });
 }

@@ -23,14 +23,28 @@ import type { JobConfig } from '../../config/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { ConfigError } from '../../errors.js';
 import { startProgress, type Progress } from '../../log/progress.js';
-import { acceptedBefore, findConfigChanges, logConfigChanges, type ConfigChange } from '../config-change.js';
+import {
+  acceptedBefore,
+  findConfigChanges,
+  logConfigChanges,
+  type ConfigChange,
+} from '../config-change.js';
 import type { RunContext } from '../context.js';
 import { PhaseTimer, type PhaseTimings } from '../phases.js';
 import { loadBatches } from '../pipeline.js';
 import { quarantinedByOthers as quarantinedByOthersOf } from '../quarantine-list.js';
 import { preflightJob } from '../preflight.js';
 import { withReplans } from '../replan.js';
-import { noLoadCounts, reportSkipped, timedOutcome, writeCounts, type JobOutcome, type LoadCounts, type ReportedError, type SkippedFile } from '../report.js';
+import {
+  noLoadCounts,
+  reportSkipped,
+  timedOutcome,
+  writeCounts,
+  type JobOutcome,
+  type LoadCounts,
+  type ReportedError,
+  type SkippedFile,
+} from '../report.js';
 import { withReportedScope, type JobScope } from '../scope.js';
 import { jobLedgers, jobTombstones, readJobState } from '../state.js';
 import { orderTimes, recordInLedger } from '../ledger.js';
@@ -38,12 +52,32 @@ import { describeWatermark } from '../watermark.js';
 import { stateCommitRequest, type StateOwner } from '../write-batch.js';
 import type { ChecksumCounts, RequestCounts } from '../../storage/storage.js';
 import { describeSlice, openedStates, openSplitRequest, sliceOf } from './open-split.js';
-import { doneState, listBackfill, startState, stateAfter, withoutUnplaced, type BackfillPlan } from './plan.js';
+import {
+  doneState,
+  listBackfill,
+  startState,
+  stateAfter,
+  withoutUnplaced,
+  type BackfillPlan,
+} from './plan.js';
 import { describeRange, parseBackfillRange, type BackfillRange } from './range.js';
-import { describeShard, shardSlice, WHOLE_RANGE, type Shard, type ShardSelection } from './shard.js';
+import {
+  describeShard,
+  shardSlice,
+  WHOLE_RANGE,
+  type Shard,
+  type ShardSelection,
+} from './shard.js';
 import { planSplit, type ShardPlan } from './split.js';
 import { decideStart, generationOf } from './start.js';
-import { backfillActions, backfillAppId, backfillTombstoneFolder, backfillTombstones, readBackfillStates, type BackfillState } from './state.js';
+import {
+  backfillActions,
+  backfillAppId,
+  backfillTombstoneFolder,
+  backfillTombstones,
+  readBackfillStates,
+  type BackfillState,
+} from './state.js';
 import { checkTableSettings } from '../table-settings.js';
 
 /** What to backfill. */
@@ -117,10 +151,18 @@ export interface BackfillReport extends LoadCounts {
  * Backfill `job` over a range. Never throws: a refused range or a failure is a failed outcome
  * whose report says what was committed before it.
  */
-export async function runBackfill(job: JobConfig, ctx: RunContext, opts: BackfillOptions): Promise<JobOutcome<BackfillReport>> {
+export async function runBackfill(
+  job: JobConfig,
+  ctx: RunContext,
+  opts: BackfillOptions,
+): Promise<JobOutcome<BackfillReport>> {
   const timer = new PhaseTimer();
   let report: BackfillReport | null = null;
-  const refused = (): BackfillReport => ({ ...emptyBackfillReport(job.name, null), from: opts.from, to: opts.to });
+  const refused = (): BackfillReport => ({
+    ...emptyBackfillReport(job.name, null),
+    from: opts.from,
+    to: opts.to,
+  });
   const progress = (): BackfillReport => ({ ...(report ?? refused()), phases: timer.timings() });
   return timedOutcome(progress, async () => {
     if (job.target.mode === 'replace') {
@@ -140,7 +182,9 @@ export async function runBackfill(job: JobConfig, ctx: RunContext, opts: Backfil
       );
     }
     const started = report;
-    return withReportedScope(job, ctx, `${job.name}-backfill`, started, (scope) => new BackfillRun(scope, started, timer, range, opts).execute(selection));
+    return withReportedScope(job, ctx, `${job.name}-backfill`, started, (scope) =>
+      new BackfillRun(scope, started, timer, range, opts).execute(selection),
+    );
   });
 }
 
@@ -178,7 +222,8 @@ class BackfillRun {
         ownAppId: backfillAppId(this.job.name, this.shard),
         subsystem: '[backfill]',
         giveUpHint: ' (run the same backfill again to resume)',
-        replanMessage: 'backfill: another writer committed first; planning the rest of the range again',
+        replanMessage:
+          'backfill: another writer committed first; planning the rest of the range again',
         onReplan: () => void (this.scope.contention.replans += 1),
       },
       () => (selection.kind === 'all' ? this.allShards(selection.count) : this.planAndLoad()),
@@ -209,18 +254,28 @@ class BackfillRun {
     }
     const own = states.get(backfillAppId(this.job.name, this.shard)) ?? null;
     const part = { shard: this.shard, slice: shardSlice(this.job, this.range, this.shard) };
-    const initial = start.kind === 'resume' ? start.state : startState(this.job.name, this.range, own, new Date(), part, start.generation);
+    const initial =
+      start.kind === 'resume'
+        ? start.state
+        : startState(this.job.name, this.range, own, new Date(), part, start.generation);
     const slice = sliceOf(initial, this.range);
     if (this.shard.count > 1) this.report.part = describeSlice(slice);
-    if (this.firstPlan) this.report.resumedFrom = start.kind === 'resume' ? initial.doneThrough : null;
+    if (this.firstPlan)
+      this.report.resumedFrom = start.kind === 'resume' ? initial.doneThrough : null;
     this.firstPlan = false;
 
-    const listed = await this.timer.time('list', () => listBackfill(this.scope.source, this.job, slice, initial, this.listOptions()));
+    const listed = await this.timer.time('list', () =>
+      listBackfill(this.scope.source, this.job, slice, initial, this.listOptions()),
+    );
     const plan = withoutUnplaced(listed, await this.unplaced(snapshot, listed));
     this.describePlan(plan);
     if (this.opts.dryRun) return this.finish('dry-run', initial);
     const progress = this.startProgress(plan);
-    const quarantinedByOthers = quarantinedByOthersOf(snapshot, this.job.name, backfillAppId(this.job.name, this.shard));
+    const quarantinedByOthers = quarantinedByOthersOf(
+      snapshot,
+      this.job.name,
+      backfillAppId(this.job.name, this.shard),
+    );
     // Stopped on failure too: a terminal bar left running keeps the process alive.
     const last = await loadBatches<BackfillState>({
       scope: this.scope,
@@ -231,7 +286,12 @@ class BackfillRun {
       // The table may hold any file of the range already (loaded by the job, or by an earlier backfill).
       batches: plan.batches.map((b) => b.files.map((f) => ({ ...f, loadedBefore: true as const }))),
       stateAfter: ({ before, index, loaded, rowsRead, quarantined }) =>
-        stateAfter(before, plan.batches[index]!, { files: loaded, rowsRead, quarantined, quarantinedByOthers }, { last: index === plan.batches.length - 1, now: new Date() }),
+        stateAfter(
+          before,
+          plan.batches[index]!,
+          { files: loaded, rowsRead, quarantined, quarantinedByOthers },
+          { last: index === plan.batches.length - 1, now: new Date() },
+        ),
       firstBatchNo: this.report.commits,
       progressLabel: null,
       progress,
@@ -257,10 +317,14 @@ class BackfillRun {
     let state = last.state;
     // Resumed (or opened), and the rest of the slice held nothing: mark it done without data. So
     // does a shard of a split that was never opened (no table then), or `status` would count it missing.
-    const startedWithState = start.kind === 'resume' || (start.kind === 'fresh' && this.shard.count > 1);
+    const startedWithState =
+      start.kind === 'resume' || (start.kind === 'fresh' && this.shard.count > 1);
     if (state.status !== 'done' && startedWithState && last.version !== null) {
       state = doneState(state, new Date());
-      const committed = last.version === snapshot?.version ? snapshot : await this.scope.table.snapshot({ version: last.version });
+      const committed =
+        last.version === snapshot?.version
+          ? snapshot
+          : await this.scope.table.snapshot({ version: last.version });
       this.report.tableVersion = await this.commitState(committed!, state);
     }
     this.finish('succeeded', state);
@@ -273,7 +337,9 @@ class BackfillRun {
     this.report.watermark = describeWatermark(readJobState(snapshot, this.job.name).discovery);
     this.report.tableVersion = snapshot?.version ?? null;
     if (this.opts.dryRun) {
-      const split = await this.timer.time('list', () => planSplit(this.scope.source, this.job, this.range, count, states, this.listOptions()));
+      const split = await this.timer.time('list', () =>
+        planSplit(this.scope.source, this.job, this.range, count, states, this.listOptions()),
+      );
       this.report.split = split;
       this.report.filesPlanned = split.reduce((n, s) => n + s.files, 0);
       this.report.partitionsListed = split.reduce((n, s) => n + s.partitionsListed, 0);
@@ -281,12 +347,23 @@ class BackfillRun {
       return;
     }
     // A new generation: every shard starts over; one still loading loses its next commit and starts its slice again.
-    if (snapshot) await this.openSplit(snapshot, states, count, Math.max(0, ...[...states.values()].map(generationOf)) + 1);
+    if (snapshot)
+      await this.openSplit(
+        snapshot,
+        states,
+        count,
+        Math.max(0, ...[...states.values()].map(generationOf)) + 1,
+      );
     this.report.status = 'reset';
   }
 
   /** Commit fresh states for every shard of the split (see ./open-split.ts). */
-  private async openSplit(snapshot: Snapshot, held: ReadonlyMap<string, BackfillState>, count: number, generation: number): Promise<void> {
+  private async openSplit(
+    snapshot: Snapshot,
+    held: ReadonlyMap<string, BackfillState>,
+    count: number,
+    generation: number,
+  ): Promise<void> {
     const states = openedStates(this.job, this.range, count, held, { now: new Date(), generation });
     const opener = count === this.shard.count && this.shard.count > 1 ? this.shard : undefined;
     const result = await this.timer.time('commit', () =>
@@ -297,13 +374,23 @@ class BackfillRun {
     );
     this.report.commits += 1;
     this.report.tableVersion = result.version;
-    this.ctx.logger.info({ job: this.job.name, backfill: `${states[0]!.from}..${states[0]!.to}`, shards: count, version: result.version }, 'backfill: opened a fresh state for every shard');
+    this.ctx.logger.info(
+      {
+        job: this.job.name,
+        backfill: `${states[0]!.from}..${states[0]!.to}`,
+        shards: count,
+        version: result.version,
+      },
+      'backfill: opened a fresh state for every shard',
+    );
   }
 
   private listOptions() {
     return {
       concurrency: Math.min(this.job.concurrency, 16),
-      ...(this.opts.partitionsPerCommit ? { partitionsPerCommit: this.opts.partitionsPerCommit } : {}),
+      ...(this.opts.partitionsPerCommit
+        ? { partitionsPerCommit: this.opts.partitionsPerCommit }
+        : {}),
       ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
     };
   }
@@ -318,10 +405,19 @@ class BackfillRun {
   private async checkConfigChanges(snapshot: Snapshot | null): Promise<void> {
     const { job, ctx, scope } = this;
     const state = readJobState(snapshot, job.name);
-    const found = await findConfigChanges(job, state, snapshot, { session: scope.session, storage: scope.table.storage, spool: scope.spool }, {
-      tombstones: [{ folder: job.name, state: state.tombstones }, ...backfillTombstones(snapshot, job.name)],
-      accept: ctx.acceptConfigChange === true,
-    });
+    const found = await findConfigChanges(
+      job,
+      state,
+      snapshot,
+      { session: scope.session, storage: scope.table.storage, spool: scope.spool },
+      {
+        tombstones: [
+          { folder: job.name, state: state.tombstones },
+          ...backfillTombstones(snapshot, job.name),
+        ],
+        accept: ctx.acceptConfigChange === true,
+      },
+    );
     if (found.refusals[0]) throw found.refusals[0];
     const own = found.changes.filter((c) => c.field.endsWith('(tombstones)'));
     logConfigChanges(ctx.logger, job.name, own);
@@ -365,8 +461,14 @@ class BackfillRun {
     const request = stateCommitRequest(this.owner(snapshot), state, snapshot);
     const result = await this.timer.time('commit', () =>
       this.scope.table.commit(
-        { ...request, operationParameters: { ...request.operationParameters, status: state.status } },
-        { onRetry: () => void (this.scope.contention.commitRetries += 1), ...(this.ctx.signal ? { signal: this.ctx.signal } : {}) },
+        {
+          ...request,
+          operationParameters: { ...request.operationParameters, status: state.status },
+        },
+        {
+          onRetry: () => void (this.scope.contention.commitRetries += 1),
+          ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
+        },
       ),
     );
     this.report.commits += 1;
@@ -378,7 +480,13 @@ class BackfillRun {
     const tty = this.ctx.tty ?? process.stderr.isTTY ?? false;
     const shard = this.shard.count > 1 ? ` shard ${describeShard(this.shard)}` : '';
     // Off a terminal: one structured line per commit.
-    return startProgress({ label: `${this.job.name}: backfill ${from}..${to}${shard}`, total: plan.files, logger: this.ctx.logger, tty, intervalMs: tty ? 100 : 0 });
+    return startProgress({
+      label: `${this.job.name}: backfill ${from}..${to}${shard}`,
+      total: plan.files,
+      logger: this.ctx.logger,
+      tty,
+      intervalMs: tty ? 100 : 0,
+    });
   }
 
   private describePlan(plan: BackfillPlan): void {
@@ -386,9 +494,13 @@ class BackfillRun {
     r.partitionsListed = plan.partitionsListed.length;
     r.filesPlanned = plan.files;
     r.skippedByReason = {};
-    for (const s of plan.skipped) r.skippedByReason[s.reason] = (r.skippedByReason[s.reason] ?? 0) + 1;
+    for (const s of plan.skipped)
+      r.skippedByReason[s.reason] = (r.skippedByReason[s.reason] ?? 0) + 1;
     if (plan.skippedFolders.length > 0) {
-      this.ctx.logger.warn({ job: this.job.name, folders: plan.skippedFolders }, 'backfill: folders that do not match the layout were skipped');
+      this.ctx.logger.warn(
+        { job: this.job.name, folders: plan.skippedFolders },
+        'backfill: folders that do not match the layout were skipped',
+      );
     }
     if (this.opts.dryRun) r.plannedFiles = plan.batches.flatMap((b) => b.files.map((f) => f.key));
   }
@@ -401,11 +513,20 @@ class BackfillRun {
 
 /** commitInfo.operationParameters of a backfill commit: the job, the range, the shard and the batch. */
 function backfillParameters(s: BackfillState): Record<string, unknown> {
-  return { job: s.job, backfill: `${s.from}..${s.to}`, ...(s.shard ? { shard: describeShard(s.shard) } : {}), batch: s.batch };
+  return {
+    job: s.job,
+    backfill: `${s.from}..${s.to}`,
+    ...(s.shard ? { shard: describeShard(s.shard) } : {}),
+    batch: s.batch,
+  };
 }
 
 /** A report with every counter at zero (range null: the range itself was refused). */
-export function emptyBackfillReport(job: string, range: BackfillRange | null, selection?: ShardSelection): BackfillReport {
+export function emptyBackfillReport(
+  job: string,
+  range: BackfillRange | null,
+  selection?: ShardSelection,
+): BackfillReport {
   const shard = selection?.kind === 'one' ? selection.shard : null;
   return {
     job,

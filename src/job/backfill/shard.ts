@@ -41,13 +41,19 @@ export type ShardSelection = { kind: 'one'; shard: Shard } | { kind: 'all'; coun
 export function parseShardSelection(text: string, origin: string): ShardSelection {
   const m = /^\s*(all|\d+)\s*\/\s*(\d+)\s*$/i.exec(text);
   const fail = (why: string): never => {
-    throw new ConfigError(`${origin} ${JSON.stringify(text)}: ${why}`, { field: 'shard', value: text });
+    throw new ConfigError(`${origin} ${JSON.stringify(text)}: ${why}`, {
+      field: 'shard',
+      value: text,
+    });
   };
   if (!m) return fail('expected K/N, shard K of N shards counting from 1 (1/4 … 4/4), or all/N');
   const count = checkCount(Number(m[2]), fail);
   if (m[1]!.toLowerCase() === 'all') return { kind: 'all', count };
   const k = Number(m[1]);
-  if (k < 1 || k > count) fail(`shard ${k} is not one of 1 … ${count}: shards count from 1 (1/${count} … ${count}/${count}); a scheduler's 0-based index goes in --shards ${count} --shard-index-env NAME`);
+  if (k < 1 || k > count)
+    fail(
+      `shard ${k} is not one of 1 … ${count}: shards count from 1 (1/${count} … ${count}/${count}); a scheduler's 0-based index goes in --shards ${count} --shard-index-env NAME`,
+    );
   return { kind: 'one', shard: { index: k - 1, count } };
 }
 
@@ -55,22 +61,40 @@ export function parseShardSelection(text: string, origin: string): ShardSelectio
  * The shard whose 0-based index is in environment variable `name` (a scheduler's array index:
  * JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX), of `count` shards.
  */
-export function shardFromIndexVariable(name: string, value: string | undefined, count: number): Shard {
+export function shardFromIndexVariable(
+  name: string,
+  value: string | undefined,
+  count: number,
+): Shard {
   const fail = (why: string): never => {
-    throw new ConfigError(`--shard-index-env ${name}: ${why}`, { field: 'shard', variable: name, ...(value === undefined ? {} : { value }) });
+    throw new ConfigError(`--shard-index-env ${name}: ${why}`, {
+      field: 'shard',
+      variable: name,
+      ...(value === undefined ? {} : { value }),
+    });
   };
   const n = checkCount(count, (why) => {
     throw new ConfigError(`--shards ${count}: ${why}`, { field: 'shards', value: String(count) });
   });
-  if (value === undefined || value.trim() === '') return fail(`environment variable ${name} is not set; it should hold this worker's 0-based shard index`);
-  if (!/^\s*\d+\s*$/.test(value)) return fail(`environment variable ${name} is ${JSON.stringify(value)}, not a 0-based shard index`);
+  if (value === undefined || value.trim() === '')
+    return fail(
+      `environment variable ${name} is not set; it should hold this worker's 0-based shard index`,
+    );
+  if (!/^\s*\d+\s*$/.test(value))
+    return fail(
+      `environment variable ${name} is ${JSON.stringify(value)}, not a 0-based shard index`,
+    );
   const index = Number(value);
-  if (index >= n) fail(`environment variable ${name} is ${index}, not below --shards ${n} (indexes are 0-based); does the array size match --shards?`);
+  if (index >= n)
+    fail(
+      `environment variable ${name} is ${index}, not below --shards ${n} (indexes are 0-based); does the array size match --shards?`,
+    );
   return { index, count: n };
 }
 
 function checkCount(count: number, fail: (why: string) => never): number {
-  if (!Number.isSafeInteger(count) || count < 1) fail('the number of shards must be a whole number of at least 1');
+  if (!Number.isSafeInteger(count) || count < 1)
+    fail('the number of shards must be a whole number of at least 1');
   if (count > MAX_SHARDS) fail(`at most ${MAX_SHARDS} shards`);
   return count;
 }
@@ -81,7 +105,11 @@ export function describeShard(shard: Shard): string {
 }
 
 /** The part of `range` that `shard` loads, or null when the split leaves it nothing (more shards than partitions). */
-export function shardSlice(job: JobConfig, range: BackfillRange, shard: Shard): BackfillRange | null {
+export function shardSlice(
+  job: JobConfig,
+  range: BackfillRange,
+  shard: Shard,
+): BackfillRange | null {
   if (shard.count === 1) return range;
   if (range.mode === 'modified') {
     const span = range.to - range.from + 1;
@@ -97,7 +125,10 @@ export function shardSlice(job: JobConfig, range: BackfillRange, shard: Shard): 
 }
 
 /** Every partition id of a partition range, oldest first (partitions a time zone skips are not counted). */
-export function partitionsOf(range: Extract<BackfillRange, { mode: 'partition' }>, clock: PartitionClock): string[] {
+export function partitionsOf(
+  range: Extract<BackfillRange, { mode: 'partition' }>,
+  clock: PartitionClock,
+): string[] {
   const ids: string[] = [];
   let id = clock.exists(range.from) ? range.from : clock.step(range.from, 1);
   while (id <= range.to) {

@@ -39,9 +39,16 @@ export async function planSplit(
   for (let index = 0; index < count; index++) {
     const shard: Shard = { index, count };
     const prev = held.get(backfillAppId(job.name, shard));
-    const state = prev && belongsTo(prev, identityOf(range, shard)) ? prev : startState(job.name, range, null, new Date(), { shard, slice: shardSlice(job, range, shard) });
+    const state =
+      prev && belongsTo(prev, identityOf(range, shard))
+        ? prev
+        : startState(job.name, range, null, new Date(), {
+            shard,
+            slice: shardSlice(job, range, shard),
+          });
     const slice = sliceOf(state, range);
-    const plan = state.status === 'done' ? null : await listBackfill(source, job, slice, state, opts);
+    const plan =
+      state.status === 'done' ? null : await listBackfill(source, job, slice, state, opts);
     out.push({
       shard: describeShard(shard),
       part: describeSlice(slice),

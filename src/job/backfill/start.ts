@@ -46,37 +46,67 @@ export function identityOf(range: BackfillRange, shard: Shard): BackfillIdentity
 
 /** True when the state is a shard of the backfill `id`. */
 export function belongsTo(state: BackfillState, id: BackfillIdentity): boolean {
-  return state.mode === id.mode && state.from === id.from && state.to === id.to && shardOf(state).count === id.shards;
+  return (
+    state.mode === id.mode &&
+    state.from === id.from &&
+    state.to === id.to &&
+    shardOf(state).count === id.shards
+  );
 }
 
 /** The states of the job's current backfill (the highest generation, then the latest start), or [] when it never had one. */
 export function currentBackfill(states: Iterable<BackfillState>): BackfillState[] {
   const all = [...states];
-  const later = (a: BackfillState, b: BackfillState) => generationOf(a) > generationOf(b) || (generationOf(a) === generationOf(b) && a.startedAt > b.startedAt);
-  const latest = all.reduce<BackfillState | null>((best, s) => (best === null || later(s, best) ? s : best), null);
+  const later = (a: BackfillState, b: BackfillState) =>
+    generationOf(a) > generationOf(b) ||
+    (generationOf(a) === generationOf(b) && a.startedAt > b.startedAt);
+  const latest = all.reduce<BackfillState | null>(
+    (best, s) => (best === null || later(s, best) ? s : best),
+    null,
+  );
   if (latest === null) return [];
-  const id: BackfillIdentity = { mode: latest.mode, from: latest.from, to: latest.to, shards: shardOf(latest).count };
+  const id: BackfillIdentity = {
+    mode: latest.mode,
+    from: latest.from,
+    to: latest.to,
+    shards: shardOf(latest).count,
+  };
   const generation = generationOf(latest);
-  return all.filter((s) => belongsTo(s, id) && generationOf(s) === generation).sort((a, b) => shardOf(a).index - shardOf(b).index);
+  return all
+    .filter((s) => belongsTo(s, id) && generationOf(s) === generation)
+    .sort((a, b) => shardOf(a).index - shardOf(b).index);
 }
 
 /** Decide how shard `shard` of a backfill of `range` starts; throws ConfigError (field `from`) to refuse. */
-export function decideStart(job: string, states: ReadonlyMap<string, BackfillState>, range: BackfillRange, shard: Shard, restart: boolean): StartDecision {
+export function decideStart(
+  job: string,
+  states: ReadonlyMap<string, BackfillState>,
+  range: BackfillRange,
+  shard: Shard,
+  restart: boolean,
+): StartDecision {
   const id = identityOf(range, shard);
   const current = currentBackfill(states.values());
   const isCurrent = current.length > 0 && belongsTo(current[0]!, id);
   const generation = current.length > 0 ? generationOf(current[0]!) : 0;
   const next = Math.max(0, ...[...states.values()].map(generationOf)) + 1;
-  const startNew: StartDecision = shard.count > 1 ? { kind: 'open', generation: next } : { kind: 'fresh', generation: next };
+  const startNew: StartDecision =
+    shard.count > 1 ? { kind: 'open', generation: next } : { kind: 'fresh', generation: next };
   if (restart) return isCurrent && shard.count > 1 ? { kind: 'fresh', generation } : startNew;
   if (isCurrent) {
     const own = states.get(backfillAppId(job, shard));
-    if (own && belongsTo(own, id)) return own.status === 'done' ? { kind: 'already-done', state: own } : { kind: 'resume', state: own };
+    if (own && belongsTo(own, id))
+      return own.status === 'done'
+        ? { kind: 'already-done', state: own }
+        : { kind: 'resume', state: own };
     // Not opened (the table did not exist when the first shard started): this shard starts alone,
     // leaving the other shards' states as they are.
     return { kind: 'fresh', generation };
   }
-  const unfinished = [...current.filter((s) => s.status !== 'done').map(shardOf), ...missingShards(current)].sort((a, b) => a.index - b.index);
+  const unfinished = [
+    ...current.filter((s) => s.status !== 'done').map(shardOf),
+    ...missingShards(current),
+  ].sort((a, b) => a.index - b.index);
   if (unfinished.length > 0) throw refusal(job, current, unfinished, range);
   return startNew;
 }
@@ -91,7 +121,9 @@ export function missingShards(current: readonly BackfillState[]): Shard[] {
   if (!first) return [];
   const { count } = shardOf(first);
   const held = new Set(current.map((s) => shardOf(s).index));
-  return Array.from({ length: count }, (_, index) => ({ index, count })).filter((s) => !held.has(s.index));
+  return Array.from({ length: count }, (_, index) => ({ index, count })).filter(
+    (s) => !held.has(s.index),
+  );
 }
 
 /** A state's generation (states written before generations existed: 0). */
@@ -99,7 +131,12 @@ export function generationOf(state: Pick<BackfillState, 'generation'>): number {
   return state.generation ?? 0;
 }
 
-function refusal(job: string, current: BackfillState[], unfinished: Shard[], range: BackfillRange): ConfigError {
+function refusal(
+  job: string,
+  current: BackfillState[],
+  unfinished: Shard[],
+  range: BackfillRange,
+): ConfigError {
   const first = current[0]!;
   const { from, to } = describeRange(range);
   const shards = shardOf(first).count;
@@ -108,10 +145,13 @@ function refusal(job: string, current: BackfillState[], unfinished: Shard[], ran
       ? `a backfill of ${first.from}..${first.to} is unfinished (done through ${first.doneThrough ?? 'nothing yet'}); run it again with --from ${first.from} --to ${first.to} to finish it`
       : `a backfill of ${first.from}..${first.to} in ${shards} shards is unfinished (${shards - unfinished.length} of ${shards} shards done; unfinished: ` +
         `${unfinished.map((s) => describeShard(s)).join(', ')}); run its shards again with --from ${first.from} --to ${first.to} --shard K/${shards} to finish it`;
-  return new ConfigError(`[backfill] job ${job}: ${what}, or pass --restart to abandon it and backfill ${from}..${to}`, {
-    field: 'from',
-    job,
-    unfinished: `${first.from}..${first.to}`,
-    ...(shards > 1 ? { shards } : {}),
-  });
+  return new ConfigError(
+    `[backfill] job ${job}: ${what}, or pass --restart to abandon it and backfill ${from}..${to}`,
+    {
+      field: 'from',
+      job,
+      unfinished: `${first.from}..${first.to}`,
+      ...(shards > 1 ? { shards } : {}),
+    },
+  );
 }

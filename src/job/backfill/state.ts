@@ -78,12 +78,16 @@ export interface BackfillState {
 
 /** Domain and txn appId of a job's backfill, or of one shard of it (`@` cannot occur in a job name). */
 export function backfillAppId(job: string, shard: Shard = WHOLE_RANGE): string {
-  return shard.count === 1 ? `tidemark.backfill.${job}` : `tidemark.backfill.${job}@shard-${shard.index}-of-${shard.count}`;
+  return shard.count === 1
+    ? `tidemark.backfill.${job}`
+    : `tidemark.backfill.${job}@shard-${shard.index}-of-${shard.count}`;
 }
 
 /** Folder name of the backfill's (or the shard's) tombstone files. */
 export function backfillTombstoneFolder(job: string, shard: Shard = WHOLE_RANGE): string {
-  return shard.count === 1 ? `${job}@backfill` : `${job}@backfill-shard-${shard.index}-of-${shard.count}`;
+  return shard.count === 1
+    ? `${job}@backfill`
+    : `${job}@backfill-shard-${shard.index}-of-${shard.count}`;
 }
 
 /** The split a state belongs to (the whole range when it is not sharded). */
@@ -92,12 +96,19 @@ export function shardOf(state: Pick<BackfillState, 'shard'>): Shard {
 }
 
 /** The state of the job's (unsharded) backfill, or of one shard, in a snapshot; null when it never committed. */
-export function readBackfillState(snapshot: Snapshot | null, job: string, shard: Shard = WHOLE_RANGE): BackfillState | null {
+export function readBackfillState(
+  snapshot: Snapshot | null,
+  job: string,
+  shard: Shard = WHOLE_RANGE,
+): BackfillState | null {
   return readStateOf(snapshot, job, backfillAppId(job, shard));
 }
 
 /** Every backfill state of the job in a snapshot (the unsharded one and every shard's), by appId. */
-export function readBackfillStates(snapshot: Snapshot | null, job: string): Map<string, BackfillState> {
+export function readBackfillStates(
+  snapshot: Snapshot | null,
+  job: string,
+): Map<string, BackfillState> {
   const states = new Map<string, BackfillState>();
   if (!snapshot) return states;
   const plain = backfillAppId(job);
@@ -113,10 +124,13 @@ function readStateOf(snapshot: Snapshot | null, job: string, appId: string): Bac
   const domain = snapshot?.domains.get(appId);
   if (!snapshot || !domain) return null;
   const fail = (why: string, cause?: unknown) =>
-    new DeltaLogError(`[backfill] state of the backfill of job ${job} in ${snapshot.tableUri} at version ${snapshot.version} ${why}`, {
-      context: { uri: snapshot.tableUri, version: snapshot.version, job },
-      ...(cause === undefined ? {} : { cause }),
-    });
+    new DeltaLogError(
+      `[backfill] state of the backfill of job ${job} in ${snapshot.tableUri} at version ${snapshot.version} ${why}`,
+      {
+        context: { uri: snapshot.tableUri, version: snapshot.version, job },
+        ...(cause === undefined ? {} : { cause }),
+      },
+    );
   let raw: unknown;
   try {
     raw = JSON.parse(domain.configuration);
@@ -125,8 +139,12 @@ function readStateOf(snapshot: Snapshot | null, job: string, appId: string): Bac
   }
   const s = raw as Partial<BackfillState> | null;
   if (typeof s !== 'object' || s === null) throw fail('is not an object');
-  if (s.stateVersion !== BACKFILL_STATE_VERSION) throw fail(`has stateVersion ${String(s.stateVersion)}, this tidemark reads ${BACKFILL_STATE_VERSION}`);
-  if (!Array.isArray(s.loaded) || typeof s.from !== 'string' || typeof s.to !== 'string') throw fail('lacks its range or its loaded files');
+  if (s.stateVersion !== BACKFILL_STATE_VERSION)
+    throw fail(
+      `has stateVersion ${String(s.stateVersion)}, this tidemark reads ${BACKFILL_STATE_VERSION}`,
+    );
+  if (!Array.isArray(s.loaded) || typeof s.from !== 'string' || typeof s.to !== 'string')
+    throw fail('lacks its range or its loaded files');
   return s as BackfillState;
 }
 
@@ -134,10 +152,15 @@ function readStateOf(snapshot: Snapshot | null, job: string, appId: string): Bac
  * The tombstones of the job's backfills (every shard's), for a MERGE to read; `except` leaves out
  * one owner's (a shard reads its own through its state).
  */
-export function backfillTombstones(snapshot: Snapshot | null, job: string, except?: string): Array<{ folder: string; state: TombstoneState | undefined }> {
+export function backfillTombstones(
+  snapshot: Snapshot | null,
+  job: string,
+  except?: string,
+): Array<{ folder: string; state: TombstoneState | undefined }> {
   const out: Array<{ folder: string; state: TombstoneState | undefined }> = [];
   for (const [appId, state] of readBackfillStates(snapshot, job)) {
-    if (appId !== except && state.tombstones) out.push({ folder: backfillTombstoneFolder(job, shardOf(state)), state: state.tombstones });
+    if (appId !== except && state.tombstones)
+      out.push({ folder: backfillTombstoneFolder(job, shardOf(state)), state: state.tombstones });
   }
   return out;
 }
@@ -146,7 +169,8 @@ export function backfillTombstones(snapshot: Snapshot | null, job: string, excep
 export function backfillJobs(snapshot: Snapshot | null): string[] {
   const prefix = backfillAppId('');
   const names = new Set<string>();
-  for (const domain of snapshot?.domains.keys() ?? []) if (domain.startsWith(prefix)) names.add(domain.slice(prefix.length).split('@')[0]!);
+  for (const domain of snapshot?.domains.keys() ?? [])
+    if (domain.startsWith(prefix)) names.add(domain.slice(prefix.length).split('@')[0]!);
   return [...names].sort();
 }
 
@@ -155,12 +179,18 @@ export function backfillJobs(snapshot: Snapshot | null): string[] {
  * partition, or its LastModified, between the range's ends): in append mode the job's run looks it
  * up in the table before appending it, so a range loaded ahead of the watermark is not loaded twice.
  */
-export function backfilledBy(snapshot: Snapshot | null, jobs: string | readonly string[]): (file: DiscoveredFile) => boolean {
-  const ranges = (typeof jobs === 'string' ? [jobs] : jobs).flatMap((job) => [...readBackfillStates(snapshot, job).values()]).filter((s) => s.batch > 0);
+export function backfilledBy(
+  snapshot: Snapshot | null,
+  jobs: string | readonly string[],
+): (file: DiscoveredFile) => boolean {
+  const ranges = (typeof jobs === 'string' ? [jobs] : jobs)
+    .flatMap((job) => [...readBackfillStates(snapshot, job).values()])
+    .filter((s) => s.batch > 0);
   if (ranges.length === 0) return () => false;
   return (file) =>
     ranges.some((r) => {
-      if (r.mode === 'partition') return file.partition !== undefined && r.from <= file.partition && file.partition <= r.to;
+      if (r.mode === 'partition')
+        return file.partition !== undefined && r.from <= file.partition && file.partition <= r.to;
       const t = file.lastModified.getTime();
       return Date.parse(r.from) <= t && t <= Date.parse(r.to);
     });
@@ -174,5 +204,11 @@ export function backfillActions(state: BackfillState, now = Date.now()): Action[
 
 /** The domain action holding `state` (JSON), under the shard's appId. */
 function backfillDomain(state: BackfillState): Action {
-  return { domainMetadata: { domain: backfillAppId(state.job, shardOf(state)), configuration: JSON.stringify(state), removed: false } };
+  return {
+    domainMetadata: {
+      domain: backfillAppId(state.job, shardOf(state)),
+      configuration: JSON.stringify(state),
+      removed: false,
+    },
+  };
 }

@@ -15,7 +15,12 @@ import type { DuckSession } from '../../engine/duckdb.js';
 import type { DeletedKeys } from '../../engine/merge/index.js';
 import { localCopies } from '../../engine/local-copies.js';
 import type { Relation } from '../../engine/relation.js';
-import { loadTombstones, writeBatchTombstones, writeCompactedTombstones, type WrittenTombstones } from '../../engine/tombstone-files.js';
+import {
+  loadTombstones,
+  writeBatchTombstones,
+  writeCompactedTombstones,
+  type WrittenTombstones,
+} from '../../engine/tombstone-files.js';
 import { DeltaLogError } from '../../errors.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
@@ -64,8 +69,15 @@ export class JobTombstones {
   static async open(opts: OpenTombstonesOptions): Promise<JobTombstones> {
     const plan = planTombstones(opts.state, opts.spec, opts.now);
     if (plan.live.length === 0) return new JobTombstones(opts, plan, undefined);
-    const paths = await localCopiesOf(opts, plan.live.map((f) => f.path));
-    return new JobTombstones(opts, plan, await loadTombstones(opts.session, paths, plan.cutoff, opts.relation ?? RELATION));
+    const paths = await localCopiesOf(
+      opts,
+      plan.live.map((f) => f.path),
+    );
+    return new JobTombstones(
+      opts,
+      plan,
+      await loadTombstones(opts.session, paths, plan.cutoff, opts.relation ?? RELATION),
+    );
   }
 
   /** Write the batch's deletes (or compact); the state's new `tombstones` field. */
@@ -77,11 +89,18 @@ export class JobTombstones {
     // Re-keyed tombstones (read as they are: a MERGE buries by the new key, a subset of theirs) are
     // written back under the new key at once, so the state lists only files of it.
     if (needsCompaction(files.length, adding) || this.plan.rekey) {
-      files = [await this.write((local) => writeCompactedTombstones(session, local, { deletes, now, adding, held: this.relation }))];
+      files = [
+        await this.write((local) =>
+          writeCompactedTombstones(session, local, { deletes, now, adding, held: this.relation }),
+        ),
+      ];
       const at = new Date(now).toISOString();
       dropped = [...dropped, ...this.plan.live.map((f) => ({ path: f.path, droppedAt: at }))];
     } else if (adding) {
-      files = [...files, await this.write((local) => writeBatchTombstones(session, local, deletes, now))];
+      files = [
+        ...files,
+        await this.write((local) => writeBatchTombstones(session, local, deletes, now)),
+      ];
     }
     return nextTombstoneState(spec, files, dropped);
   }
@@ -99,7 +118,9 @@ export class JobTombstones {
   }
 
   /** Write a new tombstone file (`writeTo` a local file) and upload it into the table folder; its state entry. */
-  private async write(writeTo: (local: string) => Promise<WrittenTombstones>): Promise<TombstoneFile> {
+  private async write(
+    writeTo: (local: string) => Promise<WrittenTombstones>,
+  ): Promise<TombstoneFile> {
     const { storage, spool, spec } = this.opts;
     const id = randomUUID();
     const local = join(await spool.folder('tombstones-out'), `${id}.parquet`);
@@ -115,22 +136,31 @@ export class JobTombstones {
  * Local, glob-safe paths of live tombstone files: in place, or downloaded once per command into
  * the spool (they never change once written, so later batches read the same copies).
  */
-async function localCopiesOf(opts: OpenTombstonesOptions, paths: readonly string[]): Promise<string[]> {
+async function localCopiesOf(
+  opts: OpenTombstonesOptions,
+  paths: readonly string[],
+): Promise<string[]> {
   const { storage, spec } = opts;
   const listed = paths.find((path) => !isTombstonePath(spec.job, path));
   if (listed !== undefined) {
-    throw new DeltaLogError(`[job] job state of ${spec.job} in ${storage.uri} lists ${JSON.stringify(listed)} as a tombstone file`, {
-      context: { uri: storage.uri, key: listed, job: spec.job },
-    });
+    throw new DeltaLogError(
+      `[job] job state of ${spec.job} in ${storage.uri} lists ${JSON.stringify(listed)} as a tombstone file`,
+      {
+        context: { uri: storage.uri, key: listed, job: spec.job },
+      },
+    );
   }
   const copies = await localCopies(storage, paths, opts.spool, {
     cache: 'tombstones-in',
     ...(opts.signal ? { signal: opts.signal } : {}),
     missing: (path, cause) =>
-      new DeltaLogError(`[job] tombstone file ${path} of job ${spec.job}, listed in the job state of ${storage.uri}, is missing or unreadable`, {
-        context: { uri: storage.uri, key: path, job: spec.job },
-        cause,
-      }),
+      new DeltaLogError(
+        `[job] tombstone file ${path} of job ${spec.job}, listed in the job state of ${storage.uri}, is missing or unreadable`,
+        {
+          context: { uri: storage.uri, key: path, job: spec.job },
+          cause,
+        },
+      ),
   });
   return paths.map((path) => copies.pathOf(path));
 }

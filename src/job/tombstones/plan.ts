@@ -101,15 +101,24 @@ export interface TombstonePlan {
  * - `unfit`: another orderBy (its values cannot be compared with the old one's), or a key with a
  *   column the tombstones do not hold.
  */
-export function tombstoneFit(state: Pick<TombstoneState, 'key' | 'orderBy'>, spec: Pick<TombstoneSpec, 'key' | 'orderBy'>): 'same' | 'rekey' | 'unfit' {
+export function tombstoneFit(
+  state: Pick<TombstoneState, 'key' | 'orderBy'>,
+  spec: Pick<TombstoneSpec, 'key' | 'orderBy'>,
+): 'same' | 'rekey' | 'unfit' {
   if (!sameColumns([state.orderBy], [spec.orderBy])) return 'unfit';
   if (sameColumns(state.key, spec.key)) return 'same';
   const held = new Set(state.key.map((c) => c.toLowerCase()));
-  return spec.key.length > 0 && spec.key.every((c) => held.has(c.toLowerCase())) ? 'rekey' : 'unfit';
+  return spec.key.length > 0 && spec.key.every((c) => held.has(c.toLowerCase()))
+    ? 'rekey'
+    : 'unfit';
 }
 
 /** The files of `state` whose tombstones have not expired at clock `now` (ms). */
-export function liveTombstoneFiles(state: TombstoneState | undefined, retentionMs: number, now: number): TombstoneFile[] {
+export function liveTombstoneFiles(
+  state: TombstoneState | undefined,
+  retentionMs: number,
+  now: number,
+): TombstoneFile[] {
   const cutoff = now - retentionMs;
   return (state?.files ?? []).filter((f) => Date.parse(f.maxDeletedAt) >= cutoff);
 }
@@ -120,37 +129,63 @@ export function liveTombstoneFiles(state: TombstoneState | undefined, retentionM
  * not fit the spec at all are refused (a ConfigError: dropping them silently would let a late
  * older row bring a deleted key back), or dropped when `spec.dropUnfit` says so.
  */
-export function planTombstones(state: TombstoneState | undefined, spec: TombstoneSpec, now: number): TombstonePlan {
+export function planTombstones(
+  state: TombstoneState | undefined,
+  spec: TombstoneSpec,
+  now: number,
+): TombstonePlan {
   const cutoff = now - spec.retentionMs;
   if (!state) return { live: [], dropped: [], purge: [], cutoff, rekey: false };
   const fit = tombstoneFit(state, spec);
   const unexpired = liveTombstoneFiles(state, spec.retentionMs, now);
-  if (fit === 'unfit' && unexpired.length > 0 && !spec.dropUnfit) throw unfitTombstones(state, spec, unexpired);
+  if (fit === 'unfit' && unexpired.length > 0 && !spec.dropUnfit)
+    throw unfitTombstones(state, spec, unexpired);
   const live = fit === 'unfit' ? [] : unexpired;
-  const droppedNow = state.files.filter((f) => !live.includes(f)).map((f) => ({ path: f.path, droppedAt: new Date(now).toISOString() }));
+  const droppedNow = state.files
+    .filter((f) => !live.includes(f))
+    .map((f) => ({ path: f.path, droppedAt: new Date(now).toISOString() }));
   const grace = Math.min(spec.retentionMs, MAX_DROP_GRACE_MS);
   const due = (d: DroppedTombstoneFile) => Date.parse(d.droppedAt) + grace <= now;
   const all = [...state.dropped, ...droppedNow];
-  return { live, dropped: all.filter((d) => !due(d)), purge: all.filter(due).map((d) => d.path), cutoff, rekey: fit === 'rekey' && live.length > 0 };
+  return {
+    live,
+    dropped: all.filter((d) => !due(d)),
+    purge: all.filter(due).map((d) => d.path),
+    cutoff,
+    rekey: fit === 'rekey' && live.length > 0,
+  };
 }
 
 /**
  * The refusal of live tombstones that do not fit the job's key and orderBy (exit 2): what changed,
  * how many deletes they remember, and the ways on.
  */
-export function unfitTombstones(state: TombstoneState, spec: Pick<TombstoneSpec, 'job' | 'key' | 'orderBy'>, live: readonly TombstoneFile[]): ConfigError {
+export function unfitTombstones(
+  state: TombstoneState,
+  spec: Pick<TombstoneSpec, 'job' | 'key' | 'orderBy'>,
+  live: readonly TombstoneFile[],
+): ConfigError {
   const orderChanged = !sameColumns([state.orderBy], [spec.orderBy]);
   const field = orderChanged ? 'target.orderBy' : 'target.key';
   const what = orderChanged
     ? `target.orderBy changed from ${state.orderBy} to ${spec.orderBy}: the remembered deletes carry ${state.orderBy} values, which cannot be compared with ${spec.orderBy}`
     : `target.key changed from [${state.key.join(', ')}] to [${spec.key.join(', ')}]: the remembered deletes do not hold ${spec.key.filter((c) => !state.key.some((k) => k.toLowerCase() === c.toLowerCase())).join(', ')}`;
   const rows = live.reduce((n, f) => n + f.rows, 0);
-  const since = live.reduce((min, f) => (f.minDeletedAt < min ? f.minDeletedAt : min), live[0]!.minDeletedAt);
+  const since = live.reduce(
+    (min, f) => (f.minDeletedAt < min ? f.minDeletedAt : min),
+    live[0]!.minDeletedAt,
+  );
   return new ConfigError(
     `[job] ${spec.job}: ${what}. The table remembers ${rows} deleted key${rows === 1 ? '' : 's'} (deleted since ${since}, tombstones in _tidemark/tombstones/${spec.job}/); ` +
       `without them a late row older than its delete would bring the key back. Run once with --accept-config-change to drop them, ` +
       `or reset the job (tidemark reset), or change ${field} back`,
-    { field, job: spec.job, from: orderChanged ? state.orderBy : state.key, to: orderChanged ? spec.orderBy : spec.key, tombstones: rows },
+    {
+      field,
+      job: spec.job,
+      from: orderChanged ? state.orderBy : state.key,
+      to: orderChanged ? spec.orderBy : spec.key,
+      tombstones: rows,
+    },
   );
 }
 
@@ -158,10 +193,18 @@ export function unfitTombstones(state: TombstoneState, spec: Pick<TombstoneSpec,
  * The tombstone state after a reset with `spec`: files that do not fit it are dropped (a reset
  * accepts the config as it is), the others stay.
  */
-export function fittedTombstones(state: TombstoneState | undefined, spec: Pick<TombstoneSpec, 'key' | 'orderBy'>, now: number): TombstoneState | undefined {
+export function fittedTombstones(
+  state: TombstoneState | undefined,
+  spec: Pick<TombstoneSpec, 'key' | 'orderBy'>,
+  now: number,
+): TombstoneState | undefined {
   if (!state || tombstoneFit(state, spec) !== 'unfit' || state.files.length === 0) return state;
   const at = new Date(now).toISOString();
-  return { ...state, files: [], dropped: [...state.dropped, ...state.files.map((f) => ({ path: f.path, droppedAt: at }))] };
+  return {
+    ...state,
+    files: [],
+    dropped: [...state.dropped, ...state.files.map((f) => ({ path: f.path, droppedAt: at }))],
+  };
 }
 
 /** True when adding a file (or not) would exceed MAX_TOMBSTONE_FILES: rewrite all into one. */
@@ -170,7 +213,11 @@ export function needsCompaction(liveFiles: number, adding: boolean): boolean {
 }
 
 /** The state field after a batch; undefined when there is nothing to remember. */
-export function nextTombstoneState(spec: TombstoneSpec, files: TombstoneFile[], dropped: DroppedTombstoneFile[]): TombstoneState | undefined {
+export function nextTombstoneState(
+  spec: TombstoneSpec,
+  files: TombstoneFile[],
+  dropped: DroppedTombstoneFile[],
+): TombstoneState | undefined {
   if (files.length === 0 && dropped.length === 0) return undefined;
   return { key: [...spec.key], orderBy: spec.orderBy, files, dropped };
 }

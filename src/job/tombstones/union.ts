@@ -48,7 +48,12 @@ export async function unionTombstones(opts: UnionTombstonesOptions): Promise<Uni
     for (const [i, other] of others.entries()) {
       if (!other.state) continue;
       opened.push(
-        await JobTombstones.open({ ...base, spec: { ...opts.spec, job: other.folder }, state: other.state, relation: `tidemark_tombstones_${i + 1}` }),
+        await JobTombstones.open({
+          ...base,
+          spec: { ...opts.spec, job: other.folder },
+          state: other.state,
+          relation: `tidemark_tombstones_${i + 1}`,
+        }),
       );
     }
     const relations = opened.flatMap((t) => (t.relation ? [t.relation] : []));

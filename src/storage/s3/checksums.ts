@@ -31,7 +31,15 @@ interface Checksum {
 }
 
 /** What an upload sends for the store to verify; `off` sends nothing. */
-export const UPLOAD_CHECKSUMS = ['CRC64NVME', 'CRC32', 'CRC32C', 'SHA1', 'SHA256', 'MD5', 'off'] as const;
+export const UPLOAD_CHECKSUMS = [
+  'CRC64NVME',
+  'CRC32',
+  'CRC32C',
+  'SHA1',
+  'SHA256',
+  'MD5',
+  'off',
+] as const;
 export type UploadChecksum = (typeof UPLOAD_CHECKSUMS)[number];
 export const DEFAULT_UPLOAD_CHECKSUM: UploadChecksum = 'CRC64NVME';
 
@@ -47,7 +55,10 @@ const READ_ALGORITHMS = {
   XXHASH64: { field: 'ChecksumXXHASH64', hasher: Xxh64 },
   XXHASH3: { field: 'ChecksumXXHASH3', hasher: Xxh3_64 },
   XXHASH128: { field: 'ChecksumXXHASH128', hasher: Xxh3_128 },
-} as const satisfies Record<string, { field: keyof GetObjectCommandOutput; hasher: new () => Checksum }>;
+} as const satisfies Record<
+  string,
+  { field: keyof GetObjectCommandOutput; hasher: new () => Checksum }
+>;
 type ReadAlgorithm = keyof typeof READ_ALGORITHMS;
 
 /** Algorithms a multipart upload's checksum can be composite of (S3 offers no composite CRC64NVME). */
@@ -94,21 +105,33 @@ const MD5_ETAG = /^"?([0-9a-fA-F]{32})"?$/;
  * checksum (not a composite one of a multipart upload, `…-N`), else the ETag where it is the
  * object's MD5 (`etagIsMd5` false for stores whose ETags are not). Undefined: nothing to check.
  */
-export function expectedChecksum(out: GetObjectCommandOutput, etagIsMd5: boolean): ExpectedChecksum | undefined {
-  for (const [kind, { field }] of Object.entries(READ_ALGORITHMS) as [ReadAlgorithm, (typeof READ_ALGORITHMS)[ReadAlgorithm]][]) {
+export function expectedChecksum(
+  out: GetObjectCommandOutput,
+  etagIsMd5: boolean,
+): ExpectedChecksum | undefined {
+  for (const [kind, { field }] of Object.entries(READ_ALGORITHMS) as [
+    ReadAlgorithm,
+    (typeof READ_ALGORITHMS)[ReadAlgorithm],
+  ][]) {
     const value = out[field];
     if (typeof value !== 'string' || value === '') continue;
     const composite = COMPOSITE_VALUE.exec(value);
     if (composite) {
       if ((COMPOSITE_ALGORITHMS as readonly string[]).includes(kind)) {
-        return { kind: `${kind as CompositeAlgorithm} composite`, value, parts: Number(composite[2]) };
+        return {
+          kind: `${kind as CompositeAlgorithm} composite`,
+          value,
+          parts: Number(composite[2]),
+        };
       }
     } else if (out.ChecksumType !== 'COMPOSITE' && !value.includes('-')) {
       return { kind, value };
     }
   }
   // SSE-KMS and SSE-C objects have ETags that are not the MD5 of their bytes.
-  const encrypted = (out.ServerSideEncryption ?? '').startsWith('aws:kms') || out.SSECustomerAlgorithm !== undefined;
+  const encrypted =
+    (out.ServerSideEncryption ?? '').startsWith('aws:kms') ||
+    out.SSECustomerAlgorithm !== undefined;
   const md5 = MD5_ETAG.exec(out.ETag ?? '')?.[1];
   if (etagIsMd5 && !encrypted && md5) return { kind: 'ETag MD5', value: md5.toLowerCase() };
   return undefined;
@@ -117,7 +140,9 @@ export function expectedChecksum(out: GetObjectCommandOutput, etagIsMd5: boolean
 /** The hasher of an expected checksum's algorithm. */
 function hasherOf(kind: ExpectedChecksum['kind']): new () => Checksum {
   if (kind === 'ETag MD5') return Md5;
-  const algorithm = kind.endsWith(' composite') ? (kind.slice(0, -' composite'.length) as CompositeAlgorithm) : (kind as ReadAlgorithm);
+  const algorithm = kind.endsWith(' composite')
+    ? (kind.slice(0, -' composite'.length) as CompositeAlgorithm)
+    : (kind as ReadAlgorithm);
   return READ_ALGORITHMS[algorithm].hasher;
 }
 
@@ -185,14 +210,24 @@ export class ReadHash {
  * same answer, so the read fails at once, never unchecked.
  */
 export class PartNumberIgnoredError extends StorageError {
-  constructor(args: { key: string; uri: string; partNumber: number; parts: number; size: number; checksum: string }) {
+  constructor(args: {
+    key: string;
+    uri: string;
+    partNumber: number;
+    parts: number;
+    size: number;
+    checksum: string;
+  }) {
     const { key, uri, partNumber, parts, size, checksum } = args;
     super(
       `[storage] S3 object ${JSON.stringify(key)} in ${uri} has a ${checksum} checksum of ${parts} parts, checked part by part: ` +
         `the store answered the HEAD of part ${partNumber} (partNumber=${partNumber}) with the whole object's ${size} bytes and no ` +
         'x-amz-mp-parts-count, so it ignores partNumber and cannot say the sizes of the parts; the object cannot be read with its ' +
         'checksum checked on this store (written again in one part, or with a full-object checksum, it can)',
-      { kind: 'terminal', context: { key, uri, partNumber, parts, size, checksum, fault: 'HEAD ignores partNumber' } },
+      {
+        kind: 'terminal',
+        context: { key, uri, partNumber, parts, size, checksum, fault: 'HEAD ignores partNumber' },
+      },
     );
   }
 }

@@ -84,17 +84,30 @@ function toDigest(value: bigint, width: number): Uint8Array {
 }
 
 /** The CRC of A followed by B, from crc(A), crc(B) and B's length in bytes. */
-export function combineCrc(crc: CombinableCrc, first: Uint8Array, second: Uint8Array, secondLength: number): Uint8Array {
+export function combineCrc(
+  crc: CombinableCrc,
+  first: Uint8Array,
+  second: Uint8Array,
+  secondLength: number,
+): Uint8Array {
   const field = fieldOf(crc);
   if (first.length * 8 !== field.width || second.length * 8 !== field.width) {
-    throw new RangeError(`combineCrc: ${crc} digests are ${field.width / 8} bytes, got ${first.length} and ${second.length}`);
+    throw new RangeError(
+      `combineCrc: ${crc} digests are ${field.width / 8} bytes, got ${first.length} and ${second.length}`,
+    );
   }
   if (secondLength === 0) return Uint8Array.from(first);
-  return toDigest(multiply(field, shiftOf(field, secondLength), toBigInt(first)) ^ toBigInt(second), field.width);
+  return toDigest(
+    multiply(field, shiftOf(field, secondLength), toBigInt(first)) ^ toBigInt(second),
+    field.width,
+  );
 }
 
 /** The CRC of the parts joined in order, from each part's CRC and length; undefined for no parts. */
-export function combineCrcs(crc: CombinableCrc, parts: readonly { digest: Uint8Array; length: number }[]): Uint8Array | undefined {
+export function combineCrcs(
+  crc: CombinableCrc,
+  parts: readonly { digest: Uint8Array; length: number }[],
+): Uint8Array | undefined {
   const [head, ...rest] = parts;
   if (!head) return undefined;
   return rest.reduce((acc, part) => combineCrc(crc, acc, part.digest, part.length), head.digest);

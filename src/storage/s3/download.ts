@@ -40,9 +40,23 @@ export async function downloadAttempt(
   }
 }
 
-function sizeMismatch(call: { key: string; uri: string }, file: string, size: number, expected: number): StorageError {
+function sizeMismatch(
+  call: { key: string; uri: string },
+  file: string,
+  size: number,
+  expected: number,
+): StorageError {
   return new StorageError(
     `[storage] download of ${JSON.stringify(call.key)} from ${call.uri}: the file holds ${size} bytes where the object has ${expected}; the download starts over`,
-    { kind: 'transient', context: { key: call.key, uri: call.uri, localPath: file, startOver: true, fault: 'download size mismatch' } },
+    {
+      kind: 'transient',
+      context: {
+        key: call.key,
+        uri: call.uri,
+        localPath: file,
+        startOver: true,
+        fault: 'download size mismatch',
+      },
+    },
   );
 }

@@ -29,7 +29,13 @@ export const TRANSIENT_CODES = new Set([
 ]);
 
 /** S3 asks the client to slow down: back off longer than for other faults. */
-const THROTTLING_CODES = new Set(['SlowDown', 'Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'TooManyRequestsException']);
+const THROTTLING_CODES = new Set([
+  'SlowDown',
+  'Throttling',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'TooManyRequestsException',
+]);
 
 /** Network-level errno codes: the connection broke, before or after the store acted. */
 const NETWORK_CODES = new Set([
@@ -61,7 +67,9 @@ export function classify(err: unknown): Fault {
   const errno = errnoOf(err);
   // The SDK's handler names resets `TimeoutError` too; the errno tells them apart.
   const reset = errno === 'ECONNRESET' || errno === 'EPIPE';
-  const timeout = !reset && (nameOf(err) === 'TimeoutError' || errno === 'ETIMEDOUT' || code === 'RequestTimeout');
+  const timeout =
+    !reset &&
+    (nameOf(err) === 'TimeoutError' || errno === 'ETIMEDOUT' || code === 'RequestTimeout');
   const throttle = status === 429 || (code !== undefined && THROTTLING_CODES.has(code));
   return { transient: kindOf(err, status, code) === 'transient', throttle, timeout };
 }
@@ -73,20 +81,29 @@ export function kindOf(err: unknown, status = statusOf(err), code = codeOf(err))
   if (errno !== undefined && NETWORK_CODES.has(errno)) return 'transient';
   if (nameOf(err) === 'TimeoutError') return 'transient';
   if (code && TRANSIENT_CODES.has(code)) return 'transient';
-  if (status !== undefined && (status >= 500 || status === 429 || status === 408)) return 'transient';
+  if (status !== undefined && (status >= 500 || status === 429 || status === 408))
+    return 'transient';
   if ((err as { $retryable?: unknown } | null)?.$retryable) return 'transient';
   // Any other answer after which the SDK corrected the client's clock (its Date header was far off).
-  if ((err as { $metadata?: { clockSkewCorrected?: unknown } } | null)?.$metadata?.clockSkewCorrected) return 'transient';
+  if (
+    (err as { $metadata?: { clockSkewCorrected?: unknown } } | null)?.$metadata?.clockSkewCorrected
+  )
+    return 'transient';
   return 'terminal';
 }
 
 /** A few words for a failed attempt: `HTTP 503 SlowDown`, `ECONNRESET`, `TimeoutError`. */
 export function describeFault(err: unknown): string {
-  if (err instanceof StorageError && typeof err.context['fault'] === 'string') return err.context['fault'];
+  if (err instanceof StorageError && typeof err.context['fault'] === 'string')
+    return err.context['fault'];
   const status = statusOf(err);
   const code = codeOf(err);
   const errno = errnoOf(err);
-  const parts = [status ? `HTTP ${status}` : undefined, code, errno && errno !== code ? errno : undefined];
+  const parts = [
+    status ? `HTTP ${status}` : undefined,
+    code,
+    errno && errno !== code ? errno : undefined,
+  ];
   return parts.filter(Boolean).join(' ') || (err instanceof Error ? err.name : 'unknown error');
 }
 
@@ -141,19 +158,22 @@ export function mapS3Error(err: unknown, call: FailedCall): unknown {
   const code = codeOf(err);
   const what = [code, status ? `HTTP ${status}` : undefined].filter(Boolean).join(', ');
   const { op, key, uri } = call;
-  return new StorageError(`[storage] S3 ${op} failed for ${JSON.stringify(key)} in ${uri}${what ? `: ${what}` : ''}${credentialsWhy(err)}${hint(status)}${checksumHint(op, status, code)}`, {
-    kind: kindOf(err, status, code),
-    context: {
-      key,
-      uri,
-      status,
-      code,
-      requestId: (err as { $metadata?: { requestId?: string } } | null)?.$metadata?.requestId,
-      ...(status === 404 ? { notFound: true } : {}),
-      ...call.extra,
+  return new StorageError(
+    `[storage] S3 ${op} failed for ${JSON.stringify(key)} in ${uri}${what ? `: ${what}` : ''}${credentialsWhy(err)}${hint(status)}${checksumHint(op, status, code)}`,
+    {
+      kind: kindOf(err, status, code),
+      context: {
+        key,
+        uri,
+        status,
+        code,
+        requestId: (err as { $metadata?: { requestId?: string } } | null)?.$metadata?.requestId,
+        ...(status === 404 ? { notFound: true } : {}),
+        ...call.extra,
+      },
+      cause: err,
     },
-    cause: err,
-  });
+  );
 }
 
 /**
@@ -162,7 +182,15 @@ export function mapS3Error(err: unknown, call: FailedCall): unknown {
  * echoes in an InvalidAccessKeyId or SignatureDoesNotMatch answer (the key id, the string to
  * sign, the canonical request with its `x-amz-security-token` header).
  */
-const CREDENTIAL_FIELDS = ['$response', 'AWSAccessKeyId', 'StringToSign', 'StringToSignBytes', 'SignatureProvided', 'CanonicalRequest', 'CanonicalRequestBytes'];
+const CREDENTIAL_FIELDS = [
+  '$response',
+  'AWSAccessKeyId',
+  'StringToSign',
+  'StringToSignBytes',
+  'SignatureProvided',
+  'CanonicalRequest',
+  'CanonicalRequestBytes',
+];
 
 /**
  * Keep those fields for debugging but make them non-enumerable, so loggers, `util.inspect` and
@@ -171,7 +199,8 @@ const CREDENTIAL_FIELDS = ['$response', 'AWSAccessKeyId', 'StringToSign', 'Strin
 export function hideRawResponse(err: unknown): void {
   if (!err || typeof err !== 'object') return;
   for (const field of CREDENTIAL_FIELDS) {
-    if (Object.prototype.propertyIsEnumerable.call(err, field)) Object.defineProperty(err, field, { enumerable: false });
+    if (Object.prototype.propertyIsEnumerable.call(err, field))
+      Object.defineProperty(err, field, { enumerable: false });
   }
 }
 
@@ -181,23 +210,38 @@ export function hideRawResponse(err: unknown): void {
  * holds no secret, unlike the SDK's other messages.
  */
 function credentialsWhy(err: unknown): string {
-  if (nameOf(err) !== 'CredentialsProviderError' || !(err instanceof Error) || err.message === '') return '';
+  if (nameOf(err) !== 'CredentialsProviderError' || !(err instanceof Error) || err.message === '')
+    return '';
   return `: ${err.message} (credentials come from the AWS default chain: environment, profile, SSO, instance role)`;
 }
 
 /** Codes a store may answer an upload whose checksum header it does not take. */
-const CHECKSUM_REFUSALS = new Set(['InvalidArgument', 'InvalidRequest', 'NotImplemented', 'InvalidDigest', 'BadDigest', 'XAmzContentChecksumMismatch']);
+const CHECKSUM_REFUSALS = new Set([
+  'InvalidArgument',
+  'InvalidRequest',
+  'NotImplemented',
+  'InvalidDigest',
+  'BadDigest',
+  'XAmzContentChecksumMismatch',
+]);
 
 /** For an upload a store refused: the setting that changes the checksum it carries. */
 function checksumHint(op: string, status: number | undefined, code: string | undefined): string {
   const upload = op === 'write' || op === 'upload' || op === 'writeIfAbsent';
-  if (!upload || (status !== 400 && status !== 501) || code === undefined || !CHECKSUM_REFUSALS.has(code)) return '';
+  if (
+    !upload ||
+    (status !== 400 && status !== 501) ||
+    code === undefined ||
+    !CHECKSUM_REFUSALS.has(code)
+  )
+    return '';
   return ' (if the store does not take the checksum tidemark sends with uploads, set storage.uploadChecksum to another algorithm, or off)';
 }
 
 /** A short pointer for the errors users can fix themselves. */
 function hint(status: number | undefined): string {
-  if (status === 403) return ' (access denied: check the credentials from the SDK default chain and the bucket policy)';
+  if (status === 403)
+    return ' (access denied: check the credentials from the SDK default chain and the bucket policy)';
   if (status === 301) return ' (wrong region for this bucket: set the region)';
   return '';
 }

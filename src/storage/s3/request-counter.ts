@@ -16,11 +16,14 @@ export class RequestCounter {
   /** Count every attempt `command` makes; returns the command. */
   track<C extends { middlewareStack: { add: (...args: any[]) => void } }>(command: C): C {
     command.middlewareStack.add(
-      (next: (args: { request: unknown }) => Promise<unknown>) => async (args: { request: unknown }) => {
-        const kind = kindOfRequest(args.request as { method?: string; query?: Record<string, unknown> });
-        if (kind) this.counts[kind]++;
-        return next(args);
-      },
+      (next: (args: { request: unknown }) => Promise<unknown>) =>
+        async (args: { request: unknown }) => {
+          const kind = kindOfRequest(
+            args.request as { method?: string; query?: Record<string, unknown> },
+          );
+          if (kind) this.counts[kind]++;
+          return next(args);
+        },
       { step: 'finalizeRequest', priority: 'low', name: 'tidemarkCountRequests' },
     );
     return command;
@@ -28,7 +31,10 @@ export class RequestCounter {
 }
 
 /** The kind of an S3 HTTP request, from its method and query (`?list-type=2`, `?delete`). */
-export function kindOfRequest(request: { method?: string; query?: Record<string, unknown> }): keyof RequestCounts | undefined {
+export function kindOfRequest(request: {
+  method?: string;
+  query?: Record<string, unknown>;
+}): keyof RequestCounts | undefined {
   const query = request.query ?? {};
   switch (request.method?.toUpperCase()) {
     case 'GET':

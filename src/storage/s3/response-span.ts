@@ -34,12 +34,17 @@ export function spanOf(out: SpanHeaders, askedStart: number): SpanResult {
   let span: Span;
   if (out.ContentRange !== undefined) {
     const m = CONTENT_RANGE.exec(out.ContentRange);
-    if (!m) return { fault: `answered an unreadable Content-Range ${JSON.stringify(out.ContentRange)}` };
+    if (!m)
+      return { fault: `answered an unreadable Content-Range ${JSON.stringify(out.ContentRange)}` };
     const start = Number(m[1]);
     const last = Number(m[2]);
     const total = m[3] === '*' ? undefined : Number(m[3]);
-    if (last < start) return { fault: `answered Content-Range ${out.ContentRange}, which ends before it starts` };
-    if (total !== undefined && last >= total) return { fault: `answered Content-Range ${out.ContentRange}, which ends past the object's size` };
+    if (last < start)
+      return { fault: `answered Content-Range ${out.ContentRange}, which ends before it starts` };
+    if (total !== undefined && last >= total)
+      return {
+        fault: `answered Content-Range ${out.ContentRange}, which ends past the object's size`,
+      };
     if (length !== undefined && length !== last - start + 1) {
       return { fault: `answered Content-Range ${out.ContentRange} with Content-Length ${length}` };
     }
@@ -47,8 +52,14 @@ export function spanOf(out: SpanHeaders, askedStart: number): SpanResult {
   } else {
     // Without Content-Range the answer must be the whole object (a 200), its length its size.
     if (status === 206) return { fault: 'answered 206 Partial Content without a Content-Range' };
-    span = length === undefined ? { start: 0, end: Number.POSITIVE_INFINITY } : { start: 0, end: length, total: length };
+    span =
+      length === undefined
+        ? { start: 0, end: Number.POSITIVE_INFINITY }
+        : { start: 0, end: length, total: length };
   }
-  if (span.start > askedStart) return { fault: `answered bytes from ${span.start} to a read from byte ${askedStart} (the range started late)` };
+  if (span.start > askedStart)
+    return {
+      fault: `answered bytes from ${span.start} to a read from byte ${askedStart} (the range started late)`,
+    };
   return { span };
 }

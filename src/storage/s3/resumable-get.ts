@@ -143,8 +143,15 @@ class BodyReader {
     }
     const { out, span } = got;
     this.size = span.total;
-    this.object = { size: span.total ?? 0, etag: out.ETag ?? '', ...(out.LastModified ? { lastModified: out.LastModified } : {}) };
-    this.whole = !range || (range.start === 0 && (range.end === undefined || (this.size !== undefined && range.end >= this.size - 1)));
+    this.object = {
+      size: span.total ?? 0,
+      etag: out.ETag ?? '',
+      ...(out.LastModified ? { lastModified: out.LastModified } : {}),
+    };
+    this.whole =
+      !range ||
+      (range.start === 0 &&
+        (range.end === undefined || (this.size !== undefined && range.end >= this.size - 1)));
     this.current = attach(out, span);
     const expected = this.whole ? expectedChecksum(out, this.opts.checks.etagIsMd5) : undefined;
     if (expected?.parts !== undefined) {
@@ -171,12 +178,16 @@ class BodyReader {
   private async partSizes(parts: number): Promise<number[]> {
     const sizes: number[] = [];
     for (let first = 1; first <= parts; first += 8) {
-      const batch = Array.from({ length: Math.min(8, parts - first + 1) }, (_, i) => this.headPart(first + i, parts));
+      const batch = Array.from({ length: Math.min(8, parts - first + 1) }, (_, i) =>
+        this.headPart(first + i, parts),
+      );
       sizes.push(...(await Promise.all(batch)));
     }
     const sum = sizes.reduce((a, b) => a + b, 0);
     if (this.size !== undefined && sum !== this.size) {
-      throw this.badResponse(`answered parts of ${sum} bytes in all for an object of ${this.size} bytes (its checksum is composite of ${parts} parts)`);
+      throw this.badResponse(
+        `answered parts of ${sum} bytes in all for an object of ${this.size} bytes (its checksum is composite of ${parts} parts)`,
+      );
     }
     return sizes;
   }
@@ -187,15 +198,25 @@ class BodyReader {
       if (this.closed) throw abortError();
       try {
         const out = await this.opts.head({ partNumber, signal: this.signal });
-        if (out.ContentLength === undefined) throw this.badResponse(`answered a HEAD of part ${partNumber} without Content-Length`);
+        if (out.ContentLength === undefined)
+          throw this.badResponse(`answered a HEAD of part ${partNumber} without Content-Length`);
         // The whole object's size, and no parts count: the store answered for the object, not the
         // part. Asking again would get the same answer; say what the store did instead.
         if (out.PartsCount === undefined && parts > 1 && out.ContentLength === this.size) {
           const { key, uri } = this.opts.attempts.op;
-          throw new PartNumberIgnoredError({ key, uri, partNumber, parts, size: out.ContentLength, checksum: this.expectedKind ?? 'composite' });
+          throw new PartNumberIgnoredError({
+            key,
+            uri,
+            partNumber,
+            parts,
+            size: out.ContentLength,
+            checksum: this.expectedKind ?? 'composite',
+          });
         }
         if (out.PartsCount !== undefined && out.PartsCount !== parts) {
-          throw this.badResponse(`answered a HEAD of part ${partNumber} of ${out.PartsCount} parts where its checksum is composite of ${parts}`);
+          throw this.badResponse(
+            `answered a HEAD of part ${partNumber} of ${out.PartsCount} parts where its checksum is composite of ${parts}`,
+          );
         }
         this.opts.attempts.succeeded();
         return out.ContentLength;
@@ -225,7 +246,9 @@ class BodyReader {
           await this.ended(cur);
           continue;
         }
-        const chunk = Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value as Uint8Array);
+        const chunk = Buffer.isBuffer(next.value)
+          ? next.value
+          : Buffer.from(next.value as Uint8Array);
         const from = cur.at;
         cur.at += chunk.length;
         // The store may send bytes before the wanted ones (a range it ignored, a resumed response
@@ -267,7 +290,8 @@ class BodyReader {
     if (Number.isFinite(cur.end) || this.size !== undefined) throw this.cutShort(cur);
     this.size = await this.sizeByHead();
     this.object.size = this.size;
-    if (cur.at > this.size) throw this.inconsistent(`sent ${cur.at} bytes of an object of ${this.size} bytes`);
+    if (cur.at > this.size)
+      throw this.inconsistent(`sent ${cur.at} bytes of an object of ${this.size} bytes`);
     if (this.pos < this.endExcl) throw this.cutShort(cur);
   }
 
@@ -292,11 +316,18 @@ class BodyReader {
    * disagree with what was asked (./response-span.ts). A resumed response must also be the same
    * version (ETag) and size as the first.
    */
-  private async request(range: string | undefined, ifMatch?: string): Promise<{ out: GetObjectCommandOutput; span: Span }> {
+  private async request(
+    range: string | undefined,
+    ifMatch?: string,
+  ): Promise<{ out: GetObjectCommandOutput; span: Span }> {
     for (;;) {
       if (this.closed) throw abortError();
       try {
-        const out = await this.opts.get({ ...(range ? { range } : {}), ...(ifMatch ? { ifMatch } : {}), signal: this.signal });
+        const out = await this.opts.get({
+          ...(range ? { range } : {}),
+          ...(ifMatch ? { ifMatch } : {}),
+          signal: this.signal,
+        });
         const span = this.checked(out, ifMatch);
         this.opts.attempts.succeeded();
         return { out, span };
@@ -321,9 +352,16 @@ class BodyReader {
       throw this.badResponse(result.fault);
     }
     const { total } = result.span;
-    if (ifMatch !== undefined && total !== undefined && this.size !== undefined && total !== this.size) {
+    if (
+      ifMatch !== undefined &&
+      total !== undefined &&
+      this.size !== undefined &&
+      total !== this.size
+    ) {
       drop();
-      throw this.inconsistent(`answered a size of ${total} bytes where the first response said ${this.size}`);
+      throw this.inconsistent(
+        `answered a size of ${total} bytes where the first response said ${this.size}`,
+      );
     }
     return result.span;
   }
@@ -336,7 +374,8 @@ class BodyReader {
       try {
         const out = await this.opts.head({ ifMatch: etag, signal: this.signal });
         if (out.ETag !== etag) throw this.changed(out.ETag);
-        if (out.ContentLength === undefined) throw this.badResponse('answered a HEAD without Content-Length');
+        if (out.ContentLength === undefined)
+          throw this.badResponse('answered a HEAD without Content-Length');
         this.opts.attempts.succeeded();
         return out.ContentLength;
       } catch (err) {
@@ -381,10 +420,13 @@ class BodyReader {
       cur.at < cur.end
         ? `ended after ${cur.at} of ${cur.end} bytes`
         : `ended at byte ${cur.at}, before byte ${this.endExcl} of an object of ${this.size ?? 'unknown size'}`;
-    return new StorageError(`[storage] S3 response body for ${JSON.stringify(key)} in ${uri} ${what}`, {
-      kind: 'transient',
-      context: { key, uri, fault: 'body cut short' },
-    });
+    return new StorageError(
+      `[storage] S3 response body for ${JSON.stringify(key)} in ${uri} ${what}`,
+      {
+        kind: 'transient',
+        context: { key, uri, fault: 'body cut short' },
+      },
+    );
   }
 
   /** A response whose headers disagree with the read (retried in place). */
@@ -401,17 +443,34 @@ class BodyReader {
     const { key, uri } = this.opts.attempts.op;
     return new StorageError(
       `[storage] S3 object ${JSON.stringify(key)} in ${uri}: the store ${what}, after ${this.pos} bytes; the read starts over`,
-      { kind: 'transient', context: { key, uri, startOver: true, position: this.pos, fault: 'inconsistent size' } },
+      {
+        kind: 'transient',
+        context: { key, uri, startOver: true, position: this.pos, fault: 'inconsistent size' },
+      },
     );
   }
 
   private mismatch(actual: string): StorageError {
     const { key, uri } = this.opts.attempts.op;
     const { kind, value } = this.hash!.expected;
-    const why = kind === 'ETag MD5' ? ' (a single-part object\'s ETag is taken for its MD5; for a store whose ETags are not, set storage.etagChecksum: false)' : '';
+    const why =
+      kind === 'ETag MD5'
+        ? " (a single-part object's ETag is taken for its MD5; for a store whose ETags are not, set storage.etagChecksum: false)"
+        : '';
     return new StorageError(
       `[storage] S3 object ${JSON.stringify(key)} in ${uri}: the ${this.pos} bytes read do not match its ${kind} checksum ${value} (they hash to ${actual})${why}; the read starts over`,
-      { kind: 'transient', context: { key, uri, startOver: true, checksum: kind, expected: value, actual, fault: 'checksum mismatch' } },
+      {
+        kind: 'transient',
+        context: {
+          key,
+          uri,
+          startOver: true,
+          checksum: kind,
+          expected: value,
+          actual,
+          fault: 'checksum mismatch',
+        },
+      },
     );
   }
 
@@ -422,7 +481,19 @@ class BodyReader {
     return new StorageError(
       `[storage] S3 object ${JSON.stringify(key)} in ${uri} changed while it was read (ETag ${was}${now}) after ${this.pos} bytes; ` +
         'the bytes read are not joined to the new version',
-      { kind: 'transient', context: { key, uri, changed: true, startOver: true, etag: this.object.etag, position: this.pos, fault: 'object changed' }, cause },
+      {
+        kind: 'transient',
+        context: {
+          key,
+          uri,
+          changed: true,
+          startOver: true,
+          etag: this.object.etag,
+          position: this.pos,
+          fault: 'object changed',
+        },
+        cause,
+      },
     );
   }
 }

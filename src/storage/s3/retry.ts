@@ -9,7 +9,15 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StorageError } from '../../errors.js';
-import { classify, codeOf, describeFault, hideRawResponse, isAbort, mapS3Error, statusOf } from './faults.js';
+import {
+  classify,
+  codeOf,
+  describeFault,
+  hideRawResponse,
+  isAbort,
+  mapS3Error,
+  statusOf,
+} from './faults.js';
 
 /** Attempts per operation (the first included); S3 advises retrying 5xx and SlowDown a few times. */
 export const DEFAULT_MAX_ATTEMPTS = 6;
@@ -35,7 +43,10 @@ const SUCCESS_REFUND = 1;
 export class RetryBudget {
   private tokens: number;
   constructor(readonly capacity = DEFAULT_RETRY_BUDGET) {
-    if (!(capacity >= 0)) throw new StorageError(`[storage] retry budget must be >= 0, got ${capacity}`, { kind: 'usage' });
+    if (!(capacity >= 0))
+      throw new StorageError(`[storage] retry budget must be >= 0, got ${capacity}`, {
+        kind: 'usage',
+      });
     this.tokens = capacity;
   }
   get available(): number {
@@ -121,7 +132,11 @@ export class Attempts {
     const { maxAttempts, budget } = this.settings;
     if (this.inARow >= maxAttempts) throw this.unavailable(err, extra, false);
     if (!budget.take(fault.timeout)) throw this.unavailable(err, extra, true);
-    await sleep(this.backoff(fault.throttle), undefined, this.op.signal ? { signal: this.op.signal } : undefined);
+    await sleep(
+      this.backoff(fault.throttle),
+      undefined,
+      this.op.signal ? { signal: this.op.signal } : undefined,
+    );
   }
 
   succeeded(): void {
@@ -140,7 +155,11 @@ export class Attempts {
     return Math.floor(Math.random() * ceiling);
   }
 
-  private unavailable(last: unknown, extra: Record<string, unknown>, budgetSpent: boolean): StorageError {
+  private unavailable(
+    last: unknown,
+    extra: Record<string, unknown>,
+    budgetSpent: boolean,
+  ): StorageError {
     hideRawResponse(last);
     const { op, key, uri } = this.op;
     const endpoint = this.settings.endpoint;

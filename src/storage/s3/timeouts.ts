@@ -42,7 +42,10 @@ export function resolveTimeouts(opts: Partial<Timeouts>): Timeouts {
   };
   for (const [name, value] of Object.entries(t)) {
     if (!Number.isSafeInteger(value) || value <= 0) {
-      throw new StorageError(`[storage] S3 ${name} must be a positive number of milliseconds, got ${value}`, { kind: 'usage', context: { field: name } });
+      throw new StorageError(
+        `[storage] S3 ${name} must be a positive number of milliseconds, got ${value}`,
+        { kind: 'usage', context: { field: name } },
+      );
     }
   }
   return t;
@@ -62,7 +65,11 @@ export function handlerOptions(t: Timeouts): Record<string, unknown> {
 }
 
 /** The next chunk of a response body, or a transient timeout error after `idleMs` without one. */
-export async function nextChunk(it: AsyncIterator<unknown>, body: Readable, idleMs: number): Promise<IteratorResult<unknown>> {
+export async function nextChunk(
+  it: AsyncIterator<unknown>,
+  body: Readable,
+  idleMs: number,
+): Promise<IteratorResult<unknown>> {
   let timer: NodeJS.Timeout | undefined;
   const idle = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {

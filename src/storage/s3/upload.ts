@@ -52,13 +52,20 @@ export interface Uploaded {
 export async function uploadFile(ctx: UploadContext, localPath: string): Promise<Uploaded> {
   const { size } = await fsp.stat(localPath);
   const target = { Bucket: ctx.bucket, Key: ctx.fullKey, ContentType: ctx.contentType };
-  const op: Operation = { op: 'upload', key: ctx.key, uri: ctx.uri, ...(ctx.signal ? { signal: ctx.signal } : {}) };
+  const op: Operation = {
+    op: 'upload',
+    key: ctx.key,
+    uri: ctx.uri,
+    ...(ctx.signal ? { signal: ctx.signal } : {}),
+  };
   if (size <= ctx.partSize) {
     const body = await fsp.readFile(localPath);
     const sendOpts = ctx.signal ? { abortSignal: ctx.signal } : {};
     const { header, expected } = await singlePart(ctx.checksum, body);
     const params = { ...target, Body: body, ...header };
-    const answer = await ctx.policy.run(op, () => ctx.client.send(ctx.counter.track(new PutObjectCommand(params)), sendOpts));
+    const answer = await ctx.policy.run(op, () =>
+      ctx.client.send(ctx.counter.track(new PutObjectCommand(params)), sendOpts),
+    );
     return { multipart: false, expected, answer };
   }
   // A failed part is sent again on its own (its body is a Buffer lib-storage cut from the file);
@@ -79,7 +86,12 @@ export async function uploadFile(ctx: UploadContext, localPath: string): Promise
   }
 }
 
-async function multipartUpload(ctx: UploadContext, op: Operation, localPath: string, parts: { gaveUp: boolean }): Promise<Uploaded> {
+async function multipartUpload(
+  ctx: UploadContext,
+  op: Operation,
+  localPath: string,
+  parts: { gaveUp: boolean },
+): Promise<Uploaded> {
   // Each attempt's parts: their checksums, computed as they are sent (countingClient), make the
   // whole object's.
   const sums = new MultipartSums(ctx.checksum);
@@ -114,7 +126,12 @@ async function multipartUpload(ctx: UploadContext, op: Operation, localPath: str
  * effort, so a store that refuses the abort cannot hide why the upload failed (a bucket
  * lifecycle rule, AbortIncompleteMultipartUpload, cleans up after it).
  */
-function countingClient(ctx: UploadContext, op: Operation, parts: { gaveUp: boolean }, sums: MultipartSums): S3Client {
+function countingClient(
+  ctx: UploadContext,
+  op: Operation,
+  parts: { gaveUp: boolean },
+  sums: MultipartSums,
+): S3Client {
   const { client, counter, policy } = ctx;
   return new Proxy(client, {
     get(target, property, receiver) {
@@ -124,14 +141,18 @@ function countingClient(ctx: UploadContext, op: Operation, parts: { gaveUp: bool
         if (command instanceof UploadPartCommand) {
           const { Body, PartNumber } = command.input;
           // lib-storage cuts every part into a Buffer from the file.
-          if (!(Body instanceof Uint8Array) || PartNumber === undefined) throw new TypeError('upload: a part without a byte body or a number');
+          if (!(Body instanceof Uint8Array) || PartNumber === undefined)
+            throw new TypeError('upload: a part without a byte body or a number');
           Object.assign(command.input, await sums.part(PartNumber, Body));
-          return policy.run(op, () => target.send(tracked, options as never)).catch((err: unknown) => {
-            parts.gaveUp = true;
-            throw err;
-          });
+          return policy
+            .run(op, () => target.send(tracked, options as never))
+            .catch((err: unknown) => {
+              parts.gaveUp = true;
+              throw err;
+            });
         }
-        if (command instanceof CompleteMultipartUploadCommand) Object.assign(command.input, sums.completeParams());
+        if (command instanceof CompleteMultipartUploadCommand)
+          Object.assign(command.input, sums.completeParams());
         const sent = target.send(tracked, options as never);
         return command instanceof AbortMultipartUploadCommand ? sent.catch(() => undefined) : sent;
       };

@@ -66,7 +66,10 @@ function containerData(c: TestContainer): Uint8Array {
  * A standard 32-bit RoaringBitmap. With `runCookie` (forced when any container is a run
  * container) it uses cookie 12347 and its run-flag bitset, and offsets only from 4 containers on.
  */
-export function bitmap32(containers: TestContainer[], opts: { runCookie?: boolean } = {}): Uint8Array {
+export function bitmap32(
+  containers: TestContainer[],
+  opts: { runCookie?: boolean } = {},
+): Uint8Array {
   const runCookie = opts.runCookie ?? containers.some((c) => 'runs' in c);
   const n = containers.length;
   const head = new Bytes();
@@ -116,14 +119,19 @@ export interface LoggedDv {
   dv: DeletionVectorDescriptor;
 }
 
-function commits(tableDir: string): Array<{ version: number; actions: ReturnType<typeof parseCommit> }> {
+function commits(
+  tableDir: string,
+): Array<{ version: number; actions: ReturnType<typeof parseCommit> }> {
   const log = join(tableDir, '_delta_log');
   return readdirSync(log)
     .filter((name) => /^\d{20}\.json$/.test(name))
     .sort()
     .map((name) => {
       const version = Number(name.slice(0, 20));
-      return { version, actions: parseCommit(readFileSync(join(log, name), 'utf8'), version, tableDir) };
+      return {
+        version,
+        actions: parseCommit(readFileSync(join(log, name), 'utf8'), version, tableDir),
+      };
     });
 }
 
@@ -132,8 +140,15 @@ export function loggedDvs(tableDir: string): LoggedDv[] {
   const out: LoggedDv[] = [];
   for (const { version, actions } of commits(tableDir)) {
     for (const a of actions) {
-      const file: AddFile | RemoveFile | undefined = 'add' in a ? a.add : 'remove' in a ? a.remove : undefined;
-      if (file?.deletionVector) out.push({ version, action: 'add' in a ? 'add' : 'remove', path: file.path, dv: file.deletionVector });
+      const file: AddFile | RemoveFile | undefined =
+        'add' in a ? a.add : 'remove' in a ? a.remove : undefined;
+      if (file?.deletionVector)
+        out.push({
+          version,
+          action: 'add' in a ? 'add' : 'remove',
+          path: file.path,
+          dv: file.deletionVector,
+        });
     }
   }
   return out;
@@ -143,7 +158,10 @@ export function loggedDvs(tableDir: string): LoggedDv[] {
  * The live files that carry a DV after replaying the JSON commits up to `version` (all when
  * omitted), keyed on (path, DV unique id) as the protocol says: path → descriptor.
  */
-export function liveDvs(tableDir: string, version = Infinity): Map<string, DeletionVectorDescriptor> {
+export function liveDvs(
+  tableDir: string,
+  version = Infinity,
+): Map<string, DeletionVectorDescriptor> {
   const live = new Map<string, AddFile>();
   for (const c of commits(tableDir)) {
     if (c.version > version) break;

@@ -6,19 +6,29 @@ describe('RowIndexSet', () => {
     const s = RowIndexSet.fromIndexes([14, 0, 7, 7, 0]);
     expect(s.toArray()).toEqual([0, 7, 14]);
     expect([...s]).toEqual([0, 7, 14]);
-    expect({ cardinality: s.cardinality, min: s.min, max: s.max }).toEqual({ cardinality: 3, min: 0, max: 14 });
+    expect({ cardinality: s.cardinality, min: s.min, max: s.max }).toEqual({
+      cardinality: 3,
+      min: 0,
+      max: 14,
+    });
     expect(RowIndexSet.fromIndexes(new Set([3, 1])).toArray()).toEqual([1, 3]);
   });
 
   it('the empty set has no min or max', () => {
     const s = RowIndexSet.empty();
-    expect({ cardinality: s.cardinality, min: s.min, max: s.max }).toEqual({ cardinality: 0, min: undefined, max: undefined });
+    expect({ cardinality: s.cardinality, min: s.min, max: s.max }).toEqual({
+      cardinality: 0,
+      min: undefined,
+      max: undefined,
+    });
     expect([...s]).toEqual([]);
   });
 
   it('fromSorted accepts strictly ascending indexes and refuses anything else', () => {
     expect(RowIndexSet.fromSorted([1, 2, 2 ** 40]).toArray()).toEqual([1, 2, 2 ** 40]);
-    expect(() => RowIndexSet.fromSorted([1, 1])).toThrow(/not strictly ascending at position 1: 1 then 1/);
+    expect(() => RowIndexSet.fromSorted([1, 1])).toThrow(
+      /not strictly ascending at position 1: 1 then 1/,
+    );
     expect(() => RowIndexSet.fromSorted([2, 1])).toThrow(RangeError);
   });
 
@@ -41,7 +51,9 @@ describe('RowIndexSet', () => {
 
   it('union of two million-index sets is linear', () => {
     const evens = RowIndexSet.fromSorted(Float64Array.from({ length: 1_000_000 }, (_, i) => 2 * i));
-    const odds = RowIndexSet.fromSorted(Float64Array.from({ length: 1_000_000 }, (_, i) => 2 * i + 1));
+    const odds = RowIndexSet.fromSorted(
+      Float64Array.from({ length: 1_000_000 }, (_, i) => 2 * i + 1),
+    );
     const all = evens.union(odds);
     expect(all.cardinality).toBe(2_000_000);
     expect(all.max).toBe(1_999_999);
@@ -50,7 +62,15 @@ describe('RowIndexSet', () => {
 
   it('has finds members by binary search', () => {
     const s = RowIndexSet.fromIndexes([2, 4, 8, 2 ** 50]);
-    expect([0, 2, 3, 4, 8, 9, 2 ** 50].map((i) => s.has(i))).toEqual([false, true, false, true, true, false, true]);
+    expect([0, 2, 3, 4, 8, 9, 2 ** 50].map((i) => s.has(i))).toEqual([
+      false,
+      true,
+      false,
+      true,
+      true,
+      false,
+      true,
+    ]);
     expect(RowIndexSet.empty().has(0)).toBe(false);
   });
 

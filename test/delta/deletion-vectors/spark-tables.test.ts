@@ -51,7 +51,12 @@ async function liveSets(table: string, version?: number) {
 }
 
 /** The values of `column` at the given physical row indexes of a data file. */
-async function valuesAt(table: string, path: string, column: string, rows: number[]): Promise<number[]> {
+async function valuesAt(
+  table: string,
+  path: string,
+  column: string,
+  rows: number[],
+): Promise<number[]> {
   const file = join(sharedTable(table), decodeURIComponent(path)).replaceAll("'", "''");
   const result = await session.allJson(
     `SELECT "${column}" AS v FROM read_parquet('${file}', file_row_number = true) WHERE file_row_number IN (${rows.join(', ')}) ORDER BY file_row_number`,
@@ -59,14 +64,23 @@ async function valuesAt(table: string, path: string, column: string, rows: numbe
   return result.map((r) => Number(r['v']));
 }
 
-async function expectLive(table: string, column: string, expected: ExpectedDv[], version?: number): Promise<void> {
+async function expectLive(
+  table: string,
+  column: string,
+  expected: ExpectedDv[],
+  version?: number,
+): Promise<void> {
   const live = await liveSets(table, version);
   expect(live, table).toHaveLength(expected.length);
   for (const e of expected) {
     const found = live.filter((l) => l.path.startsWith(e.file));
     expect(found, e.file).toHaveLength(1);
     const { path, dv, bin, set } = found[0]!;
-    expect({ bin, offset: dv.offset, rows: set.toArray() }, path).toEqual({ bin: e.bin, offset: e.offset, rows: e.rows });
+    expect({ bin, offset: dv.offset, rows: set.toArray() }, path).toEqual({
+      bin: e.bin,
+      offset: e.offset,
+      rows: e.rows,
+    });
     expect(await valuesAt(table, path, column, e.rows), path).toEqual(e.values);
   }
 }
@@ -92,8 +106,12 @@ function binFiles(table: string): Map<string, number[]> {
   for (const name of readdirSync(dir).filter((n) => n.endsWith('.bin'))) {
     const bytes = new Uint8Array(readFileSync(join(dir, name)));
     const entries = listDvFileEntries(bytes, { key: name });
-    for (const entry of entries) expect(parseRoaringBitmapArray(readDvFromFile(bytes, entry)).cardinality).toBeGreaterThan(0);
-    out.set(name, entries.map((e) => e.offset));
+    for (const entry of entries)
+      expect(parseRoaringBitmapArray(readDvFromFile(bytes, entry)).cardinality).toBeGreaterThan(0);
+    out.set(
+      name,
+      entries.map((e) => e.offset),
+    );
   }
   return out;
 }
@@ -102,9 +120,18 @@ describe('table 14 (deletion-vectors)', () => {
   it('every DV in the log decodes; the live one deletes rows {0, 7, 14} (ids 0, 7, 14)', async () => {
     expect(await expectAllLoggedLoad('deletion-vectors')).toHaveLength(5); // 3 adds, 2 removes of older DVs
     await expectLive('deletion-vectors', 'id', [
-      { file: 'part-00000-90177277', bin: 'deletion_vector_d12e7d16-e46d-48c9-8a71-b222c26dfc3b.bin', offset: 1, rows: [0, 7, 14], values: [0, 7, 14] },
+      {
+        file: 'part-00000-90177277',
+        bin: 'deletion_vector_d12e7d16-e46d-48c9-8a71-b222c26dfc3b.bin',
+        offset: 1,
+        rows: [0, 7, 14],
+        values: [0, 7, 14],
+      },
     ]);
-    for (const [version, rows] of [[1, [0]], [2, [0, 7]]] as const) {
+    for (const [version, rows] of [
+      [1, [0]],
+      [2, [0, 7]],
+    ] as const) {
       const [live] = await liveSets('deletion-vectors', version);
       expect(live!.set.toArray(), `v${version}`).toEqual(rows);
     }
@@ -120,15 +147,29 @@ describe('table 18 (dv-partitioned-with-checkpoint)', () => {
     expect(files.size).toBe(15);
     expect([...files.values()].every((offsets) => offsets.join() === '1')).toBe(true);
     const storage = new LocalStorage(sharedTable(table));
-    const named = new Set(logged.map((dv) => (resolveDeletionVector(dv, storage.uri) as { key: string }).key));
+    const named = new Set(
+      logged.map((dv) => (resolveDeletionVector(dv, storage.uri) as { key: string }).key),
+    );
     expect(named.size).toBe(10);
     expect([...files.keys()].filter((f) => !named.has(f))).toHaveLength(5);
   });
 
   it('at v15 the two live DVs delete row 0 of part=6 and part=8 (col1 26 and 28)', async () => {
     await expectLive(table, 'col1', [
-      { file: 'part=6/part-00001-6fc16401', bin: 'deletion_vector_f34fad76-197a-4fd7-9382-f7773fc8eff9.bin', offset: 1, rows: [0], values: [26] },
-      { file: 'part=8/part-00001-7c58de64', bin: 'deletion_vector_179561f5-946c-40d8-b088-0d890e8c854c.bin', offset: 1, rows: [0], values: [28] },
+      {
+        file: 'part=6/part-00001-6fc16401',
+        bin: 'deletion_vector_f34fad76-197a-4fd7-9382-f7773fc8eff9.bin',
+        offset: 1,
+        rows: [0],
+        values: [26],
+      },
+      {
+        file: 'part=8/part-00001-7c58de64',
+        bin: 'deletion_vector_179561f5-946c-40d8-b088-0d890e8c854c.bin',
+        offset: 1,
+        rows: [0],
+        values: [28],
+      },
     ]);
   });
 
@@ -139,7 +180,9 @@ describe('table 18 (dv-partitioned-with-checkpoint)', () => {
       ['part=2/part-00000-', 2],
       ['part=4/part-00000-', 2],
     ]);
-    const values = await Promise.all(live.map((l) => valuesAt(table, l.path, 'col1', l.set.toArray())));
+    const values = await Promise.all(
+      live.map((l) => valuesAt(table, l.path, 'col1', l.set.toArray())),
+    );
     expect(values).toEqual([
       [0, 10],
       [2, 12],
@@ -184,7 +227,10 @@ describe('table 21 (table-with-dv-large)', () => {
 
   it('every DV in the log decodes, and both packed files walk at the offsets Spark wrote', async () => {
     await expectAllLoggedLoad(table);
-    expect(Object.fromEntries(binFiles(table))).toEqual({ [A]: [1, 43, 85, 127, 169], [B]: [1, 43, 87, 131, 173, 215] });
+    expect(Object.fromEntries(binFiles(table))).toEqual({
+      [A]: [1, 43, 85, 127, 169],
+      [B]: [1, 43, 87, 131, 173, 215],
+    });
   });
 
   it('at v4 the eight live DVs, read at their own offsets, delete the rows and values the README lists', async () => {

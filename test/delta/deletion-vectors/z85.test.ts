@@ -1,6 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { uuidToZ85, z85Decode, z85Encode, z85ToUuid } from '../../../src/delta/deletion-vectors/index.js';
+import {
+  uuidToZ85,
+  z85Decode,
+  z85Encode,
+  z85ToUuid,
+} from '../../../src/delta/deletion-vectors/index.js';
 import { DeltaLogError } from '../../../src/errors.js';
 
 describe('Z85', () => {
@@ -32,7 +37,9 @@ describe('Z85', () => {
       const text = z85Encode(bytes);
       expect(text).toHaveLength(Math.ceil(length / 4) * 5);
       expect(z85Decode(text, length)).toEqual(bytes);
-      expect(z85Decode(text).subarray(length)).toEqual(new Uint8Array(text.length / 5 * 4 - length));
+      expect(z85Decode(text).subarray(length)).toEqual(
+        new Uint8Array((text.length / 5) * 4 - length),
+      );
     }
   });
 

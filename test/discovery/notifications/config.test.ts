@@ -34,23 +34,49 @@ function problemsOf(text: string): string[] {
 describe('discover.by: notifications', () => {
   it('fills the defaults: a reconciling listing a day, messages hidden 5 minutes', () => {
     const job = parseConfig(config(`{ by: notifications, queue: "${QUEUE}" }`)).jobs[0]!;
-    expect(job.source.discover).toEqual({ by: 'notifications', queue: QUEUE, reconcileEvery: 86_400_000, visibilityTimeout: 300_000, onOverwrite: 'reload' });
+    expect(job.source.discover).toEqual({
+      by: 'notifications',
+      queue: QUEUE,
+      reconcileEvery: 86_400_000,
+      visibilityTimeout: 300_000,
+      onOverwrite: 'reload',
+    });
     const settings = resolveDiscovery(discoveryConfigOf(job));
-    expect(settings).toMatchObject({ mode: 'notifications', queueUrl: QUEUE, region: null, reconcileEveryMs: 86_400_000, visibilityTimeoutS: 300, start: null, onOverwrite: 'reload' });
+    expect(settings).toMatchObject({
+      mode: 'notifications',
+      queueUrl: QUEUE,
+      region: null,
+      reconcileEveryMs: 86_400_000,
+      visibilityTimeoutS: 300,
+      start: null,
+      onOverwrite: 'reload',
+    });
   });
 
   it('takes durations, a region, a start and include/exclude', () => {
     const job = parseConfig(
-      config(`{ by: notifications, queue: "${QUEUE}", reconcileEvery: 6h, visibilityTimeout: 1500ms, region: eu-west-1, start: 2026-11-01, onOverwrite: ignore }\n      include: ["*.csv"]`),
+      config(
+        `{ by: notifications, queue: "${QUEUE}", reconcileEvery: 6h, visibilityTimeout: 1500ms, region: eu-west-1, start: 2026-11-01, onOverwrite: ignore }\n      include: ["*.csv"]`,
+      ),
     ).jobs[0]!;
     const settings = resolveDiscovery(discoveryConfigOf(job));
-    expect(settings).toMatchObject({ reconcileEveryMs: 6 * 3_600_000, visibilityTimeoutS: 2, region: 'eu-west-1', start: Date.parse('2026-11-01T00:00:00Z'), onOverwrite: 'ignore' });
+    expect(settings).toMatchObject({
+      reconcileEveryMs: 6 * 3_600_000,
+      visibilityTimeoutS: 2,
+      region: 'eu-west-1',
+      start: Date.parse('2026-11-01T00:00:00Z'),
+      onOverwrite: 'ignore',
+    });
     expect(settings.selects('a/b.csv')).toBe(true);
     expect(settings.selects('a/b.json')).toBe(false);
   });
 
   it('names every bad field at once', () => {
-    const problems = problemsOf(config(`{ by: notifications, queue: "arn:aws:sqs:eu-west-1:123456789012:q", reconcileEvery: 0s, visibilityTimeout: 13h, region: Europe, start: yesterday, settle: 15m }`));
+    const problems = problemsOf(
+      config(
+        `{ by: notifications, queue: "arn:aws:sqs:eu-west-1:123456789012:q", reconcileEvery: 0s, visibilityTimeout: 13h, region: Europe, start: yesterday, settle: 15m }`,
+      ),
+    );
     expect(problems).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/discover.*settle/),
@@ -61,16 +87,24 @@ describe('discover.by: notifications', () => {
         expect.stringMatching(/discover\.start.*"yesterday" is not a timestamp/),
       ]),
     );
-    expect(problemsOf(config('{ by: notifications }'))).toEqual([expect.stringMatching(/discover\.queue/)]);
+    expect(problemsOf(config('{ by: notifications }'))).toEqual([
+      expect.stringMatching(/discover\.queue/),
+    ]);
   });
 
   it('takes only queue URLs', () => {
     expect(sqsQueueUrlProblem(QUEUE)).toBeNull();
     expect(sqsQueueUrlProblem('http://127.0.0.1:5000/123456789012/q.fifo')).toBeNull();
     expect(sqsQueueUrlProblem('landing-events')).toMatch(/is not a URL/);
-    expect(sqsQueueUrlProblem('ftp://sqs.eu-west-1.amazonaws.com/1/q')).toMatch(/not an http\(s\) URL/);
-    expect(sqsQueueUrlProblem('https://sqs.eu-west-1.amazonaws.com/landing-events')).toMatch(/does not end in \/<account>\/<queue name>/);
-    expect(sqsQueueUrlProblem('https://key:secret@sqs.eu-west-1.amazonaws.com/1/q')).toMatch(/must not carry credentials/);
+    expect(sqsQueueUrlProblem('ftp://sqs.eu-west-1.amazonaws.com/1/q')).toMatch(
+      /not an http\(s\) URL/,
+    );
+    expect(sqsQueueUrlProblem('https://sqs.eu-west-1.amazonaws.com/landing-events')).toMatch(
+      /does not end in \/<account>\/<queue name>/,
+    );
+    expect(sqsQueueUrlProblem('https://key:secret@sqs.eu-west-1.amazonaws.com/1/q')).toMatch(
+      /must not carry credentials/,
+    );
     expect(sqsQueueUrlProblem(`${QUEUE}?Action=ReceiveMessage`)).toMatch(/has a query or fragment/);
   });
 
@@ -85,7 +119,12 @@ describe('discover.by: notifications', () => {
 
 describe('discover.by: notifications on a local source', () => {
   it('is refused: S3 sends the events', () => {
-    const text = config(`{ by: notifications, queue: "${QUEUE}" }`).replace('s3://landing/events/', './landing');
-    expect(problemsOf(text)).toEqual([expect.stringMatching(/discover\.by.*notifications need an s3:\/\/ source/)]);
+    const text = config(`{ by: notifications, queue: "${QUEUE}" }`).replace(
+      's3://landing/events/',
+      './landing',
+    );
+    expect(problemsOf(text)).toEqual([
+      expect.stringMatching(/discover\.by.*notifications need an s3:\/\/ source/),
+    ]);
   });
 });

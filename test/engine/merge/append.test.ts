@@ -23,14 +23,23 @@ afterEach(async () => {
   await f.close();
 });
 
-const append = (opts: Parameters<typeof appendAndCommit>[2]) => appendAndCommit(f.table, session, opts);
+const append = (opts: Parameters<typeof appendAndCommit>[2]) =>
+  appendAndCommit(f.table, session, opts);
 
-describe('stageAppend, committed with the caller\'s actions', () => {
+describe("stageAppend, committed with the caller's actions", () => {
   it('creates the table, then appends, and reads every row back', async () => {
-    await makeBatch(session, 'e1', `SELECT range AS seq, 'click' AS kind, DATE '2024-01-01' AS day FROM range(3)`);
+    await makeBatch(
+      session,
+      'e1',
+      `SELECT range AS seq, 'click' AS kind, DATE '2024-01-01' AS day FROM range(3)`,
+    );
     const r1 = await append({ batch: 'e1', partitionBy: ['day'] });
     expect(r1).toMatchObject({ version: 0, created: true, inserted: 3, filesAdded: 1 });
-    await makeBatch(session, 'e2', `SELECT range AS seq, 'view' AS kind, DATE '2024-01-02' AS day FROM range(3, 5)`);
+    await makeBatch(
+      session,
+      'e2',
+      `SELECT range AS seq, 'view' AS kind, DATE '2024-01-02' AS day FROM range(3, 5)`,
+    );
     const r2 = await append({ batch: 'e2' });
     expect(r2).toMatchObject({ version: 1, created: false, inserted: 2, filesAdded: 1 });
     expect(await readRows(f, 'seq')).toEqual([
@@ -50,7 +59,11 @@ describe('stageAppend, committed with the caller\'s actions', () => {
     const r = await append({ batch: 'e', extraActions: [txn], appIds: ['clicks'] });
     expect(r.version).toBe(1);
     expect(await readRows(f, 'seq')).toHaveLength(2);
-    const actions = parseCommit(Buffer.from((await f.storage.read(commitKey(1)))!).toString('utf8'), 1, f.storage.uri);
+    const actions = parseCommit(
+      Buffer.from((await f.storage.read(commitKey(1)))!).toString('utf8'),
+      1,
+      f.storage.uri,
+    );
     const info = actions.find((a) => 'commitInfo' in a) as { commitInfo: Record<string, unknown> };
     expect(info.commitInfo).toMatchObject({
       operation: 'WRITE',
@@ -65,7 +78,11 @@ describe('stageAppend, committed with the caller\'s actions', () => {
     await makeBatch(session, 'e', `SELECT 1 AS seq, 'x' AS kind`);
     await append({ batch: 'e' });
     await makeBatch(session, 'empty', `SELECT 1 AS seq, 'x' AS kind WHERE false`);
-    expect(await append({ batch: 'empty' })).toMatchObject({ version: null, inserted: 0, filesAdded: 0 });
+    expect(await append({ batch: 'empty' })).toMatchObject({
+      version: null,
+      inserted: 0,
+      filesAdded: 0,
+    });
   });
 
   it('refuses batch columns the table lacks', async () => {

@@ -13,7 +13,12 @@ import { withTableScan } from '../../../src/engine/scan.js';
 import { ident } from '../../../src/engine/sql.js';
 import { LocalStorage } from '../../../src/storage/local.js';
 import type { Storage } from '../../../src/storage/storage.js';
-import { checkpointIO, mergeAndCommit, openTable, scanSource } from '../../../scripts/lib/tables.js';
+import {
+  checkpointIO,
+  mergeAndCommit,
+  openTable,
+  scanSource,
+} from '../../../scripts/lib/tables.js';
 
 /** A table folder and a session; `close` removes both. */
 export interface Fixture {
@@ -28,7 +33,10 @@ export interface Fixture {
 export async function localFixture(session: DuckSession): Promise<Fixture> {
   const dir = await mkdtemp(join(tmpdir(), 'tidemark-merge-test-'));
   const storage = new LocalStorage(dir);
-  return fixtureOn(session, storage, { dir, cleanup: () => rm(dir, { recursive: true, force: true }) });
+  return fixtureOn(session, storage, {
+    dir,
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  });
 }
 
 /** A fixture on any storage (e.g. S3Storage on s3rver, which needs `singleWriter`). */
@@ -48,7 +56,10 @@ export async function makeBatch(session: DuckSession, name: string, sql: string)
 }
 
 /** MERGE with the fixture's session and table, committed with the extras (as the job commits its state). */
-export function merge(f: Fixture, opts: Parameters<typeof mergeAndCommit>[2]): ReturnType<typeof mergeAndCommit> {
+export function merge(
+  f: Fixture,
+  opts: Parameters<typeof mergeAndCommit>[2],
+): ReturnType<typeof mergeAndCommit> {
   return mergeAndCommit(f.table, f.session, opts);
 }
 

@@ -21,7 +21,15 @@ import { LocalStorage } from '../../../src/storage/local.js';
 import { writeCheckpoint } from '../../../src/delta/checkpoint.js';
 import { appendAndCommit, checkpointIO, scratchSpool } from '../../../scripts/lib/tables.js';
 import { copySharedTable } from '../../helpers/shared-tables.js';
-import { fixtureOn, localFixture, makeBatch, merge, readRows, snapshotOf, type Fixture } from './helpers.js';
+import {
+  fixtureOn,
+  localFixture,
+  makeBatch,
+  merge,
+  readRows,
+  snapshotOf,
+  type Fixture,
+} from './helpers.js';
 
 let session: DuckSession;
 beforeAll(async () => {
@@ -31,19 +39,26 @@ afterAll(() => session.close());
 
 async function copyOf(name: string): Promise<Fixture> {
   const dir = await copySharedTable(name);
-  return fixtureOn(session, new LocalStorage(dir), { dir, cleanup: () => rm(dir, { recursive: true, force: true }) });
+  return fixtureOn(session, new LocalStorage(dir), {
+    dir,
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  });
 }
 
 /** The adds of commit `version`. */
 async function addsOf(f: Fixture, version: number): Promise<AddFile[]> {
   const bytes = await f.storage.read(`_delta_log/${String(version).padStart(20, '0')}.json`);
-  return parseCommit(new TextDecoder().decode(bytes!), version, f.storage.uri).flatMap((a) => ('add' in a ? [a.add] : []));
+  return parseCommit(new TextDecoder().decode(bytes!), version, f.storage.uri).flatMap((a) =>
+    'add' in a ? [a.add] : [],
+  );
 }
 
 /** parquet_schema() of an added file below the root: name, field id and converted type per node (the root left out). */
 async function footer(f: Fixture, add: AddFile): Promise<Row[]> {
   const path = join(f.dir, decodeLogPath(add.path, f.storage.uri));
-  const rows = await session.allJson(`SELECT name, field_id, converted_type FROM parquet_schema(${str(path)})`);
+  const rows = await session.allJson(
+    `SELECT name, field_id, converted_type FROM parquet_schema(${str(path)})`,
+  );
   return rows.slice(1);
 }
 
@@ -51,9 +66,13 @@ async function footer(f: Fixture, add: AddFile): Promise<Row[]> {
 function idsByPhysicalName(type: DataType, out = new Map<string, number>()): Map<string, number> {
   if (typeof type === 'string') return out;
   if (type.type === 'array') return idsByPhysicalName(type.elementType, out);
-  if (type.type === 'map') return idsByPhysicalName(type.valueType, idsByPhysicalName(type.keyType, out));
+  if (type.type === 'map')
+    return idsByPhysicalName(type.valueType, idsByPhysicalName(type.keyType, out));
   for (const field of type.fields) {
-    out.set(String(field.metadata['delta.columnMapping.physicalName']), Number(field.metadata['delta.columnMapping.id']));
+    out.set(
+      String(field.metadata['delta.columnMapping.physicalName']),
+      Number(field.metadata['delta.columnMapping.id']),
+    );
     idsByPhysicalName(field.type, out);
   }
   return out;
@@ -86,18 +105,33 @@ describe('writer requirements after a tidemark commit', () => {
       const nodes = await footer(f, add!);
       const named = nodes.filter((n) => String(n['name']).startsWith('col-'));
       // All 30 struct fields (22 top-level, 8 nested), each with its own id; the list and map levels (list, element, key_value, key, value) have none.
-      expect(named.map((n) => [n['name'], Number(n['field_id'])])).toEqual(named.map((n) => [n['name'], ids.get(String(n['name']))]));
-      expect(named.map((n) => Number(n['field_id'])).sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
-      expect(nodes.filter((n) => !String(n['name']).startsWith('col-')).every((n) => n['field_id'] === null)).toBe(true);
+      expect(named.map((n) => [n['name'], Number(n['field_id'])])).toEqual(
+        named.map((n) => [n['name'], ids.get(String(n['name']))]),
+      );
+      expect(named.map((n) => Number(n['field_id'])).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 30 }, (_, i) => i + 1),
+      );
+      expect(
+        nodes
+          .filter((n) => !String(n['name']).startsWith('col-'))
+          .every((n) => n['field_id'] === null),
+      ).toBe(true);
       // Stats nest by physical names, nested struct fields included.
       const stats = parseStats(add!.stats)!;
       expect(statsKeys(stats.minValues).every((k) => ids.has(k))).toBe(true);
-      expect(stats.minValues).toMatchObject({ 'col-ee8dc621-b36b-4784-bdb5-26c5c364e254': { 'col-b47b5204-0100-46bc-92df-aa446f634191': '5' } });
+      expect(stats.minValues).toMatchObject({
+        'col-ee8dc621-b36b-4784-bdb5-26c5c364e254': {
+          'col-b47b5204-0100-46bc-92df-aa446f634191': '5',
+        },
+      });
       // Read back by field id: 7 rows, sum(IntegerType) 15.
       const rows = await readRows(f, 'IntegerType');
       expect(rows).toHaveLength(7);
       expect(rows.reduce((sum, x) => sum + Number(x['IntegerType'] ?? 0), 0)).toBe(15);
-      expect(rows.find((x) => x['IntegerType'] === 5)).toMatchObject({ nested_struct: { aa: '5', ac: { aca: 5 } }, map_of_rows: [{ key: 6, value: { ab: '100' } }] });
+      expect(rows.find((x) => x['IntegerType'] === 5)).toMatchObject({
+        nested_struct: { aa: '5', ac: { aca: 5 } },
+        map_of_rows: [{ key: 6, value: { ab: '100' } }],
+      });
     } finally {
       await f.close();
     }
@@ -106,20 +140,36 @@ describe('writer requirements after a tidemark commit', () => {
   it('mode name (README 19): a new column gets id 4 and a col-<uuid> name, maxColumnId becomes "4"; files, stats and partitionValues use physical names', async () => {
     const f = await copyOf('dv-with-columnmapping');
     try {
-      await makeBatch(session, 'b', `SELECT * FROM (VALUES (3, 1003, 'new', 'n1')) t(part, col1, col2, note)`);
-      const r = await merge(f, { batch: 'b', keyColumns: ['col1'], orderBy: 'col1', schemaEvolution: 'addColumns' });
+      await makeBatch(
+        session,
+        'b',
+        `SELECT * FROM (VALUES (3, 1003, 'new', 'n1')) t(part, col1, col2, note)`,
+      );
+      const r = await merge(f, {
+        batch: 'b',
+        keyColumns: ['col1'],
+        orderBy: 'col1',
+        schemaEvolution: 'addColumns',
+      });
       expect(r).toMatchObject({ version: 16, inserted: 1 });
       const snapshot = await snapshotOf(f);
       const note = snapshot.schema.fields.find((x) => x.name === 'note')!;
       const physical = String(note.metadata['delta.columnMapping.physicalName']);
       expect(note.metadata['delta.columnMapping.id']).toBe(4);
       expect(physical).toMatch(UUID_NAME);
-      expect(snapshot.metadata.configuration).toMatchObject({ 'delta.columnMapping.maxColumnId': '4', 'delta.columnMapping.mode': 'name' });
+      expect(snapshot.metadata.configuration).toMatchObject({
+        'delta.columnMapping.maxColumnId': '4',
+        'delta.columnMapping.mode': 'name',
+      });
       const [add] = await addsOf(f, 16);
       expect(add!.path).toMatch(RANDOM_FOLDER);
       expect(add!.partitionValues).toEqual({ 'col-60c949ca-b8bc-4330-b931-b73fb4c60037': '3' });
       const stats = parseStats(add!.stats)!;
-      const dataColumns = ['col-9f0743fd-a52e-44a7-92e0-72a3d34231b1', 'col-ae46e8ed-607b-4b7c-8a13-44991fe0a2e4', physical];
+      const dataColumns = [
+        'col-9f0743fd-a52e-44a7-92e0-72a3d34231b1',
+        'col-ae46e8ed-607b-4b7c-8a13-44991fe0a2e4',
+        physical,
+      ];
       expect(Object.keys(stats.minValues!)).toEqual(dataColumns);
       expect(Object.keys(stats.nullCount!)).toEqual(dataColumns);
       // The partition column stays out of the file; the data columns carry ids 2, 3 and 4.
@@ -130,7 +180,9 @@ describe('writer requirements after a tidemark commit', () => {
       ]);
       const rows = await readRows(f, 'col1');
       expect(rows).toHaveLength(36);
-      expect(rows.filter((x) => x['note'] !== null)).toEqual([{ part: 3, col1: 1003, col2: 'new', note: 'n1' }]);
+      expect(rows.filter((x) => x['note'] !== null)).toEqual([
+        { part: 3, col1: 1003, col2: 'new', note: 'n1' },
+      ]);
     } finally {
       await f.close();
     }
@@ -139,13 +191,30 @@ describe('writer requirements after a tidemark commit', () => {
   it('a checkpoint tidemark writes after a MERGE keeps the physical keys: the table reads the same from it', async () => {
     const f = await copyOf('dv-with-columnmapping');
     try {
-      await makeBatch(session, 'b', `SELECT * FROM (VALUES (6, 26, 'back'), (7, 27, 'updated')) t(part, col1, col2)`);
-      await merge(f, { batch: 'b', keyColumns: ['col1'], orderBy: 'col2', ...{ deletionVectors: 'on' as const, rewriteBelowBytes: 0 } });
+      await makeBatch(
+        session,
+        'b',
+        `SELECT * FROM (VALUES (6, 26, 'back'), (7, 27, 'updated')) t(part, col1, col2)`,
+      );
+      await merge(f, {
+        batch: 'b',
+        keyColumns: ['col1'],
+        orderBy: 'col2',
+        ...{ deletionVectors: 'on' as const, rewriteBelowBytes: 0 },
+      });
       const fromJson = await readRows(f, 'col1');
       await writeCheckpoint(f.storage, checkpointIO(session), await snapshotOf(f));
-      expect(JSON.parse(new TextDecoder().decode((await f.storage.read('_delta_log/_last_checkpoint'))!))).toMatchObject({ version: 16 });
+      expect(
+        JSON.parse(
+          new TextDecoder().decode((await f.storage.read('_delta_log/_last_checkpoint'))!),
+        ),
+      ).toMatchObject({ version: 16 });
       const fromCheckpoint = await snapshotOf(f);
-      expect(fromCheckpoint.files.every((x) => Object.keys(x.partitionValues)[0] === 'col-60c949ca-b8bc-4330-b931-b73fb4c60037')).toBe(true);
+      expect(
+        fromCheckpoint.files.every(
+          (x) => Object.keys(x.partitionValues)[0] === 'col-60c949ca-b8bc-4330-b931-b73fb4c60037',
+        ),
+      ).toBe(true);
       expect(await readRows(f, 'col1')).toEqual(fromJson);
       expect(fromJson).toHaveLength(36);
     } finally {
@@ -157,9 +226,19 @@ describe('writer requirements after a tidemark commit', () => {
     const f = await copyOf('dv-with-columnmapping');
     try {
       await makeBatch(session, 'b', `SELECT * FROM (VALUES (6, 26, 'back')) t(part, col1, col2)`);
-      const staged = await stageMerge({ session, storage: f.storage, snapshot: await snapshotOf(f), spool: scratchSpool(), batch: 'b', keyColumns: ['part', 'col1'], orderBy: 'col2' });
+      const staged = await stageMerge({
+        session,
+        storage: f.storage,
+        snapshot: await snapshotOf(f),
+        spool: scratchSpool(),
+        batch: 'b',
+        keyColumns: ['part', 'col1'],
+        orderBy: 'col2',
+      });
       try {
-        expect(staged.request.read.partitions).toEqual([{ 'col-60c949ca-b8bc-4330-b931-b73fb4c60037': '6' }]);
+        expect(staged.request.read.partitions).toEqual([
+          { 'col-60c949ca-b8bc-4330-b931-b73fb4c60037': '6' },
+        ]);
       } finally {
         await staged.dispose();
       }
@@ -173,9 +252,16 @@ describe('writer requirements after a tidemark commit', () => {
     try {
       const before = await readdir(f.dir, { recursive: true });
       await makeBatch(session, 'b', `SELECT 'BMS' AS "Company Very Short", 'X' AS "Super Name"`);
-      const err = await merge(f, { batch: 'b', keyColumns: ['Super Name'], orderBy: 'Super Name', columnMapping: 'none' }).catch((e: unknown) => e);
+      const err = await merge(f, {
+        batch: 'b',
+        keyColumns: ['Super Name'],
+        orderBy: 'Super Name',
+        columnMapping: 'none',
+      }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(SchemaError);
-      expect((err as Error).message).toMatch(/column mapping mode 'name', but columnMapping 'none' was asked for/);
+      expect((err as Error).message).toMatch(
+        /column mapping mode 'name', but columnMapping 'none' was asked for/,
+      );
       expect((err as SchemaError).kind).toBe('usage');
       expect(await readdir(f.dir, { recursive: true })).toEqual(before);
     } finally {
@@ -191,10 +277,24 @@ describe('tables tidemark creates with column mapping', () => {
     const f = await localFixture(session);
     try {
       await makeBatch(session, 'b', NESTED);
-      await merge(f, { batch: 'b', keyColumns: ['id'], orderBy: 'v', partitionBy: ['region'], columnMapping: 'name' });
+      await merge(f, {
+        batch: 'b',
+        keyColumns: ['id'],
+        orderBy: 'v',
+        partitionBy: ['region'],
+        columnMapping: 'name',
+      });
       const s = await snapshotOf(f);
-      expect(s.protocol).toEqual({ minReaderVersion: 3, minWriterVersion: 7, readerFeatures: ['deletionVectors', 'columnMapping'], writerFeatures: ['deletionVectors', 'columnMapping'] });
-      expect(s.metadata.configuration).toMatchObject({ 'delta.columnMapping.mode': 'name', 'delta.columnMapping.maxColumnId': '9' });
+      expect(s.protocol).toEqual({
+        minReaderVersion: 3,
+        minWriterVersion: 7,
+        readerFeatures: ['deletionVectors', 'columnMapping'],
+        writerFeatures: ['deletionVectors', 'columnMapping'],
+      });
+      expect(s.metadata.configuration).toMatchObject({
+        'delta.columnMapping.mode': 'name',
+        'delta.columnMapping.maxColumnId': '9',
+      });
       expect(s.metadata.partitionColumns).toEqual(['region']);
       const ids = idsByPhysicalName(s.schema);
       // id, region, address, address.city, address.geo, address.geo.lat, items, items[].sku, v
@@ -205,14 +305,36 @@ describe('tables tidemark creates with column mapping', () => {
         expect(add.path).toMatch(RANDOM_FOLDER);
         expect(Object.keys(add.partitionValues)).toEqual([region]);
         const nodes = await footer(f, add);
-        expect(nodes.filter((n) => n['field_id'] !== null).every((n) => ids.get(String(n['name'])) === Number(n['field_id']))).toBe(true);
+        expect(
+          nodes
+            .filter((n) => n['field_id'] !== null)
+            .every((n) => ids.get(String(n['name'])) === Number(n['field_id'])),
+        ).toBe(true);
         expect(nodes.map((n) => n['name'])).not.toContain('city');
       }
-      await makeBatch(session, 'u', `SELECT 2 AS id, 'us' AS region, {'city': 'Dallas', 'geo': {'lat': 32.8}} AS address, [{'sku': 'b'}] AS items, 2 AS v`);
-      expect(await merge(f, { batch: 'u', keyColumns: ['id'], orderBy: 'v' })).toMatchObject({ updated: 1 });
+      await makeBatch(
+        session,
+        'u',
+        `SELECT 2 AS id, 'us' AS region, {'city': 'Dallas', 'geo': {'lat': 32.8}} AS address, [{'sku': 'b'}] AS items, 2 AS v`,
+      );
+      expect(await merge(f, { batch: 'u', keyColumns: ['id'], orderBy: 'v' })).toMatchObject({
+        updated: 1,
+      });
       expect(await readRows(f, 'id')).toEqual([
-        { id: 1, region: 'eu', address: { city: 'Oslo', geo: { lat: '59.9' } }, items: [{ sku: 'a' }], v: 1 },
-        { id: 2, region: 'us', address: { city: 'Dallas', geo: { lat: '32.8' } }, items: [{ sku: 'b' }], v: 2 },
+        {
+          id: 1,
+          region: 'eu',
+          address: { city: 'Oslo', geo: { lat: '59.9' } },
+          items: [{ sku: 'a' }],
+          v: 1,
+        },
+        {
+          id: 2,
+          region: 'us',
+          address: { city: 'Dallas', geo: { lat: '32.8' } },
+          items: [{ sku: 'b' }],
+          v: 2,
+        },
       ]);
     } finally {
       await f.close();
@@ -227,10 +349,15 @@ describe('tables tidemark creates with column mapping', () => {
       await appendAndCommit(f.table, session, { batch: 'b' });
       const s = await snapshotOf(f);
       expect(s.protocol).toEqual({ minReaderVersion: 2, minWriterVersion: 5 });
-      expect(s.metadata.configuration).toEqual({ 'delta.columnMapping.mode': 'id', 'delta.columnMapping.maxColumnId': '9' });
+      expect(s.metadata.configuration).toEqual({
+        'delta.columnMapping.mode': 'id',
+        'delta.columnMapping.maxColumnId': '9',
+      });
       const field = (name: string): StructField => s.schema.fields.find((x) => x.name === name)!;
       const [add] = await addsOf(f, 1);
-      const top = (await footer(f, add!)).find((n) => n['name'] === field('address').metadata['delta.columnMapping.physicalName']);
+      const top = (await footer(f, add!)).find(
+        (n) => n['name'] === field('address').metadata['delta.columnMapping.physicalName'],
+      );
       expect(Number(top!['field_id'])).toBe(field('address').metadata['delta.columnMapping.id']);
       const rows = await readRows(f, 'id, v');
       expect(rows.map((x) => [x['id'], (x['address'] as Row)['city'], x['items']])).toEqual([

@@ -39,9 +39,20 @@ describe('the MERGE commit', () => {
   it('records operation MERGE with Spark metric names and the txn in the same version', async () => {
     await makeBatch(session, 'seed', `SELECT range AS id, 'x' AS name, 1 AS v FROM range(10)`);
     await merge(f, { batch: 'seed', ...KEY });
-    await makeBatch(session, 'b', `SELECT * FROM (VALUES (1, 'y', 2, false), (2, 'z', 2, true), (20, 'n', 1, false)) t(id, name, v, gone)`);
+    await makeBatch(
+      session,
+      'b',
+      `SELECT * FROM (VALUES (1, 'y', 2, false), (2, 'z', 2, true), (20, 'n', 1, false)) t(id, name, v, gone)`,
+    );
     const txn = { txn: { appId: 'job-orders', version: 7, lastUpdated: 1 } };
-    const r = await merge(f, { batch: 'b', ...KEY, deleteWhen: 'gone', internalColumns: ['gone'], extraActions: [txn], appIds: ['job-orders'] });
+    const r = await merge(f, {
+      batch: 'b',
+      ...KEY,
+      deleteWhen: 'gone',
+      internalColumns: ['gone'],
+      extraActions: [txn],
+      appIds: ['job-orders'],
+    });
     expect(r.version).toBe(1);
     const actions = await commitActions(1);
     expect(actions.filter((a) => 'remove' in a)).toHaveLength(1);
@@ -61,19 +72,27 @@ describe('the MERGE commit', () => {
       numTargetBytesRemoved: String(r.bytesRewritten),
       numTargetBytesAdded: String(r.bytesAdded),
     });
-    expect(Number((info['operationMetrics'] as Record<string, string>)['executionTimeMs'])).toBeGreaterThanOrEqual(0);
+    expect(
+      Number((info['operationMetrics'] as Record<string, string>)['executionTimeMs']),
+    ).toBeGreaterThanOrEqual(0);
     const params = info['operationParameters'] as Record<string, string>;
     expect(JSON.parse(params['predicate']!)).toEqual(['target."id" = source."id"']);
     expect(JSON.parse(params['matchedPredicates']!)).toEqual([
       { predicate: '(gone) AND source."v" >= target."v"', actionType: 'delete' },
       { predicate: 'source."v" >= target."v"', actionType: 'update' },
     ]);
-    expect(JSON.parse(params['notMatchedPredicates']!)).toEqual([{ predicate: 'NOT (gone)', actionType: 'insert' }]);
+    expect(JSON.parse(params['notMatchedPredicates']!)).toEqual([
+      { predicate: 'NOT (gone)', actionType: 'insert' },
+    ]);
     expect((await snapshotOf(f)).txns.get('job-orders')?.version).toBe(7);
   });
 
   it('removes files with their partition values, size and stats (extended file metadata)', async () => {
-    await makeBatch(session, 'seed', `SELECT range AS id, 'p' || (range % 2) AS part, 1 AS v FROM range(4)`);
+    await makeBatch(
+      session,
+      'seed',
+      `SELECT range AS id, 'p' || (range % 2) AS part, 1 AS v FROM range(4)`,
+    );
     await merge(f, { batch: 'seed', ...KEY, partitionBy: ['part'] });
     const before = await snapshotOf(f);
     await makeBatch(session, 'b', `SELECT 1 AS id, 'p1' AS part, 2 AS v`);
@@ -81,7 +100,14 @@ describe('the MERGE commit', () => {
     const removed = (await commitActions(1)).flatMap((a) => ('remove' in a ? [a.remove] : []));
     const old = before.files.find((x) => x.partitionValues['part'] === 'p1')!;
     expect(removed).toEqual([
-      expect.objectContaining({ path: old.path, dataChange: true, extendedFileMetadata: true, partitionValues: { part: 'p1' }, size: old.size, stats: old.stats }),
+      expect.objectContaining({
+        path: old.path,
+        dataChange: true,
+        extendedFileMetadata: true,
+        partitionValues: { part: 'p1' },
+        size: old.size,
+        stats: old.stats,
+      }),
     ]);
   });
 
@@ -91,8 +117,17 @@ describe('the MERGE commit', () => {
     const r = await merge(f, { batch: 'b', ...KEY, extraActions: [txn] });
     expect(r).toMatchObject({ version: 0, created: true });
     const actions = await commitActions(0);
-    expect(actions.map((a) => Object.keys(a)[0]).sort()).toEqual(['add', 'commitInfo', 'metaData', 'protocol', 'txn']);
-    expect(commitInfoOf(actions)['operationMetrics']).toMatchObject({ numTargetRowsInserted: '1', numSourceRows: '1' });
+    expect(actions.map((a) => Object.keys(a)[0]).sort()).toEqual([
+      'add',
+      'commitInfo',
+      'metaData',
+      'protocol',
+      'txn',
+    ]);
+    expect(commitInfoOf(actions)['operationMetrics']).toMatchObject({
+      numTargetRowsInserted: '1',
+      numSourceRows: '1',
+    });
   });
 
   it('commits nothing when nothing changed and no extra actions are given', async () => {
@@ -123,6 +158,8 @@ describe('the MERGE commit', () => {
     const err = await merge(f, { batch: 'b2', ...KEY, snapshot: stale }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CommitConflictError);
     // The winner rewrote the file this MERGE read (and added into the partitions it read).
-    expect(['ConcurrentAppend', 'ConcurrentDeleteRead']).toContain((err as CommitConflictError).conflict);
+    expect(['ConcurrentAppend', 'ConcurrentDeleteRead']).toContain(
+      (err as CommitConflictError).conflict,
+    );
   });
 });

@@ -9,7 +9,11 @@
 import { readdir } from 'node:fs/promises';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DuckSession } from '../../../src/engine/duckdb.js';
-import { BadFileError, ConstraintViolationError, UnsupportedFeatureError } from '../../../src/errors.js';
+import {
+  BadFileError,
+  ConstraintViolationError,
+  UnsupportedFeatureError,
+} from '../../../src/errors.js';
 import { appendAndCommit } from '../../../scripts/lib/tables.js';
 import { changeRows } from '../../helpers/change-data.js';
 import { field, writeSparkLikeTable } from '../../helpers/spark-like-table.js';
@@ -41,7 +45,11 @@ async function accountsTable(configuration: Record<string, string> = {}): Promis
       field('owner', OWNER),
       field('status', 'string'),
       field('amount', 'long'),
-      field('v', 'long', { metadata: { 'delta.invariants': JSON.stringify({ expression: { expression: 'v < 1000000' } }) } }),
+      field('v', 'long', {
+        metadata: {
+          'delta.invariants': JSON.stringify({ expression: { expression: 'v < 1000000' } }),
+        },
+      }),
     ],
     configuration: {
       'delta.enableChangeDataFeed': 'true',
@@ -107,10 +115,18 @@ async function refused(rows: BatchRow[]): Promise<ConstraintViolationError> {
 describe('a row that breaks a rule fails the MERGE before anything is written', () => {
   it('a CHECK constraint: names it, its expression, the file, the row and the key', async () => {
     await accountsTable();
-    const err = await refused([{ id: 7, file: 'b.csv', row: 1 }, { id: 8, amount: '-5', file: 'b.csv', row: 2 }]);
+    const err = await refused([
+      { id: 7, file: 'b.csv', row: 1 },
+      { id: 8, amount: '-5', file: 'b.csv', row: 2 },
+    ]);
     expect(err).toBeInstanceOf(BadFileError); // bad data: onBadFile quarantine sets the file aside
     expect(err.constraint).toBe('CHECK constraint nonneg');
-    expect(err.context).toMatchObject({ key: 's3://landing/b.csv', row: 2, keyValue: 'id=8', expression: 'amount >= 0' });
+    expect(err.context).toMatchObject({
+      key: 's3://landing/b.csv',
+      row: 2,
+      keyValue: 'id=8',
+      expression: 'amount >= 0',
+    });
     expect(err.message).toBe(
       `[merge] the row with key (id=8) (file s3://landing/b.csv, row 2) violates CHECK constraint nonneg (amount >= 0) of table ${f.storage.uri}`,
     );
@@ -121,9 +137,11 @@ describe('a row that breaks a rule fails the MERGE before anything is written', 
     expect((await refused([{ id: 8, amount: 'NULL' }])).constraint).toBe('CHECK constraint nonneg');
   });
 
-  it("Spark's quoting: `status` IN (\"new\", \"done\")", async () => {
+  it('Spark\'s quoting: `status` IN ("new", "done")', async () => {
     await accountsTable();
-    expect((await refused([{ id: 8, status: "'weird'" }])).constraint).toBe('CHECK constraint known_status');
+    expect((await refused([{ id: 8, status: "'weird'" }])).constraint).toBe(
+      'CHECK constraint known_status',
+    );
     await merge(f, { batch: await batchOf([{ id: 8, status: "'done'" }]), ...MERGE });
     expect((await readRows(f, 'id')).find((r) => Number(r['id']) === 8)?.['status']).toBe('done');
   });
@@ -137,7 +155,9 @@ describe('a row that breaks a rule fails the MERGE before anything is written', 
 
   it('NOT NULL on a nested field: a NULL value, and a NULL parent struct', async () => {
     await accountsTable();
-    expect((await refused([{ id: 8, owner: `{'name': NULL::VARCHAR, 'email': 'e'}` }])).constraint).toBe('NOT NULL column owner.name');
+    expect(
+      (await refused([{ id: 8, owner: `{'name': NULL::VARCHAR, 'email': 'e'}` }])).constraint,
+    ).toBe('NOT NULL column owner.name');
     const err = await refused([{ id: 9, owner: `NULL::STRUCT(name VARCHAR, email VARCHAR)` }]);
     expect(err.constraint).toBe('NOT NULL column owner.name');
     expect(err.context).toMatchObject({ column: 'owner.name', keyValue: 'id=9' });
@@ -159,17 +179,30 @@ describe('NOT NULL elements and values (containsNull / valueContainsNull false)'
       fields: [
         field('id', 'long'),
         field('tags', { type: 'array', elementType: 'string', containsNull: false }),
-        field('attrs', { type: 'map', keyType: 'string', valueType: 'string', valueContainsNull: false }),
+        field('attrs', {
+          type: 'map',
+          keyType: 'string',
+          valueType: 'string',
+          valueContainsNull: false,
+        }),
       ],
       configuration: {},
       rowsSql: `SELECT 1::BIGINT AS id, ['a'] AS tags, MAP {'k': 'v'} AS attrs`,
     });
     const opts = { keyColumns: ['id'], orderBy: 'id', deletionVectors: 'off' as const };
     const attempt = (tags: string, attrs: string) =>
-      makeBatch(session, 'b', `SELECT 2::BIGINT AS id, ${tags} AS tags, ${attrs} AS attrs`).then((b) => merge(f, { batch: b, ...opts }));
-    await expect(attempt(`['a', NULL]`, `MAP {'k': 'v'}`)).rejects.toThrow(/violates NOT NULL elements of column tags/);
-    await expect(attempt(`['a']`, `MAP {'k': NULL::VARCHAR}`)).rejects.toThrow(/violates NOT NULL values of column attrs/);
-    expect(await attempt(`NULL::VARCHAR[]`, `NULL::MAP(VARCHAR, VARCHAR)`)).toMatchObject({ inserted: 1 });
+      makeBatch(session, 'b', `SELECT 2::BIGINT AS id, ${tags} AS tags, ${attrs} AS attrs`).then(
+        (b) => merge(f, { batch: b, ...opts }),
+      );
+    await expect(attempt(`['a', NULL]`, `MAP {'k': 'v'}`)).rejects.toThrow(
+      /violates NOT NULL elements of column tags/,
+    );
+    await expect(attempt(`['a']`, `MAP {'k': NULL::VARCHAR}`)).rejects.toThrow(
+      /violates NOT NULL values of column attrs/,
+    );
+    expect(await attempt(`NULL::VARCHAR[]`, `NULL::MAP(VARCHAR, VARCHAR)`)).toMatchObject({
+      inserted: 1,
+    });
   });
 });
 
@@ -191,29 +224,46 @@ describe('rows the MERGE does not store are not checked', () => {
 describe('rules DuckDB cannot evaluate', () => {
   it('refuse the write, naming the constraint and the feature', async () => {
     await accountsTable({ 'delta.constraints.odd': 'no_such_function(status) > 0' });
-    const err = await merge(f, { batch: await batchOf([{ id: 8 }]), ...MERGE }).catch((e: unknown) => e);
+    const err = await merge(f, { batch: await batchOf([{ id: 8 }]), ...MERGE }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(UnsupportedFeatureError);
     expect((err as UnsupportedFeatureError).feature).toBe('checkConstraints');
-    expect((err as Error).message).toContain('CHECK constraint odd (no_such_function(status) > 0) cannot be evaluated');
+    expect((err as Error).message).toContain(
+      'CHECK constraint odd (no_such_function(status) > 0) cannot be evaluated',
+    );
     expect((await snapshotOf(f)).version).toBe(0);
   });
 
   it('a subquery is refused', async () => {
     await accountsTable({ 'delta.constraints.sub': 'amount IN (SELECT 1)' });
-    await expect(merge(f, { batch: await batchOf([{ id: 8 }]), ...MERGE })).rejects.toThrow(/CHECK constraint sub .* cannot be evaluated: subqueries/);
+    await expect(merge(f, { batch: await batchOf([{ id: 8 }]), ...MERGE })).rejects.toThrow(
+      /CHECK constraint sub .* cannot be evaluated: subqueries/,
+    );
   });
 });
 
 describe('append', () => {
   it('checks every row, naming the file and row (no key)', async () => {
     await accountsTable();
-    const batch = await batchOf([{ id: 20, file: 'e.csv', row: 1 }, { id: 21, amount: '-3', file: 'e.csv', row: 2 }]);
-    const err = await appendAndCommit(f.table, session, { batch, internalColumns: ['gone', '_source_file', '_source_row'], sourceRowColumn: '_source_row' }).catch(
-      (e: unknown) => e,
-    );
+    const batch = await batchOf([
+      { id: 20, file: 'e.csv', row: 1 },
+      { id: 21, amount: '-3', file: 'e.csv', row: 2 },
+    ]);
+    const err = await appendAndCommit(f.table, session, {
+      batch,
+      internalColumns: ['gone', '_source_file', '_source_row'],
+      sourceRowColumn: '_source_row',
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConstraintViolationError);
-    expect((err as ConstraintViolationError).context).toMatchObject({ key: 's3://landing/e.csv', row: 2, constraint: 'CHECK constraint nonneg' });
-    expect((err as Error).message).toMatch(/^\[merge\] a row \(file s3:\/\/landing\/e\.csv, row 2\) violates/);
+    expect((err as ConstraintViolationError).context).toMatchObject({
+      key: 's3://landing/e.csv',
+      row: 2,
+      constraint: 'CHECK constraint nonneg',
+    });
+    expect((err as Error).message).toMatch(
+      /^\[merge\] a row \(file s3:\/\/landing\/e\.csv, row 2\) violates/,
+    );
     expect((await snapshotOf(f)).version).toBe(0);
   });
 });
@@ -230,12 +280,52 @@ describe('the hand-written Spark table records a change data feed', () => {
       ...MERGE,
     });
     expect(r).toMatchObject({ updated: 1, deleted: 1, inserted: 1, changeFilesAdded: 1 });
-    const rows = await changeRows(session, f.storage, r.version!, `id, _change_type = 'update_postimage'`);
-    expect(rows.map((x) => ({ ...x, id: Number(x['id']), amount: Number(x['amount']), v: Number(x['v']) }))).toEqual([
-      { id: 1, owner: { name: 'owner-1', email: null }, status: 'new', amount: 10, v: 1, _change_type: 'update_preimage' },
-      { id: 1, owner: { name: 'x', email: null }, status: 'done', amount: 11, v: 2, _change_type: 'update_postimage' },
-      { id: 2, owner: { name: 'owner-2', email: null }, status: 'new', amount: 20, v: 1, _change_type: 'delete' },
-      { id: 9, owner: { name: 'x', email: null }, status: 'new', amount: 90, v: 2, _change_type: 'insert' },
+    const rows = await changeRows(
+      session,
+      f.storage,
+      r.version!,
+      `id, _change_type = 'update_postimage'`,
+    );
+    expect(
+      rows.map((x) => ({
+        ...x,
+        id: Number(x['id']),
+        amount: Number(x['amount']),
+        v: Number(x['v']),
+      })),
+    ).toEqual([
+      {
+        id: 1,
+        owner: { name: 'owner-1', email: null },
+        status: 'new',
+        amount: 10,
+        v: 1,
+        _change_type: 'update_preimage',
+      },
+      {
+        id: 1,
+        owner: { name: 'x', email: null },
+        status: 'done',
+        amount: 11,
+        v: 2,
+        _change_type: 'update_postimage',
+      },
+      {
+        id: 2,
+        owner: { name: 'owner-2', email: null },
+        status: 'new',
+        amount: 20,
+        v: 1,
+        _change_type: 'delete',
+      },
+      {
+        id: 9,
+        owner: { name: 'x', email: null },
+        status: 'new',
+        amount: 90,
+        v: 2,
+        _change_type: 'insert',
+      },
     ]);
     // The legacy protocol is kept: writer 4 supports both features.
     expect((await snapshotOf(f)).protocol).toEqual({ minReaderVersion: 1, minWriterVersion: 4 });

@@ -5,7 +5,12 @@
  * write mode follows the setting and the per-file thresholds; and the table always reads exactly.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { parseCommit, type Action, type AddFile, type RemoveFile } from '../../../src/delta/actions.js';
+import {
+  parseCommit,
+  type Action,
+  type AddFile,
+  type RemoveFile,
+} from '../../../src/delta/actions.js';
 import { resolveDeletionVector } from '../../../src/delta/deletion-vectors/index.js';
 import { commitKey } from '../../../src/delta/log-files.js';
 import { DuckSession } from '../../../src/engine/duckdb.js';
@@ -39,7 +44,11 @@ const removes = (a: Action[]): RemoveFile[] => a.flatMap((x) => ('remove' in x ?
 
 /** 1000 rows in two files of 500 (ids 0..999, v = 1). */
 async function seed(opts: Record<string, unknown> = {}): Promise<void> {
-  await makeBatch(session, 'seed', `SELECT range AS id, 'name-' || range AS name, 1 AS v FROM range(1000)`);
+  await makeBatch(
+    session,
+    'seed',
+    `SELECT range AS id, 'name-' || range AS name, 1 AS v FROM range(1000)`,
+  );
   await merge(f, { batch: 'seed', ...KEY, targetFileRows: 500, ...opts });
 }
 
@@ -58,7 +67,11 @@ describe('a table tidemark creates', () => {
     const s = await snapshotOf(f);
     expect(s.protocol.readerFeatures ?? []).not.toContain('deletionVectors');
     await makeBatch(session, 'b', `SELECT 3 AS id, 'x' AS name, 2 AS v`);
-    expect(await merge(f, { batch: 'b', ...DV })).toMatchObject({ updated: 1, filesWithNewDv: 0, filesRemoved: 1 });
+    expect(await merge(f, { batch: 'b', ...DV })).toMatchObject({
+      updated: 1,
+      filesWithNewDv: 0,
+      filesRemoved: 1,
+    });
   });
 });
 
@@ -66,9 +79,20 @@ describe('MERGE writing deletion vectors', () => {
   it('marks updated and deleted rows in a DV, writes their new versions to a new file, and reads back exactly', async () => {
     await seed();
     const before = await snapshotOf(f);
-    await makeBatch(session, 'b', `SELECT * FROM (VALUES (3, 'three', 2, false), (7, NULL, 2, true), (1001, 'new', 1, false)) t(id, name, v, gone)`);
+    await makeBatch(
+      session,
+      'b',
+      `SELECT * FROM (VALUES (3, 'three', 2, false), (7, NULL, 2, true), (1001, 'new', 1, false)) t(id, name, v, gone)`,
+    );
     const r = await merge(f, { batch: 'b', ...DV, deleteWhen: 'gone', internalColumns: ['gone'] });
-    expect(r).toMatchObject({ updated: 1, deleted: 1, inserted: 1, filesWithNewDv: 1, bytesRewritten: 0, rowsCopied: 0 });
+    expect(r).toMatchObject({
+      updated: 1,
+      deleted: 1,
+      inserted: 1,
+      filesWithNewDv: 1,
+      bytesRewritten: 0,
+      rowsCopied: 0,
+    });
     const actions = await actionsOf(r.version!);
     const [remove] = removes(actions);
     const withDv = adds(actions).find((a) => a.deletionVector);
@@ -92,10 +116,18 @@ describe('MERGE writing deletion vectors', () => {
 
   it('a second MERGE on the same file extends its DV (old deletes kept) and removes the file with its old DV', async () => {
     await seed();
-    await makeBatch(session, 'b1', `SELECT * FROM (VALUES (3, 'a', 2), (4, 'b', 2)) t(id, name, v)`);
+    await makeBatch(
+      session,
+      'b1',
+      `SELECT * FROM (VALUES (3, 'a', 2), (4, 'b', 2)) t(id, name, v)`,
+    );
     await merge(f, { batch: 'b1', ...DV });
     const first = (await snapshotOf(f)).files.find((x) => x.deletionVector)!;
-    await makeBatch(session, 'b2', `SELECT * FROM (VALUES (3, 'c', 3), (5, 'd', 2)) t(id, name, v)`);
+    await makeBatch(
+      session,
+      'b2',
+      `SELECT * FROM (VALUES (3, 'c', 3), (5, 'd', 2)) t(id, name, v)`,
+    );
     const r = await merge(f, { batch: 'b2', ...DV });
     expect(r).toMatchObject({ updated: 2, filesWithNewDv: 2 }); // the seed file (5) and the file written by b1 (3)
     const actions = await actionsOf(r.version!);
@@ -105,13 +137,21 @@ describe('MERGE writing deletion vectors', () => {
     expect(readded.deletionVector!.cardinality).toBe(3);
     const rows = await readRows(f, 'id');
     expect(rows).toHaveLength(1000);
-    expect(rows.filter((x) => [3, 4, 5].includes(Number(x['id']))).map((x) => x['name'])).toEqual(['c', 'b', 'd']);
+    expect(rows.filter((x) => [3, 4, 5].includes(Number(x['id']))).map((x) => x['name'])).toEqual([
+      'c',
+      'b',
+      'd',
+    ]);
   });
 
   it('a file whose every row is deleted is removed, with no DV', async () => {
     await makeBatch(session, 'seed', `SELECT range AS id, 'x' AS name, 1 AS v FROM range(4)`);
     await merge(f, { batch: 'seed', ...KEY });
-    await makeBatch(session, 'b', `SELECT range AS id, NULL AS name, 2 AS v, true AS gone FROM range(4)`);
+    await makeBatch(
+      session,
+      'b',
+      `SELECT range AS id, NULL AS name, 2 AS v, true AS gone FROM range(4)`,
+    );
     const r = await merge(f, { batch: 'b', ...DV, deleteWhen: 'gone', internalColumns: ['gone'] });
     expect(r).toMatchObject({ deleted: 4, filesWithNewDv: 0, filesRemoved: 1, filesAdded: 0 });
     expect(adds(await actionsOf(r.version!))).toEqual([]);
@@ -120,23 +160,43 @@ describe('MERGE writing deletion vectors', () => {
 
   it('a reload of the same rows (orderBy ties) is unchanged: no DV, no new file', async () => {
     await seed();
-    await makeBatch(session, 'b', `SELECT range AS id, 'name-' || range AS name, 1 AS v FROM range(10)`);
+    await makeBatch(
+      session,
+      'b',
+      `SELECT range AS id, 'name-' || range AS name, 1 AS v FROM range(10)`,
+    );
     const r = await merge(f, { batch: 'b', ...DV });
-    expect(r).toMatchObject({ unchanged: 10, updated: 0, filesWithNewDv: 0, filesAdded: 0, version: null });
+    expect(r).toMatchObject({
+      unchanged: 10,
+      updated: 0,
+      filesWithNewDv: 0,
+      filesAdded: 0,
+      version: null,
+    });
   });
 
   it('a tie with a changed value is an update, found by reading only the tied rows', async () => {
     await seed();
-    await makeBatch(session, 'b', `SELECT * FROM (VALUES (10, 'name-10', 1), (11, 'renamed', 1)) t(id, name, v)`);
+    await makeBatch(
+      session,
+      'b',
+      `SELECT * FROM (VALUES (10, 'name-10', 1), (11, 'renamed', 1)) t(id, name, v)`,
+    );
     const r = await merge(f, { batch: 'b', ...DV });
     expect(r).toMatchObject({ unchanged: 1, updated: 1, filesWithNewDv: 1 });
-    expect((await readRows(f, 'id')).find((x) => Number(x['id']) === 11)).toMatchObject({ name: 'renamed' });
+    expect((await readRows(f, 'id')).find((x) => Number(x['id']) === 11)).toMatchObject({
+      name: 'renamed',
+    });
   });
 
   it('a stale row changes nothing, in a DV file as in any other', async () => {
     await seed();
     await makeBatch(session, 'b', `SELECT 12 AS id, 'old' AS name, 0 AS v`);
-    expect(await merge(f, { batch: 'b', ...DV })).toMatchObject({ skippedStale: 1, filesWithNewDv: 0, version: null });
+    expect(await merge(f, { batch: 'b', ...DV })).toMatchObject({
+      skippedStale: 1,
+      filesWithNewDv: 0,
+      version: null,
+    });
   });
 });
 
@@ -144,30 +204,51 @@ describe('the write mode of each file', () => {
   it('small files are rewritten (rewriteBelowBytes), large ones get a DV', async () => {
     await seed();
     await makeBatch(session, 'b', `SELECT 3 AS id, 'x' AS name, 2 AS v`);
-    expect(await merge(f, { batch: 'b', ...KEY, rewriteBelowBytes: 1024 * 1024 })).toMatchObject({ filesWithNewDv: 0, filesRemoved: 1, rowsCopied: 499 });
+    expect(await merge(f, { batch: 'b', ...KEY, rewriteBelowBytes: 1024 * 1024 })).toMatchObject({
+      filesWithNewDv: 0,
+      filesRemoved: 1,
+      rowsCopied: 499,
+    });
     await makeBatch(session, 'b2', `SELECT 4 AS id, 'y' AS name, 2 AS v`);
-    expect(await merge(f, { batch: 'b2', ...KEY, rewriteBelowBytes: 0 })).toMatchObject({ filesWithNewDv: 1, rowsCopied: 0 });
+    expect(await merge(f, { batch: 'b2', ...KEY, rewriteBelowBytes: 0 })).toMatchObject({
+      filesWithNewDv: 1,
+      rowsCopied: 0,
+    });
   });
 
   it('a file that would keep little live data is rewritten (rewriteDeletedShare)', async () => {
     await seed();
     await makeBatch(session, 'b', `SELECT range AS id, 'x' AS name, 2 AS v FROM range(300)`);
-    const r = await merge(f, { batch: 'b', ...KEY, rewriteBelowBytes: 0, rewriteDeletedShare: 0.5 });
+    const r = await merge(f, {
+      batch: 'b',
+      ...KEY,
+      rewriteBelowBytes: 0,
+      rewriteDeletedShare: 0.5,
+    });
     expect(r).toMatchObject({ updated: 300, filesWithNewDv: 0, filesRemoved: 1 });
   });
 
   it("'auto' follows the table: no DVs in a table without delta.enableDeletionVectors; 'on' upgrades it in the same commit", async () => {
     await seed({ deletionVectors: 'off' });
     await makeBatch(session, 'b', `SELECT 3 AS id, 'x' AS name, 2 AS v`);
-    expect(await merge(f, { batch: 'b', ...DV, deletionVectors: 'auto' })).toMatchObject({ filesWithNewDv: 0 });
+    expect(await merge(f, { batch: 'b', ...DV, deletionVectors: 'auto' })).toMatchObject({
+      filesWithNewDv: 0,
+    });
     await makeBatch(session, 'b2', `SELECT 600 AS id, 'y' AS name, 2 AS v`);
     const r = await merge(f, { batch: 'b2', ...DV, deletionVectors: 'on' });
     expect(r.filesWithNewDv).toBe(1);
     const actions = await actionsOf(r.version!);
     const protocol = actions.find((a) => 'protocol' in a);
     const metaData = actions.find((a) => 'metaData' in a);
-    expect(protocol && 'protocol' in protocol ? protocol.protocol : null).toMatchObject({ minReaderVersion: 3, minWriterVersion: 7 });
-    expect(metaData && 'metaData' in metaData ? metaData.metaData.configuration['delta.enableDeletionVectors'] : null).toBe('true');
+    expect(protocol && 'protocol' in protocol ? protocol.protocol : null).toMatchObject({
+      minReaderVersion: 3,
+      minWriterVersion: 7,
+    });
+    expect(
+      metaData && 'metaData' in metaData
+        ? metaData.metaData.configuration['delta.enableDeletionVectors']
+        : null,
+    ).toBe('true');
     expect(await readRows(f, 'id')).toHaveLength(1000);
   });
 });
@@ -179,13 +260,20 @@ describe('deletion vectors and concurrent writers', () => {
     await makeBatch(session, 'b1', `SELECT 3 AS id, 'first' AS name, 2 AS v`);
     await merge(f, { batch: 'b1', ...DV });
     await makeBatch(session, 'b2', `SELECT 4 AS id, 'second' AS name, 2 AS v`);
-    const err = await mergeAndCommit(f.table, session, { batch: 'b2', ...DV, snapshot: planned }).catch((e: unknown) => e);
+    const err = await mergeAndCommit(f.table, session, {
+      batch: 'b2',
+      ...DV,
+      snapshot: planned,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CommitConflictError);
     // The winner re-added the file with a DV (and added the row's new version): it changed what this MERGE read.
     expect((err as CommitConflictError).conflict).toMatch(/^Concurrent(Append|DeleteRead)$/);
     await merge(f, { batch: 'b2', ...DV });
     const rows = await readRows(f, 'id');
-    expect(rows.filter((x) => [3, 4].includes(Number(x['id']))).map((x) => x['name'])).toEqual(['first', 'second']);
+    expect(rows.filter((x) => [3, 4].includes(Number(x['id']))).map((x) => x['name'])).toEqual([
+      'first',
+      'second',
+    ]);
   });
 
   it('a blind append committed meanwhile does not conflict with a MERGE that writes DVs: it commits on top, both changes stay', async () => {
@@ -198,7 +286,10 @@ describe('deletion vectors and concurrent writers', () => {
     expect(merged.version).toBe(appended.version! + 1);
     expect(merged.filesWithNewDv).toBe(1);
     const rows = await readRows(f, 'id');
-    expect(rows.filter((x) => [3, 5000].includes(Number(x['id']))).map((x) => x['name'])).toEqual(['merged', 'appended']);
+    expect(rows.filter((x) => [3, 5000].includes(Number(x['id']))).map((x) => x['name'])).toEqual([
+      'merged',
+      'appended',
+    ]);
   });
 
   it('a checkpoint holds the DV adds and a reader of the checkpoint sees the same rows', async () => {
@@ -207,12 +298,16 @@ describe('deletion vectors and concurrent writers', () => {
       await makeBatch(session, 'b', `SELECT ${i} AS id, 'u${i}' AS name, ${i + 2} AS v`);
       await merge(f, { batch: 'b', ...DV });
     }
-    expect(await f.storage.head('_delta_log/00000000000000000010.checkpoint.parquet')).not.toBeNull();
+    expect(
+      await f.storage.head('_delta_log/00000000000000000010.checkpoint.parquet'),
+    ).not.toBeNull();
     const reopened = openTable(f.storage, session);
     const s = (await reopened.snapshot())!;
     expect(s.files.some((x) => x.deletionVector)).toBe(true);
     const rows = await readRows(f, 'id');
     expect(rows).toHaveLength(1000);
-    expect(rows.slice(0, 10).map((x) => x['name'])).toEqual(Array.from({ length: 10 }, (_, i) => `u${i}`));
+    expect(rows.slice(0, 10).map((x) => x['name'])).toEqual(
+      Array.from({ length: 10 }, (_, i) => `u${i}`),
+    );
   });
 });

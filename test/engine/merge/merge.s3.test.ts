@@ -27,13 +27,33 @@ afterAll(async () => {
 it('merges into a partitioned table on S3 and reads it back', async () => {
   const f = fixtureOn(session, s3.makeStorage(), { singleWriter: true });
   const KEY = { keyColumns: ['id'], orderBy: 'v', spool };
-  await makeBatch(session, 'seed', `SELECT range AS id, 'p' || (range % 2) AS part, 'x' AS name, 1 AS v FROM range(20)`);
-  expect(await merge(f, { batch: 'seed', ...KEY, partitionBy: ['part'] })).toMatchObject({ version: 0, inserted: 20, filesAdded: 2 });
+  await makeBatch(
+    session,
+    'seed',
+    `SELECT range AS id, 'p' || (range % 2) AS part, 'x' AS name, 1 AS v FROM range(20)`,
+  );
+  expect(await merge(f, { batch: 'seed', ...KEY, partitionBy: ['part'] })).toMatchObject({
+    version: 0,
+    inserted: 20,
+    filesAdded: 2,
+  });
   const before = await snapshotOf(f);
-  await makeBatch(session, 'b', `SELECT * FROM (VALUES (3, 'p1', 'y', 2), (5, 'p1', 'stale', 0), (21, 'p1', 'new', 1)) t(id, part, name, v)`);
+  await makeBatch(
+    session,
+    'b',
+    `SELECT * FROM (VALUES (3, 'p1', 'y', 2), (5, 'p1', 'stale', 0), (21, 'p1', 'new', 1)) t(id, part, name, v)`,
+  );
   const r = await merge(f, { batch: 'b', ...KEY });
   // Both files' key ranges hold 3 and 5 (a key may sit in any partition): both are scanned, only p1's changes.
-  expect(r).toMatchObject({ version: 1, updated: 1, skippedStale: 1, inserted: 1, filesScanned: 2, filesRemoved: 1, filesAdded: 2 });
+  expect(r).toMatchObject({
+    version: 1,
+    updated: 1,
+    skippedStale: 1,
+    inserted: 1,
+    filesScanned: 2,
+    filesRemoved: 1,
+    filesAdded: 2,
+  });
   const after = await snapshotOf(f);
   const p0 = before.files.find((x) => x.partitionValues['part'] === 'p0')!;
   expect(after.files.map((x) => x.path)).toContain(p0.path);

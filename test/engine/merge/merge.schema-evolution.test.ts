@@ -21,7 +21,11 @@ beforeAll(async () => {
 afterAll(() => session.close());
 beforeEach(async () => {
   f = await localFixture(session);
-  await makeBatch(session, 'seed', `SELECT * FROM (VALUES (1::INTEGER, 'a', 10::BIGINT), (2, 'b', 10)) t(id, name, v)`);
+  await makeBatch(
+    session,
+    'seed',
+    `SELECT * FROM (VALUES (1::INTEGER, 'a', 10::BIGINT), (2, 'b', 10)) t(id, name, v)`,
+  );
   await merge(f, { batch: 'seed', keyColumns: ['id'], orderBy: 'v' });
 });
 afterEach(async () => {
@@ -29,7 +33,6 @@ afterEach(async () => {
 });
 
 const KEY = { keyColumns: ['id'], orderBy: 'v' };
-
 
 /** The actions of commit `version`. */
 async function commitActions(version: number) {
@@ -40,7 +43,11 @@ async function commitActions(version: number) {
 describe("schemaEvolution: 'addColumns'", () => {
   it('MERGE adds new columns in the commit of the data; old rows read them as NULL', async () => {
     const before = await snapshotOf(f);
-    await makeBatch(session, 'b', `SELECT * FROM (VALUES (2, 'b2', 11, 'red', 1.5::DECIMAL(12,2)), (3, 'c', 11, NULL, NULL)) t(id, name, v, colour, price)`);
+    await makeBatch(
+      session,
+      'b',
+      `SELECT * FROM (VALUES (2, 'b2', 11, 'red', 1.5::DECIMAL(12,2)), (3, 'c', 11, NULL, NULL)) t(id, name, v, colour, price)`,
+    );
     const r = await merge(f, { batch: 'b', ...KEY, schemaEvolution: 'addColumns' });
     expect(r.version).toBe(1);
     const after = await snapshotOf(f);
@@ -66,9 +73,17 @@ describe("schemaEvolution: 'addColumns'", () => {
 
   it('append adds new columns too', async () => {
     await makeBatch(session, 'b', `SELECT 5 AS id, 'e' AS name, 1 AS v, true AS flag`);
-    const r = await appendAndCommit(f.table, session, { batch: 'b', schemaEvolution: 'addColumns' });
+    const r = await appendAndCommit(f.table, session, {
+      batch: 'b',
+      schemaEvolution: 'addColumns',
+    });
     expect(r.version).toBe(1);
-    expect((await snapshotOf(f)).schema.fields.map((x) => x.name)).toEqual(['id', 'name', 'v', 'flag']);
+    expect((await snapshotOf(f)).schema.fields.map((x) => x.name)).toEqual([
+      'id',
+      'name',
+      'v',
+      'flag',
+    ]);
     const rows = await readRows(f, 'id');
     expect(rows.map((x) => x['flag'])).toEqual([null, null, true]);
   });
@@ -76,7 +91,12 @@ describe("schemaEvolution: 'addColumns'", () => {
   it('keeps the metadata of existing fields', async () => {
     // A table whose field carries metadata (a comment, as Spark writes it).
     const snapshot = await snapshotOf(f);
-    const schema = { ...snapshot.schema, fields: snapshot.schema.fields.map((x) => (x.name === 'name' ? { ...x, metadata: { comment: 'the name' } } : x)) };
+    const schema = {
+      ...snapshot.schema,
+      fields: snapshot.schema.fields.map((x) =>
+        x.name === 'name' ? { ...x, metadata: { comment: 'the name' } } : x,
+      ),
+    };
     await f.table.commit({
       actions: [{ metaData: { ...snapshot.metadata, schemaString: JSON.stringify(schema) } }],
       operation: 'SET TBLPROPERTIES',
@@ -86,8 +106,15 @@ describe("schemaEvolution: 'addColumns'", () => {
     await makeBatch(session, 'b', `SELECT 6 AS id, 'f' AS name, 1 AS v, 'x' AS extra`);
     await merge(f, { batch: 'b', ...KEY, schemaEvolution: 'addColumns' });
     const after = await snapshotOf(f);
-    expect(after.schema.fields.find((x) => x.name === 'name')!.metadata).toEqual({ comment: 'the name' });
-    expect(after.schema.fields.at(-1)).toEqual({ name: 'extra', type: 'string', nullable: true, metadata: {} });
+    expect(after.schema.fields.find((x) => x.name === 'name')!.metadata).toEqual({
+      comment: 'the name',
+    });
+    expect(after.schema.fields.at(-1)).toEqual({
+      name: 'extra',
+      type: 'string',
+      nullable: true,
+      metadata: {},
+    });
   });
 });
 
@@ -98,12 +125,17 @@ describe("schemaEvolution: 'fail'", () => {
       'b',
       `SELECT * FROM (VALUES (3, 'c', 1, 'red', 's3://landing/new.csv'), (4, 'd', 1, NULL, 's3://landing/old.csv')) t(id, name, v, colour, _source_file)`,
     );
-    const err = await failure(merge(f, { batch: 'b', ...KEY, internalColumns: ['_source_file'], schemaEvolution: 'fail' }));
+    const err = await failure(
+      merge(f, { batch: 'b', ...KEY, internalColumns: ['_source_file'], schemaEvolution: 'fail' }),
+    );
     expect(err).toBeInstanceOf(SchemaError);
     expect(err.message).toContain('"colour"');
     expect(err.message).toContain('s3://landing/new.csv');
     expect(err.message).not.toContain('old.csv');
-    expect((err as SchemaError).context).toMatchObject({ column: 'colour', key: 's3://landing/new.csv' });
+    expect((err as SchemaError).context).toMatchObject({
+      column: 'colour',
+      key: 's3://landing/new.csv',
+    });
     expect((await snapshotOf(f)).version).toBe(0);
   });
 });
@@ -129,11 +161,22 @@ describe('column types', () => {
       'b',
       `SELECT * FROM (VALUES (5::BIGINT, 'e', 1, 'in/a.parquet', 1), (3000000000::BIGINT, 'f', 1, 'in/b.parquet', 7)) t(id, name, v, _source_file, _source_row)`,
     );
-    const err = await failure(merge(f, { batch: 'b', ...KEY, internalColumns: ['_source_file', '_source_row'], sourceRowColumn: '_source_row' }));
+    const err = await failure(
+      merge(f, {
+        batch: 'b',
+        ...KEY,
+        internalColumns: ['_source_file', '_source_row'],
+        sourceRowColumn: '_source_row',
+      }),
+    );
     expect(err).toBeInstanceOf(BadFileError);
     expect(err.message).toContain('"3000000000"');
     expect(err.message).toContain('typeWidening');
-    expect((err as BadFileError).context).toMatchObject({ column: 'id', key: 'in/b.parquet', row: 7 });
+    expect((err as BadFileError).context).toMatchObject({
+      column: 'id',
+      key: 'in/b.parquet',
+      row: 7,
+    });
     expect((await snapshotOf(f)).schema.fields[0]!.type).toBe('integer');
   });
 
@@ -141,6 +184,8 @@ describe('column types', () => {
     await makeBatch(session, 'b', `SELECT 6 AS id, 'g' AS name, 2.5::DOUBLE AS v`);
     const err = await failure(merge(f, { batch: 'b', ...KEY }));
     expect(err).toBeInstanceOf(BadFileError);
-    expect(err.message).toMatch(/value "2\.5" of column "v" cannot be cast to the table's type BIGINT/);
+    expect(err.message).toMatch(
+      /value "2\.5" of column "v" cannot be cast to the table's type BIGINT/,
+    );
   });
 });

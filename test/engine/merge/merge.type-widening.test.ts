@@ -33,8 +33,17 @@ async function widenedTimestampNtz(): Promise<Fixture> {
   ];
   const features = ['timestampNtz', 'typeWidening'];
   const commit = [
-    { commitInfo: { timestamp: 1712334000000, operation: 'CHANGE COLUMN', operationParameters: {} } },
-    { protocol: { minReaderVersion: 3, minWriterVersion: 7, readerFeatures: features, writerFeatures: features } },
+    {
+      commitInfo: { timestamp: 1712334000000, operation: 'CHANGE COLUMN', operationParameters: {} },
+    },
+    {
+      protocol: {
+        minReaderVersion: 3,
+        minWriterVersion: 7,
+        readerFeatures: features,
+        writerFeatures: features,
+      },
+    },
     {
       metaData: {
         id: 'testId',
@@ -46,8 +55,14 @@ async function widenedTimestampNtz(): Promise<Fixture> {
       },
     },
   ];
-  await writeFile(join(dir, '_delta_log', '00000000000000000002.json'), commit.map((a) => JSON.stringify(a)).join('\n') + '\n');
-  return fixtureOn(session, new LocalStorage(dir), { dir, cleanup: () => rm(dir, { recursive: true, force: true }) });
+  await writeFile(
+    join(dir, '_delta_log', '00000000000000000002.json'),
+    commit.map((a) => JSON.stringify(a)).join('\n') + '\n',
+  );
+  return fixtureOn(session, new LocalStorage(dir), {
+    dir,
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  });
 }
 
 describe('a table whose column was widened (typeWidening)', () => {
@@ -58,24 +73,44 @@ describe('a table whose column was widened (typeWidening)', () => {
       expect(before.map((x) => Number(x['id']))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
       const A = `TIMESTAMP '2021-11-18 02:30:00.123456'`;
       // id 3000000000 does not fit the old integer type; id 1 (partition A) is updated; a new column comes along.
-      await makeBatch(session, 'b', `SELECT * FROM (VALUES (3000000000::BIGINT, ${A}, ${A}, 'wide'), (1, ${A} + INTERVAL 1 second, ${A}, 'upd')) t(id, tsNtz, tsNtzPartition, note)`);
-      const r = await merge(f, { batch: 'b', keyColumns: ['id'], orderBy: 'tsNtz', schemaEvolution: 'addColumns' });
+      await makeBatch(
+        session,
+        'b',
+        `SELECT * FROM (VALUES (3000000000::BIGINT, ${A}, ${A}, 'wide'), (1, ${A} + INTERVAL 1 second, ${A}, 'upd')) t(id, tsNtz, tsNtzPartition, note)`,
+      );
+      const r = await merge(f, {
+        batch: 'b',
+        keyColumns: ['id'],
+        orderBy: 'tsNtz',
+        schemaEvolution: 'addColumns',
+      });
       expect(r).toMatchObject({ version: 3, inserted: 1, updated: 1 });
       // Stats pruning still works on the integer bounds of the old files: only the file holding id 1 is read.
       expect(r.filesScanned).toBe(1);
       const after = await readRows(f, 'id');
       expect(after.map((x) => [x['id'], x['note']])).toEqual([
-        ...['0', '1', '2', '3', '4', '5', '6', '7', '8'].map((id) => [id, id === '1' ? 'upd' : null]),
+        ...['0', '1', '2', '3', '4', '5', '6', '7', '8'].map((id) => [
+          id,
+          id === '1' ? 'upd' : null,
+        ]),
         ['3000000000', 'wide'],
       ]);
       const snapshot = await snapshotOf(f);
-      expect(snapshot.schema.fields[0]).toMatchObject({ name: 'id', type: 'long', metadata: WIDENED });
+      expect(snapshot.schema.fields[0]).toMatchObject({
+        name: 'id',
+        type: 'long',
+        metadata: WIDENED,
+      });
       const bytes = await f.storage.read('_delta_log/00000000000000000003.json');
-      const adds = parseCommit(new TextDecoder().decode(bytes!), 3, f.storage.uri).flatMap((a) => ('add' in a ? [a.add] : []));
+      const adds = parseCommit(new TextDecoder().decode(bytes!), 3, f.storage.uri).flatMap((a) =>
+        'add' in a ? [a.add] : [],
+      );
       expect(adds.length).toBeGreaterThan(0);
       for (const add of adds) {
         const path = join(f.dir, decodeLogPath(add.path, f.storage.uri));
-        const [idColumn] = await session.allJson(`SELECT type FROM parquet_schema(${str(path)}) WHERE name = 'id'`);
+        const [idColumn] = await session.allJson(
+          `SELECT type FROM parquet_schema(${str(path)}) WHERE name = 'id'`,
+        );
         expect(idColumn).toEqual({ type: 'INT64' });
       }
     } finally {

@@ -17,7 +17,11 @@ beforeAll(async () => {
 afterAll(() => session.close());
 beforeEach(async () => {
   f = await localFixture(session);
-  await makeBatch(session, 'seed', `SELECT * FROM (VALUES (1, 'a', 10), (2, 'b', 10)) t(id, name, v)`);
+  await makeBatch(
+    session,
+    'seed',
+    `SELECT * FROM (VALUES (1, 'a', 10), (2, 'b', 10)) t(id, name, v)`,
+  );
   await merge(f, { batch: 'seed', keyColumns: ['id'], orderBy: 'v' });
 });
 afterEach(async () => {
@@ -25,7 +29,6 @@ afterEach(async () => {
 });
 
 const KEY = { keyColumns: ['id'], orderBy: 'v' };
-
 
 async function expectUnchangedTable(): Promise<void> {
   const snapshot = await snapshotOf(f);
@@ -48,7 +51,11 @@ describe('key checks', () => {
   });
 
   it('rejects duplicate composite keys, naming every key column', async () => {
-    await makeBatch(session, 'b', `SELECT * FROM (VALUES (5, 'k', 1), (5, 'k', 2), (5, 'j', 1)) t(id, name, v)`);
+    await makeBatch(
+      session,
+      'b',
+      `SELECT * FROM (VALUES (5, 'k', 1), (5, 'k', 2), (5, 'j', 1)) t(id, name, v)`,
+    );
     const err = await failure(merge(f, { batch: 'b', keyColumns: ['id', 'name'], orderBy: 'v' }));
     expect(err).toBeInstanceOf(MergeInputError);
     expect(err.message).toContain('2 rows for key (id=5, name="k")');
@@ -60,11 +67,22 @@ describe('key checks', () => {
       'b',
       `SELECT * FROM (VALUES (3, 'x', 1, 'land/f1.csv', 1), (NULL, 'y', 1, 'land/f2.csv', 17)) t(id, name, v, _source_file, _source_row)`,
     );
-    const err = await failure(merge(f, { batch: 'b', ...KEY, internalColumns: ['_source_file', '_source_row'], sourceRowColumn: '_source_row' }));
+    const err = await failure(
+      merge(f, {
+        batch: 'b',
+        ...KEY,
+        internalColumns: ['_source_file', '_source_row'],
+        sourceRowColumn: '_source_row',
+      }),
+    );
     expect(err).toBeInstanceOf(MergeInputError);
     expect(err.message).toContain('key column "id" is NULL');
     expect(err.message).toContain('land/f2.csv');
-    expect((err as MergeInputError).context).toMatchObject({ column: 'id', key: 'land/f2.csv', row: 17 });
+    expect((err as MergeInputError).context).toMatchObject({
+      column: 'id',
+      key: 'land/f2.csv',
+      row: 17,
+    });
     await expectUnchangedTable();
   });
 
@@ -85,7 +103,9 @@ describe('deleteWhen', () => {
     ['a value that is not boolean', `'maybe'`],
   ])('rejects %s, naming the expression', async (_what, expr) => {
     await makeBatch(session, 'b', `SELECT * FROM (VALUES (3, 'x', 1, 'U')) t(id, name, v, op)`);
-    const err = await failure(merge(f, { batch: 'b', ...KEY, deleteWhen: expr, internalColumns: ['op'] }));
+    const err = await failure(
+      merge(f, { batch: 'b', ...KEY, deleteWhen: expr, internalColumns: ['op'] }),
+    );
     expect(err).toBeInstanceOf(MergeInputError);
     expect(err.message).toContain(`invalid deleteWhen expression ${JSON.stringify(expr)}`);
     expect((await session.all(`SELECT count(*) AS n FROM seed`))[0]!['n']).toBe(2n);
@@ -95,7 +115,11 @@ describe('deleteWhen', () => {
 
 describe('schema checks', () => {
   it('rejects batch columns the table does not have, naming them', async () => {
-    await makeBatch(session, 'b', `SELECT * FROM (VALUES (3, 'x', 1, 'red', 5)) t(id, name, v, colour, size)`);
+    await makeBatch(
+      session,
+      'b',
+      `SELECT * FROM (VALUES (3, 'x', 1, 'red', 5)) t(id, name, v, colour, size)`,
+    );
     const err = await failure(merge(f, { batch: 'b', ...KEY }));
     expect(err).toBeInstanceOf(SchemaError);
     expect(err.message).toContain('"colour", "size"');
@@ -115,7 +139,14 @@ describe('schema checks', () => {
       'b',
       `SELECT * FROM (VALUES ('3', 'x', '1', 'in/ok.csv', 1), ('4', 'y', 'soon', 'in/bad.csv', 2)) t(id, name, v, _source_file, _source_row)`,
     );
-    const err = await failure(merge(f, { batch: 'b', ...KEY, internalColumns: ['_source_file', '_source_row'], sourceRowColumn: '_source_row' }));
+    const err = await failure(
+      merge(f, {
+        batch: 'b',
+        ...KEY,
+        internalColumns: ['_source_file', '_source_row'],
+        sourceRowColumn: '_source_row',
+      }),
+    );
     expect(err).toBeInstanceOf(BadFileError);
     expect(err.message).toContain('"soon"');
     expect((err as BadFileError).context).toMatchObject({ column: 'v', key: 'in/bad.csv', row: 2 });

@@ -33,7 +33,9 @@ describe('notOlder', () => {
 
 describe('matchCondition', () => {
   it('compares the key columns alone with =, quoting names', () => {
-    expect(matchCondition({ keys: ['id', 'a"b'], orderBy: 'v' }, 't', 'b')).toBe('t."id" = b."id" AND t."a""b" = b."a""b"');
+    expect(matchCondition({ keys: ['id', 'a"b'], orderBy: 'v' }, 't', 'b')).toBe(
+      't."id" = b."id" AND t."a""b" = b."a""b"',
+    );
   });
 });
 
@@ -48,7 +50,16 @@ describe('planColumns', () => {
   };
 
   it('matches names ignoring case, keeps the table spelling and fills missing columns with NULL', () => {
-    const plan = planColumns([{ name: 'id', type: 'INTEGER' }, { name: 'AT', type: 'TIMESTAMP' }, { name: '_lineage', type: 'VARCHAR' }], schema, ['_lineage'], 'file:///t/');
+    const plan = planColumns(
+      [
+        { name: 'id', type: 'INTEGER' },
+        { name: 'AT', type: 'TIMESTAMP' },
+        { name: '_lineage', type: 'VARCHAR' },
+      ],
+      schema,
+      ['_lineage'],
+      'file:///t/',
+    );
     expect(plan.mappings.map((m) => [m.target, m.source, m.duckType])).toEqual([
       ['Id', 'id', 'BIGINT'],
       ['at', 'AT', 'TIMESTAMP WITH TIME ZONE'],
@@ -58,13 +69,29 @@ describe('planColumns', () => {
   });
 
   it('names every batch column the table lacks', () => {
-    const plan = () => planColumns([{ name: 'x', type: 'INTEGER' }, { name: 'y', type: 'INTEGER' }], schema, [], 'file:///t/');
+    const plan = () =>
+      planColumns(
+        [
+          { name: 'x', type: 'INTEGER' },
+          { name: 'y', type: 'INTEGER' },
+        ],
+        schema,
+        [],
+        'file:///t/',
+      );
     expect(plan).toThrow(SchemaError);
-    expect(plan).toThrow(`[merge] batch columns not in table file:///t/: "x", "y" (schemaEvolution is 'fail')`);
+    expect(plan).toThrow(
+      `[merge] batch columns not in table file:///t/: "x", "y" (schemaEvolution is 'fail')`,
+    );
   });
 
   it('finds new batch columns ignoring case and internal columns, and appends them as nullable fields', () => {
-    const withMeta: StructType = { ...schema, fields: schema.fields.map((f, i) => (i === 0 ? { ...f, metadata: { comment: 'the id' } } : f)) };
+    const withMeta: StructType = {
+      ...schema,
+      fields: schema.fields.map((f, i) =>
+        i === 0 ? { ...f, metadata: { comment: 'the id' } } : f,
+      ),
+    };
     const batch = [
       { name: 'ID', type: 'BIGINT' },
       { name: 'colour', type: 'VARCHAR' },

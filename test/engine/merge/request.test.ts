@@ -7,17 +7,37 @@ import { describe, expect, it } from 'vitest';
 import type { Action } from '../../../src/delta/actions.js';
 import type { LiveFile } from '../../../src/delta/snapshot.js';
 import type { MatchSpec } from '../../../src/engine/merge/plan.js';
-import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples, type MergeCommitInput } from '../../../src/engine/merge/request.js';
+import {
+  mergeMetrics,
+  mergeParameters,
+  mergeRequest,
+  partitionTuples,
+  type MergeCommitInput,
+} from '../../../src/engine/merge/request.js';
 import type { MergeCounts } from '../../../src/engine/merge/results.js';
 import type { WrittenFile } from '../../../src/engine/written-file.js';
 
 function live(path: string, size: number, day = '2025-03-01'): LiveFile {
-  return { path, partitionValues: { day }, size, modificationTime: 1, dataChange: true, parsedStats: null };
+  return {
+    path,
+    partitionValues: { day },
+    size,
+    modificationTime: 1,
+    dataChange: true,
+    parsedStats: null,
+  };
 }
 
 function written(name: string, size: number, day = '2025-03-01'): WrittenFile {
   const relativePath = `day=${day}/${name}`;
-  return { logPath: relativePath, relativePath, localPath: `/spool/${name}`, partitionValues: { day }, size, stats: { numRecords: 1 } };
+  return {
+    logPath: relativePath,
+    relativePath,
+    localPath: `/spool/${name}`,
+    partitionValues: { day },
+    size,
+    stats: { numRecords: 1 },
+  };
 }
 
 const COUNTS: MergeCounts = {
@@ -35,12 +55,23 @@ const COUNTS: MergeCounts = {
 const SPEC: MatchSpec = { keys: ['id'], orderBy: 'seq' };
 
 function input(overrides: Partial<MergeCommitInput> = {}): MergeCommitInput {
-  const removed = [live('day=2025-03-01/old-1.parquet', 1000), live('day=2025-03-02/old-2.parquet', 500, '2025-03-02')];
+  const removed = [
+    live('day=2025-03-01/old-1.parquet', 1000),
+    live('day=2025-03-02/old-2.parquet', 500, '2025-03-02'),
+  ];
   const added = [written('new-1.parquet', 800), written('new-2.parquet', 650, '2025-03-02')];
   const actions: Action[] = [
     { remove: { path: removed[0]!.path, dataChange: true } },
     { remove: { path: removed[1]!.path, dataChange: true } },
-    { add: { path: added[0]!.logPath, partitionValues: added[0]!.partitionValues, size: 800, modificationTime: 5, dataChange: true } },
+    {
+      add: {
+        path: added[0]!.logPath,
+        partitionValues: added[0]!.partitionValues,
+        size: 800,
+        modificationTime: 5,
+        dataChange: true,
+      },
+    },
   ];
   return {
     readVersion: 7,
@@ -75,13 +106,19 @@ describe('mergeRequest', () => {
     expect(request.read).toEqual({
       readVersion: 7,
       partitions: [{ day: '2025-03-01' }, { day: '2025-03-02' }],
-      files: ['day=2025-03-01/old-1.parquet', 'day=2025-03-02/old-2.parquet', 'day=2025-03-01/kept.parquet'],
+      files: [
+        'day=2025-03-01/old-1.parquet',
+        'day=2025-03-02/old-2.parquet',
+        'day=2025-03-01/kept.parquet',
+      ],
       appIds: ['tidemark-orders'],
     });
   });
 
   it("reads the whole table when the match is not by partition ('all'), and no files when nothing was scanned", () => {
-    const request = mergeRequest(input({ partitions: 'all', scanned: [], removed: [], appIds: [] }));
+    const request = mergeRequest(
+      input({ partitions: 'all', scanned: [], removed: [], appIds: [] }),
+    );
     expect(request.read).toEqual({ readVersion: 7, partitions: 'all', files: [], appIds: [] });
   });
 
@@ -117,13 +154,19 @@ describe('mergeParameters', () => {
 
   it('quotes every column with ident, doubling a quote in a name', () => {
     const params = mergeParameters({ keys: ['a"b', 'order id'], orderBy: 'x"y' });
-    expect(params['predicate']).toEqual(['target."a""b" = source."a""b" AND target."order id" = source."order id"']);
-    expect(params['matchedPredicates']).toEqual([{ predicate: 'source."x""y" >= target."x""y"', actionType: 'update' }]);
+    expect(params['predicate']).toEqual([
+      'target."a""b" = source."a""b" AND target."order id" = source."order id"',
+    ]);
+    expect(params['matchedPredicates']).toEqual([
+      { predicate: 'source."x""y" >= target."x""y"', actionType: 'update' },
+    ]);
   });
 
   it('matches on the key columns alone, partition columns or not', () => {
     const params = mergeParameters({ keys: ['day', 'id'], orderBy: 'seq' });
-    expect(params['predicate']).toEqual(['target."day" = source."day" AND target."id" = source."id"']);
+    expect(params['predicate']).toEqual([
+      'target."day" = source."day" AND target."id" = source."id"',
+    ]);
   });
 });
 
@@ -187,14 +230,32 @@ describe('mergeMetrics', () => {
 
   it('reports zeros, not NaN or empty strings, for a MERGE that added and removed nothing', () => {
     const zero: MergeCounts = { ...COUNTS, inserted: 0, updated: 0, deleted: 0, rowsCopied: 0 };
-    const metrics = mergeMetrics({ added: [], removed: [], counts: zero, timings: { total: 0, scan: 0, rewrite: 0 } });
-    expect(metrics).toMatchObject({ numOutputRows: '0', numTargetFilesAdded: '0', numTargetBytesAdded: '0', numTargetBytesRemoved: '0' });
+    const metrics = mergeMetrics({
+      added: [],
+      removed: [],
+      counts: zero,
+      timings: { total: 0, scan: 0, rewrite: 0 },
+    });
+    expect(metrics).toMatchObject({
+      numOutputRows: '0',
+      numTargetFilesAdded: '0',
+      numTargetBytesAdded: '0',
+      numTargetBytesRemoved: '0',
+    });
   });
 });
 
 describe('partitionTuples', () => {
   it('maps the p0, p1, … columns of each row to the partition columns, in order', () => {
-    expect(partitionTuples(['day', 'region'], [{ p0: '2025-03-01', p1: 'eu' }, { p0: '2025-03-02', p1: 'us' }])).toEqual([
+    expect(
+      partitionTuples(
+        ['day', 'region'],
+        [
+          { p0: '2025-03-01', p1: 'eu' },
+          { p0: '2025-03-02', p1: 'us' },
+        ],
+      ),
+    ).toEqual([
       { day: '2025-03-01', region: 'eu' },
       { day: '2025-03-02', region: 'us' },
     ]);
@@ -208,7 +269,9 @@ describe('partitionTuples', () => {
   });
 
   it('keeps the empty string and the string "null" as they are, and turns numbers into their text', () => {
-    expect(partitionTuples(['a', 'b', 'c'], [{ p0: '', p1: 'null', p2: 42 }])).toEqual([{ a: '', b: 'null', c: '42' }]);
+    expect(partitionTuples(['a', 'b', 'c'], [{ p0: '', p1: 'null', p2: 42 }])).toEqual([
+      { a: '', b: 'null', c: '42' },
+    ]);
   });
 
   it('gives no tuples for no rows, and an empty tuple per row for an unpartitioned table', () => {
