@@ -19,7 +19,7 @@
  *   in bounded time, says what it tried and how often, and leaves table and watermark untouched.
  * - The CLI's run JSON has the request counts, and on such a failure `error.retryable: true`.
  *
- * Storage timeouts are short (idle 200 ms) so a silent request costs little; the backoff is
+ * Storage timeouts are short (idle 200 ms on a quiet machine) so a silent request costs little; the backoff is
  * shortened through the `openStorage` seam (the config has no field for it).
  */
 import { promises as fsp } from 'node:fs';
@@ -39,6 +39,7 @@ import { readTable } from '../../src/engine/scan.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { openStorage, type S3EndpointOptions } from '../../src/storage/uri.js';
 import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.js';
+import { scaled } from '../helpers/machine.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
 import { openTable, scanSource } from '../../scripts/lib/tables.js';
 import { prng } from '../../scripts/lib/prng.js';
@@ -75,13 +76,25 @@ afterAll(async () => {
   await closeS3JobEnv(s3, session, dirs);
 });
 
-/** Short storage timeouts: a silent request costs 200 ms, not S3's 30 s. */
-const TIMEOUTS = { connectTimeout: 500, requestTimeout: 2_000, idleTimeout: 200 };
+/**
+ * Short storage timeouts: a silent request costs 200 ms, not S3's 30 s. Scaled to the machine
+ * (test/helpers/machine.ts) when a job's storage is set up: fixed, on a machine running other work
+ * beside the suite a plain answer of s3rver would wait out 200 ms too, the same request time out
+ * six times in a row and the run fail without a fault (4 of 21 runs at load 24).
+ */
+const timeouts = () => ({
+  connectTimeout: scaled(500),
+  requestTimeout: scaled(2_000),
+  idleTimeout: scaled(200),
+});
 /** Backoffs of the faulted runs (milliseconds): small, so 20 runs at 12 % stay quick. */
 const FAST_BACKOFF: S3EndpointOptions = { retryBaseDelayMs: 10, retryMaxDelayMs: 200 };
 const DELETES = "status = 'cancelled'";
-/** About 30 s on a quiet 2-core machine; far more while other test files share the cores. */
-const LONG_TEST_MS = 300_000;
+/**
+ * About 45 s on a quiet 2-core machine; far more while other test files share the cores, so the
+ * limit is scaled to the machine too (the 12 % test took 311 s at load 25, all runs passing).
+ */
+const LONG_TEST_MS = scaled(300_000);
 const FILES_PER_DAY = ['a.csv', 'b.parquet', 'c.csv'] as const;
 
 /**
@@ -185,7 +198,7 @@ function storageAt(endpoint: string, extra: Record<string, unknown> = {}): Recor
     region: s3.region,
     forcePathStyle: true,
     singleWriter: false,
-    ...TIMEOUTS,
+    ...timeouts(),
     ...extra,
   };
 }
