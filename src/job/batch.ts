@@ -4,8 +4,8 @@
  *   fetch ──► load into DuckDB ──► dedupe (merge mode) ──► MERGE / append (./write-batch.ts)
  *   └─ data + the owner's state (its txn + domainMetadata) in ONE Delta commit (the commit point)
  *
- * Files are read in the table's column types. Under `onBadFile: quarantine` a file that breaks
- * the batch is set aside and the rest loaded again, in the same commit (./quarantine.ts).
+ * Files are read in the table's column types. When an attempt fails, the bad-file policy
+ * (./quarantine.ts) may set aside the file it names; the rest is loaded again, in the same commit.
  * Fault-injection hooks (RunContext.hooks) fire at the same points for both.
  */
 import type { Spool } from '../spool/spool.js';
@@ -16,9 +16,8 @@ import { fetchFiles, type FetchedFile } from './fetch.js';
 import { orderTimes } from './ledger.js';
 import { loadBatch, sourceName } from './load-batch.js';
 import type { PhaseTimer } from './phases.js';
-import { loadQuarantining } from './quarantine.js';
 import type { JobScope } from './scope.js';
-import type { QuarantinedFile } from './quarantine.js';
+import type { BadFilePolicy, Quarantined, QuarantinedFile } from './quarantine.js';
 import { writeBatch, type OwnedState, type StateOwner, type WrittenBatch } from './write-batch.js';
 
 /** A batch's files as loaded: what the state committed with it is computed from. */
@@ -50,6 +49,8 @@ export interface BatchSpec<S extends OwnedState> {
   timer: PhaseTimer;
   /** The batch is a snapshot source's full extract (./snapshot-deletes.ts). */
   fullExtract?: boolean;
+  /** What a failed attempt does with the file it names (./quarantine.ts). */
+  badFiles: BadFilePolicy;
 }
 
 /** A committed batch. */
@@ -134,64 +135,89 @@ async function fetchLoadAndCommit<S extends OwnedState>(
   );
   progress?.done();
   await ctx.hooks?.afterFetch?.(spec.batchNo);
-  const placed = await placeInOrder(scope, spec.owner, fetched);
+  const attempt: Attempt = { fetched, placed: await placeInOrder(scope, spec.owner, fetched) };
 
-  const quarantine = {
-    enabled: job.onBadFile === 'quarantine',
-    sourceUri: scope.source.uri,
-    logger: ctx.logger,
-    job: job.name,
-  };
-  const { result, quarantined } = await loadQuarantining(fetched, quarantine, async (kept, bad) => {
-    const loaded = await loadBatch(scope.session, job, scope.source.uri, kept, {
-      schema: spec.snapshot?.schema ?? null,
-      timer: spec.timer,
-      placed,
-    });
-    for (const warning of loaded.warnings)
-      ctx.logger.warn(
-        { job: job.name, table: scope.table.uri },
-        `[load] job ${job.name}: ${warning}`,
-      );
+  // Load and commit; each time that fails on a file the policy sets aside, again without it
+  // (at most once per file), in the same commit.
+  let kept: readonly FetchedFile[] = fetched;
+  const quarantined: Quarantined[] = [];
+  for (;;) {
     try {
-      // Every fetched file is done: loaded, or quarantined (recorded, and not listed again).
-      const planned = spec.stateAfter({
-        loaded: fetched.map((f) => ({ ...f.file, etag: f.etag })),
-        rowsRead: loaded.rowsRead,
-        quarantined: bad.map((q) => q.entry),
-      });
-      const asLoaded = kept.map((f) => ({
-        ...f.file,
-        etag: f.etag,
-        lastModified: placed.get(f.file.key) ?? f.file.lastModified,
-      }));
-      const { prepare } = spec.owner;
-      const written = await writeBatch<S>({
-        scope,
-        snapshot: spec.snapshot,
-        batch: loaded,
-        loadedBefore: kept
-          .filter((f) => f.file.loadedBefore)
-          .map((f) => sourceName(scope.source.uri, f.file.key)),
-        state: planned,
-        ...(prepare ? { prepare: (state: S) => prepare(scope, spec.before, state, asLoaded) } : {}),
-        owner: spec.owner,
-        batchNo: spec.batchNo,
-        timer: spec.timer,
-        ...(spec.fullExtract ? { fullExtract: true } : {}),
-      });
-      return { written, rowsRead: loaded.rowsRead, rowsAfterDedupe: loaded.rowsAfterDedupe };
-    } finally {
-      await loaded.dispose();
+      const result = await loadAndWrite(scope, spec, attempt, kept, quarantined);
+      const setAside = new Set(quarantined.map((q) => q.entry.key));
+      return {
+        ...result,
+        files: spec.files.length - quarantined.length,
+        keys: spec.files.map((f) => f.key).filter((k) => !setAside.has(k)),
+        bytes: spec.files.reduce((n, f) => n + f.size, 0),
+        quarantined: quarantined.map((q) => q.entry),
+      };
+    } catch (err) {
+      const bad = spec.badFiles.setAside(err, kept);
+      if (!bad) throw err;
+      quarantined.push(bad);
+      kept = kept.filter((f) => f !== bad.fetched);
     }
+  }
+}
+
+/** A batch's fetched files, and where the ledger places those it recorded earlier (`placeInOrder`). */
+interface Attempt {
+  fetched: readonly FetchedFile[];
+  placed: ReadonlyMap<string, Date>;
+}
+
+/**
+ * One attempt at the batch: load the files `kept` into DuckDB, compute the state, stage the MERGE
+ * or append and commit it with the state (./write-batch.ts).
+ */
+async function loadAndWrite<S extends OwnedState>(
+  scope: JobScope,
+  spec: BatchSpec<S>,
+  { fetched, placed }: Attempt,
+  kept: readonly FetchedFile[],
+  quarantined: readonly Quarantined[],
+): Promise<Pick<CommittedBatch<S>, 'written' | 'rowsRead' | 'rowsAfterDedupe'>> {
+  const { job, ctx } = scope;
+  const loaded = await loadBatch(scope.session, job, scope.source.uri, kept, {
+    schema: spec.snapshot?.schema ?? null,
+    timer: spec.timer,
+    placed,
   });
-  const setAside = new Set(quarantined.map((q) => q.entry.key));
-  const batch: CommittedBatch<S> = {
-    ...result,
-    files: spec.files.length - quarantined.length,
-    keys: spec.files.map((f) => f.key).filter((k) => !setAside.has(k)),
-    bytes: spec.files.reduce((n, f) => n + f.size, 0),
-    quarantined: quarantined.map((q) => q.entry),
-  };
-  return batch;
+  for (const warning of loaded.warnings)
+    ctx.logger.warn(
+      { job: job.name, table: scope.table.uri },
+      `[load] job ${job.name}: ${warning}`,
+    );
+  try {
+    // Every fetched file is done: loaded, or quarantined (recorded, and not listed again).
+    const planned = spec.stateAfter({
+      loaded: fetched.map((f) => ({ ...f.file, etag: f.etag })),
+      rowsRead: loaded.rowsRead,
+      quarantined: quarantined.map((q) => q.entry),
+    });
+    const asLoaded = kept.map((f) => ({
+      ...f.file,
+      etag: f.etag,
+      lastModified: placed.get(f.file.key) ?? f.file.lastModified,
+    }));
+    const { prepare } = spec.owner;
+    const written = await writeBatch<S>({
+      scope,
+      snapshot: spec.snapshot,
+      batch: loaded,
+      loadedBefore: kept
+        .filter((f) => f.file.loadedBefore)
+        .map((f) => sourceName(scope.source.uri, f.file.key)),
+      state: planned,
+      ...(prepare ? { prepare: (state: S) => prepare(scope, spec.before, state, asLoaded) } : {}),
+      owner: spec.owner,
+      batchNo: spec.batchNo,
+      timer: spec.timer,
+      ...(spec.fullExtract ? { fullExtract: true } : {}),
+    });
+    return { written, rowsRead: loaded.rowsRead, rowsAfterDedupe: loaded.rowsAfterDedupe };
+  } finally {
+    await loaded.dispose();
+  }
 }

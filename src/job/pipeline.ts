@@ -17,6 +17,7 @@ import type { DiscoveredFile } from '../discovery/index.js';
 import type { Progress } from '../log/progress.js';
 import { loadAndCommitBatch, type BatchLoaded, type CommittedBatch } from './batch.js';
 import type { PhaseTimer } from './phases.js';
+import type { BadFilePolicy } from './quarantine.js';
 import { addWrite, type LoadCounts, type SkippedFile } from './report.js';
 import type { JobScope } from './scope.js';
 import type { OwnedState, StateOwner } from './write-batch.js';
@@ -54,6 +55,8 @@ export interface BatchLoop<S extends OwnedState> {
   progress?: Progress;
   /** The command's report: each committed batch is added to it (`reportBatch`) right after its commit. */
   report: CommittedReport;
+  /** What a batch's failed attempt does with the file it names (./quarantine.ts). */
+  badFiles: BadFilePolicy;
   /** Called right after each commit and its report, before the afterCommit hook (a failed run's report keeps the batch). */
   onCommitted(batch: CommittedBatch<S>, index: number): void;
 }
@@ -104,6 +107,7 @@ export async function loadBatches<S extends OwnedState>(
       before,
       owner: loop.owner(snapshot),
       timer: loop.timer,
+      badFiles: loop.badFiles,
       ...(loop.fullExtract?.(index) ? { fullExtract: true } : {}),
     });
     loop.progress?.tick(files.length, batch.bytes);

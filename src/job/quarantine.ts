@@ -20,6 +20,7 @@
  * loaded again without it, in the same commit. Nothing is dropped silently: the run logs a
  * warning and its report, and `tidemark status`, list the file.
  */
+import type { JobConfig } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
 import { redactText } from '../log/redact.js';
 import { BadFileError, SchemaError } from '../errors.js';
@@ -90,39 +91,33 @@ export function withQuarantined(
   return [...list.filter((q) => !keys.has(q.key)), ...added].slice(-MAX_QUARANTINED);
 }
 
-/** What `loadQuarantining` needs. */
-export interface QuarantineOptions {
-  /** True under `onBadFile: quarantine`; otherwise the first error is thrown as it is. */
-  enabled: boolean;
-  sourceUri: string;
-  logger: Logger;
-  job: string;
+/**
+ * What the batch loop does when an attempt to load and commit a batch fails: set aside the file the
+ * error names and try the rest again (`onBadFile: quarantine`), or let the error fail the batch.
+ * The loop (./batch.ts) holds the load, the MERGE and the commit; the policy only decides.
+ */
+export interface BadFilePolicy {
+  /** The file of `kept` to set aside for `err`, with its state entry (logged); undefined: `err` fails the batch. */
+  setAside(err: unknown, kept: readonly FetchedFile[]): Quarantined | undefined;
 }
 
-/**
- * Run `attempt` on the batch's files; under quarantine, each time it fails naming one of them,
- * set that file aside and run it again on the rest (at most once per file).
- */
-export async function loadQuarantining<T>(
-  files: readonly FetchedFile[],
-  opts: QuarantineOptions,
-  attempt: (kept: readonly FetchedFile[], quarantined: readonly Quarantined[]) => Promise<T>,
-): Promise<{ result: T; quarantined: Quarantined[] }> {
-  let kept = [...files];
-  const quarantined: Quarantined[] = [];
-  for (;;) {
-    try {
-      return { result: await attempt(kept, quarantined), quarantined };
-    } catch (err) {
-      const bad = opts.enabled ? badFileOf(err, kept, opts.sourceUri) : undefined;
-      if (!bad) throw err;
+/** The job's policy: under `onBadFile: quarantine` a file a bad-input error names is set aside; otherwise none is. */
+export function badFilePolicy(
+  job: Pick<JobConfig, 'name' | 'onBadFile'>,
+  sourceUri: string,
+  logger: Logger,
+): BadFilePolicy {
+  if (job.onBadFile !== 'quarantine') return { setAside: () => undefined };
+  return {
+    setAside(err, kept) {
+      const bad = badFileOf(err, kept, sourceUri);
+      if (!bad) return undefined;
       const entry = quarantineEntry(bad, err as Error);
-      opts.logger.warn(
-        { job: opts.job, key: bad.file.key, etag: bad.etag, error: entry.error },
+      logger.warn(
+        { job: job.name, key: bad.file.key, etag: bad.etag, error: entry.error },
         'file quarantined; loading the rest of the batch without it',
       );
-      quarantined.push({ fetched: bad, entry });
-      kept = kept.filter((f) => f !== bad);
-    }
-  }
+      return { fetched: bad, entry };
+    },
+  };
 }

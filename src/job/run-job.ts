@@ -23,23 +23,21 @@ import {
   type DiscoveryPlan,
   type NotificationState,
 } from '../discovery/index.js';
-import { backfilledBy, backfillJobs, backfillTombstones } from './backfill/state.js';
+import { backfilledBy, backfillJobs } from './backfill/state.js';
 import { PlanBacklog, reportBacklog, type BacklogState } from './backlog.js';
-import { configuredAs, findConfigChanges, logConfigChanges } from './config-change.js';
+import { configuredAs } from './config-change.js';
 import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
 import { discoveryConfigOf } from './open.js';
 import { PhaseTimer, type Phase } from './phases.js';
-import { loadBatches } from './pipeline.js';
 import { checkPlannedSource, preflightJob } from './preflight.js';
 import { withQuarantined, type QuarantinedFile } from './quarantine.js';
 import { quarantinedByOthers, quarantinedFiles, withCleared } from './quarantine-list.js';
-import { withReplans } from './replan.js';
+import { RunLoop, type StateDomain } from './run-loop.js';
 import {
   noLoadCounts,
   reportSkipped,
   timedOutcome,
-  writeCounts,
   type JobOutcome,
   type RunReport,
 } from './report.js';
@@ -49,7 +47,6 @@ import { Inbox } from './notified.js';
 import { lateFiles } from './late-files.js';
 import { loadsDeliveries, newestDelivery, SUPERSEDED } from './deliveries.js';
 import { settleIdentity } from './renamed.js';
-import { checkTableSettings } from './table-settings.js';
 import {
   jobAppId,
   jobOwner,
@@ -71,7 +68,7 @@ export async function runJob(job: JobConfig, ctx: RunContext): Promise<JobOutcom
     () => ({ ...report, phases: timer.timings() }),
     () =>
       withReportedScope(job, ctx, job.name, report, (scope) =>
-        new JobRun(scope, report, timer).execute(),
+        new JobRun(new RunLoop(scope, report, timer, runDomain(job.name))).execute(),
       ),
   );
 }
@@ -79,52 +76,33 @@ export async function runJob(job: JobConfig, ctx: RunContext): Promise<JobOutcom
 class JobRun {
   private readonly job: JobConfig;
   private readonly ctx: RunContext;
-  /** The table's settings are checked (and warned about) once, not again after each re-plan. */
-  private settingsChecked = false;
+  private readonly scope: JobScope;
+  private readonly report: RunReport;
+  private readonly timer: PhaseTimer;
   /** Notification discovery: the messages this run holds, across re-plans (./notified.ts). */
   private inbox: Inbox | null = null;
 
-  constructor(
-    private readonly scope: JobScope,
-    private readonly report: RunReport,
-    private readonly timer: PhaseTimer,
-  ) {
-    this.job = scope.job;
-    this.ctx = scope.ctx;
+  constructor(private readonly loop: RunLoop<RunReport>) {
+    this.scope = loop.scope;
+    this.report = loop.report;
+    this.timer = loop.timer;
+    this.job = loop.scope.job;
+    this.ctx = loop.scope.ctx;
   }
 
-  /** Plan and load, planning again whenever another writer won a commit race (./replan.ts). */
+  /** Plan and load, planning again whenever another writer won a commit race (./run-loop.ts). */
   async execute(): Promise<RunReport> {
     // The source exists and the target takes writes, before anything is listed or loaded.
     await preflightJob(this.scope, { survey: false, probeTarget: !this.ctx.dryRun });
     if (this.job.source.discover.by === 'notifications') this.inbox = await Inbox.open(this.scope);
     try {
-      await this.replanning();
+      return await this.loop.execute(() => this.planAndLoad());
     } finally {
       if (this.inbox) {
         await this.inbox.close();
         this.report.notifications = this.inbox.report();
       }
     }
-    // The scope adds its S3 requests and contention to this same report as it closes.
-    this.report.phases = this.timer.timings();
-    return this.report;
-  }
-
-  private async replanning(): Promise<void> {
-    await withReplans(
-      {
-        ctx: this.ctx,
-        job: this.job.name,
-        uri: this.scope.table.uri,
-        commits: () => this.report.commits,
-        ownAppId: jobAppId(this.job.name),
-        subsystem: '[job]',
-        replanMessage: 'another writer committed first; re-reading its commit and planning again',
-        onReplan: () => void (this.scope.contention.replans += 1),
-      },
-      () => this.planAndLoad(),
-    );
   }
 
   private async planAndLoad(): Promise<void> {
@@ -152,11 +130,8 @@ class JobRun {
     // Known before anything can fail, so a failed run still reports where the table stands.
     this.report.tableVersion = snapshot?.version ?? null;
     this.report.watermark = describeWatermark(state.discovery);
-    if (!this.settingsChecked) {
-      await checkTableSettings(this.scope, snapshot);
-      await this.checkConfigChanges(state, snapshot);
-    }
-    this.settingsChecked = true;
+    // Every change the config made since the state was committed is the run's to report.
+    await this.loop.checkSettingsOnce(snapshot, state, () => true);
     const quarantined = quarantinedFiles(snapshot, this.job.name);
     const plan = await this.timer.time('list', async () =>
       this.withLedger(await this.discover(state, quarantined), state, snapshot, quarantined),
@@ -217,9 +192,7 @@ class JobRun {
         { job: this.job.name, files: plan.files.length, batches: batches.length },
         'loading',
       );
-    const last = await loadBatches<JobState>({
-      scope: this.scope,
-      timer: this.timer,
+    const last = await this.loop.loadBatches<JobState>({
       owner: (planned) => jobOwner(this.job, planned),
       snapshot,
       state,
@@ -254,7 +227,14 @@ class JobRun {
       firstBatchNo: this.report.batches,
       fullExtract: (index) => index === extractBatch,
       progressLabel: `${this.job.name}: fetch`,
-      report: this.report,
+      logFields: (b, index) => ({
+        batch: index + 1,
+        of: batches.length,
+        files: b.files,
+        bytes: b.bytes,
+        rows: b.rowsRead,
+        version: b.written.version,
+      }),
       onCommitted: (b, index) => {
         const r = this.report;
         this.ctx.onFilesCommitted?.(b.keys);
@@ -265,19 +245,6 @@ class JobRun {
         r.watermark = describeWatermark(b.written.state.discovery);
         r.batches += 1;
         r.backlog = reportBacklog(backlog.once(index + 1), new Date());
-        this.ctx.logger.info(
-          {
-            job: this.job.name,
-            batch: index + 1,
-            of: batches.length,
-            files: b.files,
-            bytes: b.bytes,
-            rows: b.rowsRead,
-            version: b.written.version,
-            ...writeCounts(b.written.summary),
-          },
-          'batch committed',
-        );
       },
     });
     this.report.tableVersion = last.version;
@@ -324,30 +291,6 @@ class JobRun {
   }
 
   /**
-   * What changed in the config since the state was committed (./config-change.ts): refused (exit
-   * 2) where loading on would be wrong, else logged and reported.
-   */
-  private async checkConfigChanges(state: JobState, snapshot: Snapshot | null): Promise<void> {
-    const { job, ctx, scope } = this;
-    const found = await findConfigChanges(
-      job,
-      state,
-      snapshot,
-      { session: scope.session, storage: scope.table.storage, spool: scope.spool },
-      {
-        tombstones: [
-          { folder: job.name, state: state.tombstones },
-          ...backfillTombstones(snapshot, job.name),
-        ],
-        accept: ctx.acceptConfigChange === true,
-      },
-    );
-    if (found.refusals[0]) throw found.refusals[0];
-    logConfigChanges(ctx.logger, job.name, found.changes);
-    if (found.changes.length > 0) this.report.configChanges = found.changes;
-  }
-
-  /**
    * Append mode: files the table may hold already are looked up in it before they are appended
    * (their rows replaced, or nothing appended when unchanged): those a backfill of the job may have
    * loaded, and by partition those the job's ledger records although its state forgot them (a
@@ -391,14 +334,7 @@ class JobRun {
       },
       waiting,
     );
-    const result = await this.timer.time('commit', () =>
-      this.scope.table.commit(stateCommitRequest(jobOwner(this.job, snapshot), next, snapshot), {
-        onRetry: () => void (this.scope.contention.commitRetries += 1),
-        ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
-      }),
-    );
-    this.report.commits += 1;
-    this.report.tableVersion = result.version;
+    await this.loop.commitState(stateCommitRequest(jobOwner(this.job, snapshot), next, snapshot));
   }
 
   /**
@@ -496,6 +432,16 @@ class JobRun {
       reportSkipped(this.report, folders);
     }
   }
+}
+
+/** A run commits the job's own state (`tidemark.job.<name>`): the job's watermark, ledger, tombstones. */
+function runDomain(job: string): StateDomain {
+  return {
+    appId: jobAppId(job),
+    subsystem: '[job]',
+    replanMessage: 'another writer committed first; re-reading its commit and planning again',
+    committedMessage: 'batch committed',
+  };
 }
 
 /** `state` with the partitions waiting for their marker now (the field left out when none waits). */

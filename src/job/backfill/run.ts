@@ -23,23 +23,16 @@ import type { JobConfig } from '../../config/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { ConfigError } from '../../errors.js';
 import { startProgress, type Progress } from '../../log/progress.js';
-import {
-  acceptedBefore,
-  findConfigChanges,
-  logConfigChanges,
-  type ConfigChange,
-} from '../config-change.js';
+import { acceptedBefore, type ConfigChange } from '../config-change.js';
 import type { RunContext } from '../context.js';
 import { PhaseTimer, type PhaseTimings } from '../phases.js';
-import { loadBatches } from '../pipeline.js';
 import { quarantinedByOthers as quarantinedByOthersOf } from '../quarantine-list.js';
 import { preflightJob } from '../preflight.js';
-import { withReplans } from '../replan.js';
+import { RunLoop, type StateDomain } from '../run-loop.js';
 import {
   noLoadCounts,
   reportSkipped,
   timedOutcome,
-  writeCounts,
   type JobOutcome,
   type LoadCounts,
   type ReportedError,
@@ -78,7 +71,6 @@ import {
   readBackfillStates,
   type BackfillState,
 } from './state.js';
-import { checkTableSettings } from '../table-settings.js';
 
 /** What to backfill. */
 export interface BackfillOptions {
@@ -182,8 +174,14 @@ export async function runBackfill(
       );
     }
     const started = report;
+    const shard = selection.kind === 'one' ? selection.shard : WHOLE_RANGE;
     return withReportedScope(job, ctx, `${job.name}-backfill`, started, (scope) =>
-      new BackfillRun(scope, started, timer, range, opts).execute(selection),
+      new BackfillRun(
+        new RunLoop(scope, started, timer, backfillDomain(job.name, shard)),
+        shard,
+        range,
+        opts,
+      ).execute(selection),
     );
   });
 }
@@ -191,46 +189,32 @@ export async function runBackfill(
 class BackfillRun {
   private readonly job: JobConfig;
   private readonly ctx: RunContext;
-  private shard: Shard = WHOLE_RANGE;
+  private readonly scope: JobScope;
+  private readonly report: BackfillReport;
+  private readonly timer: PhaseTimer;
   /** False once the first plan is made: --restart and `resumedFrom` concern the first one only. */
   private firstPlan = true;
-  /** The table's settings are checked (and warned about) once, not again after opening the split or a re-plan. */
-  private settingsChecked = false;
 
   constructor(
-    private readonly scope: JobScope,
-    private readonly report: BackfillReport,
-    private readonly timer: PhaseTimer,
+    private readonly loop: RunLoop<BackfillReport>,
+    private readonly shard: Shard,
     private readonly range: BackfillRange,
     private readonly opts: BackfillOptions,
   ) {
-    this.job = scope.job;
-    this.ctx = scope.ctx;
+    this.scope = loop.scope;
+    this.report = loop.report;
+    this.timer = loop.timer;
+    this.job = loop.scope.job;
+    this.ctx = loop.scope.ctx;
   }
 
-  /** Plan and load, planning the rest of the range again after each lost commit race (like a run). */
+  /** Plan and load, planning the rest of the range again after each lost commit race (./run-loop.ts). */
   async execute(selection: ShardSelection): Promise<BackfillReport> {
     // Source there and fitting the layout, target writable: before the first partition loads.
     await preflightJob(this.scope, { survey: true, probeTarget: !this.opts.dryRun });
-    if (selection.kind === 'one') this.shard = selection.shard;
-    await withReplans(
-      {
-        ctx: this.ctx,
-        job: this.job.name,
-        uri: this.scope.table.uri,
-        commits: () => this.report.commits,
-        ownAppId: backfillAppId(this.job.name, this.shard),
-        subsystem: '[backfill]',
-        giveUpHint: ' (run the same backfill again to resume)',
-        replanMessage:
-          'backfill: another writer committed first; planning the rest of the range again',
-        onReplan: () => void (this.scope.contention.replans += 1),
-      },
-      () => (selection.kind === 'all' ? this.allShards(selection.count) : this.planAndLoad()),
+    return this.loop.execute(() =>
+      selection.kind === 'all' ? this.allShards(selection.count) : this.planAndLoad(),
     );
-    // The scope adds its S3 requests and contention to this same report as it closes.
-    this.report.phases = this.timer.timings();
-    return this.report;
   }
 
   private async planAndLoad(): Promise<void> {
@@ -238,11 +222,14 @@ class BackfillRun {
     const states = readBackfillStates(snapshot, this.job.name);
     this.report.watermark = describeWatermark(readJobState(snapshot, this.job.name).discovery);
     this.report.tableVersion = snapshot?.version ?? null;
-    if (!this.settingsChecked) {
-      await checkTableSettings(this.scope, snapshot);
-      await this.checkConfigChanges(snapshot);
-    }
-    this.settingsChecked = true;
+    // A changed key or orderBy is checked as a run checks it: refused (exit 2) while remembered
+    // deletes (the job's, its backfills') no longer fit, unless --accept-config-change (this
+    // backfill's MERGE then reads without them, and its own are dropped), and while the table
+    // holds several rows per new key. The backfill reports what it did about the tombstones; the
+    // other changes are the job's run's to report.
+    await this.loop.checkSettingsOnce(snapshot, readJobState(snapshot, this.job.name), (c) =>
+      c.field.endsWith('(tombstones)'),
+    );
     const restart = (this.opts.restart ?? false) && this.report.commits === 0;
     const start = decideStart(this.job.name, states, this.range, this.shard, restart);
     if (start.kind === 'already-done') return this.finish('already-done', start.state);
@@ -277,41 +264,37 @@ class BackfillRun {
       backfillAppId(this.job.name, this.shard),
     );
     // Stopped on failure too: a terminal bar left running keeps the process alive.
-    const last = await loadBatches<BackfillState>({
-      scope: this.scope,
-      timer: this.timer,
-      owner: (planned) => this.owner(planned),
-      snapshot,
-      state: initial,
-      // The table may hold any file of the range already (loaded by the job, or by an earlier backfill).
-      batches: plan.batches.map((b) => b.files.map((f) => ({ ...f, loadedBefore: true as const }))),
-      stateAfter: ({ before, index, loaded, rowsRead, quarantined }) =>
-        stateAfter(
-          before,
-          plan.batches[index]!,
-          { files: loaded, rowsRead, quarantined, quarantinedByOthers },
-          { last: index === plan.batches.length - 1, now: new Date() },
+    const last = await this.loop
+      .loadBatches<BackfillState>({
+        owner: (planned) => this.owner(planned),
+        snapshot,
+        state: initial,
+        // The table may hold any file of the range already (loaded by the job, or by an earlier backfill).
+        batches: plan.batches.map((b) =>
+          b.files.map((f) => ({ ...f, loadedBefore: true as const })),
         ),
-      firstBatchNo: this.report.commits,
-      progressLabel: null,
-      progress,
-      report: this.report,
-      onCommitted: (b, i) => {
-        this.report.doneThrough = b.written.state.doneThrough;
-        this.ctx.logger.info(
-          {
-            job: this.job.name,
-            ...(this.shard.count > 1 ? { shard: describeShard(this.shard) } : {}),
-            partition: plan.batches[i]!.partition ?? undefined,
-            files: b.files,
-            version: b.written.version,
-            doneThrough: b.written.state.doneThrough,
-            ...writeCounts(b.written.summary),
-          },
-          'backfill batch committed',
-        );
-      },
-    }).finally(() => progress.done());
+        stateAfter: ({ before, index, loaded, rowsRead, quarantined }) =>
+          stateAfter(
+            before,
+            plan.batches[index]!,
+            { files: loaded, rowsRead, quarantined, quarantinedByOthers },
+            { last: index === plan.batches.length - 1, now: new Date() },
+          ),
+        firstBatchNo: this.report.commits,
+        progressLabel: null,
+        progress,
+        logFields: (b, i) => ({
+          ...(this.shard.count > 1 ? { shard: describeShard(this.shard) } : {}),
+          partition: plan.batches[i]!.partition ?? undefined,
+          files: b.files,
+          version: b.written.version,
+          doneThrough: b.written.state.doneThrough,
+        }),
+        onCommitted: (b) => {
+          this.report.doneThrough = b.written.state.doneThrough;
+        },
+      })
+      .finally(() => progress.done());
     // Files no commit recorded (no table yet, no rows: ../pipeline.ts).
     reportSkipped(this.report, last.waiting);
     let state = last.state;
@@ -366,20 +349,13 @@ class BackfillRun {
   ): Promise<void> {
     const states = openedStates(this.job, this.range, count, held, { now: new Date(), generation });
     const opener = count === this.shard.count && this.shard.count > 1 ? this.shard : undefined;
-    const result = await this.timer.time('commit', () =>
-      this.scope.table.commit(openSplitRequest(snapshot, states, opener), {
-        onRetry: () => void (this.scope.contention.commitRetries += 1),
-        ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
-      }),
-    );
-    this.report.commits += 1;
-    this.report.tableVersion = result.version;
+    const version = await this.loop.commitState(openSplitRequest(snapshot, states, opener));
     this.ctx.logger.info(
       {
         job: this.job.name,
         backfill: `${states[0]!.from}..${states[0]!.to}`,
         shards: count,
-        version: result.version,
+        version,
       },
       'backfill: opened a fresh state for every shard',
     );
@@ -393,35 +369,6 @@ class BackfillRun {
         : {}),
       ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
     };
-  }
-
-  /**
-   * A changed key or orderBy, as a run checks it (../config-change.ts): refused (exit 2) while
-   * remembered deletes (the job's, its backfills') no longer fit, unless `--accept-config-change`
-   * (this backfill's MERGE then reads without them, and its own are dropped), and while the table
-   * holds several rows per new key. The backfill reports what it did about the tombstones; the
-   * other changes are the job's run's to report.
-   */
-  private async checkConfigChanges(snapshot: Snapshot | null): Promise<void> {
-    const { job, ctx, scope } = this;
-    const state = readJobState(snapshot, job.name);
-    const found = await findConfigChanges(
-      job,
-      state,
-      snapshot,
-      { session: scope.session, storage: scope.table.storage, spool: scope.spool },
-      {
-        tombstones: [
-          { folder: job.name, state: state.tombstones },
-          ...backfillTombstones(snapshot, job.name),
-        ],
-        accept: ctx.acceptConfigChange === true,
-      },
-    );
-    if (found.refusals[0]) throw found.refusals[0];
-    const own = found.changes.filter((c) => c.field.endsWith('(tombstones)'));
-    logConfigChanges(ctx.logger, job.name, own);
-    if (own.length > 0) this.report.configChanges = own;
   }
 
   /** The backfill (shard) as the owner of its state; it reads the job's and the other shards' tombstones too. */
@@ -459,20 +406,10 @@ class BackfillRun {
   /** Commit the backfill state alone (no data). */
   private async commitState(snapshot: Snapshot, state: BackfillState): Promise<number> {
     const request = stateCommitRequest(this.owner(snapshot), state, snapshot);
-    const result = await this.timer.time('commit', () =>
-      this.scope.table.commit(
-        {
-          ...request,
-          operationParameters: { ...request.operationParameters, status: state.status },
-        },
-        {
-          onRetry: () => void (this.scope.contention.commitRetries += 1),
-          ...(this.ctx.signal ? { signal: this.ctx.signal } : {}),
-        },
-      ),
-    );
-    this.report.commits += 1;
-    return result.version;
+    return this.loop.commitState({
+      ...request,
+      operationParameters: { ...request.operationParameters, status: state.status },
+    });
   }
 
   private startProgress(plan: BackfillPlan): Progress {
@@ -509,6 +446,17 @@ class BackfillRun {
     this.report.status = status;
     if (status !== 'dry-run') this.report.doneThrough = state?.doneThrough ?? null;
   }
+}
+
+/** A backfill (shard) commits its own state (`tidemark.backfill.<job>…`), never the job's. */
+function backfillDomain(job: string, shard: Shard): StateDomain {
+  return {
+    appId: backfillAppId(job, shard),
+    subsystem: '[backfill]',
+    giveUpHint: ' (run the same backfill again to resume)',
+    replanMessage: 'backfill: another writer committed first; planning the rest of the range again',
+    committedMessage: 'backfill batch committed',
+  };
 }
 
 /** commitInfo.operationParameters of a backfill commit: the job, the range, the shard and the batch. */
