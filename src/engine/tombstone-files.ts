@@ -21,13 +21,18 @@ export interface WrittenTombstones {
   maxDeletedAt: string;
 }
 
-/** The rows of local tombstone files deleted at or after `cutoff` (ms), as temp table `name`. */
+let sequence = 0;
+
+/**
+ * The rows of local tombstone files deleted at or after `cutoff` (ms), as a temp table of its own
+ * name (several owners' tombstones are open at once).
+ */
 export async function loadTombstones(
   session: DuckSession,
   paths: readonly string[],
   cutoff: number,
-  name: string,
 ): Promise<Relation> {
+  const name = `__tm_tombstones_${++sequence}`;
   await session.run(
     `CREATE OR REPLACE TEMP TABLE ${ident(name)} AS SELECT * FROM read_parquet([${paths.map(str).join(', ')}], union_by_name = true) ` +
       `WHERE ${ident(DELETED_AT)} >= ${instant(cutoff)}`,
@@ -36,14 +41,14 @@ export async function loadTombstones(
 }
 
 /**
- * One relation over several owners' tombstones: a temp view `name` of them all (UNION ALL BY
- * NAME: files written without tie columns read them as NULL). Disposing it drops only the view.
+ * One relation over several owners' tombstones: a temp view of them all (UNION ALL BY NAME: files
+ * written without tie columns read them as NULL). Disposing it drops only the view.
  */
 export async function tombstoneUnion(
   session: DuckSession,
   relations: readonly Relation[],
-  name: string,
 ): Promise<Relation> {
+  const name = `__tm_tombstones_all_${++sequence}`;
   const union = relations.map((r) => `SELECT * FROM ${ident(r.name)}`).join(' UNION ALL BY NAME ');
   await session.run(`CREATE OR REPLACE TEMP VIEW ${ident(name)} AS ${union}`);
   return { name, dispose: () => session.run(`DROP VIEW IF EXISTS ${ident(name)}`) };
@@ -95,7 +100,7 @@ function stampedSql(deletes: DeletedKeys, now: number): string {
   const cols = [...deletes.keyColumns, ...deletes.tieColumns, TOMBSTONE_ORDER]
     .map(ident)
     .join(', ');
-  return `SELECT ${cols}, ${instant(now)} AS ${ident(DELETED_AT)} FROM (${deletes.sql})`;
+  return `SELECT ${cols}, ${instant(now)} AS ${ident(DELETED_AT)} FROM ${ident(deletes.relation.name)}`;
 }
 
 /** Write `sql`'s rows as the Parquet file `local`; what it holds. */

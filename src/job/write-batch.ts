@@ -288,7 +288,7 @@ async function mergeInto<S extends OwnedState>(
         rewriteBelowBytes: job.target.rewriteFilesBelow,
         rewriteDeletedShare: job.target.rewriteDeletedShare,
         ...(deleteWhen ? { deleteWhen } : {}),
-        ...(tombstones.relation ? { tombstones: tombstones.relation.name } : {}),
+        ...(tombstones.relation ? { tombstones: tombstones.relation } : {}),
       }),
     );
     try {

@@ -6,6 +6,7 @@ import type { Snapshot } from '../../delta/snapshot.js';
 import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
 import type { DuckSession } from '../duckdb.js';
+import type { Relation } from '../relation.js';
 import type { DeletionVectorSetting } from './write-mode.js';
 
 /** Lineage column the job adds to a batch; used to name the file (and row) of a bad input row. */
@@ -107,9 +108,9 @@ export interface MergeOptions extends WriteTarget {
    * (NULL when absent); several rows per key are fine. An incoming non-delete row whose key has no
    * stored row is skipped as stale when a tombstone of its key is not older than it (at an equal
    * orderBy, unless the row is later by `tieBreak`); a newer row is inserted (the key comes back).
-   * Matched on the key columns alone.
+   * Matched on the key columns alone. A handle: the caller made it and drops it.
    */
-  tombstones?: string;
+  tombstones?: Relation;
   /**
    * Deletion vectors (./write-mode.ts): 'auto' (default) follows the table's
    * `delta.enableDeletionVectors`, and a table this MERGE creates takes them; 'on' writes them,

@@ -3,15 +3,17 @@
  * commit planned but not made: the caller adds its own actions and commits) and its figures.
  */
 import type { CommitRequest } from '../../delta/transaction.js';
+import type { Relation } from '../relation.js';
 import type { Stopwatch } from '../stopwatch.js';
 
 /**
- * A batch's deletes, valid until the staged MERGE is disposed: a SELECT yielding the key columns
- * and `TOMBSTONE_ORDER` of every delete row that was not stale against a stored row (so also
- * deletes of keys the table does not hold: out-of-order CDC sends the delete before the insert).
+ * A batch's deletes: the key columns and `TOMBSTONE_ORDER` of every delete row that was not stale
+ * against a stored row (so also deletes of keys the table does not hold: out-of-order CDC sends
+ * the delete before the insert).
  */
 export interface DeletedKeys {
-  sql: string;
+  /** A temp view over the MERGE's temp tables: disposing of the staged MERGE drops it too. */
+  relation: Relation;
   rows: number;
   /** Key column names as the relation spells them (the table's spelling). */
   keyColumns: string[];

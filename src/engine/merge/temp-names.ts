@@ -52,6 +52,8 @@ export interface TempTables {
   modes: string;
   /** Full stored rows of the updated and deleted rows, for the change data feed (./change-plan.ts). */
   preimages: string;
+  /** The view of the batch's deletes handed back as tombstones (./tombstones.ts `batchDeletes`). */
+  deletes: string;
 }
 
 /** Fresh temp table names for one write. */
@@ -66,6 +68,7 @@ export function tempTables(): TempTables {
     changes: `__tm_changes_${n}`,
     modes: `__tm_modes_${n}`,
     preimages: `__tm_preimages_${n}`,
+    deletes: `__tm_deletes_${n}`,
   };
 }
 
@@ -75,7 +78,7 @@ export function tempTables(): TempTables {
  * for each name took 16 statements per write.
  */
 export async function dropAll(session: DuckSession, tables: TempTables): Promise<void> {
-  const { batch, ...others } = tables;
+  const { batch, deletes, ...others } = tables;
   const dropBoth = async (name: string) => {
     for (const kind of ['TABLE', 'VIEW']) {
       try {
@@ -87,11 +90,13 @@ export async function dropAll(session: DuckSession, tables: TempTables): Promise
   };
   try {
     await session.run(
-      Object.values(others)
-        .map((name) => `DROP TABLE IF EXISTS ${ident(name)}`)
-        .join('; '),
+      [
+        `DROP VIEW IF EXISTS ${ident(deletes)}`,
+        ...Object.values(others).map((name) => `DROP TABLE IF EXISTS ${ident(name)}`),
+      ].join('; '),
     );
   } catch {
+    await dropBoth(deletes);
     for (const name of Object.values(others)) await dropBoth(name);
   }
   await dropBoth(batch);

@@ -1,13 +1,13 @@
 /**
  * Tombstones in a MERGE: the caller's relation of recently deleted keys is checked, then used to
  * bury incoming rows older than a delete (./plan.ts `buriedSql`); the batch's own deletes are
- * handed back as tombstones (`deletedKeysSql`). Keeping tombstones between batches (files,
+ * handed back as tombstones (`batchDeletes`: a view of `deletedKeysSql`). Keeping tombstones between batches (files,
  * retention) is the caller's business: see src/job/tombstones/.
  */
 import { MergeInputError } from '../../errors.js';
 import type { DuckSession } from '../duckdb.js';
 import { ident } from '../sql.js';
-import { describeRelation } from '../relation.js';
+import { describeRelation, type Relation } from '../relation.js';
 import { TOMBSTONE_ORDER, type TempTables } from './temp-names.js';
 import { buriedSql, deletedKeysSql, type MatchSpec } from './plan.js';
 import type { DeletedKeys } from './results.js';
@@ -15,10 +15,10 @@ import type { DeletedKeys } from './results.js';
 /** Fail unless the tombstone relation has every key column and TOMBSTONE_ORDER. */
 export async function checkTombstones(
   session: DuckSession,
-  relation: string,
+  relation: Relation,
   keys: readonly string[],
 ): Promise<void> {
-  await tombstoneColumns(session, relation, keys);
+  await tombstoneColumns(session, relation.name, keys);
 }
 
 /** The tombstone relation's columns (lower case); a MergeInputError unless it has every key column and TOMBSTONE_ORDER. */
@@ -56,13 +56,14 @@ export async function buryTombstoned(
   session: DuckSession,
   tables: TempTables,
   spec: MatchSpec,
-  relation: string,
+  tombstones: Relation,
 ): Promise<void> {
+  const relation = tombstones.name;
   const columns = await tombstoneColumns(session, relation, spec.keys);
   const absent = (spec.ties ?? []).filter((c) => !columns.includes(c.toLowerCase()));
-  const tombstones = `SELECT *${absent.map((c) => `, NULL AS ${ident(c)}`).join('')} FROM ${ident(relation)}`;
+  const withTies = `SELECT *${absent.map((c) => `, NULL AS ${ident(c)}`).join('')} FROM ${ident(relation)}`;
   try {
-    await session.run(buriedSql(tables, spec, tombstones));
+    await session.run(buriedSql(tables, spec, withTies));
   } catch (cause) {
     const why = (cause instanceof Error ? cause.message : String(cause)).split('\n')[0];
     throw new MergeInputError(
@@ -75,16 +76,19 @@ export async function buryTombstoned(
   }
 }
 
-/** The batch's deletes as tombstones (see `DeletedKeys`); the SQL reads the MERGE's temp tables. */
+/** The batch's deletes as tombstones (see `DeletedKeys`): a temp view over the MERGE's temp tables. */
 export async function batchDeletes(
   session: DuckSession,
   tables: TempTables,
   spec: MatchSpec,
 ): Promise<DeletedKeys> {
-  const sql = deletedKeysSql(tables, spec);
-  const row = await session.one(`SELECT count(*) AS n FROM (${sql})`);
+  const name = tables.deletes;
+  await session.run(
+    `CREATE OR REPLACE TEMP VIEW ${ident(name)} AS ${deletedKeysSql(tables, spec)}`,
+  );
+  const row = await session.one(`SELECT count(*) AS n FROM ${ident(name)}`);
   return {
-    sql,
+    relation: { name, dispose: () => session.run(`DROP VIEW IF EXISTS ${ident(name)}`) },
     rows: Number(row?.['n'] ?? 0),
     keyColumns: [...spec.keys],
     tieColumns: [...(spec.ties ?? [])],

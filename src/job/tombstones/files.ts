@@ -36,9 +36,6 @@ import {
   type TombstoneState,
 } from './plan.js';
 
-/** The temp table holding a batch's unexpired tombstones. */
-const RELATION = 'tidemark_tombstones';
-
 /** What opening needs. */
 export interface OpenTombstonesOptions {
   session: DuckSession;
@@ -52,8 +49,6 @@ export interface OpenTombstonesOptions {
   /** Scratch space for downloads and files being written. */
   spool: Spool;
   signal?: AbortSignal;
-  /** Name of the temp table; default `tidemark_tombstones` (another name lets two owners' tombstones be open at once). */
-  relation?: string;
 }
 
 /** A batch's view of the job's tombstones; see the module comment. */
@@ -73,11 +68,7 @@ export class JobTombstones {
       opts,
       plan.live.map((f) => f.path),
     );
-    return new JobTombstones(
-      opts,
-      plan,
-      await loadTombstones(opts.session, paths, plan.cutoff, opts.relation ?? RELATION),
-    );
+    return new JobTombstones(opts, plan, await loadTombstones(opts.session, paths, plan.cutoff));
   }
 
   /** Write the batch's deletes (or compact); the state's new `tombstones` field. */

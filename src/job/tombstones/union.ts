@@ -1,7 +1,7 @@
 /**
  * The tombstones one MERGE reads: its owner's (opened for writing: the batch's deletes are recorded
  * there) plus those of the other owners of the table's state (the job and its backfill), opened
- * read-only under their own temp-table names. A key deleted by either buries older rows; only the
+ * read-only, each a temp table of its own (the engine names them). A key deleted by either buries older rows; only the
  * owner's files are ever written, compacted or purged.
  */
 import type { DuckSession } from '../../engine/duckdb.js';
@@ -11,9 +11,6 @@ import type { Spool } from '../../spool/spool.js';
 import type { Storage } from '../../storage/storage.js';
 import { JobTombstones } from './files.js';
 import type { TombstoneSpec, TombstoneState } from './plan.js';
-
-/** The view a MERGE reads when more than one owner has live tombstones. */
-const UNION_VIEW = 'tidemark_tombstones_all';
 
 /** What opening needs: the owner's spec and state, and the other owners' states. */
 export interface UnionTombstonesOptions {
@@ -45,20 +42,19 @@ export async function unionTombstones(opts: UnionTombstonesOptions): Promise<Uni
     for (const t of opened) await t.dispose();
   };
   try {
-    for (const [i, other] of others.entries()) {
+    for (const other of others) {
       if (!other.state) continue;
       opened.push(
         await JobTombstones.open({
           ...base,
           spec: { ...opts.spec, job: other.folder },
           state: other.state,
-          relation: `tidemark_tombstones_${i + 1}`,
         }),
       );
     }
     const relations = opened.flatMap((t) => (t.relation ? [t.relation] : []));
     if (relations.length <= 1) return { own, relation: relations[0], dispose: disposeOpened };
-    const union = await tombstoneUnion(opts.session, relations, UNION_VIEW);
+    const union = await tombstoneUnion(opts.session, relations);
     const dispose = async () => {
       await union.dispose();
       await disposeOpened();

@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { DuckSession, type Row } from '../../../src/engine/duckdb.js';
 import { TOMBSTONE_ORDER } from '../../../src/engine/merge/temp-names.js';
 import type { DeletedKeys } from '../../../src/engine/merge/index.js';
+import type { Relation } from '../../../src/engine/relation.js';
 import { ident } from '../../../src/engine/sql.js';
 import { MergeInputError } from '../../../src/errors.js';
 import { localFixture, makeBatch, merge, readRows, snapshotOf, type Fixture } from './helpers.js';
@@ -29,14 +30,16 @@ afterEach(async () => {
 const KEY = { keyColumns: ['id'], orderBy: 'v' };
 const CDC = { ...KEY, deleteWhen: `op = 'D'` };
 const rows = () => readRows(f, 'id');
+/** The handle of the tombstone table `z` (`tombstones` fills it). */
+const Z: Relation = { name: 'z', dispose: () => session.run('DROP TABLE IF EXISTS z') };
 
 /** A tombstone table `z` from (id, order) pairs; the order is INTEGER like the tables' `v`. */
-async function tombstones(...pairs: Array<[number, number | null]>): Promise<string> {
+async function tombstones(...pairs: Array<[number, number | null]>): Promise<Relation> {
   const values = pairs.map(([id, v]) => `(${id}, ${v === null ? 'NULL::INTEGER' : v})`).join(', ');
   await session.run(
     `CREATE OR REPLACE TABLE z AS SELECT * FROM (VALUES ${values}) t(id, ${ident(TOMBSTONE_ORDER)})`,
   );
-  return 'z';
+  return Z;
 }
 
 /** A table holding ids 1 and 2 at v = 10, with an `op` column. */
@@ -58,7 +61,7 @@ describe('tombstones bury older rows of deleted keys', () => {
       'b',
       `SELECT * FROM (VALUES (5, 'old', 19, 'U'), (6, 'tie', 20, 'U'), (7, 'new', 21, 'U'), (8, 'fresh', 1, 'I')) t(id, name, v, op)`,
     );
-    const r = await merge(f, { batch: 'b', ...CDC, tombstones: 'z' });
+    const r = await merge(f, { batch: 'b', ...CDC, tombstones: Z });
     expect(r).toMatchObject({ inserted: 2, skippedStale: 2, skippedByTombstone: 2, filesRead: 0 });
     expect((await rows()).map((x) => x['id'])).toEqual([1, 2, 7, 8]);
   });
@@ -67,7 +70,7 @@ describe('tombstones bury older rows of deleted keys', () => {
     await seed();
     await tombstones([5, 3], [5, 30], [5, 12]);
     await makeBatch(session, 'b', `SELECT * FROM (VALUES (5, 'x', 25, 'U')) t(id, name, v, op)`);
-    const r = await merge(f, { batch: 'b', ...CDC, tombstones: 'z' });
+    const r = await merge(f, { batch: 'b', ...CDC, tombstones: Z });
     expect(r).toMatchObject({ version: null, inserted: 0, skippedByTombstone: 1 });
   });
 
@@ -86,7 +89,7 @@ describe('tombstones bury older rows of deleted keys', () => {
         'b',
         `SELECT 5 AS id, 'x' AS name, ${incoming === null ? 'NULL::INTEGER' : incoming} AS v, 'U' AS op`,
       );
-      const r = await merge(f, { batch: 'b', ...CDC, tombstones: 'z' });
+      const r = await merge(f, { batch: 'b', ...CDC, tombstones: Z });
       expect(r.skippedByTombstone).toBe(buried ? 1 : 0);
       expect(r.inserted).toBe(buried ? 0 : 1);
     },
@@ -100,7 +103,7 @@ describe('tombstones bury older rows of deleted keys', () => {
       'b',
       `SELECT * FROM (VALUES (1, 'between', 7, 'U'), (2, 'newer', 12, 'U')) t(id, name, v, op)`,
     );
-    const r = await merge(f, { batch: 'b', ...CDC, tombstones: 'z' });
+    const r = await merge(f, { batch: 'b', ...CDC, tombstones: Z });
     expect(r).toMatchObject({ updated: 1, skippedStale: 1, skippedByTombstone: 0 });
     expect((await rows()).map((x) => [x['id'], x['name']])).toEqual([
       [1, 'a'],
@@ -115,7 +118,7 @@ describe('tombstones bury older rows of deleted keys', () => {
       'b',
       `SELECT * FROM (VALUES (1, 'old', 4), (2, 'b', 4)) t(id, name, v)`,
     );
-    const r = await merge(f, { batch: 'b', ...KEY, tombstones: 'z' });
+    const r = await merge(f, { batch: 'b', ...KEY, tombstones: Z });
     expect(r).toMatchObject({ version: 0, created: true, inserted: 1, skippedByTombstone: 1 });
     expect((await rows()).map((x) => x['id'])).toEqual([2]);
   });
@@ -126,7 +129,7 @@ describe('tombstones bury older rows of deleted keys', () => {
     await session.run(
       `CREATE OR REPLACE TABLE z AS SELECT 1 AS other, 2 AS ${ident(TOMBSTONE_ORDER)}`,
     );
-    const err = await merge(f, { batch: 'b', ...CDC, tombstones: 'z' }).catch((e: unknown) => e);
+    const err = await merge(f, { batch: 'b', ...CDC, tombstones: Z }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MergeInputError);
     expect((err as MergeInputError).message).toMatch(/tombstones relation "z" has no column "id"/);
   });
@@ -135,7 +138,7 @@ describe('tombstones bury older rows of deleted keys', () => {
 describe('a staged MERGE hands its deletes to the caller before the commit', () => {
   /** MERGE the batch, capturing the deletes relation's rows while it is valid. */
   async function mergeRecording(
-    opts: { tombstones?: string } = {},
+    opts: { tombstones?: Relation } = {},
   ): Promise<{ deletes: Row[]; info: DeletedKeys; version: number | null }> {
     let deletes: Row[] = [];
     let info: DeletedKeys | undefined;
@@ -146,7 +149,7 @@ describe('a staged MERGE hands its deletes to the caller before the commit', () 
       ...opts,
       onDeletes: async (d) => {
         info = d;
-        deletes = await session.allJson(`SELECT * FROM (${d.sql}) ORDER BY id`);
+        deletes = await session.allJson(`SELECT * FROM ${ident(d.relation.name)} ORDER BY id`);
         return [txn];
       },
     });
@@ -279,12 +282,12 @@ describe('tieBreak: rows of equal orderBy ordered by further columns', () => {
       'b',
       `SELECT * FROM (VALUES (5, 'earlier', 20, 'U', 4), (6, 'same', 20, 'U', 5), (7, 'later', 20, 'U', 6)) t(id, name, v, op, stamp)`,
     );
-    const r = await merge(f, { batch: 'b', ...TIES, tombstones: 'z' });
+    const r = await merge(f, { batch: 'b', ...TIES, tombstones: Z });
     expect(r).toMatchObject({ inserted: 1, skippedByTombstone: 2 });
     expect((await rows()).map((x) => x['id'])).toEqual([1, 2, 3, 7]);
     await tombstones([8, 20]);
     await makeBatch(session, 'c', `SELECT 8 AS id, 'x' AS name, 20 AS v, 'U' AS op, 1 AS stamp`);
-    expect(await merge(f, { batch: 'c', ...TIES, tombstones: 'z' })).toMatchObject({
+    expect(await merge(f, { batch: 'c', ...TIES, tombstones: Z })).toMatchObject({
       inserted: 1,
       skippedByTombstone: 0,
     });
@@ -299,7 +302,9 @@ describe('tieBreak: rows of equal orderBy ordered by further columns', () => {
       onDeletes: async (d: DeletedKeys) => {
         expect(d.tieColumns).toEqual(['stamp']);
         expect(
-          await session.allJson(`SELECT id, stamp, ${ident(TOMBSTONE_ORDER)} AS o FROM (${d.sql})`),
+          await session.allJson(
+            `SELECT id, stamp, ${ident(TOMBSTONE_ORDER)} AS o FROM ${ident(d.relation.name)}`,
+          ),
         ).toEqual([{ id: 1, stamp: 7, o: 11 }]);
         return [];
       },
