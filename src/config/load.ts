@@ -15,7 +15,7 @@ import { ConfigError } from '../errors.js';
 import { fieldPath } from './field-path.js';
 import { interpolate, type Environment } from './interpolate.js';
 import { fieldsAt } from './json-schema.js';
-import { urisOverlap } from './uri-overlap.js';
+import { moveTargetOverlaps } from './uri-overlap.js';
 import { configSchema, type TidemarkConfig } from './schema.js';
 import { closest } from './suggest.js';
 
@@ -147,21 +147,12 @@ export function validateConfig(
   if (opts.baseDir === undefined) return result.data;
   const resolved = resolvePaths(result.data, opts.baseDir);
   // The schema compared the URIs as written; resolved, a relative move target may overlap an absolute source.
-  const overlaps = resolved.jobs.flatMap((job, i) => {
-    const move = job.source.afterLoad?.move;
-    if (move === undefined) return [];
-    return (
-      [
-        ['source.uri', job.source.uri],
-        ['target.uri', job.target.uri],
-      ] as const
-    )
-      .filter(([, uri]) => urisOverlap(move, uri))
-      .map(([what, uri]) => ({
-        field: fieldPath(['jobs', i, 'source', 'afterLoad', 'move']),
-        message: `must not be inside ${what} ${JSON.stringify(uri)} or contain it, got ${JSON.stringify(move)}`,
-      }));
-  });
+  const overlaps = resolved.jobs.flatMap((job, i) =>
+    moveTargetOverlaps(job).map((message) => ({
+      field: fieldPath(['jobs', i, 'source', 'afterLoad', 'move']),
+      message,
+    })),
+  );
   if (overlaps.length > 0) fail(source, overlaps);
   return resolved;
 }

@@ -8,7 +8,7 @@ import { checkDiscovery } from '../discovery/config.js';
 import { globProblem } from '../discovery/filter.js';
 import { tableProperties } from './table-properties.js';
 import { parseDuration, parseSize } from './units.js';
-import { urisOverlap } from './uri-overlap.js';
+import { moveTargetOverlaps } from './uri-overlap.js';
 
 const toMs = (v: string | number, ctx: z.RefinementCtx): number => {
   const ms = typeof v === 'number' ? v : parseDuration(v);
@@ -647,21 +647,9 @@ const job = z
         path: ['source', 'snapshot'],
         message: `applies only when target.mode is merge (it is ${j.target.mode})`,
       });
-    // A moved file must leave what discovery lists (it would come back as a new file) and the table folder.
-    const move = j.source.afterLoad?.move;
-    if (move !== undefined) {
-      for (const [what, uri] of [
-        ['source.uri', j.source.uri],
-        ['target.uri', j.target.uri],
-      ] as const) {
-        if (urisOverlap(move, uri))
-          ctx.addIssue({
-            code: 'custom',
-            path: ['source', 'afterLoad', 'move'],
-            message: `must not be inside ${what} ${JSON.stringify(uri)} or contain it, got ${JSON.stringify(move)}`,
-          });
-      }
-    }
+    // As written; ./load.ts checks it again once relative paths are resolved.
+    for (const message of moveTargetOverlaps(j))
+      ctx.addIssue({ code: 'custom', path: ['source', 'afterLoad', 'move'], message });
   });
 
 const storage = z

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import pLimit from 'p-limit';
 import type { JobConfig } from '../config/schema.js';
 import { sourceStorageConfig } from '../config/storage.js';
-import { urisOverlap } from '../config/uri-overlap.js';
+import { moveTargetOverlaps } from '../config/uri-overlap.js';
 import { ConfigError, StorageError } from '../errors.js';
 import { identifyObjects, type Storage } from '../storage/storage.js';
 import { openStorage } from '../storage/uri.js';
@@ -114,18 +114,12 @@ export async function cleanupJob(
     () => report,
     async () => {
       if (!afterLoad) return { ...report, status: 'not-configured' };
-      const move = afterLoad.move;
-      // The schema compares the URIs as written; here they are resolved (relative paths against the config's folder).
-      if (
-        move !== undefined &&
-        (urisOverlap(move, job.source.uri) || urisOverlap(move, job.target.uri))
-      ) {
-        throw new ConfigError(
-          `[cleanup] source.afterLoad.move ${move} of job ${job.name} overlaps its source ${job.source.uri} or its table ${job.target.uri}`,
-          {
-            field: 'source.afterLoad.move',
-          },
-        );
+      // A job not loaded from a config file (the API) meets the rule here, before anything moves.
+      const [overlap] = moveTargetOverlaps(job);
+      if (overlap !== undefined) {
+        throw new ConfigError(`[cleanup] job ${job.name}: source.afterLoad.move ${overlap}`, {
+          field: 'source.afterLoad.move',
+        });
       }
       return withJobScope(job, ctx, `${job.name}-cleanup`, async (scope) => {
         const snapshot = await scope.table.snapshot();
@@ -139,6 +133,7 @@ export async function cleanupJob(
           return { ...report, status: 'dry-run' };
         }
         if (plan.eligible.length === 0) return { ...report, status: 'nothing-to-do' };
+        const move = afterLoad.move;
         const archive = move === undefined ? null : openArchive(job, ctx, move);
         // Written before anything is touched (what it set out to do), and again when done: an
         // interrupted cleanup leaves its plan on record.
