@@ -79,6 +79,10 @@ export interface SmallFormatResult {
   handwritten: Samples;
   tidemark: Samples;
   ratio: number;
+  /** CPU time of the whole process (DuckDB's threads included) during each run. */
+  handwrittenCpu: Samples;
+  tidemarkCpu: Samples;
+  cpuRatio: number;
   phases: RunReport['phases'];
   fingerprint: Fingerprint;
   verified: boolean;
@@ -91,6 +95,10 @@ export interface SmallS3Result {
   handwritten: number;
   tidemark: number;
   ratio: number;
+  /** CPU time of the process, the in-process S3 server's included (both sides pay it). */
+  handwrittenCpu: number;
+  tidemarkCpu: number;
+  cpuRatio: number;
   phases: RunReport['phases'];
   /** GET requests the job sent, and per second of its fetch phase. */
   gets: number;
@@ -154,6 +162,9 @@ function tables(results: readonly SmallFormatResult[], opts: SmallFilesBenchOpti
         'tidemark',
         'ratio',
         'target',
+        'CPU hand',
+        'CPU tidemark',
+        'CPU ratio',
         'list',
         'fetch',
         'load',
@@ -169,6 +180,9 @@ function tables(results: readonly SmallFormatResult[], opts: SmallFilesBenchOpti
         secs(r.tidemark.median),
         times(r.ratio),
         verdict(r.ratio <= TARGET),
+        secs(r.handwrittenCpu.median),
+        secs(r.tidemarkCpu.median),
+        times(r.cpuRatio),
         ...(['list', 'fetch', 'load', 'dedupe', 'merge', 'commit'] as const).map((p) =>
           secs(r.phases[p]),
         ),
@@ -186,6 +200,7 @@ function tables(results: readonly SmallFormatResult[], opts: SmallFilesBenchOpti
         'tidemark',
         'ratio',
         'target',
+        'CPU ratio',
         'GETs',
         'GETs/s (fetch)',
         'list',
@@ -199,6 +214,7 @@ function tables(results: readonly SmallFormatResult[], opts: SmallFilesBenchOpti
         secs(r.s3!.tidemark),
         times(r.s3!.ratio),
         verdict(r.s3!.ratio <= TARGET),
+        times(r.s3!.cpuRatio),
         count(r.s3!.gets),
         count(Math.round(r.s3!.getsPerSecond)),
         secs(r.s3!.phases.list),
@@ -249,10 +265,10 @@ function smallJob(
 
 async function runSmallJob(
   j: ReturnType<typeof smallJob>,
-): Promise<{ ms: number; report: RunReport }> {
-  const { ms, value } = await timed(() => runJob(j.job, j.ctx));
+): Promise<{ ms: number; cpuMs: number; report: RunReport }> {
+  const { ms, cpuMs, value } = await timed(() => runJob(j.job, j.ctx));
   if (!value.ok) throw value.error;
-  return { ms, report: value.report };
+  return { ms, cpuMs, report: value.report };
 }
 
 function readerSql(format: SmallFormat, paths: readonly string[]): string {
@@ -307,19 +323,23 @@ async function benchFormat(
   const bytes = (await Promise.all(paths.map((p) => stat(p)))).reduce((n, s) => n + s.size, 0);
   const hand: number[] = [];
   const tide: number[] = [];
+  const handCpu: number[] = [];
+  const tideCpu: number[] = [];
   let report: RunReport | null = null;
   let handOut = '';
   for (let rep = 1; rep <= opts.repeat; rep++) {
     handOut = ws.path(`hand-${tag}-${rep}.parquet`);
     const h = await timed(() => withSession((s) => s.run(handwrittenSql(format, paths, handOut))));
     hand.push(h.ms);
+    handCpu.push(h.cpuMs);
     const t = await runSmallJob(
       smallJob(ws, 'events', format, spec.root, ws.path(`table-${tag}-${rep}`), opts.files),
     );
     tide.push(t.ms);
+    tideCpu.push(t.cpuMs);
     report = t.report;
     progress(
-      `(${format} ${rep}/${opts.repeat}) hand-written ${secs(h.ms)}, tidemark ${secs(t.ms)}`,
+      `(${format} ${rep}/${opts.repeat}) hand-written ${secs(h.ms)} (CPU ${secs(h.cpuMs)}), tidemark ${secs(t.ms)} (CPU ${secs(t.cpuMs)})`,
     );
   }
   const [expected, actual] = await withSession(async (s) => [
@@ -338,6 +358,8 @@ async function benchFormat(
   const s3 = opts.s3 ? await benchFromS3(ws, format, spec, paths, expected) : null;
   const handwritten = samplesOf(hand);
   const tidemark = samplesOf(tide);
+  const handwrittenCpu = samplesOf(handCpu);
+  const tidemarkCpu = samplesOf(tideCpu);
   return {
     format,
     files: written.length,
@@ -346,6 +368,9 @@ async function benchFormat(
     handwritten,
     tidemark,
     ratio: tidemark.median / handwritten.median,
+    handwrittenCpu,
+    tidemarkCpu,
+    cpuRatio: tidemarkCpu.median / handwrittenCpu.median,
     phases: report!.phases,
     fingerprint: actual,
     verified:
@@ -399,7 +424,9 @@ async function benchFromS3(
         endpoint,
       ),
     );
-    progress(`(${format} S3) hand-written ${secs(h.ms)}, tidemark ${secs(t.ms)}`);
+    progress(
+      `(${format} S3) hand-written ${secs(h.ms)} (CPU ${secs(h.cpuMs)}), tidemark ${secs(t.ms)} (CPU ${secs(t.cpuMs)})`,
+    );
     const actual = await withSession((s) =>
       tableFingerprint(s, LocalStorage.at(ws.path(`table-s3-${tag}`))),
     );
@@ -408,6 +435,9 @@ async function benchFromS3(
       handwritten: h.ms,
       tidemark: t.ms,
       ratio: t.ms / h.ms,
+      handwrittenCpu: h.cpuMs,
+      tidemarkCpu: t.cpuMs,
+      cpuRatio: t.cpuMs / h.cpuMs,
       phases: t.report.phases,
       gets,
       getsPerSecond: gets / Math.max(0.001, t.report.phases.fetch / 1000),
