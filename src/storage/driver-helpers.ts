@@ -10,7 +10,17 @@ import type { Body, ByteRange, ListOptions, ListPage, ListResult } from './stora
  * characters above U+FFFF versus U+E000..U+FFFF; both drivers must agree with S3.)
  */
 export function compareKeys(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+  // Up to the first differing code unit both keys encode alike; below U+D800 (no surrogate), code
+  // unit order is UTF-8 byte order. Listings sort every folder by this: no Buffers in the common case.
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x < 0xd800 && y < 0xd800) return x < y ? -1 : 1;
+    return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+  }
+  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
 }
 
 /** Gather every page of a listing into one result; serverTime is that of the first page. */
