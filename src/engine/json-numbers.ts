@@ -21,11 +21,9 @@
  * A JSON lexeme never spans a line (raw line breaks are not allowed inside strings), so files are
  * read line by line: plain and gzip files as a stream, zstd files through DuckDB's decompression.
  */
-import { createReadStream } from 'node:fs';
-import { open } from 'node:fs/promises';
-import { promisify } from 'node:util';
+import { closeSync, createReadStream, fstatSync, openSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { createGunzip, gunzip } from 'node:zlib';
+import { createGunzip, gunzipSync } from 'node:zlib';
 import { BadFileError } from '../errors.js';
 import type { DuckSession } from './duckdb.js';
 import type { LoadFile } from './file-select.js';
@@ -48,7 +46,6 @@ export interface ColumnNumbers {
   longInteger: NumberAt | null;
 }
 
-const gunzipAsync = promisify(gunzip);
 /** Files up to this size (as stored) are read whole, larger ones as a stream. */
 const WHOLE_FILE_BYTES = 4 * 2 ** 20;
 
@@ -68,12 +65,14 @@ async function feed(session: DuckSession, file: LoadFile, lexer: NumberLexer): P
     rows.forEach((r, i) => lexer.line(String(r['l'] ?? ''), i + 1));
     return;
   }
-  const bytes = await smallFileBytes(file.localPath);
+  const bytes = smallFileBytes(file.localPath);
   if (bytes !== null) {
-    // A small file in one read: a stream and a line reader per file cost more than its lexing.
-    const text = (
-      compressionOf(file.localPath) === 'gzip' ? await gunzipAsync(bytes) : bytes
-    ).toString('utf8');
+    // A small file in one read: a stream and a line reader per file cost more than its lexing;
+    // and by synchronous calls: each trip through the thread pool (open, stat, read, close,
+    // gunzip) cost more CPU than the call itself, thousands of times over for small files.
+    const text = (compressionOf(file.localPath) === 'gzip' ? gunzipSync(bytes) : bytes).toString(
+      'utf8',
+    );
     const lines = text.split(/\r\n|\n|\r/);
     if (lines.at(-1) === '') lines.pop();
     lines.forEach((l, i) => lexer.line(l, i + 1));
@@ -90,12 +89,12 @@ async function feed(session: DuckSession, file: LoadFile, lexer: NumberLexer): P
 }
 
 /** The bytes of a file of at most WHOLE_FILE_BYTES (one open for the size and the read), else null. */
-async function smallFileBytes(path: string): Promise<Buffer | null> {
-  const handle = await open(path, 'r');
+function smallFileBytes(path: string): Buffer | null {
+  const fd = openSync(path, 'r');
   try {
-    return (await handle.stat()).size <= WHOLE_FILE_BYTES ? await handle.readFile() : null;
+    return fstatSync(fd).size <= WHOLE_FILE_BYTES ? readFileSync(fd) : null;
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 

@@ -7,7 +7,7 @@
  * refused with UnsafeKeyError, so no key can reach outside the root.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { promises as fsp, statSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, promises as fsp, readSync, statSync } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -353,9 +353,7 @@ export class LocalStorage implements Storage {
           const key = dirKey + entries[i]!.name;
           if (accept(key)) run.push({ key, file: path.join(dir, entries[i]!.name) });
         }
-        const infos = byStats
-          ? await this.statsOf(run)
-          : await Promise.all(run.map(({ key, file }) => this.listedInfo(key, file, false)));
+        const infos = await this.listedInfos(run, byStats);
         const found = infos.filter((info): info is ObjectInfo => info !== null);
         if (found.length > 0) yield found;
         continue;
@@ -400,17 +398,6 @@ export class LocalStorage implements Storage {
 
   // --- helpers ---------------------------------------------------------------
 
-  /** A listed file's ObjectInfo (null when gone or not a regular file): by its stats alone when `byStats`. */
-  private async listedInfo(
-    key: string,
-    file: string,
-    byStats: boolean,
-  ): Promise<ObjectInfo | null> {
-    const st = await this.statOrNull(file, key);
-    if (!st) return null;
-    return byStats ? statInfo(key, st) : this.infoOf(key, file, st);
-  }
-
   /**
    * ObjectInfo of a file: a small file (`contentDigestMaxBytes`) is known by a digest of its
    * content, read now; when its stats change while it is read (a writer), by its new stats, so
@@ -423,12 +410,7 @@ export class LocalStorage implements Storage {
     try {
       // Read the size the stats gave, then the stats of what was read: the same stats, the same version.
       const bytes = await readFully(handle, 0, Number(st.size));
-      const after = await handle.stat({ bigint: true });
-      if (bytes.length !== Number(st.size) || statDigest(after) !== statDigest(st))
-        return statInfo(key, after.isFile() ? after : st);
-      const etag =
-        CONTENT_ETAG_PREFIX + createHash('sha256').update(bytes).digest('hex').slice(0, 32);
-      return { ...statInfo(key, st), etag };
+      return contentInfo(key, st, bytes, await handle.stat({ bigint: true }));
     } catch (err) {
       throw this.fsError('read', key, err);
     } finally {
@@ -436,22 +418,47 @@ export class LocalStorage implements Storage {
     }
   }
 
+  /** `infoOf` with synchronous calls (a listing's run of files, `listedInfos`). */
+  private infoOfSync(key: string, file: string, st: BigIntStats): ObjectInfo {
+    if (this.digestMax === 0 || st.size > BigInt(this.digestMax)) return statInfo(key, st);
+    let fd: number;
+    try {
+      fd = openSync(file, 'r');
+    } catch (err) {
+      if (isMissing(err)) return statInfo(key, st);
+      throw this.fsError('open', key, err);
+    }
+    try {
+      const bytes = readFullySync(fd, Number(st.size));
+      return contentInfo(key, st, bytes, fstatSync(fd, { bigint: true }));
+    } catch (err) {
+      throw this.fsError('read', key, err);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
   /**
-   * A run of files by their stats alone, statted synchronously: a stat through the thread pool
-   * costs about 18 µs of CPU, a synchronous one 5 (a listing of a million files spent most of its
-   * time there). The run is short (STAT_CONCURRENCY files), and the event loop gets its turn after it.
+   * A run of listed files' ObjectInfos (null when gone or not a regular file; by their stats alone
+   * when `byStats`), by synchronous calls: a stat through the thread pool costs about 18 µs of
+   * CPU, a synchronous one 5, and a small file's digest takes four such calls (a listing of a
+   * million files spent most of its time there). The run is short (STAT_CONCURRENCY files, each
+   * read at most `contentDigestMaxBytes`), and the event loop gets its turn after it.
    */
-  private async statsOf(
+  private async listedInfos(
     run: readonly { key: string; file: string }[],
+    byStats: boolean,
   ): Promise<(ObjectInfo | null)[]> {
     const infos = run.map(({ key, file }) => {
+      let st: BigIntStats;
       try {
-        const st = statSync(file, { bigint: true });
-        return st.isFile() ? statInfo(key, st) : null;
+        st = statSync(file, { bigint: true });
       } catch (err) {
         if (isMissing(err)) return null;
         throw this.fsError('stat', key, err);
       }
+      if (!st.isFile()) return null;
+      return byStats ? statInfo(key, st) : this.infoOfSync(key, file, st);
     });
     await new Promise((resolve) => setImmediate(resolve));
     return infos;
@@ -663,6 +670,34 @@ function clamp(range: ByteRange | undefined, size: number): [number, number] {
   const start = range?.start ?? 0;
   const endExclusive = Math.min(size, range?.end === undefined ? size : range.end + 1);
   return [start, Math.max(start, endExclusive)];
+}
+
+/**
+ * ObjectInfo of a small file from its content, read with stats `st`: by the digest of `bytes`
+ * when all of them were read and the stats `after` the read are the same version; else by the
+ * newer stats, so the ETag never claims a content it did not hash.
+ */
+function contentInfo(
+  key: string,
+  st: BigIntStats,
+  bytes: Uint8Array,
+  after: BigIntStats,
+): ObjectInfo {
+  if (bytes.length !== Number(st.size) || statDigest(after) !== statDigest(st))
+    return statInfo(key, after.isFile() ? after : st);
+  const etag = CONTENT_ETAG_PREFIX + createHash('sha256').update(bytes).digest('hex').slice(0, 32);
+  return { ...statInfo(key, st), etag };
+}
+
+function readFullySync(fd: number, length: number): Uint8Array {
+  const buf = Buffer.alloc(length);
+  let done = 0;
+  while (done < length) {
+    const bytesRead = readSync(fd, buf, done, length - done, done);
+    if (bytesRead === 0) break; // file shrank meanwhile
+    done += bytesRead;
+  }
+  return done === length ? buf : buf.subarray(0, done);
 }
 
 async function readFully(
