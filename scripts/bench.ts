@@ -37,6 +37,7 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers|seed-
     --repeat N     interleaved repetitions, medians reported (default 3)
     --deletion-vectors auto|on|off
                    the MERGE's target.deletionVectors (default auto: the table has them)
+    --trace        list every statement of the last MERGE of each batch, in order, with its time
 
   ingest  tidemark job vs a hand-written DuckDB pipeline, incremental and no-op runs, and
           what checksums cost (the initial load from and to S3 on the embedded server)
@@ -68,6 +69,7 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers|seed-
     --only LIST    workloads (default all): ${WORKLOADS.join(',')}
     --repeat N     interleaved repetitions, medians reported (default 3)
     --driver-memory M  spark.driver.memory (default 4g)
+    --no-spark     leave Spark out (tidemark and delta-rs only; not with the pipeline)
 
   seed-scale  the tutorial's 500M-row orders table (built once, resumable, kept in
           .bench/seed-scale/) and one night (0.5 % of the keys changed, scattered, + 0.1 % new)
@@ -156,6 +158,7 @@ async function main(argv: string[]): Promise<void> {
       dir: { type: 'string' },
       'no-lean': { type: 'boolean', default: false },
       'no-s3': { type: 'boolean', default: false },
+      'no-spark': { type: 'boolean', default: false },
       trace: { type: 'boolean', default: false },
       formats: { type: 'string' },
       objects: { type: 'string' },
@@ -247,11 +250,16 @@ async function main(argv: string[]): Promise<void> {
       throw new Error(
         `[bench] --only: unknown workload ${unknown.join(', ')} (known: ${WORKLOADS.join(', ')})`,
       );
+    if (values['no-spark'] && only.includes('pipeline'))
+      throw new Error(
+        '[bench] --no-spark: the pipeline workload is the PySpark job; pick --only merge-…',
+      );
     await benchPeers({
       scale,
       repeat: positiveInt('repeat', values.repeat, 3),
       only: only as WorkloadName[],
       driverMemory: values['driver-memory'] ?? '4g',
+      noSpark: values['no-spark'],
       keep: values.keep,
       jsonPath: resultPath('peers', values.json),
       command,
@@ -276,6 +284,7 @@ async function main(argv: string[]): Promise<void> {
           : values['partition-by'].split(',').map((c) => c.trim()),
       deletionVectors: dvSetting(values['deletion-vectors']),
       repeat: positiveInt('repeat', values.repeat, 3),
+      trace: values.trace,
       keep: values.keep,
       jsonPath: resultPath('merge', values.json),
       command,

@@ -34,7 +34,7 @@ import type { PeakRss } from './peak-rss.js';
 import { count, mib, printTables, secs, writeJson } from './report.js';
 import { fingerprint, sampledMismatches, type TableFingerprint } from './verify.js';
 import { progress, withSession } from './session.js';
-import { slowest, traceSql, type SlowSql } from './sql-trace.js';
+import { slowest, traceSql, type SlowSql, type TracedSql } from './sql-trace.js';
 import { copyFolder, openWorkspace, type Workspace } from './workspace.js';
 
 /** Statements kept per traced step. */
@@ -83,6 +83,8 @@ export interface MergeBenchOptions {
   deletionVectors: DeletionVectorSetting;
   /** Interleaved repetitions of each measurement (medians are reported). */
   repeat: number;
+  /** Print every statement of the last MERGE of each variant, in order, with its time. */
+  trace: boolean;
   keep: boolean;
   jsonPath: string;
   command: string;
@@ -108,8 +110,8 @@ export interface VariantResult {
   pairedRatios: number[];
   /** Bytes the last MERGE wrote (new data files and its deletion-vector file) / bytes of the table. */
   bytesRatio: number;
-  /** Slowest statements of the last repetition. */
-  sql: { merge: SlowSql[]; rewrite: SlowSql[] };
+  /** Slowest statements of the last repetition, and every statement of its MERGE in order. */
+  sql: { merge: SlowSql[]; rewrite: SlowSql[]; mergeStatements: TracedSql[] };
   verified: {
     rowsExpected: number;
     mergeRows: number;
@@ -132,6 +134,7 @@ export async function benchMerge(opts: MergeBenchOptions): Promise<void> {
       variants.push(await runVariant(ws, opts, base, spread));
     const otherLoad = stopWatch();
     printTables(mergeTables(opts, base, variants));
+    if (opts.trace) for (const v of variants) printStatements(v);
     process.stdout.write(`${MERGE_LEGEND}\n${describeOtherLoad(otherLoad)}`);
     await writeJson(opts.jsonPath, {
       benchmark: 'merge',
@@ -248,7 +251,7 @@ interface Repetition {
   rewriteRss: PeakRss;
   rewrite: RewriteResult;
   leanMs: number | null;
-  sql: { merge: SlowSql[]; rewrite: SlowSql[] };
+  sql: { merge: SlowSql[]; rewrite: SlowSql[]; mergeStatements: TracedSql[] };
 }
 
 async function repetition(
@@ -305,6 +308,7 @@ async function repetition(
     sql: {
       merge: slowest(merged.statements, SQL_TOP),
       rewrite: slowest(rewrite.statements, SQL_TOP),
+      mergeStatements: merged.statements,
     },
   };
 }
@@ -334,6 +338,20 @@ async function verifyVariant(
     fingerprintsEqual: m.hash === r.hash,
     sampledMismatches: bad.length,
   };
+}
+
+/** Every statement of the variant's last MERGE, in the order it ran (`--trace`). */
+function printStatements(v: VariantResult): void {
+  const all = v.sql.mergeStatements;
+  const total = (key: 'ms' | 'cpuMs') => all.reduce((sum, s) => sum + s[key], 0).toFixed(1);
+  const lines = all.map((s, i) => {
+    const sql = s.sql.replace(/\s+/g, ' ');
+    const times = `${s.ms.toFixed(2).padStart(8)} ms ${s.cpuMs.toFixed(2).padStart(8)} ms CPU`;
+    return `${String(i + 1).padStart(3)} ${times}  ${sql.length > 150 ? `${sql.slice(0, 149)}…` : sql}`;
+  });
+  process.stdout.write(
+    `\nEvery statement of the last MERGE, ${v.spread}: ${all.length}, ${total('ms')} ms (${total('cpuMs')} ms CPU) in all\n${lines.join('\n')}\n`,
+  );
 }
 
 /** All correctness checks of a variant passed. */

@@ -53,6 +53,8 @@ export interface PeersBenchOptions {
   only: readonly WorkloadName[];
   /** spark.driver.memory. */
   driverMemory: string;
+  /** Leave Spark out (its JVM start-up takes minutes on a loaded machine): tidemark and delta-rs only. */
+  noSpark: boolean;
   keep: boolean;
   jsonPath: string;
   command: string;
@@ -118,16 +120,17 @@ export async function benchPeers(opts: PeersBenchOptions): Promise<void> {
     );
     peers.set('delta-rs', await PeerProcess.start('delta-rs', python, [WORKER_PY, 'deltalake']));
     const cache = join(REPO, '.bench/python/cache');
-    peers.set(
-      'spark',
-      await PeerProcess.start('spark', python, [
-        WORKER_PY,
+    if (!opts.noSpark)
+      peers.set(
         'spark',
-        cache,
-        join(REPO, 'interop/ivysettings.xml'),
-        opts.driverMemory,
-      ]),
-    );
+        await PeerProcess.start('spark', python, [
+          WORKER_PY,
+          'spark',
+          cache,
+          join(REPO, 'interop/ivysettings.xml'),
+          opts.driverMemory,
+        ]),
+      );
     const warm = await warmUp(ws, peers);
     const startup = Object.fromEntries(
       [...peers].map(([n, p]) => [
@@ -227,7 +230,7 @@ async function warmUp(
     await s.run(`COPY changes TO ${str(source)} (FORMAT parquet, COMPRESSION zstd)`);
   });
   const out = new Map<PeerName, number>();
-  for (const p of MERGE_PEERS) {
+  for (const p of peers.keys()) {
     const dir = ws.path(`warm-up-${p}`);
     await cp(p === 'delta-rs' ? `${base.dir}-no-dv` : base.dir, dir, { recursive: true });
     out.set(p, (await peers.get(p)!.step({ op: 'merge', table: dir, source }, [dir])).ms);
@@ -311,11 +314,12 @@ async function runMerge(
     await s.run(`COPY changes TO ${str(source)} (FORMAT parquet, COMPRESSION zstd)`);
   });
   const tableBytes = [...(await filesUnder([base])).values()].reduce((a, b) => a + b, 0);
-  const steps = new Map<PeerName, StepUsage[]>(MERGE_PEERS.map((p) => [p, []]));
+  const merging = MERGE_PEERS.filter((p) => peers.has(p));
+  const steps = new Map<PeerName, StepUsage[]>(merging.map((p) => [p, []]));
   const failed = new Map<PeerName, string>();
   const dirOf = (p: PeerName) => ws.path(`${w.name}-${p}`);
   for (let rep = 0; rep < opts.repeat; rep++) {
-    for (const p of rotation(MERGE_PEERS, rep)) {
+    for (const p of rotation(merging, rep)) {
       const dir = dirOf(p);
       await rm(dir, { recursive: true, force: true });
       await cp(p === 'delta-rs' ? `${base}-no-dv` : base, dir, { recursive: true });
@@ -341,7 +345,7 @@ async function runMerge(
     }
   }
   progress(`${w.name}: row check`);
-  const ok = (['delta-rs', 'spark'] as const).filter((p) => !failed.has(p));
+  const ok = merging.filter((p) => p !== 'tidemark' && !failed.has(p));
   const checks = await checkRows(
     dirOf('tidemark'),
     Object.fromEntries(ok.map((p) => [p, dirOf(p)])),
@@ -358,13 +362,13 @@ async function runMerge(
     tableRows: w.rows,
     tableBytes,
     loadAverage: { start, end: loads() },
-    peers: MERGE_PEERS.map((p) =>
+    peers: merging.map((p) =>
       failed.has(p)
         ? failedFigures(p, failed.get(p)!, steps.get(p)!)
         : figures(p, steps.get(p)!, own.get(p) ?? null, p === 'tidemark' ? null : checks[p]!),
     ),
   };
-  for (const p of MERGE_PEERS) await rm(dirOf(p), { recursive: true, force: true });
+  for (const p of merging) await rm(dirOf(p), { recursive: true, force: true });
   return result;
 }
 

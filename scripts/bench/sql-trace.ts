@@ -1,7 +1,7 @@
 /**
  * Which SQL statements take the time: a bench-only tracer that wraps DuckSession's statement
  * methods (run, all, allJson) on the prototype, so tidemark's own code paths are timed
- * statement by statement without touching src/. Tracing costs one clock read per statement.
+ * statement by statement without touching src/. Tracing costs a clock and a CPU-time read per statement.
  */
 import { performance } from 'node:perf_hooks';
 import { DuckSession } from '../../src/engine/duckdb.js';
@@ -9,6 +9,8 @@ import { DuckSession } from '../../src/engine/duckdb.js';
 /** One executed statement. */
 export interface TracedSql {
   ms: number;
+  /** CPU time of the whole process meanwhile (DuckDB's threads included), in ms. */
+  cpuMs: number;
   sql: string;
 }
 
@@ -29,10 +31,16 @@ function install(): void {
     const original = proto[name];
     proto[name] = async function (this: unknown, sql: string): Promise<unknown> {
       const start = performance.now();
+      const cpu = process.cpuUsage();
       try {
         return await original.call(this, sql);
       } finally {
-        active?.push({ ms: performance.now() - start, sql });
+        const used = process.cpuUsage(cpu);
+        active?.push({
+          ms: performance.now() - start,
+          cpuMs: (used.user + used.system) / 1000,
+          sql,
+        });
       }
     };
   }

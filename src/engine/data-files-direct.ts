@@ -8,14 +8,16 @@
  * relation's order across files when it writes in parallel, and key-ordered files are what make
  * the MERGE's stats pruning work; bigger writes are staged and split exactly.
  *
- * Stats are read back from the written file with the same aggregates as the staged path
- * (./file-stats.ts), so they are exactly those of the values in the file.
+ * Stats are those of the values in the file: the COPY returns the Parquet writer's (./copy-stats.ts),
+ * in the form the staged path's aggregates give them (./file-stats.ts); where the writer's would
+ * differ (long strings, NaN, arrays and maps), the file is read back with those aggregates.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encodeLogPath } from '../delta/partition-encode.js';
-import type { DuckSession } from './duckdb.js';
+import { copiedRows, RETURN_STATS, statsRowFromCopy } from './copy-stats.js';
+import type { DuckSession, Row } from './duckdb.js';
 import { statsAggregatesSql, statsFromRow, type StatsLeaf } from './file-stats.js';
 import { safeReadPath } from './safe-alias.js';
 import { str } from './sql.js';
@@ -38,8 +40,8 @@ export interface DirectWrite {
   copyOptions?: string[];
   /** The file's row limit: a relation with more rows is not kept (null is returned). */
   targetFileRows: number | undefined;
-  /** Runs the COPY, turning a failed read or cast into the writer's error. */
-  runCopy(sql: string): Promise<void>;
+  /** Runs the COPY and returns its result rows (as allJson), a failed read or cast the writer's error. */
+  runCopy(sql: string): Promise<Row[]>;
 }
 
 /**
@@ -55,14 +57,16 @@ export async function writeDirect(
   const localPath = join(w.localDir, fileName);
   let keep = false;
   try {
-    const options = [...parquetOptions(w.codec), ...(w.copyOptions ?? [])];
-    await w.runCopy(
+    const options = [...parquetOptions(w.codec), ...(w.copyOptions ?? []), RETURN_STATS];
+    const [copied] = await w.runCopy(
       `COPY (SELECT ${w.select.join(', ')} FROM ${w.from}) TO ${str(localPath)} (${options.join(', ')})`,
     );
-    const row = await readStats(session, localPath, w.leaves);
-    const rows = Number(row?.['n'] ?? 0);
+    const rows = copiedRows(copied);
     if (rows === 0 || (w.targetFileRows !== undefined && rows > w.targetFileRows))
       return rows === 0 ? [] : null;
+    const row =
+      (copied && statsRowFromCopy(copied, w.leaves)) ??
+      (await readStats(session, localPath, w.leaves));
     keep = true;
     const relativePath = w.folder ? `${w.folder}/${fileName}` : fileName;
     return [
@@ -72,7 +76,7 @@ export async function writeDirect(
         logPath: encodeLogPath(relativePath),
         partitionValues: {},
         size: (await stat(localPath)).size,
-        stats: statsFromRow(row!, w.leaves),
+        stats: statsFromRow(row, w.leaves),
       },
     ];
   } finally {
@@ -80,8 +84,12 @@ export async function writeDirect(
   }
 }
 
-/** The stats row of the file (undefined when it has no rows). */
-async function readStats(session: DuckSession, path: string, leaves: readonly StatsLeaf[]) {
+/** The stats row of the file, read back from it. */
+async function readStats(
+  session: DuckSession,
+  path: string,
+  leaves: readonly StatsLeaf[],
+): Promise<Row> {
   const read = `read_parquet(${str(safeReadPath(path))}, hive_partitioning = false)`;
-  return session.one(`SELECT ${statsAggregatesSql(leaves)} FROM ${read} HAVING count(*) > 0`);
+  return (await session.one(`SELECT ${statsAggregatesSql(leaves)} FROM ${read}`))!;
 }

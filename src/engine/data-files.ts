@@ -150,7 +150,7 @@ export async function writeDataFiles(
       codec: opts.compression ?? 'zstd',
       copyOptions: layout.copyOptions,
       targetFileRows: opts.targetFileRows,
-      runCopy: (sql) => runStage(session, sql),
+      runCopy: (sql) => staging(() => session.allJson(sql)),
     });
     if (direct) return direct;
   }
@@ -336,9 +336,14 @@ function caseInsensitive<T>(map: Map<string, T>, name: string): T | undefined {
 }
 
 /** Source errors (unreadable rows, failed casts) surface here; keep DuckDB's message and cause. */
-async function runStage(session: DuckSession, sql: string): Promise<void> {
+function runStage(session: DuckSession, sql: string): Promise<void> {
+  return staging(() => session.run(sql));
+}
+
+/** Run a statement that reads and casts the rows to write; see runStage. */
+async function staging<T>(statement: () => Promise<T>): Promise<T> {
   try {
-    await session.run(sql);
+    return await statement();
   } catch (cause) {
     throw new TidemarkError(
       `[write] reading and casting the rows to write failed: ${(cause as Error).message}`,

@@ -29,6 +29,11 @@ import { str } from './sql.js';
 export const DEFAULT_NUM_INDEXED_COLS = 32;
 /** Spark's `spark.databricks.io.skipping.stringPrefixLength`. */
 export const STRING_PREFIX_LENGTH = 32;
+/**
+ * Code points of a string min/max the stats query fetches: each is at least one UTF-16 unit,
+ * so enough for truncateMaxString (2 × the prefix, and a character more).
+ */
+export const STRING_STAT_CODE_POINTS = 2 * STRING_PREFIX_LENGTH + 4;
 
 /** A top-level data column: its name, Delta type and SQL over the rows being summarized. */
 export interface StatsColumn {
@@ -134,9 +139,9 @@ function statText(agg: 'min' | 'max', leaf: StatsLeaf): string {
     case 'timestamp_ntz':
       return `strftime(${v}, '%Y-%m-%dT%H:%M:%S.%g')`;
     case 'string':
-      // left() counts code points, each at least one UTF-16 unit: enough for truncateMaxString.
-      // The cast makes an ENUM column (see castToDeltaSql) compare as text, not by its index.
-      return `left(${agg}(CAST(${leaf.sql} AS VARCHAR)), ${2 * STRING_PREFIX_LENGTH + 4})`;
+      // left() counts code points (STRING_STAT_CODE_POINTS). The cast makes an ENUM column (see
+      // castToDeltaSql) compare as text, not by its index.
+      return `left(${agg}(CAST(${leaf.sql} AS VARCHAR)), ${STRING_STAT_CODE_POINTS})`;
     default:
       return `CAST(${v} AS VARCHAR)`;
   }

@@ -135,7 +135,7 @@ describe('direct writes', () => {
       localDir,
       codec: 'zstd',
       targetFileRows: 10, // a caller's wrong bound: the relation has 100 rows
-      runCopy: (sql) => session.run(sql),
+      runCopy: (sql) => session.allJson(sql),
     });
     expect(written).toBeNull();
     expect(await readdir(localDir)).toEqual([]);
