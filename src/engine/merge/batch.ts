@@ -69,9 +69,14 @@ export async function prepareBatch(
       await session.run(`CREATE OR REPLACE TEMP VIEW ${ident(opts.table)} AS ${body}`);
       rows = await checkedCount(session, opts.table, opts.plan);
     } else {
-      await session.run(`CREATE OR REPLACE TEMP TABLE ${ident(opts.table)} AS ${body}`);
+      // CREATE TABLE AS answers with the rows it stored: no count(*) after it.
+      const created = await session.one(
+        `CREATE OR REPLACE TEMP TABLE ${ident(opts.table)} AS ${body}`,
+      );
       rows = Number(
-        (await session.one(`SELECT count(*) AS n FROM ${ident(opts.table)}`))?.['n'] ?? 0,
+        created?.['Count'] ??
+          (await session.one(`SELECT count(*) AS n FROM ${ident(opts.table)}`))?.['n'] ??
+          0,
       );
     }
   } catch (err) {

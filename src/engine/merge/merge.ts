@@ -50,7 +50,6 @@ import { readCounts } from './outcome.js';
 import {
   changedFilesSql,
   changesSql,
-  dvPositionsSql,
   emptyMatchSql,
   newRowsSql,
   pruningPartitions,
@@ -129,7 +128,7 @@ export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
     };
     const run = { opts, tables, target, spec, constraints, out, layout, tracking, clock };
     const staged = snapshot === null ? await stageCreate(run) : await stageExisting(run, snapshot);
-    const deletes = await batchDeletes(opts.session, tables, spec);
+    const deletes = await batchDeletes(opts.session, tables, spec, opts.deleteWhen);
     return { ...staged, deletes, dispose: () => dropAll(opts.session, tables) };
   } catch (err) {
     await dropAll(opts.session, tables);
@@ -318,12 +317,6 @@ async function changedFiles(
   modes: ReadonlyMap<number, WriteMode>,
 ): Promise<ChangedFiles> {
   const rows = await session.all(changedFilesSql(tables));
-  const positions = new Map(
-    (await session.all(dvPositionsSql(tables))).map((r) => [
-      Number(r['id']),
-      (r['positions'] as unknown[]).map(Number),
-    ]),
-  );
   const rewrite: LiveFile[] = [];
   const dv: DvChange[] = [];
   for (const r of rows) {
@@ -334,7 +327,7 @@ async function changedFiles(
       dv.push({
         id,
         file,
-        positions: positions.get(id) ?? [],
+        positions: (r['positions'] as unknown[]).map(Number),
         localPath: hits.localPaths.get(file.path)!,
       });
   }

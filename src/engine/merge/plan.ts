@@ -230,19 +230,16 @@ export function changesSql(tables: TempTables): string {
   );
 }
 
-/** The files with an updated or deleted row, with their mode. */
+/**
+ * The files with an updated or deleted row: their mode and, for a 'dv' file, those rows'
+ * positions, ascending (what its deletion vector marks). One query, not a second for the positions.
+ */
 export function changedFilesSql(tables: TempTables): string {
   return (
-    `SELECT c.${fid} AS id, any_value(m.mode) AS mode FROM ${ident(tables.changes)} AS c ` +
-    `JOIN ${ident(tables.modes)} AS m ON m.${fid} = c.${fid} WHERE c.${act} IN ('update', 'delete') GROUP BY c.${fid} ORDER BY id`
-  );
-}
-
-/** Per 'dv' file with changes: the positions of its updated and deleted rows, ascending. */
-export function dvPositionsSql(tables: TempTables): string {
-  return (
-    `SELECT c.${fid} AS id, list(c.${pos} ORDER BY c.${pos}) AS positions FROM ${ident(tables.changes)} AS c ` +
-    `JOIN ${ident(tables.modes)} AS m ON m.${fid} = c.${fid} WHERE m.mode = 'dv' AND c.${act} IN ('update', 'delete') GROUP BY c.${fid}`
+    `SELECT c.${fid} AS id, any_value(m.mode) AS mode, ` +
+    `list(c.${pos} ORDER BY c.${pos}) FILTER (WHERE m.mode = 'dv') AS positions ` +
+    `FROM ${ident(tables.changes)} AS c JOIN ${ident(tables.modes)} AS m ON m.${fid} = c.${fid} ` +
+    `WHERE c.${act} IN ('update', 'delete') GROUP BY c.${fid} ORDER BY id`
   );
 }
 
@@ -347,7 +344,8 @@ export function countsSql(tables: TempTables): string {
   const copied =
     `(SELECT count(*) FROM ${ident(tables.target)} AS t ANTI JOIN (SELECT ${fid}, ${pos} FROM ${c} WHERE ${act} IN ('update', 'delete')) AS x ` +
     `ON x.${fid} = t.${fid} AND x.${pos} = t.${pos} WHERE t.${fid} IN (${rewritten}))`;
-  const unmatched = `b.${brow} NOT IN (SELECT ${brow} FROM ${h})`;
+  // Batch rows no stored row or tombstone matched: one anti-join probe for both counts.
+  const unmatched = `u.${brow} IS NULL`;
   const flag = `b.${ident(DELETE_FLAG)}`;
   return (
     'SELECT hc.stale, hc.buried, cc.updated, cc.deleted, cc.unchanged, bc.inserted, bc.delete_not_found, ' +
@@ -355,7 +353,8 @@ export function countsSql(tables: TempTables): string {
     `(SELECT count(*) FILTER (WHERE ${act} = 'stale') AS stale, count(*) FILTER (WHERE ${act} = 'stale' AND ${fid} IS NULL) AS buried FROM ${h}) AS hc, ` +
     `(SELECT ${changes('update', 'updated')}, ${changes('delete', 'deleted')}, ${changes('unchanged', 'unchanged')} FROM ${c}) AS cc, ` +
     `(SELECT count(*) FILTER (WHERE NOT ${flag} AND ${unmatched}) AS inserted, ` +
-    `count(*) FILTER (WHERE ${flag} AND ${unmatched}) AS delete_not_found FROM ${b} AS b) AS bc`
+    `count(*) FILTER (WHERE ${flag} AND ${unmatched}) AS delete_not_found FROM ${b} AS b ` +
+    `LEFT JOIN (SELECT DISTINCT ${brow} FROM ${h}) AS u ON u.${brow} = b.${brow}) AS bc`
   );
 }
 

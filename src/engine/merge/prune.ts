@@ -54,25 +54,37 @@ const BOUNDED_TYPES =
 /** Timestamp stats are truncated to milliseconds: the true max can be up to 999 µs above. */
 const MS_TRUNCATED = new Set(['timestamp', 'timestamp_ntz']);
 
-/** Run both pruning steps; returns the candidate file ids. */
+/**
+ * Run both pruning steps; returns the candidate file ids. Few statements, each costing planning
+ * time whatever its size: the file table is created with its first rows, the row count after the
+ * partition step is the file count when there is no partition step, and the stats step is the
+ * query that lists the candidates.
+ */
 export async function pruneFiles(session: DuckSession, input: PruneInput): Promise<PruneResult> {
   if (input.files.length === 0) return { candidates: [], afterPartitions: 0, afterStats: 0 };
   const bounded = input.keys.filter(
     (k) => typeof k.type === 'string' && BOUNDED_TYPES.test(k.type),
   );
-  await session.run(fileTableSql(input.fileTable, input.partitions, bounded));
   for (let i = 0; i < input.files.length; i += INSERT_CHUNK) {
     const rows = input.files
       .slice(i, i + INSERT_CHUNK)
       .map((f, j) => fileRowSql(i + j, f, input.partitions, bounded));
-    await session.run(`INSERT INTO ${ident(input.fileTable)} VALUES ${rows.join(', ')}`);
+    const insert = `INSERT INTO ${ident(input.fileTable)} VALUES ${rows.join(', ')}`;
+    await session.run(
+      i === 0 ? `${fileTableSql(input.fileTable, input.partitions, bounded)}; ${insert}` : insert,
+    );
   }
-  if (input.partitions.length > 0) await session.run(partitionPruneSql(input));
-  const afterPartitions = await countRows(session, input.fileTable);
-  if (bounded.length > 0 && afterPartitions > 0) await session.run(statsPruneSql(input, bounded));
-  const rows = await session.all(
-    `SELECT ${ident(FILE_ID)} AS id FROM ${ident(input.fileTable)} ORDER BY id`,
-  );
+  let afterPartitions = input.files.length;
+  if (input.partitions.length > 0) {
+    await session.run(partitionPruneSql(input));
+    afterPartitions = await countRows(session, input.fileTable);
+  }
+  const rows =
+    bounded.length > 0 && afterPartitions > 0
+      ? await session.all(candidatesSql(input, bounded))
+      : await session.all(
+          `SELECT ${ident(FILE_ID)} AS id FROM ${ident(input.fileTable)} ORDER BY id`,
+        );
   const candidates = rows.map((r) => Number(r['id']));
   return { candidates, afterPartitions, afterStats: candidates.length };
 }
@@ -149,26 +161,44 @@ export function partitionPruneSql(
 }
 
 /**
- * Drop files with complete bounds that hold no batch key: no batch row (of the file's partition)
- * has every key column within the file's [min, max]. Files with a missing bound stay.
+ * The files left after the stats step, ascending by id: those with a missing bound, and those
+ * where some batch row (of the file's partition) has every key column within the file's
+ * [min, max]. With one bounded key and no partition column in the match, an ASOF join finds for
+ * each file the greatest batch key not above its max, and the file holds a batch key when that
+ * one is not below its min: a sorted lookup where the general range join pairs every file with
+ * every batch row (100 files and 10,000 keys: 4 ms of CPU against 9).
  */
-export function statsPruneSql(
+export function candidatesSql(
   input: Pick<PruneInput, 'fileTable' | 'batchTable' | 'partitions'>,
   bounded: readonly TypedColumn[],
 ): string {
+  const id = ident(FILE_ID);
+  const files = ident(input.fileTable);
+  const incomplete = bounded
+    .map((_, i) => {
+      const { min, max } = boundColumns(i);
+      return `${ident(min)} IS NULL OR ${ident(max)} IS NULL`;
+    })
+    .join(' OR ');
+  const unbounded = `SELECT ${id} AS id FROM ${files} WHERE ${incomplete}`;
+  if (input.partitions.length === 0 && bounded.length === 1) {
+    const key = ident(bounded[0]!.name);
+    const { min, max } = boundColumns(0);
+    // Batch keys are never NULL (checked before pruning).
+    const holding =
+      `SELECT f.${id} AS id FROM ${files} AS f ASOF JOIN (SELECT ${key} FROM ${ident(input.batchTable)}) AS b ` +
+      `ON f.${ident(max)} >= b.${key} WHERE b.${key} >= f.${ident(min)}`;
+    return `${unbounded} UNION ALL ${holding} ORDER BY id`;
+  }
   const conds = input.partitions.map(
     (p) => `f.${ident(p.name)} IS NOT DISTINCT FROM b.${ident(p.name)}`,
   );
-  const complete: string[] = [];
   bounded.forEach((k, i) => {
     const { min, max } = boundColumns(i);
     conds.push(`b.${ident(k.name)} >= f.${ident(min)}`, `b.${ident(k.name)} <= f.${ident(max)}`);
-    complete.push(`${ident(min)} IS NOT NULL`, `${ident(max)} IS NOT NULL`);
   });
-  return (
-    `DELETE FROM ${ident(input.fileTable)} WHERE ${complete.join(' AND ')} AND ${ident(FILE_ID)} NOT IN (` +
-    `SELECT DISTINCT f.${ident(FILE_ID)} FROM ${ident(input.fileTable)} AS f JOIN ${ident(input.batchTable)} AS b ON ${conds.join(' AND ')})`
-  );
+  const holding = `SELECT DISTINCT f.${id} AS id FROM ${files} AS f JOIN ${ident(input.batchTable)} AS b ON ${conds.join(' AND ')}`;
+  return `${unbounded} UNION ${holding} ORDER BY id`;
 }
 
 async function countRows(session: DuckSession, table: string): Promise<number> {

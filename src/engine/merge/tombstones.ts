@@ -76,17 +76,24 @@ export async function buryTombstoned(
   }
 }
 
-/** The batch's deletes as tombstones (see `DeletedKeys`): a temp view over the MERGE's temp tables. */
+/**
+ * The batch's deletes as tombstones (see `DeletedKeys`): a temp view over the MERGE's temp tables.
+ * Without a delete condition no batch row is flagged (the flag is FALSE): none, and not counted.
+ */
 export async function batchDeletes(
   session: DuckSession,
   tables: TempTables,
   spec: MatchSpec,
+  deleteWhen: string | undefined,
 ): Promise<DeletedKeys> {
   const name = tables.deletes;
   await session.run(
     `CREATE OR REPLACE TEMP VIEW ${ident(name)} AS ${deletedKeysSql(tables, spec)}`,
   );
-  const row = await session.one(`SELECT count(*) AS n FROM ${ident(name)}`);
+  const row =
+    deleteWhen === undefined
+      ? undefined
+      : await session.one(`SELECT count(*) AS n FROM ${ident(name)}`);
   return {
     relation: { name, dispose: () => session.run(`DROP VIEW IF EXISTS ${ident(name)}`) },
     rows: Number(row?.['n'] ?? 0),
