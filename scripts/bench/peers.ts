@@ -682,7 +682,9 @@ function legend(
           `${n} (${s.version}) started in ${secs(s.ms)}, warm-up MERGE ${secs(s.warmUpMs)}`,
       )
       .join('; ')} — not counted in any step`,
-    `Spark: local[2], spark.driver.memory ${opts.driverMemory}, 4 shuffle partitions, deletion vectors on. delta-rs: no deletion vectors (it writes none); predicate with the source's key range.`,
+    opts.noSpark
+      ? "Spark left out (--no-spark). delta-rs: no deletion vectors (it writes none); predicate with the source's key range."
+      : `Spark: local[2], spark.driver.memory ${opts.driverMemory}, 4 shuffle partitions, deletion vectors on. delta-rs: no deletion vectors (it writes none); predicate with the source's key range.`,
     'MERGE steps: read the change file + MERGE + commit. Pipeline: tidemark = one `tidemark run` process per day (Node start-up counted); PySpark job = one call per day in the warm session.',
     "peak RSS: the peer's processes (Python + JVM for Spark; each peak reset before the step, summed). written: bytes of the files the step added to the table (and control table).",
   ].join('\n');

@@ -147,9 +147,11 @@ export async function classifyChanges(
   const rewrite = pick((id) => modes.get(id) === 'rewrite');
   // The 'dv' files with a tie among their hits: their tied rows are compared in full.
   const tied = new Set(touched.filter((t) => t.ties && modes.get(t.id) === 'dv').map((t) => t.id));
-  await ctx.session.run(modesSql(ctx.tables, modes));
   const read = { ...hits, rowIds: ctx.rowIds };
-  await ctx.session.run(
+  // One call for the chain of tables: none of them is read back here, and each call is a round
+  // trip to DuckDB's threads (on a loaded machine each waits to be scheduled).
+  const statements = [
+    modesSql(ctx.tables, modes),
     targetSql(
       ctx.tables,
       perFileScanSql(ctx.snapshot, rewrite, read),
@@ -159,10 +161,11 @@ export async function classifyChanges(
         read,
       ),
     ),
-  );
-  await ctx.session.run(actionsSql(ctx.tables, ctx.spec, columns));
-  if ((ctx.spec.ties ?? []).length > 0) await ctx.session.run(settleTiesSql(ctx.tables));
-  await ctx.session.run(changesSql(ctx.tables));
+    actionsSql(ctx.tables, ctx.spec, columns),
+    ...((ctx.spec.ties ?? []).length > 0 ? [settleTiesSql(ctx.tables)] : []),
+    changesSql(ctx.tables),
+  ];
+  await ctx.session.run(statements.join('; '));
 }
 
 /**
