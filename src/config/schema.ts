@@ -398,20 +398,20 @@ const target = z
       'Table root: s3://bucket/path, file:///path or a path (relative to the config file)',
     ),
     mode: z
-      .enum(['merge', 'append', 'replace'])
+      .enum(['merge', 'append', 'replace', 'scd2'])
       .default('merge')
       .describe(
-        'merge by key, append (immutable event logs), or replace (each delivery becomes the whole table: small tables reloaded whole)',
+        'merge by key, append (immutable event logs), replace (each delivery becomes the whole table: small tables reloaded whole), or scd2 (history: each change of a key opens a version, SCD Type 2)',
       ),
     key: columnList
       .optional()
       .describe(
-        'Key columns (required for merge; in replace mode, optional: the delivery keeps its latest row per key)',
+        'Key columns (required for merge and scd2; in replace mode, optional: the delivery keeps its latest row per key)',
       ),
     orderBy: nonEmpty
       .optional()
       .describe(
-        'Version column: an incoming row wins only if not older (required for merge, and for replace with a key)',
+        "Version column: an incoming row wins only if not older (required for merge, and for replace with a key); in scd2 mode it places each version in the key's history and is its valid-from time",
       ),
     partitionBy: z
       .array(nonEmpty)
@@ -431,6 +431,25 @@ const target = z
     deleteWhen: nonEmpty
       .optional()
       .describe("SQL condition on the incoming row that deletes its key (is_deleted, Op = 'D')"),
+    validFrom: nonEmpty
+      .optional()
+      .describe(
+        'scd2 mode: the column holding when a version became current, its orderBy value (valid_from)',
+      ),
+    validTo: nonEmpty
+      .optional()
+      .describe(
+        "scd2 mode: the column holding when a version stopped being current, the next version's orderBy or the delete's; NULL while current (valid_to)",
+      ),
+    isCurrent: nonEmpty
+      .optional()
+      .describe('scd2 mode: the column that is true on the current version of a key (is_current)'),
+    trackColumns: z
+      .union([columnList, z.strictObject({ except: columnList })])
+      .optional()
+      .describe(
+        'scd2 mode: the columns whose change opens a new version, as a list or { except: [...] }; a change in other columns updates the version in place (default: every column but the key, orderBy and lineage columns)',
+      ),
     tombstoneRetention: duration('7d').describe('How long a deleted key is remembered (7d)'),
     /**
      * Rows per data file the job writes. Smaller files make a MERGE rewrite less (cost follows
@@ -468,6 +487,20 @@ const target = z
     storage: targetStorage.optional(),
   })
   .superRefine((t, ctx) => {
+    if (t.mode !== 'scd2') {
+      for (const field of SCD2_FIELDS) {
+        if (t[field] !== undefined)
+          ctx.addIssue({
+            code: 'custom',
+            path: [field],
+            message: `applies only when mode is scd2 (it is ${t.mode})`,
+          });
+      }
+    }
+    if (t.mode === 'scd2') {
+      scd2Problems(t).forEach((p) => ctx.addIssue({ code: 'custom', ...p }));
+      return;
+    }
     if (t.mode === 'replace') {
       // A key reduces the delivery to one row per key, which needs the version that picks it.
       if (t.key && !t.orderBy)
@@ -502,6 +535,87 @@ const target = z
       });
   });
 
+/** The fields that only scd2 mode reads. */
+const SCD2_FIELDS = ['validFrom', 'validTo', 'isCurrent', 'trackColumns'] as const;
+
+/** The history columns of an scd2 target, by role. */
+export interface Scd2Columns {
+  validFrom: string;
+  validTo: string;
+  isCurrent: string;
+}
+
+/** The history column names of a target, defaults filled in. */
+export function scd2Columns(t: {
+  validFrom?: string | undefined;
+  validTo?: string | undefined;
+  isCurrent?: string | undefined;
+}): Scd2Columns {
+  return {
+    validFrom: t.validFrom ?? 'valid_from',
+    validTo: t.validTo ?? 'valid_to',
+    isCurrent: t.isCurrent ?? 'is_current',
+  };
+}
+
+/** Lineage columns tidemark adds to every row (../engine/file-select.ts spells them too; config may not import the engine). */
+const LINEAGE = ['_source_file', '_source_modified', '_source_row'];
+
+/**
+ * What an scd2 target needs: a key and an orderBy (a version's place in history), history column
+ * names distinct from each other and from the key and orderBy, and tracked columns that are
+ * neither (pure; each problem names its field).
+ */
+function scd2Problems(t: {
+  key?: string[] | undefined;
+  orderBy?: string | undefined;
+  validFrom?: string | undefined;
+  validTo?: string | undefined;
+  isCurrent?: string | undefined;
+  trackColumns?: string[] | { except: string[] } | undefined;
+  changeDataFeed: boolean;
+}): Array<{ path: (string | number)[]; message: string }> {
+  const out: Array<{ path: (string | number)[]; message: string }> = [];
+  if (!t.key) out.push({ path: ['key'], message: 'is required when mode is scd2' });
+  if (!t.orderBy)
+    out.push({
+      path: ['orderBy'],
+      message: "is required when mode is scd2 (it orders a key's versions)",
+    });
+  const cols = scd2Columns(t);
+  const reserved = new Map<string, string>();
+  for (const k of t.key ?? []) reserved.set(k.toLowerCase(), 'a key column');
+  if (t.orderBy) reserved.set(t.orderBy.toLowerCase(), 'the orderBy column');
+  for (const field of ['validFrom', 'validTo', 'isCurrent'] as const) {
+    const name = cols[field];
+    const lower = name.toLowerCase();
+    const clash = reserved.get(lower) ?? (LINEAGE.includes(lower) ? 'a lineage column' : null);
+    if (clash !== null)
+      out.push({
+        path: [field],
+        message: `names ${JSON.stringify(name)}, which is ${clash}; the history columns need names of their own`,
+      });
+    else reserved.set(lower, `target.${field}`);
+  }
+  const listed = Array.isArray(t.trackColumns) ? t.trackColumns : t.trackColumns?.except;
+  const at = Array.isArray(t.trackColumns) ? ['trackColumns'] : ['trackColumns', 'except'];
+  (listed ?? []).forEach((c, i) => {
+    const lower = c.toLowerCase();
+    const clash = reserved.get(lower) ?? (LINEAGE.includes(lower) ? 'a lineage column' : null);
+    if (clash !== null)
+      out.push({
+        path: [...at, i],
+        message: `names ${JSON.stringify(c)}, which is ${clash}: only other columns are tracked`,
+      });
+  });
+  if (t.changeDataFeed)
+    out.push({
+      path: ['changeDataFeed'],
+      message: 'is not supported in scd2 mode yet (the history table itself records every change)',
+    });
+  return out;
+}
+
 const job = z
   .strictObject({
     name: z
@@ -526,7 +640,7 @@ const job = z
     concurrency: z.number().int().min(1).max(256).default(16).describe('Parallel fetches'),
   })
   .superRefine((j, ctx) => {
-    // Deleting the keys a snapshot lacks is a MERGE by key.
+    // Deleting the keys a snapshot lacks is a MERGE by key (closing them in scd2 mode is not built yet).
     if (j.source.snapshot && j.target.mode !== 'merge')
       ctx.addIssue({
         code: 'custom',
@@ -626,6 +740,8 @@ export const configSchema = z
 
 export type TidemarkConfig = z.output<typeof configSchema>;
 export type JobConfig = TidemarkConfig['jobs'][number];
+/** How a job writes its table: merge, append, replace or scd2. */
+export type TargetMode = JobConfig['target']['mode'];
 export type StorageConfig = TidemarkConfig['storage'];
 export type EngineConfig = TidemarkConfig['engine'];
 /** Storage settings a source or target may set over the global ones. */

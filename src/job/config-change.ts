@@ -19,7 +19,7 @@
  * Refusals are ConfigErrors (exit 2) naming the field; the rest is logged as warnings and listed
  * under `configChanges` in the run report.
  */
-import type { JobConfig } from '../config/schema.js';
+import type { JobConfig, TargetMode } from '../config/schema.js';
 import { durationText } from '../config/units.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { DiscoveryState } from '../discovery/index.js';
@@ -44,7 +44,7 @@ export interface ConfiguredAs {
     | { by: 'modified'; settleMs: number }
     | { by: 'notifications'; queue: string };
   target: {
-    mode: 'merge' | 'append' | 'replace';
+    mode: TargetMode;
     key?: string[];
     orderBy?: string;
     partitionBy: string[];
@@ -258,7 +258,9 @@ export function describeChanges(
         ? 'rows are appended from now: nothing is updated or deleted by key, deleteWhen and tombstones no longer apply'
         : b.mode === 'replace'
           ? 'each delivery replaces the whole table from now: rows it lacks are removed, deleteWhen and tombstones no longer apply'
-          : `rows are merged on key [${(b.key ?? []).join(', ')}] from now`,
+          : b.mode === 'scd2'
+            ? `each change of a key opens a version from now (history on key [${(b.key ?? []).join(', ')}]); a table without the history columns is refused`
+            : `rows are merged on key [${(b.key ?? []).join(', ')}] from now`,
     );
   } else if (b.mode === 'merge') {
     if (shown(a.key) !== shown(b.key))

@@ -10,6 +10,7 @@
  * The problems are config errors (exit 2). A run and a backfill check as soon as they read the
  * table; `validate` lists them.
  */
+import type { TargetMode } from '../config/schema.js';
 import { type ColumnMappingMode } from '../delta/column-mapping.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { ConfigError } from '../errors.js';
@@ -27,7 +28,7 @@ export interface CreationSettings {
 
 /** The columns a merge job's rows are matched and ordered by. */
 export interface MatchColumns {
-  mode?: 'merge' | 'append' | 'replace' | undefined;
+  mode?: TargetMode | undefined;
   key?: readonly string[] | undefined;
   orderBy?: string | undefined;
 }

@@ -12,6 +12,7 @@
  */
 import type { JobConfig } from '../config/schema.js';
 import type { Action } from '../delta/actions.js';
+import { ConfigError } from '../errors.js';
 import { ENABLE_CHANGE_DATA_FEED } from '../delta/change-data.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { KeyBound } from '../delta/key-bounds.js';
@@ -112,6 +113,11 @@ export async function writeBatch<S extends OwnedState>(
   opts: WriteBatchOptions<S>,
 ): Promise<WrittenBatch<S>> {
   const mode = opts.scope.job.target.mode;
+  if (mode === 'scd2')
+    throw new ConfigError(
+      `[job] ${opts.scope.job.name}: target.mode scd2 is not built yet; nothing was committed`,
+      { field: 'target.mode', job: opts.scope.job.name },
+    );
   // A replace by a delivery without rows empties the table: that is what the delivery says.
   const emptiesTable =
     (mode === 'replace' || opts.fullExtract === true) &&

@@ -15,7 +15,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const SLOW: Record<string, number> = {
   'test/job/s3-faults.e2e.test.ts': 80,
   'test/job/run-job.faults.test.ts': 40,
-  'test/package/pack.test.ts': 30,
+  'test/package/pack.test.ts': 12,
   'test/job/backfill.faults.test.ts': 30,
   'test/cli/kill9.test.ts': 30,
   'test/job/backfill.shards.test.ts': 28,
