@@ -50,6 +50,28 @@ export async function assertKeysPresent(
 }
 
 /**
+ * Fail with the file and row of the first row whose orderBy is null: in scd2 mode a version is
+ * placed in history by it, and a row without one has no place.
+ */
+export async function assertOrderPresent(
+  session: DuckSession,
+  input: string,
+  orderBy: string,
+): Promise<void> {
+  const row = await session.one(
+    `SELECT ${ident(SOURCE_FILE)} AS file, ${ident(SOURCE_ROW)}::BIGINT AS row FROM ${ident(input)} WHERE ${ident(orderBy)} IS NULL ` +
+      `ORDER BY ${ident(SOURCE_FILE)}, ${ident(SOURCE_ROW)} LIMIT 1`,
+  );
+  if (!row) return;
+  const key = String(row['file']);
+  const rowNumber = Number(row['row']);
+  throw new BadFileError(
+    `[load] ${key} row ${rowNumber}: orderBy column ${JSON.stringify(orderBy)} is null; in scd2 mode it is the version's valid_from, so every row needs one`,
+    { context: { key, row: rowNumber, column: orderBy } },
+  );
+}
+
+/**
  * Turn `input` into `output` with one row per key; returns its row count. The older rows are
  * deleted in place and the table renamed, so a large batch is never stored twice; only rows of
  * keys that occur more than once are ordered. `input` no longer exists afterwards.

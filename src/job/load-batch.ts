@@ -6,7 +6,7 @@
  */
 import type { JobConfig } from '../config/schema.js';
 import type { StructField, StructType } from '../delta/schema.js';
-import { dedupeLatest } from '../engine/dedupe.js';
+import { assertOrderPresent, dedupeLatest } from '../engine/dedupe.js';
 import type { DuckSession } from '../engine/duckdb.js';
 import { loadSourceFiles, type LoadFile, type NewColumn } from '../engine/load.js';
 import { describeRelation, dropTables } from '../engine/relation.js';
@@ -123,14 +123,17 @@ export async function loadBatch(
     await dispose();
     throw err;
   }
-  const rowsAfterDedupe = await timer.time('dedupe', () =>
-    dedupeLatest(session, {
+  // scd2 keeps every version: one row per key and orderBy value (a version needs its time).
+  const scd2 = job.target.mode === 'scd2';
+  const rowsAfterDedupe = await timer.time('dedupe', async () => {
+    if (scd2) await assertOrderPresent(session, RAW_TABLE, job.target.orderBy!);
+    return dedupeLatest(session, {
       input: RAW_TABLE,
       output: BATCH_TABLE,
-      keyColumns: job.target.key!,
+      keyColumns: scd2 ? [...job.target.key!, job.target.orderBy!] : job.target.key!,
       orderBy: job.target.orderBy!,
-    }),
-  );
+    });
+  });
   return {
     table: BATCH_TABLE,
     files: files.length,

@@ -10,9 +10,8 @@
  * (`WriteBatchOptions.owner`, see ./backfill/state.ts). Each owner keeps its own tombstones, and a
  * MERGE buries rows older than the deletes of either.
  */
-import type { JobConfig } from '../config/schema.js';
+import { scd2Columns, type JobConfig } from '../config/schema.js';
 import type { Action } from '../delta/actions.js';
-import { ConfigError } from '../errors.js';
 import { ENABLE_CHANGE_DATA_FEED } from '../delta/change-data.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import type { KeyBound } from '../delta/key-bounds.js';
@@ -23,6 +22,7 @@ import {
   stageAppend,
   stageMerge,
   stageReplace,
+  stageScd2,
   writeSummary,
   type StagedWrite,
   type WriteSummary,
@@ -113,11 +113,6 @@ export async function writeBatch<S extends OwnedState>(
   opts: WriteBatchOptions<S>,
 ): Promise<WrittenBatch<S>> {
   const mode = opts.scope.job.target.mode;
-  if (mode === 'scd2')
-    throw new ConfigError(
-      `[job] ${opts.scope.job.name}: target.mode scd2 is not built yet; nothing was committed`,
-      { field: 'target.mode', job: opts.scope.job.name },
-    );
   // A replace by a delivery without rows empties the table: that is what the delivery says.
   const emptiesTable =
     (mode === 'replace' || opts.fullExtract === true) &&
@@ -135,7 +130,9 @@ export async function writeBatch<S extends OwnedState>(
     ? appendBatch(opts)
     : mode === 'replace'
       ? replaceBatch(opts)
-      : mergeBatch(opts);
+      : mode === 'scd2'
+        ? mergeInto(opts, null)
+        : mergeBatch(opts);
 }
 
 /**
@@ -269,27 +266,44 @@ async function mergeInto<S extends OwnedState>(
   });
   try {
     const staged = await opts.timer.time('merge', () =>
-      stageMerge({
-        ...target,
-        ...(extract
-          ? {
-              batch: extract.table,
-              internalColumns: [...(target.internalColumns ?? []), extract.flagColumn],
-            }
-          : {}),
-        keyColumns: job.target.key!,
-        orderBy: job.target.orderBy!,
-        // Ties: the later file by LastModified, then by key; within a file dedupe took the later row (docs/concepts.md).
-        tieBreak: [SOURCE_MODIFIED, SOURCE_FILE],
-        // A file touched or copied in place repeats its rows: those equal to the stored ones are unchanged.
-        ignoreColumns: [SOURCE_MODIFIED],
-        keysUnique: true, // loadBatch reduced the batch to one row per key
-        deletionVectors: dvSetting(job),
-        rewriteBelowBytes: job.target.rewriteFilesBelow,
-        rewriteDeletedShare: job.target.rewriteDeletedShare,
-        ...(deleteWhen ? { deleteWhen } : {}),
-        ...(tombstones.relation ? { tombstones: tombstones.relation } : {}),
-      }),
+      job.target.mode === 'scd2'
+        ? stageScd2({
+            ...target,
+            keyColumns: job.target.key!,
+            orderBy: job.target.orderBy!,
+            history: scd2Columns(job.target),
+            ...(job.target.trackColumns ? { trackColumns: job.target.trackColumns } : {}),
+            untracked: [SOURCE_FILE, SOURCE_MODIFIED],
+            // Two rows of a key at one orderBy: the later file by LastModified, then by key (as in merge mode).
+            tieBreak: [SOURCE_MODIFIED, SOURCE_FILE],
+            ignoreColumns: [SOURCE_MODIFIED],
+            deletionVectors: dvSetting(job),
+            rewriteBelowBytes: job.target.rewriteFilesBelow,
+            rewriteDeletedShare: job.target.rewriteDeletedShare,
+            ...(deleteWhen ? { deleteWhen } : {}),
+            ...(tombstones.relation ? { tombstones: tombstones.relation } : {}),
+          })
+        : stageMerge({
+            ...target,
+            ...(extract
+              ? {
+                  batch: extract.table,
+                  internalColumns: [...(target.internalColumns ?? []), extract.flagColumn],
+                }
+              : {}),
+            keyColumns: job.target.key!,
+            orderBy: job.target.orderBy!,
+            // Ties: the later file by LastModified, then by key; within a file dedupe took the later row (docs/concepts.md).
+            tieBreak: [SOURCE_MODIFIED, SOURCE_FILE],
+            // A file touched or copied in place repeats its rows: those equal to the stored ones are unchanged.
+            ignoreColumns: [SOURCE_MODIFIED],
+            keysUnique: true, // loadBatch reduced the batch to one row per key
+            deletionVectors: dvSetting(job),
+            rewriteBelowBytes: job.target.rewriteFilesBelow,
+            rewriteDeletedShare: job.target.rewriteDeletedShare,
+            ...(deleteWhen ? { deleteWhen } : {}),
+            ...(tombstones.relation ? { tombstones: tombstones.relation } : {}),
+          }),
     );
     try {
       if (staged.summary.filesAdded > 0) await scope.ctx.hooks?.afterWrite?.(opts.batchNo);

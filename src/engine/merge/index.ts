@@ -5,6 +5,7 @@
 export { stageMerge } from './merge.js';
 export { stageAppend } from './append.js';
 export { stageReplace } from './replace.js';
+export { stageScd2 } from './scd2.js';
 export { TOMBSTONE_ORDER } from './temp-names.js';
 export type { AppendOptions, MergeOptions, WriteTarget } from './options.js';
 export { writeSummary } from './results.js';
