@@ -8,6 +8,9 @@
  * - Discovering by modification time, a delivery is one file: the newest by LastModified, then key.
  * - With `source.snapshotPattern`, each file matching it is a delivery of its own; the other files
  *   are changes, merged as usual after the delivery (so a change newer than the extract is kept).
+ *   Discovering by partition, such a file is ordered by its partition first, then LastModified and
+ *   key: an extract that lands late in an older partition is an older extract, and must not delete
+ *   the keys a newer partition's extract holds.
  *
  * A run loads only the newest delivery it found, in one commit whatever `maxFilesPerBatch` says;
  * the older ones it found are superseded: recorded as handled in the same commit's state (the
@@ -23,8 +26,12 @@ import { compileKeyFilter } from '../discovery/filter.js';
 /** Why a run passes over a file of a replace job (the run report counts files by reason). */
 export const SUPERSEDED = 'superseded by a newer delivery';
 
-/** Which delivery a file belongs to: its partition, or the file itself (LastModified ISO, key). */
-export type DeliveryMark = { partition: string } | { lastModified: string; key: string };
+/**
+ * Which delivery a file belongs to: its partition, or the file itself (LastModified ISO, key),
+ * with its partition when a `snapshotPattern` file is found by partition.
+ */
+export type DeliveryMark =
+  { partition: string } | { lastModified: string; key: string; partition?: string };
 
 /** What a run loads of the files it found. */
 export interface DeliveryPlan {
@@ -45,23 +52,27 @@ export function loadsDeliveries(job: JobConfig): boolean {
 
 /** The delivery `file` belongs to. */
 export function deliveryMark(job: JobConfig, file: DiscoveredFile): DeliveryMark {
-  if (
-    job.source.snapshotPattern === undefined &&
-    job.source.discover.by === 'partition' &&
-    file.partition !== undefined
-  )
-    return { partition: file.partition };
-  return { lastModified: file.lastModified.toISOString(), key: file.key };
+  const byPartition = job.source.discover.by === 'partition' && file.partition !== undefined;
+  if (byPartition && job.source.snapshotPattern === undefined)
+    return { partition: file.partition! };
+  const ofFile = { lastModified: file.lastModified.toISOString(), key: file.key };
+  return byPartition ? { partition: file.partition!, ...ofFile } : ofFile;
 }
 
-/** Order of deliveries: by partition id, or by LastModified then key (ISO times of one format sort as text). */
+/**
+ * Order of deliveries: by partition id where both have one, then by LastModified and key (ISO
+ * times of one format sort as text). A file mark recorded without its partition (states written
+ * before files found by partition carried it) compares by LastModified and key alone.
+ */
 export function compareDeliveries(a: DeliveryMark, b: DeliveryMark): number {
-  const [x, y] = [sortKey(a), sortKey(b)];
+  if (a.partition !== undefined && b.partition !== undefined && a.partition !== b.partition)
+    return a.partition < b.partition ? -1 : 1;
+  const [x, y] = [fileOrder(a), fileOrder(b)];
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-function sortKey(m: DeliveryMark): string {
-  return 'partition' in m ? m.partition : `${m.lastModified}\u0000${m.key}`;
+function fileOrder(m: DeliveryMark): string {
+  return 'lastModified' in m ? `${m.lastModified}\u0000${m.key}` : '';
 }
 
 /** The newest delivery among `files` newer than `applied`, and the files it supersedes. */

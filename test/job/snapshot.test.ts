@@ -133,7 +133,22 @@ describe('snapshot sources', () => {
       [2, 'placed'],
       [4, 'placed'],
     ]);
-    expect(view.state.delivery).toMatchObject({ key: '2025/03/02/full-1.csv' });
+    expect(view.state.delivery).toMatchObject({
+      key: '2025/03/02/full-1.csv',
+      partition: '2025-03-02',
+    });
+
+    // An extract that lands late in an older partition is an older extract, though its file is
+    // the newest: superseded, it deletes nothing (it lacks keys 2 and 4).
+    await land(source, session, '2025/03/01/full-2.csv', orders([1, 'placed', 1]));
+    const late = await run(config);
+    expect(late).toMatchObject({ status: 'succeeded', filesLoaded: 0, deleted: 0 });
+    expect(late.skippedByReason?.['superseded by a newer delivery']).toBe(1);
+    expect(statuses((await readTarget(session, config)).rows)).toEqual([
+      [1, 'paid'],
+      [2, 'placed'],
+      [4, 'placed'],
+    ]);
   });
 
   it("a crash before the extract's commit leaves the table; the rerun deletes as one run would (fault injection through a hook)", async () => {

@@ -10,7 +10,7 @@
  * by partition, the files of partitions from `lookback` before the watermark on (all on the first
  * run); by modification time, files newer than the watermark less `settle`; never a file it has
  * handled. Of the extracts found, the newest delivery (a partition; a file, by LastModified then
- * key) loads if it is newer than the newest one applied; every other extract found is superseded
+ * key, within its partition when found by partition) loads if it is newer than the newest one applied; every other extract found is superseded
  * (the watermark passes it, nothing loads). Then:
  * - replace: the table is the delivery applied (its latest row per key with a key, every row
  *   without), never an older one;
@@ -202,13 +202,18 @@ interface Event extends Row {
   absent: boolean;
 }
 
-/** Which delivery a file is: its partition, or (by modification time, or with a pattern) the file. */
-type Mark = { day: number } | { modified: number; key: string };
+/**
+ * Which delivery a file is: its partition, or (by modification time, or with a pattern) the file;
+ * with a pattern by partition, the file within its partition (an extract landing late in an older
+ * partition is older).
+ */
+type Mark = { day: number } | { modified: number; key: string; day?: number };
 
 function compareMarks(a: Mark, b: Mark): number {
-  if ('day' in a && 'day' in b) return a.day - b.day;
+  if (a.day !== undefined && b.day !== undefined && a.day !== b.day) return a.day - b.day;
   if ('modified' in a && 'modified' in b)
     return a.modified - b.modified || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+  if (!('modified' in a) && !('modified' in b)) return 0;
   throw new Error('marks of two kinds');
 }
 
@@ -245,9 +250,8 @@ export class Oracle {
   constructor(private readonly table: DeliveryTable) {}
 
   private mark(f: LandedFile): Mark {
-    return this.table.discover === 'partition' && !this.table.pattern
-      ? { day: f.day }
-      : { modified: f.modified, key: f.key };
+    if (this.table.discover === 'modified') return { modified: f.modified, key: f.key };
+    return this.table.pattern ? { day: f.day, modified: f.modified, key: f.key } : { day: f.day };
   }
 
   private found(f: LandedFile): boolean {
