@@ -25,7 +25,6 @@ import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import { totalRecords } from '../../delta/stats.js';
 import { TableConfig } from '../../delta/table-config.js';
 import { createTableRequest } from '../../delta/table-create.js';
-import { ENABLE_DELETION_VECTORS } from '../../delta/table-properties.js';
 import type { ReadSet } from '../../delta/transaction.js';
 import { AppendOnlyTableError, MergeInputError } from '../../errors.js';
 import { bytesOf, writeAndUpload, type OutputOptions } from '../data-file-io.js';
@@ -62,6 +61,7 @@ import {
 import { mergeMetrics, mergeParameters, mergeRequest, partitionTuples } from './request.js';
 import {
   WRITE_PHASES,
+  metricTimings,
   writeSummary,
   type MergeCounts,
   type StagedMerge,
@@ -77,7 +77,7 @@ import {
 import { dropAll, FILE_ID, POS, tempTables, type TempTables } from './temp-names.js';
 import { batchDeletes, buryTombstoned, checkTombstones } from './tombstones.js';
 import { checkDuplicateKeys, checkNullKeys } from './validate.js';
-import { resolvePolicy, writeModeOf } from './write-mode.js';
+import { createdTableConfiguration, resolvePolicy, writeModeOf } from './write-mode.js';
 
 /** Stage the MERGE of the batch into the table; see the module comment. Dispose of the result. */
 export async function stageMerge(opts: MergeOptions): Promise<StagedMerge> {
@@ -174,13 +174,11 @@ async function stageCreate(run: MergeRun): Promise<Staged> {
       : [];
   clock.lap('write');
   const now = Date.now();
-  // A table this MERGE creates takes deletion vectors unless told not to ('auto' and 'on').
-  const dvs = (opts.deletionVectors ?? 'auto') !== 'off';
-  const configuration = {
-    ...(dvs ? { [ENABLE_DELETION_VECTORS]: 'true' } : {}),
-    ...target.properties,
-    ...opts.tableProperties,
-  };
+  const configuration = createdTableConfiguration(
+    opts.deletionVectors,
+    target.properties,
+    opts.tableProperties,
+  );
   const request = createTableRequest(
     {
       schema: target.schema,
@@ -291,15 +289,6 @@ async function stageExisting(run: MergeRun, snapshot: Snapshot): Promise<Staged>
   } finally {
     await hits.deleted?.drop();
   }
-}
-
-/** For operationMetrics: the time so far, scan (prune and classify) and rewrite (write), in ms. */
-function metricTimings(clock: WriteWatch): { total: number; scan: number; rewrite: number } {
-  return {
-    total: clock.elapsed(),
-    scan: clock.spent('prune') + clock.spent('classify'),
-    rewrite: clock.spent('write'),
-  };
 }
 
 /** The files this MERGE changes, by write mode. */

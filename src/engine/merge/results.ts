@@ -29,6 +29,15 @@ export type WritePhase = (typeof WRITE_PHASES)[number];
 /** The timer of a write's phases. */
 export type WriteWatch = Stopwatch<WritePhase>;
 
+/** For operationMetrics: the time so far, scan (prune and classify) and rewrite (write), in ms. */
+export function metricTimings(clock: WriteWatch): { total: number; scan: number; rewrite: number } {
+  return {
+    total: clock.elapsed(),
+    scan: clock.spent('prune') + clock.spent('classify'),
+    rewrite: clock.spent('write'),
+  };
+}
+
 /**
  * Time spent per phase of a write, in ms: prepare is batch preparation and validation; prune,
  * partition and stats pruning plus the key-column scan; classify, the full read of hit files and

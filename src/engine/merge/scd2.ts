@@ -19,7 +19,6 @@ import { addFileFor, removeFileFor } from '../../delta/file-actions.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import { TableConfig } from '../../delta/table-config.js';
 import { createTableRequest } from '../../delta/table-create.js';
-import { ENABLE_DELETION_VECTORS } from '../../delta/table-properties.js';
 import { AppendOnlyTableError, MergeInputError } from '../../errors.js';
 import { bytesOf, localDataFiles, writeAndUpload, type OutputOptions } from '../data-file-io.js';
 import { loadDeletedRows, type DeletedRows } from '../deleted-rows.js';
@@ -36,6 +35,7 @@ import { pruneFiles, type TypedColumn } from './prune.js';
 import { mergeMetrics, mergeRequest } from './request.js';
 import {
   WRITE_PHASES,
+  metricTimings,
   writeSummary,
   type MergeCounts,
   type StagedMerge,
@@ -63,7 +63,12 @@ import {
 import { FILE_ID, POS, tempTables } from './temp-names.js';
 import { checkTombstones } from './tombstones.js';
 import { checkNullKeys } from './validate.js';
-import { resolvePolicy, writeModeOf, type DeletionVectorSetting } from './write-mode.js';
+import {
+  createdTableConfiguration,
+  resolvePolicy,
+  writeModeOf,
+  type DeletionVectorSetting,
+} from './write-mode.js';
 
 /** Options of `stageScd2`. */
 export interface Scd2Options extends WriteTarget {
@@ -414,12 +419,11 @@ async function writeCreate(
       : [];
   clock.lap('write');
   const now = Date.now();
-  const dvs = (opts.deletionVectors ?? 'auto') !== 'off';
-  const configuration = {
-    ...(dvs ? { [ENABLE_DELETION_VECTORS]: 'true' } : {}),
-    ...target.properties,
-    ...opts.tableProperties,
-  };
+  const configuration = createdTableConfiguration(
+    opts.deletionVectors,
+    target.properties,
+    opts.tableProperties,
+  );
   const request = createTableRequest(
     {
       schema: target.schema,
@@ -427,7 +431,7 @@ async function writeCreate(
       configuration,
       actions: added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })),
       operationParameters: scd2Parameters(spec),
-      operationMetrics: mergeMetrics({ added, removed: [], counts, timings: timings(clock) }),
+      operationMetrics: mergeMetrics({ added, removed: [], counts, timings: metricTimings(clock) }),
     },
     now,
   );
@@ -514,7 +518,7 @@ async function writeExisting(
     appIds: opts.appIds ?? [],
     counts,
     dvFiles: dvs.dvFiles,
-    timings: timings(clock),
+    timings: metricTimings(clock),
   });
   request.operationParameters = { ...request.operationParameters, ...scd2Parameters(spec) };
   const summary = writeSummary(
@@ -545,13 +549,5 @@ function scd2Parameters(spec: Scd2Spec): Record<string, unknown> {
       isCurrent: spec.isCurrent,
       tracked: spec.tracked,
     },
-  };
-}
-
-function timings(clock: WriteWatch): { total: number; scan: number; rewrite: number } {
-  return {
-    total: clock.elapsed(),
-    scan: clock.spent('prune') + clock.spent('classify'),
-    rewrite: clock.spent('write'),
   };
 }

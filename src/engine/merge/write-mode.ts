@@ -11,6 +11,7 @@
  */
 import type { LiveFile } from '../../delta/snapshot.js';
 import type { TableConfig } from '../../delta/table-config.js';
+import { ENABLE_DELETION_VECTORS } from '../../delta/table-properties.js';
 import type { WriteMode } from './plan.js';
 
 /** The `target.deletionVectors` setting: follow the table, always, or never. */
@@ -52,6 +53,18 @@ export function resolvePolicy(
     rewriteBelowBytes: thresholds.rewriteBelowBytes ?? DEFAULT_REWRITE_BELOW_BYTES,
     rewriteDeletedShare: thresholds.rewriteDeletedShare ?? DEFAULT_REWRITE_DELETED_SHARE,
   };
+}
+
+/**
+ * The configuration of a table a MERGE creates: deletion vectors unless the setting is 'off'
+ * ('auto' and 'on' both take them), then the given properties, later ones winning.
+ */
+export function createdTableConfiguration(
+  setting: DeletionVectorSetting | undefined,
+  ...properties: ReadonlyArray<Record<string, string> | undefined>
+): Record<string, string> {
+  const dvs = (setting ?? 'auto') !== 'off';
+  return Object.assign({}, dvs ? { [ENABLE_DELETION_VECTORS]: 'true' } : {}, ...properties);
 }
 
 /** The write mode of a file in which the MERGE changes at most `touched` rows. */
