@@ -282,3 +282,27 @@ export async function closeS3JobEnv(
   await s3?.stop();
   await cleanup(dirs);
 }
+
+/**
+ * An scd2 table's versions as a reader sees them, by key then valid_from: `id status from-to*`
+ * (`*` current; `…` open), for tables of `orders` rows with the default history columns.
+ */
+export async function scd2History(
+  session: DuckSession,
+  config: ReturnType<typeof makeConfig>,
+): Promise<string[]> {
+  const storage = openTarget(config.job, config.storage);
+  const snapshot = await openTable(storage, session, { singleWriter: false }).snapshot();
+  if (!snapshot) return [];
+  const rows = await readTable(session, scanSource(storage), snapshot);
+  return rows
+    .map((r) => ({
+      id: Number(r['order_id']),
+      status: String(r['status']),
+      from: Number(r['valid_from']),
+      to: r['valid_to'] === null ? null : Number(r['valid_to']),
+      current: r['is_current'] === true,
+    }))
+    .sort((a, b) => a.id - b.id || a.from - b.from)
+    .map((v) => `${v.id} ${v.status} ${v.from}-${v.to ?? '…'}${v.current ? '*' : ''}`);
+}

@@ -7,15 +7,13 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { openTarget } from '../../src/job/open.js';
-import { readTable } from '../../src/engine/scan.js';
 import { LocalStorage } from '../../src/storage/local.js';
-import { openTable, scanSource } from '../../scripts/lib/tables.js';
 import {
   DuckSession,
   land,
   makeConfig,
   run,
+  scd2History,
   sessionPerFile,
   tempDir,
   type OrderRow,
@@ -53,22 +51,8 @@ const rowOf = (e: Event): OrderRow => ({
   rid: `${e.id}-${e.seq}`,
 });
 
-async function history(config: ReturnType<typeof makeConfig>): Promise<string[]> {
-  const storage = openTarget(config.job, config.storage);
-  const snapshot = await openTable(storage, session, { singleWriter: false }).snapshot();
-  if (!snapshot) return [];
-  const rows = await readTable(session, scanSource(storage), snapshot);
-  return rows
-    .map((r) => ({
-      id: Number(r['order_id']),
-      status: String(r['status']),
-      from: Number(r['valid_from']),
-      to: r['valid_to'] === null ? null : Number(r['valid_to']),
-      current: r['is_current'] === true,
-    }))
-    .sort((a, b) => a.id - b.id || a.from - b.from)
-    .map((v) => `${v.id} ${v.status} ${v.from}-${v.to ?? '…'}${v.current ? '*' : ''}`);
-}
+const history = (config: ReturnType<typeof makeConfig>): Promise<string[]> =>
+  scd2History(session, config);
 
 /** Distinct (id, seq) events, a few of them deletes. */
 const eventsArb = fc.uniqueArray(

@@ -24,6 +24,7 @@ import {
   orders,
   run,
   runOutcome,
+  scd2History,
   sessionPerFile,
   tempDir,
 } from './helpers.js';
@@ -47,22 +48,8 @@ async function setup(target: Record<string, unknown> = {}, job: Record<string, u
 type Version = string;
 
 /** The table's versions, by key then valid_from, as `Version` strings. */
-async function history(config: ReturnType<typeof makeConfig>): Promise<Version[]> {
-  const storage = openTarget(config.job, config.storage);
-  const snapshot = await openTable(storage, session, { singleWriter: false }).snapshot();
-  if (!snapshot) return [];
-  const rows = await readTable(session, scanSource(storage), snapshot);
-  return rows
-    .map((r) => ({
-      id: Number(r['order_id']),
-      status: String(r['status']),
-      from: Number(r['valid_from']),
-      to: r['valid_to'] === null ? null : Number(r['valid_to']),
-      current: r['is_current'] === true,
-    }))
-    .sort((a, b) => a.id - b.id || a.from - b.from)
-    .map((v) => `${v.id} ${v.status} ${v.from}-${v.to ?? '…'}${v.current ? '*' : ''}`);
-}
+const history = (config: ReturnType<typeof makeConfig>): Promise<Version[]> =>
+  scd2History(session, config);
 
 describe('scd2 mode', () => {
   it('in order: each change closes the current version and opens a new one', async () => {
