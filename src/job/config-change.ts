@@ -13,7 +13,11 @@
  *                      superset of the old key), is refused while the table holds more than one
  *                      row per new key, naming a few
  *   key, orderBy       tombstones of a wider key are re-keyed; others are refused until
- *                      `--accept-config-change` or a reset drops them (./tombstones/plan.ts)
+ *                      `--accept-config-change` or a reset drops them (./tombstones/plan.ts);
+ *                      in scd2 mode always refused: the stored history is keyed and its
+ *                      versions' valid_from and valid_to are ordered by them
+ *   scd2 -> merge      refused while the history holds more than one row per key (it does once a
+ *                      key has two versions), naming a few
  *   partitionBy        recorded; held against the table's own partitioning (./table-settings.ts)
  *
  * Refusals are ConfigErrors (exit 2) naming the field; the rest is logged as warnings and listed
@@ -116,7 +120,9 @@ export async function findConfigChanges(
   const changes = describeChanges(state.configuredAs, configuredAs(job), state.discovery);
   const refusals: ConfigError[] = [];
   const { target } = job;
-  if (target.mode === 'merge') {
+  const history = target.mode === 'scd2' ? historyRefusal(job, state.configuredAs) : null;
+  if (history) refusals.push(history);
+  else if (keyed(target.mode)) {
     const spec = { job: job.name, key: target.key!, orderBy: target.orderBy! };
     // Accepted now, or by an earlier run (its state recorded this key and orderBy: the other owners' old tombstones are dropped from reading).
     const accept = opts.accept || acceptedBefore(state.configuredAs, job);
@@ -132,6 +138,8 @@ export async function findConfigChanges(
         refusals.push(unfitTombstones(s, { ...spec, job: owner.folder }, live));
       else changes.push(tombstoneChange(s, spec, fit, rows, owner.folder));
     }
+  }
+  if (target.mode === 'merge') {
     const duplicates =
       snapshot && mayHoldDuplicates(state.configuredAs, target.key!)
         ? await duplicateKeys(table.session, table, snapshot, target.key!, DUPLICATE_EXAMPLES)
@@ -148,10 +156,46 @@ export async function findConfigChanges(
  */
 export function acceptedBefore(recorded: ConfiguredAs | undefined, job: JobConfig): boolean {
   const t = recorded?.target;
-  if (!t || t.mode !== 'merge' || job.target.mode !== 'merge') return false;
-  const same = (a: readonly string[], b: readonly string[]) =>
-    a.length === b.length && a.every((x, i) => x.toLowerCase() === b[i]!.toLowerCase());
-  return same(t.key ?? [], job.target.key!) && same([t.orderBy ?? ''], [job.target.orderBy!]);
+  if (!t || !keyed(t.mode) || !keyed(job.target.mode)) return false;
+  return (
+    sameColumns(t.key ?? [], job.target.key!) &&
+    sameColumns([t.orderBy ?? ''], [job.target.orderBy!])
+  );
+}
+
+/** Modes that read a key and an orderBy, and tombstones written under them. */
+const keyed = (mode: TargetMode): boolean => mode === 'merge' || mode === 'scd2';
+
+/** The same column names in the same order (column names match case-insensitively). */
+function sameColumns(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x.toLowerCase() === b[i]!.toLowerCase());
+}
+
+/**
+ * An scd2 job whose recorded history was kept on another key or orderBy: refused, with or without
+ * --accept-config-change, since the stored versions' intervals (valid_from, valid_to) are the old
+ * orderBy's values within each old key, and a batch would rebuild every history it touches by the
+ * new rules.
+ */
+function historyRefusal(job: JobConfig, recorded: ConfiguredAs | undefined): ConfigError | null {
+  const was = recorded?.target;
+  if (was?.mode !== 'scd2') return null;
+  const { key, orderBy } = job.target;
+  const [field, from, to] = !sameColumns(was.key ?? [], key!)
+    ? ['target.key', `[${(was.key ?? []).join(', ')}]`, `[${key!.join(', ')}]`]
+    : !sameColumns([was.orderBy ?? ''], [orderBy!])
+      ? ['target.orderBy', was.orderBy ?? 'unset', orderBy!]
+      : [];
+  if (!field) return null;
+  const why =
+    field === 'target.key'
+      ? `the table is an scd2 history of each ${from}: a version's valid_to is the valid_from of the next version of that key, and versions grouped by ${to} would be closed and split by rows of other keys`
+      : `the table is an scd2 history ordered by ${from}: its versions' valid_from and valid_to hold ${from} values, and placing new versions by ${to} would rebuild every history a batch touches by another clock`;
+  return new ConfigError(
+    `[job] ${job.name}: ${field} changed from ${from} to ${to}, but ${why}. ` +
+      `Keep ${field} as ${from}, or load into a new target (a backfill fills it); --accept-config-change does not apply to a history`,
+    { field, job: job.name, from, to },
+  );
 }
 
 /** A tombstone change that is not refused: re-keyed, or dropped as the user accepted. */
@@ -185,6 +229,7 @@ function mayHoldDuplicates(recorded: ConfiguredAs | undefined, key: readonly str
   if (!recorded) return false;
   if (
     recorded.target.mode === 'append' ||
+    recorded.target.mode === 'scd2' || // a row per version
     (recorded.target.mode === 'replace' && !recorded.target.key)
   )
     return true;
@@ -262,6 +307,11 @@ export function describeChanges(
             ? `each change of a key opens a version from now (history on key [${(b.key ?? []).join(', ')}]); a table without the history columns is refused`
             : `rows are merged on key [${(b.key ?? []).join(', ')}] from now`,
     );
+  } else if (b.mode === 'scd2') {
+    const refused = 'refused: the stored history is kept on the recorded one (see the error)';
+    if (!sameColumns(a.key ?? [], b.key ?? [])) add('target.key', a.key, b.key, refused);
+    if (!sameColumns([a.orderBy ?? ''], [b.orderBy ?? '']))
+      add('target.orderBy', a.orderBy, b.orderBy, refused);
   } else if (b.mode === 'merge') {
     if (shown(a.key) !== shown(b.key))
       add(

@@ -233,6 +233,17 @@ const scenarios: Record<string, () => Promise<Found>> = {
     await rewrite(w, ordersJob(w.dir, {}, { deleteWhen: 'deleted', orderBy: 'seq2' }));
     return failedRun(w);
   },
+  'scd2-history-changed': async () => {
+    const scd2 = { mode: 'scd2', deleteWhen: 'deleted' };
+    const w = await world((dir) => [ordersJob(dir, {}, scd2)]);
+    await feed(w.dir, '2026/11/30/a.csv', [
+      [1, 'placed', 1, 1, false],
+      [1, 'paid', 5, 5, false],
+    ]);
+    expect((await w.run(['run'])).code).toBe(0);
+    await rewrite(w, ordersJob(w.dir, {}, { ...scd2, orderBy: 'seq2' }));
+    return failedRun(w);
+  },
   'key-duplicates': async () => {
     const w = await world((dir) => [ordersJob(dir, {}, { key: ['order_id', 'region'] })]);
     await feed(w.dir, '2026/11/30/a.csv', [
