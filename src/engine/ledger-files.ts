@@ -8,7 +8,7 @@
 import { rm, writeFile } from 'node:fs/promises';
 import type { DuckSession } from './duckdb.js';
 import { safeReadPath } from './safe-alias.js';
-import { str } from './sql.js';
+import { jsonRows, str } from './sql.js';
 
 /** Keys per lookup or insert statement. */
 const CHUNK = 1000;
@@ -127,18 +127,16 @@ export async function notInLedger(
   }));
 }
 
-/** Ledger rows as SQL (key, etag, batch, modified). */
+/**
+ * Ledger rows as SQL (key, etag, batch, modified): one JSON literal (./sql.ts jsonRows), which
+ * DuckDB parses in a fraction of a VALUES list's time (2,000 rows: about 17 ms of CPU against 140).
+ * Batches and epoch-ms times are integers, read as BIGINT as before.
+ */
 function valuesSql(entries: readonly LedgerEntry[]): string {
-  const rows = entries.map(
-    (e) =>
-      `(${str(e.key)}, ${str(e.etag)}, ${e.batch}::BIGINT, ${e.modified === null ? 'NULL' : e.modified}::BIGINT)`,
-  );
-  const parts: string[] = [];
-  for (let i = 0; i < rows.length; i += CHUNK)
-    parts.push(
-      `SELECT * FROM (VALUES ${rows.slice(i, i + CHUNK).join(', ')}) AS t(key, etag, batch, modified)`,
-    );
-  return parts.join(' UNION ALL ');
+  return `SELECT * FROM ${jsonRows(
+    entries.map((e) => ({ key: e.key, etag: e.etag, batch: e.batch, modified: e.modified })),
+    { key: 'VARCHAR', etag: 'VARCHAR', batch: 'BIGINT', modified: 'BIGINT' },
+  )}`;
 }
 
 /** The ledger files as one relation of (key, etag, batch, modified): files written before `modified` was kept read it as NULL. */

@@ -62,6 +62,34 @@ describe('ledger files', () => {
     ]);
   });
 
+  it('stores every key, ETag, batch and time as given, whatever characters the key holds', async () => {
+    const entries = [
+      {
+        key: 'a "quoted" \\ back\tslash.json',
+        etag: 'sha256:ab',
+        batch: 7,
+        modified: 1_767_225_660_020,
+      },
+      { key: "o'dd/ünï/日本/😀.csv", etag: '"e1"', batch: 2 ** 40, modified: null },
+      { key: 'line\nbreak.csv', etag: 'e\u0001', batch: 1, modified: -1 },
+      { key: 'max.csv', etag: 'e', batch: 3, modified: Number.MAX_SAFE_INTEGER },
+    ];
+    const file = join(dir, 'exotic.parquet');
+    expect(await writeLedgerFile(session, file, entries)).toBe(entries.length);
+    const rows = await session.all(
+      `SELECT key, etag, batch::VARCHAR AS batch, modified::VARCHAR AS modified, typeof(modified) AS t FROM read_parquet(${str(file)})`,
+    );
+    expect(rows).toEqual(
+      entries.map((e) => ({
+        key: e.key,
+        etag: e.etag,
+        batch: String(e.batch),
+        modified: e.modified === null ? null : String(e.modified),
+        t: 'BIGINT',
+      })),
+    );
+  });
+
   it('names keys never loaded, and with `changed` those last loaded in another version', async () => {
     const file = join(dir, 'c.parquet');
     await writeLedgerFile(session, file, [
