@@ -45,7 +45,7 @@ import {
 } from './load-conform.js';
 import { safeReadPath } from './safe-alias.js';
 import { compressionOf } from './source-format.js';
-import { ident, identList, literal, str } from './sql.js';
+import { ident, identList, jsonRows, str } from './sql.js';
 
 /** Files read together into one temp table. */
 export interface StagedGroup {
@@ -208,15 +208,22 @@ function groupSelect(
 ): string {
   const files = group.files.slice(from, to);
   const paths = files.map((f) => safeReadPath(f.localPath));
-  const map = files.map(
-    (f, i) =>
-      `(${str(paths[i]!)}, ${literal(f.key)}, ${str(f.lastModified.toISOString())}::TIMESTAMPTZ, ${from + i})`,
+  // The file map as one JSON literal (./sql.ts jsonRows): DuckDB parses 2,000 of these rows in
+  // about 10 ms of CPU, where a VALUES list of them took about 120 ms.
+  const map = jsonRows(
+    files.map((f, i) => ({
+      p: paths[i]!,
+      k: f.key,
+      t: f.lastModified.toISOString(),
+      i: from + i,
+    })),
+    { p: 'VARCHAR', k: 'VARCHAR', t: 'VARCHAR', i: 'INTEGER' },
   );
   const numbered = `SELECT *, row_number() OVER () AS ${ident(ROW_COLUMN)} FROM ${readerSql(group, paths, csv)}`;
   return (
-    `SELECT r.* EXCLUDE (${identList([PATH_COLUMN, ROW_COLUMN])}), m.k AS ${ident(SOURCE_FILE)}, m.t AS ${ident(SOURCE_MODIFIED)}, ` +
+    `SELECT r.* EXCLUDE (${identList([PATH_COLUMN, ROW_COLUMN])}), m.k AS ${ident(SOURCE_FILE)}, m.t::TIMESTAMPTZ AS ${ident(SOURCE_MODIFIED)}, ` +
     `r.${ident(ROW_COLUMN)} - min(r.${ident(ROW_COLUMN)}) OVER (PARTITION BY r.${ident(PATH_COLUMN)}) + 1 AS ${ident(SOURCE_ROW)}, m.i AS ${ident(FILE_INDEX)} ` +
-    `FROM (${numbered}) AS r JOIN (VALUES ${map.join(', ')}) AS m(p, k, t, i) ON r.${ident(PATH_COLUMN)} = m.p`
+    `FROM (${numbered}) AS r JOIN ${map} AS m ON r.${ident(PATH_COLUMN)} = m.p`
   );
 }
 

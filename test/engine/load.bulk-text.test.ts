@@ -89,6 +89,40 @@ describe('small text files read in bulk', () => {
     ).toEqual({ bad: 0n });
   });
 
+  it("lineage is each file's own: keys with quotes, backslashes, control and non-BMP characters and millisecond times come back exactly", async () => {
+    const names = [
+      'q"uote\\back.ndjson',
+      "o'dd ünï 日本 😀.ndjson",
+      'tab\there.ndjson.gz',
+      'plain.ndjson',
+    ];
+    const files: LoadFile[] = [];
+    for (const [f, name] of names.entries()) {
+      const lines = Array.from({ length: 2 + f }, (_, i) =>
+        JSON.stringify({ id: f * 1000 + i, seq: i + 1 }),
+      );
+      const file = await write(name, `${lines.join('\n')}\n`);
+      files.push({
+        ...file,
+        key: `s3://landing/${name}\u0001\\`,
+        lastModified: new Date(Date.UTC(2026, 10, 1, 0, 0, 0, 1) + f * 86_400_123),
+      });
+    }
+    await loadSourceFiles(session, files, { table: 'bulk_lineage' });
+    const got = await session.all(
+      `SELECT id // 1000 AS f, _source_file AS k, epoch_ms(_source_modified) AS t, count(*) AS n, count(*) FILTER (WHERE _source_row <> seq::BIGINT) AS wrong FROM bulk_lineage GROUP BY ALL ORDER BY f`,
+    );
+    expect(got).toEqual(
+      files.map((file, f) => ({
+        f: BigInt(f),
+        k: file.key,
+        t: BigInt(file.lastModified.getTime()),
+        n: BigInt(2 + f),
+        wrong: 0n,
+      })),
+    );
+  });
+
   it('a value that does not fit, in one file of many, is refused naming that file, its row and column', async () => {
     const files: LoadFile[] = [];
     for (let f = 0; f < 50; f++)
