@@ -306,3 +306,36 @@ export async function scd2History(
     .sort((a, b) => a.id - b.id || a.from - b.from)
     .map((v) => `${v.id} ${v.status} ${v.from}-${v.to ?? '…'}${v.current ? '*' : ''}`);
 }
+
+/** One event of a key in scd2 tests: a version (status `s<id>_<seq>`) or a delete at `seq`. */
+export interface Scd2Event {
+  id: number;
+  seq: number;
+  deleted: boolean;
+}
+
+/**
+ * The oracle of scd2 mode: the history (as `scd2History` prints it) that every event arriving in
+ * order by seq gives. Each version is a tracked change (statuses are distinct); a delete closes
+ * the open version. Tests keep deletes off the seq of a version of their key (a delete wins a tie).
+ */
+export function scd2Oracle(events: readonly Scd2Event[]): string[] {
+  const out: string[] = [];
+  for (const id of [...new Set(events.map((e) => e.id))].sort((a, b) => a - b)) {
+    const sorted = events.filter((e) => e.id === id).sort((a, b) => a.seq - b.seq);
+    let open: { status: string; from: number } | null = null;
+    for (const e of sorted) {
+      if (open) out.push(`${id} ${open.status} ${open.from}-${e.seq}`);
+      open = e.deleted ? null : { status: scd2Status(e), from: e.seq };
+    }
+    if (open) out.push(`${id} ${open.status} ${open.from}-…*`);
+  }
+  return out;
+}
+
+const scd2Status = (e: Scd2Event) => (e.deleted ? 'deleted' : `s${e.id}_${e.seq}`);
+
+/** The landed row of an event (rid `id-seq`: a replayed event is the same row); deletes by `deleteWhen: status = 'deleted'`. */
+export function scd2Row(e: Scd2Event): OrderRow {
+  return { order_id: e.id, status: scd2Status(e), seq: e.seq, rid: `${e.id}-${e.seq}` };
+}

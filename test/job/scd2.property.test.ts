@@ -14,6 +14,8 @@ import {
   makeConfig,
   run,
   scd2History,
+  scd2Oracle as oracle,
+  scd2Row as rowOf,
   sessionPerFile,
   tempDir,
   type OrderRow,
@@ -21,35 +23,6 @@ import {
 
 let session: DuckSession;
 const dirs = sessionPerFile((s) => (session = s));
-
-interface Event {
-  id: number;
-  seq: number;
-  deleted: boolean;
-}
-
-/** The history every event arriving in order gives: `id status from-to*`. */
-function oracle(events: readonly Event[]): string[] {
-  const out: string[] = [];
-  for (const id of [...new Set(events.map((e) => e.id))].sort((a, b) => a - b)) {
-    const sorted = events.filter((e) => e.id === id).sort((a, b) => a.seq - b.seq);
-    let open: { status: string; from: number } | null = null;
-    for (const e of sorted) {
-      if (open) out.push(`${id} ${open.status} ${open.from}-${e.seq}`);
-      open = e.deleted ? null : { status: statusOf(e), from: e.seq };
-    }
-    if (open) out.push(`${id} ${open.status} ${open.from}-…*`);
-  }
-  return out;
-}
-
-const statusOf = (e: Event) => (e.deleted ? 'deleted' : `s${e.id}_${e.seq}`);
-const rowOf = (e: Event): OrderRow => ({
-  order_id: e.id,
-  status: statusOf(e),
-  seq: e.seq,
-  rid: `${e.id}-${e.seq}`,
-});
 
 const history = (config: ReturnType<typeof makeConfig>): Promise<string[]> =>
   scd2History(session, config);
