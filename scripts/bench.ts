@@ -12,6 +12,7 @@
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { benchMerge } from './bench/merge.js';
+import { benchMergeScd2 } from './bench/merge-scd2.js';
 import { benchIngest } from './bench/ingest.js';
 import { benchMemory, memoryRun } from './bench/memory.js';
 import { benchBackfill } from './bench/backfill.js';
@@ -38,6 +39,9 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers|seed-
     --deletion-vectors auto|on|off
                    the MERGE's target.deletionVectors (default auto: the table has them)
     --trace        list every statement of the last MERGE of each batch, in order, with its time
+    --mode scd2    instead: the scattered changes closing versions in a history table (scd2
+                   mode) vs the same MERGE in merge mode on that table (--rows, --files,
+                   --changes, --repeat apply)
 
   ingest  tidemark job vs a hand-written DuckDB pipeline, incremental and no-op runs, and
           what checksums cost (the initial load from and to S3 on the embedded server)
@@ -165,6 +169,7 @@ async function main(argv: string[]): Promise<void> {
       incremental: { type: 'boolean', default: false },
       'partition-by': { type: 'string' },
       'deletion-vectors': { type: 'string', default: 'auto' },
+      mode: { type: 'string', default: 'merge' },
       keep: { type: 'boolean', default: false },
       json: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -268,7 +273,7 @@ async function main(argv: string[]): Promise<void> {
   }
   if (bench === 'merge') {
     const rows = positiveInt('rows', values.rows, 10_000_000);
-    await benchMerge({
+    const sizes = {
       rows,
       files: positiveInt('files', values.files, 100),
       changes: positiveInt(
@@ -277,6 +282,21 @@ async function main(argv: string[]): Promise<void> {
         values.rows === undefined ? 10_000 : Math.max(100, Math.round(rows / 1000)),
       ),
       insertShare: 0.05,
+    };
+    if (values.mode !== 'merge' && values.mode !== 'scd2')
+      throw new Error(`[bench] --mode must be merge or scd2, got ${values.mode}`);
+    if (values.mode === 'scd2') {
+      await benchMergeScd2({
+        ...sizes,
+        repeat: positiveInt('repeat', values.repeat, 3),
+        keep: values.keep,
+        jsonPath: resultPath('merge-scd2', values.json),
+        command,
+      });
+      return;
+    }
+    await benchMerge({
+      ...sizes,
       lean: !values['no-lean'] && values['partition-by'] === undefined,
       partitionBy:
         values['partition-by'] === undefined

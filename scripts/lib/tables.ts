@@ -10,6 +10,8 @@ import type { CheckpointIO } from '../../src/delta/checkpoint-io.js';
 import { duckCheckpointIO } from '../../src/engine/checkpoint-io.js';
 import { openTable as openEngineTable } from '../../src/engine/table.js';
 import type { DuckSession } from '../../src/engine/duckdb.js';
+import type { StagedMerge } from '../../src/engine/merge/results.js';
+import { stageScd2, type Scd2Options } from '../../src/engine/merge/scd2.js';
 import {
   stageAppend,
   stageMerge,
@@ -67,14 +69,36 @@ type EngineOptions<O> = Omit<O, 'session' | 'storage' | 'snapshot' | 'spool'> &
  * Stage a MERGE and commit it with the extras, as the job does; the version is null when the
  * MERGE changed nothing and there were no extras (nothing committed).
  */
-export async function mergeAndCommit(
+export function mergeAndCommit(
   table: DeltaTable,
   session: DuckSession,
   opts: EngineOptions<MergeOptions>,
 ): Promise<CommittedMerge> {
+  return stageAndCommit(table, session, opts, stageMerge);
+}
+
+/** Stage an scd2 write (`stageScd2`) and commit it with the extras, as `mergeAndCommit` does. */
+export function scd2AndCommit(
+  table: DeltaTable,
+  session: DuckSession,
+  opts: EngineOptions<Scd2Options>,
+): Promise<CommittedMerge> {
+  return stageAndCommit(table, session, opts, stageScd2);
+}
+
+type Stage<O> = (
+  opts: O & { session: DuckSession; storage: Storage; snapshot: Snapshot | null; spool: Spool },
+) => Promise<StagedMerge>;
+
+async function stageAndCommit<O>(
+  table: DeltaTable,
+  session: DuckSession,
+  opts: EngineOptions<O>,
+  stage: Stage<O>,
+): Promise<CommittedMerge> {
   const { extraActions = [], onDeletes, snapshot, spool, ...rest } = opts;
-  const staged = await stageMerge({
-    ...rest,
+  const staged = await stage({
+    ...(rest as unknown as O),
     session,
     storage: table.storage,
     snapshot: snapshot !== undefined ? snapshot : await table.snapshot(),
