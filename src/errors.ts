@@ -151,3 +151,11 @@ export function isTransient(err: unknown): boolean {
  * `source.maxDeleteShare` allows (an empty or cut-off extract): nothing is committed; names the counts.
  */
 export class SnapshotDeleteRefusedError extends TidemarkError {}
+
+/**
+ * A snapshot source's extract in scd2 mode cannot say when its absent keys ended: its as-of
+ * column (`source.snapshotAsOf`) is missing, NULL, not one value on every row, or not comparable
+ * with orderBy, or the extract is empty. The whole extract is in question (not one file, so never
+ * quarantined): nothing is committed; names the file, row and column where one is at fault.
+ */
+export class SnapshotAsOfError extends TidemarkError {}

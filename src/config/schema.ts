@@ -358,7 +358,12 @@ const source = z
       .boolean()
       .default(false)
       .describe(
-        'Each delivery is a full extract of the source table (a partition, or each file matching snapshotPattern): after the newest one is merged, keys the table holds and it lacks are deleted in the same commit (merge mode)',
+        "Each delivery is a full extract of the source table (a partition, or each file matching snapshotPattern): after the newest one is merged, keys the table holds and it lacks are deleted in the same commit (merge mode), or their current versions closed at the extract's as-of time (scd2 mode, with snapshotAsOf)",
+      ),
+    snapshotAsOf: nonEmpty
+      .optional()
+      .describe(
+        "With snapshot in scd2 mode (required there): the extract's column holding the time it was taken, one non-NULL value on every row, comparable with target.orderBy; the keys it lacks are closed at that time. It is metadata of the extract, never stored in the table",
       ),
     snapshotPattern: glob
       .optional()
@@ -371,7 +376,7 @@ const source = z
       .max(1)
       .default(0.5)
       .describe(
-        "With snapshot: the largest share of the table's keys one snapshot may delete (0.5); a larger one (an empty or cut-off extract) is refused, exit 1, unless run --allow-large-delete",
+        "With snapshot: the largest share of the table's keys one snapshot may delete (scd2 mode: of the keys whose current version is open, may close) (0.5); a larger one (an empty or cut-off extract) is refused, exit 1, unless run --allow-large-delete",
       ),
     afterLoad: afterLoad.optional(),
   })
@@ -389,6 +394,12 @@ const source = z
         code: 'custom',
         path: ['snapshotPattern'],
         message: 'applies only with snapshot: true',
+      });
+    if (src.snapshotAsOf !== undefined && !src.snapshot)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['snapshotAsOf'],
+        message: 'applies only with snapshot: true (in scd2 mode)',
       });
   });
 
@@ -616,6 +627,43 @@ function scd2Problems(t: {
   return out;
 }
 
+/**
+ * scd2 mode closes a snapshot's absent keys at the time the extract was taken, which only the
+ * extract can say (a column of it): never guessed from a file's date. Outside scd2 it is unused.
+ */
+function snapshotAsOfProblems(j: {
+  source: { snapshot: boolean; snapshotAsOf?: string | undefined };
+  target: { mode: string; key?: string[] | undefined; orderBy?: string | undefined };
+}): { path: (string | number)[]; message: string }[] {
+  const asOf = j.source.snapshotAsOf;
+  const path = ['source', 'snapshotAsOf'];
+  if (j.target.mode !== 'scd2')
+    return asOf === undefined || !j.source.snapshot
+      ? []
+      : [{ path, message: `applies only when target.mode is scd2 (it is ${j.target.mode})` }];
+  if (!j.source.snapshot) return [];
+  if (asOf === undefined)
+    return [
+      {
+        path,
+        message:
+          "is required with source.snapshot in scd2 mode: the extract's column holding when it was taken, the time its absent keys are closed at",
+      },
+    ];
+  const lower = asOf.toLowerCase();
+  const clash = [...(j.target.key ?? []), ...(j.target.orderBy ? [j.target.orderBy] : [])].find(
+    (c) => c.toLowerCase() === lower,
+  );
+  return clash === undefined
+    ? []
+    : [
+        {
+          path,
+          message: `names ${JSON.stringify(asOf)}, a key or orderBy column: the as-of column is metadata of the extract, not table data`,
+        },
+      ];
+}
+
 const job = z
   .strictObject({
     name: z
@@ -640,13 +688,14 @@ const job = z
     concurrency: z.number().int().min(1).max(256).default(16).describe('Parallel fetches'),
   })
   .superRefine((j, ctx) => {
-    // Deleting the keys a snapshot lacks is a MERGE by key (closing them in scd2 mode is not built yet).
-    if (j.source.snapshot && j.target.mode !== 'merge')
+    // The keys a snapshot lacks are deleted by key (merge) or their current versions closed (scd2).
+    if (j.source.snapshot && j.target.mode !== 'merge' && j.target.mode !== 'scd2')
       ctx.addIssue({
         code: 'custom',
         path: ['source', 'snapshot'],
-        message: `applies only when target.mode is merge (it is ${j.target.mode})`,
+        message: `applies only when target.mode is merge or scd2 (it is ${j.target.mode})`,
       });
+    for (const p of snapshotAsOfProblems(j)) ctx.addIssue({ code: 'custom', ...p });
     // As written; ./load.ts checks it again once relative paths are resolved.
     for (const message of moveTargetOverlaps(j))
       ctx.addIssue({ code: 'custom', path: ['source', 'afterLoad', 'move'], message });

@@ -215,6 +215,7 @@ async function loadAndWrite<S extends OwnedState>(
       batchNo: spec.batchNo,
       timer: spec.timer,
       ...(spec.fullExtract ? { fullExtract: true } : {}),
+      sources: kept.map((f) => sourceName(scope.source.uri, f.file.key)),
     });
     return { written, rowsRead: loaded.rowsRead, rowsAfterDedupe: loaded.rowsAfterDedupe };
   } finally {

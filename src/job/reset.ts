@@ -247,8 +247,8 @@ async function resetOnce(
   const dropped = (prev.tombstones?.files.length ?? 0) - (tombstones?.files.length ?? 0);
   const withDropped = dropped > 0 ? { ...report, tombstoneFilesDropped: dropped } : report;
   if (opts.dryRun) return { ...withDropped, status: 'dry-run', tableVersion: snapshot.version };
-  // The delivery applied is forgotten too (replace mode): the next run loads the newest one after the new watermark.
-  const { delivery: _applied, ...kept } = prev;
+  // The delivery applied is forgotten too (replace mode, snapshot sources, their as-of): the next run loads the newest one after the new watermark.
+  const { delivery: _applied, snapshotAsOf: _asOf, ...kept } = prev;
   const next: JobState = {
     ...kept,
     batch: prev.batch + 1,

@@ -50,6 +50,11 @@ export interface JobState {
   backlog?: BacklogState;
   /** Replace mode: the newest delivery applied (./deliveries.ts); an older one found later is never loaded. */
   delivery?: DeliveryMark;
+  /**
+   * scd2 snapshot sources: the as-of (`source.snapshotAsOf`) of the newest extract applied, as
+   * text in orderBy's type; an older extract closes no key (./snapshot-deletes.ts). Absent: none yet.
+   */
+  snapshotAsOf?: string;
 }
 
 /** A partition waiting for its `_SUCCESS`, as the state records it. */

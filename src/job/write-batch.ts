@@ -32,7 +32,7 @@ import type { DiscoveredFile } from '../discovery/index.js';
 import type { LoadedBatch } from './load-batch.js';
 import type { PhaseTimer } from './phases.js';
 import type { JobScope } from './scope.js';
-import { extractBatch, type ExtractBatch } from './snapshot-deletes.js';
+import { extractBatch, scd2Extract, type ExtractBatch } from './snapshot-deletes.js';
 import { unionTombstones } from './tombstones/union.js';
 import type { TombstoneState } from './tombstones/plan.js';
 import type { LedgerState } from './ledger.js';
@@ -40,6 +40,8 @@ import type { LedgerState } from './ledger.js';
 /** A state committed with a batch: it lists its owner's tombstone files. */
 export interface OwnedState {
   tombstones?: TombstoneState;
+  /** scd2 snapshot sources: the as-of of the newest extract applied (./snapshot-deletes.ts). */
+  snapshotAsOf?: string;
 }
 
 /** Who commits a batch's state: its txn appId, its actions, and whose tombstones it reads. */
@@ -95,6 +97,8 @@ export interface WriteBatchOptions<S extends OwnedState> {
   timer: PhaseTimer;
   /** The batch is a snapshot source's newest full extract: keys it lacks are deleted too (./snapshot-deletes.ts). */
   fullExtract?: boolean;
+  /** The batch's source files, as `_source_file` names them (messages about the batch as a whole). */
+  sources?: readonly string[];
   /** The batch's clock in ms (tombstone expiry and stamps); default Date.now(). */
   now?: number;
 }
@@ -113,11 +117,14 @@ export async function writeBatch<S extends OwnedState>(
   opts: WriteBatchOptions<S>,
 ): Promise<WrittenBatch<S>> {
   const mode = opts.scope.job.target.mode;
+  // An empty extract in scd2 mode cannot say when its keys ended: refused (./snapshot-deletes.ts).
+  const closesAbsent = mode === 'scd2' && opts.fullExtract === true && opts.batch.files > 0;
   // A replace by a delivery without rows empties the table: that is what the delivery says.
   const emptiesTable =
-    (mode === 'replace' || opts.fullExtract === true) &&
-    opts.snapshot !== null &&
-    opts.batch.files > 0;
+    closesAbsent ||
+    ((mode === 'replace' || opts.fullExtract === true) &&
+      opts.snapshot !== null &&
+      opts.batch.files > 0);
   if (opts.batch.rowsRead === 0 && !emptiesTable) {
     if (opts.snapshot) return commitStateOnly(opts, opts.snapshot);
     // No table yet. Empty Parquet files declare their columns' types: they create the table (no
@@ -131,7 +138,7 @@ export async function writeBatch<S extends OwnedState>(
     : mode === 'replace'
       ? replaceBatch(opts)
       : mode === 'scd2'
-        ? mergeInto(opts, null)
+        ? scd2Batch(opts)
         : mergeBatch(opts);
 }
 
@@ -240,6 +247,32 @@ async function mergeBatch<S extends OwnedState>(
   }
 }
 
+/**
+ * scd2: a snapshot source's extract closes the current versions of the keys it lacks at its as-of
+ * (checked first: an extract that cannot say when it was taken is refused); the as-of is metadata,
+ * never stored, and the state keeps the newest applied.
+ */
+async function scd2Batch<S extends OwnedState>(
+  opts: WriteBatchOptions<S>,
+): Promise<WrittenBatch<S>> {
+  const { scope } = opts;
+  if (!opts.fullExtract || scope.job.source.snapshotAsOf === undefined)
+    return mergeInto(opts, null);
+  const extract = await scd2Extract(
+    scope,
+    opts.snapshot,
+    opts.batch,
+    opts.sources ?? [],
+    opts.state.snapshotAsOf,
+  );
+  try {
+    const state = extract.older ? opts.state : { ...opts.state, snapshotAsOf: extract.asOf };
+    return await mergeInto({ ...opts, state }, extract.closes);
+  } finally {
+    await extract.closes?.drop();
+  }
+}
+
 async function mergeInto<S extends OwnedState>(
   opts: WriteBatchOptions<S>,
   extract: ExtractBatch | null,
@@ -247,6 +280,13 @@ async function mergeInto<S extends OwnedState>(
   const { scope } = opts;
   const { job } = scope;
   const target = writeTarget(opts);
+  // The as-of column of a snapshot source in scd2 mode is the extract's metadata, never table data.
+  const asOf = job.target.mode === 'scd2' ? job.source.snapshotAsOf : undefined;
+  const internal = [
+    ...(target.internalColumns ?? []),
+    ...(asOf === undefined ? [] : [asOf]),
+    ...(extract ? [extract.flagColumn] : []),
+  ];
   const deleteWhen = extract?.deleteWhen ?? job.target.deleteWhen;
   const tombstones = await unionTombstones({
     session: scope.session,
@@ -269,6 +309,8 @@ async function mergeInto<S extends OwnedState>(
       job.target.mode === 'scd2'
         ? stageScd2({
             ...target,
+            ...(extract ? { batch: extract.table } : {}),
+            internalColumns: internal,
             keyColumns: job.target.key!,
             orderBy: job.target.orderBy!,
             history: scd2Columns(job.target),
@@ -285,12 +327,7 @@ async function mergeInto<S extends OwnedState>(
           })
         : stageMerge({
             ...target,
-            ...(extract
-              ? {
-                  batch: extract.table,
-                  internalColumns: [...(target.internalColumns ?? []), extract.flagColumn],
-                }
-              : {}),
+            ...(extract ? { batch: extract.table, internalColumns: internal } : {}),
             keyColumns: job.target.key!,
             orderBy: job.target.orderBy!,
             // Ties: the later file by LastModified, then by key; within a file dedupe took the later row (docs/concepts.md).
@@ -312,8 +349,10 @@ async function mergeInto<S extends OwnedState>(
         opts,
         withTombstones(opts.state, await tombstones.own.record(staged.deletes)),
       );
+      // scd2 closes are rows of the batch: their keys are in its bounds.
+      const bounded = job.target.mode === 'scd2' && extract ? extract.table : opts.batch.table;
       const keyBounds = opts.snapshot
-        ? await batchKeyBounds(scope.session, opts.batch.table, opts.snapshot, job.target.key!)
+        ? await batchKeyBounds(scope.session, bounded, opts.snapshot, job.target.key!)
         : [];
       const version = await commitWith(opts, staged, state, keyBounds);
       await tombstones.own.purge();

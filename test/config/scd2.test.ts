@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
 import { scd2Columns } from '../../src/config/schema.js';
+import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { ConfigError } from '../../src/errors.js';
 
 const job = (target: string) => `
@@ -115,16 +116,49 @@ describe('config: target.mode scd2', () => {
     ]);
   });
 
-  it('refuses a snapshot source in scd2 mode (not built yet)', () => {
-    const problems = problemsOf(`
+  it('takes a snapshot source with snapshotAsOf; refuses one without it, and snapshotAsOf elsewhere', () => {
+    const snap = (source: string, target = 'mode: scd2, key: [id], orderBy: ts') => `
 jobs:
   - name: a
-    source: { uri: ./s, discover: { by: modified }, snapshot: true }
-    target: { uri: ./t, mode: scd2, key: [id], orderBy: ts }
-`);
-    expect(problems).toEqual([
+    source: { uri: ./s, discover: { by: modified }, ${source} }
+    target: { uri: ./t, ${target} }
+`;
+    const ok = parseConfig(snap('snapshot: true, snapshotAsOf: taken_at')).jobs[0]!;
+    expect(ok.source).toMatchObject({ snapshot: true, snapshotAsOf: 'taken_at' });
+    // Refused at load (a ConfigError: exit 2), naming the field.
+    let err: unknown;
+    try {
+      parseConfig(snap('snapshot: true'));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(exitCodeFor(err)).toBe(2);
+    expect(problemsOf(snap('snapshot: true'))).toEqual([
       expect.stringMatching(
-        /^jobs\[0\]\.source\.snapshot: applies only when target\.mode is merge \(it is scd2\)/,
+        /^jobs\[0\]\.source\.snapshotAsOf: is required with source\.snapshot in scd2 mode/,
+      ),
+    ]);
+    expect(problemsOf(snap('snapshotAsOf: taken_at'))).toEqual([
+      expect.stringMatching(/^jobs\[0\]\.source\.snapshotAsOf: applies only with snapshot: true/),
+    ]);
+    expect(
+      problemsOf(
+        snap('snapshot: true, snapshotAsOf: taken_at', 'mode: merge, key: [id], orderBy: ts'),
+      ),
+    ).toEqual([
+      expect.stringMatching(
+        /^jobs\[0\]\.source\.snapshotAsOf: applies only when target\.mode is scd2 \(it is merge\)/,
+      ),
+    ]);
+    expect(problemsOf(snap('snapshot: true, snapshotAsOf: ts'))).toEqual([
+      expect.stringMatching(
+        /^jobs\[0\]\.source\.snapshotAsOf: names "ts", a key or orderBy column/,
+      ),
+    ]);
+    expect(problemsOf(snap('snapshot: true', 'mode: append'))).toEqual([
+      expect.stringMatching(
+        /^jobs\[0\]\.source\.snapshot: applies only when target\.mode is merge or scd2 \(it is append\)/,
       ),
     ]);
   });

@@ -70,6 +70,7 @@ describe('tidemark.schema.json', () => {
       'storage',
       'discover',
       'snapshot',
+      'snapshotAsOf',
       'snapshotPattern',
       'maxDeleteShare',
       'afterLoad',

@@ -198,7 +198,7 @@ describe('snapshot sources', () => {
           target: { uri: '/tmp/dst', ...target },
         });
     expect(bad({ snapshot: true }, { mode: 'append' })).toThrow(
-      /source\.snapshot.*applies only when target\.mode is merge \(it is append\)/s,
+      /source\.snapshot.*applies only when target\.mode is merge or scd2 \(it is append\)/s,
     );
     expect(bad({ snapshotPattern: 'full-*' })).toThrow(
       /source\.snapshotPattern.*applies only with snapshot: true/s,
