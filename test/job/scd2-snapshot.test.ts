@@ -197,6 +197,33 @@ describe('snapshot sources in scd2 mode', () => {
     expect((await checkTarget(session, config)).problems).toEqual([]);
   });
 
+  it('with snapshotPattern: a version newer than the as-of stays current; the close lands in order', async () => {
+    const { source, config } = await setup({ snapshotPattern: 'full-*.csv' });
+    await source.write(
+      '2025/03/01/full-0.csv',
+      extract(...at(10, [1, 'placed', 1], [2, 'placed', 1])),
+    );
+    await run(config);
+    // A change file (no as-of: it is no extract): key 1 paid at 50.
+    await source.write('2025/03/02/changes-0.csv', 'order_id,status,seq,rid\n1,paid,50,r1-50\n');
+    await run(config);
+    // An extract as of 40 lacks key 1: in order, key 1 was gone from 40 until its version of 50,
+    // which stays current (the as-of is older than it).
+    await source.write('2025/03/03/full-1.csv', extract(...at(40, [2, 'placed', 1])));
+    expect(await run(config)).toMatchObject({ status: 'succeeded', updated: 1, inserted: 0 });
+    expect(await history(config)).toEqual(['1 placed 1-40', '1 paid 50-…*', '2 placed 1-…*']);
+    // A late change older than the close lands before it: the close still ends it at 40.
+    await source.write('2025/03/04/changes-0.csv', 'order_id,status,seq,rid\n1,packed,30,r1-30\n');
+    await run(config);
+    expect(await history(config)).toEqual([
+      '1 placed 1-30',
+      '1 packed 30-40',
+      '1 paid 50-…*',
+      '2 placed 1-…*',
+    ]);
+    expect((await checkTarget(session, config)).problems).toEqual([]);
+  });
+
   it('refuses an extract whose as-of is missing, NULL, mixed or not comparable, and an empty one, naming file, row and column', async () => {
     const cases: Array<{ name: string; text: string; message: RegExp; row?: number }> = [
       {
