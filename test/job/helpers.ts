@@ -339,3 +339,31 @@ const scd2Status = (e: Scd2Event) => (e.deleted ? 'deleted' : `s${e.id}_${e.seq}
 export function scd2Row(e: Scd2Event): OrderRow {
   return { order_id: e.id, status: scd2Status(e), seq: e.seq, rid: `${e.id}-${e.seq}` };
 }
+
+/** A step of an scd2 snapshot source: a change file's events, or a full extract's (taken at `asOf`). */
+export type Scd2Step =
+  { kind: 'changes'; events: Scd2Event[] } | { kind: 'extract'; asOf: number; events: Scd2Event[] };
+
+/**
+ * The events of steps applied in turn to a snapshot source in scd2 mode, an extract's closes
+ * included, for `scd2Oracle`: an extract's absent keys (whose history, before it, ends in an open
+ * version, and that it lacks) become delete events at its as-of, unless an extract with a later
+ * as-of was applied before it (then it closes nothing). Its rows are events like any other.
+ */
+export function scd2SnapshotEvents(steps: readonly Scd2Step[]): Scd2Event[] {
+  const events: Scd2Event[] = [];
+  let newest = -Infinity;
+  for (const step of steps) {
+    if (step.kind === 'extract' && step.asOf >= newest) {
+      newest = step.asOf;
+      const present = new Set(step.events.map((e) => e.id));
+      const open = scd2Oracle(events)
+        .filter((v) => v.endsWith('*'))
+        .map((v) => Number(v.split(' ')[0]));
+      for (const id of open)
+        if (!present.has(id)) events.push({ id, seq: step.asOf, deleted: true });
+    }
+    events.push(...step.events);
+  }
+  return events;
+}

@@ -3,7 +3,11 @@
  * batches (maxFilesPerBatch) and runs, out of order, some rows delivered twice, give exactly the
  * history of the sorted sequence (the oracle: every row arriving in order by seq). Every status
  * is distinct, so each version is a tracked change; deletes never share a seq with a version of
- * their key (a delete wins such a tie, docs/concepts.md).
+ * their key (a delete wins such a tie, docs/concepts.md). With a snapshot source, some of the
+ * events come in full extracts, each taken at an as-of (odd, so never at a version's even seq):
+ * the history is the oracle's over the events with each applied extract's closes added
+ * (`scd2SnapshotEvents`: the keys open before it and absent from it, closed at its as-of; none
+ * for an extract older than one applied).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -16,9 +20,11 @@ import {
   scd2History,
   scd2Oracle as oracle,
   scd2Row as rowOf,
+  scd2SnapshotEvents,
   sessionPerFile,
   tempDir,
   type OrderRow,
+  type Scd2Step,
 } from './helpers.js';
 
 let session: DuckSession;
@@ -79,6 +85,85 @@ describe('scd2 mode, against the in-order oracle', () => {
           expect(await history(config)).toEqual(oracle(events));
         },
       ),
+      { numRuns: 4 },
+    );
+  });
+
+  it('a snapshot source: random extracts (as-of in random order) and change files give the in-order history with the closes', async () => {
+    // Versions at even seqs, deletes by deleteWhen; an extract's as-of is odd.
+    const stepsArb = fc
+      .tuple(
+        fc.uniqueArray(
+          fc.record({
+            id: fc.integer({ min: 1, max: 4 }),
+            seq: fc.integer({ min: 1, max: 10 }).map((n) => 2 * n),
+            deleted: fc.constantFrom(false, false, false, true),
+          }),
+          { minLength: 1, maxLength: 12, selector: (e) => `${e.id}/${e.seq}` },
+        ),
+        fc.array(fc.nat({ max: 4 }), { minLength: 12, maxLength: 12 }),
+        fc.array(
+          fc.integer({ min: 0, max: 10 }).map((n) => 2 * n + 1),
+          {
+            minLength: 5,
+            maxLength: 5,
+          },
+        ),
+        fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }),
+      )
+      .map(([events, draws, asOfs, extracts]) =>
+        // Five steps; an event goes to the step its draw names (a delete always to a change file).
+        asOfs.flatMap((asOf, i): Scd2Step[] => {
+          const mine = events.filter((_, j) => draws[j] === i);
+          const rows = mine.filter((e) => !e.deleted);
+          if (!extracts[i] || rows.length === 0) return [{ kind: 'changes', events: mine }];
+          const deletes = mine.filter((e) => e.deleted);
+          return [
+            { kind: 'extract', asOf, events: rows },
+            ...(deletes.length > 0 ? [{ kind: 'changes' as const, events: deletes }] : []),
+          ];
+        }),
+      );
+    await fc.assert(
+      fc.asyncProperty(stepsArb, async (steps) => {
+        const src = await tempDir('scd2s-src', dirs);
+        const dst = await tempDir('scd2s-dst', dirs);
+        const config = makeConfig({
+          source: {
+            uri: src,
+            discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 30 },
+            snapshot: true,
+            snapshotPattern: 'full-*.csv',
+            snapshotAsOf: 'as_of',
+            maxDeleteShare: 1,
+          },
+          target: {
+            uri: dst,
+            mode: 'scd2',
+            key: ['order_id'],
+            orderBy: 'seq',
+            deleteWhen: "status = 'deleted'",
+          },
+        });
+        const source = new LocalStorage(src);
+        // One step a run, each in the next day: every extract is the newest delivery when it lands.
+        for (const [i, step] of steps.entries()) {
+          if (step.events.length === 0) continue;
+          const day = `2025/03/${String(i + 1).padStart(2, '0')}`;
+          const rows = step.events.map(rowOf);
+          if (step.kind === 'changes') await land(source, session, `${day}/c${i}.csv`, rows);
+          else
+            await source.write(
+              `${day}/full-${i}.csv`,
+              [
+                'order_id,status,seq,rid,as_of',
+                ...rows.map((r) => `${r.order_id},${r.status},${r.seq},${r.rid},${step.asOf}`),
+              ].join('\n') + '\n',
+            );
+          await run(config);
+        }
+        expect(await history(config)).toEqual(oracle(scd2SnapshotEvents(steps)));
+      }),
       { numRuns: 4 },
     );
   });
