@@ -41,7 +41,7 @@ const USAGE = `usage: npm run bench -- <merge|ingest|memory|backfill|peers|seed-
     --trace        list every statement of the last MERGE of each batch, in order, with its time
     --mode scd2    instead: the scattered changes closing versions in a history table (scd2
                    mode) vs the same MERGE in merge mode on that table (--rows, --files,
-                   --changes, --repeat apply)
+                   --changes, --repeat, --trace apply; --trace lists each mode's last step)
 
   ingest  tidemark job vs a hand-written DuckDB pipeline, incremental and no-op runs, and
           what checksums cost (the initial load from and to S3 on the embedded server)
@@ -289,6 +289,7 @@ async function main(argv: string[]): Promise<void> {
       await benchMergeScd2({
         ...sizes,
         repeat: positiveInt('repeat', values.repeat, 3),
+        trace: values.trace,
         keep: values.keep,
         jsonPath: resultPath('merge-scd2', values.json),
         command,

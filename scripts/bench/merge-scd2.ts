@@ -35,6 +35,7 @@ import {
 } from './orders.js';
 import { count, mib, printTables, secs, times, verdict, writeJson } from './report.js';
 import { progress, withSession } from './session.js';
+import { statementListing, traceSql, type TracedSql } from './sql-trace.js';
 import { copyFolder, openWorkspace } from './workspace.js';
 
 /** The issue's target: the scd2 write costs at most this multiple of the merge-mode MERGE. */
@@ -50,6 +51,8 @@ export interface Scd2BenchOptions {
   changes: number;
   insertShare: number;
   repeat: number;
+  /** Print every statement of each mode's last step, in order, with its time. */
+  trace: boolean;
   keep: boolean;
   jsonPath: string;
   command: string;
@@ -60,6 +63,8 @@ interface Step {
   cpuMs: number;
   peakRssBytes: number;
   written: CommittedMerge;
+  /** Every statement of the step, in order (`--trace`, last repetition only). */
+  statements: TracedSql[];
 }
 
 /** Run the benchmark, print its table and write the JSON result. */
@@ -89,9 +94,14 @@ export async function benchMergeScd2(opts: Scd2BenchOptions): Promise<void> {
         await rm(dir, { recursive: true, force: true });
         await copyFolder(base, dir);
         progress(`${mode} (${rep}/${opts.repeat}): ${count(opts.changes)} scattered changes`);
+        const trace = opts.trace && rep === opts.repeat;
         const step = await withSession(async (s) => {
           await createChangeBatch(s, BATCH, batch);
-          return stepOf(await timed(() => write(s, dir, mode)));
+          const run = () => timed(() => write(s, dir, mode));
+          const traced = trace
+            ? await traceSql(run)
+            : { value: await run(), statements: [] as TracedSql[] };
+          return stepOf(traced.value, traced.statements);
         });
         steps[mode].push(step);
         progress(`  ${secs(step.ms)}, CPU ${secs(step.cpuMs)}`);
@@ -114,6 +124,14 @@ export async function benchMergeScd2(opts: Scd2BenchOptions): Promise<void> {
       cpu: cpu.scd2.median / cpu.merge.median,
     };
     printTables([resultTable(opts, wall, cpu, ratio, steps, verified)]);
+    if (opts.trace)
+      for (const mode of ['merge', 'scd2'] as const) {
+        const last = steps[mode][steps[mode].length - 1]!;
+        process.stdout.write(
+          statementListing(`Every statement of the last ${mode} step`, last.statements),
+        );
+        process.stdout.write(`  phases (ms): ${JSON.stringify(last.written.durations)}\n`);
+      }
     process.stdout.write(describeOtherLoad(otherLoad));
     await writeJson(opts.jsonPath, {
       benchmark: 'merge-scd2',
@@ -190,8 +208,14 @@ async function write(
   return mergeAndCommit(table, session, { ...common, batch: withHistory, keysUnique: true });
 }
 
-function stepOf(t: Timed<CommittedMerge>): Step {
-  return { ms: t.ms, cpuMs: t.cpuMs, peakRssBytes: t.peakRss.bytes, written: t.value };
+function stepOf(t: Timed<CommittedMerge>, statements: TracedSql[]): Step {
+  return {
+    ms: t.ms,
+    cpuMs: t.cpuMs,
+    peakRssBytes: t.peakRss.bytes,
+    written: t.value,
+    statements,
+  };
 }
 
 interface Verified {

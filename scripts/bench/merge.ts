@@ -34,7 +34,7 @@ import type { PeakRss } from './peak-rss.js';
 import { count, mib, printTables, secs, writeJson } from './report.js';
 import { fingerprint, sampledMismatches, type TableFingerprint } from './verify.js';
 import { progress, withSession } from './session.js';
-import { slowest, traceSql, type SlowSql, type TracedSql } from './sql-trace.js';
+import { slowest, statementListing, traceSql, type SlowSql, type TracedSql } from './sql-trace.js';
 import { copyFolder, openWorkspace, type Workspace } from './workspace.js';
 
 /** Statements kept per traced step. */
@@ -342,15 +342,8 @@ async function verifyVariant(
 
 /** Every statement of the variant's last MERGE, in the order it ran (`--trace`). */
 function printStatements(v: VariantResult): void {
-  const all = v.sql.mergeStatements;
-  const total = (key: 'ms' | 'cpuMs') => all.reduce((sum, s) => sum + s[key], 0).toFixed(1);
-  const lines = all.map((s, i) => {
-    const sql = s.sql.replace(/\s+/g, ' ');
-    const times = `${s.ms.toFixed(2).padStart(8)} ms ${s.cpuMs.toFixed(2).padStart(8)} ms CPU`;
-    return `${String(i + 1).padStart(3)} ${times}  ${sql.length > 150 ? `${sql.slice(0, 149)}…` : sql}`;
-  });
   process.stdout.write(
-    `\nEvery statement of the last MERGE, ${v.spread}: ${all.length}, ${total('ms')} ms (${total('cpuMs')} ms CPU) in all\n${lines.join('\n')}\n`,
+    statementListing(`Every statement of the last MERGE, ${v.spread}`, v.sql.mergeStatements),
   );
 }
 

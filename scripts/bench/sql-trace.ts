@@ -61,6 +61,17 @@ export async function traceSql<T>(
   }
 }
 
+/** Every statement in the order it ran, with its wall and CPU time, under a title line (`--trace`). */
+export function statementListing(title: string, statements: readonly TracedSql[]): string {
+  const total = (key: 'ms' | 'cpuMs') => statements.reduce((sum, s) => sum + s[key], 0).toFixed(1);
+  const lines = statements.map((s, i) => {
+    const sql = s.sql.replace(/\s+/g, ' ');
+    const times = `${s.ms.toFixed(2).padStart(8)} ms ${s.cpuMs.toFixed(2).padStart(8)} ms CPU`;
+    return `${String(i + 1).padStart(3)} ${times}  ${sql.length > 150 ? `${sql.slice(0, 149)}…` : sql}`;
+  });
+  return `\n${title}: ${statements.length}, ${total('ms')} ms (${total('cpuMs')} ms CPU) in all\n${lines.join('\n')}\n`;
+}
+
 /** Statements of one shape: total time and how many ran. */
 export interface SlowSql {
   ms: number;
