@@ -26,11 +26,12 @@ const EV_POS = '__tm_ev_pos';
 const EV_KIND = '__tm_ev_kind';
 const EV_LAST = '__tm_ev_last';
 const EV_PRIO = '__tm_ev_prio';
-const EV_PREV = '__tm_ev_prev';
 const EV_NEXT = '__tm_ev_next';
 const EV_OPENS = '__tm_ev_opens';
 const EV_GROUP = '__tm_ev_group';
-const EV_ID = '__tm_ev_id';
+const EV_FROM = '__tm_ev_from';
+const EV_TO = '__tm_ev_to';
+const EV_RANK = '__tm_ev_rank';
 
 /** The columns of an scd2 write (table spelling). */
 export interface Scd2Spec {
@@ -127,7 +128,7 @@ export function eventsSql(
     `${q(EV_LAST)} DESC NULLS LAST`,
   ];
   return (
-    `CREATE OR REPLACE TEMP TABLE ${q(tables.events)} AS SELECT *, row_number() OVER () AS ${q(EV_ID)} FROM (${all}) ` +
+    `CREATE OR REPLACE TEMP TABLE ${q(tables.events)} AS SELECT * FROM (${all}) ` +
     `WHERE ${q(EV_POS)} IS NOT NULL ` +
     `QUALIFY row_number() OVER (PARTITION BY ${keys}, ${q(EV_POS)} ORDER BY ${pick.join(', ')}) = 1`
   );
@@ -139,33 +140,40 @@ export function versionsSql(tables: Scd2Tables, spec: Scd2Spec): string {
   const w = `PARTITION BY ${keys} ORDER BY ${q(EV_POS)}`;
   const tracked =
     spec.tracked.length === 0 ? 'TRUE' : `row(${spec.tracked.map((c) => q(c)).join(', ')})`;
-  // A delete counts only right after a version; then a version opens a group unless it follows one with the same tracked columns.
-  const effective =
-    `SELECT * FROM (SELECT *, lag(${q(EV_KIND)}) OVER (${w}) AS ${q(EV_PREV)} FROM ${q(tables.events)}) ` +
-    `WHERE ${q(EV_KIND)} = 'V' OR ${q(EV_PREV)} = 'V'`;
+  // A version opens a group unless it follows one with the same tracked columns. Only versions
+  // are read below, and dropping the deletes that follow no version (they count only right after
+  // one) changes neither the event before a version nor the one after it: a dropped delete
+  // follows a delete or nothing, so none of them is a version's neighbour in place of a version.
   const opened =
-    `SELECT * EXCLUDE (${q(EV_PREV)}), lead(${q(EV_POS)}) OVER (${w}) AS ${q(EV_NEXT)}, ` +
+    `SELECT *, lead(${q(EV_POS)}) OVER (${w}) AS ${q(EV_NEXT)}, ` +
     `(${q(EV_KIND)} = 'V' AND (lag(${q(EV_KIND)}) OVER (${w}) IS DISTINCT FROM 'V' OR lag(${tracked}) OVER (${w}) IS DISTINCT FROM ${tracked})) AS ${q(EV_OPENS)} ` +
-    `FROM (${effective})`;
-  const grouped = `SELECT *, sum(CAST(${q(EV_OPENS)} AS INTEGER)) OVER (${w} ROWS UNBOUNDED PRECEDING) AS ${q(EV_GROUP)} FROM (${opened})`;
-  const g = `(SELECT ${keys}, ${q(EV_GROUP)}, min(${q(EV_POS)}) AS vf, max(${q(EV_POS)}) AS vmax FROM ev WHERE ${q(EV_KIND)} = 'V' GROUP BY ALL)`;
+    `FROM ${q(tables.events)}`;
+  const grouped = `SELECT *, sum(CAST(${q(EV_OPENS)} AS INTEGER)) OVER (${w} ROWS UNBOUNDED PRECEDING) AS ${q(EV_GROUP)} FROM (${opened}) WHERE ${q(EV_KIND)} = 'V'`;
+  // One row per group, in one window over it: valid_from its first version; valid_to the event
+  // after its last version (the largest next, NULL when the key's last event is in the group:
+  // each event's next is the position of the one after it); the values of its latest version.
+  const ties = spec.ties.map((c) => `${q(c)} DESC NULLS LAST`);
+  const latest = [`${q(EV_LAST)} DESC NULLS LAST`, ...ties, q(EV_PRIO)];
+  const group =
+    `PARTITION BY ${keys}, ${q(EV_GROUP)} ORDER BY ${latest.join(', ')} ` +
+    'ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING';
+  const [vf, vt, rn, next] = [q(EV_FROM), q(EV_TO), q(EV_RANK), q(EV_NEXT)];
+  const perGroup =
+    `SELECT *, min(${q(EV_POS)}) OVER g AS ${vf}, ` +
+    `CASE WHEN count(${next}) OVER g = count(*) OVER g THEN max(${next}) OVER g END AS ${vt}, ` +
+    `row_number() OVER g AS ${rn} FROM (${grouped}) WINDOW g AS (${group})`;
   const select = spec.columns.map((c) =>
     c === spec.validFrom
-      ? `g.vf AS ${q(c)}`
+      ? `${vf} AS ${q(c)}`
       : c === spec.validTo
-        ? `l.${q(EV_NEXT)} AS ${q(c)}`
+        ? `${vt} AS ${q(c)}`
         : c === spec.isCurrent
-          ? `(l.${q(EV_NEXT)} IS NULL) AS ${q(c)}`
-          : `e.${q(c)}`,
+          ? `(${vt} IS NULL) AS ${q(c)}`
+          : q(c),
   );
-  const ties = spec.ties.map((c) => `e.${q(c)} DESC NULLS LAST`);
-  const latest = [`e.${q(EV_LAST)} DESC NULLS LAST`, ...ties, `e.${q(EV_PRIO)}`];
   return (
-    `CREATE OR REPLACE TEMP TABLE ${q(tables.versions)} AS WITH ev AS (${grouped}) ` +
-    `SELECT ${select.join(', ')} FROM ev AS e JOIN ${g} AS g ON ${joinKeys(spec, 'e', 'g')} AND e.${q(EV_GROUP)} = g.${q(EV_GROUP)} ` +
-    `JOIN ev AS l ON ${joinKeys(spec, 'l', 'g')} AND l.${q(EV_POS)} = g.vmax ` +
-    `WHERE e.${q(EV_KIND)} = 'V' ` +
-    `QUALIFY row_number() OVER (PARTITION BY ${keysOf(spec, 'e')}, e.${q(EV_GROUP)} ORDER BY ${latest.join(', ')}) = 1`
+    `CREATE OR REPLACE TEMP TABLE ${q(tables.versions)} AS ` +
+    `SELECT ${select.join(', ')} FROM (${perGroup}) WHERE ${rn} = 1`
   );
 }
 

@@ -153,10 +153,16 @@ export async function stageScd2(opts: Scd2Options): Promise<StagedMerge> {
       clock.lap('prune');
       const tomb =
         opts.tombstones === undefined ? null : `SELECT * FROM ${ident(opts.tombstones.name)}`;
-      await opts.session.run(eventsSql(tables, spec, tomb));
-      await opts.session.run(versionsSql(tables, spec));
-      await opts.session.run(removedSql(tables, spec));
-      await opts.session.run(addedSql(tables, spec));
+      // One call for the chain: none of the tables is read back here, and each call is a round
+      // trip to DuckDB's threads (as in the MERGE's classifyChanges).
+      await opts.session.run(
+        [
+          eventsSql(tables, spec, tomb),
+          versionsSql(tables, spec),
+          removedSql(tables, spec),
+          addedSql(tables, spec),
+        ].join('; '),
+      );
       const counts = await readScd2Counts(opts.session, tables, target.batch.rows);
       const table = target.config;
       if (table?.appendOnly && counts.updated + counts.deleted > 0)
