@@ -7,6 +7,11 @@
  * A delete row carries the stored row's orderBy and tie columns (the source file's LastModified
  * and name), so it ties with the stored row and deletes it: an incoming row wins a tie that it is
  * not earlier in (../engine/merge/options.ts `tieBreak`).
+ *
+ * scd2 mode (`current`): only the keys whose current version is open count, and each delete row
+ * sits at the extract's as-of (`closeAt`), a delete event that closes the version current then
+ * (./merge/scd2-plan.ts). Extract rows equal to their key's current version but for lineage are
+ * left out (`unchangedBesides`), so an unchanged key is a no-op.
  */
 import type { Snapshot } from '../delta/snapshot.js';
 import type { Spool } from '../spool/spool.js';

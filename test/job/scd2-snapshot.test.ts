@@ -224,6 +224,41 @@ describe('snapshot sources in scd2 mode', () => {
     expect((await checkTarget(session, config)).problems).toEqual([]);
   });
 
+  it('a timestamp orderBy: a date-time as-of closes at that time', async () => {
+    const src = await tempDir('scd2-snap-src', dirs);
+    const dst = await tempDir('scd2-snap-dst', dirs);
+    const config = makeConfig({
+      source: {
+        uri: src,
+        discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 30 },
+        snapshot: true,
+        snapshotAsOf: 'taken_at',
+      },
+      target: { uri: dst, mode: 'scd2', key: ['id'], orderBy: 'updated_at' },
+    });
+    const source = new LocalStorage(src);
+    const csv = (taken: string, ...rows: string[]) =>
+      ['id,status,updated_at,taken_at', ...rows.map((r) => `${r},${taken}`)].join('\n') + '\n';
+    await source.write(
+      '2025/03/01/a.csv',
+      csv('2025-03-01 06:00:00', '1,placed,2025-02-27 10:00:00', '2,placed,2025-02-28 11:00:00'),
+    );
+    await run(config);
+    await source.write(
+      '2025/03/02/a.csv',
+      csv('2025-03-02 06:00:00', '1,placed,2025-02-27 10:00:00'),
+    );
+    expect(await run(config)).toMatchObject({ status: 'succeeded', updated: 1, inserted: 0 });
+    const { rows } = await tableRows(config);
+    const closed = rows.find((r) => Number(r['id']) === 2)!;
+    expect(closed['is_current']).toBe(false);
+    expect(new Date(String(closed['valid_to'])).toISOString()).toBe('2025-03-02T06:00:00.000Z');
+    expect(rows.find((r) => Number(r['id']) === 1)).toMatchObject({
+      is_current: true,
+      valid_to: null,
+    });
+  });
+
   it('refuses an extract whose as-of is missing, NULL, mixed or not comparable, and an empty one, naming file, row and column', async () => {
     const cases: Array<{ name: string; text: string; message: RegExp; row?: number }> = [
       {
