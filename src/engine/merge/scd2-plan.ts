@@ -86,27 +86,35 @@ export function storedSql(tables: Scd2Tables, spec: Scd2Spec, scanSql: string): 
   );
 }
 
+/** The table columns an event carries: all but the history columns versionsSql rebuilds. */
+function eventColumns(spec: Scd2Spec): string[] {
+  const rebuilt = new Set([spec.validFrom, spec.validTo, spec.isCurrent]);
+  const needed = new Set([...spec.tracked, ...spec.ties]);
+  return spec.columns.filter((c) => !rebuilt.has(c) || needed.has(c));
+}
+
 /** The events of the batch's keys, one per (key, position); see the module comment. */
 export function eventsSql(
   tables: Scd2Tables,
   spec: Scd2Spec,
   tombstonesSql: string | null,
 ): string {
-  const cols = (alias: string) => spec.columns.map((c) => `${alias}.${q(c)}`).join(', ');
+  // Events carry only what versionsSql reads: the history columns are rebuilt there (unless a
+  // tracked or tie column names one), and every column an event carries goes through its windows.
+  const carried = eventColumns(spec);
+  const cols = (alias: string) => carried.map((c) => `${alias}.${q(c)}`).join(', ');
   const t = spec.orderType;
   const at = (expr: string) => `CAST(${expr} AS ${t})`;
   const b = q(tables.batch);
   const s = q(tables.stored);
-  const of = `${q(FILE_ID)}, ${q(POS)}`;
-  const nothing = `CAST(NULL AS INTEGER) AS ${q(FILE_ID)}, CAST(NULL AS BIGINT) AS ${q(POS)}`;
   const parts = [
     // Incoming versions and deletes, at their orderBy.
     `SELECT ${cols('b')}, ${at(`b.${q(spec.orderBy)}`)} AS ${q(EV_POS)}, CASE WHEN b.${q(DELETE_FLAG)} THEN 'D' ELSE 'V' END AS ${q(EV_KIND)}, ` +
-      `${at(`b.${q(spec.orderBy)}`)} AS ${q(EV_LAST)}, 0 AS ${q(EV_PRIO)}, ${nothing} FROM ${b} AS b`,
+      `${at(`b.${q(spec.orderBy)}`)} AS ${q(EV_LAST)}, 0 AS ${q(EV_PRIO)} FROM ${b} AS b`,
     // Stored versions, at their valid_from.
-    `SELECT ${cols('s')}, ${at(`s.${q(spec.validFrom)}`)} AS ${q(EV_POS)}, 'V' AS ${q(EV_KIND)}, ${at(`s.${q(spec.orderBy)}`)} AS ${q(EV_LAST)}, 1 AS ${q(EV_PRIO)}, ${of} FROM ${s} AS s`,
+    `SELECT ${cols('s')}, ${at(`s.${q(spec.validFrom)}`)} AS ${q(EV_POS)}, 'V' AS ${q(EV_KIND)}, ${at(`s.${q(spec.orderBy)}`)} AS ${q(EV_LAST)}, 1 AS ${q(EV_PRIO)} FROM ${s} AS s`,
     // A version that absorbed later rows in place, once more at its latest row, so a late version inside it splits it there.
-    `SELECT ${cols('s')}, ${at(`s.${q(spec.orderBy)}`)} AS ${q(EV_POS)}, 'V' AS ${q(EV_KIND)}, ${at(`s.${q(spec.orderBy)}`)} AS ${q(EV_LAST)}, 1 AS ${q(EV_PRIO)}, ${of} FROM ${s} AS s ` +
+    `SELECT ${cols('s')}, ${at(`s.${q(spec.orderBy)}`)} AS ${q(EV_POS)}, 'V' AS ${q(EV_KIND)}, ${at(`s.${q(spec.orderBy)}`)} AS ${q(EV_LAST)}, 1 AS ${q(EV_PRIO)} FROM ${s} AS s ` +
       `WHERE s.${q(spec.orderBy)} > s.${q(spec.validFrom)} AND (s.${q(spec.validTo)} IS NULL OR s.${q(spec.orderBy)} < s.${q(spec.validTo)})`,
     // A close no stored version follows: a delete.
     `SELECT ${keysOf(spec, 's')}, ${at(`s.${q(spec.validTo)}`)} AS ${q(EV_POS)}, 'D' AS ${q(EV_KIND)}, CAST(NULL AS ${t}) AS ${q(EV_LAST)}, 1 AS ${q(EV_PRIO)} FROM ${s} AS s ` +
