@@ -349,12 +349,14 @@ async function mergeInto<S extends OwnedState>(
         opts,
         withTombstones(opts.state, await tombstones.own.record(staged.deletes)),
       );
-      // scd2 closes are rows of the batch: their keys are in its bounds.
-      const bounded = job.target.mode === 'scd2' && extract ? extract.table : opts.batch.table;
-      const keyBounds = opts.snapshot
-        ? await batchKeyBounds(scope.session, bounded, opts.snapshot, job.target.key!)
-        : [];
-      const version = await commitWith(opts, staged, state, keyBounds);
+      // A full extract's absent keys were found by reading every key of the table: its read is
+      // the whole table, so a rival's commit of any key (one added outside the extract's bounds
+      // too) makes this one plan again, not delete (close) what it never saw.
+      const keyBounds =
+        opts.snapshot && !extract
+          ? await batchKeyBounds(scope.session, opts.batch.table, opts.snapshot, job.target.key!)
+          : [];
+      const version = await commitWith(opts, staged, state, keyBounds, extract !== null);
       await tombstones.own.purge();
       return { version, summary: staged.summary, state };
     } finally {
@@ -368,16 +370,19 @@ async function mergeInto<S extends OwnedState>(
 /**
  * Commit the staged write with the owner's state in the same version. A MERGE's read names the
  * batch's key bounds, so a concurrent writer of other keys (another job, another shard) adding
- * files outside them does not conflict with it (../delta/conflicts.ts).
+ * files outside them does not conflict with it (../delta/conflicts.ts). `wholeTable`: the write
+ * read every row of the table (a full extract's compare), whatever its partitions.
  */
 async function commitWith<S extends OwnedState>(
   opts: WriteBatchOptions<S>,
   staged: StagedWrite,
   state: S,
   keyBounds: KeyBound[] = [],
+  wholeTable = false,
 ): Promise<number> {
   const read = {
     ...staged.request.read,
+    ...(wholeTable ? { partitions: 'all' as const } : {}),
     appIds: unique([...staged.request.read.appIds, opts.owner.appId]),
   };
   const request: CommitRequest = {
