@@ -25,7 +25,7 @@ import { DEFAULT_SOURCE_FILE_COLUMN } from './options.js';
 import { refuseEmptyPartitionStrings } from './partition-strings.js';
 import { stageSourceReplacement } from './source-files.js';
 import { metadataActions, outputOptionsFor, prepareTarget, type TargetTable } from './target.js';
-import { dropAll, tempTables } from './temp-names.js';
+import { DELETE_FLAG, dropAll, tempTables } from './temp-names.js';
 
 /** Stage the append of the batch; see the module comment. The caller commits `request`. */
 export async function stageAppend(opts: AppendOptions): Promise<StagedWrite> {
@@ -151,16 +151,19 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedWrite> {
 
 /**
  * Fail before anything is written when a batch row breaks a table constraint (./constraints.ts)
- * or holds a value a partition column cannot keep (./partition-strings.ts).
+ * or holds a value a partition column cannot keep (./partition-strings.ts). scd2 (`stored`): only
+ * the rows stored as versions, named by `keys`; a delete row (`DELETE_FLAG`) only closes one, and
+ * carries little more than its key and time (a snapshot's absent key, a CDC delete).
  */
 export async function checkEveryRow(
   opts: WriteTarget,
   target: TargetTable,
   batch: string,
+  stored?: { keys: readonly string[] },
 ): Promise<void> {
   const rows = {
-    sql: `SELECT * FROM ${ident(batch)}`,
-    keys: [],
+    sql: `SELECT * FROM ${ident(batch)}${stored ? ` WHERE NOT ${ident(DELETE_FLAG)}` : ''}`,
+    keys: stored?.keys ?? [],
     lineage: target.batch.lineage,
     uri: opts.storage.uri,
   };

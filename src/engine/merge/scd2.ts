@@ -143,7 +143,7 @@ export async function stageScd2(opts: Scd2Options): Promise<StagedMerge> {
     await checkNullKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
     if (opts.tombstones !== undefined)
       await checkTombstones(opts.session, opts.tombstones, spec.keys);
-    await checkEveryRow(opts, target, tables.batch);
+    await checkEveryRow(opts, target, tables.batch, { keys: spec.keys });
     clock.lap('prepare');
     const out = outputOptionsFor({ ...opts, spool: scratch }, target);
     const read = snapshot
