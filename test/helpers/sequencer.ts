@@ -1,5 +1,5 @@
 /**
- * vitest file order: the longest files start first, so the two workers finish together instead
+ * vitest file order: the longest files start first, so the workers finish together instead
  * of one running a 30 s file alone at the end. vitest does this itself from the durations it
  * caches (node_modules/.vite/vitest), but a fresh clone (CI) has no cache and it falls back to
  * file size, which put the packaging and model tests last (20–30 s of one worker alone). So a
