@@ -1,7 +1,7 @@
 /**
  * The job remembers what it was configured with: every commit of its state records the settings
  * that decide what a run loads and how (`configuredAs`: source, discovery, mode, key, orderBy,
- * partitionBy). A run, and `validate`, compares them with the config and says what changed and
+ * scd2's trackColumns, partitionBy). A run, and `validate`, compares them with the config and says what changed and
  * what it does about it:
  *
  *   settle, lookback   a wider window reaches back only to what the state remembers (no file
@@ -16,6 +16,8 @@
  *                      `--accept-config-change` or a reset drops them (./tombstones/plan.ts);
  *                      in scd2 mode always refused: the stored history is keyed and its
  *                      versions' valid_from and valid_to are ordered by them
+ *   trackColumns       scd2: always refused (a rebuilt history would merge the stored versions
+ *                      that differ only in columns no longer tracked)
  *   scd2 -> merge      refused while the history holds more than one row per key (it does once a
  *                      key has two versions), naming a few
  *   partitionBy        recorded; held against the table's own partitioning (./table-settings.ts)
@@ -51,6 +53,8 @@ export interface ConfiguredAs {
     mode: TargetMode;
     key?: string[];
     orderBy?: string;
+    /** scd2 mode (absent in older states): the columns whose change opens a version, as configured (the default: `{ except: [] }`). */
+    trackColumns?: string[] | { except: string[] };
     partitionBy: string[];
   };
 }
@@ -84,6 +88,7 @@ export function configuredAs(job: JobConfig): ConfiguredAs {
       ...(target.mode !== 'append' && target.key
         ? { key: target.key, orderBy: target.orderBy! }
         : {}),
+      ...(target.mode === 'scd2' ? { trackColumns: target.trackColumns ?? { except: [] } } : {}),
       partitionBy: target.partitionBy,
     },
   };
@@ -181,16 +186,22 @@ function historyRefusal(job: JobConfig, recorded: ConfiguredAs | undefined): Con
   const was = recorded?.target;
   if (was?.mode !== 'scd2') return null;
   const { key, orderBy } = job.target;
+  const track = job.target.trackColumns ?? { except: [] };
   const [field, from, to] = !sameColumns(was.key ?? [], key!)
     ? ['target.key', `[${(was.key ?? []).join(', ')}]`, `[${key!.join(', ')}]`]
     : !sameColumns([was.orderBy ?? ''], [orderBy!])
       ? ['target.orderBy', was.orderBy ?? 'unset', orderBy!]
-      : [];
+      : // Absent in states written before it was recorded: nothing to compare.
+        was.trackColumns && !sameTracking(was.trackColumns, track)
+        ? ['target.trackColumns', showTracking(was.trackColumns), showTracking(track)]
+        : [];
   if (!field) return null;
   const why =
     field === 'target.key'
       ? `the table is an scd2 history of each ${from}: a version's valid_to is the valid_from of the next version of that key, and versions grouped by ${to} would be closed and split by rows of other keys`
-      : `the table is an scd2 history ordered by ${from}: its versions' valid_from and valid_to hold ${from} values, and placing new versions by ${to} would rebuild every history a batch touches by another clock`;
+      : field === 'target.orderBy'
+        ? `the table is an scd2 history ordered by ${from}: its versions' valid_from and valid_to hold ${from} values, and placing new versions by ${to} would rebuild every history a batch touches by another clock`
+        : `the table is an scd2 history whose versions were opened by changes in the columns tracked then: a batch rebuilds the history of each key it touches, and under ${to} stored versions that differ only in columns no longer tracked would be merged into one (their values lost) while other keys keep them`;
   return new ConfigError(
     `[job] ${job.name}: ${field} changed from ${from} to ${to}, but ${why}. ` +
       `Keep ${field} as ${from}, or load into a new target (a backfill fills it); --accept-config-change does not apply to a history`,
@@ -263,6 +274,20 @@ function duplicateRefusal(job: JobConfig, recorded: ConfiguredAs, d: DuplicateKe
   );
 }
 
+type Tracking = string[] | { except: string[] };
+
+/** The same tracked columns: the same form and the same names, in any order and case. */
+function sameTracking(a: Tracking, b: Tracking): boolean {
+  const names = (t: Tracking) =>
+    (Array.isArray(t) ? t : t.except).map((c) => c.toLowerCase()).sort();
+  return Array.isArray(a) === Array.isArray(b) && sameColumns(names(a), names(b));
+}
+
+function showTracking(t: Tracking): string {
+  if (Array.isArray(t)) return `[${t.join(', ')}]`;
+  return t.except.length === 0 ? 'unset' : `{ except: [${t.except.join(', ')}] }`;
+}
+
 /** The changed settings (pure); none when nothing was recorded. */
 export function describeChanges(
   was: ConfiguredAs | undefined,
@@ -312,6 +337,13 @@ export function describeChanges(
     if (!sameColumns(a.key ?? [], b.key ?? [])) add('target.key', a.key, b.key, refused);
     if (!sameColumns([a.orderBy ?? ''], [b.orderBy ?? '']))
       add('target.orderBy', a.orderBy, b.orderBy, refused);
+    if (a.trackColumns && b.trackColumns && !sameTracking(a.trackColumns, b.trackColumns))
+      add(
+        'target.trackColumns',
+        showTracking(a.trackColumns),
+        showTracking(b.trackColumns),
+        refused,
+      );
   } else if (b.mode === 'merge') {
     if (shown(a.key) !== shown(b.key))
       add(

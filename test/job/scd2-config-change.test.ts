@@ -130,3 +130,47 @@ describe('scd2: a new key or orderBy is refused', () => {
     expect(await scd2History(session, merged)).toEqual(before);
   });
 });
+
+describe('scd2: a new trackColumns is refused', () => {
+  it('default -> [status]: refused naming the field, with or without --accept-config-change; the history is unchanged', async () => {
+    const { configWith, before } = await history();
+    // Under the default every column but key, orderBy and lineage is tracked (rid too): each row
+    // of key 1 is a version. Versions a narrower list would merge on the next batch of the key.
+    const tracked = ['status'];
+    for (const accept of [false, true]) {
+      const err = await refusal(configWith({ trackColumns: tracked }), accept);
+      expect(err.message).toMatch(
+        /target\.trackColumns changed from unset to \[status\].*scd2 history.*Keep target\.trackColumns as unset/,
+      );
+      expect(err.context).toMatchObject({ field: 'target.trackColumns', to: '[status]' });
+    }
+    expect(await scd2History(session, configWith({}))).toEqual(before);
+    await run(configWith({}));
+    expect(await scd2History(session, configWith({}))).toEqual([
+      '1 placed 1-5',
+      '1 paid 5-7',
+      '1 shipped 7-…*',
+      '2 placed 1-6',
+    ]);
+  });
+
+  it('the same list in another order and case is no change', async () => {
+    const src = await tempDir('scd2cc-src', dirs);
+    const dst = await tempDir('scd2cc-dst', dirs);
+    const source = new LocalStorage(src);
+    const configWith = (trackColumns: string[]) =>
+      makeConfig({
+        source: {
+          uri: src,
+          discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 30 },
+        },
+        target: { uri: dst, mode: 'scd2', key: ['order_id'], orderBy: 'seq', trackColumns },
+      });
+    await land(source, session, '2025/03/01/a.csv', orders([1, 'placed', 1]));
+    await run(configWith(['status', 'rid']));
+    await land(source, session, '2025/03/02/a.csv', orders([1, 'paid', 5]));
+    const report = await run(configWith(['RID', 'status']));
+    expect(report).toMatchObject({ status: 'succeeded', inserted: 1, updated: 1 });
+    expect(report.configChanges ?? []).toEqual([]);
+  });
+});
