@@ -285,11 +285,13 @@ export async function closeS3JobEnv(
 
 /**
  * An scd2 table's versions as a reader sees them, by key then valid_from: `id status from-to*`
- * (`*` current; `…` open), for tables of `orders` rows with the default history columns.
+ * (`*` current; `…` open), for tables of `orders` rows with the default history columns; with
+ * `values`, `id status seq rid from-to*` (the row's own seq and rid too).
  */
 export async function scd2History(
   session: DuckSession,
   config: ReturnType<typeof makeConfig>,
+  opts: { values?: boolean } = {},
 ): Promise<string[]> {
   const storage = openTarget(config.job, config.storage);
   const snapshot = await openTable(storage, session, { singleWriter: false }).snapshot();
@@ -298,7 +300,9 @@ export async function scd2History(
   return rows
     .map((r) => ({
       id: Number(r['order_id']),
-      status: String(r['status']),
+      status: opts.values
+        ? `${String(r['status'])} ${Number(r['seq'])} ${String(r['rid'])}`
+        : String(r['status']),
       from: Number(r['valid_from']),
       to: r['valid_to'] === null ? null : Number(r['valid_to']),
       current: r['is_current'] === true,
@@ -366,4 +370,93 @@ export function scd2SnapshotEvents(steps: readonly Scd2Step[]): Scd2Event[] {
     events.push(...step.events);
   }
   return events;
+}
+
+/**
+ * One landed row of an scd2 test with an untracked column (`trackColumns: [status]`): `status`
+ * tracked (`deleted` a delete by `deleteWhen`), `rid` untracked; `file` and `line` place it in the
+ * total order of rows at one seq (files land with increasing LastModified, in `file` order).
+ */
+export interface Scd2Landed {
+  id: number;
+  seq: number;
+  status: string;
+  rid: string;
+  file: number;
+  line: number;
+}
+
+/** A stored version in `scd2BatchOracle`: its interval and the row whose values it holds. */
+interface Scd2Version {
+  from: number;
+  to: number | null;
+  row: Scd2Landed;
+}
+
+/** Whether row `a` comes after row `b` at one seq (the later file, then the later line). */
+const laterRow = (a: Scd2Landed, b: Scd2Landed): boolean =>
+  a.file !== b.file ? a.file > b.file : a.line > b.line;
+
+/**
+ * The oracle of scd2 mode with untracked columns, batch by batch, from docs/concepts.md ("scd2"):
+ * a batch rebuilds each of its keys' history as if every row it knows had arrived in order by
+ * seq. It knows the batch's rows, the deletes (tombstones: every delete row loaded, and each
+ * stored close no version follows) and, of the stored history, what a version row keeps: a row at
+ * its valid_from and, when it absorbed later rows in place, its latest row at that row's seq ("a
+ * late row inside such a version splits it at the latest row it absorbed; the times of rows
+ * absorbed before that are not kept"); both hold the version's values. At one seq a delete wins,
+ * then the later row. In order: a row whose tracked column (status) differs from the open
+ * version's, or that follows no open version, opens a version (closing the open one at its seq);
+ * one with the same status updates the open version in place (valid_from kept, the latest row's
+ * values, its seq included); a delete closes the open version. Printed as `scd2History` with
+ * `{ values: true }`: `id status seq rid from-to*`.
+ */
+export function scd2BatchOracle(batches: readonly (readonly Scd2Landed[])[]): string[] {
+  const table = new Map<number, Scd2Version[]>();
+  const tombstones = new Map<number, number[]>();
+  for (const batch of batches) {
+    for (const id of new Set(batch.map((r) => r.id))) {
+      const stored = table.get(id) ?? [];
+      // Per seq: a delete (null) or the row that stands there.
+      const at = new Map<number, Scd2Landed | null>();
+      const put = (seq: number, row: Scd2Landed | null) => {
+        const held = at.get(seq);
+        if (held === null) return;
+        if (row === null || held === undefined || laterRow(row, held)) at.set(seq, row);
+      };
+      for (const v of stored) {
+        put(v.from, v.row);
+        if (v.row.seq > v.from && (v.to === null || v.row.seq < v.to)) put(v.row.seq, v.row);
+        if (v.to !== null && !stored.some((n) => n.from === v.to)) put(v.to, null);
+      }
+      for (const seq of tombstones.get(id) ?? []) put(seq, null);
+      for (const r of batch.filter((r) => r.id === id)) {
+        const deleted = r.status === 'deleted';
+        put(r.seq, deleted ? null : r);
+        if (deleted) tombstones.set(id, [...(tombstones.get(id) ?? []), r.seq]);
+      }
+      const versions: Scd2Version[] = [];
+      let open: Scd2Version | null = null;
+      for (const [seq, row] of [...at.entries()].sort((a, b) => a[0] - b[0])) {
+        if (open && row && row.status === open.row.status) {
+          // Untracked only: in place, the latest row's values.
+          if (row.seq > open.row.seq || (row.seq === open.row.seq && laterRow(row, open.row)))
+            open.row = row;
+          continue;
+        }
+        if (open) open.to = seq;
+        open = row ? { from: seq, to: null, row } : null;
+        if (open) versions.push(open);
+      }
+      table.set(id, versions);
+    }
+  }
+  return [...table.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .flatMap(([id, versions]) =>
+      versions.map(
+        (v) =>
+          `${id} ${v.row.status} ${v.row.seq} ${v.row.rid} ${v.from}-${v.to ?? '…'}${v.to === null ? '*' : ''}`,
+      ),
+    );
 }
