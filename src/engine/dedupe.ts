@@ -27,24 +27,27 @@ export function latestFirstOrder(orderBy: string): string {
   ].join(', ');
 }
 
-/** Fail with the file and row of the first row whose key is null. */
+/** Fail with the file and row of the first row whose key is null, naming the columns that are. */
 export async function assertKeysPresent(
   session: DuckSession,
   input: string,
   keyColumns: string[],
 ): Promise<void> {
   const anyNull = keyColumns.map((k) => `${ident(k)} IS NULL`).join(' OR ');
+  const flags = keyColumns.map((k, i) => `${ident(k)} IS NULL AS n${i}`).join(', ');
   const row = await session.one(
-    `SELECT ${ident(SOURCE_FILE)} AS file, ${ident(SOURCE_ROW)}::BIGINT AS row FROM ${ident(input)} WHERE ${anyNull} ` +
+    `SELECT ${ident(SOURCE_FILE)} AS file, ${ident(SOURCE_ROW)}::BIGINT AS row, ${flags} FROM ${ident(input)} WHERE ${anyNull} ` +
       `ORDER BY ${ident(SOURCE_FILE)}, ${ident(SOURCE_ROW)} LIMIT 1`,
   );
   if (!row) return;
   const key = String(row['file']);
   const rowNumber = Number(row['row']);
+  // Only the columns NULL in that row: a composite key (scd2's key and orderBy) has others set.
+  const nulls = keyColumns.filter((_, i) => row[`n${i}`] === true);
   throw new BadFileError(
-    `[load] ${key} row ${rowNumber}: key column ${keyColumns.map((k) => JSON.stringify(k)).join(', ')} is null`,
+    `[load] ${key} row ${rowNumber}: key column ${nulls.map((k) => JSON.stringify(k)).join(', ')} ${nulls.length > 1 ? 'are' : 'is'} null`,
     {
-      context: { key, row: rowNumber, column: keyColumns.join(',') },
+      context: { key, row: rowNumber, column: nulls.join(',') },
     },
   );
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckSession } from '../../src/engine/duckdb.js';
+import { BadFileError } from '../../src/errors.js';
 import { dedupeLatest, latestFirstOrder } from '../../src/engine/dedupe.js';
 
 let session: DuckSession;
@@ -50,5 +51,30 @@ describe('dedupeLatest', () => {
         orderBy: 'ts',
       }),
     ).toBe(350);
+  });
+
+  it('a NULL key names the file, the row and only the key columns NULL in it', async () => {
+    // scd2 dedupes on key and orderBy: a row with a NULL order_id and seq 3 must not be said to
+    // have a NULL seq.
+    await session.run(
+      `CREATE OR REPLACE TEMP TABLE nk AS SELECT * FROM (VALUES (1, 1, 'in/a.csv', 1), (NULL, 3, 'in/a.csv', 2), (NULL, NULL, 'in/a.csv', 3)) ` +
+        `AS t(order_id, seq, _source_file, _source_row)`,
+    );
+    const opts = { input: 'nk', output: 'nk_out', keyColumns: ['order_id', 'seq'], orderBy: 'seq' };
+    const err = await dedupeLatest(session, opts).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(BadFileError);
+    expect((err as BadFileError).message).toBe(
+      '[load] in/a.csv row 2: key column "order_id" is null',
+    );
+    expect((err as BadFileError).context).toMatchObject({
+      key: 'in/a.csv',
+      row: 2,
+      column: 'order_id',
+    });
+    await session.run('DELETE FROM nk WHERE _source_row <= 2');
+    const both = await dedupeLatest(session, opts).catch((e: unknown) => e);
+    expect((both as BadFileError).message).toBe(
+      '[load] in/a.csv row 3: key column "order_id", "seq" are null',
+    );
   });
 });
