@@ -15,6 +15,11 @@ export interface DedupeOptions {
   output: string;
   keyColumns: string[];
   orderBy: string;
+  /**
+   * SQL of a boolean over the batch's columns, never NULL: rows where it is true rank first among
+   * the rows of one key (scd2 mode: the delete flag, as a delete wins over a version at one orderBy).
+   */
+  rankFirst?: string;
 }
 
 /** Deterministic "latest first" ordering of rows for one key. */
@@ -85,9 +90,10 @@ export async function dedupeLatest(session: DuckSession, opts: DedupeOptions): P
   const keys = identList(opts.keyColumns);
   // Keys are never NULL here (checked above), so the USING join matches them all.
   const repeated = `SELECT ${keys} FROM ${input} GROUP BY ${keys} HAVING count(*) > 1`;
+  const first = opts.rankFirst ? `(${opts.rankFirst}) DESC, ` : '';
   await session.run(
     `DELETE FROM ${input} WHERE rowid IN (SELECT r.rowid FROM ${input} AS r SEMI JOIN (${repeated}) AS d USING (${keys}) ` +
-      `QUALIFY row_number() OVER (PARTITION BY ${opts.keyColumns.map((k) => `r.${ident(k)}`).join(', ')} ORDER BY ${latestFirstOrder(opts.orderBy)}) > 1)`,
+      `QUALIFY row_number() OVER (PARTITION BY ${opts.keyColumns.map((k) => `r.${ident(k)}`).join(', ')} ORDER BY ${first}${latestFirstOrder(opts.orderBy)}) > 1)`,
   );
   if (opts.output !== opts.input) {
     await session.run(

@@ -10,6 +10,7 @@
  * which the rerun writes exactly what one run would.
  */
 import { describe, expect, it } from 'vitest';
+import { MergeInputError } from '../../src/errors.js';
 import { runBackfill } from '../../src/job/backfill/run.js';
 import { openTarget } from '../../src/job/open.js';
 import { silentLogger } from '../../src/log/logger.js';
@@ -174,6 +175,43 @@ describe('scd2 mode', () => {
     await run(config);
     expect((await history(config)).filter((v) => v.startsWith('3 '))).toEqual(['3 placed 2-8']);
     expect((await checkTarget(session, config)).problems).toEqual([]);
+  });
+
+  it('at one orderBy a delete wins over a version, in one batch as across batches', async () => {
+    // Key 1 (one file): the version at 4 comes after the delete at 4 in the file; key 2 (two
+    // files, one batch): the later file holds the version at 4. Key 3: the same rows in two runs.
+    const { source, config } = await setup({ deleteWhen: "status = 'deleted'" });
+    await land(source, session, '2025/03/01/a.csv', orders([1, 'placed', 1], [2, 'placed', 1]));
+    await land(source, session, '2025/03/01/b.csv', orders([3, 'placed', 1]));
+    await run(config);
+    await land(
+      source,
+      session,
+      '2025/03/02/a.csv',
+      orders([1, 'deleted', 4], [1, 'paid', 4], [2, 'deleted', 4], [3, 'deleted', 4]),
+    );
+    await land(source, session, '2025/03/02/b.csv', orders([2, 'paid', 4]));
+    expect(await run(config)).toMatchObject({ status: 'succeeded', inserted: 0 });
+    await land(source, session, '2025/03/03/a.csv', orders([3, 'paid', 4]));
+    expect(await run(config)).toMatchObject({ status: 'succeeded', inserted: 0 });
+    expect(await history(config)).toEqual(['1 placed 1-4', '2 placed 1-4', '3 placed 1-4']);
+    expect((await checkTarget(session, config)).problems).toEqual([]);
+  });
+
+  it('a deleteWhen that does not evaluate on the batch, or is two statements, is refused before anything is written', async () => {
+    for (const deleteWhen of ['no_such_column = 1', "status = 'deleted'; DROP TABLE x"]) {
+      const { source, config } = await setup({ deleteWhen });
+      await land(source, session, '2025/03/01/a.csv', orders([1, 'placed', 1], [1, 'deleted', 1]));
+      const outcome = await runOutcome(config);
+      expect(outcome.ok, deleteWhen).toBe(false);
+      const err = !outcome.ok ? outcome.error : null;
+      expect(err, deleteWhen).toBeInstanceOf(MergeInputError);
+      expect((err as MergeInputError).kind).toBe('usage');
+      expect((err as Error).message).toContain(
+        `invalid deleteWhen expression ${JSON.stringify(deleteWhen)}`,
+      );
+      expect(await history(config)).toEqual([]);
+    }
   });
 
   it('one file per batch, several runs: the same history as one batch', async () => {

@@ -14,7 +14,7 @@ import { castError } from '../cast-error.js';
 import { misfitSql } from '../fit-cast.js';
 import { mappingExpr, type ColumnPlan, type ColumnType } from './columns.js';
 import { BATCH_ROW, DELETE_FLAG, BATCH_SOURCE_FILE, BATCH_SOURCE_ROW } from './temp-names.js';
-import { badDeleteWhen, checkDeleteExpression, type Lineage } from './validate.js';
+import { badDeleteWhen, checkDeleteExpression, deleteFlagSql, type Lineage } from './validate.js';
 
 /** The batch in the table's schema, as a temp table or a temp view. */
 export interface PreparedBatch {
@@ -135,7 +135,7 @@ function sourceSql(opts: PrepareBatchOptions, withRowid = false): string {
 
 /** The flag column: the condition as BOOLEAN, NULL meaning "not deleted". */
 function flagExpr(deleteWhen: string | undefined): string {
-  return deleteWhen === undefined ? 'FALSE' : `COALESCE(CAST((${deleteWhen}) AS BOOLEAN), FALSE)`;
+  return deleteWhen === undefined ? 'FALSE' : deleteFlagSql(deleteWhen);
 }
 
 function lineageSources(opts: PrepareBatchOptions): { file?: string; row?: string } {

@@ -25,6 +25,30 @@ export async function checkDeleteExpression(session: DuckSession, expr: string):
   if (problem !== null) throw badDeleteWhen(expr, problem);
 }
 
+/** A batch row's delete flag: deleteWhen (checked by checkDeleteExpression) as a boolean, NULL false. */
+export function deleteFlagSql(deleteWhen: string): string {
+  return `COALESCE(CAST((${deleteWhen}) AS BOOLEAN), FALSE)`;
+}
+
+/**
+ * Check deleteWhen as the write will (it parses as one expression, and evaluates on every row of
+ * `table`), for a step that reads the flag before the write does: the same MergeInputError.
+ */
+export async function checkDeleteFlag(
+  session: DuckSession,
+  table: string,
+  deleteWhen: string,
+): Promise<void> {
+  await checkDeleteExpression(session, deleteWhen);
+  try {
+    // Aggregated so the optimizer cannot drop its evaluation.
+    await session.run(`SELECT bool_or(${deleteFlagSql(deleteWhen)}) FROM ${ident(table)}`);
+  } catch (err) {
+    const why = (err instanceof Error ? err.message : String(err)).split('\n')[0] ?? '';
+    throw badDeleteWhen(deleteWhen, why, err);
+  }
+}
+
 /**
  * MergeInputError for a deleteWhen that does not parse or evaluate: the config is at fault, not
  * the data (exit 2, as `tidemark validate` reports it).
