@@ -405,7 +405,7 @@ class JobRun {
     if (folders.length > 0) {
       this.ctx.logger.warn(
         { job: this.job.name, folders: plan.skippedFolders },
-        'folders that do not match the layout were skipped',
+        'folders skipped, each with its reason (not matching the layout, an impossible date, or after the current partition)',
       );
     }
     const late = lateFiles(this.job, plan);

@@ -436,7 +436,7 @@ class BackfillRun {
     if (plan.skippedFolders.length > 0) {
       this.ctx.logger.warn(
         { job: this.job.name, folders: plan.skippedFolders },
-        'backfill: folders that do not match the layout were skipped',
+        'backfill: folders skipped, each with its reason (not matching the layout, an impossible date, or past the upper bound)',
       );
     }
     if (this.opts.dryRun) r.plannedFiles = plan.batches.flatMap((b) => b.files.map((f) => f.key));
