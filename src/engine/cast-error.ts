@@ -20,6 +20,11 @@ export interface Misfit {
   row?: unknown;
   /** 1-based line of a CSV file (the header counted), when known. */
   line?: unknown;
+  /**
+   * Whose type `type` is: the table's (a MERGE's batch), or the one the file is read in (the
+   * table's, or where no table column exists, the one `source.columns` declares).
+   */
+  typeOf?: 'table' | 'read';
 }
 
 /** Where in a file: `file s3://…/a.csv, line 3 (data row 2)`, or `file …, row 2`. */
@@ -53,10 +58,14 @@ export function castError(m: Misfit, prefix: string, cause?: unknown): BadFileEr
     m.sourceType === 'VARCHAR'
       ? 'the source has text that does not spell a value of that type exactly'
       : `the source has ${m.sourceType}`;
+  const target =
+    m.typeOf === 'read'
+      ? `its type ${m.type} (the table column's, or as source.columns declares it)`
+      : `the table's type ${m.type}`;
   return new BadFileError(
-    `${prefix} value ${JSON.stringify(String(m.value))} of column ${JSON.stringify(m.column)} cannot be cast to the table's type ${m.type}` +
+    `${prefix} value ${JSON.stringify(String(m.value))} of column ${JSON.stringify(m.column)} cannot be cast to ${target}` +
       (where ? ` (${where})` : '') +
-      `; ${source}, and tidemark does not change a table column's type (that needs Delta's typeWidening feature)`,
+      `; ${source}, and tidemark does not change a column's type (a table column's needs Delta's typeWidening feature)`,
     {
       context: { column: m.column, ...placeContext(m) },
       ...(cause === undefined ? {} : { cause }),

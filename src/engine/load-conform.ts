@@ -381,7 +381,14 @@ async function firstMisfit(
     );
   }
   return castError(
-    { column: k.name, type: k.type, sourceType: k.sourceType, value: row[`v${i}`], ...where },
+    {
+      column: k.name,
+      type: k.type,
+      sourceType: k.sourceType,
+      value: row[`v${i}`],
+      typeOf: 'read',
+      ...where,
+    },
     '[load]',
   );
 }
