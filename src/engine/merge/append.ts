@@ -20,7 +20,7 @@ import { ident } from '../sql.js';
 import { Stopwatch } from '../stopwatch.js';
 import type { AppendOptions, WriteTarget } from './options.js';
 import { WRITE_PHASES, writeSummary, type StagedWrite, type WriteWatch } from './results.js';
-import { checkConstraints, prepareConstraintChecks } from './constraints.js';
+import { checkConstraints, prepareConstraintChecks, type ConstraintCheck } from './constraints.js';
 import { DEFAULT_SOURCE_FILE_COLUMN } from './options.js';
 import { refuseEmptyPartitionStrings } from './partition-strings.js';
 import { stageSourceReplacement } from './source-files.js';
@@ -153,14 +153,15 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedWrite> {
  * Fail before anything is written when a batch row breaks a table constraint (./constraints.ts)
  * or holds a value a partition column cannot keep (./partition-strings.ts). scd2 (`stored`): only
  * the rows stored as versions, named by `keys`; a delete row (`DELETE_FLAG`) only closes one, and
- * carries little more than its key and time (a snapshot's absent key, a CDC delete).
+ * carries little more than its key and time (a snapshot's absent key, a CDC delete). Returns the
+ * prepared checks, for scd2 to check the rows it actually writes with (./scd2.ts).
  */
 export async function checkEveryRow(
   opts: WriteTarget,
   target: TargetTable,
   batch: string,
   stored?: { keys: readonly string[] },
-): Promise<void> {
+): Promise<ConstraintCheck[]> {
   const rows = {
     sql: `SELECT * FROM ${ident(batch)}${stored ? ` WHERE NOT ${ident(DELETE_FLAG)}` : ''}`,
     keys: stored?.keys ?? [],
@@ -179,6 +180,7 @@ export async function checkEveryRow(
     relation: batch,
   });
   await checkConstraints(opts.session, checks, rows);
+  return checks;
 }
 
 async function countRows(opts: AppendOptions, table: string): Promise<number> {

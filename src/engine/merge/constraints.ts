@@ -9,9 +9,12 @@
  *             a rule is not true (false or NULL) is a ConstraintViolationError naming the rule,
  *             the file, the row and the key values
  *
- * The rows checked are those the write stores from the batch: inserted rows and the new versions
- * of updated rows. Rows a rewrite copies unchanged were checked when they were written (Spark
- * checks existing rows when a constraint is added), and delete rows and stale rows are not stored.
+ * The rows checked are those the write stores: inserted rows and the new versions of updated
+ * rows, from the batch; in scd2 mode also every row it writes (./scd2.ts: new versions with their
+ * computed history columns, closed copies and split parts of stored versions), named by key and
+ * history columns as they carry no file lineage. Rows a rewrite copies unchanged were checked when
+ * they were written (Spark checks existing rows when a constraint is added), and delete rows and
+ * stale rows are not stored.
  */
 import {
   constraintFeature,
@@ -61,14 +64,20 @@ export async function prepareConstraintChecks(
   return checks;
 }
 
-/**
- * Fail on the first row of `rowsSql` that breaks a rule; see the module comment. `keys` are the
- * key columns to name the row by (none in append mode).
- */
+/** The rows to check: `keys` name a row (none in append mode), `shown` are columns its message adds (scd2's history columns). */
+export interface CheckedRows {
+  sql: string;
+  keys: readonly string[];
+  shown?: readonly string[];
+  lineage: Lineage;
+  uri: string;
+}
+
+/** Fail on the first row of `rows.sql` that breaks a rule; see the module comment. */
 export async function checkConstraints(
   session: DuckSession,
   checks: readonly ConstraintCheck[],
-  rows: { sql: string; keys: readonly string[]; lineage: Lineage; uri: string },
+  rows: CheckedRows,
 ): Promise<void> {
   if (checks.length === 0) return;
   const kept = checks.map((c) => `(${c.sql})`);
@@ -77,9 +86,10 @@ export async function checkConstraints(
     ...(rows.lineage.file ? [BATCH_SOURCE_FILE] : []),
     ...(rows.lineage.row ? [BATCH_SOURCE_ROW] : []),
   ].map(ident);
-  const order = [...lineage, ...rows.keys.map(ident)];
+  const shown = (rows.shown ?? []).map(ident);
+  const order = [...lineage, ...rows.keys.map(ident), ...shown];
   const bad = await session.one(
-    `SELECT ${[...rows.keys.map(ident), ...lineage, which].join(', ')} FROM (${rows.sql}) AS ${ident(ROW)} ` +
+    `SELECT ${[...rows.keys.map(ident), ...shown, ...lineage, which].join(', ')} FROM (${rows.sql}) AS ${ident(ROW)} ` +
       `WHERE NOT (${kept.join(' AND ')})${order.length > 0 ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT 1`,
   );
   if (!bad) return;
@@ -133,11 +143,18 @@ function notNullSql(column: readonly string[], within?: 'elements' | 'values'): 
 function violation(
   constraint: TableConstraint,
   bad: Row,
-  rows: { keys: readonly string[]; lineage: Lineage; uri: string },
+  rows: CheckedRows,
 ): ConstraintViolationError {
   const name = describeConstraint(constraint);
-  const keyText = rows.keys.map((k) => `${k}=${formatValue(bad[k])}`).join(', ');
-  const where = describeLineage(bad, rows.lineage);
+  const values = (cols: readonly string[]) =>
+    cols.map((k) => `${k}=${formatValue(bad[k])}`).join(', ');
+  const keyText = values(rows.keys);
+  const shownText = values(rows.shown ?? []);
+  const lineage = describeLineage(bad, rows.lineage);
+  const where = {
+    text: lineage.text + (shownText === '' ? '' : ` (${shownText})`),
+    context: { ...lineage.context, ...(shownText === '' ? {} : { values: shownText }) },
+  };
   const expression = constraint.kind === 'notNull' ? '' : ` (${constraint.expression})`;
   const rowText = keyText === '' ? 'a row' : `the row with key (${keyText})`;
   return new ConstraintViolationError(

@@ -9,7 +9,8 @@
  *
  *   prepare   the batch with the history columns (placeholders), cast to the table's schema
  *   prune     files that can hold a batch key (partition values, key stats)
- *   classify  the stored rows of the batch's keys, the events, the rebuilt versions, the diff
+ *   classify  the stored rows of the batch's keys, the events, the rebuilt versions, the diff;
+ *             the rows to write checked against the table's constraints (./constraints.ts)
  *   write     new versions, rewritten files, deletion vectors → the commit request (MERGE)
  *
  * Tables with a change data feed or row tracking are refused (not built for this mode yet).
@@ -28,6 +29,7 @@ import { inspectFiles, type FileShape } from '../scan.js';
 import { ident } from '../sql.js';
 import { Stopwatch } from '../stopwatch.js';
 import { checkEveryRow } from './append.js';
+import { checkConstraints } from './constraints.js';
 import { writeDvChanges, type DvChange } from './dv-changes.js';
 import { perFileScanSql } from './matches.js';
 import type { WriteTarget } from './options.js';
@@ -143,7 +145,9 @@ export async function stageScd2(opts: Scd2Options): Promise<StagedMerge> {
     await checkNullKeys(opts.session, tables.batch, spec.keys, target.batch.lineage);
     if (opts.tombstones !== undefined)
       await checkTombstones(opts.session, opts.tombstones, spec.keys);
-    await checkEveryRow(opts, target, tables.batch, { keys: spec.keys });
+    // The batch rows first, for a message naming their file and row; the rows written below are
+    // checked too, as their history columns are computed and closed copies are no batch rows.
+    const checks = await checkEveryRow(opts, target, tables.batch, { keys: spec.keys });
     clock.lap('prepare');
     const out = outputOptionsFor({ ...opts, spool: scratch }, target);
     const read = snapshot
@@ -171,6 +175,13 @@ export async function stageScd2(opts: Scd2Options): Promise<StagedMerge> {
           'MERGE',
           `would close or change ${counts.updated + counts.deleted} stored versions`,
         );
+      await checkConstraints(opts.session, checks, {
+        sql: addedRowsSql(tables, spec),
+        keys: spec.keys,
+        shown: [spec.validFrom, spec.validTo],
+        lineage: { file: false, row: false },
+        uri: opts.storage.uri,
+      });
       clock.lap('classify');
       const staged =
         snapshot === null
