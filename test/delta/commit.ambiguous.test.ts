@@ -174,6 +174,11 @@ function onS3(storeName: string, start: () => Promise<ProxiedStore>): void {
         ),
       );
       const results = await Promise.all(writers);
+      // The store let each commit key be written once (a second 200 would be the store's fault).
+      const written = env.proxy.log
+        .filter((r) => r.method === 'PUT' && r.status === 200 && r.path.includes('/_delta_log/'))
+        .map((r) => r.path.split('?')[0]!);
+      expect(written.length, 'commit PUTs answered 200').toBe(new Set(written).size);
       expect(results.map((r) => r.version).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
       expect(results.some((r) => r.attempts > 1)).toBe(true); // some lost the race and retried
       expect(await replayPaths(storage)).toEqual({

@@ -100,6 +100,12 @@ export interface FaultProxyOptions {
   slowMs?: number;
   /** Answer If-None-Match: * and If-Match with 412 like S3 (s3rver ignores both). */
   emulateConditionals?: boolean;
+  /**
+   * Forward PUTs with If-None-Match: * to one key one at a time, the store answering each: for a
+   * store that honours the header with a check and then a write (moto), where two such PUTs in
+   * flight at once can both succeed, which S3 never lets happen.
+   */
+  serializeConditionalPuts?: boolean;
   /** Send bodies chunked, without Content-Length, as some gateways in front of a store do. */
   chunked?: boolean;
   /** Verify uploads' checksums and answer GETs' checksum mode like S3 (s3rver does neither). */
@@ -278,11 +284,16 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
 
   /** The store's answer, or a 412 where S3 would give one and s3rver does not. */
   async function conditionalExchange(req: http.IncomingMessage, body: Buffer): Promise<Upstream> {
-    if (!opts.emulateConditionals) return forward(req, body);
     const url = new URL(req.url ?? '/', 'http://proxy');
     // The SDK adds `?x-id=PutObject`; any other query names a sub-resource (parts, uploads, ACLs).
     const isObjectPath = [...url.searchParams.keys()].every((k) => k === 'x-id');
-    if (req.method === 'PUT' && isObjectPath && req.headers['if-none-match'] === '*') {
+    const putIfAbsent =
+      req.method === 'PUT' && isObjectPath && req.headers['if-none-match'] === '*';
+    if (!opts.emulateConditionals)
+      return putIfAbsent && opts.serializeConditionalPuts
+        ? withLock(url.pathname, () => forward(req, body))
+        : forward(req, body);
+    if (putIfAbsent) {
       return withLock(url.pathname, async () =>
         (await headStatus(url.pathname)).exists ? preconditionFailed() : forward(req, body),
       );
