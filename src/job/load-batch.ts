@@ -9,7 +9,7 @@ import type { StructField, StructType } from '../delta/schema.js';
 import { assertOrderPresent, dedupeLatest } from '../engine/dedupe.js';
 import type { DuckSession } from '../engine/duckdb.js';
 import { loadSourceFiles, type LoadFile, type NewColumn } from '../engine/load.js';
-import { checkDeleteFlag, deleteFlagSql } from '../engine/merge/validate.js';
+import { checkDeleteExpression, checkDeleteFlag, deleteFlagSql } from '../engine/merge/validate.js';
 import { describeRelation, dropTables } from '../engine/relation.js';
 import { resolveFormat } from '../engine/source-format.js';
 import { SchemaError } from '../errors.js';
@@ -127,18 +127,24 @@ export async function loadBatch(
   // scd2 keeps every version: one row per key and orderBy value (a version needs its time).
   const scd2 = job.target.mode === 'scd2';
   // At one orderBy a delete wins over a version, in one batch as across batches: the dedupe
-  // reads the delete flag, so deleteWhen is checked here as the write would check it.
+  // reads the delete flag before the write does, so deleteWhen is parsed first (one expression,
+  // nothing else runs), and a dedupe that fails is asked whether deleteWhen did not evaluate.
   const deleteFirst = scd2 ? job.target.deleteWhen : undefined;
   const rowsAfterDedupe = await timer.time('dedupe', async () => {
     if (scd2) await assertOrderPresent(session, RAW_TABLE, job.target.orderBy!);
-    if (deleteFirst) await checkDeleteFlag(session, RAW_TABLE, deleteFirst);
-    return dedupeLatest(session, {
-      input: RAW_TABLE,
-      output: BATCH_TABLE,
-      keyColumns: scd2 ? [...job.target.key!, job.target.orderBy!] : job.target.key!,
-      orderBy: job.target.orderBy!,
-      ...(deleteFirst ? { rankFirst: deleteFlagSql(deleteFirst) } : {}),
-    });
+    if (deleteFirst) await checkDeleteExpression(session, deleteFirst);
+    try {
+      return await dedupeLatest(session, {
+        input: RAW_TABLE,
+        output: BATCH_TABLE,
+        keyColumns: scd2 ? [...job.target.key!, job.target.orderBy!] : job.target.key!,
+        orderBy: job.target.orderBy!,
+        ...(deleteFirst ? { rankFirst: deleteFlagSql(deleteFirst) } : {}),
+      });
+    } catch (err) {
+      if (deleteFirst) await checkDeleteFlag(session, RAW_TABLE, deleteFirst);
+      throw err;
+    }
   });
   return {
     table: BATCH_TABLE,

@@ -40,18 +40,9 @@ export async function extractBatch(
   snapshot: Snapshot,
   batch: LoadedBatch,
 ): Promise<ExtractBatch> {
-  const { job } = scope;
   const absent = await stageAbsentKeys({
-    session: scope.session,
-    storage: scope.table.storage,
-    spool: scope.spool,
-    snapshot,
-    batch: batch.table,
-    batchRows: batch.rowsRead,
-    keyColumns: job.target.key!,
-    orderBy: job.target.orderBy!,
+    ...absentKeysOf(scope, snapshot, batch),
     carry: [SOURCE_MODIFIED, SOURCE_FILE],
-    output: EXTRACT_TABLE,
   });
   await refuseLargeDelete(scope, snapshot, absent, 'delete');
   return withDeleteFlag(scope, absent);
@@ -100,14 +91,7 @@ export async function scd2Extract(
   if (snapshot === null || older) return { closes: null, asOf: text, older };
   const history = scd2Columns(job.target);
   const absent = await stageAbsentKeys({
-    session,
-    storage: scope.table.storage,
-    spool: scope.spool,
-    snapshot,
-    batch: batch.table,
-    batchRows: batch.rowsRead,
-    keyColumns: job.target.key!,
-    orderBy: job.target.orderBy!,
+    ...absentKeysOf(scope, snapshot, batch),
     carry: [],
     current: history.isCurrent,
     closeAt: asOf.value,
@@ -121,10 +105,25 @@ export async function scd2Extract(
       history.validTo,
       history.isCurrent,
     ],
-    output: EXTRACT_TABLE,
   });
   await refuseLargeDelete(scope, snapshot, absent, 'close');
   return { closes: withDeleteFlag(scope, absent), asOf: text, older };
+}
+
+/** What both modes' compare is given: the table's snapshot, the extract's batch, the job's key and orderBy. */
+function absentKeysOf(scope: JobScope, snapshot: Snapshot, batch: LoadedBatch) {
+  const { job } = scope;
+  return {
+    session: scope.session,
+    storage: scope.table.storage,
+    spool: scope.spool,
+    snapshot,
+    batch: batch.table,
+    batchRows: batch.rowsRead,
+    keyColumns: job.target.key!,
+    orderBy: job.target.orderBy!,
+    output: EXTRACT_TABLE,
+  };
 }
 
 function withDeleteFlag(scope: JobScope, absent: AbsentKeys): ExtractBatch {

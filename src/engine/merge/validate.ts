@@ -32,7 +32,8 @@ export function deleteFlagSql(deleteWhen: string): string {
 
 /**
  * Check deleteWhen as the write will (it parses as one expression, and evaluates on every row of
- * `table`), for a step that reads the flag before the write does: the same MergeInputError.
+ * `table`): the same MergeInputError, for a step that reads the flag before the write does and
+ * failed.
  */
 export async function checkDeleteFlag(
   session: DuckSession,
