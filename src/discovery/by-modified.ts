@@ -72,6 +72,15 @@ export interface ListModifiedOptions {
 }
 
 /**
+ * How far below the watermark a run re-lists (ms): `settle`, and never less than 1 ms, so the
+ * watermark's own instant stays in the window. Under `settle: 0s` the files tied with the newest
+ * one loaded that a batch boundary left to a later batch (a crash between them) load on the rerun.
+ */
+export function overlapMs(settleMs: number): number {
+  return Math.max(settleMs, 1);
+}
+
+/**
  * Lower bound of the candidates: LastModified must be greater than this (epoch ms), or null for
  * all. Never below what the state remembers in full: a wider `settle` would reload those files.
  */
@@ -80,7 +89,10 @@ export function windowFloor(
   state: ModifiedState | null,
 ): number | null {
   if (state !== null)
-    return Math.max(state.watermark - settings.settleMs, state.rememberedAfter ?? -Infinity);
+    return Math.max(
+      state.watermark - overlapMs(settings.settleMs),
+      state.rememberedAfter ?? -Infinity,
+    );
   return settings.start === null ? null : settings.start - 1; // `start` itself is included
 }
 
@@ -347,8 +359,10 @@ export function modifiedStateAfter(
   const watermark = Math.max(prev?.watermark ?? -Infinity, Math.min(newest, basis.serverTime));
   // The state remembers in full only what some run listed: not below a first run's `start`.
   const knownAfter =
-    prev === null ? basis.scannedAfter : (prev.rememberedAfter ?? prev.watermark - basis.settleMs);
-  const floor = Math.max(watermark - basis.settleMs, knownAfter ?? -Infinity);
+    prev === null
+      ? basis.scannedAfter
+      : (prev.rememberedAfter ?? prev.watermark - overlapMs(basis.settleMs));
+  const floor = Math.max(watermark - overlapMs(basis.settleMs), knownAfter ?? -Infinity);
   const byKey = new Map<string, ModifiedEntry>();
   for (const e of prev?.loaded ?? []) byKey.set(e.key, e);
   // An ignored overwrite is remembered by its new ETag and time: the entry of the version

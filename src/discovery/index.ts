@@ -3,7 +3,7 @@
  * `nextStateFor` folds each loaded batch into the state committed with it.
  */
 export { discover, nextStateFor, stateMismatch } from './discover.js';
-export { withKnownFiles, withPassedOver, type PassedOver } from './by-modified.js';
+export { overlapMs, withKnownFiles, withPassedOver, type PassedOver } from './by-modified.js';
 export type { DiscoveryConfig } from './config.js';
 export { notificationStateAfter, withLedgerAnswers } from './notifications/plan.js';
 export type { HeldMessage, NotificationIntake } from './notifications/intake.js';

@@ -28,6 +28,7 @@ import { parsePartitionStart, parseTimestampStart } from '../discovery/config.js
 import { granularityOfId } from '../discovery/calendar.js';
 import {
   Layout,
+  overlapMs,
   PartitionClock,
   type DiscoveryState,
   type ModifiedState,
@@ -117,7 +118,7 @@ export function planReset(job: JobConfig, prev: DiscoveryState | null, text: str
   }
   const to = flag(() => parseTimestampStart(text));
   const old = prev?.mode === 'modified' ? prev : null;
-  const floor = to - d.settle;
+  const floor = to - overlapMs(d.settle);
   const loaded = (old?.loaded ?? []).filter((e) => e.lastModified > floor && e.lastModified <= to);
   const state: ModifiedState = {
     stateVersion: 1,

@@ -240,4 +240,19 @@ describe('modification-time discovery: batches', () => {
       expect(loadedKeys(rerun.plan)).toEqual(loadedKeys(plan).slice(done));
     }
   });
+
+  it('with settle 0s too: files tied with the watermark that a crash left after the first batch load on the rerun', () => {
+    // Found by an operator's bug hunt: kill -9 after batch 1 of 3 files stamped alike, settle 0s;
+    // the rerun named b.csv and c.csv 'late, behind the settle window' instead of loading them.
+    const s = modifiedSettings({ settle: 0 });
+    const zone = [file('a.csv', '10:00:00'), file('b.csv', '10:00:00'), file('c.csv', '10:00:00')];
+    const { plan } = run(s, '10:30:00', zone, null);
+    for (let done = 1; done < zone.length; done++) {
+      const committed = nextStateFor(null, plan, plan.files.slice(0, done)) as ModifiedState;
+      const rerun = run(s, '10:31:00', zone, committed);
+      expect(loadedKeys(rerun.plan)).toEqual(loadedKeys(plan).slice(done));
+      const again = run(s, '10:32:00', zone, rerun.state);
+      expect(again.plan.files).toEqual([]);
+    }
+  });
 });
