@@ -2,6 +2,7 @@
  * Wall-clock timing for the benchmarks: one measured step, and a stopwatch with laps for the
  * phases of a step. Times are milliseconds from `performance.now()`.
  */
+import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { readPeakRss, resetPeakRss, type PeakRss } from './peak-rss.js';
 
@@ -15,8 +16,19 @@ export interface Timed<T> {
   value: T;
 }
 
-/** Run `fn` and time it. */
+/**
+ * Write out the machine's dirty pages (sync(1)) before a measured step. tidemark flushes its
+ * commits and data files (src/storage/local.ts); on ext4 the first flush of a step also writes
+ * out whatever else is dirty (a table just copied or rewritten by the step before, another
+ * peer's files), which would bill one step for another's writes.
+ */
+export function flushWrites(): void {
+  execFileSync('sync');
+}
+
+/** Run `fn` and time it (the machine's writes flushed first: `flushWrites`). */
 export async function timed<T>(fn: () => Promise<T>): Promise<Timed<T>> {
+  flushWrites();
   const perStep = resetPeakRss();
   const cpu = process.cpuUsage();
   const start = performance.now();

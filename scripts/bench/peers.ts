@@ -24,7 +24,7 @@ import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { str } from '../../src/engine/sql.js';
-import { samplesOf } from './clock.js';
+import { flushWrites, samplesOf } from './clock.js';
 import { benchEnv, describeEnv, describeOtherLoad, watchOtherLoad } from './env.js';
 import { createChangeBatch, createOrdersTable, type ChangeSpread } from './orders.js';
 import { PeerProcess, filesUnder, type StepUsage } from './peers/peer-process.js';
@@ -545,6 +545,7 @@ async function newestUnder(dir: string): Promise<number> {
 
 /** One `tidemark run` in its own process under /usr/bin/time: wall, CPU and peak RSS of the process. */
 async function tidemarkRun(cli: string, config: string, table: string): Promise<StepUsage> {
+  flushWrites();
   const before = await filesUnder([table]);
   const started = performance.now();
   const { code, stdout, stderr } = await run(

@@ -1,6 +1,9 @@
 /**
  * Storage on a local folder, behaving like an S3 prefix: same key order, same listing
- * semantics, atomic writes and an atomic put-if-absent.
+ * semantics, atomic writes and an atomic put-if-absent. Every file's contents are flushed to disk
+ * before it is renamed or linked into place, and a put-if-absent (a commit) also flushes its
+ * folder, so the data a commit names is on disk before the commit is, and a commit reported done
+ * survives a power cut.
  *
  * The file name is the key: `a/b c%.csv` is stored at `<root>/a/b c%.csv`. Keys that are
  * not plain relative paths (`..`, `.`, empty segments, absolute, NUL, backslash) are
@@ -254,6 +257,9 @@ export class LocalStorage implements Storage {
       const tmp = tempPath(dir);
       try {
         await fsp.copyFile(localPath, tmp);
+        // A commit naming this file is flushed when written; the file must be on disk first,
+        // or a power cut could leave a durable commit pointing at an empty data file.
+        await syncFile(tmp);
       } catch (err) {
         await fsp.rm(tmp, { force: true });
         throw err;
@@ -272,6 +278,9 @@ export class LocalStorage implements Storage {
       const tmp = await writeTemp(dir, bytes);
       try {
         await fsp.link(tmp, file);
+        // The new name itself survives a power cut only once its folder is flushed: a commit
+        // reported done must not vanish after its loaded files' messages were deleted.
+        await syncFolder(dir);
         return true;
       } catch (err) {
         if (errCode(err) === 'EEXIST') return false;
@@ -734,6 +743,33 @@ async function writeTemp(dir: string, bytes: Uint8Array): Promise<string> {
   }
   await handle.close();
   return tmp;
+}
+
+/** fsync a file's contents (a temp file before it is renamed into place). */
+async function syncFile(file: string): Promise<void> {
+  const handle = await fsp.open(file, 'r+');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** fsync a folder so an entry created in it is durable; a no-op where folders cannot be synced. */
+async function syncFolder(dir: string): Promise<void> {
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(dir, 'r');
+  } catch {
+    return; // Windows cannot open a folder; its file system orders the link itself.
+  }
+  try {
+    await handle.sync();
+  } catch (err) {
+    if (!['EINVAL', 'EISDIR', 'EPERM', 'EBADF'].includes(errCode(err) ?? '')) throw err;
+  } finally {
+    await handle.close();
+  }
 }
 
 async function renameOrCleanup(tmp: string, file: string): Promise<void> {

@@ -8,6 +8,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
+import { flushWrites } from '../clock.js';
 import { watchUsage } from './proc-usage.js';
 
 /** One measured step. */
@@ -65,6 +66,7 @@ export class PeerProcess {
 
   /** Send a command and measure it; `writes` are the folders whose new files count as written. */
   async step(command: Record<string, unknown>, writes: readonly string[]): Promise<StepUsage> {
+    flushWrites();
     const before = await filesUnder(writes);
     const watch = watchUsage(this.child.pid!);
     this.child.stdin.write(`${JSON.stringify(command)}\n`);
