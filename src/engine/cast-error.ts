@@ -62,14 +62,25 @@ export function castError(m: Misfit, prefix: string, cause?: unknown): BadFileEr
     m.typeOf === 'read'
       ? `its type ${m.type} (the table column's, or as source.columns declares it)`
       : `the table's type ${m.type}`;
+  const why = nanoseconds(m)
+    ? `; the source has ${m.sourceType}, and a Delta timestamp holds microseconds, so its last digits would be lost: write microseconds upstream, or declare the column string in source.columns to keep the text`
+    : `; ${source}, and tidemark does not change a column's type (a table column's needs Delta's typeWidening feature)`;
   return new BadFileError(
     `${prefix} value ${JSON.stringify(String(m.value))} of column ${JSON.stringify(m.column)} cannot be cast to ${target}` +
       (where ? ` (${where})` : '') +
-      `; ${source}, and tidemark does not change a column's type (a table column's needs Delta's typeWidening feature)`,
+      why,
     {
       context: { column: m.column, ...placeContext(m) },
       ...(cause === undefined ? {} : { cause }),
     },
+  );
+}
+
+/** A Parquet TIMESTAMP(NANOS) value into a (microsecond) timestamp column. */
+function nanoseconds(m: Misfit): boolean {
+  return (
+    m.sourceType === 'TIMESTAMP_NS' &&
+    (m.type === 'TIMESTAMP' || m.type === 'TIMESTAMP WITH TIME ZONE')
   );
 }
 

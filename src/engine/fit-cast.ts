@@ -80,8 +80,11 @@ function isLossless(s: DuckType, t: DuckType): boolean {
     if (t.name in INT_RANK) return intFits(s.name, INT_RANK[t.name]!);
     if (t.name === 'DOUBLE') return s.name === 'FLOAT' || s.name in INT_DIGITS;
     if (t.name === 'FLOAT') return s.name in INT_DIGITS;
+    // Delta timestamps hold microseconds: nanoseconds are checked (see exactnessSql).
     if (t.name === 'TIMESTAMP WITH TIME ZONE')
-      return TEMPORAL.has(s.name) && s.name !== 'TIMESTAMP WITH TIME ZONE';
+      return (
+        TEMPORAL.has(s.name) && s.name !== 'TIMESTAMP WITH TIME ZONE' && s.name !== 'TIMESTAMP_NS'
+      );
     return false;
   }
   if (t.kind === 'decimal') {
@@ -153,6 +156,10 @@ function exactnessSql(col: string, s: DuckType, t: DuckType, cast: string): stri
     if (s.kind === 'primitive' && TEMPORAL.has(s.name))
       return `CAST(${cast} AS ${sourceText}) IS DISTINCT FROM ${col}`;
   }
+  // A Parquet TIMESTAMP(NANOS) into a microsecond timestamp: the cast would drop the last digits.
+  if (s.kind === 'primitive' && s.name === 'TIMESTAMP_NS' && t.kind === 'primitive')
+    if (t.name === 'TIMESTAMP' || t.name === 'TIMESTAMP WITH TIME ZONE')
+      return `epoch_ns(${col}) % 1000 <> 0`;
   return null;
 }
 

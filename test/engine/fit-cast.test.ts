@@ -50,6 +50,8 @@ describe('castClass', () => {
     ['BIGINT', 'decimal(12,2)', 'checked'],
     ['DATE', 'timestamp', 'lossless'],
     ['TIMESTAMP', 'timestamp', 'lossless'],
+    ['TIMESTAMP_NS', 'timestamp', 'checked'],
+    ['TIMESTAMP_NS', 'timestamp_ntz', 'checked'],
     ['BIGINT', 'string', 'lossless'],
     ['BIGINT', 'integer', 'checked'],
     ['DOUBLE', 'long', 'checked'],
@@ -94,6 +96,9 @@ describe('checked casts pass values that fit and reject the rest', () => {
     ["TIMESTAMP '2024-03-01 10:00:00'", 'TIMESTAMP', 'date'],
     ["'not a date'", 'VARCHAR', 'timestamp'],
     ['1e300', 'DOUBLE', 'float'],
+    // Delta timestamps hold microseconds: DuckDB's cast would drop the nanoseconds.
+    ["TIMESTAMP_NS '2024-03-01 10:00:00.123456789'", 'TIMESTAMP_NS', 'timestamp'],
+    ["TIMESTAMP_NS '1969-12-31 23:59:59.999999999'", 'TIMESTAMP_NS', 'timestamp_ntz'],
   ] as const)(
     '%s (%s) does not fit %s: flagged, and the cast raises',
     async (value, source, target) => {

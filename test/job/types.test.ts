@@ -473,6 +473,42 @@ describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () =
     ]);
   });
 
+  it('nanoseconds (TIMESTAMP_NANOS) are refused naming file, row and column, into a new table and into timestamp and timestamp_ntz columns; whole microseconds load', async () => {
+    // Delta timestamps hold microseconds: DuckDB's cast would drop the last three digits.
+    const nanos = `TIMESTAMP_NS '2026-01-01 00:00:00.123456789'`;
+    const select = (seq: number, at: string) =>
+      `SELECT * FROM (VALUES (1::BIGINT, ${seq}::BIGINT, ${at}), (2::BIGINT, ${seq}::BIGINT, ${nanos})) AS t(order_id, seq, local_at)`;
+    const z = await zone();
+    await putParquet(z.source, session, '2025/03/01/ns.parquet', select(1, nanos));
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(BadFileError);
+    expect((err as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/01/ns.parquet`,
+      column: 'local_at',
+      row: 1,
+    });
+    expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+
+    for (const type of ['timestamp_ntz', 'timestamp']) {
+      const t = await zone({}, { columns: { local_at: type } });
+      const micros = `TIMESTAMP_NS '2026-01-01 00:00:00.123456'`;
+      await putParquet(
+        t.source,
+        session,
+        '2025/03/01/a.parquet',
+        select(1, micros).split(', (2')[0] + ') AS t(order_id, seq, local_at)',
+      );
+      expect(await run(t.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
+      await putParquet(t.source, session, '2025/03/02/ns.parquet', select(2, micros));
+      const e = await failure(run(t.setup));
+      expect(e).toBeInstanceOf(BadFileError);
+      expect((e as BadFileError).context).toMatchObject({ column: 'local_at', row: 2 });
+      expect((await tableRows(session, t.setup, 'order_id')).map((r) => r['local_at'])).toEqual([
+        type === 'timestamp' ? '2026-01-01 00:00:00.123456+00' : '2026-01-01 00:00:00.123456',
+      ]);
+    }
+  });
+
   it('CSV and JSON texts without an offset are not concerned: UTC, a timestamp column', async () => {
     const z = await zone();
     await z.source.write('2025/03/01/a.csv', 'order_id,seq,at\n1,1,2025-03-01 10:30:00\n');
