@@ -121,6 +121,16 @@ function csvArgs(
 }
 
 /**
+ * The header record of a CSV file as the file spells it, `fields` text columns `c0`, `c1`, … (no
+ * sniffer): DuckDB's own reading of a header trims the names and renames a repeated one (`x_1`).
+ */
+export function csvHeaderSql(path: string, dialect: CsvDialect, fields: number): string {
+  const columns = Array.from({ length: fields }, (_, i) => `${str(`c${i}`)}: 'VARCHAR'`).join(', ');
+  const args = [str(path), ...dialectArgs({ ...dialect, header: false }, path)];
+  return `SELECT * FROM read_csv(${[...args, 'auto_detect = false', `columns = {${columns}}`].join(', ')}) LIMIT 1`;
+}
+
+/**
  * The first physical line of a CSV file, as one text column (no quoting, no sniffer): what
  * `countCsvFields` needs when the sniffer refused the file and named no line.
  */

@@ -21,6 +21,7 @@ import { recordTexts } from './json-numbers.js';
 import { isNestedDuck, leafChecks, nestedAdditions } from './nested-fit.js';
 import {
   csvDialect,
+  csvHeaderSql,
   describeDialect,
   fileSelectSql,
   LINEAGE_COLUMNS,
@@ -69,11 +70,53 @@ export async function describeFile(
   const all = rows.map((r) => ({ name: String(r['column_name']), type: String(r['column_type']) }));
   // The lineage columns come last, once each; the file's own columns are the ones before them.
   const columns = all.slice(0, all.length - LINEAGE_COLUMNS.length);
+  if ((file.format === 'csv' || file.format === 'tsv') && columns.length > 0) {
+    const dialect = csvDialect(file.format, csv);
+    if (dialect.header) await checkCsvHeader(session, file, dialect, columns.length);
+  }
   checkColumnNames(
     file,
     columns.map((c) => c.name),
   );
   return columns;
+}
+
+/**
+ * A CSV header that names one column twice (`id,x,x`, or `x` and ` x `, which DuckDB trims to one
+ * name) is refused naming both fields: DuckDB would rename the second `x_1`, a name the file does
+ * not hold, and a file that does hold an `x_1` column would share it. Names that differ only by
+ * case are refused as in `checkColumnNames`, by the names as written.
+ */
+async function checkCsvHeader(
+  session: DuckSession,
+  file: LoadFile,
+  dialect: CsvDialect,
+  fields: number,
+): Promise<void> {
+  let header;
+  try {
+    header = await session.one(csvHeaderSql(file.localPath, dialect, fields));
+  } catch (err) {
+    throw unreadable(file, err);
+  }
+  if (!header) return;
+  const seen = new Map<string, { name: string; field: number }>();
+  for (let i = 0; i < fields; i++) {
+    const name = header[`c${i}`] == null ? '' : String(header[`c${i}`]);
+    // DuckDB names an empty header field `column<N>`: no clash of its own.
+    if (name.trim() === '') continue;
+    const first = seen.get(name.trim().toLowerCase());
+    if (first === undefined) {
+      seen.set(name.trim().toLowerCase(), { name, field: i + 1 });
+      continue;
+    }
+    if (first.name.trim() !== name.trim()) throw caseClash(file, first.name, name);
+    throw new BadFileError(
+      `[load] cannot load ${file.key}: line 1, its header names column ${JSON.stringify(name.trim())} twice (fields ${first.field} and ${i + 1}); ` +
+        'one name holds one column: rename one in the source',
+      { context: { key: file.key, line: 1, column: name.trim(), fields: [first.field, i + 1] } },
+    );
+  }
 }
 
 /**

@@ -222,7 +222,7 @@ function field(name: string, type: DataType): StructField {
 
 function noEquivalent(column: string, duckType: string): SchemaError {
   return new SchemaError(
-    `[schema] column "${column}" has DuckDB type ${duckType}, which has no Delta Lake equivalent; cast it in the source query (e.g. to VARCHAR)`,
+    `[schema] column "${column}" has DuckDB type ${duckType}, which has no Delta Lake equivalent; declare the column string in source.columns to load its text (a top-level column), or write another type upstream`,
     { context: { column, duckType } },
   );
 }

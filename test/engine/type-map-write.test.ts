@@ -111,6 +111,8 @@ describe('types without a Delta equivalent are a SchemaError naming the column',
       expect((err as SchemaError).context.column).toBe('bad col');
       expect((err as SchemaError).message).toContain('"bad col"');
       expect((err as SchemaError).message).toContain(typeName);
+      // tidemark has no source query: the way out is a declaration.
+      expect((err as SchemaError).message).toContain('declare the column string in source.columns');
     });
   }
 

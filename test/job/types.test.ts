@@ -578,6 +578,28 @@ describe('column names mean one thing each', () => {
     const rows = await tableRows(session, across.setup, 'order_id');
     expect(rows.map((r) => r['Amount'])).toEqual(['10', '20']);
   });
+
+  it('a CSV header naming one column twice is refused naming the file, the name and both fields, not loaded as x and x_1 (nothing committed)', async () => {
+    // DuckDB renames the second `x` to `x_1`, which a file with a real `x_1` column would share.
+    for (const header of ['order_id,seq,x,x', 'order_id,seq,x," x"']) {
+      const z = await zone();
+      await z.source.write('2025/03/01/a.csv', 'order_id,seq,x_1\n1,1,real\n');
+      await z.source.write('2025/03/01/b.csv', `${header}\n2,1,first,second\n`);
+      const err = await failure(run(z.setup));
+      expect(err).toBeInstanceOf(BadFileError);
+      expect((err as BadFileError).context).toMatchObject({
+        key: `${z.uri}2025/03/01/b.csv`,
+        column: 'x',
+        line: 1,
+      });
+      expect(err.message).toContain('names column "x" twice (fields 3 and 4)');
+      expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+    }
+    const cased = await zone();
+    await cased.source.write('2025/03/01/a.csv', 'order_id,seq,x,X_1,x\n1,1,a,b,c\n');
+    const err = await failure(run(cased.setup));
+    expect(err.message).toContain('names column "x" twice (fields 3 and 5)');
+  });
 });
 
 describe('JSON numbers: stored as the file spells them, or refused naming file, line and column', () => {
