@@ -26,6 +26,7 @@ import {
 import { backfilledBy, backfillJobs } from './backfill/state.js';
 import { PlanBacklog, reportBacklog, type BacklogState } from './backlog.js';
 import { configuredAs } from './config-change.js';
+import { rebasedOnSource } from './source-moved.js';
 import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
 import { discoveryConfigOf } from './open.js';
@@ -132,6 +133,8 @@ class JobRun {
     this.report.watermark = describeWatermark(state.discovery);
     // Every change the config made since the state was committed is the run's to report.
     await this.loop.checkSettingsOnce(snapshot, state, () => true);
+    // An edited source.uri: the remembered files, keyed relative to the source, carry over.
+    state = rebasedOnSource(state, this.job.source.uri);
     const quarantined = quarantinedFiles(snapshot, this.job.name);
     const plan = await this.timer.time('list', async () =>
       this.withLedger(await this.discover(state, quarantined), state, snapshot, quarantined),

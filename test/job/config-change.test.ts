@@ -185,6 +185,41 @@ describe('source filters edited', () => {
   });
 });
 
+describe('source.uri edited', () => {
+  // Found by an operator's bug hunt: ./land -> ./land/sub appended land/sub/a.csv a second time,
+  // its key remembered as `sub/a.csv` and listed as `a.csv`.
+  it('narrowed to a folder of the old source, then widened back: the remembered files carry over, nothing is appended twice, also after a crash between batches', async () => {
+    const dir = await tempDir('src', dirs);
+    const src = new LocalStorage(dir);
+    const target = { uri: await tempDir('t', dirs), mode: 'append' };
+    const discover = { by: 'modified', settle: '15m' };
+    const at = (uri: string, extra: Record<string, unknown> = {}) =>
+      makeConfig({ source: { uri, discover }, target, ...extra });
+    await land(src, session, 'sub/a.csv', orders([1, 'a', 1]));
+    await land(src, session, 'b.csv', orders([2, 'b', 1]));
+    expect(await run(at(dir))).toMatchObject({ status: 'succeeded', inserted: 2 });
+
+    const narrow = at(join(dir, 'sub'), { maxFilesPerBatch: 1 });
+    await land(src, session, 'sub/c.csv', orders([3, 'c', 1]));
+    await land(src, session, 'sub/d.csv', orders([4, 'd', 1]));
+    // The first batch (c.csv) commits, the second fails: a crash between them.
+    const crashed = await runOutcome(narrow, {
+      onFilesCommitted: () => {
+        throw new Error('killed after the first commit');
+      },
+    });
+    expect(crashed.ok).toBe(false);
+    expect((await rowsOf(narrow, ['order_id'])).map((r) => r.order_id)).toEqual([1, 2, 3]);
+    const rerun = await run(narrow);
+    expect(rerun).toMatchObject({ status: 'succeeded', filesLoaded: 1, inserted: 1 });
+    expect(await run(narrow)).toMatchObject({ status: 'nothing-new' });
+    expect((await rowsOf(narrow, ['order_id'])).map((r) => r.order_id)).toEqual([1, 2, 3, 4]);
+
+    expect(await run(at(dir))).toMatchObject({ status: 'nothing-new' });
+    expect((await rowsOf(narrow, ['order_id'])).map((r) => r.order_id)).toEqual([1, 2, 3, 4]);
+  });
+});
+
 /** A merge feed of `order_id,region,status,seq,seq2,deleted` rows in one partition folder. */
 function cdcFeed(dir: string) {
   const src = new LocalStorage(dir);
