@@ -5,11 +5,12 @@
  *
  *   boolean        every value is true or false (any case)
  *   long           every value is a plain integer (`-12`, `0`; no sign `+`, no leading zeros,
- *                  which a number would drop: `007` stays text) within 64 bits
+ *                  no `-0`, which a number would drop: `007` stays text) within 64 bits
  *   decimal(38,0)  plain integers beyond 64 bits, up to 38 digits (never a double, which would
  *                  fold `12345678901234567890` and `…891` into one value)
  *   double         plain decimals (`12.50`, `-0.5`) of at most 15 significant digits, which a
- *                  double gives back exactly; decimal(38,s) beyond that, when it fits; else text
+ *                  double gives back exactly (`-0` too: a double keeps the sign of zero);
+ *                  decimal(38,s) beyond that, when it fits and holds no `-0`, `-0.0`; else text
  *   date           every value a date under the job's rules (ISO, `source.csv.dateFormat`, or a
  *                  candidate form that reads one way only)
  *   timestamp      likewise for timestamps (`source.csv.timestampFormat`)
@@ -39,8 +40,11 @@ export interface InferRequest {
 
 /** Significant digits a double gives back exactly (DBL_DIG). */
 const DOUBLE_DIGITS = 15;
-const PLAIN_INTEGER = '-?(0|[1-9][0-9]*)';
-const PLAIN_DECIMAL = '-?(0|[1-9][0-9]*)\\.[0-9]+';
+/** No `-0`: an integer (and a decimal) has no negative zero, so `0` and `-0` would be one key. */
+const PLAIN_INTEGER = '0|-?[1-9][0-9]*';
+/** A double keeps the sign of zero: `-0` and `-0.0` are doubles, never integers or decimals. */
+const PLAIN_NUMBER = '-?(0|[1-9][0-9]*)(\\.[0-9]+)?';
+const NEGATIVE_ZERO = '-0(\\.0+)?';
 
 /** The inferred field of every new column (in the order the files first name them). */
 export async function inferTextColumns(
@@ -73,7 +77,8 @@ export async function inferTextColumns(
       `count(${v}) AS n${i}`,
       `${all(`lower(${v}) IN ('true', 'false')`)} AS b${i}`,
       `${all(`regexp_full_match(${v}, ${str(PLAIN_INTEGER)})`)} AS i${i}`,
-      `${all(`regexp_full_match(${v}, ${str(`${PLAIN_INTEGER}|${PLAIN_DECIMAL}`)})`)} AS d${i}`,
+      `${all(`regexp_full_match(${v}, ${str(PLAIN_NUMBER)})`)} AS d${i}`,
+      `coalesce(bool_or(regexp_full_match(${v}, ${str(NEGATIVE_ZERO)})), false) AS m${i}`,
       `max(${whole}) AS w${i}`,
       `max(CASE WHEN contains(${v}, '.') THEN ${fraction} ELSE 0 END) AS s${i}`,
       `max(length(ltrim(replace(ltrim(${v}, '-'), '.', ''), '0'))) AS g${i}`,
@@ -143,6 +148,7 @@ function decide(row: Record<string, unknown>, i: number, isKey: boolean): DataTy
   if (row[`d${i}`] === true) {
     const scale = num('s');
     if (!isKey && num('g') <= DOUBLE_DIGITS) return 'double';
+    if (row[`m${i}`] === true) return 'string';
     return num('w') + scale <= 38 ? `decimal(38,${scale})` : 'string';
   }
   if (row[`t${i}`] === true) return 'date';

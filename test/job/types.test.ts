@@ -209,6 +209,28 @@ describe('a new table: the types are inferred once, from every CSV file of the f
     expect(rows.find((r) => r['order_id'] === '1E5')!['code']).toBe('007');
   });
 
+  it('0 and -0 in a key column are two keys (text), and 0.0 and -0.0 too; a double column keeps -0.0', async () => {
+    // As a long (or a decimal) -0 is 0: the two rows would be one key, one of them dropped.
+    const z = await zone();
+    await z.source.write(
+      '2025/03/01/a.csv',
+      'order_id,seq,amount\n0,1,-0.0\n-0,1,1.5\n0.0,1,0.0\n-0.0,1,2\n',
+    );
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 4 });
+    expect(await tableTypes(z.setup)).toMatchObject({ order_id: 'string', amount: 'double' });
+    const rows = await tableRows(session, z.setup, 'order_id');
+    expect(rows.map((r) => [r['order_id'], r['amount']])).toEqual([
+      ['-0', 1.5],
+      ['-0.0', 2],
+      ['0', -0],
+      ['0.0', 0],
+    ]);
+    const ints = await zone();
+    await ints.source.write('2025/03/01/a.csv', 'order_id,seq\n0,1\n-0,2\n');
+    expect(await run(ints.setup)).toMatchObject({ status: 'succeeded', inserted: 2 });
+    expect(await tableTypes(ints.setup)).toMatchObject({ order_id: 'string' });
+  });
+
   it('the types come from all files of the batch together, not from each file', async () => {
     const z = await zone();
     await z.source.write('2025/03/01/a.csv', 'order_id,seq,amount,day\n1,1,10,2026-01-31\n');
