@@ -719,7 +719,8 @@ export class World {
     });
     const started = new Promise<void>((resolve) => cli.child.stderr!.once('data', () => resolve()));
     await Promise.race([started, cli.done]);
-    await new Promise((resolve) => setTimeout(resolve, afterMs));
+    // A run that ends before its kill moment is not waited for any longer.
+    await Promise.race([new Promise((resolve) => setTimeout(resolve, afterMs)), cli.done]);
     cli.child.kill('SIGKILL');
     const exit = await cli.done;
     // Killed, or done before the kill: anything else is a failure of the run itself.
