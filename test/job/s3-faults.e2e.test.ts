@@ -483,7 +483,8 @@ async function runDown(
   boundMs: number,
 ): Promise<{ error: StorageError; report: RunReport; ms: number }> {
   const started = Date.now();
-  const outcome = await runOutcome(setup);
+  // The fast backoff: what is bounded is giving up, not the default backoff's sleep (up to 3 s).
+  const outcome = await runOutcome(setup, { openStorage: fastBackoff });
   const ms = Date.now() - started;
   expect(outcome.ok).toBe(false);
   expect(ms).toBeLessThan(boundMs);
@@ -504,8 +505,8 @@ async function expectUntouched(setup: Setup, before: TableView): Promise<void> {
 }
 
 /**
- * With the defaults (6 attempts, backoff from 100 ms doubling) and the test's idle timeout, giving up
- * takes a few seconds; 30 s leaves room for a loaded machine and still fails a hang.
+ * With 6 attempts, the fast backoff and the test's idle timeout, giving up takes a second or two;
+ * 30 s leaves room for a loaded machine and still fails a hang.
  */
 const DOWN_BOUND_MS = 30_000;
 
