@@ -13,7 +13,6 @@
  */
 import { clusteringColumns } from '../../delta/clustering.js';
 import { addFileFor } from '../../delta/file-actions.js';
-import { createTableRequest } from '../../delta/table-create.js';
 import type { CommitRequest } from '../../delta/transaction.js';
 import { bytesOf, writeAndUpload } from '../data-file-io.js';
 import { ident } from '../sql.js';
@@ -24,7 +23,13 @@ import { checkConstraints, prepareConstraintChecks, type ConstraintCheck } from 
 import { DEFAULT_SOURCE_FILE_COLUMN } from './options.js';
 import { refuseEmptyPartitionStrings } from './partition-strings.js';
 import { stageSourceReplacement } from './source-files.js';
-import { metadataActions, outputOptionsFor, prepareTarget, type TargetTable } from './target.js';
+import {
+  metadataActions,
+  newTableRequest,
+  outputOptionsFor,
+  prepareTarget,
+  type TargetTable,
+} from './target.js';
 import { DELETE_FLAG, dropAll, tempTables } from './temp-names.js';
 
 /** Stage the append of the batch; see the module comment. The caller commits `request`. */
@@ -91,16 +96,12 @@ export async function stageAppend(opts: AppendOptions): Promise<StagedWrite> {
     };
     const request: CommitRequest =
       snapshot === null
-        ? createTableRequest(
-            {
-              schema: target.schema,
-              partitionColumns: target.partitionColumns,
-              configuration: { ...target.properties, ...opts.tableProperties },
-              actions: adds,
-              operationMetrics: metrics,
-            },
+        ? newTableRequest(target, {
+            configuration: { ...target.properties, ...opts.tableProperties },
+            added,
             now,
-          )
+            operationMetrics: metrics,
+          })
         : {
             actions: [
               ...metadataActions(target, sources?.enableDvs ?? false),

@@ -24,7 +24,6 @@ import { addFileFor, removeFileFor } from '../../delta/file-actions.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import { totalRecords } from '../../delta/stats.js';
 import { TableConfig } from '../../delta/table-config.js';
-import { createTableRequest } from '../../delta/table-create.js';
 import type { ReadSet } from '../../delta/transaction.js';
 import { AppendOnlyTableError, MergeInputError } from '../../errors.js';
 import { bytesOf, writeAndUpload, type OutputOptions } from '../data-file-io.js';
@@ -69,6 +68,7 @@ import {
 } from './results.js';
 import {
   metadataActions,
+  newTableRequest,
   outputOptionsFor,
   prepareTarget,
   tableNames,
@@ -179,17 +179,13 @@ async function stageCreate(run: MergeRun): Promise<Staged> {
     target.properties,
     opts.tableProperties,
   );
-  const request = createTableRequest(
-    {
-      schema: target.schema,
-      partitionColumns: target.partitionColumns,
-      ...(Object.keys(configuration).length > 0 ? { configuration } : {}),
-      actions: added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })),
-      operationParameters: mergeParameters(spec, opts.deleteWhen),
-      operationMetrics: mergeMetrics({ added, removed: [], counts, timings: metricTimings(clock) }),
-    },
+  const request = newTableRequest(target, {
+    configuration,
+    added,
     now,
-  );
+    operationParameters: mergeParameters(spec, opts.deleteWhen),
+    operationMetrics: mergeMetrics({ added, removed: [], counts, timings: metricTimings(clock) }),
+  });
   const summary = writeSummary(
     { ...counts, filesAdded: added.length, bytesAdded: bytesOf(added), created: true },
     clock,

@@ -15,7 +15,6 @@ import { addFileFor, removeFileFor } from '../../delta/file-actions.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import { totalRecords } from '../../delta/stats.js';
 import { TableConfig } from '../../delta/table-config.js';
-import { createTableRequest } from '../../delta/table-create.js';
 import type { CommitRequest } from '../../delta/transaction.js';
 import { AppendOnlyTableError } from '../../errors.js';
 import { bytesOf, localDataFiles, writeAndUpload, type OutputOptions } from '../data-file-io.js';
@@ -26,7 +25,13 @@ import { checkEveryRow } from './append.js';
 import { writeChangeRows, type ChangeData } from './change-files.js';
 import type { WriteTarget } from './options.js';
 import { WRITE_PHASES, writeSummary, type StagedWrite, type WriteWatch } from './results.js';
-import { metadataActions, outputOptionsFor, prepareTarget, type TargetTable } from './target.js';
+import {
+  metadataActions,
+  newTableRequest,
+  outputOptionsFor,
+  prepareTarget,
+  type TargetTable,
+} from './target.js';
 import { dropAll, tempTables } from './temp-names.js';
 
 /** Stage the replacement of the table by the batch; see the module comment. The caller commits `request`. */
@@ -61,16 +66,12 @@ export async function stageReplace(opts: WriteTarget): Promise<StagedWrite> {
         numOutputRows: String(rows),
         numOutputBytes: String(bytesOf(added)),
       };
-      const request = createTableRequest(
-        {
-          schema: target.schema,
-          partitionColumns: target.partitionColumns,
-          configuration: { ...target.properties, ...opts.tableProperties },
-          actions: adds,
-          operationMetrics: metrics,
-        },
+      const request = newTableRequest(target, {
+        configuration: { ...target.properties, ...opts.tableProperties },
+        added,
         now,
-      );
+        operationMetrics: metrics,
+      });
       return staged(request, clock, {
         sourceRows: rows,
         inserted: rows,

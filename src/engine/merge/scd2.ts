@@ -19,7 +19,6 @@ import { physicalName } from '../../delta/column-mapping.js';
 import { addFileFor, removeFileFor } from '../../delta/file-actions.js';
 import type { LiveFile, Snapshot } from '../../delta/snapshot.js';
 import { TableConfig } from '../../delta/table-config.js';
-import { createTableRequest } from '../../delta/table-create.js';
 import { AppendOnlyTableError, MergeInputError } from '../../errors.js';
 import { bytesOf, localDataFiles, writeAndUpload, type OutputOptions } from '../data-file-io.js';
 import { loadDeletedRows, type DeletedRows } from '../deleted-rows.js';
@@ -57,6 +56,7 @@ import {
 } from './scd2-plan.js';
 import {
   metadataActions,
+  newTableRequest,
   outputOptionsFor,
   prepareTarget,
   tableNames,
@@ -441,17 +441,13 @@ async function writeCreate(
     target.properties,
     opts.tableProperties,
   );
-  const request = createTableRequest(
-    {
-      schema: target.schema,
-      partitionColumns: target.partitionColumns,
-      configuration,
-      actions: added.map((f) => ({ add: addFileFor(f, { modificationTime: now }) })),
-      operationParameters: scd2Parameters(spec),
-      operationMetrics: mergeMetrics({ added, removed: [], counts, timings: metricTimings(clock) }),
-    },
+  const request = newTableRequest(target, {
+    configuration,
+    added,
     now,
-  );
+    operationParameters: scd2Parameters(spec),
+    operationMetrics: mergeMetrics({ added, removed: [], counts, timings: metricTimings(clock) }),
+  });
   const summary = writeSummary(
     { ...counts, filesAdded: added.length, bytesAdded: bytesOf(added), created: true },
     clock,

@@ -9,6 +9,9 @@ import {
   type ColumnMappingMode,
 } from '../../delta/column-mapping.js';
 import { assertWritable } from '../../delta/features.js';
+import { addFileFor } from '../../delta/file-actions.js';
+import { createTableRequest } from '../../delta/table-create.js';
+import type { CommitRequest } from '../../delta/transaction.js';
 import { usesType, type StructType } from '../../delta/schema.js';
 import type { Snapshot } from '../../delta/snapshot.js';
 import {
@@ -17,6 +20,7 @@ import {
 } from '../../delta/table-properties.js';
 import { MergeInputError, SchemaError } from '../../errors.js';
 import type { OutputOptions } from '../data-file-io.js';
+import type { WrittenFile } from '../data-files.js';
 import type { DuckSession } from '../duckdb.js';
 import { statsPolicyOf } from '../file-stats.js';
 import { DEFAULT_TRANSFER_CONCURRENCY } from '../local-copies.js';
@@ -296,6 +300,34 @@ export function metadataActions(target: TargetTable, enableDvs: boolean): Action
     ...(target.protocol ? [{ protocol: target.protocol }] : []),
     ...(target.metadata ? [{ metaData: target.metadata }] : []),
   ];
+}
+
+/**
+ * Version 0 of a table a write creates: its schema and layout, `configuration`, the written
+ * files as adds (stamped `now`) and the commit's parameters and metrics. One home for the four
+ * modes that can create a table (merge, scd2, append, replace).
+ */
+export function newTableRequest(
+  target: TargetTable,
+  input: {
+    configuration: Record<string, string>;
+    added: readonly WrittenFile[];
+    now: number;
+    operationParameters?: Record<string, unknown>;
+    operationMetrics: Record<string, string>;
+  },
+): CommitRequest {
+  return createTableRequest(
+    {
+      schema: target.schema,
+      partitionColumns: target.partitionColumns,
+      configuration: input.configuration,
+      actions: input.added.map((f) => ({ add: addFileFor(f, { modificationTime: input.now }) })),
+      ...(input.operationParameters ? { operationParameters: input.operationParameters } : {}),
+      operationMetrics: input.operationMetrics,
+    },
+    input.now,
+  );
 }
 
 /** partitionBy names in the schema's spelling; an unknown one is a SchemaError. */
