@@ -283,7 +283,7 @@ export function planModified(
   }
   files.sort(compareFiles);
   const listAfter = settings.incrementalListing
-    ? newerKey(state?.listAfter, listing.newestOlderKey)
+    ? safeListAfter(state?.listAfter, newerKey(state?.listAfter, listing.newestOlderKey), files)
     : undefined;
   const basis: StateBasis = {
     mode: 'modified',
@@ -311,6 +311,20 @@ export function planModified(
     // A folder's files wait for its marker by their arrival (the marker's time): nothing holds the watermark.
     waiting: [],
   };
+}
+
+/**
+ * The `listAfter` the plan's commits may record: `advanced` unless a file the plan loads sorts at or
+ * before it (keys may disagree with LastModified within `settle`), else the one the listing started
+ * from. Each batch commits it, so a run stopped before that file's batch would never list it again.
+ */
+function safeListAfter(
+  prev: string | undefined,
+  advanced: string | undefined,
+  files: readonly DiscoveredFile[],
+): string | undefined {
+  if (advanced === undefined || advanced === prev) return advanced;
+  return files.some((f) => compareKeys(f.key, advanced) <= 0) ? prev : advanced;
 }
 
 function newerKey(a: string | undefined, b: string | undefined): string | undefined {
