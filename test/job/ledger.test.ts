@@ -8,7 +8,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.js';
 import type { S3rverHandle } from '../helpers/s3rver.js';
-import { sleep } from '../helpers/cli.js';
 import { reset } from './backfill-helpers.js';
 import {
   closeS3JobEnv,
@@ -141,13 +140,17 @@ describe('append by modification time: a file loaded before it left the settle w
       zone.storageConfig,
     );
     const a = orders([1, 'a', 1]);
+    // Back-dated, not waited for: a.csv 10 minutes ago, b.csv 5 (the settle window is 1 s), so
+    // a.csv put again now has a later LastModified than both.
+    const now = Math.floor(Date.now() / 1000) * 1000;
     await land(zone.source, session, 'feed/a.csv', a);
+    await s3.setLastModified(`${zone.prefix}feed/a.csv`, new Date(now - 600_000));
     await run(setup);
-    await sleep(2100);
     await land(zone.source, session, 'feed/b.csv', orders([2, 'b', 1]));
+    await s3.setLastModified(`${zone.prefix}feed/b.csv`, new Date(now - 300_000));
     expect(await run(setup)).toMatchObject({ filesLoaded: 1 });
     const before = await zone.source.head('feed/a.csv');
-    await sleep(1100);
+    expect(before!.lastModified.getTime()).toBe(now - 600_000);
     await land(zone.source, session, 'feed/a.csv', a);
     const after = await zone.source.head('feed/a.csv');
     expect(after!.etag).toBe(before!.etag);
