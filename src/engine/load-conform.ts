@@ -31,7 +31,7 @@ import {
   type CsvOptions,
   type LoadFile,
 } from './file-select.js';
-import { ident } from './sql.js';
+import { ident, str } from './sql.js';
 import { ambiguitySql } from './text-cast.js';
 import { deltaTypeToDuckForWrite } from './type-map-write.js';
 
@@ -39,6 +39,11 @@ import { deltaTypeToDuckForWrite } from './type-map-write.js';
 export interface FileColumn {
   name: string;
   type: string;
+  /**
+   * A Parquet INT96 timestamp (Spark's, Hive's, Impala's legacy encoding): DuckDB reads it as a
+   * naive TIMESTAMP, but it is an instant, as Spark reads it (./parquet-timestamps.ts).
+   */
+  int96?: true;
 }
 
 /** How one file is read into the table's types. */
@@ -70,6 +75,8 @@ export async function describeFile(
   const all = rows.map((r) => ({ name: String(r['column_name']), type: String(r['column_type']) }));
   // The lineage columns come last, once each; the file's own columns are the ones before them.
   const columns = all.slice(0, all.length - LINEAGE_COLUMNS.length);
+  if (file.format === 'parquet' && columns.some((c) => c.type === 'TIMESTAMP'))
+    await markInt96(session, file, columns);
   if ((file.format === 'csv' || file.format === 'tsv') && columns.length > 0) {
     const dialect = csvDialect(file.format, csv);
     if (dialect.header) await checkCsvHeader(session, file, dialect, columns.length);
@@ -79,6 +86,24 @@ export async function describeFile(
     columns.map((c) => c.name),
   );
   return columns;
+}
+
+/** Flag the top-level TIMESTAMP columns that the Parquet file holds as INT96. */
+async function markInt96(
+  session: DuckSession,
+  file: LoadFile,
+  columns: FileColumn[],
+): Promise<void> {
+  let rows;
+  try {
+    rows = await session.all(
+      `SELECT name FROM parquet_schema(${str(file.localPath)}) WHERE type = 'INT96'`,
+    );
+  } catch (err) {
+    throw unreadable(file, err);
+  }
+  const names = new Set(rows.map((r) => String(r['name'])));
+  for (const c of columns) if (c.type === 'TIMESTAMP' && names.has(c.name)) c.int96 = true;
 }
 
 /**

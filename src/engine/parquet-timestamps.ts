@@ -11,6 +11,8 @@
  * column a text with an offset is refused (./text-cast.ts, ./json-wall-clocks.ts), see
  * docs/concepts.md, Types.
  * Only top-level columns: a timestamp inside a struct, list or map keeps the UTC reading.
+ * An INT96 timestamp (Spark's, Hive's and Impala's legacy encoding, which has no such flag) is an
+ * instant, as Spark reads it, although DuckDB reads it as a naive TIMESTAMP.
  */
 import type { StructField, StructType } from '../delta/schema.js';
 import { SchemaError } from '../errors.js';
@@ -35,7 +37,8 @@ export function naiveParquetTimestamps(
     if (file.format !== 'parquet') continue;
     for (const c of columns) {
       const lower = c.name.toLowerCase();
-      if (NAIVE.has(c.type) && !typed.has(lower) && !found.has(lower)) found.set(lower, c.name);
+      if (NAIVE.has(c.type) && !c.int96 && !typed.has(lower) && !found.has(lower))
+        found.set(lower, c.name);
     }
   }
   return [...found.values()];
@@ -61,9 +64,10 @@ export function refuseInstantsIntoWallClock(
     if (file.format !== 'parquet') continue;
     for (const c of columns) {
       const column = wallClock.get(c.name.toLowerCase());
-      if (c.type !== ZONED || column === undefined || allowed.has(c.name.toLowerCase())) continue;
+      const instant = c.type === ZONED || c.int96 === true;
+      if (!instant || column === undefined || allowed.has(c.name.toLowerCase())) continue;
       throw new SchemaError(
-        `[load] ${file.key}: column ${JSON.stringify(c.name)} is a UTC-adjusted Parquet timestamp (an instant), and the table's column ${JSON.stringify(column)} is timestamp_ntz (a wall clock, no zone); ` +
+        `[load] ${file.key}: column ${JSON.stringify(c.name)} is ${c.int96 ? 'an INT96 Parquet timestamp (an instant, as Spark reads it)' : 'a UTC-adjusted Parquet timestamp (an instant)'}, and the table's column ${JSON.stringify(column)} is timestamp_ntz (a wall clock, no zone); ` +
           `declare ${column}: timestamp_ntz in source.columns to store its UTC wall-clock time`,
         { context: { key: file.key, column } },
       );

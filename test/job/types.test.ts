@@ -4,10 +4,13 @@
  * a text that does not spell a value of the column's type fails the batch naming file, line and
  * column (or is quarantined), with nothing committed.
  */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BadFileError, ConfigError, SchemaError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { failure } from '../helpers/cli.js';
+import { sharedTable } from '../helpers/shared-tables.js';
 import { putParquet, tableRows } from './drift-helpers.js';
 import {
   DuckSession,
@@ -529,6 +532,48 @@ describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () =
         type === 'timestamp' ? '2026-01-01 00:00:00.123456+00' : '2026-01-01 00:00:00.123456',
       ]);
     }
+  });
+
+  it("an INT96 one (Spark's legacy encoding, no isAdjustedToUTC flag) is an instant: a new table's column is timestamp; into a timestamp_ntz column it is refused", async () => {
+    // Spark reads INT96 as an instant (TimestampType); DuckDB reads it as a naive TIMESTAMP.
+    const int96 = await readFile(
+      join(
+        sharedTable('partition-timestamp-int96'),
+        'part=2020-01-01 08%3A09%3A10.001/part-00000-bd889aef-417c-4493-b5f7-a9884ba4b247.c000.snappy.parquet',
+      ),
+    );
+    const z = await zone({
+      target: { ...mergeTarget(await tempDir('types-t', dirs)), key: ['id'], orderBy: 'id' },
+    });
+    await z.source.write('2025/03/01/spark.parquet', int96);
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
+    expect(await tableTypes(z.setup)).toMatchObject({ time: 'timestamp' });
+    expect((await tableRows(session, z.setup, 'id')).map((r) => r['time'])).toEqual([
+      '2020-02-01 08:09:10+00',
+    ]);
+
+    const ntz = await zone(
+      { target: { ...mergeTarget(await tempDir('types-t', dirs)), key: ['id'], orderBy: 'id' } },
+      { columns: { time: 'timestamp_ntz' } },
+    );
+    await putParquet(
+      ntz.source,
+      session,
+      '2025/03/01/a.parquet',
+      `SELECT 1 AS id, ${naive} AS time`,
+    );
+    await run(ntz.setup);
+    await ntz.source.write('2025/03/02/spark.parquet', int96);
+    const undeclared = {
+      ...ntz.setup,
+      job: { ...ntz.setup.job, source: { ...ntz.setup.job.source, columns: undefined } },
+    };
+    const err = await failure(run(undeclared));
+    expect(err).toBeInstanceOf(SchemaError);
+    expect((err as SchemaError).context).toMatchObject({
+      key: `${ntz.uri}2025/03/02/spark.parquet`,
+      column: 'time',
+    });
   });
 
   it('CSV and JSON texts without an offset are not concerned: UTC, a timestamp column', async () => {
