@@ -69,6 +69,11 @@ export interface ListModifiedOptions {
    * from the start), in key order, instead of a listing per first-level prefix in parallel.
    */
   startAfter?: string | null;
+  /**
+   * With `startAfter`: keys listed on their own when they sort at or before it (the job's
+   * quarantined files: fixed by an overwrite in place, one keeps its key and must load again).
+   */
+  revisitKeys?: readonly string[];
 }
 
 /**
@@ -185,6 +190,13 @@ async function listIncrementally(
       }
       if (top !== null) listed.add(top);
       keep(o);
+    }
+  }
+  for (const key of opts.revisitKeys ?? []) {
+    if (startAfter === undefined || compareKeys(key, startAfter) > 0) continue; // listed above
+    for await (const page of storage.list({ prefix: key, ...defer, signal: opts.signal })) {
+      listing.listRequests++;
+      for (const o of page.objects) if (o.key === key) keep(o);
     }
   }
   listing.skippedFolders = [...hidden].map((prefix) => ({

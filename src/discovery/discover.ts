@@ -50,7 +50,8 @@ export interface DiscoverOptions {
   signal?: AbortSignal;
   /**
    * Files to look at again wherever they lie (the job's quarantined files): in partition mode,
-   * those before the scan window are planned when overwritten (./revisit.ts).
+   * those before the scan window are planned when overwritten (./revisit.ts); by modification
+   * time with `incrementalListing`, those sorting before the listing's start are listed too.
    */
   revisit?: readonly RevisitFile[];
   /**
@@ -140,7 +141,12 @@ export async function discover(
     concurrency,
     signal: opts.signal,
     deferContentEtags: true,
-    ...(settings.incrementalListing ? { startAfter: modifiedState?.listAfter ?? null } : {}),
+    ...(settings.incrementalListing
+      ? {
+          startAfter: modifiedState?.listAfter ?? null,
+          revisitKeys: (opts.revisit ?? []).map((f) => f.key),
+        }
+      : {}),
   });
   const listing = await identifyCandidates(storage, listed, settings, modifiedState, opts.signal);
   const plan = planModified(listing, settings, modifiedState);

@@ -4,7 +4,8 @@
  * `onOverwrite: reload`), however long ago its partition left the lookback window, so each run
  * lists the partition folder of every quarantined file outside the window (one listing per
  * folder) and plans those whose ETag changed. Partition discovery only: by modification time an
- * overwritten file has a new LastModified, inside the window.
+ * overwritten file has a new LastModified, inside the window (with `incrementalListing` its key is
+ * listed on its own when the listing starts after it: ./by-modified.ts).
  */
 import type { Storage } from '../storage/storage.js';
 import type { PartitionSettings } from './config.js';

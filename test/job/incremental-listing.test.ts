@@ -112,3 +112,39 @@ describe('incremental listing across a crash', () => {
     expect(ids.sort()).toEqual([1, 2, 3, 4]);
   });
 });
+
+describe('incremental listing and the quarantine', () => {
+  // Found by an operator's bug hunt: a quarantined a/bad.csv, fixed by an overwrite in place after
+  // listAfter had passed its key, never loaded (the listing started after it).
+  it('a quarantined file sorting before listAfter, overwritten with fixed content, loads on the next run', async () => {
+    const root = await tempDir('incr', dirs);
+    const source = new LocalStorage(root);
+    const setup = makeConfig({
+      source: {
+        uri: source.uri,
+        format: 'csv',
+        discover: { by: 'modified', settle: '15m', incrementalListing: true },
+      },
+      target: mergeTarget(await tempDir('incr-t', dirs)),
+      onBadFile: 'quarantine',
+    });
+    const put = async (key: string, text: string, minutesAgo: number) => {
+      await source.write(key, text);
+      const when = new Date(Date.now() - minutesAgo * 60_000);
+      await utimes(path.join(root, key), when, when);
+    };
+    const header = 'order_id,status,seq\n';
+    await put('a/bad.csv', `${header}1,placed,1,extra\n`, 20);
+    await put('b/ok.csv', `${header}2,placed,1\n`, 1);
+    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 1 });
+    await put('c/new.csv', `${header}3,placed,1\n`, 0);
+    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 1 });
+    const state = (await readTarget(session, setup)).state;
+    expect((state?.discovery as { listAfter?: string } | null)?.listAfter).toBe('a/bad.csv');
+    await put('a/bad.csv', `${header}1,placed,1\n`, 0);
+    expect(await run(setup)).toMatchObject({ status: 'succeeded', filesLoaded: 1 });
+    const table = await readTarget(session, setup);
+    expect(table.rows.map((r) => Number(r.order_id)).sort()).toEqual([1, 2, 3]);
+    expect(table.state?.quarantined ?? []).toEqual([]);
+  });
+});
