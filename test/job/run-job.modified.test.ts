@@ -26,7 +26,6 @@ import {
   sortRows,
   tempDir,
 } from './helpers.js';
-import { sleep } from '../helpers/cli.js';
 
 let s3: S3rverHandle;
 let session: DuckSession;
@@ -55,10 +54,14 @@ describe('modification-time discovery end to end (sources on s3rver)', () => {
       landed.push(...rows);
       await land(zone.source, session, key, rows);
     };
+    // c.csv a second after a and b (back-dated, not waited for): the watermark's second is its own.
+    const now = Math.floor(Date.now() / 1000) * 1000;
     await put('feed/a.parquet', orders([1, 'placed', 1], [2, 'placed', 1]));
     await put('feed/b.ndjson', orders([1, 'paid', 2]));
-    await sleep(1000 - (Date.now() % 1000) + 20);
     await put('feed/c.csv', orders([3, 'placed', 1], [2, 'paid', 2]));
+    await s3.setLastModified(`${zone.prefix}feed/a.parquet`, new Date(now - 2000));
+    await s3.setLastModified(`${zone.prefix}feed/b.ndjson`, new Date(now - 2000));
+    await s3.setLastModified(`${zone.prefix}feed/c.csv`, new Date(now - 1000));
     const first = await run(setup);
     await put('feed/tie.csv', orders([3, 'paid', 2]));
     const c = await zone.source.head('feed/c.csv');
