@@ -29,7 +29,18 @@ export function rebasedOnSource(state: JobState, uri: string): JobState {
   };
   if (discovery.mode === 'partition')
     return { ...state, discovery: { ...discovery, loaded: rekeyed(discovery.loaded, rekey) } };
-  return { ...state, discovery: { ...discovery, loaded: rekeyed(discovery.loaded, rekey) } };
+  // incrementalListing's key to list after: re-keyed into a narrower source; into a wider one the
+  // keys outside the old source sort anywhere, so the next run lists it all and sets it anew.
+  const { listAfter, ...rest } = discovery;
+  const after = listAfter !== undefined && to.startsWith(from) ? rekey(listAfter) : null;
+  return {
+    ...state,
+    discovery: {
+      ...rest,
+      loaded: rekeyed(discovery.loaded, rekey),
+      ...(after !== null ? { listAfter: after } : {}),
+    },
+  };
 }
 
 function rekeyed<E extends { key: string }>(

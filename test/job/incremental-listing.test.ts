@@ -148,3 +148,41 @@ describe('incremental listing and the quarantine', () => {
     expect(table.state?.quarantined ?? []).toEqual([]);
   });
 });
+
+describe('incremental listing and an edited source.uri', () => {
+  // Found by an operator's bug hunt: listAfter is a key relative to the source, so after
+  // ./land -> ./land/sub the run listed after `sub/a/x.csv` and never saw `b/y.csv`.
+  it('narrowed: the key to list after is re-keyed, a new file sorting before the old key loads; widened: the source is listed in full', async () => {
+    const root = await tempDir('incr', dirs);
+    const source = new LocalStorage(root);
+    const target = mergeTarget(await tempDir('incr-t', dirs));
+    const at = (uri: string) =>
+      makeConfig({
+        source: { uri, discover: { by: 'modified', settle: '15m', incrementalListing: true } },
+        target,
+      });
+    const put = async (key: string, id: number, minutesAgo: number) => {
+      await land(source, session, key, orders([id, 'placed', 1]));
+      const when = new Date(Date.now() - minutesAgo * 60_000);
+      await utimes(path.join(root, key), when, when);
+    };
+    await put('sub/a/x.ndjson', 1, 20);
+    await put('sub/d/w.ndjson', 2, 1);
+    expect(await run(at(root))).toMatchObject({ status: 'succeeded', filesLoaded: 2 });
+    await put('sub/e/n.ndjson', 3, 0);
+    expect(await run(at(root))).toMatchObject({ status: 'succeeded', filesLoaded: 1 });
+    const listAfter = (s: { discovery: unknown } | null) =>
+      (s?.discovery as { listAfter?: string } | null)?.listAfter;
+    expect(listAfter((await readTarget(session, at(root))).state)).toBe('sub/a/x.ndjson');
+
+    const narrow = at(path.join(root, 'sub'));
+    await put('sub/b/y.ndjson', 4, 0);
+    expect(await run(narrow)).toMatchObject({ status: 'succeeded', filesLoaded: 1 });
+    expect(listAfter((await readTarget(session, narrow)).state)).toBe('a/x.ndjson');
+
+    await put('c/z.ndjson', 5, 0); // outside the old source, sorting before `sub/…`
+    expect(await run(at(root))).toMatchObject({ status: 'succeeded', filesLoaded: 1 });
+    const ids = (await readTarget(session, narrow)).rows.map((r) => Number(r.order_id));
+    expect(ids.sort()).toEqual([1, 2, 3, 4, 5]);
+  });
+});
