@@ -70,7 +70,13 @@ export async function describeFile(
   try {
     rows = await session.all(`DESCRIBE ${fileSelectSql(file, csv, text)}`);
   } catch (err) {
-    throw unreadable(file, err);
+    throwIfResourceFailure(file.key, err);
+    // A CSV line DuckDB's sniffer stopped at (a Latin-1 byte) is named as a later read names it.
+    const line =
+      file.format === 'csv' || file.format === 'tsv'
+        ? csvLineError(file, csvDialect(file.format, csv), err)
+        : null;
+    throw line ?? unreadable(file, err);
   }
   const all = rows.map((r) => ({ name: String(r['column_name']), type: String(r['column_type']) }));
   // The lineage columns come last, once each; the file's own columns are the ones before them.
@@ -213,7 +219,8 @@ function csvProblem(duckMessage: string): string {
   if (columns) return `expected ${columns[1]} fields, found ${columns[2]}`;
   if (/unterminated quote/i.test(duckMessage))
     return 'a quoted field is not closed (unterminated quote)';
-  if (/invalid unicode/i.test(duckMessage)) return 'invalid UTF-8 (is it a text file?)';
+  if (/invalid unicode/i.test(duckMessage))
+    return 'invalid UTF-8 (is it a text file? tidemark reads CSV as UTF-8: convert a Latin-1, Windows-1252 or UTF-16 export to UTF-8 upstream)';
   const size = /Maximum line size of \d+ bytes exceeded/.exec(duckMessage);
   return size ? size[0] : 'the line does not follow the dialect';
 }

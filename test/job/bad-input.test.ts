@@ -125,6 +125,15 @@ const CASES: BadCase[] = [
     context: { line: 1 },
   },
   {
+    // Excel on Windows writes CSV in Windows-1252: DuckDB's sniffer stops at the byte.
+    name: 'a Latin-1 CSV (named by line)',
+    file: 'latin1.csv',
+    body: async () =>
+      Buffer.concat([Buffer.from(`${HEADER}9,caf`), Buffer.from([0xe9]), Buffer.from(',1\n')]),
+    says: /line 2: invalid UTF-8 \(is it a text file\? tidemark reads CSV as UTF-8/,
+    context: { line: 2 },
+  },
+  {
     name: 'a .txt file with no configured format',
     file: 'notes.txt',
     body: async () => 'hello\n',
