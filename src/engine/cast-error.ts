@@ -84,6 +84,22 @@ function nanoseconds(m: Misfit): boolean {
   );
 }
 
+/**
+ * A UTC-adjusted Parquet TIMESTAMP(NANOS) value below a microsecond (./parquet-utc-nanos.ts):
+ * DuckDB reads such a column in microseconds, so declaring another type would not keep it either.
+ */
+export function cutNanosecondsError(
+  m: Pick<Misfit, 'column' | 'value' | 'file' | 'row'>,
+): BadFileError {
+  const where = place(m);
+  return new BadFileError(
+    `[load] value ${JSON.stringify(String(m.value))} of column ${JSON.stringify(m.column)} has nanoseconds` +
+      (where ? ` (${where})` : '') +
+      `; the file holds it as a UTC-adjusted Parquet TIMESTAMP(NANOS), and a Delta timestamp holds microseconds, so its last digits would be lost: write microseconds upstream (pyarrow: coerce_timestamps='us'), or keep the nanoseconds in an integer column`,
+    { context: { column: m.column, ...placeContext(m) } },
+  );
+}
+
 /** A date or timestamp text that reads two ways under the candidate formats. */
 export interface AmbiguousText {
   column: string;

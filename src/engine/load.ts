@@ -55,6 +55,7 @@ import {
 } from './load-conform.js';
 import { parquetListSql } from './parquet-list.js';
 import { naiveParquetTimestamps, refuseInstantsIntoWallClock } from './parquet-timestamps.js';
+import { refuseCutNanoseconds } from './parquet-utc-nanos.js';
 import { ident, identList } from './sql.js';
 
 export {
@@ -135,6 +136,7 @@ export async function loadSourceFiles(
     const alone = readable.filter((f) => !inStage.has(f));
     const schema = await batchSchema(session, readable, opts, described, { staged, jsons });
     refuseInstantsIntoWallClock(described, opts.schema, opts.declared);
+    await refuseCutNanoseconds(session, described);
     await refuseShiftedWallClocks(session, jsons.keys(), described, schema);
     const plans = schema ? await conformAll(session, alone, schema, opts.csv, described) : null;
     const stagedPlans = schema

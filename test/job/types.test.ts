@@ -4,14 +4,15 @@
  * a text that does not spell a value of the column's type fails the batch naming file, line and
  * column (or is quarantined), with nothing committed.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BadFileError, ConfigError, SchemaError } from '../../src/errors.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import { failure } from '../helpers/cli.js';
+import { copyWithNanosUtcFlag } from '../../src/engine/parquet-utc-nanos.js';
 import { sharedTable } from '../helpers/shared-tables.js';
-import { putParquet, tableRows } from './drift-helpers.js';
+import { parquetOf, putParquet, tableRows } from './drift-helpers.js';
 import {
   DuckSession,
   makeConfig,
@@ -574,6 +575,43 @@ describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () =
       key: `${ntz.uri}2025/03/02/spark.parquet`,
       column: 'time',
     });
+  });
+
+  it('UTC-adjusted TIMESTAMP(NANOS) (pandas datetime64[ns, UTC]) with nanoseconds is refused naming file, row and column; whole microseconds load as the same instants', async () => {
+    // DuckDB reads such a column in microseconds: without the check the last digits vanished
+    // with exit 0. DuckDB writes TIMESTAMP_NS as not adjusted; the footer's flag is set here.
+    const utcNanos = async (key: string, select: string) => {
+      const dir = await tempDir('types-utc-ns', dirs);
+      await writeFile(join(dir, 'naive.parquet'), await parquetOf(session, select));
+      await copyWithNanosUtcFlag(join(dir, 'naive.parquet'), join(dir, 'utc.parquet'), true);
+      await z.source.write(key, new Uint8Array(await readFile(join(dir, 'utc.parquet'))));
+    };
+    const rows = (seq: number, ...ats: string[]) =>
+      `SELECT * FROM (VALUES ${ats.map((at, i) => `(${i + 1}::BIGINT, ${seq}::BIGINT, TIMESTAMP_NS '${at}')`).join(', ')}) AS t(order_id, seq, "at")`;
+    const z = await zone();
+    await utcNanos(
+      '2025/03/01/a.parquet',
+      rows(1, '2026-01-01 00:00:00.123456', '2026-01-01 00:00:00.5'),
+    );
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 2 });
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['at'])).toEqual([
+      '2026-01-01 00:00:00.123456+00',
+      '2026-01-01 00:00:00.5+00',
+    ]);
+    await utcNanos(
+      '2025/03/02/ns.parquet',
+      rows(2, '2026-01-02 00:00:00', '2026-01-02 00:00:00.123456789'),
+    );
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(BadFileError);
+    expect((err as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/02/ns.parquet`,
+      column: 'at',
+      row: 2,
+    });
+    expect(err.message).toContain('2026-01-02 00:00:00.123456789');
+    expect(err.message).toContain('UTC-adjusted Parquet TIMESTAMP(NANOS)');
+    expect((await readTarget(session, z.setup)).snapshot!.version).toBe(0);
   });
 
   it('CSV and JSON texts without an offset are not concerned: UTC, a timestamp column', async () => {
