@@ -21,46 +21,66 @@ import type { FileColumn } from './load-conform.js';
 import { ident, str } from './sql.js';
 
 const ZONED = 'TIMESTAMP WITH TIME ZONE';
-const UTC_NANOS = /^TimestampType\(isAdjustedToUTC=1, unit=TimeUnit\(.*NANOS=NanoSeconds\(\)/;
+const UTC_NANOS = `logical_type LIKE 'TimestampType(isAdjustedToUTC=1,%NANOS=NanoSeconds()%'`;
+/** Files per parquet_schema statement: one footer read each, in one statement (a batch may hold thousands). */
+const SCHEMA_CHUNK = 512;
 
 /** Refuse a batch whose Parquet files hold a UTC-adjusted nanosecond value below a microsecond. */
 export async function refuseCutNanoseconds(
   session: DuckSession,
   described: ReadonlyMap<LoadFile, readonly FileColumn[]>,
 ): Promise<void> {
+  // Only files with a zoned top-level column can hold one; most are microseconds.
+  const zoned = new Map<string, { file: LoadFile; columns: Set<string> }>();
   for (const [file, columns] of described) {
-    if (file.format !== 'parquet' || !columns.some((c) => c.type === ZONED)) continue;
-    const zoned = new Set(columns.filter((c) => c.type === ZONED).map((c) => c.name));
+    if (file.format !== 'parquet') continue;
+    const names = columns.filter((c) => c.type === ZONED).map((c) => c.name);
+    if (names.length > 0) zoned.set(file.localPath, { file, columns: new Set(names) });
+  }
+  const paths = [...zoned.keys()];
+  for (let i = 0; i < paths.length; i += SCHEMA_CHUNK) {
+    const list = paths
+      .slice(i, i + SCHEMA_CHUNK)
+      .map(str)
+      .join(', ');
     const rows = await session.all(
-      `SELECT name, logical_type FROM parquet_schema(${str(file.localPath)})`,
+      `SELECT file_name, name FROM parquet_schema([${list}]) WHERE ${UTC_NANOS}`,
     );
-    const nanos = rows
-      .filter((r) => UTC_NANOS.test(String(r['logical_type'] ?? '')))
-      .map((r) => String(r['name']))
-      .filter((name) => zoned.has(name));
-    if (nanos.length === 0) continue;
-    // A copy in a folder of its own: the source may be read in place, from the user's folder.
-    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tidemark-utc-nanos-'));
-    const copy = path.join(dir, 'copy.parquet');
-    try {
-      await copyWithNanosUtcFlag(file.localPath, copy, false);
-      for (const column of nanos) {
-        const c = ident(column);
-        const hit = await session.one(
-          `SELECT file_row_number + 1 AS row, CAST(${c} AS VARCHAR) AS value FROM read_parquet(${str(copy)}, file_row_number = true) ` +
-            `WHERE epoch_ns(${c}) % 1000 <> 0 LIMIT 1`,
+    const nanos = new Map<string, string[]>();
+    for (const r of rows) {
+      const entry = zoned.get(String(r['file_name']));
+      if (!entry)
+        throw new Error(
+          `[load] parquet_schema named a file it was not asked for: ${String(r['file_name'])}`,
         );
-        if (hit)
-          throw cutNanosecondsError({
-            column,
-            file: file.key,
-            row: hit['row'],
-            value: hit['value'],
-          });
-      }
-    } finally {
-      await fsp.rm(dir, { recursive: true, force: true });
+      const { file, columns } = entry;
+      const name = String(r['name']);
+      if (columns.has(name))
+        nanos.set(file.localPath, [...(nanos.get(file.localPath) ?? []), name]);
     }
+    for (const [localPath, names] of nanos)
+      await checkFile(session, zoned.get(localPath)!.file, names);
+  }
+}
+
+/** The first value below a microsecond of `columns` (UTC-adjusted NANOS) in `file`, refused. */
+async function checkFile(session: DuckSession, file: LoadFile, columns: string[]): Promise<void> {
+  // A copy in a folder of its own: the source may be read in place, from the user's folder.
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tidemark-utc-nanos-'));
+  const copy = path.join(dir, 'copy.parquet');
+  try {
+    await copyWithNanosUtcFlag(file.localPath, copy, false);
+    for (const column of columns) {
+      const c = ident(column);
+      const hit = await session.one(
+        `SELECT file_row_number + 1 AS row, CAST(${c} AS VARCHAR) AS value FROM read_parquet(${str(copy)}, file_row_number = true) ` +
+          `WHERE epoch_ns(${c}) % 1000 <> 0 LIMIT 1`,
+      );
+      if (hit)
+        throw cutNanosecondsError({ column, file: file.key, row: hit['row'], value: hit['value'] });
+    }
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
   }
 }
 
