@@ -57,16 +57,14 @@ SCENARIOS = {
 TABLES = list(SCENARIOS)
 VERSIONS = list(range(5))
 assert all(len(steps) == len(VERSIONS) for _, _, steps in SCENARIOS.values())
+# The history columns' edges, and two of the data's (the read matrix of the other tables covers
+# the data columns' filters at length; each filtered read costs Spark a scan).
 FILTERS = {
     "id =max": ("id", "=max"),
-    "seq =min": ("seq", "=min"),
-    "customer is null": ("customer", "is null"),
     "amount <mid": ("amount", "<mid"),
     "valid_from =max": ("valid_from", "=max"),
-    "valid_to =max": ("valid_to", "=max"),
     "valid_to is null": IsNull("valid_to"),
     "valid_to is not null": IsNull("valid_to", negate=True),
-    "is_current = true": Cmp("is_current", "=", True),
     "is_current = false": Cmp("is_current", "=", False),
     "current versions of ids 2 to 7": both(Cmp("id", ">=", 2), Cmp("id", "<", 8), Cmp("is_current", "=", True)),
 }

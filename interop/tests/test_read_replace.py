@@ -28,7 +28,8 @@ SCENARIOS = {
     "replace_rows": {"mode": "replace", "maxRowsPerFile": 10},
 }
 TABLES = list(SCENARIOS)
-FILTERS = {f"{column} {kind}": (column, kind) for column in ("id", "seq", "customer", "amount", "day", "at") for kind in ("=min", "=max", "is null")}
+# Edges of the key and the version, and NULLs (the files of a replaced table are all new ones).
+FILTERS = {f"{column} {kind}": (column, kind) for column, kind in [("id", "=min"), ("id", "=max"), ("seq", "=max"), ("customer", "is null"), ("amount", "=max")]}
 
 
 def build(root, name: str) -> Job:
