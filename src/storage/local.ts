@@ -2,8 +2,10 @@
  * Storage on a local folder, behaving like an S3 prefix: same key order, same listing
  * semantics, atomic writes and an atomic put-if-absent. Every file's contents are flushed to disk
  * before it is renamed or linked into place, and a put-if-absent (a commit) also flushes its
- * folder, so the data a commit names is on disk before the commit is, and a commit reported done
- * survives a power cut.
+ * folder, so the files a commit names hold their bytes on disk before the commit is written, and
+ * a commit reported done survives a power cut. (The data files' folders are not flushed apart:
+ * file systems that journal metadata in order, as ext4 and XFS do, make their names durable
+ * with the commit's.)
  *
  * The file name is the key: `a/b c%.csv` is stored at `<root>/a/b c%.csv`. Keys that are
  * not plain relative paths (`..`, `.`, empty segments, absolute, NUL, backslash) are
