@@ -20,7 +20,8 @@ import type { LoadFile } from './file-select.js';
 import type { FileColumn } from './load-conform.js';
 
 const NAIVE = new Set(['TIMESTAMP', 'TIMESTAMP_NS', 'TIMESTAMP_MS', 'TIMESTAMP_S']);
-const ZONED = 'TIMESTAMP WITH TIME ZONE';
+/** How DuckDB types a UTC-adjusted Parquet timestamp. */
+export const ZONED = 'TIMESTAMP WITH TIME ZONE';
 
 /**
  * Top-level columns that a Parquet file of the batch holds as naive timestamps and that neither

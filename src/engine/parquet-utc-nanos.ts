@@ -18,9 +18,9 @@ import type { DuckSession } from './duckdb.js';
 import { cutNanosecondsError } from './cast-error.js';
 import type { LoadFile } from './file-select.js';
 import type { FileColumn } from './load-conform.js';
+import { ZONED } from './parquet-timestamps.js';
 import { ident, str } from './sql.js';
 
-const ZONED = 'TIMESTAMP WITH TIME ZONE';
 const UTC_NANOS = `logical_type LIKE 'TimestampType(isAdjustedToUTC=1,%NANOS=NanoSeconds()%'`;
 /** Files per parquet_schema statement: one footer read each, in one statement (a batch may hold thousands). */
 const SCHEMA_CHUNK = 512;
@@ -46,7 +46,7 @@ export async function refuseCutNanoseconds(
     const rows = await session.all(
       `SELECT file_name, name FROM parquet_schema([${list}]) WHERE ${UTC_NANOS}`,
     );
-    const nanos = new Map<string, string[]>();
+    const nanos = new Map<LoadFile, string[]>();
     for (const r of rows) {
       const entry = zoned.get(String(r['file_name']));
       if (!entry)
@@ -55,11 +55,9 @@ export async function refuseCutNanoseconds(
         );
       const { file, columns } = entry;
       const name = String(r['name']);
-      if (columns.has(name))
-        nanos.set(file.localPath, [...(nanos.get(file.localPath) ?? []), name]);
+      if (columns.has(name)) nanos.set(file, [...(nanos.get(file) ?? []), name]);
     }
-    for (const [localPath, names] of nanos)
-      await checkFile(session, zoned.get(localPath)!.file, names);
+    for (const [file, names] of nanos) await checkFile(session, file, names);
   }
 }
 
