@@ -76,6 +76,7 @@ export async function inferTextColumns(
       `max(${whole}) AS w${i}`,
       `max(CASE WHEN contains(${v}, '.') THEN ${fraction} ELSE 0 END) AS s${i}`,
       `max(length(ltrim(replace(ltrim(${v}, '-'), '.', ''), '0'))) AS g${i}`,
+      `${allOf(`regexp_matches(${v}, '[0-9]')`, v)} AS a${i}`,
     ];
   });
   // The texts first, into one table (a bounded number of files per statement, as the load does:
@@ -93,7 +94,12 @@ export async function inferTextColumns(
       );
     }
     row = (await session.one(`SELECT ${aggregates.join(', ')} FROM ${table}`)) ?? {};
-    const temporal = columns.flatMap((_, i) => (undecided(row, i) ? [i] : []));
+    // Without a configured format every date and timestamp text has digits (each form's pattern
+    // requires them), so a column with a value that has none is neither.
+    const configured = formats.date !== undefined || formats.timestamp !== undefined;
+    const temporal = columns.flatMap((_, i) =>
+      undecided(row, i) && (configured || row[`a${i}`] === true) ? [i] : [],
+    );
     if (temporal.length > 0)
       Object.assign(row, await temporalChecks(session, columns, temporal, formats));
   } finally {
