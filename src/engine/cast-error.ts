@@ -60,7 +60,7 @@ export function castError(m: Misfit, prefix: string, cause?: unknown): BadFileEr
       : `the source has ${m.sourceType}`;
   const target =
     m.typeOf === 'read'
-      ? `its type ${m.type} (the table column's, or as source.columns declares it)`
+      ? `its type ${m.type} (the table column's, as source.columns declares it, or as the batch's Parquet files combine theirs)`
       : `the table's type ${m.type}`;
   const why = nanoseconds(m)
     ? `; the source has ${m.sourceType}, and a Delta timestamp holds microseconds, so its last digits would be lost: write microseconds upstream, or declare the column string in source.columns to keep the text`

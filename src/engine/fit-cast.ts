@@ -10,9 +10,12 @@
  *
  * Text (a CSV field, a JSON string) converts only when it spells a value of the type exactly
  * (./text-cast.ts): no blanks, underscores or exponents into an integer, no rounding into a
- * decimal, dates read one way only. Accepted approximation: a number into float/double (a float
- * column is approximate by nature). tidemark never changes a table column's type (that needs
- * Delta's typeWidening feature).
+ * decimal, dates read one way only. Accepted approximation: a fraction into float/double (a
+ * float column is approximate by nature: 0.1 has no exact image). An integer or a decimal into
+ * float/double is exact only up to the type's significant digits (a double's 53 bits hold every
+ * 15-digit number; BIGINT 9007199254740993 would become ...992): beyond them it is checked by
+ * casting back. tidemark never changes a table column's type (that needs Delta's typeWidening
+ * feature).
  */
 import type { DataType } from '../delta/schema.js';
 import { parseDuckType, renderDuckType, type DuckType } from './duck-type.js';
@@ -50,6 +53,8 @@ const INT_DIGITS: Record<string, number> = {
   UHUGEINT: 39,
 };
 const FLOATS = new Set(['FLOAT', 'DOUBLE']);
+/** Significant decimal digits every value of that many digits keeps through FLOAT and DOUBLE. */
+const FLOAT_DIGITS: Record<string, number> = { FLOAT: 6, DOUBLE: 15 };
 const TEMPORAL = new Set([
   'DATE',
   'TIMESTAMP',
@@ -75,11 +80,12 @@ function isLossless(s: DuckType, t: DuckType): boolean {
   if (t.kind === 'primitive') {
     if (t.name === 'VARCHAR')
       return s.kind !== 'struct' && s.kind !== 'map' && s.kind !== 'list' && s.kind !== 'array';
-    if (s.kind === 'decimal') return FLOATS.has(t.name);
+    const floatDigits = FLOAT_DIGITS[t.name];
+    if (s.kind === 'decimal') return floatDigits !== undefined && s.precision <= floatDigits;
     if (s.kind !== 'primitive') return false;
     if (t.name in INT_RANK) return intFits(s.name, INT_RANK[t.name]!);
-    if (t.name === 'DOUBLE') return s.name === 'FLOAT' || s.name in INT_DIGITS;
-    if (t.name === 'FLOAT') return s.name in INT_DIGITS;
+    if (t.name === 'DOUBLE' && s.name === 'FLOAT') return true;
+    if (floatDigits !== undefined) return (INT_DIGITS[s.name] ?? Infinity) <= floatDigits;
     // Delta timestamps hold microseconds: nanoseconds are checked (see exactnessSql).
     if (t.name === 'TIMESTAMP WITH TIME ZONE')
       return (
@@ -150,6 +156,15 @@ function exactnessSql(col: string, s: DuckType, t: DuckType, cast: string): stri
     ) {
       return `CAST(${cast} AS ${sourceText}) IS DISTINCT FROM ${col}`;
     }
+    return null;
+  }
+  // An integer or a decimal into float/double: the value must come back from the float (a
+  // decimal through the float's shortest text, as tryCastSql reads a float into a decimal).
+  if (t.kind === 'primitive' && FLOATS.has(t.name)) {
+    if (s.kind === 'decimal')
+      return `TRY_CAST(CAST(${cast} AS VARCHAR) AS ${sourceText}) IS DISTINCT FROM ${col}`;
+    if (s.kind === 'primitive' && s.name in INT_DIGITS)
+      return `TRY_CAST(${cast} AS ${sourceText}) IS DISTINCT FROM ${col}`;
     return null;
   }
   if (t.kind === 'primitive' && t.name === 'DATE') {

@@ -41,7 +41,7 @@ import { restoreJsonTexts } from './json-texts.js';
 import { refuseShiftedWallClocks } from './json-wall-clocks.js';
 import { bisect, dropStaged, FILE_INDEX, stageTextFiles, type StagedGroup } from './bulk-text.js';
 import { sourceFileEnum } from './parquet-list.js';
-import { nestedAdditions, withNewFields } from './nested-fit.js';
+import { isNestedDuck, nestedAdditions, withNewFields } from './nested-fit.js';
 import {
   checkColumnNames,
   conformFile,
@@ -57,6 +57,7 @@ import { parquetListSql } from './parquet-list.js';
 import { naiveParquetTimestamps, refuseInstantsIntoWallClock } from './parquet-timestamps.js';
 import { refuseCutNanoseconds } from './parquet-utc-nanos.js';
 import { ident, identList } from './sql.js';
+import { duckTypeToDelta } from './type-map-write.js';
 
 export {
   fileSelectSql,
@@ -488,8 +489,54 @@ async function batchSchema(
     ...(opts.csv ? { csv: opts.csv } : {}),
     ...(opts.keyColumns ? { keyColumns: opts.keyColumns } : {}),
   });
-  const fields = [...base, ...inferred];
+  for (const f of inferred) known.add(f.name.toLowerCase());
+  const combined = await parquetTypesAcross(session, files, described, known);
+  const fields = [...base, ...inferred, ...combined];
   return fields.length === 0 && !opts.schema ? undefined : { type: 'struct', fields };
+}
+
+/**
+ * Columns the types do not know yet that the batch's Parquet files bring in different primitive
+ * types: each in the type DuckDB's union_by_name would combine them into, as a field of the
+ * batch's schema, so every file's values are checked into it (./fit-cast.ts). Read as one, a
+ * BIGINT beside a DOUBLE would become DOUBLE, 9007199254740993 stored as 9007199254740992.
+ */
+async function parquetTypesAcross(
+  session: DuckSession,
+  files: readonly LoadFile[],
+  described: ReadonlyMap<LoadFile, FileColumn[]>,
+  known: ReadonlySet<string>,
+): Promise<StructField[]> {
+  const byName = new Map<string, Map<string, LoadFile>>();
+  for (const file of files) {
+    if (file.format !== 'parquet') continue;
+    for (const c of described.get(file) ?? []) {
+      const name = c.name.toLowerCase();
+      if (known.has(name) || isNestedDuck(parseDuckType(c.type))) continue;
+      const types = byName.get(name) ?? new Map<string, LoadFile>();
+      if (!types.has(c.type)) types.set(c.type, file);
+      byName.set(name, types);
+    }
+  }
+  const fields: StructField[] = [];
+  for (const [name, types] of byName) {
+    if (types.size < 2) continue;
+    // One file of each type says what DuckDB combines them into (their footers only).
+    const one = [...types.values()];
+    const rows = await session.all(
+      `SELECT column_name, column_type FROM (DESCRIBE ${parquetListSql(one, { unionByName: true })})`,
+    );
+    const row = rows.find((r) => String(r['column_name']).toLowerCase() === name);
+    if (!row) continue;
+    const column = String(row['column_name']);
+    fields.push({
+      name: column,
+      type: duckTypeToDelta(String(row['column_type']), column),
+      nullable: true,
+      metadata: {},
+    });
+  }
+  return fields;
 }
 
 /** The fields of `fields` widened, in place, by the struct fields the described files add to them. */

@@ -42,6 +42,15 @@ describe('castClass', () => {
     ['UINTEGER', 'integer', 'checked'],
     ['FLOAT', 'double', 'lossless'],
     ['INTEGER', 'double', 'lossless'],
+    ['UINTEGER', 'double', 'lossless'],
+    ['SMALLINT', 'float', 'lossless'],
+    ['DECIMAL(15,2)', 'double', 'lossless'],
+    // A double holds 15 significant digits for sure, a float 6: wider values are checked.
+    ['BIGINT', 'double', 'checked'],
+    ['UBIGINT', 'double', 'checked'],
+    ['INTEGER', 'float', 'checked'],
+    ['DECIMAL(18,2)', 'double', 'checked'],
+    ['DECIMAL(7,2)', 'float', 'checked'],
     ['DECIMAL(10,2)', 'decimal(12,2)', 'lossless'],
     ['DECIMAL(10,2)', 'decimal(12,4)', 'lossless'],
     ['DECIMAL(12,2)', 'decimal(10,2)', 'checked'],
@@ -76,6 +85,10 @@ describe('checked casts pass values that fit and reject the rest', () => {
     ["'2024-03-01 00:00:00'", 'VARCHAR', 'date', '2024-03-01'],
     ["TIMESTAMP '2024-03-01 00:00:00'", 'TIMESTAMP', 'date', '2024-03-01'],
     ["'true'", 'VARCHAR', 'boolean', true],
+    ['9007199254740992', 'BIGINT', 'double', 9007199254740992],
+    ['800000000.30', 'DECIMAL(18,2)', 'double', 800000000.3],
+    ['0.00000010', 'DECIMAL(18,8)', 'double', 1e-7],
+    ['16777216', 'INTEGER', 'float', 16777216],
   ] as const)('%s (%s) into %s gives %s', async (value, source, target, expected) => {
     const r = await castValue(value, source, target);
     expect(r.error).toBeUndefined();
@@ -96,6 +109,12 @@ describe('checked casts pass values that fit and reject the rest', () => {
     ["TIMESTAMP '2024-03-01 10:00:00'", 'TIMESTAMP', 'date'],
     ["'not a date'", 'VARCHAR', 'timestamp'],
     ['1e300', 'DOUBLE', 'float'],
+    // A double would store these as 9007199254740992, 9223372036854775808, 1234567890123456.75.
+    ['9007199254740993', 'BIGINT', 'double'],
+    ['9223372036854775807', 'BIGINT', 'double'],
+    ['18446744073709551615', 'UBIGINT', 'double'],
+    ['1234567890123456.78', 'DECIMAL(18,2)', 'double'],
+    ['16777217', 'INTEGER', 'float'],
     // Delta timestamps hold microseconds: DuckDB's cast would drop the nanoseconds.
     ["TIMESTAMP_NS '2024-03-01 10:00:00.123456789'", 'TIMESTAMP_NS', 'timestamp'],
     ["TIMESTAMP_NS '1969-12-31 23:59:59.999999999'", 'TIMESTAMP_NS', 'timestamp_ntz'],

@@ -137,6 +137,31 @@ describe('loading many Parquet files', () => {
     ]);
   });
 
+  it('checks every file of a column new to the table into the type the files combine into', async () => {
+    // Read as one, BIGINT beside DOUBLE is DOUBLE: 9007199254740993 would be stored as ...992.
+    await parquet('m1.parquet', 'SELECT 1 AS id, 9007199254740992::BIGINT AS v, 1::INT AS w');
+    await parquet('m2.parquet', 'SELECT 2 AS id, 1.5::DOUBLE AS v, 5000000000::BIGINT AS w');
+    await parquet('m3.parquet', 'SELECT 3 AS id, 9007199254740993::BIGINT AS v, 2::INT AS w');
+    const fits = ['m1', 'm2'].map((n) => file(`${n}.parquet`, '2026-11-01T00:00:00Z'));
+    await loadSourceFiles(session, fits, { table: 'combined' });
+    expect(
+      await session.allJson(
+        'SELECT id::INT AS id, v::VARCHAR AS v, typeof(v) AS vt, w::VARCHAR AS w, typeof(w) AS wt FROM combined ORDER BY id',
+      ),
+    ).toEqual([
+      { id: 1, v: '9007199254740992.0', vt: 'DOUBLE', w: '1', wt: 'BIGINT' },
+      { id: 2, v: '1.5', vt: 'DOUBLE', w: '5000000000', wt: 'BIGINT' },
+    ]);
+    const err = await loadSourceFiles(
+      session,
+      ['m2', 'm3'].map((n) => file(`${n}.parquet`, '2026-11-01T00:00:00Z')),
+      { table: 'combined2' },
+    ).catch((e) => e);
+    expect(err).toBeInstanceOf(BadFileError);
+    expect(err.context.key).toBe('s3://landing/m3.parquet');
+    expect(err.message).toMatch(/value "9007199254740993" of column "v".*row 1/);
+  });
+
   it('reads files of different physical types in the table types, and names the file of a value that does not fit', async () => {
     const schema = parseSchema(
       JSON.stringify({

@@ -157,7 +157,7 @@ const CASES: BadCase[] = [
     name: 'a value that does not fit its column',
     file: 'not-a-number.csv',
     body: async () => `${HEADER}12,placed,1\n13,placed,soon\n`,
-    says: /value "soon" of column "seq" cannot be cast to its type BIGINT \(the table column's, or as source.columns declares it\)/,
+    says: /value "soon" of column "seq" cannot be cast to its type BIGINT \(the table column's, as source.columns declares it, or as the batch's Parquet files combine theirs\)/,
     context: { row: 2, column: 'seq' },
   },
 ];
