@@ -45,31 +45,42 @@ export function naiveParquetTimestamps(
   return [...found.values()];
 }
 
-/** A Parquet file's UTC-adjusted timestamp column into a table's `timestamp_ntz` column, undeclared: a SchemaError naming both. */
+/**
+ * A Parquet file's UTC-adjusted timestamp column into a `timestamp_ntz` column, undeclared: the
+ * table's, or one the batch creates because another of its Parquet files holds the column as a
+ * wall clock (read as one, the instant would silently become its UTC wall-clock time). A
+ * SchemaError naming both.
+ */
 export function refuseInstantsIntoWallClock(
   described: ReadonlyMap<LoadFile, readonly FileColumn[]>,
   schema: StructType | undefined,
   declared: readonly StructField[] = [],
 ): void {
-  if (!schema) return;
   const wallClock = new Map(
-    schema.fields
+    (schema?.fields ?? [])
       .filter((f) => f.type === 'timestamp_ntz')
       .map((f) => [f.name.toLowerCase(), f.name]),
   );
-  if (wallClock.size === 0) return;
+  const created = new Map(
+    naiveParquetTimestamps(described, schema, declared).map((c) => [c.toLowerCase(), c]),
+  );
+  if (wallClock.size === 0 && created.size === 0) return;
   const allowed = new Set(
     declared.filter((f) => f.type === 'timestamp_ntz').map((f) => f.name.toLowerCase()),
   );
   for (const [file, columns] of described) {
     if (file.format !== 'parquet') continue;
     for (const c of columns) {
-      const column = wallClock.get(c.name.toLowerCase());
+      const lower = c.name.toLowerCase();
+      const column = wallClock.get(lower) ?? created.get(lower);
       const instant = c.type === ZONED || c.int96 === true;
-      if (!instant || column === undefined || allowed.has(c.name.toLowerCase())) continue;
+      if (!instant || column === undefined || allowed.has(lower)) continue;
+      const what = wallClock.has(lower)
+        ? `the table's column ${JSON.stringify(column)} is timestamp_ntz (a wall clock, no zone)`
+        : `another Parquet file of the batch holds ${JSON.stringify(column)} as a wall clock (no zone), which makes the new column timestamp_ntz`;
       throw new SchemaError(
-        `[load] ${file.key}: column ${JSON.stringify(c.name)} is ${c.int96 ? 'an INT96 Parquet timestamp (an instant, as Spark reads it)' : 'a UTC-adjusted Parquet timestamp (an instant)'}, and the table's column ${JSON.stringify(column)} is timestamp_ntz (a wall clock, no zone); ` +
-          `declare ${column}: timestamp_ntz in source.columns to store its UTC wall-clock time`,
+        `[load] ${file.key}: column ${JSON.stringify(c.name)} is ${c.int96 ? 'an INT96 Parquet timestamp (an instant, as Spark reads it)' : 'a UTC-adjusted Parquet timestamp (an instant)'}, and ${what}; ` +
+          `declare ${column}: timestamp_ntz in source.columns to store its UTC wall-clock time${wallClock.has(lower) ? '' : ', or timestamp to take the wall clocks as UTC instants'}`,
         { context: { key: file.key, column } },
       );
     }

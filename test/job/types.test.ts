@@ -499,6 +499,42 @@ describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () =
     ]);
   });
 
+  it('a UTC-adjusted one beside a wall clock in one batch, for a new column, is refused naming the file; declared timestamp the wall clock is UTC', async () => {
+    // Read as one, the column would be timestamp_ntz and the instant its UTC wall clock, unsaid.
+    const z = await zone();
+    await putParquet(
+      z.source,
+      session,
+      '2025/03/01/a.parquet',
+      `SELECT 1::BIGINT AS order_id, 1::BIGINT AS seq, ${naive} AS local_at`,
+    );
+    await putParquet(
+      z.source,
+      session,
+      '2025/03/01/zoned.parquet',
+      `SELECT 2::BIGINT AS order_id, 1::BIGINT AS seq, TIMESTAMPTZ '2025-03-02 10:30:00+02' AS local_at`,
+    );
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(SchemaError);
+    expect((err as SchemaError).context).toMatchObject({
+      key: `${z.uri}2025/03/01/zoned.parquet`,
+      column: 'local_at',
+    });
+    expect(err.message).toContain(
+      'another Parquet file of the batch holds "local_at" as a wall clock',
+    );
+    expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+    const declared = {
+      ...z.setup,
+      job: {
+        ...z.setup.job,
+        source: { ...z.setup.job.source, columns: { local_at: 'timestamp' } },
+      },
+    };
+    expect(await run(declared)).toMatchObject({ status: 'succeeded', inserted: 2 });
+    expect(await tableTypes(z.setup)).toMatchObject({ local_at: 'timestamp' });
+  });
+
   it('nanoseconds (TIMESTAMP_NANOS) are refused naming file, row and column, into a new table and into timestamp and timestamp_ntz columns; whole microseconds load', async () => {
     // Delta timestamps hold microseconds: DuckDB's cast would drop the last three digits.
     const nanos = `TIMESTAMP_NS '2026-01-01 00:00:00.123456789'`;
