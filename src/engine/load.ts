@@ -41,7 +41,7 @@ import { restoreJsonTexts } from './json-texts.js';
 import { refuseShiftedWallClocks } from './json-wall-clocks.js';
 import { bisect, dropStaged, FILE_INDEX, stageTextFiles, type StagedGroup } from './bulk-text.js';
 import { sourceFileEnum } from './parquet-list.js';
-import { isNestedDuck, nestedAdditions, withNewFields } from './nested-fit.js';
+import { nestedAdditions, withNewFields } from './nested-fit.js';
 import {
   checkColumnNames,
   conformFile,
@@ -496,10 +496,11 @@ async function batchSchema(
 }
 
 /**
- * Columns the types do not know yet that the batch's Parquet files bring in different primitive
- * types: each in the type DuckDB's union_by_name would combine them into, as a field of the
+ * Columns the types do not know yet that the batch's Parquet files bring in different types
+ * (nested ones too): each in the type DuckDB's union_by_name would combine them into, as a field of the
  * batch's schema, so every file's values are checked into it (./fit-cast.ts). Read as one, a
- * BIGINT beside a DOUBLE would become DOUBLE, 9007199254740993 stored as 9007199254740992.
+ * BIGINT beside a DOUBLE would become DOUBLE, 9007199254740993 stored as 9007199254740992, at the
+ * top level or as a struct field or list element.
  */
 async function parquetTypesAcross(
   session: DuckSession,
@@ -512,7 +513,7 @@ async function parquetTypesAcross(
     if (file.format !== 'parquet') continue;
     for (const c of described.get(file) ?? []) {
       const name = c.name.toLowerCase();
-      if (known.has(name) || isNestedDuck(parseDuckType(c.type))) continue;
+      if (known.has(name)) continue;
       const types = byName.get(name) ?? new Map<string, LoadFile>();
       if (!types.has(c.type)) types.set(c.type, file);
       byName.set(name, types);

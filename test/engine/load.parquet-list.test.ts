@@ -162,6 +162,26 @@ describe('loading many Parquet files', () => {
     expect(err.message).toMatch(/value "9007199254740993" of column "v".*row 1/);
   });
 
+  it('checks a struct field and a list element of a new column the same way', async () => {
+    await parquet('n1.parquet', "SELECT 1 AS id, {'a': 9007199254740993::BIGINT} AS s");
+    await parquet('n2.parquet', "SELECT 2 AS id, {'a': 1.5::DOUBLE, 'b': 'x'} AS s");
+    await parquet('n3.parquet', 'SELECT 3 AS id, [9007199254740993::BIGINT] AS l');
+    await parquet('n4.parquet', 'SELECT 4 AS id, [1.5::DOUBLE] AS l');
+    for (const [bad, other, column] of [
+      ['n1', 'n2', 's.a'],
+      ['n3', 'n4', 'l'],
+    ] as const) {
+      const err = await loadSourceFiles(
+        session,
+        [other, bad].map((n) => file(`${n}.parquet`, '2026-11-01T00:00:00Z')),
+        { table: `nested_${bad}` },
+      ).catch((e) => e);
+      expect(err).toBeInstanceOf(BadFileError);
+      expect(err.context.key).toBe(`s3://landing/${bad}.parquet`);
+      expect(err.message).toContain(`of column "${column}`);
+    }
+  });
+
   it('reads files of different physical types in the table types, and names the file of a value that does not fit', async () => {
     const schema = parseSchema(
       JSON.stringify({
