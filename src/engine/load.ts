@@ -54,7 +54,11 @@ import {
   type FileColumn,
 } from './load-conform.js';
 import { parquetListSql } from './parquet-list.js';
-import { naiveParquetTimestamps, refuseInstantsIntoWallClock } from './parquet-timestamps.js';
+import {
+  naiveParquetTimestamps,
+  refuseInstantsIntoWallClock,
+  ZONED,
+} from './parquet-timestamps.js';
 import { refuseCutNanoseconds } from './parquet-utc-nanos.js';
 import { ident, identList } from './sql.js';
 import { duckTypeToDelta } from './type-map-write.js';
@@ -530,9 +534,12 @@ async function parquetTypesAcross(
     const row = rows.find((r) => String(r['column_name']).toLowerCase() === name);
     if (!row) continue;
     const column = String(row['column_name']);
+    const type = duckTypeToDelta(String(row['column_type']), column);
+    // Naive timestamps combine into a naive one: a wall clock (./parquet-timestamps.ts).
+    const naive = type === 'timestamp' && String(row['column_type']) !== ZONED;
     fields.push({
       name: column,
-      type: duckTypeToDelta(String(row['column_type']), column),
+      type: naive ? 'timestamp_ntz' : type,
       nullable: true,
       metadata: {},
     });

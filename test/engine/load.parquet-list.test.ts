@@ -162,6 +162,19 @@ describe('loading many Parquet files', () => {
     expect(err.message).toMatch(/value "9007199254740993" of column "v".*row 1/);
   });
 
+  it('combines naive timestamps of different units into a wall clock, as each alone would be', async () => {
+    await parquet('w1.parquet', "SELECT 1 AS id, TIMESTAMP_MS '2026-01-01 11:00:00.5' AS t");
+    await parquet('w2.parquet', "SELECT 2 AS id, TIMESTAMP_NS '2026-01-01 10:00:00.123456' AS t");
+    const files = ['w1', 'w2'].map((n) => file(`${n}.parquet`, '2026-11-01T00:00:00Z'));
+    await loadSourceFiles(session, files, { table: 'wall' });
+    expect(
+      await session.allJson('SELECT t::VARCHAR AS t, typeof(t) AS tt FROM wall ORDER BY id'),
+    ).toEqual([
+      { t: '2026-01-01 11:00:00.5', tt: 'TIMESTAMP' },
+      { t: '2026-01-01 10:00:00.123456', tt: 'TIMESTAMP' },
+    ]);
+  });
+
   it('checks a struct field and a list element of a new column the same way', async () => {
     await parquet('n1.parquet', "SELECT 1 AS id, {'a': 9007199254740993::BIGINT} AS s");
     await parquet('n2.parquet', "SELECT 2 AS id, {'a': 1.5::DOUBLE, 'b': 'x'} AS s");
