@@ -3,7 +3,7 @@
  *
  * A cast is *lossless* when every value of the source type has an exact image in the target
  * (INTEGER into BIGINT, FLOAT into DOUBLE, DECIMAL(10,2) into DECIMAL(12,2), DATE into
- * timestamp, anything into string): a plain CAST. Every other cast (BIGINT into INTEGER,
+ * timestamp, anything but binary into string): a plain CAST. Every other cast (BIGINT into INTEGER,
  * DOUBLE into BIGINT, text into a number or a date, DECIMAL(12,4) into DECIMAL(12,2)) is
  * *checked*: a value fits when it casts and, for numbers and dates, casts back to itself.
  * DuckDB would otherwise round 1.5 to 2, or cut '2024-01-01 10:00' down to a date, silently.
@@ -78,8 +78,15 @@ function isLossless(s: DuckType, t: DuckType): boolean {
   if (renderDuckType(s) === renderDuckType(t)) return true;
   if (s.kind === 'primitive' && s.name === 'NULL') return true;
   if (t.kind === 'primitive') {
+    // Not BLOB: its CAST to VARCHAR writes escapes (bytes FF 00 become the text `\xFF\x00`).
     if (t.name === 'VARCHAR')
-      return s.kind !== 'struct' && s.kind !== 'map' && s.kind !== 'list' && s.kind !== 'array';
+      return (
+        s.kind !== 'struct' &&
+        s.kind !== 'map' &&
+        s.kind !== 'list' &&
+        s.kind !== 'array' &&
+        !(s.kind === 'primitive' && s.name === 'BLOB')
+      );
     const floatDigits = FLOAT_DIGITS[t.name];
     if (s.kind === 'decimal') return floatDigits !== undefined && s.precision <= floatDigits;
     if (s.kind !== 'primitive') return false;
@@ -140,6 +147,8 @@ export function misfitSql(
  * 800000000.3 into 800000000.2999999488, which casts back to the same double, unnoticed.
  */
 function tryCastSql(col: string, s: DuckType, t: string): string {
+  // Binary into a string column: its bytes as UTF-8 text, the same bytes (NULL when not UTF-8).
+  if (s.kind === 'primitive' && s.name === 'BLOB' && t === 'VARCHAR') return `TRY(decode(${col}))`;
   const floatToDecimal =
     s.kind === 'primitive' && FLOATS.has(s.name) && parseDuckType(t).kind === 'decimal';
   return floatToDecimal ? `TRY_CAST(CAST(${col} AS VARCHAR) AS ${t})` : `TRY_CAST(${col} AS ${t})`;

@@ -62,6 +62,8 @@ describe('castClass', () => {
     ['TIMESTAMP_NS', 'timestamp', 'checked'],
     ['TIMESTAMP_NS', 'timestamp_ntz', 'checked'],
     ['BIGINT', 'string', 'lossless'],
+    // DuckDB's CAST of binary to text writes escapes: checked, decoded as UTF-8.
+    ['BLOB', 'string', 'checked'],
     ['BIGINT', 'integer', 'checked'],
     ['DOUBLE', 'long', 'checked'],
     ['DOUBLE', 'float', 'checked'],
@@ -89,6 +91,7 @@ describe('checked casts pass values that fit and reject the rest', () => {
     ['800000000.30', 'DECIMAL(18,2)', 'double', 800000000.3],
     ['0.00000010', 'DECIMAL(18,8)', 'double', 1e-7],
     ['16777216', 'INTEGER', 'float', 16777216],
+    ["'ab\\xC3\\xA9'", 'BLOB', 'string', 'abé'],
   ] as const)('%s (%s) into %s gives %s', async (value, source, target, expected) => {
     const r = await castValue(value, source, target);
     expect(r.error).toBeUndefined();
@@ -115,6 +118,8 @@ describe('checked casts pass values that fit and reject the rest', () => {
     ['18446744073709551615', 'UBIGINT', 'double'],
     ['1234567890123456.78', 'DECIMAL(18,2)', 'double'],
     ['16777217', 'INTEGER', 'float'],
+    // Not UTF-8: as text it would be the 8 characters \xFF\x00, not these two bytes.
+    ["'\\xFF\\x00'", 'BLOB', 'string'],
     // Delta timestamps hold microseconds: DuckDB's cast would drop the nanoseconds.
     ["TIMESTAMP_NS '2024-03-01 10:00:00.123456789'", 'TIMESTAMP_NS', 'timestamp'],
     ["TIMESTAMP_NS '1969-12-31 23:59:59.999999999'", 'TIMESTAMP_NS', 'timestamp_ntz'],
