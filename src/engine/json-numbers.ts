@@ -46,6 +46,11 @@ export interface ColumnNumbers {
   longInteger: NumberAt | null;
 }
 
+/**
+ * The longest line of a zstd file the scan reads (DuckDB sizes its buffers from it: 1 GiB asked
+ * for 16 GiB). Above read_json's default largest object (16 MiB), so that read names a too-long line.
+ */
+const ZSTD_LINE_BYTES = 64 * 2 ** 20;
 /** Files up to this size (as stored) are read whole, larger ones as a stream. */
 const WHOLE_FILE_BYTES = 4 * 2 ** 20;
 
@@ -57,11 +62,21 @@ const INT64_MIN = -9_223_372_036_854_775_808n;
 /** Feed every line of a JSON or NDJSON file to `lexer`. */
 async function feed(session: DuckSession, file: LoadFile, lexer: NumberLexer): Promise<void> {
   if (compressionOf(file.localPath) === 'zstd') {
-    // Node 20 has no zstd: DuckDB decompresses, one line per row (JSON holds no raw \x01).
-    const rows = await session.all(
-      `SELECT l FROM read_csv(${str(file.localPath)}, columns = {'l': 'VARCHAR'}, delim = chr(1), quote = '', escape = '', header = false, ` +
-        `compression = 'zstd', max_line_size = 1073741824, skip_blank_lines = false)`,
-    );
+    // Node 20 has no zstd: DuckDB decompresses, one line per row (JSON holds no raw \x01). A
+    // one-column CSV keeps a blank line as a NULL row, so the rows count the file's lines.
+    let rows: Awaited<ReturnType<DuckSession['all']>>;
+    try {
+      rows = await session.all(
+        `SELECT l FROM read_csv(${str(file.localPath)}, columns = {'l': 'VARCHAR'}, delim = chr(1), quote = '', escape = '', header = false, ` +
+          `compression = 'zstd', max_line_size = ${ZSTD_LINE_BYTES})`,
+      );
+    } catch (cause) {
+      const why = cause instanceof Error ? cause.message.split('\n')[0] : String(cause);
+      throw new BadFileError(`[load] cannot read the lines of ${file.key}: ${why}`, {
+        context: { key: file.key },
+        cause,
+      });
+    }
     rows.forEach((r, i) => lexer.line(String(r['l'] ?? ''), i + 1));
     return;
   }

@@ -1,6 +1,6 @@
 /**
- * JSON numbers (./src/engine/json-numbers.ts), a property over real NDJSON and gzip files read by
- * real DuckDB: random integers (up to 25 digits), decimals (up to 20 significant digits) and
+ * JSON numbers (./src/engine/json-numbers.ts), a property over real NDJSON files, plain, gzip and
+ * zstd (written by DuckDB: Node 20 has no zstd), read by real DuckDB: random integers (up to 25 digits), decimals (up to 20 significant digits) and
  * exponents, in a new table and in an existing one of BIGINT, DECIMAL(38,10) and DOUBLE columns:
  * every value is stored as exactly the number the file spells (a double column: the double of
  * that number, when it holds at most 15 significant digits), or the batch is refused naming the
@@ -8,7 +8,7 @@
  * (./src/engine/json-texts.ts) every number, boolean, object and array is stored as the text the
  * file spells, and a JSON string as its value, in whatever mix.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -47,13 +47,27 @@ const rowsArb = fc.array(
   { minLength: 1, maxLength: 5 },
 );
 
-async function ndjson(rows: (string | null)[][], gzip: boolean): Promise<LoadFile> {
+type Compression = 'none' | 'gzip' | 'zstd';
+const compression = fc.constantFrom<Compression>('none', 'gzip', 'zstd');
+
+async function ndjson(rows: (string | null)[][], compressed: Compression): Promise<LoadFile> {
   const text =
     rows
       .map((r) => `{${r.map((v, i) => `"${COLUMNS[i]}":${v ?? 'null'}`).join(', ')}}`)
       .join('\n') + '\n';
-  const path = join(dir, `f${n++}.ndjson${gzip ? '.gz' : ''}`);
-  await writeFile(path, gzip ? gzipSync(text) : text);
+  const plain = join(dir, `f${n++}.ndjson`);
+  await writeFile(plain, compressed === 'gzip' ? gzipSync(text) : text);
+  let path = compressed === 'gzip' ? `${plain}.gz` : plain;
+  if (compressed === 'gzip') await rename(plain, path);
+  if (compressed === 'zstd') {
+    // The lines as one-column CSV rows, never quoted (JSON text holds no raw \x01).
+    path = `${plain}.zst`;
+    await session.run(
+      `COPY (SELECT l FROM read_csv('${plain}', columns = {'l': 'VARCHAR'}, delim = chr(1), quote = '', escape = '', header = false)) ` +
+        `TO '${path}' (FORMAT csv, DELIMITER chr(1), QUOTE '', ESCAPE '', HEADER false, COMPRESSION zstd)`,
+    );
+    await rm(plain);
+  }
   return {
     localPath: path,
     key: `landing/${path.split('/').pop()}`,
@@ -82,8 +96,12 @@ function holds(type: string, spelled: string, stored: string): boolean {
   return sameNumber(spelled, stored);
 }
 
-async function check(rows: (string | null)[][], gzip: boolean, schema?: StructType): Promise<void> {
-  const file = await ndjson(rows, gzip);
+async function check(
+  rows: (string | null)[][],
+  compressed: Compression,
+  schema?: StructType,
+): Promise<void> {
+  const file = await ndjson(rows, compressed);
   const err = await loadSourceFiles(session, [file], {
     table: 't',
     ...(schema ? { schema } : {}),
@@ -135,14 +153,14 @@ const TABLE: StructType = {
 describe('JSON numbers are stored exactly as written, or refused naming file, line and column', () => {
   it('into a new table (types as DuckDB infers them)', async () => {
     await fc.assert(
-      fc.asyncProperty(rowsArb, fc.boolean(), (rows, gzip) => check(rows, gzip)),
+      fc.asyncProperty(rowsArb, compression, (rows, c) => check(rows, c)),
       { numRuns: 60, seed: 1820 },
     );
   });
 
   it('into a table of BIGINT, DECIMAL(38,10) and DOUBLE columns', async () => {
     await fc.assert(
-      fc.asyncProperty(rowsArb, fc.boolean(), (rows, gzip) => check(rows, gzip, TABLE)),
+      fc.asyncProperty(rowsArb, compression, (rows, c) => check(rows, c, TABLE)),
       { numRuns: 60, seed: 1821 },
     );
   });
@@ -171,7 +189,7 @@ const textRowsArb = fc.array(
 /** Load `files` (of rows of jsonText values, all of one batch) and check every stored value is the file's text. */
 async function checkTexts(
   files: { json: string; stored: string }[][][],
-  gzip: boolean,
+  compressed: Compression,
   schema?: StructType,
 ): Promise<void> {
   const loaded = [];
@@ -179,7 +197,7 @@ async function checkTexts(
     loaded.push(
       await ndjson(
         rows.map((r) => r.map((v) => v.json)),
-        gzip,
+        compressed,
       ),
     );
   const err = await loadSourceFiles(session, loaded, {
@@ -216,9 +234,7 @@ const filesArb = fc.array(
 describe('JSON values into string columns are stored as the file spells them', () => {
   it('numbers, booleans, texts, objects and arrays, in any mix and in several files, into a table of string columns', async () => {
     await fc.assert(
-      fc.asyncProperty(filesArb, fc.boolean(), (files, gzip) =>
-        checkTexts(files, gzip, TEXT_TABLE),
-      ),
+      fc.asyncProperty(filesArb, compression, (files, c) => checkTexts(files, c, TEXT_TABLE)),
       { numRuns: 40, seed: 1822 },
     );
   });
@@ -226,9 +242,7 @@ describe('JSON values into string columns are stored as the file spells them', (
   it('into a new table whose columns are text because one file holds texts there (or refused naming the value, where a number with more digits than a double holds is read before the type is known)', async () => {
     const texts = [COLUMNS.map((c) => ({ json: JSON.stringify(`t-${c}`), stored: `t-${c}` }))];
     await fc.assert(
-      fc.asyncProperty(filesArb, fc.boolean(), (files, gzip) =>
-        checkTexts([texts, ...files], gzip),
-      ),
+      fc.asyncProperty(filesArb, compression, (files, c) => checkTexts([texts, ...files], c)),
       { numRuns: 40, seed: 1823 },
     );
   });
