@@ -134,11 +134,27 @@ export function misfitSql(
   const whole = `(${col} IS NOT NULL AND (${cast} IS NULL${exact ? ` OR ${exact}` : ''}))`;
   // A struct cast sets a field that does not fit to NULL without an error: every leaf is checked.
   const leaves = isNestedDuck(source)
-    ? leafChecks(col, source, target, '', misfitSql, formats)
+    ? leafChecks(col, source, target, '', nestedLeafMisfitSql, formats)
     : [];
   return leaves.length === 0
     ? whole
     : `(${[whole, ...leaves.map((l) => l.predicate)].join(' OR ')})`;
+}
+
+/**
+ * misfitSql for a leaf of a struct, list or map, which is converted by one CAST of the whole
+ * value: a binary leaf into a string field passes only when that CAST gives its UTF-8 text
+ * (ASCII without escapes), since the CAST writes bytes past ASCII as `\xC3\xA9`.
+ */
+function nestedLeafMisfitSql(
+  col: string,
+  sourceDuckType: string,
+  target: DataType,
+  formats: TemporalFormats = {},
+): string | null {
+  if (sourceDuckType === 'BLOB' && target === 'string')
+    return `(${col} IS NOT NULL AND TRY(decode(${col})) IS DISTINCT FROM CAST(${col} AS VARCHAR))`;
+  return misfitSql(col, sourceDuckType, target, formats);
 }
 
 /**

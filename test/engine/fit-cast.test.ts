@@ -132,6 +132,18 @@ describe('checked casts pass values that fit and reject the rest', () => {
     },
   );
 
+  it('a binary field into a string field of a struct passes only as plain ASCII (the struct CAST would write escapes)', async () => {
+    const target: DataType = {
+      type: 'struct',
+      fields: [{ name: 'b', type: 'string', nullable: true, metadata: {} }],
+    };
+    const plain = await castValue("{'b': 'plain'::BLOB}", 'STRUCT(b BLOB)', target);
+    expect(plain).toEqual({ value: { b: 'plain' }, misfit: false });
+    const accented = await castValue("{'b': 'ab\\xC3\\xA9'::BLOB}", 'STRUCT(b BLOB)', target);
+    expect(accented.misfit).toBe(true);
+    expect(accented.error).toMatch(/does not fit the table's type/);
+  });
+
   it('passes NULL through every cast', async () => {
     for (const [source, target] of [
       ['VARCHAR', 'long'],
