@@ -56,6 +56,8 @@ const WHOLE_FILE_BYTES = 4 * 2 ** 20;
 
 /** Significant digits a double gives back exactly (DBL_DIG). */
 const DOUBLE_DIGITS = 15;
+/** The smallest positive normal double (DBL_MIN). */
+const MIN_NORMAL = 2.2250738585072014e-308;
 const INT64_MAX = 9_223_372_036_854_775_807n;
 const INT64_MIN = -9_223_372_036_854_775_808n;
 
@@ -212,13 +214,10 @@ function lossOf(lexeme: string): string | null {
   if (significant.length > DOUBLE_DIGITS)
     return `DuckDB reads numbers with a fraction or an exponent as doubles, which hold ${DOUBLE_DIGITS} significant digits, not its ${significant.length}`;
   const value = Number(lexeme);
-  if (
-    !Number.isFinite(value) ||
-    (value === 0 && significant !== '') ||
-    (value !== 0 && Math.abs(value) < 2.2250738585072014e-308)
-  ) {
-    return "it is outside a double's range, as which DuckDB reads it";
-  }
+  if (!Number.isFinite(value)) return "it is beyond a double's range, as which DuckDB reads it";
+  // Below the smallest normal double, a double holds fewer digits (a subnormal), or none (0).
+  if ((value === 0 && significant !== '') || (value !== 0 && Math.abs(value) < MIN_NORMAL))
+    return "it is smaller than a double's smallest normal value (2.2250738585072014e-308), below which a double, as which DuckDB reads it, keeps fewer digits or none";
   return null;
 }
 

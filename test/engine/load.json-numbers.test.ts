@@ -166,6 +166,34 @@ describe('JSON numbers are stored exactly as written, or refused naming file, li
   });
 });
 
+describe('numbers outside what a double holds are refused saying which way', () => {
+  it.each([
+    ['1e400', "beyond a double's range"],
+    ['5e-324', "smaller than a double's smallest normal value"],
+    ['1e-400', "smaller than a double's smallest normal value"],
+  ])('%s', async (value, why) => {
+    const file = await ndjson(
+      [
+        ['1', '2', '3'],
+        ['4', value, '6'],
+      ],
+      'none',
+    );
+    const err = await loadSourceFiles(session, [file], { table: 't' }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(BadFileError);
+    expect((err as BadFileError).context).toMatchObject({
+      key: file.key,
+      line: 2,
+      column: 'b',
+      value,
+    });
+    expect((err as Error).message).toContain(why);
+  });
+});
+
 const TEXT_TABLE: StructType = {
   type: 'struct',
   fields: COLUMNS.map((name) => ({ name, type: 'string', nullable: true, metadata: {} })),
