@@ -43,6 +43,11 @@ async function zone(
   return { source, setup, uri: source.uri };
 }
 
+/** `setup` with `source.columns` declaring `columns`. */
+function declaring(setup: ReturnType<typeof makeConfig>, columns: Record<string, string>) {
+  return { ...setup, job: { ...setup.job, source: { ...setup.job.source, columns } } };
+}
+
 /** A table of exact types, created from Parquet: BIGINT key and version, DECIMAL(10,2) amount. */
 async function typedTable(extra: Record<string, unknown> = {}) {
   const z = await zone(extra);
@@ -486,13 +491,7 @@ describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () =
     expect(err.message).toContain('UTC-adjusted Parquet timestamp');
     expect(err.message).toContain('local_at: timestamp_ntz in source.columns');
     expect((await readTarget(session, z.setup)).snapshot!.version).toBe(0);
-    const declared = {
-      ...z.setup,
-      job: {
-        ...z.setup.job,
-        source: { ...z.setup.job.source, columns: { local_at: 'timestamp_ntz' } },
-      },
-    };
+    const declared = declaring(z.setup, { local_at: 'timestamp_ntz' });
     expect(await run(declared)).toMatchObject({ status: 'succeeded', updated: 1 });
     expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['local_at'])).toEqual([
       '2025-03-02 08:30:00',
@@ -524,13 +523,7 @@ describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () =
       'another Parquet file of the batch holds "local_at" as a wall clock',
     );
     expect((await readTarget(session, z.setup)).snapshot).toBeNull();
-    const declared = {
-      ...z.setup,
-      job: {
-        ...z.setup.job,
-        source: { ...z.setup.job.source, columns: { local_at: 'timestamp' } },
-      },
-    };
+    const declared = declaring(z.setup, { local_at: 'timestamp' });
     expect(await run(declared)).toMatchObject({ status: 'succeeded', inserted: 2 });
     expect(await tableTypes(z.setup)).toMatchObject({ local_at: 'timestamp' });
   });
@@ -671,10 +664,7 @@ describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () =
 describe('source.columns against an existing table', () => {
   it('a declared type the table column does not have is a config error naming both; nothing loads', async () => {
     const z = await typedTable();
-    const declared = {
-      ...z.setup,
-      job: { ...z.setup.job, source: { ...z.setup.job.source, columns: { seq: 'string' } } },
-    };
+    const declared = declaring(z.setup, { seq: 'string' });
     await z.source.write('2025/03/02/a.csv', 'order_id,seq\n2,2\n');
     const err = await failure(run(declared));
     expect(err).toBeInstanceOf(ConfigError);
