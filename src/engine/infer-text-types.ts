@@ -76,7 +76,7 @@ export async function inferTextColumns(
       `max(${whole}) AS w${i}`,
       `max(CASE WHEN contains(${v}, '.') THEN ${fraction} ELSE 0 END) AS s${i}`,
       `max(length(ltrim(replace(ltrim(${v}, '-'), '.', ''), '0'))) AS g${i}`,
-      `${allOf(`regexp_matches(${v}, '[0-9]')`, v)} AS a${i}`,
+      `${allOf(`regexp_matches(${v}, '^[0-9]')`, v)} AS a${i}`,
     ];
   });
   // The texts first, into one table (a bounded number of files per statement, as the load does:
@@ -94,8 +94,9 @@ export async function inferTextColumns(
       );
     }
     row = (await session.one(`SELECT ${aggregates.join(', ')} FROM ${table}`)) ?? {};
-    // Without a configured format every date and timestamp text has digits (each form's pattern
-    // requires them), so a column with a value that has none is neither.
+    // Without a configured format every date and timestamp text starts with a digit (each form's
+    // pattern does: ISO, the candidate date forms, and a timestamp's date part), so a column with
+    // a value that does not (`r1`, `placed`) is neither.
     const configured = formats.date !== undefined || formats.timestamp !== undefined;
     const temporal = columns.flatMap((_, i) =>
       undecided(row, i) && (configured || row[`a${i}`] === true) ? [i] : [],
