@@ -31,7 +31,6 @@ const SLOW: Record<string, number> = {
   'test/job/backfill.test.ts': 25,
   'test/job/scd2.test.ts': 24,
   'test/job/cdc.test.ts': 24,
-  'test/job/run-job.list-count.test.ts': 23,
   'test/model/unpartitioned.test.ts': 23,
   'test/job/run-job.state-bounded.test.ts': 21,
   'test/cli/scheduler.test.ts': 21,

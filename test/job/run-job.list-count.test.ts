@@ -1,6 +1,6 @@
 /**
  * The job's LIST requests against the source (s3rver, counted through the RunContext's
- * `openStorage` seam): once three years of daily partitions are loaded, an incremental run
+ * `openStorage` seam): once a year of daily partitions is loaded, an incremental run
  * lists the new and lookback partitions only, as many requests as with ten days of history.
  */
 import { randomUUID } from 'node:crypto';
@@ -74,12 +74,12 @@ async function incrementalAfter(historyStart: string) {
 }
 
 describe('LIST requests of an incremental job run (sources on s3rver)', () => {
-  it('depend on the new and lookback partitions, not on three years of loaded history', async () => {
-    const long = await incrementalAfter('2022-06-11'); // three years: 1,096 days
+  it('depend on the new and lookback partitions, not on a year of loaded history', async () => {
+    const long = await incrementalAfter('2024-06-11'); // a year: 365 days, across a year's end
     const short = await incrementalAfter('2025-06-01'); // ten days
     expect(long.initial).toMatchObject({
       status: 'succeeded',
-      filesLoaded: 1096,
+      filesLoaded: 365,
       watermark: '2025-06-10',
     });
     expect(short.initial).toMatchObject({
@@ -87,7 +87,7 @@ describe('LIST requests of an incremental job run (sources on s3rver)', () => {
       filesLoaded: 10,
       watermark: '2025-06-10',
     });
-    expect(long.initialLists).toBeGreaterThan(1096); // the first run walks every day
+    expect(long.initialLists).toBeGreaterThan(365); // the first run walks every day
 
     for (const r of [long, short]) {
       expect(r.incremental).toMatchObject({
