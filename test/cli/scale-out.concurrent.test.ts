@@ -4,7 +4,7 @@
  * table partitioned by order_date, one `optimize` and one `vacuum --dry-run`. Each command is the
  * real CLI (`main`, in this process: in-process concurrency, every command with its own DuckDB
  * session, source and table objects) on local folders, so put-if-absent is real (`link()`), and
- * each starts after a seeded random delay. Repeated ROUNDS times on fresh folders (5 in `npm test`,
+ * each starts after a seeded random delay. Repeated ROUNDS times on fresh folders (3 in `npm test`,
  * each run from a new base seed; TIDEMARK_SCALE_ROUNDS=10 for the figures docs/scaling.md quotes).
  *
  * The landing zones: eight days of both regions loaded before (the jobs' watermarks are the 8th);
@@ -39,7 +39,7 @@ import { cli, sleep } from '../helpers/cli.js';
 import { duplicateOrders, logProblems, readFeedTable } from '../job/feed-table.js';
 import { cleanup, DuckSession, makeConfig, tempDir } from '../job/helpers.js';
 
-const ROUNDS = Number(process.env['TIDEMARK_SCALE_ROUNDS'] ?? 5);
+const ROUNDS = Number(process.env['TIDEMARK_SCALE_ROUNDS'] ?? 3);
 const MAX_START_DELAY_MS = 300;
 const DAYS = daysFrom('2026-02-01', 10);
 const OLD = DAYS.slice(0, 8);

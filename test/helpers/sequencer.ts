@@ -21,7 +21,7 @@ const SLOW: Record<string, number> = {
   'test/job/run-job.faults.test.ts': 84,
   'test/cli/kill9.test.ts': 55,
   'test/model/partitioned.test.ts': 45,
-  'test/cli/scale-out.concurrent.test.ts': 35,
+  'test/cli/scale-out.concurrent.test.ts': 21,
   'test/job/backfill.faults.test.ts': 34,
   'test/storage/s3.faults.test.ts': 31,
   'test/engine/load.property.test.ts': 29,
