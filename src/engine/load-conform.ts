@@ -83,6 +83,8 @@ export async function describeFile(
   const columns = all.slice(0, all.length - LINEAGE_COLUMNS.length);
   if (file.format === 'parquet' && columns.some((c) => c.type === 'TIMESTAMP'))
     await markInt96(session, file, columns);
+  if (file.format === 'parquet' && columns.some((c) => c.type.includes('DOUBLE')))
+    await refuseWideDecimals(session, file);
   if ((file.format === 'csv' || file.format === 'tsv') && columns.length > 0) {
     const dialect = csvDialect(file.format, csv);
     if (dialect.header) await checkCsvHeader(session, file, dialect, columns.length);
@@ -110,6 +112,31 @@ async function markInt96(
   }
   const names = new Set(rows.map((r) => String(r['name'])));
   for (const c of columns) if (c.type === 'TIMESTAMP' && names.has(c.name)) c.int96 = true;
+}
+
+/**
+ * A Parquet decimal of more than 38 digits (pyarrow's `decimal256`) has no Delta type, and DuckDB
+ * reads it as a DOUBLE, wrongly (a `decimal(45,0)` 1 read as 1099511627776, DuckDB 1.5), where a
+ * right reading would still round it: such a column, top-level or nested, is refused naming it.
+ */
+async function refuseWideDecimals(session: DuckSession, file: LoadFile): Promise<void> {
+  let rows;
+  try {
+    rows = await session.all(
+      `SELECT name, precision, scale FROM parquet_schema(${str(file.localPath)}) WHERE precision > 38`,
+    );
+  } catch (err) {
+    throw unreadable(file, err);
+  }
+  const wide = rows[0];
+  if (!wide) return;
+  const name = String(wide['name']);
+  const type = `decimal(${String(wide['precision'])},${String(wide['scale'])})`;
+  throw new BadFileError(
+    `[load] cannot load ${file.key}: its column ${JSON.stringify(name)} is a Parquet ${type}, wider than the 38 digits of a Delta decimal (DuckDB would read it as a double, changing its values); ` +
+      'write it as decimal(38,s) or as a string upstream',
+    { context: { key: file.key, column: name, type } },
+  );
 }
 
 /**

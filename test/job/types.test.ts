@@ -889,3 +889,22 @@ describe('JSON values into string columns: stored as the file spells them, or re
     expect((await readTarget(session, z.setup)).snapshot).toBeNull();
   });
 });
+
+describe('a Parquet decimal wider than 38 digits (pyarrow decimal256)', () => {
+  it('is refused naming the file and the column, nothing committed (DuckDB reads it as a wrong double)', async () => {
+    // Without the check the table held amount 72057594037927940 for the file's 1.00, exit 0.
+    const file = await readFile(
+      new URL('../../fixtures/parquet/decimal256.parquet', import.meta.url),
+    );
+    const z = await zone();
+    await z.source.write('2025/03/01/wide.parquet', file);
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(BadFileError);
+    expect((err as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/01/wide.parquet`,
+      column: 'amount',
+      type: 'decimal(40,2)',
+    });
+    expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+  });
+});
