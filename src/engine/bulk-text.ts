@@ -196,7 +196,7 @@ function readerSql(
   }
   const compression = compressionOf(first.localPath);
   const format = first.format === 'ndjson' ? "'newline_delimited'" : "'auto'";
-  return `read_json(${list}, format = ${format}, union_by_name = true, filename = ${str(PATH_COLUMN)}${compression === 'none' ? '' : `, compression = ${str(compression)}`})`;
+  return `read_json(${list}, format = ${format}, union_by_name = true, hive_partitioning = false, filename = ${str(PATH_COLUMN)}${compression === 'none' ? '' : `, compression = ${str(compression)}`})`;
 }
 
 /** SELECT of files [from, to) of the group with lineage and FILE_INDEX. */

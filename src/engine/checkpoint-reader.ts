@@ -32,7 +32,7 @@ export async function readCheckpointActions(
   localPaths: string[],
 ): Promise<Action[]> {
   if (localPaths.length === 0) return [];
-  const source = `read_parquet([${localPaths.map((p) => str(safeReadPath(p))).join(', ')}], union_by_name = true)`;
+  const source = `read_parquet([${localPaths.map((p) => str(safeReadPath(p))).join(', ')}], union_by_name = true, hive_partitioning = false)`;
   const present = new Set(
     (await session.all(`DESCRIBE SELECT * FROM ${source}`)).map((r) => String(r['column_name'])),
   );

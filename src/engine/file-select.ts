@@ -93,6 +93,8 @@ function dialectArgs(d: CsvDialect, path: string): string[] {
     'null_padding = false',
     // RFC 4180: a quoted empty field is an empty string; only an unquoted one is NULL.
     'allow_quoted_nulls = false',
+    // Local files are read in place: a `dt=2026-11-30/` folder in the path is no column.
+    'hive_partitioning = false',
   ];
   if (d.nullstr !== undefined) args.push(`nullstr = ${str(d.nullstr)}`);
   const compression = compressionOf(path);
@@ -147,6 +149,7 @@ export function csvFirstLineSql(path: string): string {
     "comment = ''",
     'strict_mode = false',
     'null_padding = true',
+    'hive_partitioning = false',
     ...(compression === 'none' ? [] : [`compression = ${str(compression)}`]),
   ];
   return `SELECT line FROM read_csv(${args.join(', ')}) LIMIT 1`;
@@ -223,6 +226,6 @@ export function fileSelectSql(
       return `SELECT *, ${lineage}, row_number() OVER () AS ${ident(SOURCE_ROW)} FROM read_csv(${csvArgs(file.format, csv, file.localPath, text)})`;
     case 'json':
     case 'ndjson':
-      return `SELECT *, ${lineage}, row_number() OVER () AS ${ident(SOURCE_ROW)} FROM read_json(${str(file.localPath)}, format = ${file.format === 'ndjson' ? "'newline_delimited'" : "'auto'"}${jsonCompression})`;
+      return `SELECT *, ${lineage}, row_number() OVER () AS ${ident(SOURCE_ROW)} FROM read_json(${str(file.localPath)}, format = ${file.format === 'ndjson' ? "'newline_delimited'" : "'auto'"}, hive_partitioning = false${jsonCompression})`;
   }
 }

@@ -69,7 +69,7 @@ async function feed(session: DuckSession, file: LoadFile, lexer: NumberLexer): P
     let rows: Awaited<ReturnType<DuckSession['all']>>;
     try {
       rows = await session.all(
-        `SELECT l FROM read_csv(${str(file.localPath)}, columns = {'l': 'VARCHAR'}, delim = chr(1), quote = '', escape = '', header = false, ` +
+        `SELECT l FROM read_csv(${str(file.localPath)}, columns = {'l': 'VARCHAR'}, delim = chr(1), quote = '', escape = '', header = false, hive_partitioning = false, ` +
           `compression = 'zstd', max_line_size = ${ZSTD_LINE_BYTES})`,
       );
     } catch (cause) {

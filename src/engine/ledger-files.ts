@@ -143,5 +143,5 @@ function valuesSql(entries: readonly LedgerEntry[]): string {
 function readFiles(paths: readonly string[]): string {
   const columns =
     'SELECT NULL::VARCHAR AS key, NULL::VARCHAR AS etag, NULL::BIGINT AS batch, NULL::BIGINT AS modified WHERE false';
-  return `(${columns} UNION ALL BY NAME SELECT * FROM read_parquet([${paths.map(str).join(', ')}], union_by_name = true))`;
+  return `(${columns} UNION ALL BY NAME SELECT * FROM read_parquet([${paths.map(str).join(', ')}], union_by_name = true, hive_partitioning = false))`;
 }

@@ -71,7 +71,7 @@ async function checkFile(session: DuckSession, file: LoadFile, columns: string[]
     for (const column of columns) {
       const c = ident(column);
       const hit = await session.one(
-        `SELECT file_row_number + 1 AS row, CAST(${c} AS VARCHAR) AS value FROM read_parquet(${str(copy)}, file_row_number = true) ` +
+        `SELECT file_row_number + 1 AS row, CAST(${c} AS VARCHAR) AS value FROM read_parquet(${str(copy)}, file_row_number = true, hive_partitioning = false) ` +
           `WHERE epoch_ns(${c}) % 1000 <> 0 LIMIT 1`,
       );
       if (hit)

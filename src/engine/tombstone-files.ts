@@ -34,7 +34,7 @@ export async function loadTombstones(
 ): Promise<Relation> {
   const name = `__tm_tombstones_${++sequence}`;
   await session.run(
-    `CREATE OR REPLACE TEMP TABLE ${ident(name)} AS SELECT * FROM read_parquet([${paths.map(str).join(', ')}], union_by_name = true) ` +
+    `CREATE OR REPLACE TEMP TABLE ${ident(name)} AS SELECT * FROM read_parquet([${paths.map(str).join(', ')}], union_by_name = true, hive_partitioning = false) ` +
       `WHERE ${ident(DELETED_AT)} >= ${instant(cutoff)}`,
   );
   return { name, dispose: () => session.run(`DROP TABLE IF EXISTS ${ident(name)}`) };

@@ -1,0 +1,64 @@
+/**
+ * Local sources and targets whose paths hold `name=value` folders (a hive-style layout such as
+ * `dt={yyyy}-{mm}-{dd}`, or a root below `env=prod/`). Local files are read in place, and DuckDB's
+ * readers guess hive partitioning from such paths: read_json added a `dt` column that no file
+ * holds (stored silently, exit 0) and read_csv failed every batch ("Expected Number of Columns:
+ * 3 Found: 2"). The table must hold exactly the files' columns and rows.
+ * Real DuckDB, real CSV/NDJSON/Parquet files, real Delta logs in local folders.
+ */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { LocalStorage } from '../../src/storage/local.js';
+import {
+  DuckSession,
+  land,
+  makeConfig,
+  mergeTarget,
+  orders,
+  readTarget,
+  run,
+  sessionPerFile,
+  tempDir,
+} from './helpers.js';
+
+let session: DuckSession;
+const dirs = sessionPerFile((s) => (session = s));
+
+describe('paths with name=value folders', () => {
+  it.each([
+    ['a hive-style layout', 'land', 'dt={yyyy}-{mm}-{dd}', (d: string) => `dt=2026-11-${d}`],
+    ['a root below env=prod/', 'env=prod/land', '{yyyy}/{mm}/{dd}', (d: string) => `2026/11/${d}`],
+  ])(
+    '%s: CSV, NDJSON and Parquet load with their own columns only',
+    async (_, root, layout, folder) => {
+      const base = await tempDir('hive', dirs);
+      const source = new LocalStorage(join(base, root));
+      await land(source, session, `${folder('01')}/a.csv`, orders([1, 'placed', 1]));
+      await land(source, session, `${folder('01')}/b.ndjson`, orders([2, 'placed', 1]));
+      await land(source, session, `${folder('02')}/c.parquet`, orders([3, 'placed', 1]));
+      await land(source, session, `${folder('02')}/d.csv`, orders([1, 'paid', 2]));
+      const setup = makeConfig({
+        source: { uri: join(base, root), discover: { by: 'partition', layout } },
+        target: mergeTarget(join(base, 'env=prod', 'lake')),
+      });
+
+      const report = await run(setup);
+      expect(report).toMatchObject({
+        status: 'succeeded',
+        filesLoaded: 4,
+        watermark: '2026-11-02',
+      });
+      const table = await readTarget(session, setup);
+      expect(table.columns.sort()).toEqual(
+        ['_source_file', '_source_modified', 'order_id', 'rid', 'seq', 'status'].sort(),
+      );
+      expect(table.rows.map((r) => [r.order_id, r.status]).sort()).toEqual([
+        [1, 'paid'],
+        [2, 'placed'],
+        [3, 'placed'],
+      ]);
+      // A second run reads the table's own files and state back (paths below env=prod/ too).
+      expect(await run(setup)).toMatchObject({ status: 'nothing-new', filesLoaded: 0 });
+    },
+  );
+});
