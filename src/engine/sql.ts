@@ -44,7 +44,7 @@ export function identList(names: readonly string[]): string {
   return names.map(ident).join(', ');
 }
 
-/** True when DuckDB would expand the path as a glob pattern. */
+/** True when DuckDB would expand the path as a glob pattern (or read `\` as a glob escape). */
 export function needsSafeAlias(path: string): boolean {
-  return /[*?[\]{}]/.test(path);
+  return /[*?[\]{}\\]/.test(path);
 }

@@ -8,7 +8,8 @@
  * with the commit's.)
  *
  * The file name is the key: `a/b c%.csv` is stored at `<root>/a/b c%.csv`. Keys that are
- * not plain relative paths (`..`, `.`, empty segments, absolute, NUL, backslash) are
+ * not plain relative paths (`..`, `.`, empty segments, absolute, NUL; a backslash on Windows,
+ * where it separates folders; elsewhere it is a character of the name like any other) are
  * refused with UnsafeKeyError, so no key can reach outside the root.
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -114,7 +115,7 @@ export class LocalStorage implements Storage {
     const full = path.join(this.root, ...key.split('/'));
     // Belt and braces: the segment checks above already rule this out.
     const rel = path.relative(this.root, full);
-    if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel))
+    if (rel === '' || rel.split(path.sep)[0] === '..' || path.isAbsolute(rel))
       throw new UnsafeKeyError(key, this.uri);
     return full;
   }
@@ -398,8 +399,9 @@ export class LocalStorage implements Storage {
     }
     const entries: { name: string; isDir: boolean; sortKey: string }[] = [];
     for (const d of dirents) {
-      // Backslashes cannot appear in a valid key; symlinked folders are not followed (cycles).
-      if (TEMP_NAME.test(d.name) || d.name.includes('\\')) continue;
+      // Symlinked folders are not followed (cycles). A name with a backslash (`d\e.csv`, legal
+      // outside Windows) is listed like any other: leaving it out skipped its file silently.
+      if (TEMP_NAME.test(d.name)) continue;
       const isDir = d.isDirectory();
       if (!isDir && !d.isFile() && !d.isSymbolicLink()) continue;
       entries.push({ name: d.name, isDir, sortKey: isDir ? `${d.name}/` : d.name });
@@ -609,15 +611,15 @@ export class LocalStorage implements Storage {
 }
 
 /**
- * Refuse keys that are not plain relative paths: empty, absolute, NUL, backslash (a
- * separator on Windows), and `.`/`..`/empty segments (they alias or escape other keys).
+ * Refuse keys that are not plain relative paths: empty, absolute, NUL, a backslash where it is a
+ * separator (Windows), and `.`/`..`/empty segments (they alias or escape other keys).
  */
 function assertSafeKey(key: string, uri: string): void {
   const bad =
     typeof key !== 'string' ||
     key === '' ||
     key.includes('\0') ||
-    key.includes('\\') ||
+    (path.sep === '\\' && key.includes('\\')) ||
     key.startsWith('/') ||
     path.isAbsolute(key) ||
     key.split('/').some((seg) => seg === '' || seg === '.' || seg === '..');

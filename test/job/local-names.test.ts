@@ -1,12 +1,16 @@
 /**
+ * Local folders with names that DuckDB or a path check could take for something else.
+ *
  * Local sources and targets whose paths hold `name=value` folders (a hive-style layout such as
  * `dt={yyyy}-{mm}-{dd}`, or a root below `env=prod/`). Local files are read in place, and DuckDB's
  * readers guess hive partitioning from such paths: read_json added a `dt` column that no file
  * holds (stored silently, exit 0) and read_csv failed every batch ("Expected Number of Columns:
  * 3 Found: 2"). The table must hold exactly the files' columns and rows.
+ * A file or folder with a backslash in its name (legal outside Windows) was left out of the
+ * listing: not loaded, not reported, exit 0.
  * Real DuckDB, real CSV/NDJSON/Parquet files, real Delta logs in local folders.
  */
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.js';
 import {
@@ -61,4 +65,29 @@ describe('paths with name=value folders', () => {
       expect(await run(setup)).toMatchObject({ status: 'nothing-new', filesLoaded: 0 });
     },
   );
+});
+
+describe.skipIf(sep === '\\')('backslashes in local names', () => {
+  it('a file and a folder with a backslash load like any other, once', async () => {
+    const base = await tempDir('backslash', dirs);
+    const source = new LocalStorage(join(base, 'land'));
+    await land(source, session, '2026/11/01/d\\e.csv', orders([1, 'placed', 1]));
+    await land(source, session, '2026/11/01/f\\g/h.csv', orders([2, 'placed', 1]));
+    await land(source, session, '2026/11/01/plain.csv', orders([3, 'placed', 1]));
+    const setup = makeConfig({
+      source: {
+        uri: join(base, 'land'),
+        discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' },
+      },
+      target: mergeTarget(join(base, 'lake')),
+    });
+    expect(await run(setup)).toMatchObject({
+      status: 'succeeded',
+      filesDiscovered: 3,
+      filesLoaded: 3,
+    });
+    const table = await readTarget(session, setup);
+    expect(table.rows.map((r) => r.order_id).sort()).toEqual([1, 2, 3]);
+    expect(await run(setup)).toMatchObject({ status: 'nothing-new', filesLoaded: 0 });
+  });
 });
