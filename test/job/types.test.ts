@@ -661,6 +661,48 @@ describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () =
   });
 });
 
+describe('JSON date and timestamp texts that DuckDB detects', () => {
+  it('are refused naming file, line and column unless they spell the value exactly, in a new table and into an existing column', async () => {
+    // Without the check " 2026-01-05" and "2026-01-05 1:2:3" loaded as 2026-01-05 and 01:02:03, exit 0.
+    const z = await zone();
+    const write = (key: string, ...days: string[]) =>
+      z.source.write(
+        key,
+        days
+          .map((d, i) => `{"order_id": ${i + 1}, "seq": 1, "day": "${d}", "at": "${d}T10:00:00Z"}`)
+          .join('\n') + '\n',
+      );
+    await write('2025/03/01/a.ndjson', '2026-01-05', ' 2026-01-06');
+    const blank = await failure(run(z.setup));
+    expect(blank).toBeInstanceOf(BadFileError);
+    expect((blank as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/01/a.ndjson`,
+      line: 2,
+      column: 'day',
+      value: ' 2026-01-06',
+    });
+    expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+    await write('2025/03/01/a.ndjson', '2026-01-05', '2026-01-06');
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 2 });
+    expect(await tableTypes(z.setup)).toMatchObject({ day: 'date', at: 'timestamp' });
+    await z.source.write(
+      '2025/03/02/b.ndjson',
+      '{"order_id": 3, "seq": 1, "day": "2026-01-07", "at": "2026-01-07 1:2:3"}\n',
+    );
+    const short = await failure(run(z.setup));
+    expect((short as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/02/b.ndjson`,
+      line: 1,
+      column: 'at',
+      value: '2026-01-07 1:2:3',
+    });
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['day'])).toEqual([
+      '2026-01-05',
+      '2026-01-06',
+    ]);
+  });
+});
+
 describe('source.columns against an existing table', () => {
   it('a declared type the table column does not have is a config error naming both; nothing loads', async () => {
     const z = await typedTable();
