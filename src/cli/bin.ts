@@ -9,10 +9,17 @@
  * and nothing on stdout. A signal that arrives before the CLI runs ends it at once with 130
  * (and the --json failure object).
  */
+import { setMaxListeners } from 'node:events';
+
 // tidemark supports Node 20; the AWS SDK's notice about newer Node versions would only clutter logs.
 process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
 
 const controller = new AbortController();
+// Every object read in flight listens for the abort (up to source.concurrency, at most 256, each
+// with a listener or two): Node's default limit of 10 printed a MaxListenersExceededWarning
+// ("possible memory leak") into every run of more than ten files on S3. Listeners are removed as
+// reads end, so a bound with room above the most in flight keeps the check for a real leak.
+setMaxListeners(1024, controller.signal);
 let signals = 0;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
