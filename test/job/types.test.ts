@@ -703,6 +703,110 @@ describe('JSON date and timestamp texts that DuckDB detects', () => {
   });
 });
 
+describe('JSON date and timestamp texts that DuckDB detects inside a struct or a list', () => {
+  it('are refused naming file, line and path unless they spell the value exactly, in a new table and into an existing one', async () => {
+    // Without the check {"o":{"x":"2026-01-05 "}} loaded as the date 2026-01-05, exit 0; likewise in a list.
+    const z = await zone();
+    const line = (id: number, x: string, l: string[], d: string, at = `${x}T10:00:00Z`) =>
+      JSON.stringify({ order_id: id, seq: 1, o: { x, n: id, at }, l, ls: [{ d, k: 'a' }] });
+    const file = '2025/03/01/a.ndjson';
+    const refused = async (key: string, context: Record<string, unknown>) => {
+      const err = await failure(run(z.setup));
+      expect(err).toBeInstanceOf(BadFileError);
+      expect((err as BadFileError).context).toMatchObject({ key: `${z.uri}${key}`, ...context });
+    };
+    const good = line(1, '2026-01-05', ['2026-01-05'], '2026-01-05');
+    await z.source.write(
+      file,
+      `${good}\n${line(2, '2026-01-06 ', ['2026-01-06'], '2026-01-06')}\n`,
+    );
+    await refused(file, { line: 2, column: 'o.x', value: '2026-01-06 ' });
+    await z.source.write(
+      file,
+      `${good}\n${line(2, '2026-01-06', ['2026-01-06', ' 2026-01-07'], '2026-01-06')}\n`,
+    );
+    await refused(file, { line: 2, column: 'l', value: ' 2026-01-07' });
+    await z.source.write(
+      file,
+      `${good}\n${line(2, '2026-01-06', ['2026-01-06'], ' 2026-01-06')}\n`,
+    );
+    await refused(file, { line: 2, column: 'ls.d', value: ' 2026-01-06' });
+    expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+    await z.source.write(file, `${good}\n${line(2, '2026-01-06', ['2026-01-06'], '2026-01-06')}\n`);
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 2 });
+    expect(await tableTypes(z.setup)).toMatchObject({
+      o: {
+        type: 'struct',
+        fields: [{ name: 'x', type: 'date' }, { name: 'n' }, { name: 'at', type: 'timestamp' }],
+      },
+      l: { type: 'array', elementType: 'date' },
+      ls: { type: 'array', elementType: { fields: [{ name: 'd', type: 'date' }, { name: 'k' }] } },
+    });
+    // Into the existing table's date and timestamp fields, by their rule.
+    const next = '2025/03/02/b.ndjson';
+    await z.source.write(
+      next,
+      `${line(3, '2026-01-07', ['2026-01-07'], '2026-01-07')}\n${line(4, '2026-01-08', ['2026-01-08'], '2026-01-08 ')}\n`,
+    );
+    await refused(next, { line: 2, column: 'ls.d', value: '2026-01-08 ' });
+    await z.source.write(
+      next,
+      `${line(3, '2026-01-07', ['2026-01-07'], '2026-01-07', '2026-01-07 1:2:3')}\n`,
+    );
+    await refused(next, { line: 1, column: 'o.at', value: '2026-01-07 1:2:3' });
+    // A record spread over lines is named by its row.
+    await z.source.write(next, `${line(3, '2026-01-07', ['2026-01-07'], '2026-01-07')}\n`);
+    const pretty = '2025/03/02/c.json';
+    await z.source.write(
+      pretty,
+      JSON.stringify(
+        [
+          JSON.parse(line(5, '2026-01-07', [], '2026-01-07')),
+          JSON.parse(line(6, '2026-01-07', ['2026-01-07 '], '2026-01-07')),
+        ],
+        null,
+        2,
+      ),
+    );
+    const spread = await failure(run(z.setup));
+    expect((spread as BadFileError).context).toEqual({
+      key: `${z.uri}${pretty}`,
+      row: 2,
+      column: 'l',
+      value: '2026-01-07 ',
+    });
+    await z.source.delete([pretty]);
+    // A column the table lacks keeps DuckDB's type (a date), so its rule is a date's, at the top too.
+    await z.source.write(next, `${JSON.stringify({ order_id: 3, seq: 1, due: ' 2026-01-09' })}\n`);
+    await refused(next, { line: 1, column: 'due', value: ' 2026-01-09' });
+    await z.source.write(
+      next,
+      `${JSON.stringify({ order_id: 3, seq: 1, o: { x: '2026-01-07', y: '2026-01-09 ' } })}\n`,
+    );
+    await refused(next, { line: 1, column: 'o.y', value: '2026-01-09 ' });
+    await z.source.write(next, `${line(3, '2026-01-07', ['2026-01-07'], '2026-01-07')}\n`);
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 1 });
+    const rows = await tableRows(session, z.setup, 'order_id');
+    expect(rows.map((r) => [r['o'], r['l'], r['ls']])).toEqual([
+      [
+        { x: '2026-01-05', n: '1', at: '2026-01-05 10:00:00+00' },
+        ['2026-01-05'],
+        [{ d: '2026-01-05', k: 'a' }],
+      ],
+      [
+        { x: '2026-01-06', n: '2', at: '2026-01-06 10:00:00+00' },
+        ['2026-01-06'],
+        [{ d: '2026-01-06', k: 'a' }],
+      ],
+      [
+        { x: '2026-01-07', n: '3', at: '2026-01-07 10:00:00+00' },
+        ['2026-01-07'],
+        [{ d: '2026-01-07', k: 'a' }],
+      ],
+    ]);
+  });
+});
+
 describe('source.columns against an existing table', () => {
   it('a declared type the table column does not have is a config error naming both; nothing loads', async () => {
     const z = await typedTable();
