@@ -22,7 +22,7 @@ import { withTableScan } from '../src/engine/scan.js';
 import { LocalStorage } from '../src/storage/local.js';
 import { S3Storage } from '../src/storage/s3.js';
 import { startEmbeddedS3, type EmbeddedS3 } from './lib/embedded-s3.js';
-import { buildDay, type DayFile } from './lib/orders-feed.js';
+import { buildDay, clearEarlierFeed, type DayFile } from './lib/orders-feed.js';
 
 process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
 
@@ -125,6 +125,13 @@ async function run(): Promise<void> {
       ].join('\n'),
     );
     process.stdout.write(`config: ${configPath}\n`);
+    // The table starts anew under demoDir; so must the feed, or a rerun on a server that kept
+    // the last demo's files loads them all at once and the story below does not happen.
+    const cleared = await clearEarlierFeed(landing, 's3://landing/orders/');
+    if (cleared > 0)
+      process.stdout.write(
+        `removed ${cleared} files an earlier demo landed in s3://landing/orders/\n`,
+      );
 
     heading('Day -3 .. day -1 land (Parquet and CSV, status changes, duplicates)');
     for (const offset of [-3, -2, -1])

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DuckSession } from '../../src/engine/duckdb.js';
 import { str } from '../../src/engine/sql.js';
+import type { Storage } from '../../src/storage/storage.js';
 
 export interface DayFile {
   /** Key below the landing prefix, e.g. `2026/11/28/orders-1.parquet`. */
@@ -111,4 +112,26 @@ export async function buildDay(
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** A key buildDay writes: `yyyy/mm/dd/` and `orders-N.parquet`, `status-changes-N.csv` or `late-updates-N.csv`. */
+const FEED_KEY =
+  /^\d{4}\/\d{2}\/\d{2}\/(orders-\d+\.parquet|status-changes-\d+\.csv|late-updates-\d+\.csv)$/;
+
+/**
+ * Empty the landing prefix of the files an earlier demo landed there (a server given with
+ * --endpoint keeps them), so each demo starts from an empty feed; returns how many were deleted.
+ * A file the feed does not write is not the demo's to delete: refused, naming it, deleting nothing.
+ */
+export async function clearEarlierFeed(storage: Storage, where: string): Promise<number> {
+  const { objects } = await storage.listAll();
+  const foreign = objects.filter((o) => !FEED_KEY.test(o.key)).map((o) => o.key);
+  if (foreign.length > 0) {
+    const named = foreign.slice(0, 3).join(', ') + (foreign.length > 3 ? ', …' : '');
+    throw new Error(
+      `${where} holds ${foreign.length} files the demo did not land (${named}); the demo needs that prefix to itself: empty it, or run the demo without --endpoint (its embedded server)`,
+    );
+  }
+  if (objects.length > 0) await storage.delete(objects.map((o) => o.key));
+  return objects.length;
 }
