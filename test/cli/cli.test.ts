@@ -97,6 +97,14 @@ describe('tidemark CLI: help and usage', () => {
       expect(r.stdout).toContain(flag);
   });
 
+  it('show --help says --json prints rows, not one object per job', async () => {
+    const r = await cli(['show', '--help']);
+    expect(r.stdout.replace(/\s+/g, ' ')).toContain(
+      '--json print each row as one JSON object per line',
+    );
+    expect(r.stdout).not.toContain('one JSON object per job');
+  });
+
   it.each([
     [['bogus']],
     [['run', '--bogus']],

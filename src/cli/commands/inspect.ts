@@ -56,7 +56,10 @@ export function addInspectCommands(program: Command, cli: CommandHost): void {
     .option('--limit <n>', 'most commits per job', '20')
     .addHelpText('after', HISTORY_HELP)
     .action(async (flags: HistoryFlags) => cli.setExitCode(await historyCommand(flags, cli.io)));
-  withCommonOptions(program.command('show'), { job: false })
+  withCommonOptions(program.command('show'), {
+    job: false,
+    json: 'print each row as one JSON object per line on stdout (a failure: one report object)',
+  })
     .description("print rows of a job's target table")
     .requiredOption('-j, --job <name>', 'the job whose table to show')
     .option('--where <sql>', 'one SQL expression the rows must satisfy')
