@@ -65,6 +65,9 @@ function describeIssue(issue: z.core.$ZodIssue, raw: unknown): Problem[] {
     });
   }
   const got = valueAt(raw, issue.path);
+  // zod's own words for a field left out are "Invalid input: expected object, received undefined".
+  if (issue.code === 'invalid_type' && got === undefined)
+    return [{ field, message: 'is required' }];
   // A mistyped enum value or discriminator (`by: partiton`): zod lists the options, we pick one.
   const options =
     issue.code === 'invalid_value'

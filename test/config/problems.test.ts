@@ -84,6 +84,28 @@ jobs:
     ]);
   });
 
+  it('a field left out is required, naming it (beside the misspelt one that was meant)', () => {
+    expect(
+      problemsOf(`
+jobs:
+  - name: a
+    source: { uri: ./s, discover: { by: modified } }
+    tagret: { uri: ./t, mode: append }
+metrics: { fille: m.prom }
+`),
+    ).toEqual(
+      expect.arrayContaining([
+        'jobs[0].target: is required',
+        'jobs[0].tagret: unknown field; did you mean target?',
+        'metrics.file: is required',
+      ]),
+    );
+    expect(problemsOf('job: []\n')).toEqual([
+      'jobs: is required',
+      'job: unknown field; did you mean jobs?',
+    ]);
+  });
+
   it('edit distance counts a swap of neighbours as one edit', () => {
     expect(editDistance('tagret', 'target')).toBe(1);
     expect(editDistance('layuot', 'layout')).toBe(1);
