@@ -229,7 +229,8 @@ async function resetOnce(
     filesRemembered: plan.state.loaded.length,
   };
   refuseFuture(job, plan.state, opts);
-  if (job.target.mode === 'append' && plan.rewound && !opts.force && !opts.dryRun) {
+  // Refused in a dry run too (as a future --to is): the dry run says what the reset would do.
+  if (job.target.mode === 'append' && plan.rewound && !opts.force) {
     throw new ConfigError(
       `[reset] job ${job.name} appends (target.mode: append): moving its watermark back from ${report.watermarkBefore} to ${report.watermark} ` +
         'makes the next run reload the files after it (their rows replaced by the current content, not appended twice; rows of files gone from the source stay); pass --force to do it',

@@ -328,14 +328,18 @@ describe('reset (source: local)', () => {
     });
   });
 
-  it('dry run commits nothing; a table that does not exist yet is refused', async () => {
+  it('dry run commits nothing, and refuses what the reset would refuse; a table that does not exist yet is refused', async () => {
     const { setup } = await appendSetup();
     const none = await reset(setup, { to: '2025-03-01' }).catch((e: unknown) => e);
     expect(none).toBeInstanceOf(ConfigError);
     expect((none as Error).message).toContain('does not exist yet');
     await run(setup);
     const version = (await readTarget(session, setup)).snapshot!.version;
-    expect(await reset(setup, { to: '2025-03-01', dryRun: true })).toMatchObject({
+    // Before, this dry run reported the rewind (exit 0) that the reset itself refuses (exit 2).
+    const refused = await reset(setup, { to: '2025-03-01', dryRun: true }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ConfigError);
+    expect((refused as ConfigError).context.field).toBe('force');
+    expect(await reset(setup, { to: '2025-03-01', dryRun: true, force: true })).toMatchObject({
       status: 'dry-run',
       rewound: true,
       tableVersion: version,

@@ -81,8 +81,8 @@ for hourly layouts), or a timestamp (2026-11-03T00:00:00Z; a date is its UTC mid
 
 The commit holds no data (operation SET TRANSACTION with the job's txn and state). In merge mode
 reloading is idempotent: the table ends the same. In append mode moving the watermark back is
-refused unless --force: the next run looks each reloaded file up in the table and replaces its
-rows (never appended twice); rows of files gone from the source stay.
+refused unless --force (with --dry-run too): the next run looks each reloaded file up in the
+table and replaces its rows (never appended twice); rows of files gone from the source stay.
 
 Example (reload everything after November 3rd):
   tidemark reset --job orders --to 2026-11-03 && tidemark run --job orders
