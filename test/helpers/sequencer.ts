@@ -39,6 +39,7 @@ const SLOW: Record<string, number> = {
   'test/storage/s3.faults-mixed.test.ts': 20,
   'test/job/config-change.test.ts': 17,
   'test/cli/kill9-shard.test.ts': 17,
+  'test/cli/demo-rerun.test.ts': 17,
 };
 
 export default class LongestFirst extends BaseSequencer {
