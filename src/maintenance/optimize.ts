@@ -104,6 +104,9 @@ export async function optimizeTable(
     };
   }
 
+  // A store that ignores put-if-absent is refused before the bins are rewritten and uploaded,
+  // as run and reset are, not at the commit after them (which left the new files as orphans).
+  await table.checkCommitsSafe();
   const ctx = {
     session,
     storage: table.storage,

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AddFile, RemoveFile } from '../../src/delta/actions.js';
 import { decodeLogPath } from '../../src/delta/partition-decode.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
-import { CommitConflictError } from '../../src/errors.js';
+import { CommitConflictError, ConditionalWriteUnsupportedError } from '../../src/errors.js';
 import { optimizeTable } from '../../src/maintenance/optimize.js';
 import { startS3rver, type S3rverHandle } from '../helpers/s3rver.js';
 import { mergeAndCommit, scratchSpool } from '../../scripts/lib/tables.js';
@@ -15,6 +15,7 @@ import {
   append,
   commitActions,
   commitInfoOf,
+  keysUnder,
   latest,
   localBackend,
   rowsOf,
@@ -143,6 +144,22 @@ describe.each([localBackend, s3Backend(() => s3)])('optimizeTable on $name', (ba
     });
     expect((await latest(table)).version).toBe(4);
     await place.cleanup();
+  });
+});
+
+describe('optimizeTable on a store that ignores conditional writes (s3rver)', () => {
+  it('is refused before any file is rewritten or uploaded, unless singleWriter', async () => {
+    const place = await s3Backend(() => s3).place();
+    await smallFiles(place);
+    const before = await keysUnder(place.storage);
+    const shared = place.open(session, { singleWriter: false });
+    const err = await optimizeTable(shared, session, { spool: scratchSpool() }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConditionalWriteUnsupportedError);
+    // The probe object under _tidemark/ is deleted again; no compacted file is left behind.
+    expect(await keysUnder(place.storage)).toEqual(before);
   });
 });
 
