@@ -24,9 +24,9 @@
 import { open } from 'node:fs/promises';
 import { constants, gunzipSync } from 'node:zlib';
 import { BadFileError } from '../errors.js';
+import { countCsvFields, refuseSkippedBlankLines } from './csv-records.js';
 import type { DuckSession } from './duckdb.js';
 import {
-  countCsvFields,
   csvDialect,
   csvListArgs,
   LINEAGE_COLUMNS,
@@ -81,6 +81,11 @@ export async function stageTextFiles(
     for (const [kind, members] of await groupFiles(files, opts)) {
       const table = `__tm_text_${++tableCounter}`;
       const columns = kind === 'csv' ? await describeFile(session, members[0]!, opts.csv) : null;
+      if (kind === 'csv' && columns?.length === 1 && opts.csv?.nullstr !== undefined) {
+        const dialect = csvDialect(members[0]!.format as 'csv' | 'tsv', opts.csv);
+        for (const f of members)
+          await refuseSkippedBlankLines(session, f, dialect, columns[0]!.name);
+      }
       const group: StagedGroup = { kind, table, files: members, columns: columns ?? [] };
       groups.push(group);
       await readGroup(session, group, opts.csv);

@@ -165,46 +165,6 @@ export function csvStrictReadSql(path: string, dialect: CsvDialect, fields: numb
 }
 
 /**
- * Fields in one line under `dialect` (a quote opens a quoted field only at the field's start),
- * or null when a quoted field runs past the end of the line.
- */
-export function countCsvFields(line: string, dialect: CsvDialect): number | null {
-  const { delimiter, quote, escape } = dialect;
-  const text = line.endsWith('\r') ? line.slice(0, -1) : line;
-  let fields = 1;
-  let atFieldStart = true;
-  let quoted = false;
-  for (let i = 0; i < text.length;) {
-    if (quoted) {
-      if (
-        escape !== '' &&
-        text.startsWith(escape, i) &&
-        (escape !== quote || text.startsWith(quote, i + 1))
-      )
-        i += 2;
-      else if (text.startsWith(quote, i)) {
-        quoted = false;
-        i += quote.length;
-      } else i++;
-      continue;
-    }
-    if (atFieldStart && quote !== '' && text.startsWith(quote, i)) {
-      quoted = true;
-      atFieldStart = false;
-      i += quote.length;
-    } else if (text.startsWith(delimiter, i)) {
-      fields++;
-      atFieldStart = true;
-      i += delimiter.length;
-    } else {
-      atFieldStart = false;
-      i++;
-    }
-  }
-  return quoted ? null : fields;
-}
-
-/**
  * SELECT of one file's rows plus lineage columns. `text` names CSV columns to read as text
  * (VARCHAR) instead of the sniffed type; they must exist in the file.
  */

@@ -19,16 +19,12 @@
  * Numbers written as JSON strings are text and convert by the exact rules of ./text-cast.ts (into
  * a column `source.columns` declares, or the table's), which keeps every digit.
  * A JSON lexeme never spans a line (raw line breaks are not allowed inside strings), so files are
- * read line by line: plain and gzip files as a stream, zstd files through DuckDB's decompression.
+ * read line by line (./file-lines.ts).
  */
-import { closeSync, createReadStream, fstatSync, openSync, readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
-import { createGunzip, gunzipSync } from 'node:zlib';
 import { BadFileError } from '../errors.js';
 import type { DuckSession } from './duckdb.js';
 import type { LoadFile } from './file-select.js';
-import { compressionOf } from './source-format.js';
-import { str } from './sql.js';
+import { forEachLine } from './file-lines.js';
 
 /** A number of a file, where it stands. */
 export interface NumberAt {
@@ -46,74 +42,12 @@ export interface ColumnNumbers {
   longInteger: NumberAt | null;
 }
 
-/**
- * The longest line of a zstd file the scan reads (DuckDB sizes its buffers from it: 1 GiB asked
- * for 16 GiB). Above read_json's default largest object (16 MiB), so that read names a too-long line.
- */
-const ZSTD_LINE_BYTES = 64 * 2 ** 20;
-/** Files up to this size (as stored) are read whole, larger ones as a stream. */
-const WHOLE_FILE_BYTES = 4 * 2 ** 20;
-
 /** Significant digits a double gives back exactly (DBL_DIG). */
 const DOUBLE_DIGITS = 15;
 /** The smallest positive normal double (DBL_MIN). */
 const MIN_NORMAL = 2.2250738585072014e-308;
 const INT64_MAX = 9_223_372_036_854_775_807n;
 const INT64_MIN = -9_223_372_036_854_775_808n;
-
-/** Feed every line of a JSON or NDJSON file to `lexer`. */
-async function feed(session: DuckSession, file: LoadFile, lexer: NumberLexer): Promise<void> {
-  if (compressionOf(file.localPath) === 'zstd') {
-    // Node 20 has no zstd: DuckDB decompresses, one line per row (JSON holds no raw \x01). A
-    // one-column CSV keeps a blank line as a NULL row, so the rows count the file's lines.
-    let rows: Awaited<ReturnType<DuckSession['all']>>;
-    try {
-      rows = await session.all(
-        `SELECT l FROM read_csv(${str(file.localPath)}, columns = {'l': 'VARCHAR'}, delim = chr(1), quote = '', escape = '', header = false, hive_partitioning = false, ` +
-          `compression = 'zstd', max_line_size = ${ZSTD_LINE_BYTES})`,
-      );
-    } catch (cause) {
-      const why = cause instanceof Error ? cause.message.split('\n')[0] : String(cause);
-      throw new BadFileError(`[load] cannot read the lines of ${file.key}: ${why}`, {
-        context: { key: file.key },
-        cause,
-      });
-    }
-    rows.forEach((r, i) => lexer.line(String(r['l'] ?? ''), i + 1));
-    return;
-  }
-  const bytes = smallFileBytes(file.localPath);
-  if (bytes !== null) {
-    // A small file in one read: a stream and a line reader per file cost more than its lexing;
-    // and by synchronous calls: each trip through the thread pool (open, stat, read, close,
-    // gunzip) cost more CPU than the call itself, thousands of times over for small files.
-    const text = (compressionOf(file.localPath) === 'gzip' ? gunzipSync(bytes) : bytes).toString(
-      'utf8',
-    );
-    const lines = text.split(/\r\n|\n|\r/);
-    if (lines.at(-1) === '') lines.pop();
-    lines.forEach((l, i) => lexer.line(l, i + 1));
-    return;
-  }
-  const raw = createReadStream(file.localPath);
-  const input = compressionOf(file.localPath) === 'gzip' ? raw.pipe(createGunzip()) : raw;
-  let n = 0;
-  try {
-    for await (const text of createInterface({ input, crlfDelay: Infinity })) lexer.line(text, ++n);
-  } finally {
-    raw.destroy();
-  }
-}
-
-/** The bytes of a file of at most WHOLE_FILE_BYTES (one open for the size and the read), else null. */
-function smallFileBytes(path: string): Buffer | null {
-  const fd = openSync(path, 'r');
-  try {
-    return fstatSync(fd).size <= WHOLE_FILE_BYTES ? readFileSync(fd) : null;
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /**
  * The first number of `numbers` (one file's) that would not be stored as the file spells it, as a
@@ -266,7 +200,7 @@ export interface JsonScan {
 /** The facts of a JSON or NDJSON file (see JsonScan). */
 export async function scanJson(session: DuckSession, file: LoadFile): Promise<JsonScan> {
   const lexer = new NumberLexer(null);
-  await feed(session, file, lexer);
+  await forEachLine(session, file, (text, line) => lexer.line(text, line));
   return {
     numbers: lexer.columns,
     values: lexer.values,
@@ -290,7 +224,7 @@ export async function recordTexts(
   spansLines: (NumberAt & { column: string }) | null;
 }> {
   const lexer = new NumberLexer(columns);
-  await feed(session, file, lexer);
+  await forEachLine(session, file, (text, line) => lexer.line(text, line));
   return { texts: lexer.texts, records: lexer.records, spansLines: lexer.spansLines };
 }
 

@@ -14,6 +14,7 @@
 import type { StructField, StructType } from '../delta/schema.js';
 import { BadFileError, ResourceError, SchemaError } from '../errors.js';
 import { ambiguityError, castError } from './cast-error.js';
+import { csvRecordLine } from './csv-records.js';
 import { parseDuckType } from './duck-type.js';
 import type { DuckSession } from './duckdb.js';
 import { fitCastSql, misfitSql } from './fit-cast.js';
@@ -450,11 +451,8 @@ async function firstMisfit(
         ]
       : []),
   ]);
-  const lineSql = isCsv
-    ? `, ${csvLineSql(text, csvDialect(plan.file.format as 'csv' | 'tsv', csv).header)} AS line`
-    : '';
   const sql =
-    `SELECT * FROM (SELECT ${ident(SOURCE_ROW)} AS r${lineSql}, ${flags.join(', ')} FROM (${fileSelectSql(plan.file, csv, text)})) ` +
+    `SELECT * FROM (SELECT ${ident(SOURCE_ROW)} AS r, ${flags.join(', ')} FROM (${fileSelectSql(plan.file, csv, text)})) ` +
     `WHERE ${checks.map((_, i) => `m${i}`).join(' OR ')} ORDER BY r LIMIT 1`;
   let row: Record<string, unknown> | undefined;
   try {
@@ -466,7 +464,7 @@ async function firstMisfit(
   const i = checks.findIndex((_, j) => row![`m${j}`] === true);
   const k = checks[i]!;
   const line = isCsv
-    ? row['line']
+    ? await csvDataRowLine(session, plan, csv, Number(row['r']))
     : await jsonRecordLine(session, plan.file, checks[i]!.top, Number(row['r']));
   const where = { file: plan.file.key, row: row['r'], ...(line != null ? { line } : {}) };
   if (row[`a${i}`] === true) {
@@ -529,18 +527,21 @@ interface MisfitCheck {
 }
 
 /**
- * The CSV line a data row starts on (1-based, the header counted): rows before it plus the line
- * breaks inside their quoted fields. `text` are the file's columns, all read as text.
+ * The line a CSV file's `row`-th data row starts on (read once more, only for the error: blank
+ * lines DuckDB skipped and line breaks inside quoted fields are counted); undefined where the
+ * file's lines cannot be read.
  */
-function csvLineSql(text: readonly string[], header: boolean): string {
-  const breaks =
-    text.length === 0
-      ? '0'
-      : text
-          .map(
-            (c) => `coalesce(length(${ident(c)}) - length(replace(${ident(c)}, chr(10), '')), 0)`,
-          )
-          .join(' + ');
-  const before = `coalesce(sum(${breaks}) OVER (ORDER BY ${ident(SOURCE_ROW)} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)`;
-  return `${ident(SOURCE_ROW)} + ${header ? 1 : 0} + ${before}`;
+async function csvDataRowLine(
+  session: DuckSession,
+  plan: ConformedFile,
+  csv: CsvOptions | undefined,
+  row: number,
+): Promise<number | undefined> {
+  const dialect = csvDialect(plan.file.format as 'csv' | 'tsv', csv);
+  try {
+    const record = row + (dialect.header ? 1 : 0);
+    return await csvRecordLine(session, plan.file, dialect, plan.columns.length, record);
+  } catch {
+    return undefined; // the error names the row still
+  }
 }

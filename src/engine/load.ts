@@ -14,9 +14,9 @@
 import { statSync } from 'node:fs';
 import type { StructField, StructType } from '../delta/schema.js';
 import { BadFileError } from '../errors.js';
+import { countCsvFields } from './csv-records.js';
 import type { DuckSession } from './duckdb.js';
 import {
-  countCsvFields,
   csvDialect,
   csvFirstLineSql,
   csvStrictReadSql,

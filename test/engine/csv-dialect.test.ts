@@ -10,12 +10,8 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StructType } from '../../src/delta/schema.js';
 import { DuckSession } from '../../src/engine/duckdb.js';
-import {
-  countCsvFields,
-  csvDialect,
-  describeDialect,
-  fileSelectSql,
-} from '../../src/engine/file-select.js';
+import { countCsvFields } from '../../src/engine/csv-records.js';
+import { csvDialect, describeDialect, fileSelectSql } from '../../src/engine/file-select.js';
 import { loadSourceFiles, type CsvOptions, type LoadFile } from '../../src/engine/load.js';
 import { resolveFormat } from '../../src/engine/source-format.js';
 import { BadFileError } from '../../src/errors.js';
@@ -241,6 +237,56 @@ describe('RFC 4180 by default', () => {
     const f = await land('typed.csv', 'id,amount,day\n1,1.50,2026-11-01\n');
     const cols = await session.all(`DESCRIBE ${fileSelectSql(f)}`);
     expect(cols.slice(0, 3).map((c) => c['column_type'])).toEqual(['BIGINT', 'DOUBLE', 'DATE']);
+  });
+});
+
+describe('blank lines', () => {
+  it('a value that does not convert is named by its physical line: blank lines DuckDB skipped and line breaks inside quotes counted', async () => {
+    const f = await land(
+      'blank-lines.csv',
+      'id,seq,status,amount,note\n1,1,a,1,x\n\n2,2,b,2,y\n\n3,x,c,3,z\n',
+    );
+    const err = await failureOf([f], undefined, ORDERS);
+    expect(err.context).toMatchObject({
+      key: 's3://landing/orders/blank-lines.csv',
+      column: 'seq',
+      line: 6,
+      row: 3,
+    });
+    expect(err.message).toContain('line 6 (data row 3)');
+    // Line 3 is blank inside a quoted field (part of the value); line 5 is blank outside one.
+    const g = await land(
+      'blank-in-quotes.csv',
+      'id,seq,status,amount,note\n1,1,"a\n\nb",1,x\n\n3,x,c,3,z\n',
+    );
+    expect((await failureOf([g], undefined, ORDERS)).context).toMatchObject({ line: 6, row: 2 });
+  });
+
+  it('in a one-column file without nullstr a blank line is a NULL row; with nullstr (where it would be an empty string DuckDB drops) it is refused naming the line', async () => {
+    const f = await land('one-column.csv', 'name\na\n\nb\n');
+    expect(await rowsOf([f])).toEqual([{ name: 'a' }, { name: null }, { name: 'b' }]);
+    const g = await land('one-column-na.csv', 'name\na\n\nb\nNA\n');
+    const err = await failureOf([g], { nullstr: 'NA' });
+    expect(err.context).toMatchObject({
+      key: 's3://landing/orders/one-column-na.csv',
+      line: 3,
+      column: 'name',
+    });
+    expect(err.message).toContain(
+      'line 3 is blank, in a file of one column ("name") read with source.csv.nullstr set',
+    );
+    // Each file of a bulk read is checked, a last blank line too; one inside quotes is part of a value.
+    const good = await land('one-column-quoted.csv', 'name\n"a\n\nb"\nNA\n""\n');
+    const last = await land('one-column-last.csv', 'name\nx\n\n');
+    expect((await failureOf([good, last], { nullstr: 'NA' })).context).toMatchObject({
+      key: 's3://landing/orders/one-column-last.csv',
+      line: 3,
+    });
+    expect(await rowsOf([good], { nullstr: 'NA' })).toEqual([
+      { name: 'a\n\nb' },
+      { name: null },
+      { name: '' },
+    ]);
   });
 });
 
