@@ -15,6 +15,7 @@ import { startProgress, type Progress } from '../log/progress.js';
 import { fetchFiles, type FetchedFile } from './fetch.js';
 import { orderTimes } from './ledger.js';
 import { loadBatch, sourceName } from './load-batch.js';
+import { formerNames } from './former-sources.js';
 import type { PhaseTimer } from './phases.js';
 import type { JobScope } from './scope.js';
 import type { BadFilePolicy, Quarantined, QuarantinedFile } from './quarantine.js';
@@ -202,13 +203,20 @@ async function loadAndWrite<S extends OwnedState>(
       lastModified: placed.get(f.file.key) ?? f.file.lastModified,
     }));
     const { prepare } = spec.owner;
+    const before = kept
+      .filter((f) => f.file.loadedBefore)
+      .map((f) => ({ key: f.file.key, name: sourceName(scope.source.uri, f.file.key) }));
+    const former = spec.before.formerSources;
     const written = await writeBatch<S>({
       scope,
       snapshot: spec.snapshot,
       batch: loaded,
-      loadedBefore: kept
-        .filter((f) => f.file.loadedBefore)
-        .map((f) => sourceName(scope.source.uri, f.file.key)),
+      loadedBefore: before.map((f) => f.name),
+      ...(former?.length
+        ? {
+            formerNames: new Map(before.map((f) => [f.name, formerNames(former, f.key, f.name)])),
+          }
+        : {}),
       state: planned,
       ...(prepare ? { prepare: (state: S) => prepare(scope, spec.before, state, asLoaded) } : {}),
       owner: spec.owner,

@@ -21,6 +21,7 @@ import type { DiscoveredFile } from '../discovery/index.js';
 import { recordInLedger, type LedgerState } from './ledger.js';
 import type { ClearedFile, QuarantinedFile } from './quarantine.js';
 import type { JobScope } from './scope.js';
+import type { FormerSource } from './former-sources.js';
 import type { TombstoneState } from './tombstones/plan.js';
 import type { StateOwner } from './write-batch.js';
 
@@ -46,6 +47,8 @@ export interface JobState {
   ledger?: LedgerState;
   /** The settings the job committed this state with (./config-change.ts); absent in states written before them. */
   configuredAs?: ConfiguredAs;
+  /** The sources the job loaded from before source.uri was edited to an unrelated folder (./source-moved.ts); absent: none. */
+  formerSources?: FormerSource[];
   /** Files discovered and not loaded as of this commit (./backlog.ts); absent in states written before it. */
   backlog?: BacklogState;
   /** Replace mode: the newest delivery applied (./deliveries.ts); an older one found later is never loaded. */

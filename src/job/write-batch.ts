@@ -18,6 +18,7 @@ import type { KeyBound } from '../delta/key-bounds.js';
 import type { CommitRequest } from '../delta/transaction.js';
 import { batchKeyBounds } from '../engine/batch-key-bounds.js';
 import { SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW } from '../engine/load.js';
+import type { FormerSource } from './former-sources.js';
 import {
   stageAppend,
   stageMerge,
@@ -40,6 +41,8 @@ import type { LedgerState } from './ledger.js';
 /** A state committed with a batch: it lists its owner's tombstone files. */
 export interface OwnedState {
   tombstones?: TombstoneState;
+  /** Sources the job loaded from before its source.uri was edited (./source-moved.ts); absent: none. */
+  formerSources?: FormerSource[];
   /** scd2 snapshot sources: the as-of of the newest extract applied (./snapshot-deletes.ts). */
   snapshotAsOf?: string;
 }
@@ -83,6 +86,8 @@ export interface WriteBatchOptions<S extends OwnedState> {
    * an append replaces their rows, or leaves an unchanged file out (../engine/merge/source-files.ts).
    */
   loadedBefore?: readonly string[];
+  /** Other names the table may hold a file of `loadedBefore` under (./source-moved.ts). */
+  formerNames?: ReadonlyMap<string, readonly string[]>;
   /** The state after this batch, committed with it (its tombstones are those before the batch). */
   state: S;
   /**
@@ -195,6 +200,7 @@ async function appendBatch<S extends OwnedState>(
     onExisting:
       job.source.discover.onOverwrite === 'ignore' ? ('keep' as const) : ('replace' as const),
     files: loadedBefore,
+    ...(opts.formerNames ? { formerNames: opts.formerNames } : {}),
     ignoreColumns: [SOURCE_MODIFIED],
     deletionVectors: dvSetting(job),
     rewriteBelowBytes: job.target.rewriteFilesBelow,

@@ -6,7 +6,7 @@
  *     until --accept-config-change or a reset; a narrower key re-keys the tombstones;
  *   - a narrower key, or append -> merge, is refused while the table holds several rows per new key.
  */
-import { utimes, writeFile } from 'node:fs/promises';
+import { cp, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
@@ -217,6 +217,34 @@ describe('source.uri edited', () => {
 
     expect(await run(at(dir))).toMatchObject({ status: 'nothing-new' });
     expect((await rowsOf(narrow, ['order_id'])).map((r) => r.order_id)).toEqual([1, 2, 3, 4]);
+  });
+
+  // Found by the config-change hunt: the table holds the files loaded from the old folder under
+  // their old _source_file, so an append replacing a file's earlier rows found none after the
+  // move, and the rewritten file's rows were appended beside its first version's.
+  it('moved to a copy in another folder, then narrowed: a file rewritten there replaces the rows it was first loaded with', async () => {
+    const [old, copy] = [await tempDir('src', dirs), await tempDir('copy', dirs)];
+    const target = { uri: await tempDir('t', dirs), mode: 'append' };
+    const at = (uri: string) =>
+      makeConfig({ source: { uri, discover: { by: 'modified', settle: '15m' } }, target });
+    const statuses = async () =>
+      (await rowsOf(at(copy), ['order_id', 'status'])).map((r) => `${r.order_id} ${r.status}`);
+    await land(new LocalStorage(old), session, 'sub/a.csv', orders([1, 'a1', 1], [2, 'b1', 1]));
+    await land(new LocalStorage(old), session, 'sub/b.csv', orders([5, 'e1', 1]));
+    expect(await run(at(old))).toMatchObject({ status: 'succeeded', inserted: 3 });
+
+    // The same files copied (new times): nothing loads again.
+    await cp(join(old, 'sub'), join(copy, 'sub'), { recursive: true });
+    expect(await run(at(copy))).toMatchObject({ inserted: 0 });
+    const src = new LocalStorage(copy);
+    await land(src, session, 'sub/a.csv', orders([1, 'a2', 2], [2, 'b2', 2], [3, 'c2', 2]));
+    expect(await run(at(copy))).toMatchObject({ filesReplaced: 1, rowsReplaced: 2, inserted: 3 });
+    expect(await statuses()).toEqual(['1 a2', '2 b2', '3 c2', '5 e1']);
+
+    // Narrowed to sub/: b.csv, still held under the first folder's name, is found there.
+    await land(src, session, 'sub/b.csv', orders([5, 'e3', 3]));
+    expect(await run(at(join(copy, 'sub')))).toMatchObject({ filesReplaced: 1, inserted: 1 });
+    expect(await statuses()).toEqual(['1 a2', '2 b2', '3 c2', '5 e3']);
   });
 });
 

@@ -129,6 +129,11 @@ export interface ExistingSources {
   onExisting: 'replace' | 'keep';
   /** Source files (as the lineage column names them) to look up; the others are taken as new. */
   files: readonly string[];
+  /**
+   * Other names the table may hold a file of `files` under (its earlier version loaded before the
+   * job's source.uri was edited: ../../job/source-moved.ts); absent: only its own.
+   */
+  formerNames?: ReadonlyMap<string, readonly string[]>;
   /** Table columns left out when comparing stored and new rows (the file's modification time). */
   ignoreColumns: readonly string[];
   /** Deletion vectors for the deleted rows: 'auto' follows the table; the thresholds as for a MERGE. */

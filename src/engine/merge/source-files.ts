@@ -111,11 +111,14 @@ export async function stageSourceReplacement(ctx: SourceLookup): Promise<SourceR
   };
   const column = field.name;
   try {
-    const wanted = ctx.existing.files.map((f) => `(${str(f)})`).join(', ');
-    // The files named that are in this batch: the batch's lineage column (VARCHAR) spelled as the table's.
+    const wanted = namesHeld(ctx.existing)
+      .map(([file, held]) => `(${str(file)}, ${str(held)})`)
+      .join(', ');
+    // The files named that are in this batch, with each name the table may hold them under (the
+    // table's lineage column, VARCHAR) and their name in the batch.
     await session.run(
-      `CREATE TEMP TABLE ${ident(t.sources)} AS SELECT DISTINCT b.${ident(BATCH_SOURCE_FILE)} AS ${ident(column)} FROM ${ident(ctx.batch)} AS b ` +
-        `WHERE b.${ident(BATCH_SOURCE_FILE)} IN (SELECT * FROM (VALUES ${wanted}))`,
+      `CREATE TEMP TABLE ${ident(t.sources)} AS SELECT DISTINCT w.held AS ${ident(column)}, w.file AS ${ident(BATCH_SOURCE_FILE)} ` +
+        `FROM (VALUES ${wanted}) AS w(file, held) WHERE w.file IN (SELECT b.${ident(BATCH_SOURCE_FILE)} FROM ${ident(ctx.batch)} AS b)`,
     );
     const config = TableConfig.of(snapshot.protocol, snapshot.metadata);
     const mode = config.columnMapping;
@@ -147,9 +150,10 @@ export async function stageSourceReplacement(ctx: SourceLookup): Promise<SourceR
         ? { ...snapshot, schema: ctx.target.schema }
         : snapshot;
       const read = { localPaths, shapes, deleted, ...(tracking ? { rowIds: tracking } : {}) };
+      // A hit's `src` is the batch's name of the file whose earlier row it is.
       await session.run(
-        `CREATE TEMP TABLE ${ident(t.hits)} AS SELECT s.${ident(FILE_ID)} AS fid, s.${ident(POS)} AS pos, s.${ident(column)} AS src ` +
-          `FROM (${perFileScanSql(snapshot, scanned, read, [column])}) AS s WHERE s.${ident(column)} IN (SELECT ${ident(column)} FROM ${ident(t.sources)})`,
+        `CREATE TEMP TABLE ${ident(t.hits)} AS SELECT s.${ident(FILE_ID)} AS fid, s.${ident(POS)} AS pos, m.${ident(BATCH_SOURCE_FILE)} AS src ` +
+          `FROM (${perFileScanSql(snapshot, scanned, read, [column])}) AS s JOIN ${ident(t.sources)} AS m ON m.${ident(column)} = s.${ident(column)}`,
       );
       const held = (
         await session.all(`SELECT DISTINCT src FROM ${ident(t.hits)} ORDER BY src`)
@@ -208,6 +212,20 @@ export async function stageSourceReplacement(ctx: SourceLookup): Promise<SourceR
   }
 }
 
+/**
+ * Each file to look up with each name the table may hold it under: its own, and its former names
+ * (those that are not the name of another file looked up).
+ */
+function namesHeld(existing: ExistingSources): Array<[string, string]> {
+  const own = new Set(existing.files);
+  return existing.files.flatMap((f) => [
+    [f, f] as [string, string],
+    ...(existing.formerNames?.get(f) ?? [])
+      .filter((n) => !own.has(n))
+      .map((n) => [f, n] as [string, string]),
+  ]);
+}
+
 /** Remove the rows of `sources` from the batch: they are not appended. */
 async function dropFromBatch(ctx: SourceLookup, sources: readonly string[]): Promise<void> {
   if (sources.length === 0) return;
@@ -222,7 +240,7 @@ async function dropFromBatch(ctx: SourceLookup, sources: readonly string[]): Pro
  */
 async function changedSources(
   ctx: SourceLookup,
-  t: { stored: string },
+  t: { stored: string; sources: string },
   storedSql: string,
   held: readonly string[],
 ): Promise<string[]> {
@@ -235,8 +253,17 @@ async function changedSources(
   const inHeld = held.map(str).join(', ');
   const srcColumn = columns.find((c) => c.toLowerCase() === sourceCol);
   if (srcColumn === undefined) return [...held];
+  // Stored rows under the batch's name of their file, whatever name they were loaded under.
+  const storedList = columns
+    .map((c) =>
+      c === srcColumn
+        ? `m.${ident(BATCH_SOURCE_FILE)} AS ${ident(c)}`
+        : `s.${ident(c)} AS ${ident(c)}`,
+    )
+    .join(', ');
   await ctx.session.run(
-    `CREATE TEMP TABLE ${ident(t.stored)} AS SELECT ${list} FROM (${storedSql}) WHERE ${ident(srcColumn)} IN (${inHeld})`,
+    `CREATE TEMP TABLE ${ident(t.stored)} AS SELECT ${storedList} FROM (${storedSql}) AS s ` +
+      `JOIN ${ident(t.sources)} AS m ON m.${ident(srcColumn)} = s.${ident(srcColumn)} WHERE m.${ident(BATCH_SOURCE_FILE)} IN (${inHeld})`,
   );
   const fresh = `SELECT ${list} FROM ${ident(ctx.batch)} WHERE ${ident(BATCH_SOURCE_FILE)} IN (${inHeld})`;
   const stored = `SELECT ${list} FROM ${ident(t.stored)}`;
