@@ -281,12 +281,13 @@ async function failingFile(
     const bad = unreadable(file, found.error);
     return (
       (group.kind === 'csv' &&
-        csvLineError(
+        (await csvLineError(
+          session,
           file,
           csvDialect(file.format as 'csv' | 'tsv', csv),
           found.error,
           bad.cause,
-        )) ||
+        ))) ||
       bad
     );
   }

@@ -101,6 +101,26 @@ export async function csvRecordLine(
 }
 
 /**
+ * The file's line that DuckDB's reader calls line `counted` in an error: it counts the lines a
+ * record could start on, blank ones too, but not the lines a quoted field continues on.
+ */
+export async function csvPhysicalLine(
+  session: DuckSession,
+  file: LoadFile,
+  dialect: CsvDialect,
+  counted: number,
+): Promise<number | undefined> {
+  let seen = 0;
+  let found: number | undefined;
+  await walkRecordLines(session, file, dialect, (line) => {
+    if (++seen < counted) return true;
+    found = line;
+    return false;
+  });
+  return found;
+}
+
+/**
  * Refuse a one-column file read with `nullstr` that has a blank line (outside a quoted field):
  * the line holds one empty field, an empty string under this dialect, but DuckDB skips it.
  */

@@ -14,7 +14,7 @@
 import type { StructField, StructType } from '../delta/schema.js';
 import { BadFileError, ResourceError, SchemaError } from '../errors.js';
 import { ambiguityError, castError } from './cast-error.js';
-import { csvRecordLine } from './csv-records.js';
+import { csvPhysicalLine, csvRecordLine } from './csv-records.js';
 import { parseDuckType } from './duck-type.js';
 import type { DuckSession } from './duckdb.js';
 import { fitCastSql, misfitSql } from './fit-cast.js';
@@ -75,7 +75,7 @@ export async function describeFile(
     // A CSV line DuckDB's sniffer stopped at (a Latin-1 byte) is named as a later read names it.
     const line =
       file.format === 'csv' || file.format === 'tsv'
-        ? csvLineError(file, csvDialect(file.format, csv), err)
+        ? await csvLineError(session, file, csvDialect(file.format, csv), err)
         : null;
     throw line ?? unreadable(file, err);
   }
@@ -222,20 +222,29 @@ function caseClash(file: LoadFile, first: string, second: string): BadFileError 
 /**
  * A BadFileError for a CSV file that breaks the job's dialect at DuckDB's "CSV Error on Line: N"
  * (`duckError`), naming the line and what is wrong with it; null when DuckDB named no line.
+ * DuckDB's N counts the lines a record could start on (a line break inside quotes is not
+ * counted): the error names the file's own line (./csv-records.ts).
  */
-export function csvLineError(
+export async function csvLineError(
+  session: DuckSession,
   file: LoadFile,
   dialect: CsvDialect,
   duckError: unknown,
   cause?: unknown,
-): BadFileError | null {
+): Promise<BadFileError | null> {
   const text = duckError instanceof Error ? duckError.message : String(duckError);
-  const line = /CSV Error on Line: (\d+)/.exec(text)?.[1];
-  if (line === undefined) return null;
+  const counted = /CSV Error on Line: (\d+)/.exec(text)?.[1];
+  if (counted === undefined) return null;
+  let line = Number(counted);
+  try {
+    line = (await csvPhysicalLine(session, file, dialect, line)) ?? line;
+  } catch {
+    // DuckDB's count stands: the file's lines cannot be read here.
+  }
   return new BadFileError(
     `[load] cannot read ${file.key}: line ${line}: ${csvProblem(text)}; the job reads CSV with ${describeDialect(dialect)} (source.csv)`,
     {
-      context: { key: file.key, line: Number(line) },
+      context: { key: file.key, line },
       cause: cause ?? duckError,
     },
   );

@@ -664,6 +664,6 @@ async function withCsvLine(
     await session.run(csvStrictReadSql(file.localPath, dialect, fields));
     return bad;
   } catch (err) {
-    return csvLineError(file, dialect, err, bad.cause ?? err) ?? bad;
+    return (await csvLineError(session, file, dialect, err, bad.cause ?? err)) ?? bad;
   }
 }

@@ -183,9 +183,10 @@ describe('RFC 4180 by default', () => {
     const err = await failureOf([
       await land('quoted-then-ragged.csv', 'id,note,n\n1,"x, y\nz",3\n4,5\n'),
     ]);
-    // DuckDB's line numbers count records (the header is line 1): a line break inside quotes
-    // does not advance them, so the ragged row, physical line 4, is reported as line 3.
-    expect(err.context).toMatchObject({ line: 3 });
+    // DuckDB's own count says line 3 (a line break inside quotes does not advance it): the
+    // error names the file's line, 4.
+    expect(err.context).toMatchObject({ line: 4 });
+    expect(err.message).toContain('line 4: expected 3 fields, found 2');
   });
 
   it('the first line is the header, always: a file of numbers does not lose its first row to a guess', async () => {
@@ -260,6 +261,16 @@ describe('blank lines', () => {
       'id,seq,status,amount,note\n1,1,"a\n\nb",1,x\n\n3,x,c,3,z\n',
     );
     expect((await failureOf([g], undefined, ORDERS)).context).toMatchObject({ line: 6, row: 2 });
+  });
+
+  it('a ragged row after blank lines, in quotes and out, is named by its physical line', async () => {
+    const f = await land('ragged-after-blanks.csv', 'id,note,n\n1,"x\n\ny",3\n\n4,5\n');
+    const err = await failureOf([f]);
+    expect(err.context).toMatchObject({
+      key: 's3://landing/orders/ragged-after-blanks.csv',
+      line: 6,
+    });
+    expect(err.message).toContain('line 6: expected 3 fields, found 2');
   });
 
   it('in a one-column file without nullstr a blank line is a NULL row; with nullstr (where it would be an empty string DuckDB drops) it is refused naming the line', async () => {
