@@ -13,7 +13,7 @@
  */
 import { statSync } from 'node:fs';
 import type { StructField, StructType } from '../delta/schema.js';
-import { BadFileError } from '../errors.js';
+import { BadFileError, SchemaError } from '../errors.js';
 import { countCsvFields } from './csv-records.js';
 import type { DuckSession } from './duckdb.js';
 import {
@@ -140,6 +140,7 @@ export async function loadSourceFiles(
     const inStage = new Set(staged.flatMap((g) => g.files));
     const alone = readable.filter((f) => !inStage.has(f));
     const schema = await batchSchema(session, readable, opts, described, { staged, jsons });
+    await refuseTypesWithoutDelta(session, described, schema, staged, opts.csv);
     refuseInstantsIntoWallClock(described, opts.schema, opts.declared);
     await refuseCutNanoseconds(session, described);
     await refuseShiftedWallClocks(session, jsons.keys(), described, schema);
@@ -545,6 +546,56 @@ async function parquetTypesAcross(
     });
   }
   return fields;
+}
+
+/**
+ * A column the batch's types do not give (a new one) whose file type has no Delta type (a Parquet
+ * TIME, a JSON text DuckDB reads as TIME, a UNION) is refused here, naming the file that holds
+ * it, so `onBadFile: quarantine` can set that file aside; found only once the batch was read, the
+ * same refusal named no file. A staged group's columns are those of all its files together: on
+ * a refusal its files are described one by one to name one that holds the column.
+ */
+async function refuseTypesWithoutDelta(
+  session: DuckSession,
+  described: ReadonlyMap<LoadFile, FileColumn[]>,
+  schema: StructType | undefined,
+  staged: readonly StagedGroup[],
+  csv: CsvOptions | undefined,
+): Promise<void> {
+  const known = new Set((schema?.fields ?? []).map((f) => f.name.toLowerCase()));
+  for (const [file, columns] of described) {
+    for (const c of columns) {
+      if (known.has(c.name.toLowerCase())) continue;
+      try {
+        duckTypeToDelta(c.type, c.name);
+      } catch (err) {
+        if (!(err instanceof SchemaError)) throw err;
+        const group = staged.find((g) => g.files.includes(file));
+        const holder =
+          group && group.files.length > 1 ? await fileHolding(session, group.files, c, csv) : file;
+        throw new BadFileError(`[load] ${holder.key}: ${err.message.replace(/^\[schema\] /, '')}`, {
+          context: { ...err.context, key: holder.key },
+        });
+      }
+    }
+  }
+}
+
+/** The first of `files` whose own columns hold `column` in its type (the group's first if none does). */
+async function fileHolding(
+  session: DuckSession,
+  files: readonly LoadFile[],
+  column: FileColumn,
+  csv: CsvOptions | undefined,
+): Promise<LoadFile> {
+  for (const file of files) {
+    const own = await describeFile(session, file, csv);
+    if (
+      own.some((c) => c.name.toLowerCase() === column.name.toLowerCase() && c.type === column.type)
+    )
+      return file;
+  }
+  return files[0]!;
 }
 
 /** The fields of `fields` widened, in place, by the struct fields the described files add to them. */

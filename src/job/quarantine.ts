@@ -4,7 +4,8 @@
  * Per file (quarantinable), because the error names the file (`context.key`, its source URI):
  * a file DuckDB cannot read (corrupt or truncated Parquet, truncated gzip, ragged CSV rows,
  * invalid JSON, an empty Parquet file), a file whose format cannot be told from its name, a
- * value that does not fit its table column, a NULL key, a key column missing from a file
+ * value that does not fit its table column, a new column of a type Delta has no equivalent of (a
+ * Parquet TIME), a NULL key, a key column missing from a file
  * (BadFileError), a row that breaks one of the table's CHECK constraints, invariants or NOT NULL
  * columns (ConstraintViolationError, a BadFileError: bad data like a value that does not cast),
  * and new columns under `schemaEvolution: 'fail'` (SchemaError naming the file).

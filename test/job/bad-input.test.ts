@@ -140,6 +140,26 @@ const CASES: BadCase[] = [
     says: /cannot tell the format from the file name/,
   },
   {
+    // Spark, pyarrow and DuckDB write TIME columns; Delta has no such type. Found only after the
+    // batch was read, the refusal named no file and could not be quarantined.
+    name: 'a Parquet TIME column (no Delta type)',
+    file: 'time.parquet',
+    body: () =>
+      parquetOf(
+        session,
+        `SELECT 3 AS order_id, 'placed' AS status, 1 AS seq, TIME '12:34:56' AS picked_at`,
+      ),
+    says: /column "picked_at" has DuckDB type TIME, which has no Delta Lake equivalent/,
+    context: { column: 'picked_at' },
+  },
+  {
+    name: 'a JSON text DuckDB reads as TIME',
+    file: 'time.ndjson',
+    body: async () => '{"order_id":3,"status":"placed","seq":1,"picked_at":"12:34:56"}\n',
+    says: /column "picked_at" has DuckDB type TIME, which has no Delta Lake equivalent/,
+    context: { column: 'picked_at' },
+  },
+  {
     name: 'a NULL key',
     file: 'null-key.csv',
     body: async () => `${HEADER}11,placed,1\n,placed,2\n`,
