@@ -126,8 +126,10 @@ function backfillLines(b: BackfillStatusReport): string[] {
   ];
 }
 
-/** A few human lines for one job's status. */
-export function formatStatus(s: StatusReport): string {
+/** A few human lines for one job's status, or what went wrong. */
+export function formatStatus(s: StatusReport & { error?: { message?: string } }): string {
+  // A status that could not read the table knows nothing of it: never "last run: never, 0 rows".
+  if (s.error) return `${s.job}: status failed: ${s.error.message ?? 'unknown error'}\n`;
   const lines = [
     `${s.job} (${s.discovery} discovery)`,
     `  watermark: ${s.watermark ?? '-'}   last run: ${s.lastRunAt ?? 'never'}`,

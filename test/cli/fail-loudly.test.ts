@@ -370,6 +370,20 @@ describe('S3 errors that say where and why', () => {
     expect(message).toContain('ECONNREFUSED');
   });
 
+  it('status of a table on a closed port: exit 4, and its text says it failed rather than "last run: never, 0 rows"', async () => {
+    process.env['AWS_ACCESS_KEY_ID'] = S3RVER_CREDENTIALS.accessKeyId;
+    process.env['AWS_SECRET_ACCESS_KEY'] = S3RVER_CREDENTIALS.secretAccessKey;
+    const endpoint = `http://127.0.0.1:${await closedPort()}`;
+    const file = await configFile(dirs, {
+      storage: { endpoint, region: 'us-east-1', forcePathStyle: true, maxAttempts: 1 },
+      jobs: [mergeJob('s3://nowhere/landing/', 's3://nowhere/lake/orders')],
+    });
+    const r = await cli(['status', '--config', file]);
+    expect(r.code).toBe(4);
+    expect(r.stdout).toMatch(/^orders: status failed: .*ECONNREFUSED/);
+    expect(r.stdout).not.toContain('never');
+  });
+
   it("missing credentials keep the SDK's explanation", async () => {
     for (const k of Object.keys(process.env))
       if (
