@@ -15,7 +15,7 @@ import { startProgress, type Progress } from '../log/progress.js';
 import { fetchFiles, type FetchedFile } from './fetch.js';
 import { orderTimes } from './ledger.js';
 import { loadBatch, sourceName } from './load-batch.js';
-import { formerNames } from './former-sources.js';
+import { formerNames, type FormerSource } from './former-sources.js';
 import type { PhaseTimer } from './phases.js';
 import type { JobScope } from './scope.js';
 import type { BadFilePolicy, Quarantined, QuarantinedFile } from './quarantine.js';
@@ -52,6 +52,8 @@ export interface BatchSpec<S extends OwnedState> {
   fullExtract?: boolean;
   /** What a failed attempt does with the file it names (./quarantine.ts). */
   badFiles: BadFilePolicy;
+  /** Folders the job's source was loaded from before source.uri was edited (./former-sources.ts). */
+  formerSources?: readonly FormerSource[];
 }
 
 /** A committed batch. */
@@ -206,7 +208,7 @@ async function loadAndWrite<S extends OwnedState>(
     const before = kept
       .filter((f) => f.file.loadedBefore)
       .map((f) => ({ key: f.file.key, name: sourceName(scope.source.uri, f.file.key) }));
-    const former = spec.before.formerSources;
+    const former = spec.formerSources;
     const written = await writeBatch<S>({
       scope,
       snapshot: spec.snapshot,

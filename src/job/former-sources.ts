@@ -16,11 +16,11 @@ export interface FormerSource {
 
 /** The names other than `current` the table may hold the file `key` under (pure). */
 export function formerNames(
-  former: readonly FormerSource[] | undefined,
+  former: readonly FormerSource[],
   key: string,
   current: string,
 ): string[] {
-  const names = (former ?? [])
+  const names = former
     .filter((f) => key.startsWith(f.strip))
     .map((f) => f.uri + key.slice(f.strip.length));
   return [...new Set(names)].filter((n) => n !== current);

@@ -15,6 +15,7 @@
 import type { Snapshot } from '../delta/snapshot.js';
 import type { DiscoveredFile } from '../discovery/index.js';
 import type { Progress } from '../log/progress.js';
+import type { FormerSource } from './former-sources.js';
 import { loadAndCommitBatch, type BatchLoaded, type CommittedBatch } from './batch.js';
 import type { PhaseTimer } from './phases.js';
 import type { BadFilePolicy } from './quarantine.js';
@@ -57,6 +58,8 @@ export interface BatchLoop<S extends OwnedState> {
   report: CommittedReport;
   /** What a batch's failed attempt does with the file it names (./quarantine.ts). */
   badFiles: BadFilePolicy;
+  /** Folders the job's source was loaded from before source.uri was edited (./former-sources.ts). */
+  formerSources?: readonly FormerSource[];
   /** Called right after each commit and its report, before the afterCommit hook (a failed run's report keeps the batch). */
   onCommitted(batch: CommittedBatch<S>, index: number): void;
 }
@@ -108,6 +111,7 @@ export async function loadBatches<S extends OwnedState>(
       owner: loop.owner(snapshot),
       timer: loop.timer,
       badFiles: loop.badFiles,
+      ...(loop.formerSources ? { formerSources: loop.formerSources } : {}),
       ...(loop.fullExtract?.(index) ? { fullExtract: true } : {}),
     });
     loop.progress?.tick(files.length, batch.bytes);

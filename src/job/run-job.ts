@@ -228,6 +228,8 @@ class JobRun {
           waiting,
         ),
       firstBatchNo: this.report.batches,
+      // An append looks a file's earlier rows up under the names it was loaded with.
+      ...(state.formerSources ? { formerSources: state.formerSources } : {}),
       fullExtract: (index) => index === extractBatch,
       progressLabel: `${this.job.name}: fetch`,
       logFields: (b, index) => ({

@@ -18,7 +18,6 @@ import type { KeyBound } from '../delta/key-bounds.js';
 import type { CommitRequest } from '../delta/transaction.js';
 import { batchKeyBounds } from '../engine/batch-key-bounds.js';
 import { SOURCE_FILE, SOURCE_MODIFIED, SOURCE_ROW } from '../engine/load.js';
-import type { FormerSource } from './former-sources.js';
 import {
   stageAppend,
   stageMerge,
@@ -41,8 +40,6 @@ import type { LedgerState } from './ledger.js';
 /** A state committed with a batch: it lists its owner's tombstone files. */
 export interface OwnedState {
   tombstones?: TombstoneState;
-  /** Sources the job loaded from before its source.uri was edited (./source-moved.ts); absent: none. */
-  formerSources?: FormerSource[];
   /** scd2 snapshot sources: the as-of of the newest extract applied (./snapshot-deletes.ts). */
   snapshotAsOf?: string;
 }

@@ -246,6 +246,26 @@ describe('source.uri edited', () => {
     expect(await run(at(join(copy, 'sub')))).toMatchObject({ filesReplaced: 1, inserted: 1 });
     expect(await statuses()).toEqual(['1 a2', '2 b2', '3 c2', '5 e3']);
   });
+
+  it('moved to a copy in another folder: a backfill of the range loaded before the move appends nothing again, whether or not a run committed since', async () => {
+    const [old, copy] = [await tempDir('src', dirs), await tempDir('copy', dirs)];
+    const target = { uri: await tempDir('t', dirs), mode: 'append' };
+    const discover = { by: 'partition', layout: '{yyyy}/{mm}/{dd}', lookback: 1 };
+    const at = (uri: string) => makeConfig({ source: { uri, discover }, target });
+    await land(new LocalStorage(old), session, '2026/12/01/a.csv', orders([1, 'a', 1]));
+    await land(new LocalStorage(old), session, '2026/12/02/b.csv', orders([2, 'b', 1]));
+    expect(await run(at(old))).toMatchObject({ status: 'succeeded', inserted: 2 });
+    await cp(join(old, '2026'), join(copy, '2026'), { recursive: true });
+    const ids = async () => (await rowsOf(at(copy), ['order_id'])).map((r) => r.order_id);
+    // No run under the new source yet: the state still records the old one.
+    const range = { from: '2026-12-01', to: '2026-12-02' };
+    expect(await backfill(at(copy), range)).toMatchObject({ filesLoaded: 2, inserted: 0 });
+    expect(await ids()).toEqual([1, 2]);
+    await land(new LocalStorage(copy), session, '2026/12/03/c.csv', orders([3, 'c', 1]));
+    expect(await run(at(copy))).toMatchObject({ status: 'succeeded', inserted: 1 });
+    expect(await backfill(at(copy), { ...range, restart: true })).toMatchObject({ inserted: 0 });
+    expect(await ids()).toEqual([1, 2, 3]);
+  });
 });
 
 /** A merge feed of `order_id,region,status,seq,seq2,deleted` rows in one partition folder. */

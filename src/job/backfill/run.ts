@@ -40,6 +40,7 @@ import {
 } from '../report.js';
 import { withReportedScope, type JobScope } from '../scope.js';
 import { jobLedgers, jobTombstones, readJobState } from '../state.js';
+import { rebasedOnSource } from '../source-moved.js';
 import { orderTimes, recordInLedger } from '../ledger.js';
 import { describeWatermark } from '../watermark.js';
 import { stateCommitRequest, type StateOwner } from '../write-batch.js';
@@ -281,6 +282,9 @@ class BackfillRun {
             { last: index === plan.batches.length - 1, now: new Date() },
           ),
         firstBatchNo: this.report.commits,
+        // The job's files loaded before its source.uri was edited are held under their old names.
+        formerSources: rebasedOnSource(readJobState(snapshot, this.job.name), this.job.source.uri)
+          .formerSources,
         progressLabel: null,
         progress,
         logFields: (b, i) => ({
