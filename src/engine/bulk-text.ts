@@ -70,11 +70,17 @@ const HEADER_READS = 32;
 
 let tableCounter = 0;
 
-/** Stage every CSV/TSV and JSON/NDJSON file of `files`; `jsonKeys`: each JSON file's top-level keys. */
+/** A JSON file's keys: its top-level ones, and the paths of its nested ones (segments joined by \u0001). */
+export interface JsonKeys {
+  top: readonly string[];
+  nested: readonly string[];
+}
+
+/** Stage every CSV/TSV and JSON/NDJSON file of `files`; `jsonKeys`: each JSON file's keys. */
 export async function stageTextFiles(
   session: DuckSession,
   files: readonly LoadFile[],
-  opts: { csv?: CsvOptions; jsonKeys: ReadonlyMap<LoadFile, readonly string[]> },
+  opts: { csv?: CsvOptions; jsonKeys: ReadonlyMap<LoadFile, JsonKeys> },
 ): Promise<StagedGroup[]> {
   const groups: StagedGroup[] = [];
   try {
@@ -109,7 +115,7 @@ export async function dropStaged(
 /** Groups in the order of their first file. */
 async function groupFiles(
   files: readonly LoadFile[],
-  opts: { csv?: CsvOptions; jsonKeys: ReadonlyMap<LoadFile, readonly string[]> },
+  opts: { csv?: CsvOptions; jsonKeys: ReadonlyMap<LoadFile, JsonKeys> },
 ): Promise<[StagedGroup['kind'], LoadFile[]][]> {
   const csvFiles = files.filter((f) => f.format === 'csv' || f.format === 'tsv');
   const signatures = new Map<LoadFile, string | null>();
@@ -127,14 +133,44 @@ async function groupFiles(
           ? `alone:${alone++}`
           : `${f.format}:${compressionOf(f.localPath)}:${s}`;
     } else if (f.format === 'json' || f.format === 'ndjson') {
-      signature = `${f.format}:${compressionOf(f.localPath)}:${JSON.stringify(opts.jsonKeys.get(f) ?? [])}`;
+      signature = `${f.format}:${compressionOf(f.localPath)}:${JSON.stringify(opts.jsonKeys.get(f)?.top ?? [])}`;
     } else continue;
     const group = groups.get(signature);
     if (group) group[1].push(f);
     else
       groups.set(signature, [f.format === 'json' || f.format === 'ndjson' ? 'json' : 'csv', [f]]);
   }
-  return [...groups.values()];
+  return [...groups.values()].flatMap(([kind, members]): [StagedGroup['kind'], LoadFile[]][] =>
+    kind === 'json'
+      ? splitByKeyCase(members, opts.jsonKeys).map((part) => [kind, part])
+      : [[kind, members]],
+  );
+}
+
+/**
+ * A JSON group split where its files spell one nested key two ways (`s.a` in one file, `s.A` in
+ * the next): one read of both stops at the duplicate struct field, where read apart the batch's
+ * schema matches the spellings ignoring case, as it does top-level names. (Two spellings in one
+ * file are refused: checkNestedFieldNames.)
+ */
+function splitByKeyCase(
+  files: readonly LoadFile[],
+  keys: ReadonlyMap<LoadFile, JsonKeys>,
+): LoadFile[][] {
+  const parts: { files: LoadFile[]; spelling: Map<string, string> }[] = [];
+  for (const f of files) {
+    const own = keys.get(f)?.nested ?? [];
+    let part = parts.find((p) =>
+      own.every((path) => (p.spelling.get(path.toLowerCase()) ?? path) === path),
+    );
+    if (!part) {
+      part = { files: [], spelling: new Map() };
+      parts.push(part);
+    }
+    part.files.push(f);
+    for (const path of own) part.spelling.set(path.toLowerCase(), path);
+  }
+  return parts.map((p) => p.files);
 }
 
 async function inBatches<T>(

@@ -18,7 +18,7 @@ import { csvPhysicalLine, csvRecordLine } from './csv-records.js';
 import { parseDuckType } from './duck-type.js';
 import type { DuckSession } from './duckdb.js';
 import { fitCastSql, misfitSql } from './fit-cast.js';
-import { recordTexts } from './json-numbers.js';
+import { recordTexts, type PathValues } from './json-numbers.js';
 import { isNestedDuck, leafChecks, nestedAdditions } from './nested-fit.js';
 import {
   csvDialect,
@@ -208,6 +208,31 @@ export function checkColumnNames(file: LoadFile, names: readonly string[]): void
     const first = renamed ? lower.get(renamed[1]!.toLowerCase()) : undefined;
     if (!renamed || first === undefined || first === renamed[1]) continue;
     throw caseClash(file, first, renamed[1]!);
+  }
+}
+
+/**
+ * Keys of one JSON object path that differ only by case (`{"s": {"a": 1, "A": 2}}`, in one record
+ * or in two) are refused naming both fields and the line of the second, as top-level names are:
+ * one name holds one field in Delta, and DuckDB's reader stops at them with a hint to ignore
+ * errors, which would drop rows.
+ */
+export function checkNestedFieldNames(file: LoadFile, paths: Iterable<PathValues>): void {
+  const seen = new Map<string, PathValues>();
+  for (const p of paths) {
+    if (p.segments.length < 2) continue; // top-level: checkColumnNames
+    const lower = p.segments.map((s) => s.toLowerCase()).join('\u0001');
+    const first = seen.get(lower);
+    if (first === undefined) {
+      seen.set(lower, p);
+      continue;
+    }
+    const line = Math.min(...Object.values(p.first).map((at) => at.line));
+    throw new BadFileError(
+      `[load] cannot load ${file.key}: line ${line}, it has fields ${JSON.stringify(first.column)} and ${JSON.stringify(p.column)}, whose names differ only by case: ` +
+        'Delta field names ignore case, so they would be one field; rename one in the source',
+      { context: { key: file.key, line, column: p.column, columns: [first.column, p.column] } },
+    );
   }
 }
 

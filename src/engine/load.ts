@@ -44,6 +44,7 @@ import { sourceFileEnum } from './parquet-list.js';
 import { nestedAdditions, withNewFields } from './nested-fit.js';
 import {
   checkColumnNames,
+  checkNestedFieldNames,
   conformFile,
   csvLineError,
   describeFile,
@@ -208,6 +209,7 @@ async function scanJsonFiles(
     batch.forEach((f, j) => scans.set(f, results[j]!));
     for (const f of batch) {
       checkColumnNames(f, scans.get(f)!.keys);
+      checkNestedFieldNames(f, scans.get(f)!.values.values());
       const bad = inexactNumber(f, scans.get(f)!.numbers, text);
       if (bad) throw bad;
     }
@@ -223,9 +225,19 @@ async function stageAll(
   session: DuckSession,
   files: readonly LoadFile[],
   csv: CsvOptions | undefined,
-  jsons: ReadonlyMap<LoadFile, { keys: string[] }>,
+  jsons: ReadonlyMap<LoadFile, Pick<JsonScan, 'keys' | 'values'>>,
 ): Promise<StagedGroup[]> {
-  const jsonKeys = new Map([...jsons].map(([f, s]) => [f, s.keys]));
+  const jsonKeys = new Map(
+    [...jsons].map(([f, s]) => [
+      f,
+      {
+        top: s.keys,
+        nested: [...s.values.values()]
+          .filter((p) => p.segments.length > 1)
+          .map((p) => p.segments.join('\u0001')),
+      },
+    ]),
+  );
   try {
     return await stageTextFiles(session, files, { ...(csv ? { csv } : {}), jsonKeys });
   } catch (err) {

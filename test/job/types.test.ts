@@ -856,6 +856,42 @@ describe('column names mean one thing each', () => {
     expect(rows.map((r) => r['Amount'])).toEqual(['10', '20']);
   });
 
+  it('nested keys that differ only by case: in one file refused naming both fields and the line; across the files of one batch one field', async () => {
+    const z = await zone({}, { format: 'ndjson' });
+    await z.source.write(
+      '2025/03/01/a.ndjson',
+      '{"order_id":1,"seq":1,"s":{"a":1}}\n{"order_id":2,"seq":1,"s":{"A":2}}\n',
+    );
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(BadFileError);
+    expect((err as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/01/a.ndjson`,
+      line: 2,
+      column: 's.A',
+    });
+    expect(err.message).toContain(
+      'line 2, it has fields "s.a" and "s.A", whose names differ only by case',
+    );
+    expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+
+    // Before, one bulk read of both files stopped at DuckDB's 'Duplicate name "A" in struct'.
+    const across = await zone({}, { format: 'ndjson' });
+    await across.source.write(
+      '2025/03/01/a.ndjson',
+      '{"order_id":1,"seq":1,"s":{"a":1},"ls":[{"d":1}]}\n',
+    );
+    await across.source.write(
+      '2025/03/01/b.ndjson',
+      '{"order_id":2,"seq":1,"s":{"A":2},"ls":[{"D":2}]}\n',
+    );
+    expect(await run(across.setup)).toMatchObject({ status: 'succeeded', inserted: 2, batches: 1 });
+    const rows = await tableRows(session, across.setup, 'order_id');
+    expect(rows.map((r) => [r['s'], r['ls']])).toEqual([
+      [{ a: '1' }, [{ d: '1' }]],
+      [{ a: '2' }, [{ d: '2' }]],
+    ]);
+  });
+
   it('a CSV header naming one column twice is refused naming the file, the name and both fields, not loaded as x and x_1 (nothing committed)', async () => {
     // DuckDB renames the second `x` to `x_1`, which a file with a real `x_1` column would share.
     for (const header of ['order_id,seq,x,x', 'order_id,seq,x," x"']) {
