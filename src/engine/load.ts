@@ -114,6 +114,8 @@ export interface LoadResult {
   emptyFiles: string[];
   /** Columns the batch creates that Parquet files hold as naive timestamps: wall clocks, so `timestamp_ntz` (./parquet-timestamps.ts). */
   naiveTimestamps: string[];
+  /** Each read file's own column names, by its key (a staged group's files: the group's). */
+  fileColumns: ReadonlyMap<string, readonly string[]>;
 }
 
 /** Load `files` into `opts.table`; returns the row count. Nothing to read creates no table and returns 0. */
@@ -132,7 +134,8 @@ export async function loadSourceFiles(
   opts: LoadOptions,
 ): Promise<LoadResult> {
   const { readable, emptyFiles } = await skipEmpty(files);
-  if (readable.length === 0) return { rows: 0, newColumns: [], emptyFiles, naiveTimestamps: [] };
+  if (readable.length === 0)
+    return { rows: 0, newColumns: [], emptyFiles, naiveTimestamps: [], fileColumns: new Map() };
   const jsons = await scanJsonFiles(session, readable, opts);
   const staged = await stageAll(session, readable, opts.csv, jsons);
   try {
@@ -179,6 +182,7 @@ export async function loadSourceFiles(
       newColumns: plans && opts.schema ? newColumnsOf(columnsOf, opts.schema) : [],
       emptyFiles,
       naiveTimestamps: naiveParquetTimestamps(described, opts.schema, opts.declared),
+      fileColumns: new Map([...described].map(([f, cs]) => [f.key, cs.map((c) => c.name)])),
     };
   } finally {
     await dropStaged(session, staged);

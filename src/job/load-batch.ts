@@ -97,6 +97,7 @@ export async function loadBatch(
     throw newColumnsRefused(job, loaded.newColumns);
   }
   const rowsRead = loaded.rows;
+  const folderWarnings = folderColumnWarnings(job, sourceUri, fetched, loaded.fileColumns);
   const typesDeclared =
     files.length > 0 &&
     files.every((f) => f.format === 'parquet') &&
@@ -110,7 +111,7 @@ export async function loadBatch(
       rowsAfterDedupe: rowsRead,
       typesDeclared,
       naiveTimestamps: loaded.naiveTimestamps,
-      warnings: [],
+      warnings: folderWarnings,
       dispose,
     };
   }
@@ -119,7 +120,7 @@ export async function loadBatch(
     const types = await columnTypes(session);
     requireColumns(job, files, types);
     requireOrderedVersion(job, types, opts.schema ? 'table' : 'inferred');
-    warnings = opts.schema ? [] : keyTypeWarnings(job, types);
+    warnings = [...folderWarnings, ...(opts.schema ? [] : keyTypeWarnings(job, types))];
   } catch (err) {
     await dispose();
     throw err;
@@ -156,6 +157,41 @@ export async function loadBatch(
     warnings,
     dispose,
   };
+}
+
+/**
+ * Spark, Hive and delta-rs write a partition column's value into the folder name
+ * (`part=0.00004/part-00000.parquet`), not into the file. A folder name is never data here
+ * (docs/concepts.md), so the rows of such a file have no such column (NULL in a table that has
+ * one): said once per column and batch, naming a file. The folders of a partition layout
+ * (`dt={yyyy}-{mm}-{dd}/`) are the job's own and are not concerned.
+ */
+function folderColumnWarnings(
+  job: JobConfig,
+  sourceUri: string,
+  fetched: readonly FetchedFile[],
+  fileColumns: ReadonlyMap<string, readonly string[]>,
+): string[] {
+  const discover = job.source.discover;
+  const layoutLevels =
+    discover.by === 'partition' ? discover.layout.split('/').filter((s) => s !== '').length : 0;
+  const found = new Map<string, string>();
+  for (const f of fetched) {
+    const key = sourceName(sourceUri, f.file.key);
+    const own = new Set((fileColumns.get(key) ?? []).map((c) => c.toLowerCase()));
+    for (const folder of f.file.key.split('/').slice(layoutLevels, -1)) {
+      const eq = folder.indexOf('=');
+      if (eq <= 0) continue;
+      const name = folder.slice(0, eq);
+      if (!own.has(name.toLowerCase()) && !found.has(name)) found.set(name, key);
+    }
+  }
+  return [...found].map(
+    ([name, key]) =>
+      `${key} lies below a folder ${name}=…, and the file has no column ${JSON.stringify(name)}: ` +
+      `its value is in the folder name only (a Hive-style partition, as Spark writes), which tidemark never reads as data, ` +
+      `so these rows have no ${JSON.stringify(name)} (NULL where the table has the column)`,
+  );
 }
 
 /** `source.columns` as table fields. */

@@ -11,7 +11,9 @@
  * Real DuckDB, real CSV/NDJSON/Parquet files, real Delta logs in local folders.
  */
 import { join, sep } from 'node:path';
+import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { createLogger, type Logger } from '../../src/log/logger.js';
 import { LocalStorage } from '../../src/storage/local.js';
 import {
   DuckSession,
@@ -27,6 +29,24 @@ import {
 
 let session: DuckSession;
 const dirs = sessionPerFile((s) => (session = s));
+
+/** A logger keeping the messages of its warnings. */
+function warningsLogger(): { logger: Logger; warnings: string[] } {
+  const warnings: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk
+        .toString()
+        .split('\n')
+        .filter((l) => l !== '')) {
+        const entry = JSON.parse(line) as { level: number; msg: string };
+        if (entry.level === 40) warnings.push(entry.msg);
+      }
+      done();
+    },
+  });
+  return { logger: createLogger({ stream, json: true, level: 'warn' }), warnings };
+}
 
 describe('paths with name=value folders', () => {
   it.each([
@@ -46,12 +66,15 @@ describe('paths with name=value folders', () => {
         target: mergeTarget(join(base, 'env=prod', 'lake')),
       });
 
-      const report = await run(setup);
+      const { logger, warnings } = warningsLogger();
+      const report = await run(setup, { logger });
       expect(report).toMatchObject({
         status: 'succeeded',
         filesLoaded: 4,
         watermark: '2026-11-02',
       });
+      // The layout's own dt=… folders are not a lost column.
+      expect(warnings.filter((w) => w.includes('folder name only'))).toEqual([]);
       const table = await readTarget(session, setup);
       expect(table.columns.sort()).toEqual(
         ['_source_file', '_source_modified', 'order_id', 'rid', 'seq', 'status'].sort(),
@@ -65,6 +88,31 @@ describe('paths with name=value folders', () => {
       expect(await run(setup)).toMatchObject({ status: 'nothing-new', filesLoaded: 0 });
     },
   );
+});
+
+describe("Spark's partition folders (part=7/) below the source root", () => {
+  it("the rows have the files' own columns only, and a warning names the folder column and a file, once", async () => {
+    const base = await tempDir('spark-parts', dirs);
+    const source = new LocalStorage(join(base, 'land'));
+    await land(source, session, 'part=7/a.parquet', orders([1, 'placed', 1]));
+    await land(source, session, 'part=8/b.parquet', orders([2, 'placed', 1]));
+    // A folder named by a column the file holds loses nothing.
+    await land(source, session, 'status=placed/c.parquet', orders([3, 'placed', 1]));
+    const setup = makeConfig({
+      source: { uri: join(base, 'land'), discover: { by: 'modified', settle: '0s' } },
+      target: mergeTarget(join(base, 'lake')),
+    });
+    const { logger, warnings } = warningsLogger();
+    expect(await run(setup, { logger })).toMatchObject({ status: 'succeeded', filesLoaded: 3 });
+    const lost = warnings.filter((w) => w.includes('folder name only'));
+    expect(lost).toHaveLength(1);
+    expect(lost[0]).toMatch(
+      /land\/part=[78]\/[ab]\.parquet lies below a folder part=…, and the file has no column "part"/,
+    );
+    const table = await readTarget(session, setup);
+    expect(table.columns).not.toContain('part');
+    expect(table.rows.map((r) => r.order_id).sort()).toEqual([1, 2, 3]);
+  });
 });
 
 describe.skipIf(sep === '\\')('backslashes in local names', () => {
