@@ -15,7 +15,7 @@ import type { StructField, StructType } from '../delta/schema.js';
 import { BadFileError, ResourceError, SchemaError } from '../errors.js';
 import { ambiguityError, castError } from './cast-error.js';
 import { csvPhysicalLine, csvRecordLine } from './csv-records.js';
-import { parseDuckType } from './duck-type.js';
+import { parseDuckType, type DuckType } from './duck-type.js';
 import type { DuckSession } from './duckdb.js';
 import { fitCastSql, misfitSql } from './fit-cast.js';
 import { recordTexts, type PathValues } from './json-numbers.js';
@@ -86,6 +86,8 @@ export async function describeFile(
     await markInt96(session, file, columns);
   if (file.format === 'parquet' && columns.some((c) => c.type.includes('DOUBLE')))
     await refuseWideDecimals(session, file);
+  if (file.format === 'parquet' && columns.some((c) => hasRenamedField(parseDuckType(c.type))))
+    await refuseCaseClashingFields(session, file);
   if ((file.format === 'csv' || file.format === 'tsv') && columns.length > 0) {
     const dialect = csvDialect(file.format, csv);
     if (dialect.header) await checkCsvHeader(session, file, dialect, columns.length);
@@ -113,6 +115,60 @@ async function markInt96(
   }
   const names = new Set(rows.map((r) => String(r['name'])));
   for (const c of columns) if (c.type === 'TIMESTAMP' && names.has(c.name)) c.int96 = true;
+}
+
+/** A struct field (at any depth) named as DuckDB renames a second spelling of a name (`A_1`). */
+function hasRenamedField(t: DuckType): boolean {
+  switch (t.kind) {
+    case 'struct':
+      return t.fields.some((f) => /_\d+$/.test(f.name) || hasRenamedField(f.type));
+    case 'list':
+    case 'array':
+      return hasRenamedField(t.element);
+    case 'map':
+      return hasRenamedField(t.key) || hasRenamedField(t.value);
+    default:
+      return false;
+  }
+}
+
+/**
+ * A Parquet group whose fields are named alike but for case (`a` and `A`), or twice, is refused
+ * naming both: DuckDB renames the second (`A_1`, a name the file does not hold), and Delta field
+ * names ignore case. (Top-level names: checkColumnNames.)
+ */
+async function refuseCaseClashingFields(session: DuckSession, file: LoadFile): Promise<void> {
+  let rows;
+  try {
+    rows = await session.all(
+      `SELECT name, coalesce(num_children, 0) AS n FROM parquet_schema(${str(file.localPath)})`,
+    );
+  } catch (err) {
+    throw unreadable(file, err);
+  }
+  // parquet_schema lists the schema depth first, the root first: rebuild each group's children.
+  const stack: { path: string; left: number; names: Map<string, string> }[] = [];
+  for (const [i, r] of rows.entries()) {
+    const name = String(r['name']);
+    const parent = stack.at(-1);
+    const path = i === 0 ? '' : parent && parent.path !== '' ? `${parent.path}.${name}` : name;
+    if (parent) {
+      parent.left--;
+      const first = parent.names.get(name.toLowerCase());
+      if (first !== undefined && parent.path !== '') {
+        const firstPath = `${parent.path}.${first}`;
+        throw new BadFileError(
+          `[load] cannot load ${file.key}: it has fields ${JSON.stringify(firstPath)} and ${JSON.stringify(path)}, whose names ${first === name ? 'are the same' : 'differ only by case'}: ` +
+            'Delta field names ignore case, so they would be one field (DuckDB renames the second); rename one in the source',
+          { context: { key: file.key, column: path, columns: [firstPath, path] } },
+        );
+      }
+      parent.names.set(name.toLowerCase(), name);
+    }
+    const children = Number(r['n']);
+    if (children > 0) stack.push({ path, left: children, names: new Map() });
+    while (stack.length > 0 && stack.at(-1)!.left === 0) stack.pop();
+  }
 }
 
 /**

@@ -1090,3 +1090,27 @@ describe('a Parquet decimal wider than 38 digits (pyarrow decimal256)', () => {
     expect((await readTarget(session, z.setup)).snapshot).toBeNull();
   });
 });
+
+describe('Parquet struct fields whose names differ only by case (written by pyarrow)', () => {
+  it.each([
+    ['struct-case.parquet', 's.a', 's.A'],
+    ['list-struct-case.parquet', 'ls.list.element.d', 'ls.list.element.D'],
+  ])(
+    '%s is refused naming both fields, nothing committed (DuckDB renamed the second A_1)',
+    async (name, first, second) => {
+      // Without the check the table held s = {a: 1, A_1: 2}, a field the file does not have, exit 0.
+      const file = await readFile(new URL(`../../fixtures/parquet/${name}`, import.meta.url));
+      const z = await zone();
+      await z.source.write(`2025/03/01/${name}`, file);
+      const err = await failure(run(z.setup));
+      expect(err).toBeInstanceOf(BadFileError);
+      expect((err as BadFileError).context).toMatchObject({
+        key: `${z.uri}2025/03/01/${name}`,
+        column: second,
+        columns: [first, second],
+      });
+      expect(err.message).toContain('whose names differ only by case');
+      expect((await readTarget(session, z.setup)).snapshot).toBeNull();
+    },
+  );
+});
