@@ -406,7 +406,7 @@ function discoverChanges(
       'source.discover.layout',
       was.layout,
       now.layout,
-      `folders are read with the new layout; the watermark (${describeWatermark(discovery) ?? 'none yet'}) carries over when its granularity fits`,
+      `folders are read with the new layout; the watermark (${describeWatermark(discovery) ?? 'none yet'}) carries over when its granularity fits, and the remembered files are re-keyed into the new folders of their partitions (files moved there are not loaded again)`,
     );
   if (was.timezone !== now.timezone)
     add(

@@ -26,7 +26,7 @@ import {
 import { backfilledBy, backfillJobs } from './backfill/state.js';
 import { PlanBacklog, reportBacklog, type BacklogState } from './backlog.js';
 import { configuredAs } from './config-change.js';
-import { rebasedOnSource } from './source-moved.js';
+import { rebasedOnLayout, rebasedOnSource } from './source-moved.js';
 import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
 import { discoveryConfigOf } from './open.js';
@@ -135,6 +135,8 @@ class JobRun {
     await this.loop.checkSettingsOnce(snapshot, state, () => true);
     // An edited source.uri: the remembered files, keyed relative to the source, carry over.
     state = rebasedOnSource(state, this.job.source.uri);
+    const d = this.job.source.discover;
+    if (d.by === 'partition') state = rebasedOnLayout(state, this.job.source.uri, d.layout);
     const quarantined = quarantinedFiles(snapshot, this.job.name);
     const plan = await this.timer.time('list', async () =>
       this.withLedger(await this.discover(state, quarantined), state, snapshot, quarantined),

@@ -11,6 +11,7 @@
  * taken for a new version, or one rewritten after the move, was appended a second time).
  * The re-keyed state commits with the run's first batch, so a crash after it loses nothing.
  */
+import { Layout } from '../discovery/layout.js';
 import { describeUri } from '../storage/uri.js';
 import type { FormerSource } from './former-sources.js';
 import type { JobState } from './state.js';
@@ -101,4 +102,45 @@ function canonical(uri: string): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * A partition `layout` edited between runs, of the same granularity (another one is refused by
+ * discovery until a reset): the remembered files are re-keyed from each partition's old folder to
+ * its new one, so the files of the lookback partitions moved into the new layout's folders are
+ * known as loaded (kept as they were, every one of them was loaded again: in append mode, its rows
+ * twice), and each such partition's old folder is kept (`formerSources`) for an append that
+ * replaces a rewritten file's earlier rows. A key outside its partition's old folder stays as it
+ * was. `uri` is the job's source. Pure.
+ */
+export function rebasedOnLayout(state: JobState, uri: string, layout: string): JobState {
+  const was = state.configuredAs?.discover;
+  const discovery = state.discovery;
+  if (was?.by !== 'partition' || was.layout === layout || discovery?.mode !== 'partition')
+    return state;
+  let from: Layout;
+  let to: Layout;
+  try {
+    [from, to] = [Layout.parse(was.layout), Layout.parse(layout)];
+  } catch {
+    return state;
+  }
+  if (from.granularity !== to.granularity) return state;
+  const root = describeUri(uri).uri;
+  const moved = new Map<string, FormerSource>();
+  const loaded = discovery.loaded.map((e) => {
+    const [old, now] = [from.prefixOf(e.partition), to.prefixOf(e.partition)];
+    if (old === now || !e.key.startsWith(old)) return e;
+    moved.set(e.partition, { uri: root + old, strip: now });
+    return { ...e, key: now + e.key.slice(old.length) };
+  });
+  if (moved.size === 0) return state;
+  const kept = (state.formerSources ?? []).filter(
+    (f) => ![...moved.values()].some((m) => m.uri === f.uri && m.strip === f.strip),
+  );
+  return {
+    ...state,
+    formerSources: [...kept, ...moved.values()],
+    discovery: { ...discovery, loaded },
+  };
 }

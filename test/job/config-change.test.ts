@@ -6,7 +6,7 @@
  *     until --accept-config-change or a reset; a narrower key re-keys the tombstones;
  *   - a narrower key, or append -> merge, is refused while the table holds several rows per new key.
  */
-import { cp, utimes, writeFile } from 'node:fs/promises';
+import { cp, mkdir, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
@@ -301,6 +301,36 @@ function keylessSetup(src: string, tableUri: string, mode: 'append' | 'replace')
     target: { uri: tableUri, mode },
   });
 }
+
+describe('layout edited', () => {
+  // Found by the config-change hunt: the remembered files kept their old folders' keys, so the
+  // lookback partitions' files moved into the new layout were loaded again (3 rows became 6).
+  it('{yyyy}/{mm}/{dd} -> dt={yyyy}-{mm}-{dd} with the files moved: none loads again, and one rewritten there replaces its earlier rows', async () => {
+    const dir = await tempDir('src', dirs);
+    const src = new LocalStorage(dir);
+    const target = { uri: await tempDir('t', dirs), mode: 'append' };
+    const at = (layout: string) =>
+      makeConfig({
+        source: { uri: dir, discover: { by: 'partition', layout, lookback: 2 } },
+        target,
+      });
+    await land(src, session, '2026/12/01/a.csv', orders([1, 'a1', 1], [2, 'b1', 1]));
+    await land(src, session, '2026/12/02/b.csv', orders([3, 'c1', 1]));
+    expect(await run(at('{yyyy}/{mm}/{dd}'))).toMatchObject({ inserted: 3 });
+    for (const d of ['01', '02']) {
+      await mkdir(join(dir, `dt=2026-12-${d}`));
+      const name = d === '01' ? 'a.csv' : 'b.csv';
+      await rename(join(dir, `2026/12/${d}/${name}`), join(dir, `dt=2026-12-${d}/${name}`));
+    }
+    await rm(join(dir, '2026'), { recursive: true });
+    const moved = at('dt={yyyy}-{mm}-{dd}');
+    expect(await run(moved)).toMatchObject({ status: 'nothing-new', inserted: 0 });
+    await land(src, session, 'dt=2026-12-02/b.csv', orders([3, 'c2', 2]));
+    expect(await run(moved)).toMatchObject({ filesReplaced: 1, inserted: 1 });
+    const rows = await rowsOf(moved, ['order_id', 'status']);
+    expect(rows.map((r) => `${r.order_id} ${r.status}`)).toEqual(['1 a1', '2 b1', '3 c2']);
+  });
+});
 
 describe('a new orderBy or key and the remembered deletes', () => {
   it('orderBy seq -> seq2 with key 1 deleted: refused (exit 2) until --accept-config-change; a late older row then comes back, as accepted', async () => {
