@@ -535,7 +535,17 @@ const target = z
         });
       return;
     }
-    if (t.mode !== 'merge') return;
+    if (t.mode === 'append') {
+      // Rows are appended, never deleted: a condition that deletes nothing must not pass unnoticed.
+      if (t.deleteWhen)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['deleteWhen'],
+          message:
+            'does not apply when mode is append (rows are appended, never deleted by key): remove it, or use mode merge',
+        });
+      return;
+    }
     if (!t.key)
       ctx.addIssue({ code: 'custom', path: ['key'], message: 'is required when mode is merge' });
     if (!t.orderBy)

@@ -325,7 +325,7 @@ export function describeChanges(
       a.mode,
       b.mode,
       b.mode === 'append'
-        ? 'rows are appended from now: nothing is updated or deleted by key, deleteWhen and tombstones no longer apply'
+        ? 'rows are appended from now: nothing is updated or deleted by key, the remembered deletes no longer apply'
         : b.mode === 'replace'
           ? 'each delivery replaces the whole table from now: rows it lacks are removed, deleteWhen and tombstones no longer apply'
           : b.mode === 'scd2'

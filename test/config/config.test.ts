@@ -79,6 +79,17 @@ jobs:
     );
   });
 
+  // Found by the config-change hunt: accepted, and a row it matched was appended (exit 0, no word).
+  it('refuses deleteWhen in append mode, where it would delete nothing', () => {
+    const problems = problemsOf(`
+jobs:
+  - { name: a, source: { uri: ./s, discover: { by: modified } }, target: { uri: ./t, mode: append, deleteWhen: is_deleted } }
+`);
+    expect(problems).toEqual([
+      'jobs[0].target.deleteWhen: does not apply when mode is append (rows are appended, never deleted by key): remove it, or use mode merge',
+    ]);
+  });
+
   it('rejects duplicate job names and unknown fields', () => {
     const problems = problemsOf(`
 jobs:
