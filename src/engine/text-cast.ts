@@ -10,7 +10,8 @@
  *   decimal    an exact decimal literal (`-12.50`, `.5`) that fits precision and scale
  *              (digits past the scale must be zeros)
  *   float      a decimal literal, optionally with an exponent (the nearest binary value is
- *              stored: that is what a float column holds); never inf or nan
+ *              stored: that is what a float column holds); never inf or nan, and never a
+ *              nonzero text below the smallest normal value (it would lose digits, or be 0)
  *   boolean    true or false, in any case
  *   date       ISO `2026-01-31`, or with `dateFormat` that format, or else one of the
  *              candidate forms (month/day/year, day/month/year with `/`, `-` or `.`), read
@@ -46,6 +47,11 @@ const INTEGERS = new Set([
   'UHUGEINT',
 ]);
 const FLOATS = new Set(['FLOAT', 'DOUBLE']);
+/** The smallest positive normal value of each (FLT_MIN, DBL_MIN). */
+const MIN_NORMAL: Record<string, string> = {
+  FLOAT: '1.1754943508222875e-38::FLOAT',
+  DOUBLE: '2.2250738585072014e-308::DOUBLE',
+};
 
 const INTEGER_TEXT = '[+-]?[0-9]+';
 const DECIMAL_TEXT = '[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)';
@@ -99,7 +105,11 @@ export function textValueSql(col: string, target: DuckType, formats: TemporalFor
     return `CASE WHEN ${matches(col, INTEGER_TEXT)} THEN TRY_CAST(${col} AS ${type}) END`;
   if (FLOATS.has(name)) {
     const value = `TRY_CAST(${col} AS ${type})`;
-    return `CASE WHEN ${matches(col, FLOAT_TEXT)} AND NOT isinf(${value}) THEN ${value} END`;
+    // Past the range (inf), or below the smallest normal value (fewer digits, or 0) of a
+    // nonzero text: a value the column cannot hold, as JSON numbers (./json-numbers.ts).
+    const zeroText = `NOT regexp_matches(regexp_replace(${col}, '[eE].*$', ''), '[1-9]')`;
+    const normal = `(abs(${value}) >= ${MIN_NORMAL[name]} OR ${zeroText})`;
+    return `CASE WHEN ${matches(col, FLOAT_TEXT)} AND NOT isinf(${value}) AND ${normal} THEN ${value} END`;
   }
   if (name === 'BOOLEAN')
     return `CASE lower(${col}) WHEN 'true' THEN true WHEN 'false' THEN false END`;

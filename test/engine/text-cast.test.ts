@@ -60,6 +60,10 @@ describe('numbers', () => {
     ['1.5', 'DOUBLE', 1.5],
     ['1e3', 'DOUBLE', 1000],
     ['-2.5E-3', 'DOUBLE', -0.0025],
+    ['2.2250738585072014e-308', 'DOUBLE', 2.2250738585072014e-308],
+    ['0e-999', 'DOUBLE', 0],
+    ['0.000e5', 'FLOAT', 0],
+    ['1e-37', 'FLOAT', 9.99999991097579e-38],
     ['TRUE', 'BOOLEAN', true],
     ['false', 'BOOLEAN', false],
   ])('%j into %s is %j', async (text, type, expected) => {
@@ -87,6 +91,11 @@ describe('numbers', () => {
     ['inf', 'DOUBLE'],
     ['NaN', 'DOUBLE'],
     ['1e400', 'DOUBLE'],
+    // Below the smallest normal double: 0, or a subnormal holding fewer digits.
+    ['1e-400', 'DOUBLE'],
+    ['-2.5e-320', 'DOUBLE'],
+    ['1e-50', 'FLOAT'],
+    ['1e39', 'FLOAT'],
     ['t', 'BOOLEAN'],
     ['1', 'BOOLEAN'],
     ['yes', 'BOOLEAN'],
