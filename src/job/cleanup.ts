@@ -168,58 +168,73 @@ async function act(
 ): Promise<void> {
   const limit = pLimit(Math.min(scope.job.concurrency, 8));
   const spool = await scope.spool.folder('cleanup');
-  await Promise.all(
+  // Every move under way ends before the failure is raised (allSettled, not all): the record
+  // written after this must name each file that has left the source, not only those done first.
+  let failedOne = false;
+  const settled = await Promise.allSettled(
     files.map((file, i) =>
       limit(async () => {
         scope.ctx.signal?.throwIfAborted();
-        const now = await currentEtag(scope.source, file.key);
-        if (now !== file.etag) {
-          report.left.push({
-            key: file.key,
-            reason: now === null ? 'gone since the plan' : 'changed since the plan',
-          });
-          return;
+        if (failedOne) return; // after a failure, no further file is touched
+        try {
+          await moveOrDelete(file, i);
+        } catch (err) {
+          failedOne = true;
+          throw err;
         }
-        if (archive === null) {
-          await scope.source.delete([file.key]);
-          done(report, { ...file, action: 'deleted' });
-          return;
-        }
-        const local = join(spool, `${i}.src`);
-        await scope.source.download(file.key, local);
-        // The bytes downloaded are the version planned only if the file is still that version now.
-        if ((await currentEtag(scope.source, file.key)) !== file.etag) {
-          report.left.push({ key: file.key, reason: 'changed since the plan' });
-          return;
-        }
-        const digest = await sha256(local);
-        const copy = join(spool, `${i}.copy`);
-        const existing = await archive.head(file.key);
-        if (existing === null) await archive.upload(file.key, local);
-        const copied = await archive.head(file.key);
-        const same =
-          copied !== null &&
-          copied.size === file.size &&
-          (await archive.download(file.key, copy), (await sha256(copy)) === digest);
-        if (!same && existing !== null) {
-          report.left.push({ key: file.key, reason: 'move target holds another file' });
-          return;
-        }
-        if (!same) {
-          throw new StorageError(
-            `[cleanup] the copy of ${file.key} at ${archive.uri} does not hold the bytes of the original (size or SHA-256 differ); the original is kept`,
-            {
-              context: { uri: archive.uri, key: file.key },
-            },
-          );
-        }
-        await scope.source.delete([file.key]);
-        done(report, { ...file, action: 'moved', to: `${archive.uri}${file.key}` });
       }),
     ),
   );
   report.files.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   report.left.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+
+  async function moveOrDelete(file: EligibleFile, i: number): Promise<void> {
+    const now = await currentEtag(scope.source, file.key);
+    if (now !== file.etag) {
+      report.left.push({
+        key: file.key,
+        reason: now === null ? 'gone since the plan' : 'changed since the plan',
+      });
+      return;
+    }
+    if (archive === null) {
+      await scope.source.delete([file.key]);
+      done(report, { ...file, action: 'deleted' });
+      return;
+    }
+    const local = join(spool, `${i}.src`);
+    await scope.source.download(file.key, local);
+    // The bytes downloaded are the version planned only if the file is still that version now.
+    if ((await currentEtag(scope.source, file.key)) !== file.etag) {
+      report.left.push({ key: file.key, reason: 'changed since the plan' });
+      return;
+    }
+    const digest = await sha256(local);
+    const copy = join(spool, `${i}.copy`);
+    const existing = await archive.head(file.key);
+    if (existing === null) await archive.upload(file.key, local);
+    const copied = await archive.head(file.key);
+    const same =
+      copied !== null &&
+      copied.size === file.size &&
+      (await archive.download(file.key, copy), (await sha256(copy)) === digest);
+    if (!same && existing !== null) {
+      report.left.push({ key: file.key, reason: 'move target holds another file' });
+      return;
+    }
+    if (!same) {
+      throw new StorageError(
+        `[cleanup] the copy of ${file.key} at ${archive.uri} does not hold the bytes of the original (size or SHA-256 differ); the original is kept`,
+        {
+          context: { uri: archive.uri, key: file.key },
+        },
+      );
+    }
+    await scope.source.delete([file.key]);
+    done(report, { ...file, action: 'moved', to: `${archive.uri}${file.key}` });
+  }
 }
 
 function done(report: CleanupReport, file: CleanedFile): void {

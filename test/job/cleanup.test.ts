@@ -298,6 +298,69 @@ describe('cleanup on a local folder: move', () => {
     expect(await keysOf(src)).toEqual(['feed/a.csv', 'feed/b.csv']);
   });
 
+  it('a failed move waits for the moves under way: the record and the report name every file that left the source', async () => {
+    const archiveDir = await tempDir('archive', dirs);
+    const { src, setup } = await loaded({ move: archiveDir, after: '30d' });
+    const archiveUri = setup.job.source.afterLoad!.move!;
+    // b.csv's move is at its last step, deleting the original (slow), when a.csv's copy comes
+    // out wrong and fails the cleanup.
+    let bDeleting = (): void => {};
+    const bAtDelete = new Promise<void>((resolve) => (bDeleting = resolve));
+    const wrap = (
+      storage: Storage,
+      override: (target: Storage, prop: string | symbol) => unknown,
+    ) =>
+      new Proxy(storage, {
+        get: (target, prop) => {
+          const replaced = override(target, prop);
+          if (replaced !== undefined) return replaced;
+          const value = Reflect.get(target, prop) as unknown;
+          return typeof value === 'function'
+            ? (value as (...a: unknown[]) => unknown).bind(target)
+            : value;
+        },
+      });
+    const openStorage: StorageOpener = (uri, s3Options, localOptions) => {
+      const storage = openStorageOf(uri, s3Options, localOptions);
+      if (uri === archiveUri)
+        return wrap(storage, (target, prop) =>
+          prop === 'upload'
+            ? async (key: string, file: string) => {
+                if (key !== 'feed/a.csv') return target.upload(key, file);
+                await bAtDelete;
+                return target.write(key, 'bytes lost in transit\n');
+              }
+            : undefined,
+        );
+      if (uri !== setup.job.source.uri) return storage;
+      return wrap(storage, (target, prop) =>
+        prop === 'delete'
+          ? async (keys: string[]) => {
+              if (keys.includes('feed/b.csv')) {
+                bDeleting();
+                await new Promise((resolve) => setTimeout(resolve, 300));
+              }
+              return target.delete(keys);
+            }
+          : undefined,
+      );
+    };
+    const outcome = await cleanupJob(
+      setup.job,
+      { storage: setup.storage, logger: silentLogger(), tty: false, openStorage },
+      { apply: true, now: later() },
+    );
+    expect(outcome.ok).toBe(false);
+    expect(String((outcome as { error: unknown }).error)).toMatch(/does not hold the bytes/);
+    const recordText = await readFile(join(setup.job.target.uri, outcome.report.record!), 'utf8');
+    const reported = outcome.report.files.map((f) => f.key);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // anything still under way ends
+    expect(await keysOf(src)).toEqual(['feed/a.csv']);
+    const record = JSON.parse(recordText) as { done: Array<{ key: string }> };
+    expect(record.done.map((d) => d.key)).toEqual(['feed/b.csv']);
+    expect(reported).toEqual(['feed/b.csv']);
+  });
+
   it('validate refuses a move target inside the source or the table', () => {
     const target = mergeTarget('/data/table');
     const source = (move: string) => ({
