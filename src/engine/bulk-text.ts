@@ -151,7 +151,7 @@ async function groupFiles(
  * A JSON group split where its files spell one nested key two ways (`s.a` in one file, `s.A` in
  * the next): one read of both stops at the duplicate struct field, where read apart the batch's
  * schema matches the spellings ignoring case, as it does top-level names. (Two spellings in one
- * file are refused: checkNestedFieldNames.)
+ * file fail the read, told as nestedCaseClash, or are a MAP's keys.)
  */
 function splitByKeyCase(
   files: readonly LoadFile[],
@@ -159,7 +159,13 @@ function splitByKeyCase(
 ): LoadFile[][] {
   const parts: { files: LoadFile[]; spelling: Map<string, string> }[] = [];
   for (const f of files) {
-    const own = keys.get(f)?.nested ?? [];
+    // A file's own keys that differ only by case are a MAP's to DuckDB (else the read fails): no spelling.
+    const spelled = new Map<string, string | null>();
+    for (const path of keys.get(f)?.nested ?? []) {
+      const lower = path.toLowerCase();
+      spelled.set(lower, spelled.has(lower) && spelled.get(lower) !== path ? null : path);
+    }
+    const own = [...spelled.values()].filter((p): p is string => p !== null);
     let part = parts.find((p) =>
       own.every((path) => (p.spelling.get(path.toLowerCase()) ?? path) === path),
     );

@@ -269,11 +269,11 @@ export function checkColumnNames(file: LoadFile, names: readonly string[]): void
 
 /**
  * Keys of one JSON object path that differ only by case (`{"s": {"a": 1, "A": 2}}`, in one record
- * or in two) are refused naming both fields and the line of the second, as top-level names are:
- * one name holds one field in Delta, and DuckDB's reader stops at them with a hint to ignore
- * errors, which would drop rows.
+ * or in two), named with the line of the second: what a read of the file that stopped at DuckDB's
+ * 'Duplicate name "A" in struct' (with a hint to ignore errors, which would drop rows) is told as.
+ * One name holds one field in Delta. (An object DuckDB reads as a MAP may hold such keys.)
  */
-export function checkNestedFieldNames(file: LoadFile, paths: Iterable<PathValues>): void {
+export function nestedCaseClash(file: LoadFile, paths: Iterable<PathValues>): BadFileError | null {
   const seen = new Map<string, PathValues>();
   for (const p of paths) {
     if (p.segments.length < 2) continue; // top-level: checkColumnNames
@@ -284,12 +284,13 @@ export function checkNestedFieldNames(file: LoadFile, paths: Iterable<PathValues
       continue;
     }
     const line = Math.min(...Object.values(p.first).map((at) => at.line));
-    throw new BadFileError(
+    return new BadFileError(
       `[load] cannot load ${file.key}: line ${line}, it has fields ${JSON.stringify(first.column)} and ${JSON.stringify(p.column)}, whose names differ only by case: ` +
         'Delta field names ignore case, so they would be one field; rename one in the source',
       { context: { key: file.key, line, column: p.column, columns: [first.column, p.column] } },
     );
   }
+  return null;
 }
 
 function caseClash(file: LoadFile, first: string, second: string): BadFileError {

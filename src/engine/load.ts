@@ -44,7 +44,7 @@ import { sourceFileEnum } from './parquet-list.js';
 import { nestedAdditions, withNewFields } from './nested-fit.js';
 import {
   checkColumnNames,
-  checkNestedFieldNames,
+  nestedCaseClash,
   conformFile,
   csvLineError,
   describeFile,
@@ -213,7 +213,6 @@ async function scanJsonFiles(
     batch.forEach((f, j) => scans.set(f, results[j]!));
     for (const f of batch) {
       checkColumnNames(f, scans.get(f)!.keys);
-      checkNestedFieldNames(f, scans.get(f)!.values.values());
       const bad = inexactNumber(f, scans.get(f)!.numbers, text);
       if (bad) throw bad;
     }
@@ -248,6 +247,9 @@ async function stageAll(
     if (!(err instanceof BadFileError)) throw err;
     const key = err.context.key;
     const file = files.find((f) => f.key === key);
+    const scan = file && jsons.get(file);
+    if (scan && /Duplicate name ".*" in struct/.test(err.message))
+      throw nestedCaseClash(file, scan.values.values()) ?? err;
     throw file ? await withCsvLine(session, file, csv, err) : err;
   }
 }

@@ -890,6 +890,24 @@ describe('column names mean one thing each', () => {
       [{ a: '1' }, [{ d: '1' }]],
       [{ a: '2' }, [{ d: '2' }]],
     ]);
+
+    // An object of many keys is a MAP to DuckDB: its keys are data, and may differ only by case.
+    const maps = await zone({}, { format: 'ndjson' });
+    const counts = Object.fromEntries(Array.from({ length: 250 }, (_, i) => [`k${i}`, i]));
+    for (const [i, name] of ['a', 'b'].entries())
+      await maps.source.write(
+        `2025/03/01/${name}.ndjson`,
+        `${JSON.stringify({ order_id: i + 1, seq: 1, m: { ...counts, K1: 1000 + i } })}\n`,
+      );
+    expect(await run(maps.setup)).toMatchObject({ status: 'succeeded', inserted: 2, batches: 1 });
+    const mapped = (await tableRows(session, maps.setup, 'order_id')).map((r) => {
+      const m = new Map((r['m'] as { key: string; value: unknown }[]).map((e) => [e.key, e.value]));
+      return [m.get('K1'), m.get('k1'), m.size];
+    });
+    expect(mapped).toEqual([
+      ['1000', '1', 251],
+      ['1001', '1', 251],
+    ]);
   });
 
   it('a CSV header naming one column twice is refused naming the file, the name and both fields, not loaded as x and x_1 (nothing committed)', async () => {
