@@ -10,7 +10,7 @@
  * The problems are config errors (exit 2). A run and a backfill check as soon as they read the
  * table; `validate` lists them.
  */
-import type { TargetMode } from '../config/schema.js';
+import { scd2Columns, type TargetMode } from '../config/schema.js';
 import { type ColumnMappingMode } from '../delta/column-mapping.js';
 import type { Snapshot } from '../delta/snapshot.js';
 import { ConfigError } from '../errors.js';
@@ -31,6 +31,10 @@ export interface MatchColumns {
   mode?: TargetMode | undefined;
   key?: readonly string[] | undefined;
   orderBy?: string | undefined;
+  /** scd2 mode: the history columns' names (defaults: valid_from, valid_to, is_current). */
+  validFrom?: string | undefined;
+  validTo?: string | undefined;
+  isCurrent?: string | undefined;
 }
 
 /**
@@ -52,7 +56,7 @@ export function missingColumnProblems(
       ? []
       : [{ field: `${at}.orderBy`, role: 'orderBy column', column: target.orderBy }]),
   ];
-  return named
+  const missing = named
     .filter((n) => !known.has(n.column.toLowerCase()))
     .map((n) => ({
       check: 'target' as const,
@@ -60,6 +64,32 @@ export function missingColumnProblems(
       message: `${n.field} names ${n.role} ${JSON.stringify(n.column)}, which the table does not have (its columns: ${columns.join(', ')}); a key and orderBy must be columns the table's rows hold`,
       kind: 'usage' as const,
     }));
+  return [...missing, ...historyProblems(target, snapshot, at, known)];
+}
+
+/**
+ * scd2 mode on a table that holds rows without the history columns (a merge or append table):
+ * its rows are no versions, so a batch would add the columns NULL to every stored row (no current
+ * version: a reader of `is_current` loses them) and update the keys it touches in place.
+ */
+function historyProblems(
+  target: MatchColumns,
+  snapshot: Snapshot,
+  at: string,
+  known: ReadonlySet<string>,
+): Problem[] {
+  if (target.mode !== 'scd2' || snapshot.files.length === 0) return [];
+  const history = Object.values(scd2Columns(target));
+  const lacking = history.filter((c) => !known.has(c.toLowerCase()));
+  if (lacking.length === 0) return [];
+  return [
+    {
+      check: 'target' as const,
+      field: `${at}.mode`,
+      message: `${at}.mode is scd2, but the table holds rows without the history column${lacking.length === 1 ? '' : 's'} ${lacking.join(', ')} (a merge or append table): its rows are no versions, and a batch would add ${lacking.length === 1 ? 'it' : 'them'} NULL to every stored row. Keep the table's mode, or load the history into a new target (a backfill fills it)`,
+      kind: 'usage' as const,
+    },
+  ];
 }
 
 /** Problems and warnings of `target`'s creation settings against the existing table (pure). `at` prefixes fields (`jobs[0].target`). */

@@ -17,6 +17,7 @@ import {
   land,
   makeConfig,
   orders,
+  readTarget,
   run,
   runOutcome,
   scd2History,
@@ -128,6 +129,33 @@ describe('scd2: a new key or orderBy is refused', () => {
     const err = await refusal(merged);
     expect(err.message).toMatch(/target\.mode changed from scd2 to merge.*order_id=1 \(2 rows\)/);
     expect(await scd2History(session, merged)).toEqual(before);
+  });
+
+  // Found by the config-change hunt: the run succeeded, adding the history columns NULL to every
+  // stored row (no current version) and updating order 1 in place (its old row deleted).
+  it('merge -> scd2 on a table without the history columns: refused naming the mode and the columns; the table is unchanged', async () => {
+    const src = await tempDir('scd2cc-src', dirs);
+    const dst = await tempDir('scd2cc-dst', dirs);
+    const setup = (mode: string) =>
+      makeConfig({
+        source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+        target: { uri: dst, mode, key: ['order_id'], orderBy: 'seq' },
+      });
+    const source = new LocalStorage(src);
+    await land(source, session, '2025/03/01/a.csv', orders([1, 'placed', 1], [2, 'placed', 1]));
+    expect(await run(setup('merge'))).toMatchObject({ inserted: 2 });
+    await land(source, session, '2025/03/02/a.csv', orders([1, 'paid', 5]));
+    const err = await refusal(setup('scd2'));
+    expect(err.context).toMatchObject({ field: 'target.mode' });
+    expect(err.message).toMatch(
+      /target\.mode is scd2, but the table holds rows without the history columns valid_from, valid_to, is_current/,
+    );
+    const table = await readTarget(session, setup('merge'));
+    expect(table.rows.map((r) => `${r.order_id} ${r.status}`).sort()).toEqual([
+      '1 placed',
+      '2 placed',
+    ]);
+    expect(table.columns).not.toContain('valid_from');
   });
 });
 
