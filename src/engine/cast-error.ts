@@ -85,17 +85,27 @@ function nanoseconds(m: Misfit): boolean {
 }
 
 /**
- * A UTC-adjusted Parquet TIMESTAMP(NANOS) value below a microsecond (./parquet-utc-nanos.ts):
- * DuckDB reads such a column in microseconds, so declaring another type would not keep it either.
+ * A Parquet timestamp value below a microsecond that DuckDB reads in microseconds
+ * (./parquet-utc-nanos.ts): a UTC-adjusted TIMESTAMP(NANOS), or an INT96 one. Declaring another
+ * type would not keep it either.
  */
 export function cutNanosecondsError(
   m: Pick<Misfit, 'column' | 'value' | 'file' | 'row'>,
+  encoding: 'utc-nanos' | 'int96' = 'utc-nanos',
 ): BadFileError {
   const where = place(m);
+  const holds =
+    encoding === 'int96'
+      ? `an INT96 Parquet timestamp (nanoseconds; Impala's and Hive's legacy encoding)`
+      : `a UTC-adjusted Parquet TIMESTAMP(NANOS)`;
+  const upstream =
+    encoding === 'int96'
+      ? `write microseconds upstream (a TIMESTAMP(MICROS) column rather than INT96)`
+      : `write microseconds upstream (pyarrow: coerce_timestamps='us')`;
   return new BadFileError(
     `[load] value ${JSON.stringify(String(m.value))} of column ${JSON.stringify(m.column)} has nanoseconds` +
       (where ? ` (${where})` : '') +
-      `; the file holds it as a UTC-adjusted Parquet TIMESTAMP(NANOS), and a Delta timestamp holds microseconds, so its last digits would be lost: write microseconds upstream (pyarrow: coerce_timestamps='us'), or keep the nanoseconds in an integer column`,
+      `; the file holds it as ${holds}, and a Delta timestamp holds microseconds, so its last digits would be lost: ${upstream}, or keep the nanoseconds in an integer column`,
     { context: { column: m.column, ...placeContext(m) } },
   );
 }

@@ -10,6 +10,15 @@
  * instants, as wall clocks in UTC) with every digit. Flipping the flag changes one byte of the
  * Thrift footer (a compact-protocol bool lives in its field header), so the footer keeps its
  * length and every offset in the file stays valid. The load itself reads the original file.
+ *
+ * INT96 timestamps (Impala's, Hive's and older Spark's legacy encoding: nanoseconds of the day,
+ * then a Julian day) are read by DuckDB in microseconds too (duckdb/duckdb#25857), and no
+ * read_parquet option reads them otherwise (its `schema` parameter casts after the reader, and
+ * INT96 has no statistics). So the check reads a copy whose footer says FIXED_LEN_BYTE_ARRAY(12)
+ * for them, which DuckDB reads as the raw 12 bytes (the same PLAIN and dictionary encodings),
+ * and decodes the nanoseconds of the day in SQL. That footer grows by two bytes per column
+ * (the type_length field), so the copy gets a rewritten footer and length; the data before the
+ * footer, and every offset into it, stay as they were.
  */
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
@@ -25,7 +34,7 @@ const UTC_NANOS = `logical_type LIKE 'TimestampType(isAdjustedToUTC=1,%NANOS=Nan
 /** Files per parquet_schema statement: one footer read each, in one statement (a batch may hold thousands). */
 const SCHEMA_CHUNK = 512;
 
-/** Refuse a batch whose Parquet files hold a UTC-adjusted nanosecond value below a microsecond. */
+/** Refuse a batch whose Parquet files hold a UTC-adjusted nanosecond or an INT96 value below a microsecond. */
 export async function refuseCutNanoseconds(
   session: DuckSession,
   described: ReadonlyMap<LoadFile, readonly FileColumn[]>,
@@ -59,6 +68,11 @@ export async function refuseCutNanoseconds(
     }
     for (const [file, names] of nanos) await checkFile(session, file, names);
   }
+  // describeFile marked the INT96 columns (markInt96): no other file pays for this.
+  for (const [file, columns] of described) {
+    const int96 = columns.filter((c) => c.int96 === true).map((c) => c.name);
+    if (file.format === 'parquet' && int96.length > 0) await checkInt96File(session, file, int96);
+  }
 }
 
 /** The first value below a microsecond of `columns` (UTC-adjusted NANOS) in `file`, refused. */
@@ -82,6 +96,101 @@ async function checkFile(session: DuckSession, file: LoadFile, columns: string[]
   }
 }
 
+/** Nanoseconds of the day (the first 8 bytes, little-endian, signed) of an INT96 read as its 12 bytes, `hex`. */
+function int96Nanos(hex: string): string {
+  const bytes = [7, 6, 5, 4, 3, 2, 1, 0].map((i) => `substr(${hex}, ${2 * i + 1}, 2)`).join(' || ');
+  const u = `('0x' || ${bytes})::UBIGINT::HUGEINT`;
+  return `(${u} - CASE WHEN ${u} >= 9223372036854775808 THEN 18446744073709551616 ELSE 0 END)`;
+}
+
+/** The Julian day (the last 4 bytes, little-endian) of an INT96 read as its 12 bytes, `hex`. */
+function int96Day(hex: string): string {
+  const bytes = [11, 10, 9, 8].map((i) => `substr(${hex}, ${2 * i + 1}, 2)`).join(' || ');
+  return `('0x' || ${bytes})::UBIGINT::HUGEINT`;
+}
+
+/** The Julian day of 1970-01-01. */
+const UNIX_EPOCH_JULIAN_DAY = 2440588;
+
+/** Nanoseconds since 1970 (a HUGEINT) of `column`, an INT96 read as its 12 bytes (copyWithInt96AsBytes). */
+export function int96EpochNsSql(column: string): string {
+  const hex = `hex(${column})`;
+  return `((${int96Day(hex)} - ${UNIX_EPOCH_JULIAN_DAY}) * 86400000000000 + ${int96Nanos(hex)})`;
+}
+
+/** The first INT96 value below a microsecond of `columns` in `file`, refused. */
+async function checkInt96File(
+  session: DuckSession,
+  file: LoadFile,
+  columns: string[],
+): Promise<void> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tidemark-int96-'));
+  const copy = path.join(dir, 'copy.parquet');
+  try {
+    await copyWithInt96AsBytes(file.localPath, copy);
+    for (const column of columns) {
+      const hex = `hex(${ident(column)})`;
+      const nanos = int96Nanos(hex);
+      const epochNs = int96EpochNsSql(ident(column));
+      // The value as the file holds it, with every digit (a day out of range: its raw parts).
+      const value =
+        `COALESCE(CAST(make_timestamp_ns(TRY_CAST(${epochNs} AS BIGINT)) AS VARCHAR), ` +
+        `'Julian day ' || ${int96Day(hex)} || ', nanosecond ' || ${nanos})`;
+      const hit = await session.one(
+        `SELECT file_row_number + 1 AS row, ${value} AS value FROM read_parquet(${str(copy)}, file_row_number = true, hive_partitioning = false) ` +
+          `WHERE ${nanos} % 1000 <> 0 LIMIT 1`,
+      );
+      if (hit)
+        throw cutNanosecondsError(
+          { column, file: file.key, row: hit['row'], value: hit['value'] },
+          'int96',
+        );
+    }
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Copy `source` to `dest` with every INT96 column of its schema (and of its column chunks)
+ * typed FIXED_LEN_BYTE_ARRAY(12): DuckDB then reads the raw bytes. Only the footer changes.
+ */
+export async function copyWithInt96AsBytes(source: string, dest: string): Promise<void> {
+  await fsp.copyFile(source, dest);
+  const handle = await fsp.open(dest, 'r+');
+  try {
+    const { start, footer } = await readFooter(handle, source);
+    const edited = int96AsFixed(footer);
+    if (edited === footer) return;
+    const tail = Buffer.alloc(8);
+    tail.writeUInt32LE(edited.length, 0);
+    tail.write('PAR1', 4, 'latin1');
+    await handle.write(edited, 0, edited.length, start);
+    await handle.write(tail, 0, 8, start + edited.length);
+    await handle.truncate(start + edited.length + 8);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The Thrift footer of the Parquet file open in `handle`, and where it starts. */
+async function readFooter(
+  handle: fsp.FileHandle,
+  source: string,
+): Promise<{ start: number; footer: Buffer }> {
+  const { size } = await handle.stat();
+  const tail = Buffer.alloc(8);
+  if (size < 12) throw new Error(`not a Parquet file: ${source}`);
+  await handle.read(tail, 0, 8, size - 8);
+  const footerLength = tail.readUInt32LE(0);
+  const start = size - 8 - footerLength;
+  if (tail.subarray(4).toString('latin1') !== 'PAR1' || start < 4)
+    throw new Error(`not a Parquet file: ${source}`);
+  const footer = Buffer.alloc(footerLength);
+  await handle.read(footer, 0, footerLength, start);
+  return { start, footer };
+}
+
 /**
  * Copy `source` to `dest` with the isAdjustedToUTC flag of every TIMESTAMP(NANOS) of its schema
  * set to `utc` (the check sets false; tests set true, to write what DuckDB cannot).
@@ -95,15 +204,7 @@ export async function copyWithNanosUtcFlag(
   // Only the footer is read and patched: the file may be large.
   const handle = await fsp.open(dest, 'r+');
   try {
-    const { size } = await handle.stat();
-    const tail = Buffer.alloc(8);
-    await handle.read(tail, 0, 8, size - 8);
-    const footerLength = tail.readUInt32LE(0);
-    const start = size - 8 - footerLength;
-    if (tail.subarray(4).toString('latin1') !== 'PAR1' || start < 4)
-      throw new Error(`not a Parquet file: ${source}`);
-    const footer = Buffer.alloc(footerLength);
-    await handle.read(footer, 0, footerLength, start);
+    const { start, footer } = await readFooter(handle, source);
     for (const at of nanosFlags(footer, 0)) {
       footer[at] = (footer[at]! & 0xf0) | (utc ? TRUE : FALSE);
       await handle.write(footer, at, 1, start + at);
@@ -117,6 +218,7 @@ export async function copyWithNanosUtcFlag(
 const TRUE = 1;
 const FALSE = 2;
 const I8 = 3;
+const I32 = 5;
 const DOUBLE = 7;
 const BINARY = 8;
 const LIST = 9;
@@ -161,12 +263,133 @@ function nanosFlags(bytes: Uint8Array, start: number): number[] {
   return found;
 }
 
+// Parquet physical types (SchemaElement.type, ColumnMetaData.type).
+const INT96 = 3;
+const FIXED_LEN_BYTE_ARRAY = 7;
+/** The bytes of an INT96 value. */
+const INT96_LENGTH = 12;
+
+/** A byte edit of a footer: `remove` bytes at `at` replaced by `insert`. */
+interface Edit {
+  at: number;
+  remove: number;
+  insert: number[];
+}
+
+/**
+ * The FileMetaData `footer` with every INT96 typed FIXED_LEN_BYTE_ARRAY of length 12: the
+ * SchemaElements (field 2: schema; element field 1: type, field 2: type_length) and the
+ * ColumnMetaData of every column chunk (field 4: row_groups; RowGroup field 1: columns;
+ * ColumnChunk field 3: meta_data; its field 1: type). `footer` itself when it has none.
+ */
+function int96AsFixed(footer: Buffer): Buffer {
+  const r = new Reader(footer, 0);
+  const edits: Edit[] = [];
+  /** The I32 physical type at the reader: INT96 is recorded as an edit to FIXED_LEN_BYTE_ARRAY. */
+  const physical = (): boolean => {
+    const at = r.at;
+    const int96 = r.i32() === INT96;
+    if (int96) edits.push({ at, remove: r.at - at, insert: [zigzagByte(FIXED_LEN_BYTE_ARRAY)] });
+    return int96;
+  };
+  r.struct((id, type) => {
+    if (id === 2 && type === LIST) {
+      r.list(STRUCT, () => schemaElement(r, physical, edits));
+      return true;
+    }
+    if (id !== 4 || type !== LIST) return false;
+    r.list(STRUCT, () =>
+      r.struct((gid, gtype) => {
+        if (gid !== 1 || gtype !== LIST) return false;
+        r.list(STRUCT, () =>
+          r.struct((cid, ctype) => {
+            if (cid !== 3 || ctype !== STRUCT) return false;
+            r.struct((mid, mtype) => {
+              if (mid !== 1 || mtype !== I32) return false;
+              physical();
+              return true;
+            });
+            return true;
+          }),
+        );
+        return true;
+      }),
+    );
+    return true;
+  });
+  if (edits.length === 0) return footer;
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (const e of edits.sort((a, b) => a.at - b.at)) {
+    parts.push(footer.subarray(from, e.at), Buffer.from(e.insert));
+    from = e.at + e.remove;
+  }
+  parts.push(footer.subarray(from));
+  return Buffer.concat(parts);
+}
+
+/** One SchemaElement: an INT96 one gets type FIXED_LEN_BYTE_ARRAY and type_length 12. */
+function schemaElement(r: Reader, physical: () => boolean, edits: Edit[]): void {
+  let typeEnd = -1;
+  let length: { at: number; end: number; value: number } | null = null;
+  r.struct((id, type) => {
+    if (id === 1 && type === I32) {
+      if (physical()) typeEnd = r.at;
+      return true;
+    }
+    if (id === 2 && type === I32) {
+      const at = r.at;
+      const value = r.i32();
+      length = { at, end: r.at, value };
+      return true;
+    }
+    return false;
+  });
+  if (typeEnd < 0) return;
+  const twelve = zigzagByte(INT96_LENGTH);
+  if (length !== null) {
+    const { at, end, value } = length;
+    if (value !== INT96_LENGTH) edits.push({ at, remove: end - at, insert: [twelve] });
+    return;
+  }
+  // type_length goes right after the type (field 2 after field 1: header delta 1, I32). The
+  // next field's header, if short, counted its id from 1; it now counts from 2.
+  const next = r.byteAt(typeEnd);
+  const short = next !== 0 && next >> 4 !== 0;
+  edits.push({
+    at: typeEnd,
+    remove: short ? 1 : 0,
+    insert: [(1 << 4) | I32, twelve, ...(short ? [next - (1 << 4)] : [])],
+  });
+}
+
+/** The one-byte zigzag varint of a small non-negative i32 (below 64). */
+function zigzagByte(n: number): number {
+  return n * 2;
+}
+
 /** A reader of Thrift compact-protocol bytes, enough to walk and skip any value. */
 class Reader {
   constructor(
     private readonly bytes: Uint8Array,
     private pos: number,
   ) {}
+
+  /** Where the reader is. */
+  get at(): number {
+    return this.pos;
+  }
+
+  /** The byte at `offset`, without moving. */
+  byteAt(offset: number): number {
+    if (offset >= this.bytes.length) throw new Error('Parquet footer ends early');
+    return this.bytes[offset]!;
+  }
+
+  /** An i32 (or enum) value: a zigzag varint. */
+  i32(): number {
+    return zigzag(this.varint());
+  }
 
   private byte(): number {
     if (this.pos >= this.bytes.length) throw new Error('Parquet footer ends early');

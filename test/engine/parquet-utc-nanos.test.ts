@@ -3,14 +3,21 @@
  * it sets the isAdjustedToUTC flag of every nanosecond timestamp, touches nothing else, and
  * leaves a file DuckDB reads whole, with every other column's values as they were. Real files
  * written by DuckDB, with the footer shapes the walker must skip (strings, decimals, structs,
- * lists, maps, key-value metadata, statistics).
+ * lists, maps, key-value metadata, statistics). And the footer edit behind the INT96 check: every
+ * INT96 typed FIXED_LEN_BYTE_ARRAY(12), on files pyarrow and Spark wrote.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckSession } from '../../src/engine/duckdb.js';
-import { copyWithNanosUtcFlag } from '../../src/engine/parquet-utc-nanos.js';
+import {
+  copyWithInt96AsBytes,
+  copyWithNanosUtcFlag,
+  int96EpochNsSql,
+} from '../../src/engine/parquet-utc-nanos.js';
+import { sharedTable } from '../helpers/shared-tables.js';
 import { str } from '../../src/engine/sql.js';
 
 let session: DuckSession;
@@ -85,6 +92,90 @@ describe('copyWithNanosUtcFlag', () => {
     );
     const copy = path.join(dir, 'plain-copy.parquet');
     await copyWithNanosUtcFlag(plain, copy, true);
+    expect(Buffer.compare(await readFile(copy), await readFile(plain))).toBe(0);
+  });
+});
+
+const WIDE96 = fileURLToPath(new URL('../../fixtures/parquet/int96-wide.parquet', import.meta.url));
+const BASE_NS = 1767225600n * 10n ** 9n;
+
+async function physical(file: string): Promise<Record<string, string>> {
+  const rows = await session.all(
+    `SELECT name, type, type_length FROM parquet_schema(${str(file)}) WHERE type IS NOT NULL`,
+  );
+  return Object.fromEntries(
+    rows.map((r) => [
+      String(r['name']),
+      `${String(r['type'])}${r['type_length'] ? `(${String(r['type_length'])})` : ''}`,
+    ]),
+  );
+}
+
+describe('copyWithInt96AsBytes', () => {
+  it('types every INT96 (top-level and nested) FIXED_LEN_BYTE_ARRAY(12) and changes only the footer', async () => {
+    const copy = path.join(dir, 'wide96.parquet');
+    await copyWithInt96AsBytes(WIDE96, copy);
+    const before = await physical(WIDE96);
+    expect(before).toMatchObject({ at: 'INT96', inner_at: 'INT96', early: 'INT96' });
+    expect(await physical(copy)).toEqual({
+      ...before,
+      at: 'FIXED_LEN_BYTE_ARRAY(12)',
+      inner_at: 'FIXED_LEN_BYTE_ARRAY(12)',
+      early: 'FIXED_LEN_BYTE_ARRAY(12)',
+    });
+    const chunkTypes = await session.all(
+      `SELECT DISTINCT path_in_schema AS p, type FROM parquet_metadata(${str(copy)}) WHERE type LIKE 'FIXED%' ORDER BY p`,
+    );
+    expect(chunkTypes.map((r) => r['p'])).toEqual(['at', 'early', 's, inner_at']);
+    const [a, b] = [await readFile(WIDE96), await readFile(copy)];
+    const dataEnd = a.length - 8 - a.readUInt32LE(a.length - 8);
+    // Each INT96 SchemaElement gains its type_length (two bytes); the data is untouched.
+    expect(b.length).toBe(a.length + 6);
+    expect(Buffer.compare(a.subarray(0, dataEnd), b.subarray(0, dataEnd))).toBe(0);
+  });
+
+  it('reads the same rows, and each INT96 value with every nanosecond, before 1970 too', async () => {
+    const copy = path.join(dir, 'wide96-rows.parquet');
+    await copyWithInt96AsBytes(WIDE96, copy);
+    const same = await session.one(
+      `SELECT count(*) AS n FROM (SELECT id, name, s.n, li FROM read_parquet(${str(WIDE96)}) ` +
+        `EXCEPT SELECT id, name, s.n, li FROM read_parquet(${str(copy)}))`,
+    );
+    expect(Number(same?.['n'])).toBe(0);
+    const rows = await session.all(
+      `SELECT id, CAST(${int96EpochNsSql('"at"')} AS VARCHAR) AS at_ns, CAST(${int96EpochNsSql('early')} AS VARCHAR) AS early_ns ` +
+        `FROM read_parquet(${str(copy)}) ORDER BY id`,
+    );
+    expect(rows).toHaveLength(100);
+    for (const r of rows) {
+      const i = BigInt(Number(r['id']));
+      // As fixtures/parquet/README.md says pyarrow wrote them.
+      expect(r['at_ns']).toBe(i % 7n === 0n ? null : String(BASE_NS + i * 1_000_001n));
+      expect(r['early_ns']).toBe(String(BASE_NS - i * 400n * 86400n * 10n ** 9n));
+    }
+  });
+
+  it("reads Spark's INT96 (parquet-mr's footer) as DuckDB does, in microseconds", async () => {
+    const spark = path.join(
+      sharedTable('partition-timestamp-int96'),
+      'part=2020-01-01 08%3A09%3A10.001/part-00000-bd889aef-417c-4493-b5f7-a9884ba4b247.c000.snappy.parquet',
+    );
+    const copy = path.join(dir, 'spark96.parquet');
+    await copyWithInt96AsBytes(spark, copy);
+    const row = await session.one(
+      `SELECT a.id, epoch_us(a.time) AS us, CAST(${int96EpochNsSql('b.time')} AS VARCHAR) AS ns ` +
+        `FROM read_parquet(${str(spark)}) a POSITIONAL JOIN read_parquet(${str(copy)}) b`,
+    );
+    expect(row?.['ns']).toBe(`${String(row?.['us'])}000`);
+  });
+
+  it('copies a file without INT96 byte for byte', async () => {
+    const plain = await written(
+      `SELECT 1 AS id, TIMESTAMP '2026-01-01' AS micros`,
+      'plain96.parquet',
+    );
+    const copy = path.join(dir, 'plain96-copy.parquet');
+    await copyWithInt96AsBytes(plain, copy);
     expect(Buffer.compare(await readFile(copy), await readFile(plain))).toBe(0);
   });
 });

@@ -606,6 +606,33 @@ describe('a Parquet timestamp: isAdjustedToUTC says wall clock or instant', () =
     });
   });
 
+  it('an INT96 one with nanoseconds (Impala, pyarrow) is refused naming file, row and column; whole microseconds load exactly', async () => {
+    // DuckDB reads INT96 in microseconds: without the check …001000123 was stored as …001, exit 0.
+    const fixture = async (name: string) =>
+      new Uint8Array(await readFile(new URL(`../../fixtures/parquet/${name}`, import.meta.url)));
+    const z = await zone();
+    await z.source.write('2025/03/01/micros.parquet', await fixture('int96-micros.parquet'));
+    expect(await run(z.setup)).toMatchObject({ status: 'succeeded', inserted: 4 });
+    expect(await tableTypes(z.setup)).toMatchObject({ at: 'timestamp' });
+    expect((await tableRows(session, z.setup, 'order_id')).map((r) => r['at'])).toEqual([
+      '2026-01-01 00:00:00.001+00',
+      '2026-01-01 00:00:00.123456+00',
+      '1969-12-31 23:59:59.999999+00',
+      null,
+    ]);
+    await z.source.write('2025/03/02/nanos.parquet', await fixture('int96-nanos.parquet'));
+    const err = await failure(run(z.setup));
+    expect(err).toBeInstanceOf(BadFileError);
+    expect((err as BadFileError).context).toMatchObject({
+      key: `${z.uri}2025/03/02/nanos.parquet`,
+      column: 'at',
+      row: 2,
+    });
+    expect(err.message).toContain('2026-01-01 00:00:00.001000123');
+    expect(err.message).toContain('INT96');
+    expect((await readTarget(session, z.setup)).snapshot!.version).toBe(0);
+  });
+
   it('UTC-adjusted TIMESTAMP(NANOS) (pandas datetime64[ns, UTC]) with nanoseconds is refused naming file, row and column; whole microseconds load as the same instants', async () => {
     // DuckDB reads such a column in microseconds: without the check the last digits vanished
     // with exit 0. DuckDB writes TIMESTAMP_NS as not adjusted; the footer's flag is set here.
