@@ -1,16 +1,24 @@
 /**
  * CSV records by physical line, under the job's one dialect, as DuckDB's reader counts them: a
  * record starts on a line that does not continue a quoted field, and a blank line there is no
- * record, except in a file of one column read without `nullstr` (there it is a record of one
+ * record, except in a file of one column read without a nonempty `nullstr` (there it is a record of one
  * unquoted empty field: NULL). DuckDB numbers only the records it keeps (`_source_row`), so the
  * line of a data row is found by walking the file's text (only to name it in an error), and a
- * one-column file read with `nullstr`, whose blank lines DuckDB would drop with their empty
+ * one-column file read with a nonempty `nullstr`, whose blank lines DuckDB would drop with their empty
  * strings, is refused naming the first.
  */
 import { BadFileError } from '../errors.js';
 import type { DuckSession } from './duckdb.js';
 import { forEachLine } from './file-lines.js';
 import type { CsvDialect, LoadFile } from './file-select.js';
+
+/**
+ * Whether a blank line of a one-column file is kept as a NULL row: nullstr unset, or set to
+ * DuckDB's own default, the empty text (it then drops no blank line).
+ */
+function blankIsNull(dialect: CsvDialect): boolean {
+  return dialect.nullstr === undefined || dialect.nullstr === '';
+}
 
 /** Where a quoted field stands after `text`: still open (`quoted`), and the fields counted. */
 interface LineScan {
@@ -88,7 +96,7 @@ export async function csvRecordLine(
   columns: number,
   record: number,
 ): Promise<number | undefined> {
-  const blankIsRecord = columns === 1 && dialect.nullstr === undefined;
+  const blankIsRecord = columns === 1 && blankIsNull(dialect);
   let seen = 0;
   let found: number | undefined;
   await walkRecordLines(session, file, dialect, (line, blank) => {
@@ -121,7 +129,7 @@ export async function csvPhysicalLine(
 }
 
 /**
- * Refuse a one-column file read with `nullstr` that has a blank line (outside a quoted field):
+ * Refuse a one-column file read with a nonempty `nullstr` that has a blank line (outside a quoted field):
  * the line holds one empty field, an empty string under this dialect, but DuckDB skips it.
  */
 export async function refuseSkippedBlankLines(
@@ -130,7 +138,7 @@ export async function refuseSkippedBlankLines(
   dialect: CsvDialect,
   column: string,
 ): Promise<void> {
-  if (dialect.nullstr === undefined) return;
+  if (blankIsNull(dialect)) return;
   let blankAt: number | undefined;
   await walkRecordLines(session, file, dialect, (line, blank) => {
     if (!blank) return true;

@@ -299,6 +299,28 @@ describe('blank lines', () => {
       { name: '' },
     ]);
   });
+
+  it("with nullstr '' (DuckDB's own NULL text) a blank line of a one-column file is a NULL row, and a later line is named as the file's", async () => {
+    const f = await land('one-column-empty-nullstr.csv', 'name\na\n\nb\n');
+    expect(await rowsOf([f], { nullstr: '' })).toEqual([
+      { name: 'a' },
+      { name: null },
+      { name: 'b' },
+    ]);
+    const g = await land('one-column-empty-nullstr-bad.csv', 'n\n1\n\nx\n');
+    const err = await failureOf(
+      [g],
+      { nullstr: '' },
+      {
+        type: 'struct',
+        fields: [{ name: 'n', type: 'long', nullable: true, metadata: {} }],
+      },
+    );
+    expect(err.context).toMatchObject({
+      key: 's3://landing/orders/one-column-empty-nullstr-bad.csv',
+      line: 4,
+    });
+  });
 });
 
 describe('source.csv overrides the dialect for every file of the job', () => {
