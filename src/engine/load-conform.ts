@@ -368,6 +368,13 @@ export function unreadable(file: LoadFile, err: unknown): BadFileError {
     .slice(1)
     .filter((l) => TELLING_LINES.test(l.trim()))
     .map((l) => l.trim());
+  // DuckDB's JSON reader quotes the whole record of a duplicate key: data, never copied.
+  const twice = /in line (\d+): Object .* has duplicate key "(.*)"$/.exec(lines[0]!);
+  if (twice)
+    return new BadFileError(
+      `[load] cannot read ${file.key}: line ${twice[1]}: an object has the key ${JSON.stringify(twice[2])} twice; one key holds one field: remove one in the source`,
+      { context: { key: file.key, line: Number(twice[1]), column: twice[2]! }, cause: err },
+    );
   const line = /CSV Error on Line: (\d+)/.exec(lines.join('\n'))?.[1];
   return new BadFileError(`[load] cannot read ${file.key}: ${[lines[0]!, ...telling].join('; ')}`, {
     context: { key: file.key, ...(line ? { line: Number(line) } : {}) },

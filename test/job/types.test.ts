@@ -883,6 +883,25 @@ describe('column names mean one thing each', () => {
     expect(rows.map((r) => r['Amount'])).toEqual(['10', '20']);
   });
 
+  it('a key twice in one JSON object is refused naming the line and the key, without the record (DuckDB quotes it whole)', async () => {
+    for (const record of [
+      '{"order_id":2,"seq":1,"a":"secret","a":2}',
+      '{"order_id":2,"seq":1,"s":{"a":"secret","a":2}}',
+    ]) {
+      const z = await zone({}, { format: 'ndjson' });
+      await z.source.write('2025/03/01/a.ndjson', `{"order_id":1,"seq":1}\n${record}\n`);
+      const err = await failure(run(z.setup));
+      expect(err).toBeInstanceOf(BadFileError);
+      expect((err as BadFileError).context).toMatchObject({
+        key: `${z.uri}2025/03/01/a.ndjson`,
+        line: 2,
+        column: 'a',
+      });
+      expect(err.message).toContain('line 2: an object has the key "a" twice');
+      expect(err.message).not.toContain('secret');
+    }
+  });
+
   it('nested keys that differ only by case: in one file refused naming both fields and the line; across the files of one batch one field', async () => {
     const z = await zone({}, { format: 'ndjson' });
     await z.source.write(
