@@ -157,6 +157,32 @@ describe('scd2: a new key or orderBy is refused', () => {
     ]);
     expect(table.columns).not.toContain('valid_from');
   });
+
+  it('validate holds the history columns by their configured names: none missing on an scd2 table of its own, the merge table refused', async () => {
+    const src = await tempDir('scd2cc-src', dirs);
+    const [own, merged] = [await tempDir('scd2cc-dst', dirs), await tempDir('scd2cc-dst', dirs)];
+    const names = { validFrom: 'start_at', validTo: 'end_at', isCurrent: 'cur' };
+    const job = (uri: string, mode: string) => ({
+      source: { uri: src, discover: { by: 'partition', layout: '{yyyy}/{mm}/{dd}' } },
+      target: { uri, mode, key: ['order_id'], orderBy: 'seq', ...(mode === 'scd2' ? names : {}) },
+    });
+    await land(new LocalStorage(src), session, '2025/03/01/a.csv', orders([1, 'placed', 1]));
+    expect(await run(makeConfig(job(own, 'scd2')))).toMatchObject({ inserted: 1 });
+    expect(await run(makeConfig(job(merged, 'merge')))).toMatchObject({ inserted: 1 });
+    const validated = async (uri: string) => {
+      const file = join(await tempDir('scd2cc-cfg', dirs), 'tidemark.yaml');
+      await writeFile(file, JSON.stringify({ jobs: [{ name: 'orders', ...job(uri, 'scd2') }] }));
+      const [report] = await validateJobs({ file }, { logger: silentLogger() });
+      return report!.problems;
+    };
+    expect(await validated(own)).toEqual([]);
+    expect(await validated(merged)).toEqual([
+      expect.objectContaining({
+        field: 'jobs[0].target.mode',
+        message: expect.stringMatching(/history columns start_at, end_at, cur/),
+      }),
+    ]);
+  });
 });
 
 describe('scd2: a new trackColumns is refused', () => {
