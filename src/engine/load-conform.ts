@@ -271,12 +271,19 @@ export function checkColumnNames(file: LoadFile, names: readonly string[]): void
  * Keys of one JSON object path that differ only by case (`{"s": {"a": 1, "A": 2}}`, in one record
  * or in two), named with the line of the second: what a read of the file that stopped at DuckDB's
  * 'Duplicate name "A" in struct' (with a hint to ignore errors, which would drop rows) is told as.
- * One name holds one field in Delta. (An object DuckDB reads as a MAP may hold such keys.)
+ * One name holds one field in Delta. `name`: the key DuckDB named; an object DuckDB reads as a
+ * MAP may hold other such keys.
  */
-export function nestedCaseClash(file: LoadFile, paths: Iterable<PathValues>): BadFileError | null {
+export function nestedCaseClash(
+  file: LoadFile,
+  paths: Iterable<PathValues>,
+  name: string,
+): BadFileError | null {
   const seen = new Map<string, PathValues>();
   for (const p of paths) {
     if (p.segments.length < 2) continue; // top-level: checkColumnNames
+    // Only keys spelled as the one DuckDB stopped at: a MAP's keys may differ by case too.
+    if (p.segments.at(-1)!.toLowerCase() !== name.toLowerCase()) continue;
     const lower = p.segments.map((s) => s.toLowerCase()).join('\u0001');
     const first = seen.get(lower);
     if (first === undefined) {

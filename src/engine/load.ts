@@ -248,8 +248,9 @@ async function stageAll(
     const key = err.context.key;
     const file = files.find((f) => f.key === key);
     const scan = file && jsons.get(file);
-    if (scan && /Duplicate name ".*" in struct/.test(err.message))
-      throw nestedCaseClash(file, scan.values.values()) ?? err;
+    const duplicate = /Duplicate name "(.*)" in struct/.exec(err.message)?.[1];
+    if (scan && duplicate !== undefined)
+      throw nestedCaseClash(file, scan.values.values(), duplicate) ?? err;
     throw file ? await withCsvLine(session, file, csv, err) : err;
   }
 }

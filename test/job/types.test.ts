@@ -920,6 +920,17 @@ describe('column names mean one thing each', () => {
     );
     expect((await readTarget(session, z.setup)).snapshot).toBeNull();
 
+    // A MAP's keys that differ by case in the same file are not the fields DuckDB stopped at.
+    const beside = await zone({}, { format: 'ndjson' });
+    const keys = Object.fromEntries(Array.from({ length: 250 }, (_, i) => [`k${i}`, i]));
+    await beside.source.write(
+      '2025/03/01/a.ndjson',
+      `${JSON.stringify({ order_id: 1, seq: 1, m: { ...keys, K1: 5 }, s: { a: 1 } })}\n` +
+        `${JSON.stringify({ order_id: 2, seq: 1, s: { A: 2 } })}\n`,
+    );
+    const named = await failure(run(beside.setup));
+    expect((named as BadFileError).context).toMatchObject({ line: 2, column: 's.A' });
+
     // Before, one bulk read of both files stopped at DuckDB's 'Duplicate name "A" in struct'.
     const across = await zone({}, { format: 'ndjson' });
     await across.source.write(
