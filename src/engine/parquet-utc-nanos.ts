@@ -96,27 +96,41 @@ async function checkFile(session: DuckSession, file: LoadFile, columns: string[]
   }
 }
 
-/** Nanoseconds of the day (the first 8 bytes, little-endian, signed) of an INT96 read as its 12 bytes, `hex`. */
-function int96Nanos(hex: string): string {
-  const bytes = [7, 6, 5, 4, 3, 2, 1, 0].map((i) => `substr(${hex}, ${2 * i + 1}, 2)`).join(' || ');
-  const u = `('0x' || ${bytes})::UBIGINT::HUGEINT`;
-  return `(${u} - CASE WHEN ${u} >= 9223372036854775808 THEN 18446744073709551616 ELSE 0 END)`;
+/** `x`'s last `n` bytes in the other order: DuckDB reads a BLOB as a BIT string big-endian. */
+function byteSwap(x: string, n: number): string {
+  return Array.from(
+    { length: n },
+    (_, k) => `(((${x} >> ${8 * k}) & 255) << ${8 * (n - 1 - k)})`,
+  ).join(' | ');
 }
 
-/** The Julian day (the last 4 bytes, little-endian) of an INT96 read as its 12 bytes, `hex`. */
-function int96Day(hex: string): string {
-  const bytes = [11, 10, 9, 8].map((i) => `substr(${hex}, ${2 * i + 1}, 2)`).join(' || ');
-  return `('0x' || ${bytes})::UBIGINT::HUGEINT`;
+/**
+ * The rows of `copy` (written by copyWithInt96AsBytes) with its INT96 `column` in parts:
+ * `file_row_number`, `u` (the nanoseconds of the day: the first 8 bytes, little-endian, as a
+ * UBIGINT; a signed value below 0 reads 2^64 above it), `day` (the Julian day: the last 4
+ * bytes, little-endian), and `keep` columns as they are. Integer operations only: hex text
+ * took about 3x the CPU time.
+ */
+export function int96PartsSql(copy: string, column: string, keep: readonly string[] = []): string {
+  const c = ident(column);
+  const kept = keep.map((k) => `${ident(k)}, `).join('');
+  const bytes =
+    `SELECT file_row_number, ${kept}${c}[1:8]::BIT::UBIGINT AS lo, ${c}[9:12]::BIT::UINTEGER::UBIGINT AS hi ` +
+    `FROM read_parquet(${str(copy)}, file_row_number = true, hive_partitioning = false)`;
+  return `SELECT file_row_number, ${kept}${byteSwap('lo', 8)} AS u, ${byteSwap('hi', 4)} AS day FROM (${bytes})`;
+}
+
+/** Nanoseconds since 1970 (a HUGEINT) of the parts `u` and `day` of int96PartsSql. */
+export function int96EpochNsSql(): string {
+  const nanos = `CASE WHEN u >= ${2n ** 63n} THEN u::HUGEINT - ${2n ** 64n} ELSE u::HUGEINT END`;
+  return `((day::HUGEINT - ${UNIX_EPOCH_JULIAN_DAY}) * ${NANOS_PER_DAY} + ${nanos})`;
 }
 
 /** The Julian day of 1970-01-01. */
 const UNIX_EPOCH_JULIAN_DAY = 2440588;
-
-/** Nanoseconds since 1970 (a HUGEINT) of `column`, an INT96 read as its 12 bytes (copyWithInt96AsBytes). */
-export function int96EpochNsSql(column: string): string {
-  const hex = `hex(${column})`;
-  return `((${int96Day(hex)} - ${UNIX_EPOCH_JULIAN_DAY}) * 86400000000000 + ${int96Nanos(hex)})`;
-}
+const NANOS_PER_DAY = 86_400n * 10n ** 9n;
+/** A negative i64 read as a UBIGINT is 2^64 above it, so its remainder by 1000 is 2^64's above. */
+const WRAPPED_REMAINDER = 2n ** 64n % 1000n;
 
 /** The first INT96 value below a microsecond of `columns` in `file`, refused. */
 async function checkInt96File(
@@ -129,16 +143,13 @@ async function checkInt96File(
   try {
     await copyWithInt96AsBytes(file.localPath, copy);
     for (const column of columns) {
-      const hex = `hex(${ident(column)})`;
-      const nanos = int96Nanos(hex);
-      const epochNs = int96EpochNsSql(ident(column));
+      const cut = `u % 1000 <> CASE WHEN u >= ${2n ** 63n} THEN ${WRAPPED_REMAINDER} ELSE 0 END`;
       // The value as the file holds it, with every digit (a day out of range: its raw parts).
       const value =
-        `COALESCE(CAST(make_timestamp_ns(TRY_CAST(${epochNs} AS BIGINT)) AS VARCHAR), ` +
-        `'Julian day ' || ${int96Day(hex)} || ', nanosecond ' || ${nanos})`;
+        `COALESCE(CAST(make_timestamp_ns(TRY_CAST(${int96EpochNsSql()} AS BIGINT)) AS VARCHAR), ` +
+        `'Julian day ' || day || ', nanosecond of the day ' || u)`;
       const hit = await session.one(
-        `SELECT file_row_number + 1 AS row, ${value} AS value FROM read_parquet(${str(copy)}, file_row_number = true, hive_partitioning = false) ` +
-          `WHERE ${nanos} % 1000 <> 0 LIMIT 1`,
+        `SELECT file_row_number + 1 AS row, ${value} AS value FROM (SELECT * FROM (${int96PartsSql(copy, column)}) WHERE ${cut} LIMIT 1)`,
       );
       if (hit)
         throw cutNanosecondsError(
