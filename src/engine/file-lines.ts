@@ -8,6 +8,7 @@ import { closeSync, createReadStream, fstatSync, openSync, readFileSync } from '
 import { createInterface } from 'node:readline';
 import { createGunzip, gunzipSync } from 'node:zlib';
 import { BadFileError } from '../errors.js';
+import { damagedGzip, isZlibError } from './compressed-ends.js';
 import type { DuckSession } from './duckdb.js';
 import type { LoadFile } from './file-select.js';
 import { compressionOf } from './source-format.js';
@@ -27,6 +28,20 @@ const WHOLE_FILE_BYTES = 4 * 2 ** 20;
  * does not start an empty one.
  */
 export async function forEachLine(
+  session: DuckSession,
+  file: LoadFile,
+  visit: (text: string, line: number) => boolean | void,
+): Promise<void> {
+  try {
+    await readLines(session, file, visit);
+  } catch (err) {
+    // A gzip stream cut off or damaged: the file's fault, named (./compressed-ends.ts).
+    if (isZlibError(err)) throw damagedGzip(file, err);
+    throw err;
+  }
+}
+
+async function readLines(
   session: DuckSession,
   file: LoadFile,
   visit: (text: string, line: number) => boolean | void,

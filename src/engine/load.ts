@@ -14,6 +14,7 @@
 import { statSync } from 'node:fs';
 import type { StructField, StructType } from '../delta/schema.js';
 import { BadFileError, SchemaError } from '../errors.js';
+import { refuseCutCompressedFiles } from './compressed-ends.js';
 import { countCsvFields } from './csv-records.js';
 import type { DuckSession } from './duckdb.js';
 import {
@@ -136,6 +137,7 @@ export async function loadSourceFiles(
   const { readable, emptyFiles } = await skipEmpty(files);
   if (readable.length === 0)
     return { rows: 0, newColumns: [], emptyFiles, naiveTimestamps: [], fileColumns: new Map() };
+  await refuseCutCompressedFiles(readable);
   const jsons = await scanJsonFiles(session, readable, opts);
   const staged = await stageAll(session, readable, opts.csv, jsons);
   try {
