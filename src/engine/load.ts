@@ -602,7 +602,10 @@ async function refuseTypesWithoutDelta(
   }
 }
 
-/** The first of `files` whose own columns hold `column` in its type (the group's first if none does). */
+/**
+ * The first of `files` whose own `column` has no Delta type either (the group's first if none
+ * has): a nested one differs from the group's (`STRUCT(x, t TIME)` of `{"x"}` and `{"t"}` files).
+ */
 async function fileHolding(
   session: DuckSession,
   files: readonly LoadFile[],
@@ -611,12 +614,20 @@ async function fileHolding(
 ): Promise<LoadFile> {
   for (const file of files) {
     const own = await describeFile(session, file, csv);
-    if (
-      own.some((c) => c.name.toLowerCase() === column.name.toLowerCase() && c.type === column.type)
-    )
+    if (own.some((c) => c.name.toLowerCase() === column.name.toLowerCase() && !hasDeltaType(c)))
       return file;
   }
   return files[0]!;
+}
+
+function hasDeltaType(column: FileColumn): boolean {
+  try {
+    duckTypeToDelta(column.type, column.name);
+    return true;
+  } catch (err) {
+    if (err instanceof SchemaError) return false;
+    throw err;
+  }
 }
 
 /** The fields of `fields` widened, in place, by the struct fields the described files add to them. */

@@ -81,6 +81,17 @@ describe('loadFiles', () => {
     expect(err.message).not.toContain(dir);
   });
 
+  it('names the JSON file whose nested field has no Delta type, not a file of its group without it', async () => {
+    // Read together, both files' `s` is STRUCT(x, t TIME); read alone, neither is that type.
+    await writeFile(join(dir, 'no-time.ndjson'), '{"s":{"x":1}}\n');
+    await writeFile(join(dir, 'nested-time.ndjson'), '{"s":{"t":"12:00:00"}}\n');
+    const err = await loadFiles(session, [file('no-time.ndjson'), file('nested-time.ndjson')], {
+      table: 'nested_time',
+    }).catch((e) => e);
+    expect(err).toBeInstanceOf(BadFileError);
+    expect(err.context).toMatchObject({ key: 'landing/nested-time.ndjson', column: 's.t' });
+  });
+
   it('rejects ragged CSV rows naming the file', async () => {
     await writeFile(join(dir, 'ragged.csv'), 'a,b\n1,2\n3,4,5\n');
     const err = await loadFiles(session, [file('ragged.csv')], { table: 'rag' }).catch((e) => e);
