@@ -26,7 +26,7 @@ import {
 import { backfilledBy, backfillJobs } from './backfill/state.js';
 import { PlanBacklog, reportBacklog, type BacklogState } from './backlog.js';
 import { configuredAs } from './config-change.js';
-import { rebasedOnLayout, rebasedOnSource } from './source-moved.js';
+import { layoutRebaseKeys, rebasedOnLayout, rebasedOnSource } from './source-moved.js';
 import { splitBatches } from './batches.js';
 import type { RunContext } from './context.js';
 import { discoveryConfigOf } from './open.js';
@@ -136,7 +136,13 @@ class JobRun {
     // An edited source.uri: the remembered files, keyed relative to the source, carry over.
     state = rebasedOnSource(state, this.job.source.uri);
     const d = this.job.source.discover;
-    if (d.by === 'partition') state = rebasedOnLayout(state, this.job.source.uri, d.layout);
+    if (d.by === 'partition') {
+      // A HEAD per remembered file of the lookback, on the first run after a layout edit only.
+      const stillThere = new Set<string>();
+      for (const key of layoutRebaseKeys(state, d.layout))
+        if ((await this.scope.source.head(key)) !== null) stillThere.add(key);
+      state = rebasedOnLayout(state, this.job.source.uri, d.layout, stillThere);
+    }
     const quarantined = quarantinedFiles(snapshot, this.job.name);
     const plan = await this.timer.time('list', async () =>
       this.withLedger(await this.discover(state, quarantined), state, snapshot, quarantined),

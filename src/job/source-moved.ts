@@ -104,6 +104,34 @@ function canonical(uri: string): string | null {
   }
 }
 
+/** The old and new layouts of a partition `layout` edited between runs, where they can be rebased. */
+function editedLayouts(state: JobState, layout: string): { from: Layout; to: Layout } | null {
+  const was = state.configuredAs?.discover;
+  if (was?.by !== 'partition' || was.layout === layout || state.discovery?.mode !== 'partition')
+    return null;
+  try {
+    const [from, to] = [Layout.parse(was.layout), Layout.parse(layout)];
+    return from.granularity === to.granularity ? { from, to } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The keys (relative to the source) of the remembered files rebasedOnLayout would re-key: the
+ * caller asks which are still in their old folders, as those files did not move.
+ */
+export function layoutRebaseKeys(state: JobState, layout: string): string[] {
+  const layouts = editedLayouts(state, layout);
+  if (!layouts || state.discovery?.mode !== 'partition') return [];
+  return state.discovery.loaded
+    .filter((e) => {
+      const [old, now] = [layouts.from.prefixOf(e.partition), layouts.to.prefixOf(e.partition)];
+      return old !== now && e.key.startsWith(old);
+    })
+    .map((e) => e.key);
+}
+
 /**
  * A partition `layout` edited between runs, of the same granularity (another one is refused by
  * discovery until a reset): the remembered files are re-keyed from each partition's old folder to
@@ -111,26 +139,29 @@ function canonical(uri: string): string | null {
  * known as loaded (kept as they were, every one of them was loaded again: in append mode, its rows
  * twice), and each such partition's old folder is kept (`formerSources`) for an append that
  * replaces a rewritten file's earlier rows. A key outside its partition's old folder stays as it
- * was. `uri` is the job's source. Pure.
+ * was. A partition a remembered file of which is still in its old folder (`stillThere`, keys from
+ * layoutRebaseKeys) was not moved: it is left as it was, so a file of the same name in its new
+ * folder is a new file, not a rewrite that would replace the old one's rows. `uri` is the job's
+ * source. Pure.
  */
-export function rebasedOnLayout(state: JobState, uri: string, layout: string): JobState {
-  const was = state.configuredAs?.discover;
+export function rebasedOnLayout(
+  state: JobState,
+  uri: string,
+  layout: string,
+  stillThere: ReadonlySet<string> = new Set(),
+): JobState {
+  const layouts = editedLayouts(state, layout);
   const discovery = state.discovery;
-  if (was?.by !== 'partition' || was.layout === layout || discovery?.mode !== 'partition')
-    return state;
-  let from: Layout;
-  let to: Layout;
-  try {
-    [from, to] = [Layout.parse(was.layout), Layout.parse(layout)];
-  } catch {
-    return state;
-  }
-  if (from.granularity !== to.granularity) return state;
+  if (!layouts || discovery?.mode !== 'partition') return state;
+  const { from, to } = layouts;
+  const unmoved = new Set(
+    discovery.loaded.filter((e) => stillThere.has(e.key)).map((e) => e.partition),
+  );
   const root = describeUri(uri).uri;
   const moved = new Map<string, FormerSource>();
   const loaded = discovery.loaded.map((e) => {
     const [old, now] = [from.prefixOf(e.partition), to.prefixOf(e.partition)];
-    if (old === now || !e.key.startsWith(old)) return e;
+    if (old === now || !e.key.startsWith(old) || unmoved.has(e.partition)) return e;
     moved.set(e.partition, { uri: root + old, strip: now });
     return { ...e, key: now + e.key.slice(old.length) };
   });

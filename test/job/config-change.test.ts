@@ -330,6 +330,26 @@ describe('layout edited', () => {
     const rows = await rowsOf(moved, ['order_id', 'status']);
     expect(rows.map((r) => `${r.order_id} ${r.status}`)).toEqual(['1 a1', '2 b1', '3 c2']);
   });
+
+  it('with the files left in the old folders, a file of the same name in the new folder is a new file: it replaces no rows', async () => {
+    // Re-keyed, the remembered 2026/12/01/a.csv was taken for dt=2026-12-01/a.csv rewritten, and
+    // its two rows were deleted for the new file's one (exit 0) though it never moved.
+    const dir = await tempDir('src', dirs);
+    const src = new LocalStorage(dir);
+    const target = { uri: await tempDir('t', dirs), mode: 'append' };
+    const at = (layout: string) =>
+      makeConfig({
+        source: { uri: dir, discover: { by: 'partition', layout, lookback: 2 } },
+        target,
+      });
+    await land(src, session, '2026/12/01/a.csv', orders([1, 'a1', 1], [2, 'b1', 1]));
+    expect(await run(at('{yyyy}/{mm}/{dd}'))).toMatchObject({ inserted: 2 });
+    await land(src, session, 'dt=2026-12-01/a.csv', orders([7, 'new', 1]));
+    const edited = at('dt={yyyy}-{mm}-{dd}');
+    expect(await run(edited)).toMatchObject({ inserted: 1, dataFilesRemoved: 0 });
+    const rows = await rowsOf(edited, ['order_id', 'status']);
+    expect(rows.map((r) => `${r.order_id} ${r.status}`)).toEqual(['1 a1', '2 b1', '7 new']);
+  });
 });
 
 describe('a new orderBy or key and the remembered deletes', () => {
