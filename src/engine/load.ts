@@ -16,6 +16,7 @@ import type { StructField, StructType } from '../delta/schema.js';
 import { BadFileError, SchemaError } from '../errors.js';
 import { refuseCutCompressedFiles } from './compressed-ends.js';
 import { countCsvFields } from './csv-records.js';
+import { forEachLine } from './file-lines.js';
 import type { DuckSession } from './duckdb.js';
 import {
   csvDialect,
@@ -253,8 +254,45 @@ async function stageAll(
     const duplicate = /Duplicate name "(.*)" in struct/.exec(err.message)?.[1];
     if (scan && duplicate !== undefined)
       throw nestedCaseClash(file, scan.values.values(), duplicate) ?? err;
+    if (file && jsons.has(file)) throw await withJsonLine(session, file, err);
     throw file ? await withCsvLine(session, file, csv, err) : err;
   }
+}
+
+/**
+ * DuckDB's "Malformed JSON … in line N" (NDJSON) or "in record/value N" (JSON) counts one past
+ * the record at fault (DuckDB 1.5: a bad first record is "line 2"), and skips blank lines: the
+ * error names the record and, for NDJSON, its line. `bad` itself for other errors.
+ */
+async function withJsonLine(
+  session: DuckSession,
+  file: LoadFile,
+  bad: BadFileError,
+): Promise<BadFileError> {
+  const m =
+    /Malformed JSON in file .*?, at byte \d+ in (line|record\/value) (\d+): (.*?)\.?\s*$/.exec(
+      bad.message.split('\n')[0]!,
+    );
+  if (!m) return bad;
+  const record = Number(m[2]) - 1;
+  let line: number | undefined;
+  if (m[1] === 'line') {
+    let seen = 0;
+    try {
+      await forEachLine(session, file, (text, n) => {
+        if (text.trim() === '' || ++seen < record) return true;
+        line = n;
+        return false;
+      });
+    } catch {
+      // the error names the record still
+    }
+  }
+  const where = line !== undefined ? `line ${line} (record ${record})` : `record ${record}`;
+  return new BadFileError(`[load] cannot read ${file.key}: ${where}: malformed JSON, ${m[3]}`, {
+    context: { key: file.key, row: record, ...(line !== undefined ? { line } : {}) },
+    cause: bad.cause ?? bad,
+  });
 }
 
 /**

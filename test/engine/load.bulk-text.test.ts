@@ -169,7 +169,10 @@ describe('small text files read in bulk', () => {
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(BadFileError);
-    expect((err as BadFileError).context).toMatchObject({ key: 's3://landing/b11.ndjson' });
-    expect((err as Error).message).toMatch(/Malformed JSON/);
+    expect((err as BadFileError).context).toMatchObject({
+      key: 's3://landing/b11.ndjson',
+      line: 2,
+    });
+    expect((err as Error).message).toMatch(/b11\.ndjson: line 2 \(record 2\): malformed JSON/);
   });
 });

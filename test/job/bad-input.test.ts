@@ -108,8 +108,18 @@ const CASES: BadCase[] = [
   {
     name: 'an invalid JSON line',
     file: 'bad.ndjson',
-    body: async () => '{"order_id":9,"status":"p","seq":1}\n{"order_id": 10, oops\n',
-    says: /Malformed JSON/,
+    body: async () => '{"order_id":9,"status":"p","seq":1}\n\n{"order_id": 10, oops\n',
+    // DuckDB says "line 3" for the second record (one past it, blank lines skipped): it is on line 3.
+    says: /bad\.ndjson: line 3 \(record 2\): malformed JSON, /,
+    context: { line: 3, row: 2 },
+  },
+  {
+    name: 'an invalid first JSON line, among good ones',
+    file: 'bad-first.ndjson',
+    body: async () => '{"order_id": 10, oops\n{"order_id":9,"status":"p","seq":1}\n',
+    // DuckDB says "line 2".
+    says: /bad-first\.ndjson: line 1 \(record 1\): malformed JSON, /,
+    context: { line: 1, row: 1 },
   },
   {
     name: 'a zero-byte Parquet file',
