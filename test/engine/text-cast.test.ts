@@ -64,6 +64,8 @@ describe('numbers', () => {
     ['0e-999', 'DOUBLE', 0],
     ['0.000e5', 'FLOAT', 0],
     ['1e-37', 'FLOAT', 9.99999991097579e-38],
+    [`0.${'0'.repeat(40)}`, 'FLOAT', 0],
+    [`0.${'0'.repeat(30)}1`, 'DOUBLE', 1e-31],
     ['TRUE', 'BOOLEAN', true],
     ['false', 'BOOLEAN', false],
   ])('%j into %s is %j', async (text, type, expected) => {
@@ -95,6 +97,8 @@ describe('numbers', () => {
     ['1e-400', 'DOUBLE'],
     ['-2.5e-320', 'DOUBLE'],
     ['1e-50', 'FLOAT'],
+    [`0.${'0'.repeat(40)}1`, 'FLOAT'],
+    [`-0.${'0'.repeat(320)}1`, 'DOUBLE'],
     ['1e39', 'FLOAT'],
     ['t', 'BOOLEAN'],
     ['1', 'BOOLEAN'],
