@@ -12,11 +12,10 @@ import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, gunzipSync } from 'node:zlib';
 import { BadFileError } from '../errors.js';
+import { damagedGzip, isZlibError, smallFileBytes } from './file-lines.js';
 import type { LoadFile } from './file-select.js';
 import { compressionOf } from './source-format.js';
 
-/** Files up to this size are inflated in one call, larger ones as a stream. */
-const WHOLE_FILE_BYTES = 4 * 2 ** 20;
 /** Files checked at once: inflating overlaps on the thread pool. */
 const CHECKS_AT_ONCE = 8;
 
@@ -31,34 +30,8 @@ export async function refuseCutCompressedFiles(files: readonly LoadFile[]): Prom
     await Promise.all(gzip.slice(i, i + CHECKS_AT_ONCE).map(inflateToEnd));
 }
 
-/** The BadFileError of a gzip file zlib could not inflate to its end (`err`: zlib's). */
-export function damagedGzip(file: LoadFile, err: unknown): BadFileError {
-  const why = err instanceof Error ? err.message : String(err);
-  return new BadFileError(
-    `[load] cannot read ${file.key}: its gzip data ${/unexpected end/i.test(why) ? 'ends before its end marker' : 'is damaged'} (zlib: ${why}); ` +
-      'a file cut off while it was written or copied: load it again once it is whole',
-    { context: { key: file.key }, cause: err },
-  );
-}
-
-/** Whether `err` is zlib's (a damaged or cut-off stream), not the file system's. */
-export function isZlibError(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('Z_');
-}
-
 async function inflateToEnd(file: LoadFile): Promise<void> {
-  const fd = openSync(file.localPath, 'r');
-  let small: Buffer | null = null;
-  try {
-    const size = fstatSync(fd).size;
-    if (size <= WHOLE_FILE_BYTES) {
-      small = Buffer.alloc(size);
-      readSync(fd, small, 0, size, 0);
-    }
-  } finally {
-    closeSync(fd);
-  }
+  const small = smallFileBytes(file.localPath);
   try {
     if (small) gunzipSync(small);
     else

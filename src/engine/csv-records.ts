@@ -85,23 +85,18 @@ async function walkRecordLines(
   });
 }
 
-/**
- * The line the `record`-th record (1-based, a header row counted) of a file of `columns` columns
- * starts on, or undefined when the file holds fewer records.
- */
-export async function csvRecordLine(
+/** The line of the `n`-th line a record could start on that `counts` (1-based), or undefined. */
+async function nthRecordLine(
   session: DuckSession,
   file: LoadFile,
   dialect: CsvDialect,
-  columns: number,
-  record: number,
+  n: number,
+  counts: (blank: boolean) => boolean,
 ): Promise<number | undefined> {
-  const blankIsRecord = columns === 1 && blankIsNull(dialect);
   let seen = 0;
   let found: number | undefined;
   await walkRecordLines(session, file, dialect, (line, blank) => {
-    if (blank && !blankIsRecord) return true;
-    if (++seen < record) return true;
+    if (!counts(blank) || ++seen < n) return true;
     found = line;
     return false;
   });
@@ -109,23 +104,31 @@ export async function csvRecordLine(
 }
 
 /**
+ * The line the `record`-th record (1-based, a header row counted) of a file of `columns` columns
+ * starts on, or undefined when the file holds fewer records.
+ */
+export function csvRecordLine(
+  session: DuckSession,
+  file: LoadFile,
+  dialect: CsvDialect,
+  columns: number,
+  record: number,
+): Promise<number | undefined> {
+  const blankIsRecord = columns === 1 && blankIsNull(dialect);
+  return nthRecordLine(session, file, dialect, record, (blank) => !blank || blankIsRecord);
+}
+
+/**
  * The file's line that DuckDB's reader calls line `counted` in an error: it counts the lines a
  * record could start on, blank ones too, but not the lines a quoted field continues on.
  */
-export async function csvPhysicalLine(
+export function csvPhysicalLine(
   session: DuckSession,
   file: LoadFile,
   dialect: CsvDialect,
   counted: number,
 ): Promise<number | undefined> {
-  let seen = 0;
-  let found: number | undefined;
-  await walkRecordLines(session, file, dialect, (line) => {
-    if (++seen < counted) return true;
-    found = line;
-    return false;
-  });
-  return found;
+  return nthRecordLine(session, file, dialect, counted, () => true);
 }
 
 /**
@@ -139,12 +142,7 @@ export async function refuseSkippedBlankLines(
   column: string,
 ): Promise<void> {
   if (blankIsNull(dialect)) return;
-  let blankAt: number | undefined;
-  await walkRecordLines(session, file, dialect, (line, blank) => {
-    if (!blank) return true;
-    blankAt = line;
-    return false;
-  });
+  const blankAt = await nthRecordLine(session, file, dialect, 1, (blank) => blank);
   if (blankAt === undefined) return;
   throw new BadFileError(
     `[load] cannot load ${file.key}: line ${blankAt} is blank, in a file of one column (${JSON.stringify(column)}) read with source.csv.nullstr set: ` +

@@ -8,7 +8,6 @@ import { closeSync, createReadStream, fstatSync, openSync, readFileSync } from '
 import { createInterface } from 'node:readline';
 import { createGunzip, gunzipSync } from 'node:zlib';
 import { BadFileError } from '../errors.js';
-import { damagedGzip, isZlibError } from './compressed-ends.js';
 import type { DuckSession } from './duckdb.js';
 import type { LoadFile } from './file-select.js';
 import { compressionOf } from './source-format.js';
@@ -35,7 +34,7 @@ export async function forEachLine(
   try {
     await readLines(session, file, visit);
   } catch (err) {
-    // A gzip stream cut off or damaged: the file's fault, named (./compressed-ends.ts).
+    // A gzip stream cut off or damaged: the file's fault, named (as ./compressed-ends.ts does).
     if (isZlibError(err)) throw damagedGzip(file, err);
     throw err;
   }
@@ -92,11 +91,27 @@ async function readLines(
 }
 
 /** The bytes of a file of at most WHOLE_FILE_BYTES (one open for the size and the read), else null. */
-function smallFileBytes(path: string): Buffer | null {
+export function smallFileBytes(path: string): Buffer | null {
   const fd = openSync(path, 'r');
   try {
     return fstatSync(fd).size <= WHOLE_FILE_BYTES ? readFileSync(fd) : null;
   } finally {
     closeSync(fd);
   }
+}
+
+/** The BadFileError of a gzip file zlib could not inflate to its end (`err`: zlib's). */
+export function damagedGzip(file: LoadFile, err: unknown): BadFileError {
+  const why = err instanceof Error ? err.message : String(err);
+  return new BadFileError(
+    `[load] cannot read ${file.key}: its gzip data ${/unexpected end/i.test(why) ? 'ends before its end marker' : 'is damaged'} (zlib: ${why}); ` +
+      'a file cut off while it was written or copied: load it again once it is whole',
+    { context: { key: file.key }, cause: err },
+  );
+}
+
+/** Whether `err` is zlib's (a damaged or cut-off stream), not the file system's. */
+export function isZlibError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('Z_');
 }
